@@ -1,0 +1,42 @@
+# qualkit: image-edit qualification as `go test`.
+#   make qual   set up if needed, qualify the built-in reference family, print the table
+#   make test   everything CI runs, through gotestsum, with the skip/count gate
+
+SHELL := /bin/bash
+GO ?= go
+export CGO_CFLAGS ?= -Wno-deprecated-declarations
+JUNIT ?= evidence/junit.xml
+RUNTIME ?= auto
+export RUNTIME
+# The fewest tests a complete `make test` runs; raise it when tests are added.
+MIN_TESTS ?= 150
+STAGES := preflight build correctness serve benchmark influence identity report
+REQUIRED := $(foreach s,$(STAGES),-require qualkit/qual/TestRefEdit/refedit-v1/$(s))
+
+.PHONY: setup qual test lint bench fmt clean-evidence
+
+setup:
+	@bash scripts/setup.sh
+
+qual: setup
+	@mkdir -p evidence
+	$(GO) tool gotestsum --format testname --junitfile evidence/junit-qual.xml -- \
+		-count=1 -run '^TestRefEdit$$' ./qual/ || { echo "qualification FAILED: see evidence/latest/SUMMARY.md"; exit 1; }
+	$(GO) run ./scripts/testgate -junit evidence/junit-qual.xml -min 9 $(REQUIRED)
+	@cat evidence/latest/SUMMARY.md; echo "evidence: $$(readlink -f evidence/latest)"
+
+test: setup lint
+	@mkdir -p $(dir $(JUNIT))
+	$(GO) tool gotestsum --format testname --junitfile $(JUNIT) -- -race -count=1 ./...
+	$(GO) run ./scripts/testgate -junit $(JUNIT) -min $(MIN_TESTS) $(REQUIRED)
+
+lint:
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/harness/ ./families/refedit/...
+
+clean-evidence:
+	rm -rf evidence

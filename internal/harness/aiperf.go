@@ -1,0 +1,289 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// AIPerfVersion is the only AIPerf release the harness accepts.
+const AIPerfVersion = "0.13.0"
+
+// AIPerf is the benchmark client: the pinned console script and the local tokenizer
+// directory that keeps it off the network.
+type AIPerf struct {
+	Bin       string
+	Tokenizer string
+}
+
+// CheckVersion runs `aiperf --version` and requires the pin.
+func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
+	if _, err := os.Stat(a.Bin); err != nil {
+		return "", fmt.Errorf("aiperf not found at %s: run `make setup` (installs aiperf==%s into .venv)", a.Bin, AIPerfVersion)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, a.Bin, "--version").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("aiperf --version: %v: %s", err, bytes.TrimSpace(out))
+	}
+	got := strings.TrimSpace(string(out))
+	if fields := strings.Fields(got); len(fields) > 0 {
+		got = fields[len(fields)-1]
+	}
+	if got != AIPerfVersion {
+		return got, fmt.Errorf("aiperf at %s is version %q, the pin is %s: run `make setup` to reinstall it", a.Bin, got, AIPerfVersion)
+	}
+	if _, err := os.Stat(filepath.Join(a.Tokenizer, "tokenizer.json")); err != nil {
+		return got, fmt.Errorf("local tokenizer missing at %s (AIPerf would try the network): run `make setup`", a.Tokenizer)
+	}
+	return got, nil
+}
+
+// AIPerfRun is one benchmark invocation.
+type AIPerfRun struct {
+	URL            string
+	Model          string
+	Input          string // JSONL file
+	ExtraInputs    []string
+	Measured       int
+	Warmup         int
+	Seed           int
+	ArtifactDir    string
+	RequestTimeout time.Duration
+}
+
+// Command is the exact argv: concurrency 1, sequential sampling, raw export, no UI, no
+// telemetry, and the local tokenizer.
+func (a AIPerf) Command(r AIPerfRun) Command {
+	args := []string{a.Bin, "profile",
+		"--endpoint-type", "image_edit",
+		"--url", r.URL,
+		"--model", r.Model,
+		"--tokenizer", a.Tokenizer,
+		"--input-file", r.Input,
+		"--custom-dataset-type", "single_turn",
+		"--dataset-sampling-strategy", "sequential",
+	}
+	for _, e := range r.ExtraInputs {
+		args = append(args, "--extra-inputs", e)
+	}
+	args = append(args,
+		"--request-count", strconv.Itoa(r.Measured),
+		"--warmup-request-count", strconv.Itoa(r.Warmup),
+		"--concurrency", "1",
+		"--random-seed", strconv.Itoa(r.Seed),
+		"--request-timeout-seconds", strconv.Itoa(int(r.RequestTimeout.Seconds())),
+		"--artifact-dir", r.ArtifactDir,
+		"--export-level", "raw",
+		"--ui", "none",
+		"--no-server-metrics",
+		"--no-gpu-telemetry",
+	)
+	// A local tokenizer path with HF_HUB_OFFLINE=1 breaks 0.13.0; keep the hub
+	// unreachable by caching nowhere useful instead of by that flag.
+	return Command{Args: args, Env: []string{"HF_HUB_DISABLE_TELEMETRY=1", "DO_NOT_TRACK=1", "PYTHONUNBUFFERED=1"}}
+}
+
+// RawRecord is one line of profile_export_raw.jsonl: what AIPerf sent and received.
+// Absent fields are zero values (AIPerf omits nulls).
+type RawRecord struct {
+	Metadata  RecordMeta                 `json:"metadata"`
+	Status    int                        `json:"status"`
+	Responses []struct{ Text string }    `json:"responses"`
+	Payload   map[string]json.RawMessage `json:"payload"`
+	Error     *RecordError               `json:"error"`
+}
+
+type RecordMeta struct {
+	XRequestID     string `json:"x_request_id"`
+	ConversationID string `json:"conversation_id"`
+	BenchmarkPhase string `json:"benchmark_phase"`
+	RequestStartNs int64  `json:"request_start_ns"`
+	RequestEndNs   int64  `json:"request_end_ns"`
+	WasCancelled   bool   `json:"was_cancelled"`
+}
+
+type RecordError struct {
+	Code    int    `json:"code"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+const (
+	PhaseWarmup    = "warmup"
+	PhaseProfiling = "profiling"
+)
+
+// Body is the full response body (AIPerf may split it across several response entries).
+func (r RawRecord) Body() []byte {
+	var b strings.Builder
+	for _, x := range r.Responses {
+		b.WriteString(x.Text)
+	}
+	return []byte(b.String())
+}
+
+// Failed says whether AIPerf counted the request as an error, or it was not a 2xx.
+func (r RawRecord) Failed() bool {
+	return r.Error != nil || r.Metadata.WasCancelled || r.Status < 200 || r.Status > 299
+}
+
+// SentImage is the exact reference-image bytes of the request.
+func (r RawRecord) SentImage() ([]byte, error) {
+	raw, ok := r.Payload["image"]
+	if !ok {
+		return nil, fmt.Errorf("request %s: payload has no image", r.Metadata.XRequestID)
+	}
+	var one struct {
+		B64 string `json:"b64_data"`
+	}
+	if err := json.Unmarshal(raw, &one); err != nil {
+		var many []struct {
+			B64 string `json:"b64_data"`
+		}
+		if err := json.Unmarshal(raw, &many); err != nil || len(many) != 1 {
+			return nil, fmt.Errorf("request %s: payload image is neither one file nor a list of one", r.Metadata.XRequestID)
+		}
+		one = many[0]
+	}
+	data, err := base64.StdEncoding.DecodeString(one.B64)
+	if err != nil {
+		return nil, fmt.Errorf("request %s: payload image base64: %w", r.Metadata.XRequestID, err)
+	}
+	return data, nil
+}
+
+// Prompt is the instruction the request carried.
+func (r RawRecord) Prompt() string {
+	var s string
+	json.Unmarshal(r.Payload["prompt"], &s)
+	return s
+}
+
+// wireFields are the payload keys that are not settings.
+var wireFields = map[string]bool{"prompt": true, "model": true, "response_format": true, "n": true, "image": true}
+
+// Settings are the extra inputs the request carried, spelled as on the wire.
+func (r RawRecord) Settings() map[string]string {
+	out := map[string]string{}
+	for k, v := range r.Payload {
+		if !wireFields[k] {
+			out[k] = settingString(v)
+		}
+	}
+	return out
+}
+
+// ProfileRecord is one line of profile_export.jsonl.
+type ProfileRecord struct {
+	Metadata RecordMeta `json:"metadata"`
+	Metrics  map[string]struct {
+		Value json.RawMessage `json:"value"`
+		Unit  string          `json:"unit"`
+	} `json:"metrics"`
+	Error *RecordError `json:"error"`
+}
+
+// RequestLatencyMs is AIPerf's client end-to-end latency of the request.
+func (p ProfileRecord) RequestLatencyMs() (float64, bool) {
+	m, ok := p.Metrics["request_latency"]
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(string(m.Value), 64)
+	return v, err == nil && m.Unit == "ms"
+}
+
+// Summary is the part of profile_export_aiperf.json the harness reads.
+type Summary struct {
+	AIPerfVersion  string          `json:"aiperf_version"`
+	RequestLatency SummaryMetric   `json:"request_latency"`
+	RequestCount   SummaryMetric   `json:"request_count"`
+	ErrorSummary   json.RawMessage `json:"error_summary"`
+	WasCancelled   bool            `json:"was_cancelled"`
+}
+
+type SummaryMetric struct {
+	Unit  string  `json:"unit"`
+	Avg   float64 `json:"avg"`
+	P50   float64 `json:"p50"`
+	P95   float64 `json:"p95"`
+	Count int     `json:"count"`
+}
+
+// Export is everything parsed from one AIPerf artifact directory.
+type Export struct {
+	Raw     []RawRecord
+	Profile []ProfileRecord
+	Summary *Summary // nil when AIPerf wrote none (every request failed)
+}
+
+// ReadExport parses an AIPerf artifact directory. The summary is optional (AIPerf does
+// not write it when every request failed); the raw and profile exports are required.
+func ReadExport(dir string) (*Export, error) {
+	var ex Export
+	if err := readJSONL(filepath.Join(dir, "profile_export_raw.jsonl"), func(b []byte) error {
+		var r RawRecord
+		err := json.Unmarshal(b, &r)
+		ex.Raw = append(ex.Raw, r)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if err := readJSONL(filepath.Join(dir, "profile_export.jsonl"), func(b []byte) error {
+		var r ProfileRecord
+		err := json.Unmarshal(b, &r)
+		ex.Profile = append(ex.Profile, r)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "profile_export_aiperf.json")); err == nil {
+		var s Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, fmt.Errorf("aiperf summary: %w", err)
+		}
+		ex.Summary = &s
+	}
+	return &ex, nil
+}
+
+func readJSONL(path string, each func([]byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("aiperf export: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 512<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		if err := each(sc.Bytes()); err != nil {
+			return fmt.Errorf("%s line %d: %w", filepath.Base(path), n, err)
+		}
+	}
+	return sc.Err()
+}
+
+// Phase returns the raw records of one benchmark phase, in file order.
+func (ex *Export) Phase(phase string) []RawRecord {
+	var out []RawRecord
+	for _, r := range ex.Raw {
+		if r.Metadata.BenchmarkPhase == phase {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package harness
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testdata/aiperf-0.13.0 is what real AIPerf 0.13.0 wrote for 3 measured + 1 warmup
+// image_edit requests against a stub server on loopback (16x16 PNGs, two prompts).
+func TestReadExportOfRealAIPerf(t *testing.T) {
+	ex, err := ReadExport("testdata/aiperf-0.13.0")
+	require.NoError(t, err)
+	require.Len(t, ex.Raw, 4)
+	assert.Len(t, ex.Phase(PhaseWarmup), 1)
+	assert.Len(t, ex.Phase(PhaseProfiling), 3)
+	// 0.13.0 writes warmup records into profile_export.jsonl too: callers must filter.
+	assert.Len(t, ex.Profile, 4)
+	assert.Equal(t, PhaseWarmup, ex.Profile[0].Metadata.BenchmarkPhase)
+
+	w := ex.Raw[0]
+	assert.Equal(t, "make it grayscale", w.Prompt())
+	assert.Equal(t, map[string]string{"size": "16x16", "seed": "42", "num_inference_steps": "3"}, w.Settings())
+	img, err := w.SentImage()
+	require.NoError(t, err)
+	assert.Equal(t, pngSignature, img[:8])
+	assert.False(t, w.Failed())
+	png, err := ResponsePNG(w.Body())
+	require.NoError(t, err)
+	out, err := DecodePNG(png)
+	require.NoError(t, err)
+	assert.Equal(t, "8x8", ImageSize(out))
+
+	lat, ok := ex.Profile[1].RequestLatencyMs()
+	assert.True(t, ok)
+	assert.Greater(t, lat, 0.0)
+	require.NotNil(t, ex.Summary)
+	assert.Equal(t, "0.13.0", ex.Summary.AIPerfVersion)
+	assert.Equal(t, 3, ex.Summary.RequestLatency.Count)
+}
+
+func TestReadExportNeedsRawExport(t *testing.T) {
+	_, err := ReadExport(t.TempDir())
+	require.ErrorContains(t, err, "profile_export_raw.jsonl")
+}
+
+func TestAIPerfCommandIsPinned(t *testing.T) {
+	a := AIPerf{Bin: "/v/bin/aiperf", Tokenizer: "/v/tok"}
+	cmd := a.Command(AIPerfRun{URL: "http://127.0.0.1:9", Model: "m", Input: "in.jsonl",
+		ExtraInputs: []string{"seed:42", "size:512x512"}, Measured: 5, Warmup: 1, Seed: 0,
+		ArtifactDir: "art", RequestTimeout: time.Minute})
+	want := []string{"/v/bin/aiperf", "profile", "--endpoint-type", "image_edit", "--url", "http://127.0.0.1:9",
+		"--model", "m", "--tokenizer", "/v/tok", "--input-file", "in.jsonl", "--custom-dataset-type", "single_turn",
+		"--dataset-sampling-strategy", "sequential", "--extra-inputs", "seed:42", "--extra-inputs", "size:512x512",
+		"--request-count", "5", "--warmup-request-count", "1", "--concurrency", "1", "--random-seed", "0",
+		"--request-timeout-seconds", "60", "--artifact-dir", "art", "--export-level", "raw", "--ui", "none",
+		"--no-server-metrics", "--no-gpu-telemetry"}
+	assert.Equal(t, want, cmd.Args)
+	assert.False(t, slices.ContainsFunc(cmd.Env, func(e string) bool { return e == "HF_HUB_OFFLINE=1" }),
+		"HF_HUB_OFFLINE=1 with a local tokenizer path breaks AIPerf 0.13.0")
+}
+
+func TestAIPerfVersionCheck(t *testing.T) {
+	_, err := AIPerf{Bin: filepath.Join(t.TempDir(), "aiperf")}.CheckVersion(t.Context())
+	require.ErrorContains(t, err, "run `make setup`")
+
+	bin := writeTemp(t, "aiperf", "#!/bin/sh\necho 0.12.1\n")
+	require.NoError(t, chmodX(bin))
+	got, err := AIPerf{Bin: bin}.CheckVersion(t.Context())
+	assert.Equal(t, "0.12.1", got)
+	require.ErrorContains(t, err, `version "0.12.1", the pin is 0.13.0`)
+}

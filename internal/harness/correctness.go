@@ -1,0 +1,111 @@
+package harness
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// CaseCounts is what a correctness run executed, read from its JUnit XML.
+type CaseCounts struct {
+	Total    int      `json:"total"`
+	Executed int      `json:"executed"` // total - skipped
+	Failed   int      `json:"failed"`
+	Errors   int      `json:"errors"`
+	Skipped  int      `json:"skipped"`
+	Cases    []string `json:"cases"`
+	Reasons  []string `json:"skip_reasons,omitempty"`
+}
+
+type junitCase struct {
+	Name      string     `xml:"name,attr"`
+	ClassName string     `xml:"classname,attr"`
+	Failure   []struct{} `xml:"failure"`
+	Error     []struct{} `xml:"error"`
+	Skipped   []struct {
+		Message string `xml:"message,attr"`
+	} `xml:"skipped"`
+}
+
+type junitSuite struct {
+	Cases  []junitCase  `xml:"testcase"`
+	Suites []junitSuite `xml:"testsuite"`
+}
+
+// ReadJUnit counts the test cases of a JUnit XML file (pytest's or gotestsum's), from the
+// <testcase> elements themselves rather than the suites' summary attributes.
+func ReadJUnit(path string) (CaseCounts, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return CaseCounts{}, fmt.Errorf("correctness JUnit: %w", err)
+	}
+	var root junitSuite
+	if err := xml.Unmarshal(b, &root); err != nil {
+		return CaseCounts{}, fmt.Errorf("correctness JUnit %s: %w", path, err)
+	}
+	var c CaseCounts
+	var walk func(s junitSuite)
+	walk = func(s junitSuite) {
+		for _, tc := range s.Cases {
+			c.Total++
+			c.Cases = append(c.Cases, strings.TrimPrefix(tc.ClassName+"."+tc.Name, "."))
+			switch {
+			case len(tc.Skipped) > 0:
+				c.Skipped++
+				c.Reasons = append(c.Reasons, tc.Name+": "+tc.Skipped[0].Message)
+			case len(tc.Error) > 0:
+				c.Errors++
+			case len(tc.Failure) > 0:
+				c.Failed++
+			}
+		}
+		for _, sub := range s.Suites {
+			walk(sub)
+		}
+	}
+	walk(root)
+	c.Executed = c.Total - c.Skipped
+	return c, nil
+}
+
+// Gate is the correctness pass rule: exactly the expected number of cases executed,
+// none failed, none errored, none skipped.
+func (c CaseCounts) Gate(expected int) error {
+	var problems []string
+	if c.Skipped > 0 {
+		problems = append(problems, fmt.Sprintf("%d skipped (%s): a skipped case proves nothing", c.Skipped, strings.Join(c.Reasons, "; ")))
+	}
+	if c.Executed != expected {
+		problems = append(problems, fmt.Sprintf("%d cases executed, expected %d", c.Executed, expected))
+	}
+	if c.Failed > 0 {
+		problems = append(problems, fmt.Sprintf("%d failed", c.Failed))
+	}
+	if c.Errors > 0 {
+		problems = append(problems, fmt.Sprintf("%d errors", c.Errors))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("correctness case: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// CheckResultFile requires {"status": "pass"} in a case's own result JSON.
+func CheckResultFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("correctness result: %w", err)
+	}
+	var r struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("correctness result %s: %w", path, err)
+	}
+	if r.Status != "pass" {
+		return fmt.Errorf("correctness result %s: status %q, want \"pass\"", path, r.Status)
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ChecksumFile lists the sha256 of every other file in a run's evidence folder, so a
+// checker can prove nothing was edited afterwards.
+const ChecksumFile = "SHA256SUMS"
+
+// Evidence is one run's evidence folder: evidence/<run id>/, one subfolder per row.
+type Evidence struct {
+	Dir   string
+	RunID string
+}
+
+// NewEvidence creates the run folder and proves it is writable before any stage runs,
+// so a run never does hours of work it cannot record.
+func NewEvidence(root, runID string) (*Evidence, error) {
+	dir := filepath.Join(root, runID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("evidence folder %s: %w (choose a writable folder with -qualkit.evidence)", dir, err)
+	}
+	probe := filepath.Join(dir, ".write-probe")
+	if err := os.WriteFile(probe, nil, 0o644); err != nil {
+		return nil, fmt.Errorf("evidence folder %s is not writable: %w (choose another with -qualkit.evidence)", dir, err)
+	}
+	os.Remove(probe)
+	return &Evidence{Dir: dir, RunID: runID}, nil
+}
+
+// NewRunID is a sortable, collision-resistant run id: UTC time plus process id.
+func NewRunID(now time.Time) string {
+	return fmt.Sprintf("%s-%d", now.UTC().Format("20060102T150405Z"), os.Getpid())
+}
+
+// Row opens the folder of one row.
+func (e *Evidence) Row(name string) (*RowEvidence, error) {
+	dir := filepath.Join(e.Dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("row evidence %s: %w", dir, err)
+	}
+	return &RowEvidence{Dir: dir}, nil
+}
+
+// WriteJSON writes v, indented, to a path relative to the run folder.
+func (e *Evidence) WriteJSON(rel string, v any) error {
+	return writeJSON(filepath.Join(e.Dir, rel), v)
+}
+
+// WriteChecksums writes SHA256SUMS over every file of the run folder (sha256sum format,
+// paths relative to the folder, sorted), replacing an older list.
+func (e *Evidence) WriteChecksums() error {
+	var lines []string
+	err := filepath.WalkDir(e.Dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(e.Dir, path)
+		if rel == ChecksumFile || !d.Type().IsRegular() {
+			return nil
+		}
+		sum, err := fileSHA256(path)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, sum+"  "+filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("checksum evidence: %w", err)
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i][66:] < lines[j][66:] })
+	return os.WriteFile(filepath.Join(e.Dir, ChecksumFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+// RowEvidence is one row's folder. It logs every command it runs to commands.jsonl.
+type RowEvidence struct {
+	Dir string
+	mu  sync.Mutex
+}
+
+// Path returns an absolute path inside the row folder, creating its parent folder.
+func (r *RowEvidence) Path(rel string) string {
+	p := filepath.Join(r.Dir, rel)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	return p
+}
+
+func (r *RowEvidence) WriteJSON(rel string, v any) error { return writeJSON(r.Path(rel), v) }
+
+func (r *RowEvidence) WriteFile(rel string, data []byte) error {
+	return os.WriteFile(r.Path(rel), data, 0o644)
+}
+
+// Record appends one command record to commands.jsonl.
+func (r *RowEvidence) Record(rec CommandRecord) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec.Env = redactEnv(rec.Env)
+	if rel, err := filepath.Rel(r.Dir, rec.Log); err == nil && !strings.HasPrefix(rel, "..") {
+		rec.Log = rel
+	}
+	f, err := os.OpenFile(r.Path("commands.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, _ := json.Marshal(rec)
+	_, err = f.Write(append(b, '\n'))
+	return err
+}
+
+// Run runs a command to completion with its output in logRel, records it, and on
+// failure returns an error that carries the exit code, the log path and the log's tail.
+func (r *RowEvidence) Run(ctx context.Context, stage string, c Command, logRel string) (CommandRecord, error) {
+	logPath := r.Path(logRel)
+	rec := CommandRecord{Stage: stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: logPath, Start: time.Now().UTC()}
+	cmd, logf, err := startCommand(ctx, c, logPath)
+	if err != nil {
+		rec.ExitCode, rec.Error = -1, err.Error()
+		r.Record(rec)
+		return rec, err
+	}
+	err = cmd.Wait()
+	logf.Close()
+	rec.WallS = time.Since(rec.Start).Seconds()
+	rec.ExitCode = exitCode(err)
+	if ctx.Err() != nil && err != nil {
+		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	if err != nil {
+		rec.Error = err.Error()
+		err = fmt.Errorf("%s exited %d: %v; log %s:\n%s", filepath.Base(c.Args[0]), rec.ExitCode, err, logPath, tailFile(logPath, 2000))
+	}
+	if rerr := r.Record(rec); rerr != nil && err == nil {
+		err = fmt.Errorf("record command: %w", rerr)
+	}
+	return rec, err
+}
+
+func writeJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, bufio.NewReaderSize(f, 1<<20)); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func bytesSHA256(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func copyFile(dst, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

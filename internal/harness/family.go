@@ -1,0 +1,77 @@
+package harness
+
+// Family is what a model family's adapter gives the harness: the argv of every program
+// the pipeline runs, and where its server reports Task timing. Each method only builds
+// commands; the harness runs them, logs them and keeps their output as evidence.
+type Family interface {
+	// Backend names the serving stack ("refedit", "trtmc", "diffusers").
+	Backend() string
+	// Tools returns the commands that make the family's own programs under env.Work
+	// (none when the programs are installed already), and the path of the program whose
+	// hash identifies the builder version in the bundle cache key.
+	Tools(env Env) (cmds []Command, builder string)
+	// BuildSettings are the settings baked into the bundle; they are part of its cache key.
+	BuildSettings() map[string]string
+	// Build writes the bundle to spec.Out.
+	Build(env Env, spec BuildSpec) Command
+	// Correctness is the family's own correctness case, run unchanged on the bundle.
+	Correctness(env Env, spec CorrectnessSpec) CorrectnessCase
+	// Serve starts the server on spec.Port, bound to spec.Host, writing spec.Records.
+	Serve(env Env, spec ServeSpec) Command
+	// Native runs the Task once, outside the server, writing a PNG to spec.Output.
+	Native(env Env, spec NativeSpec) Command
+	// Timing says where the server reports the wall time of the Task call.
+	Timing() TimingSource
+}
+
+// Env is where a row's programs run.
+type Env struct {
+	Root   string // repository root
+	Work   string // the row's scratch directory (removed after the run)
+	Python string // the project venv's python (pytest, AIPerf)
+}
+
+// Command is one program invocation. Env holds only the variables the family adds;
+// the harness records them (secrets redacted) with the argv.
+type Command struct {
+	Args []string
+	Env  []string
+	Dir  string
+}
+
+type BuildSpec struct {
+	Out       string // bundle path to write
+	Reference string // a reference image of the workload (some builds fix the condition-image size from it)
+}
+
+type CorrectnessSpec struct {
+	Bundle    string
+	JUnit     string // where the case must write its JUnit XML
+	Artifacts string // where the case may write its own artifacts
+}
+
+// CorrectnessCase is a command, the JUnit file it writes, and how many cases it must run.
+type CorrectnessCase struct {
+	Command  Command
+	JUnit    string
+	Expected int
+	// Result, when set, is a JSON file the case writes with a top-level "status" that
+	// must be "pass" (TRTMC's result.json).
+	Result string
+}
+
+type ServeSpec struct {
+	Bundle  string
+	Model   string
+	Host    string
+	Port    int
+	Records string
+}
+
+type NativeSpec struct {
+	Bundle   string
+	Image    string
+	Prompt   string
+	Settings map[string]string // the exact extra inputs the HTTP request carried
+	Output   string
+}

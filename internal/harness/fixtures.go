@@ -1,0 +1,187 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	_ "image/jpeg" // fixtures may be JPEG; their dimensions are checked
+	_ "image/png"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Fixtures is a pinned workload: reference images with their hashes and provenance,
+// (image, instruction) pairs, the extra inputs every request carries, and the
+// reference-influence probe.
+type Fixtures struct {
+	Version   int                        `json:"version"`
+	Images    []FixtureImage             `json:"images"`
+	Settings  map[string]json.RawMessage `json:"settings"`
+	Pairs     []Pair                     `json:"pairs"`
+	Influence Influence                  `json:"influence"`
+
+	dir    string
+	byFile map[string]FixtureImage
+}
+
+type FixtureImage struct {
+	File       string `json:"file"`
+	SHA256     string `json:"sha256"`
+	Width      int    `json:"width"`
+	Height     int    `json:"height"`
+	Bytes      int64  `json:"bytes"`
+	Provenance string `json:"provenance"`
+	Licence    string `json:"licence"`
+}
+
+// Pair is one benchmark input: a reference image and an instruction.
+type Pair struct {
+	ID          string `json:"id"`
+	Image       string `json:"image"`
+	Instruction string `json:"instruction"`
+}
+
+// Influence is the probe that the reference image matters: one instruction, two images.
+type Influence struct {
+	Instruction string   `json:"instruction"`
+	Images      []string `json:"images"`
+}
+
+// LoadFixtures reads a manifest and checks every image against its pinned sha256,
+// byte count and dimensions. Any mismatch is an error naming the file.
+func LoadFixtures(path string) (*Fixtures, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("fixtures manifest: %w", err)
+	}
+	var fx Fixtures
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&fx); err != nil {
+		return nil, fmt.Errorf("fixtures manifest %s: %w", path, err)
+	}
+	fx.dir = filepath.Dir(path)
+	fx.byFile = map[string]FixtureImage{}
+	for _, im := range fx.Images {
+		if err := fx.verify(im); err != nil {
+			return nil, fmt.Errorf("fixtures manifest %s: %w", path, err)
+		}
+		fx.byFile[im.File] = im
+	}
+	if err := fx.checkRefs(); err != nil {
+		return nil, fmt.Errorf("fixtures manifest %s: %w", path, err)
+	}
+	return &fx, nil
+}
+
+func (fx *Fixtures) verify(im FixtureImage) error {
+	p := filepath.Join(fx.dir, im.File)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", im.File, err)
+	}
+	if got := bytesSHA256(data); got != im.SHA256 {
+		return fmt.Errorf("image %s: sha256 %s, manifest pins %s (restore the file or regenerate the manifest)", im.File, got, im.SHA256)
+	}
+	if int64(len(data)) != im.Bytes {
+		return fmt.Errorf("image %s: %d bytes, manifest pins %d", im.File, len(data), im.Bytes)
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("image %s: %w", im.File, err)
+	}
+	if cfg.Width != im.Width || cfg.Height != im.Height {
+		return fmt.Errorf("image %s: %dx%d, manifest pins %dx%d", im.File, cfg.Width, cfg.Height, im.Width, im.Height)
+	}
+	return nil
+}
+
+func (fx *Fixtures) checkRefs() error {
+	if len(fx.Pairs) == 0 {
+		return fmt.Errorf("no pairs")
+	}
+	ids := map[string]bool{}
+	for _, p := range fx.Pairs {
+		if _, ok := fx.byFile[p.Image]; !ok {
+			return fmt.Errorf("pair %q names image %q, which the manifest does not list", p.ID, p.Image)
+		}
+		if p.Instruction == "" || ids[p.ID] {
+			return fmt.Errorf("pair %q: empty instruction or duplicate id", p.ID)
+		}
+		ids[p.ID] = true
+	}
+	if len(fx.Influence.Images) != 2 || fx.Influence.Images[0] == fx.Influence.Images[1] {
+		return fmt.Errorf("influence needs two different images, got %v", fx.Influence.Images)
+	}
+	for _, f := range fx.Influence.Images {
+		if _, ok := fx.byFile[f]; !ok {
+			return fmt.Errorf("influence names image %q, which the manifest does not list", f)
+		}
+	}
+	return nil
+}
+
+// ImagePath is the absolute path of a listed image.
+func (fx *Fixtures) ImagePath(file string) string { return filepath.Join(fx.dir, file) }
+
+// Image returns the manifest entry of a listed image.
+func (fx *Fixtures) Image(file string) FixtureImage { return fx.byFile[file] }
+
+// ExtraInputs renders the settings as AIPerf --extra-inputs values ("key:value"), sorted.
+// Values keep their JSON spelling ("1.0" stays "1.0"), which is also how AIPerf's
+// Python str() puts them on the wire.
+func (fx *Fixtures) ExtraInputs() []string {
+	out := make([]string, 0, len(fx.Settings))
+	for _, k := range fx.SettingKeys() {
+		out = append(out, k+":"+settingString(fx.Settings[k]))
+	}
+	return out
+}
+
+// FormSettings renders the settings as the multipart text fields a request carries.
+func (fx *Fixtures) FormSettings() map[string]string {
+	out := map[string]string{}
+	for k, v := range fx.Settings {
+		out[k] = settingString(v)
+	}
+	return out
+}
+
+func (fx *Fixtures) SettingKeys() []string {
+	keys := make([]string, 0, len(fx.Settings))
+	for k := range fx.Settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func settingString(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(bytes.TrimSpace(v))
+}
+
+// AIPerfInput renders one JSONL line per pair, each image as a data: URL so AIPerf sends
+// the file's exact bytes (a local path would be re-encoded by PIL).
+func (fx *Fixtures) AIPerfInput() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, p := range fx.Pairs {
+		data, err := os.ReadFile(fx.ImagePath(p.Image))
+		if err != nil {
+			return nil, fmt.Errorf("pair %s: %w", p.ID, err)
+		}
+		url := "data:" + http.DetectContentType(data) + ";base64," + base64.StdEncoding.EncodeToString(data)
+		if err := enc.Encode(map[string]string{"text": p.Instruction, "image": url}); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}

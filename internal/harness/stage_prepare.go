@@ -1,0 +1,250 @@
+package harness
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Requirement is one thing a row needs of the host and does not have.
+type Requirement struct {
+	What string `json:"what"`
+	Fix  string `json:"fix"`
+	// Absent marks a host requirement (hardware, installed software) rather than a
+	// broken input: only those may be skipped, and only in a non-qualification run.
+	Absent bool `json:"absent"`
+}
+
+// Missing joins requirements into one message listing every missing piece and its fix.
+func Missing(reqs []Requirement) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d requirement(s) not met:", len(reqs))
+	for _, q := range reqs {
+		fmt.Fprintf(&b, "\n  - %s\n    fix: %s", q.What, q.Fix)
+	}
+	return fmt.Errorf("%s", b.String())
+}
+
+// Preflight lists what the row needs and the host lacks, without starting anything.
+// `make doctor` prints it for every row.
+func (s *Suite) Preflight(ctx context.Context, c Checkpoint) ([]Requirement, *Fixtures) {
+	var reqs []Requirement
+	fx, err := LoadFixtures(filepath.Join(s.cfg.Root, c.Fixtures))
+	if err != nil {
+		reqs = append(reqs, Requirement{What: err.Error(), Fix: "restore the fixtures from git (`git checkout -- fixtures/`)"})
+	} else if _, ok := fx.Settings["size"]; !ok {
+		reqs = append(reqs, Requirement{What: "fixtures settings have no \"size\": the output size gate needs it", Fix: "add settings.size to " + c.Fixtures})
+	}
+	if _, err := s.cfg.AIPerf.CheckVersion(ctx); err != nil {
+		reqs = append(reqs, Requirement{What: err.Error(), Fix: "make setup", Absent: true})
+	}
+	if _, err := os.Stat(s.cfg.Python); err != nil {
+		reqs = append(reqs, Requirement{What: "python for the correctness case not found at " + s.cfg.Python, Fix: "make setup", Absent: true})
+	}
+	if err := c.Adapter.Timing().Validate(); err != nil {
+		reqs = append(reqs, Requirement{What: err.Error(), Fix: "fix the family adapter's Timing()"})
+	}
+	if c.Needs.Container && s.cfg.Runtime == RuntimeProcess {
+		reqs = append(reqs, Requirement{What: "row " + c.Name + " can only be served from a container, and the run asked for RUNTIME=process", Fix: "run with RUNTIME=container (or auto) on a host with a Docker engine"})
+	}
+	return reqs, fx
+}
+
+func (r *row) preflight(ctx context.Context) error {
+	reqs, fx := r.s.Preflight(ctx, r.c)
+	r.ev.WriteJSON("preflight.json", map[string]any{"requirements": reqs, "qualification_run": r.s.cfg.Qualification})
+	if err := Missing(reqs); err != nil {
+		if !r.s.cfg.Qualification && allAbsent(reqs) {
+			r.skipReason = err.Error()
+			r.s.recordSkip(r.c.Name, strings.ReplaceAll(err.Error(), "\n", " "))
+			return nil
+		}
+		return err
+	}
+	r.fx = fx
+	for _, im := range fx.Images {
+		if err := copyFile(r.ev.Path(filepath.Join("fixtures", im.File)), fx.ImagePath(im.File)); err != nil {
+			return err
+		}
+	}
+	r.result.Settings = fx.FormSettings()
+	return r.ev.WriteJSON("fixtures/manifest.json", fx)
+}
+
+func allAbsent(reqs []Requirement) bool {
+	for _, q := range reqs {
+		if !q.Absent {
+			return false
+		}
+	}
+	return true
+}
+
+// build makes the family's programs, then the bundle, reusing a cached bundle only when
+// its key (checkpoint, revision, profile, build settings, builder hash) matches.
+func (r *row) build(ctx context.Context) error {
+	tools, builder := r.c.Adapter.Tools(r.env)
+	for _, cmd := range tools {
+		if _, err := r.ev.Run(ctx, "build", cmd, "build/tools.log"); err != nil {
+			return fmt.Errorf("family tools: %w", err)
+		}
+	}
+	builderSHA, err := pathSHA256(builder)
+	if err != nil {
+		return fmt.Errorf("builder %s: %w", builder, err)
+	}
+	settings := r.c.Adapter.BuildSettings()
+	key := cacheKey(map[string]any{
+		"family": r.c.Family, "backend": r.c.Adapter.Backend(), "model": r.c.Model, "profile": r.c.Profile,
+		"revision": r.c.Revision, "build_settings": settings, "builder_sha256": builderSHA,
+	})
+	info := &BundleInfo{CacheKey: key, Builder: builderSHA, Settings: settings}
+	r.result.Bundle = info
+	dir := filepath.Join(r.s.cfg.Root, ".cache", "bundles", key)
+	final := filepath.Join(dir, r.c.Profile+".bundle")
+	meta := filepath.Join(dir, "bundle.json")
+
+	if !r.s.cfg.Rebuild {
+		if sha, ok := cachedBundle(meta, final); ok {
+			info.Path, info.SHA256, info.Cached = final, sha, true
+		}
+	}
+	if !info.Cached {
+		os.RemoveAll(dir)
+		partial := filepath.Join(dir, fmt.Sprintf(".partial-%d", os.Getpid()))
+		if err := os.MkdirAll(partial, 0o755); err != nil {
+			return err
+		}
+		defer os.RemoveAll(partial)
+		out := filepath.Join(partial, r.c.Profile+".bundle")
+		ref := r.fx.ImagePath(r.fx.Pairs[0].Image)
+		start := time.Now()
+		if _, err := r.ev.Run(ctx, "build", r.c.Adapter.Build(r.env, BuildSpec{Out: out, Reference: ref}), "build/build.log"); err != nil {
+			return fmt.Errorf("bundle: %w", err)
+		}
+		info.BuildS = time.Since(start).Seconds()
+		if _, err := os.Stat(out); err != nil {
+			return fmt.Errorf("build exited 0 but wrote no bundle at %s", out)
+		}
+		if err := os.Rename(out, final); err != nil {
+			return err
+		}
+		if info.SHA256, err = pathSHA256(final); err != nil {
+			return err
+		}
+		info.Path = final
+		if err := writeJSON(meta, info); err != nil {
+			return err
+		}
+	}
+	info.Bytes = pathSize(final)
+	r.bundle, r.bundleSHA = final, info.SHA256
+	return r.ev.WriteJSON("build/bundle.json", info)
+}
+
+func cachedBundle(meta, bundle string) (string, bool) {
+	b, err := os.ReadFile(meta)
+	if err != nil {
+		return "", false
+	}
+	var info BundleInfo
+	if json.Unmarshal(b, &info) != nil {
+		return "", false
+	}
+	sha, err := pathSHA256(bundle)
+	return sha, err == nil && sha == info.SHA256
+}
+
+func cacheKey(v any) string {
+	b, _ := json.Marshal(v) // map keys are sorted, so the key is canonical
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])[:32]
+}
+
+// pathSHA256 hashes a file, or a directory as the sorted list of its files' hashes.
+func pathSHA256(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return fileSHA256(path)
+	}
+	var lines []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		sum, err := fileSHA256(p)
+		rel, _ := filepath.Rel(path, p)
+		lines = append(lines, filepath.ToSlash(rel)+"\x00"+sum)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(lines)
+	return bytesSHA256([]byte(strings.Join(lines, "\n"))), nil
+}
+
+func pathSize(path string) int64 {
+	var n int64
+	filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// correctness runs the family's own case, unchanged, on the exact bundle, and proves the
+// bundle was not touched while it ran.
+func (r *row) correctness(ctx context.Context) error {
+	artifacts := filepath.Join(r.ev.Dir, "correctness", "artifacts")
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		return err
+	}
+	cc := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path("correctness/junit.xml"), Artifacts: artifacts})
+	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Correctness)
+	defer cancel()
+	_, runErr := r.ev.Run(ctx, "correctness", cc.Command, "correctness/output.log")
+	after, err := pathSHA256(r.bundle)
+	if err != nil {
+		return fmt.Errorf("bundle after correctness: %w", err)
+	}
+	if after != r.bundleSHA {
+		return fmt.Errorf("bundle changed while the correctness case ran: sha256 %s before, %s after", r.bundleSHA, after)
+	}
+	counts, err := ReadJUnit(cc.JUnit)
+	if err != nil {
+		if runErr != nil {
+			return fmt.Errorf("%w (and the case wrote no readable JUnit: %v)", runErr, err)
+		}
+		return err
+	}
+	r.result.Correctness = &counts
+	if err := counts.Gate(cc.Expected); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return fmt.Errorf("every case passed but the command failed: %w", runErr)
+	}
+	if cc.Result != "" {
+		return CheckResultFile(cc.Result)
+	}
+	return nil
+}

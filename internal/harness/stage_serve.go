@@ -1,0 +1,333 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+func (r *row) serve(ctx context.Context) error {
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	spec := ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: r.ev.Path("serve/records.jsonl")}
+	runtime := r.s.cfg.Runtime
+	if runtime == RuntimeAuto || runtime == RuntimeContainer {
+		// Container serving lands with the container runtime; until then auto means process.
+		runtime = RuntimeProcess
+	}
+	srv, err := StartProcess(ctx, r.ev, r.c.Adapter.Serve(r.env, spec), port, r.c.Deadline.Ready, "serve/server.log")
+	if err != nil {
+		return fmt.Errorf("start server (%s): %w", runtime, err)
+	}
+	r.server = srv
+	r.result.Runtime = srv.Runtime()
+	r.result.StartupS = srv.Startup().Seconds()
+	return r.ev.WriteJSON("serve/startup.json", map[string]any{
+		"runtime": srv.Runtime(), "url": srv.URL(), "startup_s": srv.Startup().Seconds(), "ready_path": ReadyPath, "spec": spec,
+	})
+}
+
+// benchmark runs AIPerf, then checks what AIPerf does not: every response is a real PNG
+// of the requested size that is not constant and not the input, and every measured
+// request has both a client latency and a server Task time.
+func (r *row) benchmark(ctx context.Context) error {
+	input, err := r.fx.AIPerfInput()
+	if err != nil {
+		return err
+	}
+	if err := r.ev.WriteFile("aiperf/inputs.jsonl", input); err != nil {
+		return err
+	}
+	artifacts := filepath.Join(r.ev.Dir, "aiperf", "artifacts")
+	a := r.s.cfg.AIPerf
+	run := AIPerfRun{
+		URL: r.server.URL(), Model: r.c.Model, Input: r.ev.Path("aiperf/inputs.jsonl"), ExtraInputs: r.fx.ExtraInputs(),
+		Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
+		ArtifactDir: artifacts, RequestTimeout: r.c.Deadline.Request,
+	}
+	total := r.c.Bench.Measured + r.c.Bench.Warmup
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(total)*r.c.Deadline.Request+5*time.Minute)
+	defer cancel()
+	_, runErr := r.ev.Run(ctx, "benchmark", a.Command(run), "aiperf/aiperf.log")
+	ex, err := ReadExport(artifacts)
+	if err != nil {
+		if runErr != nil {
+			return fmt.Errorf("aiperf: %w", runErr)
+		}
+		return err
+	}
+	r.export = ex
+
+	var problems []string
+	warm, prof := ex.Phase(PhaseWarmup), ex.Phase(PhaseProfiling)
+	if len(prof) != r.c.Bench.Measured || len(warm) != r.c.Bench.Warmup {
+		problems = append(problems, fmt.Sprintf("AIPerf recorded %d measured + %d warmup requests, the row asks for %d + %d",
+			len(prof), len(warm), r.c.Bench.Measured, r.c.Bench.Warmup))
+	}
+	for _, rec := range ex.Raw {
+		if rec.Failed() {
+			r.result.ClientErrors++
+			problems = append(problems, fmt.Sprintf("request %s (%s) failed: status %d %s", rec.Metadata.XRequestID, rec.Metadata.BenchmarkPhase, rec.Status, errorText(rec)))
+		}
+	}
+	size := r.result.Settings["size"]
+	r.httpPNG = map[string][]byte{}
+	for i, rec := range ex.Raw {
+		if rec.Failed() {
+			continue
+		}
+		png, err := checkOutput(rec, size)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("request %s (%s, %q): %v", rec.Metadata.XRequestID, rec.Metadata.BenchmarkPhase, rec.Prompt(), err))
+			continue
+		}
+		r.httpPNG[rec.Metadata.XRequestID] = png
+		r.ev.WriteFile(fmt.Sprintf("identity/%02d-%s-http.png", i, rec.Metadata.BenchmarkPhase), png)
+	}
+	problems = append(problems, r.timing(prof)...)
+	if len(problems) == 0 && runErr != nil {
+		problems = append(problems, "aiperf failed: "+runErr.Error())
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d problem(s):\n  - %s", len(problems), strings.Join(problems, "\n  - "))
+	}
+	return nil
+}
+
+func errorText(rec RawRecord) string {
+	if rec.Error != nil {
+		return fmt.Sprintf("%s: %s", rec.Error.Type, clip([]byte(rec.Error.Message), 300))
+	}
+	return clip(rec.Body(), 300)
+}
+
+// checkOutput is the content gate on one HTTP response.
+func checkOutput(rec RawRecord, size string) ([]byte, error) {
+	png, err := ResponsePNG(rec.Body())
+	if err != nil {
+		return nil, err
+	}
+	out, err := DecodePNG(png)
+	if err != nil {
+		return nil, err
+	}
+	if got := ImageSize(out); got != size {
+		return nil, fmt.Errorf("output is %s, the request asked for size %s", got, size)
+	}
+	if IsConstant(out) {
+		return nil, fmt.Errorf("output is a constant image")
+	}
+	sent, err := rec.SentImage()
+	if err != nil {
+		return nil, err
+	}
+	in, _, err := image.Decode(bytes.NewReader(sent))
+	if err != nil {
+		return nil, fmt.Errorf("the sent reference image does not decode: %w", err)
+	}
+	if d := ComparePixels(in, out); d.Identical() {
+		return nil, fmt.Errorf("output is the input image unchanged")
+	}
+	return png, nil
+}
+
+// timing joins AIPerf's client latency with the server's Task time for every measured
+// request. The two stay separate columns: neither is derived from the other.
+func (r *row) timing(prof []RawRecord) []string {
+	var problems []string
+	client := map[string]float64{}
+	for _, p := range r.export.Profile {
+		if p.Metadata.BenchmarkPhase != PhaseProfiling {
+			continue
+		}
+		if ms, ok := p.RequestLatencyMs(); ok {
+			client[p.Metadata.XRequestID] = ms
+		}
+	}
+	ts := r.c.Adapter.Timing()
+	task := map[string]float64{}
+	var fromRecords map[string]float64
+	if ts.Body == "" {
+		var err error
+		if fromRecords, err = ts.FromRecords(r.ev.Path("serve/records.jsonl")); err != nil {
+			return []string{err.Error()}
+		}
+	}
+	var clientMs, taskMs []float64
+	for _, rec := range prof {
+		id := rec.Metadata.XRequestID
+		c, haveClient := client[id]
+		if !haveClient {
+			problems = append(problems, fmt.Sprintf("request %s: AIPerf recorded no request_latency", id))
+		}
+		var t float64
+		var err error
+		if ts.Body != "" {
+			t, err = ts.FromBody(rec.Body())
+		} else {
+			var ok bool
+			if t, ok = fromRecords[id]; !ok {
+				err = fmt.Errorf("no records line with request id %s (does the server honour X-Request-ID?)", id)
+			}
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("request %s: server Task time missing from %s: %v", id, ts, err))
+			continue
+		}
+		task[id] = t
+		if haveClient {
+			clientMs, taskMs = append(clientMs, c), append(taskMs, t)
+		}
+	}
+	r.clientMs, r.taskMs = client, task
+	if len(problems) == 0 && len(prof) > 0 {
+		h, t := NewQuantiles(clientMs), NewQuantiles(taskMs)
+		r.result.HTTP, r.result.Task, r.result.TaskSource = &h, &t, ts.String()
+		r.result.ImagesPerS = ImagesPerSecond(prof)
+	}
+	return problems
+}
+
+// InfluenceResult is the reference-influence probe: the same instruction and seed with
+// the same image twice (must match) and with another image (must differ).
+type InfluenceResult struct {
+	Instruction string    `json:"instruction"`
+	Images      [2]string `json:"images"`
+	Repeat      PixelDiff `json:"repeat"`
+	Other       PixelDiff `json:"other"`
+}
+
+func (r *row) influence(ctx context.Context) error {
+	inf := r.fx.Influence
+	client := &http.Client{Timeout: r.c.Deadline.Request}
+	settings := r.fx.FormSettings()
+	names := []string{"a", "a-repeat", "b"}
+	files := []string{inf.Images[0], inf.Images[0], inf.Images[1]}
+	var outs []image.Image
+	for i, f := range files {
+		data, err := os.ReadFile(r.fx.ImagePath(f))
+		if err != nil {
+			return err
+		}
+		status, body, err := EditRequest(ctx, client, r.server.URL(), r.c.Model, inf.Instruction, data, settings, "qualkit-influence-"+names[i])
+		if err != nil {
+			return err
+		}
+		if status != http.StatusOK {
+			return fmt.Errorf("influence request %s (%s): status %d: %s", names[i], f, status, clip(body, 300))
+		}
+		png, err := ResponsePNG(body)
+		if err != nil {
+			return fmt.Errorf("influence request %s: %w", names[i], err)
+		}
+		img, err := DecodePNG(png)
+		if err != nil {
+			return fmt.Errorf("influence request %s: %w", names[i], err)
+		}
+		r.ev.WriteFile("influence/"+names[i]+".png", png)
+		outs = append(outs, img)
+	}
+	res := &InfluenceResult{Instruction: inf.Instruction, Images: [2]string{inf.Images[0], inf.Images[1]},
+		Repeat: ComparePixels(outs[0], outs[1]), Other: ComparePixels(outs[0], outs[2])}
+	r.result.Influence = res
+	r.ev.WriteJSON("influence/influence.json", res)
+	if !res.Repeat.Identical() {
+		return fmt.Errorf("the same request twice gave different outputs (%s): the server is not deterministic for a fixed seed", res.Repeat)
+	}
+	if res.Other.Identical() {
+		return fmt.Errorf("capability gap: two different reference images (%s, %s) gave pixel-identical outputs: the server ignores the reference image", inf.Images[0], inf.Images[1])
+	}
+	return nil
+}
+
+// identity stops the server, then replays every request AIPerf sent (warmup too) from
+// the exact bytes in the raw export through the native Task, and requires the decoded
+// pixels to equal those the HTTP response carried.
+func (r *row) identity(ctx context.Context) error {
+	if err := r.server.Stop(ctx); err != nil {
+		return fmt.Errorf("stop server: %w", err)
+	}
+	fixtureBySHA := map[string]string{}
+	for _, im := range r.fx.Images {
+		fixtureBySHA[im.SHA256] = im.File
+	}
+	sum := &IdentitySummary{}
+	r.result.Identity = sum
+	var problems []string
+	for i, rec := range r.export.Raw {
+		id := rec.Metadata.XRequestID
+		req := IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: rec.Prompt(), ClientMs: r.clientMs[id], TaskMs: r.taskMs[id]}
+		sum.Total++
+		httpPNG, ok := r.httpPNG[id]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("request %s: no valid HTTP output to compare", id))
+			sum.Requests = append(sum.Requests, req)
+			continue
+		}
+		sent, err := rec.SentImage()
+		if err != nil {
+			return err
+		}
+		req.InputSHA256 = bytesSHA256(sent)
+		if _, ok := fixtureBySHA[req.InputSHA256]; !ok {
+			problems = append(problems, fmt.Sprintf("request %s: AIPerf sent an image (sha256 %s) that is no fixture: the bytes were re-encoded", id, req.InputSHA256[:12]))
+		}
+		in := filepath.Join(r.env.Work, fmt.Sprintf("input-%02d", i))
+		if err := os.WriteFile(in, sent, 0o644); err != nil {
+			return err
+		}
+		req.HTTPFile = fmt.Sprintf("identity/%02d-%s-http.png", i, req.Phase)
+		req.NativeFile = fmt.Sprintf("identity/%02d-%s-native.png", i, req.Phase)
+		native := r.ev.Path(req.NativeFile)
+		cmd := r.c.Adapter.Native(r.env, NativeSpec{Bundle: r.bundle, Image: in, Prompt: rec.Prompt(), Settings: rec.Settings(), Output: native})
+		nctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Native)
+		_, err = r.ev.Run(nctx, "identity", cmd, fmt.Sprintf("identity/%02d-native.log", i))
+		cancel()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("request %s: native task: %v", id, err))
+			sum.Requests = append(sum.Requests, req)
+			continue
+		}
+		nativePNG, err := os.ReadFile(native)
+		if err != nil {
+			return err
+		}
+		req.HTTPSHA256, req.NativeSHA256 = bytesSHA256(httpPNG), bytesSHA256(nativePNG)
+		if req.HTTPSHA256 == req.NativeSHA256 {
+			sum.ByteIdentical++
+		}
+		a, _ := DecodePNG(httpPNG)
+		b, err := DecodePNG(nativePNG)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("request %s: native %v", id, err))
+			sum.Requests = append(sum.Requests, req)
+			continue
+		}
+		d := ComparePixels(a, b)
+		req.Pixels = d.String()
+		if d.Identical() {
+			sum.PixelMatches++
+		} else {
+			problems = append(problems, fmt.Sprintf("request %s (%s, %q): native and HTTP outputs differ: %s (sha256 %s vs %s)",
+				id, req.Phase, req.Prompt, d, req.HTTPSHA256[:12], req.NativeSHA256[:12]))
+		}
+		sum.Requests = append(sum.Requests, req)
+	}
+	r.ev.WriteJSON("identity/identity.json", sum)
+	want := r.c.Bench.Measured + r.c.Bench.Warmup
+	if sum.Total != want {
+		problems = append(problems, fmt.Sprintf("%d requests to compare, expected %d", sum.Total, want))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d/%d native-HTTP pixel matches:\n  - %s", sum.PixelMatches, sum.Total, strings.Join(problems, "\n  - "))
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Runtime choices for serving.
+const (
+	RuntimeAuto      = "auto"      // container when a Docker daemon answers, else process; printed and recorded
+	RuntimeProcess   = "process"   // a local process group
+	RuntimeContainer = "container" // a container through the Docker engine
+)
+
+// SuiteConfig is what TestMain parses from flags.
+type SuiteConfig struct {
+	Root          string // repository root
+	EvidenceRoot  string
+	RunID         string
+	Python        string
+	AIPerf        AIPerf
+	Qualification bool // false only when told explicitly: then rows whose host requirements are absent may be skipped
+	Runtime       string
+	Rebuild       bool
+}
+
+// Suite is one qualification run: shared settings, the evidence folder and every row's result.
+type Suite struct {
+	cfg      SuiteConfig
+	Evidence *Evidence
+	started  time.Time
+
+	mu      sync.Mutex
+	results []*Result
+	skips   []string
+}
+
+func NewSuite(cfg SuiteConfig) (*Suite, error) {
+	switch cfg.Runtime {
+	case RuntimeAuto, RuntimeProcess, RuntimeContainer:
+	default:
+		return nil, fmt.Errorf("runtime %q: choose %s, %s or %s", cfg.Runtime, RuntimeAuto, RuntimeProcess, RuntimeContainer)
+	}
+	ev, err := NewEvidence(cfg.EvidenceRoot, cfg.RunID)
+	if err != nil {
+		return nil, err
+	}
+	return &Suite{cfg: cfg, Evidence: ev, started: time.Now()}, nil
+}
+
+func (s *Suite) register(r *Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.results = append(s.results, r)
+}
+
+func (s *Suite) recordSkip(row, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skips = append(s.skips, row+": "+reason)
+}
+
+// RunInfo is the run folder's run.json.
+type RunInfo struct {
+	RunID         string    `json:"run_id"`
+	Started       time.Time `json:"started"`
+	Finished      time.Time `json:"finished"`
+	Qualification bool      `json:"qualification_run"`
+	Runtime       string    `json:"runtime_requested"`
+	GoVersion     string    `json:"go_version"`
+	HarnessCommit string    `json:"harness_commit"`
+	HarnessDirty  bool      `json:"harness_dirty"`
+	AIPerfVersion string    `json:"aiperf_version"`
+	OS            string    `json:"os"`
+	Arch          string    `json:"arch"`
+	CPUs          int       `json:"cpus"`
+	Hostname      string    `json:"hostname"`
+	Skips         []string  `json:"skips"`
+	Rows          []string  `json:"rows"`
+}
+
+// Finish settles every row's final status (a run with any skip qualifies nothing),
+// rewrites the row reports, writes run.json, SUMMARY.md and SHA256SUMS, and returns the
+// summary table.
+func (s *Suite) Finish(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.results) == 0 {
+		// No row was selected (go test -run matched none): leave no empty run folder.
+		return "", os.RemoveAll(s.Evidence.Dir)
+	}
+	info := RunInfo{
+		RunID: s.Evidence.RunID, Started: s.started.UTC(), Finished: time.Now().UTC(),
+		Qualification: s.cfg.Qualification, Runtime: s.cfg.Runtime,
+		GoVersion: goruntime.Version(), OS: goruntime.GOOS, Arch: goruntime.GOARCH, CPUs: goruntime.NumCPU(),
+		Skips: append([]string{}, s.skips...),
+	}
+	info.Hostname, _ = os.Hostname()
+	info.HarnessCommit, info.HarnessDirty = gitCommit(ctx, s.cfg.Root)
+	info.AIPerfVersion, _ = s.cfg.AIPerf.CheckVersion(ctx)
+
+	sort.Slice(s.results, func(i, j int) bool { return s.results[i].Row < s.results[j].Row })
+	var table strings.Builder
+	table.WriteString(MarkdownHeader)
+	for _, r := range s.results {
+		if r.Status == StatusQualified && len(s.skips) > 0 {
+			r.Status, r.Reason = StatusPassedNQ, fmt.Sprintf("the run skipped %d row(s), so it qualifies nothing", len(s.skips))
+		}
+		info.Rows = append(info.Rows, r.Row)
+		if err := s.Evidence.WriteJSON(filepath.Join(r.Row, "results.json"), r); err != nil {
+			return "", err
+		}
+		md := r.Markdown()
+		if err := os.WriteFile(filepath.Join(s.Evidence.Dir, r.Row, "row.md"), []byte(MarkdownHeader+md), 0o644); err != nil {
+			return "", err
+		}
+		table.WriteString(md)
+	}
+	if err := s.Evidence.WriteJSON("run.json", info); err != nil {
+		return "", err
+	}
+	summary := fmt.Sprintf("# qualkit run %s\n\n%s\n", info.RunID, table.String())
+	for _, r := range s.results {
+		summary += fmt.Sprintf("- `%s`: `%s`\n", r.Row, r.Command)
+	}
+	if len(s.skips) > 0 {
+		summary += "\nNot a qualification run: skipped rows:\n"
+		for _, sk := range s.skips {
+			summary += "- " + sk + "\n"
+		}
+	}
+	if err := os.WriteFile(filepath.Join(s.Evidence.Dir, "SUMMARY.md"), []byte(summary), 0o644); err != nil {
+		return "", err
+	}
+	if err := s.Evidence.WriteChecksums(); err != nil {
+		return "", err
+	}
+	return summary, nil
+}
+
+func gitCommit(ctx context.Context, root string) (string, bool) {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "unknown (not a git checkout)", false
+	}
+	st, _ := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output()
+	return strings.TrimSpace(string(out)), len(strings.TrimSpace(string(st))) > 0
+}
+
+// FindRoot walks up from dir to the folder holding go.mod.
+func FindRoot(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod above %s", dir)
+		}
+	}
+}

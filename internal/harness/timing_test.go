@@ -1,0 +1,52 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTimingFromBody(t *testing.T) {
+	ts := TimingSource{Body: "trtmc_timing.model_call_ms"}
+	ms, err := ts.FromBody([]byte(`{"data":[],"trtmc_timing":{"model_call_ms":22111.9,"queue_ms":0.1}}`))
+	require.NoError(t, err)
+	assert.Equal(t, 22111.9, ms)
+
+	ms, err = ts.FromBody([]byte(`{"trtmc_timing":{"model_call_ms":"12.5"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, 12.5, ms, "numeric strings are accepted")
+
+	_, err = ts.FromBody([]byte(`{"data":[]}`))
+	require.ErrorContains(t, err, `field "trtmc_timing.model_call_ms" is absent`)
+	_, err = ts.FromBody([]byte(`{"trtmc_timing":{"model_call_ms":true}}`))
+	require.ErrorContains(t, err, "is bool, not a number")
+	_, err = ts.FromBody([]byte(`not json`))
+	require.ErrorContains(t, err, "not JSON")
+}
+
+func TestTimingFromRecordsJoinsOnRequestID(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "records.jsonl")
+	require.NoError(t, os.WriteFile(p, []byte(`{"request_id":"a","timing":{"model_call_ms":10}}
+{"request_id":"b","route":"/health/ready"}
+
+{"request_id":"c","timing":{"model_call_ms":30.5}}
+`), 0o644))
+	ts := TimingSource{Records: "timing.model_call_ms", RecordID: "request_id"}
+	got, err := ts.FromRecords(p)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"a": 10, "c": 30.5}, got)
+
+	require.NoError(t, os.WriteFile(p, []byte("{broken\n"), 0o644))
+	_, err = ts.FromRecords(p)
+	require.ErrorContains(t, err, "line 1")
+}
+
+func TestTimingSourceValidate(t *testing.T) {
+	require.Error(t, TimingSource{}.Validate())
+	require.ErrorContains(t, TimingSource{Records: "x"}.Validate(), "no request-id field")
+	require.NoError(t, TimingSource{Body: "timing.task_ms"}.Validate())
+	assert.Equal(t, "records file t.ms joined on id", TimingSource{Records: "t.ms", RecordID: "id"}.String())
+}

@@ -1,0 +1,31 @@
+package qual
+
+import (
+	"testing"
+	"time"
+
+	"qualkit/families/refedit"
+	"qualkit/internal/harness"
+)
+
+// refeditRows is the reference family: qualkit's own deterministic editor, the embedded
+// default that `make qual` qualifies on any machine.
+var refeditRows = harness.NewTable(
+	harness.Checkpoint{
+		Name:     "refedit-v1",
+		Family:   "refedit",
+		Model:    "qualkit/refedit-v1",
+		Profile:  "refedit-v1",
+		Reason:   "reference family: every stage runs for real on any host, CI included",
+		Adapter:  refedit.Default,
+		Fixtures: "fixtures/image_edit/manifest.json",
+		Bench:    harness.Bench{Measured: 5, Warmup: 1, Seed: 0},
+		Deadline: harness.Deadlines{Build: 5 * time.Minute, Correctness: 5 * time.Minute, Ready: time.Minute, Request: time.Minute, Native: time.Minute},
+	},
+)
+
+func TestRefEdit(t *testing.T) {
+	for _, c := range refeditRows {
+		t.Run(c.Name, func(t *testing.T) { suite.Qualify(t, c) })
+	}
+}
