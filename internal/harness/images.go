@@ -57,12 +57,12 @@ func DecodePNG(b []byte) (image.Image, error) {
 
 // PixelDiff compares two decoded images channel by channel at 8 bits.
 type PixelDiff struct {
-	SameSize       bool    `json:"same_size"`
-	DifferingPixel int     `json:"differing_pixels"`
-	MaxAbs         int     `json:"max_abs_diff"`
-	MeanAbs        float64 `json:"mean_abs_diff"`
-	FirstX         int     `json:"first_x"`
-	FirstY         int     `json:"first_y"`
+	SameSize       bool     `json:"same_size"`
+	DifferingPixel int      `json:"differing_pixels"`
+	MaxAbs         int      `json:"max_abs_diff"`
+	MeanAbs        float64  `json:"mean_abs_diff"`
+	FirstX         int      `json:"first_x"`
+	FirstY         int      `json:"first_y"`
 	FirstA         [4]uint8 `json:"first_a"`
 	FirstB         [4]uint8 `json:"first_b"`
 }

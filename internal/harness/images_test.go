@@ -73,10 +73,10 @@ func TestResponsePNG(t *testing.T) {
 
 	for body, want := range map[string]string{
 		`{"error":{"message":"model not loaded"}}`: "carries an error and no image",
-		`{"data":[]}`:                              "0 images in data",
-		`{"data":[{"url":"http://x"}]}`:            "no b64_json",
-		`{"data":[{"b64_json":"%%%"}]}`:            "not base64",
-		`<html>`:                                   "not a JSON object",
+		`{"data":[]}`:                   "0 images in data",
+		`{"data":[{"url":"http://x"}]}`: "no b64_json",
+		`{"data":[{"b64_json":"%%%"}]}`: "not base64",
+		`<html>`:                        "not a JSON object",
 	} {
 		_, err := ResponsePNG([]byte(body))
 		require.ErrorContains(t, err, want, body)

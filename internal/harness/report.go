@@ -1,15 +1,15 @@
 package harness
 
 import (
-	"sort"
 	"fmt"
+	"sort"
 	"strings"
 )
 
 // Row status values, in the order of the DESIGN status levels.
 const (
-	StatusQualified = "qualified"     // every stage passed, zero skips in the run, not smoke
-	StatusSmoke     = "smoke-passed"  // every stage passed on a smoke profile: never qualification
+	StatusQualified = "qualified"                // every stage passed, zero skips in the run, not smoke
+	StatusSmoke     = "smoke-passed"             // every stage passed on a smoke profile: never qualification
 	StatusPassedNQ  = "passed-not-qualification" // every stage passed in a run that had skips
 	StatusFailed    = "failed"
 	StatusNotRun    = "not-run"
@@ -39,16 +39,16 @@ type Result struct {
 	Measured int               `json:"measured"`
 	Warmup   int               `json:"warmup"`
 
-	Correctness  *CaseCounts     `json:"correctness,omitempty"`
-	StartupS     float64         `json:"startup_s,omitempty"`
-	ClientErrors int             `json:"client_errors"`
-	HTTP         *Quantiles      `json:"http_latency,omitempty"`
-	Task         *Quantiles      `json:"task_time,omitempty"`
-	TaskSource   string          `json:"task_time_source,omitempty"`
-	ImagesPerS   float64         `json:"images_per_s,omitempty"`
+	Correctness  *CaseCounts      `json:"correctness,omitempty"`
+	StartupS     float64          `json:"startup_s,omitempty"`
+	ClientErrors int              `json:"client_errors"`
+	HTTP         *Quantiles       `json:"http_latency,omitempty"`
+	Task         *Quantiles       `json:"task_time,omitempty"`
+	TaskSource   string           `json:"task_time_source,omitempty"`
+	ImagesPerS   float64          `json:"images_per_s,omitempty"`
 	Identity     *IdentitySummary `json:"identity,omitempty"`
 	Influence    *InfluenceResult `json:"influence,omitempty"`
-	Command      string          `json:"command"`
+	Command      string           `json:"command"`
 }
 
 type CheckpointRef struct {
@@ -82,15 +82,15 @@ type IdentitySummary struct {
 }
 
 type IdentityRequest struct {
-	RequestID    string `json:"request_id"`
-	Phase        string `json:"phase"`
-	Prompt       string `json:"prompt"`
-	InputSHA256  string `json:"input_sha256"`
-	HTTPSHA256   string `json:"http_sha256"`
-	NativeSHA256 string `json:"native_sha256"`
-	HTTPFile     string `json:"http_file"`
-	NativeFile   string `json:"native_file"`
-	Pixels       string `json:"pixels"`
+	RequestID    string  `json:"request_id"`
+	Phase        string  `json:"phase"`
+	Prompt       string  `json:"prompt"`
+	InputSHA256  string  `json:"input_sha256"`
+	HTTPSHA256   string  `json:"http_sha256"`
+	NativeSHA256 string  `json:"native_sha256"`
+	HTTPFile     string  `json:"http_file"`
+	NativeFile   string  `json:"native_file"`
+	Pixels       string  `json:"pixels"`
 	ClientMs     float64 `json:"client_latency_ms,omitempty"`
 	TaskMs       float64 `json:"task_ms,omitempty"`
 }

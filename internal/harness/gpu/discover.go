@@ -1,0 +1,139 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// ErrNoDriver means NVML could not be loaded: the host has no NVIDIA driver
+// (go-nvml dlopens libnvidia-ml.so.1, which the driver installs).
+var ErrNoDriver = errors.New("libnvidia-ml.so.1 not found: no NVIDIA driver on this host; " +
+	"GPU discovery needs the NVIDIA driver installed on the host " +
+	"(inside a container, the NVIDIA Container Toolkit must mount libnvidia-ml.so.1)")
+
+// ErrDriverNotLoaded means libnvidia-ml.so.1 is present but the NVIDIA
+// kernel driver is not running, so NVML cannot reach any GPU.
+var ErrDriverNotLoaded = errors.New("libnvidia-ml.so.1 loaded but the NVIDIA kernel driver is not running on this host; " +
+	"GPU discovery needs the nvidia kernel module loaded (nvidia-smi must work)")
+
+// Discover reads this host's GPUs through NVML. Without the NVIDIA driver it
+// returns an error matching ErrNoDriver (errors.Is); every other NVML failure
+// is an error naming the NVML call and wrapping its nvml.Return. On error the
+// Reading is zero.
+func Discover() (Reading, error) {
+	// nvml.New gives this call its own library handle instead of go-nvml's
+	// package-level one.
+	return discover(goNVML{nvml.New()})
+}
+
+func discover(lib nvmlLibrary) (reading Reading, err error) {
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		// NVML needs no Shutdown after a failed Init.
+		return Reading{}, fmt.Errorf("discover GPUs: %w", initError(ret))
+	}
+	defer func() {
+		if ret := lib.Shutdown(); ret != nvml.SUCCESS {
+			err = errors.Join(err, fmt.Errorf("discover GPUs: %w", callError("Shutdown", ret)))
+		}
+		if err != nil {
+			reading = Reading{}
+		}
+	}()
+
+	r, err := read(lib)
+	if err != nil {
+		return Reading{}, fmt.Errorf("discover GPUs: %w", err)
+	}
+	if err := r.Validate(); err != nil {
+		return Reading{}, fmt.Errorf("discover GPUs: NVML reported an unusable %w", err)
+	}
+	return r, nil
+}
+
+func initError(ret nvml.Return) error {
+	switch ret {
+	case nvml.ERROR_LIBRARY_NOT_FOUND:
+		return fmt.Errorf("nvml.Init: %w: %w", ret, ErrNoDriver)
+	case nvml.ERROR_DRIVER_NOT_LOADED:
+		return fmt.Errorf("nvml.Init: %w: %w", ret, ErrDriverNotLoaded)
+	default:
+		return callError("Init", ret)
+	}
+}
+
+// callError names the NVML call and keeps its nvml.Return in the chain, so
+// callers can test for a code with errors.Is.
+func callError(call string, ret nvml.Return) error {
+	return fmt.Errorf("nvml.%s: %w", call, ret)
+}
+
+func read(lib nvmlLibrary) (Reading, error) {
+	var r Reading
+	var ret nvml.Return
+	if r.DriverVersion, ret = lib.SystemGetDriverVersion(); ret != nvml.SUCCESS {
+		return Reading{}, callError("SystemGetDriverVersion", ret)
+	}
+	if r.NVMLVersion, ret = lib.SystemGetNVMLVersion(); ret != nvml.SUCCESS {
+		return Reading{}, callError("SystemGetNVMLVersion", ret)
+	}
+	if r.CUDADriverVersion, ret = lib.SystemGetCudaDriverVersion(); ret != nvml.SUCCESS {
+		return Reading{}, callError("SystemGetCudaDriverVersion", ret)
+	}
+	if r.Count, ret = lib.DeviceGetCount(); ret != nvml.SUCCESS {
+		return Reading{}, callError("DeviceGetCount", ret)
+	}
+	r.Devices = make([]Device, 0, r.Count)
+	for i := range r.Count {
+		d, err := readDevice(lib, i)
+		if err != nil {
+			return Reading{}, err
+		}
+		r.Devices = append(r.Devices, d)
+	}
+	return r, nil
+}
+
+func readDevice(lib nvmlLibrary, index int) (Device, error) {
+	call := func(name string) string { return fmt.Sprintf("%s(device %d)", name, index) }
+	h, ret := lib.DeviceGetHandleByIndex(index)
+	if ret != nvml.SUCCESS {
+		return Device{}, callError(call("DeviceGetHandleByIndex"), ret)
+	}
+	d := Device{Index: index}
+	if d.Name, ret = h.GetName(); ret != nvml.SUCCESS {
+		return Device{}, callError(call("DeviceGetName"), ret)
+	}
+	if d.UUID, ret = h.GetUUID(); ret != nvml.SUCCESS {
+		return Device{}, callError(call("DeviceGetUUID"), ret)
+	}
+	mem, ret := h.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return Device{}, callError(call("DeviceGetMemoryInfo"), ret)
+	}
+	d.MemoryTotalBytes, d.MemoryFreeBytes = mem.Total, mem.Free
+	major, minor, ret := h.GetCudaComputeCapability()
+	if ret != nvml.SUCCESS {
+		return Device{}, callError(call("DeviceGetCudaComputeCapability"), ret)
+	}
+	d.ComputeCapability = capability{major: major, minor: minor}.String()
+	pci, ret := h.GetPciInfo()
+	if ret != nvml.SUCCESS {
+		return Device{}, callError(call("DeviceGetPciInfo"), ret)
+	}
+	d.PCIBusID = cString(pci.BusId[:])
+	return d, nil
+}
+
+// cString reads NVML's NUL-terminated char array.
+func cString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}

@@ -1,0 +1,128 @@
+package gpu
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Reading is what NVML reported about this host's GPUs at one moment. It is
+// written to the evidence folder as JSON, so its tags are part of the format.
+type Reading struct {
+	NVMLVersion   string `json:"nvml_version"`
+	DriverVersion string `json:"driver_version"`
+	// CUDADriverVersion keeps NVML's integer form, 1000*major + 10*minor
+	// (13000 is CUDA 13.0), so the evidence holds exactly what NVML said.
+	CUDADriverVersion int      `json:"cuda_driver_version"`
+	Count             int      `json:"count"`
+	Devices           []Device `json:"devices"`
+}
+
+// Device is one GPU of a Reading. UUID is the identity the harness uses to
+// pin a container to a GPU; Index is NVML's enumeration order on this host.
+type Device struct {
+	Index            int    `json:"index"`
+	Name             string `json:"name"`
+	UUID             string `json:"uuid"`
+	MemoryTotalBytes uint64 `json:"memory_total_bytes"`
+	MemoryFreeBytes  uint64 `json:"memory_free_bytes"`
+	// ComputeCapability is "major.minor", e.g. "9.0" for Hopper.
+	ComputeCapability string `json:"compute_capability"`
+	PCIBusID          string `json:"pci_bus_id"`
+}
+
+// ParseReading loads a Reading written by Reading.JSON (or any JSON of the
+// same shape). It is strict: unknown fields, trailing data and readings that
+// fail Validate are errors, because a silently misread fixture would make
+// selection tests pass for the wrong reason.
+func ParseReading(data []byte) (Reading, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r Reading
+	if err := dec.Decode(&r); err != nil {
+		return Reading{}, fmt.Errorf("parse GPU reading: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Reading{}, errors.New("parse GPU reading: trailing data after the JSON object")
+	}
+	if r.Devices == nil {
+		r.Devices = []Device{}
+	}
+	if err := r.Validate(); err != nil {
+		return Reading{}, fmt.Errorf("parse GPU reading: %w", err)
+	}
+	return r, nil
+}
+
+// JSON returns the reading as indented JSON with a trailing newline: the one
+// form the harness writes, so evidence files diff cleanly.
+func (r Reading) JSON() ([]byte, error) {
+	if r.Devices == nil {
+		r.Devices = []Device{}
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode GPU reading: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Validate reports the first inconsistency that would make the reading
+// unusable for selection: a count that disagrees with the devices, a missing
+// or repeated UUID or index, a malformed compute capability, or free memory
+// above total memory.
+func (r Reading) Validate() error {
+	if r.DriverVersion == "" {
+		return errors.New("reading: driver_version is empty")
+	}
+	if r.NVMLVersion == "" {
+		return errors.New("reading: nvml_version is empty")
+	}
+	if r.CUDADriverVersion <= 0 {
+		return fmt.Errorf("reading: cuda_driver_version %d is not positive", r.CUDADriverVersion)
+	}
+	if r.Count != len(r.Devices) {
+		return fmt.Errorf("reading: count %d but %d devices listed", r.Count, len(r.Devices))
+	}
+	uuids := make(map[string]int, len(r.Devices))
+	indexes := make(map[int]bool, len(r.Devices))
+	for _, d := range r.Devices {
+		if err := d.validate(); err != nil {
+			return fmt.Errorf("reading: %w", err)
+		}
+		if prev, dup := uuids[d.UUID]; dup {
+			return fmt.Errorf("reading: GPU %d and GPU %d share UUID %s", prev, d.Index, d.UUID)
+		}
+		uuids[d.UUID] = d.Index
+		if indexes[d.Index] {
+			return fmt.Errorf("reading: index %d appears twice", d.Index)
+		}
+		indexes[d.Index] = true
+	}
+	return nil
+}
+
+func (d Device) validate() error {
+	if d.Index < 0 {
+		return fmt.Errorf("GPU index %d is negative", d.Index)
+	}
+	if d.UUID == "" {
+		return fmt.Errorf("GPU %d: uuid is empty", d.Index)
+	}
+	if d.Name == "" {
+		return fmt.Errorf("GPU %d (%s): name is empty", d.Index, d.UUID)
+	}
+	if d.MemoryTotalBytes == 0 {
+		return fmt.Errorf("GPU %d (%s): memory_total_bytes is 0", d.Index, d.UUID)
+	}
+	if d.MemoryFreeBytes > d.MemoryTotalBytes {
+		return fmt.Errorf("GPU %d (%s): memory_free_bytes %d exceeds memory_total_bytes %d",
+			d.Index, d.UUID, d.MemoryFreeBytes, d.MemoryTotalBytes)
+	}
+	if _, err := parseCapability(d.ComputeCapability); err != nil {
+		return fmt.Errorf("GPU %d (%s): %w", d.Index, d.UUID, err)
+	}
+	return nil
+}
