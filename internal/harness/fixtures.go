@@ -47,8 +47,9 @@ type Pair struct {
 
 // Influence is the probe that the reference image matters: one instruction, two images.
 type Influence struct {
-	Instruction string   `json:"instruction"`
-	Images      []string `json:"images"`
+	Instruction string                     `json:"instruction"`
+	Images      []string                   `json:"images"`
+	Settings    map[string]json.RawMessage `json:"settings,omitempty"` // default: the workload's settings
 }
 
 // LoadFixtures reads a manifest and checks every image against its pinned sha256,
@@ -142,9 +143,19 @@ func (fx *Fixtures) ExtraInputs() []string {
 }
 
 // FormSettings renders the settings as the multipart text fields a request carries.
-func (fx *Fixtures) FormSettings() map[string]string {
+func (fx *Fixtures) FormSettings() map[string]string { return formSettings(fx.Settings) }
+
+// InfluenceSettings are the influence probe's own settings, else the workload's.
+func (fx *Fixtures) InfluenceSettings() map[string]string {
+	if len(fx.Influence.Settings) > 0 {
+		return formSettings(fx.Influence.Settings)
+	}
+	return fx.FormSettings()
+}
+
+func formSettings(s map[string]json.RawMessage) map[string]string {
 	out := map[string]string{}
-	for k, v := range fx.Settings {
+	for k, v := range s {
 		out[k] = settingString(v)
 	}
 	return out

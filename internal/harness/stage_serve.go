@@ -208,7 +208,7 @@ type InfluenceResult struct {
 func (r *row) influence(ctx context.Context) error {
 	inf := r.fx.Influence
 	client := &http.Client{Timeout: r.c.Deadline.Request}
-	settings := r.fx.FormSettings()
+	settings := r.fx.InfluenceSettings()
 	names := []string{"a", "a-repeat", "b"}
 	files := []string{inf.Images[0], inf.Images[0], inf.Images[1]}
 	var outs []image.Image
