@@ -40,3 +40,8 @@ bench:
 
 clean-evidence:
 	rm -rf evidence
+
+TRTMC ?= ../shared/trtmc-main-e9132e79
+.PHONY: inventory
+inventory:
+	$(GO) run ./scripts/inventory -trtmc $(TRTMC) -out .

@@ -1,0 +1,150 @@
+package inventory
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// The evidence contract, as the inventory reads it. The evidence writer does not exist
+// yet; these names are what it must write, and the only place they are spelled:
+//
+//	<root>/<run-id>/SHA256SUMS             sha256sum lines, paths relative to <run-id>/
+//	<root>/<run-id>/<row>/results.json     {"checkpoint": {"profile": "<testcase>"},
+//	                                        "status": "qualified" | "family-validated" | ...}
+//
+// A results.json proves its status only if SHA256SUMS of its run lists it with the
+// matching sha256: a claim that could have been edited afterwards proves nothing.
+// Unknown fields are ignored. Without checkpoint.profile the row folder name is taken
+// as the profile. Unknown status values ("failed", "not run", ...) prove nothing.
+const (
+	EvidenceResultsFile   = "results.json"
+	EvidenceChecksumFile  = "SHA256SUMS" // the same name internal/harness writes
+	EvidenceCheckpointKey = "checkpoint"
+	EvidenceProfileKey    = "profile"
+	EvidenceStatusKey     = "status"
+
+	EvidenceQualified       = "qualified"
+	EvidenceFamilyValidated = "family-validated"
+)
+
+// evidenceLevels maps a results.json status to the level it proves.
+var evidenceLevels = map[string]Status{
+	EvidenceQualified:       AIPerfQualified,
+	string(AIPerfQualified): AIPerfQualified,
+	EvidenceFamilyValidated: FamilyValidated,
+}
+
+// Proof is one verified results.json.
+type Proof struct {
+	Profile string
+	Level   Status
+	RunID   string
+	Path    string // the results.json, as found under the evidence root
+	Claim   string // its status value, verbatim
+}
+
+// readEvidence walks <root>/<run-id>/<row>/results.json. A missing root is no evidence.
+// Unreadable or unverifiable files do not stop the inventory: they prove nothing, and
+// a note says why, so a reader can tell "no evidence" from "evidence rejected".
+func readEvidence(root string) (proofs []Proof, notes []string, err error) {
+	if root == "" {
+		return nil, nil, nil
+	}
+	runs, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("evidence root %s: %w", root, err)
+	}
+	for _, run := range runs {
+		if !run.IsDir() {
+			continue
+		}
+		runDir := filepath.Join(root, run.Name())
+		results, _ := filepath.Glob(filepath.Join(runDir, "*", EvidenceResultsFile))
+		if len(results) == 0 {
+			continue
+		}
+		sort.Strings(results)
+		sums, err := readChecksums(filepath.Join(runDir, EvidenceChecksumFile))
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("evidence run %s: %v: none of its results count", runDir, err))
+			continue
+		}
+		for _, path := range results {
+			p, note := readProof(runDir, path, sums)
+			if note != "" {
+				notes = append(notes, note)
+			}
+			if p != nil {
+				p.RunID = run.Name()
+				proofs = append(proofs, *p)
+			}
+		}
+	}
+	return proofs, notes, nil
+}
+
+func readProof(runDir, path string, sums map[string]string) (*Proof, string) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Sprintf("evidence %s: %v", path, err)
+	}
+	rel, _ := filepath.Rel(runDir, path)
+	sum := sha256.Sum256(raw)
+	switch want, listed := sums[filepath.ToSlash(rel)]; {
+	case !listed:
+		return nil, fmt.Sprintf("evidence %s: not listed in %s: not counted", path, EvidenceChecksumFile)
+	case want != hex.EncodeToString(sum[:]):
+		return nil, fmt.Sprintf("evidence %s: sha256 differs from %s: edited after the run, not counted", path, EvidenceChecksumFile)
+	}
+
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Sprintf("evidence %s: %v: not counted", path, err)
+	}
+	var status string
+	_ = json.Unmarshal(doc[EvidenceStatusKey], &status)
+	level, ok := evidenceLevels[status]
+	if !ok {
+		return nil, ""
+	}
+	var ckpt map[string]json.RawMessage
+	_ = json.Unmarshal(doc[EvidenceCheckpointKey], &ckpt)
+	var profile string
+	_ = json.Unmarshal(ckpt[EvidenceProfileKey], &profile)
+	if profile == "" {
+		profile = filepath.Base(filepath.Dir(path))
+	}
+	return &Proof{Profile: profile, Level: level, Path: path, Claim: status}, ""
+}
+
+// readChecksums parses sha256sum output ("<hex>  <path>", "*" marks binary mode).
+func readChecksums(path string) (map[string]string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("no readable %s (%w)", EvidenceChecksumFile, err)
+	}
+	sums := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		sum, file, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		if !ok {
+			continue
+		}
+		file = strings.TrimPrefix(strings.TrimLeft(file, " "), "*")
+		sums[filepath.ToSlash(file)] = strings.ToLower(sum)
+	}
+	return sums, sc.Err()
+}
