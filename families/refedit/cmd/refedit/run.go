@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"qualkit/families/refedit/edit"
+)
+
+const runSynopsis = "run BUNDLE --image IN --prompt P [--size WxH] [--seed S] [--num-inference-steps N] [--guidance-scale G] --output OUT.png"
+
+// runReport is the one JSON line `refedit run` prints.
+type runReport struct {
+	Backend      string         `json:"backend"`
+	BundleSHA256 string         `json:"bundle_sha256"`
+	Image        string         `json:"image"`
+	InputSHA256  string         `json:"input_sha256"`
+	Output       string         `json:"output"`
+	OutputSHA256 string         `json:"output_sha256"`
+	Settings     edit.Effective `json:"settings"`
+	Timing       runTiming      `json:"timing"`
+}
+
+// runTiming has the server's task_ms: the edit call (decode + edit + encode) only.
+type runTiming struct {
+	TaskMS float64 `json:"task_ms"`
+}
+
+// cmdRun is the native Task: the server's path (ParseSettings, Match, Apply) minus
+// HTTP. Settings flags stay strings so they go through the same parser as the form.
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	c := newCommand("run", runSynopsis, stderr)
+	fs := c.fs
+	imagePath := fs.String("image", "", "reference image `IN` (PNG or JPEG, required)")
+	prompt := fs.String("prompt", "", "the edit instruction (required)")
+	output := fs.String("output", "", "write the edited PNG to `OUT.png` (required)")
+	settingFlags := map[string]*string{}
+	for _, field := range edit.SettingFields() {
+		settingFlags[field] = fs.String(flagName(field), "", "the "+field+" form field (default: the bundle's)")
+	}
+	positional, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(positional) != 1:
+		return usagef("run", "want exactly one BUNDLE argument, got %d (%q)", len(positional), positional)
+	case *imagePath == "":
+		return usagef("run", "--image IN is required: the reference image")
+	case *prompt == "":
+		return usagef("run", "--prompt P is required: the edit instruction")
+	case *output == "":
+		return usagef("run", "--output OUT.png is required: where to write the edit")
+	}
+	given := c.given()
+	fields := map[string]string{}
+	for field, v := range settingFlags {
+		if given[flagName(field)] {
+			fields[field] = *v
+		}
+	}
+
+	p, err := edit.Load(positional[0])
+	if err != nil {
+		return err
+	}
+	settings, err := p.ParseSettings(fields)
+	if err != nil {
+		return flagError("run", err)
+	}
+	chosen, err := p.Match(*prompt)
+	if err != nil {
+		return flagError("run", err)
+	}
+	img, err := os.ReadFile(*imagePath)
+	if err != nil {
+		return fmt.Errorf("read image: %w", err)
+	}
+	start := time.Now()
+	res, err := p.Apply(img, chosen, settings)
+	taskMS := float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		return fmt.Errorf("edit %s: %w", *imagePath, err)
+	}
+	if err := writeFileAtomic(*output, res.PNG); err != nil {
+		return err
+	}
+	line, err := json.Marshal(runReport{
+		Backend:      "refedit",
+		BundleSHA256: p.SHA256(),
+		Image:        *imagePath,
+		InputSHA256:  edit.SHA256(img),
+		Output:       *output,
+		OutputSHA256: res.OutputSHA256,
+		Settings:     res.Settings,
+		Timing:       runTiming{TaskMS: taskMS},
+	})
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", line)
+	return err
+}
+
+// flagName is a form field's flag: num_inference_steps -> num-inference-steps.
+func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
+
+// flagError turns the editor's complaint about a field into a usage error naming
+// the flag the user typed.
+func flagError(cmd string, err error) error {
+	var ie *edit.InputError
+	if errors.As(err, &ie) {
+		return usagef(cmd, "--%s: %s", flagName(ie.Param), ie.Message)
+	}
+	return err
+}

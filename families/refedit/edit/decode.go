@@ -1,0 +1,110 @@
+package edit
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"io"
+)
+
+// Magic numbers of the accepted formats. The format is picked by these, not by the
+// image package's global registry, so only PNG and JPEG are ever decoded.
+const (
+	pngMagic  = "\x89PNG\r\n\x1a\n"
+	jpegMagic = "\xff\xd8\xff"
+)
+
+// decode reads a PNG or JPEG into a raster of v/255 samples. The header is read first
+// and an image over maxPixels is rejected before a single pixel is decoded (the
+// decoders allocate the whole image up front, so a 100000x100000 header would
+// otherwise be a decompression bomb).
+func decode(data []byte, maxPixels int) (*raster, error) {
+	var format string
+	var readConfig func(io.Reader) (image.Config, error)
+	var readImage func(io.Reader) (image.Image, error)
+	switch {
+	case bytes.HasPrefix(data, []byte(pngMagic)):
+		format, readConfig, readImage = "PNG", png.DecodeConfig, png.Decode
+	case bytes.HasPrefix(data, []byte(jpegMagic)):
+		format, readConfig, readImage = "JPEG", jpeg.DecodeConfig, jpeg.Decode
+	case len(data) == 0:
+		return nil, invalid("image", "empty file")
+	default:
+		return nil, invalid("image", "not a PNG or JPEG file")
+	}
+	cfg, err := readConfig(bytes.NewReader(data))
+	if err != nil {
+		return nil, invalid("image", "read %s header: %v", format, err)
+	}
+	if cfg.Width < 1 || cfg.Height < 1 {
+		return nil, invalid("image", "%s header says %dx%d", format, cfg.Width, cfg.Height)
+	}
+	if n := int64(cfg.Width) * int64(cfg.Height); n > int64(maxPixels) {
+		return nil, tooLarge("image", "%dx%d is %d pixels, over the limit of %d", cfg.Width, cfg.Height, n, maxPixels)
+	}
+	img, err := readImage(bytes.NewReader(data))
+	if err != nil {
+		return nil, invalid("image", "decode %s: %v", format, err)
+	}
+	return toRaster(img), nil
+}
+
+// toRaster keeps the 8-bit non-premultiplied colour of every pixel and drops alpha
+// (never composited); 16-bit samples keep their high byte. The common decoder output
+// types read their samples directly; anything else goes through color.NRGBAModel.
+func toRaster(img image.Image) *raster {
+	b := img.Bounds()
+	r := newRaster(b.Dx(), b.Dy())
+	set := func(x, y int, red, green, blue uint8) {
+		i := r.offset(x, y)
+		r.pix[i] = float32(red) / 255
+		r.pix[i+1] = float32(green) / 255
+		r.pix[i+2] = float32(blue) / 255
+	}
+	for y := range r.h {
+		for x := range r.w {
+			px, py := b.Min.X+x, b.Min.Y+y
+			switch m := img.(type) {
+			case *image.NRGBA:
+				s := m.Pix[m.PixOffset(px, py):]
+				set(x, y, s[0], s[1], s[2])
+			case *image.NRGBA64:
+				s := m.Pix[m.PixOffset(px, py):]
+				set(x, y, s[0], s[2], s[4])
+			case *image.RGBA:
+				if s := m.Pix[m.PixOffset(px, py):]; s[3] == 0xff {
+					set(x, y, s[0], s[1], s[2])
+					continue
+				}
+				c := nrgba(m.At(px, py))
+				set(x, y, c.R, c.G, c.B)
+			case *image.RGBA64:
+				if s := m.Pix[m.PixOffset(px, py):]; s[6] == 0xff && s[7] == 0xff {
+					set(x, y, s[0], s[2], s[4])
+					continue
+				}
+				c := nrgba(m.At(px, py))
+				set(x, y, c.R, c.G, c.B)
+			case *image.Gray:
+				v := m.Pix[m.PixOffset(px, py)]
+				set(x, y, v, v, v)
+			case *image.Gray16:
+				v := m.Pix[m.PixOffset(px, py)]
+				set(x, y, v, v, v)
+			case *image.YCbCr:
+				c := nrgba(m.YCbCrAt(px, py))
+				set(x, y, c.R, c.G, c.B)
+			default:
+				c := nrgba(img.At(px, py))
+				set(x, y, c.R, c.G, c.B)
+			}
+		}
+	}
+	return r
+}
+
+func nrgba(c color.Color) color.NRGBA {
+	return color.NRGBAModel.Convert(c).(color.NRGBA)
+}

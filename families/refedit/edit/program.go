@@ -1,0 +1,80 @@
+package edit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Program is a loaded, validated bundle, ready to apply. It is immutable and safe
+// for concurrent use.
+type Program struct {
+	bundle Bundle
+	sha256 string
+	edits  []*Edit
+	limits Limits
+}
+
+// Edit is one selectable edit of a Program.
+type Edit struct {
+	Name     string
+	Keywords []string
+	op       operation
+}
+
+// Load reads and validates the bundle at path.
+func Load(path string) (*Program, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load bundle: %w", err)
+	}
+	p, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("load bundle %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Parse validates bundle bytes. Unknown JSON fields are rejected so that a typo in a
+// hand-edited bundle fails loudly instead of silently falling back to zero.
+func Parse(data []byte) (*Program, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var b Bundle
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("decode bundle JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("decode bundle JSON: trailing data after the bundle object")
+	}
+	p, err := compile(b)
+	if err != nil {
+		return nil, err
+	}
+	p.sha256 = SHA256(data)
+	return p, nil
+}
+
+// SHA256 is the hex sha256 of the bundle bytes the Program was loaded from.
+func (p *Program) SHA256() string { return p.sha256 }
+
+// Bundle returns the bundle as loaded.
+func (p *Program) Bundle() Bundle { return p.bundle }
+
+// Limits returns the limits in force, which WithMaxPixels may have changed.
+func (p *Program) Limits() Limits { return p.limits }
+
+// Edits lists the edits in bundle order.
+func (p *Program) Edits() []*Edit { return p.edits }
+
+// WithMaxPixels returns a copy of p whose input and output pixel limit is n; the
+// server's --max-pixels overrides the bundle's limit this way.
+func (p *Program) WithMaxPixels(n int) (*Program, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("max pixels %d: want at least 1", n)
+	}
+	q := *p
+	q.limits.MaxPixels = n
+	return &q, nil
+}

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"qualkit/families/refedit/edit"
+)
+
+// EditRoute is the one image-edit route.
+const EditRoute = "/v1/images/edits"
+
+// statusClientClosed is recorded when the client left while its edit was queued
+// (nginx's convention; no response reaches the client anyway).
+const statusClientClosed = 499
+
+// editResponse is the JSON of a successful edit.
+type editResponse struct {
+	Created   int64          `json:"created"`
+	Model     string         `json:"model"`
+	Backend   string         `json:"backend"`
+	RequestID string         `json:"request_id"`
+	Data      []imageData    `json:"data"`
+	Settings  edit.Effective `json:"settings"`
+	Timing    Timing         `json:"timing"`
+}
+
+type imageData struct {
+	B64JSON string `json:"b64_json"`
+}
+
+// exchange is one edit request on its way through the handler: what its record and
+// its response will say.
+type exchange struct {
+	start    time.Time
+	rec      Record
+	taskRan  bool
+	recorded bool
+}
+
+// handleEdit writes the record before the response, so a client that has its
+// answer can rely on the record being in the file.
+func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
+	x := &exchange{start: time.Now()}
+	x.rec = Record{RequestID: r.Header.Get(RequestIDHeader), Time: x.start.UTC().Format(time.RFC3339Nano), Route: EditRoute}
+	defer func() {
+		if v := recover(); v != nil {
+			s.logf("panic: edit request_id=%s: %v\n%s", x.rec.RequestID, v, debug.Stack())
+			if !x.recorded {
+				s.respondError(w, x, &apiError{status: http.StatusInternalServerError, message: "internal error"})
+			}
+		}
+	}()
+	resp, apiErr := s.edit(w, r, x)
+	if apiErr != nil {
+		s.respondError(w, x, apiErr)
+		return
+	}
+	x.rec.Status = http.StatusOK
+	x.rec.Timing.HandlerMS = ms(time.Since(x.start))
+	resp.Timing = x.rec.Timing
+	s.record(x)
+	s.setServerTiming(w, x)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// edit validates the request, waits for the worker and runs the edit.
+func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*editResponse, *apiError) {
+	p := s.program.Load()
+	if p == nil {
+		return nil, &apiError{status: http.StatusServiceUnavailable, message: "the bundle is not loaded yet; poll /health/ready"}
+	}
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		return nil, &apiError{status: http.StatusRequestEntityTooLarge,
+			message: fmt.Sprintf("request body of %d bytes is over the limit of %d bytes", r.ContentLength, s.cfg.MaxBodyBytes)}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	form, apiErr := readForm(r)
+	if form.image != nil {
+		sum := edit.SHA256(form.image)
+		x.rec.InputSHA256 = &sum
+	}
+	if prompt, ok := form.fields[fieldPrompt]; ok {
+		x.rec.Prompt = &prompt
+	}
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if apiErr := s.checkFields(form); apiErr != nil {
+		return nil, apiErr
+	}
+	settings, err := p.ParseSettings(form.fields)
+	if err != nil {
+		return nil, fromEditError(err)
+	}
+	chosen, err := p.Match(form.fields[fieldPrompt])
+	if err != nil {
+		return nil, fromEditError(err)
+	}
+
+	if !s.worker.admit() {
+		return nil, &apiError{status: http.StatusTooManyRequests,
+			message: fmt.Sprintf("the queue is full (%d waiting for the one worker); retry after 1 s", s.cfg.QueueDepth)}
+	}
+	defer s.worker.leave()
+	var result edit.Result
+	var taskErr error
+	queued, waitErr := s.worker.run(r.Context(), func() {
+		if s.beforeTask != nil {
+			s.beforeTask()
+		}
+		taskStart := time.Now()
+		result, taskErr = p.Apply(form.image, chosen, settings)
+		x.rec.Timing.TaskMS = ms(time.Since(taskStart))
+		x.taskRan = true
+	})
+	x.rec.Timing.QueueMS = ms(queued)
+	if !x.taskRan {
+		return nil, &apiError{status: statusClientClosed, message: fmt.Sprintf("client went away while queued: %v", waitErr)}
+	}
+	if taskErr != nil {
+		return nil, fromEditError(taskErr)
+	}
+	x.rec.Settings = &result.Settings
+	x.rec.OutputSHA256 = &result.OutputSHA256
+	return &editResponse{
+		Created:   time.Now().Unix(),
+		Model:     s.cfg.ModelName,
+		Backend:   Backend,
+		RequestID: x.rec.RequestID,
+		Data:      []imageData{{B64JSON: base64.StdEncoding.EncodeToString(result.PNG)}},
+		Settings:  result.Settings,
+	}, nil
+}
+
+// checkFields enforces the fields the editor does not read.
+func (s *Server) checkFields(f editForm) *apiError {
+	if strings.TrimSpace(f.fields[fieldPrompt]) == "" {
+		return badRequest(fieldPrompt, "prompt is required: the edit instruction")
+	}
+	if m, ok := f.fields[fieldModel]; ok && m != s.cfg.ModelName {
+		return badRequest(fieldModel, fmt.Sprintf("model %q is not served here; this server serves %q", m, s.cfg.ModelName))
+	}
+	if rf, ok := f.fields[fieldResponseFormat]; ok && rf != "b64_json" {
+		return badRequest(fieldResponseFormat, fmt.Sprintf(`response_format %q: only "b64_json" is supported`, rf))
+	}
+	if n, ok := f.fields[fieldN]; ok && strings.TrimSpace(n) != "1" {
+		return badRequest(fieldN, fmt.Sprintf("n %q: only 1 image per request is supported", n))
+	}
+	if f.image == nil {
+		return badRequest("image", "image is required: one file part named image or image[]")
+	}
+	return nil
+}
+
+func (s *Server) respondError(w http.ResponseWriter, x *exchange, e *apiError) {
+	x.rec.Status = e.status
+	x.rec.Error = &e.message
+	x.rec.Timing.HandlerMS = ms(time.Since(x.start))
+	s.record(x)
+	s.setServerTiming(w, x)
+	if e.status == http.StatusRequestEntityTooLarge {
+		// The rest of an oversized body is never read; do not keep the connection.
+		w.Header().Set("Connection", "close")
+	}
+	writeError(w, x.rec.RequestID, e)
+}
+
+func (s *Server) record(x *exchange) {
+	x.recorded = true
+	if err := s.records.write(x.rec); err != nil {
+		s.logf("%v", err)
+	}
+}
+
+func (s *Server) setServerTiming(w http.ResponseWriter, x *exchange) {
+	if x.taskRan {
+		w.Header().Set("Server-Timing", fmt.Sprintf("task;dur=%.3f", x.rec.Timing.TaskMS))
+	}
+}

@@ -1,0 +1,78 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"qualkit/families/refedit/edit"
+)
+
+// apiError is a failed request as the client sees it.
+type apiError struct {
+	status  int
+	param   string // the form field at fault, "" when none
+	message string
+}
+
+// errorBody is the JSON of an error response.
+type errorBody struct {
+	Error     errorDetail `json:"error"`
+	RequestID string      `json:"request_id"`
+}
+
+type errorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+}
+
+func badRequest(param, message string) *apiError {
+	return &apiError{status: http.StatusBadRequest, param: param, message: message}
+}
+
+// fromEditError maps the editor's errors: over a limit is 413, other input errors 400,
+// anything else (never expected) 500.
+func fromEditError(err error) *apiError {
+	var ie *edit.InputError
+	switch {
+	case errors.As(err, &ie) && errors.Is(err, edit.ErrTooLarge):
+		return &apiError{status: http.StatusRequestEntityTooLarge, param: ie.Param, message: err.Error()}
+	case errors.As(err, &ie):
+		return badRequest(ie.Param, err.Error())
+	default:
+		return &apiError{status: http.StatusInternalServerError, message: "edit failed: " + err.Error()}
+	}
+}
+
+// errorType is "invalid_request_error" for what the client can fix (4xx) and
+// "server_error" otherwise.
+func errorType(status int) string {
+	if status >= 400 && status < 500 {
+		return "invalid_request_error"
+	}
+	return "server_error"
+}
+
+func writeError(w http.ResponseWriter, id string, e *apiError) {
+	body := errorBody{Error: errorDetail{Message: e.message, Type: errorType(e.status)}, RequestID: id}
+	if e.param != "" {
+		body.Error.Param = &e.param
+	}
+	if e.status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, e.status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		// Only the server's own types get here; none of them can fail to encode.
+		status = http.StatusInternalServerError
+		data = []byte(`{"error":{"message":"encode response","type":"server_error","param":null}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
+}
