@@ -45,3 +45,7 @@ TRTMC ?= ../shared/trtmc-main-e9132e79
 .PHONY: inventory
 inventory:
 	$(GO) run ./scripts/inventory -trtmc $(TRTMC) -out .
+
+.PHONY: doctor
+doctor:
+	@$(GO) test -v -count=1 ./qual/ -args -qualkit.doctor | grep -vE "^(ok|PASS)\b"

@@ -22,7 +22,11 @@ var (
 	runtimeFlag = flag.String("qualkit.runtime", envOr("RUNTIME", harness.RuntimeAuto), "serving runtime: auto, process or container (env RUNTIME)")
 	rebuild     = flag.Bool("qualkit.rebuild", false, "rebuild bundles even when the cache key matches")
 	venv        = flag.String("qualkit.venv", "", "project venv with aiperf and pytest (default <repo>/.venv)")
+	doctor      = flag.Bool("qualkit.doctor", false, "print every row's readiness (preflight only) and exit without running anything")
 )
+
+// tables lists every qualification table, for -qualkit.doctor.
+func tables() []harness.Table { return []harness.Table{refeditRows} }
 
 // suite is set by TestMain before any test runs and read-only afterwards.
 var suite *harness.Suite
@@ -62,6 +66,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "qual:", err)
 		return 2
 	}
+	if *doctor {
+		return printDoctor(root)
+	}
 	code := m.Run()
 	summary, err := suite.Finish(context.Background())
 	if err != nil {
@@ -75,4 +82,27 @@ func run(m *testing.M) int {
 		os.Symlink(suite.Evidence.RunID, latest)
 	}
 	return code
+}
+
+// printDoctor prints, for every row of every table, what it needs and the host lacks.
+func printDoctor(root string) int {
+	work, err := os.MkdirTemp("", "qualkit-doctor-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "qual:", err)
+		return 2
+	}
+	defer os.RemoveAll(work)
+	defer suite.Finish(context.Background())
+	env := harness.Env{Root: root, Work: work, Python: filepath.Join(*venv, "bin", "python")}
+	for _, table := range tables() {
+		for _, c := range table {
+			rd := suite.Preflight(context.Background(), c, env)
+			if err := harness.Missing(rd.Requirements); err != nil {
+				fmt.Printf("NOT READY %s (%s): %v\n\n", c.Name, c.Profile, err)
+				continue
+			}
+			fmt.Printf("ready     %s (%s)\n\n", c.Name, c.Profile)
+		}
+	}
+	return 0
 }

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"qualkit/internal/harness/gpu"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,11 +14,11 @@ import (
 type row struct {
 	s   *Suite
 	c   Checkpoint
-	t   *testing.T // the row's own test, for Attr and Cleanup
 	ev  *RowEvidence
 	env Env
 	fx  *Fixtures
 
+	gpus       []gpu.Device // chosen in preflight, passed to the server by UUID
 	bundle     string
 	bundleSHA  string
 	server     Server
@@ -57,38 +58,77 @@ func StageNames() []string {
 	return append(names, "report")
 }
 
-// Qualify runs every stage of one row as a subtest of t, then the report.
-func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
-	t.Helper()
+// newRow opens the row's evidence folder and registers its result with the suite.
+func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
 	if err := c.Validate(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ev, err := s.Evidence.Row(c.Name)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	r := &row{s: s, c: c.withDefaults(), t: t, ev: ev, env: Env{Root: s.cfg.Root, Work: t.TempDir(), Python: s.cfg.Python}}
+	r := &row{s: s, c: c.withDefaults(), ev: ev, env: Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}}
 	r.result = &Result{
 		Schema: "qualkit.result/1", RunID: s.Evidence.RunID, Row: c.Name, Status: StatusFailed,
 		Checkpoint: CheckpointRef{Name: c.Name, Family: c.Family, Backend: c.Adapter.Backend(), Model: c.Model,
 			Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke},
 		Measured: c.Bench.Measured, Warmup: c.Bench.Warmup,
-		Command: reproduce(t.Name()),
+		Command: reproduce(testName),
 	}
 	s.register(r.result)
-	t.Cleanup(func() {
-		if r.server != nil {
-			r.server.Stop(context.Background())
-		}
-	})
+	return r, nil
+}
+
+// Qualify runs every stage of one row as a subtest of t, then the report.
+func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
+	t.Helper()
+	r, err := s.newRow(c, t.TempDir(), t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.stopServer)
 	for _, st := range stages {
-		t.Run(st.name, r.wrap(st))
+		t.Run(st.name, func(t *testing.T) {
+			err := r.runStage(t.Context(), st)
+			switch {
+			case r.skipReason != "":
+				t.Skipf("%s %s: %s", st.name, r.c.Name, r.skipReason)
+			case err != nil:
+				t.Fatalf("%v\nevidence: %s", err, r.ev.Dir)
+			}
+		})
 		if r.skipReason != "" {
-			r.result.Status, r.result.Reason = StatusNotRun, r.skipReason
 			t.Skipf("not run (not a qualification run): %s", r.skipReason)
 		}
 	}
-	t.Run("report", r.report)
+	t.Run("report", func(t *testing.T) {
+		err := r.report()
+		r.attrs(t)
+		t.Logf("%s%s", MarkdownHeader, r.result.Markdown())
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Run qualifies one row without subtests: the stages in order, each after a failure
+// recorded "not-run". Negative controls use it to prove which stage catches a fault.
+func (s *Suite) Run(ctx context.Context, c Checkpoint, work string) (*Result, error) {
+	r, err := s.newRow(c, work, "TestNegativeControls/"+c.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.stopServer()
+	for _, st := range stages {
+		r.runStage(ctx, st)
+	}
+	return r.result, r.report()
+}
+
+func (r *row) stopServer() {
+	if r.server != nil {
+		r.server.Stop(context.Background())
+	}
 }
 
 func (c Checkpoint) withDefaults() Checkpoint {
@@ -96,39 +136,40 @@ func (c Checkpoint) withDefaults() Checkpoint {
 	return c
 }
 
-// wrap turns a stage into a subtest: it refuses to run after an earlier failure (that is
-// a failure too, never a skip), times the stage and records its outcome.
-func (r *row) wrap(st stage) func(*testing.T) {
-	return func(t *testing.T) {
-		res := StageResult{Name: st.name, Status: "fail"}
-		start := time.Now()
-		defer func() {
-			res.WallS = time.Since(start).Seconds()
-			if res.Status == "fail" && r.failed == "" {
-				r.failed = st.name
-			}
-			r.result.Stages = append(r.result.Stages, res)
-		}()
-		if r.failed != "" {
-			res.Status = "not-run"
-			t.Fatalf("%s %s: not run because stage %q failed; evidence %s", st.name, r.c.Name, r.failed, r.ev.Dir)
-		}
-		err := st.run(r, t.Context())
-		switch {
-		case r.skipReason != "":
-			res.Status = "not-run"
-			t.Skipf("%s %s: %s", st.name, r.c.Name, r.skipReason)
-		case err != nil:
-			res.Error = err.Error()
-			t.Fatalf("%s %s: %v\nevidence: %s", st.name, r.c.Name, err, r.ev.Dir)
-		}
-		res.Status = "pass"
+// runStage runs one stage unless an earlier one failed (then it is a failure too, never
+// a skip), times it and records its outcome. The error names stage and row.
+func (r *row) runStage(ctx context.Context, st stage) error {
+	res := StageResult{Name: st.name, Status: "not-run"}
+	start := time.Now()
+	defer func() {
+		res.WallS = time.Since(start).Seconds()
+		r.result.Stages = append(r.result.Stages, res)
+	}()
+	if r.failed != "" {
+		res.Error = fmt.Sprintf("not run because stage %q failed", r.failed)
+		return fmt.Errorf("%s %s: %s", st.name, r.c.Name, res.Error)
 	}
+	if r.skipReason != "" {
+		return nil
+	}
+	err := st.run(r, ctx)
+	switch {
+	case r.skipReason != "":
+		return nil
+	case err != nil:
+		res.Status, res.Error, r.failed = "fail", err.Error(), st.name
+		return fmt.Errorf("%s %s: %w", st.name, r.c.Name, err)
+	}
+	res.Status = "pass"
+	return nil
 }
 
-func (r *row) report(t *testing.T) {
+// report settles the row's status and writes results.json and row.md.
+func (r *row) report() error {
 	res := r.result
 	switch {
+	case r.skipReason != "":
+		res.Status, res.Reason = StatusNotRun, r.skipReason
 	case r.failed != "":
 		res.Status, res.Reason = StatusFailed, "stage "+r.failed+" failed"
 	case r.c.Smoke:
@@ -136,8 +177,24 @@ func (r *row) report(t *testing.T) {
 	default:
 		res.Status, res.Reason = StatusQualified, ""
 	}
+	if err := r.ev.WriteJSON("results.json", res); err != nil {
+		return fmt.Errorf("report %s: %w", r.c.Name, err)
+	}
+	if err := r.ev.WriteFile("row.md", []byte(MarkdownHeader+res.Markdown())); err != nil {
+		return fmt.Errorf("report %s: %w", r.c.Name, err)
+	}
+	if res.Status != StatusQualified && res.Status != StatusSmoke {
+		return fmt.Errorf("report %s: %s (%s); evidence %s", r.c.Name, res.Status, res.Reason, r.ev.Dir)
+	}
+	return nil
+}
+
+// attrs puts the headline numbers into JUnit as properties of the report test case.
+func (r *row) attrs(t *testing.T) {
+	res := r.result
 	t.Attr("qualkit.status", res.Status)
 	t.Attr("qualkit.evidence", r.ev.Dir)
+	t.Attr("qualkit.client_errors", fmt.Sprint(res.ClientErrors))
 	if res.Bundle != nil {
 		t.Attr("qualkit.bundle_sha256", res.Bundle.SHA256)
 	}
@@ -150,17 +207,6 @@ func (r *row) report(t *testing.T) {
 		t.Attr("qualkit.task_p50_ms", fmt.Sprintf("%.3f", res.Task.P50))
 		t.Attr("qualkit.task_p95_ms", fmt.Sprintf("%.3f", res.Task.P95))
 		t.Attr("qualkit.images_per_s", fmt.Sprintf("%.4f", res.ImagesPerS))
-	}
-	t.Attr("qualkit.client_errors", fmt.Sprint(res.ClientErrors))
-	if err := r.ev.WriteJSON("results.json", res); err != nil {
-		t.Fatalf("report %s: %v", r.c.Name, err)
-	}
-	if err := r.ev.WriteFile("row.md", []byte(MarkdownHeader+res.Markdown())); err != nil {
-		t.Fatalf("report %s: %v", r.c.Name, err)
-	}
-	t.Logf("%s%s", MarkdownHeader, res.Markdown())
-	if res.Status != StatusQualified && res.Status != StatusSmoke {
-		t.Fatalf("report %s: %s (%s); evidence %s", r.c.Name, res.Status, res.Reason, r.ev.Dir)
 	}
 }
 
