@@ -28,8 +28,11 @@ var (
 // tables lists every qualification table, for -qualkit.doctor.
 func tables() []harness.Table { return []harness.Table{refeditRows} }
 
-// suite is set by TestMain before any test runs and read-only afterwards.
-var suite *harness.Suite
+// suite and baseConfig are set by TestMain before any test runs and read-only afterwards.
+var (
+	suite      *harness.Suite
+	baseConfig harness.SuiteConfig
+)
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
@@ -61,6 +64,7 @@ func run(m *testing.M) int {
 		AIPerf:        harness.AIPerf{Bin: filepath.Join(*venv, "bin", "aiperf"), Tokenizer: filepath.Join(*venv, "qualkit-tokenizer")},
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
 	}
+	baseConfig = cfg
 	suite, err = harness.NewSuite(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "qual:", err)

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"qualkit/internal/harness/gpu"
 	"regexp"
 	"time"
 )
@@ -34,12 +35,10 @@ type Bench struct {
 	Seed     int // AIPerf --random-seed
 }
 
-// Needs is what a row requires of the host. The zero value means CPU only.
+// Needs is what a row requires of the host. The zero value means CPU only, any runtime.
 type Needs struct {
-	GPUs                 int
-	MinGPUMemoryBytes    uint64
-	MinComputeCapability string
-	Container            bool // the row can only be served from a container
+	GPU       gpu.Needs // count, memory per GPU, compute capability; zero: no GPU
+	Container bool      // the row can only be served from a container
 }
 
 // Deadlines bound each long stage of a row. Zero fields take the defaults.

@@ -24,6 +24,13 @@ type Family interface {
 	Timing() TimingSource
 }
 
+// Requirer is implemented by families whose rows need more of the host than the
+// harness checks itself (a source checkout, a serving image, a checkpoint on disk).
+// Each missing piece says what it is and how to get it.
+type Requirer interface {
+	Requirements(env Env, c Checkpoint) []Requirement
+}
+
 // Env is where a row's programs run.
 type Env struct {
 	Root   string // repository root

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"qualkit/internal/harness/gpu"
 	"sort"
 	"strings"
 	"time"
@@ -36,43 +37,81 @@ func Missing(reqs []Requirement) error {
 	return fmt.Errorf("%s", b.String())
 }
 
+// Readiness is what preflight found: every unmet requirement, the fixtures, and the
+// GPUs (the NVML reading, and the devices chosen for the row by UUID).
+type Readiness struct {
+	Requirements []Requirement `json:"requirements"`
+	GPU          *gpu.Reading  `json:"gpu_reading,omitempty"`
+	GPUError     string        `json:"gpu_error,omitempty"`
+	Selected     []gpu.Device  `json:"gpus_selected,omitempty"`
+	fixtures     *Fixtures
+}
+
 // Preflight lists what the row needs and the host lacks, without starting anything.
 // `make doctor` prints it for every row.
-func (s *Suite) Preflight(ctx context.Context, c Checkpoint) ([]Requirement, *Fixtures) {
-	var reqs []Requirement
+func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness {
+	var rd Readiness
+	need := func(absent bool, what, fix string) {
+		rd.Requirements = append(rd.Requirements, Requirement{What: what, Fix: fix, Absent: absent})
+	}
 	fx, err := LoadFixtures(filepath.Join(s.cfg.Root, c.Fixtures))
 	if err != nil {
-		reqs = append(reqs, Requirement{What: err.Error(), Fix: "restore the fixtures from git (`git checkout -- fixtures/`)"})
+		need(false, err.Error(), "restore the fixtures from git (`git checkout -- fixtures/`)")
 	} else if _, ok := fx.Settings["size"]; !ok {
-		reqs = append(reqs, Requirement{What: "fixtures settings have no \"size\": the output size gate needs it", Fix: "add settings.size to " + c.Fixtures})
+		need(false, "fixtures settings have no \"size\": the output size gate needs it", "add settings.size to "+c.Fixtures)
 	}
+	rd.fixtures = fx
 	if _, err := s.cfg.AIPerf.CheckVersion(ctx); err != nil {
-		reqs = append(reqs, Requirement{What: err.Error(), Fix: "make setup", Absent: true})
+		need(true, err.Error(), "make setup")
 	}
 	if _, err := os.Stat(s.cfg.Python); err != nil {
-		reqs = append(reqs, Requirement{What: "python for the correctness case not found at " + s.cfg.Python, Fix: "make setup", Absent: true})
+		need(true, "python for the correctness case not found at "+s.cfg.Python, "make setup")
 	}
 	if err := c.Adapter.Timing().Validate(); err != nil {
-		reqs = append(reqs, Requirement{What: err.Error(), Fix: "fix the family adapter's Timing()"})
+		need(false, err.Error(), "fix the family adapter's Timing()")
 	}
 	if c.Needs.Container && s.cfg.Runtime == RuntimeProcess {
-		reqs = append(reqs, Requirement{What: "row " + c.Name + " can only be served from a container, and the run asked for RUNTIME=process", Fix: "run with RUNTIME=container (or auto) on a host with a Docker engine"})
+		need(false, "row "+c.Name+" can only be served from a container, and the run asked for RUNTIME=process",
+			"run with RUNTIME=container (or auto) on a host with a Docker engine")
 	}
-	return reqs, fx
+	reading, err := gpu.Discover()
+	if err != nil {
+		rd.GPUError = err.Error()
+	} else {
+		rd.GPU = &reading
+	}
+	if c.Needs.GPU != (gpu.Needs{}) {
+		switch {
+		case err != nil:
+			need(true, fmt.Sprintf("the row needs %s; GPU discovery failed: %v", c.Needs.GPU, err),
+				"run on a host with NVIDIA GPUs and the NVIDIA driver (libnvidia-ml.so.1)")
+		default:
+			sel, err := gpu.Select(reading, c.Needs.GPU)
+			if err != nil {
+				need(true, err.Error(), "free or add GPUs that match, or run on a larger host")
+			}
+			rd.Selected = sel
+		}
+	}
+	if req, ok := c.Adapter.(Requirer); ok {
+		rd.Requirements = append(rd.Requirements, req.Requirements(env, c)...)
+	}
+	return rd
 }
 
 func (r *row) preflight(ctx context.Context) error {
-	reqs, fx := r.s.Preflight(ctx, r.c)
-	r.ev.WriteJSON("preflight.json", map[string]any{"requirements": reqs, "qualification_run": r.s.cfg.Qualification})
-	if err := Missing(reqs); err != nil {
-		if !r.s.cfg.Qualification && allAbsent(reqs) {
+	rd := r.s.Preflight(ctx, r.c, r.env)
+	r.ev.WriteJSON("preflight.json", map[string]any{"readiness": rd, "qualification_run": r.s.cfg.Qualification})
+	if err := Missing(rd.Requirements); err != nil {
+		if !r.s.cfg.Qualification && allAbsent(rd.Requirements) {
 			r.skipReason = err.Error()
 			r.s.recordSkip(r.c.Name, strings.ReplaceAll(err.Error(), "\n", " "))
 			return nil
 		}
 		return err
 	}
-	r.fx = fx
+	fx := rd.fixtures
+	r.fx, r.gpus = fx, rd.Selected
 	for _, im := range fx.Images {
 		if err := copyFile(r.ev.Path(filepath.Join("fixtures", im.File)), fx.ImagePath(im.File)); err != nil {
 			return err

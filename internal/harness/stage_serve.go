@@ -115,6 +115,13 @@ func checkOutput(rec RawRecord, size string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	sent, err := rec.SentImage()
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(png, sent) {
+		return nil, fmt.Errorf("output is the input image unchanged (same bytes)")
+	}
 	out, err := DecodePNG(png)
 	if err != nil {
 		return nil, err
@@ -125,16 +132,12 @@ func checkOutput(rec RawRecord, size string) ([]byte, error) {
 	if IsConstant(out) {
 		return nil, fmt.Errorf("output is a constant image")
 	}
-	sent, err := rec.SentImage()
-	if err != nil {
-		return nil, err
-	}
 	in, _, err := image.Decode(bytes.NewReader(sent))
 	if err != nil {
 		return nil, fmt.Errorf("the sent reference image does not decode: %w", err)
 	}
 	if d := ComparePixels(in, out); d.Identical() {
-		return nil, fmt.Errorf("output is the input image unchanged")
+		return nil, fmt.Errorf("output is the input image unchanged (same pixels)")
 	}
 	return png, nil
 }

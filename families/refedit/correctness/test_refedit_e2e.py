@@ -26,6 +26,8 @@ import metrics
 import reference
 
 RUN_TIMEOUT_S = 60
+RUN_REPORT_KEYS = ("backend", "bundle_sha256", "image", "input_sha256", "output", "output_sha256", "settings", "timing")
+USAGE_EXIT = 2  # README "CLI": a prompt matching no or several edits is a command line to fix
 
 
 def _sha256(path: Path) -> str:
@@ -80,7 +82,9 @@ def _run(binary: Path, bundle: Path, image: Path, output: Path, argv: list[str])
     }
 
 
-def _run_case(case, binary, bundle, inputs, out_dir, ref_dir, thresholds) -> tuple[dict, np.ndarray | None]:
+def _run_case(
+    case, binary, bundle, bundle_sha256, inputs, out_dir, ref_dir, thresholds
+) -> tuple[dict, np.ndarray | None]:
     record = {
         "id": case.id,
         "image": inputs[case.image].name,
@@ -111,12 +115,19 @@ def _run_case(case, binary, bundle, inputs, out_dir, ref_dir, thresholds) -> tup
         return record, None
     record["output"] = str(out_png)
     record["output_sha256"] = _sha256(out_png)
-    # The line's other fields are not in the README; where it reports hashes, they must be true.
+    # README "CLI": the line names the backend and the true hashes of bundle, input and output.
     if isinstance(report, dict):
+        if missing := [k for k in RUN_REPORT_KEYS if k not in report]:
+            problems.append(f"stdout JSON lacks {missing}")
+        if report.get("backend") != "refedit":
+            problems.append(f"backend {report.get('backend')!r}, want 'refedit'")
         for key, want in (("output_sha256", record["output_sha256"]), ("input_sha256", record["input_sha256"]),
-                          ("bundle_sha256", _sha256(bundle))):
+                          ("bundle_sha256", bundle_sha256)):
             if key in report and report[key] != want:
                 problems.append(f"reported {key} {report[key]!r}, file has {want}")
+        task_ms = (report.get("timing") or {}).get("task_ms")
+        if not isinstance(task_ms, (int, float)) or task_ms < 0:
+            problems.append(f"timing.task_ms {task_ms!r}, want a number >= 0")
 
     with Image.open(out_png) as im:
         record["output_format"] = {"format": im.format, "mode": im.mode, "size": list(im.size)}
@@ -142,14 +153,16 @@ def _run_case(case, binary, bundle, inputs, out_dir, ref_dir, thresholds) -> tup
     m = metrics.compare(actual, ref.output, ref.excused, ref.near_tie, reference.quantize(ref.base))
     record["metrics"] = m
     record["violations"] = metrics.violations(thresholds, case.edit, m)
-    if m["values_diff_gt1"]:
-        idx = np.argwhere(np.abs(actual.astype(int) - ref.output.astype(int)) > 1)[0]
-        y, x, c = (int(v) for v in idx)
-        record["first_diff_gt1"] = {
-            "y": y, "x": x, "channel": c,
-            "refedit": int(actual[y, x, c]), "reference": int(ref.output[y, x, c]),
-            "excused": bool(ref.excused[y, x, c]),
-        }
+    diff = np.abs(actual.astype(int) - ref.output.astype(int))
+    wrong = (diff > 0) & ~ref.near_tie & ~ref.excused
+    for name, mask in (("first_wrong_value", wrong), ("first_diff_gt1", diff > 1)):
+        if mask.any():
+            y, x, c = (int(v) for v in np.argwhere(mask)[0])
+            record[name] = {
+                "y": y, "x": x, "channel": c,
+                "refedit": int(actual[y, x, c]), "reference": int(ref.output[y, x, c]),
+                "tie_distance_levels": float(ref.tie_distance[y, x, c]), "excused": bool(ref.excused[y, x, c]),
+            }
     return record, actual
 
 
@@ -161,8 +174,8 @@ def _check_rejections(binary, bundle, image, out_dir) -> list[dict]:
         run = _run(binary, bundle, image, out_png, ["--prompt", prompt])
         message = (run["stderr"] + run["stdout"]).lower()
         problems = []
-        if run["rc"] == 0:
-            problems.append("exit 0, want a refusal")
+        if run["rc"] != USAGE_EXIT:
+            problems.append(f"exit {run['rc']}, want {USAGE_EXIT} (a refused instruction)")
         if out_png.exists():
             problems.append(f"wrote {out_png.name} for a refused instruction")
         for edit in named:
@@ -193,7 +206,9 @@ def test_refedit_e2e(refedit_binary: Path, bundle: Path, artifacts_dir: Path, th
     records, outputs = [], {}
     for case in cases.CASES:
         try:
-            record, actual = _run_case(case, refedit_binary, bundle, inputs, out_dir, ref_dir, thresholds)
+            record, actual = _run_case(
+                case, refedit_binary, bundle, bundle_sha_before, inputs, out_dir, ref_dir, thresholds
+            )
         except Exception as e:  # one broken case (a hang, a corrupt PNG) must not lose the others' evidence
             record = {"id": case.id, "edit": case.edit, "problems": [f"{type(e).__name__}: {e}"]}
             actual = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
 import sys
@@ -72,7 +73,17 @@ def main(argv: list[str]) -> int:
         "seed": a.seed,
         "precision": "fp32",
     }
-    print(json.dumps({"settings": settings, "timing": {"task_ms": 0.0}}))
+    sha = lambda path: hashlib.sha256(Path(path).read_bytes()).hexdigest()  # noqa: E731
+    print(json.dumps({
+        "backend": "refedit",
+        "bundle_sha256": sha(a.bundle),
+        "image": a.image,
+        "input_sha256": sha(a.image),
+        "output": a.output,
+        "output_sha256": sha(a.output),
+        "settings": settings,
+        "timing": {"task_ms": 0.0},
+    }))
     return 0
 
 
