@@ -13,7 +13,7 @@ MIN_TESTS ?= 150
 STAGES := preflight build correctness serve benchmark influence identity report
 REQUIRED := $(foreach s,$(STAGES),-require qualkit/qual/TestRefEdit/refedit-v1/$(s))
 
-.PHONY: setup qual test lint bench fmt clean-evidence
+.PHONY: setup qual test pytest lint bench fmt clean-evidence
 
 setup:
 	@bash scripts/setup.sh
@@ -25,10 +25,19 @@ qual: setup
 	$(GO) run ./scripts/testgate -junit evidence/junit-qual.xml -min 9 $(REQUIRED)
 	@cat evidence/latest/SUMMARY.md; echo "evidence: $$(readlink -f evidence/latest)"
 
-test: setup lint
+test: setup lint pytest
 	@mkdir -p $(dir $(JUNIT))
 	$(GO) tool gotestsum --format testname --junitfile $(JUNIT) -- -race -count=1 ./...
 	$(GO) run ./scripts/testgate -junit $(JUNIT) -min $(MIN_TESTS) $(REQUIRED)
+
+# The Python side: the refedit reference's self-tests (incl. tampered bundles) and the
+# fixture manifest checks. Same rule: no skips.
+PYJUNIT ?= evidence/junit-python.xml
+pytest: setup
+	@mkdir -p $(dir $(PYJUNIT))
+	.venv/bin/python -m pytest -q -p no:cacheprovider --rootdir . --junitxml=$(PYJUNIT) \
+		families/refedit/correctness/selftest fixtures/image_edit
+	$(GO) run ./scripts/testgate -junit $(PYJUNIT) -min 80
 
 lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }

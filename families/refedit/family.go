@@ -58,7 +58,7 @@ func (Family) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness
 	return harness.CorrectnessCase{
 		Command: harness.Command{
 			Args: []string{env.Python, "-m", "pytest", "families/refedit/correctness/test_refedit_e2e.py",
-				"-v", "-rs", "-p", "no:cacheprovider",
+				"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
 				"--refedit-binary", binary(env), "--bundle", spec.Bundle,
 				"--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit},
 			Dir: env.Root,
