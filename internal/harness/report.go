@@ -46,6 +46,7 @@ type Result struct {
 	Task         *Quantiles       `json:"task_time,omitempty"`
 	TaskSource   string           `json:"task_time_source,omitempty"`
 	ImagesPerS   float64          `json:"images_per_s,omitempty"`
+	Overhead     *Overhead        `json:"http_overhead,omitempty"`
 	Identity     *IdentitySummary `json:"identity,omitempty"`
 	Influence    *InfluenceResult `json:"influence,omitempty"`
 	Command      string           `json:"command"`
@@ -93,6 +94,18 @@ type IdentityRequest struct {
 	Pixels       string  `json:"pixels"`
 	ClientMs     float64 `json:"client_latency_ms,omitempty"`
 	TaskMs       float64 `json:"task_ms,omitempty"`
+}
+
+// Overhead is a reported ratio, never a timing column: how much of the client p50 the
+// server's Task p50 does not account for (HTTP, multipart, base64, queueing).
+type Overhead struct {
+	P50DiffMs float64 `json:"client_p50_minus_task_p50_ms"`
+	Fraction  float64 `json:"fraction_of_client_p50"`
+}
+
+func newOverhead(client, task Quantiles) *Overhead {
+	d := client.P50 - task.P50
+	return &Overhead{P50DiffMs: d, Fraction: d / client.P50}
 }
 
 // MarkdownHeader and Markdown render the stage-7-style result table.

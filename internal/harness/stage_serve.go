@@ -194,6 +194,7 @@ func (r *row) timing(prof []RawRecord) []string {
 	if len(problems) == 0 && len(prof) > 0 {
 		h, t := NewQuantiles(clientMs), NewQuantiles(taskMs)
 		r.result.HTTP, r.result.Task, r.result.TaskSource = &h, &t, ts.String()
+		r.result.Overhead = newOverhead(h, t)
 		r.result.ImagesPerS = ImagesPerSecond(prof)
 	}
 	return problems
