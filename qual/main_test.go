@@ -43,6 +43,11 @@ func envOr(k, def string) string {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The reaper image cannot be pulled on our machines; the harness removes what it
+	// starts (and sweeps what dead runs left), so testcontainers' reaper stays off.
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	}
 	os.Exit(run(m))
 }
 
@@ -73,6 +78,7 @@ func run(m *testing.M) int {
 	if *doctor {
 		return printDoctor(root)
 	}
+	fmt.Println("qual:", suite.RuntimeNote)
 	code := m.Run()
 	summary, err := suite.Finish(context.Background())
 	if err != nil {

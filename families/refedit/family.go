@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"qualkit/internal/harness"
 )
@@ -17,14 +18,42 @@ type Family struct {
 	NumInferenceSteps int
 	GuidanceScale     float64
 	Seed              int64
+
+	// RecordsTiming reads the Task time from the records file joined on X-Request-ID
+	// (how TRTMC rows read it) instead of from the response body.
+	RecordsTiming bool
+
+	// Negative controls only (README "Fault injection"); the zero values are the real
+	// family. None of them is part of the bundle or its cache key.
+	Fault       string        // `refedit serve --fault NAME[:K]`
+	FaultDelay  time.Duration // `refedit serve --fault-delay` (slow); 0 keeps the server's default
+	NativeFault string        // `refedit run --fault NAME`: the identity stage's native Task
+	CaseFault   CaseFault     // a correctness case that proves nothing
 }
+
+// CaseFault replaces the correctness case with one the harness must refuse.
+type CaseFault string
+
+const (
+	// CaseSkips runs correctness/faults/test_skips.py: one case that calls pytest.skip,
+	// as TRTMC's case does when diffusers is missing.
+	CaseSkips CaseFault = "skip"
+	// CaseSelectsNone runs the real case with a -k that selects nothing (pytest exits 5).
+	CaseSelectsNone CaseFault = "select-none"
+)
 
 // Default is the bundle the embedded reference row qualifies.
 var Default = Family{NumInferenceSteps: 4, GuidanceScale: 1.0, Seed: 0}
 
 func (Family) Backend() string { return "refedit" }
 
-func binary(env harness.Env) string { return filepath.Join(env.Work, "refedit") }
+// The binary is built into its own folder, which is also the container build context:
+// the image and the process run the very same file.
+func imageDir(env harness.Env) string { return filepath.Join(env.Work, "image") }
+func binary(env harness.Env) string   { return filepath.Join(imageDir(env), "refedit") }
+
+// inImage is where the Dockerfile puts the binary.
+const inImage = "/refedit"
 
 // Tools builds the static refedit binary from this checkout, so the evidence names the
 // exact builder (its hash is part of the bundle cache key).
@@ -33,6 +62,8 @@ func (Family) Tools(env harness.Env) ([]harness.Command, string) {
 		Args: []string{"go", "build", "-trimpath", "-o", binary(env), "./families/refedit/cmd/refedit"},
 		Env:  []string{"CGO_ENABLED=0"},
 		Dir:  env.Root,
+	}, {
+		Args: []string{"cp", filepath.Join(env.Root, "families/refedit/Dockerfile"), filepath.Join(imageDir(env), "Dockerfile")},
 	}}, binary(env)
 }
 
@@ -54,30 +85,49 @@ func (f Family) Build(env harness.Env, spec harness.BuildSpec) harness.Command {
 
 // Correctness is the family's pytest case: one item comparing native outputs of the
 // bundle with an independent float64 NumPy implementation.
-func (Family) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
+func (f Family) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
+	args := []string{env.Python, "-m", "pytest", "families/refedit/correctness/test_refedit_e2e.py",
+		"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
+		"--refedit-binary", binary(env), "--bundle", spec.Bundle,
+		"--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit}
+	switch f.CaseFault {
+	case CaseSkips:
+		args = []string{env.Python, "-m", "pytest", "families/refedit/correctness/faults/test_skips.py",
+			"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root, "--junitxml=" + spec.JUnit}
+	case CaseSelectsNone:
+		args = append(args, "-k", "qualkit_negative_control_selects_nothing")
+	}
 	return harness.CorrectnessCase{
-		Command: harness.Command{
-			Args: []string{env.Python, "-m", "pytest", "families/refedit/correctness/test_refedit_e2e.py",
-				"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
-				"--refedit-binary", binary(env), "--bundle", spec.Bundle,
-				"--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit},
-			Dir: env.Root,
-		},
+		Command:  harness.Command{Args: args, Dir: env.Root},
 		JUnit:    spec.JUnit,
 		Expected: 1,
 		Result:   filepath.Join(spec.Artifacts, "result.json"),
 	}
 }
 
-func (Family) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
-	return harness.Command{Args: []string{binary(env), "serve", spec.Bundle,
-		"--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port), "--records", spec.Records}}
+func (f Family) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
+	prog := binary(env)
+	if spec.InContainer {
+		prog = inImage
+	}
+	args := []string{prog, "serve", spec.Bundle,
+		"--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port), "--records", spec.Records}
+	if f.Fault != "" {
+		args = append(args, "--fault", f.Fault)
+	}
+	if f.FaultDelay != 0 {
+		args = append(args, "--fault-delay", f.FaultDelay.String())
+	}
+	return harness.Command{Args: args}
 }
 
 // Native maps every setting the request carried onto the CLI flag of the same name
 // (num_inference_steps -> --num-inference-steps); an unknown one fails the run loudly.
-func (Family) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
+func (f Family) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
 	args := []string{binary(env), "run", spec.Bundle, "--image", spec.Image, "--prompt", spec.Prompt, "--output", spec.Output}
+	if f.NativeFault != "" {
+		args = append(args, "--fault", f.NativeFault)
+	}
 	keys := make([]string, 0, len(spec.Settings))
 	for k := range spec.Settings {
 		keys = append(keys, k)
@@ -89,4 +139,14 @@ func (Family) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
 	return harness.Command{Args: args}
 }
 
-func (Family) Timing() harness.TimingSource { return harness.TimingSource{Body: "timing.task_ms"} }
+// Image is the FROM scratch image around the binary Tools built.
+func (Family) Image(env harness.Env) harness.ContainerImage {
+	return harness.ContainerImage{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile")}
+}
+
+func (f Family) Timing() harness.TimingSource {
+	if f.RecordsTiming {
+		return harness.TimingSource{Records: "timing.task_ms", RecordID: "request_id"}
+	}
+	return harness.TimingSource{Body: "timing.task_ms"}
+}

@@ -31,6 +31,11 @@ type Requirer interface {
 	Requirements(env Env, c Checkpoint) []Requirement
 }
 
+// Containerized is implemented by families that can be served from a container image.
+type Containerized interface {
+	Image(env Env) ContainerImage
+}
+
 // Env is where a row's programs run.
 type Env struct {
 	Root   string // repository root
@@ -67,12 +72,15 @@ type CorrectnessCase struct {
 	Result string
 }
 
+// ServeSpec says where the server finds its bundle and writes its records. With
+// InContainer the paths are the container's and Args[0] must be the program in the image.
 type ServeSpec struct {
-	Bundle  string
-	Model   string
-	Host    string
-	Port    int
-	Records string
+	Bundle      string
+	Model       string
+	Host        string
+	Port        int
+	Records     string
+	InContainer bool
 }
 
 type NativeSpec struct {

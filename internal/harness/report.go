@@ -33,11 +33,12 @@ type Result struct {
 	Reason     string        `json:"reason,omitempty"`
 	Stages     []StageResult `json:"stages"`
 
-	Runtime  string            `json:"runtime,omitempty"`
-	Bundle   *BundleInfo       `json:"bundle,omitempty"`
-	Settings map[string]string `json:"settings,omitempty"`
-	Measured int               `json:"measured"`
-	Warmup   int               `json:"warmup"`
+	Runtime   string            `json:"runtime,omitempty"`
+	Container *ContainerInfo    `json:"container,omitempty"`
+	Bundle    *BundleInfo       `json:"bundle,omitempty"`
+	Settings  map[string]string `json:"settings,omitempty"`
+	Measured  int               `json:"measured"`
+	Warmup    int               `json:"warmup"`
 
 	Correctness  *CaseCounts      `json:"correctness,omitempty"`
 	StartupS     float64          `json:"startup_s,omitempty"`

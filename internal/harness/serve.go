@@ -79,31 +79,34 @@ func StartProcess(ctx context.Context, ev *RowEvidence, c Command, port int, rea
 
 var errExited = errors.New("server exited")
 
-// waitReady polls url+ReadyPath; exited closes when the server is gone.
+// waitReady polls url+ReadyPath until it answers 200, exited closes (the server is
+// gone: errExited) or the deadline passes. The request cut short by the deadline is not
+// an answer, so the error keeps the last answer the server really gave.
 func waitReady(ctx context.Context, url string, deadline time.Duration, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	client := &http.Client{Timeout: 5 * time.Second}
+	hc := &http.Client{Timeout: 5 * time.Second}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	last := "no answer yet"
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+ReadyPath, nil)
-		resp, err := client.Do(req)
-		if err == nil {
+		resp, err := hc.Do(req)
+		switch {
+		case err == nil:
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
 			last = fmt.Sprintf("%s answered %d", ReadyPath, resp.StatusCode)
-		} else {
+		case ctx.Err() == nil:
 			last = err.Error()
 		}
 		select {
 		case <-exited:
 			return errExited
 		case <-ctx.Done():
-			return fmt.Errorf("server not ready after %s (%s): %w", deadline, last, ctx.Err())
+			return fmt.Errorf("server not ready after %s (last: %s): %w", deadline, last, ctx.Err())
 		case <-tick.C:
 		}
 	}

@@ -74,6 +74,19 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 		need(false, "row "+c.Name+" can only be served from a container, and the run asked for RUNTIME=process",
 			"run with RUNTIME=container (or auto) on a host with a Docker engine")
 	}
+	if s.rowRuntime(c) == RuntimeContainer {
+		switch _, ok := c.Adapter.(Containerized); {
+		case s.dockerErr != nil:
+			need(true, "row "+c.Name+" is served from a container, and no Docker daemon answers: "+s.dockerErr.Error(),
+				"install and start Docker (`apt-get install docker.io && dockerd &`), or RUNTIME=process for rows that allow it")
+		case !ok:
+			need(false, "family "+c.Family+" gives no container image, and row "+c.Name+" is to be served from a container",
+				"give the family an Image() or run with RUNTIME=process")
+		case c.Needs.GPU != (gpu.Needs{}) && !s.daemon.NvidiaRuntime:
+			need(true, fmt.Sprintf("the Docker daemon at %s has no nvidia runtime (runtimes: %v): GPU containers cannot start", s.daemon.Endpoint, s.daemon.Runtimes),
+				"install the NVIDIA Container Toolkit and run `nvidia-ctk runtime configure --runtime=docker`, then restart dockerd")
+		}
+	}
 	reading, err := gpu.Discover()
 	if err != nil {
 		rd.GPUError = err.Error()
@@ -260,6 +273,7 @@ func (r *row) correctness(ctx context.Context) error {
 	cc := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path("correctness/junit.xml"), Artifacts: artifacts})
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Correctness)
 	defer cancel()
+	cc.Command.Env = append(cc.Command.Env, r.gpuEnv()...)
 	_, runErr := r.ev.Run(ctx, "correctness", cc.Command, "correctness/output.log")
 	after, err := pathSHA256(r.bundle)
 	if err != nil {

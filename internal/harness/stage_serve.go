@@ -8,8 +8,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"qualkit/internal/harness/gpu"
 	"strings"
 	"time"
+)
+
+// Paths of the bundle and the records folder inside a server container.
+const (
+	containerBundleDir  = "/qualkit/bundle"
+	containerRecordsDir = "/qualkit/records"
 )
 
 func (r *row) serve(ctx context.Context) error {
@@ -17,22 +24,59 @@ func (r *row) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	spec := ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: r.ev.Path("serve/records.jsonl")}
-	runtime := r.s.cfg.Runtime
-	if runtime == RuntimeAuto || runtime == RuntimeContainer {
-		// Container serving lands with the container runtime; until then auto means process.
-		runtime = RuntimeProcess
+	records := r.ev.Path("serve/records.jsonl")
+	spec := ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: records}
+	rt := r.s.rowRuntime(r.c)
+	var srv Server
+	switch rt {
+	case RuntimeContainer:
+		cspec := ContainerSpec{
+			RunID: r.s.Evidence.RunID, Row: r.c.Name, Image: r.c.Adapter.(Containerized).Image(r.env),
+			Port: port, Ready: r.c.Deadline.Ready, LogRel: "serve/server.log",
+			Mounts: []Mount{
+				{Host: r.bundle, Container: containerBundleDir + "/" + filepath.Base(r.bundle), ReadOnly: true},
+				{Host: filepath.Dir(records), Container: containerRecordsDir},
+			},
+		}
+		spec.Bundle, spec.Records, spec.InContainer = cspec.Mounts[0].Container, containerRecordsDir+"/"+filepath.Base(records), true
+		cspec.Cmd = r.c.Adapter.Serve(r.env, spec)
+		if len(r.gpus) > 0 {
+			req, err := gpu.DeviceRequest(r.gpus)
+			if err != nil {
+				return err
+			}
+			cspec.GPUs = &req
+		}
+		var info ContainerInfo
+		srv, info, err = StartContainer(ctx, r.ev, cspec)
+		r.result.Container = &info
+	default:
+		cmd := r.c.Adapter.Serve(r.env, spec)
+		cmd.Env = append(cmd.Env, r.gpuEnv()...)
+		srv, err = StartProcess(ctx, r.ev, cmd, port, r.c.Deadline.Ready, "serve/server.log")
 	}
-	srv, err := StartProcess(ctx, r.ev, r.c.Adapter.Serve(r.env, spec), port, r.c.Deadline.Ready, "serve/server.log")
 	if err != nil {
-		return fmt.Errorf("start server (%s): %w", runtime, err)
+		return fmt.Errorf("start server (%s; %s): %w", rt, r.s.RuntimeNote, err)
 	}
 	r.server = srv
 	r.result.Runtime = srv.Runtime()
 	r.result.StartupS = srv.Startup().Seconds()
 	return r.ev.WriteJSON("serve/startup.json", map[string]any{
-		"runtime": srv.Runtime(), "url": srv.URL(), "startup_s": srv.Startup().Seconds(), "ready_path": ReadyPath, "spec": spec,
+		"runtime": srv.Runtime(), "runtime_note": r.s.RuntimeNote, "url": srv.URL(), "startup_s": srv.Startup().Seconds(),
+		"ready_path": ReadyPath, "spec": spec, "container": r.result.Container, "gpus": r.gpus,
 	})
+}
+
+// gpuEnv pins a process to the row's GPUs by UUID, as the container's device request does.
+func (r *row) gpuEnv() []string {
+	if len(r.gpus) == 0 {
+		return nil
+	}
+	ids := make([]string, len(r.gpus))
+	for i, d := range r.gpus {
+		ids[i] = d.UUID
+	}
+	return []string{"CUDA_VISIBLE_DEVICES=" + strings.Join(ids, ",")}
 }
 
 // benchmark runs AIPerf, then checks what AIPerf does not: every response is a real PNG
@@ -259,6 +303,9 @@ func (r *row) identity(ctx context.Context) error {
 	if err := r.server.Stop(ctx); err != nil {
 		return fmt.Errorf("stop server: %w", err)
 	}
+	if sha, err := pathSHA256(r.bundle); err != nil || sha != r.bundleSHA {
+		return fmt.Errorf("the bundle changed while it was served: sha256 %s before, %s after (%v)", r.bundleSHA, sha, err)
+	}
 	fixtureBySHA := map[string]string{}
 	for _, im := range r.fx.Images {
 		fixtureBySHA[im.SHA256] = im.File
@@ -292,6 +339,7 @@ func (r *row) identity(ctx context.Context) error {
 		req.NativeFile = fmt.Sprintf("identity/%02d-%s-native.png", i, req.Phase)
 		native := r.ev.Path(req.NativeFile)
 		cmd := r.c.Adapter.Native(r.env, NativeSpec{Bundle: r.bundle, Image: in, Prompt: rec.Prompt(), Settings: rec.Settings(), Output: native})
+		cmd.Env = append(cmd.Env, r.gpuEnv()...)
 		nctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Native)
 		_, err = r.ev.Run(nctx, "identity", cmd, fmt.Sprintf("identity/%02d-native.log", i))
 		cancel()

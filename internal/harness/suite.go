@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"qualkit/internal/harness/gpu"
 	goruntime "runtime"
 	"sort"
 	"strings"
@@ -38,6 +39,13 @@ type Suite struct {
 	Evidence *Evidence
 	started  time.Time
 
+	// The serving runtime, resolved once: the daemon actually used (nil without one),
+	// why it could not be reached, and a line saying what was chosen and why.
+	daemon      *DaemonInfo
+	dockerErr   error
+	RuntimeNote string
+	swept       []string
+
 	mu      sync.Mutex
 	results []*Result
 	skips   []string
@@ -53,7 +61,46 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Suite{cfg: cfg, Evidence: ev, started: time.Now()}, nil
+	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now()}
+	s.resolveRuntime(context.Background())
+	return s, nil
+}
+
+// resolveRuntime finds the Docker daemon unless the run asked for processes, sweeps what
+// dead runs left behind, and says which runtime rows will get. An explicit choice is
+// never overridden; auto falls back to a process only for rows that allow one.
+func (s *Suite) resolveRuntime(ctx context.Context) {
+	if s.cfg.Runtime == RuntimeProcess {
+		s.RuntimeNote = "runtime: process (RUNTIME=process)"
+		return
+	}
+	d, err := Docker(ctx)
+	if err != nil {
+		s.dockerErr = err
+		if s.cfg.Runtime == RuntimeContainer {
+			s.RuntimeNote = "runtime: container (RUNTIME=container), but no Docker daemon: rows will fail preflight"
+		} else {
+			s.RuntimeNote = "runtime: auto -> process for CPU rows (no Docker daemon reachable); rows that need a container fail preflight"
+		}
+		return
+	}
+	s.daemon = &d
+	s.swept, _ = SweepLeftovers(ctx, s.Evidence.RunID)
+	s.RuntimeNote = fmt.Sprintf("runtime: %s -> container (Docker %s at %s)", s.cfg.Runtime, d.ServerVersion, d.Endpoint)
+}
+
+// rowRuntime is the runtime one row gets. Rows that need a container, and GPU rows under
+// auto, get one or fail: never a silent fall back to a process.
+func (s *Suite) rowRuntime(c Checkpoint) string {
+	switch {
+	case c.Needs.Container || s.cfg.Runtime == RuntimeContainer:
+		return RuntimeContainer
+	case s.cfg.Runtime == RuntimeProcess:
+		return RuntimeProcess
+	case c.Needs.GPU != (gpu.Needs{}) || s.daemon != nil:
+		return RuntimeContainer
+	}
+	return RuntimeProcess
 }
 
 func (s *Suite) register(r *Result) {
@@ -70,21 +117,25 @@ func (s *Suite) recordSkip(row, reason string) {
 
 // RunInfo is the run folder's run.json.
 type RunInfo struct {
-	RunID         string    `json:"run_id"`
-	Started       time.Time `json:"started"`
-	Finished      time.Time `json:"finished"`
-	Qualification bool      `json:"qualification_run"`
-	Runtime       string    `json:"runtime_requested"`
-	GoVersion     string    `json:"go_version"`
-	HarnessCommit string    `json:"harness_commit"`
-	HarnessDirty  bool      `json:"harness_dirty"`
-	AIPerfVersion string    `json:"aiperf_version"`
-	OS            string    `json:"os"`
-	Arch          string    `json:"arch"`
-	CPUs          int       `json:"cpus"`
-	Hostname      string    `json:"hostname"`
-	Skips         []string  `json:"skips"`
-	Rows          []string  `json:"rows"`
+	RunID         string      `json:"run_id"`
+	Started       time.Time   `json:"started"`
+	Finished      time.Time   `json:"finished"`
+	Qualification bool        `json:"qualification_run"`
+	Runtime       string      `json:"runtime_requested"`
+	GoVersion     string      `json:"go_version"`
+	HarnessCommit string      `json:"harness_commit"`
+	HarnessDirty  bool        `json:"harness_dirty"`
+	AIPerfVersion string      `json:"aiperf_version"`
+	OS            string      `json:"os"`
+	Arch          string      `json:"arch"`
+	CPUs          int         `json:"cpus"`
+	Hostname      string      `json:"hostname"`
+	RuntimeNote   string      `json:"runtime_note"`
+	Docker        *DaemonInfo `json:"docker,omitempty"`
+	DockerError   string      `json:"docker_error,omitempty"`
+	Swept         []string    `json:"swept_leftovers,omitempty"`
+	Skips         []string    `json:"skips"`
+	Rows          []string    `json:"rows"`
 }
 
 // Finish settles every row's final status (a run with any skip qualifies nothing),
@@ -101,7 +152,16 @@ func (s *Suite) Finish(ctx context.Context) (string, error) {
 		RunID: s.Evidence.RunID, Started: s.started.UTC(), Finished: time.Now().UTC(),
 		Qualification: s.cfg.Qualification, Runtime: s.cfg.Runtime,
 		GoVersion: goruntime.Version(), OS: goruntime.GOOS, Arch: goruntime.GOARCH, CPUs: goruntime.NumCPU(),
-		Skips: append([]string{}, s.skips...),
+		Skips:       append([]string{}, s.skips...),
+		RuntimeNote: s.RuntimeNote, Docker: s.daemon, Swept: s.swept,
+	}
+	if s.dockerErr != nil {
+		info.DockerError = s.dockerErr.Error()
+	}
+	if s.daemon != nil {
+		if err := RemoveRunImages(ctx, s.Evidence.RunID); err != nil {
+			return "", fmt.Errorf("remove this run's images: %w", err)
+		}
 	}
 	info.Hostname, _ = os.Hostname()
 	info.HarnessCommit, info.HarnessDirty = gitCommit(ctx, s.cfg.Root)
