@@ -58,3 +58,11 @@ inventory:
 .PHONY: doctor
 doctor:
 	@$(GO) test -v -count=1 ./qual/ -args -qualkit.doctor | grep -vE "^(ok|PASS)\b"
+
+# Hostile input: each fuzz target for FUZZTIME. Not part of `make test`: the seed
+# corpora under testdata/fuzz run there as ordinary tests.
+FUZZTIME ?= 60s
+.PHONY: fuzz
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzEditRequest$$' -fuzztime $(FUZZTIME) -parallel 2 ./families/refedit/server
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAndApply$$' -fuzztime $(FUZZTIME) -parallel 2 ./families/refedit/edit

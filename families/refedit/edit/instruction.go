@@ -41,12 +41,18 @@ func (p *Program) catalogue() string {
 	return strings.Join(parts, "; ")
 }
 
-// quoteShort quotes a prompt for an error message, cut so a long prompt cannot
-// swamp the message.
+// quoteShort quotes a prompt for an error message, cut after 200 characters so a
+// long prompt cannot swamp the message. It walks the runes instead of converting the
+// whole prompt to []rune, which for a prompt of megabytes allocated four bytes per
+// byte just to keep the first 200.
 func quoteShort(s string) string {
 	const limit = 200
-	if r := []rune(s); len(r) > limit {
-		return fmt.Sprintf("%q...", string(r[:limit]))
+	n := 0
+	for i := range s {
+		if n == limit {
+			return fmt.Sprintf("%q...", s[:i])
+		}
+		n++
 	}
 	return fmt.Sprintf("%q", s)
 }

@@ -2,6 +2,8 @@ package edit
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -81,4 +83,24 @@ func TestMatchQuotesLongPromptsShort(t *testing.T) {
 	_, err := builtinProgram(t).Match(strings.Repeat("z", 5000))
 	require.Error(t, err)
 	assert.Less(t, len(err.Error()), 1500)
+}
+
+func TestMatchLongPromptAllocatesItsSizeNotFourTimes(t *testing.T) {
+	p := builtinProgram(t)
+	prompt := strings.Repeat("z", 8<<20)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := p.Match(prompt)
+	runtime.ReadMemStats(&after)
+	require.Error(t, err)
+	// The lower-cased copy is the one allocation the size of the prompt.
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(prompt))+1<<20)
+}
+
+func TestQuoteShortCutsAfter200Characters(t *testing.T) {
+	assert.Equal(t, `"short"`, quoteShort("short"))
+	assert.Equal(t, fmt.Sprintf("%q", strings.Repeat("é", 200)), quoteShort(strings.Repeat("é", 200)))
+	assert.Equal(t, fmt.Sprintf("%q...", strings.Repeat("é", 200)), quoteShort(strings.Repeat("é", 201)))
+	assert.Equal(t, `"\xff\xfe"`, quoteShort("\xff\xfe"), "invalid UTF-8 stays as its bytes")
 }
