@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // Fixtures is a pinned workload: reference images with their hashes and provenance,
@@ -131,15 +132,26 @@ func (fx *Fixtures) ImagePath(file string) string { return filepath.Join(fx.dir,
 // Image returns the manifest entry of a listed image.
 func (fx *Fixtures) Image(file string) FixtureImage { return fx.byFile[file] }
 
-// ExtraInputs renders the settings as AIPerf --extra-inputs values ("key:value"), sorted.
-// Values keep their JSON spelling ("1.0" stays "1.0"), which is also how AIPerf's
-// Python str() puts them on the wire.
-func (fx *Fixtures) ExtraInputs() []string {
-	out := make([]string, 0, len(fx.Settings))
-	for _, k := range fx.SettingKeys() {
-		out = append(out, k+":"+settingString(fx.Settings[k]))
+// ExtraInputs renders the settings as one AIPerf --extra-inputs JSON object, keys
+// sorted. The JSON form, unlike key:value, keeps values exactly: key:value strips
+// whitespace (a negative prompt of " " would arrive as ""), splits on commas and guesses
+// types. Numbers keep their JSON spelling, which is what AIPerf's str() puts on the wire.
+func (fx *Fixtures) ExtraInputs() string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range fx.SettingKeys() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(k)
+		var val bytes.Buffer
+		json.Compact(&val, fx.Settings[k])
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(val.Bytes())
 	}
-	return out
+	b.WriteByte('}')
+	return b.String()
 }
 
 // FormSettings renders the settings as the multipart text fields a request carries.

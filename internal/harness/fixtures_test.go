@@ -19,8 +19,8 @@ func TestLoadFixturesPinned(t *testing.T) {
 	fx, err := LoadFixtures(manifest)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, len(fx.Pairs), 6)
-	assert.Contains(t, fx.ExtraInputs(), "size:512x512")
-	assert.Contains(t, fx.ExtraInputs(), "guidance_scale:1.0", "JSON spelling is kept, as AIPerf's str() sends it")
+	assert.Equal(t, `{"guidance_scale":1.0,"num_inference_steps":4,"seed":42,"size":"512x512"}`, fx.ExtraInputs(),
+		"one JSON object, keys sorted, JSON spelling kept (1.0 stays 1.0, as AIPerf's str() sends it)")
 	assert.Equal(t, "42", fx.FormSettings()["seed"])
 
 	lines := bytes.Split(bytes.TrimSpace(must(fx.AIPerfInput())), []byte("\n"))
@@ -81,4 +81,11 @@ func TestLoadFixturesRejectsTampering(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, raw, 0o644))
 	_, err = LoadFixtures(p)
 	require.ErrorContains(t, err, `names image "absent.png", which the manifest does not list`)
+}
+
+func TestExtraInputsKeepWhitespaceValues(t *testing.T) {
+	fx, err := LoadFixtures("../../fixtures/qwen_image_edit/manifest.json")
+	require.NoError(t, err)
+	assert.Contains(t, fx.ExtraInputs(), `"negative_prompt":" "`, "the published negative prompt is one space, not empty")
+	assert.Equal(t, " ", fx.FormSettings()["negative_prompt"])
 }

@@ -146,6 +146,8 @@ func allAbsent(reqs []Requirement) bool {
 // build makes the family's programs, then the bundle, reusing a cached bundle only when
 // its key (checkpoint, revision, profile, build settings, builder hash) matches.
 func (r *row) build(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Build)
+	defer cancel()
 	tools, builder := r.c.Adapter.Tools(r.env)
 	for _, cmd := range tools {
 		if _, err := r.ev.Run(ctx, "build", cmd, "build/tools.log"); err != nil {
@@ -182,7 +184,9 @@ func (r *row) build(ctx context.Context) error {
 		out := filepath.Join(partial, r.c.Profile+".bundle")
 		ref := r.fx.ImagePath(r.fx.Pairs[0].Image)
 		start := time.Now()
-		if _, err := r.ev.Run(ctx, "build", r.c.Adapter.Build(r.env, BuildSpec{Out: out, Reference: ref}), "build/build.log"); err != nil {
+		cmd := r.c.Adapter.Build(r.env, BuildSpec{Out: out, Reference: ref})
+		cmd.Env = append(cmd.Env, r.gpuEnv()...)
+		if _, err := r.ev.Run(ctx, "build", cmd, "build/build.log"); err != nil {
 			return fmt.Errorf("bundle: %w", err)
 		}
 		info.BuildS = time.Since(start).Seconds()

@@ -93,7 +93,7 @@ func (r *row) benchmark(ctx context.Context) error {
 	artifacts := filepath.Join(r.ev.Dir, "aiperf", "artifacts")
 	a := r.s.cfg.AIPerf
 	run := AIPerfRun{
-		URL: r.server.URL(), Model: r.c.Model, Input: r.ev.Path("aiperf/inputs.jsonl"), ExtraInputs: r.fx.ExtraInputs(),
+		URL: r.server.URL(), Model: r.c.Model, Input: r.ev.Path("aiperf/inputs.jsonl"), ExtraInputs: []string{r.fx.ExtraInputs()},
 		Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
 		ArtifactDir: artifacts, RequestTimeout: r.c.Deadline.Request,
 	}
