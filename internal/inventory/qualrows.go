@@ -29,6 +29,7 @@ type QualRow struct {
 	Name    string
 	Family  string
 	Profile string
+	Smoke   bool // `Smoke: true`: a reduced or random-weight row, never counted as a checkpoint
 }
 
 func (r QualRow) String() string { return fmt.Sprintf("%s:%d (row %q)", r.File, r.Line, r.Name) }
@@ -98,6 +99,9 @@ func qualRow(fset *token.FileSet, path string, lit *ast.CompositeLit) (QualRow, 
 			row.Name = val
 		case "Family":
 			row.Family = val
+		case "Smoke":
+			id, ok := kv.Value.(*ast.Ident)
+			row.Smoke = ok && id.Name == "true"
 		}
 	}
 	return row, isRow, nil
