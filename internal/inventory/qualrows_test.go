@@ -16,7 +16,7 @@ func TestReadQualRowsFindsProfileFields(t *testing.T) {
 	assert.Equal(t, []QualRow{
 		{File: edit, Line: 6, Name: "refedit-default", Family: "refedit", Profile: "refedit-default"},
 		{File: edit, Line: 13, Name: "qwen-image-edit-2511", Family: "trtmc", Profile: "qwen-image-edit-2511"},
-		{File: smoke, Line: 4, Name: "qwen-image-l0-smoke", Family: "trtmc", Profile: "qwen-image-l0"},
+		{File: smoke, Line: 4, Name: "qwen-image-l0-smoke", Family: "trtmc", Profile: "qwen-image-l0", Smoke: true},
 	}, rows)
 	assert.Equal(t, []string{"refedit-default", "qwen-image-edit-2511", "qwen-image-l0"}, Profiles(rows))
 }
