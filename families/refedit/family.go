@@ -148,5 +148,5 @@ func (f Family) Timing() harness.TimingSource {
 	if f.RecordsTiming {
 		return harness.TimingSource{Records: "timing.task_ms", RecordID: "request_id"}
 	}
-	return harness.TimingSource{Body: "timing.task_ms"}
+	return harness.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}
 }

@@ -116,7 +116,7 @@ const MarkdownHeader = "| checkpoint | profile | backend | runtime | bundle sha2
 func (r *Result) Markdown() string {
 	dash := "-"
 	sha, identity, httpq, taskq, ips, corr := dash, dash, dash, dash, dash, dash
-	if r.Bundle != nil {
+	if r.Bundle != nil && len(r.Bundle.SHA256) >= 12 {
 		sha = "`" + r.Bundle.SHA256[:12] + "`"
 	}
 	if r.Identity != nil {

@@ -234,6 +234,17 @@ func (r *row) timing(prof []RawRecord) []string {
 			clientMs, taskMs = append(clientMs, c), append(taskMs, t)
 		}
 	}
+	if ts.Body != "" && ts.RecordID != "" {
+		ids, err := ts.RecordIDs(r.ev.Path("serve/records.jsonl"))
+		if err != nil {
+			return append(problems, err.Error())
+		}
+		for _, rec := range prof {
+			if id := rec.Metadata.XRequestID; !ids[id] {
+				problems = append(problems, fmt.Sprintf("request %s: no records line with that request id: does the server honour X-Request-ID?", id))
+			}
+		}
+	}
 	r.clientMs, r.taskMs = client, task
 	if len(problems) == 0 && len(prof) > 0 {
 		h, t := NewQuantiles(clientMs), NewQuantiles(taskMs)

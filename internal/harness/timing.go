@@ -12,6 +12,10 @@ import (
 // TimingSource says where a server reports the wall time of its Task call, in ms.
 // AIPerf never records response headers, so only the body or a records file will do.
 // Paths are dotted JSON keys ("timing.task_ms", "trtmc_timing.model_call_ms").
+//
+// With Body set, the time comes from the body; a RecordID then still makes the harness
+// prove that the server honours X-Request-ID (every measured request id must appear in
+// the records file), which the body alone cannot show.
 type TimingSource struct {
 	Body     string // path in the response body
 	Records  string // path in one line of the server's records JSONL
@@ -45,36 +49,55 @@ func (ts TimingSource) FromBody(body []byte) (float64, error) {
 	return numberAt(doc, ts.Body)
 }
 
+// RecordIDs lists the request ids of every line of a records file that carries one.
+func (ts TimingSource) RecordIDs(path string) (map[string]bool, error) {
+	ids := map[string]bool{}
+	err := eachRecord(path, func(doc any) {
+		if id, err := valueAt(doc, ts.RecordID); err == nil {
+			ids[fmt.Sprint(id)] = true
+		}
+	})
+	return ids, err
+}
+
 // FromRecords reads every Task time in a records JSONL file, keyed by request id.
 // Lines without the timing field (failed requests, other routes) are left out.
 func (ts TimingSource) FromRecords(path string) (map[string]float64, error) {
+	out := map[string]float64{}
+	err := eachRecord(path, func(doc any) {
+		id, err := valueAt(doc, ts.RecordID)
+		if err != nil {
+			return
+		}
+		if ms, err := numberAt(doc, ts.Records); err == nil {
+			out[fmt.Sprint(id)] = ms
+		}
+	})
+	return out, err
+}
+
+func eachRecord(path string, each func(doc any)) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("server records: %w", err)
+		return fmt.Errorf("server records: %w", err)
 	}
 	defer f.Close()
-	out := map[string]float64{}
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
 	for n := 1; sc.Scan(); n++ {
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
 		}
 		var doc any
 		if err := json.Unmarshal(sc.Bytes(), &doc); err != nil {
-			return nil, fmt.Errorf("server records %s line %d: %w", path, n, err)
+			return fmt.Errorf("server records %s line %d: %w", path, n, err)
 		}
-		id, err := valueAt(doc, ts.RecordID)
-		if err != nil {
-			continue
-		}
-		ms, err := numberAt(doc, ts.Records)
-		if err != nil {
-			continue
-		}
-		out[fmt.Sprint(id)] = ms
+		each(doc)
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("server records %s: %w", path, err)
+	}
+	return nil
 }
 
 func valueAt(doc any, path string) (any, error) {

@@ -63,9 +63,10 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	x.rec.Status = http.StatusOK
 	x.rec.Timing.HandlerMS = ms(time.Since(x.start))
 	resp.Timing = x.rec.Timing
+	body := s.faults.response(resp, x)
 	s.record(x)
 	s.setServerTiming(w, x)
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, body)
 }
 
 // edit validates the request, waits for the worker and runs the edit.
@@ -88,6 +89,10 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 		x.rec.Prompt = &prompt
 	}
 	if apiErr != nil {
+		return nil, apiErr
+	}
+	// After the body is read, so that a client that leaves cancels r.Context().
+	if apiErr := s.faults.admit(r.Context()); apiErr != nil {
 		return nil, apiErr
 	}
 	if apiErr := s.checkFields(form); apiErr != nil {
@@ -114,7 +119,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 			s.beforeTask()
 		}
 		taskStart := time.Now()
-		result, taskErr = p.Apply(form.image, chosen, settings)
+		result, taskErr = s.faults.apply(p, form.image, chosen, settings)
 		x.rec.Timing.TaskMS = ms(time.Since(taskStart))
 		x.taskRan = true
 	})

@@ -9,7 +9,7 @@ func (s *Server) handleLive(w http.ResponseWriter, _ *http.Request) {
 // handleReady is 503 until Load, then names the bundle it serves.
 func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	p := s.program.Load()
-	if p == nil {
+	if p == nil || s.faults.unready() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "loading"})
 		return
 	}

@@ -36,6 +36,11 @@ type Config struct {
 	Records io.Writer
 	// Log receives one line per request; nil logs nothing.
 	Log *log.Logger
+	// Fault breaks the server on purpose, for negative controls (fault.go); the zero
+	// Fault is none.
+	Fault Fault
+	// Exit ends the process for the crash fault; nil is os.Exit.
+	Exit func(code int)
 }
 
 // Server is an http.Handler. It answers health probes from the start and edits once
@@ -47,6 +52,7 @@ type Server struct {
 	loadedAt atomic.Int64
 	worker   *worker
 	records  *records
+	faults   *faults // nil unless Config.Fault is on
 
 	// beforeTask, set only by this package's tests, runs in the worker slot just
 	// before each edit so a test can hold the worker busy at a known point.
@@ -67,7 +73,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.QueueDepth < 0 {
 		return nil, fmt.Errorf("server: queue depth %d: want >= 0", cfg.QueueDepth)
 	}
+	if err := cfg.Fault.Check(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	s := &Server{cfg: cfg, worker: newWorker(cfg.QueueDepth), records: &records{w: cfg.Records}}
+	s.faults = newFaults(cfg.Fault, cfg.Exit, s.logf)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST "+EditRoute, s.handleEdit)
 	s.mux.HandleFunc("GET /health/live", s.handleLive)
@@ -87,6 +97,7 @@ func (s *Server) Load(p *edit.Program) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := requestID(r.Header.Get(RequestIDHeader))
+	w, id = s.faults.route(w, id)
 	r.Header.Set(RequestIDHeader, id)
 	w.Header().Set(RequestIDHeader, id)
 	sw := &statusWriter{ResponseWriter: w}

@@ -20,8 +20,9 @@ const usage = `usage:
   refedit build -o FILE [--width W --height H] [--num-inference-steps N] [--guidance-scale G] [--seed S]
   refedit serve BUNDLE --model-name NAME [--host 127.0.0.1] [--port 8000] [--records FILE]
                 [--max-body-bytes N] [--max-pixels N] [--queue-depth N]
+                [--fault NAME[:K] [--fault-delay D]]   (negative controls only)
   refedit run BUNDLE --image IN --prompt P [--size WxH] [--seed S] [--num-inference-steps N]
-              [--guidance-scale G] --output OUT.png
+              [--guidance-scale G] --output OUT.png [--fault NAME]   (negative controls only)
   refedit version
 Run 'refedit COMMAND -h' for a command's flags.
 `

@@ -12,7 +12,7 @@ import (
 	"qualkit/families/refedit/edit"
 )
 
-const runSynopsis = "run BUNDLE --image IN --prompt P [--size WxH] [--seed S] [--num-inference-steps N] [--guidance-scale G] --output OUT.png"
+const runSynopsis = "run BUNDLE --image IN --prompt P [--size WxH] [--seed S] [--num-inference-steps N] [--guidance-scale G] --output OUT.png [--fault NAME]"
 
 // runReport is the one JSON line `refedit run` prints.
 type runReport struct {
@@ -24,6 +24,7 @@ type runReport struct {
 	OutputSHA256 string         `json:"output_sha256"`
 	Settings     edit.Effective `json:"settings"`
 	Timing       runTiming      `json:"timing"`
+	Fault        string         `json:"fault,omitempty"`
 }
 
 // runTiming has the server's task_ms: the edit call (decode + edit + encode) only.
@@ -43,7 +44,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	for _, field := range edit.SettingFields() {
 		settingFlags[field] = fs.String(flagName(field), "", "the "+field+" form field (default: the bundle's)")
 	}
+	faultFlag := addFaultFlags(fs, false, taskFaults())
 	positional, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	fault, err := faultFlag.parse("run", c.given(), true)
 	if err != nil {
 		return err
 	}
@@ -65,6 +71,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	if fault.On() {
+		fmt.Fprintf(stderr, "refedit: %s\n", faultBanner("run", fault))
+	}
 	p, err := edit.Load(positional[0])
 	if err != nil {
 		return err
@@ -82,7 +91,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("read image: %w", err)
 	}
 	start := time.Now()
-	res, err := p.Apply(img, chosen, settings)
+	res, err := fault.Apply(p, img, chosen, settings)
 	taskMS := float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
 		return fmt.Errorf("edit %s: %w", *imagePath, err)
@@ -99,6 +108,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		OutputSHA256: res.OutputSHA256,
 		Settings:     res.Settings,
 		Timing:       runTiming{TaskMS: taskMS},
+		Fault:        fault.String(),
 	})
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)

@@ -18,7 +18,7 @@ import (
 	"qualkit/families/refedit/server"
 )
 
-const serveSynopsis = "serve BUNDLE --model-name NAME [--host 127.0.0.1] [--port 8000] [--records FILE] [--max-body-bytes N] [--max-pixels N] [--queue-depth N]"
+const serveSynopsis = "serve BUNDLE --model-name NAME [--host 127.0.0.1] [--port 8000] [--records FILE] [--max-body-bytes N] [--max-pixels N] [--queue-depth N] [--fault NAME[:K] [--fault-delay D]]"
 
 // shutdownGrace is how long in-flight edits get to finish after SIGINT/SIGTERM.
 const shutdownGrace = 30 * time.Second
@@ -32,6 +32,7 @@ type serveOptions struct {
 	maxBodyBytes int64
 	maxPixels    int
 	queueDepth   int
+	fault        server.Fault
 }
 
 func cmdServe(args []string, stderr io.Writer) error {
@@ -45,8 +46,12 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body (413 above)")
 	fs.IntVar(&o.maxPixels, "max-pixels", 0, "largest input and output image in pixels (413 above); 0 keeps the bundle's limit")
 	fs.IntVar(&o.queueDepth, "queue-depth", 16, "edits that may wait while one runs (429 beyond)")
+	faultFlag := addFaultFlags(fs, true, server.FaultNames())
 	positional, err := c.parse(args)
 	if err != nil {
+		return err
+	}
+	if o.fault, err = faultFlag.parse("serve", c.given(), false); err != nil {
 		return err
 	}
 	switch {
@@ -72,6 +77,9 @@ func cmdServe(args []string, stderr io.Writer) error {
 // serve listens first (so /health/ready answers 503 while loading), loads the bundle,
 // then serves until ctx ends and drains in-flight edits.
 func serve(ctx context.Context, o serveOptions, logger *log.Logger) error {
+	if o.fault.On() {
+		logger.Print(faultBanner("serve", o.fault))
+	}
 	var records io.Writer
 	if o.records != "" {
 		// Unbuffered: every record line is handed to the OS as it is written.
@@ -88,6 +96,7 @@ func serve(ctx context.Context, o serveOptions, logger *log.Logger) error {
 		QueueDepth:   o.queueDepth,
 		Records:      records,
 		Log:          logger,
+		Fault:        o.fault,
 	})
 	if err != nil {
 		return err

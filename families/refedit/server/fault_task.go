@@ -1,0 +1,103 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/jpeg"
+	"image/png"
+	"math/rand/v2"
+
+	"qualkit/families/refedit/edit"
+)
+
+// Apply runs the edit with the fault's Task behaviour: the server's worker and
+// `refedit run` both call it, so a Task fault is the same on both paths. A fault that
+// is not a Task fault (or none) is p.Apply unchanged.
+func (f Fault) Apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings) (edit.Result, error) {
+	if !f.Task() {
+		return p.Apply(img, e, s)
+	}
+	in := img
+	if f.Name == FaultIgnoreReference {
+		in = syntheticLike(img, p.Limits().MaxPixels)
+	}
+	res, err := p.Apply(in, e, s)
+	if err != nil || f.Name == FaultIgnoreReference {
+		return res, err
+	}
+	out := img
+	if f.Name != FaultUnchanged {
+		if out, err = f.corrupt(res.PNG); err != nil {
+			return edit.Result{}, fmt.Errorf("fault %s: %w", f.Name, err)
+		}
+	}
+	res.PNG, res.OutputSHA256 = out, edit.SHA256(out)
+	return res, nil
+}
+
+// corrupt rewrites the edited PNG the way the fault says.
+func (f Fault) corrupt(data []byte) ([]byte, error) {
+	src, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	b := src.Bounds()
+	img := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.Draw(img, img.Rect, src, b.Min, draw.Src)
+	switch f.Name {
+	case FaultNondeterministic:
+		// Every colour byte of the first pixels from a random word, alpha kept.
+		word := rand.Uint64() | 1
+		for i := 0; i < len(img.Pix) && word != 0; i++ {
+			if i%4 != 3 {
+				img.Pix[i] ^= byte(word)
+				word >>= 8
+			}
+		}
+	case FaultDrift:
+		if img.Pix[0] == 0xff {
+			img.Pix[0]--
+		} else {
+			img.Pix[0]++
+		}
+	case FaultWrongSize:
+		wide := image.NewNRGBA(image.Rect(0, 0, b.Dx()+1, b.Dy()))
+		draw.Draw(wide, img.Rect, img, image.Point{}, draw.Src)
+		draw.Draw(wide, image.Rect(b.Dx(), 0, b.Dx()+1, b.Dy()), img, image.Pt(b.Dx()-1, 0), draw.Src)
+		img = wide
+	case FaultConstant:
+		draw.Draw(img, img.Rect, image.NewUniform(color.NRGBA{0x80, 0x80, 0x80, 0xff}), image.Point{}, draw.Src)
+	case FaultJPEG:
+		var buf bytes.Buffer
+		err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 90})
+		return buf.Bytes(), err
+	}
+	var buf bytes.Buffer
+	err = png.Encode(&buf, img)
+	return buf.Bytes(), err
+}
+
+// syntheticLike is a fixed gradient of the input's size, what ignore-reference edits
+// instead of the input. An input that does not decode, or is over the pixel limit, is
+// returned as it is, so the edit reports the real error.
+func syntheticLike(img []byte, maxPixels int) []byte {
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(img))
+	if err != nil || cfg.Width < 1 || cfg.Height < 1 || cfg.Width*cfg.Height > maxPixels {
+		return img
+	}
+	w, h := cfg.Width, cfg.Height
+	g := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			g.SetNRGBA(x, y, color.NRGBA{uint8(x * 255 / max(w-1, 1)), uint8(y * 255 / max(h-1, 1)), 0x60, 0xff})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, g); err != nil {
+		return img
+	}
+	return buf.Bytes()
+}
