@@ -1,0 +1,108 @@
+package qual
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/families/refedit"
+	"qualkit/internal/harness"
+)
+
+// TestHarnessFaults proves the harness itself fails cleanly: bounded time, a clear
+// error, the evidence kept, nothing left running.
+func TestHarnessFaults(t *testing.T) {
+	t.Run("aiperf-missing", func(t *testing.T) {
+		cfg := baseConfig
+		cfg.AIPerf.Bin = filepath.Join(t.TempDir(), "aiperf")
+		res := runIsolated(t, cfg, controlRow("refedit-v1-no-aiperf", "harness fault: AIPerf missing", func(*harness.Checkpoint, *refedit.Family) {}))
+		stage, msg := firstFailed(res)
+		assert.Equal(t, "preflight", stage)
+		assert.Contains(t, msg, "aiperf not found at")
+		assert.Contains(t, msg, "make setup")
+	})
+
+	t.Run("aiperf-wrong-version", func(t *testing.T) {
+		cfg := baseConfig
+		cfg.AIPerf.Bin = filepath.Join(t.TempDir(), "aiperf")
+		require.NoError(t, os.WriteFile(cfg.AIPerf.Bin, []byte("#!/bin/sh\necho 0.12.1\n"), 0o755))
+		res := runIsolated(t, cfg, controlRow("refedit-v1-old-aiperf", "harness fault: AIPerf 0.12.1", func(*harness.Checkpoint, *refedit.Family) {}))
+		stage, msg := firstFailed(res)
+		assert.Equal(t, "preflight", stage)
+		assert.Contains(t, msg, `version "0.12.1", the pin is 0.13.0`)
+	})
+
+	t.Run("evidence-not-writable", func(t *testing.T) {
+		blocker := filepath.Join(t.TempDir(), "a-file")
+		require.NoError(t, os.WriteFile(blocker, nil, 0o644))
+		cfg := baseConfig
+		cfg.EvidenceRoot, cfg.RunID = filepath.Join(blocker, "evidence"), "never-created"
+		_, err := harness.NewSuite(cfg)
+		require.ErrorContains(t, err, "-qualkit.evidence", "the error says which flag chooses another folder")
+	})
+
+	t.Run("cancelled-during-benchmark", func(t *testing.T) {
+		marker := fmt.Sprintf("cancel-%d-%d", os.Getpid(), time.Now().UnixNano())
+		t.Setenv(negativeControlMarker, marker)
+		row := controlRow("refedit-v1-cancelled", "harness fault: the run is cancelled mid-benchmark", func(c *harness.Checkpoint, f *refedit.Family) {
+			// The second request hangs for a minute: the cancel must not wait for it.
+			f.Fault, f.FaultDelay, c.Deadline.Request = "slow:2", time.Minute, 2*time.Minute
+		})
+		s := isolatedSuite(t, "cancelled", false)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go func() {
+			// Cancel once the benchmark has started (the server is up and AIPerf is running).
+			for ctx.Err() == nil {
+				if _, err := os.Stat(filepath.Join(s.Evidence.Dir, row.Name, "aiperf", "inputs.jsonl")); err == nil {
+					time.Sleep(3 * time.Second)
+					cancel()
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+		start := time.Now()
+		res, err := s.Run(ctx, row, t.TempDir())
+		took := time.Since(start)
+		require.NotNil(t, res, "%v", err)
+		stage, msg := firstFailed(res)
+		assert.Equal(t, "benchmark", stage)
+		assert.Contains(t, msg, "context canceled")
+		assert.Less(t, took, 90*time.Second, "a cancelled run ends in bounded time, not after the hung request")
+		assertEvidence(t, s, row.Name, res)
+		_, statErr := os.Stat(filepath.Join(s.Evidence.Dir, row.Name, "serve", "server.log"))
+		assert.NoError(t, statErr, "the server log is kept")
+		assert.Empty(t, leftoverProcesses(t, marker), "processes of the cancelled run are still running")
+		// The run's image stays until its suite ends (isolatedSuite's cleanup, as Finish);
+		// its container must be gone now.
+		var containers []string
+		for _, l := range dockerLeftovers(t, []string{s.Evidence.RunID}) {
+			if strings.HasPrefix(l, "container ") {
+				containers = append(containers, l)
+			}
+		}
+		assert.Empty(t, containers, "containers of the cancelled run are still there")
+		t.Logf("cancelled run ended %s after it started, first failed stage %s", took.Round(time.Millisecond), stage)
+	})
+}
+
+// runIsolated runs row in a suite of its own built from cfg.
+func runIsolated(t *testing.T, cfg harness.SuiteConfig, row harness.Checkpoint) *harness.Result {
+	t.Helper()
+	cfg.EvidenceRoot, cfg.RunID = t.TempDir(), harness.NewRunID(time.Now())+"-hf-"+row.Name
+	s, err := harness.NewSuite(cfg)
+	require.NoError(t, err)
+	res, err := s.Run(t.Context(), row, t.TempDir())
+	require.NotNil(t, res, "%v", err)
+	require.Error(t, err)
+	assertEvidence(t, s, row.Name, res)
+	return res
+}
