@@ -124,7 +124,12 @@ func (a TRTMC) Native(_ harness.Env, spec harness.NativeSpec) harness.Command {
 	if err != nil {
 		return reject(fmt.Errorf("native task: %w", err))
 	}
-	args := []string{a.Config.RunProgram, "run", spec.Bundle, "--prompt", spec.Prompt, "--image", spec.Image}
+	prog := a.Config.RunProgram
+	if spec.InContainer {
+		// In the serving image, the CLI that came with trtmc-server (same TensorRT).
+		prog = "trtmc"
+	}
+	args := []string{prog, "run", spec.Bundle, "--prompt", spec.Prompt, "--image", spec.Image}
 	args = append(args, flags...)
 	return harness.Command{Args: append(args, "--output", spec.Output)}
 }

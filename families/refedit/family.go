@@ -124,7 +124,11 @@ func (f Family) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
 // Native maps every setting the request carried onto the CLI flag of the same name
 // (num_inference_steps -> --num-inference-steps); an unknown one fails the run loudly.
 func (f Family) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
-	args := []string{binary(env), "run", spec.Bundle, "--image", spec.Image, "--prompt", spec.Prompt, "--output", spec.Output}
+	prog := binary(env)
+	if spec.InContainer {
+		prog = inImage
+	}
+	args := []string{prog, "run", spec.Bundle, "--image", spec.Image, "--prompt", spec.Prompt, "--output", spec.Output}
 	if f.NativeFault != "" {
 		args = append(args, "--fault", f.NativeFault)
 	}

@@ -83,10 +83,14 @@ type ServeSpec struct {
 	InContainer bool
 }
 
+// NativeSpec is one native Task call. With InContainer it runs in the row's server image
+// (same environment as the server): paths are the container's and Args[0] must be the
+// program in the image.
 type NativeSpec struct {
-	Bundle   string
-	Image    string
-	Prompt   string
-	Settings map[string]string // the exact extra inputs the HTTP request carried
-	Output   string
+	Bundle      string
+	Image       string
+	Prompt      string
+	Settings    map[string]string // the exact extra inputs the HTTP request carried
+	Output      string
+	InContainer bool
 }

@@ -307,6 +307,42 @@ func (r *row) influence(ctx context.Context) error {
 	return nil
 }
 
+// Paths of a native Task's input and output folders inside the server image.
+const (
+	containerInDir  = "/qualkit/in"
+	containerOutDir = "/qualkit/out"
+)
+
+// native runs one native Task where the server ran: in a container of the server's
+// image for container rows, else as a process pinned to the row's GPUs.
+func (r *row) native(ctx context.Context, spec NativeSpec, logRel string) error {
+	if r.result.Container == nil || r.result.Container.ImageID == "" {
+		cmd := r.c.Adapter.Native(r.env, spec)
+		cmd.Env = append(cmd.Env, r.gpuEnv()...)
+		_, err := r.ev.Run(ctx, "identity", cmd, logRel)
+		return err
+	}
+	mounts := []Mount{
+		{Host: r.bundle, Container: containerBundleDir + "/" + filepath.Base(r.bundle), ReadOnly: true},
+		{Host: filepath.Dir(spec.Image), Container: containerInDir, ReadOnly: true},
+		{Host: filepath.Dir(spec.Output), Container: containerOutDir},
+	}
+	spec.Bundle, spec.InContainer = mounts[0].Container, true
+	spec.Image = containerInDir + "/" + filepath.Base(spec.Image)
+	spec.Output = containerOutDir + "/" + filepath.Base(spec.Output)
+	o := OneShot{RunID: r.s.Evidence.RunID, Row: r.c.Name, Stage: "identity", ImageID: r.result.Container.ImageID,
+		Cmd: r.c.Adapter.Native(r.env, spec), Mounts: mounts, LogRel: logRel}
+	if len(r.gpus) > 0 {
+		req, err := gpu.DeviceRequest(r.gpus)
+		if err != nil {
+			return err
+		}
+		o.GPUs = &req
+	}
+	_, err := RunContainer(ctx, r.ev, o)
+	return err
+}
+
 // identity stops the server, then replays every request AIPerf sent (warmup too) from
 // the exact bytes in the raw export through the native Task, and requires the decoded
 // pixels to equal those the HTTP response carried.
@@ -342,17 +378,19 @@ func (r *row) identity(ctx context.Context) error {
 		if _, ok := fixtureBySHA[req.InputSHA256]; !ok {
 			problems = append(problems, fmt.Sprintf("request %s: AIPerf sent an image (sha256 %s) that is no fixture: the bytes were re-encoded", id, req.InputSHA256[:12]))
 		}
-		in := filepath.Join(r.env.Work, fmt.Sprintf("input-%02d", i))
+		in := filepath.Join(r.env.Work, "native-in", fmt.Sprintf("input-%02d", i))
+		if err := os.MkdirAll(filepath.Dir(in), 0o755); err != nil {
+			return err
+		}
 		if err := os.WriteFile(in, sent, 0o644); err != nil {
 			return err
 		}
 		req.HTTPFile = fmt.Sprintf("identity/%02d-%s-http.png", i, req.Phase)
 		req.NativeFile = fmt.Sprintf("identity/%02d-%s-native.png", i, req.Phase)
 		native := r.ev.Path(req.NativeFile)
-		cmd := r.c.Adapter.Native(r.env, NativeSpec{Bundle: r.bundle, Image: in, Prompt: rec.Prompt(), Settings: rec.Settings(), Output: native})
-		cmd.Env = append(cmd.Env, r.gpuEnv()...)
+		spec := NativeSpec{Bundle: r.bundle, Image: in, Prompt: rec.Prompt(), Settings: rec.Settings(), Output: native}
 		nctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Native)
-		_, err = r.ev.Run(nctx, "identity", cmd, fmt.Sprintf("identity/%02d-native.log", i))
+		err = r.native(nctx, spec, fmt.Sprintf("identity/%02d-native.log", i))
 		cancel()
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("request %s: native task: %v", id, err))
