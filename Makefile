@@ -26,6 +26,7 @@ qual: setup
 	$(GO) tool gotestsum --format testname --junitfile evidence/junit-qual.xml -- \
 		-count=1 -run '^TestRefEdit$$' ./qual/ || { echo "qualification FAILED: see evidence/latest/SUMMARY.md"; exit 1; }
 	$(GO) run ./scripts/testgate -junit evidence/junit-qual.xml -min 9 $(REQUIRED)
+	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qual.xml
 	@cat evidence/latest/SUMMARY.md; echo "evidence: $$(readlink -f evidence/latest)"
 
 test: setup lint pytest
@@ -69,3 +70,13 @@ FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzEditRequest$$' -fuzztime $(FUZZTIME) -parallel 2 ./families/refedit/server
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAndApply$$' -fuzztime $(FUZZTIME) -parallel 2 ./families/refedit/edit
+
+# Evidence: check a run folder (default: the newest), write its PR summary.
+DIR ?= evidence/latest
+.PHONY: check-evidence pr-summary test-html
+check-evidence:
+	$(GO) run ./scripts/checkevidence -dir $(DIR) $(if $(JUNIT_FILE),-junit $(JUNIT_FILE))
+pr-summary:
+	$(GO) run ./scripts/prsummary -dir $(DIR) -trtmc $(TRTMC)
+test-html:   # needs: apt-get install -y chromium
+	$(GO) test -tags chromium -run TestIndexInChromium -count=1 ./internal/prsummary/

@@ -230,6 +230,11 @@ func isolatedSuite(t *testing.T, name string, rebuild bool) *harness.Suite {
 	s, err := harness.NewSuite(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() {
+		// Finish writes the run's reports and checks its evidence: an honest failed row
+		// must pass the evidence checker too.
+		if _, err := s.Finish(context.Background()); err != nil {
+			t.Errorf("finish the control's run: %v", err)
+		}
 		if _, err := harness.Docker(context.Background()); err != nil {
 			return // no daemon: no row ran in a container
 		}

@@ -117,8 +117,8 @@ func (r *row) preflight(ctx context.Context) error {
 	r.ev.WriteJSON("preflight.json", map[string]any{"readiness": rd, "qualification_run": r.s.cfg.Qualification})
 	if err := Missing(rd.Requirements); err != nil {
 		if !r.s.cfg.Qualification && allAbsent(rd.Requirements) {
-			r.skipReason = err.Error()
-			r.s.recordSkip(r.c.Name, strings.ReplaceAll(err.Error(), "\n", " "))
+			r.skipReason = strings.Join(strings.Fields(err.Error()), " ")
+			r.s.recordSkip(r.c.Name, r.skipReason)
 			return nil
 		}
 		return err

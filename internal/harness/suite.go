@@ -2,11 +2,14 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness/gpu"
+	"qualkit/internal/prsummary"
 	goruntime "runtime"
 	"sort"
 	"strings"
@@ -184,6 +187,11 @@ func (s *Suite) Finish(ctx context.Context) (string, error) {
 		}
 		table.WriteString(md)
 	}
+	for _, r := range s.results {
+		if err := evidencecheck.WritePictures(filepath.Join(s.Evidence.Dir, r.Row)); err != nil && !errors.Is(err, evidencecheck.ErrNoRawExport) {
+			return "", fmt.Errorf("pictures %s: %w", r.Row, err)
+		}
+	}
 	if err := s.Evidence.WriteJSON("run.json", info); err != nil {
 		return "", err
 	}
@@ -200,8 +208,15 @@ func (s *Suite) Finish(ctx context.Context) (string, error) {
 	if err := os.WriteFile(filepath.Join(s.Evidence.Dir, "SUMMARY.md"), []byte(summary), 0o644); err != nil {
 		return "", err
 	}
+	if err := prsummary.Write(s.Evidence.Dir, prsummary.Options{Root: s.cfg.Root, HTML: true}); err != nil {
+		return "", fmt.Errorf("PR summary: %w", err)
+	}
 	if err := s.Evidence.WriteChecksums(); err != nil {
 		return "", err
+	}
+	// The run checks its own evidence the way a reviewer would, from the raw files.
+	if err := evidencecheck.Check(s.Evidence.Dir, ""); err != nil {
+		return summary, fmt.Errorf("evidence check: %w", err)
 	}
 	return summary, nil
 }

@@ -1,0 +1,270 @@
+package evidencecheck
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// AIPerfVersion is the AIPerf release whose exports this package reads, and the only
+// one a qualification may use (the harness pins the same).
+const AIPerfVersion = "0.13.0"
+
+// The AIPerf export files, relative to a row folder.
+const (
+	rawExport     = "aiperf/artifacts/profile_export_raw.jsonl"
+	profileExport = "aiperf/artifacts/profile_export.jsonl"
+	summaryExport = "aiperf/artifacts/profile_export_aiperf.json"
+	phaseManifest = "aiperf/artifacts/phase_manifest.json"
+)
+
+const (
+	phaseWarmup    = "warmup"
+	phaseProfiling = "profiling"
+)
+
+type recordMeta struct {
+	XRequestID     string `json:"x_request_id"`
+	BenchmarkPhase string `json:"benchmark_phase"`
+	RequestStartNs int64  `json:"request_start_ns"`
+	RequestEndNs   int64  `json:"request_end_ns"`
+	WasCancelled   bool   `json:"was_cancelled"`
+}
+
+// rawRecord is one line of profile_export_raw.jsonl: what AIPerf sent and received.
+type rawRecord struct {
+	Metadata  recordMeta                 `json:"metadata"`
+	Headers   map[string]string          `json:"request_headers"`
+	Status    int                        `json:"status"`
+	Responses []struct{ Text string }    `json:"responses"`
+	Payload   map[string]json.RawMessage `json:"payload"`
+	Error     json.RawMessage            `json:"error"`
+}
+
+func (r rawRecord) failed() bool {
+	return (len(r.Error) > 0 && string(r.Error) != "null") || r.Metadata.WasCancelled || r.Status < 200 || r.Status > 299
+}
+
+func (r rawRecord) body() []byte {
+	var b bytes.Buffer
+	for _, x := range r.Responses {
+		b.WriteString(x.Text)
+	}
+	return b.Bytes()
+}
+
+func (r rawRecord) prompt() string {
+	var s string
+	json.Unmarshal(r.Payload["prompt"], &s)
+	return s
+}
+
+// sentImage is the reference image's exact bytes, from the multipart payload.
+func (r rawRecord) sentImage() ([]byte, error) {
+	raw, ok := r.Payload["image"]
+	if !ok {
+		return nil, errors.New("the payload has no image")
+	}
+	type file struct {
+		B64 string `json:"b64_data"`
+	}
+	var one file
+	if err := json.Unmarshal(raw, &one); err != nil || one.B64 == "" {
+		var many []file
+		if err := json.Unmarshal(raw, &many); err != nil || len(many) != 1 {
+			return nil, errors.New("the payload image is neither one file nor a list of one")
+		}
+		one = many[0]
+	}
+	return base64.StdEncoding.DecodeString(one.B64)
+}
+
+// responsePNG is the image the HTTP response carried (OpenAI images format).
+func (r rawRecord) responsePNG() ([]byte, error) {
+	var resp struct {
+		Data []struct {
+			B64 string `json:"b64_json"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(r.body(), &resp); err != nil {
+		return nil, fmt.Errorf("the response body is not JSON: %v", err)
+	}
+	if len(resp.Data) != 1 || resp.Data[0].B64 == "" {
+		return nil, fmt.Errorf("the response carries %d images, want 1", len(resp.Data))
+	}
+	return base64.StdEncoding.DecodeString(resp.Data[0].B64)
+}
+
+// payloadFields are the multipart fields that are not settings.
+var payloadFields = map[string]bool{"prompt": true, "model": true, "response_format": true, "n": true, "image": true}
+
+// settings are the extra inputs the request carried, spelled as in the JSON.
+func (r rawRecord) settings() map[string]string {
+	out := map[string]string{}
+	for k, v := range r.Payload {
+		if !payloadFields[k] {
+			out[k] = jsonText(v)
+		}
+	}
+	return out
+}
+
+// jsonText is a JSON value as a form field: a string unquoted, anything else verbatim.
+func jsonText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(bytes.TrimSpace(v))
+}
+
+// profileRecord is one line of profile_export.jsonl.
+type profileRecord struct {
+	Metadata recordMeta `json:"metadata"`
+	Metrics  map[string]struct {
+		Value json.RawMessage `json:"value"`
+		Unit  string          `json:"unit"`
+	} `json:"metrics"`
+}
+
+// latencyMs is AIPerf's request_latency of the record, in ms.
+func (p profileRecord) latencyMs() (float64, error) {
+	m, ok := p.Metrics["request_latency"]
+	if !ok {
+		return 0, errors.New("no request_latency")
+	}
+	if m.Unit != "ms" {
+		return 0, fmt.Errorf("request_latency unit %q, want ms", m.Unit)
+	}
+	return strconv.ParseFloat(string(m.Value), 64)
+}
+
+type summaryMetric struct {
+	Unit  string   `json:"unit"`
+	Avg   *float64 `json:"avg"`
+	Min   *float64 `json:"min"`
+	Max   *float64 `json:"max"`
+	Count *int     `json:"count"`
+}
+
+// summary is the part of profile_export_aiperf.json that is checked against the records.
+type summary struct {
+	AIPerfVersion  string        `json:"aiperf_version"`
+	RequestLatency summaryMetric `json:"request_latency"`
+	RequestCount   summaryMetric `json:"request_count"`
+	WasCancelled   bool          `json:"was_cancelled"`
+}
+
+type phaseEntry struct {
+	Kind       string `json:"phase_kind"`
+	Total      int    `json:"total_request_count"`
+	Successful int    `json:"successful_request_count"`
+	Errors     int    `json:"error_request_count"`
+}
+
+// readJSONL calls each for every non-empty line; lines may be many megabytes (images).
+func readJSONL(p string, each func(n int, line []byte) error) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rd := bufio.NewReaderSize(f, 1<<20)
+	for n := 1; ; n++ {
+		line, err := rd.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			if perr := each(n, line); perr != nil {
+				return fmt.Errorf("line %d: %w", n, perr)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func readRaw(p string) ([]rawRecord, error) {
+	var out []rawRecord
+	err := readJSONL(p, func(_ int, line []byte) error {
+		var r rawRecord
+		err := json.Unmarshal(line, &r)
+		out = append(out, r)
+		return err
+	})
+	return out, err
+}
+
+func readProfile(p string) ([]profileRecord, error) {
+	var out []profileRecord
+	err := readJSONL(p, func(_ int, line []byte) error {
+		var r profileRecord
+		err := json.Unmarshal(line, &r)
+		out = append(out, r)
+		return err
+	})
+	return out, err
+}
+
+// taskSource is where a row says its Task time comes from, parsed from the
+// task_time_source text of results.json.
+type taskSource struct {
+	body     string // dotted path in the response body
+	records  string // dotted path in a records line
+	recordID string // dotted path of the request id in a records line
+}
+
+func parseTaskSource(s string) (taskSource, error) {
+	if p, ok := strings.CutPrefix(s, "response body "); ok && p != "" {
+		return taskSource{body: p}, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "records file "); ok {
+		if field, id, ok := strings.Cut(rest, " joined on "); ok && field != "" && id != "" {
+			return taskSource{records: field, recordID: id}, nil
+		}
+	}
+	return taskSource{}, fmt.Errorf(`task_time_source %q is neither "response body <field>" nor "records file <field> joined on <id field>"`, s)
+}
+
+func valueAt(doc any, dotted string) (any, error) {
+	cur := doc
+	for _, key := range strings.Split(dotted, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: %q is not inside an object", dotted, key)
+		}
+		if cur, ok = m[key]; !ok {
+			return nil, fmt.Errorf("%s is absent", dotted)
+		}
+	}
+	return cur, nil
+}
+
+func numberAt(doc any, dotted string) (float64, error) {
+	v, err := valueAt(doc, dotted)
+	if err != nil {
+		return 0, err
+	}
+	switch x := v.(type) {
+	case float64:
+		return x, nil
+	case string:
+		return strconv.ParseFloat(x, 64)
+	}
+	return 0, fmt.Errorf("%s is %T, not a number", dotted, v)
+}
+
+// ReadsTimingSource says whether a task_time_source text is one Check can re-derive.
+func ReadsTimingSource(s string) bool {
+	_, err := parseTaskSource(s)
+	return err == nil
+}

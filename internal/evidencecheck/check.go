@@ -1,0 +1,136 @@
+package evidencecheck
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Problem is one claim the evidence does not support.
+type Problem struct {
+	File     string // relative to the run folder
+	Claim    string // what is claimed ("HTTP p50 / p95 (s)", "sha256 (SHA256SUMS)")
+	Evidence string // what the raw evidence says, and where from
+	Got      string // what the file says
+}
+
+func (p Problem) String() string {
+	return fmt.Sprintf("%s: %s: evidence says %s, file says %s", p.File, p.Claim, p.Evidence, p.Got)
+}
+
+// Report is the outcome of one check.
+type Report struct {
+	Dir      string
+	Rows     []string
+	Files    int // files whose sha256 was verified
+	Claims   int // claims compared with what the raw files give
+	Problems []Problem
+}
+
+// Error lists every problem of a failed check.
+type Error struct {
+	Dir      string
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "evidence %s: %d problem(s):", e.Dir, len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  - " + p.String())
+	}
+	return b.String()
+}
+
+// Err is nil when nothing was wrong, else an *Error with every problem.
+func (r *Report) Err() error {
+	if len(r.Problems) == 0 {
+		return nil
+	}
+	return &Error{Dir: r.Dir, Problems: r.Problems}
+}
+
+// Check verifies the run folder runDir and, when junitPath is not empty, the JUnit file
+// of the same run. It returns nil or an *Error listing every problem.
+func Check(runDir, junitPath string) error {
+	return Verify(runDir, junitPath).Err()
+}
+
+// Verify is Check with the counts of what was verified.
+func Verify(runDir, junitPath string) *Report {
+	c := &checker{dir: runDir, rep: &Report{Dir: runDir}}
+	c.run(junitPath)
+	return c.rep
+}
+
+// checker is one check in progress.
+type checker struct {
+	dir  string
+	rep  *Report
+	sums map[string]string // SHA256SUMS: path -> sha256
+	info *runInfo
+	rows []*rowCheck
+}
+
+func (c *checker) fail(file, claim, evidence, got string) {
+	c.rep.Problems = append(c.rep.Problems, Problem{File: file, Claim: claim, Evidence: evidence, Got: got})
+}
+
+// same compares one claim: want is what the evidence gives, got what the file says.
+func (c *checker) same(file, claim, want, got, source string) bool {
+	c.rep.Claims++
+	if want == got {
+		return true
+	}
+	evidence := quote(want)
+	if source != "" {
+		evidence += " (" + source + ")"
+	}
+	c.fail(file, claim, evidence, quote(got))
+	return false
+}
+
+// truth records a claim that holds only if ok; evidence and got say why not.
+func (c *checker) truth(ok bool, file, claim, evidence, got string) bool {
+	c.rep.Claims++
+	if !ok {
+		c.fail(file, claim, evidence, got)
+	}
+	return ok
+}
+
+func quote(s string) string {
+	if s == "" {
+		return `""`
+	}
+	if strings.ContainsAny(s, " \t\n") || strings.HasPrefix(s, "-") {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}
+
+func (c *checker) path(rel string) string { return filepath.Join(c.dir, filepath.FromSlash(rel)) }
+
+func (c *checker) read(rel string) ([]byte, bool) {
+	b, err := os.ReadFile(c.path(rel))
+	return b, err == nil
+}
+
+func (c *checker) run(junitPath string) {
+	if st, err := os.Stat(c.dir); err != nil || !st.IsDir() {
+		c.fail(".", "run folder", "a folder holding run.json, SUMMARY.md and SHA256SUMS", fmt.Sprint(err))
+		return
+	}
+	files := c.walk()
+	c.checkSums(files)
+	c.readRunInfo()
+	c.checkLayout(files)
+	for _, r := range c.rows {
+		r.check()
+	}
+	c.checkRun()
+	if junitPath != "" {
+		c.checkJUnit(junitPath)
+	}
+}

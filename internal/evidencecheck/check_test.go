@@ -1,0 +1,499 @@
+package evidencecheck
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"image/png"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The committed runs (testdata/README.md): one qualified row, one whose identity failed.
+const (
+	qualifiedRow = "refedit-v1"
+	driftRow     = "refedit-v1-native-drift"
+)
+
+// runCopy copies testdata/runs/*-<kind> into a temporary folder of the same name.
+func runCopy(t *testing.T, kind string) string {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join("testdata", "runs", "*-"+kind))
+	require.NoError(t, err)
+	require.Len(t, matches, 1, "testdata/runs/*-%s", kind)
+	dst := filepath.Join(t.TempDir(), filepath.Base(matches[0]))
+	require.NoError(t, os.CopyFS(dst, os.DirFS(matches[0])))
+	return dst
+}
+
+func junitCopy(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "junit-qualified.xml"))
+	require.NoError(t, err)
+	p := filepath.Join(t.TempDir(), "junit.xml")
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	return p
+}
+
+// resum rewrites SHA256SUMS the way the harness does: the attacker who edits a file
+// and fixes the checksum list, so only the semantic checks can catch the edit.
+func resum(t *testing.T, dir string) {
+	t.Helper()
+	var lines []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == ChecksumFile {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		s := sha256.Sum256(b)
+		lines = append(lines, hex.EncodeToString(s[:])+"  "+filepath.ToSlash(rel))
+		return nil
+	}))
+	sort.Slice(lines, func(i, j int) bool { return lines[i][66:] < lines[j][66:] })
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ChecksumFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+}
+
+func replaceIn(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(b), old, path)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
+}
+
+// replaceAllRe replaces every match of re in path and returns the first match.
+func replaceAllRe(t *testing.T, path, re, new string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	rx := regexp.MustCompile(re)
+	m := rx.Find(b)
+	require.NotNil(t, m, "%s in %s", re, path)
+	require.NoError(t, os.WriteFile(path, rx.ReplaceAll(b, []byte(new)), 0o644))
+	return string(m)
+}
+
+func editJSON(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	edit(doc)
+	out, err := json.MarshalIndent(doc, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, append(out, '\n'), 0o644))
+}
+
+// editPNG changes one channel of one pixel by one level and re-encodes the image.
+func editPNG(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	img, err := decodePNG(b)
+	require.NoError(t, err)
+	img.Pix[4*7+1] ^= 1
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, img))
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+}
+
+// rowLine is the result row of a row.md.
+func rowLine(t *testing.T, dir, row string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, row, "row.md"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// setCell rewrites cell i of the row's line everywhere it is quoted: row.md,
+// SUMMARY.md, PR.md. It returns the old cell.
+func setCell(t *testing.T, dir, row string, col int, value string) string {
+	t.Helper()
+	line := rowLine(t, dir, row)
+	cells, ok := splitRow(line)
+	require.True(t, ok)
+	old := cells[col]
+	cells[col] = value
+	next := "| " + strings.Join(cells, " | ") + " |"
+	for _, f := range []string{filepath.Join(row, "row.md"), "SUMMARY.md", "PR.md"} {
+		replaceIn(t, filepath.Join(dir, f), line, next)
+	}
+	return old
+}
+
+var problemShape = regexp.MustCompile(`^[^:]+: [^:].*: evidence says .+, file says .*$`)
+
+// failsWith requires the check to fail with a problem line containing each of want.
+func failsWith(t *testing.T, err error, want ...string) {
+	t.Helper()
+	var e *Error
+	require.True(t, errors.As(err, &e), "the check passed; want problems %q", want)
+	var lines []string
+	for _, p := range e.Problems {
+		lines = append(lines, p.String())
+		assert.Regexp(t, problemShape, p.String(), "problem shape: <file>: <claim>: evidence says X, file says Y")
+	}
+	all := strings.Join(lines, "\n")
+	for _, w := range want {
+		assert.Contains(t, all, w, "problems:\n%s", all)
+	}
+}
+
+func TestCommittedRunsPass(t *testing.T) {
+	dir := runCopy(t, "qualified")
+	rep := Verify(dir, junitCopy(t))
+	require.NoError(t, rep.Err())
+	assert.Equal(t, []string{qualifiedRow}, rep.Rows)
+	assert.Greater(t, rep.Files, 100, "files checksummed")
+	assert.Greater(t, rep.Claims, 250, "claims compared")
+
+	// An honest failed row passes: it claims nothing it has not shown.
+	rep = Verify(runCopy(t, "drift"), "")
+	require.NoError(t, rep.Err())
+	assert.Equal(t, []string{driftRow}, rep.Rows)
+}
+
+func TestMissingFolder(t *testing.T) {
+	failsWith(t, Check(filepath.Join(t.TempDir(), "nope"), ""), ".: run folder")
+}
+
+// Each tamper is an edit of a committed run. With resum the checksum list is fixed too,
+// so what catches it is the claim the edit breaks.
+func TestTamperingFails(t *testing.T) {
+	q := qualifiedRow
+	tests := []struct {
+		name  string
+		run   string // "qualified" or "drift"
+		junit bool
+		edit  func(t *testing.T, dir, junit string)
+		resum bool
+		want  []string
+	}{
+		{name: "edited native PNG", run: "qualified",
+			edit: func(t *testing.T, dir, _ string) {
+				editPNG(t, filepath.Join(dir, q, "identity/03-profiling-native.png"))
+			},
+			want: []string{q + "/identity/03-profiling-native.png: sha256 (SHA256SUMS): evidence says "}},
+		{name: "edited native PNG, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editPNG(t, filepath.Join(dir, q, "identity/03-profiling-native.png"))
+			},
+			want: []string{
+				q + `/row.md: native/HTTP pixel matches: evidence says 5/6 (decoded PNG pairs in identity/), file says 6/6`,
+				q + "/results.json: identity.pixel_matches: evidence says 5",
+				q + "/results.json: identity.requests[3].native_sha256",
+				q + "/results.json: status qualified: evidence says 6/6 native/HTTP pixel matches",
+				q + "/pictures/contact-sheet.png: picture of the raw records",
+			}},
+		{name: "edited HTTP PNG, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "identity/02-profiling-http.png")) },
+			want: []string{q + "/identity/02-profiling-http.png: the HTTP response's PNG: evidence says the bytes of data[0].b64_json"}},
+		{name: "edited fixture image, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "fixtures/house-640x382.png")) },
+			want: []string{q + "/fixtures/house-640x382.png: sha256 (fixtures/manifest.json)"}},
+		{name: "edited influence PNG, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "influence/a-repeat.png")) },
+			want: []string{q + "/influence/a-repeat.png: stage influence passed: evidence says pixel-identical to influence/a.png",
+				q + "/results.json: influence.repeat.differing_pixels: evidence says 1"}},
+		{name: "edited picture, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "pictures/latency.png")) },
+			want: []string{q + "/pictures/latency.png: picture of the raw records: evidence says the latency chart drawn from"}},
+
+		{name: "edited latency in row.md", run: "qualified",
+			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 9, "0.0001 / 0.0002") },
+			want: []string{q + "/row.md: sha256 (SHA256SUMS)"}},
+		{name: "edited latency in row.md, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 9, "0.0001 / 0.0002") },
+			want: []string{q + `/row.md: HTTP p50 / p95 (s): evidence says "`, `(nearest-rank p50 / p95 over 5 request_latency values in aiperf/artifacts/profile_export.jsonl), file says "0.0001 / 0.0002"`,
+				"SUMMARY.md: line 5", "PR.md: result row"}},
+		{name: "edited Task time in results.json, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["task_time"].(map[string]any)["p95_ms"] = 0.5 })
+			},
+			want: []string{q + "/results.json: task_time.p95_ms: evidence says", "(nearest-rank over response bodies in aiperf/artifacts/profile_export_raw.jsonl, field timing.task_ms), file says 0.5"}},
+		{name: "edited images/s in row.md, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 11, "999.9") },
+			want: []string{q + "/row.md: images/s: evidence says"}},
+		{name: "edited raw latency, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceAllRe(t, filepath.Join(dir, q, profileExport), `"request_latency":\{"value":[0-9.]+`, `"request_latency":{"value":1.5`)
+			},
+			want: []string{q + "/aiperf/artifacts/profile_export_aiperf.json: request_latency min / max: evidence says 1.5 ms / 1.5 ms",
+				q + "/results.json: http_latency.p50_ms: evidence says 1.5"}},
+		{name: "Task time source pointed at another field, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["task_time_source"] = "response body timing.handler_ms" })
+			},
+			want: []string{q + "/results.json: task_time.p50_ms: evidence says"}},
+
+		{name: "deleted file", run: "qualified",
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/02-native.log")))
+			},
+			want: []string{q + "/identity/02-native.log: listed in SHA256SUMS: evidence says listed with sha256"}},
+		{name: "deleted file, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/02-native.log")))
+			},
+			want: []string{q + "/identity/02-native.log: exact file set: evidence says required once stage identity passed, as results.json says it did, file says missing"}},
+		{name: "deleted AIPerf export, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.Remove(filepath.Join(dir, q, "aiperf/artifacts/profile_export_console.txt")))
+			},
+			want: []string{q + "/aiperf/artifacts/profile_export_console.txt: exact file set: evidence says required once stage benchmark passed"}},
+		{name: "extra file", run: "qualified",
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "notes.txt"), []byte("trust me\n"), 0o644))
+			},
+			want: []string{q + "/notes.txt: listed in SHA256SUMS: evidence says every file of the run folder listed, file says not listed (added after the run)"}},
+		{name: "extra file, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "notes.txt"), []byte("trust me\n"), 0o644))
+			},
+			want: []string{q + "/notes.txt: exact file set: evidence says no entry of evidencecheck.RowLayout admits it in this row, file says present"}},
+		{name: "extra identity output, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				b, err := os.ReadFile(filepath.Join(dir, q, "identity/05-profiling-http.png"))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "identity/06-profiling-http.png"), b, 0o644))
+			},
+			want: []string{q + "/identity/06-profiling-http.png: exact file set"}},
+		{name: "extra run file, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.md"), []byte("all good\n"), 0o644))
+			},
+			want: []string{"notes.md: exact file set: evidence says no such file in a run folder"}},
+		{name: "a symlink", run: "qualified",
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.Symlink("row.md", filepath.Join(dir, q, "link.md")))
+			},
+			want: []string{q + "/link.md: regular file"}},
+
+		{name: "skip recorded in run.json, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["skips"] = []any{q + ": no GPU on this host"} })
+			},
+			want: []string{q + "/results.json: status qualified: evidence says a run without skips; run.json records 1: " + q + ": no GPU on this host, file says qualified",
+				"SUMMARY.md: line"}},
+		{name: "stage not-run with status qualified, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) { setStage(t, dir, q, "influence", "not-run") },
+			want: []string{q + "/results.json: status qualified: evidence says every stage pass (a qualified row passed all of them), file says stages influence=not-run"}},
+		{name: "stage status skip with status qualified, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) { setStage(t, dir, q, "identity", "skip") },
+			want: []string{q + `/results.json: stage identity status: evidence says pass, fail or not-run, file says skip`,
+				q + "/results.json: status qualified: evidence says every stage pass"}},
+		{name: "stage dropped from the list, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					st := d["stages"].([]any)
+					d["stages"] = st[:len(st)-1]
+				})
+			},
+			want: []string{q + `/results.json: stages: evidence says "preflight build correctness serve benchmark influence identity" (the pipeline, in order)`}},
+		{name: "skipped correctness case, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceAllRe(t, filepath.Join(dir, q, "correctness/junit.xml"), `name="test_refedit_e2e" time="[0-9.]+" */>`, `name="test_refedit_e2e" time="0"><skipped message="no GPU"/></testcase>`)
+			},
+			want: []string{q + "/results.json: correctness.skipped: evidence says 1 (test cases in correctness/junit.xml), file says 0",
+				q + "/results.json: status qualified: evidence says correctness executed > 0, 0 skipped",
+				q + "/row.md: correctness executed / skipped"}},
+		{name: "warmup count changed, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["warmup"] = 2 })
+				setCell(t, dir, q, 6, "5 + 2")
+			},
+			want: []string{q + "/results.json: warmup: evidence says 1 (commands.jsonl aiperf --warmup-request-count), file says 2",
+				q + "/results.json: warmup: evidence says 1 (warmup records in aiperf/artifacts/profile_export_raw.jsonl), file says 2"}},
+		{name: "measured count in the AIPerf command changed, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceIn(t, filepath.Join(dir, q, "commands.jsonl"), `"--request-count","5"`, `"--request-count","6"`)
+			},
+			want: []string{q + "/results.json: measured: evidence says 6 (commands.jsonl aiperf --request-count), file says 5"}},
+		{name: "edited SUMMARY.md status, checksums fixed", run: "drift", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceIn(t, filepath.Join(dir, "SUMMARY.md"), "| failed: stage identity failed |", "| qualified |")
+			},
+			want: []string{"SUMMARY.md: line 5: evidence says"}},
+		{name: "edited index.html status, checksums fixed", run: "drift", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceIn(t, filepath.Join(dir, "index.html"), `data-status="failed"`, `data-status="qualified"`)
+			},
+			want: []string{"index.html: status of " + driftRow + ": evidence says failed"}},
+		{name: "failed row relabelled qualified, checksums fixed", run: "drift", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, driftRow, "results.json"), func(d map[string]any) { d["status"], d["reason"] = "qualified", "" })
+				setCell(t, dir, driftRow, 13, "qualified")
+			},
+			want: []string{driftRow + "/results.json: status qualified: evidence says every stage pass",
+				driftRow + "/results.json: status qualified: evidence says 6/6 native/HTTP pixel matches (every request, warmup included), file says 0/6 from the PNGs in identity/"}},
+		{name: "edited server records, checksums fixed", run: "drift", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceAllRe(t, filepath.Join(dir, driftRow, "serve/records.jsonl"), `"task_ms":[0-9.]+`, `"task_ms":0.25`)
+			},
+			want: []string{driftRow + "/results.json: task_time.p50_ms: evidence says 0.25 (nearest-rank over serve/records.jsonl, field timing.task_ms joined on request_id)"}},
+
+		{name: "edited JUnit property", run: "qualified", junit: true,
+			edit: func(t *testing.T, _, junit string) {
+				replaceAllRe(t, junit, `name="qualkit.http_p50_ms" value="[0-9.]+"`, `name="qualkit.http_p50_ms" value="0.001"`)
+			},
+			want: []string{"/report qualkit.http_p50_ms: evidence says", `(nearest-rank over refedit-v1/aiperf/artifacts/profile_export.jsonl), file says 0.001`}},
+		{name: "edited JUnit status", run: "qualified", junit: true,
+			edit: func(t *testing.T, _, junit string) {
+				replaceIn(t, junit, `name="qualkit.status" value="qualified"`, `name="qualkit.status" value="smoke-passed"`)
+			},
+			want: []string{"/report qualkit.status: evidence says qualified (refedit-v1/results.json), file says smoke-passed"}},
+		{name: "a skipped test case in the JUnit", run: "qualified", junit: true,
+			edit: func(t *testing.T, _, junit string) {
+				replaceAllRe(t, junit, `name="TestMakeTestdata/refedit-v1/influence" time="[0-9.]+"></testcase>`,
+					`name="TestMakeTestdata/refedit-v1/influence" time="0"><skipped message="skip"></skipped></testcase>`)
+			},
+			want: []string{"run.json: skips: evidence says 1 skipped test case(s)",
+				q + "/results.json: status qualified: evidence says 1 skipped test case(s)",
+				"TestMakeTestdata/refedit-v1/influence: evidence says stage influence passed", "file says skipped"}},
+		{name: "a stage case missing from the JUnit", run: "qualified", junit: true,
+			edit: func(t *testing.T, _, junit string) {
+				replaceAllRe(t, junit, `<testcase [^>]*name="TestMakeTestdata/refedit-v1/serve"[^>]*></testcase>`, ``)
+			},
+			want: []string{"TestMakeTestdata/refedit-v1/serve: evidence says stage serve passed", "file says no such test case"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := runCopy(t, tt.run) // untouched, it passes: TestCommittedRunsPass
+			junit := ""
+			if tt.junit {
+				junit = junitCopy(t)
+			}
+			tt.edit(t, dir, junit)
+			if tt.resum {
+				resum(t, dir)
+			}
+			failsWith(t, Check(dir, junit), tt.want...)
+		})
+	}
+}
+
+// A JUnit file of another run proves nothing about this one.
+func TestJUnitOfAnotherRun(t *testing.T) {
+	failsWith(t, Check(runCopy(t, "drift"), junitCopy(t)),
+		"/report qualkit.evidence: evidence says a row of run ",
+		"report case of row "+driftRow+": evidence says a test case whose qualkit.evidence is <evidence>/")
+	failsWith(t, Check(runCopy(t, "qualified"), filepath.Join(t.TempDir(), "none.xml")), "none.xml: readable JUnit")
+}
+
+func setStage(t *testing.T, dir, row, stage, status string) {
+	t.Helper()
+	editJSON(t, filepath.Join(dir, row, "results.json"), func(d map[string]any) {
+		for _, s := range d["stages"].([]any) {
+			if m := s.(map[string]any); m["name"] == stage {
+				m["status"] = status
+			}
+		}
+	})
+}
+
+// Flipping the pictures to Required (once the harness writes them) makes a missing
+// picture a missing file.
+func TestPicturesRequiredOnceFlipped(t *testing.T) {
+	saved := append([]File(nil), RowLayout...)
+	t.Cleanup(func() { RowLayout = saved })
+	for i, f := range RowLayout {
+		if strings.HasPrefix(f.Path, "pictures/") {
+			RowLayout[i].Need, RowLayout[i].Stage = Required, "identity"
+		}
+	}
+	dir := runCopy(t, "qualified")
+	require.NoError(t, Check(dir, ""))
+	require.NoError(t, os.Remove(filepath.Join(dir, qualifiedRow, "pictures/latency.png")))
+	resum(t, dir)
+	failsWith(t, Check(dir, ""), qualifiedRow+"/pictures/latency.png: exact file set: evidence says required once stage identity passed")
+}
+
+// The pictures are re-rendered from the raw records: the committed ones are exactly
+// what PictureInputs gives.
+func TestPictureInputsFromRawRecords(t *testing.T) {
+	dir := runCopy(t, "qualified")
+	sheet, chart, err := PictureInputs(filepath.Join(dir, qualifiedRow))
+	require.NoError(t, err)
+	require.Len(t, sheet.Edits, 6)
+	assert.Equal(t, "00 warmup", sheet.Edits[0].Label)
+	assert.NotNil(t, sheet.Edits[5].Native)
+	require.Len(t, chart.Requests, 6)
+	assert.True(t, chart.Requests[0].Warmup)
+	assert.False(t, chart.Requests[1].Warmup)
+	assert.Equal(t, "response body timing.task_ms", chart.TaskSource)
+
+	_, _, err = PictureInputs(filepath.Join(t.TempDir(), "run", "row"))
+	assert.ErrorIs(t, err, ErrNoRawExport)
+	assert.ErrorIs(t, WritePictures(filepath.Join(t.TempDir(), "run", "row")), ErrNoRawExport)
+}
+
+func TestNearestRank(t *testing.T) {
+	for _, tt := range []struct {
+		xs     []float64
+		p50    float64
+		p95    float64
+		method string
+	}{
+		{[]float64{31.3, 33.0, 91.5, 52.4, 31.4}, 33.0, 91.5, "odd n"},
+		{[]float64{4, 1, 3, 2}, 2, 4, "even n: the lower middle"},
+		{[]float64{7}, 7, 7, "one value"},
+	} {
+		assert.Equal(t, tt.p50, nearestRank(tt.xs, 50), tt.method)
+		assert.Equal(t, tt.p95, nearestRank(tt.xs, 95), tt.method)
+	}
+	xs := make([]float64, 20)
+	for i := range xs {
+		xs[i] = float64(i + 1)
+	}
+	assert.Equal(t, 19.0, nearestRank(xs, 95), "ceil(0.95*20) = 19")
+}
+
+func TestSplitRow(t *testing.T) {
+	cells, ok := splitRow(`| a | b \| c | d |`)
+	require.True(t, ok)
+	assert.Equal(t, []string{"a", "b | c", "d"}, cells)
+	_, ok = splitRow("not a row")
+	assert.False(t, ok)
+}
+
+func TestTaskSource(t *testing.T) {
+	ts, err := parseTaskSource("response body timing.task_ms")
+	require.NoError(t, err)
+	assert.Equal(t, "timing.task_ms", ts.body)
+	ts, err = parseTaskSource("records file timing.task_ms joined on request_id")
+	require.NoError(t, err)
+	assert.Equal(t, taskSource{records: "timing.task_ms", recordID: "request_id"}, ts)
+	_, err = parseTaskSource("a header")
+	assert.Error(t, err)
+}
+
+func TestExtraInputs(t *testing.T) {
+	got, err := extraInputs([]string{`{"guidance_scale":1.0,"seed":42,"size":"64x64"}`})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"guidance_scale": "1.0", "seed": "42", "size": "64x64"}, got)
+	got, err = extraInputs([]string{"seed:42", "size:64x64"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"seed": "42", "size": "64x64"}, got)
+	_, err = extraInputs([]string{"nonsense"})
+	assert.Error(t, err)
+}

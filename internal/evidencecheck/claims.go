@@ -1,0 +1,720 @@
+package evidencecheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+const resultsFile = "results.json"
+
+// check verifies every claim of one row.
+func (r *rowCheck) check() {
+	if r.res == nil {
+		return // missing or unreadable: already reported
+	}
+	if b, ok := r.read("build/bundle.json"); ok {
+		var bi struct {
+			SHA256 string `json:"sha256"`
+		}
+		if json.Unmarshal(b, &bi) == nil {
+			r.bundleSHA = bi.SHA256
+		}
+	}
+	r.readCorrectness()
+	r.checkHeader()
+	r.checkStages()
+	r.checkFixtures()
+	r.checkBuild()
+	r.checkCorrectness()
+	r.checkServe()
+	r.checkCommands()
+	r.checkBenchmark()
+	r.checkTiming()
+	r.checkIdentity()
+	r.checkInfluence()
+	r.checkQualification()
+	r.checkMarkdown()
+	r.checkPictures()
+}
+
+func (r *rowCheck) checkHeader() {
+	res := r.res
+	r.same(resultsFile, "schema", "qualkit.result/1", res.Schema, "")
+	r.same(resultsFile, "row", r.name, res.Row, "the row folder's name")
+	r.same(resultsFile, "checkpoint.name", r.name, res.Checkpoint.Name, "the row folder's name")
+	if r.c.info != nil {
+		r.same(resultsFile, "run_id", r.c.info.RunID, res.RunID, "run.json")
+	}
+}
+
+// checkStages requires the pipeline's stages in order, each pass, fail or not-run,
+// and a status that follows from them.
+func (r *rowCheck) checkStages() {
+	res := r.res
+	var names []string
+	firstFail := ""
+	for _, s := range res.Stages {
+		names = append(names, s.Name)
+		switch s.Status {
+		case "pass", "not-run":
+		case "fail":
+			if firstFail == "" {
+				firstFail = s.Name
+			}
+		default:
+			r.fail(resultsFile, "stage "+s.Name+" status", "pass, fail or not-run", quote(s.Status))
+		}
+	}
+	if res.Status != statusNotRun || len(names) > 1 {
+		r.same(resultsFile, "stages", strings.Join(Stages, " "), strings.Join(names, " "), "the pipeline, in order")
+	}
+	switch res.Status {
+	case statusQualified, statusSmoke, statusPassedNQ:
+		var notPassed []string
+		for _, s := range res.Stages {
+			if s.Status != "pass" {
+				notPassed = append(notPassed, s.Name+"="+s.Status)
+			}
+		}
+		r.truth(len(notPassed) == 0, resultsFile, "status "+res.Status,
+			"every stage pass (a "+res.Status+" row passed all of them)", "stages "+strings.Join(notPassed, ", "))
+	case statusFailed:
+		r.truth(firstFail != "", resultsFile, "status failed", "at least one stage fail", "no stage failed")
+		if firstFail != "" {
+			r.same(resultsFile, "reason", "stage "+firstFail+" failed", res.Reason, "the first failed stage")
+		}
+	case statusNotRun:
+		r.truth(res.Reason != "", resultsFile, "status not-run", "a reason", "none")
+		if r.c.info != nil {
+			listed := false
+			for _, s := range r.c.info.Skips {
+				listed = listed || strings.HasPrefix(s, r.name+": ")
+			}
+			r.truth(listed, resultsFile, "status not-run", "the row in run.json skips", "not listed there")
+			r.truth(!r.c.info.Qualification, resultsFile, "status not-run",
+				"a skip only in a run started with -qualkit.not-qualification", "qualification_run true in run.json")
+		}
+	default:
+		r.fail(resultsFile, "status", "qualified, smoke-passed, passed-not-qualification, failed or not-run", quote(res.Status))
+	}
+}
+
+// checkQualification: a passing status is a claim about every stage's evidence, so each
+// part is re-derived here; "qualified" also needs a run without skips and a full profile.
+func (r *rowCheck) checkQualification() {
+	res := r.res
+	if !res.passing() {
+		return
+	}
+	claim := "status " + res.Status
+	if r.corrOK {
+		cc := r.corr
+		r.truth(cc.Skipped == 0 && cc.Failed == 0 && cc.Errors == 0 && cc.Executed > 0, resultsFile, claim,
+			"correctness executed > 0, 0 skipped, 0 failed, 0 errors (correctness/junit.xml)",
+			fmt.Sprintf("%d executed, %d skipped, %d failed, %d errors", cc.Executed, cc.Skipped, cc.Failed, cc.Errors))
+	} else {
+		r.fail(resultsFile, claim, "a readable correctness/junit.xml", "none")
+	}
+	if r.rawErr == nil {
+		n := r.clientErrors()
+		r.truth(n == 0, resultsFile, claim, "0 failed requests in "+rawExport, fmt.Sprint(n))
+		m, total := r.identityCounts()
+		want := res.Measured + res.Warmup
+		r.truth(m == total && total == want, resultsFile, claim,
+			fmt.Sprintf("%d/%d native/HTTP pixel matches (every request, warmup included)", want, want),
+			fmt.Sprintf("%d/%d from the PNGs in identity/", m, total))
+	} else {
+		r.fail(resultsFile, claim, "a readable "+rawExport, "none")
+	}
+	smoke := res.Checkpoint.Smoke
+	switch res.Status {
+	case statusQualified:
+		r.truth(!smoke, resultsFile, claim, "a full profile (a smoke profile is never qualification)", "checkpoint.smoke true")
+		if info := r.c.info; info != nil {
+			r.truth(len(info.Skips) == 0, resultsFile, claim,
+				fmt.Sprintf("a run without skips; run.json records %d: %s", len(info.Skips), strings.Join(info.Skips, "; ")), res.Status)
+			r.truth(info.Qualification, resultsFile, claim, "a qualification run (run.json qualification_run)", "qualification_run false")
+			r.truth(info.AIPerfVersion == AIPerfVersion, resultsFile, claim, "AIPerf "+AIPerfVersion, "run.json aiperf_version "+quote(info.AIPerfVersion))
+		}
+	case statusSmoke:
+		r.truth(smoke, resultsFile, claim, "checkpoint.smoke true", "false")
+	case statusPassedNQ:
+		if info := r.c.info; info != nil {
+			r.truth(len(info.Skips) > 0 || !info.Qualification || smoke, resultsFile, claim,
+				"a run with skips or not a qualification run", "run.json has no skips and is a qualification run: the row would be qualified")
+		}
+	}
+}
+
+func (r *rowCheck) checkFixtures() {
+	if r.fx == nil {
+		return
+	}
+	const m = "fixtures/manifest.json"
+	for _, im := range r.fx.Images {
+		f := "fixtures/" + im.File
+		b, ok := r.read(f)
+		if !ok {
+			continue // the layout check says it is missing
+		}
+		r.same(f, "sha256 (fixtures/manifest.json)", im.SHA256, bytesSHA256(b), "")
+		r.same(f, "bytes (fixtures/manifest.json)", fmt.Sprint(im.Bytes), fmt.Sprint(len(b)), "")
+		if cfg, _, err := image.DecodeConfig(bytes.NewReader(b)); err == nil {
+			r.same(f, "size (fixtures/manifest.json)", fmt.Sprintf("%dx%d", im.Width, im.Height), fmt.Sprintf("%dx%d", cfg.Width, cfg.Height), "")
+		} else {
+			r.fail(f, "a fixture image", "an image that decodes", err.Error())
+		}
+	}
+	if r.res.Settings != nil {
+		want := map[string]string{}
+		for k, v := range r.fx.Settings {
+			want[k] = jsonText(v)
+		}
+		r.same(resultsFile, "settings", settingsText(want), settingsText(r.res.Settings), m+" settings")
+	}
+}
+
+func (r *rowCheck) checkBuild() {
+	if r.res.Bundle == nil {
+		return
+	}
+	if r.bundleSHA != "" || r.exists("build/bundle.json") {
+		r.same(resultsFile, "bundle.sha256", r.bundleSHA, r.res.Bundle.SHA256, "build/bundle.json")
+	}
+}
+
+func (r *rowCheck) checkCorrectness() {
+	got := r.res.Correctness
+	if got == nil {
+		return
+	}
+	if !r.corrOK {
+		r.fail(resultsFile, "correctness", "counts from a readable correctness/junit.xml", "counts without one")
+		return
+	}
+	want := r.corr
+	const src = "test cases in correctness/junit.xml"
+	r.same(resultsFile, "correctness.total", fmt.Sprint(want.Total), fmt.Sprint(got.Total), src)
+	r.same(resultsFile, "correctness.executed", fmt.Sprint(want.Executed), fmt.Sprint(got.Executed), src)
+	r.same(resultsFile, "correctness.skipped", fmt.Sprint(want.Skipped), fmt.Sprint(got.Skipped), src)
+	r.same(resultsFile, "correctness.failed", fmt.Sprint(want.Failed), fmt.Sprint(got.Failed), src)
+	r.same(resultsFile, "correctness.errors", fmt.Sprint(want.Errors), fmt.Sprint(got.Errors), src)
+}
+
+func (r *rowCheck) checkServe() {
+	b, ok := r.read("serve/startup.json")
+	if !ok {
+		return
+	}
+	var st struct {
+		Runtime string `json:"runtime"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		r.fail("serve/startup.json", "valid JSON", "the server's startup record", err.Error())
+		return
+	}
+	r.same(resultsFile, "runtime", st.Runtime, r.res.Runtime, "serve/startup.json")
+}
+
+type commandRecord struct {
+	Stage    string   `json:"stage"`
+	Args     []string `json:"args"`
+	ExitCode int      `json:"exit_code"`
+}
+
+// checkCommands reads commands.jsonl: the AIPerf command must ask for the row's
+// measured and warmup counts and settings, and in a passing row every command the
+// stages ran (the server aside, which is stopped) exited 0.
+func (r *rowCheck) checkCommands() {
+	const f = "commands.jsonl"
+	if !r.exists(f) {
+		return
+	}
+	var recs []commandRecord
+	err := readJSONL(r.path(f), func(_ int, line []byte) error {
+		var c commandRecord
+		err := json.Unmarshal(line, &c)
+		recs = append(recs, c)
+		return err
+	})
+	if err != nil {
+		r.fail(f, "readable command log", "JSON lines", err.Error())
+		return
+	}
+	var aiperf *commandRecord
+	for i, c := range recs {
+		if c.Stage == "benchmark" && len(c.Args) > 1 && c.Args[1] == "profile" {
+			aiperf = &recs[i]
+		}
+		if r.res.passing() && c.Stage != "serve" {
+			r.truth(c.ExitCode == 0, f, "exit code of "+c.Stage+" command "+baseName(firstArg(c.Args)),
+				"0 (the row claims "+r.res.Status+")", fmt.Sprint(c.ExitCode))
+		}
+	}
+	if aiperf == nil {
+		if r.passed("benchmark") {
+			r.fail(f, "AIPerf command", "an `aiperf profile` command (stage benchmark passed)", "none")
+		}
+		return
+	}
+	flags := map[string][]string{}
+	for i := 2; i < len(aiperf.Args); i++ {
+		if a := aiperf.Args[i]; strings.HasPrefix(a, "--") && i+1 < len(aiperf.Args) && !strings.HasPrefix(aiperf.Args[i+1], "--") {
+			flags[a] = append(flags[a], aiperf.Args[i+1])
+			i++
+		}
+	}
+	one := func(flag string) string { return strings.Join(flags[flag], ",") }
+	r.same(resultsFile, "measured", one("--request-count"), fmt.Sprint(r.res.Measured), f+" aiperf --request-count")
+	r.same(resultsFile, "warmup", one("--warmup-request-count"), fmt.Sprint(r.res.Warmup), f+" aiperf --warmup-request-count")
+	r.same(f, "aiperf --concurrency", "1", one("--concurrency"), "the workload")
+	r.same(f, "aiperf --export-level", "raw", one("--export-level"), "identity replays the raw export")
+	r.same(f, "aiperf --endpoint-type", "image_edit", one("--endpoint-type"), "the workload")
+	if r.res.Settings != nil {
+		got, err := extraInputs(flags["--extra-inputs"])
+		if err != nil {
+			r.fail(f, "aiperf --extra-inputs", "key:value pairs or one JSON object", err.Error())
+			return
+		}
+		r.same(f, "aiperf --extra-inputs", settingsText(r.res.Settings), settingsText(got), "results.json settings")
+	}
+}
+
+// extraInputs reads AIPerf --extra-inputs values: each "key:value", or a JSON object.
+func extraInputs(values []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range values {
+		if strings.HasPrefix(strings.TrimSpace(v), "{") {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(v), &m); err != nil {
+				return nil, fmt.Errorf("%q: %v", v, err)
+			}
+			for k, x := range m {
+				out[k] = jsonText(x)
+			}
+			continue
+		}
+		k, x, ok := strings.Cut(v, ":")
+		if !ok {
+			return nil, fmt.Errorf("%q is not key:value", v)
+		}
+		out[k] = x
+	}
+	return out, nil
+}
+
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+func (r *rowCheck) clientErrors() int {
+	n := 0
+	for _, q := range r.reqs {
+		if q.rec.failed() {
+			n++
+		}
+	}
+	return n
+}
+
+// checkBenchmark re-derives what AIPerf's exports say: the request counts per phase,
+// the failed requests, the settings and images each request carried, and (for a passed
+// benchmark) the content gate on every response.
+func (r *rowCheck) checkBenchmark() {
+	res := r.res
+	if r.rawErr != nil {
+		if r.passed("benchmark") {
+			r.fail(rawExport, "readable", "AIPerf's raw export (stage benchmark passed)", "missing or unreadable")
+		}
+		return
+	}
+	warm, prof := len(r.phase(phaseWarmup)), len(r.phase(phaseProfiling))
+	r.same(resultsFile, "client_errors", fmt.Sprint(r.clientErrors()), fmt.Sprint(res.ClientErrors), "failed records in "+rawExport)
+	if r.passed("benchmark") {
+		r.same(resultsFile, "measured", fmt.Sprint(prof), fmt.Sprint(res.Measured), "profiling records in "+rawExport)
+		r.same(resultsFile, "warmup", fmt.Sprint(warm), fmt.Sprint(res.Warmup), "warmup records in "+rawExport)
+		r.truth(warm+prof == len(r.reqs), rawExport, "benchmark phases", "every record warmup or profiling",
+			fmt.Sprintf("%d records of other phases", len(r.reqs)-warm-prof))
+	}
+	r.checkProfileExport()
+	r.checkSummary(warm, prof)
+
+	pairs := map[string]bool{}
+	fixtureSHA := map[string]string{}
+	if r.fx != nil {
+		for _, im := range r.fx.Images {
+			fixtureSHA[im.File] = im.SHA256
+		}
+		for _, p := range r.fx.Pairs {
+			pairs[fixtureSHA[p.Image]+"\x00"+p.Instruction] = true
+		}
+	}
+	size := res.Settings["size"]
+	for _, q := range r.reqs {
+		where := fmt.Sprintf("request %s (%s)", q.id, q.stem)
+		if q.sentErr != nil {
+			r.fail(rawExport, where+" reference image", "the exact image bytes in the payload", q.sentErr.Error())
+			continue
+		}
+		if r.fx != nil {
+			r.truth(pairs[bytesSHA256(q.sent)+"\x00"+q.rec.prompt()], rawExport, where+" input",
+				"an (image, instruction) pair of fixtures/manifest.json", fmt.Sprintf("image sha256 %s with %q", bytesSHA256(q.sent)[:12], q.rec.prompt()))
+		}
+		if res.Settings != nil {
+			r.same(rawExport, where+" settings", settingsText(res.Settings), settingsText(q.rec.settings()), "results.json settings")
+		}
+		if ua, ok := q.rec.Headers["User-Agent"]; ok {
+			r.same(rawExport, where+" User-Agent", "aiperf/"+AIPerfVersion, ua, "the pinned AIPerf")
+		}
+		if q.httpFile != nil && q.resp != nil {
+			r.truth(bytes.Equal(q.httpFile, q.resp), q.httpRel(), "the HTTP response's PNG",
+				"the bytes of data[0].b64_json in "+rawExport+" (sha256 "+bytesSHA256(q.resp)[:12]+")", "sha256 "+bytesSHA256(q.httpFile)[:12])
+		}
+		if !r.passed("benchmark") || q.rec.failed() {
+			continue
+		}
+		if q.respErr != nil {
+			r.fail(rawExport, where+" response", "a PNG in data[0].b64_json (stage benchmark passed)", q.respErr.Error())
+			continue
+		}
+		out, err := decodePNG(q.resp)
+		if err != nil {
+			r.fail(rawExport, where+" response", "a PNG (stage benchmark passed)", err.Error())
+			continue
+		}
+		r.same(rawExport, where+" output size", size, sizeText(out), "the requested size")
+		r.truth(!isConstant(out), rawExport, where+" output", "not a constant image (stage benchmark passed)", "constant")
+		if in, err := decodeAny(q.sent); err == nil {
+			r.truth(!comparePixels(toNRGBA(in), out).identical(), rawExport, where+" output",
+				"different from the input image (stage benchmark passed)", "the input's pixels")
+		}
+	}
+}
+
+func decodeAny(b []byte) (image.Image, error) {
+	img, _, err := image.Decode(bytes.NewReader(b))
+	return img, err
+}
+
+// checkProfileExport: the per-request export and the raw export are the same requests.
+func (r *rowCheck) checkProfileExport() {
+	if !r.profOK {
+		return
+	}
+	key := func(m recordMeta) string {
+		return fmt.Sprintf("%s %s %d..%d", m.XRequestID, m.BenchmarkPhase, m.RequestStartNs, m.RequestEndNs)
+	}
+	var want, got []string
+	for _, q := range r.reqs {
+		want = append(want, key(q.rec.Metadata))
+	}
+	for _, p := range r.prof {
+		got = append(got, key(p.Metadata))
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	r.truth(reflect.DeepEqual(want, got), profileExport, "requests",
+		fmt.Sprintf("the %d requests of %s (id, phase, start, end)", len(want), rawExport), fmt.Sprintf("%d requests that differ", len(got)))
+}
+
+// checkSummary compares AIPerf's own summary and phase manifest with the records.
+func (r *rowCheck) checkSummary(warm, prof int) {
+	if b, ok := r.read(summaryExport); ok {
+		var s summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			r.fail(summaryExport, "valid JSON", "AIPerf's summary", err.Error())
+		} else {
+			r.same(summaryExport, "aiperf_version", AIPerfVersion, s.AIPerfVersion, "the pin")
+			if info := r.c.info; info != nil {
+				r.c.same("run.json", "aiperf_version", s.AIPerfVersion, info.AIPerfVersion, r.name+"/"+summaryExport)
+			}
+			var lat []float64
+			for _, q := range r.phase(phaseProfiling) {
+				if q.client {
+					lat = append(lat, q.clientMs)
+				}
+			}
+			if s.RequestLatency.Count != nil {
+				r.same(summaryExport, "request_latency.count", fmt.Sprint(len(lat)), fmt.Sprint(*s.RequestLatency.Count), "profiling records of "+profileExport)
+			}
+			if len(lat) > 0 && s.RequestLatency.Min != nil && s.RequestLatency.Max != nil {
+				sort.Float64s(lat)
+				r.truth(nearlyEqual(lat[0], *s.RequestLatency.Min) && nearlyEqual(lat[len(lat)-1], *s.RequestLatency.Max), summaryExport,
+					"request_latency min / max", fmtMs(lat[0])+" / "+fmtMs(lat[len(lat)-1])+" ("+profileExport+")",
+					fmtMs(*s.RequestLatency.Min)+" / "+fmtMs(*s.RequestLatency.Max))
+			}
+		}
+	}
+	b, ok := r.read(phaseManifest)
+	if !ok {
+		return
+	}
+	var pm struct {
+		Phases []phaseEntry `json:"phases"`
+	}
+	if err := json.Unmarshal(b, &pm); err != nil {
+		r.fail(phaseManifest, "valid JSON", "AIPerf's phase manifest", err.Error())
+		return
+	}
+	counts := map[string]int{}
+	errs := 0
+	for _, p := range pm.Phases {
+		counts[p.Kind] += p.Total
+		errs += p.Errors
+	}
+	r.same(phaseManifest, "warmup total_request_count", fmt.Sprint(warm), fmt.Sprint(counts[phaseWarmup]), "warmup records of "+rawExport)
+	r.same(phaseManifest, "profiling total_request_count", fmt.Sprint(prof), fmt.Sprint(counts[phaseProfiling]), "profiling records of "+rawExport)
+	r.same(phaseManifest, "error_request_count", fmt.Sprint(r.clientErrors()), fmt.Sprint(errs), "failed records of "+rawExport)
+}
+
+// nearlyEqual is equality up to float noise, for numbers two programs computed apart.
+func nearlyEqual(a, b float64) bool {
+	return a == b || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
+
+func fmtMs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + " ms" }
+
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// checkTiming recomputes the two timing columns, images/s and the overhead ratio.
+func (r *rowCheck) checkTiming() {
+	res := r.res
+	if res.HTTP == nil && res.Task == nil && res.ImagesPerS == 0 && res.Overhead == nil {
+		if r.passed("benchmark") {
+			r.fail(resultsFile, "http_latency, task_time", "both columns (stage benchmark passed)", "none")
+		}
+		return
+	}
+	if r.rawErr != nil {
+		r.fail(resultsFile, "timing", "a readable "+rawExport+" to derive it from", "timing claims without one")
+		return
+	}
+	client, task, problems := r.measuredTimes()
+	if len(problems) > 0 {
+		r.fail(resultsFile, "http_latency, task_time", "no value for every measured request: "+strings.Join(problems, "; "), "values")
+		return
+	}
+	q := func(name string, got *quantiles, xs []float64, src string) {
+		if got == nil {
+			r.fail(resultsFile, name, "both timing columns", "none")
+			return
+		}
+		src = PercentileMethod + " over " + src
+		r.same(resultsFile, name+".p50_ms", fmtNum(nearestRank(xs, 50)), fmtNum(got.P50), src)
+		r.same(resultsFile, name+".p95_ms", fmtNum(nearestRank(xs, 95)), fmtNum(got.P95), src)
+		r.same(resultsFile, name+".count", fmt.Sprint(len(xs)), fmt.Sprint(got.Count), "profiling records")
+		r.same(resultsFile, name+".method", PercentileMethod, got.Method, "")
+	}
+	q("http_latency", res.HTTP, client, "request_latency of the profiling records in "+profileExport)
+	q("task_time", res.Task, task, r.taskSrc)
+	ips := r.imagesPerSecond()
+	r.truth(nearlyEqual(ips, res.ImagesPerS), resultsFile, "images_per_s",
+		fmtNum(ips)+" (profiling records / (last request_end_ns - first request_start_ns) in "+rawExport+")", fmtNum(res.ImagesPerS))
+	if res.Overhead != nil && len(client) > 0 {
+		d := nearestRank(client, 50) - nearestRank(task, 50)
+		r.truth(nearlyEqual(d, res.Overhead.P50DiffMs), resultsFile, "http_overhead.client_p50_minus_task_p50_ms", fmtNum(d)+" (the two p50s)", fmtNum(res.Overhead.P50DiffMs))
+		f := d / nearestRank(client, 50)
+		r.truth(nearlyEqual(f, res.Overhead.Fraction), resultsFile, "http_overhead.fraction_of_client_p50", fmtNum(f), fmtNum(res.Overhead.Fraction))
+	}
+}
+
+// identityCounts decodes every HTTP/native PNG pair: (pixel matches, requests).
+func (r *rowCheck) identityCounts() (int, int) {
+	m := 0
+	for _, q := range r.reqs {
+		if d, ok := r.pairDiff(q); ok && d.identical() {
+			m++
+		}
+	}
+	return m, len(r.reqs)
+}
+
+// pairDiff compares one request's HTTP and native PNGs; false when either is missing
+// or does not decode. Decoding is cached: the pair is compared once.
+func (r *rowCheck) pairDiff(q *request) (comparison, bool) {
+	if r.diffs == nil {
+		r.diffs = map[int]*pairResult{}
+	}
+	if p, ok := r.diffs[q.index]; ok {
+		return p.d, p.ok
+	}
+	p := &pairResult{}
+	r.diffs[q.index] = p
+	if q.httpFile == nil || q.native == nil {
+		return p.d, false
+	}
+	a, err1 := decodePNG(q.httpFile)
+	b, err2 := decodePNG(q.native)
+	if err1 != nil || err2 != nil {
+		return p.d, false
+	}
+	p.d, p.ok = comparePixels(a, b), true
+	return p.d, p.ok
+}
+
+type pairResult struct {
+	d  comparison
+	ok bool
+}
+
+// checkIdentity compares results.json identity and identity/identity.json with the PNGs.
+func (r *rowCheck) checkIdentity() {
+	if r.res.Identity == nil && !r.exists("identity/identity.json") {
+		if r.passed("identity") {
+			r.fail(resultsFile, "identity", "a native/HTTP comparison (stage identity passed)", "none")
+		}
+		return
+	}
+	if r.rawErr != nil {
+		r.fail(resultsFile, "identity", "a readable "+rawExport+" naming the requests", "identity claims without one")
+		return
+	}
+	var fromFile *identitySummary
+	if b, ok := r.read("identity/identity.json"); ok {
+		var s identitySummary
+		if err := json.Unmarshal(b, &s); err != nil {
+			r.fail("identity/identity.json", "valid JSON", "the identity summary", err.Error())
+		} else {
+			fromFile = &s
+		}
+	}
+	for _, c := range []struct {
+		file string
+		s    *identitySummary
+	}{{resultsFile, r.res.Identity}, {"identity/identity.json", fromFile}} {
+		if c.s != nil {
+			r.checkIdentitySummary(c.file, c.s)
+		}
+	}
+	if r.passed("identity") {
+		m, total := r.identityCounts()
+		want := r.res.Measured + r.res.Warmup
+		r.truth(m == total && total == want, "identity", "stage identity passed",
+			fmt.Sprintf("%d/%d pixel-identical pairs", want, want), fmt.Sprintf("%d/%d", m, total))
+	}
+}
+
+func (r *rowCheck) checkIdentitySummary(file string, s *identitySummary) {
+	m, total := r.identityCounts()
+	bytesSame := 0
+	for _, q := range r.reqs {
+		if q.httpFile != nil && q.native != nil && bytes.Equal(q.httpFile, q.native) {
+			bytesSame++
+		}
+	}
+	const src = "decoded PNG pairs in identity/"
+	r.same(file, "identity.total", fmt.Sprint(total), fmt.Sprint(s.Total), "records in "+rawExport)
+	r.same(file, "identity.pixel_matches", fmt.Sprint(m), fmt.Sprint(s.PixelMatches), src)
+	r.same(file, "identity.byte_identical", fmt.Sprint(bytesSame), fmt.Sprint(s.ByteIdentical), "byte-equal PNG pairs in identity/")
+	if len(s.Requests) != len(r.reqs) {
+		r.same(file, "identity.requests", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(s.Requests)), "records in "+rawExport)
+		return
+	}
+	for i, got := range s.Requests {
+		q := r.reqs[i]
+		at := fmt.Sprintf("identity.requests[%d].", i)
+		r.same(file, at+"request_id", q.id, got.RequestID, rawExport)
+		r.same(file, at+"phase", q.phase, got.Phase, rawExport)
+		r.same(file, at+"prompt", q.rec.prompt(), got.Prompt, rawExport)
+		if got.InputSHA256 != "" && q.sentErr == nil {
+			r.same(file, at+"input_sha256", bytesSHA256(q.sent), got.InputSHA256, "the payload image in "+rawExport)
+		}
+		if got.HTTPFile != "" {
+			r.same(file, at+"http_file", q.httpRel(), got.HTTPFile, "")
+		}
+		if got.NativeFile != "" {
+			r.same(file, at+"native_file", q.nativeRel(), got.NativeFile, "")
+		}
+		if got.HTTPSHA256 != "" {
+			r.same(file, at+"http_sha256", shaOrNone(q.httpFile), got.HTTPSHA256, q.httpRel())
+		}
+		if got.NativeSHA256 != "" {
+			r.same(file, at+"native_sha256", shaOrNone(q.native), got.NativeSHA256, q.nativeRel())
+		}
+		if d, ok := r.pairDiff(q); ok {
+			r.truth(d.identical() == (got.Pixels == "pixel-identical"), file, at+"pixels", d.String()+" ("+q.httpRel()+" vs "+q.nativeRel()+")", quote(got.Pixels))
+		} else if got.Pixels == "pixel-identical" {
+			r.fail(file, at+"pixels", "no decodable pair to compare", quote(got.Pixels))
+		}
+		if q.phase == phaseProfiling && got.ClientMs != 0 {
+			r.truth(q.client && nearlyEqual(q.clientMs, got.ClientMs), file, at+"client_latency_ms", fmtNum(q.clientMs)+" ("+profileExport+")", fmtNum(got.ClientMs))
+		}
+		if got.TaskMs != 0 {
+			v, ok := r.tasks[q.id]
+			r.truth(ok && nearlyEqual(v, got.TaskMs), file, at+"task_ms", fmtNum(v)+" ("+r.taskSrc+")", fmtNum(got.TaskMs))
+		}
+	}
+}
+
+func shaOrNone(b []byte) string {
+	if b == nil {
+		return "no file"
+	}
+	return bytesSHA256(b)
+}
+
+// checkInfluence decodes the three influence outputs: the same request twice must match,
+// and another reference image must change the output.
+func (r *rowCheck) checkInfluence() {
+	var imgs []*imageFile
+	for _, f := range []string{"influence/a.png", "influence/a-repeat.png", "influence/b.png"} {
+		b, ok := r.read(f)
+		if !ok {
+			return
+		}
+		img, err := decodePNG(b)
+		if err != nil {
+			r.fail(f, "an influence output", "a PNG", err.Error())
+			return
+		}
+		imgs = append(imgs, &imageFile{f, img})
+	}
+	repeat, other := comparePixels(imgs[0].img, imgs[1].img), comparePixels(imgs[0].img, imgs[2].img)
+	if r.passed("influence") {
+		r.truth(repeat.identical(), "influence/a-repeat.png", "stage influence passed", "pixel-identical to influence/a.png", repeat.String())
+		r.truth(!other.identical(), "influence/b.png", "stage influence passed", "different from influence/a.png (the reference image matters)", "pixel-identical")
+	}
+	check := func(file string, raw []byte) {
+		var got influence
+		if err := json.Unmarshal(raw, &got); err != nil {
+			r.fail(file, "influence", "the influence result", err.Error())
+			return
+		}
+		for _, c := range []struct {
+			name string
+			want comparison
+			got  pixelDiff
+		}{{"repeat", repeat, got.Repeat}, {"other", other, got.Other}} {
+			src := "influence/a.png vs influence/" + map[string]string{"repeat": "a-repeat.png", "other": "b.png"}[c.name]
+			r.same(file, "influence."+c.name+".same_size", fmt.Sprint(c.want.sameSize), fmt.Sprint(c.got.SameSize), src)
+			r.same(file, "influence."+c.name+".differing_pixels", fmt.Sprint(c.want.differing), fmt.Sprint(c.got.DifferingPixel), src)
+			r.same(file, "influence."+c.name+".max_abs_diff", fmt.Sprint(c.want.maxAbs), fmt.Sprint(c.got.MaxAbs), src)
+			r.truth(nearlyEqual(c.want.meanAbs, c.got.MeanAbs), file, "influence."+c.name+".mean_abs_diff", fmtNum(c.want.meanAbs)+" ("+src+")", fmtNum(c.got.MeanAbs))
+		}
+		if r.fx != nil {
+			r.same(file, "influence.instruction", r.fx.Influence.Instruction, got.Instruction, "fixtures/manifest.json")
+			r.same(file, "influence.images", strings.Join(r.fx.Influence.Images, " "), strings.Join(got.Images, " "), "fixtures/manifest.json")
+		}
+	}
+	if len(r.res.InfluenceRaw) > 0 && string(r.res.InfluenceRaw) != "null" {
+		check(resultsFile, r.res.InfluenceRaw)
+	}
+	if b, ok := r.read("influence/influence.json"); ok {
+		check("influence/influence.json", b)
+	}
+}
+
+type imageFile struct {
+	name string
+	img  *image.NRGBA
+}

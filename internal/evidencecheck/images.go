@@ -1,0 +1,118 @@
+package evidencecheck
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"image/draw"
+	_ "image/jpeg" // a fixture may be a JPEG
+	"image/png"
+)
+
+var pngSignature = []byte("\x89PNG\r\n\x1a\n")
+
+func decodePNG(b []byte) (*image.NRGBA, error) {
+	if !bytes.HasPrefix(b, pngSignature) {
+		return nil, errors.New("not a PNG")
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("PNG does not decode: %v", err)
+	}
+	return toNRGBA(img), nil
+}
+
+// toNRGBA is the 8-bit non-premultiplied form every comparison uses.
+func toNRGBA(img image.Image) *image.NRGBA {
+	if n, ok := img.(*image.NRGBA); ok && n.Rect.Min == (image.Point{}) {
+		return n
+	}
+	b := img.Bounds()
+	out := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.Draw(out, out.Rect, img, b.Min, draw.Src)
+	return out
+}
+
+func sizeText(img image.Image) string {
+	return fmt.Sprintf("%dx%d", img.Bounds().Dx(), img.Bounds().Dy())
+}
+
+// comparison is two decoded images compared channel by channel.
+type comparison struct {
+	sameSize  bool
+	differing int
+	maxAbs    int
+	meanAbs   float64
+	firstX    int
+	firstY    int
+}
+
+func (d comparison) identical() bool { return d.sameSize && d.differing == 0 }
+
+func (d comparison) String() string {
+	switch {
+	case !d.sameSize:
+		return "sizes differ"
+	case d.differing == 0:
+		return "pixel-identical"
+	}
+	return fmt.Sprintf("%d pixel(s) differ (max %d), first at (%d,%d)", d.differing, d.maxAbs, d.firstX, d.firstY)
+}
+
+func comparePixels(a, b *image.NRGBA) comparison {
+	if a.Rect.Size() != b.Rect.Size() {
+		return comparison{}
+	}
+	d := comparison{sameSize: true, firstX: -1, firstY: -1}
+	w, h := a.Rect.Dx(), a.Rect.Dy()
+	var sum int64
+	for y := 0; y < h; y++ {
+		ra := a.Pix[y*a.Stride : y*a.Stride+4*w]
+		rb := b.Pix[y*b.Stride : y*b.Stride+4*w]
+		if bytes.Equal(ra, rb) {
+			continue
+		}
+		for x := 0; x < w; x++ {
+			differs := false
+			for ch := 0; ch < 4; ch++ {
+				v := int(ra[4*x+ch]) - int(rb[4*x+ch])
+				if v < 0 {
+					v = -v
+				}
+				if v > 0 {
+					differs = true
+					sum += int64(v)
+					d.maxAbs = max(d.maxAbs, v)
+				}
+			}
+			if differs {
+				if d.differing == 0 {
+					d.firstX, d.firstY = x, y
+				}
+				d.differing++
+			}
+		}
+	}
+	if w*h > 0 {
+		d.meanAbs = float64(sum) / float64(4*w*h)
+	}
+	return d
+}
+
+func isConstant(img *image.NRGBA) bool {
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	if w*h == 0 {
+		return true
+	}
+	first := img.Pix[0:4]
+	for y := 0; y < h; y++ {
+		row := img.Pix[y*img.Stride : y*img.Stride+4*w]
+		for x := 0; x < w; x++ {
+			if !bytes.Equal(row[4*x:4*x+4], first) {
+				return false
+			}
+		}
+	}
+	return true
+}

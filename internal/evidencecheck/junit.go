@@ -1,0 +1,239 @@
+package evidencecheck
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+type junitProp struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name       string      `xml:"name,attr"`
+	ClassName  string      `xml:"classname,attr"`
+	Failures   []struct{}  `xml:"failure"`
+	Errors     []struct{}  `xml:"error"`
+	Skipped    *struct{}   `xml:"skipped"`
+	Properties []junitProp `xml:"properties>property"`
+}
+
+func (tc junitCase) prop(name string) (string, bool) {
+	for _, p := range tc.Properties {
+		if p.Name == name {
+			return p.Value, true
+		}
+	}
+	return "", false
+}
+
+func (tc junitCase) outcome() string {
+	switch {
+	case tc.Skipped != nil:
+		return "skipped"
+	case len(tc.Errors) > 0:
+		return "error"
+	case len(tc.Failures) > 0:
+		return "failed"
+	}
+	return "passed"
+}
+
+// junitNode is a <testsuites> or <testsuite>: pytest's and gotestsum's both parse.
+type junitNode struct {
+	Cases  []junitCase `xml:"testcase"`
+	Suites []junitNode `xml:"testsuite"`
+}
+
+func (n junitNode) walk(each func(junitCase)) {
+	for _, tc := range n.Cases {
+		each(tc)
+	}
+	for _, s := range n.Suites {
+		s.walk(each)
+	}
+}
+
+// The JUnit properties the harness puts on each row's report test case.
+const (
+	propStatus    = "qualkit.status"
+	propEvidence  = "qualkit.evidence"
+	propErrors    = "qualkit.client_errors"
+	propBundle    = "qualkit.bundle_sha256"
+	propMatches   = "qualkit.native_http_matches"
+	propHTTPP50   = "qualkit.http_p50_ms"
+	propHTTPP95   = "qualkit.http_p95_ms"
+	propTaskP50   = "qualkit.task_p50_ms"
+	propTaskP95   = "qualkit.task_p95_ms"
+	propImagesPer = "qualkit.images_per_s"
+)
+
+// checkJUnit compares the JUnit file of the run (gotestsum's, with t.Attr properties)
+// with the evidence: each row's report case carries the row's numbers, each stage case
+// exists and passed where the row claims it did, and no skip hides behind a pass.
+func (c *checker) checkJUnit(junitPath string) {
+	file := junitPath
+	if abs, err := filepath.Abs(junitPath); err == nil {
+		if rel, err := filepath.Rel(c.dir, abs); err == nil && !strings.HasPrefix(rel, "..") {
+			file = filepath.ToSlash(rel)
+		}
+	}
+	b, err := os.ReadFile(junitPath)
+	if err != nil {
+		c.fail(file, "readable JUnit", "the JUnit file of the run", err.Error())
+		return
+	}
+	var root junitNode
+	if err := xml.Unmarshal(b, &root); err != nil {
+		c.fail(file, "readable JUnit", "JUnit XML", err.Error())
+		return
+	}
+	var cases []junitCase
+	root.walk(func(tc junitCase) { cases = append(cases, tc) })
+	runID := filepath.Base(filepath.Clean(c.dir))
+	if c.info != nil && c.info.RunID != "" {
+		runID = c.info.RunID
+	}
+	reports := map[string]junitCase{}
+	for _, tc := range cases {
+		ev, ok := tc.prop(propEvidence)
+		if !ok {
+			continue
+		}
+		ev = filepath.ToSlash(filepath.Clean(ev))
+		row, run := path.Base(ev), path.Base(path.Dir(ev))
+		if run != runID {
+			c.fail(file, tc.Name+" "+propEvidence, "a row of run "+runID, ev+" (another run's JUnit)")
+			continue
+		}
+		reports[row] = tc
+	}
+	for _, r := range c.rows {
+		tc, ok := reports[r.name]
+		if !ok && r.res != nil && r.res.Status == statusNotRun {
+			continue // a skipped row never reaches its report case
+		}
+		if !ok {
+			c.fail(file, "report case of row "+r.name, "a test case whose "+propEvidence+" is <evidence>/"+runID+"/"+r.name, "none")
+			continue
+		}
+		r.checkJUnitCase(file, tc, cases)
+	}
+	for row := range reports {
+		if !c.hasRow(row) {
+			c.fail(file, "report case of row "+row, "rows "+strings.Join(c.rep.Rows, ", ")+" (run.json)", "a report case for "+row)
+		}
+	}
+	c.checkJUnitSkips(file, reports, cases)
+}
+
+func (c *checker) hasRow(name string) bool {
+	for _, r := range c.rows {
+		if r.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// checkJUnitSkips: a skipped test case in the package of the qualification tests means
+// the run had a skip, and such a run qualifies nothing (and run.json must say so).
+func (c *checker) checkJUnitSkips(file string, reports map[string]junitCase, cases []junitCase) {
+	packages := map[string]bool{}
+	for _, tc := range reports {
+		packages[tc.ClassName] = true
+	}
+	var skipped []string
+	for _, tc := range cases {
+		if packages[tc.ClassName] && tc.Skipped != nil {
+			skipped = append(skipped, tc.Name)
+		}
+	}
+	sort.Strings(skipped)
+	if len(skipped) == 0 {
+		return
+	}
+	list := fmt.Sprintf("%d skipped test case(s) in %s: %s", len(skipped), file, strings.Join(skipped, ", "))
+	if c.info != nil && len(c.info.Skips) == 0 {
+		c.fail("run.json", "skips", list, "none")
+	}
+	for _, r := range c.rows {
+		if r.res != nil && r.res.Status == statusQualified {
+			r.fail("results.json", "status "+statusQualified, list+": a run with a skip qualifies nothing", r.res.Status)
+		}
+		if tc, ok := reports[r.name]; ok {
+			if st, _ := tc.prop(propStatus); st == statusQualified {
+				c.fail(file, tc.Name+" "+propStatus, list+": a run with a skip qualifies nothing", st)
+			}
+		}
+	}
+}
+
+// checkJUnitCase compares one row's report case and its stage cases with the evidence.
+func (r *rowCheck) checkJUnitCase(file string, tc junitCase, cases []junitCase) {
+	c := r.c
+	prop := func(name, want, source string) {
+		got, ok := tc.prop(name)
+		if !ok {
+			got = "no such property"
+		}
+		c.same(file, tc.Name+" "+name, want, got, source)
+	}
+	if r.res == nil {
+		return
+	}
+	prop(propStatus, r.res.Status, r.name+"/results.json")
+	if r.rawErr == nil {
+		prop(propErrors, fmt.Sprint(r.clientErrors()), "failed records in "+r.name+"/"+rawExport)
+	}
+	if r.bundleSHA != "" {
+		prop(propBundle, r.bundleSHA, r.name+"/build/bundle.json")
+	}
+	if r.res.Identity != nil {
+		m, total := r.identityCounts()
+		prop(propMatches, fmt.Sprintf("%d/%d", m, total), "decoded PNG pairs in "+r.name+"/identity")
+	}
+	if r.res.HTTP != nil && r.res.Task != nil {
+		client, task, problems := r.measuredTimes()
+		if len(problems) == 0 {
+			src := "nearest-rank over " + r.name + "/" + profileExport
+			prop(propHTTPP50, fmt.Sprintf("%.3f", nearestRank(client, 50)), src)
+			prop(propHTTPP95, fmt.Sprintf("%.3f", nearestRank(client, 95)), src)
+			src = "nearest-rank over " + r.taskSrc
+			prop(propTaskP50, fmt.Sprintf("%.3f", nearestRank(task, 50)), src)
+			prop(propTaskP95, fmt.Sprintf("%.3f", nearestRank(task, 95)), src)
+			prop(propImagesPer, fmt.Sprintf("%.4f", r.imagesPerSecond()), "request_start_ns/request_end_ns in "+r.name+"/"+rawExport)
+		}
+	}
+	prefix := strings.TrimSuffix(tc.Name, "/report")
+	for _, st := range Stages {
+		name := prefix + "/" + st
+		var found *junitCase
+		for i := range cases {
+			if cases[i].Name == name && cases[i].ClassName == tc.ClassName {
+				found = &cases[i]
+			}
+		}
+		want := "passed"
+		if !r.passed(st) {
+			if !r.res.passing() {
+				continue // a failed or skipped row's stage cases may say anything but passed-and-qualified
+			}
+			want = "passed (the row claims " + r.res.Status + ")"
+		}
+		got := "no such test case"
+		if found != nil {
+			got = found.outcome()
+		}
+		if got != "passed" {
+			c.fail(file, name, "stage "+st+" "+want+" ("+r.name+"/results.json)", got)
+		}
+		c.rep.Claims++
+	}
+}

@@ -1,0 +1,269 @@
+package evidencecheck
+
+import (
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Need says when a file of the layout must be present.
+type Need string
+
+const (
+	// Required: must be present once Stage passed (Stage "": in every row), and may be
+	// present before.
+	Required Need = "required"
+	// Optional: may be present, never must; checked when present.
+	Optional Need = "optional"
+	// FamilyTree: Path ends in "/**"; any file below belongs to the family's own tool
+	// (its correctness artifacts), whose names the harness does not define.
+	FamilyTree Need = "family tree"
+	// FailedTree: Path ends in "/**"; any file below is admitted while Stage has not
+	// passed (a failing tool leaves what it leaves); once Stage passed, only the files
+	// listed by name are.
+	FailedTree Need = "failed-stage tree"
+)
+
+// File is one entry of the evidence layout. In Path, {i} is a request's two-digit index
+// in AIPerf's raw export, {phase} its benchmark phase (both expanded from the raw export
+// itself), and {fixture} an image file named by fixtures/manifest.json.
+type File struct {
+	Path  string
+	Stage string
+	Need  Need
+}
+
+// RunLayout is the run folder's own files; beside them, only one folder per row of run.json.
+var RunLayout = []File{
+	{"run.json", "", Required},
+	{"SUMMARY.md", "", Required},
+	{"SHA256SUMS", "", Required},
+	{"PR.md", "", Required},      // prsummary.Write, called by Suite.Finish
+	{"index.html", "", Required}, // prsummary.Write, called by Suite.Finish
+}
+
+// RowLayout is every file a row folder must and may hold: the one list to edit when the
+// harness writes a new file. A file that no entry admits is an extra file, and fails.
+var RowLayout = []File{
+	{"preflight.json", "", Required},
+	{"results.json", "", Required},
+	{"row.md", "", Required},
+	{"commands.jsonl", "correctness", Required},
+
+	{"fixtures/manifest.json", "preflight", Required},
+	{"fixtures/{fixture}", "preflight", Required},
+
+	{"build/bundle.json", "build", Required},
+	{"build/tools.log", "", Optional},
+	{"build/build.log", "", Optional}, // absent when the bundle came from the cache
+
+	{"correctness/junit.xml", "correctness", Required},
+	{"correctness/output.log", "correctness", Required},
+	{"correctness/artifacts/**", "", FamilyTree},
+
+	{"serve/server.log", "serve", Required},
+	{"serve/startup.json", "serve", Required},
+	{"serve/records.jsonl", "", Optional}, // required by the timing claim when Task time comes from it
+	{"serve/image-build.log", "", Optional},
+	{"serve/testcontainers.log", "", Optional},
+
+	{"aiperf/inputs.jsonl", "benchmark", Required},
+	{"aiperf/aiperf.log", "benchmark", Required},
+	// AIPerf 0.13.0's export set with --export-level raw.
+	{"aiperf/artifacts/profile_export.jsonl", "benchmark", Required},
+	{"aiperf/artifacts/profile_export_raw.jsonl", "benchmark", Required},
+	{"aiperf/artifacts/profile_export_aiperf.json", "benchmark", Required},
+	{"aiperf/artifacts/profile_export_aiperf.csv", "benchmark", Required},
+	{"aiperf/artifacts/profile_export_console.txt", "benchmark", Required},
+	{"aiperf/artifacts/inputs.json", "benchmark", Required},
+	{"aiperf/artifacts/phase_manifest.json", "benchmark", Required},
+	{"aiperf/artifacts/.aiperf_results_ready.json", "benchmark", Required},
+	{"aiperf/artifacts/logs/aiperf.log", "benchmark", Required},
+	{"aiperf/artifacts/phases/{phase}/profile_export_aiperf.json", "benchmark", Required},
+	{"aiperf/artifacts/phases/{phase}/profile_export_aiperf.csv", "benchmark", Required},
+	{"aiperf/artifacts/**", "benchmark", FailedTree},
+
+	{"influence/a.png", "influence", Required},
+	{"influence/a-repeat.png", "influence", Required},
+	{"influence/b.png", "influence", Required},
+	{"influence/influence.json", "influence", Required},
+
+	{"identity/{i}-{phase}-http.png", "benchmark", Required},
+	{"identity/{i}-{phase}-native.png", "identity", Required},
+	{"identity/{i}-native.log", "identity", Required},
+	{"identity/identity.json", "identity", Required},
+
+	// The pictures Suite.Finish draws from the raw files (evidencecheck.WritePictures).
+	{"pictures/contact-sheet.png", "identity", Required},
+	{"pictures/latency.png", "identity", Required},
+}
+
+// expansion is what the placeholders of RowLayout stand for in one row.
+type expansion struct {
+	requests []string // "00-warmup", ... from the raw export; nil when it is unreadable
+	fixtures []string // from fixtures/manifest.json; nil when it is unreadable
+}
+
+// expand lists the paths an entry stands for, or returns a pattern when the data that
+// would expand it is missing.
+func (e expansion) expand(path string) (paths []string, pattern *regexp.Regexp) {
+	if strings.Contains(path, "{fixture}") {
+		if e.fixtures == nil {
+			return nil, placeholderPattern(path)
+		}
+		for _, f := range e.fixtures {
+			paths = append(paths, strings.ReplaceAll(path, "{fixture}", f))
+		}
+		return paths, nil
+	}
+	if strings.Contains(path, "{i}") || strings.Contains(path, "{phase}") {
+		if e.requests == nil {
+			return nil, placeholderPattern(path)
+		}
+		seen := map[string]bool{}
+		for _, req := range e.requests {
+			i, phase, _ := strings.Cut(req, "-")
+			p := strings.ReplaceAll(strings.ReplaceAll(path, "{i}", i), "{phase}", phase)
+			if !seen[p] {
+				seen[p] = true
+				paths = append(paths, p)
+			}
+		}
+		return paths, nil
+	}
+	return []string{path}, nil
+}
+
+func placeholderPattern(path string) *regexp.Regexp {
+	q := regexp.QuoteMeta(path)
+	q = strings.ReplaceAll(q, `\{i\}`, `[0-9]{2,}`)
+	q = strings.ReplaceAll(q, `\{phase\}`, `[a-z_]+`)
+	q = strings.ReplaceAll(q, `\{fixture\}`, `[^/]+`)
+	return regexp.MustCompile("^" + q + "$")
+}
+
+// walk lists every regular file of the run folder, relative and slash-separated.
+// Anything else (a symlink, a device) is a problem: the checksums could not cover it.
+func (c *checker) walk() map[string]bool {
+	files := map[string]bool{}
+	filepath.WalkDir(c.dir, func(path string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(c.dir, path)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case err != nil:
+			c.fail(rel, "readable", "a readable file", err.Error())
+			return nil
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			c.fail(rel, "regular file", "only regular files (SHA256SUMS covers nothing else)", d.Type().String())
+			return nil
+		}
+		files[rel] = true
+		return nil
+	})
+	return files
+}
+
+// checkLayout requires the exact file set: the run's own files, one folder per row of
+// run.json, and in each row folder what RowLayout requires and admits.
+func (c *checker) checkLayout(files map[string]bool) {
+	rowNames := map[string]bool{}
+	if c.info != nil {
+		for _, r := range c.info.Rows {
+			rowNames[r] = true
+		}
+	}
+	byRow := map[string][]string{}
+	for f := range files {
+		top, rest, nested := strings.Cut(f, "/")
+		switch {
+		case !nested:
+			if !admitted(RunLayout, f) {
+				c.fail(f, "exact file set", "no such file in a run folder (evidencecheck.RunLayout)", "present")
+			}
+		case rowNames[top]:
+			byRow[top] = append(byRow[top], rest)
+		default:
+			c.fail(f, "exact file set", fmt.Sprintf("no row %q in run.json rows", top), "present")
+		}
+	}
+	for _, e := range RunLayout {
+		if e.Need == Required && !files[e.Path] {
+			c.fail(e.Path, "exact file set", "required in every run folder", "missing")
+		}
+	}
+	if c.info == nil {
+		return
+	}
+	for _, name := range c.info.Rows {
+		r := newRowCheck(c, name)
+		c.rows = append(c.rows, r)
+		c.rep.Rows = append(c.rep.Rows, name)
+		r.checkFiles(byRow[name])
+	}
+}
+
+func admitted(layout []File, rel string) bool {
+	for _, e := range layout {
+		if e.Path == rel {
+			return true
+		}
+	}
+	return false
+}
+
+// checkFiles compares a row folder's files with RowLayout.
+func (r *rowCheck) checkFiles(have []string) {
+	present := map[string]bool{}
+	for _, f := range have {
+		present[f] = true
+	}
+	exp := r.expansion()
+	named := map[string]bool{}
+	var patterns []*regexp.Regexp
+	var trees []string
+	for _, e := range RowLayout {
+		if strings.HasSuffix(e.Path, "/**") {
+			if e.Need == FamilyTree || !r.passed(e.Stage) {
+				trees = append(trees, strings.TrimSuffix(e.Path, "**"))
+			}
+			continue
+		}
+		paths, pat := exp.expand(e.Path)
+		if pat != nil {
+			patterns = append(patterns, pat)
+		}
+		for _, p := range paths {
+			named[p] = true
+			if e.Need == Required && (e.Stage == "" || r.passed(e.Stage)) && !present[p] {
+				why := "required in every row"
+				if e.Stage != "" {
+					why = fmt.Sprintf("required once stage %s passed, as results.json says it did", e.Stage)
+				}
+				r.c.fail(r.rel(p), "exact file set", why, "missing")
+			}
+		}
+	}
+	sort.Strings(have)
+next:
+	for _, f := range have {
+		if named[f] {
+			continue
+		}
+		for _, p := range patterns {
+			if p.MatchString(f) {
+				continue next
+			}
+		}
+		for _, t := range trees {
+			if strings.HasPrefix(f, t) {
+				continue next
+			}
+		}
+		r.c.fail(r.rel(f), "exact file set", "no entry of evidencecheck.RowLayout admits it in this row", "present")
+	}
+}

@@ -1,0 +1,346 @@
+package evidencecheck
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Columns are the row.md table's columns, in order (the harness's MarkdownHeader).
+var Columns = []string{"checkpoint", "profile", "backend", "runtime", "bundle sha256", "settings",
+	"measured + warmup", "native/HTTP pixel matches", "client errors", "HTTP p50 / p95 (s)",
+	"Task p50 / p95 (s)", "images/s", "correctness executed / skipped", "status"}
+
+func headerLines() (string, string) {
+	sep := strings.Repeat("|---", len(Columns)) + "|"
+	return "| " + strings.Join(Columns, " | ") + " |", sep
+}
+
+// splitRow splits a Markdown table line into cells, honouring `\|`.
+func splitRow(line string) ([]string, bool) {
+	if !strings.HasPrefix(line, "| ") || !strings.HasSuffix(line, " |") || len(line) < 4 {
+		return nil, false
+	}
+	inner := line[2 : len(line)-2]
+	var cells []string
+	var cur strings.Builder
+	for i := 0; i < len(inner); i++ {
+		switch {
+		case inner[i] == '\\' && i+1 < len(inner) && inner[i+1] == '|':
+			cur.WriteByte('|')
+			i++
+		case strings.HasPrefix(inner[i:], " | "):
+			cells = append(cells, cur.String())
+			cur.Reset()
+			i += 2
+		default:
+			cur.WriteByte(inner[i])
+		}
+	}
+	return append(cells, cur.String()), true
+}
+
+// cellWant is what one cell must say, and where that comes from. ok is the test for
+// number cells, which accepts the harness's formatting of a value equal up to float noise.
+type cellWant struct {
+	want   string
+	source string
+	ok     func(got string) bool
+}
+
+func exact(want, source string) cellWant { return cellWant{want: want, source: source} }
+
+// numbers formats vs with format (one verb per value, joined by " / ") and accepts
+// any text that the same values, up to one part in 10^12, would print.
+func numbers(format, source string, vs ...float64) cellWant {
+	render := func(scale float64) string {
+		parts := make([]string, len(vs))
+		for i, v := range vs {
+			parts[i] = fmt.Sprintf(format, v*scale)
+		}
+		return strings.Join(parts, " / ")
+	}
+	want := render(1)
+	return cellWant{want: want, source: source, ok: func(got string) bool {
+		return got == want || got == render(1+1e-12) || got == render(1-1e-12)
+	}}
+}
+
+// expectedCells is every row.md cell as the evidence gives it.
+func (r *rowCheck) expectedCells() []cellWant {
+	res := r.res
+	dash := exact("-", "no claim in results.json")
+	out := make([]cellWant, 0, len(Columns))
+	out = append(out,
+		exact(res.Checkpoint.Name, "results.json checkpoint.name"),
+		exact(res.Checkpoint.Profile, "results.json checkpoint.profile"),
+		exact(res.Checkpoint.Backend, "results.json checkpoint.backend"),
+		exact(orDash(res.Runtime), "results.json runtime, serve/startup.json"))
+	switch sha := r.bundleSHA; {
+	case res.Bundle == nil, sha == "" && len(res.Bundle.SHA256) < 12:
+		// No bundle, or a build that failed before it wrote one.
+		out = append(out, dash)
+	case sha == "":
+		out = append(out, exact("`"+prefix(res.Bundle.SHA256, 12)+"`", "results.json bundle.sha256 (no build/bundle.json)"))
+	default:
+		out = append(out, exact("`"+prefix(sha, 12)+"`", "build/bundle.json"))
+	}
+	out = append(out,
+		exact(settingsText(res.Settings), "results.json settings, as every request in "+rawExport+" carried them"),
+		exact(fmt.Sprintf("%d + %d", res.Measured, res.Warmup), "results.json measured/warmup, the aiperf command in commands.jsonl"))
+	if res.Identity != nil && r.rawErr == nil {
+		m, total := r.identityCounts()
+		out = append(out, exact(fmt.Sprintf("%d/%d", m, total), "decoded PNG pairs in identity/"))
+	} else {
+		out = append(out, dash)
+	}
+	if r.rawErr == nil {
+		out = append(out, exact(fmt.Sprint(r.clientErrors()), "failed records in "+rawExport))
+	} else {
+		out = append(out, exact(fmt.Sprint(res.ClientErrors), "results.json client_errors (no raw export)"))
+	}
+	client, task, problems := r.measuredTimes()
+	timing := func(q *quantiles, xs []float64, src string) cellWant {
+		switch {
+		case q == nil:
+			return dash
+		case r.rawErr != nil || len(problems) > 0:
+			return exact("(not derivable: "+strings.Join(problems, "; ")+")", src)
+		}
+		return numbers("%.4f", PercentileMethod+" p50 / p95 over "+src, nearestRank(xs, 50)/1000, nearestRank(xs, 95)/1000)
+	}
+	out = append(out,
+		timing(res.HTTP, client, fmt.Sprintf("%d request_latency values in %s", len(client), profileExport)),
+		timing(res.Task, task, fmt.Sprintf("%d Task times in %s", len(task), r.taskSrc)))
+	if res.ImagesPerS > 0 && r.rawErr == nil {
+		out = append(out, numbers("%.4g", "profiling records / (last request_end_ns - first request_start_ns) in "+rawExport, r.imagesPerSecond()))
+	} else {
+		out = append(out, dash)
+	}
+	switch {
+	case res.Correctness == nil:
+		out = append(out, dash)
+	case !r.corrOK:
+		out = append(out, exact("(no readable correctness/junit.xml)", ""))
+	default:
+		out = append(out, exact(fmt.Sprintf("%d / %d", r.corr.Executed, r.corr.Skipped), "test cases in correctness/junit.xml"))
+	}
+	status := res.Status
+	if res.Reason != "" {
+		status += ": " + res.Reason
+	}
+	return append(out, exact(status, "results.json status and reason, checked against every stage"))
+}
+
+func prefix(s string, n int) string {
+	if len(s) < n {
+		return s
+	}
+	return s[:n]
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// checkMarkdown compares row.md, cell by cell, with the evidence.
+func (r *rowCheck) checkMarkdown() {
+	const f = "row.md"
+	b, ok := r.read(f)
+	if !ok {
+		return
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	head, sep := headerLines()
+	if len(lines) != 3 {
+		r.fail(f, "shape", "a header, a separator and one row", fmt.Sprintf("%d lines", len(lines)))
+		return
+	}
+	r.same(f, "header", head, lines[0], "the harness's MarkdownHeader")
+	r.same(f, "separator", sep, lines[1], "")
+	cells, ok := splitRow(lines[2])
+	if !ok || len(cells) != len(Columns) {
+		r.fail(f, "row", fmt.Sprintf("%d cells", len(Columns)), fmt.Sprintf("%d cells in %q", len(cells), lines[2]))
+		return
+	}
+	r.dataLine = lines[2]
+	r.dataLineOK = true
+	for i, w := range r.expectedCells() {
+		r.c.rep.Claims++
+		got := cells[i]
+		if got == w.want || (w.ok != nil && w.ok(got)) {
+			continue
+		}
+		r.dataLineOK = false
+		want := quote(w.want)
+		if w.source != "" {
+			want += " (" + w.source + ")"
+		}
+		r.fail(f, Columns[i], want, quote(got))
+	}
+}
+
+// expectedLine is the row.md row the evidence gives: row.md's own line when every cell
+// checked out (it may differ in float noise), else the cells as the evidence has them.
+func (r *rowCheck) expectedLine() string {
+	if r.dataLineOK {
+		return r.dataLine
+	}
+	cells := r.expectedCells()
+	parts := make([]string, len(cells))
+	for i, w := range cells {
+		parts[i] = strings.ReplaceAll(w.want, "|", `\|`)
+	}
+	return "| " + strings.Join(parts, " | ") + " |"
+}
+
+func (c *checker) readRunInfo() {
+	b, ok := c.read("run.json")
+	if !ok {
+		return
+	}
+	var info runInfo
+	if err := json.Unmarshal(b, &info); err != nil {
+		c.fail("run.json", "valid JSON", "the run's run.json", err.Error())
+		return
+	}
+	c.info = &info
+}
+
+// checkRun verifies run.json and SUMMARY.md, and PR.md and index.html when present.
+func (c *checker) checkRun() {
+	info := c.info
+	if info == nil {
+		return
+	}
+	c.same("run.json", "run_id", filepath.Base(filepath.Clean(c.dir)), info.RunID, "the run folder's name")
+	seen := map[string]bool{}
+	for i, row := range info.Rows {
+		c.truth(!seen[row], "run.json", "rows", "each row once", row+" twice")
+		seen[row] = true
+		if i > 0 {
+			c.truth(info.Rows[i-1] < row, "run.json", "rows", "sorted by name", strings.Join(info.Rows, " "))
+		}
+	}
+	for _, s := range info.Skips {
+		row, _, ok := strings.Cut(s, ": ")
+		c.truth(ok && seen[row], "run.json", "skips", "\"<row>: <reason>\" naming a row of the run", quote(s))
+	}
+	c.checkSummary()
+	c.checkPR()
+	c.checkIndex()
+}
+
+func (c *checker) expectedSummary() (string, bool) {
+	var b strings.Builder
+	head, sep := headerLines()
+	fmt.Fprintf(&b, "# qualkit run %s\n\n%s\n%s\n", c.info.RunID, head, sep)
+	for _, r := range c.rows {
+		if r.res == nil {
+			return "", false
+		}
+		b.WriteString(r.expectedLine() + "\n")
+	}
+	b.WriteString("\n")
+	for _, r := range c.rows {
+		fmt.Fprintf(&b, "- `%s`: `%s`\n", r.name, r.res.Command)
+	}
+	if len(c.info.Skips) > 0 {
+		b.WriteString("\nNot a qualification run: skipped rows:\n")
+		for _, s := range c.info.Skips {
+			b.WriteString("- " + s + "\n")
+		}
+	}
+	return b.String(), true
+}
+
+// checkSummary requires SUMMARY.md to be exactly the row.md rows, the rows' commands
+// and the run's skips: a line of its own is a claim no row makes.
+func (c *checker) checkSummary() {
+	got, ok := c.read("SUMMARY.md")
+	if !ok {
+		return
+	}
+	want, ok := c.expectedSummary()
+	if !ok {
+		return // a row without a readable row.md: already reported
+	}
+	wl, gl := strings.Split(want, "\n"), strings.Split(string(got), "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		w, g := "(end of file)", "(end of file)"
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			c.fail("SUMMARY.md", fmt.Sprintf("line %d", i+1), quote(w)+" (the rows as the raw records give them, results.json commands, run.json skips)", quote(g))
+			return
+		}
+	}
+	c.rep.Claims++
+}
+
+// checkPR requires PR.md, when present, to carry every row's row.md line verbatim and
+// no result line that a row.md does not have.
+func (c *checker) checkPR() {
+	b, ok := c.read("PR.md")
+	if !ok {
+		return
+	}
+	lines := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		lines[l] = true
+	}
+	rowLines := map[string]bool{}
+	for _, r := range c.rows {
+		if r.res == nil {
+			continue
+		}
+		want := r.expectedLine()
+		rowLines[want] = true
+		c.truth(lines[want], "PR.md", "result row "+r.name, quote(want)+" ("+r.name+"/row.md, checked against the raw records)", "no such line")
+		if r.res != nil {
+			c.truth(strings.Contains(string(b), r.res.Command), "PR.md", "command of "+r.name, quote(r.res.Command)+" ("+r.name+"/results.json)", "not there")
+		}
+	}
+	head, _ := headerLines()
+	for _, l := range strings.Split(string(b), "\n") {
+		if cells, ok := splitRow(l); ok && len(cells) == len(Columns) && !rowLines[l] && l != head {
+			c.fail("PR.md", "result row", "only the rows' row.md lines", quote(l))
+		}
+	}
+}
+
+var statusAttr = regexp.MustCompile(`data-row="([^"]*)" data-status="([^"]*)"`)
+
+// checkIndex requires index.html, when present, to show each row's status as results.json has it.
+func (c *checker) checkIndex() {
+	b, ok := c.read("index.html")
+	if !ok {
+		return
+	}
+	found := map[string]string{}
+	for _, m := range statusAttr.FindAllStringSubmatch(string(b), -1) {
+		found[m[1]] = m[2]
+	}
+	for _, r := range c.rows {
+		if r.res == nil {
+			continue
+		}
+		got, ok := found[r.name]
+		if !ok {
+			got = "no entry"
+		}
+		c.same("index.html", "status of "+r.name, r.res.Status, got, r.name+"/results.json")
+	}
+	for row := range found {
+		c.truth(c.hasRow(row), "index.html", "rows", "rows of run.json", row)
+	}
+}

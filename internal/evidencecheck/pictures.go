@@ -1,0 +1,119 @@
+package evidencecheck
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"qualkit/internal/pictures"
+)
+
+// ErrNoRawExport is PictureInputs' and WritePictures' error for a row that has no
+// readable AIPerf raw export (it failed before the benchmark): there is nothing to draw.
+var ErrNoRawExport = errors.New("no readable " + rawExport)
+
+// PictureInputs derives what a row's contact sheet and latency chart show from the
+// row's raw files alone: AIPerf's raw and per-request exports, the identity PNGs and
+// the Task-time source named in results.json. The checker re-renders from the same
+// derivation, so a picture that does not show the raw records fails the check.
+func PictureInputs(rowDir string) (pictures.Sheet, pictures.Chart, error) {
+	rowDir = filepath.Clean(rowDir)
+	runDir, name := filepath.Dir(rowDir), filepath.Base(rowDir)
+	c := &checker{dir: runDir, rep: &Report{Dir: runDir}}
+	r := newRowCheck(c, name)
+	if r.rawErr != nil {
+		return pictures.Sheet{}, pictures.Chart{}, fmt.Errorf("pictures of %s: %w (%v)", rowDir, ErrNoRawExport, r.rawErr)
+	}
+	sheet, chart := r.pictureInputs()
+	return sheet, chart, nil
+}
+
+// WritePictures writes <rowDir>/pictures/contact-sheet.png and latency.png. Call it
+// once the row's results.json is written (it names the Task-time source) and before
+// the run's SHA256SUMS, so the checksums cover the pictures. A row that never reached
+// the benchmark gets none: the error is then ErrNoRawExport.
+func WritePictures(rowDir string) error {
+	sheet, chart, err := PictureInputs(rowDir)
+	if err != nil {
+		return err
+	}
+	if err := pictures.ContactSheet(rowDir, sheet); err != nil {
+		return err
+	}
+	return pictures.LatencyChart(rowDir, chart)
+}
+
+func (r *rowCheck) pictureInputs() (pictures.Sheet, pictures.Chart) {
+	runID := filepath.Base(r.c.dir)
+	sheet := pictures.Sheet{Row: r.name, RunID: runID}
+	chart := pictures.Chart{Row: r.name, RunID: runID}
+	if r.res != nil {
+		chart.TaskSource = r.res.TaskSource
+	}
+	for _, q := range r.reqs {
+		sheet.Edits = append(sheet.Edits, pictures.Edit{
+			Label: fmt.Sprintf("%02d %s", q.index, q.phase), Instruction: q.rec.prompt(),
+			Reference: q.sent, HTTP: q.httpFile, Native: q.native,
+		})
+		t := pictures.Timing{Label: fmt.Sprintf("%02d", q.index), Warmup: q.phase == phaseWarmup, ClientMs: math.NaN(), TaskMs: math.NaN()}
+		if q.client {
+			t.ClientMs = q.clientMs
+		}
+		if v, ok := r.tasks[q.id]; ok {
+			t.TaskMs = v
+		}
+		chart.Requests = append(chart.Requests, t)
+	}
+	return sheet, chart
+}
+
+// checkPictures re-renders each picture present from the raw files and requires the
+// same pixels.
+func (r *rowCheck) checkPictures() {
+	have := map[string]bool{}
+	for _, f := range []string{pictures.ContactSheetFile, pictures.LatencyChartFile} {
+		have[f] = r.exists(f)
+	}
+	if !have[pictures.ContactSheetFile] && !have[pictures.LatencyChartFile] {
+		return
+	}
+	if r.rawErr != nil {
+		for f, ok := range have {
+			if ok {
+				r.fail(f, "picture of the raw records", "a readable "+rawExport+" to draw from", "a picture")
+			}
+		}
+		return
+	}
+	sheet, chart := r.pictureInputs()
+	for _, f := range []string{pictures.ContactSheetFile, pictures.LatencyChartFile} {
+		if have[f] {
+			r.comparePicture(f, f == pictures.ContactSheetFile, sheet, chart)
+		}
+	}
+}
+
+func (r *rowCheck) comparePicture(file string, isSheet bool, sheet pictures.Sheet, chart pictures.Chart) {
+	b, _ := r.read(file)
+	got, err := decodePNG(b)
+	if err != nil {
+		r.fail(file, "picture of the raw records", "a PNG", err.Error())
+		return
+	}
+	want := toNRGBA(pictures.RenderLatencyChart(chart))
+	what := "the latency chart drawn from " + profileExport + " and " + orDash(r.taskSrc)
+	if isSheet {
+		want = toNRGBA(pictures.RenderContactSheet(sheet))
+		what = "the contact sheet drawn from " + rawExport + " and the identity PNGs"
+	}
+	d := comparePixels(want, got)
+	switch {
+	case !d.sameSize:
+		r.fail(file, "picture of the raw records", what+" ("+sizeText(want)+")", sizeText(got))
+	case d.differing > 0:
+		r.fail(file, "picture of the raw records", what, fmt.Sprintf("%d pixel(s) differ, first at (%d,%d)", d.differing, d.firstX, d.firstY))
+	default:
+		r.c.rep.Claims++
+	}
+}

@@ -1,0 +1,367 @@
+package evidencecheck
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"sort"
+	"strings"
+)
+
+// rowCheck is one row folder under check, with what its raw files give.
+type rowCheck struct {
+	c    *checker
+	name string
+
+	res    *result // results.json; nil when unreadable
+	raw    []rawRecord
+	rawErr error
+	prof   []profileRecord
+	profOK bool
+	fx     *manifest
+
+	reqs []*request // one per raw record, in file order
+	// tasks are the Task times by request id, from the row's declared source, and why
+	// each missing one is missing.
+	tasks      map[string]float64
+	taskWhy    map[string]string
+	taskSrc    string // where they came from, for messages
+	corr       *caseCounts
+	corrOK     bool
+	diffs      map[int]*pairResult
+	dataLine   string // row.md's row, once read
+	dataLineOK bool   // every cell of it checked out
+	bundleSHA  string
+}
+
+// request is one request AIPerf sent, with everything the raw files say about it.
+type request struct {
+	index    int
+	id       string
+	phase    string
+	stem     string // "00-warmup": the identity file names' stem
+	rec      rawRecord
+	sent     []byte
+	sentErr  error
+	resp     []byte // the PNG the HTTP response carried
+	respErr  error
+	clientMs float64
+	client   bool
+	clientE  string
+	httpFile []byte // identity/NN-phase-http.png, nil when absent
+	native   []byte // identity/NN-phase-native.png, nil when absent
+}
+
+func (q *request) httpRel() string   { return "identity/" + q.stem + "-http.png" }
+func (q *request) nativeRel() string { return "identity/" + q.stem + "-native.png" }
+
+type manifest struct {
+	Settings map[string]json.RawMessage `json:"settings"`
+	Images   []struct {
+		File   string `json:"file"`
+		SHA256 string `json:"sha256"`
+		Bytes  int64  `json:"bytes"`
+		Width  int    `json:"width"`
+		Height int    `json:"height"`
+	} `json:"images"`
+	Pairs []struct {
+		ID          string `json:"id"`
+		Image       string `json:"image"`
+		Instruction string `json:"instruction"`
+	} `json:"pairs"`
+	Influence struct {
+		Instruction string   `json:"instruction"`
+		Images      []string `json:"images"`
+	} `json:"influence"`
+}
+
+func newRowCheck(c *checker, name string) *rowCheck {
+	r := &rowCheck{c: c, name: name}
+	if b, ok := r.read("results.json"); ok {
+		var res result
+		if err := json.Unmarshal(b, &res); err != nil {
+			r.fail("results.json", "valid JSON", "a results.json the harness wrote", err.Error())
+		} else {
+			r.res = &res
+		}
+	}
+	if b, ok := r.read("fixtures/manifest.json"); ok {
+		var m manifest
+		if err := json.Unmarshal(b, &m); err != nil {
+			r.fail("fixtures/manifest.json", "valid JSON", "the fixtures manifest", err.Error())
+		} else {
+			r.fx = &m
+		}
+	}
+	r.loadRequests()
+	return r
+}
+
+func (r *rowCheck) rel(p string) string { return r.name + "/" + p }
+
+func (r *rowCheck) path(p string) string { return r.c.path(r.rel(p)) }
+
+func (r *rowCheck) read(p string) ([]byte, bool) { return r.c.read(r.rel(p)) }
+
+func (r *rowCheck) exists(p string) bool {
+	_, err := os.Stat(r.path(p))
+	return err == nil
+}
+
+func (r *rowCheck) fail(file, claim, evidence, got string) {
+	r.c.fail(r.rel(file), claim, evidence, got)
+}
+
+func (r *rowCheck) same(file, claim, want, got, source string) bool {
+	return r.c.same(r.rel(file), claim, want, got, source)
+}
+
+func (r *rowCheck) truth(ok bool, file, claim, evidence, got string) bool {
+	return r.c.truth(ok, r.rel(file), claim, evidence, got)
+}
+
+// passed says whether results.json records stage as passed.
+func (r *rowCheck) passed(stage string) bool {
+	if r.res == nil {
+		return false
+	}
+	for _, s := range r.res.Stages {
+		if s.Name == stage {
+			return s.Status == "pass"
+		}
+	}
+	return false
+}
+
+func (r *rowCheck) expansion() expansion {
+	var e expansion
+	if r.rawErr == nil && r.raw != nil {
+		e.requests = []string{}
+		for _, q := range r.reqs {
+			e.requests = append(e.requests, q.stem)
+		}
+	}
+	if r.fx != nil {
+		e.fixtures = []string{}
+		for _, im := range r.fx.Images {
+			e.fixtures = append(e.fixtures, im.File)
+		}
+	}
+	return e
+}
+
+// loadRequests reads AIPerf's raw and per-request exports and the identity PNGs.
+func (r *rowCheck) loadRequests() {
+	if !r.exists(rawExport) {
+		r.rawErr = os.ErrNotExist
+		return
+	}
+	r.raw, r.rawErr = readRaw(r.path(rawExport))
+	if r.rawErr != nil {
+		r.fail(rawExport, "readable AIPerf raw export", "JSON lines", r.rawErr.Error())
+		return
+	}
+	latency := map[string]float64{}
+	latencyErr := map[string]string{}
+	if r.exists(profileExport) {
+		prof, err := readProfile(r.path(profileExport))
+		if err != nil {
+			r.fail(profileExport, "readable AIPerf export", "JSON lines", err.Error())
+		} else {
+			r.prof, r.profOK = prof, true
+			for _, p := range prof {
+				v, err := p.latencyMs()
+				if err != nil {
+					latencyErr[p.Metadata.XRequestID] = err.Error()
+					continue
+				}
+				latency[p.Metadata.XRequestID] = v
+			}
+		}
+	}
+	for i, rec := range r.raw {
+		q := &request{index: i, id: rec.Metadata.XRequestID, phase: rec.Metadata.BenchmarkPhase, rec: rec,
+			stem: fmt.Sprintf("%02d-%s", i, rec.Metadata.BenchmarkPhase)}
+		q.sent, q.sentErr = rec.sentImage()
+		if !rec.failed() {
+			q.resp, q.respErr = rec.responsePNG()
+		}
+		q.clientMs, q.client = latency[q.id]
+		if !q.client {
+			q.clientE = "no request_latency in " + profileExport
+			if e, ok := latencyErr[q.id]; ok {
+				q.clientE = e + " in " + profileExport
+			}
+		}
+		q.httpFile, _ = r.read(q.httpRel())
+		q.native, _ = r.read(q.nativeRel())
+		r.reqs = append(r.reqs, q)
+	}
+	r.loadTasks()
+}
+
+// loadTasks reads every request's Task time from the source results.json names.
+func (r *rowCheck) loadTasks() {
+	r.tasks, r.taskWhy = map[string]float64{}, map[string]string{}
+	if r.res == nil || r.res.TaskSource == "" {
+		for _, q := range r.reqs {
+			r.taskWhy[q.id] = "results.json names no task_time_source"
+		}
+		return
+	}
+	ts, err := parseTaskSource(r.res.TaskSource)
+	if err != nil {
+		r.fail("results.json", "task_time_source", "a source this checker can read", err.Error())
+		return
+	}
+	if ts.body != "" {
+		r.taskSrc = "response bodies in " + rawExport + ", field " + ts.body
+		for _, q := range r.reqs {
+			var doc any
+			if err := json.Unmarshal(q.rec.body(), &doc); err != nil {
+				r.taskWhy[q.id] = "the response body is not JSON"
+				continue
+			}
+			v, err := numberAt(doc, ts.body)
+			if err != nil {
+				r.taskWhy[q.id] = err.Error()
+				continue
+			}
+			r.tasks[q.id] = v
+		}
+		return
+	}
+	const records = "serve/records.jsonl"
+	r.taskSrc = records + ", field " + ts.records + " joined on " + ts.recordID
+	byID := map[string]float64{}
+	err = readJSONL(r.path(records), func(_ int, line []byte) error {
+		var doc any
+		if err := json.Unmarshal(line, &doc); err != nil {
+			return err
+		}
+		id, err := valueAt(doc, ts.recordID)
+		if err != nil {
+			return nil
+		}
+		if v, err := numberAt(doc, ts.records); err == nil {
+			byID[fmt.Sprint(id)] = v
+		}
+		return nil
+	})
+	if err != nil {
+		r.fail(records, "readable server records", "JSON lines holding the Task time ("+r.res.TaskSource+")", err.Error())
+	}
+	for _, q := range r.reqs {
+		if v, ok := byID[q.id]; ok {
+			r.tasks[q.id] = v
+		} else {
+			r.taskWhy[q.id] = "no records line with " + ts.recordID + " " + q.id
+		}
+	}
+}
+
+func (r *rowCheck) phase(p string) []*request {
+	var out []*request
+	for _, q := range r.reqs {
+		if q.phase == p {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// nearestRank is sorted[ceil(p*n/100)-1] for an integer percentile p: a value of the
+// sample itself, so a reader can find it in the raw records.
+func nearestRank(xs []float64, p int) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	rank := (p*len(s) + 99) / 100
+	return s[min(max(rank, 1), len(s))-1]
+}
+
+// measuredTimes are the client latencies and Task times of the profiling requests, and
+// why they cannot be had.
+func (r *rowCheck) measuredTimes() (client, task []float64, problems []string) {
+	for _, q := range r.phase(phaseProfiling) {
+		if !q.client {
+			problems = append(problems, fmt.Sprintf("request %s: %s", q.id, q.clientE))
+		} else {
+			client = append(client, q.clientMs)
+		}
+		if v, ok := r.tasks[q.id]; ok {
+			task = append(task, v)
+		} else {
+			problems = append(problems, fmt.Sprintf("request %s: Task time: %s", q.id, r.taskWhy[q.id]))
+		}
+	}
+	return client, task, problems
+}
+
+// imagesPerSecond is measured images / (last end - first start) over the profiling records.
+func (r *rowCheck) imagesPerSecond() float64 {
+	prof := r.phase(phaseProfiling)
+	if len(prof) == 0 {
+		return 0
+	}
+	first, last := prof[0].rec.Metadata.RequestStartNs, prof[0].rec.Metadata.RequestEndNs
+	for _, q := range prof {
+		first = min(first, q.rec.Metadata.RequestStartNs)
+		last = max(last, q.rec.Metadata.RequestEndNs)
+	}
+	if last <= first {
+		return 0
+	}
+	return float64(len(prof)) / (float64(last-first) / 1e9)
+}
+
+// readCorrectness counts the correctness case's JUnit testcases.
+func (r *rowCheck) readCorrectness() {
+	b, ok := r.read("correctness/junit.xml")
+	if !ok {
+		return
+	}
+	var root junitNode
+	if err := xml.Unmarshal(b, &root); err != nil {
+		r.fail("correctness/junit.xml", "readable JUnit", "JUnit XML", err.Error())
+		return
+	}
+	var cc caseCounts
+	root.walk(func(tc junitCase) {
+		cc.Total++
+		switch {
+		case tc.Skipped != nil:
+			cc.Skipped++
+		case len(tc.Errors) > 0:
+			cc.Errors++
+		case len(tc.Failures) > 0:
+			cc.Failed++
+		}
+	})
+	cc.Executed = cc.Total - cc.Skipped
+	r.corr, r.corrOK = &cc, true
+}
+
+// settingsText is the row.md spelling of settings: key=value, sorted, space-separated.
+func settingsText(s map[string]string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + s[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+func baseName(p string) string { return path.Base(strings.TrimSuffix(p, "/")) }

@@ -1,0 +1,96 @@
+package prsummary
+
+import (
+	"bytes"
+	"html/template"
+	"strings"
+)
+
+// indexPage is a static page: no script, no server; every link is relative to the run
+// folder, so it works from file://. It is well-formed XML too, which its test relies on.
+var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8" />
+<title>qualkit run {{.RunID}}</title>
+<style>
+body { font-family: sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; }
+td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
+.status-qualified { color: #1a7f37; font-weight: bold; }
+.status-failed, .status-not-run { color: #c01c1c; font-weight: bold; }
+img { max-width: 100%; border: 1px solid #ccc; margin: 4px 0; }
+code { font-size: 90%; }
+</style>
+</head>
+<body>
+<h1>qualkit run {{.RunID}}</h1>
+<p>{{.Verdict}} Run files: <a href="PR.md">PR.md</a> · <a href="SUMMARY.md">SUMMARY.md</a> · <a href="run.json">run.json</a> · <a href="SHA256SUMS">SHA256SUMS</a>. Check it with <code>make check-evidence DIR=evidence/{{.RunID}}</code>.</p>
+<table id="rows">
+<tr><th>row</th><th>status</th><th>reproduce</th></tr>
+{{range .Rows}}<tr data-row="{{.Name}}" data-status="{{.Status}}"><td><a href="#row-{{.Name}}">{{.Name}}</a></td><td class="status-{{.Status}}">{{.Status}}{{if .Reason}}: {{.Reason}}{{end}}</td><td><code>{{.Command}}</code></td></tr>
+{{end}}</table>
+{{range .Rows}}
+<section id="row-{{.Name}}">
+<h2>{{.Name}}</h2>
+<p>{{range .Pictures}}<a href="{{.}}"><img src="{{.}}" alt="{{.}}" /></a> {{end}}</p>
+<details>
+<summary>{{len .Files}} evidence files</summary>
+<ul>
+{{range .Files}}<li><a href="{{.Href}}">{{.Name}}</a></li>
+{{end}}</ul>
+</details>
+</section>
+{{end}}
+</body>
+</html>
+`))
+
+type indexRow struct {
+	Name, Status, Reason, Command string
+	Pictures                      []string
+	Files                         []indexFile
+}
+
+type indexFile struct{ Href, Name string }
+
+// Index renders index.html for a run folder.
+func Index(runDir string) ([]byte, error) {
+	r, err := readRun(runDir)
+	if err != nil {
+		return nil, err
+	}
+	data := struct {
+		RunID, Verdict string
+		Rows           []indexRow
+	}{RunID: r.info.RunID}
+	qualified := 0
+	for _, w := range r.rows {
+		ir := indexRow{Name: w.name, Status: w.res.Status, Reason: w.res.Reason, Command: w.res.Command}
+		for _, p := range []string{"pictures/contact-sheet.png", "pictures/latency.png"} {
+			if w.has(p) {
+				ir.Pictures = append(ir.Pictures, w.name+"/"+p)
+			}
+		}
+		for _, f := range w.files {
+			ir.Files = append(ir.Files, indexFile{Href: f, Name: strings.TrimPrefix(f, w.name+"/")})
+		}
+		if w.res.Status == "qualified" {
+			qualified++
+		}
+		data.Rows = append(data.Rows, ir)
+	}
+	switch {
+	case len(r.info.Skips) > 0 || !r.info.Qualification:
+		data.Verdict = "Not a qualification run: it qualifies nothing."
+	case qualified == len(r.rows):
+		data.Verdict = "Every row qualified."
+	default:
+		data.Verdict = "Not every row qualified."
+	}
+	var b bytes.Buffer
+	if err := indexPage.Execute(&b, data); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,292 @@
+package prsummary
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"qualkit/internal/inventory"
+)
+
+// The files Write puts into the run folder.
+const (
+	MarkdownFile = "PR.md"
+	IndexFile    = "index.html"
+)
+
+// DefaultTRTMC is where the TRTMC checkout lies, relative to the repository root.
+const DefaultTRTMC = "../shared/trtmc-main-e9132e79"
+
+// Options says where the inventory comes from. Relative paths are taken from Root.
+type Options struct {
+	Root         string // repository root; default "."
+	TRTMC        string // TRTMC checkout; default DefaultTRTMC. Unreadable: the status table says why
+	Qual         string // qual tables (rows found by their Profile: literal); default "qual"
+	EvidenceRoot string // the runs the inventory's status is proven from; default the run folder's parent
+	HTML         bool   // also write index.html
+}
+
+func (o Options) resolve(runDir string) Options {
+	if o.Root == "" {
+		o.Root = "."
+	}
+	abs := func(p, def string) string {
+		if p == "" {
+			p = def
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(o.Root, p)
+		}
+		return p
+	}
+	o.TRTMC = abs(o.TRTMC, DefaultTRTMC)
+	o.Qual = abs(o.Qual, "qual")
+	if o.EvidenceRoot == "" {
+		o.EvidenceRoot = filepath.Dir(filepath.Clean(runDir))
+	}
+	return o
+}
+
+// Write writes <runDir>/PR.md and, with o.HTML, <runDir>/index.html. Call it after the
+// rows' results.json, row.md and pictures are written and before SHA256SUMS, so the
+// checksums cover both files (the evidence checker requires that of every file).
+func Write(runDir string, o Options) error {
+	md, err := Markdown(runDir, o)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(runDir, MarkdownFile), md, 0o644); err != nil {
+		return err
+	}
+	if !o.HTML {
+		return nil
+	}
+	page, err := Index(runDir)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(runDir, IndexFile), page, 0o644)
+}
+
+// statusLine is one line of the checkpoint status table.
+type statusLine struct {
+	checkpoint, class, inventory, thisRun, evidence string
+}
+
+// Markdown renders PR.md. Links are relative to the run folder.
+func Markdown(runDir string, o Options) ([]byte, error) {
+	o = o.resolve(runDir)
+	r, err := readRun(runDir)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	counts := map[string]int{}
+	for _, w := range r.rows {
+		counts[w.res.Status]++
+	}
+	var parts []string
+	for _, s := range sortedKeys(counts) {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+	}
+	fmt.Fprintf(&b, "# qualkit run %s\n\n", r.info.RunID)
+	fmt.Fprintf(&b, "%d row(s): %s. ", len(r.rows), strings.Join(parts, ", "))
+	if len(r.info.Skips) > 0 || !r.info.Qualification {
+		fmt.Fprintf(&b, "Not a qualification run (%d skip(s)): it qualifies nothing. ", len(r.info.Skips))
+	}
+	fmt.Fprintf(&b, "Verify the folder with `make check-evidence DIR=evidence/%s`.\n\n", r.info.RunID)
+
+	b.WriteString("## Checkpoint status\n\n")
+	b.WriteString("Ladder: planned -> implemented (a qual row exists) -> family-validated (the family's unchanged correctness case passed on the exact bundle) -> aiperf-qualified (every stage passed in one run, zero skips).\n\n")
+	lines, note := statusTable(r, o)
+	if note != "" {
+		b.WriteString(note + "\n\n")
+	}
+	b.WriteString("| checkpoint | class | inventory status | this run proves | this run |\n|---|---|---|---|---|\n")
+	for _, l := range lines {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", l.checkpoint, l.class, l.inventory, l.thisRun, l.evidence)
+	}
+
+	b.WriteString("\n## Results\n\n")
+	if len(r.rows) > 0 {
+		md, _ := os.ReadFile(filepath.Join(runDir, r.rows[0].name, "row.md"))
+		// row.md is the table's header, its separator and the row: take the first two.
+		if head := strings.SplitN(string(md), "\n", 3); len(head) == 3 {
+			b.WriteString(head[0] + "\n" + head[1] + "\n")
+		}
+	}
+	for _, w := range r.rows {
+		b.WriteString(w.line + "\n")
+	}
+	for _, w := range r.rows {
+		fmt.Fprintf(&b, "\n### `%s`: %s\n\n", w.name, w.res.Status)
+		if w.res.Reason != "" {
+			fmt.Fprintf(&b, "%s\n\n", w.res.Reason)
+		}
+		fmt.Fprintf(&b, "Reproduce:\n\n```\n%s\n```\n\n", w.res.Command)
+		var pics []string
+		for _, p := range []struct{ alt, file string }{{"contact sheet", "pictures/contact-sheet.png"}, {"latency chart", "pictures/latency.png"}} {
+			if w.has(p.file) {
+				pics = append(pics, fmt.Sprintf("![%s of %s](%s/%s)", p.alt, w.name, w.name, p.file))
+			}
+		}
+		if len(pics) > 0 {
+			b.WriteString(strings.Join(pics, "\n") + "\n\n")
+		}
+		var links []string
+		for _, l := range []struct{ label, file string }{
+			{"results.json", "results.json"}, {"row.md", "row.md"}, {"commands", "commands.jsonl"},
+			{"server log", "serve/server.log"}, {"AIPerf raw export", "aiperf/artifacts/profile_export_raw.jsonl"},
+			{"identity", "identity/identity.json"}, {"correctness JUnit", "correctness/junit.xml"},
+		} {
+			if w.has(l.file) {
+				links = append(links, fmt.Sprintf("[%s](%s/%s)", l.label, w.name, l.file))
+			}
+		}
+		fmt.Fprintf(&b, "Evidence: %s\n", strings.Join(links, " · "))
+	}
+
+	b.WriteString("\n## Versions\n\n| what | version |\n|---|---|\n")
+	for _, v := range versions(r) {
+		fmt.Fprintf(&b, "| %s | %s |\n", v[0], cell(v[1]))
+	}
+	if len(r.info.Skips) > 0 {
+		b.WriteString("\n## Skips\n\n")
+		for _, s := range r.info.Skips {
+			fmt.Fprintf(&b, "- %s\n", s)
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// statusTable is the inventory's image-edit group, then this run's rows that the
+// inventory does not list (the reference family).
+func statusTable(r *run, o Options) ([]statusLine, string) {
+	inRun := map[string]row{}
+	for _, w := range r.rows {
+		inRun[w.res.Checkpoint.Profile] = w
+	}
+	thisRun := func(profile string) (string, string) {
+		w, ok := inRun[profile]
+		if !ok {
+			return "-", "not in this run"
+		}
+		return w.proves(), fmt.Sprintf("[`%s`](%s/results.json): %s", w.name, w.name, w.res.Status)
+	}
+	var lines []statusLine
+	listed := map[string]bool{}
+	note := ""
+	inv, err := inventory.Load(o.TRTMC)
+	if err == nil {
+		rows, rerr := inventory.ReadQualRows(o.Qual)
+		if rerr != nil {
+			note = "Qual rows unreadable, so nothing is implemented: " + rerr.Error()
+		}
+		progress, perr := inventory.LoadProgress(inventory.Profiles(rows), o.EvidenceRoot)
+		if perr == nil {
+			inv.ApplyProgress(progress)
+		}
+		for _, p := range inv.Group() {
+			listed[p.Profile] = true
+			proves, ev := thisRun(p.Profile)
+			lines = append(lines, statusLine{"`" + p.Profile + "`", string(p.Class), string(p.Status), proves, ev})
+		}
+	} else {
+		note = "No inventory: " + filepath.Base(o.TRTMC) + " could not be read, so only this run's rows are listed."
+	}
+	for _, w := range r.rows {
+		if listed[w.res.Checkpoint.Profile] {
+			continue
+		}
+		proves, ev := thisRun(w.res.Checkpoint.Profile)
+		class := "not a TRTMC profile (" + w.res.Checkpoint.Family + " family)"
+		lines = append(lines, statusLine{"`" + w.res.Checkpoint.Profile + "`", class, "-", proves, ev})
+	}
+	return lines, note
+}
+
+// versions lists the software and hardware the run used.
+func versions(r *run) [][2]string {
+	i := r.info
+	commit := i.HarnessCommit
+	if i.HarnessDirty {
+		commit += " (uncommitted changes)"
+	}
+	out := [][2]string{
+		{"Go", i.GoVersion},
+		{"harness commit", commit},
+		{"AIPerf", i.AIPerfVersion},
+		{"host", fmt.Sprintf("%s, %s/%s, %d CPUs", orDash(i.Hostname), i.OS, i.Arch, i.CPUs)},
+	}
+	if i.Docker != nil {
+		nv := "no nvidia runtime"
+		if i.Docker.NvidiaRuntime {
+			nv = "nvidia runtime"
+		}
+		out = append(out, [2]string{"Docker", fmt.Sprintf("%s on %s, %s", i.Docker.ServerVersion, i.Docker.OS, nv)})
+	} else {
+		out = append(out, [2]string{"Docker", "none: " + orDash(i.DockerError)})
+	}
+	out = append(out, [2]string{"serving", orDash(i.RuntimeNote)})
+	gpuDone := false
+	for _, w := range r.rows {
+		if w.gpu != nil && !gpuDone {
+			gpuDone = true
+			var devs []string
+			for _, d := range w.gpu.Devices {
+				devs = append(devs, fmt.Sprintf("%s (%d GiB, cc %s)", d.Name, d.MemoryTotalBytes>>30, d.ComputeCapability))
+			}
+			out = append(out, [2]string{"GPUs", fmt.Sprintf("%d: %s; driver %s, CUDA %d.%d", w.gpu.Count, strings.Join(devs, ", "),
+				w.gpu.DriverVersion, w.gpu.CUDADriverVersion/1000, w.gpu.CUDADriverVersion%1000/10)})
+		}
+	}
+	if !gpuDone {
+		note := "none"
+		for _, w := range r.rows {
+			if w.gpuNote != "" {
+				note = "none: " + firstClause(w.gpuNote)
+				break
+			}
+		}
+		out = append(out, [2]string{"GPUs", note})
+	}
+	for _, w := range r.rows {
+		if c := w.res.Container; c != nil {
+			out = append(out, [2]string{"server image (" + w.name + ")", c.ImageID + " (" + c.ImageRef + ")"})
+		}
+		if bd := w.res.Bundle; bd != nil && bd.SHA256 != "" {
+			out = append(out, [2]string{"bundle (" + w.name + ")", fmt.Sprintf("sha256 %s, %d bytes", bd.SHA256, bd.Bytes)})
+		}
+	}
+	return out
+}
+
+func firstClause(s string) string {
+	if i := strings.Index(s, ";"); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func cell(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", `\|`)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

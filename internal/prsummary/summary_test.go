@@ -1,0 +1,134 @@
+package prsummary
+
+import (
+	"encoding/xml"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.*")
+
+// The committed evidence runs of internal/evidencecheck (see its testdata/README.md).
+var runsDir = filepath.Join("..", "evidencecheck", "testdata", "runs")
+
+func committedRun(t *testing.T, kind string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(runsDir, "*-"+kind))
+	require.NoError(t, err)
+	require.Len(t, m, 1)
+	return m[0]
+}
+
+// goldenOptions pin the inventory inputs: the real TRTMC data beside the clone (as the
+// inventory's own tests use it) and a stand-in qual table.
+func goldenOptions() Options {
+	return Options{Root: filepath.Join("..", ".."), Qual: "internal/prsummary/testdata/qual", EvidenceRoot: runsDir}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./internal/prsummary -update")
+	assert.Equal(t, string(want), string(got), "%s differs (rerun with -update if intended)", path)
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	for _, kind := range []string{"qualified", "drift"} {
+		t.Run(kind, func(t *testing.T) {
+			md, err := Markdown(committedRun(t, kind), goldenOptions())
+			require.NoError(t, err)
+			golden(t, "PR-"+kind+".golden.md", md)
+		})
+	}
+}
+
+func TestMarkdownCarriesTheRowsVerbatim(t *testing.T) {
+	dir := committedRun(t, "qualified")
+	md, err := Markdown(dir, goldenOptions())
+	require.NoError(t, err)
+	row, err := os.ReadFile(filepath.Join(dir, "refedit-v1", "row.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), string(row), "the result table is row.md's header and row")
+	assert.Contains(t, string(md), "| `qwen-image-edit-2511` | full | implemented | - | not in this run |")
+	assert.Contains(t, string(md), "| `refedit-v1` | not a TRTMC profile (refedit family) | - | aiperf-qualified |")
+	assert.Contains(t, string(md), "![contact sheet of refedit-v1](refedit-v1/pictures/contact-sheet.png)")
+	assert.Contains(t, string(md), "go test ./qual/ -count=1 -v -run")
+}
+
+func TestMarkdownWithoutInventory(t *testing.T) {
+	o := goldenOptions()
+	o.TRTMC = "testdata/no-such-checkout"
+	md, err := Markdown(committedRun(t, "qualified"), o)
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "No inventory: no-such-checkout could not be read")
+	assert.Contains(t, string(md), "| `refedit-v1` | not a TRTMC profile")
+}
+
+func TestFailedRowProvesFamilyValidation(t *testing.T) {
+	md, err := Markdown(committedRun(t, "drift"), goldenOptions())
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| family-validated | [`refedit-v1-native-drift`](refedit-v1-native-drift/results.json): failed |")
+	assert.Contains(t, string(md), "### `refedit-v1-native-drift`: failed\n\nstage identity failed")
+}
+
+// index.html is well-formed XML, so encoding/xml reads it strictly; each row carries
+// its status; every link and picture points at a file of the run folder.
+func TestIndexLinksResolve(t *testing.T) {
+	dir := committedRun(t, "qualified")
+	page, err := Index(dir)
+	require.NoError(t, err)
+	golden(t, "index-qualified.golden.html", page)
+
+	dec := xml.NewDecoder(strings.NewReader(string(page)))
+	dec.Strict = true
+	var refs []string
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err, "index.html is not well-formed")
+		if el, ok := tok.(xml.StartElement); ok {
+			for _, a := range el.Attr {
+				if (a.Name.Local == "href" || a.Name.Local == "src") && !strings.HasPrefix(a.Value, "#") {
+					refs = append(refs, a.Value)
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, refs)
+	for _, ref := range refs {
+		_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(ref)))
+		assert.NoError(t, err, "index.html links %s", ref)
+	}
+	assert.Regexp(t, regexp.MustCompile(`data-row="refedit-v1" data-status="qualified"`), string(page))
+	assert.Contains(t, string(page), `<img src="refedit-v1/pictures/contact-sheet.png"`)
+}
+
+func TestWriteAndResolve(t *testing.T) {
+	src := committedRun(t, "drift")
+	dir := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
+	o := goldenOptions()
+	o.Root, _ = filepath.Abs(o.Root)
+	o.HTML = true
+	require.NoError(t, Write(dir, o))
+	for _, f := range []string{MarkdownFile, IndexFile} {
+		_, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err)
+	}
+	_, err := Markdown(filepath.Join(t.TempDir(), "nothing"), o)
+	assert.ErrorContains(t, err, "run.json")
+}

@@ -1,0 +1,55 @@
+// Command checkevidence proves, or refutes, one run's evidence folder: the checksum
+// list, the exact file set of every row, and every number and status that results.json,
+// row.md, SUMMARY.md and (with -junit) the JUnit properties claim, each re-derived from
+// the raw AIPerf exports, server records, PNGs and correctness JUnit.
+//
+//	go run ./scripts/checkevidence -dir evidence/latest
+//	go run ./scripts/checkevidence -dir evidence/<run id> -junit evidence/junit-qual.xml
+//
+// It prints every problem as "<file>: <claim>: evidence says X, file says Y" and exits 1
+// when there is any; exit 2 is a usage error.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"qualkit/internal/evidencecheck"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("checkevidence", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "run folder to check: evidence/<run id> (evidence/latest works)")
+	junit := fs.String("junit", "", "the run's JUnit file (gotestsum --junitfile) whose qualkit.* properties to check; optional")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *dir == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "checkevidence: -dir DIR is required (make check-evidence DIR=evidence/latest)")
+		fs.Usage()
+		return 2
+	}
+	if resolved, err := filepath.EvalSymlinks(*dir); err == nil {
+		*dir = resolved
+	}
+	rep := evidencecheck.Verify(*dir, *junit)
+	var e *evidencecheck.Error
+	if err := rep.Err(); errors.As(err, &e) {
+		for _, p := range e.Problems {
+			fmt.Fprintln(stdout, p)
+		}
+		fmt.Fprintf(stderr, "checkevidence: %s: FAILED: %d problem(s) (%d files checksummed, %d claims compared)\n", *dir, len(e.Problems), rep.Files, rep.Claims)
+		return 1
+	}
+	fmt.Fprintf(stdout, "checkevidence: %s: ok: %d row(s), %d files checksummed, %d claims re-derived from the raw records\n", *dir, len(rep.Rows), rep.Files, rep.Claims)
+	return 0
+}

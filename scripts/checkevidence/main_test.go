@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func committedRun(t *testing.T, kind string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join("..", "..", "internal", "evidencecheck", "testdata", "runs", "*-"+kind))
+	require.NoError(t, err)
+	require.Len(t, m, 1)
+	dst := filepath.Join(t.TempDir(), filepath.Base(m[0]))
+	require.NoError(t, os.CopyFS(dst, os.DirFS(m[0])))
+	return dst
+}
+
+func TestPassesOnACommittedRun(t *testing.T) {
+	var out, errOut bytes.Buffer
+	dir := committedRun(t, "qualified")
+	junit := filepath.Join("..", "..", "internal", "evidencecheck", "testdata", "junit-qualified.xml")
+	require.Equal(t, 0, run([]string{"-dir", dir, "-junit", junit}, &out, &errOut), errOut.String()+out.String())
+	assert.Contains(t, out.String(), ": ok: 1 row(s)")
+}
+
+func TestListsEveryProblemAndExits1(t *testing.T) {
+	dir := committedRun(t, "drift")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "extra.txt"), nil, 0o644))
+	require.NoError(t, os.Remove(filepath.Join(dir, "SUMMARY.md")))
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 1, run([]string{"-dir", dir}, &out, &errOut))
+	assert.Contains(t, out.String(), "extra.txt: listed in SHA256SUMS: evidence says every file of the run folder listed, file says not listed")
+	assert.Contains(t, out.String(), "SUMMARY.md: exact file set: evidence says required in every run folder, file says missing")
+	assert.Contains(t, errOut.String(), "FAILED")
+}
+
+func TestUsage(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, run(nil, &out, &errOut))
+	assert.Contains(t, errOut.String(), "-dir DIR is required")
+}

@@ -1,0 +1,63 @@
+// Command prsummary writes PR.md (and with -html, index.html) for one run folder: the
+// checkpoint status table from the TRTMC inventory, the result rows with their
+// reproducible commands, the software and hardware versions, and links to the pictures.
+//
+//	go run ./scripts/prsummary -dir evidence/latest                 # PR.md on stdout
+//	go run ./scripts/prsummary -dir evidence/<run id> -write -html  # PR.md + index.html in the run folder
+//
+// -write puts the files into the run folder, which its SHA256SUMS then no longer
+// covers: the harness writes them before the checksums; use -write on a run of your own.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"qualkit/internal/prsummary"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "prsummary:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("prsummary", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "run folder: evidence/<run id> (evidence/latest works)")
+	var o prsummary.Options
+	fs.StringVar(&o.TRTMC, "trtmc", prsummary.DefaultTRTMC, "TRTMC checkout for the inventory table")
+	fs.StringVar(&o.Qual, "qual", "qual", "qual tables (rows are found by their Profile: literal)")
+	fs.StringVar(&o.EvidenceRoot, "evidence", "", "evidence root the inventory status is proven from (default: the run folder's parent)")
+	write := fs.Bool("write", false, "write PR.md into the run folder instead of printing it")
+	fs.BoolVar(&o.HTML, "html", false, "with -write, also write index.html")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		fs.Usage()
+		return errors.New("-dir is required")
+	}
+	if resolved, err := filepath.EvalSymlinks(*dir); err == nil {
+		*dir = resolved
+	}
+	if *write {
+		if err := prsummary.Write(*dir, o); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(*dir, prsummary.MarkdownFile))
+		return nil
+	}
+	md, err := prsummary.Markdown(*dir, o)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(md)
+	return err
+}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPrintsPRSummary(t *testing.T) {
+	m, err := filepath.Glob(filepath.Join("..", "..", "internal", "evidencecheck", "testdata", "runs", "*-qualified"))
+	require.NoError(t, err)
+	require.Len(t, m, 1)
+	var out, errOut bytes.Buffer
+	require.NoError(t, run([]string{"-dir", m[0], "-trtmc", filepath.Join(t.TempDir(), "none")}, &out, &errOut))
+	assert.Contains(t, out.String(), "# qualkit run "+filepath.Base(m[0]))
+	assert.Contains(t, out.String(), "## Versions")
+
+	dst := filepath.Join(t.TempDir(), filepath.Base(m[0]))
+	require.NoError(t, os.CopyFS(dst, os.DirFS(m[0])))
+	out.Reset()
+	require.NoError(t, run([]string{"-dir", dst, "-write", "-html"}, &out, &errOut))
+	assert.FileExists(t, filepath.Join(dst, "PR.md"))
+	assert.FileExists(t, filepath.Join(dst, "index.html"))
+}
+
+func TestNeedsDir(t *testing.T) {
+	assert.ErrorContains(t, run(nil, &bytes.Buffer{}, &bytes.Buffer{}), "-dir is required")
+}
