@@ -1,6 +1,7 @@
 package qual
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -21,7 +22,8 @@ func (c cpuDiffusers) Requirements(harness.Env, harness.Checkpoint) []harness.Re
 
 func TestTmpCPU(t *testing.T) {
 	d := qwenimage.DiffusersSmoke()
-	d.Python, d.Device = "/tmp/qvenv/bin/python", "cpu"
+	d = qwenimage.DiffusersFromEnv(d, os.Getenv)
+	d.Device = "cpu"
 	c := harness.Checkpoint{Name: "reference-smoke-cpu", Family: "qwen_image", Model: qwenimage.HFID, Profile: "tmp-cpu", Smoke: true, Reason: "tmp",
 		Adapter: cpuDiffusers{d}, Fixtures: "fixtures/zz_tmp_cpu/manifest.json", Bench: harness.Bench{Measured: 5, Warmup: 1},
 		Deadline: harness.Deadlines{Build: 5 * time.Minute, Correctness: 5 * time.Minute, Ready: 5 * time.Minute, Request: 5 * time.Minute, Native: 5 * time.Minute}}
