@@ -27,7 +27,7 @@ qual: setup
 		-count=1 -run '^TestRefEdit$$' ./qual/ || { echo "qualification FAILED: see evidence/latest/SUMMARY.md"; exit 1; }
 	$(GO) run ./scripts/testgate -junit evidence/junit-qual.xml -min 9 $(REQUIRED)
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qual.xml
-	@cat evidence/latest/SUMMARY.md; echo "evidence: $$(readlink -f evidence/latest)"
+	@echo "evidence: $$(readlink -f evidence/latest) (SUMMARY.md, PR.md, index.html)"
 
 test: setup lint pytest
 	@mkdir -p $(dir $(JUNIT))
