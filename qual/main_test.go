@@ -26,7 +26,9 @@ var (
 )
 
 // tables lists every qualification table, for -qualkit.doctor.
-func tables() []harness.Table { return []harness.Table{refeditRows, qwenImageEditRows} }
+func tables() []harness.Table {
+	return []harness.Table{refeditRows, qwenImageEditRows, qwenReferenceRows}
+}
 
 // suite and baseConfig are set by TestMain before any test runs and read-only afterwards.
 var (

@@ -1,0 +1,305 @@
+package qwenimage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"qualkit/internal/harness"
+)
+
+// The diffusers reference backend: QwenImageEditPlusPipeline served by
+// families/qwen_image/reference/ (server.py, native.py, test_parity.py), all three
+// through one code path in pipeline.py. This file only builds their argv.
+
+// EnvDiffusersPython names the interpreter that has torch, transformers, diffusers and
+// pytest (QUALKIT_QWEN_PYTHON, default "python3" from PATH).
+const EnvDiffusersPython = "QUALKIT_QWEN_PYTHON"
+
+// DiffusersVersion is the diffusers release reference/pipeline.py is written against
+// (its DIFFUSERS_VERSION); preflight requires it.
+const DiffusersVersion = "0.40.0"
+
+// DiffusersReference is the folder of the backend's Python programs, from the repo root.
+const DiffusersReference = "families/qwen_image/reference"
+
+// Diffusers is the harness adapter of the diffusers reference backend (backend
+// "diffusers"). The zero value is not useful: build it with DiffusersSmoke or
+// DiffusersCheckpoint, then set Python (DiffusersFromEnv does).
+type Diffusers struct {
+	// Python runs pipeline.py, server.py, native.py and the parity case's pytest.
+	Python string
+	// Device is what server.py and native.py run on: "cuda" (the default), "cuda:N", or
+	// "cpu", which the programs accept only when it is asked for explicitly.
+	Device string
+	// Smoke selects the tiny random-weight profile built in code; else Snapshot is loaded.
+	Smoke bool
+	// Snapshot is a local snapshot directory of Qwen/Qwen-Image-Edit-2511 at Revision.
+	Snapshot string
+	// Precision is baked into the bundle: empty means the profile's own (fp32 for smoke,
+	// bf16 for the checkpoint; see reference/pipeline.py).
+	Precision string
+}
+
+// DiffusersSmoke is the smoke profile: never qualification of the checkpoint.
+func DiffusersSmoke() Diffusers { return Diffusers{Smoke: true} }
+
+// DiffusersCheckpoint loads the checkpoint from a local snapshot at the pinned revision.
+func DiffusersCheckpoint(snapshot string) Diffusers { return Diffusers{Snapshot: snapshot} }
+
+// DiffusersFromEnv sets Python from getenv (QUALKIT_QWEN_PYTHON).
+func DiffusersFromEnv(d Diffusers, getenv func(string) string) Diffusers {
+	d.Python = getenv(EnvDiffusersPython)
+	return d
+}
+
+func (d Diffusers) python() string {
+	if d.Python == "" {
+		return "python3"
+	}
+	return d.Python
+}
+
+func (d Diffusers) device() string {
+	if d.Device == "" {
+		return "cuda"
+	}
+	return d.Device
+}
+
+func (d Diffusers) precision() string {
+	switch {
+	case d.Precision != "":
+		return d.Precision
+	case d.Smoke:
+		return "fp32"
+	}
+	return "bf16"
+}
+
+func (d Diffusers) profile() string {
+	if d.Smoke {
+		return "smoke"
+	}
+	return "checkpoint"
+}
+
+func script(env harness.Env, name string) string {
+	return filepath.Join(env.Root, DiffusersReference, name)
+}
+
+func (Diffusers) Backend() string { return "diffusers" }
+
+// Tools runs nothing that builds: it prints the versions the backend will run with into
+// build/tools.log. The builder is pipeline.py, which holds the smoke construction, so a
+// changed construction is a new bundle cache key.
+func (d Diffusers) Tools(env harness.Env) ([]harness.Command, string) {
+	return []harness.Command{{Args: []string{d.python(), "-c", versionsProgram}, Dir: env.Root}}, script(env, "pipeline.py")
+}
+
+const versionsProgram = `import importlib.metadata as m, json, platform, sys
+v = {}
+for n in ("torch", "torchvision", "transformers", "diffusers", "tokenizers", "accelerate", "aiohttp", "pillow", "numpy", "pytest"):
+    try:
+        v[n] = m.version(n)
+    except m.PackageNotFoundError:
+        v[n] = None
+print(json.dumps({"python": platform.python_version(), "executable": sys.executable, "packages": v}, sort_keys=True))`
+
+func (d Diffusers) BuildSettings() map[string]string {
+	s := map[string]string{"profile": d.profile(), "precision": d.precision(), "pipeline": "QwenImageEditPlusPipeline", "diffusers": DiffusersVersion}
+	if !d.Smoke {
+		s["snapshot"], s["revision"] = d.Snapshot, Revision
+	}
+	return s
+}
+
+// Build writes the bundle: a JSON naming what the server loads (the smoke construction
+// seed, config and weights hashes; or the snapshot, its revision and its files' blobs).
+func (d Diffusers) Build(env harness.Env, spec harness.BuildSpec) harness.Command {
+	args := []string{d.python(), script(env, "pipeline.py"), "bundle"}
+	if d.Smoke {
+		args = append(args, "--smoke")
+	} else {
+		args = append(args, "--checkpoint", d.Snapshot, "--revision", Revision)
+	}
+	args = append(args, "--precision", d.precision(), "-o", spec.Out)
+	return harness.Command{Args: args, Dir: env.Root}
+}
+
+// Correctness is the family's parity case: the GPU-served pipeline against the same
+// pipeline on the CPU in float32, one pytest item, plus its result.json.
+func (d Diffusers) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
+	return harness.CorrectnessCase{
+		Command: harness.Command{
+			Args: []string{d.python(), "-m", "pytest", DiffusersReference + "/test_parity.py",
+				"-v", "-rs", "-p", "no:cacheprovider",
+				"--bundle", spec.Bundle, "--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit},
+			Dir: env.Root,
+		},
+		JUnit:    spec.JUnit,
+		Expected: 1,
+		Result:   filepath.Join(spec.Artifacts, "result.json"),
+	}
+}
+
+func (d Diffusers) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
+	return harness.Command{Args: []string{d.python(), script(env, "server.py"), spec.Bundle,
+		"--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port),
+		"--records", spec.Records, "--device", d.device()}, Dir: env.Root}
+}
+
+// diffusersFlags maps each setting a request carries to native.py's flag. Values go
+// as --flag=VALUE, so a prompt or negative prompt that starts with "-" stays a value.
+var diffusersFlags = map[string]string{
+	"size":                "--size",
+	"seed":                "--seed",
+	"num_inference_steps": "--num-inference-steps",
+	"true_cfg_scale":      "--true-cfg-scale",
+	"negative_prompt":     "--negative-prompt",
+}
+
+// Native replays one request. A setting native.py has no flag for is passed on as
+// --<name>=VALUE all the same, so that native.py fails loudly (exit 2) instead of
+// ignoring what the server was sent.
+func (d Diffusers) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
+	args := []string{d.python(), script(env, "native.py"), spec.Bundle,
+		"--image", spec.Image, "--prompt=" + spec.Prompt, "--output", spec.Output, "--device", d.device()}
+	keys := make([]string, 0, len(spec.Settings))
+	for k := range spec.Settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		flag, ok := diffusersFlags[k]
+		if !ok {
+			flag = "--" + strings.ReplaceAll(k, "_", "-")
+		}
+		args = append(args, flag+"="+spec.Settings[k])
+	}
+	return harness.Command{Args: args, Dir: env.Root}
+}
+
+// Timing: the Task call's wall time is in the body; the records file must also carry
+// every measured request id (X-Request-ID honoured).
+func (Diffusers) Timing() harness.TimingSource {
+	return harness.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}
+}
+
+// diffusersProbe prints what preflight needs in one interpreter start: package versions
+// from their metadata, then whether torch sees CUDA.
+const diffusersProbe = `import importlib.metadata as m, json, sys
+out = {"python": sys.version.split()[0], "packages": {}}
+for n in ("torch", "torchvision", "transformers", "diffusers", "pytest", "pillow", "numpy"):
+    try:
+        out["packages"][n] = m.version(n)
+    except m.PackageNotFoundError:
+        out["packages"][n] = None
+try:
+    import torch
+    out["cuda_available"] = torch.cuda.is_available()
+    out["cuda_devices"] = torch.cuda.device_count()
+    out["torch_cuda"] = torch.version.cuda
+except Exception as e:
+    out["cuda_error"] = repr(e)
+print(json.dumps(out))`
+
+type diffusersHost struct {
+	Python        string             `json:"python"`
+	Packages      map[string]*string `json:"packages"`
+	CUDAAvailable bool               `json:"cuda_available"`
+	CUDADevices   int                `json:"cuda_devices"`
+	TorchCUDA     *string            `json:"torch_cuda"`
+	CUDAError     string             `json:"cuda_error"`
+}
+
+// Requirements checks the interpreter (torch, torchvision, transformers, the pinned
+// diffusers, pytest), CUDA as torch sees it (the parity case compares the GPU with the
+// CPU, whatever Device serves), and for a checkpoint profile the snapshot at the pinned
+// revision. One interpreter start, which imports torch (a few seconds).
+func (d Diffusers) Requirements(env harness.Env, c harness.Checkpoint) []harness.Requirement {
+	var rs reqs
+	if c.Smoke != d.Smoke {
+		rs.bad(fmt.Sprintf("row %q has Smoke=%v but its diffusers adapter loads the %s profile", c.Name, c.Smoke, d.profile()),
+			"use qwenimage.DiffusersSmoke() for a smoke row and DiffusersCheckpoint(...) for a checkpoint row")
+	}
+	if !d.Smoke {
+		if c.Revision != Revision {
+			rs.bad(fmt.Sprintf("row %q pins revision %q; the diffusers checkpoint profile loads %s", c.Name, c.Revision, Revision), "set the row's Revision to qwenimage.Revision")
+		}
+		if !isFile(filepath.Join(d.Snapshot, "model_index.json")) {
+			rs.absent(fmt.Sprintf("no snapshot of %s at %q (model_index.json missing)", HFID, d.Snapshot),
+				fmt.Sprintf("download it on a machine with network access: huggingface-cli download %s --revision %s, and point the row at .../snapshots/%s", HFID, Revision, Revision))
+		}
+	}
+	host, err := d.probe(env)
+	if err != nil {
+		rs.absent(fmt.Sprintf("python for the diffusers backend (%s=%q): %v", EnvDiffusersPython, d.python(), err),
+			fmt.Sprintf("set %s to an interpreter with torch, torchvision, transformers, diffusers==%s and pytest", EnvDiffusersPython, DiffusersVersion))
+		return rs
+	}
+	var missing []string
+	for _, n := range []string{"torch", "torchvision", "transformers", "diffusers", "pytest", "pillow", "numpy"} {
+		if host.Packages[n] == nil {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		rs.absent(fmt.Sprintf("%s (python %s) lacks %s", d.python(), host.Python, strings.Join(missing, ", ")),
+			fmt.Sprintf("set %s to an interpreter with torch, torchvision, transformers, diffusers==%s and pytest (on the H200, scripts/h200/run.sh makes one from carried wheels)", EnvDiffusersPython, DiffusersVersion))
+	}
+	if v := host.Packages["diffusers"]; v != nil && *v != DiffusersVersion {
+		rs.absent(fmt.Sprintf("diffusers %s for %s; the backend is pinned to %s", *v, d.python(), DiffusersVersion),
+			fmt.Sprintf("install diffusers==%s", DiffusersVersion))
+	}
+	switch {
+	case host.Packages["torch"] == nil:
+		// already reported as missing
+	case host.CUDAError != "":
+		rs.absent("torch does not import for "+d.python()+": "+host.CUDAError, "fix the torch install of that interpreter")
+	case !host.CUDAAvailable:
+		rs.absent(fmt.Sprintf("torch (CUDA %s) sees no CUDA device for %s: the server runs on %s and the parity case compares the GPU with the CPU", deref(host.TorchCUDA), d.python(), d.device()),
+			"run on a GPU host with a CUDA build of torch; the backend never falls back to the CPU")
+	}
+	return rs
+}
+
+func (d Diffusers) probe(env harness.Env) (diffusersHost, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, d.python(), "-c", diffusersProbe)
+	cmd.Dir = env.Root
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return diffusersHost{}, fmt.Errorf("%w: %s", err, tail(strings.TrimSpace(string(ee.Stderr)), 500))
+		}
+		return diffusersHost{}, err
+	}
+	var h diffusersHost
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &h); err != nil {
+		return diffusersHost{}, fmt.Errorf("probe output %q: %w", tail(string(out), 300), err)
+	}
+	return h, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "none"
+	}
+	return *s
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Runs ON the H200 (the device machine), from the repository root, with .whl/ and bin/
+# carried: the reference-smoke row of TestQwenReference in process mode, then the NVML
+# reading, then packs the small evidence parts into $OUT (at most 8 files come back).
+#
+#   bash scripts/h200/run.sh            (needs $OUT; prints a timing line per step)
+#
+# Steps: install .whl/diffusers and .whl/aiperf into two targets (the server sees only
+# the first, AIPerf only the second, so neither shadows the other's packages); check both
+# closures against what is really installed; make a venv-shaped folder for the harness
+# (bin/python and bin/aiperf wrappers, the offline tokenizer); run bin/qual.test and
+# bin/gpu.test. Everything is time-boxed to finish within ~8 minutes.
+#
+# For a dry run elsewhere: RUN_STEPS=install (only the install and the wrappers) or
+# RUN_STEPS=pack (only the packing of an evidence run already in $RUN_TMP/qualkit-evidence,
+# row RUN_ROW), with PYTHON=... and RUN_TMP=... pointing at a throwaway interpreter and folder.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+: "${OUT:?run.sh writes its results under \$OUT}"
+py=${PYTHON:-$(command -v python3)}
+tmp=${RUN_TMP:-/tmp}
+steps=${RUN_STEPS:-all}
+row=${RUN_ROW:-reference-smoke}
+site_d=$tmp/site-diffusers
+site_a=$tmp/site-aiperf
+venv=$tmp/venv
+evidence=$tmp/qualkit-evidence
+log=$OUT/run.log
+mkdir -p "$OUT"
+exec > >(tee -a "$log") 2>&1
+t0=$(date +%s)
+step() { echo "[run.sh +$(( $(date +%s) - t0 ))s] $*"; }
+fail=0
+
+pack() {
+  local run rowdir
+  run=$(ls -d "$evidence"/2* 2>/dev/null | tail -n1)
+  if [[ -z "$run" ]]; then
+    echo "run.sh: no evidence folder under $evidence" >&2
+    return 1
+  fi
+  rowdir=$run/$row
+  # At most 8 files come back: run.log, h200.json, these four, evidence.tgz.
+  cp "$rowdir/results.json" "$OUT/results.json" 2>/dev/null
+  cp "$rowdir/identity/identity.json" "$OUT/identity.json" 2>/dev/null
+  cp "$rowdir/correctness/artifacts/result.json" "$OUT/parity.json" 2>/dev/null
+  cp "$run/SUMMARY.md" "$OUT/SUMMARY.md" 2>/dev/null
+  # The small parts: reports, identity, influence, the parity case's JSON and PNGs, two
+  # native/HTTP PNG pairs, logs, commands, preflight, and the checksum list of the run;
+  # then, outside the run folder (SHA256SUMS does not cover them), this script's logs.
+  (cd "$run" && tar czf "$OUT/evidence.tgz" --ignore-failed-read \
+    SUMMARY.md SHA256SUMS run.json \
+    "$row"/results.json "$row"/row.md "$row"/preflight.json "$row"/commands.jsonl \
+    "$row"/build "$row"/correctness/junit.xml "$row"/correctness/output.log \
+    "$row"/correctness/artifacts "$row"/serve "$row"/influence \
+    "$row"/identity/identity.json "$row"/identity/00-* "$row"/identity/01-* \
+    "$row"/aiperf/aiperf.log "$row"/aiperf/artifacts/profile_export_aiperf.json \
+    "$row"/aiperf/artifacts/profile_export.jsonl \
+    -C "$tmp" qual.log closure-diffusers.txt closure-aiperf.txt 2>/dev/null)
+  tar tzf "$OUT/evidence.tgz" | wc -l | sed 's/^/  evidence.tgz entries: /'
+  ls -la "$OUT"
+}
+[[ $steps == pack ]] && { pack; exit $?; }
+
+step "host: $(uname -m) $(nproc) cores; python $("$py" -c 'import sys; print(sys.version.split()[0])') at $py"
+nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/  /'
+"$py" -m pip list --disable-pip-version-check 2>/dev/null | grep -iE '^(torch|torchvision|transformers|tokenizers|huggingface.hub|numpy|pillow|aiohttp|aiofiles|psutil|rich|typing.extensions|pytest|jinja2|zipp|httpx|regex|requests|filelock|safetensors|accelerate) ' | sed 's/^/  /'
+
+step "install wheels"
+for g in diffusers aiperf; do
+  target=$tmp/site-$g
+  rm -rf "$target"
+  if ! "$py" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target "$target" .whl/$g/*.whl; then
+    echo "run.sh: installing .whl/$g failed" >&2
+    exit 1
+  fi
+  "$py" scripts/h200/closure.py check-installed ".whl/$g" "$target" > "$tmp/closure-$g.txt" 2>&1 || fail=1
+  grep -E '^  (MISSING|WARN)' "$tmp/closure-$g.txt"
+  tail -n1 "$tmp/closure-$g.txt"
+done
+
+step "venv-shaped folder $venv"
+rm -rf "$venv"
+mkdir -p "$venv/bin"
+cat > "$venv/bin/python" <<EOF
+#!/bin/sh
+# the H200's python with the diffusers target first on the path
+PYTHONPATH=$site_d\${PYTHONPATH:+:\$PYTHONPATH} exec $py "\$@"
+EOF
+cat > "$venv/bin/aiperf" <<EOF
+#!/bin/sh
+# AIPerf 0.13.0 from its own target; the diffusers target is not on its path
+PYTHONPATH=$site_a exec $py -m aiperf "\$@"
+EOF
+chmod +x "$venv/bin/python" "$venv/bin/aiperf"
+"$venv/bin/python" scripts/make_tokenizer.py "$venv/qualkit-tokenizer" || exit 1
+"$venv/bin/python" -c 'import diffusers, torch; print("  diffusers", diffusers.__version__, "from", diffusers.__file__, "| torch", torch.__version__, "cuda", torch.cuda.is_available())' || fail=1
+timeout 120 "$venv/bin/aiperf" --version | tail -n1 | sed 's/^/  aiperf /' || fail=1
+[[ $steps == install ]] && { step "done (RUN_STEPS=install)"; exit $fail; }
+
+for b in qual gpu; do
+  if [[ ! -x bin/$b.test && -f bin/$b.test.gz ]]; then gunzip -c "bin/$b.test.gz" > "bin/$b.test" && chmod +x "bin/$b.test"; fi
+  [[ -x bin/$b.test ]] || { echo "run.sh: bin/$b.test missing: build it on the development machine (scripts/h200/README.md)" >&2; exit 1; }
+done
+
+step "NVML reading (bin/gpu.test TestDiscoverOnGPU)"
+(cd internal/harness/gpu && QUALKIT_EXPECT_GPU=1 QUALKIT_GPU_READING_OUT="$OUT/h200.json" timeout 60 ../../../bin/gpu.test -test.run '^TestDiscoverOnGPU$' -test.v -test.count=1) | tail -n 5 || fail=1
+
+step "TestQwenReference (process mode), evidence in $evidence"
+rm -rf "$evidence"
+export QUALKIT_QWEN_PYTHON=$venv/bin/python PYTHONUNBUFFERED=1
+(cd qual && timeout 440 ../bin/qual.test -test.run '^TestQwenReference$' -test.v -test.count=1 -test.timeout 430s \
+  -qualkit.runtime process -qualkit.venv "$venv" -qualkit.evidence "$evidence") > "$tmp/qual.log" 2>&1
+qual_rc=$?
+grep -E '^(=== RUN|--- (PASS|FAIL|SKIP)|    --- |PASS|FAIL|ok|panic)|row.go|qualkit\.' "$tmp/qual.log" | cut -c1-400
+step "qual.test exit $qual_rc"
+(( qual_rc == 0 )) || { fail=1; tail -n 60 "$tmp/qual.log"; }
+
+step "pack"
+pack || fail=1
+step "done, exit $fail"
+exit $fail
