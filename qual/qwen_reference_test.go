@@ -2,8 +2,12 @@ package qual
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	qwenimage "qualkit/families/qwen_image"
 	"qualkit/internal/harness"
@@ -39,4 +43,28 @@ func TestQwenReference(t *testing.T) {
 	for _, c := range qwenReferenceRows {
 		t.Run(c.Name, func(t *testing.T) { suite.Qualify(t, c) })
 	}
+}
+
+// TestQwenReferencePreflightOnThisHost runs only the smoke row's preflight: on a host
+// without a GPU it must fail with the GPU it needs and how to get one, and every missing
+// piece must carry a fix.
+func TestQwenReferencePreflightOnThisHost(t *testing.T) {
+	require.Len(t, qwenReferenceRows, 1)
+	row := qwenReferenceRows[0]
+	root, err := harness.FindRoot(".")
+	require.NoError(t, err)
+	env := harness.Env{Root: root, Work: t.TempDir(), Python: filepath.Join(root, ".venv", "bin", "python")}
+	rd := suite.Preflight(t.Context(), row, env)
+	for _, q := range rd.Requirements {
+		assert.NotEmpty(t, q.Fix, "requirement %q has no fix", q.What)
+	}
+	if rd.GPUError == "" {
+		t.Logf("this host has a GPU (%d device(s)); requirements: %v", len(rd.GPU.Devices), rd.Requirements)
+		return
+	}
+	err = harness.Missing(rd.Requirements)
+	require.Error(t, err, "a host without a GPU cannot run the GPU smoke row")
+	assert.Contains(t, err.Error(), "the row needs 1 GPU")
+	assert.Contains(t, err.Error(), "run on a host with NVIDIA GPUs and the NVIDIA driver")
+	t.Logf("preflight of %s on this host:\n%s", row.Name, err)
 }
