@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"image/png"
-	"os"
-	"path/filepath"
+	"qualkit/families/refedit/internal/fuzzseed"
 	"slices"
 	"strings"
 	"testing"
@@ -37,7 +35,7 @@ const (
 // success is a PNG of the effective size, within the pixel limit, whose sha256 is
 // the one reported.
 func FuzzDecodeAndApply(f *testing.F) {
-	syncFuzzSeeds(f, "FuzzDecodeAndApply", decodeAndApplySeeds(f))
+	fuzzseed.Sync(f, "FuzzDecodeAndApply", decodeAndApplySeeds(f), *writeFuzzSeeds)
 	p, err := builtinProgram(f).WithMaxPixels(fuzzMaxPixels)
 	if err != nil {
 		f.Fatal(err)
@@ -109,13 +107,7 @@ func checkInputError(t *testing.T, err error, kind error, params ...string) {
 	}
 }
 
-// fuzzSeed is one named file of a committed seed corpus.
-type fuzzSeed struct {
-	name string
-	args []any
-}
-
-func decodeAndApplySeeds(t testing.TB) []fuzzSeed {
+func decodeAndApplySeeds(t testing.TB) []fuzzseed.Seed {
 	const all = presentSize | presentSteps | presentGuidance | presentSeed
 	grad := gradientPNG(t, 8, 8)
 	deep := image.NewNRGBA64(image.Rect(0, 0, 5, 3))
@@ -125,10 +117,10 @@ func decodeAndApplySeeds(t testing.TB) []fuzzSeed {
 	pal := image.NewPaletted(image.Rect(0, 0, 6, 4), color.Palette{color.RGBA{1, 2, 3, 255}, color.NRGBA{40, 50, 60, 0}})
 	pal.SetColorIndex(2, 1, 1)
 	gray := image.NewGray16(image.Rect(0, 0, 3, 7))
-	seed := func(name string, img []byte, prompt, size, steps, guidance, seedValue string, present byte) fuzzSeed {
-		return fuzzSeed{name, []any{img, prompt, size, steps, guidance, seedValue, present}}
+	seed := func(name string, img []byte, prompt, size, steps, guidance, seedValue string, present byte) fuzzseed.Seed {
+		return fuzzseed.Seed{Name: name, Args: []any{img, prompt, size, steps, guidance, seedValue, present}}
 	}
-	return []fuzzSeed{
+	return []fuzzseed.Seed{
 		seed("png-invert-defaults", grad, "invert it", "", "", "", "", 0),
 		seed("png-blur-all-settings", grad, "Blur the photo", "7x4", "3", "0.5", "1", all),
 		seed("png-at-the-limit-pixelate", gradientPNG(t, 64, 64), "pixelate", "64x64", "4.0", "3", "0", all),
@@ -190,50 +182,4 @@ func jpegWithSize(data []byte, w, h uint16) []byte {
 	out[i+5], out[i+6] = byte(h>>8), byte(h)
 	out[i+7], out[i+8] = byte(w>>8), byte(w)
 	return out
-}
-
-// syncFuzzSeeds checks that each named seed is committed under testdata/fuzz/name, or
-// (re)writes them all with -write-fuzz-seeds. The files are the corpus of record: their
-// bytes are not compared, as an encoder's output may change with the Go release. Files
-// the fuzzer added (inputs that once failed) are left alone.
-func syncFuzzSeeds(f *testing.F, name string, seeds []fuzzSeed) {
-	f.Helper()
-	dir := filepath.Join("testdata", "fuzz", name)
-	if *writeFuzzSeeds {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			f.Fatal(err)
-		}
-	}
-	for _, s := range seeds {
-		path := filepath.Join(dir, s.name)
-		if *writeFuzzSeeds {
-			if err := os.WriteFile(path, marshalCorpusFile(s.args...), 0o644); err != nil {
-				f.Fatal(err)
-			}
-			continue
-		}
-		if _, err := os.Stat(path); err != nil {
-			f.Fatalf("seed %s is not committed (%v); write it with -args -write-fuzz-seeds", path, err)
-		}
-	}
-}
-
-// marshalCorpusFile writes go's "go test fuzz v1" corpus format for the argument
-// types the fuzz targets here take.
-func marshalCorpusFile(args ...any) []byte {
-	var b bytes.Buffer
-	b.WriteString("go test fuzz v1\n")
-	for _, a := range args {
-		switch v := a.(type) {
-		case []byte:
-			fmt.Fprintf(&b, "[]byte(%q)\n", v)
-		case string:
-			fmt.Fprintf(&b, "string(%q)\n", v)
-		case byte:
-			fmt.Fprintf(&b, "byte(%q)\n", v)
-		default:
-			panic(fmt.Sprintf("marshalCorpusFile: unsupported type %T", a))
-		}
-	}
-	return b.Bytes()
 }

@@ -15,8 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
-	"os"
-	"path/filepath"
+	"qualkit/families/refedit/internal/fuzzseed"
 	"strings"
 	"testing"
 )
@@ -41,7 +40,7 @@ const (
 // effective size; every other answer is the documented JSON error with a message;
 // each request writes exactly one record with its status.
 func FuzzEditRequest(f *testing.F) {
-	syncFuzzSeeds(f, "FuzzEditRequest", editRequestSeeds(f))
+	fuzzseed.Sync(f, "FuzzEditRequest", editRequestSeeds(f), *writeFuzzSeeds)
 	p, err := testProgram(f).WithMaxPixels(fuzzMaxPixels)
 	if err != nil {
 		f.Fatal(err)
@@ -177,13 +176,7 @@ func file(name string, data []byte, contentType string) rawPart {
 	return rawPart{name: name, filename: "image.png", contentType: contentType, value: data}
 }
 
-// fuzzSeed is one named file of a committed seed corpus.
-type fuzzSeed struct {
-	name string
-	args []any
-}
-
-func editRequestSeeds(t testing.TB) []fuzzSeed {
+func editRequestSeeds(t testing.TB) []fuzzseed.Seed {
 	ct := "multipart/form-data; boundary=" + fuzzBoundary
 	img := testPNG(t, 8, 8)
 	standard := func(image []byte, prompt string, extra ...rawPart) []byte {
@@ -191,8 +184,10 @@ func editRequestSeeds(t testing.TB) []fuzzSeed {
 			field("n", "1"), file("image", image, "image/png")}
 		return rawMultipart(append(parts, extra...)...)
 	}
-	seed := func(name, contentType string, body []byte) fuzzSeed { return fuzzSeed{name, []any{contentType, body}} }
-	return []fuzzSeed{
+	seed := func(name, contentType string, body []byte) fuzzseed.Seed {
+		return fuzzseed.Seed{Name: name, Args: []any{contentType, body}}
+	}
+	return []fuzzseed.Seed{
 		seed("aiperf-png-grayscale", ct, standard(img, "Make it black and white",
 			field("size", "16x12"), field("seed", "42"), field("num_inference_steps", "4.0"), field("guidance_scale", "1.5"))),
 		seed("image-brackets-blur", ct, rawMultipart(field("prompt", "blur"), file("image[]", img, "application/octet-stream"))),
@@ -251,50 +246,6 @@ func flipMiddle(data []byte) []byte {
 		c[i] ^= 0xff
 	}
 	return c
-}
-
-// syncFuzzSeeds checks that each named seed is committed under testdata/fuzz/name, or
-// (re)writes them all with -write-fuzz-seeds. The files are the corpus of record: their
-// bytes are not compared, as an encoder's output may change with the Go release. Files
-// the fuzzer added (inputs that once failed) are left alone.
-func syncFuzzSeeds(f *testing.F, name string, seeds []fuzzSeed) {
-	f.Helper()
-	dir := filepath.Join("testdata", "fuzz", name)
-	if *writeFuzzSeeds {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			f.Fatal(err)
-		}
-	}
-	for _, s := range seeds {
-		path := filepath.Join(dir, s.name)
-		if *writeFuzzSeeds {
-			if err := os.WriteFile(path, marshalCorpusFile(s.args...), 0o644); err != nil {
-				f.Fatal(err)
-			}
-			continue
-		}
-		if _, err := os.Stat(path); err != nil {
-			f.Fatalf("seed %s is not committed (%v); write it with -args -write-fuzz-seeds", path, err)
-		}
-	}
-}
-
-// marshalCorpusFile writes go's "go test fuzz v1" corpus format for the argument
-// types the fuzz target here takes.
-func marshalCorpusFile(args ...any) []byte {
-	var b bytes.Buffer
-	b.WriteString("go test fuzz v1\n")
-	for _, a := range args {
-		switch v := a.(type) {
-		case []byte:
-			fmt.Fprintf(&b, "[]byte(%q)\n", v)
-		case string:
-			fmt.Fprintf(&b, "string(%q)\n", v)
-		default:
-			panic(fmt.Sprintf("marshalCorpusFile: unsupported type %T", a))
-		}
-	}
-	return b.Bytes()
 }
 
 // bufferText is everything written to b so far.
