@@ -40,19 +40,6 @@ func redactEnv(env []string) []string {
 	return out
 }
 
-// ShellQuote renders argv so that a reader can paste it into a shell.
-func ShellQuote(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]{}!#~") {
-			q[i] = a
-			continue
-		}
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
-}
-
 // startCommand starts c in its own process group, so that cancelling ctx or stopping it
 // ends every process it spawned, and sends its output to logPath.
 func startCommand(ctx context.Context, c Command, logPath string) (*exec.Cmd, *os.File, error) {
