@@ -12,7 +12,7 @@ export RUNTIME
 MIN_TESTS ?= 600
 # Tables whose rows need hardware CI never has (GPU, TRTMC). `make test` leaves them out
 # with -skip (not run, so not counted as skips) and runs their preflight unit tests instead.
-HARDWARE_ROWS := ^(TestQwenImageEdit|TestQwenReference)$$
+HARDWARE_ROWS := ^(TestQwenImageEdit|TestReferenceSmoke)$$
 STAGES := preflight build correctness serve benchmark influence identity report
 REQUIRED := $(foreach s,$(STAGES),-require qualkit/qual/TestRefEdit/refedit-v1/$(s))
 

@@ -7,28 +7,28 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	tclog "github.com/testcontainers/testcontainers-go/log"
+
 	"qualkit/internal/harness"
 )
 
 var (
-	evidenceRoot     = flag.String("qualkit.evidence", "", "evidence root (default <repo>/evidence)")
+	evidenceRoot     = flag.String("qualkit.evidence", "", "evidence root; a relative path is inside the repository root (default evidence)")
 	notQualification = flag.Bool("qualkit.not-qualification", os.Getenv("QUALKIT_NOT_QUALIFICATION") == "1",
 		"explicitly NOT a qualification run: rows whose host requirements are absent are skipped and reported \"not-run\" (env QUALKIT_NOT_QUALIFICATION=1)")
 	runtimeFlag = flag.String("qualkit.runtime", envOr("RUNTIME", harness.RuntimeAuto), "serving runtime: auto, process or container (env RUNTIME)")
 	rebuild     = flag.Bool("qualkit.rebuild", false, "rebuild bundles even when the cache key matches")
-	venv        = flag.String("qualkit.venv", "", "project venv with aiperf and pytest (default <repo>/.venv)")
-	doctor      = flag.Bool("qualkit.doctor", false, "print every row's readiness (preflight only) and exit without running anything")
+	venv        = flag.String("qualkit.venv", "", "project venv with aiperf and pytest; a relative path is inside the repository root (default .venv)")
+	gpuread     = flag.String("qualkit.gpuread", os.Getenv("QUALKIT_GPUREAD"), "the NVML reader program (env QUALKIT_GPUREAD); default: built from internal/harness/gpu/cmd/gpuread")
+	doctor      = flag.Bool("qualkit.doctor", false, "print the readiness (preflight only) of every row -run selects, run nothing, and exit 1 if one is not ready")
+	jsonOut     = flag.Bool("qualkit.json", false, "with -qualkit.doctor: print JSON for scripts instead of text")
 )
-
-// tables lists every qualification table, for -qualkit.doctor.
-func tables() []harness.Table {
-	return []harness.Table{refeditRows, qwenImageEditRows, qwenReferenceRows}
-}
 
 // suite and baseConfig are set by TestMain before any test runs and read-only afterwards.
 var (
@@ -50,6 +50,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
 		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 	}
+	// testcontainers prints a banner about the daemon on first contact; run.json records
+	// the daemon actually used, and each container's own lines go to its evidence.
+	tclog.SetDefault(tclog.NewNoopLogger())
 	os.Exit(run(m))
 }
 
@@ -59,26 +62,32 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "qual:", err)
 		return 2
 	}
-	if *evidenceRoot == "" {
-		*evidenceRoot = filepath.Join(root, "evidence")
-	}
-	if *venv == "" {
-		*venv = filepath.Join(root, ".venv")
+	// go test runs this binary in qual/, not where the command was typed: relative paths
+	// in flags mean the repository root, where the README's commands are typed.
+	*evidenceRoot = inRoot(root, *evidenceRoot, "evidence")
+	*venv = inRoot(root, *venv, ".venv")
+	if *gpuread == "" {
+		if *gpuread, err = harness.BuildGPURead(context.Background(), root); err != nil {
+			fmt.Fprintln(os.Stderr, "qual: GPU discovery will fail:", err)
+		}
+	} else {
+		*gpuread = inRoot(root, *gpuread, "")
 	}
 	cfg := harness.SuiteConfig{
 		Root: root, EvidenceRoot: *evidenceRoot, RunID: harness.NewRunID(time.Now()),
 		Python:        filepath.Join(*venv, "bin", "python"),
 		AIPerf:        harness.AIPerf{Bin: filepath.Join(*venv, "bin", "aiperf"), Tokenizer: filepath.Join(*venv, "qualkit-tokenizer")},
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
+		GPURead: *gpuread, Progress: progressWriter(),
 	}
 	baseConfig = cfg
+	if *doctor {
+		return printDoctor(root, cfg, os.Stdout)
+	}
 	suite, err = harness.NewSuite(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "qual:", err)
 		return 2
-	}
-	if *doctor {
-		return printDoctor(root)
 	}
 	fmt.Println("qual:", suite.RuntimeNote)
 	code := m.Run()
@@ -96,25 +105,28 @@ func run(m *testing.M) int {
 	return code
 }
 
-// printDoctor prints, for every row of every table, what it needs and the host lacks.
-func printDoctor(root string) int {
-	work, err := os.MkdirTemp("", "qualkit-doctor-")
+// inRoot resolves a path flag: empty is def, relative is inside the repository root.
+func inRoot(root, p, def string) string {
+	if p == "" {
+		p = def
+	}
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
+}
+
+// progressWriter is where the harness prints progress lines that must be seen while a
+// long stage runs. With -v (and under gotestsum, which reads -json) the stages' own
+// t.Log lines stream; without -v, go test holds a package's output until it ends, so the
+// lines go to the terminal directly when there is one.
+func progressWriter() io.Writer {
+	if testing.Verbose() {
+		return nil
+	}
+	tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "qual:", err)
-		return 2
+		return nil
 	}
-	defer os.RemoveAll(work)
-	defer suite.Finish(context.Background())
-	env := harness.Env{Root: root, Work: work, Python: filepath.Join(*venv, "bin", "python")}
-	for _, table := range tables() {
-		for _, c := range table {
-			rd := suite.Preflight(context.Background(), c, env)
-			if err := harness.Missing(rd.Requirements); err != nil {
-				fmt.Printf("NOT READY %s (%s): %v\n\n", c.Name, c.Profile, err)
-				continue
-			}
-			fmt.Printf("ready     %s (%s)\n\n", c.Name, c.Profile)
-		}
-	}
-	return 0
+	return tty
 }

@@ -54,12 +54,12 @@ func TestQwenImageEdit(t *testing.T) {
 	}
 }
 
-// TestQwenRowPreflightOnThisHost runs only the row's preflight and checks that a host
+// TestTRTMCRowPreflightOnThisHost runs only the row's preflight and checks that a host
 // without the row's pieces gets one message naming every missing piece with its fix. The
 // family's pieces are judged on an empty configuration (no QUALKIT_* variables, an empty
 // home), so the test means the same wherever it runs; the GPU and the Docker daemon are
 // this host's.
-func TestQwenRowPreflightOnThisHost(t *testing.T) {
+func TestTRTMCRowPreflightOnThisHost(t *testing.T) {
 	require.Len(t, qwenImageEditRows, 1)
 	row := qwenImageEditRows[0]
 	home := t.TempDir()

@@ -336,10 +336,11 @@ func (r *rowCheck) checkBenchmark() {
 		if r.passed("benchmark") {
 			r.fail(rawExport, "readable", "AIPerf's raw export (stage benchmark passed)", "missing or unreadable")
 		}
+		r.same(resultsFile, "client_errors", "(absent)", intText(res.ClientErrors), "no AIPerf raw export to count failed requests in")
 		return
 	}
 	warm, prof := len(r.phase(phaseWarmup)), len(r.phase(phaseProfiling))
-	r.same(resultsFile, "client_errors", fmt.Sprint(r.clientErrors()), fmt.Sprint(res.ClientErrors), "failed records in "+rawExport)
+	r.same(resultsFile, "client_errors", fmt.Sprint(r.clientErrors()), intText(res.ClientErrors), "failed records in "+rawExport)
 	if r.passed("benchmark") {
 		r.same(resultsFile, "measured", fmt.Sprint(prof), fmt.Sprint(res.Measured), "profiling records in "+rawExport)
 		r.same(resultsFile, "warmup", fmt.Sprint(warm), fmt.Sprint(res.Warmup), "warmup records in "+rawExport)

@@ -112,7 +112,7 @@ type result struct {
 	Measured     int               `json:"measured"`
 	Warmup       int               `json:"warmup"`
 	Correctness  *caseCounts       `json:"correctness"`
-	ClientErrors int               `json:"client_errors"`
+	ClientErrors *int              `json:"client_errors"`
 	HTTP         *quantiles        `json:"http_latency"`
 	Task         *quantiles        `json:"task_time"`
 	TaskSource   string            `json:"task_time_source"`

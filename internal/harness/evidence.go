@@ -100,6 +100,14 @@ func (r *RowEvidence) Path(rel string) string {
 	return p
 }
 
+// rel is path relative to the row folder, for messages; other paths stay whole.
+func (r *RowEvidence) rel(path string) string {
+	if rel, err := filepath.Rel(r.Dir, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}
+
 func (r *RowEvidence) WriteJSON(rel string, v any) error { return writeJSON(r.Path(rel), v) }
 
 func (r *RowEvidence) WriteFile(rel string, data []byte) error {

@@ -42,7 +42,7 @@ type Result struct {
 
 	Correctness  *CaseCounts      `json:"correctness,omitempty"`
 	StartupS     float64          `json:"startup_s,omitempty"`
-	ClientErrors int              `json:"client_errors"`
+	ClientErrors *int             `json:"client_errors,omitempty"` // nil until AIPerf's raw export was read
 	HTTP         *Quantiles       `json:"http_latency,omitempty"`
 	Task         *Quantiles       `json:"task_time,omitempty"`
 	TaskSource   string           `json:"task_time_source,omitempty"`
@@ -115,9 +115,14 @@ const MarkdownHeader = "| checkpoint | profile | backend | runtime | bundle sha2
 
 func (r *Result) Markdown() string {
 	dash := "-"
-	sha, identity, httpq, taskq, ips, corr := dash, dash, dash, dash, dash, dash
+	sha, counts, errs, identity, httpq, taskq, ips, corr := dash, dash, dash, dash, dash, dash, dash, dash
 	if r.Bundle != nil && len(r.Bundle.SHA256) >= 12 {
 		sha = "`" + r.Bundle.SHA256[:12] + "`"
+	}
+	if r.ClientErrors != nil {
+		// The request counts and errors are what AIPerf recorded; a row that never got
+		// that far shows none.
+		counts, errs = fmt.Sprintf("%d + %d", r.Measured, r.Warmup), fmt.Sprint(*r.ClientErrors)
 	}
 	if r.Identity != nil {
 		identity = fmt.Sprintf("%d/%d", r.Identity.PixelMatches, r.Identity.Total)
@@ -139,8 +144,7 @@ func (r *Result) Markdown() string {
 		status += ": " + r.Reason
 	}
 	cells := []string{r.Checkpoint.Name, r.Checkpoint.Profile, r.Checkpoint.Backend, orDash(r.Runtime), sha,
-		settingsText(r.Settings), fmt.Sprintf("%d + %d", r.Measured, r.Warmup), identity,
-		fmt.Sprint(r.ClientErrors), httpq, taskq, ips, corr, status}
+		settingsText(r.Settings), counts, identity, errs, httpq, taskq, ips, corr, status}
 	for i, c := range cells {
 		cells[i] = strings.ReplaceAll(c, "|", `\|`)
 	}

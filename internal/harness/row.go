@@ -29,6 +29,7 @@ type row struct {
 	failed     string // first stage that failed
 	skipReason string
 	result     *Result
+	prog       *progress // the running stage's; nil between stages
 }
 
 // stage is one named step of the pipeline.
@@ -88,8 +89,14 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	}
 	t.Cleanup(r.stopServer)
 	for _, st := range stages {
+		if r.failed != "" {
+			// Recorded "not-run" in results.json; no subtest, so the one failure that
+			// matters is not buried under a FAIL line per later stage.
+			r.runStage(t.Context(), st, nil)
+			continue
+		}
 		t.Run(st.name, func(t *testing.T) {
-			err := r.runStage(t.Context(), st)
+			err := r.runStage(t.Context(), st, func(line string) { t.Log(line) })
 			switch {
 			case r.skipReason != "":
 				t.Skipf("%s %s: %s", st.name, r.c.Name, r.skipReason)
@@ -121,9 +128,16 @@ func (s *Suite) Run(ctx context.Context, c Checkpoint, work string) (*Result, er
 	}
 	defer r.stopServer()
 	for _, st := range stages {
-		r.runStage(ctx, st)
+		r.runStage(ctx, st, nil)
 	}
 	return r.result, r.report()
+}
+
+// run runs one command of a stage with its output in logRel, the log the stage's
+// heartbeat quotes while it runs.
+func (r *row) run(ctx context.Context, stage string, c Command, logRel string) (CommandRecord, error) {
+	r.prog.watch(r.ev.Path(logRel))
+	return r.ev.Run(ctx, stage, c, logRel)
 }
 
 func (r *row) stopServer() {
@@ -139,7 +153,7 @@ func (c Checkpoint) withDefaults() Checkpoint {
 
 // runStage runs one stage unless an earlier one failed (then it is a failure too, never
 // a skip), times it and records its outcome. The error names stage and row.
-func (r *row) runStage(ctx context.Context, st stage) error {
+func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 	res := StageResult{Name: st.name, Status: "not-run"}
 	start := time.Now()
 	defer func() {
@@ -153,7 +167,10 @@ func (r *row) runStage(ctx context.Context, st stage) error {
 	if r.skipReason != "" {
 		return nil
 	}
+	p := r.beginStage(st.name, say)
 	err := st.run(r, ctx)
+	p.end()
+	r.prog = nil
 	switch {
 	case r.skipReason != "":
 		return nil
@@ -197,7 +214,9 @@ func (r *row) attrs(t *testing.T) {
 	res := r.result
 	t.Attr("qualkit.status", res.Status)
 	t.Attr("qualkit.evidence", r.ev.Dir)
-	t.Attr("qualkit.client_errors", fmt.Sprint(res.ClientErrors))
+	if res.ClientErrors != nil {
+		t.Attr("qualkit.client_errors", fmt.Sprint(*res.ClientErrors))
+	}
 	if res.Bundle != nil {
 		t.Attr("qualkit.bundle_sha256", res.Bundle.SHA256)
 	}

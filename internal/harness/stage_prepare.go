@@ -87,7 +87,7 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 				"install the NVIDIA Container Toolkit and run `nvidia-ctk runtime configure --runtime=docker`, then restart dockerd")
 		}
 	}
-	reading, err := gpu.Discover()
+	reading, err := gpu.Read(ctx, s.cfg.GPURead)
 	if err != nil {
 		rd.GPUError = err.Error()
 	} else {
@@ -150,7 +150,7 @@ func (r *row) build(ctx context.Context) error {
 	defer cancel()
 	tools, builder := r.c.Adapter.Tools(r.env)
 	for _, cmd := range tools {
-		if _, err := r.ev.Run(ctx, "build", cmd, "build/tools.log"); err != nil {
+		if _, err := r.run(ctx, "build", cmd, "build/tools.log"); err != nil {
 			return fmt.Errorf("family tools: %w", err)
 		}
 	}
@@ -186,7 +186,7 @@ func (r *row) build(ctx context.Context) error {
 		start := time.Now()
 		cmd := r.c.Adapter.Build(r.env, BuildSpec{Out: out, Reference: ref})
 		cmd.Env = append(cmd.Env, r.gpuEnv()...)
-		if _, err := r.ev.Run(ctx, "build", cmd, "build/build.log"); err != nil {
+		if _, err := r.run(ctx, "build", cmd, "build/build.log"); err != nil {
 			return fmt.Errorf("bundle: %w", err)
 		}
 		info.BuildS = time.Since(start).Seconds()
@@ -278,7 +278,7 @@ func (r *row) correctness(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Correctness)
 	defer cancel()
 	cc.Command.Env = append(cc.Command.Env, r.gpuEnv()...)
-	_, runErr := r.ev.Run(ctx, "correctness", cc.Command, "correctness/output.log")
+	_, runErr := r.run(ctx, "correctness", cc.Command, "correctness/output.log")
 	after, err := pathSHA256(r.bundle)
 	if err != nil {
 		return fmt.Errorf("bundle after correctness: %w", err)

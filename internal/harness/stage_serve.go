@@ -27,6 +27,8 @@ func (r *row) serve(ctx context.Context) error {
 	records := r.ev.Path("serve/records.jsonl")
 	spec := ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: records}
 	rt := r.s.rowRuntime(r.c)
+	r.prog.watch(r.ev.Path("serve/server.log"))
+	r.prog.printf("starting the server (%s runtime), waiting up to %s for %s", rt, r.c.Deadline.Ready, ReadyPath)
 	var srv Server
 	switch rt {
 	case RuntimeContainer:
@@ -100,7 +102,16 @@ func (r *row) benchmark(ctx context.Context) error {
 	total := r.c.Bench.Measured + r.c.Bench.Warmup
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(total)*r.c.Deadline.Request+5*time.Minute)
 	defer cancel()
-	_, runErr := r.ev.Run(ctx, "benchmark", a.Command(run), "aiperf/aiperf.log")
+	stopFollow := make(chan struct{})
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		r.prog.followRecords(r.ev.Path("serve/records.jsonl"), total, stopFollow)
+	}()
+	r.prog.printf("AIPerf: %d measured + %d warmup requests, concurrency 1", r.c.Bench.Measured, r.c.Bench.Warmup)
+	_, runErr := r.run(ctx, "benchmark", a.Command(run), "aiperf/aiperf.log")
+	close(stopFollow)
+	<-followed
 	ex, err := ReadExport(artifacts)
 	if err != nil {
 		if runErr != nil {
@@ -109,6 +120,7 @@ func (r *row) benchmark(ctx context.Context) error {
 		return err
 	}
 	r.export = ex
+	r.result.ClientErrors = new(int)
 
 	var problems []string
 	warm, prof := ex.Phase(PhaseWarmup), ex.Phase(PhaseProfiling)
@@ -118,7 +130,7 @@ func (r *row) benchmark(ctx context.Context) error {
 	}
 	for _, rec := range ex.Raw {
 		if rec.Failed() {
-			r.result.ClientErrors++
+			*r.result.ClientErrors++
 			problems = append(problems, fmt.Sprintf("request %s (%s) failed: status %d %s", rec.Metadata.XRequestID, rec.Metadata.BenchmarkPhase, rec.Status, errorText(rec)))
 		}
 	}
@@ -319,7 +331,7 @@ func (r *row) native(ctx context.Context, spec NativeSpec, logRel string) error 
 	if r.result.Container == nil || r.result.Container.ImageID == "" {
 		cmd := r.c.Adapter.Native(r.env, spec)
 		cmd.Env = append(cmd.Env, r.gpuEnv()...)
-		_, err := r.ev.Run(ctx, "identity", cmd, logRel)
+		_, err := r.run(ctx, "identity", cmd, logRel)
 		return err
 	}
 	mounts := []Mount{
@@ -339,6 +351,7 @@ func (r *row) native(ctx context.Context, spec NativeSpec, logRel string) error 
 		}
 		o.GPUs = &req
 	}
+	r.prog.watch(r.ev.Path(logRel))
 	_, err := RunContainer(ctx, r.ev, o)
 	return err
 }
@@ -389,6 +402,7 @@ func (r *row) identity(ctx context.Context) error {
 		req.NativeFile = fmt.Sprintf("identity/%02d-%s-native.png", i, req.Phase)
 		native := r.ev.Path(req.NativeFile)
 		spec := NativeSpec{Bundle: r.bundle, Image: in, Prompt: rec.Prompt(), Settings: rec.Settings(), Output: native}
+		r.prog.printf("native Task %d/%d (%s) of request %s", i+1, len(r.export.Raw), req.Phase, id)
 		nctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Native)
 		err = r.native(nctx, spec, fmt.Sprintf("identity/%02d-native.log", i))
 		cancel()

@@ -1,9 +1,11 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +36,14 @@ type SuiteConfig struct {
 	Qualification bool // false only when told explicitly: then rows whose host requirements are absent may be skipped
 	Runtime       string
 	Rebuild       bool
+	// GPURead is the gpuread program (internal/harness/gpu/cmd/gpuread) that reads the
+	// host's GPUs through NVML; BuildGPURead makes one.
+	GPURead string
+	// Progress receives the progress lines of running stages beside the stage
+	// subtests' logs (the terminal, when go test buffers its output); nil: only the logs.
+	Progress io.Writer
+	// Heartbeat is the longest a running stage stays silent; 0 is DefaultHeartbeat.
+	Heartbeat time.Duration
 }
 
 // Suite is one qualification run: shared settings, the evidence folder and every row's result.
@@ -219,6 +229,22 @@ func (s *Suite) Finish(ctx context.Context) (string, error) {
 		return summary, fmt.Errorf("evidence check: %w", err)
 	}
 	return summary, nil
+}
+
+// BuildGPURead builds the gpuread program into <root>/.cache/bin and returns its path.
+// It is the only cgo code qualkit has: building it apart, with its compiler output kept
+// out of sight, lets the test binaries compile without cgo. Go's build cache makes a
+// rebuild of an unchanged program take well under a second.
+func BuildGPURead(ctx context.Context, root string) (string, error) {
+	out := filepath.Join(root, ".cache", "bin", "gpuread")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./internal/harness/gpu/cmd/gpuread")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-Wno-deprecated-declarations")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the NVML reader (go build ./internal/harness/gpu/cmd/gpuread): %v: %s; "+
+			"build it where Go and a C compiler exist and name it with -qualkit.gpuread or QUALKIT_GPUREAD", err, clip(bytes.TrimSpace(b), 600))
+	}
+	return out, nil
 }
 
 func gitCommit(ctx context.Context, root string) (string, bool) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs ON the H200 (the device machine), from the repository root, with .whl/ and bin/
-# carried: the reference-smoke row of TestQwenReference in process mode, then the NVML
+# carried: the reference-smoke row of TestReferenceSmoke in process mode, then the NVML
 # reading, then packs the small evidence parts into $OUT (at most 8 files come back).
 #
 #   bash scripts/h200/run.sh            (needs $OUT; prints a timing line per step)
@@ -108,10 +108,10 @@ done
 step "NVML reading (bin/gpu.test TestDiscoverOnGPU)"
 (cd internal/harness/gpu && QUALKIT_EXPECT_GPU=1 QUALKIT_GPU_READING_OUT="$OUT/h200.json" timeout 60 ../../../bin/gpu.test -test.run '^TestDiscoverOnGPU$' -test.v -test.count=1) | tail -n 5 || fail=1
 
-step "TestQwenReference (process mode), evidence in $evidence"
+step "TestReferenceSmoke (process mode), evidence in $evidence"
 rm -rf "$evidence"
 export QUALKIT_QWEN_PYTHON=$venv/bin/python PYTHONUNBUFFERED=1
-(cd qual && timeout 440 ../bin/qual.test -test.run '^TestQwenReference$' -test.v -test.count=1 -test.timeout 430s \
+(cd qual && timeout 440 ../bin/qual.test -test.run '^TestReferenceSmoke$' -test.v -test.count=1 -test.timeout 430s \
   -qualkit.runtime process -qualkit.venv "$venv" -qualkit.evidence "$evidence") > "$tmp/qual.log" 2>&1
 qual_rc=$?
 grep -E '^(=== RUN|--- (PASS|FAIL|SKIP)|    --- |PASS|FAIL|ok|panic)|row.go|qualkit\.' "$tmp/qual.log" | cut -c1-400

@@ -36,19 +36,19 @@ var qwenReferenceRows = harness.NewTable(
 	},
 )
 
-// TestQwenReference qualifies the smoke row. It needs a CUDA GPU and QUALKIT_QWEN_PYTHON;
+// TestReferenceSmoke qualifies the smoke row. It needs a CUDA GPU and QUALKIT_QWEN_PYTHON;
 // a CPU host fails it in preflight, so `make test` leaves it out
-// (-skip '^TestQwenReference$'). scripts/h200/run.sh runs it on the H200.
-func TestQwenReference(t *testing.T) {
+// (-skip '^TestReferenceSmoke$'). scripts/h200/run.sh runs it on the H200.
+func TestReferenceSmoke(t *testing.T) {
 	for _, c := range qwenReferenceRows {
 		t.Run(c.Name, func(t *testing.T) { suite.Qualify(t, c) })
 	}
 }
 
-// TestQwenReferencePreflightOnThisHost runs only the smoke row's preflight: on a host
+// TestReferenceSmokePreflightOnThisHost runs only the smoke row's preflight: on a host
 // without a GPU it must fail with the GPU it needs and how to get one, and every missing
 // piece must carry a fix.
-func TestQwenReferencePreflightOnThisHost(t *testing.T) {
+func TestReferenceSmokePreflightOnThisHost(t *testing.T) {
 	require.Len(t, qwenReferenceRows, 1)
 	row := qwenReferenceRows[0]
 	root, err := harness.FindRoot(".")

@@ -1,4 +1,4 @@
-package gpu
+package nvmlread
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/harness/gpu"
 )
 
 // These tests call the real NVML. They run everywhere and never skip: on a
@@ -34,7 +36,7 @@ func TestDiscoverOnThisHost(t *testing.T) {
 // TestDiscoverOnGPU is the check to run on the GPU machine with
 // QUALKIT_EXPECT_GPU=1: Discover must then succeed and see at least one GPU.
 // With QUALKIT_GPU_READING_OUT set, the reading is written there (the source
-// of testdata/h200.json). Without QUALKIT_EXPECT_GPU it checks that the
+// of ../testdata/h200.json). Without QUALKIT_EXPECT_GPU it checks that the
 // failure a GPU-less host gives says what is missing and what is needed.
 func TestDiscoverOnGPU(t *testing.T) {
 	expectGPU := false
@@ -113,7 +115,7 @@ func writeReading(t *testing.T, r Reading) {
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 	saved, err := os.ReadFile(path)
 	require.NoError(t, err)
-	again, err := ParseReading(saved)
+	again, err := gpu.ParseReading(saved)
 	require.NoError(t, err, path)
 	assert.Equal(t, r, again)
 	t.Logf("GPU reading written to %s", path)

@@ -1,4 +1,4 @@
-package gpu
+package nvmlread
 
 import "github.com/NVIDIA/go-nvml/pkg/nvml"
 

@@ -1,22 +1,29 @@
-package gpu
+// Package nvmlread reads this host's GPUs through NVML (go-nvml, cgo + dlopen of
+// libnvidia-ml.so.1) into a gpu.Reading. Only the gpuread program imports it: the
+// harness and the qualification test binary run that program instead, so that they
+// need no cgo and a plain `go test ./qual/...` compiles no C.
+package nvmlread
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"qualkit/internal/harness/gpu"
 )
 
-// ErrNoDriver means NVML could not be loaded: the host has no NVIDIA driver
-// (go-nvml dlopens libnvidia-ml.so.1, which the driver installs).
-var ErrNoDriver = errors.New("libnvidia-ml.so.1 not found: no NVIDIA driver on this host; " +
-	"GPU discovery needs the NVIDIA driver installed on the host " +
-	"(inside a container, the NVIDIA Container Toolkit must mount libnvidia-ml.so.1)")
+type (
+	Reading = gpu.Reading
+	Device  = gpu.Device
+)
 
-// ErrDriverNotLoaded means libnvidia-ml.so.1 is present but the NVIDIA
-// kernel driver is not running, so NVML cannot reach any GPU.
-var ErrDriverNotLoaded = errors.New("libnvidia-ml.so.1 loaded but the NVIDIA kernel driver is not running on this host; " +
-	"GPU discovery needs the nvidia kernel module loaded (nvidia-smi must work)")
+// The two "no usable driver" failures are the gpu package's, so that a reading taken
+// through the gpuread program fails the same way.
+var (
+	ErrNoDriver        = gpu.ErrNoDriver
+	ErrDriverNotLoaded = gpu.ErrDriverNotLoaded
+)
 
 // Discover reads this host's GPUs through NVML. Without the NVIDIA driver it
 // returns an error matching ErrNoDriver (errors.Is); every other NVML failure
@@ -117,7 +124,7 @@ func readDevice(lib nvmlLibrary, index int) (Device, error) {
 	if ret != nvml.SUCCESS {
 		return Device{}, callError(call("DeviceGetCudaComputeCapability"), ret)
 	}
-	d.ComputeCapability = capability{major: major, minor: minor}.String()
+	d.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
 	pci, ret := h.GetPciInfo()
 	if ret != nvml.SUCCESS {
 		return Device{}, callError(call("DeviceGetPciInfo"), ret)

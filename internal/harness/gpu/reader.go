@@ -1,0 +1,53 @@
+package gpu
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Exit codes of the gpuread program beside 0 (a reading on stdout) and 1 (any other
+// failure, explained on stderr).
+const (
+	ExitNoDriver        = 3 // ErrNoDriver
+	ExitDriverNotLoaded = 4 // ErrDriverNotLoaded
+)
+
+// readTimeout bounds one reading: NVML answers in well under a second.
+const readTimeout = time.Minute
+
+// Read runs the gpuread program and returns its reading. Without the NVIDIA driver the
+// error matches ErrNoDriver or ErrDriverNotLoaded (errors.Is), as NVML's own would.
+func Read(ctx context.Context, program string) (Reading, error) {
+	if program == "" {
+		return Reading{}, errors.New("discover GPUs: no gpuread program given")
+	}
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, program)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr.String()), "gpuread: "))
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		r, err := ParseReading(stdout.Bytes())
+		if err != nil {
+			return Reading{}, fmt.Errorf("discover GPUs: %s printed %w", program, err)
+		}
+		return r, nil
+	case errors.As(err, &ee) && ee.ExitCode() == ExitNoDriver:
+		return Reading{}, fmt.Errorf("discover GPUs: %w", ErrNoDriver)
+	case errors.As(err, &ee) && ee.ExitCode() == ExitDriverNotLoaded:
+		return Reading{}, fmt.Errorf("discover GPUs: %w", ErrDriverNotLoaded)
+	case msg != "":
+		return Reading{}, fmt.Errorf("discover GPUs: %s: %s", program, msg)
+	default:
+		return Reading{}, fmt.Errorf("discover GPUs: %s: %w", program, err)
+	}
+}

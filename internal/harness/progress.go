@@ -1,0 +1,170 @@
+package harness
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultHeartbeat is the longest a running stage stays silent: builds, model loads and
+// benchmarks of real checkpoints take minutes to hours.
+const DefaultHeartbeat = 30 * time.Second
+
+// progress prints what a row's running stage does, while it does it: a line per event
+// (a finished request) and a heartbeat when nothing happened for a while, naming the
+// last line of the log the stage writes. Lines go to the stage subtest's log (streamed
+// under -v and -json) and to SuiteConfig.Progress (the terminal, when go test buffers).
+type progress struct {
+	mu    sync.Mutex
+	say   func(string) // the running stage subtest's t.Log; nil outside subtests
+	r     *row
+	stage string
+	start time.Time
+	log   string // the file whose last line a heartbeat quotes, "" for none
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// beginStage starts the heartbeat of one stage; end stops it before the stage returns,
+// so no line is logged after its subtest has finished.
+func (r *row) beginStage(name string, say func(string)) *progress {
+	p := &progress{say: say, r: r, stage: name, start: time.Now(), done: make(chan struct{})}
+	r.prog = p
+	every := r.s.cfg.Heartbeat
+	if every <= 0 {
+		every = DefaultHeartbeat
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+				p.heartbeat()
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) end() {
+	close(p.done)
+	p.wg.Wait()
+	p.mu.Lock()
+	p.say = nil
+	p.mu.Unlock()
+}
+
+// watch makes heartbeats quote the last line of path.
+func (p *progress) watch(path string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.log = path
+	p.mu.Unlock()
+}
+
+func (p *progress) heartbeat() {
+	p.mu.Lock()
+	log := p.log
+	p.mu.Unlock()
+	msg := "still running"
+	if log != "" {
+		if last := lastLine(log, 160); last != "" {
+			msg += "; last line of " + p.r.ev.rel(log) + ": " + last
+		} else {
+			msg += "; " + p.r.ev.rel(log) + " is empty so far"
+		}
+	}
+	p.printf("%s", msg)
+}
+
+// printf writes one progress line: "qualkit: <row> <stage> +<elapsed>: <message>".
+func (p *progress) printf(format string, args ...any) {
+	if p == nil {
+		return
+	}
+	line := fmt.Sprintf("qualkit: %s %s +%s: %s", p.r.c.Name, p.stage,
+		time.Since(p.start).Round(time.Second), fmt.Sprintf(format, args...))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.say != nil {
+		p.say(line)
+	}
+	if w := p.r.s.cfg.Progress; w != nil {
+		fmt.Fprintln(w, line)
+	}
+}
+
+// lastLine is the last non-empty line of a text file, clipped to n bytes.
+func lastLine(path string, n int) string {
+	tail := tailFile(path, 4096)
+	lines := strings.Split(tail, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return clip([]byte(l), n)
+		}
+	}
+	return ""
+}
+
+// followRecords prints a line for each new line of the server's records file until stop
+// closes: one per finished request, as the benchmark goes.
+func (p *progress) followRecords(path string, total int, stop <-chan struct{}) {
+	var offset int64
+	seen := 0
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		for _, line := range readNewLines(path, &offset) {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				continue
+			}
+			seen++
+			status := ""
+			if v, ok := rec["status"]; ok {
+				status = fmt.Sprintf(" status %v", v)
+			}
+			p.printf("request %d/%d answered (records: request_id %v%s)", seen, total, rec["request_id"], status)
+		}
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// readNewLines returns the whole lines appended to path since *offset and advances it.
+func readNewLines(path string, offset *int64) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(*offset, 0); err != nil {
+		return nil
+	}
+	var lines []string
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return lines // a partial last line is read again once it is whole
+		}
+		*offset += int64(len(line))
+		if s := strings.TrimSpace(line); s != "" {
+			lines = append(lines, s)
+		}
+	}
+}
