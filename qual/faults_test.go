@@ -22,6 +22,7 @@ import (
 
 	"qualkit/families/refedit"
 	"qualkit/internal/harness"
+	"qualkit/internal/schema"
 )
 
 // negativeControl is one fault injected into the reference row, and the stage that
@@ -120,12 +121,12 @@ func TestNegativeControls(t *testing.T) {
 				}
 				require.NotNil(t, res, "%v", err)
 				t.Logf("%s (%s): %s", res.Status, res.Runtime, stageTimes(res))
-				if res.Status == harness.StatusNotRun {
+				if res.Status == schema.StatusNotRun {
 					notRun = res.Reason
 					t.Skipf("not a qualification run and the host lacks a requirement: %s", res.Reason)
 				}
 				require.NoError(t, err)
-				assert.Equal(t, harness.StatusQualified, res.Status, "%s", res.Reason)
+				assert.Equal(t, schema.StatusQualified, res.Status, "%s", res.Reason)
 			})
 		}
 	})
@@ -159,7 +160,7 @@ func TestNegativeControls(t *testing.T) {
 				}
 				mu.Unlock()
 
-				assert.Equal(t, harness.StatusFailed, res.Status)
+				assert.Equal(t, schema.StatusFailed, res.Status)
 				assert.ErrorContains(t, runErr, "failed")
 				if !assert.Equal(t, nc.stage, stage, "first failed stage; its error:\n%s", msg) {
 					return
@@ -246,7 +247,7 @@ func isolatedSuite(t *testing.T, name string, rebuild bool) *harness.Suite {
 }
 
 // stageTimes is "preflight 0.4s pass, build 0.6s pass, ..." for the log.
-func stageTimes(res *harness.Result) string {
+func stageTimes(res *schema.Result) string {
 	parts := make([]string, len(res.Stages))
 	for i, st := range res.Stages {
 		parts[i] = fmt.Sprintf("%s %.1fs %s", st.Name, st.WallS, st.Status)
@@ -254,7 +255,7 @@ func stageTimes(res *harness.Result) string {
 	return strings.Join(parts, ", ")
 }
 
-func firstFailed(res *harness.Result) (stage, msg string) {
+func firstFailed(res *schema.Result) (stage, msg string) {
 	for _, st := range res.Stages {
 		if st.Status == "fail" {
 			return st.Name, st.Error
@@ -264,11 +265,11 @@ func firstFailed(res *harness.Result) (stage, msg string) {
 }
 
 // assertEvidence requires the row's results.json to say what Run returned.
-func assertEvidence(t *testing.T, s *harness.Suite, row string, res *harness.Result) {
+func assertEvidence(t *testing.T, s *harness.Suite, row string, res *schema.Result) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, row, "results.json"))
 	require.NoError(t, err, "the row's evidence lost results.json")
-	var got harness.Result
+	var got schema.Result
 	require.NoError(t, json.Unmarshal(b, &got))
 	assert.Equal(t, res.Status, got.Status)
 	assert.Equal(t, len(res.Stages), len(got.Stages))

@@ -14,6 +14,7 @@ import (
 
 	"qualkit/families/refedit"
 	"qualkit/internal/harness"
+	"qualkit/internal/schema"
 )
 
 // TestHarnessFaults proves the harness itself fails cleanly: bounded time, a clear
@@ -95,7 +96,7 @@ func TestHarnessFaults(t *testing.T) {
 }
 
 // runIsolated runs row in a suite of its own built from cfg.
-func runIsolated(t *testing.T, cfg harness.SuiteConfig, row harness.Checkpoint) *harness.Result {
+func runIsolated(t *testing.T, cfg harness.SuiteConfig, row harness.Checkpoint) *schema.Result {
 	t.Helper()
 	cfg.EvidenceRoot, cfg.RunID = t.TempDir(), harness.NewRunID(time.Now())+"-hf-"+row.Name
 	s, err := harness.NewSuite(cfg)

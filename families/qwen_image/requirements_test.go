@@ -21,9 +21,10 @@ import (
 	"qualkit/internal/harness"
 )
 
-// sharedCheckout is TRTMC main e9132e79's data files (manifests, thresholds, the test
-// photo) beside the clone: a checkout without build/, tests' code, Dockerfile or venv.
-const sharedCheckout = "../../../shared/trtmc-main-e9132e79"
+// shapedCheckout is a TRTMC-shaped tree of the e9132e79 layout that qualkit writes
+// itself (schema facts only): a checkout without build/, tests' code, Dockerfile or venv.
+// TRTMC's real data is read by requirements_real_test.go (-tags trtmcdata).
+const shapedCheckout = "../../internal/trtmc/testdata/e9132e79"
 
 const repoRoot = "../.."
 
@@ -90,13 +91,18 @@ func TestRequirementsOnAnEmptyCheckoutDir(t *testing.T) {
 	assert.Contains(t, got[7], "is not in the Hugging Face cache", "one line for a checkpoint that is not there at all; its fix covers refs/main too")
 }
 
-// The shared data-only copy of TRTMC main e9132e79 has the family's data and nothing to
-// run: exactly the data items are present.
-func TestRequirementsOnTheSharedDataOnlyCheckout(t *testing.T) {
-	_, err := os.Stat(sharedCheckout)
-	require.NoError(t, err, "the TRTMC data is expected at %s (shared/ beside the clone)", sharedCheckout)
-	dir, err := filepath.Abs(sharedCheckout)
+// The shaped data-only checkout (qualkit's own tree of the e9132e79 layout) has the
+// family's data and nothing to run: exactly the data items are present.
+func TestRequirementsOnADataOnlyCheckout(t *testing.T) {
+	dir, err := filepath.Abs(shapedCheckout)
 	require.NoError(t, err)
+	requireDataOnly(t, dir)
+}
+
+// requireDataOnly checks the requirements of a checkout that holds the family's data
+// (MODEL.toml, manifest, thresholds, test photo) and nothing to run.
+func requireDataOnly(t *testing.T, dir string) {
+	t.Helper()
 	hf := fakeHFCache(t)
 	reqs := New(Config{Checkout: dir, HFHome: hf}).Requirements(rootEnv(t), row())
 	requireFixes(t, reqs)
@@ -233,13 +239,13 @@ func TestShippedFixturesCarryThePublishedSettings(t *testing.T) {
 	assert.Equal(t, []string{"--negative-prompt", " ", "--cfg-scale", "4.0", "--num-inference-steps", "20", "--seed", "42", "--height", "1024", "--width", "1024"}, flags)
 }
 
-// fakeCheckout is a complete TRTMC checkout as far as preflight can tell: the shared
+// fakeCheckout is a complete TRTMC checkout as far as preflight can tell: the shaped
 // data, plus stand-ins for the binary, the e2e test, the Dockerfile and the venv.
 func fakeCheckout(t *testing.T) Config {
 	t.Helper()
 	dir := t.TempDir()
 	for _, rel := range []string{modelTOMLPath, manifestPath, thresholdsPath, familyDir + "/data/test_img.jpeg"} {
-		b, err := os.ReadFile(filepath.Join(sharedCheckout, rel))
+		b, err := os.ReadFile(filepath.Join(shapedCheckout, rel))
 		require.NoError(t, err)
 		writeFile(t, filepath.Join(dir, rel), string(b))
 	}

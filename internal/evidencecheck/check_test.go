@@ -497,3 +497,12 @@ func TestExtraInputs(t *testing.T) {
 	_, err = extraInputs([]string{"nonsense"})
 	assert.Error(t, err)
 }
+
+// A run folder copied or renamed (evidence moved between machines, kept under another
+// name) is the same run: its id is run.json's, never the folder's name.
+func TestRenamedRunFolderStillChecks(t *testing.T) {
+	dir := runCopy(t, "qualified")
+	renamed := filepath.Join(t.TempDir(), "copied-from-ci")
+	require.NoError(t, os.Rename(dir, renamed))
+	require.NoError(t, Check(renamed, junitCopy(t)))
+}

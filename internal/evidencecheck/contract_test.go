@@ -8,6 +8,7 @@ import (
 
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness"
+	"qualkit/internal/schema"
 )
 
 // The checker keeps its own copy of what the harness writes, so that it cannot share
@@ -20,7 +21,7 @@ func TestContractWithTheHarness(t *testing.T) {
 		"| "+strings.Join(evidencecheck.Columns, " | ")+" |\n"+strings.Repeat("|---", len(evidencecheck.Columns))+"|\n", "row.md header")
 	assert.Equal(t, harness.AIPerfVersion, evidencecheck.AIPerfVersion)
 	assert.Equal(t, harness.ChecksumFile, evidencecheck.ChecksumFile)
-	assert.Equal(t, harness.PercentileMethod, evidencecheck.PercentileMethod)
+	assert.Equal(t, schema.PercentileMethod, evidencecheck.PercentileMethod)
 }
 
 // Every timing source a family can declare is one the checker can read back.

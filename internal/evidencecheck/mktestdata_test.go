@@ -31,6 +31,7 @@ import (
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness"
 	"qualkit/internal/prsummary"
+	"qualkit/internal/schema"
 )
 
 var (
@@ -103,7 +104,7 @@ func TestMakeTestdata(t *testing.T) {
 	res, _ := s.Run(context.Background(), row("refedit-v1-native-drift", func(f *refedit.Family) {
 		f.NativeFault, f.RecordsTiming = "drift", true
 	}), t.TempDir())
-	if res == nil || res.Status != harness.StatusFailed {
+	if res == nil || res.Status != schema.StatusFailed {
 		t.Fatalf("the drift row should fail identity: %+v", res)
 	}
 	finish(t, s)

@@ -21,6 +21,7 @@ func PictureInputs(rowDir string) (pictures.Sheet, pictures.Chart, error) {
 	rowDir = filepath.Clean(rowDir)
 	runDir, name := filepath.Dir(rowDir), filepath.Base(rowDir)
 	c := &checker{dir: runDir, rep: &Report{Dir: runDir}}
+	c.readRunInfo()
 	r := newRowCheck(c, name)
 	if r.rawErr != nil {
 		return pictures.Sheet{}, pictures.Chart{}, fmt.Errorf("pictures of %s: %w (%v)", rowDir, ErrNoRawExport, r.rawErr)
@@ -45,7 +46,10 @@ func WritePictures(rowDir string) error {
 }
 
 func (r *rowCheck) pictureInputs() (pictures.Sheet, pictures.Chart) {
-	runID := filepath.Base(r.c.dir)
+	runID := "(no run.json)"
+	if r.c.info != nil {
+		runID = r.c.info.RunID
+	}
 	sheet := pictures.Sheet{Row: r.name, RunID: runID}
 	chart := pictures.Chart{Row: r.name, RunID: runID}
 	if r.res != nil {

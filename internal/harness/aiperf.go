@@ -119,11 +119,6 @@ type RecordError struct {
 	Message string `json:"message"`
 }
 
-const (
-	PhaseWarmup    = "warmup"
-	PhaseProfiling = "profiling"
-)
-
 // Body is the full response body (AIPerf may split it across several response entries).
 func (r RawRecord) Body() []byte {
 	var b strings.Builder

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"qualkit/internal/schema"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,11 +18,11 @@ func TestReadExportOfRealAIPerf(t *testing.T) {
 	ex, err := ReadExport("testdata/aiperf-0.13.0")
 	require.NoError(t, err)
 	require.Len(t, ex.Raw, 4)
-	assert.Len(t, ex.Phase(PhaseWarmup), 1)
-	assert.Len(t, ex.Phase(PhaseProfiling), 3)
+	assert.Len(t, ex.Phase(schema.PhaseWarmup), 1)
+	assert.Len(t, ex.Phase(schema.PhaseProfiling), 3)
 	// 0.13.0 writes warmup records into profile_export.jsonl too: callers must filter.
 	assert.Len(t, ex.Profile, 4)
-	assert.Equal(t, PhaseWarmup, ex.Profile[0].Metadata.BenchmarkPhase)
+	assert.Equal(t, schema.PhaseWarmup, ex.Profile[0].Metadata.BenchmarkPhase)
 
 	w := ex.Raw[0]
 	assert.Equal(t, "make it grayscale", w.Prompt())

@@ -2,9 +2,10 @@ package harness
 
 import (
 	"fmt"
-	"qualkit/internal/harness/gpu"
 	"regexp"
 	"time"
+
+	"qualkit/internal/harness/gpu"
 )
 
 // Checkpoint is one row of a qualification table: a checkpoint (or reference family)

@@ -36,6 +36,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"qualkit/internal/harness/gpu"
+	"qualkit/internal/schema"
 )
 
 // Labels put on every container and image qualkit creates.
@@ -90,29 +91,13 @@ type ContainerSpec struct {
 	LogRel string
 }
 
-// ContainerInfo is what the evidence needs about a started (or failed) container.
-type ContainerInfo struct {
-	ImageID, ImageRef, ContainerID, DockerEndpoint, DockerVersion string
-	BuildS                                                        float64 // image build wall time; 0 when Ref was used
-}
-
-// DaemonInfo describes the Docker daemon actually used.
-type DaemonInfo struct {
-	Endpoint, ServerVersion, OS, StorageDriver, CgroupVersion string
-	Runtimes                                                  []string
-	NvidiaRuntime                                             bool
-	// IgnoredDockerHost is DOCKER_HOST when it was set but testcontainers, finding it
-	// unreachable, silently connected to Endpoint instead.
-	IgnoredDockerHost string
-}
-
 // Docker reports the daemon that testcontainers connects to, or an error that says what was
 // tried and how to start dockerd. testcontainers resolves the daemon once per process and
 // keeps the answer, a failure included: start dockerd before the first call.
-func Docker(ctx context.Context) (DaemonInfo, error) {
+func Docker(ctx context.Context) (schema.DaemonInfo, error) {
 	cli, err := dockerClient(ctx)
 	if err != nil {
-		return DaemonInfo{}, err
+		return schema.DaemonInfo{}, err
 	}
 	defer cli.Close()
 	return daemonInfo(ctx, cli)
@@ -135,14 +120,14 @@ func dockerUnreachable(err error) error {
 		"start it as root with `dockerd > /tmp/dockerd.log 2>&1 &`, wait until `docker info` answers, then rerun", tried, err)
 }
 
-func daemonInfo(ctx context.Context, cli *testcontainers.DockerClient) (DaemonInfo, error) {
+func daemonInfo(ctx context.Context, cli *testcontainers.DockerClient) (schema.DaemonInfo, error) {
 	// The embedded client, not testcontainers' wrapper, which caches Info for the process's life.
 	res, err := cli.Client.Info(ctx, client.InfoOptions{})
 	if err != nil {
-		return DaemonInfo{}, dockerUnreachable(err)
+		return schema.DaemonInfo{}, dockerUnreachable(err)
 	}
 	in := res.Info
-	d := DaemonInfo{
+	d := schema.DaemonInfo{
 		Endpoint: cli.DaemonHost(), ServerVersion: in.ServerVersion, OS: in.OperatingSystem,
 		StorageDriver: in.Driver, CgroupVersion: in.CgroupVersion,
 	}
@@ -159,7 +144,7 @@ func daemonInfo(ctx context.Context, cli *testcontainers.DockerClient) (DaemonIn
 
 // checkGPURuntime refuses a GPU request the daemon cannot honour: testcontainers would start
 // the container without its GPUs, and the row would silently measure a CPU.
-func checkGPURuntime(d DaemonInfo, g *gpu.DeviceRequestFields) error {
+func checkGPURuntime(d schema.DaemonInfo, g *gpu.DeviceRequestFields) error {
 	if g == nil || d.NvidiaRuntime {
 		return nil
 	}
@@ -295,8 +280,8 @@ func containerName(row, runID string) string {
 // running: the container is removed (the built image is kept for the run's other rows:
 // RemoveRunImages removes it). Like StartProcess, the server outlives ctx once it is ready;
 // Stop ends it. The ContainerInfo is filled as far as it got, on error too.
-func StartContainer(ctx context.Context, ev *RowEvidence, spec ContainerSpec) (Server, ContainerInfo, error) {
-	var info ContainerInfo
+func StartContainer(ctx context.Context, ev *RowEvidence, spec ContainerSpec) (Server, schema.ContainerInfo, error) {
+	var info schema.ContainerInfo
 	if err := spec.validate(); err != nil {
 		return nil, info, fmt.Errorf("container spec for %s: %w", spec.Row, err)
 	}
@@ -329,7 +314,7 @@ func StartContainer(ctx context.Context, ev *RowEvidence, spec ContainerSpec) (S
 		return nil, info, fmt.Errorf("open testcontainers log: %w", err)
 	}
 	logger := stdlog.New(tcLog, "", stdlog.LstdFlags|stdlog.Lmicroseconds)
-	fail := func(err error) (Server, ContainerInfo, error) {
+	fail := func(err error) (Server, schema.ContainerInfo, error) {
 		tcLog.Close()
 		cli.Close()
 		return nil, info, err

@@ -25,10 +25,11 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"qualkit/internal/harness/gpu"
+	"qualkit/internal/schema"
 )
 
 // requireDocker fails the test, with the reason and the cure, when no daemon answers.
-func requireDocker(t *testing.T) DaemonInfo {
+func requireDocker(t *testing.T) schema.DaemonInfo {
 	t.Helper()
 	// The reaper's image cannot be pulled here; the harness removes what it starts itself.
 	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -86,7 +87,7 @@ func serverSpec(t *testing.T, runID string, img ContainerImage, args ...string) 
 }
 
 // startContainer starts spec and registers its Stop before anything is checked.
-func startContainer(t *testing.T, ev *RowEvidence, spec ContainerSpec) (Server, ContainerInfo, time.Duration) {
+func startContainer(t *testing.T, ev *RowEvidence, spec ContainerSpec) (Server, schema.ContainerInfo, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	srv, info, err := StartContainer(t.Context(), ev, spec)
@@ -526,7 +527,7 @@ func TestSweepRule(t *testing.T) {
 func TestContainerGPUWithoutToolkitCreatesNothing(t *testing.T) {
 	d := requireDocker(t)
 	gpus := &gpu.DeviceRequestFields{Driver: "nvidia", DeviceIDs: []string{"GPU-00000000-0000-0000-0000-000000000000"}, Capabilities: [][]string{{"gpu"}}}
-	noToolkit := DaemonInfo{Endpoint: d.Endpoint, Runtimes: []string{"runc"}}
+	noToolkit := schema.DaemonInfo{Endpoint: d.Endpoint, Runtimes: []string{"runc"}}
 	if err := checkGPURuntime(noToolkit, gpus); err == nil || !strings.Contains(err.Error(), "NVIDIA Container Toolkit") {
 		t.Errorf("checkGPURuntime without nvidia runtime: %v, want the toolkit message", err)
 	}

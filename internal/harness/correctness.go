@@ -6,18 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
-)
 
-// CaseCounts is what a correctness run executed, read from its JUnit XML.
-type CaseCounts struct {
-	Total    int      `json:"total"`
-	Executed int      `json:"executed"` // total - skipped
-	Failed   int      `json:"failed"`
-	Errors   int      `json:"errors"`
-	Skipped  int      `json:"skipped"`
-	Cases    []string `json:"cases"`
-	Reasons  []string `json:"skip_reasons,omitempty"`
-}
+	"qualkit/internal/schema"
+)
 
 type junitCase struct {
 	Name      string     `xml:"name,attr"`
@@ -36,16 +27,16 @@ type junitSuite struct {
 
 // ReadJUnit counts the test cases of a JUnit XML file (pytest's or gotestsum's), from the
 // <testcase> elements themselves rather than the suites' summary attributes.
-func ReadJUnit(path string) (CaseCounts, error) {
+func ReadJUnit(path string) (schema.CaseCounts, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return CaseCounts{}, fmt.Errorf("correctness JUnit: %w", err)
+		return schema.CaseCounts{}, fmt.Errorf("correctness JUnit: %w", err)
 	}
 	var root junitSuite
 	if err := xml.Unmarshal(b, &root); err != nil {
-		return CaseCounts{}, fmt.Errorf("correctness JUnit %s: %w", path, err)
+		return schema.CaseCounts{}, fmt.Errorf("correctness JUnit %s: %w", path, err)
 	}
-	var c CaseCounts
+	var c schema.CaseCounts
 	var walk func(s junitSuite)
 	walk = func(s junitSuite) {
 		for _, tc := range s.Cases {
@@ -70,9 +61,9 @@ func ReadJUnit(path string) (CaseCounts, error) {
 	return c, nil
 }
 
-// Gate is the correctness pass rule: exactly the expected number of cases executed,
+// GateCases is the correctness pass rule: exactly the expected number of cases executed,
 // none failed, none errored, none skipped.
-func (c CaseCounts) Gate(expected int) error {
+func GateCases(c schema.CaseCounts, expected int) error {
 	var problems []string
 	if c.Skipped > 0 {
 		problems = append(problems, fmt.Sprintf("%d skipped (%s): a skipped case proves nothing", c.Skipped, strings.Join(c.Reasons, "; ")))

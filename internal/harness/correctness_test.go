@@ -25,22 +25,22 @@ func TestCorrectnessGate(t *testing.T) {
 	c, err := ReadJUnit(writeTemp(t, "j.xml", pytestPass))
 	require.NoError(t, err)
 	assert.Equal(t, 1, c.Executed)
-	require.NoError(t, c.Gate(1))
-	require.ErrorContains(t, c.Gate(2), "1 cases executed, expected 2")
+	require.NoError(t, GateCases(c, 1))
+	require.ErrorContains(t, GateCases(c, 2), "1 cases executed, expected 2")
 
 	c, err = ReadJUnit(writeTemp(t, "j.xml", pytestSkip))
 	require.NoError(t, err)
-	err = c.Gate(1)
+	err = GateCases(c, 1)
 	require.ErrorContains(t, err, "1 skipped (test_model_e2e[qwen-image-edit-2511]: diffusers is not installed)")
 	require.ErrorContains(t, err, "0 cases executed, expected 1")
 
 	c, err = ReadJUnit(writeTemp(t, "j.xml", `<testsuites><testsuite tests="0"></testsuite></testsuites>`))
 	require.NoError(t, err)
-	require.ErrorContains(t, c.Gate(1), "0 cases executed, expected 1", "zero cases is never a pass")
+	require.ErrorContains(t, GateCases(c, 1), "0 cases executed, expected 1", "zero cases is never a pass")
 
 	c, err = ReadJUnit(writeTemp(t, "j.xml", `<testsuite><testcase name="a"><failure message="psnr"/></testcase><testcase name="b"><error message="boom"/></testcase></testsuite>`))
 	require.NoError(t, err)
-	err = c.Gate(2)
+	err = GateCases(c, 2)
 	require.ErrorContains(t, err, "1 failed")
 	require.ErrorContains(t, err, "1 errors")
 

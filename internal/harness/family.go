@@ -67,7 +67,7 @@ type CorrectnessCase struct {
 	Command  Command
 	JUnit    string
 	Expected int
-	// Result, when set, is a JSON file the case writes with a top-level "status" that
+	// schema.Result, when set, is a JSON file the case writes with a top-level "status" that
 	// must be "pass" (TRTMC's result.json).
 	Result string
 }

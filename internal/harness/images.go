@@ -8,6 +8,8 @@ import (
 	"image"
 	"image/draw"
 	"image/png"
+
+	"qualkit/internal/schema"
 )
 
 var pngSignature = []byte("\x89PNG\r\n\x1a\n")
@@ -55,39 +57,13 @@ func DecodePNG(b []byte) (image.Image, error) {
 	return img, nil
 }
 
-// PixelDiff compares two decoded images channel by channel at 8 bits.
-type PixelDiff struct {
-	SameSize       bool     `json:"same_size"`
-	DifferingPixel int      `json:"differing_pixels"`
-	MaxAbs         int      `json:"max_abs_diff"`
-	MeanAbs        float64  `json:"mean_abs_diff"`
-	FirstX         int      `json:"first_x"`
-	FirstY         int      `json:"first_y"`
-	FirstA         [4]uint8 `json:"first_a"`
-	FirstB         [4]uint8 `json:"first_b"`
-}
-
-func (d PixelDiff) Identical() bool { return d.SameSize && d.DifferingPixel == 0 }
-
-// String is the failure message shape: count, worst channel and the first differing pixel.
-func (d PixelDiff) String() string {
-	if !d.SameSize {
-		return "sizes differ"
-	}
-	if d.DifferingPixel == 0 {
-		return "pixel-identical"
-	}
-	return fmt.Sprintf("%d pixels differ (max %d, mean %.4f levels); first at (%d,%d): %v vs %v",
-		d.DifferingPixel, d.MaxAbs, d.MeanAbs, d.FirstX, d.FirstY, d.FirstA, d.FirstB)
-}
-
 // ComparePixels compares a and b as 8-bit non-premultiplied RGBA.
-func ComparePixels(a, b image.Image) PixelDiff {
+func ComparePixels(a, b image.Image) schema.PixelDiff {
 	if a.Bounds().Size() != b.Bounds().Size() {
-		return PixelDiff{}
+		return schema.PixelDiff{}
 	}
 	pa, pb := toNRGBA(a), toNRGBA(b)
-	d := PixelDiff{SameSize: true, FirstX: -1, FirstY: -1}
+	d := schema.PixelDiff{SameSize: true, FirstX: -1, FirstY: -1}
 	w := pa.Rect.Dx()
 	var sum int64
 	for y := 0; y < pa.Rect.Dy(); y++ {

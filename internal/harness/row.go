@@ -3,11 +3,13 @@ package harness
 import (
 	"context"
 	"fmt"
-	"qualkit/internal/harness/gpu"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"qualkit/internal/harness/gpu"
+	"qualkit/internal/schema"
 )
 
 // row is the state one checkpoint row threads through its stages.
@@ -28,7 +30,7 @@ type row struct {
 	taskMs     map[string]float64
 	failed     string // first stage that failed
 	skipReason string
-	result     *Result
+	result     *schema.Result
 	prog       *progress // the running stage's; nil between stages
 }
 
@@ -69,9 +71,9 @@ func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
 		return nil, err
 	}
 	r := &row{s: s, c: c.withDefaults(), ev: ev, env: Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}}
-	r.result = &Result{
-		Schema: "qualkit.result/1", RunID: s.Evidence.RunID, Row: c.Name, Status: StatusFailed,
-		Checkpoint: CheckpointRef{Name: c.Name, Family: c.Family, Backend: c.Adapter.Backend(), Model: c.Model,
+	r.result = &schema.Result{
+		Schema: "qualkit.result/1", RunID: s.Evidence.RunID, Row: c.Name, Status: schema.StatusFailed,
+		Checkpoint: schema.CheckpointRef{Name: c.Name, Family: c.Family, Backend: c.Adapter.Backend(), Model: c.Model,
 			Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke},
 		Measured: c.Bench.Measured, Warmup: c.Bench.Warmup,
 		Command: reproduce(testName),
@@ -112,7 +114,7 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	t.Run("report", func(t *testing.T) {
 		err := r.report()
 		r.attrs(t)
-		t.Logf("%s%s", MarkdownHeader, r.result.Markdown())
+		t.Logf("%s%s", MarkdownHeader, MarkdownRow(r.result))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +123,7 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 
 // Run qualifies one row without subtests: the stages in order, each after a failure
 // recorded "not-run". Negative controls use it to prove which stage catches a fault.
-func (s *Suite) Run(ctx context.Context, c Checkpoint, work string) (*Result, error) {
+func (s *Suite) Run(ctx context.Context, c Checkpoint, work string) (*schema.Result, error) {
 	r, err := s.newRow(c, work, "TestNegativeControls/"+c.Name)
 	if err != nil {
 		return nil, err
@@ -154,7 +156,7 @@ func (c Checkpoint) withDefaults() Checkpoint {
 // runStage runs one stage unless an earlier one failed (then it is a failure too, never
 // a skip), times it and records its outcome. The error names stage and row.
 func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
-	res := StageResult{Name: st.name, Status: "not-run"}
+	res := schema.StageResult{Name: st.name, Status: "not-run"}
 	start := time.Now()
 	defer func() {
 		res.WallS = time.Since(start).Seconds()
@@ -187,23 +189,23 @@ func (r *row) report() error {
 	res := r.result
 	switch {
 	case r.skipReason != "":
-		res.Status, res.Reason = StatusNotRun, r.skipReason
+		res.Status, res.Reason = schema.StatusNotRun, r.skipReason
 	case r.failed != "":
-		res.Status, res.Reason = StatusFailed, "stage "+r.failed+" failed"
+		res.Status, res.Reason = schema.StatusFailed, "stage "+r.failed+" failed"
 	case r.c.Smoke:
-		res.Status, res.Reason = StatusSmoke, "smoke profile: never qualification of the full checkpoint"
+		res.Status, res.Reason = schema.StatusSmoke, "smoke profile: never qualification of the full checkpoint"
 	case !r.s.cfg.Qualification:
-		res.Status, res.Reason = StatusPassedNQ, "run with -qualkit.not-qualification: it qualifies nothing"
+		res.Status, res.Reason = schema.StatusPassedNQ, "run with -qualkit.not-qualification: it qualifies nothing"
 	default:
-		res.Status, res.Reason = StatusQualified, ""
+		res.Status, res.Reason = schema.StatusQualified, ""
 	}
 	if err := r.ev.WriteJSON("results.json", res); err != nil {
 		return fmt.Errorf("report %s: %w", r.c.Name, err)
 	}
-	if err := r.ev.WriteFile("row.md", []byte(MarkdownHeader+res.Markdown())); err != nil {
+	if err := r.ev.WriteFile("row.md", []byte(MarkdownHeader+MarkdownRow(res))); err != nil {
 		return fmt.Errorf("report %s: %w", r.c.Name, err)
 	}
-	if res.Status != StatusQualified && res.Status != StatusSmoke && res.Status != StatusPassedNQ {
+	if res.Status != schema.StatusQualified && res.Status != schema.StatusSmoke && res.Status != schema.StatusPassedNQ {
 		return fmt.Errorf("report %s: %s (%s); evidence %s", r.c.Name, res.Status, res.Reason, r.ev.Dir)
 	}
 	return nil

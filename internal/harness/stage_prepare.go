@@ -9,10 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"qualkit/internal/harness/gpu"
 	"sort"
 	"strings"
 	"time"
+
+	"qualkit/internal/harness/gpu"
+	"qualkit/internal/schema"
 )
 
 // Requirement is one thing a row needs of the host and does not have.
@@ -163,7 +165,7 @@ func (r *row) build(ctx context.Context) error {
 		"family": r.c.Family, "backend": r.c.Adapter.Backend(), "model": r.c.Model, "profile": r.c.Profile,
 		"revision": r.c.Revision, "build_settings": settings, "builder_sha256": builderSHA,
 	})
-	info := &BundleInfo{CacheKey: key, Builder: builderSHA, Settings: settings}
+	info := &schema.BundleInfo{CacheKey: key, Builder: builderSHA, Settings: settings}
 	r.result.Bundle = info
 	dir := filepath.Join(r.s.cfg.Root, ".cache", "bundles", key)
 	final := filepath.Join(dir, r.c.Profile+".bundle")
@@ -214,7 +216,7 @@ func cachedBundle(meta, bundle string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	var info BundleInfo
+	var info schema.BundleInfo
 	if json.Unmarshal(b, &info) != nil {
 		return "", false
 	}
@@ -294,7 +296,7 @@ func (r *row) correctness(ctx context.Context) error {
 		return err
 	}
 	r.result.Correctness = &counts
-	if err := counts.Gate(cc.Expected); err != nil {
+	if err := GateCases(counts, cc.Expected); err != nil {
 		return err
 	}
 	if runErr != nil {

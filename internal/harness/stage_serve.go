@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"qualkit/internal/harness/gpu"
 	"strings"
 	"time"
+
+	"qualkit/internal/harness/gpu"
+	"qualkit/internal/schema"
 )
 
 // Paths of the bundle and the records folder inside a server container.
@@ -49,7 +51,7 @@ func (r *row) serve(ctx context.Context) error {
 			}
 			cspec.GPUs = &req
 		}
-		var info ContainerInfo
+		var info schema.ContainerInfo
 		srv, info, err = StartContainer(ctx, r.ev, cspec)
 		r.result.Container = &info
 	default:
@@ -123,7 +125,7 @@ func (r *row) benchmark(ctx context.Context) error {
 	r.result.ClientErrors = new(int)
 
 	var problems []string
-	warm, prof := ex.Phase(PhaseWarmup), ex.Phase(PhaseProfiling)
+	warm, prof := ex.Phase(schema.PhaseWarmup), ex.Phase(schema.PhaseProfiling)
 	if len(prof) != r.c.Bench.Measured || len(warm) != r.c.Bench.Warmup {
 		problems = append(problems, fmt.Sprintf("AIPerf recorded %d measured + %d warmup requests, the row asks for %d + %d",
 			len(prof), len(warm), r.c.Bench.Measured, r.c.Bench.Warmup))
@@ -204,7 +206,7 @@ func (r *row) timing(prof []RawRecord) []string {
 	var problems []string
 	client := map[string]float64{}
 	for _, p := range r.export.Profile {
-		if p.Metadata.BenchmarkPhase != PhaseProfiling {
+		if p.Metadata.BenchmarkPhase != schema.PhaseProfiling {
 			continue
 		}
 		if ms, ok := p.RequestLatencyMs(); ok {
@@ -267,15 +269,6 @@ func (r *row) timing(prof []RawRecord) []string {
 	return problems
 }
 
-// InfluenceResult is the reference-influence probe: the same instruction and seed with
-// the same image twice (must match) and with another image (must differ).
-type InfluenceResult struct {
-	Instruction string    `json:"instruction"`
-	Images      [2]string `json:"images"`
-	Repeat      PixelDiff `json:"repeat"`
-	Other       PixelDiff `json:"other"`
-}
-
 func (r *row) influence(ctx context.Context) error {
 	inf := r.fx.Influence
 	client := &http.Client{Timeout: r.c.Deadline.Request}
@@ -306,7 +299,7 @@ func (r *row) influence(ctx context.Context) error {
 		r.ev.WriteFile("influence/"+names[i]+".png", png)
 		outs = append(outs, img)
 	}
-	res := &InfluenceResult{Instruction: inf.Instruction, Images: [2]string{inf.Images[0], inf.Images[1]},
+	res := &schema.InfluenceResult{Instruction: inf.Instruction, Images: [2]string{inf.Images[0], inf.Images[1]},
 		Repeat: ComparePixels(outs[0], outs[1]), Other: ComparePixels(outs[0], outs[2])}
 	r.result.Influence = res
 	r.ev.WriteJSON("influence/influence.json", res)
@@ -370,12 +363,12 @@ func (r *row) identity(ctx context.Context) error {
 	for _, im := range r.fx.Images {
 		fixtureBySHA[im.SHA256] = im.File
 	}
-	sum := &IdentitySummary{}
+	sum := &schema.IdentitySummary{}
 	r.result.Identity = sum
 	var problems []string
 	for i, rec := range r.export.Raw {
 		id := rec.Metadata.XRequestID
-		req := IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: rec.Prompt(), ClientMs: r.clientMs[id], TaskMs: r.taskMs[id]}
+		req := schema.IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: rec.Prompt(), ClientMs: r.clientMs[id], TaskMs: r.taskMs[id]}
 		sum.Total++
 		httpPNG, ok := r.httpPNG[id]
 		if !ok {

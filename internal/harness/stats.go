@@ -3,10 +3,9 @@ package harness
 import (
 	"math"
 	"sort"
-)
 
-// PercentileMethod is written next to every percentile the harness reports.
-const PercentileMethod = "nearest-rank"
+	"qualkit/internal/schema"
+)
 
 // Percentile is the nearest-rank percentile: the smallest value with at least p% of the
 // sample at or below it (sorted[ceil(p/100*n)-1]). It is one of the sample's own values,
@@ -21,16 +20,8 @@ func Percentile(xs []float64, p float64) float64 {
 	return s[min(max(rank, 1), len(s))-1]
 }
 
-// Quantiles is the p50/p95 pair of one timing column, in milliseconds.
-type Quantiles struct {
-	P50    float64 `json:"p50_ms"`
-	P95    float64 `json:"p95_ms"`
-	Count  int     `json:"count"`
-	Method string  `json:"method"`
-}
-
-func NewQuantiles(ms []float64) Quantiles {
-	return Quantiles{P50: Percentile(ms, 50), P95: Percentile(ms, 95), Count: len(ms), Method: PercentileMethod}
+func NewQuantiles(ms []float64) schema.Quantiles {
+	return schema.Quantiles{P50: Percentile(ms, 50), P95: Percentile(ms, 95), Count: len(ms), Method: schema.PercentileMethod}
 }
 
 // ImagesPerSecond is measured images / (last request end - first request start) over the

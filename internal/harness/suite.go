@@ -9,14 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"qualkit/internal/evidencecheck"
-	"qualkit/internal/harness/gpu"
-	"qualkit/internal/prsummary"
 	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"qualkit/internal/evidencecheck"
+	"qualkit/internal/harness/gpu"
+	"qualkit/internal/prsummary"
+	"qualkit/internal/schema"
 )
 
 // Runtime choices for serving.
@@ -54,13 +56,13 @@ type Suite struct {
 
 	// The serving runtime, resolved once: the daemon actually used (nil without one),
 	// why it could not be reached, and a line saying what was chosen and why.
-	daemon      *DaemonInfo
+	daemon      *schema.DaemonInfo
 	dockerErr   error
 	RuntimeNote string
 	swept       []string
 
 	mu      sync.Mutex
-	results []*Result
+	results []*schema.Result
 	skips   []string
 }
 
@@ -116,7 +118,7 @@ func (s *Suite) rowRuntime(c Checkpoint) string {
 	return RuntimeProcess
 }
 
-func (s *Suite) register(r *Result) {
+func (s *Suite) register(r *schema.Result) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.results = append(s.results, r)
@@ -126,29 +128,6 @@ func (s *Suite) recordSkip(row, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.skips = append(s.skips, row+": "+reason)
-}
-
-// RunInfo is the run folder's run.json.
-type RunInfo struct {
-	RunID         string      `json:"run_id"`
-	Started       time.Time   `json:"started"`
-	Finished      time.Time   `json:"finished"`
-	Qualification bool        `json:"qualification_run"`
-	Runtime       string      `json:"runtime_requested"`
-	GoVersion     string      `json:"go_version"`
-	HarnessCommit string      `json:"harness_commit"`
-	HarnessDirty  bool        `json:"harness_dirty"`
-	AIPerfVersion string      `json:"aiperf_version"`
-	OS            string      `json:"os"`
-	Arch          string      `json:"arch"`
-	CPUs          int         `json:"cpus"`
-	Hostname      string      `json:"hostname"`
-	RuntimeNote   string      `json:"runtime_note"`
-	Docker        *DaemonInfo `json:"docker,omitempty"`
-	DockerError   string      `json:"docker_error,omitempty"`
-	Swept         []string    `json:"swept_leftovers,omitempty"`
-	Skips         []string    `json:"skips"`
-	Rows          []string    `json:"rows"`
 }
 
 // Finish settles every row's final status (a run with any skip qualifies nothing),
@@ -161,7 +140,7 @@ func (s *Suite) Finish(ctx context.Context) (string, error) {
 		// No row was selected (go test -run matched none): leave no empty run folder.
 		return "", os.RemoveAll(s.Evidence.Dir)
 	}
-	info := RunInfo{
+	info := schema.RunInfo{
 		RunID: s.Evidence.RunID, Started: s.started.UTC(), Finished: time.Now().UTC(),
 		Qualification: s.cfg.Qualification, Runtime: s.cfg.Runtime,
 		GoVersion: goruntime.Version(), OS: goruntime.GOOS, Arch: goruntime.GOARCH, CPUs: goruntime.NumCPU(),
@@ -184,14 +163,14 @@ func (s *Suite) Finish(ctx context.Context) (string, error) {
 	var table strings.Builder
 	table.WriteString(MarkdownHeader)
 	for _, r := range s.results {
-		if r.Status == StatusQualified && len(s.skips) > 0 {
-			r.Status, r.Reason = StatusPassedNQ, fmt.Sprintf("the run skipped %d row(s), so it qualifies nothing", len(s.skips))
+		if r.Status == schema.StatusQualified && len(s.skips) > 0 {
+			r.Status, r.Reason = schema.StatusPassedNQ, fmt.Sprintf("the run skipped %d row(s), so it qualifies nothing", len(s.skips))
 		}
 		info.Rows = append(info.Rows, r.Row)
 		if err := s.Evidence.WriteJSON(filepath.Join(r.Row, "results.json"), r); err != nil {
 			return "", err
 		}
-		md := r.Markdown()
+		md := MarkdownRow(r)
 		if err := os.WriteFile(filepath.Join(s.Evidence.Dir, r.Row, "row.md"), []byte(MarkdownHeader+md), 0o644); err != nil {
 			return "", err
 		}

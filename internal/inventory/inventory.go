@@ -1,6 +1,11 @@
 package inventory
 
-import "path/filepath"
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
 
 // Inventory is every testcase profile of one TRTMC checkout, classified.
 type Inventory struct {
@@ -18,6 +23,23 @@ func Load(trtmcDir string) (*Inventory, error) {
 		return nil, err
 	}
 	inv := &Inventory{Source: filepath.Base(co.root), Profiles: classify(co)}
+	inv.ApplyProgress(&Progress{})
+	return inv, nil
+}
+
+// ReadJSON loads an inventory that WriteJSON wrote (the repository's inventory.json,
+// written by `make inventory`), so reports need no TRTMC checkout beside the clone.
+// Statuses start planned again: ApplyProgress re-derives them from qual/ and evidence/.
+func ReadJSON(path string) (*Inventory, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
+	var profiles []Profile
+	if err := json.Unmarshal(b, &profiles); err != nil {
+		return nil, fmt.Errorf("inventory %s: %w", path, err)
+	}
+	inv := &Inventory{Source: filepath.Base(path), Profiles: profiles}
 	inv.ApplyProgress(&Progress{})
 	return inv, nil
 }

@@ -6,10 +6,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The real tables in qual/ against the real TRTMC data: every full image-edit profile
+// shapedCheckout is a TRTMC-shaped tree of the e9132e79 layout that qualkit writes
+// itself (schema facts only); the real data is read by the trtmcdata-tagged tests.
+const shapedCheckout = "../trtmc/testdata/e9132e79"
+
+// The real tables in qual/ against the shaped checkout: every full image-edit profile
 // has exactly one row, and every row is in the inventory, the reference family, or smoke.
 func TestQualTablesReconcileWithTRTMC(t *testing.T) {
-	inv, err := Load(realCheckout)
+	inv, err := Load(shapedCheckout)
 	require.NoError(t, err)
 	rows, err := ReadQualRows("../../qual")
 	require.NoError(t, err)

@@ -1,3 +1,9 @@
+//go:build trtmcdata
+
+// These tests read real TRTMC data: a checkout (or its data-only copy, such as
+// shared/trtmc-main-e9132e79) named by QUALKIT_TRTMC_DATA. They are built only with
+// -tags trtmcdata (`make test TRTMC=DIR`); without the tag they are not compiled, so a
+// clone with nothing beside it runs no test that needs what it lacks.
 package inventory
 
 import (
@@ -10,15 +16,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// realCheckout is the TRTMC data of main e9132e79, in the shared folder that lies beside
-// the clone (here and in CI). It is required: without it these tests fail, never skip.
-const realCheckout = "../../../shared/trtmc-main-e9132e79"
+// realCheckout is the TRTMC data of main e9132e79 that QUALKIT_TRTMC_DATA names. Built
+// with the tag, it is required: without it these tests fail, never skip.
+func realCheckout(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("QUALKIT_TRTMC_DATA")
+	require.NotEmpty(t, dir, "built with -tags trtmcdata: set QUALKIT_TRTMC_DATA to TRTMC main e9132e79's data (make test TRTMC=DIR)")
+	_, err := os.Stat(dir)
+	require.NoError(t, err, "QUALKIT_TRTMC_DATA=%s", dir)
+	return dir
+}
 
 func loadReal(t *testing.T) *Inventory {
 	t.Helper()
-	_, err := os.Stat(realCheckout)
-	require.NoError(t, err, "the TRTMC data is expected at %s (a copy of shared/ beside the clone)", realCheckout)
-	inv, err := Load(realCheckout)
+	inv, err := Load(realCheckout(t))
 	require.NoError(t, err)
 	return inv
 }
@@ -96,4 +107,21 @@ func TestRealCheckoutJSONHasTheContractKeys(t *testing.T) {
 
 func TestRealCheckoutMarkdownGolden(t *testing.T) {
 	assertGolden(t, "trtmc-main-e9132e79.INVENTORY.md", markdown(t, loadReal(t)))
+}
+
+// The real data against today's qual/: the Qwen row does not exist yet, and the check
+// must say exactly that.
+func TestReconcileRealCheckoutWithoutAQwenRow(t *testing.T) {
+	inv := loadReal(t)
+	err := Reconcile(inv.Profiles, []QualRow{{File: "qual/refedit_test.go", Line: 10, Name: "refedit", Family: ReferenceFamily, Profile: "refedit-default"}}, ReferenceFamily)
+	require.Error(t, err)
+	assert.EqualError(t, err, `full profile "qwen-image-edit-2511" (Qwen/Qwen-Image-Edit-2511) has no qual row: add a row with Profile: "qwen-image-edit-2511"`)
+	assert.NoError(t, Reconcile(inv.Profiles, []QualRow{{Name: "qwen", Family: "trtmc", Profile: "qwen-image-edit-2511"}}, ReferenceFamily))
+}
+
+// The real tables in qual/ against the real data.
+func TestQualTablesReconcileWithRealTRTMC(t *testing.T) {
+	rows, err := ReadQualRows("../../qual")
+	require.NoError(t, err)
+	require.NoError(t, Reconcile(loadReal(t).Profiles, rows, ReferenceFamily))
 }

@@ -52,11 +52,12 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
-// The real data against today's qual/: the Qwen row does not exist yet, and the check
-// must say exactly that.
-func TestReconcileRealCheckoutWithoutAQwenRow(t *testing.T) {
-	inv := loadReal(t)
-	err := Reconcile(inv.Profiles, []QualRow{{File: "qual/refedit_test.go", Line: 10, Name: "refedit", Family: ReferenceFamily, Profile: "refedit-default"}}, ReferenceFamily)
+// The shaped checkout against a qual table without the Qwen row: the check must say
+// exactly which row is missing.
+func TestReconcileWithoutAQwenRow(t *testing.T) {
+	inv, err := Load(shapedCheckout)
+	require.NoError(t, err)
+	err = Reconcile(inv.Profiles, []QualRow{{File: "qual/refedit_test.go", Line: 10, Name: "refedit", Family: ReferenceFamily, Profile: "refedit-default"}}, ReferenceFamily)
 	require.Error(t, err)
 	assert.EqualError(t, err, `full profile "qwen-image-edit-2511" (Qwen/Qwen-Image-Edit-2511) has no qual row: add a row with Profile: "qwen-image-edit-2511"`)
 	assert.NoError(t, Reconcile(inv.Profiles, []QualRow{{Name: "qwen", Family: "trtmc", Profile: "qwen-image-edit-2511"}}, ReferenceFamily))

@@ -17,13 +17,15 @@ const (
 	IndexFile    = "index.html"
 )
 
-// DefaultTRTMC is where the TRTMC checkout lies, relative to the repository root.
-const DefaultTRTMC = "../shared/trtmc-main-e9132e79"
+// DefaultInventory is the inventory snapshot `make inventory` commits, relative to the
+// repository root: reports read it unless a TRTMC checkout is named.
+const DefaultInventory = "inventory.json"
 
 // Options says where the inventory comes from. Relative paths are taken from Root.
 type Options struct {
 	Root         string // repository root; default "."
-	TRTMC        string // TRTMC checkout; default DefaultTRTMC. Unreadable: the status table says why
+	TRTMC        string // a TRTMC checkout to inventory; "" reads Inventory instead. Unreadable: the status table says why
+	Inventory    string // the inventory JSON read when TRTMC is ""; default DefaultInventory
 	Qual         string // qual tables (rows found by their Profile: literal); default "qual"
 	EvidenceRoot string // the runs the inventory's status is proven from; default the run folder's parent
 	HTML         bool   // also write index.html
@@ -42,7 +44,10 @@ func (o Options) resolve(runDir string) Options {
 		}
 		return p
 	}
-	o.TRTMC = abs(o.TRTMC, DefaultTRTMC)
+	if o.TRTMC != "" {
+		o.TRTMC = abs(o.TRTMC, "")
+	}
+	o.Inventory = abs(o.Inventory, DefaultInventory)
 	o.Qual = abs(o.Qual, "qual")
 	if o.EvidenceRoot == "" {
 		o.EvidenceRoot = filepath.Dir(filepath.Clean(runDir))
@@ -179,7 +184,13 @@ func statusTable(r *run, o Options) ([]statusLine, string) {
 	var lines []statusLine
 	listed := map[string]bool{}
 	note := ""
-	inv, err := inventory.Load(o.TRTMC)
+	source := o.Inventory
+	load := func() (*inventory.Inventory, error) { return inventory.ReadJSON(o.Inventory) }
+	if o.TRTMC != "" {
+		source = o.TRTMC
+		load = func() (*inventory.Inventory, error) { return inventory.Load(o.TRTMC) }
+	}
+	inv, err := load()
 	if err == nil {
 		rows, rerr := inventory.ReadQualRows(o.Qual)
 		if rerr != nil {
@@ -195,7 +206,7 @@ func statusTable(r *run, o Options) ([]statusLine, string) {
 			lines = append(lines, statusLine{"`" + p.Profile + "`", string(p.Class), string(p.Status), proves, ev})
 		}
 	} else {
-		note = "No inventory: " + filepath.Base(o.TRTMC) + " could not be read, so only this run's rows are listed."
+		note = "No inventory: " + filepath.Base(source) + " could not be read, so only this run's rows are listed."
 	}
 	for _, w := range r.rows {
 		if listed[w.res.Checkpoint.Profile] {

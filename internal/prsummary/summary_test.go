@@ -27,8 +27,8 @@ func committedRun(t *testing.T, kind string) string {
 	return m[0]
 }
 
-// goldenOptions pin the inventory inputs: the real TRTMC data beside the clone (as the
-// inventory's own tests use it) and a stand-in qual table.
+// goldenOptions pin the inventory inputs: the repository's committed inventory.json and
+// a stand-in qual table.
 func goldenOptions() Options {
 	return Options{Root: filepath.Join("..", ".."), Qual: "internal/prsummary/testdata/qual", EvidenceRoot: runsDir}
 }

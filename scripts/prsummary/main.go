@@ -32,7 +32,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "", "run folder: evidence/<run id> (evidence/latest works)")
 	var o prsummary.Options
-	fs.StringVar(&o.TRTMC, "trtmc", prsummary.DefaultTRTMC, "TRTMC checkout for the inventory table")
+	fs.StringVar(&o.TRTMC, "trtmc", "", "TRTMC checkout for the inventory table (default: the committed "+prsummary.DefaultInventory+")")
 	fs.StringVar(&o.Qual, "qual", "qual", "qual tables (rows are found by their Profile: literal)")
 	fs.StringVar(&o.EvidenceRoot, "evidence", "", "evidence root the inventory status is proven from (default: the run folder's parent)")
 	write := fs.Bool("write", false, "write PR.md into the run folder instead of printing it")

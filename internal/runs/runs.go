@@ -1,0 +1,120 @@
+// Package runs reads past evidence runs for people: it lists the runs under an evidence
+// root with each row's status, and compares two runs row by row (status, identity,
+// client and Task p50/p95, time per image) against a noise band, naming every
+// regression.
+//
+// It reads run.json and each row's results.json as the harness wrote them and checks
+// nothing: proving a run is the evidence checker's job (make check-evidence).
+package runs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"qualkit/internal/schema"
+)
+
+// Run is one evidence run folder.
+type Run struct {
+	Dir  string
+	Info schema.RunInfo
+	Rows []schema.Result // sorted by row name
+}
+
+// Read loads one run folder: run.json and the results.json of every row it names.
+func Read(dir string) (*Run, error) {
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
+	}
+	r := &Run{Dir: dir}
+	if err := readJSON(filepath.Join(dir, schema.RunFile), &r.Info); err != nil {
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	for _, name := range r.Info.Rows {
+		var res schema.Result
+		if err := readJSON(filepath.Join(dir, name, schema.ResultsFile), &res); err != nil {
+			return nil, fmt.Errorf("run %s: row %s: %w", dir, name, err)
+		}
+		r.Rows = append(r.Rows, res)
+	}
+	sort.Slice(r.Rows, func(i, j int) bool { return r.Rows[i].Row < r.Rows[j].Row })
+	return r, nil
+}
+
+// List reads every run folder directly under root (those holding a run.json), newest
+// first. Folders that are not runs are left out; a run.json that cannot be read is an
+// error naming it.
+func List(root string) ([]*Run, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("evidence root: %w", err)
+	}
+	var out []*Run
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if !e.IsDir() || e.Type()&fs.ModeSymlink != 0 {
+			continue // files, and evidence/latest (a link to a run listed anyway)
+		}
+		if _, err := os.Stat(filepath.Join(dir, schema.RunFile)); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		r, err := Read(dir)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Info.Started.Equal(out[j].Info.Started) {
+			return out[i].Info.Started.After(out[j].Info.Started)
+		}
+		return out[i].Info.RunID > out[j].Info.RunID
+	})
+	return out, nil
+}
+
+// Row returns the run's row of that name.
+func (r *Run) Row(name string) (schema.Result, bool) {
+	for _, res := range r.Rows {
+		if res.Row == name {
+			return res, true
+		}
+	}
+	return schema.Result{}, false
+}
+
+// Commit is the harness commit, marked when the tree was not clean.
+func (r *Run) Commit() string {
+	c := r.Info.HarnessCommit
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	if r.Info.HarnessDirty {
+		c += " (dirty)"
+	}
+	return c
+}
+
+func (r *Run) Started() string {
+	if r.Info.Started.IsZero() {
+		return "-"
+	}
+	return r.Info.Started.UTC().Format(time.DateTime)
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+// Package schema is the evidence format: the names of a run folder's files and stages,
+// the row statuses, and the JSON of run.json and of each row's results.json. The
+// harness writes it; the evidence checker, the PR summary, the inventory and the run
+// lister read it. Declared once, so a renamed JSON key cannot read as zero in one of
+// them.
+//
+// It holds data and names only: no arithmetic (the checker re-derives every number on
+// its own, on purpose) and no I/O.
+package schema
+
+import (
+	"fmt"
+	"time"
+)
+
+// Files of a run folder, and of each row folder in it.
+const (
+	RunFile      = "run.json"
+	SummaryFile  = "SUMMARY.md"
+	ChecksumFile = "SHA256SUMS" // sha256 of every other file (sha256sum -c format)
+	PRFile       = "PR.md"
+	IndexFile    = "index.html"
+
+	ResultsFile   = "results.json"
+	RowMarkdown   = "row.md"
+	PreflightFile = "preflight.json"
+	CommandsFile  = "commands.jsonl"
+	RecordsFile   = "serve/records.jsonl"
+)
+
+// ResultSchema is results.json's "schema".
+const ResultSchema = "qualkit.result/1"
+
+// Stage names, in pipeline order. Report is the last subtest of every row; it writes
+// the result and is not a stage of results.json.
+const (
+	StagePreflight   = "preflight"
+	StageBuild       = "build"
+	StageCorrectness = "correctness"
+	StageServe       = "serve"
+	StageBenchmark   = "benchmark"
+	StageInfluence   = "influence"
+	StageIdentity    = "identity"
+	StageReport      = "report"
+)
+
+// Stages is the pipeline every row runs, in order; a row passes only if results.json
+// lists exactly these, each "pass".
+var Stages = []string{StagePreflight, StageBuild, StageCorrectness, StageServe, StageBenchmark, StageInfluence, StageIdentity}
+
+// Stage outcomes.
+const (
+	Pass   = "pass"
+	Fail   = "fail"
+	NotRun = "not-run"
+)
+
+// Row status values, in the order of the DESIGN status levels.
+const (
+	StatusQualified = "qualified"                // every stage passed, zero skips in the run, not smoke
+	StatusSmoke     = "smoke-passed"             // every stage passed on a smoke profile: never qualification
+	StatusPassedNQ  = "passed-not-qualification" // every stage passed in a run that had skips
+	StatusFailed    = "failed"
+	StatusNotRun    = "not-run"
+)
+
+// Passing says whether a status means every stage passed.
+func Passing(status string) bool {
+	return status == StatusQualified || status == StatusSmoke || status == StatusPassedNQ
+}
+
+// PercentileMethod is the only percentile method reports use: sorted[ceil(p/100*n)-1].
+const PercentileMethod = "nearest-rank"
+
+// Phases of AIPerf's records.
+const (
+	PhaseWarmup    = "warmup"
+	PhaseProfiling = "profiling"
+)
+
+// StageResult is one stage of one row.
+type StageResult struct {
+	Name   string  `json:"name"`
+	Status string  `json:"status"` // Pass, Fail, NotRun
+	Error  string  `json:"error,omitempty"`
+	WallS  float64 `json:"wall_s"`
+}
+
+// Result is a row's results.json: every headline number and where it came from.
+type Result struct {
+	Schema     string        `json:"schema"`
+	RunID      string        `json:"run_id"`
+	Row        string        `json:"row"`
+	Checkpoint CheckpointRef `json:"checkpoint"`
+	Status     string        `json:"status"`
+	Reason     string        `json:"reason,omitempty"`
+	Stages     []StageResult `json:"stages"`
+
+	Runtime   string            `json:"runtime,omitempty"`
+	Container *ContainerInfo    `json:"container,omitempty"`
+	Bundle    *BundleInfo       `json:"bundle,omitempty"`
+	Settings  map[string]string `json:"settings,omitempty"`
+	Measured  int               `json:"measured"`
+	Warmup    int               `json:"warmup"`
+
+	Correctness  *CaseCounts      `json:"correctness,omitempty"`
+	StartupS     float64          `json:"startup_s,omitempty"`
+	ClientErrors *int             `json:"client_errors,omitempty"` // nil until AIPerf's raw export was read
+	HTTP         *Quantiles       `json:"http_latency,omitempty"`
+	Task         *Quantiles       `json:"task_time,omitempty"`
+	TaskSource   string           `json:"task_time_source,omitempty"`
+	ImagesPerS   float64          `json:"images_per_s,omitempty"`
+	Overhead     *Overhead        `json:"http_overhead,omitempty"`
+	Identity     *IdentitySummary `json:"identity,omitempty"`
+	Influence    *InfluenceResult `json:"influence,omitempty"`
+	Command      string           `json:"command"`
+}
+
+// Stage returns the result of the named stage.
+func (r *Result) Stage(name string) (StageResult, bool) {
+	for _, s := range r.Stages {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return StageResult{}, false
+}
+
+type CheckpointRef struct {
+	Name     string `json:"name"`
+	Family   string `json:"family"`
+	Backend  string `json:"backend"`
+	Model    string `json:"model"`
+	Profile  string `json:"profile"`
+	Revision string `json:"revision,omitempty"`
+	Smoke    bool   `json:"smoke"`
+}
+
+// ContainerInfo is what the evidence needs about a started (or failed) container.
+type ContainerInfo struct {
+	ImageID, ImageRef, ContainerID, DockerEndpoint, DockerVersion string
+	BuildS                                                        float64 // image build wall time; 0 when Ref was used
+}
+
+// BundleInfo identifies the exact bundle every later stage used.
+type BundleInfo struct {
+	Path     string            `json:"path"`
+	SHA256   string            `json:"sha256"`
+	Bytes    int64             `json:"bytes"`
+	CacheKey string            `json:"cache_key"`
+	Cached   bool              `json:"cached"`
+	BuildS   float64           `json:"build_wall_s"`
+	Builder  string            `json:"builder_sha256"`
+	Settings map[string]string `json:"build_settings"`
+}
+
+// CaseCounts is what a correctness run executed, read from its JUnit XML.
+type CaseCounts struct {
+	Total    int      `json:"total"`
+	Executed int      `json:"executed"` // total - skipped
+	Failed   int      `json:"failed"`
+	Errors   int      `json:"errors"`
+	Skipped  int      `json:"skipped"`
+	Cases    []string `json:"cases"`
+	Reasons  []string `json:"skip_reasons,omitempty"`
+}
+
+// Quantiles is the p50/p95 pair of one timing column, in milliseconds.
+type Quantiles struct {
+	P50    float64 `json:"p50_ms"`
+	P95    float64 `json:"p95_ms"`
+	Count  int     `json:"count"`
+	Method string  `json:"method"`
+}
+
+// Overhead is a reported ratio, never a timing column: how much of the client p50 the
+// server's Task p50 does not account for (HTTP, multipart, base64, queueing).
+type Overhead struct {
+	P50DiffMs float64 `json:"client_p50_minus_task_p50_ms"`
+	Fraction  float64 `json:"fraction_of_client_p50"`
+}
+
+// IdentitySummary counts native-vs-HTTP comparisons over every request, warmup included.
+type IdentitySummary struct {
+	Total         int               `json:"total"`
+	PixelMatches  int               `json:"pixel_matches"`
+	ByteIdentical int               `json:"byte_identical"`
+	Requests      []IdentityRequest `json:"requests"`
+}
+
+type IdentityRequest struct {
+	RequestID    string  `json:"request_id"`
+	Phase        string  `json:"phase"`
+	Prompt       string  `json:"prompt"`
+	InputSHA256  string  `json:"input_sha256"`
+	HTTPSHA256   string  `json:"http_sha256"`
+	NativeSHA256 string  `json:"native_sha256"`
+	HTTPFile     string  `json:"http_file"`
+	NativeFile   string  `json:"native_file"`
+	Pixels       string  `json:"pixels"`
+	ClientMs     float64 `json:"client_latency_ms,omitempty"`
+	TaskMs       float64 `json:"task_ms,omitempty"`
+}
+
+// PixelDiff compares two decoded images channel by channel at 8 bits.
+type PixelDiff struct {
+	SameSize       bool     `json:"same_size"`
+	DifferingPixel int      `json:"differing_pixels"`
+	MaxAbs         int      `json:"max_abs_diff"`
+	MeanAbs        float64  `json:"mean_abs_diff"`
+	FirstX         int      `json:"first_x"`
+	FirstY         int      `json:"first_y"`
+	FirstA         [4]uint8 `json:"first_a"`
+	FirstB         [4]uint8 `json:"first_b"`
+}
+
+// InfluenceResult is the reference-influence probe: the same instruction and seed with
+// the same image twice (must match) and with another image (must differ).
+type InfluenceResult struct {
+	Instruction string    `json:"instruction"`
+	Images      [2]string `json:"images"`
+	Repeat      PixelDiff `json:"repeat"`
+	Other       PixelDiff `json:"other"`
+}
+
+// RunInfo is the run folder's run.json.
+type RunInfo struct {
+	RunID         string      `json:"run_id"`
+	Started       time.Time   `json:"started"`
+	Finished      time.Time   `json:"finished"`
+	Qualification bool        `json:"qualification_run"`
+	Runtime       string      `json:"runtime_requested"`
+	GoVersion     string      `json:"go_version"`
+	HarnessCommit string      `json:"harness_commit"`
+	HarnessDirty  bool        `json:"harness_dirty"`
+	AIPerfVersion string      `json:"aiperf_version"`
+	OS            string      `json:"os"`
+	Arch          string      `json:"arch"`
+	CPUs          int         `json:"cpus"`
+	Hostname      string      `json:"hostname"`
+	RuntimeNote   string      `json:"runtime_note"`
+	Docker        *DaemonInfo `json:"docker,omitempty"`
+	DockerError   string      `json:"docker_error,omitempty"`
+	Swept         []string    `json:"swept_leftovers,omitempty"`
+	Skips         []string    `json:"skips"`
+	Rows          []string    `json:"rows"`
+}
+
+// DaemonInfo describes the Docker daemon actually used.
+type DaemonInfo struct {
+	Endpoint, ServerVersion, OS, StorageDriver, CgroupVersion string
+	Runtimes                                                  []string
+	NvidiaRuntime                                             bool
+	// IgnoredDockerHost is DOCKER_HOST when it was set but testcontainers, finding it
+	// unreachable, silently connected to Endpoint instead.
+	IgnoredDockerHost string
+}
+
+func (d PixelDiff) Identical() bool { return d.SameSize && d.DifferingPixel == 0 }
+
+// String is the failure message shape: count, worst channel and the first differing pixel.
+func (d PixelDiff) String() string {
+	if !d.SameSize {
+		return "sizes differ"
+	}
+	if d.DifferingPixel == 0 {
+		return "pixel-identical"
+	}
+	return fmt.Sprintf("%d pixels differ (max %d, mean %.4f levels); first at (%d,%d): %v vs %v",
+		d.DifferingPixel, d.MaxAbs, d.MeanAbs, d.FirstX, d.FirstY, d.FirstA, d.FirstB)
+}

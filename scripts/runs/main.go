@@ -1,0 +1,96 @@
+// Command runs lists past evidence runs, or compares two of them.
+//
+//	go run ./scripts/runs list [-root evidence]
+//	go run ./scripts/runs compare [-root evidence] [-band-rel 0.10] [-band-ms 60] A B
+//
+// A and B are run folders or run ids under -root (B is the newer run, A the baseline).
+// compare prints a table of status, identity, client and Task p50/p95 and time per image
+// for every row, and exits 1 when B regressed against A; exit 2 is a usage error.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"qualkit/internal/runs"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "runs: want a command: list or compare A B")
+		return 2
+	}
+	fs := flag.NewFlagSet("runs "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	root := fs.String("root", "evidence", "evidence root holding the run folders")
+	rel := fs.Float64("band-rel", runs.DefaultBand.Rel, "compare: relative part of the noise band (fraction of A)")
+	abs := fs.Float64("band-ms", runs.DefaultBand.Ms, "compare: absolute part of the noise band, in ms")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	switch args[0] {
+	case "list":
+		if fs.NArg() != 0 {
+			fmt.Fprintln(stderr, "runs list: takes no arguments")
+			return 2
+		}
+		list, err := runs.List(*root)
+		if err != nil {
+			fmt.Fprintln(stderr, "runs:", err)
+			return 1
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(stdout, "no runs under %s\n", *root)
+			return 0
+		}
+		if err := runs.WriteList(stdout, list); err != nil {
+			fmt.Fprintln(stderr, "runs:", err)
+			return 1
+		}
+		return 0
+	case "compare":
+		if fs.NArg() != 2 {
+			fmt.Fprintln(stderr, "runs compare: want two runs, A (the baseline) and B: make compare A=<run> B=<run>")
+			return 2
+		}
+		a, err := read(*root, fs.Arg(0))
+		if err != nil {
+			fmt.Fprintln(stderr, "runs:", err)
+			return 2
+		}
+		b, err := read(*root, fs.Arg(1))
+		if err != nil {
+			fmt.Fprintln(stderr, "runs:", err)
+			return 2
+		}
+		c := runs.Compare(a, b, runs.Band{Rel: *rel, Ms: *abs})
+		if err := c.WriteMarkdown(stdout); err != nil {
+			fmt.Fprintln(stderr, "runs:", err)
+			return 1
+		}
+		if len(c.Regressions()) > 0 {
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stderr, "runs: unknown command %q: want list or compare\n", args[0])
+	return 2
+}
+
+// read takes a run folder, or a run id under root.
+func read(root, arg string) (*runs.Run, error) {
+	dir := arg
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		dir = filepath.Join(root, arg)
+	}
+	return runs.Read(dir)
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/schema"
+)
+
+func writeRun(t *testing.T, root, id string, p50 float64) {
+	t.Helper()
+	res := schema.Result{Row: "r", Status: schema.StatusQualified, HTTP: &schema.Quantiles{P50: p50, P95: p50}}
+	for path, v := range map[string]any{
+		filepath.Join(root, id, schema.RunFile):          schema.RunInfo{RunID: id, Rows: []string{"r"}},
+		filepath.Join(root, id, "r", schema.ResultsFile): res,
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+	}
+}
+
+func TestCompareExitsOneOnARegression(t *testing.T) {
+	root := t.TempDir()
+	writeRun(t, root, "a", 1000)
+	writeRun(t, root, "b", 1000)
+	writeRun(t, root, "slow", 2000)
+	var out, errb bytes.Buffer
+	assert.Equal(t, 0, run([]string{"compare", "-root", root, "a", "b"}, &out, &errb), errb.String())
+	assert.Contains(t, out.String(), "no regression in B")
+	out.Reset()
+	assert.Equal(t, 1, run([]string{"compare", "-root", root, "a", filepath.Join(root, "slow")}, &out, &errb))
+	assert.Contains(t, out.String(), "2 regression(s) in B", "p50 and p95")
+	assert.Equal(t, 0, run([]string{"compare", "-root", root, "-band-rel", "1.5", "a", "slow"}, &out, &errb), "a wider band tolerates it")
+}
+
+func TestUsageErrors(t *testing.T) {
+	var out, errb bytes.Buffer
+	assert.Equal(t, 2, run(nil, &out, &errb))
+	assert.Equal(t, 2, run([]string{"compare", "only-one"}, &out, &errb))
+	assert.Equal(t, 2, run([]string{"compare", "-root", t.TempDir(), "x", "y"}, &out, &errb))
+	assert.Contains(t, errb.String(), "run.json")
+	assert.Equal(t, 2, run([]string{"frobnicate"}, &out, &errb))
+}
+
+func TestListPrintsEveryRun(t *testing.T) {
+	root := t.TempDir()
+	writeRun(t, root, "a", 1000)
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"list", "-root", root}, &out, &errb), errb.String())
+	assert.Contains(t, out.String(), "| a |")
+	out.Reset()
+	require.Equal(t, 0, run([]string{"list", "-root", t.TempDir()}, &out, &errb))
+	assert.Contains(t, out.String(), "no runs under")
+}
