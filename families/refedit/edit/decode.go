@@ -2,6 +2,7 @@ package edit
 
 import (
 	"bytes"
+	"encoding/binary"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -36,6 +37,11 @@ func decode(data []byte, maxPixels int) (*raster, error) {
 	}
 	cfg, err := readConfig(bytes.NewReader(data))
 	if err != nil {
+		// Go's PNG decoder refuses a header whose width*height overflows an int before
+		// saying how big it is; such a header is over any pixel limit (413, not 400).
+		if w, h, ok := pngHeaderSize(data); ok && w*h > int64(maxPixels) {
+			return nil, tooLarge("image", "%dx%d is %d pixels, over the limit of %d", w, h, w*h, maxPixels)
+		}
 		return nil, invalid("image", "read %s header: %v", format, err)
 	}
 	if cfg.Width < 1 || cfg.Height < 1 {
@@ -49,6 +55,18 @@ func decode(data []byte, maxPixels int) (*raster, error) {
 		return nil, invalid("image", "decode %s: %v", format, err)
 	}
 	return toRaster(img), nil
+}
+
+// pngHeaderSize reads the width and height of a PNG's IHDR chunk, valid when both are
+// in 1..2^31-1 as the PNG specification allows.
+func pngHeaderSize(data []byte) (w, h int64, ok bool) {
+	const ihdr = len(pngMagic) + 8 // length and type of the first chunk
+	if len(data) < ihdr+8 || string(data[ihdr-4:ihdr]) != "IHDR" {
+		return 0, 0, false
+	}
+	w, h = int64(binary.BigEndian.Uint32(data[ihdr:])), int64(binary.BigEndian.Uint32(data[ihdr+4:]))
+	const most = 1<<31 - 1
+	return w, h, w >= 1 && h >= 1 && w <= most && h <= most
 }
 
 // toRaster keeps the 8-bit non-premultiplied colour of every pixel and drops alpha

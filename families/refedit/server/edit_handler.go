@@ -80,13 +80,16 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 			message: fmt.Sprintf("request body of %d bytes is over the limit of %d bytes", r.ContentLength, s.cfg.MaxBodyBytes)}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	form, apiErr := readForm(r)
+	// A body that trickles in must not hold its connection for ever. Recorders in tests
+	// have no connection: ErrNotSupported is fine there.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	form, apiErr := readForm(r, s.cfg.MaxPromptBytes)
 	if form.image != nil {
 		sum := edit.SHA256(form.image)
 		x.rec.InputSHA256 = &sum
 	}
 	if prompt, ok := form.fields[fieldPrompt]; ok {
-		x.rec.Prompt = &prompt
+		x.rec.Prompt = newPromptRecord(prompt)
 	}
 	if apiErr != nil {
 		return nil, apiErr
@@ -148,13 +151,13 @@ func (s *Server) checkFields(f editForm) *apiError {
 		return badRequest(fieldPrompt, "prompt is required: the edit instruction")
 	}
 	if m, ok := f.fields[fieldModel]; ok && m != s.cfg.ModelName {
-		return badRequest(fieldModel, fmt.Sprintf("model %q is not served here; this server serves %q", m, s.cfg.ModelName))
+		return badRequest(fieldModel, fmt.Sprintf("model %s is not served here; this server serves %q", quoteBounded(m), s.cfg.ModelName))
 	}
 	if rf, ok := f.fields[fieldResponseFormat]; ok && rf != "b64_json" {
-		return badRequest(fieldResponseFormat, fmt.Sprintf(`response_format %q: only "b64_json" is supported`, rf))
+		return badRequest(fieldResponseFormat, fmt.Sprintf(`response_format %s: only "b64_json" is supported`, quoteBounded(rf)))
 	}
 	if n, ok := f.fields[fieldN]; ok && strings.TrimSpace(n) != "1" {
-		return badRequest(fieldN, fmt.Sprintf("n %q: only 1 image per request is supported", n))
+		return badRequest(fieldN, fmt.Sprintf("n %s: only 1 image per request is supported", quoteBounded(n)))
 	}
 	if f.image == nil {
 		return badRequest("image", "image is required: one file part named image or image[]")
@@ -168,8 +171,8 @@ func (s *Server) respondError(w http.ResponseWriter, x *exchange, e *apiError) {
 	x.rec.Timing.HandlerMS = ms(time.Since(x.start))
 	s.record(x)
 	s.setServerTiming(w, x)
-	if e.status == http.StatusRequestEntityTooLarge {
-		// The rest of an oversized body is never read; do not keep the connection.
+	if e.status == http.StatusRequestEntityTooLarge || e.status == http.StatusRequestTimeout {
+		// The rest of an oversized or stalled body is never read; do not keep the connection.
 		w.Header().Set("Connection", "close")
 	}
 	writeError(w, x.rec.RequestID, e)

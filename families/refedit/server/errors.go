@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"qualkit/families/refedit/edit"
@@ -52,6 +53,20 @@ func errorType(status int) string {
 		return "invalid_request_error"
 	}
 	return "server_error"
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, r.Header.Get(RequestIDHeader), &apiError{status: http.StatusMethodNotAllowed,
+			message: fmt.Sprintf("method %s is not allowed on %s; use %s", quoteBounded(r.Method), r.URL.Path, allow)})
+	}
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r.Header.Get(RequestIDHeader), &apiError{status: http.StatusNotFound,
+		message: fmt.Sprintf("no route %s %s; routes: POST %s, GET /health/live, GET /health/ready, GET /v1/models",
+			quoteBounded(r.Method), quoteBounded(r.URL.Path), EditRoute)})
 }
 
 func writeError(w http.ResponseWriter, id string, e *apiError) {

@@ -283,15 +283,17 @@ func hostileCases(t *testing.T) []hostileCase {
 		}
 	}
 	eightMB := strings.Repeat("make it look nice ", 8<<20/18)
+	atLimit := strings.Repeat("x", DefaultMaxPromptBytes-len(" invert")) + " invert"
 	oneMiB := 1 << 20
 	return []hostileCase{
 		{name: "PNG header declaring 100000x100000", request: edit(pngHeader(100000, 100000), "invert"),
 			status: 413, param: "image", message: "100000x100000 is 10000000000 pixels, over the limit of 4194304"},
 		{name: "PNG header declaring 2049x2048", request: edit(pngHeader(2049, 2048), "invert"),
 			status: 413, param: "image", message: "over the limit of 4194304"},
-		// image/png refuses it before the pixel limit is asked: a 400, not a 413.
+		// image/png refuses it before saying its size; the server reads the size itself.
 		{name: "PNG header declaring 2^31-1 x 2^31-1", request: edit(pngHeader(1<<31-1, 1<<31-1), "invert"),
-			status: 400, param: "image", message: "dimension overflow"},
+			status: 413, param: "image", message: "2147483647x2147483647 is 4611686014132420609 pixels, over the limit of 4194304"},
+		// Beyond what the PNG specification allows (2^31-1): not an over-limit PNG, not a PNG.
 		{name: "PNG header declaring 2^32-1 x 1", request: edit(pngHeader(1<<32-1, 1), "invert"),
 			status: 400, param: "image", message: "read PNG header"},
 		{name: "JPEG header declaring 65535x65535", request: edit(jpegWithSize(fuzzJPEG(t, 16, 8), 65535, 65535), "invert"),
@@ -335,14 +337,24 @@ func hostileCases(t *testing.T) []hostileCase {
 		{name: "multipart never closed", status: 400, param: "image", message: "unexpected EOF",
 			request: raw(multipartCT, bytes.TrimSuffix(rawMultipart(field("prompt", "invert"), file("image", img, "image/png")),
 				[]byte("--"+fuzzBoundary+"--\r\n")))},
-		{name: "8 MB prompt asking for one edit", request: edit(img, eightMB+" invert"),
+		{name: "prompt at the limit asking for one edit", request: edit(img, atLimit),
 			status: 200, inputPixels: 64, outputPixels: 64},
-		{name: "8 MB prompt matching no edit", request: edit(img, eightMB),
+		{name: "prompt at the limit matching no edit", request: edit(img, atLimit[:DefaultMaxPromptBytes-len(" invert")]+"       "),
 			status: 400, param: "prompt", message: "no supported edit"},
+		{name: "prompt one byte over the limit", request: edit(img, atLimit+"!"),
+			status: 413, param: "prompt", message: `field "prompt" is over the limit of 32000 bytes (--max-prompt-bytes)`},
+		{name: "8 MB prompt", request: edit(img, eightMB+" invert"),
+			status: 413, param: "prompt", message: `field "prompt" is over the limit of 32000 bytes`},
 		{name: "8 MB prompt over a 1 MiB body limit (declared length)", configure: bodyLimit(oneMiB), request: edit(img, eightMB),
 			status: 413, message: "over the limit of 1048576 bytes"},
 		{name: "8 MB prompt over a 1 MiB body limit (streamed)", configure: bodyLimit(oneMiB), request: streamed(edit(img, eightMB)),
-			status: 413, param: "prompt", message: "request body over the limit of 1048576 bytes"},
+			status: 413, param: "prompt", message: `field "prompt" is over the limit of 32000 bytes`},
+		{name: "2 KB model name", request: raw(multipartCT, rawMultipart(field("prompt", "invert"),
+			field("model", strings.Repeat("m", 2000)), file("image", img, "image/png"))),
+			status: 413, param: "model", message: `field "model" is over the limit of 1024 bytes`},
+		{name: "1 KB model name that is not served", request: raw(multipartCT, rawMultipart(field("prompt", "invert"),
+			field("model", strings.Repeat("m", 1000)), file("image", img, "image/png"))),
+			status: 400, param: "model", message: `model "` + strings.Repeat("m", 64) + `"... (1000 bytes) is not served here`},
 		{name: "5000 unknown fields", request: manyFields(5000, func(i int) string { return fmt.Sprintf("field%d", i) }),
 			status: 400, param: "field0", message: `unknown field "field0"`},
 		{name: "5000 copies of seed", request: manyFields(5000, func(int) string { return "seed" }),
@@ -350,9 +362,9 @@ func hostileCases(t *testing.T) []hostileCase {
 		{name: "5000 parts with no name", request: raw(multipartCT, rawMultipart(slices.Repeat([]rawPart{{value: []byte("x")}}, 5000)...)),
 			status: 400, message: `unknown field ""`},
 		{name: "2000-byte field name", request: edit(img, "invert", field(strings.Repeat("n", 2000), "x")),
-			status: 400, param: strings.Repeat("n", 2000), message: "unknown field"},
+			status: 400, param: strings.Repeat("n", 64), message: `unknown field "` + strings.Repeat("n", 64) + `"... (2000 bytes)`},
 		{name: "1 MiB field name", request: edit(img, "invert", field(strings.Repeat("n", oneMiB), "x")),
-			status: 400, param: strings.Repeat("n", oneMiB), message: "unknown field", headerBytes: oneMiB},
+			status: 400, param: strings.Repeat("n", 64), message: "unknown field", headerBytes: oneMiB},
 		{name: "a part with 20000 header lines", request: raw(multipartCT, manyHeaders(20000)),
 			status: 400, message: "read multipart body"},
 		{name: "NUL and invalid UTF-8 in the prompt", request: edit(img, "\x00\xff\xfe invert \xc3"),

@@ -19,11 +19,26 @@ type Record struct {
 	Route        string          `json:"route"`
 	Status       int             `json:"status"`
 	InputSHA256  *string         `json:"input_sha256"`
-	Prompt       *string         `json:"prompt"`
+	Prompt       *PromptRecord   `json:"prompt"`
 	Settings     *edit.Effective `json:"settings"`
 	OutputSHA256 *string         `json:"output_sha256"`
 	Timing       Timing          `json:"timing"`
 	Error        *string         `json:"error"`
+}
+
+// PromptRecord identifies a prompt without storing it whole: a record line stays short
+// whatever the client sent.
+type PromptRecord struct {
+	SHA256 string `json:"sha256"`
+	Bytes  int    `json:"bytes"`
+	Prefix string `json:"prefix"` // at most maxPromptPrefix bytes, cut at a character boundary
+}
+
+// maxPromptPrefix is how much of a prompt a record keeps.
+const maxPromptPrefix = 200
+
+func newPromptRecord(p string) *PromptRecord {
+	return &PromptRecord{SHA256: edit.SHA256([]byte(p)), Bytes: len(p), Prefix: prefix(p, maxPromptPrefix)}
 }
 
 // Timing is where the time of one edit request went, in milliseconds: the wait for

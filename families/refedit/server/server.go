@@ -20,6 +20,12 @@ import (
 // Defaults for the Config fields left zero.
 const (
 	DefaultMaxBodyBytes = 32 << 20
+	// DefaultMaxPromptBytes is OpenAI's limit on an image edit prompt (32,000
+	// characters for gpt-image-1), counted in bytes here.
+	DefaultMaxPromptBytes = 32000
+	// DefaultBodyTimeout bounds reading one request body: a client that trickles its
+	// body (slow-loris) gets 408 and loses its connection instead of holding it.
+	DefaultBodyTimeout = time.Minute
 	// Backend names the implementation in every response: refedit is not a network.
 	Backend = "refedit"
 )
@@ -30,6 +36,10 @@ type Config struct {
 	ModelName string
 	// MaxBodyBytes bounds a request body (413 above it); 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxPromptBytes bounds the prompt (413 above it); 0 means DefaultMaxPromptBytes.
+	MaxPromptBytes int
+	// BodyTimeout bounds reading a request body (408 past it); 0 means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// QueueDepth is how many edits may wait while one runs (429 beyond that).
 	QueueDepth int
 	// Records receives one JSON line per edit request; nil writes none.
@@ -70,6 +80,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.MaxPromptBytes < 0 || cfg.BodyTimeout < 0 {
+		return nil, fmt.Errorf("server: max prompt bytes %d, body timeout %s: want >= 0", cfg.MaxPromptBytes, cfg.BodyTimeout)
+	}
+	if cfg.MaxPromptBytes == 0 {
+		cfg.MaxPromptBytes = DefaultMaxPromptBytes
+	}
+	if cfg.BodyTimeout == 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
 	if cfg.QueueDepth < 0 {
 		return nil, fmt.Errorf("server: queue depth %d: want >= 0", cfg.QueueDepth)
 	}
@@ -83,6 +102,12 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /health/live", s.handleLive)
 	s.mux.HandleFunc("GET /health/ready", s.handleReady)
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
+	// Every other method on a known path, and every unknown path, gets the JSON error
+	// shape too (ServeMux's own 404 and 405 are plain text).
+	for path, allow := range map[string]string{EditRoute: "POST", "/health/live": "GET, HEAD", "/health/ready": "GET, HEAD", "/v1/models": "GET, HEAD"} {
+		s.mux.HandleFunc(path, methodNotAllowed(allow))
+	}
+	s.mux.HandleFunc("/", notFound)
 	return s, nil
 }
 

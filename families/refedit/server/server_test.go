@@ -200,7 +200,7 @@ func TestEditHappyPath(t *testing.T) {
 	require.NotNil(t, rec.OutputSHA256)
 	assert.Equal(t, edit.SHA256(out), *rec.OutputSHA256)
 	require.NotNil(t, rec.Prompt)
-	assert.Equal(t, "Make it grayscale", *rec.Prompt)
+	assert.Equal(t, PromptRecord{SHA256: edit.SHA256([]byte("Make it grayscale")), Bytes: 17, Prefix: "Make it grayscale"}, *rec.Prompt)
 	require.NotNil(t, rec.Settings)
 	assert.Equal(t, resp.Settings, *rec.Settings)
 	assert.Equal(t, resp.Timing, rec.Timing)

@@ -18,7 +18,7 @@ import (
 	"qualkit/families/refedit/server"
 )
 
-const serveSynopsis = "serve BUNDLE --model-name NAME [--host 127.0.0.1] [--port 8000] [--records FILE] [--max-body-bytes N] [--max-pixels N] [--queue-depth N] [--fault NAME[:K] [--fault-delay D]]"
+const serveSynopsis = "serve BUNDLE --model-name NAME [--host 127.0.0.1] [--port 8000] [--records FILE] [--max-body-bytes N] [--max-prompt-bytes N] [--body-timeout D] [--max-pixels N] [--queue-depth N] [--fault NAME[:K] [--fault-delay D]]"
 
 // shutdownGrace is how long in-flight edits get to finish after SIGINT/SIGTERM.
 const shutdownGrace = 30 * time.Second
@@ -30,6 +30,8 @@ type serveOptions struct {
 	port         int
 	records      string
 	maxBodyBytes int64
+	maxPrompt    int
+	bodyTimeout  time.Duration
 	maxPixels    int
 	queueDepth   int
 	fault        server.Fault
@@ -44,6 +46,8 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.IntVar(&o.port, "port", 8000, "listen port (0 picks a free one)")
 	fs.StringVar(&o.records, "records", "", "append one JSON line per edit request to `FILE`")
 	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body (413 above)")
+	fs.IntVar(&o.maxPrompt, "max-prompt-bytes", server.DefaultMaxPromptBytes, "longest prompt in bytes (413 above)")
+	fs.DurationVar(&o.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "longest wait for a request body (408 past it)")
 	fs.IntVar(&o.maxPixels, "max-pixels", 0, "largest input and output image in pixels (413 above); 0 keeps the bundle's limit")
 	fs.IntVar(&o.queueDepth, "queue-depth", 16, "edits that may wait while one runs (429 beyond)")
 	faultFlag := addFaultFlags(fs, true, server.FaultNames())
@@ -63,6 +67,10 @@ func cmdServe(args []string, stderr io.Writer) error {
 		return usagef("serve", "--port %d: want 0..65535", o.port)
 	case o.maxBodyBytes < 1:
 		return usagef("serve", "--max-body-bytes %d: want at least 1", o.maxBodyBytes)
+	case o.maxPrompt < 1:
+		return usagef("serve", "--max-prompt-bytes %d: want at least 1", o.maxPrompt)
+	case o.bodyTimeout <= 0:
+		return usagef("serve", "--body-timeout %s: want a positive duration", o.bodyTimeout)
 	case o.maxPixels < 0:
 		return usagef("serve", "--max-pixels %d: want at least 1, or 0 for the bundle's limit", o.maxPixels)
 	case o.queueDepth < 0:
@@ -91,12 +99,14 @@ func serve(ctx context.Context, o serveOptions, logger *log.Logger) error {
 		records = f
 	}
 	s, err := server.New(server.Config{
-		ModelName:    o.modelName,
-		MaxBodyBytes: o.maxBodyBytes,
-		QueueDepth:   o.queueDepth,
-		Records:      records,
-		Log:          logger,
-		Fault:        o.fault,
+		ModelName:      o.modelName,
+		MaxBodyBytes:   o.maxBodyBytes,
+		MaxPromptBytes: o.maxPrompt,
+		BodyTimeout:    o.bodyTimeout,
+		QueueDepth:     o.queueDepth,
+		Records:        records,
+		Log:            logger,
+		Fault:          o.fault,
 	})
 	if err != nil {
 		return err
