@@ -176,13 +176,14 @@ func (s *Suite) Finish(ctx context.Context) (string, error) {
 		}
 		table.WriteString(md)
 	}
+	// run.json first: the pictures are titled with its run id.
+	if err := s.Evidence.WriteJSON("run.json", info); err != nil {
+		return "", err
+	}
 	for _, r := range s.results {
 		if err := evidencecheck.WritePictures(filepath.Join(s.Evidence.Dir, r.Row)); err != nil && !errors.Is(err, evidencecheck.ErrNoRawExport) {
 			return "", fmt.Errorf("pictures %s: %w", r.Row, err)
 		}
-	}
-	if err := s.Evidence.WriteJSON("run.json", info); err != nil {
-		return "", err
 	}
 	summary := fmt.Sprintf("# qualkit run %s\n\n%s\n", info.RunID, table.String())
 	for _, r := range s.results {
