@@ -133,19 +133,27 @@ func (d Diffusers) Build(env harness.Env, spec harness.BuildSpec) harness.Comman
 	return harness.Command{Args: args, Dir: env.Root}
 }
 
+// The parity case's test file, and the JUnit id of its one item (--rootdir at the
+// repository root).
+const (
+	parityTest   = DiffusersReference + "/test_parity.py"
+	ParityCaseID = "families.qwen_image.reference.test_parity.test_gpu_matches_cpu_float32"
+)
+
 // Correctness is the family's parity case: the GPU-served pipeline against the same
 // pipeline on the CPU in float32, one pytest item, plus its result.json.
 func (d Diffusers) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
 	return harness.CorrectnessCase{
 		Command: harness.Command{
-			Args: []string{d.python(), "-m", "pytest", DiffusersReference + "/test_parity.py",
-				"-v", "-rs", "-p", "no:cacheprovider",
+			Args: []string{d.python(), "-m", "pytest", parityTest,
+				"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
 				"--bundle", spec.Bundle, "--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit},
 			Dir: env.Root,
 		},
-		JUnit:    spec.JUnit,
-		Expected: 1,
-		Result:   filepath.Join(spec.Artifacts, "result.json"),
+		JUnit:     spec.JUnit,
+		Cases:     []string{ParityCaseID},
+		Result:    filepath.Join(spec.Artifacts, "result.json"),
+		TestFiles: []string{filepath.Join(env.Root, parityTest)},
 	}
 }
 

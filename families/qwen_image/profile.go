@@ -51,6 +51,9 @@ const (
 	manifestPath   = familyDir + "/manifests/" + Profile + ".json"
 	thresholdsPath = familyDir + "/thresholds/" + Profile + ".json"
 	binaryPath     = "build/trtmc" // TRTMC's CLI; its own CI passes it as --trtmc-binary
+	// e2eCaseID is the JUnit id of the case's one item for the profile, as pytest writes
+	// it with the checkout as rootdir.
+	e2eCaseID = "tests.e2e.models.qwen_image.test_qwen_image_e2e.test_model_e2e[" + Profile + "]"
 )
 
 // conditionEnv names the build's condition image (the manifest's build_env).

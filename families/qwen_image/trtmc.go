@@ -80,9 +80,10 @@ func (a TRTMC) Build(_ harness.Env, spec harness.BuildSpec) harness.Command {
 // --rebuild-engines, builds nothing itself. Its gates are the checkout's thresholds file.
 func (a TRTMC) Correctness(_ harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
 	cc := harness.CorrectnessCase{
-		JUnit:    spec.JUnit,
-		Expected: 1,
-		Result:   filepath.Join(spec.Artifacts, Profile, "result.json"),
+		JUnit:     spec.JUnit,
+		Cases:     []string{e2eCaseID},
+		Result:    filepath.Join(spec.Artifacts, Profile, "result.json"),
+		TestFiles: []string{filepath.Join(a.Config.Checkout, e2eTestPath)},
 	}
 	if base := filepath.Base(spec.Bundle); base != Profile+".bundle" {
 		cc.Command = reject(fmt.Errorf("correctness: the bundle is %s, but TRTMC's case looks for %s.bundle in --engine-dir and would not test this file", spec.Bundle, Profile))

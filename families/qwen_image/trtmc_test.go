@@ -68,9 +68,10 @@ func TestCorrectnessArgv(t *testing.T) {
 			Env: []string{"HF_HOME=/models/hf", "HF_HUB_OFFLINE=1"},
 			Dir: "/src/trtmc",
 		},
-		JUnit:    "/ev/row/correctness/junit.xml",
-		Expected: 1,
-		Result:   "/ev/row/correctness/artifacts/qwen-image-edit-2511/result.json",
+		JUnit:     "/ev/row/correctness/junit.xml",
+		Cases:     []string{"tests.e2e.models.qwen_image.test_qwen_image_e2e.test_model_e2e[qwen-image-edit-2511]"},
+		Result:    "/ev/row/correctness/artifacts/qwen-image-edit-2511/result.json",
+		TestFiles: []string{"/src/trtmc/tests/e2e/models/qwen_image/test_qwen_image_e2e.py"},
 	}, cc)
 }
 

@@ -83,10 +83,17 @@ func (f Family) Build(env harness.Env, spec harness.BuildSpec) harness.Command {
 	}}
 }
 
+// The correctness case: its test file, and the JUnit id of its one item as pytest
+// writes it with --rootdir at the repository root.
+const (
+	correctnessTest   = "families/refedit/correctness/test_refedit_e2e.py"
+	CorrectnessCaseID = "families.refedit.correctness.test_refedit_e2e.test_refedit_e2e"
+)
+
 // Correctness is the family's pytest case: one item comparing native outputs of the
 // bundle with an independent float64 NumPy implementation.
 func (f Family) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
-	args := []string{env.Python, "-m", "pytest", "families/refedit/correctness/test_refedit_e2e.py",
+	args := []string{env.Python, "-m", "pytest", correctnessTest,
 		"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
 		"--refedit-binary", binary(env), "--bundle", spec.Bundle,
 		"--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit}
@@ -98,10 +105,11 @@ func (f Family) Correctness(env harness.Env, spec harness.CorrectnessSpec) harne
 		args = append(args, "-k", "qualkit_negative_control_selects_nothing")
 	}
 	return harness.CorrectnessCase{
-		Command:  harness.Command{Args: args, Dir: env.Root},
-		JUnit:    spec.JUnit,
-		Expected: 1,
-		Result:   filepath.Join(spec.Artifacts, "result.json"),
+		Command:   harness.Command{Args: args, Dir: env.Root},
+		JUnit:     spec.JUnit,
+		Cases:     []string{CorrectnessCaseID},
+		Result:    filepath.Join(spec.Artifacts, "result.json"),
+		TestFiles: []string{filepath.Join(env.Root, correctnessTest)},
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
 // Problem is one claim the evidence does not support.
@@ -69,7 +71,7 @@ type checker struct {
 	dir  string
 	rep  *Report
 	sums map[string]string // SHA256SUMS: path -> sha256
-	info *runInfo
+	info *schema.RunInfo
 	rows []*rowCheck
 }
 

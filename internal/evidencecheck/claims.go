@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
 const resultsFile = "results.json"
@@ -72,11 +74,11 @@ func (r *rowCheck) checkStages() {
 			r.fail(resultsFile, "stage "+s.Name+" status", "pass, fail or not-run", quote(s.Status))
 		}
 	}
-	if res.Status != statusNotRun || len(names) > 1 {
-		r.same(resultsFile, "stages", strings.Join(Stages, " "), strings.Join(names, " "), "the pipeline, in order")
+	if res.Status != schema.StatusNotRun || len(names) > 1 {
+		r.same(resultsFile, "stages", strings.Join(schema.Stages, " "), strings.Join(names, " "), "the pipeline, in order")
 	}
 	switch res.Status {
-	case statusQualified, statusSmoke, statusPassedNQ:
+	case schema.StatusQualified, schema.StatusSmoke, schema.StatusPassedNQ:
 		var notPassed []string
 		for _, s := range res.Stages {
 			if s.Status != "pass" {
@@ -85,12 +87,12 @@ func (r *rowCheck) checkStages() {
 		}
 		r.truth(len(notPassed) == 0, resultsFile, "status "+res.Status,
 			"every stage pass (a "+res.Status+" row passed all of them)", "stages "+strings.Join(notPassed, ", "))
-	case statusFailed:
+	case schema.StatusFailed:
 		r.truth(firstFail != "", resultsFile, "status failed", "at least one stage fail", "no stage failed")
 		if firstFail != "" {
 			r.same(resultsFile, "reason", "stage "+firstFail+" failed", res.Reason, "the first failed stage")
 		}
-	case statusNotRun:
+	case schema.StatusNotRun:
 		r.truth(res.Reason != "", resultsFile, "status not-run", "a reason", "none")
 		if r.c.info != nil {
 			listed := false
@@ -110,7 +112,7 @@ func (r *rowCheck) checkStages() {
 // part is re-derived here; "qualified" also needs a run without skips and a full profile.
 func (r *rowCheck) checkQualification() {
 	res := r.res
-	if !res.passing() {
+	if !schema.Passing(res.Status) {
 		return
 	}
 	claim := "status " + res.Status
@@ -135,7 +137,7 @@ func (r *rowCheck) checkQualification() {
 	}
 	smoke := res.Checkpoint.Smoke
 	switch res.Status {
-	case statusQualified:
+	case schema.StatusQualified:
 		r.truth(!smoke, resultsFile, claim, "a full profile (a smoke profile is never qualification)", "checkpoint.smoke true")
 		if info := r.c.info; info != nil {
 			r.truth(len(info.Skips) == 0, resultsFile, claim,
@@ -143,9 +145,9 @@ func (r *rowCheck) checkQualification() {
 			r.truth(info.Qualification, resultsFile, claim, "a qualification run (run.json qualification_run)", "qualification_run false")
 			r.truth(info.AIPerfVersion == AIPerfVersion, resultsFile, claim, "AIPerf "+AIPerfVersion, "run.json aiperf_version "+quote(info.AIPerfVersion))
 		}
-	case statusSmoke:
+	case schema.StatusSmoke:
 		r.truth(smoke, resultsFile, claim, "checkpoint.smoke true", "false")
-	case statusPassedNQ:
+	case schema.StatusPassedNQ:
 		if info := r.c.info; info != nil {
 			r.truth(len(info.Skips) > 0 || !info.Qualification || smoke, resultsFile, claim,
 				"a run with skips or not a qualification run", "run.json has no skips and is a qualification run: the row would be qualified")
@@ -253,7 +255,7 @@ func (r *rowCheck) checkCommands() {
 		if c.Stage == "benchmark" && len(c.Args) > 1 && c.Args[1] == "profile" {
 			aiperf = &recs[i]
 		}
-		if r.res.passing() && c.Stage != "serve" {
+		if schema.Passing(r.res.Status) && c.Stage != "serve" {
 			r.truth(c.ExitCode == 0, f, "exit code of "+c.Stage+" command "+baseName(firstArg(c.Args)),
 				"0 (the row claims "+r.res.Status+")", fmt.Sprint(c.ExitCode))
 		}
@@ -505,16 +507,16 @@ func (r *rowCheck) checkTiming() {
 		r.fail(resultsFile, "http_latency, task_time", "no value for every measured request: "+strings.Join(problems, "; "), "values")
 		return
 	}
-	q := func(name string, got *quantiles, xs []float64, src string) {
+	q := func(name string, got *schema.Quantiles, xs []float64, src string) {
 		if got == nil {
 			r.fail(resultsFile, name, "both timing columns", "none")
 			return
 		}
-		src = PercentileMethod + " over " + src
+		src = schema.PercentileMethod + " over " + src
 		r.same(resultsFile, name+".p50_ms", fmtNum(nearestRank(xs, 50)), fmtNum(got.P50), src)
 		r.same(resultsFile, name+".p95_ms", fmtNum(nearestRank(xs, 95)), fmtNum(got.P95), src)
 		r.same(resultsFile, name+".count", fmt.Sprint(len(xs)), fmt.Sprint(got.Count), "profiling records")
-		r.same(resultsFile, name+".method", PercentileMethod, got.Method, "")
+		r.same(resultsFile, name+".method", schema.PercentileMethod, got.Method, "")
 	}
 	q("http_latency", res.HTTP, client, "request_latency of the profiling records in "+profileExport)
 	q("task_time", res.Task, task, r.taskSrc)
@@ -580,9 +582,9 @@ func (r *rowCheck) checkIdentity() {
 		r.fail(resultsFile, "identity", "a readable "+rawExport+" naming the requests", "identity claims without one")
 		return
 	}
-	var fromFile *identitySummary
+	var fromFile *schema.IdentitySummary
 	if b, ok := r.read("identity/identity.json"); ok {
-		var s identitySummary
+		var s schema.IdentitySummary
 		if err := json.Unmarshal(b, &s); err != nil {
 			r.fail("identity/identity.json", "valid JSON", "the identity summary", err.Error())
 		} else {
@@ -591,7 +593,7 @@ func (r *rowCheck) checkIdentity() {
 	}
 	for _, c := range []struct {
 		file string
-		s    *identitySummary
+		s    *schema.IdentitySummary
 	}{{resultsFile, r.res.Identity}, {"identity/identity.json", fromFile}} {
 		if c.s != nil {
 			r.checkIdentitySummary(c.file, c.s)
@@ -605,7 +607,7 @@ func (r *rowCheck) checkIdentity() {
 	}
 }
 
-func (r *rowCheck) checkIdentitySummary(file string, s *identitySummary) {
+func (r *rowCheck) checkIdentitySummary(file string, s *schema.IdentitySummary) {
 	m, total := r.identityCounts()
 	bytesSame := 0
 	for _, q := range r.reqs {
@@ -685,16 +687,11 @@ func (r *rowCheck) checkInfluence() {
 		r.truth(repeat.identical(), "influence/a-repeat.png", "stage influence passed", "pixel-identical to influence/a.png", repeat.String())
 		r.truth(!other.identical(), "influence/b.png", "stage influence passed", "different from influence/a.png (the reference image matters)", "pixel-identical")
 	}
-	check := func(file string, raw []byte) {
-		var got influence
-		if err := json.Unmarshal(raw, &got); err != nil {
-			r.fail(file, "influence", "the influence result", err.Error())
-			return
-		}
+	check := func(file string, got *schema.InfluenceResult) {
 		for _, c := range []struct {
 			name string
 			want comparison
-			got  pixelDiff
+			got  schema.PixelDiff
 		}{{"repeat", repeat, got.Repeat}, {"other", other, got.Other}} {
 			src := "influence/a.png vs influence/" + map[string]string{"repeat": "a-repeat.png", "other": "b.png"}[c.name]
 			r.same(file, "influence."+c.name+".same_size", fmt.Sprint(c.want.sameSize), fmt.Sprint(c.got.SameSize), src)
@@ -704,14 +701,19 @@ func (r *rowCheck) checkInfluence() {
 		}
 		if r.fx != nil {
 			r.same(file, "influence.instruction", r.fx.Influence.Instruction, got.Instruction, "fixtures/manifest.json")
-			r.same(file, "influence.images", strings.Join(r.fx.Influence.Images, " "), strings.Join(got.Images, " "), "fixtures/manifest.json")
+			r.same(file, "influence.images", strings.Join(r.fx.Influence.Images, " "), strings.Join(got.Images[:], " "), "fixtures/manifest.json")
 		}
 	}
-	if len(r.res.InfluenceRaw) > 0 && string(r.res.InfluenceRaw) != "null" {
-		check(resultsFile, r.res.InfluenceRaw)
+	if r.res.Influence != nil {
+		check(resultsFile, r.res.Influence)
 	}
 	if b, ok := r.read("influence/influence.json"); ok {
-		check("influence/influence.json", b)
+		var got schema.InfluenceResult
+		if err := json.Unmarshal(b, &got); err != nil {
+			r.fail("influence/influence.json", "influence", "the influence result", err.Error())
+		} else {
+			check("influence/influence.json", &got)
+		}
 	}
 }
 

@@ -5,7 +5,7 @@
 // case's JUnit) rather than read back from the harness's own summaries.
 //
 // It owns the evidence contract as a reader: the file layout (Layout), the stage list
-// (Stages), the percentile method, and the derivation of the pictures' inputs from raw
+// (schema.Stages), the percentile method, and the derivation of the pictures' inputs from raw
 // files. It must not import the harness, whose numbers it checks: it has its own parsers,
 // so a bug in the harness's arithmetic cannot vouch for itself. Every problem reads
 // "<file>: <claim>: evidence says X, file says Y", with paths relative to the run folder.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
 type junitProp struct {
@@ -116,7 +118,7 @@ func (c *checker) checkJUnit(junitPath string) {
 	}
 	for _, r := range c.rows {
 		tc, ok := reports[r.name]
-		if !ok && r.res != nil && r.res.Status == statusNotRun {
+		if !ok && r.res != nil && r.res.Status == schema.StatusNotRun {
 			continue // a skipped row never reaches its report case
 		}
 		if !ok {
@@ -164,11 +166,11 @@ func (c *checker) checkJUnitSkips(file string, reports map[string]junitCase, cas
 		c.fail("run.json", "skips", list, "none")
 	}
 	for _, r := range c.rows {
-		if r.res != nil && r.res.Status == statusQualified {
-			r.fail("results.json", "status "+statusQualified, list+": a run with a skip qualifies nothing", r.res.Status)
+		if r.res != nil && r.res.Status == schema.StatusQualified {
+			r.fail("results.json", "status "+schema.StatusQualified, list+": a run with a skip qualifies nothing", r.res.Status)
 		}
 		if tc, ok := reports[r.name]; ok {
-			if st, _ := tc.prop(propStatus); st == statusQualified {
+			if st, _ := tc.prop(propStatus); st == schema.StatusQualified {
 				c.fail(file, tc.Name+" "+propStatus, list+": a run with a skip qualifies nothing", st)
 			}
 		}
@@ -212,7 +214,7 @@ func (r *rowCheck) checkJUnitCase(file string, tc junitCase, cases []junitCase) 
 		}
 	}
 	prefix := strings.TrimSuffix(tc.Name, "/report")
-	for _, st := range Stages {
+	for _, st := range schema.Stages {
 		name := prefix + "/" + st
 		var found *junitCase
 		for i := range cases {
@@ -222,7 +224,7 @@ func (r *rowCheck) checkJUnitCase(file string, tc junitCase, cases []junitCase) 
 		}
 		want := "passed"
 		if !r.passed(st) {
-			if !r.res.passing() {
+			if !schema.Passing(r.res.Status) {
 				continue // a failed or skipped row's stage cases may say anything but passed-and-qualified
 			}
 			want = "passed (the row claims " + r.res.Status + ")"

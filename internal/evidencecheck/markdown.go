@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
 // Columns are the row.md table's columns, in order (the harness's MarkdownHeader).
@@ -105,14 +107,14 @@ func (r *rowCheck) expectedCells() []cellWant {
 		out = append(out, exact("-", "no AIPerf raw export: no request was recorded"))
 	}
 	client, task, problems := r.measuredTimes()
-	timing := func(q *quantiles, xs []float64, src string) cellWant {
+	timing := func(q *schema.Quantiles, xs []float64, src string) cellWant {
 		switch {
 		case q == nil:
 			return dash
 		case r.rawErr != nil || len(problems) > 0:
 			return exact("(not derivable: "+strings.Join(problems, "; ")+")", src)
 		}
-		return numbers("%.4f", PercentileMethod+" p50 / p95 over "+src, nearestRank(xs, 50)/1000, nearestRank(xs, 95)/1000)
+		return numbers("%.4f", schema.PercentileMethod+" p50 / p95 over "+src, nearestRank(xs, 50)/1000, nearestRank(xs, 95)/1000)
 	}
 	out = append(out,
 		timing(res.HTTP, client, fmt.Sprintf("%d request_latency values in %s", len(client), profileExport)),
@@ -207,7 +209,7 @@ func (c *checker) readRunInfo() {
 	if !ok {
 		return
 	}
-	var info runInfo
+	var info schema.RunInfo
 	if err := json.Unmarshal(b, &info); err != nil {
 		c.fail("run.json", "valid JSON", "the run's run.json", err.Error())
 		return

@@ -9,6 +9,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
 // rowCheck is one row folder under check, with what its raw files give.
@@ -16,7 +18,7 @@ type rowCheck struct {
 	c    *checker
 	name string
 
-	res    *result // results.json; nil when unreadable
+	res    *schema.Result // results.json; nil when unreadable
 	raw    []rawRecord
 	rawErr error
 	prof   []profileRecord
@@ -29,7 +31,7 @@ type rowCheck struct {
 	tasks      map[string]float64
 	taskWhy    map[string]string
 	taskSrc    string // where they came from, for messages
-	corr       *caseCounts
+	corr       *schema.CaseCounts
 	corrOK     bool
 	diffs      map[int]*pairResult
 	dataLine   string // row.md's row, once read
@@ -81,7 +83,7 @@ type manifest struct {
 func newRowCheck(c *checker, name string) *rowCheck {
 	r := &rowCheck{c: c, name: name}
 	if b, ok := r.read("results.json"); ok {
-		var res result
+		var res schema.Result
 		if err := json.Unmarshal(b, &res); err != nil {
 			r.fail("results.json", "valid JSON", "a results.json the harness wrote", err.Error())
 		} else {
@@ -331,7 +333,7 @@ func (r *rowCheck) readCorrectness() {
 		r.fail("correctness/junit.xml", "readable JUnit", "JUnit XML", err.Error())
 		return
 	}
-	var cc caseCounts
+	var cc schema.CaseCounts
 	root.walk(func(tc junitCase) {
 		cc.Total++
 		switch {

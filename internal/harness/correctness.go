@@ -41,7 +41,9 @@ func ReadJUnit(path string) (schema.CaseCounts, error) {
 	walk = func(s junitSuite) {
 		for _, tc := range s.Cases {
 			c.Total++
-			c.Cases = append(c.Cases, strings.TrimPrefix(tc.ClassName+"."+tc.Name, "."))
+			if len(tc.Skipped) == 0 {
+				c.Cases = append(c.Cases, CaseID(tc.ClassName, tc.Name))
+			}
 			switch {
 			case len(tc.Skipped) > 0:
 				c.Skipped++
@@ -61,15 +63,29 @@ func ReadJUnit(path string) (schema.CaseCounts, error) {
 	return c, nil
 }
 
-// GateCases is the correctness pass rule: exactly the expected number of cases executed,
-// none failed, none errored, none skipped.
-func GateCases(c schema.CaseCounts, expected int) error {
+// CaseID is a JUnit test case's id: "<classname>.<name>", as families declare them.
+func CaseID(className, name string) string {
+	return strings.TrimPrefix(className+"."+name, ".")
+}
+
+// GateCases is the correctness pass rule: exactly the declared cases executed (by id:
+// none missing, none other), none failed, none errored, none skipped.
+func GateCases(c schema.CaseCounts, declared []string) error {
+	if len(declared) == 0 {
+		return fmt.Errorf("correctness case: the family declares no test case id it must execute: a case that must run nothing proves nothing")
+	}
 	var problems []string
 	if c.Skipped > 0 {
 		problems = append(problems, fmt.Sprintf("%d skipped (%s): a skipped case proves nothing", c.Skipped, strings.Join(c.Reasons, "; ")))
 	}
-	if c.Executed != expected {
-		problems = append(problems, fmt.Sprintf("%d cases executed, expected %d", c.Executed, expected))
+	if c.Executed != len(declared) {
+		problems = append(problems, fmt.Sprintf("%d cases executed, expected %d", c.Executed, len(declared)))
+	}
+	if missing := minus(declared, c.Cases); len(missing) > 0 {
+		problems = append(problems, "declared but not executed: "+strings.Join(missing, ", "))
+	}
+	if other := minus(c.Cases, declared); len(other) > 0 {
+		problems = append(problems, "executed but not declared: "+strings.Join(other, ", "))
 	}
 	if c.Failed > 0 {
 		problems = append(problems, fmt.Sprintf("%d failed", c.Failed))
@@ -81,6 +97,21 @@ func GateCases(c schema.CaseCounts, expected int) error {
 		return fmt.Errorf("correctness case: %s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// minus lists the items of a not in b, in a's order.
+func minus(a, b []string) []string {
+	in := map[string]bool{}
+	for _, x := range b {
+		in[x] = true
+	}
+	var out []string
+	for _, x := range a {
+		if !in[x] {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // CheckResultFile requires {"status": "pass"} in a case's own result JSON.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/schema"
 )
 
 func writeTemp(t *testing.T, name, content string) string {
@@ -21,28 +23,43 @@ const pytestPass = `<?xml version="1.0" encoding="utf-8"?><testsuites name="pyte
 
 const pytestSkip = `<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0" failures="0" skipped="1" tests="1"><testcase classname="tests.e2e.models.qwen_image.test_qwen_image_e2e" name="test_model_e2e[qwen-image-edit-2511]"><skipped type="pytest.skip" message="diffusers is not installed">skip</skipped></testcase></testsuite></testsuites>`
 
+const refeditCase = "families.refedit.correctness.test_refedit_e2e.test_refedit_e2e"
+
 func TestCorrectnessGate(t *testing.T) {
 	c, err := ReadJUnit(writeTemp(t, "j.xml", pytestPass))
 	require.NoError(t, err)
 	assert.Equal(t, 1, c.Executed)
-	require.NoError(t, GateCases(c, 1))
-	require.ErrorContains(t, GateCases(c, 2), "1 cases executed, expected 2")
+	assert.Equal(t, []string{refeditCase}, c.Cases)
+	require.NoError(t, GateCases(c, []string{refeditCase}))
+	require.ErrorContains(t, GateCases(c, []string{refeditCase, "other.test"}), "1 cases executed, expected 2")
 
 	c, err = ReadJUnit(writeTemp(t, "j.xml", pytestSkip))
 	require.NoError(t, err)
-	err = GateCases(c, 1)
+	err = GateCases(c, []string{"tests.e2e.models.qwen_image.test_qwen_image_e2e.test_model_e2e[qwen-image-edit-2511]"})
 	require.ErrorContains(t, err, "1 skipped (test_model_e2e[qwen-image-edit-2511]: diffusers is not installed)")
 	require.ErrorContains(t, err, "0 cases executed, expected 1")
 
 	c, err = ReadJUnit(writeTemp(t, "j.xml", `<testsuites><testsuite tests="0"></testsuite></testsuites>`))
 	require.NoError(t, err)
-	require.ErrorContains(t, GateCases(c, 1), "0 cases executed, expected 1", "zero cases is never a pass")
+	require.ErrorContains(t, GateCases(c, []string{refeditCase}), "0 cases executed, expected 1", "zero cases is never a pass")
 
 	c, err = ReadJUnit(writeTemp(t, "j.xml", `<testsuite><testcase name="a"><failure message="psnr"/></testcase><testcase name="b"><error message="boom"/></testcase></testsuite>`))
 	require.NoError(t, err)
-	err = GateCases(c, 2)
+	err = GateCases(c, []string{"a", "b"})
 	require.ErrorContains(t, err, "1 failed")
 	require.ErrorContains(t, err, "1 errors")
+}
+
+// The gate names cases, never only counts them: another test passing in the declared
+// one's place, or none declared, is no pass.
+func TestCorrectnessGateComparesIDs(t *testing.T) {
+	c, err := ReadJUnit(writeTemp(t, "j.xml", pytestPass))
+	require.NoError(t, err)
+	err = GateCases(c, []string{"families.refedit.correctness.test_refedit_e2e.test_something_else"})
+	require.ErrorContains(t, err, "declared but not executed: families.refedit.correctness.test_refedit_e2e.test_something_else")
+	require.ErrorContains(t, err, "executed but not declared: "+refeditCase)
+	require.ErrorContains(t, GateCases(c, nil), "declares no test case id")
+	require.ErrorContains(t, GateCases(schema.CaseCounts{}, nil), "declares no test case id", "an empty file with nothing declared is no pass")
 
 	_, err = ReadJUnit(writeTemp(t, "j.xml", "<<<"))
 	require.Error(t, err)

@@ -62,14 +62,21 @@ type CorrectnessSpec struct {
 	Artifacts string // where the case may write its own artifacts
 }
 
-// CorrectnessCase is a command, the JUnit file it writes, and how many cases it must run.
+// CorrectnessCase is a command, the JUnit file it writes, and exactly which test cases
+// it must execute: the gate compares ids, not counts, so a JUnit file in which another
+// test passed proves nothing.
 type CorrectnessCase struct {
-	Command  Command
-	JUnit    string
-	Expected int
-	// schema.Result, when set, is a JSON file the case writes with a top-level "status" that
-	// must be "pass" (TRTMC's result.json).
+	Command Command
+	JUnit   string
+	// Cases are the JUnit ids ("<classname>.<name>", as pytest writes them with
+	// --rootdir) of the cases that must run and pass: no fewer, no others.
+	Cases []string
+	// Result, when set, is a JSON file the case writes with a top-level "status" that
+	// must be "pass" (TRTMC's result.json); it must lie under CorrectnessSpec.Artifacts.
 	Result string
+	// TestFiles are the case's own test files; their sha256, and those of the
+	// conftest.py files pytest loads for them (up to Command.Dir), go into the evidence.
+	TestFiles []string
 }
 
 // ServeSpec says where the server finds its bundle and writes its records. With

@@ -82,9 +82,14 @@ func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
 	return r, nil
 }
 
-// Qualify runs every stage of one row as a subtest of t, then the report.
+// Qualify runs every stage of one row as a subtest of t, then the report. A row runs
+// whole or not at all: a -run or -skip that selects only some of its stages fails the
+// row at once, saying how to select it whole, since part of a row proves nothing.
 func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	t.Helper()
+	if err := wholeRow(t.Name()); err != nil {
+		t.Fatal(err)
+	}
 	r, err := s.newRow(c, t.TempDir(), t.Name())
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +102,9 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 			r.runStage(t.Context(), st, nil)
 			continue
 		}
+		ran := false
 		t.Run(st.name, func(t *testing.T) {
+			ran = true
 			err := r.runStage(t.Context(), st, func(line string) { t.Log(line) })
 			switch {
 			case r.skipReason != "":
@@ -106,12 +113,19 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 				t.Fatalf("%v\nevidence: %s", err, r.ev.Dir)
 			}
 		})
+		if !ran {
+			// wholeRow predicted otherwise; the row still never reads as passed.
+			r.notSelected(st.name)
+			t.Errorf("stage %s of %s did not run: the -run/-skip selection left it out, so the row fails", st.name, c.Name)
+		}
 		if r.skipReason != "" {
 			r.report()
 			t.Skipf("not run (not a qualification run): %s", r.skipReason)
 		}
 	}
-	t.Run("report", func(t *testing.T) {
+	ran := false
+	t.Run(schema.StageReport, func(t *testing.T) {
+		ran = true
 		err := r.report()
 		r.attrs(t)
 		t.Logf("%s%s", MarkdownHeader, MarkdownRow(r.result))
@@ -119,6 +133,46 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 			t.Fatal(err)
 		}
 	})
+	if !ran {
+		r.report()
+		t.Errorf("the report of %s did not run: the -run/-skip selection left it out, so the row fails", c.Name)
+	}
+}
+
+// wholeRow is nil when go test's -run and -skip select every stage subtest of the row
+// named rowTest, or none; else an error naming what runs and how to select the row whole.
+func wholeRow(rowTest string) error {
+	sel, err := TestSelection()
+	if err != nil {
+		return err
+	}
+	var on, off []string
+	for _, name := range StageNames() {
+		if sel.Runs(rowTest + "/" + name) {
+			on = append(on, name)
+		} else {
+			off = append(off, name)
+		}
+	}
+	if len(off) == 0 {
+		return nil
+	}
+	selected := "none of its stages"
+	if len(on) > 0 {
+		selected = "only " + strings.Join(on, ", ")
+	}
+	return fmt.Errorf("the -run/-skip selection runs %s of row %s, not %s: a row runs whole or proves nothing, so it did not start. "+
+		"Run it whole with: %s (to check only what it needs of this host: make doctor RUN='%s')",
+		selected, rowTest, strings.Join(off, ", "), reproduce(rowTest), runPattern(rowTest))
+}
+
+// notSelected records a stage that did not run because go test left it out.
+func (r *row) notSelected(name string) {
+	r.result.Stages = append(r.result.Stages, schema.StageResult{Name: name, Status: schema.NotRun,
+		Error: "not selected by -run/-skip: a row runs whole"})
+	if r.failed == "" {
+		r.failed = name
+	}
 }
 
 // Run qualifies one row without subtests: the stages in order, each after a failure
@@ -192,6 +246,9 @@ func (r *row) report() error {
 		res.Status, res.Reason = schema.StatusNotRun, r.skipReason
 	case r.failed != "":
 		res.Status, res.Reason = schema.StatusFailed, "stage "+r.failed+" failed"
+	case !everyStagePassed(res):
+		// A passing status is earned by every stage passing, not by none failing.
+		res.Status, res.Reason = schema.StatusFailed, "not every stage ran and passed"
 	case r.c.Smoke:
 		res.Status, res.Reason = schema.StatusSmoke, "smoke profile: never qualification of the full checkpoint"
 	case !r.s.cfg.Qualification:
@@ -209,6 +266,19 @@ func (r *row) report() error {
 		return fmt.Errorf("report %s: %s (%s); evidence %s", r.c.Name, res.Status, res.Reason, r.ev.Dir)
 	}
 	return nil
+}
+
+// everyStagePassed says whether res lists exactly the pipeline's stages, in order, each passed.
+func everyStagePassed(res *schema.Result) bool {
+	if len(res.Stages) != len(schema.Stages) {
+		return false
+	}
+	for i, st := range res.Stages {
+		if st.Name != schema.Stages[i] || st.Status != schema.Pass {
+			return false
+		}
+	}
+	return true
 }
 
 // attrs puts the headline numbers into JUnit as properties of the report test case.
@@ -236,9 +306,14 @@ func (r *row) attrs(t *testing.T) {
 
 // reproduce is the command that reruns exactly this row.
 func reproduce(testName string) string {
+	return fmt.Sprintf("go test ./qual/ -count=1 -v -run '%s'", runPattern(testName))
+}
+
+// runPattern is the -run pattern that selects exactly the test named testName.
+func runPattern(testName string) string {
 	parts := strings.Split(testName, "/")
 	for i, p := range parts {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
-	return fmt.Sprintf("go test ./qual/ -count=1 -v -run '%s'", strings.Join(parts, "/"))
+	return strings.Join(parts, "/")
 }

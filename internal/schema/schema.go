@@ -103,7 +103,7 @@ type Result struct {
 	Measured  int               `json:"measured"`
 	Warmup    int               `json:"warmup"`
 
-	Correctness  *CaseCounts      `json:"correctness,omitempty"`
+	Correctness  *Correctness     `json:"correctness,omitempty"`
 	StartupS     float64          `json:"startup_s,omitempty"`
 	ClientErrors *int             `json:"client_errors,omitempty"` // nil until AIPerf's raw export was read
 	HTTP         *Quantiles       `json:"http_latency,omitempty"`
@@ -152,6 +152,23 @@ type BundleInfo struct {
 	BuildS   float64           `json:"build_wall_s"`
 	Builder  string            `json:"builder_sha256"`
 	Settings map[string]string `json:"build_settings"`
+}
+
+// Correctness is what the correctness stage proved: the case ids the family declared,
+// what its JUnit says ran, its own result file, and what it ran and wrote.
+type Correctness struct {
+	CaseCounts
+	Declared   []string   `json:"declared_cases"`        // the JUnit ids that had to run and pass
+	ResultFile string     `json:"result_file,omitempty"` // the case's own result, relative to the row folder
+	CaseFiles  []FileHash `json:"case_files"`            // the test files and conftest.py chain, as run
+	Artifacts  []FileHash `json:"artifacts"`             // every file the case wrote under correctness/artifacts
+}
+
+// FileHash is a file and its sha256. Path is absolute for files outside the evidence,
+// relative to the row folder for files in it.
+type FileHash struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
 }
 
 // CaseCounts is what a correctness run executed, read from its JUnit XML.
