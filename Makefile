@@ -105,7 +105,7 @@ fuzz:
 DIR ?= evidence/latest
 .PHONY: check-evidence pr-summary test-html
 check-evidence:
-	$(GO) run ./scripts/checkevidence -dir $(DIR) $(if $(JUNIT_FILE),-junit $(JUNIT_FILE))
+	$(GO) run ./scripts/checkevidence -dir $(DIR) $(if $(JUNIT_FILE),-junit $(JUNIT_FILE)) $(if $(SUMS),-sums $(SUMS))
 pr-summary:
 	$(GO) run ./scripts/prsummary -dir $(DIR) $(if $(TRTMC),-trtmc $(TRTMC))
 test-html:   # needs: apt-get install -y chromium

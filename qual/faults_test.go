@@ -233,7 +233,7 @@ func isolatedSuite(t *testing.T, name string, rebuild bool) *harness.Suite {
 	t.Cleanup(func() {
 		// Finish writes the run's reports and checks its evidence: an honest failed row
 		// must pass the evidence checker too.
-		if _, err := s.Finish(context.Background()); err != nil {
+		if _, _, err := s.Finish(context.Background()); err != nil {
 			t.Errorf("finish the control's run: %v", err)
 		}
 		if _, err := harness.Docker(context.Background()); err != nil {

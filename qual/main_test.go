@@ -16,6 +16,7 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"qualkit/internal/harness"
+	"qualkit/internal/report"
 )
 
 var (
@@ -79,6 +80,7 @@ func run(m *testing.M) int {
 		AIPerf:        harness.AIPerf{Bin: filepath.Join(*venv, "bin", "aiperf"), Tokenizer: filepath.Join(*venv, "qualkit-tokenizer")},
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
 		GPURead: *gpuread, Progress: progressWriter(),
+		Reporter: report.Evidence{Root: root},
 	}
 	baseConfig = cfg
 	if *doctor {
@@ -91,13 +93,14 @@ func run(m *testing.M) int {
 	}
 	fmt.Println("qual:", suite.RuntimeNote)
 	code := m.Run()
-	summary, err := suite.Finish(context.Background())
+	summary, sums, err := suite.Finish(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "qual: evidence:", err)
 		return 1
 	}
 	if summary != "" {
-		fmt.Printf("\n%s\nevidence: %s\n", summary, suite.Evidence.Dir)
+		fmt.Printf("\n%s\nevidence: %s\nsha256 of %s: %s (check the folder against it: make check-evidence DIR=%s SUMS=%s)\n",
+			summary, suite.Evidence.Dir, harness.ChecksumFile, sums, suite.Evidence.Dir, sums)
 		latest := filepath.Join(*evidenceRoot, "latest")
 		os.Remove(latest)
 		os.Symlink(suite.Evidence.RunID, latest)

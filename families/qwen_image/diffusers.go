@@ -157,6 +157,9 @@ func (d Diffusers) Correctness(env harness.Env, spec harness.CorrectnessSpec) ha
 	}
 }
 
+// NativeOutputPattern finds native.py's "output_sha256" in its report line.
+func (Diffusers) NativeOutputPattern() string { return `"output_sha256":\s*"([0-9a-f]{64})"` }
+
 func (d Diffusers) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
 	return harness.Command{Args: []string{d.python(), script(env, "server.py"), spec.Bundle,
 		"--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port),

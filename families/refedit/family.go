@@ -156,9 +156,12 @@ func (Family) Image(env harness.Env) harness.ContainerImage {
 	return harness.ContainerImage{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile")}
 }
 
+// NativeOutputPattern finds `refedit run`'s "output_sha256" in its report line.
+func (Family) NativeOutputPattern() string { return `"output_sha256":\s*"([0-9a-f]{64})"` }
+
 func (f Family) Timing() harness.TimingSource {
 	if f.RecordsTiming {
 		return harness.TimingSource{Records: "timing.task_ms", RecordID: "request_id"}
 	}
-	return harness.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}
+	return harness.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
 }

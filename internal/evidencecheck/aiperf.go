@@ -11,14 +11,17 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
 // AIPerfVersion is the AIPerf release whose exports this package reads, and the only
 // one a qualification may use (the harness pins the same).
 const AIPerfVersion = "0.13.0"
 
-// The AIPerf export files, relative to a row folder.
+// The AIPerf export files, and the server's records, relative to a row folder.
 const (
+	recordsFile   = schema.RecordsFile
 	rawExport     = "aiperf/artifacts/profile_export_raw.jsonl"
 	profileExport = "aiperf/artifacts/profile_export.jsonl"
 	summaryExport = "aiperf/artifacts/profile_export_aiperf.json"
@@ -215,26 +218,6 @@ func readProfile(p string) ([]profileRecord, error) {
 	return out, err
 }
 
-// taskSource is where a row says its Task time comes from, parsed from the
-// task_time_source text of results.json.
-type taskSource struct {
-	body     string // dotted path in the response body
-	records  string // dotted path in a records line
-	recordID string // dotted path of the request id in a records line
-}
-
-func parseTaskSource(s string) (taskSource, error) {
-	if p, ok := strings.CutPrefix(s, "response body "); ok && p != "" {
-		return taskSource{body: p}, nil
-	}
-	if rest, ok := strings.CutPrefix(s, "records file "); ok {
-		if field, id, ok := strings.Cut(rest, " joined on "); ok && field != "" && id != "" {
-			return taskSource{records: field, recordID: id}, nil
-		}
-	}
-	return taskSource{}, fmt.Errorf(`task_time_source %q is neither "response body <field>" nor "records file <field> joined on <id field>"`, s)
-}
-
 func valueAt(doc any, dotted string) (any, error) {
 	cur := doc
 	for _, key := range strings.Split(dotted, ".") {
@@ -261,10 +244,4 @@ func numberAt(doc any, dotted string) (float64, error) {
 		return strconv.ParseFloat(x, 64)
 	}
 	return 0, fmt.Errorf("%s is %T, not a number", dotted, v)
-}
-
-// ReadsTimingSource says whether a task_time_source text is one Check can re-derive.
-func ReadsTimingSource(s string) bool {
-	_, err := parseTaskSource(s)
-	return err == nil
 }

@@ -45,6 +45,21 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Anchor requires the run's SHA256SUMS to hash to want: the sha256 the test log printed
+// when the run ended, kept outside the folder.
+func (r *Report) Anchor(want string) {
+	r.Claims++
+	b, err := os.ReadFile(filepath.Join(r.Dir, ChecksumFile))
+	got := "unreadable: " + fmt.Sprint(err)
+	if err == nil {
+		got = bytesSHA256(b)
+	}
+	if got != want {
+		r.Problems = append(r.Problems, Problem{File: ChecksumFile, Claim: "sha256 of the checksum list",
+			Evidence: quote(want) + " (printed when the run ended)", Got: got})
+	}
+}
+
 // Err is nil when nothing was wrong, else an *Error with every problem.
 func (r *Report) Err() error {
 	if len(r.Problems) == 0 {
@@ -70,7 +85,6 @@ func Verify(runDir, junitPath string) *Report {
 type checker struct {
 	dir  string
 	rep  *Report
-	sums map[string]string // SHA256SUMS: path -> sha256
 	info *schema.RunInfo
 	rows []*rowCheck
 }

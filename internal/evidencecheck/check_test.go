@@ -476,17 +476,6 @@ func TestSplitRow(t *testing.T) {
 	assert.False(t, ok)
 }
 
-func TestTaskSource(t *testing.T) {
-	ts, err := parseTaskSource("response body timing.task_ms")
-	require.NoError(t, err)
-	assert.Equal(t, "timing.task_ms", ts.body)
-	ts, err = parseTaskSource("records file timing.task_ms joined on request_id")
-	require.NoError(t, err)
-	assert.Equal(t, taskSource{records: "timing.task_ms", recordID: "request_id"}, ts)
-	_, err = parseTaskSource("a header")
-	assert.Error(t, err)
-}
-
 func TestExtraInputs(t *testing.T) {
 	got, err := extraInputs([]string{`{"guidance_scale":1.0,"seed":42,"size":"64x64"}`})
 	require.NoError(t, err)

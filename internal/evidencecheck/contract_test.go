@@ -23,13 +23,11 @@ func TestContractWithTheHarness(t *testing.T) {
 	assert.Equal(t, harness.ChecksumFile, evidencecheck.ChecksumFile)
 }
 
-// Every timing source a family can declare is one the checker can read back.
-func TestTimingSourcesReadBack(t *testing.T) {
-	for _, ts := range []harness.TimingSource{
-		{Body: "timing.task_ms"},
-		{Body: "trtmc_timing.model_call_ms"},
-		{Records: "timing.task_ms", RecordID: "request_id"},
-	} {
-		assert.True(t, evidencecheck.ReadsTimingSource(ts.String()), "%q", ts.String())
-	}
+// The checker's content-gate thresholds are the harness's.
+func TestGateThresholdsAreTheHarnesss(t *testing.T) {
+	levels, changed, influence, mean := evidencecheck.ChangeGate()
+	assert.Equal(t, harness.ChangeLevels, levels)
+	assert.Equal(t, harness.MinChangedFraction, changed)
+	assert.Equal(t, harness.MinInfluenceFraction, influence)
+	assert.Equal(t, harness.MinInfluenceMeanLevels, mean)
 }

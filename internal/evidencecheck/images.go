@@ -8,6 +8,8 @@ import (
 	"image/draw"
 	_ "image/jpeg" // a fixture may be a JPEG
 	"image/png"
+
+	xdraw "golang.org/x/image/draw"
 )
 
 var pngSignature = []byte("\x89PNG\r\n\x1a\n")
@@ -115,4 +117,39 @@ func isConstant(img *image.NRGBA) bool {
 		}
 	}
 	return true
+}
+
+// The content gates' thresholds, kept here apart from the harness's on purpose (a
+// contract test keeps them equal): README "Gates and their thresholds".
+const (
+	changeLevels           = 8
+	minChangedFraction     = 0.15
+	minInfluenceFraction   = 0.10
+	minInfluenceMeanLevels = 0.08
+)
+
+// changedFraction is the fraction of out's pixels more than changeLevels away, in some
+// colour channel, from in scaled (bilinear) to out's size.
+func changedFraction(in image.Image, out *image.NRGBA) float64 {
+	w, h := out.Rect.Dx(), out.Rect.Dy()
+	if w*h == 0 {
+		return 0
+	}
+	ref := image.NewNRGBA(image.Rect(0, 0, w, h))
+	xdraw.BiLinear.Scale(ref, ref.Rect, in, in.Bounds(), xdraw.Src, nil)
+	n := 0
+	for i := 0; i < len(ref.Pix); i += 4 {
+		for c := 0; c < 3; c++ {
+			if d := int(ref.Pix[i+c]) - int(out.Pix[i+c]); d > changeLevels || d < -changeLevels {
+				n++
+				break
+			}
+		}
+	}
+	return float64(n) / float64(w*h)
+}
+
+// ChangeGate is the output gate's thresholds, for the contract test with the harness.
+func ChangeGate() (levels int, minChanged, minInfluence, minInfluenceMean float64) {
+	return changeLevels, minChangedFraction, minInfluenceFraction, minInfluenceMeanLevels
 }

@@ -66,6 +66,7 @@ func (n junitNode) walk(each func(junitCase)) {
 const (
 	propStatus    = "qualkit.status"
 	propEvidence  = "qualkit.evidence"
+	propSums      = "qualkit.sha256sums"
 	propErrors    = "qualkit.client_errors"
 	propBundle    = "qualkit.bundle_sha256"
 	propMatches   = "qualkit.native_http_matches"
@@ -191,6 +192,10 @@ func (r *rowCheck) checkJUnitCase(file string, tc junitCase, cases []junitCase) 
 		return
 	}
 	prop(propStatus, r.res.Status, r.name+"/results.json")
+	// The anchor: the row's checksum list is the one the JUnit file was written with.
+	if list, ok := r.read(ChecksumFile); ok {
+		prop(propSums, bytesSHA256(list), "sha256 of "+r.name+"/"+ChecksumFile)
+	}
 	if r.rawErr == nil {
 		prop(propErrors, fmt.Sprint(r.clientErrors()), "failed records in "+r.name+"/"+rawExport)
 	}

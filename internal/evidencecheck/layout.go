@@ -41,13 +41,15 @@ var RunLayout = []File{
 	{"run.json", "", Required},
 	{"SUMMARY.md", "", Required},
 	{"SHA256SUMS", "", Required},
-	{"PR.md", "", Required},      // prsummary.Write, called by Suite.Finish
-	{"index.html", "", Required}, // prsummary.Write, called by Suite.Finish
+	{"PR.md", "", Required},            // prsummary.Write, through the run's Reporter
+	{"index.html", "", Required},       // prsummary.Write, through the run's Reporter
+	{"checkpoints.json", "", Required}, // prsummary.Write: the inventory PR.md was rendered from
 }
 
 // RowLayout is every file a row folder must and may hold: the one list to edit when the
 // harness writes a new file. A file that no entry admits is an extra file, and fails.
 var RowLayout = []File{
+	{"SHA256SUMS", "", Required}, // the row's own checksum list, written when the row reports
 	{"preflight.json", "", Required},
 	{"results.json", "", Required},
 	{"row.md", "", Required},
@@ -218,6 +220,7 @@ func admitted(layout []File, rel string) bool {
 
 // checkFiles compares a row folder's files with RowLayout.
 func (r *rowCheck) checkFiles(have []string) {
+	r.files = have
 	present := map[string]bool{}
 	for _, f := range have {
 		present[f] = true

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"qualkit/internal/prsummary"
 	"qualkit/internal/schema"
 )
 
@@ -240,6 +241,7 @@ func (c *checker) checkRun() {
 	c.checkSummary()
 	c.checkPR()
 	c.checkIndex()
+	c.checkRendered()
 }
 
 func (c *checker) expectedSummary() (string, bool) {
@@ -291,6 +293,46 @@ func (c *checker) checkSummary() {
 		}
 	}
 	c.rep.Claims++
+}
+
+// checkRendered requires PR.md and index.html to be exactly what the run folder renders
+// (prsummary.Render): every word of them follows from results.json, row.md, run.json and
+// checkpoints.json, which the other checks prove.
+func (c *checker) checkRendered() {
+	md, page, err := prsummary.Render(c.dir)
+	if err != nil {
+		c.fail(prsummary.MarkdownFile, "rendered from the run folder", "PR.md and index.html as the folder renders them", err.Error())
+		return
+	}
+	for _, f := range []struct {
+		name string
+		want []byte
+	}{{prsummary.MarkdownFile, md}, {prsummary.IndexFile, page}} {
+		got, ok := c.read(f.name)
+		if !ok {
+			continue // the layout check says it is missing
+		}
+		c.sameText(f.name, string(f.want), string(got), "rendered from results.json, row.md, run.json and "+prsummary.CheckpointsFile)
+	}
+}
+
+// sameText compares two texts line by line and reports the first line that differs.
+func (c *checker) sameText(file, want, got, source string) {
+	c.rep.Claims++
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		w, g := "(end of file)", "(end of file)"
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			c.fail(file, fmt.Sprintf("line %d", i+1), quote(w)+" ("+source+")", quote(g))
+			return
+		}
+	}
 }
 
 // checkPR requires PR.md, when present, to carry every row's row.md line verbatim and

@@ -28,35 +28,12 @@ import (
 	xdraw "golang.org/x/image/draw"
 
 	"qualkit/families/refedit"
-	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness"
-	"qualkit/internal/prsummary"
+	"qualkit/internal/report"
 	"qualkit/internal/schema"
 )
 
-var (
-	mkOut   = flag.String("out", "", "folder for the generated evidence runs")
-	refresh = flag.String("refresh", "", "folder of runs whose pictures, PR.md, index.html and SHA256SUMS to rewrite")
-)
-
-// TestRefreshTestdata redraws what is derived from a run after it finished (pictures,
-// PR.md, index.html) and rewrites SHA256SUMS, for when that code changes:
-//
-//	go test -tags mktestdata -count=1 -run TestRefreshTestdata ./internal/evidencecheck/ -args -refresh testdata/runs
-func TestRefreshTestdata(t *testing.T) {
-	if *refresh == "" {
-		t.Fatal("-refresh DIR is required")
-	}
-	runs, err := os.ReadDir(*refresh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range runs {
-		if r.IsDir() {
-			finishDerived(t, &harness.Evidence{Dir: filepath.Join(*refresh, r.Name()), RunID: r.Name()})
-		}
-	}
-}
+var mkOut = flag.String("out", "", "folder for the generated evidence runs")
 
 func TestMakeTestdata(t *testing.T) {
 	if *mkOut == "" {
@@ -73,6 +50,7 @@ func TestMakeTestdata(t *testing.T) {
 		Root: root, EvidenceRoot: *mkOut, Python: filepath.Join(venv, "bin", "python"),
 		AIPerf:        harness.AIPerf{Bin: filepath.Join(venv, "bin", "aiperf"), Tokenizer: filepath.Join(venv, "qualkit-tokenizer")},
 		Qualification: true, Runtime: harness.RuntimeAuto,
+		Reporter: report.Evidence{Root: root},
 	}
 	row := func(name string, change func(*refedit.Family)) harness.Checkpoint {
 		f := refedit.Default
@@ -110,39 +88,11 @@ func TestMakeTestdata(t *testing.T) {
 	finish(t, s)
 }
 
-// finish does what the wired harness does at the end of a run: results, pictures,
-// PR.md and index.html, then SHA256SUMS over all of it.
+// finish ends a run as TestMain does: run.json, SUMMARY.md, PR.md, index.html, the
+// checksums, and the check (the Reporter's), which must pass.
 func finish(t *testing.T, s *harness.Suite) {
 	t.Helper()
-	if _, err := s.Finish(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	finishDerived(t, s.Evidence)
-}
-
-func finishDerived(t *testing.T, ev *harness.Evidence) {
-	t.Helper()
-	var info struct {
-		Rows []string `json:"rows"`
-	}
-	b, err := os.ReadFile(filepath.Join(ev.Dir, "run.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	json.Unmarshal(b, &info)
-	for _, r := range info.Rows {
-		if err := evidencecheck.WritePictures(filepath.Join(ev.Dir, r)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	root, _ := harness.FindRoot(".")
-	if err := prsummary.Write(ev.Dir, prsummary.Options{Root: root, HTML: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := ev.WriteChecksums(); err != nil {
-		t.Fatal(err)
-	}
-	if err := evidencecheck.Check(ev.Dir, ""); err != nil {
+	if _, _, err := s.Finish(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

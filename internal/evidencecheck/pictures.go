@@ -21,7 +21,6 @@ func PictureInputs(rowDir string) (pictures.Sheet, pictures.Chart, error) {
 	rowDir = filepath.Clean(rowDir)
 	runDir, name := filepath.Dir(rowDir), filepath.Base(rowDir)
 	c := &checker{dir: runDir, rep: &Report{Dir: runDir}}
-	c.readRunInfo()
 	r := newRowCheck(c, name)
 	if r.rawErr != nil {
 		return pictures.Sheet{}, pictures.Chart{}, fmt.Errorf("pictures of %s: %w (%v)", rowDir, ErrNoRawExport, r.rawErr)
@@ -46,14 +45,14 @@ func WritePictures(rowDir string) error {
 }
 
 func (r *rowCheck) pictureInputs() (pictures.Sheet, pictures.Chart) {
-	runID := "(no run.json)"
-	if r.c.info != nil {
-		runID = r.c.info.RunID
+	runID := "(no results.json)"
+	if r.res != nil {
+		runID = r.res.RunID
 	}
 	sheet := pictures.Sheet{Row: r.name, RunID: runID}
 	chart := pictures.Chart{Row: r.name, RunID: runID}
-	if r.res != nil {
-		chart.TaskSource = r.res.TaskSource
+	if r.res != nil && r.res.TaskSource != nil {
+		chart.TaskSource = r.res.TaskSource.String()
 	}
 	for _, q := range r.reqs {
 		sheet.Edits = append(sheet.Edits, pictures.Edit{

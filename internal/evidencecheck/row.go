@@ -31,8 +31,14 @@ type rowCheck struct {
 	tasks      map[string]float64
 	taskWhy    map[string]string
 	taskSrc    string // where they came from, for messages
+	// The records file's request ids and Task times, when the row's source names it.
+	recordIDs   map[string]bool
+	recordTimes map[string]float64
+	recordsErr  string // why it could not be read: "missing", or the parse error
 	corr       *schema.CaseCounts
 	corrOK     bool
+	corrIDs    []string // "<classname>.<name>" of the executed JUnit cases
+	files      []string // the row folder's files, relative to it
 	diffs      map[int]*pairResult
 	dataLine   string // row.md's row, once read
 	dataLineOK bool   // every cell of it checked out
@@ -205,63 +211,83 @@ func (r *rowCheck) loadRequests() {
 	r.loadTasks()
 }
 
-// loadTasks reads every request's Task time from the source results.json names.
+// loadTasks reads every request's Task time from the source results.json names, and,
+// where the row also names a records file, every records line's id and time.
 func (r *rowCheck) loadTasks() {
 	r.tasks, r.taskWhy = map[string]float64{}, map[string]string{}
-	if r.res == nil || r.res.TaskSource == "" {
+	if r.res == nil || r.res.TaskSource == nil {
 		for _, q := range r.reqs {
 			r.taskWhy[q.id] = "results.json names no task_time_source"
 		}
 		return
 	}
-	ts, err := parseTaskSource(r.res.TaskSource)
-	if err != nil {
-		r.fail("results.json", "task_time_source", "a source this checker can read", err.Error())
+	ts := *r.res.TaskSource
+	switch {
+	case ts.Body == "" && ts.Records == "":
+		r.fail(resultsFile, "task_time_source", "a body or a records field", "neither")
+		return
+	case ts.Records != "" && ts.RecordID == "":
+		r.fail(resultsFile, "task_time_source", "a record_id to join the records file on", "none")
 		return
 	}
-	if ts.body != "" {
-		r.taskSrc = "response bodies in " + rawExport + ", field " + ts.body
+	if ts.RecordID != "" {
+		r.loadRecords(ts)
+	}
+	if ts.Body == "" {
+		r.taskSrc = recordsFile + ", field " + ts.Records + " joined on " + ts.RecordID
 		for _, q := range r.reqs {
-			var doc any
-			if err := json.Unmarshal(q.rec.body(), &doc); err != nil {
-				r.taskWhy[q.id] = "the response body is not JSON"
-				continue
+			if v, ok := r.recordTimes[q.id]; ok {
+				r.tasks[q.id] = v
+			} else {
+				r.taskWhy[q.id] = "no records line with " + ts.RecordID + " " + q.id
 			}
-			v, err := numberAt(doc, ts.body)
-			if err != nil {
-				r.taskWhy[q.id] = err.Error()
-				continue
-			}
-			r.tasks[q.id] = v
 		}
 		return
 	}
-	const records = "serve/records.jsonl"
-	r.taskSrc = records + ", field " + ts.records + " joined on " + ts.recordID
-	byID := map[string]float64{}
-	err = readJSONL(r.path(records), func(_ int, line []byte) error {
+	r.taskSrc = "response bodies in " + rawExport + ", field " + ts.Body
+	for _, q := range r.reqs {
+		var doc any
+		if err := json.Unmarshal(q.rec.body(), &doc); err != nil {
+			r.taskWhy[q.id] = "the response body is not JSON"
+			continue
+		}
+		v, err := numberAt(doc, ts.Body)
+		if err != nil {
+			r.taskWhy[q.id] = err.Error()
+			continue
+		}
+		r.tasks[q.id] = v
+	}
+}
+
+// loadRecords reads the server's records file: the request ids it holds and, with
+// ts.Records, the Task time of each.
+func (r *rowCheck) loadRecords(ts schema.TimingSource) {
+	r.recordIDs, r.recordTimes = map[string]bool{}, map[string]float64{}
+	if !r.exists(recordsFile) {
+		r.recordsErr = "missing"
+		return
+	}
+	err := readJSONL(r.path(recordsFile), func(_ int, line []byte) error {
 		var doc any
 		if err := json.Unmarshal(line, &doc); err != nil {
 			return err
 		}
-		id, err := valueAt(doc, ts.recordID)
+		id, err := valueAt(doc, ts.RecordID)
 		if err != nil {
 			return nil
 		}
-		if v, err := numberAt(doc, ts.records); err == nil {
-			byID[fmt.Sprint(id)] = v
+		r.recordIDs[fmt.Sprint(id)] = true
+		if ts.Records != "" {
+			if v, err := numberAt(doc, ts.Records); err == nil {
+				r.recordTimes[fmt.Sprint(id)] = v
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		r.fail(records, "readable server records", "JSON lines holding the Task time ("+r.res.TaskSource+")", err.Error())
-	}
-	for _, q := range r.reqs {
-		if v, ok := byID[q.id]; ok {
-			r.tasks[q.id] = v
-		} else {
-			r.taskWhy[q.id] = "no records line with " + ts.recordID + " " + q.id
-		}
+		r.recordsErr = err.Error()
+		r.fail(recordsFile, "readable server records", "JSON lines ("+ts.String()+")", err.Error())
 	}
 }
 
@@ -336,6 +362,9 @@ func (r *rowCheck) readCorrectness() {
 	var cc schema.CaseCounts
 	root.walk(func(tc junitCase) {
 		cc.Total++
+		if tc.Skipped == nil {
+			r.corrIDs = append(r.corrIDs, strings.TrimPrefix(tc.ClassName+"."+tc.Name, "."))
+		}
 		switch {
 		case tc.Skipped != nil:
 			cc.Skipped++

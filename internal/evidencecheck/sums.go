@@ -11,6 +11,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // ChecksumFile is the run folder's checksum list, in sha256sum format.
@@ -18,13 +19,28 @@ const ChecksumFile = "SHA256SUMS"
 
 var sumLine = regexp.MustCompile(`^([0-9a-f]{64}) [ *](.+)$`)
 
-// checkSums requires SHA256SUMS to list every other file exactly once, with its sha256.
+// checkSums requires the run's SHA256SUMS to list every other file of the run folder,
+// and each row's SHA256SUMS every other file of its row folder, exactly once, each with
+// its sha256. A row's list is final when the row reports: its sha256 is the anchor the
+// JUnit file carries (qualkit.sha256sums), outside the folder.
 func (c *checker) checkSums(files map[string]bool) {
-	raw, ok := c.read(ChecksumFile)
+	c.checkSumList("", files)
+	for f := range files {
+		if dir, name := path.Split(f); name == ChecksumFile && dir != "" && strings.Count(dir, "/") == 1 {
+			c.checkSumList(dir, files)
+		}
+	}
+}
+
+// checkSumList checks the list at scope+SHA256SUMS against the files under scope ("" is
+// the whole run folder; "<row>/" one row). Paths in a list are relative to its folder.
+func (c *checker) checkSumList(scope string, files map[string]bool) {
+	list := scope + ChecksumFile
+	raw, ok := c.read(list)
 	if !ok {
 		return // the layout check reports it missing
 	}
-	c.sums = map[string]string{}
+	sums := map[string]string{} // run-relative path -> sha256
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -33,51 +49,59 @@ func (c *checker) checkSums(files map[string]bool) {
 		where := fmt.Sprintf("line %d", n)
 		switch {
 		case m == nil:
-			c.fail(ChecksumFile, where, `"<64 lowercase hex>  <path>" (sha256sum format)`, quote(line))
+			c.fail(list, where, `"<64 lowercase hex>  <path>" (sha256sum format)`, quote(line))
 			continue
 		case path.Clean(m[2]) != m[2] || path.IsAbs(m[2]) || m[2] == ".." || len(m[2]) > 2 && m[2][:3] == "../":
-			c.fail(ChecksumFile, where, "a clean path inside the run folder", quote(m[2]))
+			c.fail(list, where, "a clean path inside its folder", quote(m[2]))
 			continue
 		case m[2] == ChecksumFile:
-			c.fail(ChecksumFile, where, "every file but SHA256SUMS itself", "lists "+ChecksumFile)
+			c.fail(list, where, "every file but SHA256SUMS itself", "lists "+ChecksumFile)
 			continue
 		}
-		if _, dup := c.sums[m[2]]; dup {
-			c.fail(ChecksumFile, where, "each file listed once", m[2]+" listed again")
+		f := scope + m[2]
+		if _, dup := sums[f]; dup {
+			c.fail(list, where, "each file listed once", m[2]+" listed again")
 			continue
 		}
-		c.sums[m[2]] = m[1]
+		sums[f] = m[1]
 	}
-	listed := make([]string, 0, len(c.sums))
-	for f := range c.sums {
+	listed := make([]string, 0, len(sums))
+	for f := range sums {
 		listed = append(listed, f)
 	}
 	sort.Strings(listed)
 	for _, f := range listed {
 		if !files[f] {
-			c.fail(f, "listed in "+ChecksumFile, "listed with sha256 "+c.sums[f], "missing")
+			c.fail(f, "listed in "+list, "listed with sha256 "+sums[f], "missing")
 			continue
 		}
 		got, err := fileSHA256(c.path(f))
 		switch {
 		case err != nil:
-			c.fail(f, "sha256 ("+ChecksumFile+")", c.sums[f], err.Error())
-		case got != c.sums[f]:
-			c.fail(f, "sha256 ("+ChecksumFile+")", c.sums[f], got+" (the file was changed after the run)")
-		default:
+			c.fail(f, "sha256 ("+list+")", sums[f], err.Error())
+		case got != sums[f]:
+			c.fail(f, "sha256 ("+list+")", sums[f], got+" (the file was changed after the run)")
+		case scope == "":
 			c.rep.Files++
 		}
 	}
 	var unlisted []string
 	for f := range files {
-		if _, ok := c.sums[f]; !ok && f != ChecksumFile {
+		if _, ok := sums[f]; !ok && f != list && strings.HasPrefix(f, scope) {
 			unlisted = append(unlisted, f)
 		}
 	}
 	sort.Strings(unlisted)
 	for _, f := range unlisted {
-		c.fail(f, "listed in "+ChecksumFile, "every file of the run folder listed", "not listed (added after the run)")
+		c.fail(f, "listed in "+list, "every file of "+orDot(scope)+" listed", "not listed (added after the run)")
 	}
+}
+
+func orDot(scope string) string {
+	if scope == "" {
+		return "the run folder"
+	}
+	return strings.TrimSuffix(scope, "/")
 }
 
 func fileSHA256(p string) (string, error) {

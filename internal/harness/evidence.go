@@ -61,15 +61,16 @@ func (e *Evidence) WriteJSON(rel string, v any) error {
 	return writeJSON(filepath.Join(e.Dir, rel), v)
 }
 
-// WriteChecksums writes SHA256SUMS over every file of the run folder (sha256sum format,
-// paths relative to the folder, sorted), replacing an older list.
-func (e *Evidence) WriteChecksums() error {
+// WriteChecksums writes dir/SHA256SUMS over every file under dir (sha256sum format, paths
+// relative to dir, sorted), replacing an older list, and returns the list's own sha256:
+// the anchor that, kept outside the folder (JUnit, the test log), proves every file.
+func WriteChecksums(dir string) (string, error) {
 	var lines []string
-	err := filepath.WalkDir(e.Dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		rel, _ := filepath.Rel(e.Dir, path)
+		rel, _ := filepath.Rel(dir, path)
 		if rel == ChecksumFile || !d.Type().IsRegular() {
 			return nil
 		}
@@ -81,10 +82,14 @@ func (e *Evidence) WriteChecksums() error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("checksum evidence: %w", err)
+		return "", fmt.Errorf("checksum evidence %s: %w", dir, err)
 	}
 	sort.Slice(lines, func(i, j int) bool { return lines[i][66:] < lines[j][66:] })
-	return os.WriteFile(filepath.Join(e.Dir, ChecksumFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	list := []byte(strings.Join(lines, "\n") + "\n")
+	if err := os.WriteFile(filepath.Join(dir, ChecksumFile), list, 0o644); err != nil {
+		return "", fmt.Errorf("checksum evidence %s: %w", dir, err)
+	}
+	return bytesSHA256(list), nil
 }
 
 // RowEvidence is one row's folder. It logs every command it runs to commands.jsonl.

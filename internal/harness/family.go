@@ -31,6 +31,14 @@ type Requirer interface {
 	Requirements(env Env, c Checkpoint) []Requirement
 }
 
+// NativeReporter is implemented by families whose native Task program states, in its log,
+// the sha256 of the PNG it wrote. The pattern is a regular expression whose one group
+// captures that hex sha256; the harness and the evidence checker compare it with the
+// PNG, so the native outputs cannot be swapped after the fact.
+type NativeReporter interface {
+	NativeOutputPattern() string
+}
+
 // Containerized is implemented by families that can be served from a container image.
 type Containerized interface {
 	Image(env Env) ContainerImage

@@ -63,8 +63,8 @@ func ComparePixels(a, b image.Image) schema.PixelDiff {
 		return schema.PixelDiff{}
 	}
 	pa, pb := toNRGBA(a), toNRGBA(b)
-	d := schema.PixelDiff{SameSize: true, FirstX: -1, FirstY: -1}
 	w := pa.Rect.Dx()
+	d := schema.PixelDiff{SameSize: true, Pixels: w * pa.Rect.Dy(), FirstX: -1, FirstY: -1}
 	var sum int64
 	for y := 0; y < pa.Rect.Dy(); y++ {
 		ra := pa.Pix[y*pa.Stride : y*pa.Stride+4*w]

@@ -32,6 +32,7 @@ type row struct {
 	skipReason string
 	result     *schema.Result
 	prog       *progress // the running stage's; nil between stages
+	sumsSHA    string    // sha256 of the row's SHA256SUMS, once reported
 }
 
 // stage is one named step of the pipeline.
@@ -76,7 +77,10 @@ func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
 		Checkpoint: schema.CheckpointRef{Name: c.Name, Family: c.Family, Backend: c.Adapter.Backend(), Model: c.Model,
 			Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke},
 		Measured: c.Bench.Measured, Warmup: c.Bench.Warmup,
-		Command: reproduce(testName),
+		Command: reproduce(testName), Provenance: s.provenance,
+	}
+	if nr, ok := c.Adapter.(NativeReporter); ok {
+		r.result.NativeOutputPattern = nr.NativeOutputPattern()
 	}
 	s.register(r.result)
 	return r, nil
@@ -129,6 +133,7 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 		err := r.report()
 		r.attrs(t)
 		t.Logf("%s%s", MarkdownHeader, MarkdownRow(r.result))
+		t.Logf("sha256 of %s/%s: %s (the anchor that proves every file of the row)", r.ev.Dir, ChecksumFile, r.sumsSHA)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,6 +258,8 @@ func (r *row) report() error {
 		res.Status, res.Reason = schema.StatusSmoke, "smoke profile: never qualification of the full checkpoint"
 	case !r.s.cfg.Qualification:
 		res.Status, res.Reason = schema.StatusPassedNQ, "run with -qualkit.not-qualification: it qualifies nothing"
+	case res.Provenance.Dirty:
+		res.Status, res.Reason = schema.StatusDirty, "the harness tree has changes no commit holds ("+res.Provenance.Commit+"): commit them and rerun to qualify"
 	default:
 		res.Status, res.Reason = schema.StatusQualified, ""
 	}
@@ -262,7 +269,18 @@ func (r *row) report() error {
 	if err := r.ev.WriteFile("row.md", []byte(MarkdownHeader+MarkdownRow(res))); err != nil {
 		return fmt.Errorf("report %s: %w", r.c.Name, err)
 	}
-	if res.Status != schema.StatusQualified && res.Status != schema.StatusSmoke && res.Status != schema.StatusPassedNQ {
+	if rep := r.s.cfg.Reporter; rep != nil {
+		if err := rep.Row(r.ev.Dir); err != nil {
+			return fmt.Errorf("report %s: derived reports: %w", r.c.Name, err)
+		}
+	}
+	// The row is final: its checksum list, whose sha256 goes into JUnit and the log.
+	sum, err := WriteChecksums(r.ev.Dir)
+	if err != nil {
+		return fmt.Errorf("report %s: %w", r.c.Name, err)
+	}
+	r.sumsSHA = sum
+	if !schema.Passing(res.Status) {
 		return fmt.Errorf("report %s: %s (%s); evidence %s", r.c.Name, res.Status, res.Reason, r.ev.Dir)
 	}
 	return nil
@@ -286,6 +304,7 @@ func (r *row) attrs(t *testing.T) {
 	res := r.result
 	t.Attr("qualkit.status", res.Status)
 	t.Attr("qualkit.evidence", r.ev.Dir)
+	t.Attr("qualkit.sha256sums", r.sumsSHA)
 	if res.ClientErrors != nil {
 		t.Attr("qualkit.client_errors", fmt.Sprint(*res.ClientErrors))
 	}

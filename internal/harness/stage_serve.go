@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -194,8 +195,9 @@ func checkOutput(rec RawRecord, size string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the sent reference image does not decode: %w", err)
 	}
-	if d := ComparePixels(in, out); d.Identical() {
-		return nil, fmt.Errorf("output is the input image unchanged (same pixels)")
+	if f := ChangedFraction(in, out); f < MinChangedFraction {
+		return nil, fmt.Errorf("output is the input image unchanged or only resized: %.1f %% of its pixels differ by more than %d levels from the input resized to %s, the gate needs %.0f %%",
+			100*f, ChangeLevels, size, 100*MinChangedFraction)
 	}
 	return png, nil
 }
@@ -259,10 +261,23 @@ func (r *row) timing(prof []RawRecord) []string {
 			}
 		}
 	}
+	if ts.Body != "" && ts.Records != "" {
+		// Two reports of one measurement: the body's and the records line's must agree.
+		fromRecords, err := ts.FromRecords(r.ev.Path("serve/records.jsonl"))
+		if err != nil {
+			return append(problems, err.Error())
+		}
+		for _, rec := range prof {
+			id := rec.Metadata.XRequestID
+			if v, ok := fromRecords[id]; ok && !sameMs(v, task[id]) {
+				problems = append(problems, fmt.Sprintf("request %s: the response body says %s = %v ms, its records line %s = %v ms", id, ts.Body, task[id], ts.Records, v))
+			}
+		}
+	}
 	r.clientMs, r.taskMs = client, task
 	if len(problems) == 0 && len(prof) > 0 {
 		h, t := NewQuantiles(clientMs), NewQuantiles(taskMs)
-		r.result.HTTP, r.result.Task, r.result.TaskSource = &h, &t, ts.String()
+		r.result.HTTP, r.result.Task, r.result.TaskSource = &h, &t, ts.Schema()
 		r.result.Overhead = newOverhead(h, t)
 		r.result.ImagesPerS = ImagesPerSecond(prof)
 	}
@@ -309,6 +324,11 @@ func (r *row) influence(ctx context.Context) error {
 	if res.Other.Identical() {
 		return fmt.Errorf("capability gap: two different reference images (%s, %s) gave pixel-identical outputs: the server ignores the reference image", inf.Images[0], inf.Images[1])
 	}
+	if f := float64(res.Other.DifferingPixel) / float64(max(res.Other.Pixels, 1)); f < MinInfluenceFraction || res.Other.MeanAbs < MinInfluenceMeanLevels {
+		return fmt.Errorf("capability gap: two different reference images (%s, %s) gave outputs that barely differ (%s; %.2f %% of the pixels): "+
+			"the gate needs %.0f %% of the pixels and a mean of %.2f levels, so the server all but ignores the reference image",
+			inf.Images[0], inf.Images[1], res.Other, 100*f, 100*MinInfluenceFraction, MinInfluenceMeanLevels)
+	}
 	return nil
 }
 
@@ -347,6 +367,28 @@ func (r *row) native(ctx context.Context, spec NativeSpec, logRel string) error 
 	r.prog.watch(r.ev.Path(logRel))
 	_, err := RunContainer(ctx, r.ev, o)
 	return err
+}
+
+// nativeStated is the sha256 a native Task's log says it wrote, by the family's pattern;
+// "" when the family's program states none.
+func (r *row) nativeStated(logPath string) (string, error) {
+	pat := r.result.NativeOutputPattern
+	if pat == "" {
+		return "", nil
+	}
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		return "", fmt.Errorf("the family's native output pattern %q: %w", pat, err)
+	}
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		return "", err
+	}
+	m := re.FindSubmatch(log)
+	if m == nil || len(m) != 2 {
+		return "", fmt.Errorf("the native Task's log %s states no output sha256 (pattern %s)", r.ev.rel(logPath), pat)
+	}
+	return string(m[1]), nil
 }
 
 // identity stops the server, then replays every request AIPerf sent (warmup too) from
@@ -409,6 +451,11 @@ func (r *row) identity(ctx context.Context) error {
 			return err
 		}
 		req.HTTPSHA256, req.NativeSHA256 = bytesSHA256(httpPNG), bytesSHA256(nativePNG)
+		if stated, err := r.nativeStated(r.ev.Path(fmt.Sprintf("identity/%02d-native.log", i))); err != nil {
+			problems = append(problems, fmt.Sprintf("request %s: %v", id, err))
+		} else if stated != "" && stated != req.NativeSHA256 {
+			problems = append(problems, fmt.Sprintf("request %s: the native Task's log says it wrote sha256 %s, but %s is %s", id, stated, req.NativeFile, req.NativeSHA256))
+		}
 		if req.HTTPSHA256 == req.NativeSHA256 {
 			sum.ByteIdentical++
 		}

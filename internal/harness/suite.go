@@ -3,7 +3,6 @@ package harness
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,9 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness/gpu"
-	"qualkit/internal/prsummary"
 	"qualkit/internal/schema"
 )
 
@@ -46,13 +43,32 @@ type SuiteConfig struct {
 	Progress io.Writer
 	// Heartbeat is the longest a running stage stays silent; 0 is DefaultHeartbeat.
 	Heartbeat time.Duration
+	// Reporter derives what a reviewer reads from the evidence (pictures, PR.md,
+	// index.html) and checks it. nil derives nothing: such a run folder does not pass
+	// the evidence checker, which requires those files.
+	Reporter Reporter
+}
+
+// Reporter derives reports from evidence the harness wrote, and checks it. It is
+// implemented outside the harness (internal/report), so that the harness never
+// imports the checker that audits it.
+type Reporter interface {
+	// Row is called once a row's results.json and row.md are final, before its
+	// SHA256SUMS: it adds the files derived from the row's raw evidence (pictures).
+	Row(rowDir string) error
+	// Run is called once run.json and SUMMARY.md are written, before the run's
+	// SHA256SUMS: it adds the files derived from the whole run (PR.md, index.html).
+	Run(runDir string) error
+	// Check verifies the finished run folder the way a reviewer would.
+	Check(runDir string) error
 }
 
 // Suite is one qualification run: shared settings, the evidence folder and every row's result.
 type Suite struct {
-	cfg      SuiteConfig
-	Evidence *Evidence
-	started  time.Time
+	cfg        SuiteConfig
+	Evidence   *Evidence
+	started    time.Time
+	provenance schema.Provenance // the tree at the start of the run
 
 	// The serving runtime, resolved once: the daemon actually used (nil without one),
 	// why it could not be reached, and a line saying what was chosen and why.
@@ -76,7 +92,7 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now()}
+	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), provenance: readProvenance(context.Background(), cfg.Root)}
 	s.resolveRuntime(context.Background())
 	return s, nil
 }
@@ -118,6 +134,9 @@ func (s *Suite) rowRuntime(c Checkpoint) string {
 	return RuntimeProcess
 }
 
+// Provenance is the harness source this run comes from.
+func (s *Suite) Provenance() schema.Provenance { return s.provenance }
+
 func (s *Suite) register(r *schema.Result) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -130,15 +149,16 @@ func (s *Suite) recordSkip(row, reason string) {
 	s.skips = append(s.skips, row+": "+reason)
 }
 
-// Finish settles every row's final status (a run with any skip qualifies nothing),
-// rewrites the row reports, writes run.json, SUMMARY.md and SHA256SUMS, and returns the
-// summary table.
-func (s *Suite) Finish(ctx context.Context) (string, error) {
+// Finish writes the run's own files once every row reported (run.json, SUMMARY.md,
+// then what the Reporter derives: PR.md, index.html), the run's SHA256SUMS over all of
+// it, and lets the Reporter check the folder as a reviewer would. It returns the summary
+// table and the sha256 of the run's SHA256SUMS, the anchor to print outside the folder.
+func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.results) == 0 {
 		// No row was selected (go test -run matched none): leave no empty run folder.
-		return "", os.RemoveAll(s.Evidence.Dir)
+		return "", "", os.RemoveAll(s.Evidence.Dir)
 	}
 	info := schema.RunInfo{
 		RunID: s.Evidence.RunID, Started: s.started.UTC(), Finished: time.Now().UTC(),
@@ -146,69 +166,62 @@ func (s *Suite) Finish(ctx context.Context) (string, error) {
 		GoVersion: goruntime.Version(), OS: goruntime.GOOS, Arch: goruntime.GOARCH, CPUs: goruntime.NumCPU(),
 		Skips:       append([]string{}, s.skips...),
 		RuntimeNote: s.RuntimeNote, Docker: s.daemon, Swept: s.swept,
+		HarnessCommit: s.provenance.Commit, HarnessDirty: s.provenance.Dirty, Changes: s.provenance.Changes,
 	}
 	if s.dockerErr != nil {
 		info.DockerError = s.dockerErr.Error()
 	}
 	if s.daemon != nil {
 		if err := RemoveRunImages(ctx, s.Evidence.RunID); err != nil {
-			return "", fmt.Errorf("remove this run's images: %w", err)
+			return "", "", fmt.Errorf("remove this run's images: %w", err)
 		}
 	}
 	info.Hostname, _ = os.Hostname()
-	info.HarnessCommit, info.HarnessDirty = gitCommit(ctx, s.cfg.Root)
 	info.AIPerfVersion, _ = s.cfg.AIPerf.CheckVersion(ctx)
 
 	sort.Slice(s.results, func(i, j int) bool { return s.results[i].Row < s.results[j].Row })
-	var table strings.Builder
-	table.WriteString(MarkdownHeader)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# qualkit run %s\n\n%s", info.RunID, MarkdownHeader)
 	for _, r := range s.results {
+		// Rows are final when they report: a skip happens only in a run that is no
+		// qualification run, whose rows never read qualified.
 		if r.Status == schema.StatusQualified && len(s.skips) > 0 {
-			r.Status, r.Reason = schema.StatusPassedNQ, fmt.Sprintf("the run skipped %d row(s), so it qualifies nothing", len(s.skips))
+			return "", "", fmt.Errorf("row %s reported qualified in a run with %d skip(s)", r.Row, len(s.skips))
 		}
 		info.Rows = append(info.Rows, r.Row)
-		if err := s.Evidence.WriteJSON(filepath.Join(r.Row, "results.json"), r); err != nil {
-			return "", err
-		}
-		md := MarkdownRow(r)
-		if err := os.WriteFile(filepath.Join(s.Evidence.Dir, r.Row, "row.md"), []byte(MarkdownHeader+md), 0o644); err != nil {
-			return "", err
-		}
-		table.WriteString(md)
+		b.WriteString(MarkdownRow(r))
 	}
-	// run.json first: the pictures are titled with its run id.
-	if err := s.Evidence.WriteJSON("run.json", info); err != nil {
-		return "", err
-	}
+	b.WriteString("\n")
 	for _, r := range s.results {
-		if err := evidencecheck.WritePictures(filepath.Join(s.Evidence.Dir, r.Row)); err != nil && !errors.Is(err, evidencecheck.ErrNoRawExport) {
-			return "", fmt.Errorf("pictures %s: %w", r.Row, err)
-		}
-	}
-	summary := fmt.Sprintf("# qualkit run %s\n\n%s\n", info.RunID, table.String())
-	for _, r := range s.results {
-		summary += fmt.Sprintf("- `%s`: `%s`\n", r.Row, r.Command)
+		fmt.Fprintf(&b, "- `%s`: `%s`\n", r.Row, r.Command)
 	}
 	if len(s.skips) > 0 {
-		summary += "\nNot a qualification run: skipped rows:\n"
+		b.WriteString("\nNot a qualification run: skipped rows:\n")
 		for _, sk := range s.skips {
-			summary += "- " + sk + "\n"
+			b.WriteString("- " + sk + "\n")
 		}
 	}
-	if err := os.WriteFile(filepath.Join(s.Evidence.Dir, "SUMMARY.md"), []byte(summary), 0o644); err != nil {
-		return "", err
+	summary = b.String()
+	if err := s.Evidence.WriteJSON(schema.RunFile, info); err != nil {
+		return "", "", err
 	}
-	if err := prsummary.Write(s.Evidence.Dir, prsummary.Options{Root: s.cfg.Root, HTML: true}); err != nil {
-		return "", fmt.Errorf("PR summary: %w", err)
+	if err := os.WriteFile(filepath.Join(s.Evidence.Dir, schema.SummaryFile), []byte(summary), 0o644); err != nil {
+		return "", "", err
 	}
-	if err := s.Evidence.WriteChecksums(); err != nil {
-		return "", err
+	if rep := s.cfg.Reporter; rep != nil {
+		if err := rep.Run(s.Evidence.Dir); err != nil {
+			return "", "", fmt.Errorf("derived reports of the run: %w", err)
+		}
 	}
-	// The run checks its own evidence the way a reviewer would, from the raw files.
-	if err := evidencecheck.Check(s.Evidence.Dir, ""); err != nil {
-		return summary, fmt.Errorf("evidence check: %w", err)
+	if sumsSHA, err = WriteChecksums(s.Evidence.Dir); err != nil {
+		return "", "", err
 	}
-	return summary, nil
+	if rep := s.cfg.Reporter; rep != nil {
+		if err := rep.Check(s.Evidence.Dir); err != nil {
+			return summary, sumsSHA, fmt.Errorf("evidence check: %w", err)
+		}
+	}
+	return summary, sumsSHA, nil
 }
 
 // BuildGPURead builds the gpuread program into <root>/.cache/bin and returns its path.
@@ -227,13 +240,30 @@ func BuildGPURead(ctx context.Context, root string) (string, error) {
 	return out, nil
 }
 
-func gitCommit(ctx context.Context, root string) (string, bool) {
+// readProvenance is the commit of the repository at root and whether its tree holds
+// anything a commit does not: modified, staged or untracked files (ignored ones aside).
+// A folder that is no git checkout, or a git that fails, counts as dirty.
+func readProvenance(ctx context.Context, root string) schema.Provenance {
 	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "HEAD").Output()
 	if err != nil {
-		return "unknown (not a git checkout)", false
+		return schema.Provenance{Commit: "unknown (not a git checkout: " + root + ")", Dirty: true}
 	}
-	st, _ := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output()
-	return strings.TrimSpace(string(out)), len(strings.TrimSpace(string(st))) > 0
+	p := schema.Provenance{Commit: strings.TrimSpace(string(out))}
+	st, err := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=all").Output()
+	if err != nil {
+		p.Dirty, p.Changes = true, []string{"git status failed: " + err.Error()}
+		return p
+	}
+	for _, line := range strings.Split(strings.TrimRight(string(st), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		p.Dirty = true
+		if len(p.Changes) < schema.MaxChanges {
+			p.Changes = append(p.Changes, line)
+		}
+	}
+	return p
 }
 
 // FindRoot walks up from dir to the folder holding go.mod.

@@ -2,11 +2,14 @@ package harness
 
 import (
 	"bufio"
+	"math"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
 // TimingSource says where a server reports the wall time of its Task call, in ms.
@@ -15,19 +18,20 @@ import (
 //
 // With Body set, the time comes from the body; a RecordID then still makes the harness
 // prove that the server honours X-Request-ID (every measured request id must appear in
-// the records file), which the body alone cannot show.
+// the records file), which the body alone cannot show, and Records set too makes every
+// records line's time agree with its response's.
 type TimingSource struct {
 	Body     string // path in the response body
 	Records  string // path in one line of the server's records JSONL
 	RecordID string // path of the request id in a records line, joined on X-Request-ID
 }
 
-func (ts TimingSource) String() string {
-	if ts.Body != "" {
-		return "response body " + ts.Body
-	}
-	return fmt.Sprintf("records file %s joined on %s", ts.Records, ts.RecordID)
+// Schema is the source as results.json records it.
+func (ts TimingSource) Schema() *schema.TimingSource {
+	return &schema.TimingSource{Body: ts.Body, Records: ts.Records, RecordID: ts.RecordID}
 }
+
+func (ts TimingSource) String() string { return ts.Schema().String() }
 
 // Validate rejects a source that names neither place, or a records source without a join key.
 func (ts TimingSource) Validate() error {
@@ -130,4 +134,9 @@ func numberAt(doc any, path string) (float64, error) {
 		return f, nil
 	}
 	return 0, fmt.Errorf("field %q is %T, not a number", path, v)
+}
+
+// sameMs is equality of two times in ms up to float noise (one part in 10^9).
+func sameMs(a, b float64) bool {
+	return a == b || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
 }

@@ -2,92 +2,33 @@ package prsummary
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"qualkit/internal/harness/gpu"
+	"qualkit/internal/schema"
 )
 
 // run is what PR.md and index.html show of a run folder.
 type run struct {
-	dir  string
-	info runInfo
-	rows []row
-}
-
-type runInfo struct {
-	RunID         string `json:"run_id"`
-	Qualification bool   `json:"qualification_run"`
-	GoVersion     string `json:"go_version"`
-	HarnessCommit string `json:"harness_commit"`
-	HarnessDirty  bool   `json:"harness_dirty"`
-	AIPerfVersion string `json:"aiperf_version"`
-	OS            string `json:"os"`
-	Arch          string `json:"arch"`
-	CPUs          int    `json:"cpus"`
-	Hostname      string `json:"hostname"`
-	RuntimeNote   string `json:"runtime_note"`
-	Docker        *struct {
-		ServerVersion string `json:"ServerVersion"`
-		OS            string `json:"OS"`
-		NvidiaRuntime bool   `json:"NvidiaRuntime"`
-	} `json:"docker"`
-	DockerError string   `json:"docker_error"`
-	Skips       []string `json:"skips"`
-	Rows        []string `json:"rows"`
+	dir         string
+	info        schema.RunInfo
+	rows        []row
+	checkpoints *Checkpoints // nil when the run folder has none
 }
 
 type row struct {
 	name    string
-	res     result
+	res     schema.Result
 	line    string // row.md's result line
 	files   []string
-	gpu     *gpuReading
+	gpu     *gpu.Reading
 	gpuNote string
-}
-
-type result struct {
-	Status     string `json:"status"`
-	Reason     string `json:"reason"`
-	Checkpoint struct {
-		Name     string `json:"name"`
-		Family   string `json:"family"`
-		Backend  string `json:"backend"`
-		Model    string `json:"model"`
-		Profile  string `json:"profile"`
-		Revision string `json:"revision"`
-		Smoke    bool   `json:"smoke"`
-	} `json:"checkpoint"`
-	Stages []struct {
-		Name   string `json:"name"`
-		Status string `json:"status"`
-	} `json:"stages"`
-	Runtime   string `json:"runtime"`
-	Container *struct {
-		ImageID       string `json:"ImageID"`
-		ImageRef      string `json:"ImageRef"`
-		DockerVersion string `json:"DockerVersion"`
-	} `json:"container"`
-	Bundle *struct {
-		SHA256 string `json:"sha256"`
-		Bytes  int64  `json:"bytes"`
-		Cached bool   `json:"cached"`
-	} `json:"bundle"`
-	Settings map[string]string `json:"settings"`
-	Command  string            `json:"command"`
-}
-
-type gpuReading struct {
-	DriverVersion     string `json:"driver_version"`
-	CUDADriverVersion int    `json:"cuda_driver_version"`
-	Count             int    `json:"count"`
-	Devices           []struct {
-		Name              string `json:"name"`
-		MemoryTotalBytes  uint64 `json:"memory_total_bytes"`
-		ComputeCapability string `json:"compute_capability"`
-	} `json:"devices"`
 }
 
 func readJSON(path string, v any) error {
@@ -103,16 +44,22 @@ func readJSON(path string, v any) error {
 
 func readRun(dir string) (*run, error) {
 	r := &run{dir: dir}
-	if err := readJSON(filepath.Join(dir, "run.json"), &r.info); err != nil {
+	if err := readJSON(filepath.Join(dir, schema.RunFile), &r.info); err != nil {
+		return nil, fmt.Errorf("run folder %s: %w", dir, err)
+	}
+	var cp Checkpoints
+	if err := readJSON(filepath.Join(dir, CheckpointsFile), &cp); err == nil {
+		r.checkpoints = &cp
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("run folder %s: %w", dir, err)
 	}
 	for _, name := range r.info.Rows {
 		rowDir := filepath.Join(dir, name)
 		w := row{name: name}
-		if err := readJSON(filepath.Join(rowDir, "results.json"), &w.res); err != nil {
+		if err := readJSON(filepath.Join(rowDir, schema.ResultsFile), &w.res); err != nil {
 			return nil, fmt.Errorf("row %s: %w", name, err)
 		}
-		md, err := os.ReadFile(filepath.Join(rowDir, "row.md"))
+		md, err := os.ReadFile(filepath.Join(rowDir, schema.RowMarkdown))
 		if err != nil {
 			return nil, fmt.Errorf("row %s: %w", name, err)
 		}
@@ -120,11 +67,11 @@ func readRun(dir string) (*run, error) {
 		w.line = lines[len(lines)-1]
 		var pre struct {
 			Readiness struct {
-				GPU      *gpuReading `json:"gpu_reading"`
-				GPUError string      `json:"gpu_error"`
+				GPU      *gpu.Reading `json:"gpu_reading"`
+				GPUError string       `json:"gpu_error"`
 			} `json:"readiness"`
 		}
-		if readJSON(filepath.Join(rowDir, "preflight.json"), &pre) == nil {
+		if readJSON(filepath.Join(rowDir, schema.PreflightFile), &pre) == nil {
 			w.gpu, w.gpuNote = pre.Readiness.GPU, pre.Readiness.GPUError
 		}
 		filepath.WalkDir(rowDir, func(p string, d fs.DirEntry, err error) error {
@@ -153,15 +100,13 @@ func (w row) has(rel string) bool {
 // ladder planned -> implemented -> family-validated -> AIPerf-qualified.
 func (w row) proves() string {
 	switch w.res.Status {
-	case "qualified":
+	case schema.StatusQualified:
 		return "aiperf-qualified"
-	case "smoke-passed":
+	case schema.StatusSmoke:
 		return "smoke only (never qualification)"
 	}
-	for _, s := range w.res.Stages {
-		if s.Name == "correctness" && s.Status == "pass" {
-			return "family-validated"
-		}
+	if st, ok := w.res.Stage(schema.StageCorrectness); ok && st.Status == schema.Pass {
+		return "family-validated"
 	}
 	return "implemented"
 }

@@ -2,6 +2,7 @@ package prsummary
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,13 +10,32 @@ import (
 	"strings"
 
 	"qualkit/internal/inventory"
+	"qualkit/internal/schema"
 )
 
 // The files Write puts into the run folder.
 const (
-	MarkdownFile = "PR.md"
-	IndexFile    = "index.html"
+	MarkdownFile    = schema.PRFile
+	IndexFile       = schema.IndexFile
+	CheckpointsFile = "checkpoints.json"
 )
+
+// Checkpoints is checkpoints.json: the inventory's view of the checkpoints when the run
+// finished (the image-edit group, each with its class and status as qual/ and the
+// evidence root proved it). It is the one input of PR.md that is not in the run's own
+// rows, kept in the run folder so that PR.md can be rendered again from the folder alone.
+type Checkpoints struct {
+	Source      string       `json:"source"`         // the inventory read: inventory.json or a TRTMC checkout's folder name
+	Note        string       `json:"note,omitempty"` // why the list is short or empty
+	Checkpoints []Checkpoint `json:"checkpoints"`
+}
+
+// Checkpoint is one profile of the inventory's image-edit group.
+type Checkpoint struct {
+	Profile string `json:"profile"`
+	Class   string `json:"class"`
+	Status  string `json:"status"`
+}
 
 // DefaultInventory is the inventory snapshot `make inventory` commits, relative to the
 // repository root: reports read it unless a TRTMC checkout is named.
@@ -55,11 +75,25 @@ func (o Options) resolve(runDir string) Options {
 	return o
 }
 
-// Write writes <runDir>/PR.md and, with o.HTML, <runDir>/index.html. Call it after the
-// rows' results.json, row.md and pictures are written and before SHA256SUMS, so the
-// checksums cover both files (the evidence checker requires that of every file).
+// Write snapshots the inventory into <runDir>/checkpoints.json, then renders
+// <runDir>/PR.md and, with o.HTML, <runDir>/index.html from the run folder alone. Call it
+// after the rows are final (results.json, row.md, pictures, their SHA256SUMS) and before
+// the run's SHA256SUMS, so the checksums cover all three (the evidence checker requires
+// that of every file, and renders PR.md and index.html again to compare).
 func Write(runDir string, o Options) error {
-	md, err := Markdown(runDir, o)
+	r, err := readRun(runDir)
+	if err != nil {
+		return err
+	}
+	cp := snapshot(r, o.resolve(runDir))
+	b, err := json.MarshalIndent(cp, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(runDir, CheckpointsFile), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	md, page, err := Render(runDir)
 	if err != nil {
 		return err
 	}
@@ -69,11 +103,19 @@ func Write(runDir string, o Options) error {
 	if !o.HTML {
 		return nil
 	}
-	page, err := Index(runDir)
-	if err != nil {
-		return err
-	}
 	return os.WriteFile(filepath.Join(runDir, IndexFile), page, 0o644)
+}
+
+// Render is PR.md and index.html as the run folder's files say they must be: the same
+// bytes every time for the same folder.
+func Render(runDir string) (md, page []byte, err error) {
+	if md, err = Markdown(runDir); err != nil {
+		return nil, nil, err
+	}
+	if page, err = Index(runDir); err != nil {
+		return nil, nil, err
+	}
+	return md, page, nil
 }
 
 // statusLine is one line of the checkpoint status table.
@@ -81,9 +123,8 @@ type statusLine struct {
 	checkpoint, class, inventory, thisRun, evidence string
 }
 
-// Markdown renders PR.md. Links are relative to the run folder.
-func Markdown(runDir string, o Options) ([]byte, error) {
-	o = o.resolve(runDir)
+// Markdown renders PR.md from the run folder. Links are relative to it.
+func Markdown(runDir string) ([]byte, error) {
 	r, err := readRun(runDir)
 	if err != nil {
 		return nil, err
@@ -106,7 +147,7 @@ func Markdown(runDir string, o Options) ([]byte, error) {
 
 	b.WriteString("## Checkpoint status\n\n")
 	b.WriteString("Ladder: planned -> implemented (a qual row exists) -> family-validated (the family's unchanged correctness case passed on the exact bundle) -> aiperf-qualified (every stage passed in one run, zero skips).\n\n")
-	lines, note := statusTable(r, o)
+	lines, note := statusTable(r)
 	if note != "" {
 		b.WriteString(note + "\n\n")
 	}
@@ -167,9 +208,36 @@ func Markdown(runDir string, o Options) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// statusTable is the inventory's image-edit group, then this run's rows that the
-// inventory does not list (the reference family).
-func statusTable(r *run, o Options) ([]statusLine, string) {
+// snapshot is the inventory's image-edit group as o's inventory, qual rows and evidence
+// root give it now.
+func snapshot(r *run, o Options) Checkpoints {
+	cp := Checkpoints{Source: filepath.Base(o.Inventory), Checkpoints: []Checkpoint{}}
+	load := func() (*inventory.Inventory, error) { return inventory.ReadJSON(o.Inventory) }
+	if o.TRTMC != "" {
+		cp.Source = filepath.Base(o.TRTMC)
+		load = func() (*inventory.Inventory, error) { return inventory.Load(o.TRTMC) }
+	}
+	inv, err := load()
+	if err != nil {
+		cp.Note = "No inventory: " + cp.Source + " could not be read, so only this run's rows are listed."
+		return cp
+	}
+	rows, err := inventory.ReadQualRows(o.Qual)
+	if err != nil {
+		cp.Note = "Qual rows unreadable, so nothing is implemented: " + err.Error()
+	}
+	if progress, err := inventory.LoadProgress(inventory.Profiles(rows), o.EvidenceRoot); err == nil {
+		inv.ApplyProgress(progress)
+	}
+	for _, p := range inv.Group() {
+		cp.Checkpoints = append(cp.Checkpoints, Checkpoint{Profile: p.Profile, Class: string(p.Class), Status: string(p.Status)})
+	}
+	return cp
+}
+
+// statusTable is the snapshot's image-edit group, then this run's rows that the group
+// does not list, each with what this run proves of it.
+func statusTable(r *run) ([]statusLine, string) {
 	inRun := map[string]row{}
 	for _, w := range r.rows {
 		inRun[w.res.Checkpoint.Profile] = w
@@ -183,30 +251,14 @@ func statusTable(r *run, o Options) ([]statusLine, string) {
 	}
 	var lines []statusLine
 	listed := map[string]bool{}
-	note := ""
-	source := o.Inventory
-	load := func() (*inventory.Inventory, error) { return inventory.ReadJSON(o.Inventory) }
-	if o.TRTMC != "" {
-		source = o.TRTMC
-		load = func() (*inventory.Inventory, error) { return inventory.Load(o.TRTMC) }
-	}
-	inv, err := load()
-	if err == nil {
-		rows, rerr := inventory.ReadQualRows(o.Qual)
-		if rerr != nil {
-			note = "Qual rows unreadable, so nothing is implemented: " + rerr.Error()
-		}
-		progress, perr := inventory.LoadProgress(inventory.Profiles(rows), o.EvidenceRoot)
-		if perr == nil {
-			inv.ApplyProgress(progress)
-		}
-		for _, p := range inv.Group() {
+	note := "No inventory: this run folder has no " + CheckpointsFile + ", so only its rows are listed."
+	if cp := r.checkpoints; cp != nil {
+		note = cp.Note
+		for _, p := range cp.Checkpoints {
 			listed[p.Profile] = true
 			proves, ev := thisRun(p.Profile)
-			lines = append(lines, statusLine{"`" + p.Profile + "`", string(p.Class), string(p.Status), proves, ev})
+			lines = append(lines, statusLine{"`" + p.Profile + "`", p.Class, p.Status, proves, ev})
 		}
-	} else {
-		note = "No inventory: " + filepath.Base(source) + " could not be read, so only this run's rows are listed."
 	}
 	for _, w := range r.rows {
 		if listed[w.res.Checkpoint.Profile] {
@@ -224,7 +276,7 @@ func versions(r *run) [][2]string {
 	i := r.info
 	commit := i.HarnessCommit
 	if i.HarnessDirty {
-		commit += " (uncommitted changes)"
+		commit += " (dirty: " + strings.Join(i.Changes, "; ") + ")"
 	}
 	out := [][2]string{
 		{"Go", i.GoVersion},

@@ -27,6 +27,18 @@ func committedRun(t *testing.T, kind string) string {
 	return m[0]
 }
 
+// writtenRun is a copy of a committed run with checkpoints.json, PR.md and index.html
+// written again with o.
+func writtenRun(t *testing.T, kind string, o Options) string {
+	t.Helper()
+	src := committedRun(t, kind)
+	dir := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
+	o.HTML = true
+	require.NoError(t, Write(dir, o))
+	return dir
+}
+
 // goldenOptions pin the inventory inputs: the repository's committed inventory.json and
 // a stand-in qual table.
 func goldenOptions() Options {
@@ -47,7 +59,7 @@ func golden(t *testing.T, name string, got []byte) {
 func TestMarkdownGolden(t *testing.T) {
 	for _, kind := range []string{"qualified", "drift"} {
 		t.Run(kind, func(t *testing.T) {
-			md, err := Markdown(committedRun(t, kind), goldenOptions())
+			md, err := Markdown(writtenRun(t, kind, goldenOptions()))
 			require.NoError(t, err)
 			golden(t, "PR-"+kind+".golden.md", md)
 		})
@@ -55,8 +67,8 @@ func TestMarkdownGolden(t *testing.T) {
 }
 
 func TestMarkdownCarriesTheRowsVerbatim(t *testing.T) {
-	dir := committedRun(t, "qualified")
-	md, err := Markdown(dir, goldenOptions())
+	dir := writtenRun(t, "qualified", goldenOptions())
+	md, err := Markdown(dir)
 	require.NoError(t, err)
 	row, err := os.ReadFile(filepath.Join(dir, "refedit-v1", "row.md"))
 	require.NoError(t, err)
@@ -70,14 +82,14 @@ func TestMarkdownCarriesTheRowsVerbatim(t *testing.T) {
 func TestMarkdownWithoutInventory(t *testing.T) {
 	o := goldenOptions()
 	o.TRTMC = "testdata/no-such-checkout"
-	md, err := Markdown(committedRun(t, "qualified"), o)
+	md, err := Markdown(writtenRun(t, "qualified", o))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "No inventory: no-such-checkout could not be read")
 	assert.Contains(t, string(md), "| `refedit-v1` | not a TRTMC profile")
 }
 
 func TestFailedRowProvesFamilyValidation(t *testing.T) {
-	md, err := Markdown(committedRun(t, "drift"), goldenOptions())
+	md, err := Markdown(writtenRun(t, "drift", goldenOptions()))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "| family-validated | [`refedit-v1-native-drift`](refedit-v1-native-drift/results.json): failed |")
 	assert.Contains(t, string(md), "### `refedit-v1-native-drift`: failed\n\nstage identity failed")
@@ -86,7 +98,7 @@ func TestFailedRowProvesFamilyValidation(t *testing.T) {
 // index.html is well-formed XML, so encoding/xml reads it strictly; each row carries
 // its status; every link and picture points at a file of the run folder.
 func TestIndexLinksResolve(t *testing.T) {
-	dir := committedRun(t, "qualified")
+	dir := writtenRun(t, "qualified", goldenOptions())
 	page, err := Index(dir)
 	require.NoError(t, err)
 	golden(t, "index-qualified.golden.html", page)
@@ -129,6 +141,6 @@ func TestWriteAndResolve(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, f))
 		require.NoError(t, err)
 	}
-	_, err := Markdown(filepath.Join(t.TempDir(), "nothing"), o)
+	_, err := Markdown(filepath.Join(t.TempDir(), "nothing"))
 	assert.ErrorContains(t, err, "run.json")
 }

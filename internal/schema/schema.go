@@ -60,13 +60,14 @@ const (
 	StatusQualified = "qualified"                // every stage passed, zero skips in the run, not smoke
 	StatusSmoke     = "smoke-passed"             // every stage passed on a smoke profile: never qualification
 	StatusPassedNQ  = "passed-not-qualification" // every stage passed in a run that had skips
+	StatusDirty     = "passed-dirty-tree"        // every stage passed, from a tree with changes no commit holds (or no known commit)
 	StatusFailed    = "failed"
 	StatusNotRun    = "not-run"
 )
 
 // Passing says whether a status means every stage passed.
 func Passing(status string) bool {
-	return status == StatusQualified || status == StatusSmoke || status == StatusPassedNQ
+	return status == StatusQualified || status == StatusSmoke || status == StatusPassedNQ || status == StatusDirty
 }
 
 // PercentileMethod is the only percentile method reports use: sorted[ceil(p/100*n)-1].
@@ -108,13 +109,49 @@ type Result struct {
 	ClientErrors *int             `json:"client_errors,omitempty"` // nil until AIPerf's raw export was read
 	HTTP         *Quantiles       `json:"http_latency,omitempty"`
 	Task         *Quantiles       `json:"task_time,omitempty"`
-	TaskSource   string           `json:"task_time_source,omitempty"`
+	TaskSource   *TimingSource    `json:"task_time_source,omitempty"`
 	ImagesPerS   float64          `json:"images_per_s,omitempty"`
 	Overhead     *Overhead        `json:"http_overhead,omitempty"`
 	Identity     *IdentitySummary `json:"identity,omitempty"`
+	// NativeOutputPattern finds, in each native Task's log, the sha256 of the PNG it
+	// wrote (one capture group); empty when the family's program states none.
+	NativeOutputPattern string `json:"native_output_pattern,omitempty"`
 	Influence    *InfluenceResult `json:"influence,omitempty"`
 	Command      string           `json:"command"`
+	Provenance   Provenance       `json:"provenance"`
 }
+
+// TimingSource says where the server reported each request's Task wall time (ms):
+// a dotted path in the response body, or in one line of its records JSONL joined on
+// X-Request-ID (RecordID names the id's path there). With both Body and Records, the body
+// is the source and every records line must agree with it.
+type TimingSource struct {
+	Body     string `json:"body,omitempty"`
+	Records  string `json:"records,omitempty"`
+	RecordID string `json:"record_id,omitempty"`
+}
+
+func (ts TimingSource) String() string {
+	switch {
+	case ts.Body != "" && ts.Records != "":
+		return fmt.Sprintf("response body %s (records file %s joined on %s agrees)", ts.Body, ts.Records, ts.RecordID)
+	case ts.Body != "":
+		return "response body " + ts.Body
+	}
+	return fmt.Sprintf("records file %s joined on %s", ts.Records, ts.RecordID)
+}
+
+// Provenance is the harness source a run came from. Dirty means the tree held modified,
+// staged or untracked (not ignored) files, or no commit could be read: such a run is
+// never qualified.
+type Provenance struct {
+	Commit  string   `json:"harness_commit"`
+	Dirty   bool     `json:"harness_dirty"`
+	Changes []string `json:"changes,omitempty"` // `git status --porcelain` lines, at most MaxChanges
+}
+
+// MaxChanges bounds Provenance.Changes.
+const MaxChanges = 20
 
 // Stage returns the result of the named stage.
 func (r *Result) Stage(name string) (StageResult, bool) {
@@ -222,6 +259,7 @@ type IdentityRequest struct {
 // PixelDiff compares two decoded images channel by channel at 8 bits.
 type PixelDiff struct {
 	SameSize       bool     `json:"same_size"`
+	Pixels         int      `json:"pixels"` // of each image (width x height); 0 when the sizes differ
 	DifferingPixel int      `json:"differing_pixels"`
 	MaxAbs         int      `json:"max_abs_diff"`
 	MeanAbs        float64  `json:"mean_abs_diff"`
@@ -250,6 +288,7 @@ type RunInfo struct {
 	GoVersion     string      `json:"go_version"`
 	HarnessCommit string      `json:"harness_commit"`
 	HarnessDirty  bool        `json:"harness_dirty"`
+	Changes       []string    `json:"changes,omitempty"`
 	AIPerfVersion string      `json:"aiperf_version"`
 	OS            string      `json:"os"`
 	Arch          string      `json:"arch"`

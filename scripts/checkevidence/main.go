@@ -5,6 +5,7 @@
 //
 //	go run ./scripts/checkevidence -dir evidence/latest
 //	go run ./scripts/checkevidence -dir evidence/<run id> -junit evidence/junit-qual.xml
+//	go run ./scripts/checkevidence -dir evidence/<run id> -sums <sha256 the test log printed>
 //
 // It prints every problem as "<file>: <claim>: evidence says X, file says Y" and exits 1
 // when there is any; exit 2 is a usage error.
@@ -30,6 +31,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "", "run folder to check: evidence/<run id> (evidence/latest works)")
 	junit := fs.String("junit", "", "the run's JUnit file (gotestsum --junitfile) whose qualkit.* properties to check; optional")
+	sums := fs.String("sums", "", "the sha256 of the run's SHA256SUMS as the test log printed it; optional")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -42,6 +44,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		*dir = resolved
 	}
 	rep := evidencecheck.Verify(*dir, *junit)
+	if *sums != "" {
+		rep.Anchor(*sums)
+	}
 	var e *evidencecheck.Error
 	if err := rep.Err(); errors.As(err, &e) {
 		for _, p := range e.Problems {

@@ -35,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.TRTMC, "trtmc", "", "TRTMC checkout for the inventory table (default: the committed "+prsummary.DefaultInventory+")")
 	fs.StringVar(&o.Qual, "qual", "qual", "qual tables (rows are found by their Profile: literal)")
 	fs.StringVar(&o.EvidenceRoot, "evidence", "", "evidence root the inventory status is proven from (default: the run folder's parent)")
-	write := fs.Bool("write", false, "write PR.md into the run folder instead of printing it")
+	write := fs.Bool("write", false, "snapshot the inventory into checkpoints.json and write PR.md into the run folder, instead of printing PR.md as the folder renders it")
 	fs.BoolVar(&o.HTML, "html", false, "with -write, also write index.html")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(*dir, prsummary.MarkdownFile))
 		return nil
 	}
-	md, err := prsummary.Markdown(*dir, o)
+	md, err := prsummary.Markdown(*dir)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
 // Command testgate reads the JUnit file gotestsum wrote and fails the run when any test
-// was skipped, fewer tests ran than the floor, or a required test is absent. `go test`
+// failed, errored or was skipped, fewer tests ran than the floor, or a required test is
+// absent or did not pass. `go test`
 // exits 0 when no test matched, so a green exit code alone proves nothing.
 package main
 
@@ -53,7 +54,7 @@ func gate(path string, floor int, required []string) error {
 	}
 	passed := map[string]bool{}
 	var total, skipped int
-	var skips []string
+	var skips, failed []string
 	for _, su := range s.Suites {
 		for _, c := range su.Cases {
 			total++
@@ -65,10 +66,15 @@ func gate(path string, floor int, required []string) error {
 			}
 			if len(c.Failure) == 0 && len(c.Error) == 0 {
 				passed[id] = true
+			} else {
+				failed = append(failed, id)
 			}
 		}
 	}
 	var problems []string
+	if len(failed) > 0 {
+		problems = append(problems, fmt.Sprintf("%d test(s) failed or errored (%s)", len(failed), strings.Join(failed, ", ")))
+	}
 	if skipped > 0 {
 		problems = append(problems, fmt.Sprintf("%d test(s) skipped (%s): a skip is never a pass here", skipped, strings.Join(skips, ", ")))
 	}

@@ -52,3 +52,11 @@ func TestGateFailsOnMissingOrFailedRequired(t *testing.T) {
 func TestGateFailsWithoutJUnit(t *testing.T) {
 	require.ErrorContains(t, gate(filepath.Join(t.TempDir(), "none.xml"), 1, nil), "did gotestsum run with --junitfile?")
 }
+
+// A failure or an error anywhere fails the gate, not only in a required test.
+func TestGateFailsOnAnyFailureOrError(t *testing.T) {
+	p := write(t, `<testcase classname="qualkit/internal/x" name="TestA"><failure message="x"></failure></testcase>`+
+		`<testcase classname="qualkit/internal/x" name="TestB"><error message="y"></error></testcase>`)
+	err := gate(p, 1, []string{"qualkit/qual/TestRefEdit/refedit-v1/identity"})
+	require.ErrorContains(t, err, "2 test(s) failed or errored (qualkit/internal/x/TestA, qualkit/internal/x/TestB)")
+}

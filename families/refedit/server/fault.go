@@ -23,6 +23,8 @@ const (
 	FaultJPEG             = "jpeg"
 	FaultConstant         = "constant"
 	FaultUnchanged        = "unchanged"
+	FaultResizeOnly       = "resize-only"
+	FaultWeakReference    = "weak-reference"
 	FaultStatus500        = "status-500"
 	FaultErrorJSON        = "error-json"
 	FaultSlow             = "slow"
@@ -53,6 +55,8 @@ var faultKinds = []faultKind{
 	{FaultJPEG, false, true, "a JPEG instead of a PNG"},
 	{FaultConstant, false, true, "a constant grey image of the requested size"},
 	{FaultUnchanged, false, true, "the input bytes as the output"},
+	{FaultResizeOnly, false, true, "the input resized (nearest neighbour) to the requested size, not edited"},
+	{FaultWeakReference, false, true, "ignore-reference, but pixel (0,0) takes its red from the input's first byte of pixel data"},
 	{FaultStatus500, true, false, "the K-th edit request answers 500"},
 	{FaultErrorJSON, false, false, `every edit answers 200 with {"error": ...} and no image`},
 	{FaultSlow, true, false, "the K-th edit request sleeps --fault-delay before it runs"},

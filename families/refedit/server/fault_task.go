@@ -10,6 +10,8 @@ import (
 	"image/png"
 	"math/rand/v2"
 
+	xdraw "golang.org/x/image/draw"
+
 	"qualkit/families/refedit/edit"
 )
 
@@ -21,7 +23,7 @@ func (f Fault) Apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings)
 		return p.Apply(img, e, s)
 	}
 	in := img
-	if f.Name == FaultIgnoreReference {
+	if f.Name == FaultIgnoreReference || f.Name == FaultWeakReference {
 		in = syntheticLike(img, p.Limits().MaxPixels)
 	}
 	res, err := p.Apply(in, e, s)
@@ -29,13 +31,59 @@ func (f Fault) Apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings)
 		return res, err
 	}
 	out := img
-	if f.Name != FaultUnchanged {
-		if out, err = f.corrupt(res.PNG); err != nil {
-			return edit.Result{}, fmt.Errorf("fault %s: %w", f.Name, err)
-		}
+	switch f.Name {
+	case FaultUnchanged:
+	case FaultResizeOnly:
+		out, err = resizedInput(img, res.PNG)
+	case FaultWeakReference:
+		out, err = markPixel(res.PNG, img)
+	default:
+		out, err = f.corrupt(res.PNG)
+	}
+	if err != nil {
+		return edit.Result{}, fmt.Errorf("fault %s: %w", f.Name, err)
 	}
 	res.PNG, res.OutputSHA256 = out, edit.SHA256(out)
 	return res, nil
+}
+
+// resizedInput is the input image scaled (nearest neighbour) to the size of the edited
+// PNG: a "model" that only resizes.
+func resizedInput(input, edited []byte) ([]byte, error) {
+	src, _, err := image.Decode(bytes.NewReader(input))
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(edited))
+	if err != nil {
+		return nil, err
+	}
+	dst := image.NewNRGBA(image.Rect(0, 0, cfg.Width, cfg.Height))
+	xdraw.NearestNeighbor.Scale(dst, dst.Rect, src, src.Bounds(), xdraw.Src, nil)
+	var buf bytes.Buffer
+	err = png.Encode(&buf, dst)
+	return buf.Bytes(), err
+}
+
+// markPixel sets pixel (0,0)'s red to a byte of the input image's pixel data: the output
+// depends on the reference image, but by one pixel only.
+func markPixel(edited, input []byte) ([]byte, error) {
+	src, err := png.Decode(bytes.NewReader(edited))
+	if err != nil {
+		return nil, err
+	}
+	in, _, err := image.Decode(bytes.NewReader(input))
+	if err != nil {
+		return nil, err
+	}
+	b := src.Bounds()
+	img := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.Draw(img, img.Rect, src, b.Min, draw.Src)
+	r, _, _, _ := in.At(in.Bounds().Min.X, in.Bounds().Min.Y).RGBA()
+	img.Pix[0] = uint8(r >> 8)
+	var buf bytes.Buffer
+	err = png.Encode(&buf, img)
+	return buf.Bytes(), err
 }
 
 // corrupt rewrites the edited PNG the way the fault says.

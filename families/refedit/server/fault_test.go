@@ -68,7 +68,7 @@ func TestFaultNamesRoundTrip(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{
 		FaultIgnoreReference: true, FaultNondeterministic: true, FaultDrift: true, FaultWrongSize: true,
-		FaultJPEG: true, FaultConstant: true, FaultUnchanged: true,
+		FaultJPEG: true, FaultConstant: true, FaultUnchanged: true, FaultResizeOnly: true, FaultWeakReference: true,
 		FaultStatus500: false, FaultErrorJSON: false, FaultSlow: false, FaultCrash: false,
 		FaultNoTiming: false, FaultIgnoreRequestID: false, FaultNeverReady: false,
 	}, task)
@@ -169,6 +169,36 @@ func TestTaskFaults(t *testing.T) {
 		_, b := faultEdit(t, s, "", other)
 		assert.Equal(t, faultOutput(t, a), faultOutput(t, b), "two inputs, one output")
 		assert.NotEqual(t, want, faultOutput(t, a))
+	})
+	t.Run(FaultWeakReference, func(t *testing.T) {
+		s, _ := faultServer(t, FaultWeakReference, &exits)
+		_, a := faultEdit(t, s, "", img)
+		_, b := faultEdit(t, s, "", other)
+		outA, outB := faultDecode(t, faultOutput(t, a)), faultDecode(t, faultOutput(t, b))
+		differ := 0
+		for y := range 8 {
+			for x := range 16 {
+				if outA.At(x, y) != outB.At(x, y) {
+					differ++
+				}
+			}
+		}
+		assert.Equal(t, 1, differ, "two inputs, outputs one pixel apart")
+	})
+	t.Run(FaultResizeOnly, func(t *testing.T) {
+		s, _ := faultServer(t, FaultResizeOnly, &exits)
+		_, a := faultEdit(t, s, "", img)
+		out := faultDecode(t, faultOutput(t, a))
+		assert.Equal(t, image.Rect(0, 0, 16, 8), out.Bounds(), "the requested size")
+		in := faultDecode(t, img)
+		sx, sy := in.Bounds().Dx()/16, in.Bounds().Dy()/8
+		for y := range 8 {
+			for x := range 16 {
+				r1, g1, b1, _ := out.At(x, y).RGBA()
+				r2, g2, b2, _ := in.At(x*sx+sx/2, y*sy+sy/2).RGBA()
+				assert.Equal(t, [3]uint32{r2 >> 8, g2 >> 8, b2 >> 8}, [3]uint32{r1 >> 8, g1 >> 8, b1 >> 8}, "(%d,%d) is the input's nearest pixel", x, y)
+			}
+		}
 	})
 	t.Run(FaultNondeterministic, func(t *testing.T) {
 		s, _ := faultServer(t, FaultNondeterministic, &exits)

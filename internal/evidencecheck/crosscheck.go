@@ -1,0 +1,208 @@
+package evidencecheck
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"qualkit/internal/schema"
+)
+
+// The checks in this file bind a claim to a file that another program wrote: the
+// correctness case's own result and artifacts, the server's records, AIPerf's timestamps,
+// the native Task's log, the provenance of the tree. A forger who edits one file and
+// recomputes SHA256SUMS must then edit the others consistently too.
+
+// shaHex is a full git commit id.
+var shaHex = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// checkCorrectnessCase compares the correctness case's declared ids with the ids its
+// JUnit says ran, reads the case's own result file, and requires the artifacts folder to
+// hold exactly the files results.json lists, with their sha256.
+func (r *rowCheck) checkCorrectnessCase() {
+	corr := r.res.Correctness
+	if corr == nil {
+		if r.passed(schema.StageCorrectness) {
+			r.fail(resultsFile, "correctness", "the case's counts, ids and files (stage correctness passed)", "none")
+		}
+		return
+	}
+	if r.passed(schema.StageCorrectness) {
+		r.truth(len(corr.Declared) > 0, resultsFile, "correctness.declared_cases", "the test ids the family declared (stage correctness passed)", "none")
+		if r.corrOK {
+			r.same(resultsFile, "correctness.declared_cases", strings.Join(sorted(r.corrIDs), " "), strings.Join(sorted(corr.Declared), " "),
+				"the executed test cases in correctness/junit.xml")
+		}
+		r.truth(corr.ResultFile != "" || !r.exists("correctness/artifacts"), resultsFile, "correctness.result_file",
+			"the case's own result file (stage correctness passed)", "none")
+	}
+	if corr.ResultFile != "" {
+		r.checkCaseResult(corr.ResultFile)
+	}
+	r.checkArtifacts(corr.Artifacts)
+}
+
+func (r *rowCheck) checkCaseResult(rel string) {
+	if !strings.HasPrefix(rel, "correctness/artifacts/") {
+		r.fail(resultsFile, "correctness.result_file", "a file under correctness/artifacts/", quote(rel))
+		return
+	}
+	b, ok := r.read(rel)
+	if !ok {
+		r.fail(rel, "the correctness case's result", "present (results.json names it)", "missing")
+		return
+	}
+	var res struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		r.fail(rel, "the correctness case's result", "JSON with a status", err.Error())
+		return
+	}
+	if r.passed(schema.StageCorrectness) {
+		r.same(rel, "status", "pass", res.Status, "stage correctness passed")
+	}
+}
+
+// checkArtifacts requires the files under correctness/artifacts to be exactly those
+// results.json lists, as the harness hashed them when the case ended.
+func (r *rowCheck) checkArtifacts(listed []schema.FileHash) {
+	const dir = "correctness/artifacts/"
+	want := map[string]string{}
+	for _, f := range listed {
+		want[f.Path] = f.SHA256
+	}
+	have := map[string]bool{}
+	for _, f := range r.files {
+		if strings.HasPrefix(f, dir) {
+			have[f] = true
+		}
+	}
+	for _, f := range sortedKeys(want) {
+		b, ok := r.read(f)
+		if !ok || !have[f] {
+			r.fail(f, "a correctness artifact", "present (results.json lists it with sha256 "+prefix(want[f], 12)+")", "missing")
+			continue
+		}
+		r.same(f, "sha256 (results.json correctness.artifacts)", want[f], bytesSHA256(b), "")
+	}
+	for _, f := range sortedKeys(have) {
+		if _, ok := want[f]; !ok {
+			r.fail(f, "a correctness artifact", "only the files the case wrote (results.json correctness.artifacts)", "not listed there")
+		}
+	}
+}
+
+// checkProvenance: results.json and run.json name the same tree, and a qualified row
+// comes from a known commit of a clean tree.
+func (r *rowCheck) checkProvenance() {
+	p := r.res.Provenance
+	if info := r.c.info; info != nil {
+		r.same(resultsFile, "provenance.harness_commit", info.HarnessCommit, p.Commit, "run.json")
+		r.same(resultsFile, "provenance.harness_dirty", fmt.Sprint(info.HarnessDirty), fmt.Sprint(p.Dirty), "run.json")
+	}
+	switch r.res.Status {
+	case schema.StatusQualified:
+		r.truth(!p.Dirty && shaHex.MatchString(p.Commit), resultsFile, "status qualified",
+			"a known commit of a clean tree (provenance)", fmt.Sprintf("commit %q, dirty %t", p.Commit, p.Dirty))
+		if info := r.c.info; info != nil {
+			r.truth(!info.HarnessDirty && shaHex.MatchString(info.HarnessCommit), "run.json", "harness_dirty",
+				"false with a known commit (row "+r.name+" claims qualified)", fmt.Sprintf("commit %q, dirty %t", info.HarnessCommit, info.HarnessDirty))
+		}
+	case schema.StatusDirty:
+		r.truth(p.Dirty, resultsFile, "status "+schema.StatusDirty, "provenance.harness_dirty true", "false")
+	}
+}
+
+// checkRecords: when the row's Task-time source names the server's records file, it must
+// be there once the benchmark passed, hold every request AIPerf sent, and agree with
+// the response bodies where both report the Task time.
+func (r *rowCheck) checkRecords() {
+	ts := r.res.TaskSource
+	if ts == nil || ts.RecordID == "" || r.rawErr != nil {
+		return
+	}
+	if r.recordsErr != "" {
+		if r.passed(schema.StageBenchmark) {
+			r.fail(recordsFile, "the server's records", "present and readable (task_time_source joins on "+ts.RecordID+", stage benchmark passed)", r.recordsErr)
+		}
+		return
+	}
+	if !r.passed(schema.StageBenchmark) {
+		return
+	}
+	for _, q := range r.phase(phaseProfiling) {
+		r.truth(r.recordIDs[q.id], recordsFile, "request "+q.id, "a line with "+ts.RecordID+" "+q.id+" (the server honours X-Request-ID)", "none")
+		if ts.Body == "" || ts.Records == "" {
+			continue
+		}
+		body, okB := r.tasks[q.id]
+		rec, okR := r.recordTimes[q.id]
+		r.truth(okB && okR && nearlyEqual(body, rec), recordsFile, "request "+q.id+" "+ts.Records,
+			fmtNum(body)+" ms (response body "+ts.Body+" in "+rawExport+")", fmtNum(rec)+" ms")
+	}
+}
+
+// checkLatencies: AIPerf's request_latency of every record is its own end - start.
+func (r *rowCheck) checkLatencies() {
+	for _, p := range r.prof {
+		v, err := p.latencyMs()
+		if err != nil {
+			continue // measuredTimes reports it where it matters
+		}
+		m := p.Metadata
+		span := float64(m.RequestEndNs-m.RequestStartNs) / 1e6
+		r.truth(nearlyEqualMs(v, span), profileExport, "request "+m.XRequestID+" request_latency",
+			fmtNum(span)+" ms (request_end_ns - request_start_ns)", fmtNum(v)+" ms")
+	}
+}
+
+// nearlyEqualMs allows the float noise of turning nanoseconds into milliseconds.
+func nearlyEqualMs(a, b float64) bool {
+	d := a - b
+	return d < 1e-6 && d > -1e-6
+}
+
+// checkNativeLogs: each native Task's log states the sha256 of the PNG it wrote, by the
+// row's pattern, and the PNG in identity/ is that one.
+func (r *rowCheck) checkNativeLogs() {
+	pat := r.res.NativeOutputPattern
+	if pat == "" || r.rawErr != nil {
+		return
+	}
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		r.fail(resultsFile, "native_output_pattern", "a regular expression", err.Error())
+		return
+	}
+	for _, q := range r.reqs {
+		logRel := fmt.Sprintf("identity/%02d-native.log", q.index)
+		log, ok := r.read(logRel)
+		if !ok || q.native == nil {
+			continue // the layout check says what is missing
+		}
+		m := re.FindSubmatch(log)
+		if m == nil || len(m) != 2 {
+			r.fail(logRel, "the sha256 the native Task wrote", "a line matching "+pat, "none")
+			continue
+		}
+		r.same(q.nativeRel(), "sha256", string(m[1]), bytesSHA256(q.native), "what the native Task's log says it wrote ("+logRel+")")
+	}
+}
+
+func sorted(xs []string) []string {
+	out := append([]string(nil), xs...)
+	sort.Strings(out)
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,45 @@
+// Package report derives what a reviewer reads from a run's evidence, and checks the
+// run: it is the harness.Reporter the qualification tests give their suite. Per row it
+// draws the contact sheet and the latency chart from the raw files; per run it writes
+// the PR summary (PR.md, index.html) and checks the folder with the evidence checker.
+//
+// It sits outside the harness on purpose: the harness writes evidence and must not
+// import the checker that audits it.
+package report
+
+import (
+	"errors"
+
+	"qualkit/internal/evidencecheck"
+	"qualkit/internal/harness"
+	"qualkit/internal/prsummary"
+)
+
+// Evidence is the Reporter of a qualification run.
+type Evidence struct {
+	// Root is the repository root: the PR summary reads its inventory.json and qual/.
+	Root string
+	// TRTMC, when set, is a TRTMC checkout the PR summary inventories instead.
+	TRTMC string
+}
+
+var _ harness.Reporter = Evidence{}
+
+// Row draws the row's pictures; a row that never reached the benchmark has none.
+func (e Evidence) Row(rowDir string) error {
+	err := evidencecheck.WritePictures(rowDir)
+	if errors.Is(err, evidencecheck.ErrNoRawExport) {
+		return nil
+	}
+	return err
+}
+
+// Run writes checkpoints.json, PR.md and index.html.
+func (e Evidence) Run(runDir string) error {
+	return prsummary.Write(runDir, prsummary.Options{Root: e.Root, TRTMC: e.TRTMC, HTML: true})
+}
+
+// Check verifies the run folder from its raw files.
+func (e Evidence) Check(runDir string) error {
+	return evidencecheck.Check(runDir, "")
+}
