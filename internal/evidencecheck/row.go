@@ -28,21 +28,21 @@ type rowCheck struct {
 	reqs []*request // one per raw record, in file order
 	// tasks are the Task times by request id, from the row's declared source, and why
 	// each missing one is missing.
-	tasks      map[string]float64
-	taskWhy    map[string]string
-	taskSrc    string // where they came from, for messages
+	tasks   map[string]float64
+	taskWhy map[string]string
+	taskSrc string // where they came from, for messages
 	// The records file's request ids and Task times, when the row's source names it.
 	recordIDs   map[string]bool
 	recordTimes map[string]float64
 	recordsErr  string // why it could not be read: "missing", or the parse error
-	corr       *schema.CaseCounts
-	corrOK     bool
-	corrIDs    []string // "<classname>.<name>" of the executed JUnit cases
-	files      []string // the row folder's files, relative to it
-	diffs      map[int]*pairResult
-	dataLine   string // row.md's row, once read
-	dataLineOK bool   // every cell of it checked out
-	bundleSHA  string
+	corr        *schema.CaseCounts
+	corrOK      bool
+	corrIDs     []string // "<classname>.<name>" of the executed JUnit cases
+	files       []string // the row folder's files, relative to it
+	diffs       map[int]*pairResult
+	dataLine    string // row.md's row, once read
+	dataLineOK  bool   // every cell of it checked out
+	bundleSHA   string
 }
 
 // request is one request AIPerf sent, with everything the raw files say about it.

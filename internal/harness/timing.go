@@ -2,9 +2,9 @@ package harness
 
 import (
 	"bufio"
-	"math"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"

@@ -115,10 +115,10 @@ type Result struct {
 	Identity     *IdentitySummary `json:"identity,omitempty"`
 	// NativeOutputPattern finds, in each native Task's log, the sha256 of the PNG it
 	// wrote (one capture group); empty when the family's program states none.
-	NativeOutputPattern string `json:"native_output_pattern,omitempty"`
-	Influence    *InfluenceResult `json:"influence,omitempty"`
-	Command      string           `json:"command"`
-	Provenance   Provenance       `json:"provenance"`
+	NativeOutputPattern string           `json:"native_output_pattern,omitempty"`
+	Influence           *InfluenceResult `json:"influence,omitempty"`
+	Command             string           `json:"command"`
+	Provenance          Provenance       `json:"provenance"`
 }
 
 // TimingSource says where the server reported each request's Task wall time (ms):
