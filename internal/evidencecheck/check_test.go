@@ -45,9 +45,20 @@ func junitCopy(t *testing.T) string {
 	return p
 }
 
-// resum rewrites SHA256SUMS the way the harness does: the attacker who edits a file
-// and fixes the checksum list, so only the semantic checks can catch the edit.
+// resum rewrites every SHA256SUMS the way the harness does, each row's first, then the
+// run's: the attacker who edits a file and fixes the checksum lists, so only the semantic
+// checks (and the JUnit anchor) can catch the edit.
 func resum(t *testing.T, dir string) {
+	t.Helper()
+	rows, err := filepath.Glob(filepath.Join(dir, "*", ChecksumFile))
+	require.NoError(t, err)
+	for _, list := range rows {
+		writeSums(t, filepath.Dir(list))
+	}
+	writeSums(t, dir)
+}
+
+func writeSums(t *testing.T, dir string) {
 	t.Helper()
 	var lines []string
 	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -68,6 +79,16 @@ func resum(t *testing.T, dir string) {
 	}))
 	sort.Slice(lines, func(i, j int) bool { return lines[i][66:] < lines[j][66:] })
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ChecksumFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+}
+
+func replaceFirstRe(t *testing.T, path, re, repl string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	loc := regexp.MustCompile(re).FindIndex(b)
+	require.NotNil(t, loc, "%s has no match for %s", path, re)
+	out := append(append(append([]byte{}, b[:loc[0]]...), repl...), b[loc[1]:]...)
+	require.NoError(t, os.WriteFile(path, out, 0o644))
 }
 
 func replaceIn(t *testing.T, path, old, new string) {
@@ -241,9 +262,12 @@ func TestTamperingFails(t *testing.T) {
 				q + "/results.json: http_latency.p50_ms: evidence says 1.5"}},
 		{name: "Task time source pointed at another field, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["task_time_source"] = "response body timing.handler_ms" })
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					d["task_time_source"].(map[string]any)["body"] = "timing.handler_ms"
+				})
 			},
-			want: []string{q + "/results.json: task_time.p50_ms: evidence says"}},
+			want: []string{q + "/results.json: task_time.p50_ms: evidence says",
+				q + "/serve/records.jsonl: request ", "timing.task_ms: evidence says"}},
 
 		{name: "deleted file", run: "qualified",
 			edit: func(t *testing.T, dir, _ string) {
@@ -351,6 +375,87 @@ func TestTamperingFails(t *testing.T) {
 			},
 			want: []string{driftRow + "/results.json: task_time.p50_ms: evidence says 0.25 (nearest-rank over serve/records.jsonl, field timing.task_ms joined on request_id)"}},
 
+		// The forgeries of issue 11, each with every SHA256SUMS recomputed.
+		{name: "correctness result says fail, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "correctness/artifacts/result.json"), func(d map[string]any) { d["status"] = "fail" })
+			},
+			want: []string{q + `/correctness/artifacts/result.json: status: evidence says pass (stage correctness passed), file says fail`,
+				q + "/correctness/artifacts/result.json: sha256 (results.json correctness.artifacts)"}},
+		{name: "correctness artifacts deleted, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.RemoveAll(filepath.Join(dir, q, "correctness/artifacts")))
+			},
+			want: []string{q + "/correctness/artifacts/result.json: the correctness case's result: evidence says present (results.json names it), file says missing",
+				q + "/correctness/artifacts/outputs/blur.png: a correctness artifact: evidence says present"}},
+		{name: "a file added to the correctness artifacts, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "correctness/artifacts/extra.json"), []byte(`{"status":"pass"}`), 0o644))
+			},
+			want: []string{q + "/correctness/artifacts/extra.json: a correctness artifact: evidence says only the files the case wrote (results.json correctness.artifacts), file says not listed there"}},
+		{name: "JUnit in which another test passed, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceIn(t, filepath.Join(dir, q, "correctness/junit.xml"), `name="test_refedit_e2e"`, `name="test_something_easier"`)
+			},
+			want: []string{q + `/results.json: correctness.declared_cases: evidence says families.refedit.correctness.test_refedit_e2e.test_something_easier (the executed test cases in correctness/junit.xml), file says families.refedit.correctness.test_refedit_e2e.test_refedit_e2e`}},
+		{name: "no declared correctness case, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["correctness"].(map[string]any)["declared_cases"] = []any{} })
+			},
+			want: []string{q + "/results.json: correctness.declared_cases: evidence says the test ids the family declared (stage correctness passed), file says none"}},
+		{name: "server records deleted, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) { require.NoError(t, os.Remove(filepath.Join(dir, q, "serve/records.jsonl"))) },
+			want: []string{q + "/serve/records.jsonl: the server's records: evidence says present and readable (task_time_source joins on request_id, stage benchmark passed), file says missing"}},
+		{name: "server records edited to agree with nothing, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"task_ms":[0-9.]+`, `"task_ms":0.25`)
+			},
+			want: []string{q + "/serve/records.jsonl: request ", "timing.task_ms: evidence says", "ms (response body timing.task_ms in aiperf/artifacts/profile_export_raw.jsonl), file says 0.25 ms"}},
+		{name: "native logs replaced, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "identity/02-native.log"), []byte("all good\n"), 0o644))
+			},
+			want: []string{q + `/identity/02-native.log: the sha256 the native Task wrote: evidence says a line matching "output_sha256":\s*"([0-9a-f]{64})", file says none`}},
+		{name: "one request latency changed consistently, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceFirstRe(t, filepath.Join(dir, q, profileExport), `"request_latency":\{"value":[0-9.]+`, `"request_latency":{"value":0.5`)
+			},
+			want: []string{q + "/aiperf/artifacts/profile_export.jsonl: request ", " request_latency: evidence says", "(request_end_ns - request_start_ns), file says 0.5 ms"}},
+		{name: "run.json says dirty under a qualified row, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["harness_dirty"] = true })
+			},
+			want: []string{q + "/results.json: provenance.harness_dirty: evidence says true (run.json), file says false",
+				"run.json: harness_dirty: evidence says false with a known commit (row " + q + " claims qualified)"}},
+		{name: "dirty provenance on a qualified row, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["provenance"].(map[string]any)["harness_dirty"] = true })
+				editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["harness_dirty"] = true })
+			},
+			want: []string{q + "/results.json: status qualified: evidence says a known commit of a clean tree (provenance)"}},
+		{name: "PR.md prose changed, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceIn(t, filepath.Join(dir, "PR.md"), "## Checkpoint status", "## Checkpoint status (all reviewed and approved)")
+			},
+			want: []string{"PR.md: line ", `file says "## Checkpoint status (all reviewed and approved)"`}},
+		{name: "index.html text changed, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceIn(t, filepath.Join(dir, "index.html"), "<h1>qualkit run", "<h1>Approved: qualkit run")
+			},
+			want: []string{"index.html: line ", "Approved: qualkit run"}},
+		{name: "failed row made qualified by copying HTTP PNGs over native ones, checksums fixed", run: "drift", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				d := driftRow
+				natives, err := filepath.Glob(filepath.Join(dir, d, "identity", "*-native.png"))
+				require.NoError(t, err)
+				for _, n := range natives {
+					b, err := os.ReadFile(strings.Replace(n, "-native.png", "-http.png", 1))
+					require.NoError(t, err)
+					require.NoError(t, os.WriteFile(n, b, 0o644))
+				}
+			},
+			want: []string{driftRow + "/identity/00-warmup-native.png: sha256: evidence says", "(what the native Task's log says it wrote (identity/00-native.log))"}},
+
 		{name: "edited JUnit property", run: "qualified", junit: true,
 			edit: func(t *testing.T, _, junit string) {
 				replaceAllRe(t, junit, `name="qualkit.http_p50_ms" value="[0-9.]+"`, `name="qualkit.http_p50_ms" value="0.001"`)
@@ -390,6 +495,35 @@ func TestTamperingFails(t *testing.T) {
 			failsWith(t, Check(dir, junit), tt.want...)
 		})
 	}
+}
+
+// The JUnit file is the anchor outside the folder: with every SHA256SUMS recomputed
+// after an edit, the row's list no longer hashes to what the JUnit property says.
+func TestJUnitAnchorsTheRowChecksums(t *testing.T) {
+	dir := runCopy(t, "qualified")
+	junit := junitCopy(t)
+	require.NoError(t, Check(dir, junit), "untouched, the run and its JUnit agree")
+	replaceIn(t, filepath.Join(dir, qualifiedRow, "serve/server.log"), "serving model", "SERVING model")
+	resum(t, dir)
+	require.NoError(t, Check(dir, ""), "a log line carries no claim: without the anchor the edit passes")
+	failsWith(t, Check(dir, junit), "/report qualkit.sha256sums: evidence says", "(sha256 of refedit-v1/SHA256SUMS), file says")
+}
+
+// The sha256 the test log printed anchors the run's checksum list the same way.
+func TestPrintedSumAnchorsTheRun(t *testing.T) {
+	dir := runCopy(t, "qualified")
+	b, err := os.ReadFile(filepath.Join(dir, ChecksumFile))
+	require.NoError(t, err)
+	printed := bytesSHA256(b)
+	rep := Verify(dir, "")
+	rep.Anchor(printed)
+	require.NoError(t, rep.Err())
+	replaceIn(t, filepath.Join(dir, qualifiedRow, "serve/server.log"), "serving model", "SERVING model")
+	resum(t, dir)
+	require.NoError(t, Check(dir, ""), "a log line carries no claim: without the anchor the edit passes")
+	rep = Verify(dir, "")
+	rep.Anchor(printed)
+	failsWith(t, rep.Err(), "SHA256SUMS: sha256 of the checksum list: evidence says \""+printed+"\" (printed when the run ended)")
 }
 
 // A JUnit file of another run proves nothing about this one.

@@ -45,12 +45,16 @@ func TestMakeTestdata(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixtures := shrinkFixtures(t, root)
+	gpuread, err := harness.BuildGPURead(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	venv := filepath.Join(root, ".venv")
 	cfg := harness.SuiteConfig{
 		Root: root, EvidenceRoot: *mkOut, Python: filepath.Join(venv, "bin", "python"),
 		AIPerf:        harness.AIPerf{Bin: filepath.Join(venv, "bin", "aiperf"), Tokenizer: filepath.Join(venv, "qualkit-tokenizer")},
 		Qualification: true, Runtime: harness.RuntimeAuto,
-		Reporter: report.Evidence{Root: root},
+		Reporter: report.Evidence{Root: root}, GPURead: gpuread,
 	}
 	row := func(name string, change func(*refedit.Family)) harness.Checkpoint {
 		f := refedit.Default

@@ -52,7 +52,7 @@ func (r *rowCheck) pictureInputs() (pictures.Sheet, pictures.Chart) {
 	sheet := pictures.Sheet{Row: r.name, RunID: runID}
 	chart := pictures.Chart{Row: r.name, RunID: runID}
 	if r.res != nil && r.res.TaskSource != nil {
-		chart.TaskSource = r.res.TaskSource.String()
+		chart.TaskSource = r.res.TaskSource.Primary()
 	}
 	for _, q := range r.reqs {
 		sheet.Edits = append(sheet.Edits, pictures.Edit{

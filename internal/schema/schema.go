@@ -132,10 +132,15 @@ type TimingSource struct {
 }
 
 func (ts TimingSource) String() string {
-	switch {
-	case ts.Body != "" && ts.Records != "":
-		return fmt.Sprintf("response body %s (records file %s joined on %s agrees)", ts.Body, ts.Records, ts.RecordID)
-	case ts.Body != "":
+	if ts.Body != "" && ts.Records != "" {
+		return fmt.Sprintf("%s (records file %s joined on %s agrees)", ts.Primary(), ts.Records, ts.RecordID)
+	}
+	return ts.Primary()
+}
+
+// Primary names where the Task times come from, without the cross-check.
+func (ts TimingSource) Primary() string {
+	if ts.Body != "" {
 		return "response body " + ts.Body
 	}
 	return fmt.Sprintf("records file %s joined on %s", ts.Records, ts.RecordID)
