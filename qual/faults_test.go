@@ -56,6 +56,7 @@ var negativeControls = []negativeControl{
 	{"jpeg", serveFault("jpeg"), "benchmark", "not a PNG (a JPEG"},
 	{"constant", serveFault("constant"), "benchmark", "constant image"},
 	{"unchanged", serveFault("unchanged"), "benchmark", "input image unchanged"},
+	{"resize-only", serveFault("resize-only"), "benchmark", "input image unchanged or only resized"},
 	{"status-500:3", serveFault("status-500:3"), "benchmark", "status 500"},
 	{"error-json", serveFault("error-json"), "benchmark", "carries an error and no image"},
 	{"slow:3 (10 s, request deadline 3 s)", func(c *harness.Checkpoint, f *refedit.Family) {
@@ -69,6 +70,7 @@ var negativeControls = []negativeControl{
 		f.Fault, f.RecordsTiming = "ignore-request-id", true
 	}, "benchmark", "does the server honour X-Request-ID"},
 	{"ignore-reference", serveFault("ignore-reference"), "influence", "ignores the reference image"},
+	{"weak-reference (outputs one pixel apart)", serveFault("weak-reference"), "influence", "all but ignores the reference image"},
 	{"nondeterministic", serveFault("nondeterministic"), "influence", "not deterministic"},
 	{"drift in the native Task (run --fault drift)", func(_ *harness.Checkpoint, f *refedit.Family) { f.NativeFault = "drift" },
 		"identity", "native and HTTP outputs differ"},
@@ -126,7 +128,12 @@ func TestNegativeControls(t *testing.T) {
 					t.Skipf("not a qualification run and the host lacks a requirement: %s", res.Reason)
 				}
 				require.NoError(t, err)
-				assert.Equal(t, schema.StatusQualified, res.Status, "%s", res.Reason)
+				// A tree with uncommitted changes passes every stage but never qualifies.
+				want := schema.StatusQualified
+				if s.Provenance().Dirty {
+					want = schema.StatusDirty
+				}
+				assert.Equal(t, want, res.Status, "%s", res.Reason)
 			})
 		}
 	})

@@ -523,7 +523,7 @@ func TestPrintedSumAnchorsTheRun(t *testing.T) {
 	require.NoError(t, Check(dir, ""), "a log line carries no claim: without the anchor the edit passes")
 	rep = Verify(dir, "")
 	rep.Anchor(printed)
-	failsWith(t, rep.Err(), "SHA256SUMS: sha256 of the checksum list: evidence says \""+printed+"\" (printed when the run ended)")
+	failsWith(t, rep.Err(), "SHA256SUMS: sha256 of the checksum list: evidence says "+printed+" (printed when the run ended)")
 }
 
 // A JUnit file of another run proves nothing about this one.
