@@ -386,7 +386,7 @@ func TestTamperingFails(t *testing.T) {
 			edit: func(t *testing.T, dir, _ string) {
 				require.NoError(t, os.RemoveAll(filepath.Join(dir, q, "correctness/artifacts")))
 			},
-			want: []string{q + "/correctness/artifacts/result.json: the correctness case's result: evidence says present (results.json names it), file says missing",
+			want: []string{q + "/correctness/artifacts/result.json: the correctness case's result: evidence says present (results.json names it, stage correctness passed), file says missing",
 				q + "/correctness/artifacts/outputs/blur.png: a correctness artifact: evidence says present"}},
 		{name: "a file added to the correctness artifacts, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {

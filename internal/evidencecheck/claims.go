@@ -83,7 +83,7 @@ func (r *rowCheck) checkStages() {
 		r.same(resultsFile, "stages", strings.Join(schema.Stages, " "), strings.Join(names, " "), "the pipeline, in order")
 	}
 	switch res.Status {
-	case schema.StatusQualified, schema.StatusSmoke, schema.StatusPassedNQ:
+	case schema.StatusQualified, schema.StatusSmoke, schema.StatusPassedNQ, schema.StatusDirty:
 		var notPassed []string
 		for _, s := range res.Stages {
 			if s.Status != "pass" {
@@ -109,7 +109,7 @@ func (r *rowCheck) checkStages() {
 				"a skip only in a run started with -qualkit.not-qualification", "qualification_run true in run.json")
 		}
 	default:
-		r.fail(resultsFile, "status", "qualified, smoke-passed, passed-not-qualification, failed or not-run", quote(res.Status))
+		r.fail(resultsFile, "status", "qualified, smoke-passed, passed-not-qualification, passed-dirty-tree, failed or not-run", quote(res.Status))
 	}
 }
 

@@ -243,8 +243,11 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 	return nil
 }
 
-// report settles the row's status and writes results.json and row.md.
+// report settles the row's status and writes results.json, row.md, what the Reporter
+// derives, and the row's SHA256SUMS. The server stops first: a row's files are final
+// once it reports, and a running server still writes its log.
 func (r *row) report() error {
+	r.stopServer()
 	res := r.result
 	switch {
 	case r.skipReason != "":
