@@ -404,7 +404,9 @@ func TestTamperingFails(t *testing.T) {
 			},
 			want: []string{q + "/results.json: correctness.declared_cases: evidence says the test ids the family declared (stage correctness passed), file says none"}},
 		{name: "server records deleted, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) { require.NoError(t, os.Remove(filepath.Join(dir, q, "serve/records.jsonl"))) },
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.Remove(filepath.Join(dir, q, "serve/records.jsonl")))
+			},
 			want: []string{q + "/serve/records.jsonl: the server's records: evidence says present and readable (task_time_source joins on request_id, stage benchmark passed), file says missing"}},
 		{name: "server records edited to agree with nothing, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
