@@ -22,6 +22,7 @@ import (
 
 	"qualkit/families/refedit"
 	"qualkit/internal/harness"
+	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
 )
 
@@ -30,26 +31,26 @@ import (
 // controls" table is this table (TestNegativeControlsTableMatchesREADME).
 type negativeControl struct {
 	fault   string // the README's fault column
-	row     func(c *harness.Checkpoint, f *refedit.Family)
+	row     func(c *harness.Checkpoint, f *refedit.Faulty)
 	stage   string
 	symptom string
 }
 
-func serveFault(spec string) func(*harness.Checkpoint, *refedit.Family) {
-	return func(_ *harness.Checkpoint, f *refedit.Family) { f.Fault = spec }
+func serveFault(spec string) func(*harness.Checkpoint, *refedit.Faulty) {
+	return func(_ *harness.Checkpoint, f *refedit.Faulty) { f.Fault = spec }
 }
 
 var negativeControls = []negativeControl{
-	{"fixtures manifest missing", func(c *harness.Checkpoint, _ *refedit.Family) {
+	{"fixtures manifest missing", func(c *harness.Checkpoint, _ *refedit.Faulty) {
 		c.Fixtures = "fixtures/image_edit/negative-control-no-such-manifest.json"
 	}, "preflight", "1 requirement(s) not met"},
-	{"bundle build fails (num_inference_steps 0)", func(_ *harness.Checkpoint, f *refedit.Family) { f.NumInferenceSteps = 0 },
+	{"bundle build fails (num_inference_steps 0)", func(_ *harness.Checkpoint, f *refedit.Faulty) { f.NumInferenceSteps = 0 },
 		"build", "num-inference-steps"},
-	{"correctness case skips", func(_ *harness.Checkpoint, f *refedit.Family) { f.CaseFault = refedit.CaseSkips },
+	{"correctness case skips", func(_ *harness.Checkpoint, f *refedit.Faulty) { f.CaseFault = refedit.CaseSkips },
 		"correctness", "skipped"},
-	{"correctness case selects no test", func(_ *harness.Checkpoint, f *refedit.Family) { f.CaseFault = refedit.CaseSelectsNone },
+	{"correctness case selects no test", func(_ *harness.Checkpoint, f *refedit.Faulty) { f.CaseFault = refedit.CaseSelectsNone },
 		"correctness", "0 cases executed, expected 1"},
-	{"never-ready", func(c *harness.Checkpoint, f *refedit.Family) {
+	{"never-ready", func(c *harness.Checkpoint, f *refedit.Faulty) {
 		f.Fault, c.Deadline.Ready = "never-ready", 2*time.Second
 	}, "serve", "server not ready after 2s"},
 	{"wrong-size", serveFault("wrong-size"), "benchmark", "the request asked for size"},
@@ -59,20 +60,20 @@ var negativeControls = []negativeControl{
 	{"resize-only", serveFault("resize-only"), "benchmark", "input image unchanged or only resized"},
 	{"status-500:3", serveFault("status-500:3"), "benchmark", "status 500"},
 	{"error-json", serveFault("error-json"), "benchmark", "carries an error and no image"},
-	{"slow:3 (10 s, request deadline 3 s)", func(c *harness.Checkpoint, f *refedit.Family) {
+	{"slow:3 (10 s, request deadline 3 s)", func(c *harness.Checkpoint, f *refedit.Faulty) {
 		f.Fault, f.FaultDelay, c.Deadline.Request = "slow:3", 10*time.Second, 3*time.Second
 	}, "benchmark", "TimeoutError"},
 	{"crash:3", serveFault("crash:3"), "benchmark", "ConnectionRefusedError"},
 	{"no-timing", serveFault("no-timing"), "benchmark", "Task time missing"},
 	{"ignore-request-id (Task time from the body)", serveFault("ignore-request-id"),
 		"benchmark", "does the server honour X-Request-ID"},
-	{"ignore-request-id (Task time from the records file)", func(_ *harness.Checkpoint, f *refedit.Family) {
+	{"ignore-request-id (Task time from the records file)", func(_ *harness.Checkpoint, f *refedit.Faulty) {
 		f.Fault, f.RecordsTiming = "ignore-request-id", true
 	}, "benchmark", "does the server honour X-Request-ID"},
 	{"ignore-reference", serveFault("ignore-reference"), "influence", "ignores the reference image"},
 	{"weak-reference (outputs one pixel apart)", serveFault("weak-reference"), "influence", "all but ignores the reference image"},
 	{"nondeterministic", serveFault("nondeterministic"), "influence", "not deterministic"},
-	{"drift in the native Task (run --fault drift)", func(_ *harness.Checkpoint, f *refedit.Family) { f.NativeFault = "drift" },
+	{"drift in the native Task (run --fault drift)", func(_ *harness.Checkpoint, f *refedit.Faulty) { f.NativeFault = "drift" },
 		"identity", "native and HTTP outputs differ"},
 }
 
@@ -80,10 +81,10 @@ var negativeControls = []negativeControl{
 // so that a caught fault proves the gate and not a broken setup.
 var positiveControls = []struct {
 	name string
-	row  func(*harness.Checkpoint, *refedit.Family)
+	row  func(*harness.Checkpoint, *refedit.Faulty)
 }{
-	{"refedit-v1", func(*harness.Checkpoint, *refedit.Family) {}},
-	{"refedit-v1-records-timing", func(_ *harness.Checkpoint, f *refedit.Family) { f.RecordsTiming = true }},
+	{"refedit-v1", func(*harness.Checkpoint, *refedit.Faulty) {}},
+	{"refedit-v1-records-timing", func(_ *harness.Checkpoint, f *refedit.Faulty) { f.RecordsTiming = true }},
 }
 
 // negativeControlMarker is set in the environment of every process these tests start
@@ -215,13 +216,15 @@ func TestNegativeControls(t *testing.T) {
 	}
 }
 
-// controlRow is a copy of the reference row with its family and deadlines changed.
-func controlRow(name, reason string, change func(*harness.Checkpoint, *refedit.Family)) harness.Checkpoint {
+// controlRow is a copy of the reference row, its family wrapped in refedit.Faulty, with
+// the fault and deadlines change sets.
+func controlRow(name, reason string, change func(*harness.Checkpoint, *refedit.Faulty)) harness.Checkpoint {
 	c := refeditRows[0]
-	f, ok := c.Adapter.(refedit.Family)
+	real, ok := c.Adapter.(refedit.Family)
 	if !ok {
 		panic(fmt.Sprintf("row %s: adapter is %T, not refedit.Family", c.Name, c.Adapter))
 	}
+	f := refedit.Faulty{Family: real}
 	c.Name, c.Reason = name, reason
 	change(&c, &f)
 	c.Adapter = f
@@ -243,10 +246,10 @@ func isolatedSuite(t *testing.T, name string, rebuild bool) *harness.Suite {
 		if _, _, err := s.Finish(context.Background()); err != nil {
 			t.Errorf("finish the control's run: %v", err)
 		}
-		if _, err := harness.Docker(context.Background()); err != nil {
+		if _, err := serving.Docker(context.Background()); err != nil {
 			return // no daemon: no row ran in a container
 		}
-		if err := harness.RemoveRunImages(context.Background(), s.Evidence.RunID); err != nil {
+		if err := serving.RemoveRunImages(context.Background(), s.Evidence.RunID); err != nil {
 			t.Errorf("remove the control's images: %v", err)
 		}
 	})
@@ -292,7 +295,7 @@ func serverPort(s *harness.Suite, row string) (int, bool) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var rec harness.CommandRecord
+		var rec schema.CommandRecord
 		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Stage != "serve" {
 			continue
 		}
@@ -333,7 +336,7 @@ func leftoverProcesses(t *testing.T, marker string) []string {
 // Docker daemon no row ran in a container, and there is nothing to list.
 func dockerLeftovers(t *testing.T, runs []string) []string {
 	t.Helper()
-	if _, err := harness.Docker(t.Context()); err != nil {
+	if _, err := serving.Docker(t.Context()); err != nil {
 		t.Logf("no Docker daemon (%v): no containers to check", err)
 		return nil
 	}
@@ -342,7 +345,7 @@ func dockerLeftovers(t *testing.T, runs []string) []string {
 	defer cli.Close()
 	var out []string
 	for _, id := range runs {
-		f := make(client.Filters).Add("label", harness.LabelRun+"="+id)
+		f := make(client.Filters).Add("label", serving.LabelRun+"="+id)
 		cs, err := cli.ContainerList(t.Context(), client.ContainerListOptions{All: true, Filters: f})
 		require.NoError(t, err)
 		for _, c := range cs.Items {

@@ -23,7 +23,7 @@ func TestHarnessFaults(t *testing.T) {
 	t.Run("aiperf-missing", func(t *testing.T) {
 		cfg := baseConfig
 		cfg.AIPerf.Bin = filepath.Join(t.TempDir(), "aiperf")
-		res := runIsolated(t, cfg, controlRow("refedit-v1-no-aiperf", "harness fault: AIPerf missing", func(*harness.Checkpoint, *refedit.Family) {}))
+		res := runIsolated(t, cfg, controlRow("refedit-v1-no-aiperf", "harness fault: AIPerf missing", func(*harness.Checkpoint, *refedit.Faulty) {}))
 		stage, msg := firstFailed(res)
 		assert.Equal(t, "preflight", stage)
 		assert.Contains(t, msg, "aiperf not found at")
@@ -34,7 +34,7 @@ func TestHarnessFaults(t *testing.T) {
 		cfg := baseConfig
 		cfg.AIPerf.Bin = filepath.Join(t.TempDir(), "aiperf")
 		require.NoError(t, os.WriteFile(cfg.AIPerf.Bin, []byte("#!/bin/sh\necho 0.12.1\n"), 0o755))
-		res := runIsolated(t, cfg, controlRow("refedit-v1-old-aiperf", "harness fault: AIPerf 0.12.1", func(*harness.Checkpoint, *refedit.Family) {}))
+		res := runIsolated(t, cfg, controlRow("refedit-v1-old-aiperf", "harness fault: AIPerf 0.12.1", func(*harness.Checkpoint, *refedit.Faulty) {}))
 		stage, msg := firstFailed(res)
 		assert.Equal(t, "preflight", stage)
 		assert.Contains(t, msg, `version "0.12.1", the pin is 0.13.0`)
@@ -52,7 +52,7 @@ func TestHarnessFaults(t *testing.T) {
 	t.Run("cancelled-during-benchmark", func(t *testing.T) {
 		marker := fmt.Sprintf("cancel-%d-%d", os.Getpid(), time.Now().UnixNano())
 		t.Setenv(negativeControlMarker, marker)
-		row := controlRow("refedit-v1-cancelled", "harness fault: the run is cancelled mid-benchmark", func(c *harness.Checkpoint, f *refedit.Family) {
+		row := controlRow("refedit-v1-cancelled", "harness fault: the run is cancelled mid-benchmark", func(c *harness.Checkpoint, f *refedit.Faulty) {
 			// The second request hangs for a minute: the cancel must not wait for it.
 			f.Fault, f.FaultDelay, c.Deadline.Request = "slow:2", time.Minute, 2*time.Minute
 		})

@@ -13,6 +13,7 @@ import (
 	qwenimage "qualkit/families/qwen_image"
 	"qualkit/internal/harness"
 	"qualkit/internal/harness/gpu"
+	"qualkit/internal/harness/serving"
 )
 
 // qwenImageEditRows is the image-edit group's one full checkpoint, served by TRTMC. Its
@@ -93,7 +94,7 @@ func TestTRTMCRowPreflightOnThisHost(t *testing.T) {
 	} {
 		assert.Contains(t, msg, want, "the message must name the %s", piece)
 	}
-	switch daemon, derr := harness.Docker(t.Context()); {
+	switch daemon, derr := serving.Docker(t.Context()); {
 	case *runtimeFlag == harness.RuntimeProcess:
 		assert.Contains(t, msg, "can only be served from a container, and the run asked for RUNTIME=process")
 	case derr != nil:

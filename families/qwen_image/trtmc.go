@@ -125,12 +125,9 @@ func (a TRTMC) Native(_ harness.Env, spec harness.NativeSpec) harness.Command {
 	if err != nil {
 		return reject(fmt.Errorf("native task: %w", err))
 	}
-	prog := a.Config.RunProgram
-	if spec.InContainer {
-		// In the serving image, the CLI that came with trtmc-server (same TensorRT).
-		prog = "trtmc"
-	}
-	args := []string{prog, "run", spec.Bundle, "--prompt", spec.Prompt, "--image", spec.Image}
+	// The row runs only in containers: the native Task runs in the serving image, with the
+	// CLI that came with trtmc-server (same TensorRT).
+	args := []string{"trtmc", "run", spec.Bundle, "--prompt", spec.Prompt, "--image", spec.Image}
 	args = append(args, flags...)
 	return harness.Command{Args: append(args, "--output", spec.Output)}
 }

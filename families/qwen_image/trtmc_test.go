@@ -92,7 +92,7 @@ func TestCorrectnessRefusesABundleTheCaseWouldNotFind(t *testing.T) {
 func TestServeArgv(t *testing.T) {
 	// The paths are those the harness mounts into the serving container.
 	cmd := testAdapter().Serve(testEnv, harness.ServeSpec{Bundle: "/qualkit/bundle/qwen-image-edit-2511.bundle", Model: "Qwen/Qwen-Image-Edit-2511",
-		Host: "127.0.0.1", Port: 8123, Records: "/qualkit/records/records.jsonl", InContainer: true})
+		Host: "127.0.0.1", Port: 8123, Records: "/qualkit/records/records.jsonl"})
 	assert.Equal(t, harness.Command{Args: []string{"trtmc-server", "/qualkit/bundle/qwen-image-edit-2511.bundle",
 		"--model-name", "Qwen/Qwen-Image-Edit-2511", "--host", "127.0.0.1", "--port", "8123",
 		"--records", "/qualkit/records/records.jsonl", "--startup-timeout", "1800", "--request-timeout", "1800"}}, cmd)

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"qualkit/internal/harness"
 )
@@ -22,24 +21,12 @@ type Family struct {
 	// RecordsTiming reads the Task time from the records file joined on X-Request-ID
 	// (how TRTMC rows read it) instead of from the response body.
 	RecordsTiming bool
-
-	// Negative controls only (README "Fault injection"); the zero values are the real
-	// family. None of them is part of the bundle or its cache key.
-	Fault       string        // `refedit serve --fault NAME[:K]`
-	FaultDelay  time.Duration // `refedit serve --fault-delay` (slow); 0 keeps the server's default
-	NativeFault string        // `refedit run --fault NAME`: the identity stage's native Task
-	CaseFault   CaseFault     // a correctness case that proves nothing
 }
 
-// CaseFault replaces the correctness case with one the harness must refuse.
-type CaseFault string
-
-const (
-	// CaseSkips runs correctness/faults/test_skips.py: one case that calls pytest.skip,
-	// as TRTMC's case does when diffusers is missing.
-	CaseSkips CaseFault = "skip"
-	// CaseSelectsNone runs the real case with a -k that selects nothing (pytest exits 5).
-	CaseSelectsNone CaseFault = "select-none"
+var (
+	_ harness.Family         = Family{}
+	_ harness.Containerized  = Family{}
+	_ harness.NativeReporter = Family{}
 )
 
 // Default is the bundle the embedded reference row qualifies.
@@ -97,13 +84,6 @@ func (f Family) Correctness(env harness.Env, spec harness.CorrectnessSpec) harne
 		"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
 		"--refedit-binary", binary(env), "--bundle", spec.Bundle,
 		"--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit}
-	switch f.CaseFault {
-	case CaseSkips:
-		args = []string{env.Python, "-m", "pytest", "families/refedit/correctness/faults/test_skips.py",
-			"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root, "--junitxml=" + spec.JUnit}
-	case CaseSelectsNone:
-		args = append(args, "-k", "qualkit_negative_control_selects_nothing")
-	}
 	return harness.CorrectnessCase{
 		Command:   harness.Command{Args: args, Dir: env.Root},
 		JUnit:     spec.JUnit,
@@ -114,32 +94,14 @@ func (f Family) Correctness(env harness.Env, spec harness.CorrectnessSpec) harne
 }
 
 func (f Family) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
-	prog := binary(env)
-	if spec.InContainer {
-		prog = inImage
-	}
-	args := []string{prog, "serve", spec.Bundle,
-		"--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port), "--records", spec.Records}
-	if f.Fault != "" {
-		args = append(args, "--fault", f.Fault)
-	}
-	if f.FaultDelay != 0 {
-		args = append(args, "--fault-delay", f.FaultDelay.String())
-	}
-	return harness.Command{Args: args}
+	return harness.Command{Args: []string{binary(env), "serve", spec.Bundle,
+		"--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port), "--records", spec.Records}}
 }
 
 // Native maps every setting the request carried onto the CLI flag of the same name
 // (num_inference_steps -> --num-inference-steps); an unknown one fails the run loudly.
 func (f Family) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
-	prog := binary(env)
-	if spec.InContainer {
-		prog = inImage
-	}
-	args := []string{prog, "run", spec.Bundle, "--image", spec.Image, "--prompt", spec.Prompt, "--output", spec.Output}
-	if f.NativeFault != "" {
-		args = append(args, "--fault", f.NativeFault)
-	}
+	args := []string{binary(env), "run", spec.Bundle, "--image", spec.Image, "--prompt", spec.Prompt, "--output", spec.Output}
 	keys := make([]string, 0, len(spec.Settings))
 	for k := range spec.Settings {
 		keys = append(keys, k)
@@ -151,9 +113,11 @@ func (f Family) Native(env harness.Env, spec harness.NativeSpec) harness.Command
 	return harness.Command{Args: args}
 }
 
-// Image is the FROM scratch image around the binary Tools built.
+// Image is the FROM scratch image around the binary Tools built; the binary's host path
+// names the image's copy.
 func (Family) Image(env harness.Env) harness.ContainerImage {
-	return harness.ContainerImage{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile")}
+	return harness.ContainerImage{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile"),
+		Paths: map[string]string{binary(env): inImage}}
 }
 
 // NativeOutputPattern finds `refedit run`'s "output_sha256" in its report line.

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"qualkit/internal/harness/serving"
+	"qualkit/internal/schema"
 )
 
 // ChecksumFile lists the sha256 of every other file in a run's evidence folder, so a
@@ -119,11 +121,12 @@ func (r *RowEvidence) WriteFile(rel string, data []byte) error {
 	return os.WriteFile(r.Path(rel), data, 0o644)
 }
 
-// Record appends one command record to commands.jsonl.
-func (r *RowEvidence) Record(rec CommandRecord) error {
+// Record appends one command record to commands.jsonl, its log path relative to the
+// row folder: the row's serving.Recorder.
+func (r *RowEvidence) Record(rec schema.CommandRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rec.Env = redactEnv(rec.Env)
+	rec.Env = serving.RedactEnv(rec.Env)
 	if rel, err := filepath.Rel(r.Dir, rec.Log); err == nil && !strings.HasPrefix(rel, "..") {
 		rec.Log = rel
 	}
@@ -135,34 +138,6 @@ func (r *RowEvidence) Record(rec CommandRecord) error {
 	b, _ := json.Marshal(rec)
 	_, err = f.Write(append(b, '\n'))
 	return err
-}
-
-// Run runs a command to completion with its output in logRel, records it, and on
-// failure returns an error that carries the exit code, the log path and the log's tail.
-func (r *RowEvidence) Run(ctx context.Context, stage string, c Command, logRel string) (CommandRecord, error) {
-	logPath := r.Path(logRel)
-	rec := CommandRecord{Stage: stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: logPath, Start: time.Now().UTC()}
-	cmd, logf, err := startCommand(ctx, c, logPath)
-	if err != nil {
-		rec.ExitCode, rec.Error = -1, err.Error()
-		r.Record(rec)
-		return rec, err
-	}
-	err = cmd.Wait()
-	logf.Close()
-	rec.WallS = time.Since(rec.Start).Seconds()
-	rec.ExitCode = exitCode(err)
-	if ctx.Err() != nil && err != nil {
-		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
-	}
-	if err != nil {
-		rec.Error = err.Error()
-		err = fmt.Errorf("%s exited %d: %v; log %s:\n%s", filepath.Base(c.Args[0]), rec.ExitCode, err, logPath, tailFile(logPath, 2000))
-	}
-	if rerr := r.Record(rec); rerr != nil && err == nil {
-		err = fmt.Errorf("record command: %w", rerr)
-	}
-	return rec, err
 }
 
 func writeJSON(path string, v any) error {

@@ -1,5 +1,7 @@
 package harness
 
+import "qualkit/internal/harness/serving"
+
 // Family is what a model family's adapter gives the harness: the argv of every program
 // the pipeline runs, and where its server reports Task timing. Each method only builds
 // commands; the harness runs them, logs them and keeps their output as evidence.
@@ -39,10 +41,35 @@ type NativeReporter interface {
 	NativeOutputPattern() string
 }
 
-// Containerized is implemented by families that can be served from a container image.
+// Containerized is implemented by families that run in a container image: the server
+// and the native Task always do, and the stages ContainerImage.Stages names too. The
+// family's commands name host paths; the harness maps them into the container.
 type Containerized interface {
 	Image(env Env) ContainerImage
 }
+
+// ContainerImage is the image a family runs in, and how.
+type ContainerImage struct {
+	// The image: built here from Dockerfile (default Context/Dockerfile) and Context, or
+	// Ref, an image already present locally (never pulled).
+	Dockerfile, Context, Ref string
+	// Paths maps host paths to where the image holds the same files (a program its
+	// Dockerfile copies in), so commands that name the host path run the image's copy.
+	Paths map[string]string
+	// Mounts are host folders the family's commands need inside (a source checkout at
+	// the path its docs use); the harness mounts the bundle, records, artifacts and native
+	// inputs and outputs itself, at their host paths.
+	Mounts []Mount
+	// Stages lists the stages besides serve and identity whose commands run in the image
+	// (build, correctness): a family whose whole toolchain lives there runs every stage in
+	// one environment.
+	Stages []string
+	// IPCHost runs the containers with the host's IPC namespace (--ipc=host).
+	IPCHost bool
+}
+
+// Mount is a bind mount of a host path into a container.
+type Mount = serving.Mount
 
 // Env is where a row's programs run.
 type Env struct {
@@ -52,12 +79,8 @@ type Env struct {
 }
 
 // Command is one program invocation. Env holds only the variables the family adds;
-// the harness records them (secrets redacted) with the argv.
-type Command struct {
-	Args []string
-	Env  []string
-	Dir  string
-}
+// the harness records them (secrets redacted) with the argv. Paths are the host's.
+type Command = serving.Command
 
 type BuildSpec struct {
 	Out       string // bundle path to write
@@ -87,25 +110,21 @@ type CorrectnessCase struct {
 	TestFiles []string
 }
 
-// ServeSpec says where the server finds its bundle and writes its records. With
-// InContainer the paths are the container's and Args[0] must be the program in the image.
+// ServeSpec says where the server finds its bundle and writes its records.
 type ServeSpec struct {
-	Bundle      string
-	Model       string
-	Host        string
-	Port        int
-	Records     string
-	InContainer bool
+	Bundle  string
+	Model   string
+	Host    string
+	Port    int
+	Records string
 }
 
-// NativeSpec is one native Task call. With InContainer it runs in the row's server image
-// (same environment as the server): paths are the container's and Args[0] must be the
-// program in the image.
+// NativeSpec is one native Task call, run where the server ran (in its image for a
+// containerized family).
 type NativeSpec struct {
-	Bundle      string
-	Image       string
-	Prompt      string
-	Settings    map[string]string // the exact extra inputs the HTTP request carried
-	Output      string
-	InContainer bool
+	Bundle   string
+	Image    string
+	Prompt   string
+	Settings map[string]string // the exact extra inputs the HTTP request carried
+	Output   string
 }

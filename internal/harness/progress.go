@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"qualkit/internal/harness/serving"
 )
 
 // DefaultHeartbeat is the longest a running stage stays silent: builds, model loads and
@@ -107,7 +109,7 @@ func (p *progress) printf(format string, args ...any) {
 
 // lastLine is the last non-empty line of a text file, clipped to n bytes.
 func lastLine(path string, n int) string {
-	tail := tailFile(path, 4096)
+	tail := serving.TailFile(path, 4096)
 	lines := strings.Split(tail, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"qualkit/internal/harness/gpu"
+	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
 )
 
@@ -23,7 +24,8 @@ type row struct {
 	gpus       []gpu.Device // chosen in preflight, passed to the server by UUID
 	bundle     string
 	bundleSHA  string
-	server     Server
+	server     serving.Server
+	img        *serving.Image // the family's image, once prepared
 	export     *Export
 	httpPNG    map[string][]byte // request id -> PNG the HTTP response carried
 	clientMs   map[string]float64
@@ -192,13 +194,6 @@ func (s *Suite) Run(ctx context.Context, c Checkpoint, work string) (*schema.Res
 		r.runStage(ctx, st, nil)
 	}
 	return r.result, r.report()
-}
-
-// run runs one command of a stage with its output in logRel, the log the stage's
-// heartbeat quotes while it runs.
-func (r *row) run(ctx context.Context, stage string, c Command, logRel string) (CommandRecord, error) {
-	r.prog.watch(r.ev.Path(logRel))
-	return r.ev.Run(ctx, stage, c, logRel)
 }
 
 func (r *row) stopServer() {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"qualkit/internal/harness/gpu"
+	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
 )
 
@@ -105,7 +106,7 @@ func (s *Suite) resolveRuntime(ctx context.Context) {
 		s.RuntimeNote = "runtime: process (RUNTIME=process)"
 		return
 	}
-	d, err := Docker(ctx)
+	d, err := serving.Docker(ctx)
 	if err != nil {
 		s.dockerErr = err
 		if s.cfg.Runtime == RuntimeContainer {
@@ -116,7 +117,7 @@ func (s *Suite) resolveRuntime(ctx context.Context) {
 		return
 	}
 	s.daemon = &d
-	s.swept, _ = SweepLeftovers(ctx, s.Evidence.RunID)
+	s.swept, _ = serving.SweepLeftovers(ctx, s.Evidence.RunID)
 	s.RuntimeNote = fmt.Sprintf("runtime: %s -> container (Docker %s at %s)", s.cfg.Runtime, d.ServerVersion, d.Endpoint)
 }
 
@@ -172,7 +173,7 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 		info.DockerError = s.dockerErr.Error()
 	}
 	if s.daemon != nil {
-		if err := RemoveRunImages(ctx, s.Evidence.RunID); err != nil {
+		if err := serving.RemoveRunImages(ctx, s.Evidence.RunID); err != nil {
 			return "", "", fmt.Errorf("remove this run's images: %w", err)
 		}
 	}

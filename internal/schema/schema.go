@@ -307,6 +307,20 @@ type RunInfo struct {
 	Rows          []string    `json:"rows"`
 }
 
+// CommandRecord is one line of a row's commands.jsonl: enough to rerun the command by
+// hand. Env holds only the variables the family added, secret-looking values redacted.
+type CommandRecord struct {
+	Stage    string    `json:"stage"`
+	Args     []string  `json:"args"`
+	Env      []string  `json:"env,omitempty"`
+	Dir      string    `json:"dir,omitempty"`
+	Log      string    `json:"log,omitempty"` // relative to the row folder
+	Start    time.Time `json:"start"`
+	WallS    float64   `json:"wall_s"`
+	ExitCode int       `json:"exit_code"`
+	Error    string    `json:"error,omitempty"`
+}
+
 // DaemonInfo describes the Docker daemon actually used.
 type DaemonInfo struct {
 	Endpoint, ServerVersion, OS, StorageDriver, CgroupVersion string

@@ -1,13 +1,10 @@
-package harness
+package serving
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	stdlog "log"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,187 +25,46 @@ import (
 	"qualkit/internal/schema"
 )
 
-// requireDocker fails the test, with the reason and the cure, when no daemon answers.
-func requireDocker(t *testing.T) schema.DaemonInfo {
-	t.Helper()
-	// The reaper's image cannot be pulled here; the harness removes what it starts itself.
-	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	d, err := Docker(t.Context())
-	if err != nil {
-		t.Fatalf("container tests need a Docker engine: %v", err)
-	}
-	return d
+func inContainer(t *testing.T, runID string, img Image, mounts ...Mount) Option {
+	return InContainer(Container{Image: img, RunID: runID, Row: rowOf(t), Mounts: mounts})
 }
 
-// serverContext builds testdata/containerserver statically and writes a FROM scratch
-// Dockerfile next to it: the context of the image the tests run.
-func serverContext(t *testing.T) ContainerImage {
+// start starts spec and registers its Stop before anything is checked.
+func start(t *testing.T, spec ServerSpec, opts ...Option) (Server, time.Duration) {
 	t.Helper()
-	dir := t.TempDir()
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "containerserver"), "./testdata/containerserver")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build test server: %v\n%s", err, out)
-	}
-	df := "FROM scratch\nCOPY containerserver /containerserver\n"
-	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return ContainerImage{Context: dir}
-}
-
-// testRun returns a run id of its own for each test and removes the run's images at the end.
-func testRun(t *testing.T) string {
-	t.Helper()
-	name := strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
-	runID := NewRunID(time.Now()) + "-" + name
-	t.Cleanup(func() {
-		if err := RemoveRunImages(context.Background(), runID); err != nil {
-			t.Errorf("RemoveRunImages: %v", err)
-		}
-	})
-	return runID
-}
-
-func serverSpec(t *testing.T, runID string, img ContainerImage, args ...string) ContainerSpec {
-	t.Helper()
-	port, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ContainerSpec{
-		RunID: runID, Row: "row-" + strings.ToLower(strings.TrimPrefix(t.Name(), "Test")),
-		Image:  img,
-		Cmd:    Command{Args: append([]string{"/containerserver", "-port", strconv.Itoa(port)}, args...)},
-		Port:   port,
-		Ready:  30 * time.Second,
-		LogRel: "serve/server.log",
-	}
-}
-
-// startContainer starts spec and registers its Stop before anything is checked.
-func startContainer(t *testing.T, ev *RowEvidence, spec ContainerSpec) (Server, schema.ContainerInfo, time.Duration) {
-	t.Helper()
-	start := time.Now()
-	srv, info, err := StartContainer(t.Context(), ev, spec)
-	took := time.Since(start)
+	begin := time.Now()
+	srv, err := Start(t.Context(), spec, opts...)
+	took := time.Since(begin)
 	if srv != nil {
 		t.Cleanup(func() { srv.Stop(context.Background()) })
 	}
 	if err != nil {
-		t.Fatalf("StartContainer: %v", err)
+		t.Fatalf("Start: %v", err)
 	}
-	return srv, info, took
-}
-
-func dockerAPI(t *testing.T) *testcontainers.DockerClient {
-	t.Helper()
-	cli, err := testcontainers.NewDockerClientWithOpts(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
-
-// runContainers is `docker ps -a --filter label=qualkit.run=<runID>`.
-func runContainers(t *testing.T, runID string) []string {
-	t.Helper()
-	f := make(client.Filters).Add("label", LabelRun+"="+runID)
-	res, err := dockerAPI(t).ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatalf("list containers: %v", err)
-	}
-	var out []string
-	for _, c := range res.Items {
-		out = append(out, fmt.Sprintf("%s %v %s", shortID(c.ID), c.Names, c.State))
-	}
-	return out
-}
-
-func runImages(t *testing.T, runID string) []string {
-	t.Helper()
-	f := make(client.Filters).Add("label", LabelRun+"="+runID)
-	res, err := dockerAPI(t).ImageList(context.Background(), client.ImageListOptions{Filters: f})
-	if err != nil {
-		t.Fatalf("list images: %v", err)
-	}
-	var out []string
-	for _, img := range res.Items {
-		out = append(out, shortID(img.ID)+" "+strings.Join(img.RepoTags, ","))
-	}
-	return out
-}
-
-func requireNoContainers(t *testing.T, runID string) {
-	t.Helper()
-	if left := runContainers(t, runID); len(left) > 0 {
-		t.Errorf("containers of run %s left behind: %v", runID, left)
-	}
-}
-
-// waitForLog polls the log file, which is written by a stream, until it holds want.
-func waitForLog(t *testing.T, path, want string) string {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, _ := os.ReadFile(path)
-		if strings.Contains(string(b), want) || time.Now().After(deadline) {
-			return string(b)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func readCommands(t *testing.T, ev *RowEvidence) []CommandRecord {
-	t.Helper()
-	f, err := os.Open(filepath.Join(ev.Dir, "commands.jsonl"))
-	if err != nil {
-		t.Fatalf("commands.jsonl: %v", err)
-	}
-	defer f.Close()
-	var recs []CommandRecord
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r CommandRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("commands.jsonl: %v", err)
-		}
-		recs = append(recs, r)
-	}
-	return recs
-}
-
-func serveRecord(t *testing.T, ev *RowEvidence) CommandRecord {
-	t.Helper()
-	for _, r := range readCommands(t, ev) {
-		if r.Stage == "serve" && len(r.Args) > 1 && r.Args[1] == "run" {
-			return r
-		}
-	}
-	t.Fatalf("no docker run record in commands.jsonl")
-	return CommandRecord{}
+	return srv, took
 }
 
 func TestContainerServesUntilStop(t *testing.T) {
 	requireDocker(t)
 	runID := testRun(t)
-	ev := &RowEvidence{Dir: t.TempDir()}
-	spec := serverSpec(t, runID, serverContext(t), "-say", "containerserver: hello from "+runID)
+	spec, bin := serverImage(t)
+	var recs records
+	img := prepared(t, runID, spec, &recs)
+	sspec := serverSpec(t, bin, "-say", "containerserver: hello from "+runID)
 
-	srv, info, took := startContainer(t, ev, spec)
+	srv, took := start(t, sspec, inContainer(t, runID, img), WithRecorder(&recs, "serve"))
 
-	if want := fmt.Sprintf("http://127.0.0.1:%d", spec.Port); srv.URL() != want {
+	if want := fmt.Sprintf("http://127.0.0.1:%d", sspec.Port); srv.URL() != want {
 		t.Errorf("URL() = %s, want %s", srv.URL(), want)
 	}
-	if srv.Runtime() != "container" {
-		t.Errorf("Runtime() = %q, want container", srv.Runtime())
+	if srv.Runtime() != "container" || srv.ContainerID() == "" {
+		t.Errorf("Runtime() = %q, ContainerID() = %q", srv.Runtime(), srv.ContainerID())
 	}
-	if want := imageTag(spec.Row, runID); info.ImageRef != want || !strings.HasPrefix(want, "qualkit/row-containerservesuntilstop:") || want != strings.ToLower(want) {
-		t.Errorf("ImageRef = %q, want %q (qualkit/<row>:<run id>, lowercase)", info.ImageRef, want)
+	if want := imageTag(rowOf(t), runID); img.Ref != want || !strings.HasPrefix(want, "qualkit/row-containerservesuntilstop:") || want != strings.ToLower(want) {
+		t.Errorf("image Ref = %q, want %q (qualkit/<row>:<run id>, lowercase)", img.Ref, want)
 	}
-	if info.ImageID == "" || info.ContainerID == "" || info.DockerEndpoint == "" || info.DockerVersion == "" || info.BuildS <= 0 {
-		t.Errorf("ContainerInfo incomplete: %+v", info)
+	if img.ID == "" || img.BuildS <= 0 {
+		t.Errorf("image incomplete: %+v", img)
 	}
 	// The server binds 127.0.0.1 inside the container: only host networking lets this through.
 	resp, err := http.Get(srv.URL() + "/")
@@ -220,16 +76,15 @@ func TestContainerServesUntilStop(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "containerserver") {
 		t.Errorf("GET /: %d %q", resp.StatusCode, body)
 	}
-	logPath := ev.Path(spec.LogRel)
-	if log := waitForLog(t, logPath, "hello from "+runID); !strings.Contains(log, "hello from "+runID) {
-		t.Errorf("log %s lacks the server's first line while it runs:\n%s", logPath, log)
+	if log := waitForLog(t, sspec.Log, "hello from "+runID); !strings.Contains(log, "hello from "+runID) {
+		t.Errorf("log %s lacks the server's first line while it runs:\n%s", sspec.Log, log)
 	}
 	cli := dockerAPI(t)
-	ins, err := cli.ContainerInspect(t.Context(), info.ContainerID, client.ContainerInspectOptions{})
+	ins, err := cli.ContainerInspect(t.Context(), srv.ContainerID(), client.ContainerInspectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range map[string]string{LabelManaged: "true", LabelRun: runID, LabelRow: spec.Row, LabelPID: strconv.Itoa(os.Getpid())} {
+	for k, want := range map[string]string{LabelManaged: "true", LabelRun: runID, LabelRow: rowOf(t), LabelPID: strconv.Itoa(os.Getpid())} {
 		if got := ins.Container.Config.Labels[k]; got != want {
 			t.Errorf("container label %s = %q, want %q", k, got, want)
 		}
@@ -240,12 +95,15 @@ func TestContainerServesUntilStop(t *testing.T) {
 	if ins.Container.HostConfig.NetworkMode != "host" {
 		t.Errorf("network mode %q, want host", ins.Container.HostConfig.NetworkMode)
 	}
-	img, err := cli.ImageInspect(t.Context(), info.ImageID)
+	if got := ins.Container.Config.Entrypoint; !reflect.DeepEqual(got, []string{"/containerserver"}) {
+		t.Errorf("entrypoint %v: the host path of the program was not mapped to the image's", got)
+	}
+	ii, err := cli.ImageInspect(t.Context(), img.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img.Config.Labels[LabelRun] != runID || img.Config.Labels[LabelManaged] != "true" {
-		t.Errorf("image labels %v lack the run's", img.Config.Labels)
+	if ii.Config.Labels[LabelRun] != runID || ii.Config.Labels[LabelManaged] != "true" {
+		t.Errorf("image labels %v lack the run's", ii.Config.Labels)
 	}
 
 	if err := srv.Stop(t.Context()); err != nil {
@@ -256,26 +114,28 @@ func TestContainerServesUntilStop(t *testing.T) {
 	}
 	requireNoContainers(t, runID)
 	// The last line is written on SIGTERM: the log is complete after Stop.
-	if log, _ := os.ReadFile(logPath); !strings.Contains(string(log), "shutting down") {
-		t.Errorf("log %s lacks the server's last line after Stop:\n%s", logPath, log)
+	if log, _ := os.ReadFile(sspec.Log); !strings.Contains(string(log), "shutting down") {
+		t.Errorf("log %s lacks the server's last line after Stop:\n%s", sspec.Log, log)
 	}
-	rec := serveRecord(t, ev)
-	if rec.ExitCode != 0 || rec.Error != "" || !strings.Contains(strings.Join(rec.Args, " "), "--network host") || rec.Log != spec.LogRel {
-		t.Errorf("serve record = %+v, want exit 0, no error, --network host, log %s", rec, spec.LogRel)
+	rec := recs.dockerRun(t)
+	if rec.ExitCode != 0 || rec.Error != "" || !strings.Contains(strings.Join(rec.Args, " "), "--network host") || rec.Log != sspec.Log || rec.Stage != "serve" {
+		t.Errorf("serve record = %+v, want exit 0, no error, --network host, log %s", rec, sspec.Log)
 	}
 
 	// The same server as a process, for the startup comparison in the report.
-	bin := filepath.Join(spec.Image.Context, "containerserver")
-	port, _ := FreePort()
+	pspec := serverSpec(t, bin)
 	pstart := time.Now()
-	proc, err := StartProcess(t.Context(), ev, Command{Args: []string{bin, "-port", strconv.Itoa(port)}}, port, 30*time.Second, "serve/process.log")
+	proc, err := Start(t.Context(), pspec)
 	if err != nil {
-		t.Fatalf("StartProcess: %v", err)
+		t.Fatalf("Start (process): %v", err)
 	}
 	ptook := time.Since(pstart)
 	proc.Stop(context.Background())
+	if proc.Runtime() != "process" || proc.ContainerID() != "" {
+		t.Errorf("process server says runtime %q, container %q", proc.Runtime(), proc.ContainerID())
+	}
 	t.Logf("image build %.2fs; container start-to-ready %s (Startup %s); process start-to-ready %s (Startup %s)",
-		info.BuildS, took-time.Duration(info.BuildS*float64(time.Second)), srv.Startup(), ptook, proc.Startup())
+		img.BuildS, took, srv.Startup(), ptook, proc.Startup())
 
 	if err := RemoveRunImages(t.Context(), runID); err != nil {
 		t.Fatalf("RemoveRunImages: %v", err)
@@ -288,31 +148,32 @@ func TestContainerServesUntilStop(t *testing.T) {
 func TestContainerExitDuringStartup(t *testing.T) {
 	requireDocker(t)
 	runID := testRun(t)
-	ev := &RowEvidence{Dir: t.TempDir()}
-	spec := serverSpec(t, runID, serverContext(t), "-say", "containerserver: about to fail", "-exit-code", "3")
-	spec.Ready = 60 * time.Second
+	spec, bin := serverImage(t)
+	var recs records
+	img := prepared(t, runID, spec, &recs)
+	sspec := serverSpec(t, bin, "-say", "containerserver: about to fail", "-exit-code", "3")
+	sspec.Ready = 60 * time.Second
 
-	start := time.Now()
-	srv, _, err := StartContainer(t.Context(), ev, spec)
-	took := time.Since(start)
+	begin := time.Now()
+	srv, err := Start(t.Context(), sspec, inContainer(t, runID, img), WithRecorder(&recs, "serve"))
+	took := time.Since(begin)
 	if srv != nil {
 		srv.Stop(context.Background())
-		t.Fatal("StartContainer returned a server for a container that exits")
+		t.Fatal("Start returned a server for a container that exits")
 	}
 	if err == nil {
-		t.Fatal("StartContainer: no error for a container that exits with code 3")
+		t.Fatal("Start: no error for a container that exits with code 3")
 	}
-	logPath := ev.Path(spec.LogRel)
-	for _, want := range []string{"code 3", "oom_killed=false", "before it was ready", logPath, "about to fail", "exiting with code 3"} {
+	for _, want := range []string{"code 3", "oom_killed=false", "before it was ready", sspec.Log, "about to fail", "exiting with code 3"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
 	if took > 20*time.Second {
-		t.Errorf("exit noticed after %s; the Ready deadline is %s", took, spec.Ready)
+		t.Errorf("exit noticed after %s; the Ready deadline is %s", took, sspec.Ready)
 	}
 	requireNoContainers(t, runID)
-	if rec := serveRecord(t, ev); rec.ExitCode != 3 || rec.Error == "" {
+	if rec := recs.dockerRun(t); rec.ExitCode != 3 || rec.Error == "" {
 		t.Errorf("serve record exit %d error %q, want 3 and the error", rec.ExitCode, rec.Error)
 	}
 }
@@ -320,27 +181,28 @@ func TestContainerExitDuringStartup(t *testing.T) {
 func TestContainerNeverReady(t *testing.T) {
 	requireDocker(t)
 	runID := testRun(t)
-	ev := &RowEvidence{Dir: t.TempDir()}
-	spec := serverSpec(t, runID, serverContext(t), "-never-ready")
-	spec.Ready = 3 * time.Second
+	spec, bin := serverImage(t)
+	img := prepared(t, runID, spec, nil)
+	sspec := serverSpec(t, bin, "-never-ready")
+	sspec.Ready = 3 * time.Second
 
-	start := time.Now()
-	srv, _, err := StartContainer(t.Context(), ev, spec)
-	took := time.Since(start)
+	begin := time.Now()
+	srv, err := Start(t.Context(), sspec, inContainer(t, runID, img))
+	took := time.Since(begin)
 	if srv != nil {
 		srv.Stop(context.Background())
-		t.Fatal("StartContainer returned a server that never became ready")
+		t.Fatal("Start returned a server that never became ready")
 	}
 	if err == nil {
-		t.Fatal("StartContainer: no error for a server that is never ready")
+		t.Fatal("Start: no error for a server that is never ready")
 	}
-	for _, want := range []string{"not ready after 3s", "answered 503", ev.Path(spec.LogRel)} {
+	for _, want := range []string{"not ready after 3s", "answered 503", sspec.Log} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	if took < spec.Ready || took > spec.Ready+20*time.Second {
-		t.Errorf("gave up after %s, want just over the %s deadline", took, spec.Ready)
+	if took < sspec.Ready || took > sspec.Ready+20*time.Second {
+		t.Errorf("gave up after %s, want just over the %s deadline", took, sspec.Ready)
 	}
 	requireNoContainers(t, runID)
 }
@@ -348,12 +210,12 @@ func TestContainerNeverReady(t *testing.T) {
 func TestContainerCancelDuringStartup(t *testing.T) {
 	requireDocker(t)
 	runID := testRun(t)
-	ev := &RowEvidence{Dir: t.TempDir()}
-	spec := serverSpec(t, runID, serverContext(t), "-never-ready")
-	spec.Ready = time.Minute
+	spec, bin := serverImage(t)
+	img := prepared(t, runID, spec, nil)
+	sspec := serverSpec(t, bin, "-never-ready")
+	sspec.Ready = time.Minute
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	// Cancel once the container runs, not during the image build.
 	cli := dockerAPI(t)
 	go func() {
 		f := make(client.Filters).Add("label", LabelRun+"="+runID)
@@ -367,39 +229,42 @@ func TestContainerCancelDuringStartup(t *testing.T) {
 		cancel()
 	}()
 
-	start := time.Now()
-	srv, _, err := StartContainer(ctx, ev, spec)
+	begin := time.Now()
+	srv, err := Start(ctx, sspec, inContainer(t, runID, img))
 	if srv != nil {
 		srv.Stop(context.Background())
-		t.Fatal("StartContainer returned a server after its context was cancelled")
+		t.Fatal("Start returned a server after its context was cancelled")
 	}
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error = %v, want context.Canceled", err)
 	}
-	if took := time.Since(start); took > 30*time.Second {
+	if took := time.Since(begin); took > 30*time.Second {
 		t.Errorf("cancel took %s", took)
 	}
 	requireNoContainers(t, runID)
 }
 
-func TestContainerReadOnlyMount(t *testing.T) {
+// Mounts are bound as asked (read-only ones refuse writes), and the host paths a command
+// names are mapped to where the mounts put them.
+func TestContainerMountsAndPathMapping(t *testing.T) {
 	requireDocker(t)
 	runID := testRun(t)
-	ev := &RowEvidence{Dir: t.TempDir()}
+	spec, bin := serverImage(t)
+	var recs records
+	img := prepared(t, runID, spec, &recs)
 	ro, rw := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(ro, "hello.txt"), []byte("mounted-content"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	spec := serverSpec(t, runID, serverContext(t),
-		"-show-file", "/data/hello.txt", "-try-write", "/data/new.txt,/out/new.txt")
-	spec.Mounts = []Mount{{Host: ro, Container: "/data", ReadOnly: true}, {Host: rw, Container: "/out"}}
+	sspec := serverSpec(t, bin, "-show-file", filepath.Join(ro, "hello.txt"), "-try-write", filepath.Join(ro, "new.txt"))
 
-	srv, _, _ := startContainer(t, ev, spec)
+	srv, _ := start(t, sspec, inContainer(t, runID, img, Mount{Host: ro, Container: "/data", ReadOnly: true}, Mount{Host: rw, Container: "/out"}),
+		WithRecorder(&recs, "serve"))
 	if err := srv.Stop(t.Context()); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	log, _ := os.ReadFile(ev.Path(spec.LogRel))
-	for _, want := range []string{"show /data/hello.txt: mounted-content", "write /data/new.txt: error:", "read-only file system", "write /out/new.txt: ok"} {
+	log, _ := os.ReadFile(sspec.Log)
+	for _, want := range []string{"show /data/hello.txt: mounted-content", "write /data/new.txt: error:", "read-only file system"} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
@@ -407,13 +272,54 @@ func TestContainerReadOnlyMount(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ro, "new.txt")); err == nil {
 		t.Errorf("the read-only mount was written to")
 	}
-	if _, err := os.Stat(filepath.Join(rw, "new.txt")); err != nil {
-		t.Errorf("the writable mount was not written to: %v", err)
-	}
-	if rec := serveRecord(t, ev); !strings.Contains(strings.Join(rec.Args, " "), "--mount type=bind,source="+ro+",target=/data,readonly") {
+	if rec := recs.dockerRun(t); !strings.Contains(strings.Join(rec.Args, " "), "--mount type=bind,source="+ro+",target=/data,readonly") {
 		t.Errorf("serve record args lack the read-only mount: %v", rec.Args)
 	}
 	requireNoContainers(t, runID)
+}
+
+// A job runs to completion in a container: its exit code and whole log come back, a
+// failure says so with the log's tail, and nothing is left behind.
+func TestContainerJob(t *testing.T) {
+	requireDocker(t)
+	runID := testRun(t)
+	spec, bin := serverImage(t)
+	var recs records
+	img := prepared(t, runID, spec, &recs)
+	out := t.TempDir()
+	log := filepath.Join(t.TempDir(), "job.log")
+	opts := []Option{inContainer(t, runID, img, Mount{Host: out, Container: "/out"}), WithRecorder(&recs, "identity")}
+
+	rec, err := Run(t.Context(), Command{Args: []string{bin, "-say", "job: done", "-try-write", filepath.Join(out, "result.txt"), "-exit-code", "0"}}, log, opts...)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if rec.ExitCode != 0 || rec.Stage != "identity" || !strings.Contains(strings.Join(rec.Args, " "), "--entrypoint /containerserver") {
+		t.Errorf("record %+v", rec)
+	}
+	b, _ := os.ReadFile(log)
+	if !strings.Contains(string(b), "job: done") || !strings.Contains(string(b), "write /out/result.txt: ok") {
+		t.Errorf("job log:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(out, "result.txt")); err != nil {
+		t.Errorf("the job's output is not on the host: %v", err)
+	}
+
+	rec, err = Run(t.Context(), Command{Args: []string{bin, "-say", "job: broken", "-exit-code", "4"}}, log, opts...)
+	if err == nil || rec.ExitCode != 4 || !strings.Contains(err.Error(), "exited 4") || !strings.Contains(err.Error(), "job: broken") {
+		t.Errorf("a job exiting 4: record %+v, error %v", rec, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	begin := time.Now()
+	_, err = Run(ctx, Command{Args: []string{bin, "-never-ready", "-port", "1"}}, log, opts...)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(begin) > 30*time.Second {
+		t.Errorf("a job past its deadline: %v after %s", err, time.Since(begin))
+	}
+	requireNoContainers(t, runID)
+	if n := len(recs.all()); n != 4 {
+		t.Errorf("%d records, want the build and three jobs", n)
+	}
 }
 
 func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
@@ -422,13 +328,12 @@ func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
 	current := testRun(t)
 	dead, foreign := current+"-dead", current+"-foreign"
 	t.Cleanup(func() { RemoveRunImages(context.Background(), dead) })
-	ev := &RowEvidence{Dir: t.TempDir()}
-	img := serverContext(t)
-
-	srv, info, _ := startContainer(t, ev, serverSpec(t, current, img))
+	spec, bin := serverImage(t)
+	img := prepared(t, current, spec, nil)
+	srv, _ := start(t, serverSpec(t, bin), inContainer(t, current, img))
 
 	// A pid that surely ran and is gone.
-	gone := exec.Command(filepath.Join(img.Context, "containerserver"), "-exit-code", "0")
+	gone := exec.Command(bin, "-exit-code", "0")
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -439,12 +344,12 @@ func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	deadImage, err := buildImage(ctx, cli, ev, stdlog.New(io.Discard, "", 0), img, imageTag("row-dead", dead), deadLabels, "dead/image-build.log")
+	deadImage, err := buildImage(ctx, cli, spec, imageTag("row-dead", dead), deadLabels, filepath.Join(t.TempDir(), "build.log"), options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	create := func(labels map[string]string) string {
-		c, err := testcontainers.Run(ctx, info.ImageID, testcontainers.WithNoStart(), testcontainers.WithLabels(labels),
+		c, err := testcontainers.Run(ctx, img.ID, testcontainers.WithNoStart(), testcontainers.WithLabels(labels),
 			testcontainers.WithEntrypoint("/containerserver"), testcontainers.WithCmd("-never-ready"))
 		t.Cleanup(func() { testcontainers.TerminateContainer(c) })
 		if err != nil {
@@ -467,7 +372,7 @@ func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
 			t.Errorf("removed list lacks %q:\n%s", want, all)
 		}
 	}
-	for _, keep := range []string{shortID(info.ContainerID), shortID(info.ImageID), shortID(foreignID)} {
+	for _, keep := range []string{shortID(srv.ContainerID()), shortID(img.ID), shortID(foreignID)} {
 		if strings.Contains(all, keep) {
 			t.Errorf("swept %s, which is not a leftover:\n%s", keep, all)
 		}
@@ -536,39 +441,33 @@ func TestContainerGPUWithoutToolkitCreatesNothing(t *testing.T) {
 	}
 
 	runID := testRun(t)
-	ev := &RowEvidence{Dir: t.TempDir()}
-	spec := serverSpec(t, runID, serverContext(t))
-	spec.GPUs = gpus
-	srv, _, err := StartContainer(t.Context(), ev, spec)
+	spec, bin := serverImage(t)
+	img := prepared(t, runID, spec, nil)
+	sspec := serverSpec(t, bin)
+	dev := []gpu.Device{{Index: 0, Name: "NVIDIA H200", UUID: gpus.DeviceIDs[0]}}
+	srv, err := Start(t.Context(), sspec, inContainer(t, runID, img), WithGPUs(dev))
 	if srv != nil {
 		srv.Stop(context.Background())
-		t.Fatal("StartContainer started a container with a GPU that does not exist")
+		t.Fatal("Start started a container with a GPU that does not exist")
 	}
 	if err == nil {
-		t.Fatal("StartContainer: no error for a GPU request it cannot honour")
+		t.Fatal("Start: no error for a GPU request it cannot honour")
 	}
 	if !d.NvidiaRuntime && !strings.Contains(err.Error(), "NVIDIA Container Toolkit") {
 		t.Errorf("error lacks the toolkit message:\n%v", err)
 	}
 	t.Logf("daemon runtimes %v; error: %v", d.Runtimes, err)
 	requireNoContainers(t, runID)
-	if !d.NvidiaRuntime {
-		if left := runImages(t, runID); len(left) > 0 {
-			t.Errorf("an image was built before the GPU check: %v", left)
-		}
-		if entries, _ := os.ReadDir(ev.Dir); len(entries) > 0 {
-			t.Errorf("evidence written before the GPU check: %v", entries)
-		}
+	if _, err := os.Stat(sspec.Log); !d.NvidiaRuntime && err == nil {
+		t.Errorf("a log was opened before the GPU check")
 	}
 }
 
 func TestContainerHostConfig(t *testing.T) {
-	spec := ContainerSpec{
-		Mounts: []Mount{{Host: "/models", Container: "/m", ReadOnly: true}, {Host: "/out", Container: "/o"}},
-		GPUs:   &gpu.DeviceRequestFields{Driver: "nvidia", DeviceIDs: []string{"GPU-a", "GPU-b"}, Capabilities: [][]string{{"gpu"}}},
-	}
+	c := &Container{IPCHost: true, Mounts: []Mount{{Host: "/models", Container: "/m", ReadOnly: true}, {Host: "/out", Container: "/o"}}}
+	gpus := &gpu.DeviceRequestFields{Driver: "nvidia", DeviceIDs: []string{"GPU-a", "GPU-b"}, Capabilities: [][]string{{"gpu"}}}
 	var hc container.HostConfig
-	ContainerHostConfig(spec)(&hc)
+	hostConfig(c, gpus)(&hc)
 	wantDR := []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: []string{"GPU-a", "GPU-b"}, Capabilities: [][]string{{"gpu"}}}}
 	if !reflect.DeepEqual(hc.DeviceRequests, wantDR) {
 		t.Errorf("DeviceRequests mismatch:\n got %+v\nwant %+v", hc.DeviceRequests, wantDR)
@@ -583,17 +482,17 @@ func TestContainerHostConfig(t *testing.T) {
 	if !reflect.DeepEqual(hc.Mounts, wantMounts) {
 		t.Errorf("Mounts mismatch:\n got %+v\nwant %+v", hc.Mounts, wantMounts)
 	}
-	if hc.NetworkMode != "host" || hc.Init == nil || !*hc.Init {
-		t.Errorf("NetworkMode %q Init %v, want host and an init process", hc.NetworkMode, hc.Init)
+	if hc.NetworkMode != "host" || hc.Init == nil || !*hc.Init || hc.IpcMode != "host" {
+		t.Errorf("NetworkMode %q Init %v IpcMode %q, want host, an init process, host", hc.NetworkMode, hc.Init, hc.IpcMode)
 	}
-	spec.GPUs.DeviceIDs[0] = "changed"
+	gpus.DeviceIDs[0] = "changed"
 	if hc.DeviceRequests[0].DeviceIDs[0] != "GPU-a" {
-		t.Errorf("the HostConfig shares the spec's slices")
+		t.Errorf("the HostConfig shares the request's slices")
 	}
 	var cpu container.HostConfig
-	ContainerHostConfig(ContainerSpec{})(&cpu)
-	if cpu.DeviceRequests != nil {
-		t.Errorf("a CPU-only spec got device requests %+v", cpu.DeviceRequests)
+	hostConfig(&Container{}, nil)(&cpu)
+	if cpu.DeviceRequests != nil || cpu.IpcMode != "" {
+		t.Errorf("a CPU-only container got device requests %+v, ipc %q", cpu.DeviceRequests, cpu.IpcMode)
 	}
 }
 
@@ -647,14 +546,9 @@ func TestDockerReportsFallbackFromBadDockerHost(t *testing.T) {
 func TestContainerImageRefNeverPulled(t *testing.T) {
 	requireDocker(t)
 	runID := testRun(t)
-	ev := &RowEvidence{Dir: t.TempDir()}
-	spec := serverSpec(t, runID, ContainerImage{Ref: "qualkit/absent-" + strings.ToLower(runID) + ":none"})
-	srv, _, err := StartContainer(t.Context(), ev, spec)
-	if srv != nil {
-		srv.Stop(context.Background())
-	}
+	_, err := PrepareImage(t.Context(), ImageSpec{Ref: "qualkit/absent-" + strings.ToLower(runID) + ":none"}, runID, rowOf(t), filepath.Join(t.TempDir(), "b.log"))
 	if err == nil || !strings.Contains(err.Error(), "never pulls") || !cerrdefs.IsNotFound(err) {
-		t.Errorf("StartContainer with an absent image: %v, want not found and never pulls", err)
+		t.Errorf("PrepareImage with an absent image: %v, want not found and never pulls", err)
 	}
 	requireNoContainers(t, runID)
 }

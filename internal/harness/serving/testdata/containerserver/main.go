@@ -3,8 +3,8 @@
 //
 // It listens on 127.0.0.1:-port only (like TRTMC's server, so only host networking reaches it)
 // and answers GET /health/ready with 503 until -ready-after has passed, then 200; -never-ready
-// keeps answering 503. -exit-code N prints -say and exits N before listening. -show-file prints
-// files' content; -try-write tries to create files and prints whether it could. On SIGTERM it
+// keeps answering 503. -show-file prints files' content; -try-write tries to create files and prints
+// whether it could; then -exit-code N exits N before listening (a job). On SIGTERM it
 // prints a last line and exits 0, so a test can check that Stop is graceful and the log complete.
 package main
 
@@ -31,10 +31,6 @@ func main() {
 	flag.Parse()
 
 	fmt.Println(*say)
-	if *exitCode >= 0 {
-		fmt.Fprintf(os.Stderr, "containerserver: exiting with code %d\n", *exitCode)
-		os.Exit(*exitCode)
-	}
 	for _, path := range list(*showFiles) {
 		if b, err := os.ReadFile(path); err != nil {
 			fmt.Printf("show %s: error: %v\n", path, err)
@@ -48,6 +44,10 @@ func main() {
 		} else {
 			fmt.Printf("write %s: ok\n", path)
 		}
+	}
+	if *exitCode >= 0 {
+		fmt.Fprintf(os.Stderr, "containerserver: exiting with code %d\n", *exitCode)
+		os.Exit(*exitCode)
 	}
 
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))

@@ -1,0 +1,63 @@
+package refedit
+
+import (
+	"time"
+
+	"qualkit/internal/harness"
+)
+
+// Faulty is the reference family broken on purpose, for the negative controls (README
+// "Fault injection"): it wraps a real Family from outside and adds refedit's fault flags
+// to the commands it gives. The zero values break nothing; none of them is part of the
+// bundle or its cache key.
+type Faulty struct {
+	Family
+	Fault       string        // `refedit serve --fault NAME[:K]`
+	FaultDelay  time.Duration // `refedit serve --fault-delay` (slow); 0 keeps the server's default
+	NativeFault string        // `refedit run --fault NAME`: the identity stage's native Task
+	CaseFault   CaseFault     // a correctness case that proves nothing
+}
+
+var _ harness.Family = Faulty{}
+
+// CaseFault replaces the correctness case with one the harness must refuse.
+type CaseFault string
+
+const (
+	// CaseSkips runs correctness/faults/test_skips.py: one case that calls pytest.skip,
+	// as TRTMC's case does when diffusers is missing.
+	CaseSkips CaseFault = "skip"
+	// CaseSelectsNone runs the real case with a -k that selects nothing (pytest exits 5).
+	CaseSelectsNone CaseFault = "select-none"
+)
+
+func (f Faulty) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
+	c := f.Family.Serve(env, spec)
+	if f.Fault != "" {
+		c.Args = append(c.Args, "--fault", f.Fault)
+	}
+	if f.FaultDelay != 0 {
+		c.Args = append(c.Args, "--fault-delay", f.FaultDelay.String())
+	}
+	return c
+}
+
+func (f Faulty) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
+	c := f.Family.Native(env, spec)
+	if f.NativeFault != "" {
+		c.Args = append(c.Args, "--fault", f.NativeFault)
+	}
+	return c
+}
+
+func (f Faulty) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
+	cc := f.Family.Correctness(env, spec)
+	switch f.CaseFault {
+	case CaseSkips:
+		cc.Command.Args = []string{env.Python, "-m", "pytest", "families/refedit/correctness/faults/test_skips.py",
+			"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root, "--junitxml=" + spec.JUnit}
+	case CaseSelectsNone:
+		cc.Command.Args = append(cc.Command.Args, "-k", "qualkit_negative_control_selects_nothing")
+	}
+	return cc
+}

@@ -1,0 +1,88 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"qualkit/internal/harness/serving"
+	"qualkit/internal/schema"
+)
+
+// imageBuildLog is where a row's image build writes, whichever stage needs it first.
+const imageBuildLog = "serve/image-build.log"
+
+// inImage says whether a stage's commands run in the family's container image: the one
+// place that decides. The server and the native Task of a container row do, and the
+// stages the family's ContainerImage names.
+func (r *row) inImage(stage string) bool {
+	ci, ok := r.c.Adapter.(Containerized)
+	if !ok || r.s.rowRuntime(r.c) != RuntimeContainer {
+		return false
+	}
+	return stage == schema.StageServe || stage == schema.StageIdentity || slices.Contains(ci.Image(r.env).Stages, stage)
+}
+
+// options are the serving options of a stage's commands: the command record, the row's
+// GPUs by UUID, and, when the stage runs in the image, the container with the family's
+// mounts and mounts, which the harness adds at their host paths.
+func (r *row) options(ctx context.Context, stage string, mounts ...Mount) ([]serving.Option, error) {
+	opts := []serving.Option{serving.WithRecorder(r.ev, stage)}
+	if len(r.gpus) > 0 && stage != schema.StageBenchmark {
+		opts = append(opts, serving.WithGPUs(r.gpus))
+	}
+	if !r.inImage(stage) {
+		return opts, nil
+	}
+	img, err := r.image(ctx, stage)
+	if err != nil {
+		return nil, err
+	}
+	ci := r.c.Adapter.(Containerized).Image(r.env)
+	c := serving.Container{Image: img, RunID: r.s.Evidence.RunID, Row: r.c.Name, IPCHost: ci.IPCHost,
+		Mounts: append(slices.Clone(ci.Mounts), mounts...)}
+	return append(opts, serving.InContainer(c)), nil
+}
+
+// image makes the family's image present, once per row, and records it in the result.
+func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
+	if r.img != nil {
+		return *r.img, nil
+	}
+	ci := r.c.Adapter.(Containerized).Image(r.env)
+	spec := serving.ImageSpec{Dockerfile: ci.Dockerfile, Context: ci.Context, Ref: ci.Ref, Paths: ci.Paths}
+	r.prog.printf("preparing the image (%s)", orDash(ci.Ref+ci.Context))
+	img, err := serving.PrepareImage(ctx, spec, r.s.Evidence.RunID, r.c.Name, r.ev.Path(imageBuildLog), serving.WithRecorder(r.ev, stage))
+	info := &schema.ContainerInfo{ImageID: img.ID, ImageRef: img.Ref, BuildS: img.BuildS}
+	if d := r.s.daemon; d != nil {
+		info.DockerEndpoint, info.DockerVersion = d.Endpoint, d.ServerVersion
+	}
+	r.result.Container = info
+	if err != nil {
+		return img, fmt.Errorf("image: %w", err)
+	}
+	r.img = &img
+	return img, nil
+}
+
+// job runs one command of a stage to completion, where the stage runs, with its output in
+// logRel (the log the stage's heartbeat quotes).
+func (r *row) job(ctx context.Context, stage string, c Command, logRel string, mounts ...Mount) (schema.CommandRecord, error) {
+	opts, err := r.options(ctx, stage, mounts...)
+	if err != nil {
+		return schema.CommandRecord{}, err
+	}
+	log := r.ev.Path(logRel)
+	r.prog.watch(log)
+	return serving.Run(ctx, c, log, opts...)
+}
+
+// at mounts host paths at the same paths: the bundle, records, artifacts and files the
+// harness hands a command need no mapping inside the container.
+func at(readOnly bool, paths ...string) []Mount {
+	out := make([]Mount, len(paths))
+	for i, p := range paths {
+		out[i] = Mount{Host: p, Container: p, ReadOnly: readOnly}
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package serving
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"qualkit/internal/schema"
+)
+
+// Command is one program invocation. Env holds only the variables the caller adds: a
+// process gets them on top of this process's environment, a container gets them alone.
+type Command struct {
+	Args []string
+	Env  []string
+	Dir  string
+}
+
+// Recorder keeps the record of every command run (the row's commands.jsonl).
+type Recorder interface {
+	Record(schema.CommandRecord) error
+}
+
+var secretName = regexp.MustCompile(`(?i)(token|secret|password|passwd|api_?key|credential)`)
+
+// RedactEnv hides the values of variables whose names look secret.
+func RedactEnv(env []string) []string {
+	out := make([]string, len(env))
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if secretName.MatchString(k) {
+			kv = k + "=<redacted>"
+		}
+		out[i] = kv
+	}
+	return out
+}
+
+// Run runs c to completion with its stdout and stderr in the file log: as a process group
+// by default, in a container with InContainer. It records the command, and on failure
+// returns an error that carries the exit code, the log path and the log's tail.
+func Run(ctx context.Context, c Command, log string, opts ...Option) (schema.CommandRecord, error) {
+	o := newOptions(opts)
+	if o.container != nil {
+		return runContainer(ctx, c, log, o)
+	}
+	return runProcess(ctx, c, log, o)
+}
+
+func runProcess(ctx context.Context, c Command, log string, o options) (schema.CommandRecord, error) {
+	c.Env = append(c.Env, o.processGPUEnv()...)
+	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: log, Start: time.Now().UTC()}
+	cmd, logf, err := startProcess(ctx, c, log)
+	if err != nil {
+		rec.ExitCode, rec.Error = -1, err.Error()
+		return rec, o.record(rec, err)
+	}
+	err = cmd.Wait()
+	logf.Close()
+	rec.WallS = time.Since(rec.Start).Seconds()
+	rec.ExitCode = exitCode(err)
+	if ctx.Err() != nil && err != nil {
+		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	if err != nil {
+		rec.Error = err.Error()
+		err = fmt.Errorf("%s exited %d: %w; log %s:\n%s", baseName(c.Args[0]), rec.ExitCode, err, log, TailFile(log, 2000))
+	}
+	return rec, o.record(rec, err)
+}
+
+// startProcess starts c in its own process group, so that cancelling ctx or stopping it
+// ends every process it spawned, and sends its output to log.
+func startProcess(ctx context.Context, c Command, log string) (*exec.Cmd, *os.File, error) {
+	if len(c.Args) == 0 {
+		return nil, nil, errors.New("empty command")
+	}
+	logf, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open log: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return killGroup(cmd, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, nil, fmt.Errorf("start %s: %w", c.Args[0], err)
+	}
+	return cmd, logf, nil
+}
+
+func killGroup(cmd *exec.Cmd, sig syscall.Signal) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	// A negative pid signals the whole process group.
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+// exitCode is the process's exit status, -1 when it did not exit normally.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// TailFile returns the last n bytes of a log, for error messages that explain themselves.
+func TailFile(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(st.Size()-n, 0)
+	buf := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(buf))
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}

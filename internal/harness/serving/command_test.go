@@ -1,0 +1,83 @@
+package serving
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/harness/gpu"
+)
+
+func TestRedactEnv(t *testing.T) {
+	assert.Equal(t, []string{"HF_TOKEN=<redacted>", "PATH=/bin", "MY_API_KEY=<redacted>"}, RedactEnv([]string{"HF_TOKEN=abc", "PATH=/bin", "MY_API_KEY=k"}))
+}
+
+// A process job: its output in the log, its exit code and environment in the record
+// (secrets redacted, GPUs pinned by UUID), and a failure that names the log and its tail.
+func TestProcessJob(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "job.log")
+	var recs records
+	opts := []Option{WithRecorder(&recs, "build"), WithGPUs([]gpu.Device{{UUID: "GPU-a"}, {UUID: "GPU-b"}})}
+	rec, err := Run(t.Context(), Command{Args: []string{"/bin/sh", "-c", `echo "gpus=$CUDA_VISIBLE_DEVICES token=$HF_TOKEN"`}, Env: []string{"HF_TOKEN=secret"}}, log, opts...)
+	require.NoError(t, err)
+	b, _ := os.ReadFile(log)
+	assert.Equal(t, "gpus=GPU-a,GPU-b token=secret\n", string(b))
+	assert.Equal(t, 0, rec.ExitCode)
+	got := recs.all()
+	require.Len(t, got, 1)
+	assert.Equal(t, []string{"HF_TOKEN=<redacted>", "CUDA_VISIBLE_DEVICES=GPU-a,GPU-b"}, got[0].Env)
+	assert.Equal(t, "build", got[0].Stage)
+
+	_, err = Run(t.Context(), Command{Args: []string{"/bin/sh", "-c", "echo it broke; exit 3"}}, log)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "sh exited 3")
+	assert.Contains(t, err.Error(), "it broke")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	_, err = Run(ctx, Command{Args: []string{"/bin/sh", "-c", "sleep 30 & sleep 30"}}, log)
+	assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+	assert.Less(t, time.Since(begin), 15*time.Second, "the whole process group is killed")
+
+	_, err = Run(t.Context(), Command{}, log)
+	assert.ErrorContains(t, err, "empty command")
+}
+
+// A process server: ready once its ready path answers 200; one that exits or never
+// becomes ready fails with the log's tail; Stop records the command once.
+func TestProcessServer(t *testing.T) {
+	_, bin := serverImage(t)
+	var recs records
+	spec := serverSpec(t, bin, "-say", "hello process")
+	srv, err := Start(t.Context(), spec, WithRecorder(&recs, "serve"))
+	require.NoError(t, err)
+	assert.Equal(t, "process", srv.Runtime())
+	require.NoError(t, srv.Stop(t.Context()))
+	require.NoError(t, srv.Stop(t.Context()))
+	require.Len(t, recs.all(), 1)
+	assert.Contains(t, waitForLog(t, spec.Log, "shutting down"), "hello process")
+
+	spec = serverSpec(t, bin, "-say", "about to fail", "-exit-code", "5")
+	_, err = Start(t.Context(), spec)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "exited with code 5 before it was ready")
+	assert.Contains(t, err.Error(), "about to fail")
+
+	spec = serverSpec(t, bin, "-never-ready")
+	spec.Ready = 500 * time.Millisecond
+	_, err = Start(t.Context(), spec)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "server not ready after 500ms (last: /health/ready answered 503)")
+
+	_, err = Start(t.Context(), ServerSpec{Cmd: Command{Args: []string{bin}}})
+	assert.ErrorContains(t, err, "all three are required")
+	assert.True(t, strings.HasPrefix(spec.Cmd.Args[0], "/"))
+}

@@ -1,0 +1,472 @@
+package serving
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/wait"
+
+	"qualkit/internal/harness/gpu"
+	"qualkit/internal/schema"
+)
+
+// run is one container about to be created: its name, labels, mapped command and the
+// docker run command line that would create it (for the record).
+type run struct {
+	name   string
+	labels map[string]string
+	cmd    Command
+	host   func(*container.HostConfig)
+	argv   []string
+}
+
+func newRun(c *Container, cmd Command, o options) (*run, error) {
+	if c.RunID == "" || c.Row == "" {
+		return nil, errors.New("container: RunID and Row are required (they label what is created)")
+	}
+	if c.Image.ID == "" {
+		return nil, errors.New("container: no image (PrepareImage makes one present)")
+	}
+	var problems []string
+	targets := map[string]bool{}
+	for _, m := range c.Mounts {
+		if !filepath.IsAbs(m.Host) || !filepath.IsAbs(m.Container) {
+			problems = append(problems, fmt.Sprintf("mount %s:%s: both paths must be absolute", m.Host, m.Container))
+			continue
+		}
+		if _, err := os.Stat(m.Host); err != nil {
+			problems = append(problems, fmt.Sprintf("mount %s: %v", m.Host, err))
+		}
+		if targets[m.Container] {
+			problems = append(problems, fmt.Sprintf("mount target %s given twice", m.Container))
+		}
+		targets[m.Container] = true
+	}
+	if len(problems) > 0 {
+		return nil, errors.New("container: " + strings.Join(problems, "; "))
+	}
+	var gpus *gpu.DeviceRequestFields
+	if len(o.gpus) > 0 {
+		req, err := gpu.DeviceRequest(o.gpus)
+		if err != nil {
+			return nil, err
+		}
+		gpus = &req
+	}
+	r := &run{name: containerName(c.Row, c.RunID), labels: labels(c.RunID, c.Row), cmd: newPathMap(c).command(cmd)}
+	r.host = hostConfig(c, gpus)
+	r.argv = dockerRunArgs(c, gpus, r.name, r.labels, r.cmd)
+	return r, nil
+}
+
+// opts are the testcontainers options that create the container as r says.
+func (r *run) opts(image Image, logger *stdlog.Logger) []testcontainers.ContainerCustomizer {
+	return []testcontainers.ContainerCustomizer{
+		testcontainers.WithLogger(logger),
+		testcontainers.WithName(r.name),
+		testcontainers.WithLabels(r.labels),
+		testcontainers.WithConfigModifier(func(cfg *container.Config) {
+			cfg.Entrypoint = []string{r.cmd.Args[0]}
+			cfg.Cmd = slices.Clone(r.cmd.Args[1:])
+			cfg.Env = slices.Clone(r.cmd.Env)
+			cfg.WorkingDir = r.cmd.Dir
+		}),
+		testcontainers.WithHostConfigModifier(r.host),
+	}
+}
+
+// hostConfig is host networking, an init process as PID 1 (it forwards SIGTERM and reaps
+// the server's children), the bind mounts, the IPC namespace, and, with gpus, one device
+// request for exactly those GPUs.
+func hostConfig(c *Container, gpus *gpu.DeviceRequestFields) func(*container.HostConfig) {
+	return func(hc *container.HostConfig) {
+		hc.NetworkMode = "host"
+		withInit := true
+		hc.Init = &withInit
+		if c.IPCHost {
+			hc.IpcMode = "host"
+		}
+		for _, m := range c.Mounts {
+			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: m.Container, ReadOnly: m.ReadOnly})
+		}
+		if gpus != nil {
+			caps := make([][]string, len(gpus.Capabilities))
+			for i, cp := range gpus.Capabilities {
+				caps[i] = slices.Clone(cp)
+			}
+			hc.DeviceRequests = append(hc.DeviceRequests, container.DeviceRequest{
+				Driver: gpus.Driver, DeviceIDs: slices.Clone(gpus.DeviceIDs), Capabilities: caps,
+			})
+		}
+	}
+}
+
+// dockerRunArgs renders the container as the docker run command that would create it. Env
+// values stay out of argv (they go to the record's redacted Env): `-e NAME` reads them from
+// the caller's environment.
+func dockerRunArgs(c *Container, gpus *gpu.DeviceRequestFields, name string, labels map[string]string, cmd Command) []string {
+	args := []string{"docker", "run", "--name", name, "--network", "host", "--init"}
+	if c.IPCHost {
+		args = append(args, "--ipc", "host")
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		args = append(args, "--label", k+"="+labels[k])
+	}
+	for _, kv := range cmd.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		args = append(args, "-e", k)
+	}
+	if cmd.Dir != "" {
+		args = append(args, "-w", cmd.Dir)
+	}
+	for _, m := range c.Mounts {
+		opt := "type=bind,source=" + m.Host + ",target=" + m.Container
+		if m.ReadOnly {
+			opt += ",readonly"
+		}
+		args = append(args, "--mount", opt)
+	}
+	if gpus != nil {
+		args = append(args, "--gpus", `"device=`+strings.Join(gpus.DeviceIDs, ",")+`"`)
+	}
+	args = append(args, "--entrypoint", cmd.Args[0], c.Image.ID)
+	return append(args, cmd.Args[1:]...)
+}
+
+// containerName is unique per start, and readable in `docker ps`.
+func containerName(row, runID string) string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	n := notTagChar.ReplaceAllString(fmt.Sprintf("qualkit-%s-%s-%s", row, runID, hex.EncodeToString(b)), "-")
+	return strings.TrimLeft(n, ".-")
+}
+
+// connect checks the configuration and the daemon, and refuses a GPU request the daemon
+// cannot honour: testcontainers would start the container without its GPUs, and the row
+// would silently measure a CPU.
+func connect(ctx context.Context, o options) (*testcontainers.DockerClient, schema.DaemonInfo, error) {
+	if err := checkReaperOff(); err != nil {
+		return nil, schema.DaemonInfo{}, err
+	}
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return nil, schema.DaemonInfo{}, err
+	}
+	d, err := daemonInfo(ctx, cli)
+	if err == nil && len(o.gpus) > 0 {
+		var req gpu.DeviceRequestFields
+		if req, err = gpu.DeviceRequest(o.gpus); err == nil {
+			err = checkGPURuntime(d, &req)
+		}
+	}
+	if err != nil {
+		cli.Close()
+		return nil, d, err
+	}
+	return cli, d, nil
+}
+
+// logFile receives a container's output as testcontainers streams it.
+type logFile struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (l *logFile) Accept(entry testcontainers.Log) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.f.Write(entry.Content)
+}
+
+// rewrite replaces the streamed log with the container's whole log, read once it has
+// stopped: the file is complete even if the stream missed a line.
+func (l *logFile) rewrite(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rc, err := cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := l.f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = stdcopy.StdCopy(l.f, l.f, rc)
+	return err
+}
+
+// readyStrategy is the wait strategy of a container server: GET ReadyPath on the
+// server's own loopback address until it answers 200, failing as soon as the container
+// stops running. testcontainers' wait.ForHTTP asks the library for the host's address,
+// which inside a container (CI's machines have /.dockerenv) is the Docker bridge's
+// gateway, while a server on the host network listens on the host's loopback:
+// TestContainerServesUntilStop never became ready with it there.
+type readyStrategy struct {
+	url    string
+	last   string           // the last answer, for a message about a server never ready
+	exited *container.State // the container's state when it stopped before it was ready
+}
+
+var _ wait.Strategy = (*readyStrategy)(nil)
+
+func (s *readyStrategy) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	s.last = "no answer yet"
+	for {
+		if st, err := target.State(ctx); err == nil && !st.Running {
+			s.exited = st
+			return fmt.Errorf("container stopped: %s, exit code %d", st.Status, st.ExitCode)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+ReadyPath, nil)
+		resp, err := hc.Do(req)
+		switch {
+		case err == nil:
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			s.last = fmt.Sprintf("%s answered %d", ReadyPath, resp.StatusCode)
+		case ctx.Err() == nil:
+			s.last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// containerServer is a server run in a container.
+type containerServer struct {
+	url     string
+	c       *testcontainers.DockerContainer
+	cli     *testcontainers.DockerClient
+	log     *logFile
+	tcLog   *os.File
+	startup time.Duration
+	rec     schema.CommandRecord
+	o       options
+
+	mu      sync.Mutex
+	stopped bool
+}
+
+func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, error) {
+	r, err := newRun(o.container, spec.Cmd, o)
+	if err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	cli, _, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(spec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	tcLog, err := os.OpenFile(filepath.Join(filepath.Dir(spec.Log), "testcontainers.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		f.Close()
+		cli.Close()
+		return nil, fmt.Errorf("open testcontainers log: %w", err)
+	}
+	s := &containerServer{url: spec.url(), cli: cli, log: &logFile{f: f}, tcLog: tcLog, o: o,
+		rec: schema.CommandRecord{Stage: o.stage, Args: r.argv, Env: r.cmd.Env, Dir: r.cmd.Dir, Log: spec.Log, Start: time.Now().UTC()}}
+	start := time.Now()
+	// testcontainers waits with our strategy, under the row's own deadline (a model
+	// load's minutes, not the library's default 60 s).
+	ready := &readyStrategy{url: s.url}
+	opts := append(r.opts(o.container.Image, stdlog.New(tcLog, "", stdlog.LstdFlags|stdlog.Lmicroseconds)),
+		testcontainers.WithLogConsumers(s.log),
+		testcontainers.WithWaitStrategyAndDeadline(spec.Ready, ready))
+	c, err := testcontainers.Run(ctx, o.container.Image.ID, opts...)
+	s.c = c
+	if err != nil {
+		if c == nil {
+			// Nothing was created.
+			s.rec.ExitCode, s.rec.Error = -1, err.Error()
+			s.close()
+			return nil, o.record(s.rec, fmt.Errorf("start container %s from %s: %w", r.name, o.container.Image.Ref, err))
+		}
+		st, rmErr := s.terminate(context.Background())
+		switch {
+		case ready.exited != nil:
+			err = fmt.Errorf("server container exited with code %d (oom_killed=%t) before it was ready", ready.exited.ExitCode, ready.exited.OOMKilled)
+		case ctx.Err() == nil:
+			err = notReady(spec.Ready, ready.last, err)
+		}
+		s.rec.Error = err.Error()
+		err = fmt.Errorf("%w; log %s:\n%s", err, spec.Log, TailFile(spec.Log, 2000))
+		if rmErr != nil {
+			err = fmt.Errorf("%w\n(removing container %s failed: %v)", err, r.name, rmErr)
+		}
+		return nil, s.finish(st, err)
+	}
+	s.startup = time.Since(start)
+	return s, nil
+}
+
+func (s *containerServer) URL() string            { return s.url }
+func (s *containerServer) Startup() time.Duration { return s.startup }
+func (s *containerServer) Runtime() string        { return "container" }
+func (s *containerServer) ContainerID() string    { return s.c.GetContainerID() }
+
+type containerState struct {
+	code      int
+	exited    bool
+	oomKilled bool
+}
+
+// Stop stops the container (SIGTERM, SIGKILL after a grace period), completes its log,
+// removes it, and records the command with the container's exit code. A second call does
+// nothing. Removal goes on even when ctx is already cancelled.
+func (s *containerServer) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	st, err := s.terminate(ctx)
+	return s.finish(st, err)
+}
+
+func (s *containerServer) finish(st containerState, err error) error {
+	s.rec.WallS = time.Since(s.rec.Start).Seconds()
+	s.rec.ExitCode = st.code
+	if err != nil && s.rec.Error == "" {
+		s.rec.Error = err.Error()
+	} else if st.oomKilled && s.rec.Error == "" {
+		s.rec.Error = "oom killed"
+	}
+	return s.o.record(s.rec, err)
+}
+
+// terminate stops the container, completes its log and removes it; it runs once.
+func (s *containerServer) terminate(ctx context.Context) (containerState, error) {
+	s.stopped = true
+	defer s.close()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace+2*time.Minute)
+	defer cancel()
+	var errs []error
+	grace := stopGrace
+	if err := s.c.Stop(ctx, &grace); err != nil && !cerrdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("stop container: %w", err))
+	}
+	if err := s.c.StopLogProducer(); err != nil {
+		errs = append(errs, fmt.Errorf("container log stream: %w", err))
+	}
+	if err := s.log.rewrite(ctx, s.cli, s.c.GetContainerID()); err != nil {
+		errs = append(errs, fmt.Errorf("container log: %w", err))
+	}
+	st := containerState{code: -1}
+	if res, err := s.cli.ContainerInspect(ctx, s.c.GetContainerID(), client.ContainerInspectOptions{}); err == nil && res.Container.State != nil {
+		cs := res.Container.State
+		st = containerState{code: cs.ExitCode, exited: !cs.Running, oomKilled: cs.OOMKilled}
+	} else if err != nil {
+		errs = append(errs, fmt.Errorf("inspect container: %w", err))
+	}
+	if err := testcontainers.TerminateContainer(s.c, testcontainers.StopTimeout(grace), testcontainers.StopContext(ctx)); err != nil {
+		errs = append(errs, fmt.Errorf("remove container: %w", err))
+	}
+	return st, errors.Join(errs...)
+}
+
+func (s *containerServer) close() {
+	s.log.f.Close()
+	s.tcLog.Close()
+	s.cli.Close()
+}
+
+// runContainer runs c to completion in a container of the image (or until ctx ends),
+// records it, and removes the container whatever happens.
+func runContainer(ctx context.Context, c Command, log string, o options) (schema.CommandRecord, error) {
+	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Log: log, Start: time.Now().UTC(), ExitCode: -1}
+	finish := func(err error) (schema.CommandRecord, error) {
+		rec.WallS = time.Since(rec.Start).Seconds()
+		if err != nil {
+			rec.Error = err.Error()
+			err = fmt.Errorf("%s in container %s exited %d: %w; log %s:\n%s", baseName(c.Args[0]), shortID(o.container.Image.ID), rec.ExitCode, err, log, TailFile(log, 2000))
+		}
+		return rec, o.record(rec, err)
+	}
+	r, err := newRun(o.container, c, o)
+	if err != nil {
+		return finish(err)
+	}
+	rec.Args, rec.Env, rec.Dir = r.argv, r.cmd.Env, r.cmd.Dir
+	cli, _, err := connect(ctx, o)
+	if err != nil {
+		return finish(err)
+	}
+	defer cli.Close()
+	f, err := os.Create(log)
+	if err != nil {
+		return finish(err)
+	}
+	defer f.Close()
+	lf := &logFile{f: f}
+	deadline := 24 * time.Hour
+	if d, ok := ctx.Deadline(); ok {
+		deadline = time.Until(d)
+	}
+	// The log streams into the file while the job runs (a long build shows progress),
+	// then is replaced by the container's whole log.
+	ct, err := testcontainers.Run(ctx, o.container.Image.ID, append(r.opts(o.container.Image, stdlog.New(io.Discard, "", 0)),
+		testcontainers.WithLogConsumers(lf),
+		testcontainers.WithWaitStrategyAndDeadline(deadline, wait.ForExit().WithPollInterval(50*time.Millisecond)))...)
+	defer func() {
+		// Removal goes on even when ctx is cancelled: nothing is left behind.
+		testcontainers.TerminateContainer(ct, testcontainers.StopContext(context.WithoutCancel(ctx)))
+	}()
+	if ct != nil {
+		bg := context.WithoutCancel(ctx)
+		if res, ierr := cli.ContainerInspect(bg, ct.GetContainerID(), client.ContainerInspectOptions{}); ierr == nil && res.Container.State != nil && !res.Container.State.Running {
+			rec.ExitCode = res.Container.State.ExitCode
+		}
+		ct.StopLogProducer()
+		if lerr := lf.rewrite(bg, cli, ct.GetContainerID()); err == nil && lerr != nil {
+			err = fmt.Errorf("container log: %w", lerr)
+		}
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return finish(fmt.Errorf("%w (%v)", ctx.Err(), err))
+	case err != nil:
+		return finish(fmt.Errorf("start: %w", err))
+	case rec.ExitCode != 0:
+		return finish(errors.New("non-zero exit"))
+	}
+	return finish(nil)
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

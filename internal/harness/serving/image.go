@@ -1,0 +1,197 @@
+package serving
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	stdlog "log"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+
+	"qualkit/internal/schema"
+)
+
+// ImageSpec is the image a family runs in: built here from a Dockerfile and a context
+// folder, or Ref, an image already present locally (it is never pulled).
+type ImageSpec struct {
+	Dockerfile string // path of the Dockerfile, inside Context; default Context/Dockerfile
+	Context    string
+	Ref        string
+	// Paths maps host paths to where the image holds the same files (a program the
+	// Dockerfile copies in): commands that name them run the image's copy.
+	Paths map[string]string
+}
+
+// Image is an image present in the local engine, ready to run.
+type Image struct {
+	ID, Ref string
+	BuildS  float64 // build wall time; 0 when the image was given by Ref
+	Paths   map[string]string
+}
+
+// PrepareImage makes spec's image present: it builds it as qualkit/<row>:<run id>,
+// labelled for the sweep, with the build output in buildLog, or checks that the given
+// Ref is present. The build is recorded like any command.
+func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog string, opts ...Option) (Image, error) {
+	o := newOptions(opts)
+	switch {
+	case spec.Ref != "" && (spec.Context != "" || spec.Dockerfile != ""):
+		return Image{}, fmt.Errorf("image: give either Ref or Dockerfile+Context, not both")
+	case spec.Ref == "" && spec.Context == "":
+		return Image{}, fmt.Errorf("image: neither Ref nor Context given")
+	}
+	if err := checkReaperOff(); err != nil {
+		return Image{}, err
+	}
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return Image{}, err
+	}
+	defer cli.Close()
+	img := Image{Paths: spec.Paths}
+	if spec.Ref != "" {
+		res, err := cli.ImageInspect(ctx, spec.Ref)
+		if err != nil {
+			return Image{}, fmt.Errorf("image %s: %w (qualkit never pulls: build it or `docker load` it first)", spec.Ref, err)
+		}
+		img.ID, img.Ref = res.ID, spec.Ref
+		return img, nil
+	}
+	img.Ref = imageTag(row, runID)
+	start := time.Now()
+	img.ID, err = buildImage(ctx, cli, spec, img.Ref, labels(runID, row), buildLog, o)
+	img.BuildS = time.Since(start).Seconds()
+	return img, err
+}
+
+// buildImage builds spec as tag with labels, its output in buildLog, and returns the
+// image id. The base images must already be present: the daemon would pull them.
+func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec, tag string, labels map[string]string, buildLog string, o options) (string, error) {
+	ctxDir, err := filepath.Abs(spec.Context)
+	if err != nil {
+		return "", fmt.Errorf("build %s: %w", tag, err)
+	}
+	dockerfile := spec.Dockerfile
+	if dockerfile == "" {
+		dockerfile = filepath.Join(ctxDir, "Dockerfile")
+	} else if !filepath.IsAbs(dockerfile) {
+		if dockerfile, err = filepath.Abs(dockerfile); err != nil {
+			return "", fmt.Errorf("build %s: %w", tag, err)
+		}
+	}
+	rel, err := filepath.Rel(ctxDir, dockerfile)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("build %s: Dockerfile %s is outside the context %s", tag, dockerfile, ctxDir)
+	}
+	bases, err := dockerfileBases(dockerfile)
+	if err != nil {
+		return "", fmt.Errorf("build %s: %w", tag, err)
+	}
+	for _, b := range bases {
+		if _, err := cli.ImageInspect(ctx, b); err != nil {
+			return "", fmt.Errorf("build %s: base image %s of %s is not present locally (qualkit never pulls: `docker load` it first): %w", tag, b, dockerfile, err)
+		}
+	}
+	logf, err := os.OpenFile(buildLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("build %s: open log: %w", tag, err)
+	}
+	defer logf.Close()
+	repo, version, _ := strings.Cut(tag, ":")
+	args := []string{"docker", "build", "-f", dockerfile, "-t", tag}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		args = append(args, "--label", k+"="+labels[k])
+	}
+	rec := schema.CommandRecord{Stage: o.stage, Args: append(args, ctxDir), Log: buildLog, Start: time.Now().UTC()}
+
+	provider, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(stdlog.New(logf, "testcontainers: ", stdlog.LstdFlags)))
+	if err != nil {
+		return "", dockerUnreachable(err)
+	}
+	defer provider.Close()
+	_, err = provider.BuildImage(ctx, &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
+		Context: ctxDir, Dockerfile: filepath.ToSlash(rel), Repo: repo, Tag: version,
+		BuildLogWriter: logf, KeepImage: true,
+		BuildOptionsModifier: func(o *client.ImageBuildOptions) { o.Labels = labels },
+	}})
+	var id string
+	if err == nil {
+		var res client.ImageInspectResult
+		if res, err = cli.ImageInspect(ctx, tag); err == nil {
+			id = res.ID
+		}
+	}
+	rec.WallS = time.Since(rec.Start).Seconds()
+	if err != nil {
+		rec.ExitCode, rec.Error = 1, err.Error()
+		err = fmt.Errorf("build image %s: %w; log %s:\n%s", tag, err, buildLog, TailFile(buildLog, 2000))
+	}
+	return id, o.record(rec, err)
+}
+
+// dockerfileBases lists the images a Dockerfile starts from, leaving out scratch, earlier
+// stages and names built from arguments (those cannot be checked before the build).
+func dockerfileBases(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	stages := map[string]bool{}
+	var bases []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 || !strings.EqualFold(fields[0], "FROM") {
+			continue
+		}
+		fields = fields[1:]
+		for len(fields) > 0 && strings.HasPrefix(fields[0], "--") {
+			fields = fields[1:]
+		}
+		if len(fields) == 0 {
+			continue
+		}
+		image := fields[0]
+		earlierStage := stages[strings.ToLower(image)]
+		if len(fields) >= 3 && strings.EqualFold(fields[1], "AS") {
+			stages[strings.ToLower(fields[2])] = true
+		}
+		if earlierStage || strings.EqualFold(image, "scratch") || strings.Contains(image, "$") {
+			continue
+		}
+		if !slices.Contains(bases, image) {
+			bases = append(bases, image)
+		}
+	}
+	return bases, sc.Err()
+}
+
+var (
+	notRepoChar = regexp.MustCompile(`[^a-z0-9._-]+`)
+	notTagChar  = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+)
+
+// imageTag is qualkit/<row>:<run id>, lowercased and reduced to what Docker accepts.
+func imageTag(row, runID string) string {
+	repo := strings.Trim(notRepoChar.ReplaceAllString(strings.ToLower(row), "-"), "._-")
+	if repo == "" {
+		repo = "row"
+	}
+	tag := strings.TrimLeft(notTagChar.ReplaceAllString(strings.ToLower(runID), "-"), ".-")
+	if tag == "" {
+		tag = "run"
+	}
+	if len(tag) > 128 {
+		tag = tag[:128]
+	}
+	return "qualkit/" + repo + ":" + tag
+}

@@ -1,0 +1,79 @@
+package serving
+
+import (
+	"errors"
+	"strings"
+
+	"qualkit/internal/harness/gpu"
+	"qualkit/internal/schema"
+)
+
+// Option configures a Run or a Start. The runtime is a process unless InContainer says
+// otherwise: that option is the one place where the runtime is chosen.
+type Option func(*options)
+
+type options struct {
+	container *Container
+	gpus      []gpu.Device
+	recorder  Recorder
+	stage     string
+}
+
+func newOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// Container is where a command runs when it runs in a container.
+type Container struct {
+	Image      Image
+	RunID, Row string  // labels of what is created, for the sweep of leftovers
+	Mounts     []Mount // bind mounts; commands' host paths under them are mapped into the container
+	// IPCHost shares the host's IPC namespace (TRTMC's docs run its image with --ipc=host:
+	// PyTorch and NCCL need more shared memory than a container's default 64 MiB).
+	IPCHost bool
+}
+
+// Mount is a bind mount of a host path into the container.
+type Mount struct {
+	Host, Container string
+	ReadOnly        bool
+}
+
+// InContainer runs the command in a container of c.Image.
+func InContainer(c Container) Option { return func(o *options) { o.container = &c } }
+
+// WithGPUs gives the command exactly these GPUs, by UUID: a device request for a
+// container (the daemon must have the nvidia runtime), CUDA_VISIBLE_DEVICES for a process.
+func WithGPUs(devs []gpu.Device) Option { return func(o *options) { o.gpus = devs } }
+
+// WithRecorder records the command, under stage, once it ends.
+func WithRecorder(r Recorder, stage string) Option {
+	return func(o *options) { o.recorder, o.stage = r, stage }
+}
+
+func (o options) record(rec schema.CommandRecord, err error) error {
+	if o.recorder == nil {
+		return err
+	}
+	rec.Env = RedactEnv(rec.Env)
+	if rerr := o.recorder.Record(rec); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
+}
+
+// processGPUEnv pins a process to the GPUs by UUID, as a container's device request does.
+func (o options) processGPUEnv() []string {
+	if len(o.gpus) == 0 {
+		return nil
+	}
+	ids := make([]string, len(o.gpus))
+	for i, d := range o.gpus {
+		ids[i] = d.UUID
+	}
+	return []string{"CUDA_VISIBLE_DEVICES=" + strings.Join(ids, ",")}
+}

@@ -1,0 +1,86 @@
+package serving
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"qualkit/internal/schema"
+)
+
+// processServer is a server run as a local process group.
+type processServer struct {
+	url     string
+	cmd     *exec.Cmd
+	logf    *os.File
+	exited  chan struct{}
+	waitErr error
+	startup time.Duration
+	rec     schema.CommandRecord
+	o       options
+
+	mu      sync.Mutex
+	stopped bool
+}
+
+func startProcessServer(ctx context.Context, spec ServerSpec, o options) (Server, error) {
+	c := spec.Cmd
+	c.Env = append(c.Env, o.processGPUEnv()...)
+	start := time.Now()
+	// The server must outlive the stage's context: it is stopped explicitly.
+	cmd, logf, err := startProcess(context.WithoutCancel(ctx), c, spec.Log)
+	if err != nil {
+		rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC(), ExitCode: -1, Error: err.Error()}
+		return nil, o.record(rec, err)
+	}
+	s := &processServer{
+		url: spec.url(), cmd: cmd, logf: logf, exited: make(chan struct{}), o: o,
+		rec: schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC()},
+	}
+	go func() { s.waitErr = cmd.Wait(); close(s.exited) }()
+	if err := waitReady(ctx, s.url, spec.Ready, s.exited); err != nil {
+		s.Stop(context.Background())
+		if errors.Is(err, errExited) {
+			return nil, fmt.Errorf("server process exited with code %d before it was ready; log %s:\n%s", exitCode(s.waitErr), spec.Log, TailFile(spec.Log, 2000))
+		}
+		return nil, fmt.Errorf("%w; log %s:\n%s", err, spec.Log, TailFile(spec.Log, 2000))
+	}
+	s.startup = time.Since(start)
+	return s, nil
+}
+
+func (s *processServer) URL() string            { return s.url }
+func (s *processServer) Startup() time.Duration { return s.startup }
+func (s *processServer) Runtime() string        { return "process" }
+func (s *processServer) ContainerID() string    { return "" }
+
+// Stop sends SIGTERM to the group, then SIGKILL after a grace period.
+func (s *processServer) Stop(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	s.stopped = true
+	killGroup(s.cmd, syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(stopGrace):
+		killGroup(s.cmd, syscall.SIGKILL)
+		<-s.exited
+	}
+	// Children left in the group (none expected) go too.
+	killGroup(s.cmd, syscall.SIGKILL)
+	s.logf.Close()
+	s.rec.WallS = time.Since(s.rec.Start).Seconds()
+	s.rec.ExitCode = exitCode(s.waitErr)
+	return s.o.record(s.rec, nil)
+}
+
+// stopGrace is how long a server gets between SIGTERM and SIGKILL.
+const stopGrace = 10 * time.Second

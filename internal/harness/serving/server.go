@@ -1,0 +1,105 @@
+package serving
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// ReadyPath is polled until the server answers 200: the model is loaded.
+const ReadyPath = "/health/ready"
+
+// Server is a running inference server, whatever runs it.
+type Server interface {
+	URL() string
+	// Startup is the wall time from start until ready: load time, never request time.
+	Startup() time.Duration
+	// Stop ends the server and everything it started, completes its log and records the
+	// command with its exit code; it is safe to call twice.
+	Stop(ctx context.Context) error
+	// Runtime says what runs it: "process" or "container".
+	Runtime() string
+	// ContainerID is the server's container, "" for a process.
+	ContainerID() string
+}
+
+// ServerSpec is a server to start: its command, the loopback port it listens on, how long
+// it may take to answer GET ReadyPath with 200, and the file its output goes to.
+type ServerSpec struct {
+	Cmd   Command
+	Port  int
+	Ready time.Duration
+	Log   string
+}
+
+func (s ServerSpec) url() string { return fmt.Sprintf("http://127.0.0.1:%d", s.Port) }
+
+// Start starts spec's server, as a process group by default or in a container with
+// InContainer, and waits until GET ReadyPath answers 200, the server exits, or spec.Ready
+// passes. Whatever fails, nothing it started is left running. Once ready, the server
+// outlives ctx: Stop ends it.
+func Start(ctx context.Context, spec ServerSpec, opts ...Option) (Server, error) {
+	if len(spec.Cmd.Args) == 0 || spec.Cmd.Args[0] == "" {
+		return nil, errors.New("start server: empty command")
+	}
+	if spec.Port <= 0 || spec.Port > 65535 || spec.Ready <= 0 || spec.Log == "" {
+		return nil, fmt.Errorf("start server: port %d, ready deadline %s, log %q: all three are required", spec.Port, spec.Ready, spec.Log)
+	}
+	o := newOptions(opts)
+	if o.container != nil {
+		return startContainer(ctx, spec, o)
+	}
+	return startProcessServer(ctx, spec, o)
+}
+
+// FreePort asks the kernel for a free loopback TCP port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var errExited = errors.New("server exited")
+
+// waitReady polls url+ReadyPath until it answers 200, exited closes (the server is
+// gone: errExited) or the deadline passes. The request cut short by the deadline is not
+// an answer, so the error keeps the last answer the server really gave.
+func waitReady(ctx context.Context, url string, deadline time.Duration, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last := "no answer yet"
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+ReadyPath, nil)
+		resp, err := hc.Do(req)
+		switch {
+		case err == nil:
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%s answered %d", ReadyPath, resp.StatusCode)
+		case ctx.Err() == nil:
+			last = err.Error()
+		}
+		select {
+		case <-exited:
+			return errExited
+		case <-ctx.Done():
+			return notReady(deadline, last, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func notReady(deadline time.Duration, last string, err error) error {
+	return fmt.Errorf("server not ready after %s (last: %s): %w", deadline, last, err)
+}

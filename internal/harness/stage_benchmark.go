@@ -1,0 +1,213 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"qualkit/internal/schema"
+)
+
+// benchmark runs AIPerf, then checks what AIPerf does not: every response is a real PNG
+// of the requested size that is not constant and not the input, and every measured
+// request has both a client latency and a server Task time.
+func (r *row) benchmark(ctx context.Context) error {
+	input, err := r.fx.AIPerfInput()
+	if err != nil {
+		return err
+	}
+	if err := r.ev.WriteFile("aiperf/inputs.jsonl", input); err != nil {
+		return err
+	}
+	artifacts := filepath.Join(r.ev.Dir, "aiperf", "artifacts")
+	a := r.s.cfg.AIPerf
+	run := AIPerfRun{
+		URL: r.server.URL(), Model: r.c.Model, Input: r.ev.Path("aiperf/inputs.jsonl"), ExtraInputs: []string{r.fx.ExtraInputs()},
+		Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
+		ArtifactDir: artifacts, RequestTimeout: r.c.Deadline.Request,
+	}
+	total := r.c.Bench.Measured + r.c.Bench.Warmup
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(total)*r.c.Deadline.Request+5*time.Minute)
+	defer cancel()
+	stopFollow := make(chan struct{})
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		r.prog.followRecords(r.ev.Path("serve/records.jsonl"), total, stopFollow)
+	}()
+	r.prog.printf("AIPerf: %d measured + %d warmup requests, concurrency 1", r.c.Bench.Measured, r.c.Bench.Warmup)
+	_, runErr := r.job(ctx, schema.StageBenchmark, a.Command(run), "aiperf/aiperf.log")
+	close(stopFollow)
+	<-followed
+	ex, err := ReadExport(artifacts)
+	if err != nil {
+		if runErr != nil {
+			return fmt.Errorf("aiperf: %w", runErr)
+		}
+		return err
+	}
+	r.export = ex
+	r.result.ClientErrors = new(int)
+
+	var problems []string
+	warm, prof := ex.Phase(schema.PhaseWarmup), ex.Phase(schema.PhaseProfiling)
+	if len(prof) != r.c.Bench.Measured || len(warm) != r.c.Bench.Warmup {
+		problems = append(problems, fmt.Sprintf("AIPerf recorded %d measured + %d warmup requests, the row asks for %d + %d",
+			len(prof), len(warm), r.c.Bench.Measured, r.c.Bench.Warmup))
+	}
+	for _, rec := range ex.Raw {
+		if rec.Failed() {
+			*r.result.ClientErrors++
+			problems = append(problems, fmt.Sprintf("request %s (%s) failed: status %d %s", rec.Metadata.XRequestID, rec.Metadata.BenchmarkPhase, rec.Status, errorText(rec)))
+		}
+	}
+	size := r.result.Settings["size"]
+	r.httpPNG = map[string][]byte{}
+	for i, rec := range ex.Raw {
+		if rec.Failed() {
+			continue
+		}
+		png, err := checkOutput(rec, size)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("request %s (%s, %q): %v", rec.Metadata.XRequestID, rec.Metadata.BenchmarkPhase, rec.Prompt(), err))
+			continue
+		}
+		r.httpPNG[rec.Metadata.XRequestID] = png
+		r.ev.WriteFile(fmt.Sprintf("identity/%02d-%s-http.png", i, rec.Metadata.BenchmarkPhase), png)
+	}
+	problems = append(problems, r.timing(prof)...)
+	if len(problems) == 0 && runErr != nil {
+		problems = append(problems, "aiperf failed: "+runErr.Error())
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d problem(s):\n  - %s", len(problems), strings.Join(problems, "\n  - "))
+	}
+	return nil
+}
+
+func errorText(rec RawRecord) string {
+	if rec.Error != nil {
+		return fmt.Sprintf("%s: %s", rec.Error.Type, clip([]byte(rec.Error.Message), 300))
+	}
+	return clip(rec.Body(), 300)
+}
+
+// checkOutput is the content gate on one HTTP response.
+func checkOutput(rec RawRecord, size string) ([]byte, error) {
+	png, err := ResponsePNG(rec.Body())
+	if err != nil {
+		return nil, err
+	}
+	sent, err := rec.SentImage()
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(png, sent) {
+		return nil, fmt.Errorf("output is the input image unchanged (same bytes)")
+	}
+	out, err := DecodePNG(png)
+	if err != nil {
+		return nil, err
+	}
+	if got := ImageSize(out); got != size {
+		return nil, fmt.Errorf("output is %s, the request asked for size %s", got, size)
+	}
+	if IsConstant(out) {
+		return nil, fmt.Errorf("output is a constant image")
+	}
+	in, _, err := image.Decode(bytes.NewReader(sent))
+	if err != nil {
+		return nil, fmt.Errorf("the sent reference image does not decode: %w", err)
+	}
+	if f := ChangedFraction(in, out); f < MinChangedFraction {
+		return nil, fmt.Errorf("output is the input image unchanged or only resized: %.1f %% of its pixels differ by more than %d levels from the input resized to %s, the gate needs %.0f %%",
+			100*f, ChangeLevels, size, 100*MinChangedFraction)
+	}
+	return png, nil
+}
+
+// timing joins AIPerf's client latency with the server's Task time for every measured
+// request. The two stay separate columns: neither is derived from the other.
+func (r *row) timing(prof []RawRecord) []string {
+	var problems []string
+	client := map[string]float64{}
+	for _, p := range r.export.Profile {
+		if p.Metadata.BenchmarkPhase != schema.PhaseProfiling {
+			continue
+		}
+		if ms, ok := p.RequestLatencyMs(); ok {
+			client[p.Metadata.XRequestID] = ms
+		}
+	}
+	ts := r.c.Adapter.Timing()
+	task := map[string]float64{}
+	var fromRecords map[string]float64
+	if ts.Body == "" {
+		var err error
+		if fromRecords, err = ts.FromRecords(r.ev.Path("serve/records.jsonl")); err != nil {
+			return []string{err.Error()}
+		}
+	}
+	var clientMs, taskMs []float64
+	for _, rec := range prof {
+		id := rec.Metadata.XRequestID
+		c, haveClient := client[id]
+		if !haveClient {
+			problems = append(problems, fmt.Sprintf("request %s: AIPerf recorded no request_latency", id))
+		}
+		var t float64
+		var err error
+		if ts.Body != "" {
+			t, err = ts.FromBody(rec.Body())
+		} else {
+			var ok bool
+			if t, ok = fromRecords[id]; !ok {
+				err = fmt.Errorf("no records line with request id %s (does the server honour X-Request-ID?)", id)
+			}
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("request %s: server Task time missing from %s: %v", id, ts, err))
+			continue
+		}
+		task[id] = t
+		if haveClient {
+			clientMs, taskMs = append(clientMs, c), append(taskMs, t)
+		}
+	}
+	if ts.Body != "" && ts.RecordID != "" {
+		ids, err := ts.RecordIDs(r.ev.Path("serve/records.jsonl"))
+		if err != nil {
+			return append(problems, err.Error())
+		}
+		for _, rec := range prof {
+			if id := rec.Metadata.XRequestID; !ids[id] {
+				problems = append(problems, fmt.Sprintf("request %s: no records line with that request id: does the server honour X-Request-ID?", id))
+			}
+		}
+	}
+	if ts.Body != "" && ts.Records != "" {
+		// Two reports of one measurement: the body's and the records line's must agree.
+		fromRecords, err := ts.FromRecords(r.ev.Path("serve/records.jsonl"))
+		if err != nil {
+			return append(problems, err.Error())
+		}
+		for _, rec := range prof {
+			id := rec.Metadata.XRequestID
+			if v, ok := fromRecords[id]; ok && !sameMs(v, task[id]) {
+				problems = append(problems, fmt.Sprintf("request %s: the response body says %s = %v ms, its records line %s = %v ms", id, ts.Body, task[id], ts.Records, v))
+			}
+		}
+	}
+	r.clientMs, r.taskMs = client, task
+	if len(problems) == 0 && len(prof) > 0 {
+		h, t := NewQuantiles(clientMs), NewQuantiles(taskMs)
+		r.result.HTTP, r.result.Task, r.result.TaskSource = &h, &t, ts.Schema()
+		r.result.Overhead = newOverhead(h, t)
+		r.result.ImagesPerS = ImagesPerSecond(prof)
+	}
+	return problems
+}

@@ -1,0 +1,140 @@
+package harness
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"qualkit/internal/schema"
+)
+
+// build makes the family's programs, then the bundle, reusing a cached bundle only when
+// its key (checkpoint, revision, profile, build settings, builder hash) matches.
+func (r *row) build(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Build)
+	defer cancel()
+	tools, builder := r.c.Adapter.Tools(r.env)
+	for _, cmd := range tools {
+		if _, err := r.job(ctx, schema.StageBuild, cmd, "build/tools.log"); err != nil {
+			return fmt.Errorf("family tools: %w", err)
+		}
+	}
+	builderSHA, err := pathSHA256(builder)
+	if err != nil {
+		return fmt.Errorf("builder %s: %w", builder, err)
+	}
+	settings := r.c.Adapter.BuildSettings()
+	key := cacheKey(map[string]any{
+		"family": r.c.Family, "backend": r.c.Adapter.Backend(), "model": r.c.Model, "profile": r.c.Profile,
+		"revision": r.c.Revision, "build_settings": settings, "builder_sha256": builderSHA,
+	})
+	info := &schema.BundleInfo{CacheKey: key, Builder: builderSHA, Settings: settings}
+	r.result.Bundle = info
+	dir := filepath.Join(r.s.cfg.Root, ".cache", "bundles", key)
+	final := filepath.Join(dir, r.c.Profile+".bundle")
+	meta := filepath.Join(dir, "bundle.json")
+
+	if !r.s.cfg.Rebuild {
+		if sha, ok := cachedBundle(meta, final); ok {
+			info.Path, info.SHA256, info.Cached = final, sha, true
+		}
+	}
+	if !info.Cached {
+		os.RemoveAll(dir)
+		partial := filepath.Join(dir, fmt.Sprintf(".partial-%d", os.Getpid()))
+		if err := os.MkdirAll(partial, 0o755); err != nil {
+			return err
+		}
+		defer os.RemoveAll(partial)
+		out := filepath.Join(partial, r.c.Profile+".bundle")
+		ref := r.fx.ImagePath(r.fx.Pairs[0].Image)
+		start := time.Now()
+		cmd := r.c.Adapter.Build(r.env, BuildSpec{Out: out, Reference: ref})
+		if _, err := r.job(ctx, schema.StageBuild, cmd, "build/build.log", append(at(false, partial), at(true, filepath.Dir(ref))...)...); err != nil {
+			return fmt.Errorf("bundle: %w", err)
+		}
+		info.BuildS = time.Since(start).Seconds()
+		if _, err := os.Stat(out); err != nil {
+			return fmt.Errorf("build exited 0 but wrote no bundle at %s", out)
+		}
+		if err := os.Rename(out, final); err != nil {
+			return err
+		}
+		if info.SHA256, err = pathSHA256(final); err != nil {
+			return err
+		}
+		info.Path = final
+		if err := writeJSON(meta, info); err != nil {
+			return err
+		}
+	}
+	info.Bytes = pathSize(final)
+	r.bundle, r.bundleSHA = final, info.SHA256
+	return r.ev.WriteJSON("build/bundle.json", info)
+}
+
+func cachedBundle(meta, bundle string) (string, bool) {
+	b, err := os.ReadFile(meta)
+	if err != nil {
+		return "", false
+	}
+	var info schema.BundleInfo
+	if json.Unmarshal(b, &info) != nil {
+		return "", false
+	}
+	sha, err := pathSHA256(bundle)
+	return sha, err == nil && sha == info.SHA256
+}
+
+func cacheKey(v any) string {
+	b, _ := json.Marshal(v) // map keys are sorted, so the key is canonical
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])[:32]
+}
+
+// pathSHA256 hashes a file, or a directory as the sorted list of its files' hashes.
+func pathSHA256(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return fileSHA256(path)
+	}
+	var lines []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		sum, err := fileSHA256(p)
+		rel, _ := filepath.Rel(path, p)
+		lines = append(lines, filepath.ToSlash(rel)+"\x00"+sum)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(lines)
+	return bytesSHA256([]byte(strings.Join(lines, "\n"))), nil
+}
+
+func pathSize(path string) int64 {
+	var n int64
+	filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}

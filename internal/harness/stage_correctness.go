@@ -1,0 +1,136 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"qualkit/internal/schema"
+)
+
+// caseFiles hashes a correctness case's test files and, for each, every conftest.py
+// from its folder up to root (pytest's rootdir), as pytest would load them.
+func caseFiles(tests []string, root string) ([]schema.FileHash, error) {
+	var out []schema.FileHash
+	seen := map[string]bool{}
+	add := func(p string) error {
+		if seen[p] {
+			return nil
+		}
+		seen[p] = true
+		sum, err := fileSHA256(p)
+		if err != nil {
+			return err
+		}
+		out = append(out, schema.FileHash{Path: p, SHA256: sum})
+		return nil
+	}
+	for _, t := range tests {
+		if !filepath.IsAbs(t) && root != "" {
+			t = filepath.Join(root, t)
+		}
+		if err := add(t); err != nil {
+			return nil, err
+		}
+		for dir := filepath.Dir(t); ; dir = filepath.Dir(dir) {
+			if c := filepath.Join(dir, "conftest.py"); isRegular(c) {
+				if err := add(c); err != nil {
+					return nil, err
+				}
+			}
+			if dir == root || root == "" || filepath.Dir(dir) == dir || !strings.HasPrefix(dir, root) {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// treeHashes lists every regular file under dir with its sha256, paths relative to base.
+func treeHashes(base, dir string) ([]schema.FileHash, error) {
+	out := []schema.FileHash{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file: the evidence keeps only files", p)
+		}
+		sum, err := fileSHA256(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(base, p)
+		out = append(out, schema.FileHash{Path: filepath.ToSlash(rel), SHA256: sum})
+		return nil
+	})
+	return out, err
+}
+
+func isRegular(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// correctness runs the family's own case, unchanged, on the exact bundle, and proves the
+// bundle was not touched while it ran.
+func (r *row) correctness(ctx context.Context) error {
+	artifacts := filepath.Join(r.ev.Dir, "correctness", "artifacts")
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		return err
+	}
+	cc := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path("correctness/junit.xml"), Artifacts: artifacts})
+	corr := &schema.Correctness{Declared: cc.Cases}
+	r.result.Correctness = corr
+	if len(cc.Cases) == 0 {
+		return GateCases(schema.CaseCounts{}, nil)
+	}
+	if cc.Result != "" {
+		rel, err := filepath.Rel(r.ev.Dir, cc.Result)
+		if err != nil || !strings.HasPrefix(filepath.ToSlash(rel), "correctness/artifacts/") {
+			return fmt.Errorf("the family's correctness result file %s is not under the case's artifacts folder %s", cc.Result, artifacts)
+		}
+		corr.ResultFile = filepath.ToSlash(rel)
+	}
+	// The case's own code as it ran: its test files and the conftest.py files pytest
+	// loads for them.
+	var err error
+	if corr.CaseFiles, err = caseFiles(cc.TestFiles, cc.Command.Dir); err != nil {
+		return fmt.Errorf("correctness case files: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Correctness)
+	defer cancel()
+	_, runErr := r.job(ctx, schema.StageCorrectness, cc.Command, "correctness/output.log",
+		append(at(true, filepath.Dir(r.bundle)), at(false, r.ev.Path("correctness"))...)...)
+	if corr.Artifacts, err = treeHashes(r.ev.Dir, artifacts); err != nil {
+		return fmt.Errorf("correctness artifacts: %w", err)
+	}
+	after, err := pathSHA256(r.bundle)
+	if err != nil {
+		return fmt.Errorf("bundle after correctness: %w", err)
+	}
+	if after != r.bundleSHA {
+		return fmt.Errorf("bundle changed while the correctness case ran: sha256 %s before, %s after", r.bundleSHA, after)
+	}
+	counts, err := ReadJUnit(cc.JUnit)
+	if err != nil {
+		if runErr != nil {
+			return fmt.Errorf("%w (and the case wrote no readable JUnit: %v)", runErr, err)
+		}
+		return err
+	}
+	corr.CaseCounts = counts
+	if err := GateCases(counts, cc.Cases); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return fmt.Errorf("every case passed but the command failed: %w", runErr)
+	}
+	if cc.Result != "" {
+		return CheckResultFile(cc.Result)
+	}
+	return nil
+}

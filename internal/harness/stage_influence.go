@@ -1,0 +1,61 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"net/http"
+	"os"
+
+	"qualkit/internal/schema"
+)
+
+// influence sends the same instruction and seed with the same reference image twice
+// (the outputs must match) and with another one (they must differ enough).
+func (r *row) influence(ctx context.Context) error {
+	inf := r.fx.Influence
+	client := &http.Client{Timeout: r.c.Deadline.Request}
+	settings := r.fx.InfluenceSettings()
+	names := []string{"a", "a-repeat", "b"}
+	files := []string{inf.Images[0], inf.Images[0], inf.Images[1]}
+	var outs []image.Image
+	for i, f := range files {
+		data, err := os.ReadFile(r.fx.ImagePath(f))
+		if err != nil {
+			return err
+		}
+		status, body, err := EditRequest(ctx, client, r.server.URL(), r.c.Model, inf.Instruction, data, settings, "qualkit-influence-"+names[i])
+		if err != nil {
+			return err
+		}
+		if status != http.StatusOK {
+			return fmt.Errorf("influence request %s (%s): status %d: %s", names[i], f, status, clip(body, 300))
+		}
+		png, err := ResponsePNG(body)
+		if err != nil {
+			return fmt.Errorf("influence request %s: %w", names[i], err)
+		}
+		img, err := DecodePNG(png)
+		if err != nil {
+			return fmt.Errorf("influence request %s: %w", names[i], err)
+		}
+		r.ev.WriteFile("influence/"+names[i]+".png", png)
+		outs = append(outs, img)
+	}
+	res := &schema.InfluenceResult{Instruction: inf.Instruction, Images: [2]string{inf.Images[0], inf.Images[1]},
+		Repeat: ComparePixels(outs[0], outs[1]), Other: ComparePixels(outs[0], outs[2])}
+	r.result.Influence = res
+	r.ev.WriteJSON("influence/influence.json", res)
+	if !res.Repeat.Identical() {
+		return fmt.Errorf("the same request twice gave different outputs (%s): the server is not deterministic for a fixed seed", res.Repeat)
+	}
+	if res.Other.Identical() {
+		return fmt.Errorf("capability gap: two different reference images (%s, %s) gave pixel-identical outputs: the server ignores the reference image", inf.Images[0], inf.Images[1])
+	}
+	if f := float64(res.Other.DifferingPixel) / float64(max(res.Other.Pixels, 1)); f < MinInfluenceFraction || res.Other.MeanAbs < MinInfluenceMeanLevels {
+		return fmt.Errorf("capability gap: two different reference images (%s, %s) gave outputs that barely differ (%s; %.2f %% of the pixels): "+
+			"the gate needs %.0f %% of the pixels and a mean of %.2f levels, so the server all but ignores the reference image",
+			inf.Images[0], inf.Images[1], res.Other, 100*f, 100*MinInfluenceFraction, MinInfluenceMeanLevels)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"qualkit/internal/harness/gpu"
+)
+
+// Requirement is one thing a row needs of the host and does not have.
+type Requirement struct {
+	What string `json:"what"`
+	Fix  string `json:"fix"`
+	// Absent marks a host requirement (hardware, installed software) rather than a
+	// broken input: only those may be skipped, and only in a non-qualification run.
+	Absent bool `json:"absent"`
+}
+
+// Missing joins requirements into one message listing every missing piece and its fix.
+func Missing(reqs []Requirement) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d requirement(s) not met:", len(reqs))
+	for _, q := range reqs {
+		fmt.Fprintf(&b, "\n  - %s\n    fix: %s", q.What, q.Fix)
+	}
+	return fmt.Errorf("%s", b.String())
+}
+
+// Readiness is what preflight found: every unmet requirement, the fixtures, and the
+// GPUs (the NVML reading, and the devices chosen for the row by UUID).
+type Readiness struct {
+	Requirements []Requirement `json:"requirements"`
+	GPU          *gpu.Reading  `json:"gpu_reading,omitempty"`
+	GPUError     string        `json:"gpu_error,omitempty"`
+	Selected     []gpu.Device  `json:"gpus_selected,omitempty"`
+	fixtures     *Fixtures
+}
+
+// Preflight lists what the row needs and the host lacks, without starting anything.
+// `make doctor` prints it for every row.
+func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness {
+	var rd Readiness
+	need := func(absent bool, what, fix string) {
+		rd.Requirements = append(rd.Requirements, Requirement{What: what, Fix: fix, Absent: absent})
+	}
+	fx, err := LoadFixtures(filepath.Join(s.cfg.Root, c.Fixtures))
+	if err != nil {
+		need(false, err.Error(), "restore the fixtures from git (`git checkout -- fixtures/`)")
+	} else if _, ok := fx.Settings["size"]; !ok {
+		need(false, "fixtures settings have no \"size\": the output size gate needs it", "add settings.size to "+c.Fixtures)
+	}
+	rd.fixtures = fx
+	if _, err := s.cfg.AIPerf.CheckVersion(ctx); err != nil {
+		need(true, err.Error(), "make setup")
+	}
+	if _, err := os.Stat(s.cfg.Python); err != nil {
+		need(true, "python for the correctness case not found at "+s.cfg.Python, "make setup")
+	}
+	if err := c.Adapter.Timing().Validate(); err != nil {
+		need(false, err.Error(), "fix the family adapter's Timing()")
+	}
+	if c.Needs.Container && s.cfg.Runtime == RuntimeProcess {
+		need(false, "row "+c.Name+" can only be served from a container, and the run asked for RUNTIME=process",
+			"run with RUNTIME=container (or auto) on a host with a Docker engine")
+	}
+	if s.rowRuntime(c) == RuntimeContainer {
+		switch _, ok := c.Adapter.(Containerized); {
+		case s.dockerErr != nil:
+			need(true, "row "+c.Name+" is served from a container, and no Docker daemon answers: "+s.dockerErr.Error(),
+				"install and start Docker (`apt-get install docker.io && dockerd &`), or RUNTIME=process for rows that allow it")
+		case !ok:
+			need(false, "family "+c.Family+" gives no container image, and row "+c.Name+" is to be served from a container",
+				"give the family an Image() or run with RUNTIME=process")
+		case c.Needs.GPU != (gpu.Needs{}) && !s.daemon.NvidiaRuntime:
+			need(true, fmt.Sprintf("the Docker daemon at %s has no nvidia runtime (runtimes: %v): GPU containers cannot start", s.daemon.Endpoint, s.daemon.Runtimes),
+				"install the NVIDIA Container Toolkit and run `nvidia-ctk runtime configure --runtime=docker`, then restart dockerd")
+		}
+	}
+	reading, err := gpu.Read(ctx, s.cfg.GPURead)
+	if err != nil {
+		rd.GPUError = err.Error()
+	} else {
+		rd.GPU = &reading
+	}
+	if c.Needs.GPU != (gpu.Needs{}) {
+		switch {
+		case err != nil:
+			need(true, fmt.Sprintf("the row needs %s; GPU discovery failed: %v", c.Needs.GPU, err),
+				"run on a host with NVIDIA GPUs and the NVIDIA driver (libnvidia-ml.so.1)")
+		default:
+			sel, err := gpu.Select(reading, c.Needs.GPU)
+			if err != nil {
+				need(true, err.Error(), "free or add GPUs that match, or run on a larger host")
+			}
+			rd.Selected = sel
+		}
+	}
+	if req, ok := c.Adapter.(Requirer); ok {
+		rd.Requirements = append(rd.Requirements, req.Requirements(env, c)...)
+	}
+	return rd
+}
+
+func (r *row) preflight(ctx context.Context) error {
+	rd := r.s.Preflight(ctx, r.c, r.env)
+	r.ev.WriteJSON("preflight.json", map[string]any{"readiness": rd, "qualification_run": r.s.cfg.Qualification})
+	if err := Missing(rd.Requirements); err != nil {
+		if !r.s.cfg.Qualification && allAbsent(rd.Requirements) {
+			r.skipReason = strings.Join(strings.Fields(err.Error()), " ")
+			r.s.recordSkip(r.c.Name, r.skipReason)
+			return nil
+		}
+		return err
+	}
+	fx := rd.fixtures
+	r.fx, r.gpus = fx, rd.Selected
+	for _, im := range fx.Images {
+		if err := copyFile(r.ev.Path(filepath.Join("fixtures", im.File)), fx.ImagePath(im.File)); err != nil {
+			return err
+		}
+	}
+	r.result.Settings = fx.FormSettings()
+	return r.ev.WriteJSON("fixtures/manifest.json", fx)
+}
+
+func allAbsent(reqs []Requirement) bool {
+	for _, q := range reqs {
+		if !q.Absent {
+			return false
+		}
+	}
+	return true
+}
