@@ -105,7 +105,9 @@ func testRun(t *testing.T) string {
 	return runID
 }
 
-func rowOf(t *testing.T) string { return "row-" + strings.ToLower(strings.TrimPrefix(t.Name(), "Test")) }
+func rowOf(t *testing.T) string {
+	return "row-" + strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
+}
 
 // prepared builds the test image for run, its build log in dir.
 func prepared(t *testing.T, runID string, spec ImageSpec, rec Recorder) Image {
