@@ -77,7 +77,9 @@ func (r *row) benchmark(ctx context.Context) error {
 			continue
 		}
 		r.httpPNG[rec.Metadata.XRequestID] = png
-		r.ev.WriteFile(fmt.Sprintf("identity/%02d-%s-http.png", i, rec.Metadata.BenchmarkPhase), png)
+		if err := r.ev.WriteFile(fmt.Sprintf("identity/%02d-%s-http.png", i, rec.Metadata.BenchmarkPhase), png); err != nil {
+			return err
+		}
 	}
 	problems = append(problems, r.timing(prof)...)
 	if len(problems) == 0 && runErr != nil {

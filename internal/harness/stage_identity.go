@@ -126,7 +126,9 @@ func (r *row) identity(ctx context.Context) error {
 		}
 		sum.Requests = append(sum.Requests, req)
 	}
-	r.ev.WriteJSON("identity/identity.json", sum)
+	if err := r.ev.WriteJSON("identity/identity.json", sum); err != nil {
+		return err
+	}
 	want := r.c.Bench.Measured + r.c.Bench.Warmup
 	if sum.Total != want {
 		problems = append(problems, fmt.Sprintf("%d requests to compare, expected %d", sum.Total, want))

@@ -39,13 +39,17 @@ func (r *row) influence(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("influence request %s: %w", names[i], err)
 		}
-		r.ev.WriteFile("influence/"+names[i]+".png", png)
+		if err := r.ev.WriteFile("influence/"+names[i]+".png", png); err != nil {
+			return err
+		}
 		outs = append(outs, img)
 	}
 	res := &schema.InfluenceResult{Instruction: inf.Instruction, Images: [2]string{inf.Images[0], inf.Images[1]},
 		Repeat: ComparePixels(outs[0], outs[1]), Other: ComparePixels(outs[0], outs[2])}
 	r.result.Influence = res
-	r.ev.WriteJSON("influence/influence.json", res)
+	if err := r.ev.WriteJSON("influence/influence.json", res); err != nil {
+		return err
+	}
 	if !res.Repeat.Identical() {
 		return fmt.Errorf("the same request twice gave different outputs (%s): the server is not deterministic for a fixed seed", res.Repeat)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"qualkit/internal/harness/gpu"
+	"qualkit/internal/schema"
 )
 
 // Requirement is one thing a row needs of the host and does not have.
@@ -109,7 +110,9 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 
 func (r *row) preflight(ctx context.Context) error {
 	rd := r.s.Preflight(ctx, r.c, r.env)
-	r.ev.WriteJSON("preflight.json", map[string]any{"readiness": rd, "qualification_run": r.s.cfg.Qualification})
+	if err := r.ev.WriteJSON(schema.PreflightFile, map[string]any{"readiness": rd, "qualification_run": r.s.cfg.Qualification}); err != nil {
+		return err
+	}
 	if err := Missing(rd.Requirements); err != nil {
 		if !r.s.cfg.Qualification && allAbsent(rd.Requirements) {
 			r.skipReason = strings.Join(strings.Fields(err.Error()), " ")

@@ -1,0 +1,413 @@
+package harness
+
+// A fake family and a fake AIPerf, so the pipeline's code runs end to end in unit tests
+// without Python, Docker or a model: every program is this test binary, started again
+// with QUALKIT_FAKE naming the program it plays (the helper-process pattern). The fakes
+// are for the harness's own tests only; qual/ runs the real AIPerf and real families.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	if prog := os.Getenv("QUALKIT_FAKE"); prog != "" {
+		os.Exit(fakeMain(prog, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeMain plays one program of the fake family, or the fake AIPerf.
+func fakeMain(prog string, args []string) int {
+	var err error
+	switch prog {
+	case "build":
+		err = fakeBuild(args)
+	case "correctness":
+		err = fakeCorrectness(args)
+	case "serve":
+		err = fakeServe(args)
+	case "native":
+		err = fakeNative(args)
+	case "aiperf":
+		err = fakeAIPerf(args)
+	default:
+		err = fmt.Errorf("unknown fake program %q", prog)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fake %s: %v\n", prog, err)
+		return 1
+	}
+	return 0
+}
+
+// fakeFault names a fault the fake family plays (FakeFamily.Fault).
+const (
+	faultBuild        = "build"         // the build exits 1
+	faultOtherCase    = "other-case"    // the correctness JUnit names another test
+	faultCaseFails    = "case-fails"    // the case's result.json says fail
+	faultNeverReady   = "never-ready"   // /health/ready answers 503
+	faultConstant     = "constant"      // every output is one grey
+	faultDrift        = "drift"         // the native Task is one level off in one pixel
+	faultIgnoreRef    = "ignore-ref"    // the output does not depend on the input image
+	faultRecordsLie   = "records-lie"   // the records file says another Task time than the body
+	faultNativeSilent = "native-silent" // the native Task does not state what it wrote
+)
+
+// fakeCaseID is the JUnit id of the fake correctness case.
+const fakeCaseID = "fake.correctness.test_fake"
+
+// FakeFamily is the test family: an "edit" that inverts the image (after scaling it to
+// the requested size), its server, its native Task and its correctness case, all played
+// by this test binary.
+type FakeFamily struct {
+	Fault    string
+	Settings map[string]string // build settings (part of the cache key)
+	Image    *ContainerImage   // Containerized when set
+}
+
+func (f FakeFamily) program(prog string) Command {
+	// The race detector sleeps a second before a race binary exits, unless told not to.
+	return Command{Args: []string{os.Args[0]}, Env: []string{"QUALKIT_FAKE=" + prog, "QUALKIT_FAKE_FAULT=" + f.Fault, "GORACE=atexit_sleep_ms=0"}}
+}
+
+func (f FakeFamily) with(c Command, args ...string) Command {
+	c.Args = append(c.Args, args...)
+	return c
+}
+
+func (FakeFamily) Backend() string { return "fake" }
+
+func (FakeFamily) Tools(Env) ([]Command, string) { return nil, os.Args[0] }
+
+func (f FakeFamily) BuildSettings() map[string]string {
+	if f.Settings != nil {
+		return f.Settings
+	}
+	return map[string]string{"edit": "invert"}
+}
+
+func (f FakeFamily) Build(_ Env, spec BuildSpec) Command {
+	return f.with(f.program("build"), "-o", spec.Out, "-reference", spec.Reference)
+}
+
+func (f FakeFamily) Correctness(env Env, spec CorrectnessSpec) CorrectnessCase {
+	return CorrectnessCase{
+		Command: f.with(f.program("correctness"), "-bundle", spec.Bundle, "-junit", spec.JUnit, "-artifacts", spec.Artifacts),
+		JUnit:   spec.JUnit, Cases: []string{fakeCaseID}, Result: filepath.Join(spec.Artifacts, "result.json"),
+	}
+}
+
+func (f FakeFamily) Serve(_ Env, spec ServeSpec) Command {
+	return f.with(f.program("serve"), "-bundle", spec.Bundle, "-port", strconv.Itoa(spec.Port), "-records", spec.Records)
+}
+
+func (f FakeFamily) Native(_ Env, spec NativeSpec) Command {
+	return f.with(f.program("native"), "-bundle", spec.Bundle, "-image", spec.Image, "-output", spec.Output, "-size", spec.Settings["size"])
+}
+
+func (FakeFamily) Timing() TimingSource {
+	return TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
+}
+
+func (FakeFamily) NativeOutputPattern() string { return `"output_sha256":\s*"([0-9a-f]{64})"` }
+
+func fakeBuild(args []string) error {
+	fs := flag.NewFlagSet("build", flag.ContinueOnError)
+	out := fs.String("o", "", "")
+	fs.String("reference", "", "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if os.Getenv("QUALKIT_FAKE_FAULT") == faultBuild {
+		return fmt.Errorf("the build broke on purpose")
+	}
+	fmt.Println("fake build: writing", *out)
+	return os.WriteFile(*out, []byte("fake bundle: invert\n"), 0o644)
+}
+
+func fakeCorrectness(args []string) error {
+	fs := flag.NewFlagSet("correctness", flag.ContinueOnError)
+	bundle, junit, artifacts := fs.String("bundle", "", ""), fs.String("junit", "", ""), fs.String("artifacts", "", "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if _, err := os.ReadFile(*bundle); err != nil {
+		return err
+	}
+	name := "test_fake"
+	if os.Getenv("QUALKIT_FAKE_FAULT") == faultOtherCase {
+		name = "test_something_else"
+	}
+	status := "pass"
+	if os.Getenv("QUALKIT_FAKE_FAULT") == faultCaseFails {
+		status = "fail"
+	}
+	xml := fmt.Sprintf(`<testsuites><testsuite tests="1"><testcase classname="fake.correctness" name="%s" time="0.1"/></testsuite></testsuites>`, name)
+	if err := os.WriteFile(*junit, []byte(xml), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(*artifacts, "result.json"), []byte(`{"status": "`+status+`"}`), 0o644)
+}
+
+// fakeEdit scales the image to w x h (nearest) and inverts it; it ignores the input
+// with faultIgnoreRef and gives one grey with faultConstant.
+func fakeEdit(in []byte, w, h int, fault string) ([]byte, error) {
+	src, _, err := image.Decode(bytes.NewReader(in))
+	if err != nil {
+		return nil, err
+	}
+	b := src.Bounds()
+	out := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			r, g, bl, _ := src.At(b.Min.X+x*b.Dx()/w, b.Min.Y+y*b.Dy()/h).RGBA()
+			c := color.NRGBA{255 - uint8(r>>8), 255 - uint8(g>>8), 255 - uint8(bl>>8), 255}
+			switch fault {
+			case faultIgnoreRef:
+				c = color.NRGBA{uint8(x * 7), uint8(y * 5), 99, 255}
+			case faultConstant:
+				c = color.NRGBA{128, 128, 128, 255}
+			}
+			out.SetNRGBA(x, y, c)
+		}
+	}
+	var buf bytes.Buffer
+	err = png.Encode(&buf, out)
+	return buf.Bytes(), err
+}
+
+func fakeSize(s string) (int, int, error) {
+	var w, h int
+	if _, err := fmt.Sscanf(s, "%dx%d", &w, &h); err != nil {
+		return 0, 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	return w, h, nil
+}
+
+func fakeServe(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	port, records := fs.Int("port", 0, ""), fs.String("records", "", "")
+	fs.String("bundle", "", "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	fault := os.Getenv("QUALKIT_FAKE_FAULT")
+	rec, err := os.OpenFile(*records, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if fault == faultNeverReady {
+			w.WriteHeader(503)
+			return
+		}
+		fmt.Fprintln(w, `{"status":"ready"}`)
+	})
+	mux.HandleFunc("/v1/images/edits", func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-ID")
+		if err := r.ParseMultipartForm(32 << 20); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		f, _, err := r.FormFile("image")
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		in, _ := io.ReadAll(f)
+		wd, ht, err := fakeSize(r.FormValue("size"))
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		start := time.Now()
+		out, err := fakeEdit(in, wd, ht, fault)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		task := float64(time.Since(start).Microseconds()) / 1000
+		recTask := task
+		if fault == faultRecordsLie {
+			recTask = task + 7
+		}
+		line, _ := json.Marshal(map[string]any{"request_id": id, "status": 200, "timing": map[string]float64{"task_ms": recTask}})
+		rec.Write(append(line, '\n'))
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"created": 1, "data": []map[string]string{{"b64_json": base64.StdEncoding.EncodeToString(out)}},
+			"timing": map[string]float64{"task_ms": task}})
+	})
+	fmt.Println("fake serve: listening on", *port)
+	srv := &http.Server{Addr: fmt.Sprintf("127.0.0.1:%d", *port), Handler: mux}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, os.Interrupt)
+	go func() { <-stop; fmt.Println("fake serve: stopping"); srv.Close() }()
+	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}
+
+func fakeNative(args []string) error {
+	fs := flag.NewFlagSet("native", flag.ContinueOnError)
+	in, out, size := fs.String("image", "", ""), fs.String("output", "", ""), fs.String("size", "", "")
+	fs.String("bundle", "", "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(*in)
+	if err != nil {
+		return err
+	}
+	w, h, err := fakeSize(*size)
+	if err != nil {
+		return err
+	}
+	fault := os.Getenv("QUALKIT_FAKE_FAULT")
+	png, err := fakeEdit(data, w, h, fault)
+	if err != nil {
+		return err
+	}
+	if fault == faultDrift {
+		img, _ := DecodePNG(png)
+		n := toNRGBA(img)
+		n.Pix[0]++
+		var buf bytes.Buffer
+		pngEncode(&buf, n)
+		png = buf.Bytes()
+	}
+	if err := os.WriteFile(*out, png, 0o644); err != nil {
+		return err
+	}
+	if fault != faultNativeSilent {
+		sum := sha256.Sum256(png)
+		fmt.Printf(`{"output": %q, "output_sha256": %q}`+"\n", *out, hex.EncodeToString(sum[:]))
+	}
+	return nil
+}
+
+func pngEncode(w io.Writer, img image.Image) { png.Encode(w, img) }
+
+// fakeAIPerf plays `aiperf --version` and `aiperf profile` for image_edit: it sends each
+// input line (warmup first) as AIPerf's multipart request, sequentially, and writes the
+// raw and per-request exports and a summary in AIPerf 0.13.0's shape (the fields the
+// harness and the checker read).
+func fakeAIPerf(args []string) error {
+	if len(args) == 1 && args[0] == "--version" {
+		fmt.Println("0.13.0")
+		return nil
+	}
+	if len(args) == 0 || args[0] != "profile" {
+		return fmt.Errorf("want profile, got %v", args)
+	}
+	opt := map[string][]string{}
+	for i := 1; i < len(args); i++ {
+		if strings.HasPrefix(args[i], "--") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+			opt[args[i]] = append(opt[args[i]], args[i+1])
+			i++
+		}
+	}
+	one := func(k string) string {
+		if v := opt[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	measured, _ := strconv.Atoi(one("--request-count"))
+	warmup, _ := strconv.Atoi(one("--warmup-request-count"))
+	settings := map[string]any{}
+	for _, e := range opt["--extra-inputs"] {
+		if err := json.Unmarshal([]byte(e), &settings); err != nil {
+			return fmt.Errorf("--extra-inputs %q: %w", e, err)
+		}
+	}
+	raw, err := os.ReadFile(one("--input-file"))
+	if err != nil {
+		return err
+	}
+	var inputs []map[string]string
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var in map[string]string
+		if err := json.Unmarshal([]byte(line), &in); err != nil {
+			return err
+		}
+		inputs = append(inputs, in)
+	}
+	dir := one("--artifact-dir")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var rawOut, profOut bytes.Buffer
+	var lat []float64
+	for i := range warmup + measured {
+		phase := "profiling"
+		if i < warmup {
+			phase = "warmup"
+		}
+		in := inputs[i%len(inputs)]
+		img, err := base64.StdEncoding.DecodeString(strings.SplitN(in["image"], ",", 2)[1])
+		if err != nil {
+			return err
+		}
+		str := map[string]string{}
+		for k, v := range settings {
+			str[k] = fmt.Sprint(v)
+		}
+		id := fmt.Sprintf("fake-request-%02d", i)
+		start := time.Now()
+		status, body, err := EditRequest(context.Background(), &http.Client{Timeout: time.Minute}, one("--url"), one("--model"), in["text"], img, str, id)
+		end := time.Now()
+		if err != nil {
+			return err
+		}
+		meta := map[string]any{"x_request_id": id, "conversation_id": fmt.Sprintf("session_%06d", i), "benchmark_phase": phase,
+			"request_start_ns": start.UnixNano(), "request_end_ns": end.UnixNano()}
+		payload := map[string]any{"prompt": in["text"], "model": one("--model"), "response_format": "b64_json", "n": 1,
+			"image": map[string]string{"b64_data": base64.StdEncoding.EncodeToString(img), "filename": "image.png", "content_type": "image/png"}}
+		for k, v := range settings {
+			payload[k] = v
+		}
+		rec := map[string]any{"metadata": meta, "status": status, "payload": payload,
+			"request_headers": map[string]string{"User-Agent": "aiperf/0.13.0"}, "responses": []map[string]string{{"text": string(body)}}}
+		if status != 200 {
+			rec["error"] = map[string]any{"code": status, "type": "HTTP", "message": string(body)}
+		}
+		line, _ := json.Marshal(rec)
+		rawOut.Write(append(line, '\n'))
+		ms := float64(end.UnixNano()-start.UnixNano()) / 1e6
+		pline, _ := json.Marshal(map[string]any{"metadata": meta, "metrics": map[string]any{"request_latency": map[string]any{"value": ms, "unit": "ms"}}})
+		profOut.Write(append(pline, '\n'))
+		if phase == "profiling" {
+			lat = append(lat, ms)
+		}
+	}
+	summary, _ := json.Marshal(map[string]any{"aiperf_version": "0.13.0", "request_latency": map[string]any{"unit": "ms", "count": len(lat)}})
+	for name, data := range map[string][]byte{"profile_export_raw.jsonl": rawOut.Bytes(), "profile_export.jsonl": profOut.Bytes(), "profile_export_aiperf.json": summary} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
