@@ -187,14 +187,17 @@ func connect(ctx context.Context, o options) (*testcontainers.DockerClient, sche
 
 // logFile receives a container's output as testcontainers streams it.
 type logFile struct {
-	mu sync.Mutex
-	f  *os.File
+	mu    sync.Mutex
+	f     *os.File
+	final bool // rewritten from the stopped container: the stream no longer writes
 }
 
 func (l *logFile) Accept(entry testcontainers.Log) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.f.Write(entry.Content)
+	if !l.final {
+		l.f.Write(entry.Content)
+	}
 }
 
 // rewrite replaces the streamed log with the container's whole log, read once it has
@@ -202,6 +205,7 @@ func (l *logFile) Accept(entry testcontainers.Log) {
 func (l *logFile) rewrite(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.final = true
 	rc, err := cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
 	if err != nil {
 		return err
@@ -376,9 +380,6 @@ func (s *containerServer) terminate(ctx context.Context) (containerState, error)
 	if err := s.c.Stop(ctx, &grace); err != nil && !cerrdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("stop container: %w", err))
 	}
-	if err := s.c.StopLogProducer(); err != nil {
-		errs = append(errs, fmt.Errorf("container log stream: %w", err))
-	}
 	if err := s.log.rewrite(ctx, s.cli, s.c.GetContainerID()); err != nil {
 		errs = append(errs, fmt.Errorf("container log: %w", err))
 	}
@@ -447,7 +448,6 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 		if res, ierr := cli.ContainerInspect(bg, ct.GetContainerID(), client.ContainerInspectOptions{}); ierr == nil && res.Container.State != nil && !res.Container.State.Running {
 			rec.ExitCode = res.Container.State.ExitCode
 		}
-		ct.StopLogProducer()
 		if lerr := lf.rewrite(bg, cli, ct.GetContainerID()); err == nil && lerr != nil {
 			err = fmt.Errorf("container log: %w", lerr)
 		}
