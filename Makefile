@@ -17,15 +17,13 @@ ifneq ($(TRTMC),)
 TAGS := -tags trtmcdata
 export QUALKIT_TRTMC_DATA := $(abspath $(TRTMC))
 endif
-# The fewest tests a complete `make test` runs; raise it when tests are added.
-MIN_TESTS ?= 600
-# Tables whose rows need hardware CI never has (GPU, TRTMC). `make test` leaves them out
-# with -skip (not run, so not counted as skips) and runs their preflight unit tests instead.
-HARDWARE_ROWS := ^(TestQwenImageEdit|TestReferenceSmoke)$$
-STAGES := preflight build correctness serve benchmark influence identity report
-REQUIRED := $(foreach s,$(STAGES),-require qualkit/qual/TestRefEdit/refedit-v1/$(s))
+# The qualification tables are listed once (qual/tables_test.go); `make tables` writes
+# them as JSON, and the -skip pattern of the hardware tables (rows that need a GPU or
+# TRTMC, which CI never has) and the stage subtests the gate expects derive from it.
+TABLES := .cache/tables.json
+QUALTEST := .cache/bin/qual.test
 
-.PHONY: setup engine qual test pytest lint bench fmt clean-evidence
+.PHONY: setup engine tables qual test pytest lint bench fmt clean-evidence
 
 setup:
 	@bash scripts/setup.sh
@@ -35,29 +33,37 @@ setup:
 engine:
 	@bash scripts/engine.sh
 
-qual: setup
+tables:
+	@mkdir -p $(dir $(QUALTEST))
+	@$(GO) test -c -o $(QUALTEST) ./qual
+	@cd qual && ../$(QUALTEST) -qualkit.tables > ../$(TABLES)
+
+qual: setup tables
 	@mkdir -p evidence
 	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qual.xml -- \
 		-count=1 -run '^TestRefEdit$$' ./qual/ || { echo "qualification FAILED: see evidence/latest/SUMMARY.md"; exit 1; }
-	$(GO) run ./scripts/testgate -junit evidence/junit-qual.xml -min 9 $(REQUIRED)
+	$(GO) run ./scripts/testgate -junit evidence/junit-qual.xml -tables $(TABLES) -table TestRefEdit
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qual.xml
 	@echo "evidence: $$(readlink -f evidence/latest) (SUMMARY.md, PR.md, index.html)"
 
-test: setup engine lint pytest
+test: setup engine lint pytest tables
 	@mkdir -p $(dir $(JUNIT))
 	@if [ -z "$(TRTMC)" ]; then echo "test: the real-TRTMC-data checks are not run: give TRTMC=DIR (a TRTMC checkout, or ../shared/trtmc-main-e9132e79) to run them"; \
 		else echo "test: real-TRTMC-data checks on $(QUALKIT_TRTMC_DATA)"; fi
-	$(GO) tool gotestsum --format testname --junitfile $(JUNIT) -- $(TAGS) -race -count=1 -skip '$(HARDWARE_ROWS)' ./...
-	$(GO) run ./scripts/testgate -junit $(JUNIT) -min $(MIN_TESTS) $(REQUIRED)
+	@echo "test: leaving out the hardware tables: -skip '$$($(GO) run ./scripts/testgate skip -tables $(TABLES))'"
+	$(GO) tool gotestsum --format testname --junitfile $(JUNIT) -- $(TAGS) -race -count=1 \
+		-skip "$$($(GO) run ./scripts/testgate skip -tables $(TABLES))" ./...
+	$(GO) run ./scripts/testgate -junit $(JUNIT) -tables $(TABLES) -go ./... $(if $(TAGS),-tags trtmcdata)
 
 # The Python side: the refedit reference's self-tests (incl. tampered bundles) and the
 # fixture manifest checks. Same rule: no skips.
 PYJUNIT ?= evidence/junit-python.xml
+PYTESTS := families/refedit/correctness/selftest fixtures/images fixtures/image_edit
 pytest: setup
 	@mkdir -p $(dir $(PYJUNIT))
-	.venv/bin/python -m pytest -q -p no:cacheprovider --rootdir . --junitxml=$(PYJUNIT) \
-		families/refedit/correctness/selftest fixtures/image_edit
-	$(GO) run ./scripts/testgate -junit $(PYJUNIT) -min 80
+	.venv/bin/python -m pytest --collect-only -q -p no:cacheprovider --rootdir . $(PYTESTS) > $(PYJUNIT).collected
+	.venv/bin/python -m pytest -q -p no:cacheprovider --rootdir . --junitxml=$(PYJUNIT) $(PYTESTS)
+	$(GO) run ./scripts/testgate -junit $(PYJUNIT) -pytest $(PYJUNIT).collected
 
 lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
@@ -80,9 +86,9 @@ inventory:
 RUN ?=
 .PHONY: doctor
 doctor:
-	@mkdir -p .cache/bin
-	@$(GO) test -c -o .cache/bin/qual.test ./qual
-	@cd qual && ../.cache/bin/qual.test -test.run '$(RUN)' -qualkit.doctor $(if $(JSON),-qualkit.json)
+	@mkdir -p $(dir $(QUALTEST))
+	@$(GO) test -c -o $(QUALTEST) ./qual
+	@cd qual && ../$(QUALTEST) -test.run '$(RUN)' -qualkit.doctor $(if $(JSON),-qualkit.json)
 
 # Past runs: every run under evidence/ with its rows' status; B against A (the
 # baseline), exit 1 on a regression.

@@ -29,6 +29,7 @@ var (
 	gpuread     = flag.String("qualkit.gpuread", os.Getenv("QUALKIT_GPUREAD"), "the NVML reader program (env QUALKIT_GPUREAD); default: built from internal/harness/gpu/cmd/gpuread")
 	doctor      = flag.Bool("qualkit.doctor", false, "print the readiness (preflight only) of every row -run selects, run nothing, and exit 1 if one is not ready")
 	jsonOut     = flag.Bool("qualkit.json", false, "with -qualkit.doctor: print JSON for scripts instead of text")
+	tablesOut   = flag.Bool("qualkit.tables", false, "print the qualification tables as JSON (what the Makefile and scripts/testgate derive from), run nothing")
 )
 
 // suite and baseConfig are set by TestMain before any test runs and read-only afterwards.
@@ -58,6 +59,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if *tablesOut {
+		return printTables(os.Stdout)
+	}
 	root, err := harness.FindRoot(".")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "qual:", err)

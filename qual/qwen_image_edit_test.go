@@ -50,9 +50,7 @@ var qwenImageEditRows = harness.NewTable(
 // TestQwenImageEdit qualifies the row. It needs the GPU host described in
 // families/qwen_image/README.md; `make test` leaves it out (-skip '^TestQwenImageEdit$').
 func TestQwenImageEdit(t *testing.T) {
-	for _, c := range qwenImageEditRows {
-		t.Run(c.Name, func(t *testing.T) { suite.Qualify(t, c) })
-	}
+	qualifyTable(t)
 }
 
 // TestTRTMCRowPreflightOnThisHost runs only the row's preflight and checks that a host

@@ -25,7 +25,5 @@ var refeditRows = harness.NewTable(
 )
 
 func TestRefEdit(t *testing.T) {
-	for _, c := range refeditRows {
-		t.Run(c.Name, func(t *testing.T) { suite.Qualify(t, c) })
-	}
+	qualifyTable(t)
 }

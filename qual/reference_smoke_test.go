@@ -40,9 +40,7 @@ var qwenReferenceRows = harness.NewTable(
 // a CPU host fails it in preflight, so `make test` leaves it out
 // (-skip '^TestReferenceSmoke$'). scripts/h200/run.sh runs it on the H200.
 func TestReferenceSmoke(t *testing.T) {
-	for _, c := range qwenReferenceRows {
-		t.Run(c.Name, func(t *testing.T) { suite.Qualify(t, c) })
-	}
+	qualifyTable(t)
 }
 
 // TestReferenceSmokePreflightOnThisHost runs only the smoke row's preflight: on a host

@@ -27,14 +27,14 @@ func testAdapter() TRTMC {
 var testEnv = harness.Env{Root: "/repo", Work: "/work/row", Python: "/repo/.venv/bin/python"}
 
 func TestBuildArgv(t *testing.T) {
-	cmd := testAdapter().Build(testEnv, harness.BuildSpec{Out: "/cache/bundles/.partial-7/qwen-image-edit-2511.bundle", Reference: "/repo/fixtures/qwen_image_edit/photo-640x382.png"})
+	cmd := testAdapter().Build(testEnv, harness.BuildSpec{Out: "/cache/bundles/.partial-7/qwen-image-edit-2511.bundle", Reference: "/repo/fixtures/images/photo-640x382.png"})
 	assert.Equal(t, harness.Command{
 		Args: []string{"/src/trtmc/build/trtmc", "build", "Qwen/Qwen-Image-Edit-2511",
 			"-o", "/cache/bundles/.partial-7/qwen-image-edit-2511.bundle",
 			"--precision", "bf16", "--image-height", "1024", "--image-width", "1024",
 			"--num-inference-steps", "20", "--max-cache-length", "256",
 			"--model-revision", "6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9"},
-		Env: []string{"TRTMC_QWEN_IMAGE_EDIT_CONDITION_IMAGE=/repo/fixtures/qwen_image_edit/photo-640x382.png",
+		Env: []string{"TRTMC_QWEN_IMAGE_EDIT_CONDITION_IMAGE=/repo/fixtures/images/photo-640x382.png",
 			"HF_HOME=/models/hf", "HF_HUB_OFFLINE=1"},
 		Dir: "/src/trtmc",
 	}, cmd)

@@ -12,7 +12,6 @@ package evidencecheck_test
 //	    -run TestMakeTestdata ./internal/evidencecheck/ -args -out /tmp/mk
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -56,8 +55,8 @@ func TestMakeTestdata(t *testing.T) {
 		Qualification: true, Runtime: harness.RuntimeAuto,
 		Reporter: report.Evidence{Root: root}, GPURead: gpuread,
 	}
-	row := func(name string, change func(*refedit.Family)) harness.Checkpoint {
-		f := refedit.Default
+	row := func(name string, change func(*refedit.Faulty)) harness.Checkpoint {
+		f := refedit.Faulty{Family: refedit.Default}
 		change(&f)
 		return harness.Checkpoint{
 			Name: name, Family: "refedit", Model: "qualkit/refedit-v1", Profile: "refedit-v1",
@@ -72,7 +71,7 @@ func TestMakeTestdata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := row("refedit-v1", func(*refedit.Family) {})
+	c := row("refedit-v1", func(*refedit.Faulty) {})
 	t.Run(c.Name, func(t *testing.T) { s.Qualify(t, c) })
 	finish(t, s)
 
@@ -83,7 +82,7 @@ func TestMakeTestdata(t *testing.T) {
 	}
 	// The failed row reads its Task time from the records file, so both timing sources
 	// are in the testdata.
-	res, _ := s.Run(context.Background(), row("refedit-v1-native-drift", func(f *refedit.Family) {
+	res, _ := s.Run(context.Background(), row("refedit-v1-native-drift", func(f *refedit.Faulty) {
 		f.NativeFault, f.RecordsTiming = "drift", true
 	}), t.TempDir())
 	if res == nil || res.Status != schema.StatusFailed {
@@ -101,34 +100,27 @@ func finish(t *testing.T, s *harness.Suite) {
 	}
 }
 
-// shrinkFixtures copies fixtures/image_edit with every image scaled to 96 pixels wide
-// and the output size set to 64x64, and returns the copy's manifest relative to root.
+// shrinkFixtures copies the fixtures/image_edit workload, its pool images scaled to 96
+// pixels wide and the output size set to 64x64, into one self-contained manifest (no
+// pool) beside its images, and returns the copy's manifest relative to root.
 func shrinkFixtures(t *testing.T, root string) string {
 	t.Helper()
-	src := filepath.Join(root, "fixtures", "image_edit")
 	dst := filepath.Join(root, ".cache", "evidencecheck-testdata-fixtures")
 	os.RemoveAll(dst)
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(src, "manifest.json"))
+	fx, err := harness.LoadFixtures(filepath.Join(root, "fixtures", "image_edit", "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // 1.0 stays 1.0: the settings' spelling is what AIPerf sends
-	if err := dec.Decode(&m); err != nil {
-		t.Fatal(err)
+	small := json.RawMessage(`"64x64"`)
+	fx.Settings["size"] = small
+	if fx.Influence.Settings != nil {
+		fx.Influence.Settings["size"] = small
 	}
-	m["settings"].(map[string]any)["size"] = "64x64"
-	if inf, ok := m["influence"].(map[string]any)["settings"].(map[string]any); ok {
-		inf["size"] = "64x64"
-	}
-	m["description"] = "A shrunk copy of fixtures/image_edit for internal/evidencecheck testdata: every image scaled to 96 px wide, output size 64x64."
-	for _, v := range m["images"].([]any) {
-		im := v.(map[string]any)
-		f, err := os.Open(filepath.Join(src, im["file"].(string)))
+	for i, im := range fx.Images {
+		f, err := os.Open(fx.ImagePath(im.File))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,23 +131,23 @@ func shrinkFixtures(t *testing.T, root string) string {
 		}
 		b := img.Bounds()
 		w, h := 96, b.Dy()*96/b.Dx()
-		small := image.NewNRGBA(image.Rect(0, 0, w, h))
-		xdraw.CatmullRom.Scale(small, small.Rect, img, b, xdraw.Src, nil)
-		out := filepath.Join(dst, im["file"].(string))
+		scaled := image.NewNRGBA(image.Rect(0, 0, w, h))
+		xdraw.CatmullRom.Scale(scaled, scaled.Rect, img, b, xdraw.Src, nil)
+		out := filepath.Join(dst, im.File)
 		of, err := os.Create(out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := png.Encode(of, small); err != nil {
+		if err := png.Encode(of, scaled); err != nil {
 			t.Fatal(err)
 		}
 		of.Close()
 		data, _ := os.ReadFile(out)
 		sum := sha256.Sum256(data)
-		im["sha256"], im["bytes"], im["width"], im["height"] = hex.EncodeToString(sum[:]), len(data), w, h
-		im["provenance"] = "scaled to 96 px wide (Catmull-Rom) from fixtures/image_edit/" + im["file"].(string) + ": " + im["provenance"].(string)
+		fx.Images[i].SHA256, fx.Images[i].Bytes, fx.Images[i].Width, fx.Images[i].Height = hex.EncodeToString(sum[:]), int64(len(data)), w, h
+		fx.Images[i].Provenance = "scaled to 96 px wide (Catmull-Rom) from fixtures/images/" + im.File + ": " + im.Provenance
 	}
-	out, _ := json.MarshalIndent(m, "", "  ")
+	out, _ := json.MarshalIndent(fx, "", "  ")
 	if err := os.WriteFile(filepath.Join(dst, "manifest.json"), out, 0o644); err != nil {
 		t.Fatal(err)
 	}

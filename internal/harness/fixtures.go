@@ -18,8 +18,15 @@ import (
 // Fixtures is a pinned workload: reference images with their hashes and provenance,
 // (image, instruction) pairs, the extra inputs every request carries, and the
 // reference-influence probe.
+//
+// The images live once in a pool (fixtures/images/pool.json), which pins each by sha256,
+// byte count and size with its provenance and licence; a workload manifest names the
+// pool and lists the images it uses by file and sha256, and loading fills in the rest.
+// A manifest without a pool lists full entries and keeps its images beside it (the
+// evidence folder's copy, test fixtures).
 type Fixtures struct {
 	Version   int                        `json:"version"`
+	Pool      string                     `json:"pool,omitempty"` // the pool file, relative to the manifest
 	Images    []FixtureImage             `json:"images"`
 	Settings  map[string]json.RawMessage `json:"settings"`
 	Pairs     []Pair                     `json:"pairs"`
@@ -66,6 +73,11 @@ func LoadFixtures(path string) (*Fixtures, error) {
 		return nil, fmt.Errorf("fixtures manifest %s: %w", path, err)
 	}
 	fx.dir = filepath.Dir(path)
+	if fx.Pool != "" {
+		if err := fx.fromPool(filepath.Join(fx.dir, fx.Pool)); err != nil {
+			return nil, fmt.Errorf("fixtures manifest %s: %w", path, err)
+		}
+	}
 	fx.byFile = map[string]FixtureImage{}
 	for _, im := range fx.Images {
 		if err := fx.verify(im); err != nil {
@@ -77,6 +89,39 @@ func LoadFixtures(path string) (*Fixtures, error) {
 		return nil, fmt.Errorf("fixtures manifest %s: %w", path, err)
 	}
 	return &fx, nil
+}
+
+// fromPool replaces the manifest's image entries (file and sha256) with the pool's full
+// entries, after checking that the pool pins each at the sha256 the manifest expects;
+// the images are then read from the pool's folder.
+func (fx *Fixtures) fromPool(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("image pool: %w", err)
+	}
+	var pool struct {
+		Images []FixtureImage `json:"images"`
+	}
+	if err := json.Unmarshal(raw, &pool); err != nil {
+		return fmt.Errorf("image pool %s: %w", path, err)
+	}
+	byFile := map[string]FixtureImage{}
+	for _, im := range pool.Images {
+		byFile[im.File] = im
+	}
+	for i, want := range fx.Images {
+		im, ok := byFile[want.File]
+		switch {
+		case !ok:
+			return fmt.Errorf("image %s is not in the pool %s: add it there (fixtures/images/generate.py writes the pool)", want.File, path)
+		case want.SHA256 != im.SHA256:
+			return fmt.Errorf("image %s: the manifest pins sha256 %s, the pool %s has %s: the image changed; review the workload and update its pin", want.File, want.SHA256, path, im.SHA256)
+		}
+		fx.Images[i] = im
+	}
+	fx.dir = filepath.Dir(path)
+	fx.Pool = "" // resolved: the entries are now the pool's full ones
+	return nil
 }
 
 func (fx *Fixtures) verify(im FixtureImage) error {

@@ -44,24 +44,58 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// copyFixtures copies the pinned fixtures to a temp dir a test may damage.
-func copyFixtures(t *testing.T) string {
+// copyFixtures copies the workload manifest and the image pool to a temp dir a test may
+// damage, keeping their layout, and returns the copy's manifest and pool folder.
+func copyFixtures(t *testing.T) (string, string) {
 	t.Helper()
-	src := filepath.Dir(manifest)
 	dst := t.TempDir()
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		if !e.IsDir() {
-			require.NoError(t, copyFile(filepath.Join(dst, e.Name()), filepath.Join(src, e.Name())))
+	for _, dir := range []string{"image_edit", "images"} {
+		src := filepath.Join("../../fixtures", dir)
+		entries, err := os.ReadDir(src)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(dst, dir), 0o755))
+		for _, e := range entries {
+			if !e.IsDir() {
+				require.NoError(t, copyFile(filepath.Join(dst, dir, e.Name()), filepath.Join(src, e.Name())))
+			}
 		}
 	}
-	return filepath.Join(dst, "manifest.json")
+	return filepath.Join(dst, "image_edit", "manifest.json"), filepath.Join(dst, "images")
+}
+
+func edit(t *testing.T, path, old, new string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), old)
+	require.NoError(t, os.WriteFile(path, bytes.Replace(raw, []byte(old), []byte(new), 1), 0o644))
+}
+
+// Every workload manifest takes its images from the one pool, at the pinned sha256.
+func TestManifestsShareThePool(t *testing.T) {
+	manifests, err := filepath.Glob("../../fixtures/*/manifest.json")
+	require.NoError(t, err)
+	require.Len(t, manifests, 3)
+	for _, m := range manifests {
+		fx, err := LoadFixtures(m)
+		require.NoError(t, err, m)
+		for _, im := range fx.Images {
+			abs, _ := filepath.Abs(fx.ImagePath(im.File))
+			pool, _ := filepath.Abs("../../fixtures/images")
+			assert.Equal(t, pool, filepath.Dir(abs), "%s: %s is read from the pool", m, im.File)
+			assert.NotEmpty(t, im.Provenance, "%s: %s gets the pool's provenance", m, im.File)
+		}
+	}
+	pngs, err := filepath.Glob("../../fixtures/*/*.png")
+	require.NoError(t, err)
+	for _, p := range pngs {
+		assert.Equal(t, "images", filepath.Base(filepath.Dir(p)), "%s: images live in fixtures/images only", p)
+	}
 }
 
 func TestLoadFixturesRejectsTampering(t *testing.T) {
-	p := copyFixtures(t)
-	img := filepath.Join(filepath.Dir(p), "house-640x382.png")
+	p, pool := copyFixtures(t)
+	img := filepath.Join(pool, "house-640x382.png")
 	data, err := os.ReadFile(img)
 	require.NoError(t, err)
 	data[len(data)/2] ^= 0xff
@@ -70,17 +104,26 @@ func TestLoadFixturesRejectsTampering(t *testing.T) {
 	require.ErrorContains(t, err, "image house-640x382.png: sha256")
 	require.ErrorContains(t, err, "restore the file")
 
-	p = copyFixtures(t)
-	require.NoError(t, os.Remove(filepath.Join(filepath.Dir(p), "rings-640x382.png")))
+	p, pool = copyFixtures(t)
+	require.NoError(t, os.Remove(filepath.Join(pool, "rings-640x382.png")))
 	_, err = LoadFixtures(p)
 	require.ErrorContains(t, err, "rings-640x382.png")
 
-	p = copyFixtures(t)
-	raw, _ := os.ReadFile(p)
-	raw = bytes.Replace(raw, []byte(`"image": "bars-640x382.png"`), []byte(`"image": "absent.png"`), 1)
-	require.NoError(t, os.WriteFile(p, raw, 0o644))
+	p, _ = copyFixtures(t)
+	edit(t, p, `"image": "bars-640x382.png"`, `"image": "absent.png"`)
 	_, err = LoadFixtures(p)
 	require.ErrorContains(t, err, `names image "absent.png", which the manifest does not list`)
+
+	// A pool entry recomputed for a changed image no longer matches the workload's pin.
+	p, pool = copyFixtures(t)
+	edit(t, filepath.Join(pool, "pool.json"), "31b3d612ae0522392396aee17cbbed14c3608ee4861a509b9a783305458e963e", strings.Repeat("0", 64))
+	_, err = LoadFixtures(p)
+	require.ErrorContains(t, err, "image house-640x382.png: the manifest pins sha256 31b3d612")
+
+	p, _ = copyFixtures(t)
+	edit(t, p, `"file": "bars-640x382.png"`, `"file": "stray.png"`)
+	_, err = LoadFixtures(p)
+	require.ErrorContains(t, err, "image stray.png is not in the pool")
 }
 
 func TestExtraInputsKeepWhitespaceValues(t *testing.T) {

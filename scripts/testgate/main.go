@@ -1,14 +1,28 @@
-// Command testgate reads the JUnit file gotestsum wrote and fails the run when any test
-// failed, errored or was skipped, fewer tests ran than the floor, or a required test is
-// absent or did not pass. `go test`
-// exits 0 when no test matched, so a green exit code alone proves nothing.
+// Command testgate reads the JUnit file gotestsum (or pytest) wrote and fails the run
+// when any test failed, errored or was skipped, or when a test that should have run is
+// absent or did not pass. `go test` exits 0 when no test matched, so a green exit code
+// alone proves nothing.
+//
+// What should have run is derived, never kept by hand:
+//
+//   - -go PKGS: every top-level Test and Fuzz function the packages declare (read with
+//     go list and go/parser, under -tags), less the tests of hardware tables;
+//   - -tables FILE: the qualification tables (`qual.test -qualkit.tables`): every stage of
+//     every row of each table that runs here (-table names one; default: every table not
+//     marked hardware);
+//   - -pytest FILE: the node ids `pytest --collect-only -q` listed.
+//
+// `testgate skip -tables FILE` prints the -skip pattern that leaves the hardware tables'
+// tests out of a run (never started, so never a skip).
 package main
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -26,48 +40,97 @@ type suites struct {
 	} `xml:"testsuite"`
 }
 
-type requireList []string
-
-func (r *requireList) String() string     { return strings.Join(*r, ",") }
-func (r *requireList) Set(v string) error { *r = append(*r, v); return nil }
-
-func main() {
-	junit := flag.String("junit", "", "JUnit XML written by gotestsum --junitfile")
-	floor := flag.Int("min", 1, "the fewest test cases a complete run executes")
-	var required requireList
-	flag.Var(&required, "require", "a test (package/Test/sub) that must have run and passed; repeatable")
-	flag.Parse()
-	if err := gate(*junit, *floor, required); err != nil {
-		fmt.Fprintln(os.Stderr, "testgate: FAIL:", err)
-		os.Exit(1)
-	}
+// Table is one qualification table as `qual.test -qualkit.tables` prints it.
+type Table struct {
+	Package  string   `json:"package"`
+	Test     string   `json:"test"`
+	Hardware bool     `json:"hardware"`
+	Rows     []string `json:"rows"`
+	Stages   []string `json:"stages"` // the subtests of every row, in order
 }
 
-func gate(path string, floor int, required []string) error {
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "skip" {
+		fs := flag.NewFlagSet("skip", flag.ExitOnError)
+		tablesFile := fs.String("tables", "", "tables JSON (qual.test -qualkit.tables)")
+		fs.Parse(os.Args[2:])
+		tables, err := readTables(*tablesFile)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Println(skipPattern(tables))
+		return
+	}
+	junit := flag.String("junit", "", "JUnit XML written by gotestsum --junitfile or pytest --junitxml")
+	goPkgs := flag.String("go", "", "package pattern whose every Test and Fuzz function must have run (e.g. ./...)")
+	tags := flag.String("tags", "", "build tags the tests were compiled with (for -go)")
+	tablesFile := flag.String("tables", "", "tables JSON (qual.test -qualkit.tables): every stage of their rows must have run")
+	only := flag.String("table", "", "with -tables: only this table's rows (default: every table not marked hardware)")
+	pytestList := flag.String("pytest", "", "output of `pytest --collect-only -q`: every node id listed must have run")
+	flag.Parse()
+
+	var expected []string
+	var tables []Table
+	if *tablesFile != "" {
+		var err error
+		if tables, err = readTables(*tablesFile); err != nil {
+			fail(err)
+		}
+		rows, err := rowTests(tables, *only)
+		if err != nil {
+			fail(err)
+		}
+		expected = append(expected, rows...)
+	}
+	if *goPkgs != "" {
+		tests, err := goTests(*goPkgs, *tags)
+		if err != nil {
+			fail(err)
+		}
+		expected = append(expected, withoutHardware(tests, tables)...)
+	}
+	if *pytestList != "" {
+		ids, err := pytestIDs(*pytestList)
+		if err != nil {
+			fail(err)
+		}
+		expected = append(expected, ids...)
+	}
+	n, err := gate(*junit, expected)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("testgate: %d test cases passed, 0 skipped; all %d expected present\n", n, len(expected))
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "testgate: FAIL:", err)
+	os.Exit(1)
+}
+
+// gate checks the JUnit file: nothing failed, errored or skipped, something ran, and
+// every expected test ran and passed. It returns how many test cases passed.
+func gate(path string, expected []string) (int, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("read JUnit: %w (did gotestsum run with --junitfile?)", err)
+		return 0, fmt.Errorf("read JUnit: %w (did gotestsum run with --junitfile?)", err)
 	}
 	var s suites
 	if err := xml.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("parse JUnit %s: %w", path, err)
+		return 0, fmt.Errorf("parse JUnit %s: %w", path, err)
 	}
 	passed := map[string]bool{}
-	var total, skipped int
 	var skips, failed []string
 	for _, su := range s.Suites {
 		for _, c := range su.Cases {
-			total++
 			id := c.ClassName + "/" + c.Name
-			if len(c.Skipped) > 0 {
-				skipped++
+			switch {
+			case len(c.Skipped) > 0:
 				skips = append(skips, id)
-				continue
-			}
-			if len(c.Failure) == 0 && len(c.Error) == 0 {
-				passed[id] = true
-			} else {
+			case len(c.Failure) > 0 || len(c.Error) > 0:
 				failed = append(failed, id)
+			default:
+				passed[id] = true
 			}
 		}
 	}
@@ -75,20 +138,95 @@ func gate(path string, floor int, required []string) error {
 	if len(failed) > 0 {
 		problems = append(problems, fmt.Sprintf("%d test(s) failed or errored (%s)", len(failed), strings.Join(failed, ", ")))
 	}
-	if skipped > 0 {
-		problems = append(problems, fmt.Sprintf("%d test(s) skipped (%s): a skip is never a pass here", skipped, strings.Join(skips, ", ")))
+	if len(skips) > 0 {
+		problems = append(problems, fmt.Sprintf("%d test(s) skipped (%s): a skip is never a pass here", len(skips), strings.Join(skips, ", ")))
 	}
-	if total < floor {
-		problems = append(problems, fmt.Sprintf("%d tests ran, fewer than the floor of %d: something was not compiled or not selected", total, floor))
+	if len(passed) == 0 {
+		problems = append(problems, "no test passed: nothing was compiled or selected")
 	}
-	for _, r := range required {
-		if !passed[r] {
-			problems = append(problems, fmt.Sprintf("required test %s did not run and pass", r))
+	var absent []string
+	for _, e := range expected {
+		if !passed[e] {
+			absent = append(absent, e)
 		}
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%s", strings.Join(problems, "; "))
+	if len(absent) > 0 {
+		sort.Strings(absent)
+		problems = append(problems, fmt.Sprintf("%d expected test(s) did not run and pass: %s", len(absent), strings.Join(absent, ", ")))
 	}
-	fmt.Printf("testgate: %d tests, 0 skipped, %d required present\n", total, len(required))
-	return nil
+	if len(problems) > 0 {
+		return len(passed), fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return len(passed), nil
+}
+
+func readTables(path string) ([]Table, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tables: %w (write it with: cd qual && ../.cache/bin/qual.test -qualkit.tables)", err)
+	}
+	var tables []Table
+	if err := json.Unmarshal(b, &tables); err != nil {
+		return nil, fmt.Errorf("tables %s: %w", path, err)
+	}
+	if len(tables) == 0 {
+		return nil, fmt.Errorf("tables %s lists no table", path)
+	}
+	return tables, nil
+}
+
+// rowTests are the stage subtests of every row of the tables that run here, or of the
+// one table named only.
+func rowTests(tables []Table, only string) ([]string, error) {
+	var out []string
+	found := false
+	for _, tb := range tables {
+		if only != "" && tb.Test != only || only == "" && tb.Hardware {
+			continue
+		}
+		found = true
+		if len(tb.Rows) == 0 || len(tb.Stages) == 0 {
+			return nil, fmt.Errorf("table %s lists no rows or no stages", tb.Test)
+		}
+		for _, row := range tb.Rows {
+			for _, st := range tb.Stages {
+				out = append(out, tb.Package+"/"+tb.Test+"/"+row+"/"+st)
+			}
+		}
+	}
+	if only != "" && !found {
+		return nil, fmt.Errorf("no table %s in the tables file", only)
+	}
+	return out, nil
+}
+
+// withoutHardware drops the tests of hardware tables, which a run here leaves out.
+func withoutHardware(tests []string, tables []Table) []string {
+	hw := map[string]bool{}
+	for _, tb := range tables {
+		if tb.Hardware {
+			hw[tb.Package+"/"+tb.Test] = true
+		}
+	}
+	var out []string
+	for _, t := range tests {
+		if !hw[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// skipPattern is the go test -skip pattern of the hardware tables' tests.
+func skipPattern(tables []Table) string {
+	var names []string
+	for _, tb := range tables {
+		if tb.Hardware {
+			names = append(names, tb.Test)
+		}
+	}
+	if len(names) == 0 {
+		return "^$"
+	}
+	return "^(" + strings.Join(names, "|") + ")$"
 }

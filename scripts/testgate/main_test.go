@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,45 +19,95 @@ const sample = `<?xml version="1.0" encoding="UTF-8"?>
   </testsuite>
 </testsuites>`
 
-func write(t *testing.T, extra string) string {
-	p := filepath.Join(t.TempDir(), "junit.xml")
-	require.NoError(t, os.WriteFile(p, []byte(fmtSample(extra)), 0o644))
+func write(t *testing.T, name, data string) string {
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
 	return p
 }
 
-func fmtSample(extra string) string { return strings.Replace(sample, "%s", extra, 1) }
+func junit(t *testing.T, extra string) string {
+	return write(t, "junit.xml", strings.Replace(sample, "%s", extra, 1))
+}
 
 func TestGatePasses(t *testing.T) {
-	p := write(t, `<testcase classname="qualkit/qual" name="TestOther"></testcase>`)
-	require.NoError(t, gate(p, 3, []string{"qualkit/qual/TestRefEdit/refedit-v1/identity"}))
+	p := junit(t, `<testcase classname="qualkit/qual" name="TestOther"></testcase>`)
+	n, err := gate(p, []string{"qualkit/qual/TestRefEdit/refedit-v1/identity", "qualkit/qual/TestOther"})
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
 }
 
 func TestGateFailsOnSkip(t *testing.T) {
-	p := write(t, `<testcase classname="qualkit/qual" name="TestGPU"><skipped message="no GPU"></skipped></testcase>`)
-	err := gate(p, 1, nil)
+	p := junit(t, `<testcase classname="qualkit/qual" name="TestGPU"><skipped message="no GPU"></skipped></testcase>`)
+	_, err := gate(p, nil)
 	require.ErrorContains(t, err, "1 test(s) skipped (qualkit/qual/TestGPU)")
 }
 
-func TestGateFailsBelowFloor(t *testing.T) {
-	p := write(t, "")
-	require.ErrorContains(t, gate(p, 50, nil), "2 tests ran, fewer than the floor of 50")
+func TestGateFailsWhenNothingPassed(t *testing.T) {
+	p := write(t, "junit.xml", `<testsuites></testsuites>`)
+	_, err := gate(p, nil)
+	require.ErrorContains(t, err, "no test passed")
 }
 
-func TestGateFailsOnMissingOrFailedRequired(t *testing.T) {
-	p := write(t, `<testcase classname="qualkit/qual" name="TestBroken"><failure message="x"></failure></testcase>`)
-	err := gate(p, 1, []string{"qualkit/qual/TestBroken", "qualkit/qual/TestAbsent"})
-	require.ErrorContains(t, err, "required test qualkit/qual/TestBroken did not run and pass")
-	require.ErrorContains(t, err, "required test qualkit/qual/TestAbsent did not run and pass")
+func TestGateFailsOnAbsentOrFailedExpected(t *testing.T) {
+	p := junit(t, `<testcase classname="qualkit/qual" name="TestBroken"><failure message="x"></failure></testcase>`)
+	_, err := gate(p, []string{"qualkit/qual/TestBroken", "qualkit/qual/TestAbsent"})
+	require.ErrorContains(t, err, "2 expected test(s) did not run and pass: qualkit/qual/TestAbsent, qualkit/qual/TestBroken")
 }
 
 func TestGateFailsWithoutJUnit(t *testing.T) {
-	require.ErrorContains(t, gate(filepath.Join(t.TempDir(), "none.xml"), 1, nil), "did gotestsum run with --junitfile?")
+	_, err := gate(filepath.Join(t.TempDir(), "none.xml"), nil)
+	require.ErrorContains(t, err, "did gotestsum run with --junitfile?")
 }
 
-// A failure or an error anywhere fails the gate, not only in a required test.
+// A failure or an error anywhere fails the gate, not only in an expected test.
 func TestGateFailsOnAnyFailureOrError(t *testing.T) {
-	p := write(t, `<testcase classname="qualkit/internal/x" name="TestA"><failure message="x"></failure></testcase>`+
+	p := junit(t, `<testcase classname="qualkit/internal/x" name="TestA"><failure message="x"></failure></testcase>`+
 		`<testcase classname="qualkit/internal/x" name="TestB"><error message="y"></error></testcase>`)
-	err := gate(p, 1, []string{"qualkit/qual/TestRefEdit/refedit-v1/identity"})
+	_, err := gate(p, nil)
 	require.ErrorContains(t, err, "2 test(s) failed or errored (qualkit/internal/x/TestA, qualkit/internal/x/TestB)")
+}
+
+const tablesJSON = `[
+ {"package": "qualkit/qual", "test": "TestRefEdit", "rows": ["refedit-v1"], "stages": ["build", "report"]},
+ {"package": "qualkit/qual", "test": "TestQwen", "hardware": true, "rows": ["a", "b"], "stages": ["build", "report"]}
+]`
+
+func TestTablesGiveRowStagesAndTheSkipPattern(t *testing.T) {
+	tables, err := readTables(write(t, "tables.json", tablesJSON))
+	require.NoError(t, err)
+	rows, err := rowTests(tables, "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"qualkit/qual/TestRefEdit/refedit-v1/build", "qualkit/qual/TestRefEdit/refedit-v1/report"}, rows)
+	rows, err = rowTests(tables, "TestQwen")
+	require.NoError(t, err)
+	assert.Len(t, rows, 4)
+	_, err = rowTests(tables, "TestNone")
+	assert.ErrorContains(t, err, "no table TestNone")
+	assert.Equal(t, "^(TestQwen)$", skipPattern(tables))
+	assert.Equal(t, []string{"qualkit/qual/TestRefEdit", "qualkit/x/TestQwen"},
+		withoutHardware([]string{"qualkit/qual/TestRefEdit", "qualkit/qual/TestQwen", "qualkit/x/TestQwen"}, tables))
+}
+
+func TestGoTestsReadsTheDeclaredTests(t *testing.T) {
+	tests, err := goTests("./", "")
+	require.NoError(t, err)
+	assert.Contains(t, tests, "qualkit/scripts/testgate/TestGoTestsReadsTheDeclaredTests")
+	assert.NotContains(t, tests, "qualkit/scripts/testgate/TestMain")
+	for _, name := range []string{"Test", "TestX", "Test_x", "Fuzz", "FuzzY"} {
+		assert.True(t, testFunc.MatchString(name), name)
+	}
+	for _, name := range []string{"Testing", "Fuzzy", "helperTest"} {
+		assert.False(t, testFunc.MatchString(name), name)
+	}
+}
+
+func TestPytestIDsFollowJUnitNaming(t *testing.T) {
+	p := write(t, "collect.txt", "fixtures/image_edit/test_manifest.py::test_pins[photo]\n"+
+		"families/refedit/correctness/selftest/test_x.py::TestBundle::test_tamper\n\nwarnings: a.py::b looks like an id\n2 tests collected in 0.1s\n")
+	ids, err := pytestIDs(p)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fixtures.image_edit.test_manifest/test_pins[photo]",
+		"families.refedit.correctness.selftest.test_x.TestBundle/test_tamper"}, ids)
+	_, err = pytestIDs(write(t, "empty.txt", "no tests ran\n"))
+	assert.ErrorContains(t, err, "lists no test")
 }
