@@ -13,36 +13,20 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
-// The evidence contract, as the inventory reads it. The evidence writer does not exist
-// yet; these names are what it must write, and the only place they are spelled:
+// The evidence the inventory reads is qualkit's own (internal/schema):
 //
 //	<root>/<run-id>/SHA256SUMS             sha256sum lines, paths relative to <run-id>/
-//	<root>/<run-id>/<row>/results.json     {"checkpoint": {"profile": "<testcase>"},
-//	                                        "status": "qualified" | "family-validated" | ...}
+//	<root>/<run-id>/<row>/results.json     schema.Result
 //
-// A results.json proves its status only if SHA256SUMS of its run lists it with the
-// matching sha256: a claim that could have been edited afterwards proves nothing.
-// Unknown fields are ignored. Without checkpoint.profile the row folder name is taken
-// as the profile. Unknown status values ("failed", "not run", ...) prove nothing.
-const (
-	EvidenceResultsFile   = "results.json"
-	EvidenceChecksumFile  = "SHA256SUMS" // the same name internal/harness writes
-	EvidenceCheckpointKey = "checkpoint"
-	EvidenceProfileKey    = "profile"
-	EvidenceStatusKey     = "status"
-
-	EvidenceQualified       = "qualified"
-	EvidenceFamilyValidated = "family-validated"
-)
-
-// evidenceLevels maps a results.json status to the level it proves.
-var evidenceLevels = map[string]Status{
-	EvidenceQualified:       AIPerfQualified,
-	string(AIPerfQualified): AIPerfQualified,
-	EvidenceFamilyValidated: FamilyValidated,
-}
+// A results.json proves a level only if SHA256SUMS of its run lists it with the matching
+// sha256: a claim that could have been edited afterwards proves nothing. Status
+// "qualified" proves aiperf-qualified; any result whose correctness stage passed proves
+// family-validated (the family's unchanged case passed on the exact bundle), the rule
+// the PR summary applies too. Without checkpoint.profile the row folder names the profile.
 
 // Proof is one verified results.json.
 type Proof struct {
@@ -72,12 +56,12 @@ func readEvidence(root string) (proofs []Proof, notes []string, err error) {
 			continue
 		}
 		runDir := filepath.Join(root, run.Name())
-		results, _ := filepath.Glob(filepath.Join(runDir, "*", EvidenceResultsFile))
+		results, _ := filepath.Glob(filepath.Join(runDir, "*", schema.ResultsFile))
 		if len(results) == 0 {
 			continue
 		}
 		sort.Strings(results)
-		sums, err := readChecksums(filepath.Join(runDir, EvidenceChecksumFile))
+		sums, err := readChecksums(filepath.Join(runDir, schema.ChecksumFile))
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("evidence run %s: %v: none of its results count", runDir, err))
 			continue
@@ -105,36 +89,34 @@ func readProof(runDir, path string, sums map[string]string) (*Proof, string) {
 	sum := sha256.Sum256(raw)
 	switch want, listed := sums[filepath.ToSlash(rel)]; {
 	case !listed:
-		return nil, fmt.Sprintf("evidence %s: not listed in %s: not counted", path, EvidenceChecksumFile)
+		return nil, fmt.Sprintf("evidence %s: not listed in %s: not counted", path, schema.ChecksumFile)
 	case want != hex.EncodeToString(sum[:]):
-		return nil, fmt.Sprintf("evidence %s: sha256 differs from %s: edited after the run, not counted", path, EvidenceChecksumFile)
+		return nil, fmt.Sprintf("evidence %s: sha256 differs from %s: edited after the run, not counted", path, schema.ChecksumFile)
 	}
-
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &doc); err != nil {
+	var res schema.Result
+	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Sprintf("evidence %s: %v: not counted", path, err)
 	}
-	var status string
-	_ = json.Unmarshal(doc[EvidenceStatusKey], &status)
-	level, ok := evidenceLevels[status]
-	if !ok {
-		return nil, ""
+	p := &Proof{Profile: res.Checkpoint.Profile, Path: path, Claim: res.Status}
+	if p.Profile == "" {
+		p.Profile = filepath.Base(filepath.Dir(path))
 	}
-	var ckpt map[string]json.RawMessage
-	_ = json.Unmarshal(doc[EvidenceCheckpointKey], &ckpt)
-	var profile string
-	_ = json.Unmarshal(ckpt[EvidenceProfileKey], &profile)
-	if profile == "" {
-		profile = filepath.Base(filepath.Dir(path))
+	if res.Status == schema.StatusQualified {
+		p.Level = AIPerfQualified
+		return p, ""
 	}
-	return &Proof{Profile: profile, Level: level, Path: path, Claim: status}, ""
+	if st, ok := res.Stage(schema.StageCorrectness); ok && st.Status == schema.Pass {
+		p.Level, p.Claim = FamilyValidated, fmt.Sprintf("%s, correctness %s", res.Status, st.Status)
+		return p, ""
+	}
+	return nil, ""
 }
 
 // readChecksums parses sha256sum output ("<hex>  <path>", "*" marks binary mode).
 func readChecksums(path string) (map[string]string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("no readable %s (%w)", EvidenceChecksumFile, err)
+		return nil, fmt.Errorf("no readable %s (%w)", schema.ChecksumFile, err)
 	}
 	sums := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(raw))

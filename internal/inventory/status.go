@@ -3,6 +3,8 @@ package inventory
 import (
 	"cmp"
 	"fmt"
+
+	"qualkit/internal/schema"
 )
 
 // Status is how far a profile's qualification has got, from the evidence that exists.
@@ -36,7 +38,7 @@ type Progress struct {
 }
 
 // LoadProgress takes the profiles that qual/ has rows for and an optional evidence
-// root (see EvidenceResultsFile for the layout), and keeps the strongest verified proof
+// root (see evidence.go for the layout), and keeps the strongest verified proof
 // per profile; between equal levels the later run id (run ids sort by time) wins.
 func LoadProgress(implemented []string, evidenceRoot string) (*Progress, error) {
 	p := &Progress{implemented: map[string]bool{}, best: map[string]Proof{}}
@@ -71,7 +73,7 @@ func (p *Progress) status(profile string) (Status, string, string) {
 		return Implemented, "a qual row names this profile; no verified evidence yet", ""
 	}
 	return proof.Level, fmt.Sprintf("a qual row names this profile; %s (run %s) says %q, verified against %s",
-		proof.Path, proof.RunID, proof.Claim, EvidenceChecksumFile), proof.Path
+		proof.Path, proof.RunID, proof.Claim, schema.ChecksumFile), proof.Path
 }
 
 // ApplyProgress sets the status of every profile.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"qualkit/internal/schema"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -46,14 +48,19 @@ func writeEvidence(t *testing.T, files []evidenceFile, withSums map[string]bool)
 			continue
 		}
 		sort.Strings(lines)
-		require.NoError(t, os.WriteFile(filepath.Join(root, run, EvidenceChecksumFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(root, run, schema.ChecksumFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
 	}
 	return root
 }
 
+// results is a results.json of that profile and status; "family-validated" is a failed
+// row whose correctness stage passed, as the harness writes one.
 func results(profile, status string) string {
-	return fmt.Sprintf(`{"%s": {"%s": %q, "hf_id": "Acme/Edit-1"}, "%s": %q, "extra": [1, 2]}`,
-		EvidenceCheckpointKey, EvidenceProfileKey, profile, EvidenceStatusKey, status)
+	stages := `[]`
+	if status == "family-validated" {
+		status, stages = "failed", `[{"name": "correctness", "status": "pass"}, {"name": "serve", "status": "fail"}]`
+	}
+	return fmt.Sprintf(`{"checkpoint": {"profile": %q, "model": "Acme/Edit-1"}, "status": %q, "stages": %s, "extra": [1, 2]}`, profile, status, stages)
 }
 
 func TestStatusFromQualRowsAndEvidence(t *testing.T) {
@@ -73,7 +80,7 @@ func TestStatusFromQualRowsAndEvidence(t *testing.T) {
 		{name: "a row, no evidence", implemented: []string{"edit-full"}, want: Implemented, reason: "no verified evidence yet"},
 		{name: "family-validated", implemented: []string{"edit-full"},
 			files: []evidenceFile{{run: run1, rel: "edit-full/results.json", content: results("edit-full", "family-validated")}},
-			sums:  both, want: FamilyValidated, reason: `says "family-validated", verified against SHA256SUMS`, evidence: run1 + "/edit-full/results.json"},
+			sums:  both, want: FamilyValidated, reason: `says "failed, correctness pass", verified against SHA256SUMS`, evidence: run1 + "/edit-full/results.json"},
 		{name: "qualified", implemented: []string{"edit-full"},
 			files: []evidenceFile{{run: run1, rel: "row-a/results.json", content: results("edit-full", "qualified")}},
 			sums:  both, want: AIPerfQualified, evidence: run1 + "/row-a/results.json"},

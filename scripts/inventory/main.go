@@ -7,7 +7,7 @@
 //
 // Qual rows are found in -qual/*_test.go by their `Profile: "<testcase>"` field (see
 // inventory.QualRow); evidence in -evidence/<run-id>/<row>/results.json (see
-// inventory.EvidenceResultsFile). Notes about evidence that proves nothing go to stderr.
+// schema.ResultsFile). Notes about evidence that proves nothing go to stderr.
 package main
 
 import (
@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"qualkit/internal/schema"
 
 	"qualkit/internal/inventory"
 )
@@ -43,7 +45,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.json, "json", false, "print the inventory as a JSON array on stdout instead of writing files")
 	fs.StringVar(&o.out, "out", ".", "directory for "+inventory.MarkdownFile+" and "+inventory.JSONFile)
 	fs.StringVar(&o.qual, "qual", "qual", "directory of the qual tables (rows are read from *_test.go)")
-	fs.StringVar(&o.evidence, "evidence", "evidence", "evidence root: <run-id>/<row>/"+inventory.EvidenceResultsFile)
+	fs.StringVar(&o.evidence, "evidence", "evidence", "evidence root: <run-id>/<row>/"+schema.ResultsFile)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
