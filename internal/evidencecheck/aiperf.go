@@ -89,20 +89,39 @@ func (r rawRecord) sentImage() ([]byte, error) {
 	return base64.StdEncoding.DecodeString(one.B64)
 }
 
-// responsePNG is the image the HTTP response carried (OpenAI images format).
-func (r rawRecord) responsePNG() ([]byte, error) {
+// responseImage is the image the HTTP response carried: data[0].b64_json, or, for a
+// row whose server answered with file URLs (results.json response_output "file-url"),
+// the file data[0].url names, which must be the row's serve/scratch/ copy.
+func (r *rowCheck) responseImage(rec rawRecord) ([]byte, error) {
 	var resp struct {
 		Data []struct {
 			B64 string `json:"b64_json"`
+			URL string `json:"url"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(r.body(), &resp); err != nil {
+	if err := json.Unmarshal(rec.body(), &resp); err != nil {
 		return nil, fmt.Errorf("the response body is not JSON: %v", err)
 	}
-	if len(resp.Data) != 1 || resp.Data[0].B64 == "" {
+	if len(resp.Data) != 1 {
 		return nil, fmt.Errorf("the response carries %d images, want 1", len(resp.Data))
 	}
-	return base64.StdEncoding.DecodeString(resp.Data[0].B64)
+	if r.res.Output != "file-url" {
+		if resp.Data[0].B64 == "" {
+			return nil, fmt.Errorf("the response has no data[0].b64_json")
+		}
+		return base64.StdEncoding.DecodeString(resp.Data[0].B64)
+	}
+	const scratch = "/serve/scratch/"
+	path, ok := strings.CutPrefix(resp.Data[0].URL, "file://")
+	i := strings.LastIndex(path, "/"+r.name+scratch)
+	if !ok || i < 0 || strings.Contains(path[i:], "/../") {
+		return nil, fmt.Errorf("data[0].url %q is not a file under the row's serve/scratch/", resp.Data[0].URL)
+	}
+	b, found := r.read(path[i+len(r.name)+2:])
+	if !found {
+		return nil, fmt.Errorf("data[0].url %q: the file is not in the evidence", resp.Data[0].URL)
+	}
+	return b, nil
 }
 
 // payloadFields are the multipart fields that are not settings.

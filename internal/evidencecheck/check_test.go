@@ -227,7 +227,12 @@ func TestTamperingFails(t *testing.T) {
 			}},
 		{name: "edited HTTP PNG, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "identity/02-profiling-http.png")) },
-			want: []string{q + "/identity/02-profiling-http.png: the HTTP response's PNG: evidence says the bytes of data[0].b64_json"}},
+			want: []string{q + "/identity/02-profiling-http.png: the HTTP response's PNG: evidence says the image of the response in"}},
+		{name: "a contract double's server, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				writeFile(t, filepath.Join(dir, q, "serve/identity.json"), `{"backend": "trtmc", "qualkit_contract_double": true}`)
+			},
+			want: []string{q + "/results.json: status qualified: evidence says passed-contract-double"}},
 		{name: "edited fixture image, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "fixtures/house-640x382.png")) },
 			want: []string{q + "/fixtures/house-640x382.png: sha256 (fixtures/manifest.json)"}},
@@ -630,4 +635,11 @@ func TestRenamedRunFolderStillChecks(t *testing.T) {
 	renamed := filepath.Join(t.TempDir(), "copied-from-ci")
 	require.NoError(t, os.Rename(dir, renamed))
 	require.NoError(t, Check(renamed, junitCopy(t)))
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

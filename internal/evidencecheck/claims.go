@@ -7,6 +7,7 @@ import (
 	"image"
 	"math"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func (r *rowCheck) checkStages() {
 		r.same(resultsFile, "stages", strings.Join(schema.Stages, " "), strings.Join(names, " "), "the pipeline, in order")
 	}
 	switch res.Status {
-	case schema.StatusQualified, schema.StatusSmoke, schema.StatusPassedNQ, schema.StatusDirty:
+	case schema.StatusQualified, schema.StatusSmoke, schema.StatusPassedNQ, schema.StatusDirty, schema.StatusDouble:
 		var notPassed []string
 		for _, s := range res.Stages {
 			if s.Status != "pass" {
@@ -109,7 +110,7 @@ func (r *rowCheck) checkStages() {
 				"a skip only in a run started with -qualkit.not-qualification", "qualification_run true in run.json")
 		}
 	default:
-		r.fail(resultsFile, "status", "qualified, smoke-passed, passed-not-qualification, passed-dirty-tree, failed or not-run", quote(res.Status))
+		r.fail(resultsFile, "status", "qualified, smoke-passed, passed-not-qualification, passed-dirty-tree, passed-contract-double, failed or not-run", quote(res.Status))
 	}
 }
 
@@ -141,6 +142,11 @@ func (r *rowCheck) checkQualification() {
 		r.fail(resultsFile, claim, "a readable "+rawExport, "none")
 	}
 	smoke := res.Checkpoint.Smoke
+	double := res.Checkpoint.Double || r.servedByDouble()
+	if double {
+		r.truth(res.Status == schema.StatusDouble, resultsFile, claim,
+			schema.StatusDouble+" (checkpoint.contract_double, or the server's identity, records or outputs name a contract double)", res.Status)
+	}
 	switch res.Status {
 	case schema.StatusQualified:
 		r.truth(!smoke, resultsFile, claim, "a full profile (a smoke profile is never qualification)", "checkpoint.smoke true")
@@ -152,6 +158,8 @@ func (r *rowCheck) checkQualification() {
 		}
 	case schema.StatusSmoke:
 		r.truth(smoke, resultsFile, claim, "checkpoint.smoke true", "false")
+	case schema.StatusDouble:
+		r.truth(res.Checkpoint.Double, resultsFile, claim, "checkpoint.contract_double true", "false")
 	case schema.StatusPassedNQ:
 		if info := r.c.info; info != nil {
 			r.truth(len(info.Skips) > 0 || !info.Qualification || smoke, resultsFile, claim,
@@ -386,13 +394,13 @@ func (r *rowCheck) checkBenchmark() {
 		}
 		if q.httpFile != nil && q.resp != nil {
 			r.truth(bytes.Equal(q.httpFile, q.resp), q.httpRel(), "the HTTP response's PNG",
-				"the bytes of data[0].b64_json in "+rawExport+" (sha256 "+bytesSHA256(q.resp)[:12]+")", "sha256 "+bytesSHA256(q.httpFile)[:12])
+				"the image of the response in "+rawExport+" (sha256 "+bytesSHA256(q.resp)[:12]+")", "sha256 "+bytesSHA256(q.httpFile)[:12])
 		}
 		if !r.passed("benchmark") || q.rec.failed() {
 			continue
 		}
 		if q.respErr != nil {
-			r.fail(rawExport, where+" response", "a PNG in data[0].b64_json (stage benchmark passed)", q.respErr.Error())
+			r.fail(rawExport, where+" response", "a PNG in the response (stage benchmark passed)", q.respErr.Error())
 			continue
 		}
 		out, err := decodePNG(q.resp)
@@ -731,4 +739,20 @@ func (r *rowCheck) checkInfluence() {
 type imageFile struct {
 	name string
 	img  *image.NRGBA
+}
+
+// doubleMarker is what qualkit's TRTMC contract double writes into everything it answers
+// or produces; a real serving stack never does.
+var doubleMarker = regexp.MustCompile(`"qualkit_contract_double"\s*:\s*true`)
+
+// servedByDouble says whether the row's server identity or records carry the contract
+// double's marker: such a row can never read as anything but passed-contract-double,
+// whatever its results.json says.
+func (r *rowCheck) servedByDouble() bool {
+	for _, f := range []string{"serve/identity.json", schema.RecordsFile} {
+		if b, ok := r.read(f); ok && doubleMarker.Match(b) {
+			return true
+		}
+	}
+	return false
 }

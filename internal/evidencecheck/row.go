@@ -195,7 +195,7 @@ func (r *rowCheck) loadRequests() {
 			stem: fmt.Sprintf("%02d-%s", i, rec.Metadata.BenchmarkPhase)}
 		q.sent, q.sentErr = rec.sentImage()
 		if !rec.failed() {
-			q.resp, q.respErr = rec.responsePNG()
+			q.resp, q.respErr = r.responseImage(rec)
 		}
 		q.clientMs, q.client = latency[q.id]
 		if !q.client {

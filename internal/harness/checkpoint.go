@@ -21,6 +21,10 @@ type Checkpoint struct {
 	// Smoke marks reduced or random-weight profiles: they may pass every stage but are
 	// never reported as qualification of the full checkpoint.
 	Smoke bool
+	// Double marks rows served by a contract double of the serving stack (programs that
+	// hold its documented contracts, without the model): they prove the adapter's wiring
+	// and read "passed-contract-double", never qualified.
+	Double bool
 
 	Adapter  Family
 	Fixtures string // path to the fixtures manifest, relative to the repository root

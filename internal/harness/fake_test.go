@@ -85,6 +85,83 @@ type FakeFamily struct {
 	Image    *ContainerImage   // Containerized when set
 }
 
+// FakeServing is the fake family with the optional contracts: probes, a tools check, a
+// bundle the correctness case builds, an identity route and file-URL outputs. Each
+// field's value says how it behaves ("ok", or the fault).
+type FakeServing struct {
+	FakeFamily
+	Probe    string // "ok" or "fail"
+	ToolsOK  string // "ok" or "fail"
+	ByCase   bool   // the correctness case builds the bundle
+	Ident    string // "ok" or "other": the server says it is another backend
+	URL      bool   // responses carry a file:// URL under the scratch folder
+}
+
+var (
+	_ Prober          = FakeServing{}
+	_ ToolsChecker    = FakeServing{}
+	_ ServingIdentity = FakeServing{}
+	_ OutputReader    = FakeServing{}
+)
+
+func (f FakeServing) Probes(Env) []Probe {
+	return []Probe{{Name: "version", What: "the fake's version", Cmd: f.with(f.program("aiperf"), "--version"),
+		Check: func(out []byte, err error) error {
+			if f.Probe != "ok" {
+				return fmt.Errorf("the probe found a fault on purpose (output %q)", strings.TrimSpace(string(out)))
+			}
+			return err
+		}, Fix: "nothing: a test fault"}}
+}
+
+func (f FakeServing) CheckTools(Env) error {
+	if f.ToolsOK != "ok" {
+		return fmt.Errorf("the tools lack a library on purpose")
+	}
+	return nil
+}
+
+func (f FakeServing) Build(env Env, spec BuildSpec) Command {
+	if f.ByCase {
+		return Command{}
+	}
+	return f.FakeFamily.Build(env, spec)
+}
+
+func (f FakeServing) Correctness(env Env, spec CorrectnessSpec) CorrectnessCase {
+	cc := f.FakeFamily.Correctness(env, spec)
+	if f.ByCase {
+		out := filepath.Join(spec.Scratch, "case-0", "invert.bundle")
+		cc.Command = f.with(f.program("correctness"), "-junit", spec.JUnit, "-artifacts", spec.Artifacts, "-build", out)
+		cc.Bundle = filepath.Join(spec.Scratch, "case-*", "invert.bundle")
+	}
+	return cc
+}
+
+func (f FakeServing) Serve(env Env, spec ServeSpec) Command {
+	c := f.FakeFamily.Serve(env, spec)
+	c.Env = append(c.Env, "QUALKIT_FAKE_IDENTITY="+f.Ident)
+	if f.URL {
+		c.Args = append(c.Args, "-scratch", spec.Scratch)
+	}
+	return c
+}
+
+func (f FakeServing) Identity(spec ServeSpec) IdentityCheck {
+	return IdentityCheck{Path: "/v1/serving/info", Check: func(body []byte) error {
+		var info struct{ Backend, Bundle string }
+		if err := json.Unmarshal(body, &info); err != nil {
+			return err
+		}
+		if info.Backend != "fake" || info.Bundle != spec.Bundle {
+			return fmt.Errorf("the server says backend %q bundle %q, want fake on %s", info.Backend, info.Bundle, spec.Bundle)
+		}
+		return nil
+	}}
+}
+
+func (f FakeServing) Output() OutputSource { return OutputSource{B64JSON: !f.URL, URL: f.URL} }
+
 func (f FakeFamily) program(prog string) Command {
 	// The race detector sleeps a second before a race binary exits, unless told not to.
 	return Command{Args: []string{os.Args[0]}, Env: []string{"QUALKIT_FAKE=" + prog, "QUALKIT_FAKE_FAULT=" + f.Fault, "GORACE=atexit_sleep_ms=0"}}
@@ -99,7 +176,7 @@ func (FakeFamily) Backend() string { return "fake" }
 
 func (FakeFamily) Tools(Env) ([]Command, string) { return nil, os.Args[0] }
 
-func (f FakeFamily) BuildSettings() map[string]string {
+func (f FakeFamily) BuildSettings(Env) map[string]string {
 	if f.Settings != nil {
 		return f.Settings
 	}
@@ -148,10 +225,18 @@ func fakeBuild(args []string) error {
 func fakeCorrectness(args []string) error {
 	fs := flag.NewFlagSet("correctness", flag.ContinueOnError)
 	bundle, junit, artifacts := fs.String("bundle", "", ""), fs.String("junit", "", ""), fs.String("artifacts", "", "")
+	build := fs.String("build", "", "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if _, err := os.ReadFile(*bundle); err != nil {
+	if *build != "" {
+		if err := os.MkdirAll(filepath.Dir(*build), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(*build, []byte("fake bundle built by the case\n"), 0o644); err != nil {
+			return err
+		}
+	} else if _, err := os.ReadFile(*bundle); err != nil {
 		return err
 	}
 	name := "test_fake"
@@ -207,7 +292,7 @@ func fakeSize(s string) (int, int, error) {
 func fakeServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	port, records := fs.Int("port", 0, ""), fs.String("records", "", "")
-	fs.String("bundle", "", "")
+	bundle, scratch := fs.String("bundle", "", ""), fs.String("scratch", "", "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -224,6 +309,13 @@ func fakeServe(args []string) error {
 			return
 		}
 		fmt.Fprintln(w, `{"status":"ready"}`)
+	})
+	mux.HandleFunc("/v1/serving/info", func(w http.ResponseWriter, _ *http.Request) {
+		backend := "fake"
+		if os.Getenv("QUALKIT_FAKE_IDENTITY") == "other" {
+			backend = "other"
+		}
+		json.NewEncoder(w).Encode(map[string]string{"backend": backend, "bundle": *bundle})
 	})
 	mux.HandleFunc("/v1/images/edits", func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-ID")
@@ -255,9 +347,21 @@ func fakeServe(args []string) error {
 		}
 		line, _ := json.Marshal(map[string]any{"request_id": id, "status": 200, "timing": map[string]float64{"task_ms": recTask}})
 		rec.Write(append(line, '\n'))
+		item := map[string]string{"b64_json": base64.StdEncoding.EncodeToString(out)}
+		if *scratch != "" {
+			file := filepath.Join(*scratch, id, "output.png")
+			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			if err := os.WriteFile(file, out, 0o644); err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			item = map[string]string{"url": "file://" + file}
+		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"created": 1, "data": []map[string]string{{"b64_json": base64.StdEncoding.EncodeToString(out)}},
-			"timing": map[string]float64{"task_ms": task}})
+		json.NewEncoder(w).Encode(map[string]any{"created": 1, "data": []map[string]string{item}, "timing": map[string]float64{"task_ms": task}})
 	})
 	fmt.Println("fake serve: listening on", *port)
 	srv := &http.Server{Addr: fmt.Sprintf("127.0.0.1:%d", *port), Handler: mux}

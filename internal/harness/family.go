@@ -1,6 +1,9 @@
 package harness
 
-import "qualkit/internal/harness/serving"
+import (
+	"qualkit/internal/harness/gpu"
+	"qualkit/internal/harness/serving"
+)
 
 // Family is what a model family's adapter gives the harness: the argv of every program
 // the pipeline runs, and where its server reports Task timing. Each method only builds
@@ -12,9 +15,13 @@ type Family interface {
 	// (none when the programs are installed already), and the path of the program whose
 	// hash identifies the builder version in the bundle cache key.
 	Tools(env Env) (cmds []Command, builder string)
-	// BuildSettings are the settings baked into the bundle; they are part of its cache key.
-	BuildSettings() map[string]string
-	// Build writes the bundle to spec.Out.
+	// BuildSettings are what the bundle depends on besides the builder program: settings
+	// baked into it, and the versions and inputs the build reads (a commit, an image, a
+	// manifest's sha256). They are part of its cache key and recorded in the evidence.
+	BuildSettings(env Env) map[string]string
+	// Build writes the bundle to spec.Out. A family whose correctness case builds the
+	// bundle itself returns a Command with no Args and names the bundle in
+	// CorrectnessCase.Bundle: the served bundle is then the one the case checked.
 	Build(env Env, spec BuildSpec) Command
 	// Correctness is the family's own correctness case, run unchanged on the bundle.
 	Correctness(env Env, spec CorrectnessSpec) CorrectnessCase
@@ -31,6 +38,66 @@ type Family interface {
 // Each missing piece says what it is and how to get it.
 type Requirer interface {
 	Requirements(env Env, c Checkpoint) []Requirement
+}
+
+// Prober is implemented by families that can check, in seconds and before anything long
+// runs, what their programs need where they run (modules a Python imports, the flags a
+// server accepts). The harness runs each probe during preflight, in the family's image
+// when the row runs in one, on the row's GPUs, and fails preflight with every probe's
+// finding at once.
+type Prober interface {
+	Probes(env Env) []Probe
+}
+
+// Probe is one quick check: a command, and a function that judges its output (stdout
+// and stderr together). Check gets the exit error too; a probe may expect a failure.
+type Probe struct {
+	Name  string // a short file-name-safe name: the log is preflight/probe-<Name>.log
+	What  string // what the probe checks, for messages
+	Cmd   Command
+	Check func(output []byte, runErr error) error
+	Fix   string // how to fix what Check finds
+}
+
+// ToolsChecker is implemented by families whose tools need a check the commands do not
+// make themselves (the library a build must produce, the GPU architecture it targets).
+// The harness calls it after the tools ran, before the bundle build.
+type ToolsChecker interface {
+	CheckTools(env Env) error
+}
+
+// ServingIdentity is implemented by families whose server says what it is: the harness
+// GETs Path once the server is ready, keeps the answer as serve/identity.json, and fails
+// the serve stage when Check rejects it (another backend, another bundle).
+type ServingIdentity interface {
+	Identity(spec ServeSpec) IdentityCheck
+}
+
+// IdentityCheck is where a server states its identity and what it must say.
+type IdentityCheck struct {
+	Path  string
+	Check func(body []byte) error
+}
+
+// OutputReader is implemented by families whose server returns the edited image other
+// than as data[0].b64_json; the default is b64_json.
+type OutputReader interface {
+	Output() OutputSource
+}
+
+// OutputSource says where an edit response carries its image: base64 in the body
+// (B64JSON, the OpenAI shape), or a file:// URL (URL) naming a file the server wrote
+// under ServeSpec.Scratch, which the harness reads from the host.
+type OutputSource struct {
+	B64JSON bool
+	URL     bool
+}
+
+func (o OutputSource) String() string {
+	if o.URL {
+		return "file-url"
+	}
+	return "b64_json"
 }
 
 // NativeReporter is implemented by families whose native Task program states, in its log,
@@ -71,11 +138,14 @@ type ContainerImage struct {
 // Mount is a bind mount of a host path into a container.
 type Mount = serving.Mount
 
-// Env is where a row's programs run.
+// Env is where a row's programs run. GPUs and ImageID are known once preflight chose the
+// GPUs and the row's image is ready; before that they are empty.
 type Env struct {
-	Root   string // repository root
-	Work   string // the row's scratch directory (removed after the run)
-	Python string // the project venv's python (pytest, AIPerf)
+	Root    string       // repository root
+	Work    string       // the row's scratch directory (removed after the run); mounted where the row runs
+	Python  string       // the project venv's python (pytest, AIPerf)
+	GPUs    []gpu.Device // the GPUs chosen for the row, by UUID
+	ImageID string       // the family's image (sha256:...), when the row runs in one
 }
 
 // Command is one program invocation. Env holds only the variables the family adds;
@@ -88,9 +158,10 @@ type BuildSpec struct {
 }
 
 type CorrectnessSpec struct {
-	Bundle    string
+	Bundle    string // empty when the case builds the bundle itself (see Family.Build)
 	JUnit     string // where the case must write its JUnit XML
 	Artifacts string // where the case may write its own artifacts
+	Scratch   string // an empty folder the case may use (pytest's --basetemp), kept until the row ends
 }
 
 // CorrectnessCase is a command, the JUnit file it writes, and exactly which test cases
@@ -108,6 +179,10 @@ type CorrectnessCase struct {
 	// TestFiles are the case's own test files; their sha256, and those of the
 	// conftest.py files pytest loads for them (up to Command.Dir), go into the evidence.
 	TestFiles []string
+	// Bundle, for a case that builds its own bundle, is where it writes it: a path, or a
+	// glob that must match exactly one file or folder once the case passed. That bundle
+	// is the one the row serves.
+	Bundle string
 }
 
 // ServeSpec says where the server finds its bundle and writes its records.
@@ -117,6 +192,7 @@ type ServeSpec struct {
 	Host    string
 	Port    int
 	Records string
+	Scratch string // a folder the server may write outputs to (kept in the evidence)
 }
 
 // NativeSpec is one native Task call, run where the server ran (in its image for a

@@ -288,3 +288,70 @@ func TestPipelineQualifyRunsEveryStageAsASubtest(t *testing.T) {
 	assert.NoError(t, err)
 	assert.True(t, strings.HasPrefix(s.results[0].Command, "go test ./qual/ -count=1 -v -run '^TestPipelineQualifyRunsEveryStageAsASubtest$/^row$'"), s.results[0].Command)
 }
+
+// The optional contracts: probes and a tools check that fail early, a bundle the case
+// builds, a server that must say what it is, images as file URLs, and the double status.
+func TestPipelineOptionalContracts(t *testing.T) {
+	good := FakeServing{Probe: "ok", ToolsOK: "ok", Ident: "ok"}
+	for _, tc := range []struct {
+		name   string
+		change func(*FakeServing)
+		stage  string // the stage that fails; "" passes
+		msg    string
+	}{
+		{"all kept", func(*FakeServing) {}, "", ""},
+		{"a probe finds a fault", func(f *FakeServing) { f.Probe = "fail" }, "preflight", "the probe found a fault on purpose"},
+		{"the tools check fails", func(f *FakeServing) { f.ToolsOK = "fail" }, "build", "the tools lack a library on purpose"},
+		{"another backend answers", func(f *FakeServing) { f.Ident = "other" }, "serve", `the server says backend "other"`},
+		{"the case builds the bundle", func(f *FakeServing) { f.ByCase = true }, "", ""},
+		{"images as file URLs", func(f *FakeServing) { f.URL = true }, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPipeline(t, false)
+			f := good
+			tc.change(&f)
+			c := p.row("optional", "")
+			c.Adapter = f
+			res, err := p.start(t).Run(context.Background(), c, t.TempDir())
+			if tc.stage == "" {
+				require.NoError(t, err)
+				assert.Equal(t, schema.StatusQualified, res.Status)
+				assert.Equal(t, "/v1/serving/info", res.ServerIdentity)
+				assert.Equal(t, f.ByCase, res.Bundle.ByCorrectness)
+				assert.Equal(t, OutputSource{B64JSON: !f.URL, URL: f.URL}.String(), res.Output)
+				return
+			}
+			require.Error(t, err)
+			st, _ := res.Stage(tc.stage)
+			assert.Equal(t, schema.Fail, st.Status, "%+v", res.Stages)
+			assert.Contains(t, st.Error, tc.msg)
+		})
+	}
+	t.Run("a contract double never qualifies", func(t *testing.T) {
+		p := newPipeline(t, false)
+		c := p.row("double", "")
+		c.Double = true
+		res, err := p.start(t).Run(context.Background(), c, t.TempDir())
+		require.NoError(t, err)
+		assert.Equal(t, schema.StatusDouble, res.Status)
+		assert.True(t, res.Checkpoint.Double)
+	})
+}
+
+func TestResponseImageReadsOnlyTheScratchFolder(t *testing.T) {
+	scratch := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(scratch, "out.png"), []byte("png"), 0o644))
+	src := OutputSource{URL: true}
+	got, err := ResponseImage([]byte(`{"data":[{"url":"file://`+scratch+`/out.png"}]}`), src, scratch)
+	require.NoError(t, err)
+	assert.Equal(t, "png", string(got))
+	for body, msg := range map[string]string{
+		`{"data":[{"url":"file:///etc/passwd"}]}`:                   "outside the server's scratch folder",
+		`{"data":[{"url":"file://` + scratch + `/../x/out.png"}]}`: "outside the server's scratch folder",
+		`{"data":[{"url":"http://x/out.png"}]}`:                     "not a file:// URL",
+		`{"data":[{"b64_json":"cG5n"}]}`:                            "has no url",
+	} {
+		_, err := ResponseImage([]byte(body), src, scratch)
+		assert.ErrorContains(t, err, msg, body)
+	}
+}

@@ -25,6 +25,8 @@ type row struct {
 	bundle     string
 	bundleSHA  string
 	server     serving.Server
+	scratch    string       // the server's scratch folder (ServeSpec.Scratch)
+	output     OutputSource // where responses carry the image
 	img        *serving.Image // the family's image, once prepared
 	export     *Export
 	httpPNG    map[string][]byte // request id -> PNG the HTTP response carried
@@ -77,7 +79,7 @@ func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
 	r.result = &schema.Result{
 		Schema: "qualkit.result/1", RunID: s.Evidence.RunID, Row: c.Name, Status: schema.StatusFailed,
 		Checkpoint: schema.CheckpointRef{Name: c.Name, Family: c.Family, Backend: c.Adapter.Backend(), Model: c.Model,
-			Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke},
+			Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke, Double: c.Double},
 		Measured: c.Bench.Measured, Warmup: c.Bench.Warmup,
 		Command: reproduce(testName), Provenance: s.provenance,
 	}
@@ -252,6 +254,8 @@ func (r *row) report() error {
 	case !everyStagePassed(res):
 		// A passing status is earned by every stage passing, not by none failing.
 		res.Status, res.Reason = schema.StatusFailed, "not every stage ran and passed"
+	case r.c.Double:
+		res.Status, res.Reason = schema.StatusDouble, "served by a contract double of the serving stack: proves the adapter's wiring, never the checkpoint"
 	case r.c.Smoke:
 		res.Status, res.Reason = schema.StatusSmoke, "smoke profile: never qualification of the full checkpoint"
 	case !r.s.cfg.Qualification:

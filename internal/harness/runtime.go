@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
@@ -13,14 +14,18 @@ import (
 const imageBuildLog = "serve/image-build.log"
 
 // inImage says whether a stage's commands run in the family's container image: the one
-// place that decides. The server and the native Task of a container row do, and the
-// stages the family's ContainerImage names.
+// place that decides. The server, the native Task and the preflight probes of a
+// container row do, and the stages the family's ContainerImage names.
 func (r *row) inImage(stage string) bool {
 	ci, ok := r.c.Adapter.(Containerized)
 	if !ok || r.s.rowRuntime(r.c) != RuntimeContainer {
 		return false
 	}
-	return stage == schema.StageServe || stage == schema.StageIdentity || slices.Contains(ci.Image(r.env).Stages, stage)
+	switch stage {
+	case schema.StagePreflight, schema.StageServe, schema.StageIdentity:
+		return true
+	}
+	return slices.Contains(ci.Image(r.env).Stages, stage)
 }
 
 // options are the serving options of a stage's commands: the command record, the row's
@@ -39,9 +44,42 @@ func (r *row) options(ctx context.Context, stage string, mounts ...Mount) ([]ser
 		return nil, err
 	}
 	ci := r.c.Adapter.(Containerized).Image(r.env)
-	c := serving.Container{Image: img, RunID: r.s.Evidence.RunID, Row: r.c.Name, IPCHost: ci.IPCHost,
-		Mounts: append(slices.Clone(ci.Mounts), mounts...)}
+	all := append(slices.Clone(ci.Mounts), mounts...)
+	all = append(all, at(false, r.env.Work)...)
+	c := serving.Container{Image: img, RunID: r.s.Evidence.RunID, Row: r.c.Name, IPCHost: ci.IPCHost, Mounts: nested(all)}
 	return append(opts, serving.InContainer(c)), nil
+}
+
+// nested drops the mounts another mount already provides: Docker refuses two mounts at
+// one path, and a folder inside a folder mounted at its own path needs no mount of its
+// own when the outer one gives at least its access. Of two mounts of one path with the
+// same access, the first stays.
+func nested(ms []Mount) []Mount {
+	var out []Mount
+	for i, m := range ms {
+		if !covered(m, i, ms) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func covered(m Mount, i int, ms []Mount) bool {
+	if m.Host != m.Container {
+		return false
+	}
+	for j, o := range ms {
+		if j == i || o.Host != o.Container || o.ReadOnly && !m.ReadOnly {
+			continue
+		}
+		if strings.HasPrefix(m.Host, strings.TrimSuffix(o.Host, "/")+"/") {
+			return true
+		}
+		if o.Host == m.Host && (o.ReadOnly != m.ReadOnly || j < i) {
+			return true
+		}
+	}
+	return false
 }
 
 // image makes the family's image present, once per row, and records it in the result.
@@ -62,6 +100,7 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 		return img, fmt.Errorf("image: %w", err)
 	}
 	r.img = &img
+	r.env.ImageID = img.ID
 	return img, nil
 }
 

@@ -36,3 +36,11 @@ func TestSelectionMatchesLikeGoTest(t *testing.T) {
 	_, err := NewSelection("(", "")
 	assert.ErrorContains(t, err, `-run "("`)
 }
+
+func TestNestedMountsKeepOnePerPath(t *testing.T) {
+	ro := func(p string) Mount { return Mount{Host: p, Container: p, ReadOnly: true} }
+	rw := func(p string) Mount { return Mount{Host: p, Container: p} }
+	got := nested([]Mount{rw("/w"), rw("/w/scratch"), ro("/w/ro"), ro("/b"), rw("/b"), ro("/c"), ro("/c"),
+		{Host: "/src", Container: "/src"}, {Host: "/cache/x", Container: "/src/build"}, ro("/other/rw-under-ro"), ro("/other")})
+	assert.Equal(t, []Mount{rw("/w"), rw("/b"), ro("/c"), {Host: "/src", Container: "/src"}, {Host: "/cache/x", Container: "/src/build"}, ro("/other")}, got)
+}

@@ -71,7 +71,7 @@ func (r *row) benchmark(ctx context.Context) error {
 		if rec.Failed() {
 			continue
 		}
-		png, err := checkOutput(rec, size)
+		png, err := checkOutput(rec, size, r.output, r.scratch)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("request %s (%s, %q): %v", rec.Metadata.XRequestID, rec.Metadata.BenchmarkPhase, rec.Prompt(), err))
 			continue
@@ -99,8 +99,8 @@ func errorText(rec RawRecord) string {
 }
 
 // checkOutput is the content gate on one HTTP response.
-func checkOutput(rec RawRecord, size string) ([]byte, error) {
-	png, err := ResponsePNG(rec.Body())
+func checkOutput(rec RawRecord, size string, src OutputSource, scratch string) ([]byte, error) {
+	png, err := ResponseImage(rec.Body(), src, scratch)
 	if err != nil {
 		return nil, err
 	}

@@ -79,10 +79,17 @@ func isRegular(p string) bool {
 // bundle was not touched while it ran.
 func (r *row) correctness(ctx context.Context) error {
 	artifacts := filepath.Join(r.ev.Dir, "correctness", "artifacts")
-	if err := os.MkdirAll(artifacts, 0o755); err != nil {
-		return err
+	scratch := filepath.Join(r.env.Work, "correctness")
+	for _, d := range []string{artifacts, scratch} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
 	}
-	cc := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path("correctness/junit.xml"), Artifacts: artifacts})
+	cc := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path("correctness/junit.xml"), Artifacts: artifacts, Scratch: scratch})
+	byCase := r.result.Bundle != nil && r.result.Bundle.ByCorrectness
+	if byCase != (cc.Bundle != "") {
+		return fmt.Errorf("the family's build and correctness case disagree on who builds the bundle (build command empty: %v, case names a bundle: %q)", byCase, cc.Bundle)
+	}
 	corr := &schema.Correctness{Declared: cc.Cases}
 	r.result.Correctness = corr
 	if len(cc.Cases) == 0 {
@@ -103,17 +110,22 @@ func (r *row) correctness(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Correctness)
 	defer cancel()
-	_, runErr := r.job(ctx, schema.StageCorrectness, cc.Command, "correctness/output.log",
-		append(at(true, filepath.Dir(r.bundle)), at(false, r.ev.Path("correctness"))...)...)
+	mounts := at(false, r.ev.Path("correctness"), scratch)
+	if !byCase {
+		mounts = append(mounts, at(true, filepath.Dir(r.bundle))...)
+	}
+	_, runErr := r.job(ctx, schema.StageCorrectness, cc.Command, "correctness/output.log", mounts...)
 	if corr.Artifacts, err = treeHashes(r.ev.Dir, artifacts); err != nil {
 		return fmt.Errorf("correctness artifacts: %w", err)
 	}
-	after, err := pathSHA256(r.bundle)
-	if err != nil {
-		return fmt.Errorf("bundle after correctness: %w", err)
-	}
-	if after != r.bundleSHA {
-		return fmt.Errorf("bundle changed while the correctness case ran: sha256 %s before, %s after", r.bundleSHA, after)
+	if !byCase {
+		after, err := pathSHA256(r.bundle)
+		if err != nil {
+			return fmt.Errorf("bundle after correctness: %w", err)
+		}
+		if after != r.bundleSHA {
+			return fmt.Errorf("bundle changed while the correctness case ran: sha256 %s before, %s after", r.bundleSHA, after)
+		}
 	}
 	counts, err := ReadJUnit(cc.JUnit)
 	if err != nil {
@@ -130,7 +142,32 @@ func (r *row) correctness(ctx context.Context) error {
 		return fmt.Errorf("every case passed but the command failed: %w", runErr)
 	}
 	if cc.Result != "" {
-		return CheckResultFile(cc.Result)
+		if err := CheckResultFile(cc.Result); err != nil {
+			return err
+		}
+	}
+	if byCase {
+		return r.caseBundle(cc.Bundle)
 	}
 	return nil
+}
+
+// caseBundle takes the bundle the passed case built as the row's: exactly one match of
+// the family's pattern, hashed now and again once the server stopped.
+func (r *row) caseBundle(pattern string) error {
+	matches, err := filepath.Glob(pattern)
+	if err != nil {
+		return fmt.Errorf("the family's bundle pattern %q: %w", pattern, err)
+	}
+	if len(matches) != 1 {
+		return fmt.Errorf("the correctness case passed, but %d paths match the bundle it builds (%s), want exactly 1: %v", len(matches), pattern, matches)
+	}
+	info := r.result.Bundle
+	if info.SHA256, err = pathSHA256(matches[0]); err != nil {
+		return fmt.Errorf("the bundle the case built: %w", err)
+	}
+	info.Path, info.Bytes = matches[0], pathSize(matches[0])
+	r.bundle, r.bundleSHA = info.Path, info.SHA256
+	r.prog.printf("the case built the bundle %s (sha256 %s)", info.Path, info.SHA256[:12])
+	return r.ev.WriteJSON("build/bundle.json", info)
 }

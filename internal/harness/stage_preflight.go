@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"qualkit/internal/harness/gpu"
 	"qualkit/internal/schema"
@@ -37,6 +38,7 @@ func Missing(reqs []Requirement) error {
 // GPUs (the NVML reading, and the devices chosen for the row by UUID).
 type Readiness struct {
 	Requirements []Requirement `json:"requirements"`
+	Probes       []ProbeResult `json:"probes,omitempty"`
 	GPU          *gpu.Reading  `json:"gpu_reading,omitempty"`
 	GPUError     string        `json:"gpu_error,omitempty"`
 	Selected     []gpu.Device  `json:"gpus_selected,omitempty"`
@@ -109,10 +111,23 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 }
 
 func (r *row) preflight(ctx context.Context) error {
+	start := time.Now()
 	rd := r.s.Preflight(ctx, r.c, r.env)
-	if err := r.ev.WriteJSON(schema.PreflightFile, map[string]any{"readiness": rd, "qualification_run": r.s.cfg.Qualification}); err != nil {
+	r.gpus, r.env.GPUs = rd.Selected, rd.Selected
+	if len(rd.Requirements) == 0 {
+		// Only on a host that has every piece: the probes run the family's programs.
+		rd.Probes = r.probe(ctx)
+		for _, p := range rd.Probes {
+			if p.Error != "" {
+				rd.Requirements = append(rd.Requirements, Requirement{What: p.What + ": " + p.Error, Fix: p.Fix})
+			}
+		}
+	}
+	if err := r.ev.WriteJSON(schema.PreflightFile, map[string]any{"readiness": rd, "qualification_run": r.s.cfg.Qualification,
+		"wall_s": time.Since(start).Seconds()}); err != nil {
 		return err
 	}
+	r.prog.printf("preflight took %.1f s", time.Since(start).Seconds())
 	if err := Missing(rd.Requirements); err != nil {
 		if !r.s.cfg.Qualification && allAbsent(rd.Requirements) {
 			r.skipReason = strings.Join(strings.Fields(err.Error()), " ")
@@ -122,7 +137,7 @@ func (r *row) preflight(ctx context.Context) error {
 		return err
 	}
 	fx := rd.fixtures
-	r.fx, r.gpus = fx, rd.Selected
+	r.fx = fx
 	for _, im := range fx.Images {
 		if err := copyFile(r.ev.Path(filepath.Join("fixtures", im.File)), fx.ImagePath(im.File)); err != nil {
 			return err
@@ -130,6 +145,49 @@ func (r *row) preflight(ctx context.Context) error {
 	}
 	r.result.Settings = fx.FormSettings()
 	return r.ev.WriteJSON("fixtures/manifest.json", fx)
+}
+
+// ProbeResult is what one of the family's probes found.
+type ProbeResult struct {
+	Name  string  `json:"name"`
+	What  string  `json:"what"`
+	Log   string  `json:"log"`
+	WallS float64 `json:"wall_s"`
+	Error string  `json:"error,omitempty"`
+	Fix   string  `json:"fix,omitempty"`
+}
+
+// probe runs the family's probes where the row's programs run: in its image (prepared
+// here, so a broken image fails preflight too) on the row's GPUs, or as processes.
+func (r *row) probe(ctx context.Context) []ProbeResult {
+	pr, ok := r.c.Adapter.(Prober)
+	if !ok {
+		return nil
+	}
+	if r.inImage(schema.StagePreflight) {
+		if _, err := r.image(ctx, schema.StagePreflight); err != nil {
+			return []ProbeResult{{Name: "image", What: "the family's image", Error: err.Error(),
+				Fix: "fix the image build (its log is " + r.ev.Path(imageBuildLog) + ")"}}
+		}
+	}
+	var out []ProbeResult
+	for _, p := range pr.Probes(r.env) {
+		res := ProbeResult{Name: p.Name, What: p.What, Log: "preflight/probe-" + p.Name + ".log", Fix: p.Fix}
+		start := time.Now()
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		_, runErr := r.job(pctx, schema.StagePreflight, p.Cmd, res.Log)
+		cancel()
+		res.WallS = time.Since(start).Seconds()
+		output, err := os.ReadFile(r.ev.Path(res.Log))
+		if err != nil {
+			output = nil
+		}
+		if err := p.Check(output, runErr); err != nil {
+			res.Error = err.Error()
+		}
+		out = append(out, res)
+	}
+	return out
 }
 
 func allAbsent(reqs []Requirement) bool {

@@ -3,7 +3,11 @@ package harness
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"path/filepath"
+	"time"
 
 	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
@@ -17,11 +21,20 @@ func (r *row) serve(ctx context.Context) error {
 		return err
 	}
 	records := r.ev.Path(schema.RecordsFile)
-	spec := ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: records}
+	r.scratch = r.ev.Path("serve/scratch")
+	if err := os.MkdirAll(r.scratch, 0o755); err != nil {
+		return err
+	}
+	r.output = OutputSource{B64JSON: true}
+	if rd, ok := r.c.Adapter.(OutputReader); ok {
+		r.output = rd.Output()
+	}
+	r.result.Output = r.output.String()
+	spec := ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: records, Scratch: r.scratch}
 	rt := r.s.rowRuntime(r.c)
 	log := r.ev.Path("serve/server.log")
 	r.prog.watch(log)
-	opts, err := r.options(ctx, schema.StageServe, append(at(true, r.bundle), at(false, filepath.Dir(records))...)...)
+	opts, err := r.options(ctx, schema.StageServe, append(at(true, r.bundle), at(false, filepath.Dir(records), r.scratch)...)...)
 	if err != nil {
 		return err
 	}
@@ -36,8 +49,48 @@ func (r *row) serve(ctx context.Context) error {
 	if c := r.result.Container; c != nil {
 		c.ContainerID = srv.ContainerID()
 	}
+	if err := r.checkIdentity(ctx, spec); err != nil {
+		return err
+	}
 	return r.ev.WriteJSON("serve/startup.json", map[string]any{
 		"runtime": srv.Runtime(), "runtime_note": r.s.RuntimeNote, "url": srv.URL(), "startup_s": srv.Startup().Seconds(),
 		"ready_path": serving.ReadyPath, "spec": spec, "container": r.result.Container, "gpus": r.gpus,
 	})
+}
+
+// checkIdentity asks a ready server what it is, when the family says where, and keeps
+// the answer as serve/identity.json: a server that is another backend or serves another
+// bundle fails here, before any request is measured.
+func (r *row) checkIdentity(ctx context.Context, spec ServeSpec) error {
+	si, ok := r.c.Adapter.(ServingIdentity)
+	if !ok {
+		return nil
+	}
+	ic := si.Identity(spec)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.server.URL()+ic.Path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("server identity (GET %s): %w", ic.Path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("server identity (GET %s): %w", ic.Path, err)
+	}
+	if err := r.ev.WriteFile("serve/identity.json", body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("server identity: GET %s answered %d: %s", ic.Path, resp.StatusCode, clip(body, 300))
+	}
+	if err := ic.Check(body); err != nil {
+		return fmt.Errorf("server identity (GET %s): %w", ic.Path, err)
+	}
+	r.result.ServerIdentity = ic.Path
+	return nil
 }

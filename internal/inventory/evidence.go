@@ -101,6 +101,9 @@ func readProof(runDir, path string, sums map[string]string) (*Proof, string) {
 	if p.Profile == "" {
 		p.Profile = filepath.Base(filepath.Dir(path))
 	}
+	if res.Checkpoint.Double || res.Checkpoint.Smoke || res.Status == schema.StatusDouble {
+		return nil, "" // a contract double or a smoke profile proves nothing of the checkpoint
+	}
 	if res.Status == schema.StatusQualified {
 		p.Level = AIPerfQualified
 		return p, ""

@@ -104,6 +104,8 @@ func (w row) proves() string {
 		return "aiperf-qualified"
 	case schema.StatusSmoke:
 		return "smoke only (never qualification)"
+	case schema.StatusDouble:
+		return "contract double only (never qualification)"
 	}
 	if st, ok := w.res.Stage(schema.StageCorrectness); ok && st.Status == schema.Pass {
 		return "family-validated"

@@ -61,13 +61,14 @@ const (
 	StatusSmoke     = "smoke-passed"             // every stage passed on a smoke profile: never qualification
 	StatusPassedNQ  = "passed-not-qualification" // every stage passed in a run that had skips
 	StatusDirty     = "passed-dirty-tree"        // every stage passed, from a tree with changes no commit holds (or no known commit)
+	StatusDouble    = "passed-contract-double"   // every stage passed against a contract double of the serving stack: never qualification
 	StatusFailed    = "failed"
 	StatusNotRun    = "not-run"
 )
 
 // Passing says whether a status means every stage passed.
 func Passing(status string) bool {
-	return status == StatusQualified || status == StatusSmoke || status == StatusPassedNQ || status == StatusDirty
+	return status == StatusQualified || status == StatusSmoke || status == StatusPassedNQ || status == StatusDirty || status == StatusDouble
 }
 
 // PercentileMethod is the only percentile method reports use: sorted[ceil(p/100*n)-1].
@@ -98,6 +99,11 @@ type Result struct {
 	Stages     []StageResult `json:"stages"`
 
 	Runtime   string            `json:"runtime,omitempty"`
+	// Output is where responses carried the image: "b64_json" (data[0].b64_json) or
+	// "file-url" (data[0].url, a file under the row's serve/scratch/).
+	Output string `json:"response_output,omitempty"`
+	// ServerIdentity is the path the server stated its identity at (serve/identity.json).
+	ServerIdentity string `json:"server_identity,omitempty"`
 	Container *ContainerInfo    `json:"container,omitempty"`
 	Bundle    *BundleInfo       `json:"bundle,omitempty"`
 	Settings  map[string]string `json:"settings,omitempty"`
@@ -176,6 +182,7 @@ type CheckpointRef struct {
 	Profile  string `json:"profile"`
 	Revision string `json:"revision,omitempty"`
 	Smoke    bool   `json:"smoke"`
+	Double   bool   `json:"contract_double,omitempty"`
 }
 
 // ContainerInfo is what the evidence needs about a started (or failed) container.
@@ -194,6 +201,9 @@ type BundleInfo struct {
 	BuildS   float64           `json:"build_wall_s"`
 	Builder  string            `json:"builder_sha256"`
 	Settings map[string]string `json:"build_settings"`
+	// ByCorrectness: the family's correctness case built the bundle (under its scratch
+	// folder); Path and SHA256 are what it wrote, recorded when it passed.
+	ByCorrectness bool `json:"built_by_correctness,omitempty"`
 }
 
 // Correctness is what the correctness stage proved: the case ids the family declared,
