@@ -26,7 +26,7 @@ var qwenImageEditRows = harness.NewTable(
 		Model:    qwenimage.HFID,
 		Profile:  "qwen-image-edit-2511",
 		Revision: qwenimage.Revision,
-		Reason:   "the one full checkpoint of the image-edit group in TRTMC main e9132e79 (testcase qwen-image-edit-2511, task_mode edit), served by trtmc-server",
+		Reason:   "the one full image-edit checkpoint of TRTMC's qwen_image family (testcase qwen-image-edit-2511; task_mode edit at e9132e79, task image_edit in the families layout), served by trtmc-server",
 		Adapter:  qwenimage.FromEnv(os.Getenv),
 		Fixtures: "fixtures/qwen_image_edit/manifest.json",
 		Bench:    harness.Bench{Measured: 5, Warmup: 1, Seed: 0},
@@ -41,7 +41,7 @@ var qwenImageEditRows = harness.NewTable(
 				// A100 (8.0), H100/H200 (9.0) and Blackwell (10.0).
 				MinComputeCapability: "8.0",
 			},
-			Container: true, // served from the TRTMC serving image (TensorRT, CUDA 13 stack)
+			Container: true, // every stage runs in TRTMC's dev image (TensorRT, CUDA 13 stack)
 		},
 		Deadline: harness.Deadlines{Build: 2 * time.Hour, Correctness: time.Hour, Ready: 30 * time.Minute, Request: 10 * time.Minute, Native: 10 * time.Minute},
 	},
@@ -84,8 +84,7 @@ func TestTRTMCRowPreflightOnThisHost(t *testing.T) {
 	msg := err.Error()
 	for piece, want := range map[string]string{
 		"TRTMC checkout":     "TRTMC checkout: QUALKIT_TRTMC_DIR is not set",
-		"correctness python": "python for TRTMC's correctness case",
-		"serving image":      "serving image: QUALKIT_TRTMC_IMAGE is not set",
+		"image":              "image: QUALKIT_TRTMC_IMAGE is not set",
 		"checkpoint":         "checkpoint Qwen/Qwen-Image-Edit-2511 at revision 6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9 is not in the Hugging Face cache",
 		"download command":   "hf download Qwen/Qwen-Image-Edit-2511 --revision 6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9",
 		"clone command":      "git clone https://github.com/NVIDIA/TensorRT-Model-Connect.git",

@@ -16,7 +16,7 @@ type ConditionSizeError struct {
 	Manifest      string // fixtures manifest, as the row names it
 	File          string
 	Width, Height int
-	Condition     string // the condition image (the build's reference)
+	Condition     string // the checkout's condition image
 	CondW, CondH  int
 }
 
@@ -28,26 +28,19 @@ func (e *ConditionSizeError) Error() string {
 
 // Fix says what to do about it.
 func (e *ConditionSizeError) Fix() string {
-	return fmt.Sprintf("resize %s to %dx%d yourself (and pin its new sha256, bytes and size in %s), or remove it from the workload",
+	return fmt.Sprintf("resize %s to %dx%d yourself (and pin it in fixtures/images/pool.json and %s), or remove it from the workload",
 		e.File, e.CondW, e.CondH, e.Manifest)
 }
 
-// CheckConditionSize requires every reference image of a workload to have the size of its
-// condition image: the first pair's image, which the harness passes to the build as
-// BuildSpec.Reference. It returns one error per image of another size, and an error when
-// the condition image itself is not the size this adapter builds for (ConditionWidth x
-// ConditionHeight, that of TRTMC's own test photo).
-func CheckConditionSize(manifest string, fx *harness.Fixtures) []error {
-	cond := fx.Image(fx.Pairs[0].Image)
-	var errs []error
-	if cond.Width != ConditionWidth || cond.Height != ConditionHeight {
-		errs = append(errs, fmt.Errorf("%s: the condition image %s (the first pair's) is %dx%d, but the adapter builds for %dx%d, the size of TRTMC's test photo that the correctness case edits: make the first pair use a %dx%d image",
-			manifest, cond.File, cond.Width, cond.Height, ConditionWidth, ConditionHeight, ConditionWidth, ConditionHeight))
-	}
+// CheckConditionSize requires every reference image of a workload to have the size of
+// the checkout's condition image (TRTMC's test photo, whose size the bundle's condition
+// grid takes). It returns one error per image of another size.
+func CheckConditionSize(manifest string, fx *harness.Fixtures, condition string, w, h int) []*ConditionSizeError {
+	var errs []*ConditionSizeError
 	for _, im := range fx.Images {
-		if im.Width != cond.Width || im.Height != cond.Height {
+		if im.Width != w || im.Height != h {
 			errs = append(errs, &ConditionSizeError{Manifest: manifest, File: im.File, Width: im.Width, Height: im.Height,
-				Condition: cond.File, CondW: cond.Width, CondH: cond.Height})
+				Condition: condition, CondW: w, CondH: h})
 		}
 	}
 	return errs

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"qualkit/internal/harness"
@@ -18,8 +19,9 @@ const (
 	EnvHFHome        = "HF_HOME"
 	EnvPython        = "QUALKIT_TRTMC_PYTHON"
 	EnvHFPython      = "QUALKIT_TRTMC_HF_PYTHON"
-	EnvRunProgram    = "QUALKIT_TRTMC_RUN_PROGRAM"
 	EnvServeProgram  = "QUALKIT_TRTMC_SERVE_PROGRAM"
+	EnvResponse      = "QUALKIT_TRTMC_RESPONSE"
+	EnvIdentity      = "QUALKIT_TRTMC_IDENTITY"
 	EnvTimingSource  = "QUALKIT_TRTMC_TIMING_SOURCE"
 	EnvTimingBody    = "QUALKIT_TRTMC_TIMING_BODY"
 	EnvTimingRecords = "QUALKIT_TRTMC_TIMING_RECORDS"
@@ -27,48 +29,60 @@ const (
 )
 
 // Defaults of the Task-timing source. The image-edit route of trtmc-server is newer than
-// the source we could read; these are where TRTMC's measurement server reports the Task
-// call (trtmc_timing in the body; timing in its --records JSONL, keyed by request_id).
+// every source we could read; these are where TRTMC's measurement server reports the
+// Task call (trtmc_timing in the body; timing in its --records JSONL, keyed by request_id).
 const (
 	DefaultTimingBody     = "trtmc_timing.model_call_ms"
 	DefaultTimingRecords  = "timing.model_call_ms"
 	DefaultTimingRecordID = "request_id"
 )
 
-// Config says where the TRTMC pieces are on this host. ParseConfig reads it from the
-// environment; New fills the defaults of fields left empty.
+// The serving contract's shapes the adapter handles (the route's exact shape is not
+// public): where a response carries the edited image, and where the server states what
+// it is.
+const (
+	ResponseB64JSON  = "b64_json" // data[0].b64_json, the OpenAI shape
+	ResponseArtifact = "artifact" // data[0].url = file://<scratch>/..., kept with --scratch DIR --keep-artifacts
+
+	IdentityServingInfo = "serving-info" // GET /v1/serving/info: backend, bundle (TRTMC's measurement server)
+	IdentityModels      = "models"       // GET /v1/models: the model name, owned_by trtmc
+)
+
+// Config says where the TRTMC pieces are on this host and which serving shape to expect.
+// ParseConfig reads it from the environment; New fills the defaults.
 type Config struct {
-	// Checkout is a TRTMC source checkout, built so that build/trtmc exists
-	// (QUALKIT_TRTMC_DIR). It holds the builder, the correctness case, the family's
-	// manifest and thresholds, and by default the serving image's Dockerfile.
+	// Checkout is a TRTMC source checkout of either layout (QUALKIT_TRTMC_DIR). Every
+	// stage runs in the image built from its dev Dockerfile, the checkout mounted at /src
+	// as TRTMC's source-build.md does, and the native runtime built there by the harness.
 	Checkout string
-	// Image is a serving image already in the local Docker engine (QUALKIT_TRTMC_IMAGE).
-	// Empty: the harness builds the image from Dockerfile.
+	// Image is an image already in the local Docker engine (QUALKIT_TRTMC_IMAGE), used
+	// instead of building the Dockerfile: TRTMC's dev image with what the correctness
+	// case needs added (families/qwen_image/docker/Dockerfile.reference).
 	Image string
-	// Dockerfile builds the serving image when Image is empty (QUALKIT_TRTMC_DOCKERFILE).
-	// A relative path is inside Checkout, which is also the build context. Default
-	// "Dockerfile", the checkout's own.
+	// Dockerfile builds the image when Image is empty (QUALKIT_TRTMC_DOCKERFILE). A
+	// relative path is inside Checkout, the build context. Default: the dev Dockerfile
+	// for this machine's architecture (Dockerfile.dev.x86, Dockerfile.dev.aarch64).
 	Dockerfile string
 	// HFHome is a Hugging Face cache root laid out as HF_HOME is: the checkpoint must be at
 	// <HFHome>/hub/models--Qwen--Qwen-Image-Edit-2511/snapshots/<Revision>/. From
 	// QUALKIT_HF_CACHE, else HF_HOME, else $XDG_CACHE_HOME/huggingface, else
-	// $HOME/.cache/huggingface (huggingface_hub's own default). Build and correctness run
-	// with HF_HOME set to it and HF_HUB_OFFLINE=1.
+	// $HOME/.cache/huggingface. It is mounted read-only, and every stage runs with
+	// HF_HOME set to it and HF_HUB_OFFLINE=1.
 	HFHome string
-	// Python runs the correctness case's pytest (QUALKIT_TRTMC_PYTHON). Default
-	// <Checkout>/.venv/bin/python, the interpreter TRTMC's model runners look for (else
-	// HFPython).
-	Python string
-	// HFPython is passed as --hf-python: it runs the HF diffusers reference and needs
-	// torch, diffusers and ftfy (QUALKIT_TRTMC_HF_PYTHON). Default: Python.
-	HFPython string
-	// RunProgram is TRTMC's CLI for the native Task (QUALKIT_TRTMC_RUN_PROGRAM). The
-	// harness runs the native Task on the host today (NativeSpec has no InContainer), so
-	// the default is the checkout's build/trtmc, the binary that built the bundle.
-	RunProgram string
-	// ServeProgram is TRTMC's server as named inside the serving image
-	// (QUALKIT_TRTMC_SERVE_PROGRAM). Default "trtmc-server".
+	// Python is the image's interpreter that builds the bundle and runs pytest
+	// (QUALKIT_TRTMC_PYTHON); HFPython runs the HF diffusers reference (--hf-python,
+	// QUALKIT_TRTMC_HF_PYTHON). Both are names or paths inside the image. Default
+	// python3 (the dev image's /opt/venv).
+	Python, HFPython string
+	// ServeProgram is TRTMC's server inside the image (QUALKIT_TRTMC_SERVE_PROGRAM).
+	// Default "trtmc-server".
 	ServeProgram string
+	// Response is where the edit route returns the image (QUALKIT_TRTMC_RESPONSE):
+	// "b64_json" (default) or "artifact".
+	Response string
+	// Identity is where the server states what it is (QUALKIT_TRTMC_IDENTITY):
+	// "serving-info" (default) or "models".
+	Identity string
 	// Timing is where the server reports the Task call's wall time. From
 	// QUALKIT_TRTMC_TIMING_SOURCE: "body" (the default) reads the response body at
 	// QUALKIT_TRTMC_TIMING_BODY (default trtmc_timing.model_call_ms); "records" reads the
@@ -76,6 +90,13 @@ type Config struct {
 	// timing.model_call_ms), joined on QUALKIT_TRTMC_TIMING_RECORD_ID (default request_id)
 	// = X-Request-ID. Setting a path of the source not chosen is an error, never ignored.
 	Timing harness.TimingSource
+
+	// Test hooks, settable only from Go (never from the environment): the contract
+	// double's table sets them. AssumeSM is the GPU architecture ("90") to build the
+	// native runtime for when the row has no GPU; ContractDouble expects a server that
+	// says it is qualkit's contract double (and refuses one otherwise).
+	AssumeSM       string
+	ContractDouble bool
 }
 
 // ParseConfig reads the configuration from getenv (os.Getenv in the qual table, a map in
@@ -95,10 +116,11 @@ func ParseConfig(getenv func(string) string) (Config, error) {
 		Checkout:     path(EnvCheckout),
 		Image:        getenv(EnvImage),
 		Dockerfile:   getenv(EnvDockerfile),
-		Python:       path(EnvPython),
-		HFPython:     path(EnvHFPython),
-		RunProgram:   getenv(EnvRunProgram),
+		Python:       getenv(EnvPython),
+		HFPython:     getenv(EnvHFPython),
 		ServeProgram: getenv(EnvServeProgram),
+		Response:     getenv(EnvResponse),
+		Identity:     getenv(EnvIdentity),
 	}
 	switch {
 	case getenv(EnvHFCache) != "":
@@ -111,6 +133,16 @@ func ParseConfig(getenv func(string) string) (Config, error) {
 		c.HFHome = filepath.Join(path("HOME"), ".cache", "huggingface")
 	default:
 		errs = append(errs, fmt.Errorf("no Hugging Face cache: set %s (or HF_HOME) to the cache holding %s", EnvHFCache, HFID))
+	}
+	switch c.Response {
+	case "", ResponseB64JSON, ResponseArtifact:
+	default:
+		errs = append(errs, fmt.Errorf("%s=%q: choose %s or %s", EnvResponse, c.Response, ResponseB64JSON, ResponseArtifact))
+	}
+	switch c.Identity {
+	case "", IdentityServingInfo, IdentityModels:
+	default:
+		errs = append(errs, fmt.Errorf("%s=%q: choose %s or %s", EnvIdentity, c.Identity, IdentityServingInfo, IdentityModels))
 	}
 	ts, err := timingFromEnv(getenv)
 	if err != nil {
@@ -140,28 +172,35 @@ func timingFromEnv(getenv func(string) string) (harness.TimingSource, error) {
 	}
 }
 
+// devDockerfile is TRTMC's dev Dockerfile for an architecture (source-build.md:22-28:
+// x86_64 -> Dockerfile.dev.x86, aarch64 -> Dockerfile.dev.aarch64), "" for others.
+func devDockerfile(goarch string) string {
+	switch goarch {
+	case "amd64":
+		return "Dockerfile.dev.x86"
+	case "arm64":
+		return "Dockerfile.dev.aarch64"
+	}
+	return ""
+}
+
 // withDefaults fills the fields a user may leave empty.
 func (c Config) withDefaults() Config {
-	c.Dockerfile = or(c.Dockerfile, "Dockerfile")
-	if c.Python == "" && c.Checkout != "" {
-		c.Python = filepath.Join(c.Checkout, ".venv", "bin", "python")
-	}
-	c.Python = or(c.Python, c.HFPython)
+	c.Dockerfile = or(c.Dockerfile, devDockerfile(runtime.GOARCH))
+	c.Python = or(c.Python, "python3")
 	c.HFPython = or(c.HFPython, c.Python)
-	if c.RunProgram == "" && c.Checkout != "" {
-		c.RunProgram = filepath.Join(c.Checkout, binaryPath)
-	}
-	c.RunProgram = or(c.RunProgram, "trtmc")
 	c.ServeProgram = or(c.ServeProgram, "trtmc-server")
+	c.Response = or(c.Response, ResponseB64JSON)
+	c.Identity = or(c.Identity, IdentityServingInfo)
 	if c.Timing == (harness.TimingSource{}) {
 		c.Timing = harness.TimingSource{Body: DefaultTimingBody}
 	}
 	return c
 }
 
-// DockerfilePath is the Dockerfile the serving image is built from, when Image is empty.
+// DockerfilePath is the Dockerfile the image is built from, when Image is empty.
 func (c Config) DockerfilePath() string {
-	if filepath.IsAbs(c.Dockerfile) {
+	if c.Dockerfile == "" || filepath.IsAbs(c.Dockerfile) {
 		return c.Dockerfile
 	}
 	return filepath.Join(c.Checkout, c.Dockerfile)

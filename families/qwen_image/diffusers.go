@@ -112,7 +112,7 @@ for n in ("torch", "torchvision", "transformers", "diffusers", "tokenizers", "ac
         v[n] = None
 print(json.dumps({"python": platform.python_version(), "executable": sys.executable, "packages": v}, sort_keys=True))`
 
-func (d Diffusers) BuildSettings() map[string]string {
+func (d Diffusers) BuildSettings(harness.Env) map[string]string {
 	s := map[string]string{"profile": d.profile(), "precision": d.precision(), "pipeline": "QwenImageEditPlusPipeline", "diffusers": DiffusersVersion}
 	if !d.Smoke {
 		s["snapshot"], s["revision"] = d.Snapshot, Revision

@@ -47,10 +47,10 @@ func TestDiffusersBuildArgv(t *testing.T) {
 func TestDiffusersBuildSettingsToolsAndTiming(t *testing.T) {
 	d := smokeAdapter()
 	assert.Equal(t, "diffusers", d.Backend())
-	assert.Equal(t, map[string]string{"profile": "smoke", "precision": "fp32", "pipeline": "QwenImageEditPlusPipeline", "diffusers": "0.40.0"}, d.BuildSettings())
+	assert.Equal(t, map[string]string{"profile": "smoke", "precision": "fp32", "pipeline": "QwenImageEditPlusPipeline", "diffusers": "0.40.0"}, d.BuildSettings(harness.Env{}))
 	ck := DiffusersCheckpoint("/snap")
 	assert.Equal(t, map[string]string{"profile": "checkpoint", "precision": "bf16", "pipeline": "QwenImageEditPlusPipeline", "diffusers": "0.40.0",
-		"snapshot": "/snap", "revision": Revision}, ck.BuildSettings())
+		"snapshot": "/snap", "revision": Revision}, ck.BuildSettings(harness.Env{}))
 	cmds, builder := d.Tools(diffEnv)
 	require.Len(t, cmds, 1)
 	assert.Equal(t, []string{"/opt/torch/bin/python", "-c", versionsProgram}, cmds[0].Args, "tools only log the versions")

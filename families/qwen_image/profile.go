@@ -1,10 +1,11 @@
 // Package qwenimage is the harness adapter of TRTMC's qwen_image family for its one
-// image-edit checkpoint, Qwen/Qwen-Image-Edit-2511: the argv of TRTMC's build, serve,
-// native-task and correctness programs, and what a host must have before they can run.
+// image-edit checkpoint, Qwen/Qwen-Image-Edit-2511: the argv of TRTMC's own build,
+// correctness, serve and native-task programs, all run in the image TRTMC's docs build,
+// and what a host must have before they can run.
 //
-// The family's own manifest and quality thresholds stay in the user's TRTMC checkout:
-// this package reads them there and never carries a copy. It does not know how the
-// harness runs a command (process or container); it only says what to run.
+// The family's manifest, build arguments and quality thresholds stay in the user's TRTMC
+// checkout: this package reads them there and never carries a copy. It does not know how
+// the harness runs a command; it only says what to run, naming host paths.
 package qwenimage
 
 import (
@@ -14,65 +15,48 @@ import (
 	"path/filepath"
 )
 
-// The checkpoint and its TRTMC profile (tests/e2e/models/qwen_image/manifests/
-// qwen-image-edit-2511.json at TRTMC main e9132e79; revision from TRTMC's
-// website/data/hf-model-metadata.json).
+// The checkpoint and its TRTMC profile. The revision is the one TRTMC pins
+// (families/qwen_image/tests/manifests/qwen-image-edit-2511.json hf_revision in the newer
+// layout; website/data/hf-model-metadata.json at e9132e79).
 const (
 	HFID     = "Qwen/Qwen-Image-Edit-2511"
 	Profile  = "qwen-image-edit-2511" // TRTMC manifest, testcase and bundle name
 	Revision = "6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9"
 )
 
-// The build settings baked into the bundle. They are build arguments (REFERENCE.md's
-// `trtmc build` argv and the manifest's build inputs), not quality thresholds; preflight
-// checks that the checkout's manifest asks for the same.
+// What the row serves. The bundle's output size is static (the manifest's image_height x
+// image_width at e9132e79; the bundle default in the newer layout); preflight checks that
+// the checkout's manifest agrees.
 const (
-	Precision         = "bf16"
-	ImageHeight       = 1024 // output height the bundle is compiled for
-	ImageWidth        = 1024
-	NumInferenceSteps = 20
-	MaxCacheLength    = 256
+	Precision   = "bf16"
+	ImageHeight = 1024
+	ImageWidth  = 1024
 )
 
-// The condition image fixes a static VAE condition grid in the bundle: every reference
-// image served must have its size. It is the size of TRTMC's own test photo
-// (data/test_img.jpeg), so that the family's unchanged correctness case, which edits that
-// photo, runs on the bundle qualkit builds.
-const (
-	ConditionWidth  = 640
-	ConditionHeight = 382
-)
-
-// Paths inside a TRTMC checkout.
-const (
-	familyDir      = "tests/e2e/models/qwen_image"
-	modelTOMLPath  = familyDir + "/MODEL.toml"
-	e2eTestPath    = familyDir + "/test_qwen_image_e2e.py"
-	manifestPath   = familyDir + "/manifests/" + Profile + ".json"
-	thresholdsPath = familyDir + "/thresholds/" + Profile + ".json"
-	binaryPath     = "build/trtmc" // TRTMC's CLI; its own CI passes it as --trtmc-binary
-	// e2eCaseID is the JUnit id of the case's one item for the profile, as pytest writes
-	// it with the checkout as rootdir.
-	e2eCaseID = "tests.e2e.models.qwen_image.test_qwen_image_e2e.test_model_e2e[" + Profile + "]"
-)
-
-// conditionEnv names the build's condition image (the manifest's build_env).
+// conditionEnv names the e9132e79 build's condition image (the manifest's build_env):
+// the bundle compiles a static VAE condition grid from its size.
 const conditionEnv = "TRTMC_QWEN_IMAGE_EDIT_CONDITION_IMAGE"
 
-// Manifest is the part of TRTMC's model manifest this adapter checks against its own
-// build settings.
+// Manifest is the part of TRTMC's model manifest the adapter reads, in either layout.
 type Manifest struct {
-	Name      string                     `json:"name"`
-	HFID      string                     `json:"hf_id"`
-	Bundle    string                     `json:"bundle"`
-	Family    string                     `json:"family"`
-	Precision string                     `json:"precision"`
-	BuildArgs map[string]json.RawMessage `json:"build_args"`
-	BuildEnv  map[string]struct {
+	Name       string                     `json:"name"`
+	HFID       string                     `json:"hf_id"`
+	HFRevision string                     `json:"hf_revision"` // newer layout
+	Bundle     string                     `json:"bundle"`
+	Family     string                     `json:"family"`
+	Task       string                     `json:"task"`          // newer layout: image_edit
+	Strategy   string                     `json:"task_strategy"` // e9132e79: its MODEL.toml e2e_defaults key
+	Precision  string                     `json:"precision"`
+	BuildArgs  map[string]json.RawMessage `json:"build_args"`
+	BuildEnv   map[string]struct {
 		Path       string `json:"path"`
 		RelativeTo string `json:"relative_to"`
 	} `json:"build_env"`
-	Testcases []Testcase `json:"testcases"`
+	ImageHeight int        `json:"image_height"` // newer layout: top level
+	ImageWidth  int        `json:"image_width"`
+	Testcases   []Testcase `json:"testcases"`
+
+	raw map[string]json.RawMessage
 }
 
 // Testcase is one manifest testcase: the inputs the correctness case runs with.
@@ -84,16 +68,16 @@ type Testcase struct {
 	NegativePrompt    string  `json:"negative_prompt"`
 	ImageHeight       int     `json:"image_height"`
 	ImageWidth        int     `json:"image_width"`
-	Height            int     `json:"height"`
-	Width             int     `json:"width"`
 	NumInferenceSteps int     `json:"num_inference_steps"`
 	CFGScale          float64 `json:"cfg_scale"`
 	Seed              int     `json:"seed"`
+
+	raw map[string]json.RawMessage
 }
 
-// ReadManifest reads the profile's manifest from a TRTMC checkout.
-func ReadManifest(checkout string) (*Manifest, error) {
-	path := filepath.Join(checkout, manifestPath)
+// ReadManifest reads the profile's manifest from a checkout of the layout.
+func ReadManifest(checkout string, l Layout) (*Manifest, error) {
+	path := filepath.Join(checkout, l.Manifest)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("TRTMC manifest: %w", err)
@@ -101,6 +85,17 @@ func ReadManifest(checkout string) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("TRTMC manifest %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, &m.raw); err != nil {
+		return nil, fmt.Errorf("TRTMC manifest %s: %w", path, err)
+	}
+	var raws struct {
+		Testcases []map[string]json.RawMessage `json:"testcases"`
+	}
+	if err := json.Unmarshal(b, &raws); err == nil && len(raws.Testcases) == len(m.Testcases) {
+		for i := range m.Testcases {
+			m.Testcases[i].raw = raws.Testcases[i]
+		}
 	}
 	return &m, nil
 }
@@ -115,11 +110,19 @@ func (m *Manifest) Testcase() (Testcase, bool) {
 	return Testcase{}, false
 }
 
+// outputSize is the bundle's static output size as the manifest states it.
+func (m *Manifest) outputSize(tc Testcase) (w, h int) {
+	if m.ImageHeight > 0 {
+		return m.ImageWidth, m.ImageHeight
+	}
+	return tc.ImageWidth, tc.ImageHeight
+}
+
 // ReadThresholds reads the quality gates the correctness case applies, as the checkout
-// states them (its threshold_overrides), so evidence and messages can quote them without
+// states them (its threshold_overrides), so evidence and messages quote them without
 // qualkit keeping a copy.
-func ReadThresholds(checkout string) (map[string]float64, error) {
-	path := filepath.Join(checkout, thresholdsPath)
+func ReadThresholds(checkout string, l Layout) (map[string]float64, error) {
+	path := filepath.Join(checkout, l.Thresholds)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("TRTMC thresholds: %w", err)
@@ -136,36 +139,60 @@ func ReadThresholds(checkout string) (map[string]float64, error) {
 	return doc.Overrides, nil
 }
 
-// checkManifest lists every way the checkout's manifest disagrees with what this adapter
-// builds: a bundle built with other settings than the correctness case expects would
-// make its verdict say nothing about the bundle.
-func checkManifest(m *Manifest) []string {
+// checkManifest lists every way the checkout's manifest disagrees with what the row
+// serves: a bundle of another checkpoint, precision or output size would make the
+// correctness verdict say nothing about the served one.
+func checkManifest(m *Manifest, l Layout) []string {
 	var bad []string
 	differ := func(field string, got, want any) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
-			bad = append(bad, fmt.Sprintf("%s is %v, the adapter builds %v", field, got, want))
+			bad = append(bad, fmt.Sprintf("%s is %v, the row serves %v", field, got, want))
 		}
 	}
 	differ("hf_id", m.HFID, HFID)
 	differ("bundle", m.Bundle, Profile+".bundle")
 	differ("precision", m.Precision, Precision)
-	var maxCache any = "(absent)"
-	if raw, ok := m.BuildArgs["max_cache_length"]; ok {
-		maxCache = string(raw)
+	if m.HFRevision != "" {
+		differ("hf_revision", m.HFRevision, Revision)
 	}
-	differ("build_args.max_cache_length", maxCache, MaxCacheLength)
-	if _, ok := m.BuildEnv[conditionEnv]; !ok {
-		bad = append(bad, "build_env has no "+conditionEnv+": the checkout's bundles no longer take a condition image")
+	switch l.Name {
+	case LayoutE9132e79:
+		if _, ok := m.BuildEnv[conditionEnv]; !ok {
+			bad = append(bad, "build_env has no "+conditionEnv+": the checkout's bundles no longer take a condition image")
+		}
+	case LayoutFamilies:
+		differ("task", m.Task, "image_edit")
 	}
 	tc, ok := m.Testcase()
 	if !ok {
 		return append(bad, fmt.Sprintf("no testcase named %q", Profile))
 	}
-	differ("testcase image_height", tc.ImageHeight, ImageHeight)
-	differ("testcase image_width", tc.ImageWidth, ImageWidth)
-	differ("testcase num_inference_steps", tc.NumInferenceSteps, NumInferenceSteps)
+	w, h := m.outputSize(tc)
+	differ("output size (image_width x image_height)", fmt.Sprintf("%dx%d", w, h), fmt.Sprintf("%dx%d", ImageWidth, ImageHeight))
 	if tc.TestImage == "" {
 		bad = append(bad, "testcase has no test_image")
 	}
 	return bad
+}
+
+// conditionImage is the image whose size the bundle's condition grid takes: the
+// e9132e79 build's condition image (build_env, relative to the family folder), and in
+// the newer layout the testcase's test image (test_e2e.py builds with its size).
+func (m *Manifest) conditionImage(checkout string, l Layout) (string, error) {
+	if l.Name == LayoutE9132e79 {
+		spec, ok := m.BuildEnv[conditionEnv]
+		if !ok {
+			return "", fmt.Errorf("the manifest's build_env has no %s", conditionEnv)
+		}
+		base := checkout
+		if spec.RelativeTo == "model" {
+			base = filepath.Join(checkout, l.FamilyDir)
+		}
+		return filepath.Join(base, spec.Path), nil
+	}
+	tc, ok := m.Testcase()
+	if !ok || tc.TestImage == "" {
+		return "", fmt.Errorf("the manifest's testcase has no test_image")
+	}
+	return filepath.Join(checkout, l.FamilyDir, tc.TestImage), nil
 }

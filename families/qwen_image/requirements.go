@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -14,15 +15,16 @@ import (
 	"qualkit/internal/harness"
 )
 
-// TRTMCRepo is where the checkout comes from; e9132e79 is the commit the adapter was
-// written against (its manifests and thresholds are in shared/trtmc-main-e9132e79).
+// TRTMCRepo is where the checkout comes from.
 const TRTMCRepo = "https://github.com/NVIDIA/TensorRT-Model-Connect.git"
 
 // Requirements lists every piece of the host this row needs beyond what the harness
-// checks itself (GPU, container runtime, AIPerf): the TRTMC checkout and what it must
-// hold, the pythons of the correctness case, the serving image, the checkpoint at its
-// revision in the Hugging Face cache, and a workload the bundle can serve. Host pieces
-// are Absent; a wrong setting or input is not (it must be fixed, never skipped).
+// checks itself (GPU, container runtime, AIPerf), all read from disk in well under a
+// second: the TRTMC checkout of a known layout and what it must hold, the Dockerfile for
+// this architecture or a named image, the checkpoint complete at its revision in the
+// Hugging Face cache, and a workload the bundle can serve. What needs the image (its
+// pythons, trtmc-server) is checked by Probes right after. Host pieces are Absent; a
+// wrong setting or input is not (it must be fixed, never skipped).
 func (a TRTMC) Requirements(env harness.Env, c harness.Checkpoint) []harness.Requirement {
 	var rs reqs
 	if a.configErr != nil {
@@ -36,10 +38,9 @@ func (a TRTMC) Requirements(env harness.Env, c harness.Checkpoint) []harness.Req
 			"set the row's Model, Profile and Revision to the adapter's (qwenimage.HFID, Profile, Revision)")
 	}
 	rs.checkout(a.Config)
-	rs.pythons(a.Config)
 	rs.image(a.Config)
 	rs.checkpoint(a.Config)
-	rs.workload(env, c)
+	rs.workload(env, c, a.Config)
 	return rs
 }
 
@@ -60,106 +61,99 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-const cloneFix = "git clone " + TRTMCRepo + " trtmc && git -C trtmc checkout e9132e79 (or a later main), build it so that trtmc/build/trtmc exists (see its README), then export " +
-	EnvCheckout + "=$PWD/trtmc"
+const cloneFix = "git clone " + TRTMCRepo + " trtmc, check out the commit to qualify (main e9132e79 or a later one with trtmc-server), then export " +
+	EnvCheckout + "=$PWD/trtmc (the harness builds the dev image and the native runtime itself, as source-build.md does)"
 
-const fullCheckoutFix = "point " + EnvCheckout + " at a full, built checkout of NVIDIA/TensorRT-Model-Connect (main e9132e79 or later), not a data-only copy"
+const fullCheckoutFix = "point " + EnvCheckout + " at a full git checkout of NVIDIA/TensorRT-Model-Connect, not a data-only copy"
 
 func (rs *reqs) checkout(cfg Config) {
 	dir := cfg.Checkout
 	if dir == "" {
-		rs.absent("TRTMC checkout: "+EnvCheckout+" is not set (it provides build/trtmc, the correctness case, and the family's manifest and thresholds)", cloneFix)
+		rs.absent("TRTMC checkout: "+EnvCheckout+" is not set (it provides the dev Dockerfile, the builder, the correctness case, and the family's manifest and thresholds)", cloneFix)
 		return
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		rs.absent(fmt.Sprintf("TRTMC checkout %s=%s is not a directory", EnvCheckout, dir), cloneFix)
 		return
 	}
-	if !isExecutable(filepath.Join(dir, binaryPath)) {
-		rs.absent(fmt.Sprintf("TRTMC checkout %s has no executable %s (it builds the bundle, and the correctness case runs it)", dir, binaryPath),
-			"build TRTMC in "+dir+" as its README says (CMake into build/, inside its dev container), so that "+filepath.Join(dir, binaryPath)+" exists")
+	l, err := DetectLayout(dir)
+	if err != nil {
+		rs.absent(err.Error(), fullCheckoutFix)
+		return
 	}
-	for _, f := range []struct{ rel, role string }{
-		{e2eTestPath, "the family's correctness case"},
-		{modelTOMLPath, "the family's e2e definition"},
-	} {
+	if _, err := readSource(dir); err != nil {
+		rs.bad(err.Error(), "use a git checkout: its commit keys the native build and the bundle, and goes into the evidence")
+	}
+	files := []struct{ rel, role string }{{l.TestFile, "the family's correctness case"}}
+	if l.E2EModel != "" {
+		files = append(files, struct{ rel, role string }{l.E2EModel, "the family's e2e definition (build arguments)"})
+	}
+	for _, f := range files {
 		if !isFile(filepath.Join(dir, f.rel)) {
-			rs.absent(fmt.Sprintf("TRTMC checkout %s has no %s (%s)", dir, f.rel, f.role), fullCheckoutFix)
+			rs.absent(fmt.Sprintf("TRTMC checkout %s (layout %s) has no %s (%s)", dir, l.Name, f.rel, f.role), fullCheckoutFix)
 		}
 	}
-	rs.manifest(dir)
-	if _, err := os.Stat(filepath.Join(dir, thresholdsPath)); err != nil {
-		rs.absent(fmt.Sprintf("TRTMC checkout %s has no %s (the correctness case's quality gates)", dir, thresholdsPath), fullCheckoutFix)
-	} else if _, err := ReadThresholds(dir); err != nil {
+	rs.manifest(dir, l)
+	if _, err := os.Stat(filepath.Join(dir, l.Thresholds)); err != nil {
+		rs.absent(fmt.Sprintf("TRTMC checkout %s has no %s (the correctness case's quality gates)", dir, l.Thresholds), fullCheckoutFix)
+	} else if _, err := ReadThresholds(dir, l); err != nil {
 		rs.bad(err.Error(), "restore the file from git in the TRTMC checkout")
 	}
 }
 
-func (rs *reqs) manifest(dir string) {
-	if _, err := os.Stat(filepath.Join(dir, manifestPath)); err != nil {
-		rs.absent(fmt.Sprintf("TRTMC checkout %s has no %s (the profile's manifest)", dir, manifestPath), fullCheckoutFix)
+func (rs *reqs) manifest(dir string, l Layout) {
+	if _, err := os.Stat(filepath.Join(dir, l.Manifest)); err != nil {
+		rs.absent(fmt.Sprintf("TRTMC checkout %s has no %s (the profile's manifest)", dir, l.Manifest), fullCheckoutFix)
 		return
 	}
-	m, err := ReadManifest(dir)
+	m, err := ReadManifest(dir, l)
 	if err != nil {
 		rs.bad(err.Error(), "restore the file from git in the TRTMC checkout")
 		return
 	}
-	if bad := checkManifest(m); len(bad) > 0 {
-		rs.bad(fmt.Sprintf("TRTMC manifest %s disagrees with the bundle qualkit builds: %s", filepath.Join(dir, manifestPath), strings.Join(bad, "; ")),
-			"check out the TRTMC commit the adapter was written for (e9132e79), or update families/qwen_image to the new manifest")
+	if bad := checkManifest(m, l); len(bad) > 0 {
+		rs.bad(fmt.Sprintf("TRTMC manifest %s disagrees with what the row serves: %s", filepath.Join(dir, l.Manifest), strings.Join(bad, "; ")),
+			"check out a TRTMC commit whose manifest matches, or update families/qwen_image to the new manifest")
 		return
 	}
-	tc, _ := m.Testcase()
-	img := filepath.Join(dir, familyDir, tc.TestImage)
-	w, h, err := imageSize(img)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		rs.absent(fmt.Sprintf("TRTMC checkout %s has no %s (the test image the correctness case edits)", dir, filepath.Join(familyDir, tc.TestImage)), fullCheckoutFix)
-	case err != nil:
+	if l.Name == LayoutE9132e79 && isFile(filepath.Join(dir, l.E2EModel)) {
+		if _, _, err := buildArgs(dir, l, m, "BUNDLE", "TIMING"); err != nil {
+			rs.bad(err.Error(), "restore the file from git in the TRTMC checkout")
+		}
+	}
+	img, err := m.conditionImage(dir, l)
+	if err != nil {
+		rs.bad("TRTMC manifest: "+err.Error(), "restore the file from git in the TRTMC checkout")
+		return
+	}
+	if _, _, err := imageSize(img); errors.Is(err, fs.ErrNotExist) {
+		rs.absent(fmt.Sprintf("TRTMC checkout %s has no %s (the test image the correctness case edits; its size fixes the bundle's condition grid)", dir, img), fullCheckoutFix)
+	} else if err != nil {
 		rs.bad("TRTMC test image: "+err.Error(), "restore the file from git in the TRTMC checkout")
-	case w != ConditionWidth || h != ConditionHeight:
-		rs.bad(fmt.Sprintf("TRTMC test image %s is %dx%d, but the bundle's condition grid is %dx%d: the unchanged correctness case would feed it an image of another size",
-			img, w, h, ConditionWidth, ConditionHeight),
-			"check out the TRTMC commit the adapter was written for (e9132e79), or change the adapter's condition size and the fixtures together")
-	}
-}
-
-func (rs *reqs) pythons(cfg Config) {
-	const fix = "create the checkout's venv (<checkout>/.venv) with TRTMC's test and reference dependencies (pytest<9, torch, transformers 5.2.0, diffusers, ftfy: the set its Dockerfile installs into /opt/venv), or set " +
-		EnvPython + " (pytest) and " + EnvHFPython + " (torch, diffusers, ftfy) to absolute paths of interpreters that have them"
-	role := "python for TRTMC's correctness case (pytest)"
-	if cfg.HFPython == cfg.Python {
-		role = "python for TRTMC's correctness case (pytest) and its HF diffusers reference (--hf-python)"
-	}
-	switch {
-	case cfg.Python == "": // then HFPython is empty too (Config.withDefaults)
-		rs.absent(fmt.Sprintf("%s: neither %s nor %s is set, and there is no TRTMC checkout to find .venv/bin/python in", role, EnvPython, EnvHFPython), fix)
-	case !isExecutable(cfg.Python):
-		rs.absent(fmt.Sprintf("%s not found at %s", role, cfg.Python), fix)
-	}
-	if cfg.HFPython != "" && cfg.HFPython != cfg.Python && !isExecutable(cfg.HFPython) {
-		rs.absent(fmt.Sprintf("python for TRTMC's HF diffusers reference (--hf-python, %s) not found at %s", EnvHFPython, cfg.HFPython), fix)
 	}
 }
 
 func (rs *reqs) image(cfg Config) {
 	if cfg.Image != "" {
+		return // the harness finds it (never pulls it) when it prepares the image
+	}
+	const fix = "run on x86_64 or aarch64 (TRTMC ships Dockerfile.dev.x86 and Dockerfile.dev.aarch64), set " + EnvDockerfile +
+		" to a Dockerfile in the checkout, or build an image yourself and set " + EnvImage
+	if cfg.Dockerfile == "" {
+		rs.absent(fmt.Sprintf("image: %s is not set and TRTMC has no dev Dockerfile for this machine's architecture (%s)", EnvImage, runtime.GOARCH), fix)
 		return
 	}
-	const fix = "set " + EnvImage + " to a local image with TRTMC installed with its [serve] extra (trtmc-server on PATH: the server runs there), or set " +
-		EnvDockerfile + " to a Dockerfile that builds one (the checkout is its build context)"
-	df := cfg.DockerfilePath()
 	if cfg.Checkout == "" && !filepath.IsAbs(cfg.Dockerfile) {
-		rs.absent("serving image: "+EnvImage+" is not set and, without a TRTMC checkout, there is no Dockerfile to build it from", fix)
+		rs.absent("image: "+EnvImage+" is not set and, without a TRTMC checkout, there is no dev Dockerfile to build it from", fix)
 		return
 	}
+	df := cfg.DockerfilePath()
 	if !isFile(df) {
-		rs.absent(fmt.Sprintf("serving image: %s is not set and there is no Dockerfile at %s to build it from", EnvImage, df), fix)
+		rs.absent(fmt.Sprintf("image: %s is not set and there is no Dockerfile at %s to build it from", EnvImage, df), fix)
 		return
 	}
 	if r, err := filepath.Rel(cfg.Checkout, df); cfg.Checkout == "" || err != nil || r == ".." || strings.HasPrefix(r, "../") {
-		rs.bad(fmt.Sprintf("serving image: the Dockerfile %s is outside the build context, the TRTMC checkout %s", df, cfg.Checkout),
+		rs.bad(fmt.Sprintf("image: the Dockerfile %s is outside the build context, the TRTMC checkout %s", df, cfg.Checkout),
 			"put the Dockerfile inside the checkout, or build the image yourself and set "+EnvImage)
 	}
 }
@@ -193,12 +187,15 @@ func (rs *reqs) checkpoint(cfg Config) {
 		rs.absent(fmt.Sprintf("checkpoint %s at revision %s is incomplete in %s: %d file(s) missing (%s)", HFID, Revision, snap, len(missing), clipList(missing, 5)),
 			"finish the download (it resumes): "+download)
 	}
+	if l, err := DetectLayout(cfg.Checkout); err == nil && l.Name == LayoutFamilies {
+		return // the newer case is given the snapshot folder itself (TRTMC_QWEN_IMAGE_MODEL_DIR)
+	}
 	if b, err := os.ReadFile(refMain); err != nil || strings.TrimSpace(string(b)) != Revision {
 		got := "absent"
 		if err == nil {
 			got = fmt.Sprintf("%q", strings.TrimSpace(string(b)))
 		}
-		rs.absent(fmt.Sprintf("checkpoint: %s is %s, not the pinned revision %s; TRTMC's HF reference loads the cached snapshot that refs/main names (snapshot_download with local_files_only and no revision), so it would compare against another revision or fail offline",
+		rs.absent(fmt.Sprintf("checkpoint: %s is %s, not the pinned revision %s; TRTMC e9132e79's HF reference loads the cached snapshot that refs/main names (snapshot_download with local_files_only and no revision), so it would compare against another revision or fail offline",
 			refMain, got, Revision), refMainFix(refMain)+" (or give qualkit a cache of its own with "+EnvHFCache+", so your main stays as it is)")
 	}
 }
@@ -265,7 +262,7 @@ func missingWeights(snap string, index []byte) ([]string, error) {
 	return slices.Compact(missing), nil
 }
 
-func (rs *reqs) workload(env harness.Env, c harness.Checkpoint) {
+func (rs *reqs) workload(env harness.Env, c harness.Checkpoint, cfg Config) {
 	fx, err := harness.LoadFixtures(filepath.Join(env.Root, c.Fixtures))
 	if err != nil {
 		return // the harness's own preflight reports a broken manifest
@@ -279,24 +276,25 @@ func (rs *reqs) workload(env harness.Env, c harness.Checkpoint) {
 			rs.bad(b, fix)
 		}
 	}
-	for _, err := range CheckConditionSize(c.Fixtures, fx) {
-		var cse *ConditionSizeError
-		if errors.As(err, &cse) {
-			rs.bad(err.Error(), cse.Fix())
-		} else {
-			rs.bad(err.Error(), fix)
-		}
+	l, err := DetectLayout(cfg.Checkout)
+	if err != nil {
+		return
 	}
-}
-
-func isFile(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular()
-}
-
-func isExecutable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+	m, err := ReadManifest(cfg.Checkout, l)
+	if err != nil {
+		return
+	}
+	cond, err := m.conditionImage(cfg.Checkout, l)
+	if err != nil {
+		return
+	}
+	w, h, err := imageSize(cond)
+	if err != nil {
+		return // reported with the checkout
+	}
+	for _, err := range CheckConditionSize(c.Fixtures, fx, cond, w, h) {
+		rs.bad(err.Error(), err.Fix())
+	}
 }
 
 func rel(base, path string) string {

@@ -1,26 +1,41 @@
 package qwenimage
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"qualkit/internal/harness"
 )
 
-// Server timeouts in seconds (REFERENCE.md's trtmc-server argv): a cold load of ~57.7 GB
-// of weights, and one 20-step edit, both far inside them.
+// Server timeouts in seconds: a cold load of ~57.7 GB of weights, and one 20-step edit,
+// both far inside them.
 const serverTimeoutS = "1800"
 
-// TRTMC serves the checkpoint with NVIDIA TensorRT-Model-Connect: `build/trtmc build`
-// writes the bundle, `trtmc-server` serves it, `trtmc run` is the native Task, and the
-// family's pytest e2e case is the correctness case.
+// TRTMC serves the checkpoint with NVIDIA TensorRT-Model-Connect, on the path TRTMC
+// documents: every stage in the image of the checkout's dev Dockerfile, the checkout at
+// /src, the native runtime built there for the GPU's SM, the bundle built by TRTMC's
+// Python builder (or by the family's own e2e case, in the newer layout), that case
+// unchanged as the correctness case, trtmc-server as the server and TRTMC's CLI as the
+// native Task.
 type TRTMC struct {
 	Config Config
 	// configErr is what ParseConfig found wrong; Requirements reports it with everything
 	// else missing, so a bad variable fails preflight instead of a package init.
 	configErr error
 }
+
+var (
+	_ harness.Family          = TRTMC{}
+	_ harness.Requirer        = TRTMC{}
+	_ harness.Containerized   = TRTMC{}
+	_ harness.Prober          = TRTMC{}
+	_ harness.ToolsChecker    = TRTMC{}
+	_ harness.ServingIdentity = TRTMC{}
+	_ harness.OutputReader    = TRTMC{}
+)
 
 // New is the adapter on cfg, with the defaults filled in.
 func New(cfg Config) TRTMC { return TRTMC{Config: cfg.withDefaults()} }
@@ -35,116 +50,298 @@ func FromEnv(getenv func(string) string) TRTMC {
 
 func (TRTMC) Backend() string { return "trtmc" }
 
-func (a TRTMC) binary() string { return filepath.Join(a.Config.Checkout, binaryPath) }
+func (a TRTMC) layout() (Layout, error) { return DetectLayout(a.Config.Checkout) }
 
-// hfEnv keeps every Hugging Face lookup on the local cache at the pinned revision.
-func (a TRTMC) hfEnv() []string {
-	return []string{"HF_HOME=" + a.Config.HFHome, "HF_HUB_OFFLINE=1"}
+// env is the environment every TRTMC command runs with: the checkout's Python packages
+// (what its editable py-only install provides), the HF cache offline at the pinned
+// snapshot, and no bytecode written into the mounted checkout.
+func (a TRTMC) env(env harness.Env) []string {
+	out := []string{"HF_HOME=" + a.Config.HFHome, "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1"}
+	if l, err := a.layout(); err == nil {
+		var paths []string
+		for _, p := range l.PythonPath {
+			paths = append(paths, filepath.Join(srcDir, p))
+		}
+		out = append(out, "PYTHONPATH="+strings.Join(paths, ":"))
+		if n, err := a.native(env); err == nil {
+			out = append(out, "TRTMC_MODEL_PLUGIN_DIR="+filepath.Join(n.dir, l.PluginDir))
+		}
+	}
+	return out
 }
 
-// Tools builds nothing: TRTMC is built by the user in the checkout. The builder that
-// keys the bundle cache is the checkout's build/trtmc, the binary that also builds the
-// bundle and that the correctness case runs.
-func (a TRTMC) Tools(harness.Env) ([]harness.Command, string) { return nil, a.binary() }
-
-func (TRTMC) BuildSettings() map[string]string {
-	return map[string]string{
-		"precision":            Precision,
-		"image_height":         strconv.Itoa(ImageHeight),
-		"image_width":          strconv.Itoa(ImageWidth),
-		"num_inference_steps":  strconv.Itoa(NumInferenceSteps),
-		"max_cache_length":     strconv.Itoa(MaxCacheLength),
-		"model_revision":       Revision,
-		"condition_image_size": fmt.Sprintf("%dx%d", ConditionWidth, ConditionHeight),
+// BuildSettings are everything the bundle depends on besides the build's own stamp: the
+// checkout's commit and changes, the layout, the image, the SM, the manifest, the
+// thresholds and the condition image (their sha256), and the build's argv.
+func (a TRTMC) BuildSettings(env harness.Env) map[string]string {
+	s := map[string]string{"precision": Precision, "model_revision": Revision}
+	l, err := a.layout()
+	if err != nil {
+		s["layout"] = "unknown: " + err.Error()
+		return s
 	}
+	s["layout"] = l.Name
+	if n, err := a.native(env); err == nil {
+		s["trtmc_commit"], s["trtmc_changes"], s["image_id"], s["sm"], s["native_key"] = n.Source.Commit, n.Source.Dirty, n.ImageID, n.SM, n.Key
+	}
+	for key, rel := range map[string]string{"manifest_sha256": l.Manifest, "thresholds_sha256": l.Thresholds, "e2e_model_sha256": l.E2EModel} {
+		if rel != "" {
+			s[key] = fileSHA(filepath.Join(a.Config.Checkout, rel))
+		}
+	}
+	if m, err := ReadManifest(a.Config.Checkout, l); err == nil {
+		if img, err := m.conditionImage(a.Config.Checkout, l); err == nil {
+			s["condition_image_sha256"] = fileSHA(img)
+		}
+		if l.Name == LayoutE9132e79 {
+			if args, envs, err := buildArgs(a.Config.Checkout, l, m, "BUNDLE", "TIMING"); err == nil {
+				s["build_argv"] = strings.Join(args, " ")
+				s["build_env"] = strings.Join(envs, " ")
+			}
+		}
+	}
+	return s
 }
 
-// Build compiles the bundle, its static condition grid taken from spec.Reference.
-func (a TRTMC) Build(_ harness.Env, spec harness.BuildSpec) harness.Command {
-	return harness.Command{
-		Args: []string{a.binary(), "build", HFID, "-o", spec.Out,
-			"--precision", Precision,
-			"--image-height", strconv.Itoa(ImageHeight),
-			"--image-width", strconv.Itoa(ImageWidth),
-			"--num-inference-steps", strconv.Itoa(NumInferenceSteps),
-			"--max-cache-length", strconv.Itoa(MaxCacheLength),
-			"--model-revision", Revision,
-		},
-		Env: append([]string{conditionEnv + "=" + spec.Reference}, a.hfEnv()...),
-		Dir: a.Config.Checkout,
+// Build runs TRTMC's Python builder as its e2e orchestrator does (e9132e79 layout). In
+// the newer layout the family's case builds its bundle itself: no command.
+func (a TRTMC) Build(env harness.Env, spec harness.BuildSpec) harness.Command {
+	l, err := a.layout()
+	if err != nil {
+		return reject(err)
 	}
+	if l.buildsOwnBundle() {
+		return harness.Command{}
+	}
+	m, err := ReadManifest(a.Config.Checkout, l)
+	if err != nil {
+		return reject(err)
+	}
+	n, err := a.native(env)
+	if err != nil {
+		return reject(fmt.Errorf("build: %w", err))
+	}
+	args, envs, err := buildArgs(a.Config.Checkout, l, m, spec.Out, filepath.Join(filepath.Dir(spec.Out), "build_timing.json"))
+	if err != nil {
+		return reject(fmt.Errorf("build: %w", err))
+	}
+	// orchestrator.py:402-410: the Python builder finds libtrtmc_backend_trt.so here.
+	envs = append(envs, "_TRTMC_INTERNAL_NATIVE_BIN_DIR="+n.dir)
+	return harness.Command{Args: append([]string{a.Config.Python}, args...), Env: append(a.env(env), envs...), Dir: a.Config.Checkout}
 }
 
-// Correctness is TRTMC's own e2e case for the profile, unchanged, on the bundle the
-// harness built: it finds it as <engine dir>/qwen-image-edit-2511.bundle and, without
-// --rebuild-engines, builds nothing itself. Its gates are the checkout's thresholds file.
-func (a TRTMC) Correctness(_ harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
-	cc := harness.CorrectnessCase{
-		JUnit:     spec.JUnit,
-		Cases:     []string{e2eCaseID},
-		Result:    filepath.Join(spec.Artifacts, Profile, "result.json"),
-		TestFiles: []string{filepath.Join(a.Config.Checkout, e2eTestPath)},
+// Correctness is the family's own e2e case for the profile, unchanged, selected by its
+// node id so that exactly one case runs. At e9132e79 it runs on the bundle the harness
+// built (found as <engine dir>/qwen-image-edit-2511.bundle, so it builds nothing); in the
+// newer layout it builds its bundle under --basetemp, and that bundle is the one served.
+func (a TRTMC) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
+	l, err := a.layout()
+	if err != nil {
+		return harness.CorrectnessCase{Command: reject(err), JUnit: spec.JUnit}
 	}
-	if base := filepath.Base(spec.Bundle); base != Profile+".bundle" {
-		cc.Command = reject(fmt.Errorf("correctness: the bundle is %s, but TRTMC's case looks for %s.bundle in --engine-dir and would not test this file", spec.Bundle, Profile))
+	cc := harness.CorrectnessCase{JUnit: spec.JUnit, Cases: []string{l.CaseID},
+		TestFiles: []string{filepath.Join(a.Config.Checkout, l.TestFile)}}
+	n, err := a.native(env)
+	if err != nil {
+		cc.Command = reject(fmt.Errorf("correctness: %w", err))
 		return cc
 	}
-	cc.Command = harness.Command{
-		Args: []string{a.Config.Python, "-m", "pytest", e2eTestPath, "-v", "-rs",
-			"--e2e-model", Profile, "--e2e-testcase", Profile,
+	args := []string{a.Config.Python, "-m", "pytest", l.NodeID, "-v", "-rs", "-p", "no:cacheprovider"}
+	envs := a.env(env)
+	switch l.Name {
+	case LayoutE9132e79:
+		if base := filepath.Base(spec.Bundle); base != Profile+".bundle" {
+			cc.Command = reject(fmt.Errorf("correctness: the bundle is %s, but TRTMC's case looks for %s.bundle in --engine-dir and would not test this file", spec.Bundle, Profile))
+			return cc
+		}
+		cc.Result = filepath.Join(spec.Artifacts, Profile, "result.json")
+		args = append(args, "--e2e-model", Profile, "--e2e-testcase", Profile,
 			"--engine-dir", filepath.Dir(spec.Bundle),
-			"--trtmc-binary", binaryPath,
+			"--trtmc-binary", filepath.Join(n.dir, "trtmc"),
 			"--hf-python", a.Config.HFPython,
-			"--e2e-artifacts-dir", spec.Artifacts,
-			"--junitxml=" + spec.JUnit,
-		},
-		Env: a.hfEnv(),
-		Dir: a.Config.Checkout,
+			"--model-plugin-dir", filepath.Join(n.dir, "models"),
+			"--e2e-artifacts-dir", spec.Artifacts)
+	case LayoutFamilies:
+		basetemp := filepath.Join(spec.Scratch, "basetemp")
+		// pytest names tmp_path after the test (truncated): test_official_checkpoint_e2e_q0.
+		cc.Bundle = filepath.Join(basetemp, "test_official_checkpoint_e2e*", Profile+".bundle")
+		args = append(args, "--e2e-testcase", Profile, "--basetemp="+basetemp, "-o", "tmp_path_retention_policy=all")
+		envs = append(envs,
+			"TRTMC_BINARY="+filepath.Join(n.dir, "trtmc"),
+			"TRTMC_RUNTIME_ROOT="+n.dir,
+			"TRTMC_NATIVE_BUILD_DIR="+n.dir,
+			"TRTMC_QWEN_IMAGE_MODEL_DIR="+SnapshotDir(a.Config.HFHome),
+			"TRTMC_E2E_ARTIFACT_DIR="+spec.Artifacts,
+			"TRTMC_E2E_SOURCE_REVISION="+n.Source.Commit)
 	}
+	cc.Command = harness.Command{Args: append(args, "--junitxml="+spec.JUnit), Env: envs, Dir: a.Config.Checkout}
 	return cc
 }
 
-// Serve starts trtmc-server on the bundle. It binds only loopback, so the harness runs
-// its container with host networking; spec's paths are those the program sees.
-func (a TRTMC) Serve(_ harness.Env, spec harness.ServeSpec) harness.Command {
-	return harness.Command{Args: []string{a.Config.ServeProgram, spec.Bundle,
+// Serve starts trtmc-server on the bundle with the native runtime. It binds only
+// loopback, so the harness runs its container with host networking. With the artifact
+// response shape the server writes each image under the scratch folder and keeps it.
+func (a TRTMC) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
+	n, err := a.native(env)
+	if err != nil {
+		return reject(fmt.Errorf("serve: %w", err))
+	}
+	return harness.Command{Args: append([]string{a.Config.ServeProgram}, a.serveArgs(spec, n.dir)...), Env: a.env(env), Dir: a.Config.Checkout}
+}
+
+// serveArgs are the server's arguments; serveFlags, the flags among them, are what the
+// server's --help must show.
+func (a TRTMC) serveArgs(spec harness.ServeSpec, runtimeRoot string) []string {
+	args := []string{spec.Bundle,
 		"--model-name", spec.Model,
 		"--host", spec.Host,
 		"--port", strconv.Itoa(spec.Port),
+		"--runtime-root", runtimeRoot,
 		"--records", spec.Records,
 		"--startup-timeout", serverTimeoutS,
 		"--request-timeout", serverTimeoutS,
-	}}
+	}
+	if a.Config.Response == ResponseArtifact {
+		args = append(args, "--scratch", spec.Scratch, "--keep-artifacts")
+	}
+	return args
+}
+
+func (a TRTMC) serveFlags() []string {
+	var flags []string
+	for _, arg := range a.serveArgs(harness.ServeSpec{}, "") {
+		if strings.HasPrefix(arg, "--") {
+			flags = append(flags, arg)
+		}
+	}
+	return flags
 }
 
 // Native runs the Task once with the settings the HTTP request carried, each wire field
-// mapped to its `trtmc run` flag. A field with no flag makes the command fail with a
-// message naming it: dropped, it would make the native run differ from the served one.
-func (a TRTMC) Native(_ harness.Env, spec harness.NativeSpec) harness.Command {
-	flags, err := NativeFlags(spec.Settings)
+// mapped to its CLI flag, with the CLI the native build made: `trtmc run` at e9132e79
+// (src/cli/args.cpp), `trtmc generate-image --runtime-root` in the newer layout
+// (apps/cli/cli.cpp). A field with no flag makes the command fail, naming it.
+func (a TRTMC) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
+	l, err := a.layout()
+	if err != nil {
+		return reject(err)
+	}
+	n, err := a.native(env)
 	if err != nil {
 		return reject(fmt.Errorf("native task: %w", err))
 	}
-	// The row runs only in containers: the native Task runs in the serving image, with the
-	// CLI that came with trtmc-server (same TensorRT).
-	args := []string{"trtmc", "run", spec.Bundle, "--prompt", spec.Prompt, "--image", spec.Image}
+	flags, err := NativeFlags(l.Name, spec.Settings)
+	if err != nil {
+		return reject(fmt.Errorf("native task: %w", err))
+	}
+	cli := filepath.Join(n.dir, "trtmc")
+	args := []string{cli, "run", spec.Bundle}
+	if l.Name == LayoutFamilies {
+		args = []string{cli, "generate-image", spec.Bundle, "--runtime-root", n.dir}
+	}
+	args = append(args, "--prompt", spec.Prompt, "--image", spec.Image)
 	args = append(args, flags...)
-	return harness.Command{Args: append(args, "--output", spec.Output)}
+	return harness.Command{Args: append(args, "--output", spec.Output), Env: a.env(env), Dir: a.Config.Checkout}
 }
 
 func (a TRTMC) Timing() harness.TimingSource { return a.Config.Timing }
 
-// Image is the serving image: the one the user named, else one built from the Dockerfile
-// with the checkout as its context.
-func (a TRTMC) Image(harness.Env) harness.ContainerImage {
-	if a.Config.Image != "" {
-		return harness.ContainerImage{Ref: a.Config.Image}
+// Output is where the edit route returns the image, as configured.
+func (a TRTMC) Output() harness.OutputSource {
+	if a.Config.Response == ResponseArtifact {
+		return harness.OutputSource{URL: true}
 	}
-	return harness.ContainerImage{Dockerfile: a.Config.DockerfilePath(), Context: a.Config.Checkout}
+	return harness.OutputSource{B64JSON: true}
+}
+
+// Identity checks, before anything is measured, that the server answering is TRTMC on
+// the bundle the row built: /v1/serving/info's backend and bundle (TRTMC's measurement
+// server states both), or /v1/models' model. A server that says it is qualkit's contract
+// double is refused unless the row is the double's, and required when it is.
+func (a TRTMC) Identity(spec harness.ServeSpec) harness.IdentityCheck {
+	double := func(body []byte) error {
+		var m struct {
+			Double bool `json:"qualkit_contract_double"`
+		}
+		json.Unmarshal(body, &m)
+		switch {
+		case m.Double && !a.Config.ContractDouble:
+			return fmt.Errorf("the server is qualkit's TRTMC contract double, not TRTMC: it can never qualify the checkpoint")
+		case !m.Double && a.Config.ContractDouble:
+			return fmt.Errorf("the row is the contract double's, but the server does not say it is the double")
+		}
+		return nil
+	}
+	if a.Config.Identity == IdentityModels {
+		return harness.IdentityCheck{Path: "/v1/models", Check: func(body []byte) error {
+			var doc struct {
+				Data []struct {
+					ID      string `json:"id"`
+					OwnedBy string `json:"owned_by"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(body, &doc); err != nil {
+				return fmt.Errorf("not JSON: %w", err)
+			}
+			for _, d := range doc.Data {
+				if d.ID == spec.Model && d.OwnedBy == "trtmc" {
+					return double(body)
+				}
+			}
+			return fmt.Errorf("no model %q owned by trtmc in %s", spec.Model, clip(body))
+		}}
+	}
+	return harness.IdentityCheck{Path: "/v1/serving/info", Check: func(body []byte) error {
+		var info struct {
+			Backend string `json:"backend"`
+			Bundle  string `json:"bundle"`
+		}
+		if err := json.Unmarshal(body, &info); err != nil {
+			return fmt.Errorf("not JSON: %w", err)
+		}
+		if info.Backend != "trtmc" {
+			return fmt.Errorf("the server says backend %q, not trtmc: another server answers on the port", info.Backend)
+		}
+		if info.Bundle != "" && filepath.Clean(info.Bundle) != filepath.Clean(spec.Bundle) {
+			return fmt.Errorf("the server serves bundle %s, the row built %s", info.Bundle, spec.Bundle)
+		}
+		return double(body)
+	}}
+}
+
+// Image is where every stage runs: the image the user named, else the one the
+// checkout's dev Dockerfile builds with the checkout as context. The checkout is mounted
+// at /src, the native build folder at its own path, the HF cache read-only, and the
+// containers share the host's IPC namespace (source-build.md's --ipc=host).
+func (a TRTMC) Image(env harness.Env) harness.ContainerImage {
+	ci := harness.ContainerImage{Ref: a.Config.Image, IPCHost: true,
+		Stages: []string{"build", "correctness"},
+		Mounts: []harness.Mount{
+			{Host: a.Config.Checkout, Container: srcDir},
+			{Host: filepath.Join(env.Root, "families", "qwen_image", "probe"), Container: probeDir, ReadOnly: true},
+		}}
+	if a.Config.HFHome != "" {
+		ci.Mounts = append(ci.Mounts, harness.Mount{Host: a.Config.HFHome, Container: a.Config.HFHome, ReadOnly: true})
+	}
+	if n, err := a.native(env); err == nil {
+		ci.Mounts = append(ci.Mounts, harness.Mount{Host: n.dir, Container: buildDir})
+	}
+	if a.Config.Image == "" {
+		ci.Dockerfile, ci.Context = a.Config.DockerfilePath(), a.Config.Checkout
+	}
+	return ci
 }
 
 // reject is a command that fails at once and says why. Family methods return commands,
-// not errors; this keeps a refused input loud in the stage's log and error.
+// not errors; this keeps a refused input loud in the stage's log and error. It needs no
+// shell: the image may have none.
 func reject(err error) harness.Command {
-	return harness.Command{Args: []string{"/bin/sh", "-c", `printf 'qualkit: %s\n' "$1" >&2; exit 2`, "qualkit-reject", err.Error()}}
+	return harness.Command{Args: []string{"qualkit-refused: " + err.Error()}}
+}
+
+func clip(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "..."
+	}
+	return string(b)
 }

@@ -1,9 +1,12 @@
 package qwenimage
 
 import (
+	"encoding/json"
+	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,149 +15,212 @@ import (
 	"qualkit/internal/harness"
 )
 
-var (
-	_ harness.Family        = TRTMC{}
-	_ harness.Requirer      = TRTMC{}
-	_ harness.Containerized = TRTMC{}
-)
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from this run")
 
-const bundle = "/cache/bundles/0123abcd/qwen-image-edit-2511.bundle"
-
-func testAdapter() TRTMC {
-	return New(Config{Checkout: "/src/trtmc", HFHome: "/models/hf", Python: "/opt/venv/bin/python"})
-}
-
-var testEnv = harness.Env{Root: "/repo", Work: "/work/row", Python: "/repo/.venv/bin/python"}
-
-func TestBuildArgv(t *testing.T) {
-	cmd := testAdapter().Build(testEnv, harness.BuildSpec{Out: "/cache/bundles/.partial-7/qwen-image-edit-2511.bundle", Reference: "/repo/fixtures/images/photo-640x382.png"})
-	assert.Equal(t, harness.Command{
-		Args: []string{"/src/trtmc/build/trtmc", "build", "Qwen/Qwen-Image-Edit-2511",
-			"-o", "/cache/bundles/.partial-7/qwen-image-edit-2511.bundle",
-			"--precision", "bf16", "--image-height", "1024", "--image-width", "1024",
-			"--num-inference-steps", "20", "--max-cache-length", "256",
-			"--model-revision", "6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9"},
-		Env: []string{"TRTMC_QWEN_IMAGE_EDIT_CONDITION_IMAGE=/repo/fixtures/images/photo-640x382.png",
-			"HF_HOME=/models/hf", "HF_HUB_OFFLINE=1"},
-		Dir: "/src/trtmc",
-	}, cmd)
-}
-
-func TestBuildSettingsAndBuilder(t *testing.T) {
-	a := testAdapter()
-	assert.Equal(t, map[string]string{
-		"precision": "bf16", "image_height": "1024", "image_width": "1024", "num_inference_steps": "20",
-		"max_cache_length": "256", "model_revision": "6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9",
-		"condition_image_size": "640x382",
-	}, a.BuildSettings(), "every setting baked into the bundle keys its cache, the condition grid included")
-	cmds, builder := a.Tools(testEnv)
-	assert.Empty(t, cmds)
-	assert.Equal(t, "/src/trtmc/build/trtmc", builder, "the binary that builds the bundle and runs the correctness case")
-	assert.Equal(t, "trtmc", a.Backend())
-}
-
-func TestCorrectnessArgv(t *testing.T) {
-	cc := testAdapter().Correctness(testEnv, harness.CorrectnessSpec{
-		Bundle: bundle, JUnit: "/ev/row/correctness/junit.xml", Artifacts: "/ev/row/correctness/artifacts"})
-	assert.Equal(t, harness.CorrectnessCase{
-		Command: harness.Command{
-			Args: []string{"/opt/venv/bin/python", "-m", "pytest", "tests/e2e/models/qwen_image/test_qwen_image_e2e.py", "-v", "-rs",
-				"--e2e-model", "qwen-image-edit-2511", "--e2e-testcase", "qwen-image-edit-2511",
-				"--engine-dir", "/cache/bundles/0123abcd",
-				"--trtmc-binary", "build/trtmc",
-				"--hf-python", "/opt/venv/bin/python",
-				"--e2e-artifacts-dir", "/ev/row/correctness/artifacts",
-				"--junitxml=/ev/row/correctness/junit.xml"},
-			Env: []string{"HF_HOME=/models/hf", "HF_HUB_OFFLINE=1"},
-			Dir: "/src/trtmc",
-		},
-		JUnit:     "/ev/row/correctness/junit.xml",
-		Cases:     []string{"tests.e2e.models.qwen_image.test_qwen_image_e2e.test_model_e2e[qwen-image-edit-2511]"},
-		Result:    "/ev/row/correctness/artifacts/qwen-image-edit-2511/result.json",
-		TestFiles: []string{"/src/trtmc/tests/e2e/models/qwen_image/test_qwen_image_e2e.py"},
-	}, cc)
-}
-
-func TestCorrectnessSeparatePythons(t *testing.T) {
-	a := New(Config{Checkout: "/src/trtmc", HFHome: "/hf", Python: "/src/trtmc/.venv/bin/python", HFPython: "/opt/hf/bin/python"})
-	args := a.Correctness(testEnv, harness.CorrectnessSpec{Bundle: bundle, JUnit: "/j.xml", Artifacts: "/a"}).Command.Args
-	assert.Equal(t, "/src/trtmc/.venv/bin/python", args[0])
-	assert.Equal(t, []string{"--hf-python", "/opt/hf/bin/python"}, args[14:16])
-}
-
-func TestCorrectnessRefusesABundleTheCaseWouldNotFind(t *testing.T) {
-	cc := testAdapter().Correctness(testEnv, harness.CorrectnessSpec{Bundle: "/cache/x/other.bundle", JUnit: "/j.xml", Artifacts: "/a"})
-	out, err := runCommand(t, cc.Command)
-	require.Error(t, err)
-	assert.Contains(t, out, "qualkit: correctness: the bundle is /cache/x/other.bundle, but TRTMC's case looks for qwen-image-edit-2511.bundle in --engine-dir")
-}
-
-func TestServeArgv(t *testing.T) {
-	// The paths are those the harness mounts into the serving container.
-	cmd := testAdapter().Serve(testEnv, harness.ServeSpec{Bundle: "/qualkit/bundle/qwen-image-edit-2511.bundle", Model: "Qwen/Qwen-Image-Edit-2511",
-		Host: "127.0.0.1", Port: 8123, Records: "/qualkit/records/records.jsonl"})
-	assert.Equal(t, harness.Command{Args: []string{"trtmc-server", "/qualkit/bundle/qwen-image-edit-2511.bundle",
-		"--model-name", "Qwen/Qwen-Image-Edit-2511", "--host", "127.0.0.1", "--port", "8123",
-		"--records", "/qualkit/records/records.jsonl", "--startup-timeout", "1800", "--request-timeout", "1800"}}, cmd)
-}
-
-// The published settings, as AIPerf puts them on the wire, give REFERENCE.md's argv.
-func TestNativeArgvPublishedSettings(t *testing.T) {
-	cmd := testAdapter().Native(testEnv, harness.NativeSpec{
-		Bundle: bundle, Image: "/work/row/input-00", Prompt: "Turn the image into a watercolor illustration while preserving the main subject.",
-		Settings: map[string]string{"size": "1024x1024", "seed": "42", "num_inference_steps": "20", "true_cfg_scale": "4.0", "negative_prompt": " "},
-		Output:   "/ev/row/identity/00-warmup-native.png",
-	})
-	assert.Equal(t, harness.Command{Args: []string{"/src/trtmc/build/trtmc", "run", bundle,
-		"--prompt", "Turn the image into a watercolor illustration while preserving the main subject.",
-		"--image", "/work/row/input-00",
-		"--negative-prompt", " ", "--cfg-scale", "4.0", "--num-inference-steps", "20", "--seed", "42",
-		"--height", "1024", "--width", "1024",
-		"--output", "/ev/row/identity/00-warmup-native.png"}}, cmd)
-}
-
-func TestNativeRejectsUnknownSettingsLoudly(t *testing.T) {
-	cmd := testAdapter().Native(testEnv, harness.NativeSpec{Bundle: bundle, Image: "in", Prompt: "p", Output: "out",
-		Settings: map[string]string{"size": "1024x1024", "guidance_scale": "1.0", "strength": "0.8"}})
-	out, err := runCommand(t, cmd)
-	require.Error(t, err)
-	assert.Equal(t, 2, exitCode(err))
-	assert.Contains(t, out, "qualkit: native task: setting(s) guidance_scale, strength have no `trtmc run` flag")
-	assert.Contains(t, out, "the native Task would ignore them")
-}
-
-func TestServeAndRunProgramsAreConfigurable(t *testing.T) {
-	a := New(Config{Checkout: "/src/trtmc", HFHome: "/hf", RunProgram: "/opt/venv/bin/trtmc", ServeProgram: "/opt/venv/bin/trtmc-server"})
-	assert.Equal(t, "/opt/venv/bin/trtmc-server", a.Serve(testEnv, harness.ServeSpec{Bundle: bundle, Host: "127.0.0.1", Port: 1}).Args[0])
-	assert.Equal(t, "/opt/venv/bin/trtmc", a.Native(testEnv, harness.NativeSpec{Bundle: bundle}).Args[0])
-}
-
-func TestImage(t *testing.T) {
-	assert.Equal(t, harness.ContainerImage{Ref: "trtmc-serve:local"},
-		New(Config{Checkout: "/src/trtmc", Image: "trtmc-serve:local"}).Image(testEnv), "a given image is used as is")
-	assert.Equal(t, harness.ContainerImage{Dockerfile: "/src/trtmc/Dockerfile", Context: "/src/trtmc"},
-		New(Config{Checkout: "/src/trtmc"}).Image(testEnv), "else it is built from the checkout's Dockerfile")
-	assert.Equal(t, harness.ContainerImage{Dockerfile: "/src/trtmc/docker/serve.Dockerfile", Context: "/src/trtmc"},
-		New(Config{Checkout: "/src/trtmc", Dockerfile: "docker/serve.Dockerfile"}).Image(testEnv))
-}
-
-func runCommand(t *testing.T, c harness.Command) (string, error) {
-	t.Helper()
-	require.NotEmpty(t, c.Args)
-	cmd := exec.CommandContext(t.Context(), c.Args[0], c.Args[1:]...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-func exitCode(err error) int {
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode()
+// The commands of every stage, for each layout: argv, environment, working directory and
+// the image's mounts, pinned in testdata/commands-<layout>.golden.json. A change to what
+// the row runs shows up as a diff to review (go test ./families/qwen_image -update).
+func TestCommandsPerLayout(t *testing.T) {
+	for _, layout := range []string{LayoutE9132e79, LayoutFamilies} {
+		t.Run(layout, func(t *testing.T) {
+			dir, root, hf := checkout(t, layout), t.TempDir(), fakeHFCache(t)
+			env := gpuEnv(t, root)
+			a := New(Config{Checkout: dir, HFHome: hf})
+			n, err := a.native(env)
+			require.NoError(t, err)
+			bundle := filepath.Join(root, ".cache/bundles/KEY/qwen-image-edit-2511.bundle")
+			tools, builder := a.Tools(env)
+			cc := a.Correctness(env, harness.CorrectnessSpec{Bundle: bundle, JUnit: "/ev/correctness/junit.xml", Artifacts: "/ev/correctness/artifacts", Scratch: "/work/correctness"})
+			serve := harness.ServeSpec{Bundle: bundle, Model: HFID, Host: "127.0.0.1", Port: 8123, Records: "/ev/serve/records.jsonl", Scratch: "/ev/serve/scratch"}
+			var probes []harness.Command
+			for _, p := range a.Probes(env) {
+				probes = append(probes, p.Cmd)
+			}
+			doc := map[string]any{
+				"tools": tools, "builder": builder, "build_settings": a.BuildSettings(env),
+				"build":       a.Build(env, harness.BuildSpec{Out: filepath.Join(root, ".cache/bundles/KEY/.partial-1/qwen-image-edit-2511.bundle")}),
+				"correctness": cc,
+				"serve":       a.Serve(env, serve),
+				"identity":    a.Identity(serve).Path,
+				"native": a.Native(env, harness.NativeSpec{Bundle: bundle, Image: "/work/native-in/input-00", Prompt: "Make it snow",
+					Settings: map[string]string{"size": "1024x1024", "seed": "42", "num_inference_steps": "20", "true_cfg_scale": "4.0", "guidance_scale": "4.0", "negative_prompt": " "},
+					Output: "/ev/identity/00-warmup-native.png"}),
+				"image":  a.Image(env),
+				"probes": probes,
+			}
+			b, err := json.MarshalIndent(doc, "", "  ")
+			require.NoError(t, err)
+			got := strings.NewReplacer(dir, "<checkout>", root, "<root>", hf, "<hf>", n.Key, "<native-key>", n.Source.Commit, "<commit>", env.Work, "<work>").Replace(string(b))
+			got = regexp.MustCompile(`"[0-9a-f]{64}"`).ReplaceAllString(got, `"<sha256>"`)
+			path := filepath.Join("testdata", "commands-"+layout+".golden.json")
+			if *update {
+				require.NoError(t, os.MkdirAll("testdata", 0o755))
+				require.NoError(t, os.WriteFile(path, []byte(got+"\n"), 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), got+"\n", "the row's commands changed: review, then go test ./families/qwen_image -run TestCommandsPerLayout -update")
+		})
 	}
-	return -1
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+func TestLayoutDetection(t *testing.T) {
+	for _, layout := range []string{LayoutE9132e79, LayoutFamilies} {
+		l, err := DetectLayout(checkout(t, layout))
+		require.NoError(t, err)
+		assert.Equal(t, layout, l.Name)
+	}
+	_, err := DetectLayout(t.TempDir())
+	assert.ErrorContains(t, err, "has the manifest of neither known layout")
+	both := checkout(t, LayoutE9132e79)
+	writeFile(t, filepath.Join(both, layouts[1].Manifest), "{}")
+	_, err = DetectLayout(both)
+	assert.ErrorContains(t, err, "has the manifest of both layouts")
+}
+
+// The e9132e79 build's arguments come from the checkout's manifest and MODEL.toml, the
+// way TRTMC's e2e orchestrator derives them: a changed manifest changes the build.
+func TestBuildArgsFollowTheManifest(t *testing.T) {
+	dir := checkout(t, LayoutE9132e79)
+	l := layouts[0]
+	m, err := ReadManifest(dir, l)
+	require.NoError(t, err)
+	args, env, err := buildArgs(dir, l, m, "/out/b.bundle", "/out/t.json")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"-m", "tensorrt_model_connect.__main__", "build", HFID, "-o", "/out/b.bundle",
+		"--max-cache-length", "256", "--model-revision", Revision,
+		"--image-height", "1024", "--image-width", "1024", "--video-height", "480", "--video-width", "832", "--video-num-frames", "1",
+		"--num-inference-steps", "20", "--precision", "bf16", "--build-timing-json", "/out/t.json"}, args)
+	assert.Equal(t, []string{conditionEnv + "=" + filepath.Join(dir, "tests/e2e/models/qwen_image/data/test_img.jpeg")}, env)
+
+	// Without video_num_frames the video inputs and the steps default do not apply.
+	path := filepath.Join(dir, l.Manifest)
+	b, _ := os.ReadFile(path)
+	writeFile(t, path, strings.Replace(string(b), `"video_num_frames": 1,`, "", 1))
+	m, err = ReadManifest(dir, l)
+	require.NoError(t, err)
+	args, _, err = buildArgs(dir, l, m, "/o", "/t")
+	require.NoError(t, err)
+	assert.NotContains(t, strings.Join(args, " "), "--video")
+	assert.Contains(t, strings.Join(args, " "), "--num-inference-steps 20", "the testcase's own value still applies")
+}
+
+// The native build is keyed by TRTMC commit, image and SM: any change is a new build.
+func TestNativeKey(t *testing.T) {
+	dir, root := checkout(t, LayoutFamilies), t.TempDir()
+	a := New(Config{Checkout: dir})
+	env := gpuEnv(t, root)
+	base, err := a.native(env)
+	require.NoError(t, err)
+	keys := map[string]string{"base": base.Key}
+	other := env
+	other.ImageID = "sha256:2222"
+	n, _ := a.native(other)
+	keys["image"] = n.Key
+	other = env
+	other.GPUs = append(other.GPUs[:0:0], env.GPUs...)
+	other.GPUs[0].ComputeCapability = "10.0"
+	n, _ = a.native(other)
+	keys["sm"] = n.Key
+	assert.Equal(t, "100", n.SM)
+	writeFile(t, filepath.Join(dir, "new.txt"), "x")
+	n, _ = a.native(env)
+	keys["dirty"] = n.Key
+	assert.NotEmpty(t, n.Source.Dirty)
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "next")
+	n, _ = a.native(env)
+	keys["commit"] = n.Key
+	seen := map[string]string{}
+	for what, k := range keys {
+		if prev, ok := seen[k]; ok {
+			t.Errorf("%s and %s give the same native key", what, prev)
+		}
+		seen[k] = what
+	}
+
+	_, err = a.native(harness.Env{Root: root, ImageID: "sha256:1"})
+	assert.ErrorContains(t, err, "no GPU chosen for the row")
+	hooked := New(Config{Checkout: dir, AssumeSM: "90"})
+	n, err = hooked.native(harness.Env{Root: root, ImageID: "sha256:1"})
+	require.NoError(t, err)
+	assert.Equal(t, "90", n.SM, "only the Go test hook builds without a GPU")
+}
+
+// Right after the native build: the plugin library must exist and the runtime must be
+// built for the row's SM; then the build is stamped and not run again.
+func TestCheckTools(t *testing.T) {
+	for _, layout := range []string{LayoutE9132e79, LayoutFamilies} {
+		t.Run(layout, func(t *testing.T) {
+			dir, root := checkout(t, layout), t.TempDir()
+			a := New(Config{Checkout: dir})
+			env := gpuEnv(t, root)
+			l, _ := DetectLayout(dir)
+			cmds, stamp := a.Tools(env)
+			require.Len(t, cmds, 2, "configure and build")
+			n, _ := a.native(env)
+			assert.ErrorContains(t, a.CheckTools(env), "the native build wrote no trtmc")
+			writeFile(t, filepath.Join(n.dir, "trtmc"), "cli")
+			assert.ErrorContains(t, a.CheckTools(env), "the native build wrote no "+l.PluginLib)
+			writeFile(t, filepath.Join(n.dir, l.PluginLib), "plugin")
+			assert.ErrorContains(t, a.CheckTools(env), "CMakeCache.txt")
+			writeFile(t, filepath.Join(n.dir, "CMakeCache.txt"), "CMAKE_CUDA_ARCHITECTURES:STRING=100-real\n")
+			assert.ErrorContains(t, a.CheckTools(env), `built for CUDA architectures "100-real", the row's GPU is SM 90`)
+			writeFile(t, filepath.Join(n.dir, "CMakeCache.txt"), "# x\nCMAKE_CUDA_ARCHITECTURES:STRING=90-real\n")
+			require.NoError(t, a.CheckTools(env))
+			assert.FileExists(t, stamp)
+			cmds, again := a.Tools(env)
+			assert.Empty(t, cmds, "a stamped build is not run again")
+			assert.Equal(t, stamp, again)
+		})
+	}
+}
+
+func TestNativeFlagsPerLayout(t *testing.T) {
+	settings := map[string]string{"size": "1024x768", "seed": "42", "num_inference_steps": "20", "true_cfg_scale": "4.0", "guidance_scale": "4.0", "negative_prompt": " "}
+	flags, err := NativeFlags(LayoutE9132e79, settings)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"--negative-prompt", " ", "--cfg-scale", "4.0", "--guidance-scale", "4.0", "--num-inference-steps", "20", "--seed", "42", "--height", "768", "--width", "1024"}, flags)
+	flags, err = NativeFlags(LayoutFamilies, settings)
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(flags, " "), "--num-steps 20", "apps/cli/cli.cpp spells it --num-steps")
+	_, err = NativeFlags(LayoutFamilies, map[string]string{"size": "1024x1024", "strength": "0.5", "eta": "1"})
+	assert.ErrorContains(t, err, "setting(s) eta, strength have no TRTMC CLI flag")
+	_, err = NativeFlags(LayoutFamilies, map[string]string{"size": "big"})
+	assert.ErrorContains(t, err, `size "big" is not WxH`)
+	cmd := New(Config{Checkout: checkout(t, LayoutFamilies)}).Native(gpuEnv(t, t.TempDir()), harness.NativeSpec{Settings: map[string]string{"strength": "1"}})
+	assert.Contains(t, cmd.Args[0], "qualkit-refused: native task: setting(s) strength", "a refused input fails the command loudly")
+}
+
+func TestIdentityChecks(t *testing.T) {
+	spec := harness.ServeSpec{Bundle: "/cache/b/qwen-image-edit-2511.bundle", Model: HFID}
+	info := New(Config{}).Identity(spec)
+	assert.Equal(t, "/v1/serving/info", info.Path)
+	assert.NoError(t, info.Check([]byte(`{"backend": "trtmc", "bundle": "/cache/b/qwen-image-edit-2511.bundle", "operation": "generate_image"}`)))
+	assert.ErrorContains(t, info.Check([]byte(`{"backend": "reference"}`)), `the server says backend "reference", not trtmc`)
+	assert.ErrorContains(t, info.Check([]byte(`{"backend": "trtmc", "bundle": "/other.bundle"}`)), "the server serves bundle /other.bundle")
+	assert.ErrorContains(t, info.Check([]byte(`{"backend": "trtmc", "qualkit_contract_double": true}`)), "is qualkit's TRTMC contract double, not TRTMC")
+	assert.ErrorContains(t, info.Check([]byte(`<html>`)), "not JSON")
+	double := New(Config{ContractDouble: true}).Identity(spec)
+	assert.NoError(t, double.Check([]byte(`{"backend": "trtmc", "qualkit_contract_double": true}`)))
+	assert.ErrorContains(t, double.Check([]byte(`{"backend": "trtmc"}`)), "does not say it is the double")
+
+	models := New(Config{Identity: IdentityModels}).Identity(spec)
+	assert.Equal(t, "/v1/models", models.Path)
+	assert.NoError(t, models.Check([]byte(`{"object": "list", "data": [{"id": "Qwen/Qwen-Image-Edit-2511", "owned_by": "trtmc"}]}`)))
+	assert.ErrorContains(t, models.Check([]byte(`{"data": [{"id": "other", "owned_by": "trtmc"}]}`)), `no model "Qwen/Qwen-Image-Edit-2511" owned by trtmc`)
+}
+
+func TestOutputAndServeShapes(t *testing.T) {
+	dir := checkout(t, LayoutFamilies)
+	env := gpuEnv(t, t.TempDir())
+	spec := harness.ServeSpec{Bundle: "/b", Model: HFID, Host: "127.0.0.1", Port: 1, Records: "/r", Scratch: "/s"}
+	b64 := New(Config{Checkout: dir})
+	assert.Equal(t, harness.OutputSource{B64JSON: true}, b64.Output())
+	assert.NotContains(t, b64.Serve(env, spec).Args, "--keep-artifacts")
+	art := New(Config{Checkout: dir, Response: ResponseArtifact})
+	assert.Equal(t, harness.OutputSource{URL: true}, art.Output())
+	args := strings.Join(art.Serve(env, spec).Args, " ")
+	assert.Contains(t, args, "--scratch /s --keep-artifacts")
+	assert.Contains(t, art.serveFlags(), "--keep-artifacts", "the server's --help must show it")
 }

@@ -54,7 +54,7 @@ func (Family) Tools(env harness.Env) ([]harness.Command, string) {
 	}}, binary(env)
 }
 
-func (f Family) BuildSettings() map[string]string {
+func (f Family) BuildSettings(harness.Env) map[string]string {
 	return map[string]string{
 		"num_inference_steps": strconv.Itoa(f.NumInferenceSteps),
 		"guidance_scale":      strconv.FormatFloat(f.GuidanceScale, 'f', -1, 64),

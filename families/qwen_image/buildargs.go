@@ -1,0 +1,107 @@
+package qwenimage
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// e2eModel is the part of an e9132e79 e2e MODEL.toml the build reads: how testcase
+// inputs come from the manifest, and which of them become builder flags.
+type e2eModel struct {
+	Defaults map[string]struct {
+		InputFields []struct {
+			Input            string `toml:"input"`
+			Manifest         string `toml:"manifest"`
+			Default          any    `toml:"default"`
+			RequiredManifest string `toml:"required_manifest"`
+		} `toml:"input_fields"`
+		BuildCLIArgs []struct {
+			Flag  string `toml:"flag"`
+			Input string `toml:"input"`
+		} `toml:"build_cli_args"`
+	} `toml:"e2e_defaults"`
+}
+
+// buildArgs is the e9132e79 e2e orchestrator's bundle build for the profile, derived the
+// way tests/e2e_harness/orchestrator.py (_resolve_bundle, ~315-420) derives it, from the
+// checkout's own manifest and MODEL.toml rather than from a copy here:
+//
+//	python -m tensorrt_model_connect.__main__ build HF_ID -o BUNDLE
+//	  --max-cache-length <build_args.max_cache_length>  --model-revision <pin>
+//	  <build_cli_args, each input from the testcase or its default>
+//	  --precision <precision, unless fp32>  --build-timing-json <file>
+//
+// with the manifest's build_env (paths made absolute) in the environment. The orchestrator
+// passes --model-revision only when the manifest names hf_revision; this row always pins
+// the checkpoint's revision. It returns the arguments after the program and the
+// environment.
+func buildArgs(checkout string, l Layout, m *Manifest, out, timing string) (args, env []string, err error) {
+	tc, ok := m.Testcase()
+	if !ok {
+		return nil, nil, fmt.Errorf("the manifest has no testcase %q", Profile)
+	}
+	var model e2eModel
+	if _, err := toml.DecodeFile(filepath.Join(checkout, l.E2EModel), &model); err != nil {
+		return nil, nil, fmt.Errorf("TRTMC e2e definition: %w", err)
+	}
+	def, ok := model.Defaults[m.Strategy]
+	if !ok {
+		return nil, nil, fmt.Errorf("TRTMC e2e definition %s has no [e2e_defaults.%s] for the manifest's task_strategy", l.E2EModel, m.Strategy)
+	}
+	inputs := map[string]string{}
+	for _, f := range def.InputFields {
+		if v, ok := tc.raw[f.Manifest]; ok {
+			inputs[f.Input] = jsonText(v)
+		} else if _, need := tc.raw[f.RequiredManifest]; f.Default != nil && (f.RequiredManifest == "" || need) {
+			inputs[f.Input] = fmt.Sprint(f.Default)
+		}
+	}
+	args = []string{"-m", "tensorrt_model_connect.__main__", "build", m.HFID, "-o", out}
+	if v, ok := m.BuildArgs["max_cache_length"]; ok {
+		args = append(args, "--max-cache-length", jsonText(v))
+	} else if v, ok := m.raw["max_cache_length"]; ok {
+		args = append(args, "--max-cache-length", jsonText(v))
+	}
+	args = append(args, "--model-revision", or(m.HFRevision, Revision))
+	for _, a := range def.BuildCLIArgs {
+		v, ok := inputs[a.Input]
+		switch {
+		case !ok:
+		case v == "true":
+			args = append(args, a.Flag)
+		case v != "false":
+			args = append(args, a.Flag, v)
+		}
+	}
+	if m.Precision != "" && m.Precision != "fp32" {
+		args = append(args, "--precision", m.Precision)
+	}
+	args = append(args, "--build-timing-json", timing)
+	for name, spec := range m.BuildEnv {
+		path := spec.Path
+		if !filepath.IsAbs(path) {
+			base := checkout
+			if spec.RelativeTo == "model" {
+				base = filepath.Join(checkout, l.FamilyDir)
+			}
+			path = filepath.Join(base, path)
+		}
+		env = append(env, name+"="+path)
+	}
+	sort.Strings(env)
+	return args, env, nil
+}
+
+// jsonText is a JSON value as text: a string without quotes, anything else as written.
+func jsonText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return strings.TrimSpace(string(v))
+}

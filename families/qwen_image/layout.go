@@ -1,0 +1,112 @@
+package qwenimage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// A TRTMC checkout comes in one of two layouts, and the row works on both:
+//
+//   - LayoutE9132e79: public main e9132e79 (2026-08-22). The family's e2e case lives in
+//     tests/e2e/models/qwen_image/, the bundle is built by TRTMC's Python builder
+//     (`python -m tensorrt_model_connect.__main__ build`, with the arguments and
+//     environment the e2e orchestrator derives from the manifest), and the case finds it
+//     in --engine-dir. It has no HTTP server.
+//   - LayoutFamilies: the newer layout (October 2026 copies): families/qwen_image/tests/
+//     holds the manifest, thresholds and test_e2e.py, whose case builds its own bundle
+//     under pytest's tmp_path and is selected with --e2e-testcase.
+const (
+	LayoutE9132e79 = "e9132e79"
+	LayoutFamilies = "families"
+)
+
+// Layout is where one layout keeps the pieces the row uses, relative to the checkout,
+// and how its correctness case is run.
+type Layout struct {
+	Name       string
+	FamilyDir  string // the family's test folder; manifest paths are relative to it
+	Manifest   string
+	Thresholds string
+	TestFile   string
+	// NodeID selects exactly the profile's case; CaseID is its JUnit id (pytest's
+	// classname.name with the checkout as rootdir).
+	NodeID, CaseID string
+	// E2EModel is the e2e definition holding build_cli_args (e9132e79 only).
+	E2EModel string
+	// PythonPath is what TRTMC's editable py-only install puts on sys.path, relative to
+	// the checkout (the harness runs each command in a fresh container, so the install
+	// would not persist: the same paths are given as PYTHONPATH instead).
+	PythonPath []string
+	// PluginLib is where the native build writes the Qwen-Image model plugin, relative
+	// to the build folder; PluginDir is what TRTMC_MODEL_PLUGIN_DIR names (the loader
+	// tries DIR/<model id>/<lib>, then DIR/<lib>).
+	PluginLib, PluginDir string
+	// CMakeOptions are the layout's own -D options beyond source-build.md's common ones.
+	CMakeOptions []string
+	// Targets are the native build's targets.
+	Targets []string
+}
+
+var layouts = []Layout{
+	{
+		Name:       LayoutE9132e79,
+		FamilyDir:  "tests/e2e/models/qwen_image",
+		Manifest:   "tests/e2e/models/qwen_image/manifests/" + Profile + ".json",
+		Thresholds: "tests/e2e/models/qwen_image/thresholds/" + Profile + ".json",
+		TestFile:   "tests/e2e/models/qwen_image/test_qwen_image_e2e.py",
+		NodeID:     "tests/e2e/models/qwen_image/test_qwen_image_e2e.py::test_model_e2e[" + Profile + "]",
+		CaseID:     "tests.e2e.models.qwen_image.test_qwen_image_e2e.test_model_e2e[" + Profile + "]",
+		E2EModel:   "tests/e2e/models/qwen_image/MODEL.toml",
+		PythonPath: []string{"python"},
+		// CMakeLists.txt:503-507 at e9132e79: models/<id>/lib<...>.so
+		PluginLib:    "models/qwen_image/libtrtmc_model_qwen_image.so",
+		PluginDir:    "models", // source-build.md:69
+		CMakeOptions: []string{"-DTRTMC_BUILD_TESTS=OFF", "-DTRTMC_BUILD_BENCHMARKS=OFF"},
+		// source-build.md:64-67 names trtmc_model_qwen, a target that does not exist for
+		// this family: the Qwen-Image plugin target is trtmc_model_qwen_image.
+		Targets: []string{"trtmc", "trtmc_backend_trt", "trtmc_model_qwen_image"},
+	},
+	{
+		Name:       LayoutFamilies,
+		FamilyDir:  "families/qwen_image/tests",
+		Manifest:   "families/qwen_image/tests/manifests/" + Profile + ".json",
+		Thresholds: "families/qwen_image/tests/thresholds/" + Profile + ".json",
+		TestFile:   "families/qwen_image/tests/test_e2e.py",
+		NodeID:     "families/qwen_image/tests/test_e2e.py::test_official_checkpoint_e2e[" + Profile + "]",
+		CaseID:     "families.qwen_image.tests.test_e2e.test_official_checkpoint_e2e[" + Profile + "]",
+		PythonPath: []string{"core/builder", "apps/benchmark", "."},
+		// families/qwen_image/runtime/CMakeLists.txt: the library lands in the build root.
+		PluginLib: "libtrtmc_model_qwen_image.so",
+		PluginDir: ".",
+		// The case builds qwen_image_e2e_harness itself (a TRTMC_BUILD_TESTS target); the
+		// persistent worker needs TRTMC_BUILD_EXAMPLES.
+		CMakeOptions: []string{"-DTRTMC_BUILD_TESTS=ON", "-DTRTMC_BUILD_BENCHMARKS=OFF", "-DTRTMC_BUILD_EXAMPLES=ON"},
+		Targets:      []string{"trtmc", "trtmc_backend_trt", "trtmc_model_qwen_image", "qwen_image_e2e_harness", "trtmc_benchmark_worker"},
+	},
+}
+
+// DetectLayout finds the layout of a checkout from the profile's manifest.
+func DetectLayout(checkout string) (Layout, error) {
+	var found []Layout
+	for _, l := range layouts {
+		if isFile(filepath.Join(checkout, l.Manifest)) {
+			found = append(found, l)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return Layout{}, fmt.Errorf("TRTMC checkout %s has the manifest of neither known layout (%s, %s)", checkout, layouts[0].Manifest, layouts[1].Manifest)
+	}
+	return Layout{}, fmt.Errorf("TRTMC checkout %s has the manifest of both layouts (%s, %s): which one is current?", checkout, found[0].Manifest, found[1].Manifest)
+}
+
+// buildsOwnBundle: the families layout's case builds the bundle it checks.
+func (l Layout) buildsOwnBundle() bool { return l.Name == LayoutFamilies }
+
+func isFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}

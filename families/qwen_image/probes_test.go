@@ -1,0 +1,46 @@
+package qwenimage
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const goodProbe = `{"python": "3.12.3", "modules": {"tensorrt": {"version": "11.1.0.106"}, "tensorrt_model_connect": {"version": "0.1.0", "file": "/src/python/tensorrt_model_connect/__init__.py"}, ` +
+	`"pytest": {"version": "8.4.2"}, "torch": {"version": "2.12.0+cu130", "cuda": true}, "diffusers": {"version": "0.40.0"}, "ftfy": {"version": "6.3.1"}}}`
+
+// A negative test per probe finding: what the image lacks fails preflight, in seconds.
+func TestProbes(t *testing.T) {
+	dir := checkout(t, LayoutFamilies)
+	a := New(Config{Checkout: dir})
+	probes := a.Probes(gpuEnv(t, t.TempDir()))
+	require.Len(t, probes, 2, "one python (build and HF are the same by default) and the server")
+	py, server := probes[0], probes[1]
+	assert.NoError(t, py.Check([]byte("some warning\n"+goodProbe+"\n"), nil))
+	for name, tc := range map[string]struct{ from, to, want string }{
+		"no diffusers": {`"diffusers": {"version": "0.40.0"}`, `"diffusers": {"error": "ModuleNotFoundError: No module named 'diffusers'"}`, "diffusers does not import"},
+		"no ftfy":      {`"ftfy": {"version": "6.3.1"}`, `"ftfy": {"error": "ModuleNotFoundError"}`, "ftfy does not import"},
+		"cpu torch":    {`"cuda": true`, `"cuda": false`, "sees no CUDA GPU (the dev image's torch is CPU-only)"},
+		"installed tensorrt_model_connect": {`/src/python/tensorrt_model_connect`, `/opt/venv/lib/python3.12/site-packages/tensorrt_model_connect`,
+			"not the mounted checkout /src"},
+		"no tensorrt": {`"tensorrt": {"version": "11.1.0.106"}, `, ``, "tensorrt does not import"},
+	} {
+		err := py.Check([]byte(strings.Replace(goodProbe, tc.from, tc.to, 1)), nil)
+		assert.ErrorContains(t, err, tc.want, name)
+	}
+	assert.ErrorContains(t, py.Check([]byte("python3: command not found"), errors.New("exit 127")), "the probe printed no result")
+	assert.Contains(t, py.Fix, "Dockerfile.reference")
+
+	help := "usage: trtmc-server BUNDLE --model-name --host --port --runtime-root --records --startup-timeout --request-timeout"
+	assert.NoError(t, server.Check([]byte(help), nil))
+	assert.ErrorContains(t, server.Check([]byte(strings.Replace(help, "--records ", "", 1)), nil), "does not show --records")
+	assert.ErrorContains(t, server.Check(nil, errors.New(`exec: "trtmc-server": executable file not found in $PATH`)), "predates trtmc-server")
+
+	art := New(Config{Checkout: dir, Response: ResponseArtifact, HFPython: "/opt/ref/bin/python"}).Probes(gpuEnv(t, t.TempDir()))
+	require.Len(t, art, 3, "separate HF python: its own probe")
+	assert.NoError(t, art[0].Check([]byte(strings.Replace(goodProbe, `"cuda": true`, `"cuda": false`, 1)), nil), "the build python needs no CUDA torch")
+	assert.ErrorContains(t, art[2].Check([]byte(help), nil), "does not show --scratch --keep-artifacts")
+}
