@@ -83,11 +83,11 @@ func TestTRTMCRowPreflightOnThisHost(t *testing.T) {
 	}
 	msg := err.Error()
 	for piece, want := range map[string]string{
-		"TRTMC checkout":     "TRTMC checkout: QUALKIT_TRTMC_DIR is not set",
-		"image":              "image: QUALKIT_TRTMC_IMAGE is not set",
-		"checkpoint":         "checkpoint Qwen/Qwen-Image-Edit-2511 at revision 6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9 is not in the Hugging Face cache",
-		"download command":   "hf download Qwen/Qwen-Image-Edit-2511 --revision 6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9",
-		"clone command":      "git clone https://github.com/NVIDIA/TensorRT-Model-Connect.git",
+		"TRTMC checkout":   "TRTMC checkout: QUALKIT_TRTMC_DIR is not set",
+		"image":            "image: QUALKIT_TRTMC_IMAGE is not set",
+		"checkpoint":       "checkpoint Qwen/Qwen-Image-Edit-2511 at revision 6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9 is not in the Hugging Face cache",
+		"download command": "hf download Qwen/Qwen-Image-Edit-2511 --revision 6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9",
+		"clone command":    "git clone https://github.com/NVIDIA/TensorRT-Model-Connect.git",
 	} {
 		assert.Contains(t, msg, want, "the message must name the %s", piece)
 	}

@@ -44,7 +44,7 @@ func TestCommandsPerLayout(t *testing.T) {
 				"identity":    a.Identity(serve).Path,
 				"native": a.Native(env, harness.NativeSpec{Bundle: bundle, Image: "/work/native-in/input-00", Prompt: "Make it snow",
 					Settings: map[string]string{"size": "1024x1024", "seed": "42", "num_inference_steps": "20", "true_cfg_scale": "4.0", "guidance_scale": "4.0", "negative_prompt": " "},
-					Output: "/ev/identity/00-warmup-native.png"}),
+					Output:   "/ev/identity/00-warmup-native.png"}),
 				"image":  a.Image(env),
 				"probes": probes,
 			}

@@ -90,11 +90,11 @@ type FakeFamily struct {
 // field's value says how it behaves ("ok", or the fault).
 type FakeServing struct {
 	FakeFamily
-	Probe    string // "ok" or "fail"
-	ToolsOK  string // "ok" or "fail"
-	ByCase   bool   // the correctness case builds the bundle
-	Ident    string // "ok" or "other": the server says it is another backend
-	URL      bool   // responses carry a file:// URL under the scratch folder
+	Probe   string // "ok" or "fail"
+	ToolsOK string // "ok" or "fail"
+	ByCase  bool   // the correctness case builds the bundle
+	Ident   string // "ok" or "other": the server says it is another backend
+	URL     bool   // responses carry a file:// URL under the scratch folder
 }
 
 var (

@@ -346,10 +346,10 @@ func TestResponseImageReadsOnlyTheScratchFolder(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "png", string(got))
 	for body, msg := range map[string]string{
-		`{"data":[{"url":"file:///etc/passwd"}]}`:                   "outside the server's scratch folder",
+		`{"data":[{"url":"file:///etc/passwd"}]}`:                  "outside the server's scratch folder",
 		`{"data":[{"url":"file://` + scratch + `/../x/out.png"}]}`: "outside the server's scratch folder",
-		`{"data":[{"url":"http://x/out.png"}]}`:                     "not a file:// URL",
-		`{"data":[{"b64_json":"cG5n"}]}`:                            "has no url",
+		`{"data":[{"url":"http://x/out.png"}]}`:                    "not a file:// URL",
+		`{"data":[{"b64_json":"cG5n"}]}`:                           "has no url",
 	} {
 		_, err := ResponseImage([]byte(body), src, scratch)
 		assert.ErrorContains(t, err, msg, body)

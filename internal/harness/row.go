@@ -25,8 +25,8 @@ type row struct {
 	bundle     string
 	bundleSHA  string
 	server     serving.Server
-	scratch    string       // the server's scratch folder (ServeSpec.Scratch)
-	output     OutputSource // where responses carry the image
+	scratch    string         // the server's scratch folder (ServeSpec.Scratch)
+	output     OutputSource   // where responses carry the image
 	img        *serving.Image // the family's image, once prepared
 	export     *Export
 	httpPNG    map[string][]byte // request id -> PNG the HTTP response carried

@@ -98,17 +98,17 @@ type Result struct {
 	Reason     string        `json:"reason,omitempty"`
 	Stages     []StageResult `json:"stages"`
 
-	Runtime   string            `json:"runtime,omitempty"`
+	Runtime string `json:"runtime,omitempty"`
 	// Output is where responses carried the image: "b64_json" (data[0].b64_json) or
 	// "file-url" (data[0].url, a file under the row's serve/scratch/).
 	Output string `json:"response_output,omitempty"`
 	// ServerIdentity is the path the server stated its identity at (serve/identity.json).
-	ServerIdentity string `json:"server_identity,omitempty"`
-	Container *ContainerInfo    `json:"container,omitempty"`
-	Bundle    *BundleInfo       `json:"bundle,omitempty"`
-	Settings  map[string]string `json:"settings,omitempty"`
-	Measured  int               `json:"measured"`
-	Warmup    int               `json:"warmup"`
+	ServerIdentity string            `json:"server_identity,omitempty"`
+	Container      *ContainerInfo    `json:"container,omitempty"`
+	Bundle         *BundleInfo       `json:"bundle,omitempty"`
+	Settings       map[string]string `json:"settings,omitempty"`
+	Measured       int               `json:"measured"`
+	Warmup         int               `json:"warmup"`
 
 	Correctness  *Correctness     `json:"correctness,omitempty"`
 	StartupS     float64          `json:"startup_s,omitempty"`
