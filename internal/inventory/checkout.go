@@ -35,15 +35,31 @@ func readCheckout(dir string) (*checkout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("TRTMC checkout %s: %w", dir, err)
 	}
-	if len(models) == 0 {
-		return nil, fmt.Errorf("%s is not a TRTMC checkout: expected %s, found none", dir, modelsGlob)
+	families, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(familyTestsGlob), filepath.FromSlash(manifestGlob)))
+	if err != nil {
+		return nil, fmt.Errorf("TRTMC checkout %s: %w", dir, err)
+	}
+	if len(models) == 0 && len(families) == 0 {
+		return nil, fmt.Errorf("%s is not a TRTMC checkout: expected %s (layout of main e9132e79) or %s/%s (the families layout), found none",
+			dir, modelsGlob, familyTestsGlob, manifestGlob)
 	}
 	sort.Strings(models)
+	read := func(modelPath string) ([]testcase, error) { return readModelDir(root, modelPath) }
+	if len(models) == 0 {
+		// The families layout: one entry per family's tests folder.
+		models = nil
+		for _, m := range families {
+			if d := filepath.Dir(filepath.Dir(m)); len(models) == 0 || models[len(models)-1] != d {
+				models = append(models, d)
+			}
+		}
+		read = func(testsDir string) ([]testcase, error) { return readFamilyDir(root, testsDir) }
+	}
 
 	co := &checkout{root: root}
 	seen := map[string]string{} // profile name -> manifest that defined it
 	for _, modelPath := range models {
-		tcs, err := readModelDir(root, modelPath)
+		tcs, err := read(modelPath)
 		if err != nil {
 			return nil, fmt.Errorf("TRTMC checkout %s: %w", dir, err)
 		}
@@ -116,6 +132,31 @@ func readModelDir(root, modelPath string) ([]testcase, error) {
 				manifest:     top,
 				fields:       fields,
 			})
+		}
+	}
+	return out, nil
+}
+
+// readFamilyDir reads one family's manifests in the families layout. There is no
+// MODEL.toml: the family's test_e2e.py parametrizes over every manifest of the folder,
+// and takes the reference image of an edit from the testcase's test_image.
+func readFamilyDir(root, testsDir string) ([]testcase, error) {
+	model := ModelFile{ID: filepath.Base(filepath.Dir(testsDir)),
+		Defaults: map[string]StrategyDefaults{"": {InputFields: []InputField{{Input: referenceImageInput, Manifest: familiesRefField}}}}}
+	paths, err := filepath.Glob(filepath.Join(testsDir, filepath.FromSlash(manifestGlob)))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(paths)
+	var out []testcase
+	for _, p := range paths {
+		mrel := relTo(root, p)
+		cases, top, err := readManifest(p, mrel)
+		if err != nil {
+			return nil, err
+		}
+		for _, fields := range cases {
+			out = append(out, testcase{manifestPath: mrel, listed: true, model: model, modelDir: testsDir, manifest: top, fields: fields})
 		}
 	}
 	return out, nil

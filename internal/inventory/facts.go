@@ -46,6 +46,9 @@ func readFacts(root string, t testcase) facts {
 // an HF pipeline tag ("image-to-image"), the testcase's an e2e contract, and either may
 // be the one that says "edit". When none does, the second result quotes what was read.
 func editDeclaration(t testcase) (string, string) {
+	if task, where, ok := t.lookup(familiesTaskField); ok && task == familiesTaskEdit {
+		return fmt.Sprintf("%s %q (%s)", familiesTaskField, familiesTaskEdit, where), ""
+	}
 	mode, where, ok := t.lookup(fieldTaskMode)
 	if ok && mode == taskModeEdit {
 		return fmt.Sprintf("%s %q (%s)", fieldTaskMode, taskModeEdit, where), ""
@@ -65,6 +68,9 @@ func editDeclaration(t testcase) (string, string) {
 	}
 	if len(read) == 1 {
 		read = append(read, fieldUserContract+" unset")
+	}
+	if task, where, ok := t.lookup(familiesTaskField); ok {
+		read = append(read, fmt.Sprintf("%s %q (%s)", familiesTaskField, fmt.Sprint(task), where))
 	}
 	return "", strings.Join(read, ", ")
 }
@@ -91,6 +97,9 @@ func workload(t testcase, f facts) (string, string) {
 	}
 	if s := t.str(fieldTaskStrategy); s != "" {
 		return s, fmt.Sprintf("%s %q", fieldTaskStrategy, s)
+	}
+	if s := t.str(familiesTaskField); s != "" {
+		return s, fmt.Sprintf("%s %q", familiesTaskField, s)
 	}
 	return "unknown", fmt.Sprintf("no %s and no %s", fieldUserContract, fieldTaskStrategy)
 }

@@ -119,6 +119,22 @@ func truthy(v any) bool {
 	return false
 }
 
+// falsy reads JSON false and the strings "false"/"no"/"0" (and the number 0).
+func falsy(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return !x
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "false", "no", "0":
+			return true
+		}
+	case json.Number:
+		return x.String() == "0"
+	}
+	return false
+}
+
 // number reads a JSON number as an int (0 when absent or not a whole number).
 func number(v any) int {
 	n, ok := v.(json.Number)

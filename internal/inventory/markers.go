@@ -15,6 +15,9 @@ func partialMarkers(t testcase) []string {
 	if trace := t.str(fieldTraceID); slices.Contains(strings.Split(trace, "-"), traceTokenL0) {
 		by = append(by, fmt.Sprintf("%s %q carries %q", fieldTraceID, trace, traceTokenL0))
 	}
+	if v, where, ok := t.lookup(familiesPremerge); ok && truthy(v) {
+		by = append(by, fmt.Sprintf("%s %v (%s)", familiesPremerge, v, where))
+	}
 	if id := t.str(fieldHFID); id != "" {
 		repo := id[strings.LastIndex(id, "/")+1:]
 		if slices.Contains(strings.FieldsFunc(strings.ToLower(repo), isSeparator), randomWeightToken) {
@@ -33,8 +36,14 @@ func skipMarkers(t testcase) []string {
 		by = append(by, fmt.Sprintf("%s is not listed in MODEL.toml test_manifests", t.manifestPath))
 	}
 	for _, k := range skipFlags {
-		if v, where, ok := t.lookup(k); ok && truthy(v) {
-			by = append(by, fmt.Sprintf("%s %v (%s)", k, v, where))
+		// true, or a reason in place of the flag ("skip": "staged for the next phase"):
+		// any value that is not false says the profile is not run.
+		if v, where, ok := t.lookup(k); ok && present(v) && !falsy(v) {
+			if s, isString := v.(string); isString {
+				by = append(by, fmt.Sprintf("%s %q (%s)", k, s, where))
+			} else {
+				by = append(by, fmt.Sprintf("%s %v (%s)", k, v, where))
+			}
 		}
 	}
 	for _, k := range skipReasons {
