@@ -81,6 +81,16 @@ inventory:
 	@test -n "$(TRTMC)" || { echo "make inventory TRTMC=DIR: name a TRTMC checkout (or ../shared/trtmc-main-e9132e79)"; exit 2; }
 	$(GO) run ./scripts/inventory -trtmc $(TRTMC) -out .
 
+# The real Qwen adapter through every stage against the TRTMC contract double, in each
+# serving shape CI drives (also part of `make test`). Its rows read passed-contract-double.
+.PHONY: qwen-double
+qwen-double: setup engine tables
+	@mkdir -p evidence
+	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qwen-double.xml -- \
+		-count=1 -run '^TestQwenDouble$$' ./qual/
+	$(GO) run ./scripts/testgate -junit evidence/junit-qwen-double.xml -tables $(TABLES) -table TestQwenDouble
+	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qwen-double.xml
+
 # Readiness of the rows RUN selects (a go test -run pattern; default all): exit 1 when
 # one is not ready. JSON=1 prints JSON for scripts.
 RUN ?=

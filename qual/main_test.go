@@ -87,6 +87,10 @@ func run(m *testing.M) int {
 		Reporter: report.Evidence{Root: root},
 	}
 	baseConfig = cfg
+	if err := prepareDouble(context.Background(), root); err != nil {
+		fmt.Fprintln(os.Stderr, "qual: the TRTMC contract double:", err)
+		return 2
+	}
 	if *doctor {
 		return printDoctor(root, cfg, os.Stdout)
 	}

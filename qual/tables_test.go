@@ -36,6 +36,7 @@ var tables = []table{
 	{test: "TestRefEdit", rows: refeditRows},
 	{test: "TestQwenImageEdit", rows: qwenImageEditRows, hardware: true},
 	{test: "TestReferenceSmoke", rows: qwenReferenceRows, hardware: true},
+	{test: "TestQwenDouble", rows: qwenDoubleRows},
 }
 
 // qualifyTable qualifies every row of the table whose test t is, each as a subtest.

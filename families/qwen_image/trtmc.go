@@ -3,6 +3,7 @@ package qwenimage
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -323,7 +324,8 @@ func (a TRTMC) Image(env harness.Env) harness.ContainerImage {
 	if a.Config.HFHome != "" {
 		ci.Mounts = append(ci.Mounts, harness.Mount{Host: a.Config.HFHome, Container: a.Config.HFHome, ReadOnly: true})
 	}
-	if n, err := a.native(env); err == nil {
+	if n, err := a.native(env); err == nil && fileExists(n.dir) {
+		// Tools makes the folder; the probes before it need no runtime.
 		ci.Mounts = append(ci.Mounts, harness.Mount{Host: n.dir, Container: buildDir})
 	}
 	if a.Config.Image == "" {
@@ -344,4 +346,9 @@ func clip(b []byte) string {
 		return string(b[:300]) + "..."
 	}
 	return string(b)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

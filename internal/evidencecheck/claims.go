@@ -38,6 +38,7 @@ func (r *rowCheck) check() {
 	r.checkCorrectness()
 	r.checkCorrectnessCase()
 	r.checkProvenance()
+	r.checkServerIdentity()
 	r.checkServe()
 	r.checkCommands()
 	r.checkBenchmark()

@@ -29,7 +29,8 @@ const (
 
 // File is one entry of the evidence layout. In Path, {i} is a request's two-digit index
 // in AIPerf's raw export, {phase} its benchmark phase (both expanded from the raw export
-// itself), and {fixture} an image file named by fixtures/manifest.json.
+// itself), {fixture} an image file named by fixtures/manifest.json, {n} a number and
+// {name} a lower-case name (matched, never expanded).
 type File struct {
 	Path  string
 	Stage string
@@ -51,6 +52,7 @@ var RunLayout = []File{
 var RowLayout = []File{
 	{"SHA256SUMS", "", Required}, // the row's own checksum list, written when the row reports
 	{"preflight.json", "", Required},
+	{"preflight/probe-{name}.log", "", Optional}, // the family's probes, when it has any
 	{"results.json", "", Required},
 	{"row.md", "", Required},
 	{"commands.jsonl", "correctness", Required},
@@ -59,8 +61,8 @@ var RowLayout = []File{
 	{"fixtures/{fixture}", "preflight", Required},
 
 	{"build/bundle.json", "build", Required},
-	{"build/tools.log", "", Optional},
-	{"build/build.log", "", Optional}, // absent when the bundle came from the cache
+	{"build/tools-{n}.log", "", Optional}, // the family's tool commands, numbered
+	{"build/build.log", "", Optional},     // absent when the bundle came from the cache
 
 	{"correctness/junit.xml", "correctness", Required},
 	{"correctness/output.log", "correctness", Required},
@@ -71,6 +73,8 @@ var RowLayout = []File{
 	{"serve/records.jsonl", "", Optional}, // required by the timing claim when Task time comes from it
 	{"serve/image-build.log", "", Optional},
 	{"serve/testcontainers.log", "", Optional},
+	{"serve/identity.json", "", Optional}, // required by results.json server_identity
+	{"serve/scratch/**", "", FamilyTree},  // what the server writes there (images as file URLs)
 
 	{"aiperf/inputs.jsonl", "benchmark", Required},
 	{"aiperf/aiperf.log", "benchmark", Required},
@@ -112,6 +116,9 @@ type expansion struct {
 // expand lists the paths an entry stands for, or returns a pattern when the data that
 // would expand it is missing.
 func (e expansion) expand(path string) (paths []string, pattern *regexp.Regexp) {
+	if strings.Contains(path, "{n}") || strings.Contains(path, "{name}") {
+		return nil, placeholderPattern(path)
+	}
 	if strings.Contains(path, "{fixture}") {
 		if e.fixtures == nil {
 			return nil, placeholderPattern(path)
@@ -144,6 +151,8 @@ func placeholderPattern(path string) *regexp.Regexp {
 	q = strings.ReplaceAll(q, `\{i\}`, `[0-9]{2,}`)
 	q = strings.ReplaceAll(q, `\{phase\}`, `[a-z_]+`)
 	q = strings.ReplaceAll(q, `\{fixture\}`, `[^/]+`)
+	q = strings.ReplaceAll(q, `\{n\}`, `[0-9]+`)
+	q = strings.ReplaceAll(q, `\{name\}`, `[a-z0-9][a-z0-9_-]*`)
 	return regexp.MustCompile("^" + q + "$")
 }
 

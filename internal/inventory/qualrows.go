@@ -30,7 +30,12 @@ type QualRow struct {
 	Family  string
 	Profile string
 	Smoke   bool // `Smoke: true`: a reduced or random-weight row, never counted as a checkpoint
+	Double  bool // `Double: true`: served by a contract double, never counted as a checkpoint
 }
+
+// Counts says whether the row can qualify its profile: smoke and contract-double rows
+// never do.
+func (r QualRow) Counts() bool { return !r.Smoke && !r.Double }
 
 func (r QualRow) String() string { return fmt.Sprintf("%s:%d (row %q)", r.File, r.Line, r.Name) }
 
@@ -102,6 +107,9 @@ func qualRow(fset *token.FileSet, path string, lit *ast.CompositeLit) (QualRow, 
 		case "Smoke":
 			id, ok := kv.Value.(*ast.Ident)
 			row.Smoke = ok && id.Name == "true"
+		case "Double":
+			id, ok := kv.Value.(*ast.Ident)
+			row.Double = ok && id.Name == "true"
 		}
 	}
 	return row, isRow, nil
@@ -121,7 +129,9 @@ func stringLiteral(e ast.Expr) (string, bool) {
 func Profiles(rows []QualRow) []string {
 	out := make([]string, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, r.Profile)
+		if !r.Double { // a double's row implements nothing of the checkpoint
+			out = append(out, r.Profile)
+		}
 	}
 	return out
 }

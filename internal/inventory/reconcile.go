@@ -12,7 +12,8 @@ const ReferenceFamily = "refedit"
 
 // Reconcile checks the group against the qual/ tables: every full profile has exactly
 // one qual row, and every qual row names a profile of the inventory or belongs to the
-// reference family. Smoke rows qualify no checkpoint, so neither rule counts them.
+// reference family. Smoke and contract-double rows qualify no checkpoint, so neither rule
+// counts them.
 // All problems are reported at once, full profiles first.
 func Reconcile(profiles []Profile, rows []QualRow, referenceFamily string) error {
 	known := make(map[string]bool, len(profiles))
@@ -21,7 +22,7 @@ func Reconcile(profiles []Profile, rows []QualRow, referenceFamily string) error
 	}
 	byProfile := map[string][]QualRow{}
 	for _, r := range rows {
-		if !r.Smoke {
+		if r.Counts() {
 			byProfile[r.Profile] = append(byProfile[r.Profile], r)
 		}
 	}
@@ -44,7 +45,7 @@ func Reconcile(profiles []Profile, rows []QualRow, referenceFamily string) error
 		}
 	}
 	for _, r := range rows {
-		if r.Smoke || known[r.Profile] || (referenceFamily != "" && r.Family == referenceFamily) {
+		if !r.Counts() || known[r.Profile] || (referenceFamily != "" && r.Family == referenceFamily) {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("qual row %s names profile %q, which is not in the inventory, and its family %q is not the reference family %q",

@@ -1,0 +1,197 @@
+package trtmcdouble
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"image/png"
+	"math"
+
+	"golang.org/x/image/draw"
+)
+
+// Settings are the controls of one edit, as every program of the double names them
+// (the server's form fields, the CLI's flags, the worker's request keys).
+type Settings struct {
+	Seed           int64
+	Steps          int
+	CFGScale       float64 // true_cfg_scale, --cfg-scale
+	GuidanceScale  float64
+	NegativePrompt string
+	Width, Height  int
+}
+
+// Default edit settings, shared by every program so that the same inputs give the same
+// bytes whichever program computed them.
+const (
+	DefaultSize          = 1024
+	DefaultSteps         = 50
+	DefaultCFGScale      = 4.0
+	DefaultGuidanceScale = 1.0
+	DefaultNegative      = " "
+	maxEditSide          = 4096
+)
+
+// DefaultSettings are the settings of a request that sets none, for a bundle: its
+// static image size and step count when it has them.
+func DefaultSettings(h BundleHeader) Settings {
+	s := Settings{Steps: DefaultSteps, CFGScale: DefaultCFGScale, GuidanceScale: DefaultGuidanceScale,
+		NegativePrompt: DefaultNegative, Width: DefaultSize, Height: DefaultSize}
+	if h.ImageWidth > 0 && h.ImageHeight > 0 {
+		s.Width, s.Height = h.ImageWidth, h.ImageHeight
+	}
+	if h.NumInferenceSteps > 0 {
+		s.Steps = h.NumInferenceSteps
+	}
+	return s
+}
+
+func (s Settings) validate() error {
+	switch {
+	case s.Width < 1 || s.Height < 1 || s.Width > maxEditSide || s.Height > maxEditSide:
+		return fmt.Errorf("size %dx%d: width and height must be 1..%d", s.Width, s.Height, maxEditSide)
+	case s.Steps < 1:
+		return fmt.Errorf("num_inference_steps %d: must be at least 1", s.Steps)
+	}
+	return nil
+}
+
+// Edit is the double's image edit: a pure, deterministic function of the reference image
+// (PNG or JPEG bytes), the prompt and the settings, returning a PNG of exactly
+// Width x Height. It resizes the reference (bilinear) and applies a per-pixel colour
+// transform (channel rotation, per-channel gamma and inversion, a gentle stripe pattern)
+// whose parameters come from sha256 of the prompt and settings. It is no diffusion model.
+func Edit(src []byte, prompt string, s Settings) ([]byte, error) {
+	img, err := decodeImage(src)
+	if err != nil {
+		return nil, err
+	}
+	out, err := editImage(img, prompt, s)
+	if err != nil {
+		return nil, err
+	}
+	return encodePNG(out)
+}
+
+// decodeImage decodes PNG or JPEG bytes, and nothing else.
+func decodeImage(b []byte) (image.Image, error) {
+	switch {
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("PNG: %w", err)
+		}
+		return img, nil
+	case bytes.HasPrefix(b, []byte{0xff, 0xd8}):
+		img, err := jpeg.Decode(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("JPEG: %w", err)
+		}
+		return img, nil
+	}
+	return nil, errors.New("the image is neither PNG nor JPEG")
+}
+
+// imageSize reads the pixel size of PNG or JPEG bytes.
+func imageSize(b []byte) (w, h int, err error) {
+	var cfg image.Config
+	switch {
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+		cfg, err = png.DecodeConfig(bytes.NewReader(b))
+	case bytes.HasPrefix(b, []byte{0xff, 0xd8}):
+		cfg, err = jpeg.DecodeConfig(bytes.NewReader(b))
+	default:
+		err = errors.New("the image is neither PNG nor JPEG")
+	}
+	return cfg.Width, cfg.Height, err
+}
+
+// resize scales img to w x h with bilinear interpolation.
+func resize(img image.Image, w, h int) *image.NRGBA {
+	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+	draw.BiLinear.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
+	return dst
+}
+
+// toNRGBA copies img into an NRGBA image of the same size, pixel for pixel.
+func toNRGBA(img image.Image) *image.NRGBA {
+	b := img.Bounds()
+	dst := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.Draw(dst, dst.Bounds(), img, b.Min, draw.Src)
+	return dst
+}
+
+func editImage(img image.Image, prompt string, s Settings) (*image.NRGBA, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	out := resize(img, s.Width, s.Height)
+	lk := lookFor(prompt, s)
+	for y := range s.Height {
+		row := out.Pix[y*out.Stride : y*out.Stride+4*s.Width]
+		for x := range s.Width {
+			px := row[4*x : 4*x+4]
+			in := [3]uint8{px[0], px[1], px[2]}
+			d := int(lk.stripe[(x*lk.fx+y*lk.fy)%len(lk.stripe)])
+			for c := range 3 {
+				px[c] = clamp8(int(lk.lut[c][in[lk.perm[c]]]) + d)
+			}
+			px[3] = 0xff
+		}
+	}
+	return out, nil
+}
+
+// look is the colour transform one prompt and settings select.
+type look struct {
+	perm   [3]int        // output channel c takes input channel perm[c]
+	lut    [3][256]uint8 // gamma, then inversion, per output channel
+	stripe []int8        // additive stripe pattern over one period
+	fx, fy int           // stripe direction
+}
+
+func lookFor(prompt string, s Settings) look {
+	key := fmt.Sprintf("%s\x00%d\x00%d\x00%g\x00%g\x00%s", prompt, s.Seed, s.Steps, s.CFGScale, s.GuidanceScale, s.NegativePrompt)
+	h := sha256.Sum256([]byte(key))
+	rotations := [][3]int{{1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}} // never the identity
+	lk := look{perm: rotations[int(h[0])%len(rotations)], fx: 1 + int(h[9])%3, fy: int(h[10]) % 3}
+	invert := 1 + int(h[1])%7 // a non-empty set of inverted channels
+	for c := range 3 {
+		gamma := 0.45 + float64(h[2+c])/255*0.35 // 0.45..0.8, or its inverse 1.25..2.2
+		if h[5+c]&1 == 1 {
+			gamma = 1 / gamma
+		}
+		for v := range 256 {
+			g := math.Round(255 * math.Pow(float64(v)/255, gamma))
+			if invert&(1<<c) != 0 {
+				g = 255 - g
+			}
+			lk.lut[c][v] = uint8(g)
+		}
+	}
+	period := 16 + int(h[8])%48
+	amp := 12 + float64(h[11]%12)
+	phase := float64(h[12]) / 255 * 2 * math.Pi
+	lk.stripe = make([]int8, period)
+	for i := range lk.stripe {
+		lk.stripe[i] = int8(math.Round(amp * math.Sin(2*math.Pi*float64(i)/float64(period)+phase)))
+	}
+	return lk
+}
+
+func clamp8(v int) uint8 {
+	return uint8(min(max(v, 0), 255))
+}
+
+// encodePNG encodes with the standard encoder at its default compression: deterministic.
+func encodePNG(img image.Image) ([]byte, error) {
+	var b bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.DefaultCompression}
+	if err := enc.Encode(&b, img); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

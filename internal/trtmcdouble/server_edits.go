@@ -1,0 +1,342 @@
+package trtmcdouble
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// requestIDPattern is the X-Request-ID the server echoes; any other gets a fresh id.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+func requestID(given string) string {
+	if requestIDPattern.MatchString(given) {
+		return given
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// editFields are the multipart fields of POST /v1/images/edits; image is the one file.
+var editFields = map[string]bool{
+	"prompt": true, "image": true, "model": true, "n": true, "response_format": true, "size": true,
+	"seed": true, "num_inference_steps": true, "true_cfg_scale": true, "guidance_scale": true, "negative_prompt": true,
+}
+
+// editRequest is a validated edit request.
+type editRequest struct {
+	prompt   string
+	image    []byte
+	settings Settings
+}
+
+// httpError is a request the server refuses, with its status and error type.
+type httpError struct {
+	status int
+	typ    string
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, a ...any) *httpError {
+	return &httpError{http.StatusBadRequest, "invalid_request", fmt.Sprintf(format, a...)}
+}
+
+// timing is the server's account of one request, in milliseconds.
+type timing struct {
+	QueueMS     float64 `json:"queue_ms"`
+	ModelCallMS float64 `json:"model_call_ms"`
+	HandlerMS   float64 `json:"handler_ms"`
+}
+
+type editResponse struct {
+	Created int64               `json:"created"`
+	Data    []map[string]string `json:"data"`
+	Timing  timing              `json:"trtmc_timing"`
+	Double  bool                `json:"qualkit_contract_double"`
+}
+
+// record is one line of --records.
+type record struct {
+	RequestID   string      `json:"request_id"`
+	Route       string      `json:"route"`
+	Operation   string      `json:"operation"`
+	Backend     string      `json:"backend"`
+	Time        float64     `json:"time"`
+	Timing      timing      `json:"timing"`
+	Observation observation `json:"observation"`
+	Double      bool        `json:"qualkit_contract_double"`
+}
+
+type observation struct {
+	Height    int    `json:"height"`
+	Width     int    `json:"width"`
+	MediaType string `json:"media_type"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// edits serves POST /v1/images/edits, one request at a time.
+func (s *server) edits(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := requestID(r.Header.Get("X-Request-ID"))
+	w.Header().Set("X-Request-ID", id)
+	if !s.ready() {
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "the model is loading; poll /health/ready")
+		return
+	}
+	if !s.busy.TryLock() {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "server_busy", "another request is running; this server serves one at a time")
+		return
+	}
+	defer s.busy.Unlock()
+	req, err := s.parseEdit(w, r)
+	if err != nil {
+		var he *httpError
+		if !errors.As(err, &he) {
+			he = &httpError{http.StatusInternalServerError, "internal_error", err.Error()}
+		}
+		writeError(w, he.status, he.typ, he.msg)
+		return
+	}
+	if s.beforeEdit != nil {
+		s.beforeEdit()
+	}
+	callStart := time.Now()
+	png, err := Edit(req.image, req.prompt, req.settings)
+	callEnd := time.Now()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	item, err := s.output(id, png)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal_error", err.Error())
+		return
+	}
+	t := timing{QueueMS: ms(callStart.Sub(start)), ModelCallMS: ms(callEnd.Sub(callStart)), HandlerMS: ms(time.Since(start))}
+	if err := s.record(id, t, req.settings); err != nil {
+		writeError(w, http.StatusInternalServerError, "internal_error", "--records: "+err.Error())
+		return
+	}
+	w.Header().Set("Server-Timing", fmt.Sprintf("model;dur=%.3f", t.ModelCallMS))
+	writeJSONResponse(w, http.StatusOK, editResponse{Created: time.Now().Unix(), Data: []map[string]string{item}, Timing: t, Double: true})
+}
+
+// output is the response's data item; with --keep-artifacts the PNG is also kept at
+// <scratch>/<request-id>/output.png, which the artifact shape names.
+func (s *server) output(id string, png []byte) (map[string]string, error) {
+	if !s.cfg.keepArtifacts {
+		return map[string]string{"b64_json": base64.StdEncoding.EncodeToString(png)}, nil
+	}
+	dir := filepath.Join(s.cfg.scratch, id)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("artifact directory for request %s: %w", id, err)
+	}
+	path := filepath.Join(dir, "output.png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		return nil, err
+	}
+	if s.cfg.responseFormat == "artifact" {
+		return map[string]string{"url": "file://" + path}, nil
+	}
+	return map[string]string{"b64_json": base64.StdEncoding.EncodeToString(png)}, nil
+}
+
+// record appends the request's line to --records (the file is unbuffered: the line is
+// with the OS before the response is sent).
+func (s *server) record(id string, t timing, st Settings) error {
+	if s.records == nil {
+		return nil
+	}
+	line, err := json.Marshal(record{RequestID: id, Route: "/v1/images/edits", Operation: "generate_image", Backend: "trtmc",
+		Time: float64(time.Now().UnixMicro()) / 1e6, Timing: t,
+		Observation: observation{Height: st.Height, Width: st.Width, MediaType: "image"}, Double: true})
+	if err != nil {
+		return err
+	}
+	_, err = s.records.Write(append(line, '\n'))
+	return err
+}
+
+// parseEdit reads the multipart form and validates every field.
+func (s *server) parseEdit(w http.ResponseWriter, r *http.Request) (editRequest, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.maxBody)
+	values, files, err := readForm(r)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return editRequest{}, &httpError{http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the request body exceeds --max-body-bytes %d", s.cfg.maxBody)}
+		}
+		return editRequest{}, err
+	}
+	if unknown := unknownFields(values, files); len(unknown) > 0 {
+		return editRequest{}, badRequest("unsupported fields: %s", strings.Join(unknown, ", "))
+	}
+	if _, ok := values["image"]; ok {
+		return editRequest{}, badRequest("image must be a file part, not a text field")
+	}
+	if len(files) > 1 || (len(files) == 1 && files["image"] == nil) {
+		return editRequest{}, badRequest("only image may be a file part")
+	}
+	req := editRequest{prompt: values["prompt"], image: files["image"]}
+	switch {
+	case req.prompt == "":
+		return req, badRequest("prompt is required")
+	case req.image == nil:
+		return req, badRequest("image is required")
+	}
+	if _, _, err := imageSize(req.image); err != nil {
+		return req, badRequest("image: %v", err)
+	}
+	if m, ok := values["model"]; ok && m != s.model {
+		return req, badRequest("model %q is not served here; this server serves %q", m, s.model)
+	}
+	if n, ok := values["n"]; ok && n != "1" {
+		return req, badRequest("n must be 1 (got %q): one image per request", n)
+	}
+	if err := s.checkResponseFormat(values["response_format"]); err != nil {
+		return req, err
+	}
+	req.settings, err = formSettings(values, DefaultSettings(s.cfg.header))
+	return req, err
+}
+
+// readForm reads a multipart/form-data body into text fields and file parts. A field
+// given twice is an error.
+func readForm(r *http.Request) (map[string]string, map[string][]byte, error) {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, nil, badRequest("the body must be multipart/form-data: %v", err)
+	}
+	values, files := map[string]string{}, map[string][]byte{}
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			return values, files, nil
+		}
+		if err != nil {
+			return nil, nil, wrapBodyError(err)
+		}
+		name := part.FormName()
+		b, err := io.ReadAll(part)
+		if err != nil {
+			return nil, nil, wrapBodyError(err)
+		}
+		_, dupV := values[name]
+		_, dupF := files[name]
+		if dupV || dupF {
+			return nil, nil, badRequest("field %s is given twice", name)
+		}
+		if part.FileName() != "" {
+			files[name] = b
+		} else {
+			values[name] = string(b)
+		}
+	}
+}
+
+func wrapBodyError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return err
+	}
+	return badRequest("malformed multipart body: %v", err)
+}
+
+func unknownFields(values map[string]string, files map[string][]byte) []string {
+	var unknown []string
+	for k := range values {
+		if !editFields[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	for k := range files {
+		if !editFields[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	return unknown
+}
+
+// checkResponseFormat requires the request's response_format to be b64_json or url. In
+// the b64_json shape it must not ask for a url; in the artifact shape the server answers
+// with the file URL whatever was asked (TRTMC's measurement server never puts the image
+// in the body).
+func (s *server) checkResponseFormat(rf string) error {
+	if rf != "" && rf != "b64_json" && rf != "url" {
+		return badRequest("response_format must be b64_json or url, not %q", rf)
+	}
+	if rf == "url" && s.cfg.responseFormat != "artifact" {
+		want := "b64_json"
+		return badRequest("response_format %s: this server was started with --response-format %s and answers %s", rf, s.cfg.responseFormat, want)
+	}
+	return nil
+}
+
+// formSettings reads the edit settings from the form over the defaults.
+func formSettings(v map[string]string, st Settings) (Settings, error) {
+	if size, ok := v["size"]; ok {
+		ws, hs, found := strings.Cut(size, "x")
+		w, errW := strconv.Atoi(ws)
+		h, errH := strconv.Atoi(hs)
+		if !found || errW != nil || errH != nil {
+			return st, badRequest("size %q is not WxH", size)
+		}
+		st.Width, st.Height = w, h
+	}
+	var err error
+	if s, ok := v["seed"]; ok {
+		if st.Seed, err = strconv.ParseInt(s, 10, 64); err != nil {
+			return st, badRequest("seed %q is not an integer", s)
+		}
+	}
+	if s, ok := v["num_inference_steps"]; ok {
+		if st.Steps, err = strconv.Atoi(s); err != nil {
+			return st, badRequest("num_inference_steps %q is not an integer", s)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *float64
+	}{{"true_cfg_scale", &st.CFGScale}, {"guidance_scale", &st.GuidanceScale}} {
+		if s, ok := v[f.name]; ok {
+			if *f.dst, err = strconv.ParseFloat(s, 64); err != nil {
+				return st, badRequest("%s %q is not a number", f.name, s)
+			}
+		}
+	}
+	if s, ok := v["negative_prompt"]; ok {
+		st.NegativePrompt = s
+	}
+	if err := st.validate(); err != nil {
+		return st, badRequest("%v", err)
+	}
+	return st, nil
+}
+
+func writeJSONResponse(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSONResponse(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": status}})
+}

@@ -1,0 +1,516 @@
+package trtmcdouble
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// serverEnv is a bundle (64x48 output) and the photo.
+type serverEnv struct {
+	p      *proc
+	bundle string
+	image  []byte
+}
+
+func newServerEnv(t *testing.T) serverEnv {
+	t.Helper()
+	dir := t.TempDir()
+	spec := adapterSpec(t)
+	spec.ImageWidth, spec.ImageHeight = 64, 48
+	bundle := filepath.Join(dir, Profile+".bundle")
+	writeTestBundle(t, bundle, spec)
+	r := newRunner(t, dir)
+	return serverEnv{p: &proc{env: r.env, wd: dir, self: r.self, stdout: io.Discard, stderr: io.Discard}, bundle: bundle, image: testPhoto(t)}
+}
+
+// start serves the handler of a server started with args (after the bundle).
+func (e serverEnv) start(t *testing.T, loadDelay time.Duration, args ...string) (*server, *httptest.Server) {
+	t.Helper()
+	cfg, err := parseServer(append([]string{e.bundle}, args...))
+	require.NoError(t, err)
+	s, err := newServer(e.p, cfg, loadDelay)
+	require.NoError(t, err)
+	t.Cleanup(s.close)
+	ts := httptest.NewServer(s.handler())
+	t.Cleanup(ts.Close)
+	return s, ts
+}
+
+// newTestServer serves s's handler and returns its base URL.
+func newTestServer(t *testing.T, s *server) string {
+	t.Helper()
+	ts := httptest.NewServer(s.handler())
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// form is a multipart body: text fields, then the image as a file part (nil: none).
+func form(t *testing.T, fields map[string]string, image []byte) (io.Reader, string) {
+	t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	for k, v := range fields {
+		require.NoError(t, w.WriteField(k, v))
+	}
+	if image != nil {
+		f, err := w.CreateFormFile("image", "photo.jpeg")
+		require.NoError(t, err)
+		_, err = f.Write(image)
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Close())
+	return &b, w.FormDataContentType()
+}
+
+func postEdit(t *testing.T, url string, fields map[string]string, image []byte, header ...string) (*http.Response, map[string]any) {
+	t.Helper()
+	body, ct := form(t, fields, image)
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/images/edits", body)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", ct)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var got map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	return resp, got
+}
+
+func getJSON(t *testing.T, url string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var got map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	return resp.StatusCode, got
+}
+
+var editForm = map[string]string{"prompt": "Make it autumn.", "model": HFID, "n": "1", "size": "64x48", "seed": "42",
+	"num_inference_steps": "20", "true_cfg_scale": "4.0", "guidance_scale": "1.0", "negative_prompt": " ", "response_format": "b64_json"}
+
+func TestServerRoutes(t *testing.T) {
+	e := newServerEnv(t)
+	_, ts := e.start(t, 200*time.Millisecond, "--model-name", HFID)
+
+	code, got := getJSON(t, ts.URL+"/health/live")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, map[string]any{"status": "live"}, got)
+	code, got = getJSON(t, ts.URL+"/health/ready")
+	assert.Equal(t, 503, code)
+	assert.Equal(t, map[string]any{"status": "loading"}, got)
+	resp, body := postEdit(t, ts.URL, editForm, e.image)
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Equal(t, "not_ready", body["error"].(map[string]any)["type"])
+	require.Eventually(t, func() bool { c, _ := getJSON(t, ts.URL+"/health/ready"); return c == 200 }, 5*time.Second, 20*time.Millisecond)
+	_, got = getJSON(t, ts.URL+"/health/ready")
+	assert.Equal(t, map[string]any{"status": "ready"}, got)
+
+	code, got = getJSON(t, ts.URL+"/v1/models")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, map[string]any{"object": "list", "data": []any{map[string]any{"id": HFID, "object": "model", "owned_by": "trtmc"}}}, got)
+
+	code, got = getJSON(t, ts.URL+"/v1/serving/info")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, map[string]any{"backend": "trtmc", "operation": "generate_image", "task": "image_edit",
+		"timing_scope": "public_task_call_wall", "bundle": e.bundle, "model": HFID, "load_ms": 200.0, Marker: true}, got)
+
+	code, got = getJSON(t, ts.URL+"/v1/chat/completions")
+	assert.Equal(t, 404, code)
+	assert.Equal(t, "not_found", got["error"].(map[string]any)["type"])
+}
+
+func TestServerEditB64JSON(t *testing.T) {
+	e := newServerEnv(t)
+	records := filepath.Join(t.TempDir(), "records.jsonl")
+	_, ts := e.start(t, 0, "--model-name", HFID, "--records", records)
+
+	resp, got := postEdit(t, ts.URL, editForm, e.image, "X-Request-ID", "req-0001:a.b")
+	require.Equal(t, 200, resp.StatusCode, got)
+	assert.Equal(t, "req-0001:a.b", resp.Header.Get("X-Request-ID"))
+	assert.Regexp(t, `^model;dur=[0-9]+\.[0-9]{3}$`, resp.Header.Get("Server-Timing"))
+	data := got["data"].([]any)
+	require.Len(t, data, 1)
+	png, err := base64.StdEncoding.DecodeString(data[0].(map[string]any)["b64_json"].(string))
+	require.NoError(t, err)
+	want, err := Edit(e.image, "Make it autumn.", Settings{Seed: 42, Steps: 20, CFGScale: 4, GuidanceScale: 1, NegativePrompt: " ", Width: 64, Height: 48})
+	require.NoError(t, err)
+	assert.Equal(t, want, png)
+	assert.Equal(t, true, got[Marker])
+	assert.InDelta(t, time.Now().Unix(), got["created"], 5)
+	timing := got["trtmc_timing"].(map[string]any)
+	for _, k := range []string{"queue_ms", "model_call_ms", "handler_ms"} {
+		assert.GreaterOrEqual(t, timing[k], 0.0, k)
+	}
+	assert.GreaterOrEqual(t, timing["handler_ms"], timing["model_call_ms"])
+	assert.Equal(t, fmt.Sprintf("model;dur=%.3f", timing["model_call_ms"]), resp.Header.Get("Server-Timing"))
+
+	b, err := os.ReadFile(records)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 1)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &rec))
+	assert.InDelta(t, float64(time.Now().UnixMicro())/1e6, rec["time"], 10)
+	delete(rec, "time")
+	assert.Equal(t, map[string]any{"request_id": "req-0001:a.b", "route": "/v1/images/edits", "operation": "generate_image",
+		"backend": "trtmc", "timing": timing, "observation": map[string]any{"height": 48.0, "width": 64.0, "media_type": "image"},
+		Marker: true}, rec, "the record carries the response's timing")
+
+	resp, _ = postEdit(t, ts.URL, map[string]string{"prompt": "Make it autumn."}, e.image)
+	require.Equal(t, 200, resp.StatusCode)
+	b, err = os.ReadFile(records)
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(string(b), "\n"), "appended, one line per request")
+}
+
+func TestServerRequestIDs(t *testing.T) {
+	e := newServerEnv(t)
+	_, ts := e.start(t, 0)
+	fresh := regexp.MustCompile(`^[0-9a-f]{32}$`)
+	long := strings.Repeat("a", 129)
+	for given, echoed := range map[string]bool{
+		"abc": true, "A1._:-z": true, strings.Repeat("a", 128): true,
+		"": false, "-starts-with-dash": false, "has space": false, "slash/no": false, long: false,
+	} {
+		resp, _ := postEdit(t, ts.URL, map[string]string{"prompt": "p", "size": "8x8"}, e.image, "X-Request-ID", given)
+		require.Equal(t, 200, resp.StatusCode)
+		got := resp.Header.Get("X-Request-ID")
+		if echoed {
+			assert.Equal(t, given, got)
+		} else {
+			assert.Regexp(t, fresh, got, "given %q", given)
+		}
+	}
+}
+
+func TestServerEditArtifact(t *testing.T) {
+	e := newServerEnv(t)
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	_, ts := e.start(t, 0, "--scratch", scratch, "--keep-artifacts", "--response-format", "artifact")
+	fields := map[string]string{"prompt": "Make it autumn.", "response_format": "url"}
+	resp, got := postEdit(t, ts.URL, fields, e.image, "X-Request-ID", "r1")
+	require.Equal(t, 200, resp.StatusCode, got)
+	path := filepath.Join(scratch, "r1", "output.png")
+	assert.Equal(t, []any{map[string]any{"url": "file://" + path}}, got["data"])
+	png, err := os.ReadFile(path)
+	require.NoError(t, err)
+	want, err := Edit(e.image, "Make it autumn.", DefaultSettings(BundleHeader{ImageWidth: 64, ImageHeight: 48, NumInferenceSteps: 20}))
+	require.NoError(t, err)
+	assert.Equal(t, want, png)
+
+	resp, got = postEdit(t, ts.URL, fields, e.image, "X-Request-ID", "r1")
+	assert.Equal(t, 500, resp.StatusCode, "a reused request id does not overwrite its artifact")
+	assert.Contains(t, got["error"].(map[string]any)["message"], "artifact directory for request r1")
+	resp, got = postEdit(t, ts.URL, map[string]string{"prompt": "p", "response_format": "b64_json"}, e.image, "X-Request-ID", "r2")
+	require.Equal(t, 200, resp.StatusCode, "AIPerf always asks for b64_json: the artifact shape answers with the file URL anyway")
+	assert.Equal(t, []any{map[string]any{"url": "file://" + filepath.Join(scratch, "r2", "output.png")}}, got["data"])
+}
+
+func TestServerKeepsArtifactsInB64Shape(t *testing.T) {
+	e := newServerEnv(t)
+	scratch := t.TempDir()
+	_, ts := e.start(t, 0, "--scratch", scratch, "--keep-artifacts", "--response-format", "b64_json")
+	resp, got := postEdit(t, ts.URL, map[string]string{"prompt": "p"}, e.image, "X-Request-ID", "k1")
+	require.Equal(t, 200, resp.StatusCode)
+	png, err := base64.StdEncoding.DecodeString(got["data"].([]any)[0].(map[string]any)["b64_json"].(string))
+	require.NoError(t, err)
+	kept, err := os.ReadFile(filepath.Join(scratch, "k1", "output.png"))
+	require.NoError(t, err)
+	assert.Equal(t, kept, png)
+}
+
+func TestServerEditRejects(t *testing.T) {
+	e := newServerEnv(t)
+	_, ts := e.start(t, 0, "--model-name", "qwen-edit", "--max-body-bytes", "100000")
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{"prompt": "p"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] == "<drop>" {
+				delete(m, kv[i])
+			} else {
+				m[kv[i]] = kv[i+1]
+			}
+		}
+		return m
+	}
+	big := encodeTestPNG(t, noise(300, 300))
+	for name, tc := range map[string]struct {
+		fields map[string]string
+		image  []byte
+		status int
+		want   string
+	}{
+		"unknown field":      {with("mask", "x"), e.image, 400, "unsupported fields: mask"},
+		"unknown fields":     {with("user", "u", "quality", "hd"), e.image, 400, "unsupported fields: quality, user"},
+		"n=2":                {with("n", "2"), e.image, 400, "n must be 1"},
+		"other model":        {with("model", HFID), e.image, 400, `model "Qwen/Qwen-Image-Edit-2511" is not served here`},
+		"no prompt":          {with("prompt", "<drop>"), e.image, 400, "prompt is required"},
+		"no image":           {with(), nil, 400, "image is required"},
+		"image as text":      {with("image", "abc"), nil, 400, "image must be a file part"},
+		"not an image":       {with(), []byte("GIF89a......"), 400, "neither PNG nor JPEG"},
+		"bad response fmt":   {with("response_format", "png"), e.image, 400, "response_format must be b64_json or url"},
+		"url without shape":  {with("response_format", "url"), e.image, 400, "started with --response-format b64_json"},
+		"bad size":           {with("size", "big"), e.image, 400, `size "big" is not WxH`},
+		"zero size":          {with("size", "0x10"), e.image, 400, "width and height must be"},
+		"bad seed":           {with("seed", "x"), e.image, 400, `seed "x" is not an integer`},
+		"bad steps":          {with("num_inference_steps", "1.5"), e.image, 400, "num_inference_steps"},
+		"zero steps":         {with("num_inference_steps", "0"), e.image, 400, "must be at least 1"},
+		"bad true_cfg_scale": {with("true_cfg_scale", "high"), e.image, 400, "true_cfg_scale"},
+		"bad guidance":       {with("guidance_scale", "x"), e.image, 400, "guidance_scale"},
+		"too large":          {with(), big, 413, "exceeds --max-body-bytes 100000"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp, got := postEdit(t, ts.URL, tc.fields, tc.image)
+			assert.Equal(t, tc.status, resp.StatusCode)
+			errObj := got["error"].(map[string]any)
+			assert.Contains(t, errObj["message"], tc.want)
+			assert.Equal(t, float64(tc.status), errObj["code"])
+			assert.NotEmpty(t, resp.Header.Get("X-Request-ID"))
+		})
+	}
+
+	t.Run("not multipart", func(t *testing.T) {
+		resp, err := http.Post(ts.URL+"/v1/images/edits", "application/json", strings.NewReader(`{"prompt":"p"}`))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		assert.Equal(t, 400, resp.StatusCode)
+		b, _ := io.ReadAll(resp.Body)
+		assert.Contains(t, string(b), "multipart/form-data")
+		assert.Contains(t, string(b), `"type":"invalid_request"`)
+	})
+	t.Run("field twice", func(t *testing.T) {
+		var b bytes.Buffer
+		w := multipart.NewWriter(&b)
+		require.NoError(t, w.WriteField("prompt", "a"))
+		require.NoError(t, w.WriteField("prompt", "b"))
+		require.NoError(t, w.Close())
+		resp, err := http.Post(ts.URL+"/v1/images/edits", w.FormDataContentType(), &b)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		assert.Equal(t, 400, resp.StatusCode)
+		body, _ := io.ReadAll(resp.Body)
+		assert.Contains(t, string(body), "field prompt is given twice")
+	})
+	t.Run("second file part", func(t *testing.T) {
+		var b bytes.Buffer
+		w := multipart.NewWriter(&b)
+		require.NoError(t, w.WriteField("prompt", "a"))
+		f, _ := w.CreateFormFile("image", "a.jpeg")
+		_, _ = f.Write(e.image)
+		f, _ = w.CreateFormFile("prompt_file", "b.txt")
+		_, _ = f.Write([]byte("x"))
+		require.NoError(t, w.Close())
+		resp, err := http.Post(ts.URL+"/v1/images/edits", w.FormDataContentType(), &b)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		assert.Equal(t, 400, resp.StatusCode)
+		body, _ := io.ReadAll(resp.Body)
+		assert.Contains(t, string(body), "unsupported fields: prompt_file")
+	})
+}
+
+func TestServerServesOneRequestAtATime(t *testing.T) {
+	e := newServerEnv(t)
+	s, ts := e.start(t, 0)
+	entered, release := make(chan struct{}), make(chan struct{})
+	s.beforeEdit = func() { close(entered); <-release }
+
+	var wg sync.WaitGroup
+	var first *http.Response
+	wg.Go(func() { first, _ = postEdit(t, ts.URL, map[string]string{"prompt": "p"}, e.image) })
+	<-entered
+	resp, got := postEdit(t, ts.URL, map[string]string{"prompt": "p"}, e.image)
+	assert.Equal(t, 429, resp.StatusCode)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	assert.Equal(t, "server_busy", got["error"].(map[string]any)["type"])
+	code, _ := getJSON(t, ts.URL+"/health/live")
+	assert.Equal(t, 200, code, "health answers while an edit runs")
+	close(release)
+	wg.Wait()
+	assert.Equal(t, 200, first.StatusCode)
+
+	s.beforeEdit = nil
+	resp, _ = postEdit(t, ts.URL, map[string]string{"prompt": "p"}, e.image)
+	assert.Equal(t, 200, resp.StatusCode, "free again")
+}
+
+func TestServerServedBytesMatchTheCLI(t *testing.T) {
+	e := newServerEnv(t)
+	_, ts := e.start(t, 0)
+	resp, got := postEdit(t, ts.URL, map[string]string{"prompt": "Make it autumn.", "seed": "7", "true_cfg_scale": "4", "num_inference_steps": "20", "size": "64x48"}, e.image)
+	require.Equal(t, 200, resp.StatusCode)
+	served, err := base64.StdEncoding.DecodeString(got["data"].([]any)[0].(map[string]any)["b64_json"].(string))
+	require.NoError(t, err)
+
+	dir := e.p.wd
+	image := writeFile(t, filepath.Join(dir, "in.jpeg"), string(e.image))
+	plugins := filepath.Join(dir, "models")
+	writeFile(t, filepath.Join(plugins, "qwen_image", libModelQwen), "lib")
+	out := filepath.Join(dir, "native.png")
+	res := newRunner(t, dir).run("trtmc", "run", e.bundle, "--prompt", "Make it autumn.", "--image", image, "--cfg-scale", "4",
+		"--num-inference-steps", "20", "--seed", "7", "--height", "48", "--width", "64", "--output", out, "--model-plugin-dir", plugins)
+	require.Equal(t, 0, res.code, res.stderr)
+	native, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, served, native, "the native Task and the server give the same bytes")
+}
+
+func TestServerCommandLine(t *testing.T) {
+	e := newServerEnv(t)
+	cfg, err := parseServer([]string{e.bundle, "--model-name", "m", "--host", "::1", "--port=9000", "--runtime-root", "/rt",
+		"--startup-timeout", "1800", "--request-timeout", "1800", "--records", "r.jsonl", "--max-body-bytes", "1048576",
+		"--scratch", "/s", "--keep-artifacts", "--response-format", "artifact"})
+	require.NoError(t, err)
+	assert.Equal(t, serverConfig{bundle: e.bundle, modelName: "m", host: "::1", port: 9000, runtimeRoot: "/rt", startupTimeout: 1800,
+		requestTimeout: 1800, records: "r.jsonl", maxBody: 1 << 20, scratch: "/s", keepArtifacts: true, responseFormat: "artifact"}, cfg)
+	cfg, err = parseServer([]string{e.bundle})
+	require.NoError(t, err)
+	assert.Equal(t, serverConfig{bundle: e.bundle, host: "127.0.0.1", port: 8000, startupTimeout: 600, requestTimeout: 600,
+		maxBody: DefaultMaxBodyBytes, responseFormat: "b64_json"}, cfg)
+
+	r := newRunner(t, e.p.wd)
+	res := r.run("trtmc-server", "--help")
+	assert.Equal(t, 0, res.code)
+	for _, flag := range []string{"--model-name", "--host", "--port", "--runtime-root", "--startup-timeout", "--request-timeout",
+		"--records", "--max-body-bytes", "--scratch", "--keep-artifacts", "--response-format", "--help", "64 MiB", "b64_json", "artifact"} {
+		assert.Contains(t, res.stdout, flag)
+	}
+
+	noLib := t.TempDir()
+	notBundle := writeFile(t, filepath.Join(t.TempDir(), "x.bundle"), "definitely not a bundle file")
+	for name, tc := range map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"unknown flag":         {[]string{e.bundle, "--workers", "2"}, 2, "trtmc-server: error: unrecognized arguments: --workers"},
+		"extra positional":     {[]string{e.bundle, "other"}, 2, "unrecognized arguments: other"},
+		"no bundle":            {[]string{"--port", "1"}, 2, "the following arguments are required: bundle"},
+		"missing value":        {[]string{e.bundle, "--port"}, 2, "argument --port: expected one argument"},
+		"all interfaces":       {[]string{e.bundle, "--host", "0.0.0.0"}, 2, "--host must be a loopback address"},
+		"host name":            {[]string{e.bundle, "--host", "localhost"}, 2, "--host must be a loopback address"},
+		"lan address":          {[]string{e.bundle, "--host", "10.0.0.5"}, 2, "--host must be a loopback address"},
+		"bad port":             {[]string{e.bundle, "--port", "http"}, 2, "invalid int value"},
+		"port out of range":    {[]string{e.bundle, "--port", "70000"}, 2, "is not a port"},
+		"bad timeout":          {[]string{e.bundle, "--request-timeout", "soon"}, 2, "invalid float value"},
+		"zero timeout":         {[]string{e.bundle, "--startup-timeout", "0"}, 2, "must be positive"},
+		"bad body limit":       {[]string{e.bundle, "--max-body-bytes", "0"}, 2, "must be positive"},
+		"bad response format":  {[]string{e.bundle, "--response-format", "url"}, 2, "invalid choice: 'url'"},
+		"artifact, no scratch": {[]string{e.bundle, "--response-format", "artifact", "--keep-artifacts"}, 2, "needs --scratch DIR and --keep-artifacts"},
+		"artifact, no keep":    {[]string{e.bundle, "--response-format", "artifact", "--scratch", "/s"}, 2, "needs --scratch DIR and --keep-artifacts"},
+		"keep, no scratch":     {[]string{e.bundle, "--keep-artifacts"}, 2, "--keep-artifacts needs --scratch"},
+		"invalid bundle":       {[]string{notBundle}, 1, "not a valid .bundle artifact: " + notBundle},
+		"runtime without lib":  {[]string{e.bundle, "--runtime-root", noLib}, 1, "holds no libtrtmc_model_qwen_image.so"},
+		"startup too short":    {[]string{e.bundle, "--startup-timeout", "0.1"}, 1, "exceeds --startup-timeout"},
+		"records unwritable":   {[]string{e.bundle, "--records", filepath.Join(noLib, "no", "r.jsonl")}, 1, "--records"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := r.run(append([]string{"trtmc-server"}, tc.args...)...)
+			assert.Equal(t, tc.code, res.code)
+			assert.Contains(t, res.stderr, tc.want)
+		})
+	}
+}
+
+func TestServerRuntimeRootLayouts(t *testing.T) {
+	e := newServerEnv(t)
+	flat, nested := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(flat, libModelQwen), "lib")
+	writeFile(t, filepath.Join(nested, "models", "qwen_image", libModelQwen), "lib")
+	for _, root := range []string{flat, nested} {
+		cfg, err := parseServer([]string{e.bundle, "--runtime-root", root})
+		require.NoError(t, err)
+		s, err := newServer(e.p, cfg, 0)
+		require.NoError(t, err)
+		s.close()
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServerMainOnLoopbackShutsDownGracefully(t *testing.T) {
+	e := newServerEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	p := &proc{ctx: ctx, args: []string{"/usr/local/bin/trtmc-server", e.bundle, "--port", "0", "--model-name", "m"},
+		env: map[string]string{}, stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, wd: e.p.wd, self: e.p.self}
+	go func() { done <- dispatch(p) }()
+
+	addr := regexp.MustCompile(`on http://(127\.0\.0\.1:[0-9]+)`)
+	var base string
+	require.Eventually(t, func() bool {
+		m := addr.FindStringSubmatch(stderr.String())
+		if m != nil {
+			base = "http://" + m[1]
+		}
+		return m != nil
+	}, 5*time.Second, 10*time.Millisecond)
+	code, got := getJSON(t, base+"/health/live")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "live", got["status"])
+	require.Eventually(t, func() bool { c, _ := getJSON(t, base+"/health/ready"); return c == 200 }, 5*time.Second, 50*time.Millisecond)
+
+	cancel() // what SIGTERM does through Main's signal context
+	select {
+	case c := <-done:
+		assert.Equal(t, 0, c)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not shut down")
+	}
+	assert.Contains(t, stderr.String(), "shut down")
+	sc := bufio.NewScanner(strings.NewReader(stderr.String()))
+	for sc.Scan() {
+		assert.Contains(t, sc.Text(), "qualkit contract double")
+	}
+}
+
+// The adapter passes --scratch DIR --keep-artifacts for the artifact shape and no
+// --response-format (a flag only the double has): the folder decides the shape.
+func TestServerShapeFollowsTheScratchFolder(t *testing.T) {
+	e := newServerEnv(t)
+	scratch := t.TempDir()
+	_, ts := e.start(t, 0, "--scratch", scratch, "--keep-artifacts")
+	resp, got := postEdit(t, ts.URL, map[string]string{"prompt": "p", "response_format": "b64_json"}, e.image, "X-Request-ID", "s1")
+	require.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, []any{map[string]any{"url": "file://" + filepath.Join(scratch, "s1", "output.png")}}, got["data"])
+}

@@ -1,0 +1,184 @@
+package trtmcdouble
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHFCache(t *testing.T) {
+	dir := t.TempDir()
+	snap, err := HFCache(dir)
+	require.NoError(t, err)
+	repo := filepath.Join(dir, "hub", "models--Qwen--Qwen-Image-Edit-2511")
+	assert.Equal(t, filepath.Join(repo, "snapshots", Revision), snap)
+	ref, err := os.ReadFile(filepath.Join(repo, "refs", "main"))
+	require.NoError(t, err)
+	assert.Equal(t, Revision, string(ref))
+
+	var index map[string]any
+	b, err := os.ReadFile(filepath.Join(snap, "model_index.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &index))
+	assert.Equal(t, "QwenImageEditPlusPipeline", index["_class_name"])
+	assert.Equal(t, true, index[Marker])
+	for _, c := range []string{"transformer", "text_encoder", "vae", "scheduler", "tokenizer", "processor"} {
+		pair, ok := index[c].([]any)
+		require.True(t, ok, c)
+		assert.Len(t, pair, 2, c)
+		assert.FileExists(t, filepath.Join(snap, c, "config.json"))
+	}
+
+	var weights struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	b, err = os.ReadFile(filepath.Join(snap, "transformer", "diffusion_pytorch_model.safetensors.index.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &weights))
+	shards := map[string]bool{}
+	for _, f := range weights.WeightMap {
+		shards[f] = true
+	}
+	assert.Len(t, shards, 2)
+	for f := range shards {
+		content, err := os.ReadFile(filepath.Join(snap, "transformer", f))
+		require.NoError(t, err, f)
+		assert.Contains(t, string(content), "qualkit contract double")
+	}
+
+	st, err := os.Lstat(filepath.Join(snap, "model_index.json"))
+	require.NoError(t, err)
+	assert.NotZero(t, st.Mode()&os.ModeSymlink, "snapshot files link into blobs/, as huggingface_hub lays them out")
+	target, err := os.Readlink(filepath.Join(snap, "model_index.json"))
+	require.NoError(t, err)
+	assert.False(t, filepath.IsAbs(target), "relative links survive a bind mount")
+	assert.True(t, strings.HasPrefix(target, "../../blobs/"), target)
+
+	again, err := HFCache(dir)
+	require.NoError(t, err, "writing the cache again is harmless")
+	assert.Equal(t, snap, again)
+}
+
+var (
+	buildOnce   sync.Once
+	builtBinary string
+	buildErr    error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBinary != "" {
+		_ = os.RemoveAll(filepath.Dir(builtBinary))
+	}
+	os.Exit(code)
+}
+
+// builtDouble builds the binary once per test run.
+func builtDouble(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the double is built for Linux (its image's OS)")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "trtmcdouble-build")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBinary = filepath.Join(dir, "trtmcdouble")
+		buildErr = Build(context.Background(), repoRoot, builtBinary)
+	})
+	require.NoError(t, buildErr)
+	return builtBinary
+}
+
+func TestBuiltBinaryAnswersToItsNames(t *testing.T) {
+	bin := builtDouble(t)
+	dir := t.TempDir()
+	trtmc := filepath.Join(dir, "trtmc")
+	require.NoError(t, os.Symlink(bin, trtmc))
+	out, err := exec.Command(trtmc, "--version").Output()
+	require.NoError(t, err)
+	assert.Equal(t, "trtmc 0.1.0 (qualkit contract double)\nTRT support: yes\n", string(out))
+
+	out, err = exec.Command(bin, "python3", "--version").Output()
+	require.NoError(t, err)
+	assert.Equal(t, "Python 3.12.3\n", string(out))
+
+	var stderr bytes.Buffer
+	cmd := exec.Command(trtmc, "run", "x.bundle", "--bogus", "1")
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 2, exit.ExitCode())
+	assert.Contains(t, stderr.String(), "Unknown flag: --bogus")
+
+	if out, err := exec.Command("go", "version", "-m", bin).Output(); err == nil {
+		assert.Contains(t, string(out), "CGO_ENABLED=0", "a static binary, fit for FROM scratch")
+		assert.Contains(t, string(out), "-trimpath=true")
+	}
+}
+
+func TestCheckout(t *testing.T) {
+	builtDouble(t) // one build first; Checkout's own builds then hit the cache
+	dockerfile, err := DockerfileName()
+	require.NoError(t, err)
+	for layout, files := range map[string][]string{
+		LayoutFamilies: {"README.md", "conftest.py", familiesManifest, familiesTestFile, familiesTestImg,
+			"families/qwen_image/tests/thresholds/qwen-image-edit-2511.json"},
+		LayoutLegacy: {"README.md", "conftest.py", legacyModelTOML, legacyManifest, legacyTestFile,
+			legacyModelDir + "/data/test_img.jpeg", "website/data/hf-model-metadata.json"},
+	} {
+		t.Run(layout, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "tensorrt-model-connect")
+			require.NoError(t, Checkout(context.Background(), repoRoot, dir, layout))
+			assert.Equal(t, layout, layoutOf(dir))
+			for _, f := range files {
+				assert.FileExists(t, filepath.Join(dir, f))
+			}
+			st, err := os.Stat(filepath.Join(dir, "qualkit-double", "trtmcdouble"))
+			require.NoError(t, err)
+			assert.NotZero(t, st.Mode().Perm()&0o111)
+
+			df, err := os.ReadFile(filepath.Join(dir, dockerfile))
+			require.NoError(t, err)
+			for _, line := range []string{"FROM scratch", "LABEL qualkit.contract-double=\"true\"",
+				"COPY qualkit-double/trtmcdouble /usr/bin/cmake", "COPY qualkit-double/trtmcdouble /opt/venv/bin/python3",
+				"COPY qualkit-double/trtmcdouble /opt/venv/bin/python",
+				"ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin", "WORKDIR /workspace/tensorrt-model-connect"} {
+				assert.Contains(t, strings.Split(string(df), "\n"), line)
+			}
+			assert.Contains(t, string(df), "NOT TensorRT-Model-Connect's")
+			server := "COPY qualkit-double/trtmcdouble /usr/local/bin/trtmc-server"
+			if layout == LayoutLegacy {
+				assert.NotContains(t, string(df), server, "TRTMC e9132e79 has no HTTP server")
+			} else {
+				assert.Contains(t, strings.Split(string(df), "\n"), server)
+			}
+
+			git := func(args ...string) string {
+				out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+				require.NoError(t, err, string(out))
+				return strings.TrimSpace(string(out))
+			}
+			assert.Regexp(t, `^[0-9a-f]{40}$`, git("rev-parse", "HEAD"))
+			assert.Empty(t, git("status", "--porcelain"), "everything is committed")
+			assert.Contains(t, git("ls-files"), "qualkit-double/trtmcdouble")
+		})
+	}
+	assert.ErrorContains(t, Checkout(context.Background(), repoRoot, t.TempDir(), "nightly"), `checkout layout "nightly"`)
+}
