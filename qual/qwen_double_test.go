@@ -2,8 +2,12 @@ package qual
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,29 +26,79 @@ import (
 // unchanged, drives it through every stage on every CI run. Its rows read
 // passed-contract-double: never qualified, whatever they pass.
 
-// doubleDir is where TestMain prepares the double's checkouts and HF cache.
-func doubleDir(root string) string { return filepath.Join(root, ".cache", "trtmc-double") }
+// doubleDir is where TestMain prepares the double: .cache/trtmc-double/current links to
+// the folder of the double's build (named by its sha256), which holds a checkout of each
+// layout and the fake Hugging Face cache.
+func doubleDir(root string) string { return filepath.Join(root, ".cache", "trtmc-double", "current") }
 
-// prepareDouble writes a TRTMC-shaped checkout of each layout with the double built in,
-// and the fake Hugging Face cache, under .cache/trtmc-double. Checkouts commit with fixed
-// dates, so an unchanged double keeps its commit and its cached native build.
+// doubleTests are the tests that need the double prepared.
+var doubleTests = []string{"TestQwenDouble", "TestQwenDoubleE9132e79PredatesTheServer"}
+
+// prepareDouble makes the double ready when the run selects a test that uses it. The
+// folder is named by the sha256 of the double's binary and built under a temporary name,
+// then renamed: concurrent test processes never see a half-written one, and an unchanged
+// double (its checkouts commit with fixed dates) keeps its commit, its native build and
+// its bundles cached.
 func prepareDouble(ctx context.Context, root string) error {
-	dir := doubleDir(root)
-	for _, layout := range []string{trtmcdouble.LayoutFamilies, trtmcdouble.LayoutLegacy} {
-		co := filepath.Join(dir, layout)
-		if err := os.RemoveAll(co); err != nil {
-			return err
-		}
-		if err := trtmcdouble.Checkout(ctx, root, co, layout); err != nil {
-			return err
-		}
-	}
-	hf := filepath.Join(dir, "hf")
-	if err := os.RemoveAll(hf); err != nil {
+	sel, err := harness.TestSelection()
+	if err != nil {
 		return err
 	}
-	_, err := trtmcdouble.HFCache(hf)
-	return err
+	if !slices.ContainsFunc(doubleTests, sel.Runs) {
+		return nil
+	}
+	base := filepath.Dir(doubleDir(root))
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return err
+	}
+	bin := filepath.Join(base, fmt.Sprintf("trtmcdouble-%d", os.Getpid()))
+	defer os.Remove(bin)
+	if err := trtmcdouble.Build(ctx, root, bin); err != nil {
+		return err
+	}
+	sum, err := fileSHA256(bin)
+	if err != nil {
+		return err
+	}
+	final := filepath.Join(base, sum[:16])
+	if _, err := os.Stat(filepath.Join(final, "ready")); err != nil {
+		tmp, err := os.MkdirTemp(base, "tmp-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		for _, layout := range []string{trtmcdouble.LayoutFamilies, trtmcdouble.LayoutLegacy} {
+			if err := trtmcdouble.Checkout(ctx, root, filepath.Join(tmp, layout), layout); err != nil {
+				return err
+			}
+		}
+		if _, err := trtmcdouble.HFCache(filepath.Join(tmp, "hf")); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, "ready"), nil, 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, final); err != nil {
+			if _, serr := os.Stat(filepath.Join(final, "ready")); serr != nil {
+				return err // not another process's finished copy
+			}
+		}
+	}
+	link := filepath.Join(base, fmt.Sprintf("current-%d", os.Getpid()))
+	os.Remove(link)
+	if err := os.Symlink(filepath.Base(final), link); err != nil {
+		return err
+	}
+	return os.Rename(link, doubleDir(root))
+}
+
+func fileSHA256(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // doubleRow is the Qwen row against the double in one serving shape. What differs from
