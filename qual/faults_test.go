@@ -75,6 +75,8 @@ var negativeControls = []negativeControl{
 	{"nondeterministic", serveFault("nondeterministic"), "influence", "not deterministic"},
 	{"drift in the native Task (run --fault drift)", func(_ *harness.Checkpoint, f *refedit.Faulty) { f.NativeFault = "drift" },
 		"identity", "native and HTTP outputs differ"},
+	{"batch native Task carries state between replays (run --batch --leak-state)", func(_ *harness.Checkpoint, f *refedit.Faulty) { f.LeakState = true },
+		"identity", "native and HTTP outputs differ"},
 }
 
 // positiveControls are the unfaulted rows the faults are copies of: each must qualify,

@@ -81,7 +81,7 @@ func run(m *testing.M) int {
 	cfg := harness.SuiteConfig{
 		Root: root, EvidenceRoot: *evidenceRoot, RunID: harness.NewRunID(time.Now()),
 		Python:        filepath.Join(*venv, "bin", "python"),
-		AIPerf:        harness.AIPerf{Bin: filepath.Join(*venv, "bin", "aiperf"), Tokenizer: filepath.Join(*venv, "qualkit-tokenizer")},
+		AIPerf:        harness.AIPerf{Bin: filepath.Join(*venv, "bin", "aiperf"), HFHome: filepath.Join(*venv, "qualkit-hf")},
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
 		GPURead: *gpuread, Progress: progressWriter(),
 		Reporter: report.Evidence{Root: root},

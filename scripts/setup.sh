@@ -29,11 +29,11 @@ rm -rf "$venv"
 "$py" -m venv "$venv"
 "$venv/bin/python" -m pip install --no-input --disable-pip-version-check -q \
   -r "$root/scripts/requirements.txt" -c "$root/scripts/constraints.txt"
-"$venv/bin/python" "$root/scripts/make_tokenizer.py" "$venv/qualkit-tokenizer"
+"$venv/bin/python" "$root/scripts/make_tokenizer.py" "$venv/qualkit-hf"
 got=$("$venv/bin/aiperf" --version 2>/dev/null | tail -n1)
 if [[ "$got" != "0.13.0" ]]; then
   echo "setup: installed aiperf reports version '$got', want 0.13.0" >&2
   exit 1
 fi
 echo "$want" > "$stamp"
-echo "setup: done (aiperf $got, tokenizer $venv/qualkit-tokenizer)"
+echo "setup: done (aiperf $got, tokenizer $venv/qualkit-hf)"

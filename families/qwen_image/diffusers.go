@@ -168,6 +168,11 @@ func (d Diffusers) Serve(env harness.Env, spec harness.ServeSpec) harness.Comman
 
 // diffusersFlags maps each setting a request carries to native.py's flag. Values go
 // as --flag=VALUE, so a prompt or negative prompt that starts with "-" stays a value.
+var (
+	_ harness.Family        = Diffusers{}
+	_ harness.NativeBatcher = Diffusers{}
+)
+
 var diffusersFlags = map[string]string{
 	"size":                "--size",
 	"seed":                "--seed",
@@ -195,6 +200,13 @@ func (d Diffusers) Native(env harness.Env, spec harness.NativeSpec) harness.Comm
 		args = append(args, flag+"="+spec.Settings[k])
 	}
 	return harness.Command{Args: args, Dir: env.Root}
+}
+
+// NativeBatch runs every replay after one pipeline load: native.py --batch, which puts
+// each item through the one-edit path.
+func (d Diffusers) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
+	return harness.Command{Args: []string{d.python(), script(env, "native.py"), spec.Bundle,
+		"--batch", spec.Items, "--report", spec.Report, "--device", d.device()}, Dir: env.Root}
 }
 
 // Timing: the Task call's wall time is in the body; the records file must also carry

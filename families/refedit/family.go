@@ -27,6 +27,7 @@ var (
 	_ harness.Family         = Family{}
 	_ harness.Containerized  = Family{}
 	_ harness.NativeReporter = Family{}
+	_ harness.NativeBatcher  = Family{}
 )
 
 // Default is the bundle the embedded reference row qualifies.
@@ -111,6 +112,12 @@ func (f Family) Native(env harness.Env, spec harness.NativeSpec) harness.Command
 		args = append(args, "--"+strings.ReplaceAll(k, "_", "-"), spec.Settings[k])
 	}
 	return harness.Command{Args: args}
+}
+
+// NativeBatch runs every replay with one load: `refedit run --batch`, which puts each
+// item through exactly what `refedit run` does for one.
+func (f Family) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
+	return harness.Command{Args: []string{binary(env), "run", spec.Bundle, "--batch", spec.Items, "--report", spec.Report}}
 }
 
 // Image is the FROM scratch image around the binary Tools built; the binary's host path

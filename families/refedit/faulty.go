@@ -15,10 +15,14 @@ type Faulty struct {
 	Fault       string        // `refedit serve --fault NAME[:K]`
 	FaultDelay  time.Duration // `refedit serve --fault-delay` (slow); 0 keeps the server's default
 	NativeFault string        // `refedit run --fault NAME`: the identity stage's native Task
+	LeakState   bool          // `refedit run --batch --leak-state`: a batch that carries state between replays
 	CaseFault   CaseFault     // a correctness case that proves nothing
 }
 
-var _ harness.Family = Faulty{}
+var (
+	_ harness.Family        = Faulty{}
+	_ harness.NativeBatcher = Faulty{}
+)
 
 // CaseFault replaces the correctness case with one the harness must refuse.
 type CaseFault string
@@ -46,6 +50,18 @@ func (f Faulty) Native(env harness.Env, spec harness.NativeSpec) harness.Command
 	c := f.Family.Native(env, spec)
 	if f.NativeFault != "" {
 		c.Args = append(c.Args, "--fault", f.NativeFault)
+	}
+	return c
+}
+
+// NativeBatch is the family's batch, with the native fault and the leak when asked.
+func (f Faulty) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
+	c := f.Family.NativeBatch(env, spec)
+	if f.NativeFault != "" {
+		c.Args = append(c.Args, "--fault", f.NativeFault)
+	}
+	if f.LeakState {
+		c.Args = append(c.Args, "--leak-state")
 	}
 	return c
 }

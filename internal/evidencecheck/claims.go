@@ -46,6 +46,7 @@ func (r *rowCheck) check() {
 	r.checkRecords()
 	r.checkLatencies()
 	r.checkNativeLogs()
+	r.checkTimeBudget()
 	r.checkIdentity()
 	r.checkInfluence()
 	r.checkQualification()

@@ -3,6 +3,7 @@ package evidencecheck
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path"
 	"regexp"
 	"sort"
@@ -178,8 +179,24 @@ func nearlyEqualMs(a, b float64) bool {
 // checkNativeLogs: each native Task's log states the sha256 of the PNG it wrote, by the
 // row's pattern, and the PNG in identity/ is that one.
 func (r *rowCheck) checkNativeLogs() {
+	if r.rawErr != nil || !r.passed(schema.StageIdentity) {
+		return
+	}
+	mode := ""
+	if r.res.Identity != nil {
+		mode = r.res.Identity.Mode
+	}
+	if mode == schema.NativeBatch {
+		r.checkNativeBatch()
+		return
+	}
+	for _, q := range r.reqs {
+		if logRel := fmt.Sprintf("identity/%02d-native.log", q.index); !r.exists(logRel) {
+			r.fail(logRel, "exact file set", "the native Task's log of request "+q.id+" (identity passed, native mode "+quote(mode)+")", "missing")
+		}
+	}
 	pat := r.res.NativeOutputPattern
-	if pat == "" || r.rawErr != nil {
+	if pat == "" {
 		return
 	}
 	re, err := regexp.Compile(pat)
@@ -221,5 +238,108 @@ func sortedKeys[V any](m map[string]V) []string {
 func (r *rowCheck) checkServerIdentity() {
 	if r.res.ServerIdentity != "" && r.passed(schema.StageServe) && !r.exists("serve/identity.json") {
 		r.fail("serve/identity.json", "exact file set", "the server's answer at "+r.res.ServerIdentity+" (results.json server_identity)", "missing")
+	}
+}
+
+// checkNativeBatch: a batch native Task ran once and reported each replay: its report
+// names every request once, the file it wrote, and that file's sha256.
+func (r *rowCheck) checkNativeBatch() {
+	const report = schema.NativeBatchFile
+	if !r.exists("identity/native-batch.log") {
+		r.fail("identity/native-batch.log", "exact file set", "the batch native Task's log (native mode batch)", "missing")
+	}
+	b, ok := r.read(report)
+	if !ok {
+		r.fail(report, "exact file set", "the batch native Task's report (native mode batch)", "missing")
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var head struct {
+		LoadMs *float64 `json:"load_ms"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &head); err != nil || head.LoadMs == nil {
+		r.fail(report, "line 1", `{"load_ms": ...}`, quote(lines[0]))
+		return
+	}
+	r.sameFloat(resultsFile, "identity.native_load_ms", *head.LoadMs, r.res.Identity.LoadMs, report+" line 1")
+	byID := map[string]struct {
+		Output string `json:"output"`
+		SHA256 string `json:"output_sha256"`
+	}{}
+	for i, l := range lines[1:] {
+		var line struct {
+			ID     string `json:"id"`
+			Output string `json:"output"`
+			SHA256 string `json:"output_sha256"`
+		}
+		if err := json.Unmarshal([]byte(l), &line); err != nil || line.ID == "" {
+			r.fail(report, fmt.Sprintf("line %d", i+2), `{"id", "output", "output_sha256", "task_ms"}`, quote(l))
+			continue
+		}
+		if _, dup := byID[line.ID]; dup {
+			r.fail(report, "replay "+line.ID, "one line", "two")
+		}
+		byID[line.ID] = struct {
+			Output string `json:"output"`
+			SHA256 string `json:"output_sha256"`
+		}{line.Output, line.SHA256}
+	}
+	r.same(report, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(byID)), "one per request in "+rawExport)
+	for _, q := range r.reqs {
+		l, ok := byID[q.id]
+		if !ok {
+			r.fail(report, "replay "+q.id, "a line for every request in "+rawExport, "none")
+			continue
+		}
+		r.truth(strings.HasSuffix(l.Output, "/"+r.name+"/"+q.nativeRel()), report, "replay "+q.id+" output", "this row's "+q.nativeRel(), quote(l.Output))
+		if q.native != nil {
+			r.same(q.nativeRel(), "sha256", l.SHA256, bytesSHA256(q.native), "what the batch native Task reported ("+report+")")
+		}
+	}
+}
+
+// sameFloat compares two numbers as the evidence prints them (three decimals).
+func (r *rowCheck) sameFloat(file, claim string, want, got float64, source string) bool {
+	return r.same(file, claim, fmt.Sprintf("%.3f", want), fmt.Sprintf("%.3f", got), source)
+}
+
+// checkTimeBudget: the time budget adds up. Its stages are results.json's stages, its
+// model work is the sum of its parts, harness time the rest of the wall, the ratio wall
+// over model work; the served Task calls are one per request that passed through the
+// server (every AIPerf request and the influence probe's three), and a batch native
+// mode loaded once.
+func (r *rowCheck) checkTimeBudget() {
+	tb := r.res.TimeBudget
+	if tb == nil {
+		r.truth(r.res.Status == schema.StatusNotRun, resultsFile, "time_budget", "present in every row that ran", "none")
+		return
+	}
+	for _, st := range r.res.Stages {
+		r.sameFloat(resultsFile, "time_budget.stages_s."+st.Name, st.WallS, tb.Stages[st.Name], "stages["+st.Name+"].wall_s")
+	}
+	r.same(resultsFile, "time_budget.stages_s", fmt.Sprint(len(r.res.Stages)), fmt.Sprint(len(tb.Stages)), "one per stage")
+	m := tb.Model
+	parts := m.ToolsS + m.BuildS + m.CorrectnessS + m.ServerLoadS + m.NativeLoadS + m.ServedTaskS + m.NativeTaskS
+	r.truth(math.Abs(parts-tb.ModelWorkS) < 0.01, resultsFile, "time_budget.model_work_s", fmt.Sprintf("%.3f, the sum of model_work's parts", parts), fmt.Sprintf("%.3f", tb.ModelWorkS))
+	r.truth(math.Abs(tb.WallS-tb.ModelWorkS-tb.HarnessS) < 0.01, resultsFile, "time_budget.harness_s", fmt.Sprintf("%.3f, wall_s - model_work_s", tb.WallS-tb.ModelWorkS), fmt.Sprintf("%.3f", tb.HarnessS))
+	if tb.ModelWorkS > 0 {
+		r.truth(math.Abs(tb.WallS/tb.ModelWorkS-tb.Ratio) < 0.01, resultsFile, "time_budget.ratio", fmt.Sprintf("%.3f, wall_s / model_work_s", tb.WallS/tb.ModelWorkS), fmt.Sprintf("%.3f", tb.Ratio))
+	}
+	var stages float64
+	for _, st := range r.res.Stages {
+		stages += st.WallS
+	}
+	r.truth(tb.WallS+0.001 >= stages, resultsFile, "time_budget.wall_s", fmt.Sprintf("at least the stages' sum, %.3f s", stages), fmt.Sprintf("%.3f", tb.WallS))
+	if r.passed(schema.StageInfluence) && r.rawErr == nil {
+		r.same(resultsFile, "time_budget.model_work.served_task_calls", fmt.Sprint(len(r.reqs)+3), fmt.Sprint(m.ServedTasks),
+			"every request in "+rawExport+" and the influence probe's three")
+	}
+	if r.passed(schema.StageIdentity) && r.res.Identity != nil {
+		r.same(resultsFile, "time_budget.native_mode", r.res.Identity.Mode, tb.NativeMode, "identity.native_mode")
+		if tb.NativeMode == schema.NativeBatch {
+			r.same(resultsFile, "time_budget.native_loads", "1", fmt.Sprint(tb.NativeLoads), "one batch process")
+			r.sameFloat(resultsFile, "time_budget.model_work.native_load_s", r.res.Identity.LoadMs/1000, m.NativeLoadS, "identity.native_load_ms")
+		}
+		r.same(resultsFile, "time_budget.model_work.native_task_calls", fmt.Sprint(r.res.Identity.Total), fmt.Sprint(m.NativeTasks), "one per replay")
 	}
 }

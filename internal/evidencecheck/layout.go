@@ -99,7 +99,9 @@ var RowLayout = []File{
 
 	{"identity/{i}-{phase}-http.png", "benchmark", Required},
 	{"identity/{i}-{phase}-native.png", "identity", Required},
-	{"identity/{i}-native.log", "identity", Required},
+	{"identity/{i}-native.log", "", Optional},     // one-shot and parallel: required by the native mode claim
+	{"identity/native-batch.log", "", Optional},   // batch: required by the native mode claim
+	{"identity/native-batch.jsonl", "", Optional}, // batch: the program's report
 	{"identity/identity.json", "identity", Required},
 
 	// The pictures Suite.Finish draws from the raw files (evidencecheck.WritePictures).

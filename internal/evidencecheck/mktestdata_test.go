@@ -51,7 +51,7 @@ func TestMakeTestdata(t *testing.T) {
 	venv := filepath.Join(root, ".venv")
 	cfg := harness.SuiteConfig{
 		Root: root, EvidenceRoot: *mkOut, Python: filepath.Join(venv, "bin", "python"),
-		AIPerf:        harness.AIPerf{Bin: filepath.Join(venv, "bin", "aiperf"), Tokenizer: filepath.Join(venv, "qualkit-tokenizer")},
+		AIPerf:        harness.AIPerf{Bin: filepath.Join(venv, "bin", "aiperf"), HFHome: filepath.Join(venv, "qualkit-hf")},
 		Qualification: true, Runtime: harness.RuntimeAuto,
 		Reporter: report.Evidence{Root: root}, GPURead: gpuread,
 	}

@@ -18,12 +18,17 @@ import (
 // AIPerfVersion is the only AIPerf release the harness accepts.
 const AIPerfVersion = "0.13.0"
 
-// AIPerf is the benchmark client: the pinned console script and the local tokenizer
-// directory that keeps it off the network.
+// AIPerf is the benchmark client: the pinned console script and HFHome, the Hugging Face
+// cache that scripts/make_tokenizer.py writes the local tokenizer into. AIPerf runs with
+// HF_HOME=HFHome and HF_HUB_OFFLINE=1: it finds the tokenizer cached, skips its tokenizer
+// prefetch and never touches the network.
 type AIPerf struct {
-	Bin       string
-	Tokenizer string
+	Bin    string
+	HFHome string
 }
+
+// Tokenizer is the repo id of the local tokenizer in AIPerf.HFHome.
+const Tokenizer = "qualkit/offline-word-tokenizer"
 
 // CheckVersion runs `aiperf --version` and requires the pin.
 func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
@@ -43,8 +48,9 @@ func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
 	if got != AIPerfVersion {
 		return got, fmt.Errorf("aiperf at %s is version %q, the pin is %s: run `make setup` to reinstall it", a.Bin, got, AIPerfVersion)
 	}
-	if _, err := os.Stat(filepath.Join(a.Tokenizer, "tokenizer.json")); err != nil {
-		return got, fmt.Errorf("local tokenizer missing at %s (AIPerf would try the network): run `make setup`", a.Tokenizer)
+	ref := filepath.Join(a.HFHome, "hub", "models--"+strings.ReplaceAll(Tokenizer, "/", "--"), "refs", "main")
+	if _, err := os.Stat(ref); err != nil {
+		return got, fmt.Errorf("local tokenizer %s missing from %s (AIPerf would try the network): run `make setup`", Tokenizer, a.HFHome)
 	}
 	return got, nil
 }
@@ -69,7 +75,7 @@ func (a AIPerf) Command(r AIPerfRun) Command {
 		"--endpoint-type", "image_edit",
 		"--url", r.URL,
 		"--model", r.Model,
-		"--tokenizer", a.Tokenizer,
+		"--tokenizer", Tokenizer,
 		"--input-file", r.Input,
 		"--custom-dataset-type", "single_turn",
 		"--dataset-sampling-strategy", "sequential",
@@ -89,9 +95,7 @@ func (a AIPerf) Command(r AIPerfRun) Command {
 		"--no-server-metrics",
 		"--no-gpu-telemetry",
 	)
-	// A local tokenizer path with HF_HUB_OFFLINE=1 breaks 0.13.0; keep the hub
-	// unreachable by caching nowhere useful instead of by that flag.
-	return Command{Args: args, Env: []string{"HF_HUB_DISABLE_TELEMETRY=1", "DO_NOT_TRACK=1", "PYTHONUNBUFFERED=1"}}
+	return Command{Args: args, Env: []string{"HF_HOME=" + a.HFHome, "HF_HUB_OFFLINE=1", "HF_HUB_DISABLE_TELEMETRY=1", "DO_NOT_TRACK=1", "PYTHONUNBUFFERED=1"}}
 }
 
 // RawRecord is one line of profile_export_raw.jsonl: what AIPerf sent and received.

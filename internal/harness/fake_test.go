@@ -48,6 +48,8 @@ func fakeMain(prog string, args []string) int {
 		err = fakeServe(args)
 	case "native":
 		err = fakeNative(args)
+	case "native-batch":
+		err = fakeNativeBatch(args)
 	case "aiperf":
 		err = fakeAIPerf(args)
 	default:

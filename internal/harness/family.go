@@ -100,6 +100,35 @@ func (o OutputSource) String() string {
 	return "b64_json"
 }
 
+// NativeBatcher is implemented by families whose native Task can run every replay in one
+// process: one load, then each replay through the same code path as the one-shot Task,
+// with no state carried from one replay to the next. The harness then runs one command
+// for the identity stage instead of one per request. A family whose batch mode depends
+// on what it serves (a checkout without a persistent worker) returns a Command with no
+// Args for the rows that lack it: the harness then runs one process per replay.
+type NativeBatcher interface {
+	NativeBatch(env Env, spec NativeBatchSpec) Command
+}
+
+// NativeBatchSpec is one batch of native replays. Items is a JSONL file of NativeItem,
+// one per replay; the program writes Report (schema.NativeBatchFile's format): a first
+// line {"load_ms": ...}, then one line per replay {"id", "output", "output_sha256",
+// "task_ms"}, in any order.
+type NativeBatchSpec struct {
+	Bundle string
+	Items  string
+	Report string
+}
+
+// NativeItem is one replay of a batch: the same fields as NativeSpec, and the request id.
+type NativeItem struct {
+	ID       string            `json:"id"`
+	Image    string            `json:"image"`
+	Prompt   string            `json:"prompt"`
+	Settings map[string]string `json:"settings"`
+	Output   string            `json:"output"`
+}
+
 // NativeReporter is implemented by families whose native Task program states, in its log,
 // the sha256 of the PNG it wrote. The pattern is a regular expression whose one group
 // captures that hex sha256; the harness and the evidence checker compare it with the

@@ -52,7 +52,7 @@ func newPipeline(t *testing.T, dirty bool) *pipeline {
 	}, "", "  ")
 	require.NoError(t, err)
 	write("fixtures/fake/manifest.json", manifest, 0o644)
-	write("tokenizer/tokenizer.json", []byte("{}"), 0o644)
+	write("hf/hub/models--qualkit--offline-word-tokenizer/refs/main", []byte("0"), 0o644)
 	write("bin/aiperf", []byte("#!/bin/sh\nQUALKIT_FAKE=aiperf GORACE=atexit_sleep_ms=0 exec "+os.Args[0]+" \"$@\"\n"), 0o755)
 	write(".gitignore", []byte("/.cache/\n/evidence/\n"), 0o644)
 	git := func(args ...string) {
@@ -68,7 +68,7 @@ func newPipeline(t *testing.T, dirty bool) *pipeline {
 	}
 	p := &pipeline{root: root, cfg: SuiteConfig{
 		Root: root, EvidenceRoot: filepath.Join(root, "evidence"), RunID: "unit",
-		Python: os.Args[0], AIPerf: AIPerf{Bin: filepath.Join(root, "bin", "aiperf"), Tokenizer: filepath.Join(root, "tokenizer")},
+		Python: os.Args[0], AIPerf: AIPerf{Bin: filepath.Join(root, "bin", "aiperf"), HFHome: filepath.Join(root, "hf")},
 		Qualification: true, Runtime: RuntimeProcess,
 	}}
 	return p

@@ -37,6 +37,14 @@ type row struct {
 	result     *schema.Result
 	prog       *progress // the running stage's; nil between stages
 	sumsSHA    string    // sha256 of the row's SHA256SUMS, once reported
+
+	// For the time budget.
+	started          time.Time
+	toolsS           float64   // the family's tool commands
+	caseS            float64   // the correctness case's command
+	replays          []*replay // the identity stage's native Tasks
+	nativeBatchWallS float64
+	influenceBodies  [][]byte // the influence responses, for their Task times
 }
 
 // stage is one named step of the pipeline.
@@ -75,7 +83,7 @@ func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &row{s: s, c: c.withDefaults(), ev: ev, env: Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}}
+	r := &row{s: s, c: c.withDefaults(), ev: ev, env: Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}, started: time.Now()}
 	r.result = &schema.Result{
 		Schema: "qualkit.result/1", RunID: s.Evidence.RunID, Row: c.Name, Status: schema.StatusFailed,
 		Checkpoint: schema.CheckpointRef{Name: c.Name, Family: c.Family, Backend: c.Adapter.Backend(), Model: c.Model,
@@ -265,6 +273,7 @@ func (r *row) report() error {
 	default:
 		res.Status, res.Reason = schema.StatusQualified, ""
 	}
+	res.TimeBudget = r.timeBudget()
 	if err := r.ev.WriteJSON("results.json", res); err != nil {
 		return fmt.Errorf("report %s: %w", r.c.Name, err)
 	}

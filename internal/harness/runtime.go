@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"qualkit/internal/harness/gpu"
 	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
 )
@@ -32,9 +33,13 @@ func (r *row) inImage(stage string) bool {
 // GPUs by UUID, and, when the stage runs in the image, the container with the family's
 // mounts and mounts, which the harness adds at their host paths.
 func (r *row) options(ctx context.Context, stage string, mounts ...Mount) ([]serving.Option, error) {
+	return r.optionsOn(ctx, stage, r.gpus, mounts...)
+}
+
+func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mounts ...Mount) ([]serving.Option, error) {
 	opts := []serving.Option{serving.WithRecorder(r.ev, stage)}
-	if len(r.gpus) > 0 && stage != schema.StageBenchmark {
-		opts = append(opts, serving.WithGPUs(r.gpus))
+	if len(gpus) > 0 && stage != schema.StageBenchmark {
+		opts = append(opts, serving.WithGPUs(gpus))
 	}
 	if !r.inImage(stage) {
 		return opts, nil
@@ -107,7 +112,12 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 // job runs one command of a stage to completion, where the stage runs, with its output in
 // logRel (the log the stage's heartbeat quotes).
 func (r *row) job(ctx context.Context, stage string, c Command, logRel string, mounts ...Mount) (schema.CommandRecord, error) {
-	opts, err := r.options(ctx, stage, mounts...)
+	return r.jobOn(ctx, stage, c, logRel, r.gpus, mounts...)
+}
+
+// jobOn is job on the given GPUs (a subset of the row's).
+func (r *row) jobOn(ctx context.Context, stage string, c Command, logRel string, gpus []gpu.Device, mounts ...Mount) (schema.CommandRecord, error) {
+	opts, err := r.optionsOn(ctx, stage, gpus, mounts...)
 	if err != nil {
 		return schema.CommandRecord{}, err
 	}

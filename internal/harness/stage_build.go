@@ -29,7 +29,9 @@ func (r *row) build(ctx context.Context) error {
 	}
 	tools, builder := r.c.Adapter.Tools(r.env)
 	for i, cmd := range tools {
-		if _, err := r.job(ctx, schema.StageBuild, cmd, fmt.Sprintf("build/tools-%d.log", i+1)); err != nil {
+		rec, err := r.job(ctx, schema.StageBuild, cmd, fmt.Sprintf("build/tools-%d.log", i+1))
+		r.toolsS += rec.WallS
+		if err != nil {
 			return fmt.Errorf("family tools: %w", err)
 		}
 	}

@@ -114,7 +114,8 @@ func (r *row) correctness(ctx context.Context) error {
 	if !byCase {
 		mounts = append(mounts, at(true, filepath.Dir(r.bundle))...)
 	}
-	_, runErr := r.job(ctx, schema.StageCorrectness, cc.Command, "correctness/output.log", mounts...)
+	rec, runErr := r.job(ctx, schema.StageCorrectness, cc.Command, "correctness/output.log", mounts...)
+	r.caseS = rec.WallS
 	if corr.Artifacts, err = treeHashes(r.ev.Dir, artifacts); err != nil {
 		return fmt.Errorf("correctness artifacts: %w", err)
 	}

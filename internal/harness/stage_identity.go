@@ -1,22 +1,284 @@
 package harness
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"time"
 
+	"qualkit/internal/harness/gpu"
 	"qualkit/internal/schema"
 )
 
-// native runs one native Task where the server ran: in a container of the family's image
-// for container rows, else as a process pinned to the row's GPUs.
-func (r *row) native(ctx context.Context, spec NativeSpec, logRel string) error {
-	mounts := append(at(true, r.bundle, filepath.Dir(spec.Image)), at(false, filepath.Dir(spec.Output))...)
-	_, err := r.job(ctx, schema.StageIdentity, r.c.Adapter.Native(r.env, spec), logRel, mounts...)
-	return err
+// replay is one request AIPerf sent, to run again through the native Task.
+type replay struct {
+	index  int
+	req    schema.IdentityRequest
+	spec   NativeSpec
+	log    string  // the one-shot Task's log, relative to the row
+	wallS  float64 // the one-shot process's wall
+	taskMs float64 // the native Task call, as the program reports it; 0 when it does not
+	stated string  // the sha256 the program says it wrote
+	err    error
+}
+
+// identity stops the server, then replays every request AIPerf sent (warmup too) from
+// the exact bytes in the raw export through the native Task, and requires the decoded
+// pixels to equal those the HTTP response carried. A family with a batch mode runs every
+// replay in one process (one load); otherwise each replay is its own process, several
+// at once when the row has more than one GPU.
+func (r *row) identity(ctx context.Context) error {
+	if err := r.server.Stop(ctx); err != nil {
+		return fmt.Errorf("stop server: %w", err)
+	}
+	if sha, err := pathSHA256(r.bundle); err != nil || sha != r.bundleSHA {
+		return fmt.Errorf("the bundle changed while it was served: sha256 %s before, %s after (%v)", r.bundleSHA, sha, err)
+	}
+	fixtureBySHA := map[string]string{}
+	for _, im := range r.fx.Images {
+		fixtureBySHA[im.SHA256] = im.File
+	}
+	sum := &schema.IdentitySummary{}
+	r.result.Identity = sum
+	var problems []string
+	var replays []*replay
+	for i, rec := range r.export.Raw {
+		id := rec.Metadata.XRequestID
+		req := schema.IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: rec.Prompt(), ClientMs: r.clientMs[id], TaskMs: r.taskMs[id]}
+		sum.Total++
+		if _, ok := r.httpPNG[id]; !ok {
+			problems = append(problems, fmt.Sprintf("request %s: no valid HTTP output to compare", id))
+			sum.Requests = append(sum.Requests, req)
+			continue
+		}
+		sent, err := rec.SentImage()
+		if err != nil {
+			return err
+		}
+		req.InputSHA256 = bytesSHA256(sent)
+		if _, ok := fixtureBySHA[req.InputSHA256]; !ok {
+			problems = append(problems, fmt.Sprintf("request %s: AIPerf sent an image (sha256 %s) that is no fixture: the bytes were re-encoded", id, req.InputSHA256[:12]))
+		}
+		in := filepath.Join(r.env.Work, "native-in", fmt.Sprintf("input-%02d", i))
+		if err := os.MkdirAll(filepath.Dir(in), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(in, sent, 0o644); err != nil {
+			return err
+		}
+		req.HTTPFile = fmt.Sprintf("identity/%02d-%s-http.png", i, req.Phase)
+		req.NativeFile = fmt.Sprintf("identity/%02d-%s-native.png", i, req.Phase)
+		replays = append(replays, &replay{index: i, req: req, log: fmt.Sprintf("identity/%02d-native.log", i),
+			spec: NativeSpec{Bundle: r.bundle, Image: in, Prompt: rec.Prompt(), Settings: rec.Settings(), Output: r.ev.Path(req.NativeFile)}})
+	}
+	if err := r.runNatives(ctx, replays, sum); err != nil {
+		return err
+	}
+	r.replays = replays
+	for _, rp := range replays {
+		req := rp.req
+		if rp.err != nil {
+			problems = append(problems, fmt.Sprintf("request %s: native task: %v", req.RequestID, rp.err))
+			sum.Requests = append(sum.Requests, req)
+			continue
+		}
+		httpPNG := r.httpPNG[req.RequestID]
+		nativePNG, err := os.ReadFile(rp.spec.Output)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("request %s: the native Task wrote no %s: %v", req.RequestID, req.NativeFile, err))
+			sum.Requests = append(sum.Requests, req)
+			continue
+		}
+		req.HTTPSHA256, req.NativeSHA256 = bytesSHA256(httpPNG), bytesSHA256(nativePNG)
+		if rp.stated != "" && rp.stated != req.NativeSHA256 {
+			problems = append(problems, fmt.Sprintf("request %s: the native Task says it wrote sha256 %s, but %s is %s", req.RequestID, rp.stated, req.NativeFile, req.NativeSHA256))
+		}
+		if req.HTTPSHA256 == req.NativeSHA256 {
+			sum.ByteIdentical++
+		}
+		a, _ := DecodePNG(httpPNG)
+		b, err := DecodePNG(nativePNG)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("request %s: native %v", req.RequestID, err))
+			sum.Requests = append(sum.Requests, req)
+			continue
+		}
+		d := ComparePixels(a, b)
+		req.Pixels = d.String()
+		if d.Identical() {
+			sum.PixelMatches++
+		} else {
+			problems = append(problems, fmt.Sprintf("request %s (%s, %q): native and HTTP outputs differ: %s (sha256 %s vs %s)",
+				req.RequestID, req.Phase, req.Prompt, d, req.HTTPSHA256[:12], req.NativeSHA256[:12]))
+		}
+		sum.Requests = append(sum.Requests, req)
+	}
+	if err := r.ev.WriteJSON("identity/identity.json", sum); err != nil {
+		return err
+	}
+	want := r.c.Bench.Measured + r.c.Bench.Warmup
+	if sum.Total != want {
+		problems = append(problems, fmt.Sprintf("%d requests to compare, expected %d", sum.Total, want))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d/%d native-HTTP pixel matches:\n  - %s", sum.PixelMatches, sum.Total, strings.Join(problems, "\n  - "))
+	}
+	return nil
+}
+
+// runNatives runs the replays' native Tasks in the family's mode. A failed replay is
+// recorded on it; the error is for what stops the stage.
+func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.IdentitySummary) error {
+	if len(replays) == 0 {
+		return nil
+	}
+	if nb, ok := r.c.Adapter.(NativeBatcher); ok {
+		if err := r.writeItems(replays); err != nil {
+			return err
+		}
+		spec := NativeBatchSpec{Bundle: r.bundle, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile)}
+		if cmd := nb.NativeBatch(r.env, spec); len(cmd.Args) > 0 {
+			sum.Mode = schema.NativeBatch
+			return r.nativeBatch(ctx, cmd, spec, replays, sum)
+		}
+		r.prog.printf("native Task: the family has no batch mode for this row; one process per replay")
+	}
+	sum.Mode = schema.NativeOneShot
+	slots := [][]gpu.Device{r.gpus}
+	if len(r.gpus) > 1 {
+		// One replay per GPU at a time: each process loads the model on its own GPU.
+		sum.Mode, slots = schema.NativeParallel, nil
+		for _, g := range r.gpus {
+			slots = append(slots, []gpu.Device{g})
+		}
+	}
+	work := make(chan *replay)
+	var wg sync.WaitGroup
+	for _, gpus := range slots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rp := range work {
+				r.nativeOne(ctx, rp, gpus)
+			}
+		}()
+	}
+	for i, rp := range replays {
+		r.prog.printf("native Task %d/%d (%s) of request %s", i+1, len(replays), rp.req.Phase, rp.req.RequestID)
+		work <- rp
+	}
+	close(work)
+	wg.Wait()
+	return nil
+}
+
+// nativeOne runs one replay as its own process on gpus, and reads what its log states.
+func (r *row) nativeOne(ctx context.Context, rp *replay, gpus []gpu.Device) {
+	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Native)
+	defer cancel()
+	mounts := append(at(true, r.bundle, filepath.Dir(rp.spec.Image)), at(false, filepath.Dir(rp.spec.Output))...)
+	rec, err := r.jobOn(ctx, schema.StageIdentity, r.c.Adapter.Native(r.env, rp.spec), rp.log, gpus, mounts...)
+	rp.wallS = rec.WallS
+	if err != nil {
+		rp.err = err
+		return
+	}
+	rp.stated, rp.err = r.nativeStated(r.ev.Path(rp.log))
+	rp.taskMs = statedTaskMs(r.ev.Path(rp.log))
+}
+
+func (r *row) itemsPath() string { return filepath.Join(r.env.Work, "native-items.jsonl") }
+
+// writeItems writes the replays as a batch's items: one NativeItem per line.
+func (r *row) writeItems(replays []*replay) error {
+	var items bytes.Buffer
+	enc := json.NewEncoder(&items)
+	for _, rp := range replays {
+		if err := enc.Encode(NativeItem{ID: rp.req.RequestID, Image: rp.spec.Image, Prompt: rp.spec.Prompt, Settings: rp.spec.Settings, Output: rp.spec.Output}); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(r.itemsPath(), items.Bytes(), 0o644)
+}
+
+// nativeBatch runs every replay in the family's one batch process and reads its report.
+func (r *row) nativeBatch(ctx context.Context, cmd Command, spec NativeBatchSpec, replays []*replay, sum *schema.IdentitySummary) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(len(replays)+1)*r.c.Deadline.Native)
+	defer cancel()
+	r.prog.printf("native Task: %d replays in one %s process (one load)", len(replays), schema.NativeBatch)
+	mounts := append(at(true, r.bundle, filepath.Dir(replays[0].spec.Image)), at(false, filepath.Dir(spec.Report))...)
+	rec, runErr := r.jobOn(ctx, schema.StageIdentity, cmd, "identity/native-batch.log", r.gpus, mounts...)
+	r.nativeBatchWallS = rec.WallS
+	load, lines, err := readBatchReport(spec.Report)
+	if err != nil {
+		if runErr != nil {
+			return fmt.Errorf("native batch: %w (and its report: %v)", runErr, err)
+		}
+		return fmt.Errorf("native batch report: %w", err)
+	}
+	sum.LoadMs = load
+	for _, rp := range replays {
+		line, ok := lines[rp.req.RequestID]
+		switch {
+		case !ok && runErr != nil:
+			rp.err = fmt.Errorf("the batch failed before this replay: %w", runErr)
+		case !ok:
+			rp.err = fmt.Errorf("the batch report %s has no line for it", schema.NativeBatchFile)
+		case filepath.Clean(line.Output) != filepath.Clean(rp.spec.Output):
+			rp.err = fmt.Errorf("the batch report says it wrote %s, the replay asked for %s", line.Output, rp.spec.Output)
+		default:
+			rp.stated, rp.taskMs = line.SHA256, line.TaskMs
+		}
+	}
+	return nil
+}
+
+// batchLine is one replay's line of a batch report.
+type batchLine struct {
+	ID     string  `json:"id"`
+	Output string  `json:"output"`
+	SHA256 string  `json:"output_sha256"`
+	TaskMs float64 `json:"task_ms"`
+}
+
+// readBatchReport reads a batch report: the load, then one line per replay by id.
+func readBatchReport(path string) (loadMs float64, lines map[string]batchLine, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	lines = map[string]batchLine{}
+	for n := 1; sc.Scan(); n++ {
+		if n == 1 {
+			var head struct {
+				LoadMs *float64 `json:"load_ms"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &head); err != nil || head.LoadMs == nil {
+				return 0, nil, fmt.Errorf("%s line 1: want {\"load_ms\": ...}, got %s", filepath.Base(path), clip(sc.Bytes(), 200))
+			}
+			loadMs = *head.LoadMs
+			continue
+		}
+		var l batchLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.ID == "" || len(l.SHA256) != 64 {
+			return 0, nil, fmt.Errorf("%s line %d: want {\"id\", \"output\", \"output_sha256\", \"task_ms\"}, got %s", filepath.Base(path), n, clip(sc.Bytes(), 200))
+		}
+		if _, dup := lines[l.ID]; dup {
+			return 0, nil, fmt.Errorf("%s line %d: replay %s twice", filepath.Base(path), n, l.ID)
+		}
+		lines[l.ID] = l
+	}
+	return loadMs, lines, sc.Err()
 }
 
 // nativeStated is the sha256 a native Task's log says it wrote, by the family's pattern;
@@ -41,100 +303,19 @@ func (r *row) nativeStated(logPath string) (string, error) {
 	return string(m[1]), nil
 }
 
-// identity stops the server, then replays every request AIPerf sent (warmup too) from
-// the exact bytes in the raw export through the native Task, and requires the decoded
-// pixels to equal those the HTTP response carried.
-func (r *row) identity(ctx context.Context) error {
-	if err := r.server.Stop(ctx); err != nil {
-		return fmt.Errorf("stop server: %w", err)
+// taskMsPattern finds a one-shot Task's own report of its Task call ("task_ms": N).
+var taskMsPattern = regexp.MustCompile(`"task_ms":\s*([0-9.]+)`)
+
+func statedTaskMs(logPath string) float64 {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return 0
 	}
-	if sha, err := pathSHA256(r.bundle); err != nil || sha != r.bundleSHA {
-		return fmt.Errorf("the bundle changed while it was served: sha256 %s before, %s after (%v)", r.bundleSHA, sha, err)
+	m := taskMsPattern.FindSubmatch(b)
+	if m == nil {
+		return 0
 	}
-	fixtureBySHA := map[string]string{}
-	for _, im := range r.fx.Images {
-		fixtureBySHA[im.SHA256] = im.File
-	}
-	sum := &schema.IdentitySummary{}
-	r.result.Identity = sum
-	var problems []string
-	for i, rec := range r.export.Raw {
-		id := rec.Metadata.XRequestID
-		req := schema.IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: rec.Prompt(), ClientMs: r.clientMs[id], TaskMs: r.taskMs[id]}
-		sum.Total++
-		httpPNG, ok := r.httpPNG[id]
-		if !ok {
-			problems = append(problems, fmt.Sprintf("request %s: no valid HTTP output to compare", id))
-			sum.Requests = append(sum.Requests, req)
-			continue
-		}
-		sent, err := rec.SentImage()
-		if err != nil {
-			return err
-		}
-		req.InputSHA256 = bytesSHA256(sent)
-		if _, ok := fixtureBySHA[req.InputSHA256]; !ok {
-			problems = append(problems, fmt.Sprintf("request %s: AIPerf sent an image (sha256 %s) that is no fixture: the bytes were re-encoded", id, req.InputSHA256[:12]))
-		}
-		in := filepath.Join(r.env.Work, "native-in", fmt.Sprintf("input-%02d", i))
-		if err := os.MkdirAll(filepath.Dir(in), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(in, sent, 0o644); err != nil {
-			return err
-		}
-		req.HTTPFile = fmt.Sprintf("identity/%02d-%s-http.png", i, req.Phase)
-		req.NativeFile = fmt.Sprintf("identity/%02d-%s-native.png", i, req.Phase)
-		native := r.ev.Path(req.NativeFile)
-		spec := NativeSpec{Bundle: r.bundle, Image: in, Prompt: rec.Prompt(), Settings: rec.Settings(), Output: native}
-		r.prog.printf("native Task %d/%d (%s) of request %s", i+1, len(r.export.Raw), req.Phase, id)
-		nctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Native)
-		err = r.native(nctx, spec, fmt.Sprintf("identity/%02d-native.log", i))
-		cancel()
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("request %s: native task: %v", id, err))
-			sum.Requests = append(sum.Requests, req)
-			continue
-		}
-		nativePNG, err := os.ReadFile(native)
-		if err != nil {
-			return err
-		}
-		req.HTTPSHA256, req.NativeSHA256 = bytesSHA256(httpPNG), bytesSHA256(nativePNG)
-		if stated, err := r.nativeStated(r.ev.Path(fmt.Sprintf("identity/%02d-native.log", i))); err != nil {
-			problems = append(problems, fmt.Sprintf("request %s: %v", id, err))
-		} else if stated != "" && stated != req.NativeSHA256 {
-			problems = append(problems, fmt.Sprintf("request %s: the native Task's log says it wrote sha256 %s, but %s is %s", id, stated, req.NativeFile, req.NativeSHA256))
-		}
-		if req.HTTPSHA256 == req.NativeSHA256 {
-			sum.ByteIdentical++
-		}
-		a, _ := DecodePNG(httpPNG)
-		b, err := DecodePNG(nativePNG)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("request %s: native %v", id, err))
-			sum.Requests = append(sum.Requests, req)
-			continue
-		}
-		d := ComparePixels(a, b)
-		req.Pixels = d.String()
-		if d.Identical() {
-			sum.PixelMatches++
-		} else {
-			problems = append(problems, fmt.Sprintf("request %s (%s, %q): native and HTTP outputs differ: %s (sha256 %s vs %s)",
-				id, req.Phase, req.Prompt, d, req.HTTPSHA256[:12], req.NativeSHA256[:12]))
-		}
-		sum.Requests = append(sum.Requests, req)
-	}
-	if err := r.ev.WriteJSON("identity/identity.json", sum); err != nil {
-		return err
-	}
-	want := r.c.Bench.Measured + r.c.Bench.Warmup
-	if sum.Total != want {
-		problems = append(problems, fmt.Sprintf("%d requests to compare, expected %d", sum.Total, want))
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%d/%d native-HTTP pixel matches:\n  - %s", sum.PixelMatches, sum.Total, strings.Join(problems, "\n  - "))
-	}
-	return nil
+	var v float64
+	fmt.Sscan(string(m[1]), &v)
+	return v
 }

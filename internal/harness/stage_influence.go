@@ -31,6 +31,7 @@ func (r *row) influence(ctx context.Context) error {
 		if status != http.StatusOK {
 			return fmt.Errorf("influence request %s (%s): status %d: %s", names[i], f, status, clip(body, 300))
 		}
+		r.influenceBodies = append(r.influenceBodies, body)
 		png, err := ResponseImage(body, r.output, r.scratch)
 		if err != nil {
 			return fmt.Errorf("influence request %s: %w", names[i], err)

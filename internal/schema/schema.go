@@ -123,6 +123,7 @@ type Result struct {
 	// wrote (one capture group); empty when the family's program states none.
 	NativeOutputPattern string           `json:"native_output_pattern,omitempty"`
 	Influence           *InfluenceResult `json:"influence,omitempty"`
+	TimeBudget          *TimeBudget      `json:"time_budget,omitempty"`
 	Command             string           `json:"command"`
 	Provenance          Provenance       `json:"provenance"`
 }
@@ -255,6 +256,54 @@ type IdentitySummary struct {
 	PixelMatches  int               `json:"pixel_matches"`
 	ByteIdentical int               `json:"byte_identical"`
 	Requests      []IdentityRequest `json:"requests"`
+	// Mode is how the native Task ran: "batch" (one process, one load, every replay;
+	// identity/native-batch.jsonl is its report), "one-shot" (a process per replay), or
+	// "parallel" (one-shot processes at once, one per idle GPU of the row).
+	Mode string `json:"native_mode,omitempty"`
+	// LoadMs is the batch program's one load, as it reports it.
+	LoadMs float64 `json:"native_load_ms,omitempty"`
+}
+
+// Native modes.
+const (
+	NativeBatch    = "batch"
+	NativeOneShot  = "one-shot"
+	NativeParallel = "parallel"
+)
+
+// NativeBatchFile is the report a batch native program writes: a first line
+// {"load_ms": ...}, then one line per replay {"id", "output", "output_sha256", "task_ms"}.
+const NativeBatchFile = "identity/native-batch.jsonl"
+
+// TimeBudget is where a row's wall time went: the model's own work (what qualification
+// cannot do without) and the rest. Model work is the family's tool and bundle builds
+// (zero when cached), its correctness case, one server load, one native load, and every
+// Task call, served and native; everything else (image builds, container starts, AIPerf
+// start-up and per-request overhead, HTTP, checks, evidence, extra native loads) is the
+// harness's. Ratio is wall over model work.
+type TimeBudget struct {
+	WallS       float64            `json:"wall_s"`
+	Stages      map[string]float64 `json:"stages_s"`
+	ModelWorkS  float64            `json:"model_work_s"`
+	HarnessS    float64            `json:"harness_s"`
+	Ratio       float64            `json:"ratio"`
+	Model       ModelWork          `json:"model_work"`
+	AIPerfS     float64            `json:"aiperf_overhead_s"` // benchmark stage wall minus every request's client latency
+	NativeMode  string             `json:"native_mode,omitempty"`
+	NativeLoads int                `json:"native_loads"`
+}
+
+// ModelWork are the parts of TimeBudget.ModelWorkS.
+type ModelWork struct {
+	ToolsS       float64 `json:"tools_s"`
+	BuildS       float64 `json:"build_s"`
+	CorrectnessS float64 `json:"correctness_s"`
+	ServerLoadS  float64 `json:"server_load_s"`
+	NativeLoadS  float64 `json:"native_load_s"`
+	ServedTasks  int     `json:"served_task_calls"`
+	ServedTaskS  float64 `json:"served_task_s"`
+	NativeTasks  int     `json:"native_task_calls"`
+	NativeTaskS  float64 `json:"native_task_s"`
 }
 
 type IdentityRequest struct {

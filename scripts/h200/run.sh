@@ -95,7 +95,7 @@ cat > "$venv/bin/aiperf" <<EOF
 PYTHONPATH=$site_a exec $py -m aiperf "\$@"
 EOF
 chmod +x "$venv/bin/python" "$venv/bin/aiperf"
-"$venv/bin/python" scripts/make_tokenizer.py "$venv/qualkit-tokenizer" || exit 1
+"$venv/bin/python" scripts/make_tokenizer.py "$venv/qualkit-hf" || exit 1
 "$venv/bin/python" -c 'import diffusers, torch; print("  diffusers", diffusers.__version__, "from", diffusers.__file__, "| torch", torch.__version__, "cuda", torch.cuda.is_available())' || fail=1
 timeout 120 "$venv/bin/aiperf" --version | tail -n1 | sed 's/^/  aiperf /' || fail=1
 [[ $steps == install ]] && { step "done (RUN_STEPS=install)"; exit $fail; }

@@ -3,6 +3,12 @@
     python native.py BUNDLE --image IN --prompt=P [--size=WxH] [--seed=S]
         [--num-inference-steps=N] [--true-cfg-scale=G] [--negative-prompt=TEXT]
         --output OUT.png [--device cuda|cuda:N|cpu]
+    python native.py BUNDLE --batch ITEMS.jsonl --report REPORT.jsonl [--device ...]
+
+--batch loads the pipeline once, then runs every item (one JSON object per line: id,
+image, prompt, settings as the HTTP fields, output) through exactly the one-edit path;
+the report's first line is {"load_ms"}, then one line per item {"id", "output",
+"output_sha256", "task_ms", "settings"}.
 
 Settings left out take the bundle's defaults, exactly as absent HTTP fields do (the same
 pipeline.parse_settings). Give values as --flag=VALUE: a prompt may start with "-".
@@ -35,13 +41,23 @@ FLAGS = {
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="native.py", description="one edit through the diffusers reference pipeline")
     ap.add_argument("bundle")
-    ap.add_argument("--image", required=True)
-    ap.add_argument("--prompt", required=True)
-    ap.add_argument("--output", required=True)
+    ap.add_argument("--image")
+    ap.add_argument("--prompt")
+    ap.add_argument("--output")
+    ap.add_argument("--batch", help="ITEMS.jsonl: every edit after one load")
+    ap.add_argument("--report", help="with --batch: REPORT.jsonl")
     ap.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu (only when given explicitly)")
     for field, flag in FLAGS.items():
         ap.add_argument(flag, dest=field, default=None)
     args = ap.parse_args(argv)
+    if args.batch or args.report:
+        one = [f for f in ("image", "prompt", "output", *FLAGS) if getattr(args, f) is not None]
+        if not (args.batch and args.report) or one:
+            ap.error("--batch ITEMS and --report REPORT go together, without the one-edit flags")
+        return batch(args)
+    missing = [f"--{f}" for f in ("image", "prompt", "output") if getattr(args, f) is None]
+    if missing:
+        ap.error("the following arguments are required: " + ", ".join(missing))
     fields = {f: getattr(args, f) for f in FLAGS if getattr(args, f) is not None}
     try:
         bundle = pipeline.read_bundle(args.bundle)
@@ -78,6 +94,33 @@ def main(argv=None) -> int:
         ),
         flush=True,
     )
+    return 0
+
+
+def batch(args) -> int:
+    """Every item of --batch after one load, each through the one-edit path."""
+    try:
+        items = [json.loads(line) for line in Path(args.batch).read_text().splitlines() if line.strip()]
+        bundle = pipeline.read_bundle(args.bundle)
+        editor = pipeline.Editor(bundle, device=args.device)
+    except (OSError, ValueError, pipeline.DeviceError, pipeline.BundleError) as e:
+        print(f"native.py: {e}", file=sys.stderr)
+        return 1
+    with open(args.report, "w") as rep:
+        rep.write(json.dumps({"load_ms": round(editor.load_s * 1000, 3), "runtime": editor.runtime()}) + "\n")
+        for n, it in enumerate(items, 1):
+            try:
+                pipeline.check_prompt(it["prompt"])
+                settings = pipeline.parse_settings(dict(it.get("settings") or {}), bundle["defaults"])
+                res = editor.edit(Path(it["image"]).read_bytes(), it["prompt"], settings)
+            except (KeyError, OSError, pipeline.SettingError, pipeline.ImageError, pipeline.DeviceError) as e:
+                print(f"native.py: batch item {n} ({it.get('id')}): {e}", file=sys.stderr)
+                return 1
+            Path(it["output"]).write_bytes(res.png)
+            rep.write(json.dumps({"id": it["id"], "output": it["output"], "output_sha256": res.output_sha256,
+                                  "task_ms": res.task_ms, "settings": res.settings}, sort_keys=True) + "\n")
+            rep.flush()
+            print(f"native.py: batch {n}/{len(items)} {it['id']}: {res.output_sha256[:12]} ({res.task_ms:.1f} ms)", flush=True)
     return 0
 
 

@@ -12,7 +12,8 @@ import (
 	"qualkit/families/refedit/edit"
 )
 
-const runSynopsis = "run BUNDLE --image IN --prompt P [--size WxH] [--seed S] [--num-inference-steps N] [--guidance-scale G] --output OUT.png [--fault NAME]"
+const runSynopsis = "run BUNDLE --image IN --prompt P [--size WxH] [--seed S] [--num-inference-steps N] [--guidance-scale G] --output OUT.png [--fault NAME]\n" +
+	"       run BUNDLE --batch ITEMS.jsonl --report REPORT.jsonl [--fault NAME] [--leak-state]"
 
 // runReport is the one JSON line `refedit run` prints.
 type runReport struct {
@@ -44,6 +45,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	for _, field := range edit.SettingFields() {
 		settingFlags[field] = fs.String(flagName(field), "", "the "+field+" form field (default: the bundle's)")
 	}
+	batch := fs.String("batch", "", "run every edit of `ITEMS.jsonl` (one JSON object per line: id, image, prompt, settings, output) after one load")
+	report := fs.String("report", "", "with --batch: write the load and one line per edit to `REPORT.jsonl`")
+	leak := fs.Bool("leak-state", false, "with --batch: carry state from one edit to the next (a deliberately broken batch for a negative control)")
 	faultFlag := addFaultFlags(fs, false, taskFaults())
 	positional, err := c.parse(args)
 	if err != nil {
@@ -52,6 +56,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fault, err := faultFlag.parse("run", c.given(), true)
 	if err != nil {
 		return err
+	}
+	if *batch != "" || *report != "" || *leak {
+		given := c.given()
+		for _, single := range []string{"image", "prompt", "output"} {
+			if given[single] {
+				return usagef("run", "--%s is for one edit; with --batch every edit's comes from ITEMS", single)
+			}
+		}
+		switch {
+		case len(positional) != 1:
+			return usagef("run", "want exactly one BUNDLE argument, got %d (%q)", len(positional), positional)
+		case *batch == "" || *report == "":
+			return usagef("run", "--batch ITEMS and --report REPORT go together")
+		}
+		return runBatch(positional[0], *batch, *report, fault, *leak, stdout, stderr)
 	}
 	switch {
 	case len(positional) != 1:

@@ -1,0 +1,51 @@
+package qwenimage
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+
+	"qualkit/families/qwen_image/batch"
+	"qualkit/internal/harness"
+)
+
+// workerSource is where the newer layout keeps the persistent worker's source
+// (TRTMC-SERVING.md section 4: apps/benchmark/native/benchmark_worker.cpp, which has
+// --serve at ca938e40 and not at d4a4aa37 or 08b8f334).
+const workerSource = "apps/benchmark/native/benchmark_worker.cpp"
+
+// WorkerServes says whether the checkout's persistent worker has the --serve mode:
+// its source names the flag. TRTMC main e9132e79 has no such worker at all.
+func WorkerServes(checkout string) bool {
+	b, err := os.ReadFile(filepath.Join(checkout, workerSource))
+	return err == nil && bytes.Contains(b, []byte(`"--serve"`))
+}
+
+// NativeBatch runs every identity replay through TRTMC's persistent worker,
+// `trtmc_benchmark_worker --serve` (one load, then one request line per replay through
+// the same dispatch and timing as a one-shot call), driven by qualkit's trtmc-batch
+// (cmd/trtmcbatch), built here into the row's work folder, which every container of the
+// row mounts. A checkout without that worker gets no command: the harness then runs
+// `trtmc` once per replay, in parallel on the row's GPUs.
+func (a TRTMC) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
+	l, err := a.layout()
+	if err != nil {
+		return reject(err)
+	}
+	if l.Name != LayoutFamilies || !WorkerServes(a.Config.Checkout) {
+		return harness.Command{}
+	}
+	n, err := a.native(env)
+	if err != nil {
+		return reject(err)
+	}
+	driver := filepath.Join(env.Work, "bin", "trtmc-batch")
+	if err := batch.Build(env.Root, driver); err != nil {
+		return reject(err)
+	}
+	return harness.Command{Args: []string{driver,
+		"--worker", filepath.Join(n.dir, "trtmc_benchmark_worker"),
+		"--bundle", spec.Bundle, "--runtime-root", n.dir,
+		"--items", spec.Items, "--report", spec.Report,
+	}, Env: a.env(env), Dir: a.Config.Checkout}
+}

@@ -1,0 +1,184 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/schema"
+)
+
+// FakeBatch is the fake family with a batch native mode. Mode says how the batch
+// behaves: "ok"; "none" (no batch for this row: the harness runs one-shot replays);
+// "leak" (each replay carries a pixel of the previous one's output); "short" (the
+// report lacks the last replay); "crash" (it exits 1 after the first replay).
+type FakeBatch struct {
+	FakeFamily
+	Mode string
+}
+
+var _ NativeBatcher = FakeBatch{}
+
+func (f FakeBatch) NativeBatch(_ Env, spec NativeBatchSpec) Command {
+	if f.Mode == "none" {
+		return Command{}
+	}
+	c := f.program("native-batch")
+	c.Env = append(c.Env, "QUALKIT_FAKE_BATCH="+f.Mode)
+	return f.with(c, "-bundle", spec.Bundle, "-items", spec.Items, "-report", spec.Report)
+}
+
+// fakeNativeBatch plays a batch native Task: one "load", then fakeEdit per item.
+func fakeNativeBatch(args []string) error {
+	fs := flag.NewFlagSet("native-batch", flag.ContinueOnError)
+	items, report := fs.String("items", "", ""), fs.String("report", "", "")
+	fs.String("bundle", "", "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	mode := os.Getenv("QUALKIT_FAKE_BATCH")
+	in, err := os.ReadFile(*items)
+	if err != nil {
+		return err
+	}
+	rep, err := os.Create(*report)
+	if err != nil {
+		return err
+	}
+	defer rep.Close()
+	enc := json.NewEncoder(rep)
+	enc.Encode(map[string]float64{"load_ms": 12.5})
+	var all []NativeItem
+	sc := bufio.NewScanner(bytes.NewReader(in))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var it NativeItem
+		if err := json.Unmarshal(sc.Bytes(), &it); err != nil {
+			return err
+		}
+		all = append(all, it)
+	}
+	var previous byte
+	for n, it := range all {
+		if mode == "short" && n == len(all)-1 {
+			break
+		}
+		if mode == "crash" && n == 1 {
+			return fmt.Errorf("crashed on purpose after one replay")
+		}
+		data, err := os.ReadFile(it.Image)
+		if err != nil {
+			return err
+		}
+		w, h, err := fakeSize(it.Settings["size"])
+		if err != nil {
+			return err
+		}
+		png, err := fakeEdit(data, w, h, os.Getenv("QUALKIT_FAKE_FAULT"))
+		if err != nil {
+			return err
+		}
+		if mode == "leak" && n > 0 {
+			img, _ := DecodePNG(png)
+			nrgba := toNRGBA(img)
+			nrgba.Pix[0] ^= previous | 1
+			var buf bytes.Buffer
+			pngEncode(&buf, nrgba)
+			png = buf.Bytes()
+		}
+		previous = png[len(png)/2]
+		if err := os.WriteFile(it.Output, png, 0o644); err != nil {
+			return err
+		}
+		sum := sha256.Sum256(png)
+		enc.Encode(map[string]any{"id": it.ID, "output": it.Output, "output_sha256": hex.EncodeToString(sum[:]), "task_ms": 1.5})
+	}
+	return nil
+}
+
+// A batch native mode runs every replay in one process and must give the same pixels as
+// the server; one that leaks state between replays, loses a replay or dies fails
+// identity; a family without a batch for the row falls back to one process per replay.
+func TestIdentityBatchMode(t *testing.T) {
+	for _, tc := range []struct {
+		mode, wantMode, msg string
+	}{
+		{"ok", schema.NativeBatch, ""},
+		{"none", schema.NativeOneShot, ""},
+		{"leak", schema.NativeBatch, "native and HTTP outputs differ"},
+		{"short", schema.NativeBatch, "has no line for it"},
+		{"crash", schema.NativeBatch, "the batch failed before this replay"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			p := newPipeline(t, false)
+			c := p.row("batch", "")
+			c.Adapter = FakeBatch{Mode: tc.mode}
+			s := p.start(t)
+			res, err := s.Run(context.Background(), c, t.TempDir())
+			require.NotNil(t, res.Identity, "%+v", res.Stages)
+			assert.Equal(t, tc.wantMode, res.Identity.Mode)
+			st, _ := res.Stage(schema.StageIdentity)
+			if tc.msg == "" {
+				require.NoError(t, err)
+				assert.Equal(t, schema.StatusQualified, res.Status, res.Reason)
+				assert.Equal(t, 4, res.Identity.PixelMatches)
+				require.NotNil(t, res.TimeBudget)
+				wantLoads := 4
+				if tc.wantMode == schema.NativeBatch {
+					wantLoads = 1
+					assert.Equal(t, 12.5, res.Identity.LoadMs)
+					assert.FileExists(t, filepath.Join(s.Evidence.Dir, "batch", schema.NativeBatchFile))
+				}
+				assert.Equal(t, wantLoads, res.TimeBudget.NativeLoads)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, schema.Fail, st.Status)
+			assert.Contains(t, st.Error, tc.msg)
+			if tc.mode == "leak" {
+				assert.Equal(t, 1, res.Identity.PixelMatches, "only the first replay, which had nothing to leak from, matches")
+			}
+		})
+	}
+}
+
+func TestReadBatchReportRefusesMalformedReports(t *testing.T) {
+	sum := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	line := func(id string) string {
+		return fmt.Sprintf(`{"id":%q,"output":"/o/%s.png","output_sha256":%q,"task_ms":2}`, id, id, sum)
+	}
+	for name, tc := range map[string]struct{ body, msg string }{
+		"no load line":    {line("a") + "\n", `want {"load_ms": ...}`},
+		"short sha256":    {`{"load_ms":1}` + "\n" + `{"id":"a","output":"/o","output_sha256":"ab","task_ms":1}` + "\n", "line 2"},
+		"a replay twice":  {`{"load_ms":1}` + "\n" + line("a") + "\n" + line("a") + "\n", "replay a twice"},
+		"not JSON":        {`{"load_ms":1}` + "\nnope\n", "line 2"},
+		"good (two ids)":  {`{"load_ms":3.5}` + "\n" + line("a") + "\n" + line("b") + "\n", ""},
+		"good (no lines)": {`{"load_ms":0}` + "\n", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "native-batch.jsonl")
+			require.NoError(t, os.WriteFile(path, []byte(tc.body), 0o644))
+			load, lines, err := readBatchReport(path)
+			if tc.msg != "" {
+				require.ErrorContains(t, err, tc.msg)
+				return
+			}
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, load, 0.0)
+			for id, l := range lines {
+				assert.Equal(t, "/o/"+id+".png", l.Output)
+			}
+		})
+	}
+}

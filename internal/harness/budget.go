@@ -1,0 +1,128 @@
+package harness
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"qualkit/internal/schema"
+)
+
+// timeBudget says where the row's wall time went (schema.TimeBudget): the model's own
+// work, from what the stages recorded, and the rest. It is computed when the row
+// reports, so the wall covers every stage and the report up to results.json.
+func (r *row) timeBudget() *schema.TimeBudget {
+	res := r.result
+	tb := &schema.TimeBudget{WallS: secondsSince(r.started), Stages: map[string]float64{}}
+	var benchS float64
+	for _, st := range res.Stages {
+		tb.Stages[st.Name] = round3(st.WallS)
+		if st.Name == schema.StageBenchmark {
+			benchS = st.WallS
+		}
+	}
+	m := &tb.Model
+	m.ToolsS = r.toolsS
+	if b := res.Bundle; b != nil && !b.Cached {
+		m.BuildS = b.BuildS
+	}
+	m.CorrectnessS = r.caseS
+	m.ServerLoadS = res.StartupS
+	served := r.servedTaskMs()
+	for _, ms := range served {
+		m.ServedTasks++
+		m.ServedTaskS += ms / 1000
+	}
+	tb.NativeMode, tb.NativeLoads = r.nativeWork(m, served)
+	if r.export != nil {
+		var clientS float64
+		for _, p := range r.export.Profile {
+			if ms, ok := p.RequestLatencyMs(); ok {
+				clientS += ms / 1000
+			}
+		}
+		tb.AIPerfS = round3(math.Max(0, benchS-clientS))
+	}
+	tb.ModelWorkS = m.ToolsS + m.BuildS + m.CorrectnessS + m.ServerLoadS + m.NativeLoadS + m.ServedTaskS + m.NativeTaskS
+	tb.HarnessS = tb.WallS - tb.ModelWorkS
+	if tb.ModelWorkS > 0 {
+		tb.Ratio = round3(tb.WallS / tb.ModelWorkS)
+	}
+	for _, v := range []*float64{&m.ToolsS, &m.BuildS, &m.CorrectnessS, &m.ServerLoadS, &m.NativeLoadS, &m.ServedTaskS, &m.NativeTaskS,
+		&tb.ModelWorkS, &tb.HarnessS, &tb.WallS} {
+		*v = round3(*v)
+	}
+	return tb
+}
+
+// servedTaskMs are the server's Task times of every request it answered: the benchmark's
+// (warmup too) and the influence probe's, from wherever the family's server reports them.
+func (r *row) servedTaskMs() map[string]float64 {
+	out := map[string]float64{}
+	ts := r.c.Adapter.Timing()
+	if ts.Body == "" {
+		all, err := ts.FromRecords(r.ev.Path(schema.RecordsFile))
+		if err == nil {
+			return all
+		}
+		return out
+	}
+	if r.export != nil {
+		for _, rec := range r.export.Raw {
+			if ms, err := ts.FromBody(rec.Body()); err == nil && !rec.Failed() {
+				out[rec.Metadata.XRequestID] = ms
+			}
+		}
+	}
+	for i, body := range r.influenceBodies {
+		if ms, err := ts.FromBody(body); err == nil {
+			out[fmt.Sprintf("influence-%d", i)] = ms
+		}
+	}
+	return out
+}
+
+// nativeWork fills the native Task's share of model work: one load and every Task call.
+// A batch program reports both. A one-shot replay's Task time is its own report, else
+// the server's for the same request (the same code path); its load is its wall minus
+// that, and only the smallest one counts: the others are loads qualification did not need.
+func (r *row) nativeWork(m *schema.ModelWork, served map[string]float64) (mode string, loads int) {
+	sum := r.result.Identity
+	if sum == nil || len(r.replays) == 0 {
+		return "", 0
+	}
+	taskMs := func(rp *replay) float64 {
+		if rp.taskMs > 0 {
+			return rp.taskMs
+		}
+		return served[rp.req.RequestID]
+	}
+	if sum.Mode == schema.NativeBatch {
+		m.NativeLoadS = sum.LoadMs / 1000
+		for _, rp := range r.replays {
+			if rp.err == nil {
+				m.NativeTasks++
+				m.NativeTaskS += taskMs(rp) / 1000
+			}
+		}
+		return sum.Mode, 1
+	}
+	first := true
+	for _, rp := range r.replays {
+		if rp.err != nil || rp.wallS == 0 {
+			continue
+		}
+		t := taskMs(rp) / 1000
+		m.NativeTasks++
+		m.NativeTaskS += t
+		loads++
+		if load := math.Max(0, rp.wallS-t); first || load < m.NativeLoadS {
+			m.NativeLoadS, first = load, false
+		}
+	}
+	return sum.Mode, loads
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+func secondsSince(t time.Time) float64 { return time.Since(t).Seconds() }
