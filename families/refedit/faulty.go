@@ -16,6 +16,7 @@ type Faulty struct {
 	FaultDelay  time.Duration // `refedit serve --fault-delay` (slow); 0 keeps the server's default
 	NativeFault string        // `refedit run --fault NAME`: the identity stage's native Task
 	LeakState   bool          // `refedit run --batch --leak-state`: a batch that carries state between replays
+	OneShot     bool          // no batch: one `refedit run` per replay (as for a TRTMC checkout without the persistent worker)
 	CaseFault   CaseFault     // a correctness case that proves nothing
 }
 
@@ -56,6 +57,9 @@ func (f Faulty) Native(env harness.Env, spec harness.NativeSpec) harness.Command
 
 // NativeBatch is the family's batch, with the native fault and the leak when asked.
 func (f Faulty) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
+	if f.OneShot {
+		return harness.Command{}
+	}
 	c := f.Family.NativeBatch(env, spec)
 	if f.NativeFault != "" {
 		c.Args = append(c.Args, "--fault", f.NativeFault)

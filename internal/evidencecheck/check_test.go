@@ -276,14 +276,14 @@ func TestTamperingFails(t *testing.T) {
 
 		{name: "deleted file", run: "qualified",
 			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/02-native.log")))
+				require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/native-batch.jsonl")))
 			},
-			want: []string{q + "/identity/02-native.log: listed in SHA256SUMS: evidence says listed with sha256"}},
+			want: []string{q + "/identity/native-batch.jsonl: listed in SHA256SUMS: evidence says listed with sha256"}},
 		{name: "deleted file, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/02-native.log")))
+				require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/native-batch.jsonl")))
 			},
-			want: []string{q + "/identity/02-native.log: exact file set: evidence says required once stage identity passed, as results.json says it did, file says missing"}},
+			want: []string{q + "/identity/native-batch.jsonl: exact file set: evidence says the batch native Task's report (native mode batch), file says missing"}},
 		{name: "deleted AIPerf export, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				require.NoError(t, os.Remove(filepath.Join(dir, q, "aiperf/artifacts/profile_export_console.txt")))
@@ -418,11 +418,16 @@ func TestTamperingFails(t *testing.T) {
 				replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"task_ms":[0-9.]+`, `"task_ms":0.25`)
 			},
 			want: []string{q + "/serve/records.jsonl: request ", "timing.task_ms: evidence says", "ms (response body timing.task_ms in aiperf/artifacts/profile_export_raw.jsonl), file says 0.25 ms"}},
-		{name: "native logs replaced, checksums fixed", run: "qualified", resum: true,
+		{name: "one-shot native log replaced, checksums fixed", run: "drift", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "identity/02-native.log"), []byte("all good\n"), 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, driftRow, "identity/02-native.log"), []byte("all good\n"), 0o644))
 			},
-			want: []string{q + `/identity/02-native.log: the sha256 the native Task wrote: evidence says a line matching "output_sha256":\s*"([0-9a-f]{64})", file says none`}},
+			want: []string{driftRow + `/identity/02-native.log: the sha256 the native Task wrote: evidence says a line matching "output_sha256":\s*"([0-9a-f]{64})", file says none`}},
+		{name: "native batch report replaced, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "identity/native-batch.jsonl"), []byte(`{"load_ms": 1}`+"\nall good\n"), 0o644))
+			},
+			want: []string{q + `/identity/native-batch.jsonl: line 2: evidence says {"id", "output", "output_sha256", "task_ms"}, file says "all good"`}},
 		{name: "one request latency changed consistently, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				replaceFirstRe(t, filepath.Join(dir, q, profileExport), `"request_latency":\{"value":[0-9.]+`, `"request_latency":{"value":0.5`)
@@ -462,6 +467,44 @@ func TestTamperingFails(t *testing.T) {
 				}
 			},
 			want: []string{driftRow + "/identity/00-warmup-native.png: sha256: evidence says", "(what the native Task's log says it wrote (identity/00-native.log))"}},
+		{name: "a batch report without its native log", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/native-batch.log")))
+			},
+			want: []string{q + "/identity/native-batch.log: exact file set: evidence says the batch native Task's log (native mode batch), file says missing"}},
+		{name: "a replay dropped from the batch report, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				path := filepath.Join(dir, q, "identity/native-batch.jsonl")
+				b, err := os.ReadFile(path)
+				require.NoError(t, err)
+				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+				writeFile(t, path, strings.Join(lines[:len(lines)-1], "\n")+"\n")
+			},
+			want: []string{q + "/identity/native-batch.jsonl: replays: evidence says 6 (one per request in aiperf/artifacts/profile_export_raw.jsonl), file says 5"}},
+		{name: "a time budget's ratio lowered, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["time_budget"].(map[string]any)["ratio"] = 1.0 })
+			},
+			want: []string{q + "/results.json: time_budget.ratio: evidence says"}},
+		{name: "model work inflated and the budget recomputed, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					tb := d["time_budget"].(map[string]any)
+					m := tb["model_work"].(map[string]any)
+					m["native_task_s"] = m["native_task_s"].(float64) + 5
+					tb["model_work_s"] = tb["model_work_s"].(float64) + 5
+					tb["harness_s"] = tb["harness_s"].(float64) - 5
+					tb["ratio"] = tb["wall_s"].(float64) / tb["model_work_s"].(float64)
+				})
+			},
+			want: []string{q + "/results.json: time_budget.model_work.native_task_s: evidence says", "the sum of task_ms in identity/native-batch.jsonl"}},
+		{name: "served Task time shrunk, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					d["time_budget"].(map[string]any)["model_work"].(map[string]any)["served_task_s"] = 0.0
+				})
+			},
+			want: []string{q + "/results.json: time_budget.model_work.served_task_s: evidence says at least"}},
 
 		{name: "edited JUnit property", run: "qualified", junit: true,
 			edit: func(t *testing.T, _, junit string) {

@@ -177,21 +177,23 @@ func nearlyEqualMs(a, b float64) bool {
 }
 
 // checkNativeLogs: each native Task's log states the sha256 of the PNG it wrote, by the
-// row's pattern, and the PNG in identity/ is that one.
+// row's pattern, and the PNG in identity/ is that one. A row whose identity stage passed
+// must have them all; a failed one is held to what it kept.
 func (r *rowCheck) checkNativeLogs() {
-	if r.rawErr != nil || !r.passed(schema.StageIdentity) {
+	if r.rawErr != nil || r.res == nil {
 		return
 	}
+	required := r.passed(schema.StageIdentity)
 	mode := ""
 	if r.res.Identity != nil {
 		mode = r.res.Identity.Mode
 	}
 	if mode == schema.NativeBatch {
-		r.checkNativeBatch()
+		r.checkNativeBatch(required)
 		return
 	}
 	for _, q := range r.reqs {
-		if logRel := fmt.Sprintf("identity/%02d-native.log", q.index); !r.exists(logRel) {
+		if logRel := fmt.Sprintf("identity/%02d-native.log", q.index); required && !r.exists(logRel) {
 			r.fail(logRel, "exact file set", "the native Task's log of request "+q.id+" (identity passed, native mode "+quote(mode)+")", "missing")
 		}
 	}
@@ -242,11 +244,15 @@ func (r *rowCheck) checkServerIdentity() {
 }
 
 // checkNativeBatch: a batch native Task ran once and reported each replay: its report
-// names every request once, the file it wrote, and that file's sha256.
-func (r *rowCheck) checkNativeBatch() {
+// names every request once, the file it wrote, and that file's sha256. Required says the
+// identity stage passed: then the report must have a line for every request.
+func (r *rowCheck) checkNativeBatch(required bool) {
 	const report = schema.NativeBatchFile
 	if !r.exists("identity/native-batch.log") {
 		r.fail("identity/native-batch.log", "exact file set", "the batch native Task's log (native mode batch)", "missing")
+	}
+	if !required && !r.exists(report) {
+		return // the batch failed before it reported
 	}
 	b, ok := r.read(report)
 	if !ok {
@@ -268,9 +274,10 @@ func (r *rowCheck) checkNativeBatch() {
 	}{}
 	for i, l := range lines[1:] {
 		var line struct {
-			ID     string `json:"id"`
-			Output string `json:"output"`
-			SHA256 string `json:"output_sha256"`
+			ID     string  `json:"id"`
+			Output string  `json:"output"`
+			SHA256 string  `json:"output_sha256"`
+			TaskMs float64 `json:"task_ms"`
 		}
 		if err := json.Unmarshal([]byte(l), &line); err != nil || line.ID == "" {
 			r.fail(report, fmt.Sprintf("line %d", i+2), `{"id", "output", "output_sha256", "task_ms"}`, quote(l))
@@ -279,16 +286,21 @@ func (r *rowCheck) checkNativeBatch() {
 		if _, dup := byID[line.ID]; dup {
 			r.fail(report, "replay "+line.ID, "one line", "two")
 		}
+		r.batchTaskS += line.TaskMs / 1000
 		byID[line.ID] = struct {
 			Output string `json:"output"`
 			SHA256 string `json:"output_sha256"`
 		}{line.Output, line.SHA256}
 	}
-	r.same(report, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(byID)), "one per request in "+rawExport)
+	if required {
+		r.same(report, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(byID)), "one per request in "+rawExport)
+	}
 	for _, q := range r.reqs {
 		l, ok := byID[q.id]
 		if !ok {
-			r.fail(report, "replay "+q.id, "a line for every request in "+rawExport, "none")
+			if required {
+				r.fail(report, "replay "+q.id, "a line for every request in "+rawExport, "none")
+			}
 			continue
 		}
 		r.truth(strings.HasSuffix(l.Output, "/"+r.name+"/"+q.nativeRel()), report, "replay "+q.id+" output", "this row's "+q.nativeRel(), quote(l.Output))
@@ -330,6 +342,12 @@ func (r *rowCheck) checkTimeBudget() {
 		stages += st.WallS
 	}
 	r.truth(tb.WallS+0.001 >= stages, resultsFile, "time_budget.wall_s", fmt.Sprintf("at least the stages' sum, %.3f s", stages), fmt.Sprintf("%.3f", tb.WallS))
+	var benchTaskS float64
+	for _, q := range r.reqs {
+		benchTaskS += r.tasks[q.id] / 1000
+	}
+	r.truth(m.ServedTaskS+0.002 >= benchTaskS, resultsFile, "time_budget.model_work.served_task_s",
+		fmt.Sprintf("at least %.3f, the benchmark's Task times (%s)", benchTaskS, r.taskSrc), fmt.Sprintf("%.3f", m.ServedTaskS))
 	if r.passed(schema.StageInfluence) && r.rawErr == nil {
 		r.same(resultsFile, "time_budget.model_work.served_task_calls", fmt.Sprint(len(r.reqs)+3), fmt.Sprint(m.ServedTasks),
 			"every request in "+rawExport+" and the influence probe's three")
@@ -339,6 +357,8 @@ func (r *rowCheck) checkTimeBudget() {
 		if tb.NativeMode == schema.NativeBatch {
 			r.same(resultsFile, "time_budget.native_loads", "1", fmt.Sprint(tb.NativeLoads), "one batch process")
 			r.sameFloat(resultsFile, "time_budget.model_work.native_load_s", r.res.Identity.LoadMs/1000, m.NativeLoadS, "identity.native_load_ms")
+			r.truth(math.Abs(r.batchTaskS-m.NativeTaskS) < 0.002, resultsFile, "time_budget.model_work.native_task_s",
+				fmt.Sprintf("%.3f, the sum of task_ms in %s", r.batchTaskS, schema.NativeBatchFile), fmt.Sprintf("%.3f", m.NativeTaskS))
 		}
 		r.same(resultsFile, "time_budget.model_work.native_task_calls", fmt.Sprint(r.res.Identity.Total), fmt.Sprint(m.NativeTasks), "one per replay")
 	}

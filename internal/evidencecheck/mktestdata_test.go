@@ -82,7 +82,10 @@ func TestMakeTestdata(t *testing.T) {
 	}
 	// The failed row reads its Task time from the records file, so both timing sources
 	// are in the testdata.
+	// The drift row replays one process per request, so the committed runs hold both
+	// native modes: a batch (the qualified run) and one-shot (this one).
 	res, _ := s.Run(context.Background(), row("refedit-v1-native-drift", func(f *refedit.Faulty) {
+		f.OneShot = true
 		f.NativeFault, f.RecordsTiming = "drift", true
 	}), t.TempDir())
 	if res == nil || res.Status != schema.StatusFailed {

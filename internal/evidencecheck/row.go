@@ -31,6 +31,8 @@ type rowCheck struct {
 	tasks   map[string]float64
 	taskWhy map[string]string
 	taskSrc string // where they came from, for messages
+	// batchTaskS is the sum of task_ms in a batch native Task's report.
+	batchTaskS float64
 	// The records file's request ids and Task times, when the row's source names it.
 	recordIDs   map[string]bool
 	recordTimes map[string]float64
