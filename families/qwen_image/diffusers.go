@@ -166,13 +166,13 @@ func (d Diffusers) Serve(env harness.Env, spec harness.ServeSpec) harness.Comman
 		"--records", spec.Records, "--device", d.device()}, Dir: env.Root}
 }
 
-// diffusersFlags maps each setting a request carries to native.py's flag. Values go
-// as --flag=VALUE, so a prompt or negative prompt that starts with "-" stays a value.
 var (
 	_ harness.Family        = Diffusers{}
 	_ harness.NativeBatcher = Diffusers{}
 )
 
+// diffusersFlags maps each setting a request carries to native.py's flag. Values go
+// as --flag=VALUE, so a prompt or negative prompt that starts with "-" stays a value.
 var diffusersFlags = map[string]string{
 	"size":                "--size",
 	"seed":                "--seed",

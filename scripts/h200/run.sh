@@ -9,7 +9,7 @@
 # the first, AIPerf only the second, so neither shadows the other's packages); check both
 # closures against what is really installed; make a venv-shaped folder for the harness
 # (bin/python and bin/aiperf wrappers, the offline tokenizer); run bin/qual.test and
-# bin/gpu.test. Everything is time-boxed to finish within ~8 minutes.
+# bin/nvmlread.test (bin/gpuread reads the GPUs for qual.test). Everything is time-boxed to finish within ~8 minutes.
 #
 # For a dry run elsewhere: RUN_STEPS=install (only the install and the wrappers) or
 # RUN_STEPS=pack (only the packing of an evidence run already in $RUN_TMP/qualkit-evidence,
@@ -34,31 +34,19 @@ step() { echo "[run.sh +$(( $(date +%s) - t0 ))s] $*"; }
 fail=0
 
 pack() {
-  local run rowdir
+  local run
   run=$(ls -d "$evidence"/2* 2>/dev/null | tail -n1)
   if [[ -z "$run" ]]; then
     echo "run.sh: no evidence folder under $evidence" >&2
     return 1
   fi
-  rowdir=$run/$row
-  # At most 8 files come back: run.log, h200.json, these four, evidence.tgz.
-  cp "$rowdir/results.json" "$OUT/results.json" 2>/dev/null
-  cp "$rowdir/identity/identity.json" "$OUT/identity.json" 2>/dev/null
-  cp "$rowdir/correctness/artifacts/result.json" "$OUT/parity.json" 2>/dev/null
-  cp "$run/SUMMARY.md" "$OUT/SUMMARY.md" 2>/dev/null
-  # The small parts: reports, identity, influence, the parity case's JSON and PNGs, two
-  # native/HTTP PNG pairs, logs, commands, preflight, and the checksum list of the run;
-  # then, outside the run folder (SHA256SUMS does not cover them), this script's logs.
-  (cd "$run" && tar czf "$OUT/evidence.tgz" --ignore-failed-read \
-    SUMMARY.md SHA256SUMS run.json \
-    "$row"/results.json "$row"/row.md "$row"/preflight.json "$row"/commands.jsonl \
-    "$row"/build "$row"/correctness/junit.xml "$row"/correctness/output.log \
-    "$row"/correctness/artifacts "$row"/serve "$row"/influence \
-    "$row"/identity/identity.json "$row"/identity/00-* "$row"/identity/01-* \
-    "$row"/aiperf/aiperf.log "$row"/aiperf/artifacts/profile_export_aiperf.json \
-    "$row"/aiperf/artifacts/profile_export.jsonl \
-    -C "$tmp" qual.log closure-diffusers.txt closure-aiperf.txt 2>/dev/null)
-  tar tzf "$OUT/evidence.tgz" | wc -l | sed 's/^/  evidence.tgz entries: /'
+  # At most 8 files come back: run.log, h200.json, results.json, run.tgz (the whole
+  # evidence run, for docs/evidence and the checker) and logs.tgz (outside the run
+  # folder: SHA256SUMS does not cover them).
+  cp "$run/$row/results.json" "$OUT/results.json" 2>/dev/null
+  tar czf "$OUT/run.tgz" -C "$(dirname "$run")" "$(basename "$run")"
+  tar czf "$OUT/logs.tgz" --ignore-failed-read -C "$tmp" qual.log closure-diffusers.txt closure-aiperf.txt 2>/dev/null
+  tar tzf "$OUT/run.tgz" | wc -l | sed 's/^/  run.tgz entries: /'
   ls -la "$OUT"
 }
 [[ $steps == pack ]] && { pack; exit $?; }
@@ -100,13 +88,14 @@ chmod +x "$venv/bin/python" "$venv/bin/aiperf"
 timeout 120 "$venv/bin/aiperf" --version | tail -n1 | sed 's/^/  aiperf /' || fail=1
 [[ $steps == install ]] && { step "done (RUN_STEPS=install)"; exit $fail; }
 
-for b in qual gpu; do
-  if [[ ! -x bin/$b.test && -f bin/$b.test.gz ]]; then gunzip -c "bin/$b.test.gz" > "bin/$b.test" && chmod +x "bin/$b.test"; fi
-  [[ -x bin/$b.test ]] || { echo "run.sh: bin/$b.test missing: build it on the development machine (scripts/h200/README.md)" >&2; exit 1; }
+for b in qual.test nvmlread.test gpuread; do
+  if [[ ! -x bin/$b && -f bin/$b.gz ]]; then gunzip -c "bin/$b.gz" > "bin/$b" && chmod +x "bin/$b"; fi
+  [[ -x bin/$b ]] || { echo "run.sh: bin/$b missing: build it on the development machine (scripts/h200/README.md)" >&2; exit 1; }
 done
+export QUALKIT_GPUREAD=$root/bin/gpuread
 
-step "NVML reading (bin/gpu.test TestDiscoverOnGPU)"
-(cd internal/harness/gpu && QUALKIT_EXPECT_GPU=1 QUALKIT_GPU_READING_OUT="$OUT/h200.json" timeout 60 ../../../bin/gpu.test -test.run '^TestDiscoverOnGPU$' -test.v -test.count=1) | tail -n 5 || fail=1
+step "NVML reading (bin/nvmlread.test TestDiscoverOnGPU)"
+(cd internal/harness/gpu/nvmlread && QUALKIT_EXPECT_GPU=1 QUALKIT_GPU_READING_OUT="$OUT/h200.json" timeout 60 ../../../../bin/nvmlread.test -test.run '^TestDiscoverOnGPU$' -test.v -test.count=1) | tail -n 5 || fail=1
 
 step "TestReferenceSmoke (process mode), evidence in $evidence"
 rm -rf "$evidence"
