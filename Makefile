@@ -70,8 +70,9 @@ lint:
 	$(GO) vet -tags trtmcdata ./...
 	$(GO) tool staticcheck -tags trtmcdata ./...
 
-bench:
+bench: setup engine
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/harness/ ./families/refedit/...
+	$(GO) test -run '^$$' -bench RefEditRow -benchtime 1x ./qual/
 
 clean-evidence:
 	rm -rf evidence
