@@ -182,3 +182,43 @@ func TestReadBatchReportRefusesMalformedReports(t *testing.T) {
 		})
 	}
 }
+
+// fakeGPUs is the fake NVML reading: two H200s.
+const fakeGPUs = `{"nvml_version": "13.580", "driver_version": "580", "cuda_driver_version": 13000, "count": 2, "devices": [
+ {"index": 0, "name": "NVIDIA H200", "uuid": "GPU-fake-0", "memory_total_bytes": 150754820096, "memory_free_bytes": 150109880320, "compute_capability": "9.0", "pci_bus_id": "00000000:00:06.0"},
+ {"index": 1, "name": "NVIDIA H200", "uuid": "GPU-fake-1", "memory_total_bytes": 150754820096, "memory_free_bytes": 150109880320, "compute_capability": "9.0", "pci_bus_id": "00000000:00:07.0"}]}
+`
+
+// A row on two GPUs whose family has no batch mode replays in parallel, one process per
+// GPU at a time, each process on one GPU, both GPUs used.
+func TestIdentityParallelOnTheRowsGPUs(t *testing.T) {
+	p := newPipeline(t, false)
+	reader := filepath.Join(t.TempDir(), "gpuread")
+	require.NoError(t, os.WriteFile(reader, []byte("#!/bin/sh\nQUALKIT_FAKE=gpuread exec "+os.Args[0]+"\n"), 0o755))
+	p.cfg.GPURead = reader
+	c := p.row("two-gpus", "")
+	c.Needs.GPU.Count = 2
+	s := p.start(t)
+	res, err := s.Run(context.Background(), c, t.TempDir())
+	require.NoError(t, err, "%+v", res.Stages)
+	require.NotNil(t, res.Identity)
+	assert.Equal(t, schema.NativeParallel, res.Identity.Mode)
+	assert.Equal(t, res.Identity.Total, res.Identity.PixelMatches)
+	logs, err := filepath.Glob(filepath.Join(s.Evidence.Dir, "two-gpus", "identity", "*-native.log"))
+	require.NoError(t, err)
+	require.Len(t, logs, 4)
+	used := map[string]int{}
+	for _, l := range logs {
+		var line struct {
+			GPUs string `json:"gpus"`
+		}
+		b, err := os.ReadFile(l)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(bytes.TrimSpace(b), &line), "%s", b)
+		used[line.GPUs]++
+	}
+	assert.Equal(t, 4, used["GPU-fake-0"]+used["GPU-fake-1"], "every replay on exactly one GPU: %v", used)
+	assert.Positive(t, used["GPU-fake-0"])
+	assert.Positive(t, used["GPU-fake-1"])
+	assert.Equal(t, 4, res.TimeBudget.NativeLoads)
+}

@@ -50,6 +50,8 @@ func fakeMain(prog string, args []string) int {
 		err = fakeNative(args)
 	case "native-batch":
 		err = fakeNativeBatch(args)
+	case "gpuread":
+		_, err = os.Stdout.WriteString(fakeGPUs)
 	case "aiperf":
 		err = fakeAIPerf(args)
 	default:
@@ -409,7 +411,7 @@ func fakeNative(args []string) error {
 	}
 	if fault != faultNativeSilent {
 		sum := sha256.Sum256(png)
-		fmt.Printf(`{"output": %q, "output_sha256": %q}`+"\n", *out, hex.EncodeToString(sum[:]))
+		fmt.Printf(`{"output": %q, "output_sha256": %q, "gpus": %q}`+"\n", *out, hex.EncodeToString(sum[:]), os.Getenv("CUDA_VISIBLE_DEVICES"))
 	}
 	return nil
 }
