@@ -1,6 +1,7 @@
 package qwenimage
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -252,4 +253,24 @@ func runArgv(t *testing.T, c harness.Command) (int, string) {
 	}
 	t.Fatalf("run %v: %v", c.Args, err)
 	return -1, ""
+}
+
+// The parity case reads its image from the repository (parity.json case.image): it must
+// exist and be a fixture of the pool, or the case fails only where a GPU runs it (the H200
+// found it after the fixtures moved to fixtures/images).
+func TestParityCaseImageIsAPooledFixture(t *testing.T) {
+	root := filepath.Join("..", "..")
+	b, err := os.ReadFile(filepath.Join(root, "families", "qwen_image", "reference", "parity.json"))
+	require.NoError(t, err)
+	var parity struct {
+		Case struct {
+			Image string `json:"image"`
+		} `json:"case"`
+	}
+	require.NoError(t, json.Unmarshal(b, &parity))
+	require.FileExists(t, filepath.Join(root, parity.Case.Image))
+	pool, err := os.ReadFile(filepath.Join(root, "fixtures", "images", "pool.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(pool), `"`+filepath.Base(parity.Case.Image)+`"`)
+	assert.Equal(t, "fixtures/images", filepath.Dir(parity.Case.Image))
 }
