@@ -36,6 +36,15 @@ type negativeControl struct {
 	symptom string
 }
 
+// noPair runs a fault without the quality pair's reference criteria, so that the influence
+// gate, which follows, is the one to see it (as for a family that names no pair).
+func noPair(change func(*harness.Checkpoint, *refedit.Faulty)) func(*harness.Checkpoint, *refedit.Faulty) {
+	return func(c *harness.Checkpoint, f *refedit.Faulty) {
+		change(c, f)
+		f.NoPair = true
+	}
+}
+
 func serveFault(spec string) func(*harness.Checkpoint, *refedit.Faulty) {
 	return func(_ *harness.Checkpoint, f *refedit.Faulty) { f.Fault = spec }
 }
@@ -55,9 +64,6 @@ var negativeControls = []negativeControl{
 	}, "serve", "server not ready after 2s"},
 	{"wrong-size", serveFault("wrong-size"), "benchmark", "the request asked for size"},
 	{"jpeg", serveFault("jpeg"), "benchmark", "not a PNG (a JPEG"},
-	{"constant", serveFault("constant"), "benchmark", "constant image"},
-	{"unchanged", serveFault("unchanged"), "benchmark", "input image unchanged"},
-	{"resize-only", serveFault("resize-only"), "benchmark", "input image unchanged or only resized"},
 	{"status-500:3", serveFault("status-500:3"), "benchmark", "status 500"},
 	{"error-json", serveFault("error-json"), "benchmark", "carries an error and no image"},
 	{"slow:3 (10 s, request deadline 3 s)", func(c *harness.Checkpoint, f *refedit.Faulty) {
@@ -65,13 +71,19 @@ var negativeControls = []negativeControl{
 	}, "benchmark", "TimeoutError"},
 	{"crash:3", serveFault("crash:3"), "benchmark", "ConnectionRefusedError"},
 	{"no-timing", serveFault("no-timing"), "benchmark", "Task time missing"},
+	{"unchanged (the input's bytes)", serveFault("unchanged"), "benchmark", "input image unchanged"},
 	{"ignore-request-id (Task time from the body)", serveFault("ignore-request-id"),
 		"benchmark", "does the server honour X-Request-ID"},
 	{"ignore-request-id (Task time from the records file)", func(_ *harness.Checkpoint, f *refedit.Faulty) {
 		f.Fault, f.RecordsTiming = "ignore-request-id", true
 	}, "benchmark", "does the server honour X-Request-ID"},
-	{"ignore-reference", serveFault("ignore-reference"), "influence", "ignores the reference image"},
-	{"weak-reference (outputs one pixel apart)", serveFault("weak-reference"), "influence", "all but ignores the reference image"},
+	{"constant (a flat grey image)", serveFault("constant"), "quality", "output is a constant image"},
+	{"resize-only", serveFault("resize-only"), "quality", "input image unchanged or only resized"},
+	{"other-instruction (a plausible edit, the wrong one)", serveFault("other-instruction"), "quality", "the pair the correctness case ran"},
+	{"rotate90 (the right edit, turned)", serveFault("rotate90"), "quality", "the pair the correctness case ran"},
+	{"ignore-reference (seen by the pair)", serveFault("ignore-reference"), "quality", "the pair the correctness case ran"},
+	{"ignore-reference (no quality pair)", noPair(serveFault("ignore-reference")), "influence", "ignores the reference image"},
+	{"weak-reference (outputs one pixel apart, no quality pair)", noPair(serveFault("weak-reference")), "influence", "all but ignores the reference image"},
 	{"nondeterministic", serveFault("nondeterministic"), "influence", "not deterministic"},
 	{"drift in the native Task (run --fault drift)", func(_ *harness.Checkpoint, f *refedit.Faulty) { f.NativeFault = "drift" },
 		"identity", "native and HTTP outputs differ"},

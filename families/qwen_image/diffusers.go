@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"qualkit/internal/harness"
+	"qualkit/internal/schema"
 )
 
 // The diffusers reference backend: QwenImageEditPlusPipeline served by
@@ -325,4 +327,52 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+var _ harness.QualityJudge = Diffusers{}
+
+// Quality reads the reference backend's criteria: pixel bounds from reference/quality.json,
+// and the pair's from parity.json, whose case is the workload's first pair (same image,
+// instruction and settings): its thresholds for the bundle's profile and precision, held
+// against the case's CPU float32 image (cpu.png).
+func (d Diffusers) Quality(env harness.Env) (harness.QualitySpec, error) {
+	qpath, ppath := script(env, "quality.json"), script(env, "parity.json")
+	var q struct {
+		PixelMean struct{ Min, Max *float64 } `json:"pixel_mean"`
+		PixelStd  struct{ Min *float64 }      `json:"pixel_std"`
+	}
+	var p struct {
+		Case struct {
+			Image  string `json:"image"`
+			Prompt string `json:"prompt"`
+		} `json:"case"`
+		Thresholds map[string]struct {
+			PSNR struct{ Min *float64 } `json:"psnr_db"`
+			SSIM struct{ Min *float64 } `json:"ssim"`
+		} `json:"thresholds"`
+	}
+	for path, v := range map[string]any{qpath: &q, ppath: &p} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return harness.QualitySpec{}, err
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			return harness.QualitySpec{}, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	profile := "checkpoint"
+	if d.Smoke {
+		profile = "smoke"
+	}
+	key := profile + "/" + d.precision()
+	th, ok := p.Thresholds[key]
+	if !ok || th.PSNR.Min == nil || th.SSIM.Min == nil || q.PixelMean.Min == nil || q.PixelMean.Max == nil || q.PixelStd.Min == nil {
+		return harness.QualitySpec{}, fmt.Errorf("%s and %s: pixel_mean, pixel_std and %s psnr_db/ssim minimums are required", qpath, ppath, key)
+	}
+	return harness.QualitySpec{
+		Files: []string{qpath, ppath},
+		Criteria: schema.QualityCriteria{MeanMin: q.PixelMean.Min, MeanMax: q.PixelMean.Max, StdMin: q.PixelStd.Min,
+			PSNRMin: th.PSNR.Min, SSIMMin: th.SSIM.Min},
+		Pair: &harness.QualityPair{Image: filepath.Join(env.Root, p.Case.Image), Prompt: p.Case.Prompt, Reference: "cpu.png"},
+	}, nil
 }

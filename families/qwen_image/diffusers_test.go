@@ -274,3 +274,23 @@ func TestParityCaseImageIsAPooledFixture(t *testing.T) {
 	assert.Contains(t, string(pool), `"`+filepath.Base(parity.Case.Image)+`"`)
 	assert.Equal(t, "fixtures/images", filepath.Dir(parity.Case.Image))
 }
+
+// The reference backend's quality criteria come from its own files, and its pair is the
+// parity case's, held against the case's CPU image.
+func TestDiffusersQualityReadsItsOwnFiles(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	spec, err := DiffusersSmoke().Quality(harness.Env{Root: root})
+	require.NoError(t, err)
+	require.Len(t, spec.Files, 2)
+	assert.Equal(t, 0.15, *spec.Criteria.MeanMin)
+	assert.Equal(t, 0.85, *spec.Criteria.MeanMax)
+	assert.Equal(t, 0.05, *spec.Criteria.StdMin)
+	assert.Equal(t, 55.0, *spec.Criteria.PSNRMin)
+	assert.Equal(t, 0.999, *spec.Criteria.SSIMMin)
+	require.NotNil(t, spec.Pair)
+	assert.Equal(t, "cpu.png", spec.Pair.Reference)
+	assert.FileExists(t, spec.Pair.Image)
+	_, err = Diffusers{Precision: "bf16"}.Quality(harness.Env{Root: root})
+	assert.ErrorContains(t, err, "checkpoint/bf16 psnr_db/ssim minimums are required", "no parity thresholds for the checkpoint: an error, never criteria left out")
+}

@@ -17,13 +17,25 @@ type Faulty struct {
 	NativeFault string        // `refedit run --fault NAME`: the identity stage's native Task
 	LeakState   bool          // `refedit run --batch --leak-state`: a batch that carries state between replays
 	OneShot     bool          // no batch: one `refedit run` per replay (as for a TRTMC checkout without the persistent worker)
+	NoPair      bool          // the quality stage without the pair's reference criteria: the influence gate alone sees a server that ignores the image
 	CaseFault   CaseFault     // a correctness case that proves nothing
 }
 
 var (
 	_ harness.Family        = Faulty{}
 	_ harness.NativeBatcher = Faulty{}
+	_ harness.QualityJudge  = Faulty{}
 )
+
+// Quality is the family's criteria, without the pair when NoPair asks.
+func (f Faulty) Quality(env harness.Env) (harness.QualitySpec, error) {
+	spec, err := f.Family.Quality(env)
+	if f.NoPair {
+		spec.Pair = nil
+		spec.Criteria.PSNRMin, spec.Criteria.SSIMMin = nil, nil
+	}
+	return spec, err
+}
 
 // CaseFault replaces the correctness case with one the harness must refuse.
 type CaseFault string

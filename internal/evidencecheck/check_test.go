@@ -337,7 +337,7 @@ func TestTamperingFails(t *testing.T) {
 					d["stages"] = st[:len(st)-1]
 				})
 			},
-			want: []string{q + `/results.json: stages: evidence says "preflight build correctness serve benchmark influence identity" (the pipeline, in order)`}},
+			want: []string{q + `/results.json: stages: evidence says "preflight build correctness serve benchmark quality influence identity" (the pipeline, in order)`}},
 		{name: "skipped correctness case, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				replaceAllRe(t, filepath.Join(dir, q, "correctness/junit.xml"), `name="test_refedit_e2e" time="[0-9.]+" */>`, `name="test_refedit_e2e" time="0"><skipped message="no GPU"/></testcase>`)
@@ -481,6 +481,32 @@ func TestTamperingFails(t *testing.T) {
 				writeFile(t, path, strings.Join(lines[:len(lines)-1], "\n")+"\n")
 			},
 			want: []string{q + "/identity/native-batch.jsonl: replays: evidence says 6 (one per request in aiperf/artifacts/profile_export_raw.jsonl), file says 5"}},
+		{name: "a quality measure edited, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					d["quality"].(map[string]any)["requests"].([]any)[0].(map[string]any)["std"] = 0.9
+				})
+			},
+			want: []string{q + "/results.json: quality.requests[", "].std: evidence says"}},
+		{name: "quality criteria loosened in results.json, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					d["quality"].(map[string]any)["criteria"].(map[string]any)["psnr_min"] = 1.0
+				})
+			},
+			want: []string{q + "/results.json: quality.criteria.psnr_min: evidence says a value the family's thresholds files state, file says 1"}},
+		{name: "the family's thresholds copy edited, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceIn(t, filepath.Join(dir, q, "quality/thresholds/1-quality.json"), `"psnr_min": 50.0`, `"psnr_min": 5.0`)
+			},
+			want: []string{q + "/results.json: quality.files quality/thresholds/1-quality.json sha256: evidence says"}},
+		{name: "the pair's PSNR inflated, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					d["quality"].(map[string]any)["pair"].(map[string]any)["psnr_db"] = 120.0
+				})
+			},
+			want: []string{q + "/results.json: quality.pair.psnr_db: evidence says"}},
 		{name: "a time budget's ratio lowered, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["time_budget"].(map[string]any)["ratio"] = 1.0 })

@@ -92,6 +92,9 @@ var RowLayout = []File{
 	{"aiperf/artifacts/phases/{phase}/profile_export_aiperf.csv", "benchmark", Required},
 	{"aiperf/artifacts/**", "benchmark", FailedTree},
 
+	{"quality/quality.json", "quality", Required},
+	{"quality/thresholds/**", "", FamilyTree}, // the family's thresholds files, as read
+
 	{"influence/a.png", "influence", Required},
 	{"influence/a-repeat.png", "influence", Required},
 	{"influence/b.png", "influence", Required},

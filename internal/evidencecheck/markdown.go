@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"qualkit/internal/prsummary"
+	"qualkit/internal/quality"
 	"qualkit/internal/schema"
 )
 
 // Columns are the row.md table's columns, in order (the harness's MarkdownHeader).
 var Columns = []string{"checkpoint", "profile", "backend", "runtime", "bundle sha256", "settings",
-	"measured + warmup", "native/HTTP pixel matches", "client errors", "HTTP p50 / p95 (s)",
+	"measured + warmup", "native/HTTP pixel matches", "HTTP edit quality (worst)", "client errors", "HTTP p50 / p95 (s)",
 	"Task p50 / p95 (s)", "images/s", "correctness executed / skipped", "status"}
 
 func headerLines() (string, string) {
@@ -99,6 +100,11 @@ func (r *rowCheck) expectedCells() []cellWant {
 	if res.Identity != nil && r.rawErr == nil {
 		m, total := r.identityCounts()
 		out = append(out, exact(fmt.Sprintf("%d/%d", m, total), "decoded PNG pairs in identity/"))
+	} else {
+		out = append(out, dash)
+	}
+	if res.Quality != nil && r.rawErr == nil {
+		out = append(out, exact(quality.Worst(r.derived, r.derivedPair), "the measures re-derived from the HTTP outputs in identity/ and the pair's reference image"))
 	} else {
 		out = append(out, dash)
 	}

@@ -31,8 +31,12 @@ type rowCheck struct {
 	tasks   map[string]float64
 	taskWhy map[string]string
 	taskSrc string // where they came from, for messages
-	// batchTaskS is the sum of task_ms in a batch native Task's report.
-	batchTaskS float64
+	// batchTaskS is the sum of task_ms in a batch native Task's report, batchWallS its
+	// process's wall (commands.jsonl).
+	batchTaskS, batchWallS float64
+	// derived and derivedPair are the quality measures re-derived from the PNGs.
+	derived     []schema.QualityRequest
+	derivedPair *schema.QualityPair
 	// The records file's request ids and Task times, when the row's source names it.
 	recordIDs   map[string]bool
 	recordTimes map[string]float64
@@ -134,6 +138,24 @@ func (r *rowCheck) truth(ok bool, file, claim, evidence, got string) bool {
 }
 
 // passed says whether results.json records stage as passed.
+// stageStatus is the stage's status in results.json, "" when it lists none.
+func (r *rowCheck) stageStatus(stage string) string {
+	if r.res != nil {
+		for _, s := range r.res.Stages {
+			if s.Name == stage {
+				return s.Status
+			}
+		}
+	}
+	return ""
+}
+
+// ran says the stage ran (passed or failed).
+func (r *rowCheck) ran(stage string) bool {
+	st := r.stageStatus(stage)
+	return st == schema.Pass || st == schema.Fail
+}
+
 func (r *rowCheck) passed(stage string) bool {
 	if r.res == nil {
 		return false

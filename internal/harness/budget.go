@@ -83,7 +83,7 @@ func (r *row) servedTaskMs() map[string]float64 {
 }
 
 // nativeWork fills the native Task's share of model work: one load and every Task call.
-// A batch program reports both. A one-shot replay's Task time is its own report, else
+// A batch program reports its Task calls; its load is its wall less them. A one-shot replay's Task time is its own report, else
 // the server's for the same request (the same code path); its load is its wall minus
 // that, and only the smallest one counts: the others are loads qualification did not need.
 func (r *row) nativeWork(m *schema.ModelWork, served map[string]float64) (mode string, loads int) {
@@ -98,13 +98,16 @@ func (r *row) nativeWork(m *schema.ModelWork, served map[string]float64) (mode s
 		return served[rp.req.RequestID]
 	}
 	if sum.Mode == schema.NativeBatch {
-		m.NativeLoadS = sum.LoadMs / 1000
 		for _, rp := range r.replays {
 			if rp.err == nil {
 				m.NativeTasks++
 				m.NativeTaskS += taskMs(rp) / 1000
 			}
 		}
+		// The load is all the batch process did besides its Task calls (start-up, imports,
+		// the weights, writing the PNGs), as a server's is its start-to-ready: the
+		// program's own load_ms (identity.native_load_ms) leaves its imports out.
+		m.NativeLoadS = math.Max(0, r.nativeBatchWallS-m.NativeTaskS)
 		return sum.Mode, 1
 	}
 	first := true

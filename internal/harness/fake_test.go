@@ -255,6 +255,23 @@ func fakeCorrectness(args []string) error {
 	if err := os.WriteFile(*junit, []byte(xml), 0o644); err != nil {
 		return err
 	}
+	if pair := os.Getenv("QUALKIT_FAKE_PAIR"); pair != "" {
+		// The case also edits the quality pair, and keeps its reference image.
+		in, err := os.ReadFile(pair)
+		if err != nil {
+			return err
+		}
+		ref, err := fakeEdit(in, 16, 12, "")
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(*artifacts, "reference"), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(*artifacts, "reference", "a-invert.png"), ref, 0o644); err != nil {
+			return err
+		}
+	}
 	return os.WriteFile(filepath.Join(*artifacts, "result.json"), []byte(`{"status": "`+status+`"}`), 0o644)
 }
 

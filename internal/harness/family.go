@@ -3,6 +3,7 @@ package harness
 import (
 	"qualkit/internal/harness/gpu"
 	"qualkit/internal/harness/serving"
+	"qualkit/internal/schema"
 )
 
 // Family is what a model family's adapter gives the harness: the argv of every program
@@ -232,4 +233,26 @@ type NativeSpec struct {
 	Prompt   string
 	Settings map[string]string // the exact extra inputs the HTTP request carried
 	Output   string
+}
+
+// QualityJudge is implemented by families that state what a good edit is, in their own
+// files: the harness reads nothing into its own code. Quality reads the family's
+// thresholds files (Files, each copied into the evidence with its sha256) into Criteria,
+// and names the pair its correctness case also ran, if any.
+type QualityJudge interface {
+	Quality(env Env) (QualitySpec, error)
+}
+
+// QualitySpec is a family's quality criteria.
+type QualitySpec struct {
+	Files    []string
+	Criteria schema.QualityCriteria
+	Pair     *QualityPair
+}
+
+// QualityPair is the (image, instruction) the correctness case also ran with the row's
+// settings: Image is the fixture's file, Reference the reference image the case wrote,
+// relative to its artifacts folder (CorrectnessSpec.Artifacts).
+type QualityPair struct {
+	Image, Prompt, Reference string
 }

@@ -150,7 +150,7 @@ func TestPipelineFaultsFailTheirStage(t *testing.T) {
 		{faultBuild, "build", "the build broke on purpose"},
 		{faultOtherCase, "correctness", "test_fake"},
 		{faultCaseFails, "correctness", "fail"},
-		{faultConstant, "benchmark", ""},
+		{faultConstant, "quality", "output is a constant image"},
 		{faultIgnoreRef, "influence", ""},
 		{faultDrift, "identity", ""},
 		{faultRecordsLie, "benchmark", ""},

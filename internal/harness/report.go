@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"qualkit/internal/quality"
 	"qualkit/internal/schema"
 )
 
@@ -14,8 +15,8 @@ func newOverhead(client, task schema.Quantiles) *schema.Overhead {
 }
 
 // MarkdownHeader and Markdown render the stage-7-style result table.
-const MarkdownHeader = "| checkpoint | profile | backend | runtime | bundle sha256 | settings | measured + warmup | native/HTTP pixel matches | client errors | HTTP p50 / p95 (s) | Task p50 / p95 (s) | images/s | correctness executed / skipped | status |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+const MarkdownHeader = "| checkpoint | profile | backend | runtime | bundle sha256 | settings | measured + warmup | native/HTTP pixel matches | HTTP edit quality (worst) | client errors | HTTP p50 / p95 (s) | Task p50 / p95 (s) | images/s | correctness executed / skipped | status |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 
 func MarkdownRow(r *schema.Result) string {
 	dash := "-"
@@ -43,12 +44,16 @@ func MarkdownRow(r *schema.Result) string {
 	if r.Correctness != nil {
 		corr = fmt.Sprintf("%d / %d", r.Correctness.Executed, r.Correctness.Skipped)
 	}
+	qual := dash
+	if r.Quality != nil {
+		qual = quality.Worst(r.Quality.Requests, r.Quality.Pair)
+	}
 	status := r.Status
 	if r.Reason != "" {
 		status += ": " + r.Reason
 	}
 	cells := []string{r.Checkpoint.Name, r.Checkpoint.Profile, r.Checkpoint.Backend, orDash(r.Runtime), sha,
-		settingsText(r.Settings), counts, identity, errs, httpq, taskq, ips, corr, status}
+		settingsText(r.Settings), counts, identity, qual, errs, httpq, taskq, ips, corr, status}
 	for i, c := range cells {
 		cells[i] = strings.ReplaceAll(c, "|", `\|`)
 	}

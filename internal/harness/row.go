@@ -61,6 +61,7 @@ var stages = []stage{
 	{"correctness", (*row).correctness},
 	{"serve", (*row).serve},
 	{"benchmark", (*row).benchmark},
+	{"quality", (*row).quality},
 	{"influence", (*row).influence},
 	{"identity", (*row).identity},
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"image"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,8 +12,8 @@ import (
 )
 
 // benchmark runs AIPerf, then checks what AIPerf does not: every response is a real PNG
-// of the requested size that is not constant and not the input, and every measured
-// request has both a client latency and a server Task time.
+// of the requested size, and every measured request has both a client latency and a
+// server Task time.
 func (r *row) benchmark(ctx context.Context) error {
 	input, err := r.fx.AIPerfInput()
 	if err != nil {
@@ -98,7 +97,8 @@ func errorText(rec RawRecord) string {
 	return clip(rec.Body(), 300)
 }
 
-// checkOutput is the content gate on one HTTP response.
+// checkOutput is the format gate on one HTTP response: a PNG of the requested size that
+// is not the request's own image. What it shows is the quality stage's to judge.
 func checkOutput(rec RawRecord, size string, src OutputSource, scratch string) ([]byte, error) {
 	png, err := ResponseImage(rec.Body(), src, scratch)
 	if err != nil {
@@ -117,17 +117,6 @@ func checkOutput(rec RawRecord, size string, src OutputSource, scratch string) (
 	}
 	if got := ImageSize(out); got != size {
 		return nil, fmt.Errorf("output is %s, the request asked for size %s", got, size)
-	}
-	if IsConstant(out) {
-		return nil, fmt.Errorf("output is a constant image")
-	}
-	in, _, err := image.Decode(bytes.NewReader(sent))
-	if err != nil {
-		return nil, fmt.Errorf("the sent reference image does not decode: %w", err)
-	}
-	if f := ChangedFraction(in, out); f < MinChangedFraction {
-		return nil, fmt.Errorf("output is the input image unchanged or only resized: %.1f %% of its pixels differ by more than %d levels from the input resized to %s, the gate needs %.0f %%",
-			100*f, ChangeLevels, size, 100*MinChangedFraction)
 	}
 	return png, nil
 }

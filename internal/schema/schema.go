@@ -39,6 +39,7 @@ const (
 	StageCorrectness = "correctness"
 	StageServe       = "serve"
 	StageBenchmark   = "benchmark"
+	StageQuality     = "quality"
 	StageInfluence   = "influence"
 	StageIdentity    = "identity"
 	StageReport      = "report"
@@ -46,7 +47,7 @@ const (
 
 // Stages is the pipeline every row runs, in order; a row passes only if results.json
 // lists exactly these, each "pass".
-var Stages = []string{StagePreflight, StageBuild, StageCorrectness, StageServe, StageBenchmark, StageInfluence, StageIdentity}
+var Stages = []string{StagePreflight, StageBuild, StageCorrectness, StageServe, StageBenchmark, StageQuality, StageInfluence, StageIdentity}
 
 // Stage outcomes.
 const (
@@ -118,6 +119,7 @@ type Result struct {
 	TaskSource   *TimingSource    `json:"task_time_source,omitempty"`
 	ImagesPerS   float64          `json:"images_per_s,omitempty"`
 	Overhead     *Overhead        `json:"http_overhead,omitempty"`
+	Quality      *QualitySummary  `json:"quality,omitempty"`
 	Identity     *IdentitySummary `json:"identity,omitempty"`
 	// NativeOutputPattern finds, in each native Task's log, the sha256 of the PNG it
 	// wrote (one capture group); empty when the family's program states none.
@@ -402,4 +404,70 @@ func (d PixelDiff) String() string {
 	}
 	return fmt.Sprintf("%d pixels differ (max %d, mean %.4f levels); first at (%d,%d): %v vs %v",
 		d.DifferingPixel, d.MaxAbs, d.MeanAbs, d.FirstX, d.FirstY, d.FirstA, d.FirstB)
+}
+
+// QualityFile is the quality evidence folder, and QualityThresholdsDir where the family's
+// thresholds files are copied, each as it was read.
+const (
+	QualityFile          = "quality/quality.json"
+	QualityThresholdsDir = "quality/thresholds"
+)
+
+// QualitySummary is the quality stage's result: the family's own criteria, from its own
+// files, applied to every HTTP output (warmup too), and the reference criteria to the
+// output of the pair the correctness case also ran, against the reference image that case
+// wrote.
+type QualitySummary struct {
+	Files    []ThresholdsFile `json:"files"`
+	Criteria QualityCriteria  `json:"criteria"`
+	Requests []QualityRequest `json:"requests"`
+	Pair     *QualityPair     `json:"pair,omitempty"`
+	Failures int              `json:"failures"`
+}
+
+// ThresholdsFile is one file the criteria were read from: where the family keeps it, its
+// copy in the evidence (under QualityThresholdsDir) and its sha256.
+type ThresholdsFile struct {
+	Source string `json:"source"`
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
+}
+
+// QualityCriteria are a family's thresholds; a nil bound is one the family does not set.
+// Pixel values are R, G and B scaled to [0, 1]. StdRatioMin bounds an output's standard
+// deviation over its input's, applied when the input's is at least StdRatioWhenInputStd.
+type QualityCriteria struct {
+	MeanMin              *float64 `json:"pixel_mean_min,omitempty"`
+	MeanMax              *float64 `json:"pixel_mean_max,omitempty"`
+	StdMin               *float64 `json:"pixel_std_min,omitempty"`
+	StdRatioMin          *float64 `json:"std_ratio_min,omitempty"`
+	StdRatioWhenInputStd float64  `json:"std_ratio_when_input_std_at_least,omitempty"`
+	PSNRMin              *float64 `json:"psnr_min,omitempty"`
+	SSIMMin              *float64 `json:"ssim_min,omitempty"`
+}
+
+// QualityRequest is one HTTP output measured: its file in identity/, its pixel mean and
+// standard deviation, its input's, and every criterion it missed.
+type QualityRequest struct {
+	RequestID string   `json:"request_id"`
+	Phase     string   `json:"phase"`
+	File      string   `json:"file"`
+	Mean      float64  `json:"mean"`
+	Std       float64  `json:"std"`
+	InputStd  float64  `json:"input_std"`
+	StdRatio  float64  `json:"std_ratio"`
+	Failures  []string `json:"failures,omitempty"`
+}
+
+// QualityPair is the request whose image, instruction and settings the correctness case
+// also ran, measured against the reference image that case wrote (Reference, in the
+// row's correctness artifacts).
+type QualityPair struct {
+	RequestID string   `json:"request_id"`
+	Image     string   `json:"image"`
+	Prompt    string   `json:"prompt"`
+	Reference string   `json:"reference"`
+	PSNR      float64  `json:"psnr_db"`
+	SSIM      float64  `json:"ssim"`
+	Failures  []string `json:"failures,omitempty"`
 }

@@ -128,10 +128,19 @@ def write_png48(path: Path, pixels: np.ndarray) -> None:
     path.write_bytes(data)
 
 
+# The fixture photo of the benchmark's first pair (fixtures/image_edit/manifest.json,
+# "photo-grayscale"): the case edits it as the benchmark does, so that the quality stage
+# can hold the server's output of that pair to this case's reference image.
+PAIR_PHOTO = Path(__file__).resolve().parents[3] / "fixtures" / "images" / "photo-640x382.png"
+
+
 def write_inputs(directory: Path) -> dict[str, Path]:
     """Write every input PNG into directory; return name -> path."""
     directory.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
+    pair = directory / "photo_640x382.png"
+    pair.write_bytes(PAIR_PHOTO.read_bytes())  # the fixture's exact bytes
+    paths["photo_640x382"] = pair
 
     def save(name: str, im: Image.Image) -> None:
         p = directory / f"{name}.png"
@@ -223,6 +232,9 @@ CASES: tuple[Case, ...] = (
     Case("rotate-odd", "odd_37x23", "turn it upside down", "rotate", (37, 23)),
     Case("mirror-nonsquare", "gradient_64x48", "flip horizontally", "mirror", (64, 48)),
     Case("flip-odd-up", "odd_37x23", "vertical flip", "flip", (45, 31)),
+    # The benchmark's first pair with the reference row's settings (families/refedit/quality.go).
+    Case("pair-photo-grayscale", "photo_640x382", "Turn this photo into black and white", "grayscale", (512, 512),
+         num_inference_steps=4, guidance_scale=1.0, seed=42),
 )
 
 # The grain cases whose outputs must differ from each other (same image and size, two seeds).

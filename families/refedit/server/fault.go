@@ -24,6 +24,8 @@ const (
 	FaultConstant         = "constant"
 	FaultUnchanged        = "unchanged"
 	FaultResizeOnly       = "resize-only"
+	FaultOtherEdit        = "other-instruction"
+	FaultRotate90         = "rotate90"
 	FaultWeakReference    = "weak-reference"
 	FaultStatus500        = "status-500"
 	FaultErrorJSON        = "error-json"
@@ -56,6 +58,8 @@ var faultKinds = []faultKind{
 	{FaultConstant, false, true, "a constant grey image of the requested size"},
 	{FaultUnchanged, false, true, "the input bytes as the output"},
 	{FaultResizeOnly, false, true, "the input resized (nearest neighbour) to the requested size, not edited"},
+	{FaultOtherEdit, false, true, "a plausible edit of the input, but another instruction's (the bundle's next edit)"},
+	{FaultRotate90, false, true, "the right edit, turned 90 degrees (square sizes keep their size)"},
 	{FaultWeakReference, false, true, "ignore-reference, but pixel (0,0) takes its red from the input's first byte of pixel data"},
 	{FaultStatus500, true, false, "the K-th edit request answers 500"},
 	{FaultErrorJSON, false, false, `every edit answers 200 with {"error": ...} and no image`},

@@ -26,8 +26,11 @@ func (f Fault) Apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings)
 	if f.Name == FaultIgnoreReference || f.Name == FaultWeakReference {
 		in = syntheticLike(img, p.Limits().MaxPixels)
 	}
+	if f.Name == FaultOtherEdit {
+		e = nextEdit(p, e)
+	}
 	res, err := p.Apply(in, e, s)
-	if err != nil || f.Name == FaultIgnoreReference {
+	if err != nil || f.Name == FaultIgnoreReference || f.Name == FaultOtherEdit {
 		return res, err
 	}
 	out := img
@@ -45,6 +48,18 @@ func (f Fault) Apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings)
 	}
 	res.PNG, res.OutputSHA256 = out, edit.SHA256(out)
 	return res, nil
+}
+
+// nextEdit is the edit after e in the bundle's list (the first after the last): what
+// another instruction would have given.
+func nextEdit(p *edit.Program, e *edit.Edit) *edit.Edit {
+	edits := p.Edits()
+	for i, x := range edits {
+		if x == e {
+			return edits[(i+1)%len(edits)]
+		}
+	}
+	return edits[0]
 }
 
 // resizedInput is the input image scaled (nearest neighbour) to the size of the edited
@@ -118,6 +133,15 @@ func (f Fault) corrupt(data []byte) ([]byte, error) {
 		img = wide
 	case FaultConstant:
 		draw.Draw(img, img.Rect, image.NewUniform(color.NRGBA{0x80, 0x80, 0x80, 0xff}), image.Point{}, draw.Src)
+	case FaultRotate90:
+		// Clockwise: output (x, y) is input (y, H-1-x), the size W x H becomes H x W.
+		turned := image.NewNRGBA(image.Rect(0, 0, b.Dy(), b.Dx()))
+		for y := range b.Dx() {
+			for x := range b.Dy() {
+				turned.SetNRGBA(x, y, img.NRGBAAt(y, b.Dy()-1-x))
+			}
+		}
+		img = turned
 	case FaultJPEG:
 		var buf bytes.Buffer
 		err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 90})

@@ -68,7 +68,7 @@ func TestFaultNamesRoundTrip(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{
 		FaultIgnoreReference: true, FaultNondeterministic: true, FaultDrift: true, FaultWrongSize: true,
-		FaultJPEG: true, FaultConstant: true, FaultUnchanged: true, FaultResizeOnly: true, FaultWeakReference: true,
+		FaultJPEG: true, FaultConstant: true, FaultUnchanged: true, FaultResizeOnly: true, FaultOtherEdit: true, FaultRotate90: true, FaultWeakReference: true,
 		FaultStatus500: false, FaultErrorJSON: false, FaultSlow: false, FaultCrash: false,
 		FaultNoTiming: false, FaultIgnoreRequestID: false, FaultNeverReady: false,
 	}, task)

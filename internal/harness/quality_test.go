@@ -1,0 +1,90 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/schema"
+)
+
+// FakeJudged is the fake family with quality criteria in a file of its own
+// (fixtures/fake/quality.json in the test root) and the pair a.png + "invert", whose
+// reference image the fake correctness case writes.
+type FakeJudged struct {
+	FakeFamily
+	Prompt string // the pair's instruction; "invert" is one the benchmark sends
+}
+
+var _ QualityJudge = FakeJudged{}
+
+func (f FakeJudged) Quality(env Env) (QualitySpec, error) {
+	file := filepath.Join(env.Root, "fixtures", "fake", "quality.json")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return QualitySpec{}, err
+	}
+	var c schema.QualityCriteria
+	if err := json.Unmarshal(b, &c); err != nil {
+		return QualitySpec{}, err
+	}
+	return QualitySpec{Files: []string{file}, Criteria: c,
+		Pair: &QualityPair{Image: filepath.Join(env.Root, "fixtures", "fake", "a.png"), Prompt: f.Prompt, Reference: "reference/a-invert.png"}}, nil
+}
+
+func (f FakeJudged) Correctness(env Env, spec CorrectnessSpec) CorrectnessCase {
+	cc := f.FakeFamily.Correctness(env, spec)
+	cc.Command.Env = append(cc.Command.Env, "QUALKIT_FAKE_PAIR="+filepath.Join(env.Root, "fixtures", "fake", "a.png"))
+	return cc
+}
+
+// The quality stage applies the family's criteria, read from its file, to every HTTP
+// output and the reference criteria to the pair's; a missed criterion or a pair never
+// sent fails it, and no earlier stage.
+func TestQualityStage(t *testing.T) {
+	for _, tc := range []struct {
+		name, criteria, prompt, fault, msg string
+	}{
+		{"within the criteria", `{"pixel_mean_min": 0.05, "pixel_mean_max": 0.95, "pixel_std_min": 0.01, "psnr_min": 40, "ssim_min": 0.99}`, "invert", "", ""},
+		{"a mean bound missed", `{"pixel_mean_max": 0.1}`, "invert", "", "pixel mean"},
+		{"the pair's PSNR missed", `{"psnr_min": 1000}`, "invert", "", "psnr 999.00 dB < 1000"},
+		{"the pair never sent", `{}`, "not sent", "", "no request sent the pair the correctness case ran"},
+		{"a flat output", `{}`, "invert", faultConstant, "output is a constant image"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPipeline(t, false)
+			require.NoError(t, os.WriteFile(filepath.Join(p.root, "fixtures", "fake", "quality.json"), []byte(tc.criteria), 0o644))
+			c := p.row("judged", tc.fault)
+			c.Adapter = FakeJudged{FakeFamily: FakeFamily{Fault: tc.fault}, Prompt: tc.prompt}
+			s := p.start(t)
+			res, err := s.Run(context.Background(), c, t.TempDir())
+			st, _ := res.Stage(schema.StageQuality)
+			q := res.Quality
+			require.NotNil(t, q)
+			require.Len(t, q.Files, 1)
+			assert.Equal(t, "fixtures/fake/quality.json", q.Files[0].Source)
+			assert.FileExists(t, filepath.Join(s.Evidence.Dir, "judged", q.Files[0].File))
+			assert.FileExists(t, filepath.Join(s.Evidence.Dir, "judged", schema.QualityFile))
+			assert.Len(t, q.Requests, 4, "every output, warmup too")
+			bench, _ := res.Stage(schema.StageBenchmark)
+			assert.Equal(t, schema.Pass, bench.Status, "no earlier stage fails")
+			if tc.msg == "" {
+				require.NoError(t, err)
+				assert.Equal(t, schema.Pass, st.Status)
+				require.NotNil(t, q.Pair)
+				assert.Equal(t, 999.0, q.Pair.PSNR)
+				assert.Equal(t, 1.0, q.Pair.SSIM)
+				assert.Equal(t, "correctness/artifacts/reference/a-invert.png", q.Pair.Reference)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, schema.Fail, st.Status)
+			assert.Contains(t, st.Error, tc.msg)
+		})
+	}
+}
