@@ -500,13 +500,6 @@ func TestTamperingFails(t *testing.T) {
 				replaceIn(t, filepath.Join(dir, q, "quality/thresholds/1-quality.json"), `"psnr_min": 50.0`, `"psnr_min": 5.0`)
 			},
 			want: []string{q + "/results.json: quality.files quality/thresholds/1-quality.json sha256: evidence says"}},
-		{name: "the pair's PSNR inflated, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					d["quality"].(map[string]any)["pair"].(map[string]any)["psnr_db"] = 120.0
-				})
-			},
-			want: []string{q + "/results.json: quality.pair.psnr_db: evidence says"}},
 		{name: "a time budget's ratio lowered, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["time_budget"].(map[string]any)["ratio"] = 1.0 })
