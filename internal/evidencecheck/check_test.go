@@ -245,10 +245,10 @@ func TestTamperingFails(t *testing.T) {
 			want: []string{q + "/pictures/latency.png: picture of the raw records: evidence says the latency chart drawn from"}},
 
 		{name: "edited latency in row.md", run: "qualified",
-			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 9, "0.0001 / 0.0002") },
+			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 10, "0.0001 / 0.0002") },
 			want: []string{q + "/row.md: sha256 (SHA256SUMS)"}},
 		{name: "edited latency in row.md, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 9, "0.0001 / 0.0002") },
+			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 10, "0.0001 / 0.0002") },
 			want: []string{q + `/row.md: HTTP p50 / p95 (s): evidence says "`, `(nearest-rank p50 / p95 over 5 request_latency values in aiperf/artifacts/profile_export.jsonl), file says "0.0001 / 0.0002"`,
 				"SUMMARY.md: line 5", "PR.md: result row"}},
 		{name: "edited Task time in results.json, checksums fixed", run: "qualified", resum: true,
@@ -257,7 +257,7 @@ func TestTamperingFails(t *testing.T) {
 			},
 			want: []string{q + "/results.json: task_time.p95_ms: evidence says", "(nearest-rank over response bodies in aiperf/artifacts/profile_export_raw.jsonl, field timing.task_ms), file says 0.5"}},
 		{name: "edited images/s in row.md, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 11, "999.9") },
+			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 12, "999.9") },
 			want: []string{q + "/row.md: images/s: evidence says"}},
 		{name: "edited raw latency, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
@@ -491,10 +491,10 @@ func TestTamperingFails(t *testing.T) {
 		{name: "quality criteria loosened in results.json, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					d["quality"].(map[string]any)["criteria"].(map[string]any)["psnr_min"] = 1.0
+					d["quality"].(map[string]any)["criteria"].(map[string]any)["pixel_std_min"] = 0.001
 				})
 			},
-			want: []string{q + "/results.json: quality.criteria.psnr_min: evidence says a value the family's thresholds files state, file says 1"}},
+			want: []string{q + "/results.json: quality.criteria.pixel_std_min: evidence says a value the family's thresholds files state, file says 0.001"}},
 		{name: "the family's thresholds copy edited, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				replaceIn(t, filepath.Join(dir, q, "quality/thresholds/1-quality.json"), `"psnr_min": 50.0`, `"psnr_min": 5.0`)
