@@ -54,7 +54,7 @@ type stage struct {
 }
 
 // Stages is the pipeline, in order. Influence runs while the server is still up, since
-// it needs HTTP; identity stops the server first, so the native Task has the GPU to itself.
+// it needs HTTP, and stops it when done, so the native Task has the GPU to itself.
 var stages = []stage{
 	{"preflight", (*row).preflight},
 	{"build", (*row).build},

@@ -29,15 +29,12 @@ type replay struct {
 	err    error
 }
 
-// identity stops the server, then replays every request AIPerf sent (warmup too) from
+// identity, with the server stopped (influence stops it), replays every request AIPerf sent (warmup too) from
 // the exact bytes in the raw export through the native Task, and requires the decoded
 // pixels to equal those the HTTP response carried. A family with a batch mode runs every
 // replay in one process (one load); otherwise each replay is its own process, several
 // at once when the row has more than one GPU.
 func (r *row) identity(ctx context.Context) error {
-	if err := r.server.Stop(ctx); err != nil {
-		return fmt.Errorf("stop server: %w", err)
-	}
 	if sha, err := pathSHA256(r.bundle); err != nil || sha != r.bundleSHA {
 		return fmt.Errorf("the bundle changed while it was served: sha256 %s before, %s after (%v)", r.bundleSHA, sha, err)
 	}
