@@ -705,3 +705,12 @@ func writeFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// The H200 run committed under docs/evidence re-derives, anchored by the sum its log printed.
+func TestCommittedH200RunPasses(t *testing.T) {
+	dir := filepath.Join("..", "..", "docs", "evidence", "h200-reference-smoke-batch", "20261203T132918Z-533")
+	rep := Verify(dir, "")
+	rep.Anchor("38ae4e32a5428dae6fa2f29388d1653f6ee686b1dff3312c8228a4df1bd7e2ba")
+	require.NoError(t, rep.Err())
+	assert.Equal(t, []string{"reference-smoke"}, rep.Rows)
+}
