@@ -26,12 +26,15 @@ func (a TRTMC) Quality(harness.Env) (harness.QualitySpec, error) {
 		return harness.QualitySpec{}, err
 	}
 	var c schema.QualityCriteria
-	for key, dst := range map[string]**float64{"min_pixel_mean": &c.MeanMin, "max_pixel_mean": &c.MeanMax, "min_pixel_std": &c.StdMin} {
-		v, ok := t[key]
+	for _, b := range []struct {
+		key string
+		dst **float64
+	}{{"min_pixel_mean", &c.MeanMin}, {"max_pixel_mean", &c.MeanMax}, {"min_pixel_std", &c.StdMin}} {
+		v, ok := t[b.key]
 		if !ok {
-			return harness.QualitySpec{}, fmt.Errorf("TRTMC thresholds %s: no %s", l.Thresholds, key)
+			return harness.QualitySpec{}, fmt.Errorf("TRTMC thresholds %s: no %s", l.Thresholds, b.key)
 		}
-		*dst = &v
+		*b.dst = &v
 	}
 	return harness.QualitySpec{Files: []string{filepath.Join(a.Config.Checkout, l.Thresholds)}, Criteria: c}, nil
 }

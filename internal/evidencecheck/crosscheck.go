@@ -268,17 +268,15 @@ func (r *rowCheck) checkNativeBatch(required bool) {
 		return
 	}
 	r.sameFloat(resultsFile, "identity.native_load_ms", *head.LoadMs, r.res.Identity.LoadMs, report+" line 1")
-	byID := map[string]struct {
-		Output string `json:"output"`
-		SHA256 string `json:"output_sha256"`
-	}{}
+	type batchLine struct {
+		ID     string  `json:"id"`
+		Output string  `json:"output"`
+		SHA256 string  `json:"output_sha256"`
+		TaskMs float64 `json:"task_ms"`
+	}
+	byID := map[string]batchLine{}
 	for i, l := range lines[1:] {
-		var line struct {
-			ID     string  `json:"id"`
-			Output string  `json:"output"`
-			SHA256 string  `json:"output_sha256"`
-			TaskMs float64 `json:"task_ms"`
-		}
+		var line batchLine
 		if err := json.Unmarshal([]byte(l), &line); err != nil || line.ID == "" {
 			r.fail(report, fmt.Sprintf("line %d", i+2), `{"id", "output", "output_sha256", "task_ms"}`, quote(l))
 			continue
@@ -287,10 +285,7 @@ func (r *rowCheck) checkNativeBatch(required bool) {
 			r.fail(report, "replay "+line.ID, "one line", "two")
 		}
 		r.batchTaskS += line.TaskMs / 1000
-		byID[line.ID] = struct {
-			Output string `json:"output"`
-			SHA256 string `json:"output_sha256"`
-		}{line.Output, line.SHA256}
+		byID[line.ID] = line
 	}
 	if required {
 		r.same(report, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(byID)), "one per request in "+rawExport)

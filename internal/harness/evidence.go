@@ -108,8 +108,11 @@ func (r *RowEvidence) Path(rel string) string {
 }
 
 // rel is path relative to the row folder, for messages; other paths stay whole.
-func (r *RowEvidence) rel(path string) string {
-	if rel, err := filepath.Rel(r.Dir, path); err == nil && !strings.HasPrefix(rel, "..") {
+func (r *RowEvidence) rel(path string) string { return relInside(r.Dir, path) }
+
+// relInside is path relative to base when it lies inside base, else path as given.
+func relInside(base, path string) string {
+	if rel, err := filepath.Rel(base, path); err == nil && !strings.HasPrefix(rel, "..") {
 		return rel
 	}
 	return path
@@ -127,9 +130,7 @@ func (r *RowEvidence) Record(rec schema.CommandRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec.Env = serving.RedactEnv(rec.Env)
-	if rel, err := filepath.Rel(r.Dir, rec.Log); err == nil && !strings.HasPrefix(rel, "..") {
-		rec.Log = rel
-	}
+	rec.Log = relInside(r.Dir, rec.Log)
 	f, err := os.OpenFile(r.Path("commands.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err

@@ -137,11 +137,11 @@ func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.Ide
 		return nil
 	}
 	if nb, ok := r.c.Adapter.(NativeBatcher); ok {
-		if err := r.writeItems(replays); err != nil {
-			return err
-		}
 		spec := NativeBatchSpec{Bundle: r.bundle, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile)}
 		if cmd := nb.NativeBatch(r.env, spec); len(cmd.Args) > 0 {
+			if err := r.writeItems(replays); err != nil {
+				return err
+			}
 			sum.Mode = schema.NativeBatch
 			return r.nativeBatch(ctx, cmd, spec, replays, sum)
 		}

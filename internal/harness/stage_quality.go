@@ -3,10 +3,9 @@ package harness
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"image"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +39,7 @@ func (r *row) quality(ctx context.Context) error {
 		if err := r.ev.WriteFile(rel, b); err != nil {
 			return err
 		}
-		sum.Files = append(sum.Files, schema.ThresholdsFile{Source: r.source(f), File: rel, SHA256: sha256Hex(b)})
+		sum.Files = append(sum.Files, schema.ThresholdsFile{Source: r.source(f), File: rel, SHA256: bytesSHA256(b)})
 	}
 	var pairSHA string
 	if spec.Pair != nil {
@@ -48,7 +47,7 @@ func (r *row) quality(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("the quality pair's image: %w", err)
 		}
-		pairSHA = sha256Hex(b)
+		pairSHA = bytesSHA256(b)
 	}
 	var problems []string
 	size := r.result.Settings["size"]
@@ -73,13 +72,13 @@ func (r *row) quality(ctx context.Context) error {
 		outS, inS := quality.Measure(out), quality.Measure(in)
 		q := schema.QualityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, File: fmt.Sprintf("identity/%02d-%s-http.png", i, rec.Metadata.BenchmarkPhase),
 			Mean: round6(outS.Mean), Std: round6(outS.Std), InputStd: round6(inS.Std), StdRatio: round6(quality.Ratio(outS, inS))}
-		q.Failures = notSource(png, sent, in, out, size)
+		q.Failures = notSource(in, out, size)
 		q.Failures = append(q.Failures, quality.Judge(spec.Criteria, outS, inS)...)
 		for _, f := range q.Failures {
 			problems = append(problems, fmt.Sprintf("request %s (%s, %q): %s", id, q.Phase, rec.Prompt(), f))
 		}
 		sum.Requests = append(sum.Requests, q)
-		if spec.Pair != nil && sum.Pair == nil && sha256Hex(sent) == pairSHA && rec.Prompt() == spec.Pair.Prompt {
+		if spec.Pair != nil && sum.Pair == nil && bytesSHA256(sent) == pairSHA && rec.Prompt() == spec.Pair.Prompt {
 			p, err := r.judgePair(spec, id, out)
 			if err != nil {
 				return err
@@ -138,12 +137,10 @@ func (r *row) judgePair(spec QualitySpec, id string, out image.Image) (*schema.Q
 }
 
 // notSource is the criterion every family shares: the output is an edit, not its input
-// (the same bytes, or only resized) and not one flat colour.
-func notSource(png, sent []byte, in, out image.Image, size string) []string {
-	switch {
-	case bytes.Equal(png, sent):
-		return []string{"output is the input image unchanged (same bytes)"}
-	case IsConstant(out):
+// only resized, and not one flat colour. (An output that is the input's very bytes the
+// benchmark stage has refused already.)
+func notSource(in, out image.Image, size string) []string {
+	if IsConstant(out) {
 		return []string{"output is a constant image"}
 	}
 	if f := ChangedFraction(in, out); f < MinChangedFraction {
@@ -155,16 +152,6 @@ func notSource(png, sent []byte, in, out image.Image, size string) []string {
 
 // source names a family file for the evidence: relative to the repository root when
 // inside it, else as given.
-func (r *row) source(path string) string {
-	if rel, err := filepath.Rel(r.env.Root, path); err == nil && !strings.HasPrefix(rel, "..") {
-		return filepath.ToSlash(rel)
-	}
-	return path
-}
+func (r *row) source(path string) string { return filepath.ToSlash(relInside(r.env.Root, path)) }
 
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
-func round6(v float64) float64 { return float64(int64(v*1e6+0.5)) / 1e6 }
+func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
