@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,7 +57,7 @@ func prepareDouble(ctx context.Context, root string) error {
 	if err := trtmcdouble.Build(ctx, root, bin); err != nil {
 		return err
 	}
-	sum, err := fileSHA256(bin)
+	sum, err := doubleSHA256(root, bin)
 	if err != nil {
 		return err
 	}
@@ -92,13 +93,34 @@ func prepareDouble(ctx context.Context, root string) error {
 	return os.Rename(link, doubleDir(root))
 }
 
-func fileSHA256(path string) (string, error) {
-	b, err := os.ReadFile(path)
+// doubleSHA256 names a prepared double: its binary and every file of the checkout trees
+// it copies (trtmcdouble.Trees), so a changed tree is never served from a stale cache.
+func doubleSHA256(root, bin string) (string, error) {
+	h := sha256.New()
+	b, err := os.ReadFile(bin)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	h.Write(b)
+	for _, tree := range trtmcdouble.Trees {
+		err := filepath.WalkDir(filepath.Join(root, tree), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			fmt.Fprintf(h, "\x00%s\x00%d\x00", filepath.ToSlash(rel), len(b))
+			h.Write(b)
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // doubleRow is the Qwen row against the double in one serving shape. What differs from

@@ -335,7 +335,7 @@ var _ harness.QualityJudge = Diffusers{}
 // and the pair's from parity.json, whose case is the workload's first pair (same image,
 // instruction and settings): its thresholds for the bundle's profile and precision, held
 // against the case's CPU float32 image (cpu.png).
-func (d Diffusers) Quality(env harness.Env) (harness.QualitySpec, error) {
+func (d Diffusers) Quality(env harness.Env, _ harness.Checkpoint) (harness.QualitySpec, error) {
 	qpath, ppath := script(env, "quality.json"), script(env, "parity.json")
 	var q struct {
 		PixelMean struct{ Min, Max *float64 } `json:"pixel_mean"`

@@ -280,7 +280,7 @@ func TestParityCaseImageIsAPooledFixture(t *testing.T) {
 func TestDiffusersQualityReadsItsOwnFiles(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
-	spec, err := DiffusersSmoke().Quality(harness.Env{Root: root})
+	spec, err := DiffusersSmoke().Quality(harness.Env{Root: root}, harness.Checkpoint{})
 	require.NoError(t, err)
 	require.Len(t, spec.Files, 2)
 	assert.Equal(t, 0.15, *spec.Criteria.MeanMin)
@@ -291,6 +291,6 @@ func TestDiffusersQualityReadsItsOwnFiles(t *testing.T) {
 	require.NotNil(t, spec.Pair)
 	assert.Equal(t, "cpu.png", spec.Pair.Reference)
 	assert.FileExists(t, spec.Pair.Image)
-	_, err = Diffusers{Precision: "bf16"}.Quality(harness.Env{Root: root})
+	_, err = Diffusers{Precision: "bf16"}.Quality(harness.Env{Root: root}, harness.Checkpoint{})
 	assert.ErrorContains(t, err, "checkpoint/bf16 psnr_db/ssim minimums are required", "no parity thresholds for the checkpoint: an error, never criteria left out")
 }

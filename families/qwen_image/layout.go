@@ -46,6 +46,9 @@ type Layout struct {
 	CMakeOptions []string
 	// Targets are the native build's targets.
 	Targets []string
+	// PairReference is the HF diffusers image the case writes for its own pair, relative
+	// to its artifacts folder (TRTMC_E2E_ARTIFACT_DIR / --e2e-artifacts-dir).
+	PairReference string
 }
 
 var layouts = []Layout{
@@ -66,6 +69,8 @@ var layouts = []Layout{
 		// source-build.md:64-67 names trtmc_model_qwen, a target that does not exist for
 		// this family: the Qwen-Image plugin target is trtmc_model_qwen_image.
 		Targets: []string{"trtmc", "trtmc_backend_trt", "trtmc_model_qwen_image"},
+		// e2e_plugins/references/hf_diffusers.py: <artifacts>/<case>/hf_frames/frame_0000.png
+		PairReference: Profile + "/hf_frames/frame_0000.png",
 	},
 	{
 		Name:       LayoutFamilies,
@@ -83,6 +88,8 @@ var layouts = []Layout{
 		// persistent worker needs TRTMC_BUILD_EXAMPLES.
 		CMakeOptions: []string{"-DTRTMC_BUILD_TESTS=ON", "-DTRTMC_BUILD_BENCHMARKS=OFF", "-DTRTMC_BUILD_EXAMPLES=ON"},
 		Targets:      []string{"trtmc", "trtmc_backend_trt", "trtmc_model_qwen_image", "qwen_image_e2e_harness", "trtmc_benchmark_worker"},
+		// test_e2e.py's semantic artifacts: <artifacts>/<case>/reference-000.png
+		PairReference: Profile + "/reference-000.png",
 	},
 }
 

@@ -1,8 +1,13 @@
 package qwenimage
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"qualkit/internal/harness"
 	"qualkit/internal/schema"
@@ -11,12 +16,14 @@ import (
 var _ harness.QualityJudge = TRTMC{}
 
 // Quality reads TRTMC's own criteria from the checkout's thresholds file (the
-// threshold_overrides the correctness case applies): the pixel mean range and minimum
-// deviation hold for every output the server returned. The reference criteria (psnr,
-// ssim, the deviation ratio against the case's reference image) need the pair the case
-// runs among the benchmark's requests; the workload does not send it yet, so they are
-// not applied here, and the row's evidence says so (only these three are in criteria).
-func (a TRTMC) Quality(harness.Env) (harness.QualitySpec, error) {
+// threshold_overrides the correctness case applies). The pixel mean range and minimum
+// deviation hold for every output the server returned. PSNR, SSIM and the deviation
+// ratio against the reference image hold for the output of the case's own pair: the
+// workload request with the case's prompt, its settings, and the fixture image decoded
+// from the case's test image (a lossless PNG of the JPEG's pixels, whose pool record
+// names the JPEG's sha256). It is held against the HF diffusers image the case wrote
+// into its artifacts (Layout.PairReference), never one computed here.
+func (a TRTMC) Quality(env harness.Env, c harness.Checkpoint) (harness.QualitySpec, error) {
 	l, err := a.layout()
 	if err != nil {
 		return harness.QualitySpec{}, err
@@ -25,16 +32,92 @@ func (a TRTMC) Quality(harness.Env) (harness.QualitySpec, error) {
 	if err != nil {
 		return harness.QualitySpec{}, err
 	}
-	var c schema.QualityCriteria
+	var cr schema.QualityCriteria
+	var when float64
 	for _, b := range []struct {
 		key string
 		dst **float64
-	}{{"min_pixel_mean", &c.MeanMin}, {"max_pixel_mean", &c.MeanMax}, {"min_pixel_std", &c.StdMin}} {
+		val *float64
+	}{{"min_pixel_mean", &cr.MeanMin, nil}, {"max_pixel_mean", &cr.MeanMax, nil}, {"min_pixel_std", &cr.StdMin, nil},
+		{"psnr", &cr.PSNRMin, nil}, {"ssim", &cr.SSIMMin, nil}, {"min_reference_std_ratio", &cr.RefStdRatioMin, nil},
+		{"reference_min_pixel_std_for_ratio", nil, &when}} {
 		v, ok := t[b.key]
 		if !ok {
 			return harness.QualitySpec{}, fmt.Errorf("TRTMC thresholds %s: no %s", l.Thresholds, b.key)
 		}
-		*b.dst = &v
+		if b.dst != nil {
+			*b.dst = &v
+		} else {
+			*b.val = v
+		}
 	}
-	return harness.QualitySpec{Files: []string{filepath.Join(a.Config.Checkout, l.Thresholds)}, Criteria: c}, nil
+	cr.RefStdRatioWhenRefStd = when
+	pair, err := a.qualityPair(env, c, l)
+	if err != nil {
+		return harness.QualitySpec{}, err
+	}
+	return harness.QualitySpec{Files: []string{filepath.Join(a.Config.Checkout, l.Thresholds)}, Criteria: cr, Pair: pair}, nil
+}
+
+// qualityPair finds the case's own pair in the row's workload: the pair with the case's
+// prompt, whose image's pool record names the sha256 of the case's test image, sent
+// with the case's settings.
+func (a TRTMC) qualityPair(env harness.Env, c harness.Checkpoint, l Layout) (*harness.QualityPair, error) {
+	m, err := ReadManifest(a.Config.Checkout, l)
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := m.Testcase()
+	if !ok || tc.TestImage == "" || tc.Prompt == "" {
+		return nil, fmt.Errorf("TRTMC manifest %s: the testcase %q with a prompt and a test_image", l.Manifest, Profile)
+	}
+	testImage := filepath.Join(a.Config.Checkout, l.FamilyDir, tc.TestImage)
+	b, err := os.ReadFile(testImage)
+	if err != nil {
+		return nil, fmt.Errorf("the correctness case's test image: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	testSHA := hex.EncodeToString(sum[:])
+	fx, err := harness.LoadFixtures(filepath.Join(env.Root, c.Fixtures))
+	if err != nil {
+		return nil, err
+	}
+	fix := fmt.Sprintf("add to %s a pair with the case's prompt and an image decoded from %s (fixtures/images/generate.py --photo), sent with the case's settings", c.Fixtures, testImage)
+	var found *harness.Pair
+	for i, p := range fx.Pairs {
+		if p.Instruction == tc.Prompt && strings.Contains(fx.Image(p.Image).Provenance, testSHA) {
+			found = &fx.Pairs[i]
+			break
+		}
+	}
+	if found == nil {
+		return nil, fmt.Errorf("no pair of %s is the correctness case's own (prompt %q, an image whose pool record names %s sha256 %s): the reference criteria could not be applied; %s",
+			c.Fixtures, tc.Prompt, tc.TestImage, testSHA, fix)
+	}
+	if bad := caseSettingsDiffer(tc, m, fx.FormSettings()); len(bad) > 0 {
+		return nil, fmt.Errorf("%s settings are not the correctness case's (%s): %s; %s", c.Fixtures, l.Manifest, strings.Join(bad, "; "), fix)
+	}
+	return &harness.QualityPair{Image: fx.ImagePath(found.Image), Prompt: found.Instruction, Reference: l.PairReference}, nil
+}
+
+// caseSettingsDiffer lists the workload settings that are not the case's.
+func caseSettingsDiffer(tc Testcase, m *Manifest, s map[string]string) []string {
+	w, h := m.outputSize(tc)
+	var bad []string
+	if got, want := s["size"], fmt.Sprintf("%dx%d", w, h); got != want {
+		bad = append(bad, fmt.Sprintf("size %q, the case %q", got, want))
+	}
+	if got := s["negative_prompt"]; got != tc.NegativePrompt {
+		bad = append(bad, fmt.Sprintf("negative_prompt %q, the case %q", got, tc.NegativePrompt))
+	}
+	for _, n := range []struct {
+		key  string
+		want float64
+	}{{"seed", float64(tc.Seed)}, {"num_inference_steps", float64(tc.NumInferenceSteps)}, {"true_cfg_scale", tc.CFGScale}} {
+		got, err := strconv.ParseFloat(s[n.key], 64)
+		if err != nil || got != n.want {
+			bad = append(bad, fmt.Sprintf("%s %q, the case %g", n.key, s[n.key], n.want))
+		}
+	}
+	return bad
 }

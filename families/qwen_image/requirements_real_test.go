@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"qualkit/internal/harness"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -42,4 +44,12 @@ func TestTheRealE9132e79Data(t *testing.T) {
 	th, err := ReadThresholds(dir, l)
 	require.NoError(t, err)
 	assert.Equal(t, 12.0, th["psnr"], "the gates are read from the checkout, never kept here")
+
+	// The quality stage's pair: the workload's first pair is the case's own (its prompt,
+	// the photo decoded from this very JPEG, its settings), held against hf_frames.
+	spec, err := New(Config{Checkout: dir}).Quality(harness.Env{Root: repoRoot}, row())
+	require.NoError(t, err)
+	require.NotNil(t, spec.Pair)
+	assert.Equal(t, "photo-640x382.png", filepath.Base(spec.Pair.Image))
+	assert.Equal(t, Profile+"/hf_frames/frame_0000.png", spec.Pair.Reference)
 }

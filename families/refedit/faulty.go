@@ -28,8 +28,8 @@ var (
 )
 
 // Quality is the family's criteria, without the pair when NoPair asks.
-func (f Faulty) Quality(env harness.Env) (harness.QualitySpec, error) {
-	spec, err := f.Family.Quality(env)
+func (f Faulty) Quality(env harness.Env, c harness.Checkpoint) (harness.QualitySpec, error) {
+	spec, err := f.Family.Quality(env, c)
 	if f.NoPair {
 		spec.Pair = nil
 		spec.Criteria.PSNRMin, spec.Criteria.SSIMMin = nil, nil

@@ -18,7 +18,7 @@ var _ harness.QualityJudge = Family{}
 // Quality reads the family's criteria from quality.json, and names the pair its
 // correctness case also runs: the benchmark's first pair (photo-grayscale), whose
 // reference image the case writes as reference/pair-photo-grayscale.png.
-func (Family) Quality(env harness.Env) (harness.QualitySpec, error) {
+func (Family) Quality(env harness.Env, _ harness.Checkpoint) (harness.QualitySpec, error) {
 	path := filepath.Join(env.Root, qualityFile)
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path"
 	"path/filepath"
 
 	"qualkit/internal/pictures"
@@ -57,7 +58,7 @@ func (r *rowCheck) pictureInputs() (pictures.Sheet, pictures.Chart) {
 	for _, q := range r.reqs {
 		sheet.Edits = append(sheet.Edits, pictures.Edit{
 			Label: fmt.Sprintf("%02d %s", q.index, q.phase), Instruction: q.rec.prompt(),
-			Reference: q.sent, HTTP: q.httpFile, Native: q.native,
+			Reference: q.sent, HTTP: q.httpFile, Native: q.native, Quality: r.qualityLines(q),
 		})
 		t := pictures.Timing{Label: fmt.Sprintf("%02d", q.index), Warmup: q.phase == phaseWarmup, ClientMs: math.NaN(), TaskMs: math.NaN()}
 		if q.client {
@@ -69,6 +70,52 @@ func (r *rowCheck) pictureInputs() (pictures.Sheet, pictures.Chart) {
 		chart.Requests = append(chart.Requests, t)
 	}
 	return sheet, chart
+}
+
+// qualityLines is a request's quality column, re-derived from the PNGs with the
+// criteria of results.json (which checkQuality holds to the family's files): nil when
+// the quality stage did not run.
+func (r *rowCheck) qualityLines(q *request) []pictures.QualityLine {
+	if r.res == nil || r.res.Quality == nil {
+		return nil
+	}
+	sum := r.res.Quality
+	m, miss, ok := r.requestQuality(q, sum.Criteria)
+	if !ok {
+		return []pictures.QualityLine{{Text: "not measured: no decodable output or input", Miss: true}}
+	}
+	lines := []pictures.QualityLine{
+		{Text: fmt.Sprintf("mean %.3f", m.Mean)},
+		{Text: fmt.Sprintf("std %.3f", m.Std)},
+		{Text: fmt.Sprintf("std ratio %.3f", m.StdRatio)},
+	}
+	if p := sum.Pair; p != nil && p.RequestID == q.id && q.httpFile != nil {
+		lines = append(lines, pictures.QualityLine{Text: "vs " + path.Base(p.Reference) + ":"})
+		var b []byte
+		ok := pathUnder(p.Reference, "correctness/artifacts/")
+		if ok {
+			b, ok = r.read(p.Reference)
+		}
+		d, pmiss, err := pairQuality(sum.Criteria, b, q.httpFile)
+		switch {
+		case !ok:
+			lines = append(lines, pictures.QualityLine{Text: "reference image missing", Miss: true})
+		case err != nil:
+			lines = append(lines, pictures.QualityLine{Text: "does not decode", Miss: true})
+		default:
+			lines = append(lines, pictures.QualityLine{Text: fmt.Sprintf("psnr %.2f dB", d.PSNR)},
+				pictures.QualityLine{Text: fmt.Sprintf("ssim %.4f", d.SSIM)},
+				pictures.QualityLine{Text: fmt.Sprintf("std ratio %.3f", d.StdRatio)})
+			miss = append(miss, pmiss...)
+		}
+	}
+	for _, s := range miss {
+		lines = append(lines, pictures.QualityLine{Text: s, Miss: true})
+	}
+	if len(miss) == 0 {
+		lines = append(lines, pictures.QualityLine{Text: "meets the criteria"})
+	}
+	return lines
 }
 
 // checkPictures re-renders each picture present from the raw files and requires the

@@ -40,13 +40,18 @@ func (r *rowCheck) checkQuality() {
 		name string
 		v    *float64
 	}{{"pixel_mean_min", c.MeanMin}, {"pixel_mean_max", c.MeanMax}, {"pixel_std_min", c.StdMin}, {"std_ratio_min", c.StdRatioMin},
-		{"psnr_min", c.PSNRMin}, {"ssim_min", c.SSIMMin}} {
+		{"psnr_min", c.PSNRMin}, {"ssim_min", c.SSIMMin}, {"reference_std_ratio_min", c.RefStdRatioMin}} {
 		if b.v != nil {
 			r.truth(stated[*b.v], resultsFile, "quality.criteria."+b.name, "a value the family's thresholds files state", fmt.Sprint(*b.v))
 		}
 	}
-	if c.StdRatioWhenInputStd != 0 {
-		r.truth(stated[c.StdRatioWhenInputStd], resultsFile, "quality.criteria.std_ratio_when_input_std_at_least", "a value the family's thresholds files state", fmt.Sprint(c.StdRatioWhenInputStd))
+	for _, w := range []struct {
+		name string
+		v    float64
+	}{{"std_ratio_when_input_std_at_least", c.StdRatioWhenInputStd}, {"reference_std_ratio_when_reference_std_at_least", c.RefStdRatioWhenRefStd}} {
+		if w.v != 0 {
+			r.truth(stated[w.v], resultsFile, "quality.criteria."+w.name, "a value the family's thresholds files state", fmt.Sprint(w.v))
+		}
 	}
 	if r.rawErr != nil {
 		return
@@ -57,25 +62,9 @@ func (r *rowCheck) checkQuality() {
 	}
 	failures := 0
 	for _, req := range r.reqs {
-		if req.httpFile == nil || req.sent == nil {
-			continue
-		}
-		out, err := decodePNG(req.httpFile)
-		if err != nil {
-			continue // checkBenchmark says what is wrong with it
-		}
-		in, err := decodeAny(req.sent)
-		if err != nil {
-			continue
-		}
-		outS, inS := quality.Measure(out), quality.Measure(in)
-		want := schema.QualityRequest{RequestID: req.id, Phase: req.phase, File: req.httpRel(),
-			Mean: outS.Mean, Std: outS.Std, InputStd: inS.Std, StdRatio: quality.Ratio(outS, inS)}
-		miss := quality.Judge(q.Criteria, outS, inS)
-		if isConstant(out) {
-			miss = append(miss, "output is a constant image")
-		} else if changedFraction(in, out) < minChangedFraction {
-			miss = append(miss, "output is the input image unchanged or only resized")
+		want, miss, ok := r.requestQuality(req, q.Criteria)
+		if !ok {
+			continue // checkBenchmark says what is wrong with the output or its input
 		}
 		failures += len(miss)
 		r.derived = append(r.derived, want)
@@ -104,6 +93,32 @@ func (r *rowCheck) checkQuality() {
 	}
 }
 
+// requestQuality re-derives one HTTP output's measures from its PNG and its input's,
+// and the criteria it misses; ok is false when either does not decode.
+func (r *rowCheck) requestQuality(req *request, c schema.QualityCriteria) (schema.QualityRequest, []string, bool) {
+	if req.httpFile == nil || req.sent == nil {
+		return schema.QualityRequest{}, nil, false
+	}
+	out, err := decodePNG(req.httpFile)
+	if err != nil {
+		return schema.QualityRequest{}, nil, false
+	}
+	in, err := decodeAny(req.sent)
+	if err != nil {
+		return schema.QualityRequest{}, nil, false
+	}
+	outS, inS := quality.Measure(out), quality.Measure(in)
+	m := schema.QualityRequest{RequestID: req.id, Phase: req.phase, File: req.httpRel(),
+		Mean: outS.Mean, Std: outS.Std, InputStd: inS.Std, StdRatio: quality.Ratio(outS, inS)}
+	miss := quality.Judge(c, outS, inS)
+	if isConstant(out) {
+		miss = append(miss, "output is a constant image")
+	} else if changedFraction(in, out) < minChangedFraction {
+		miss = append(miss, "output is the input image unchanged or only resized")
+	}
+	return m, miss, true
+}
+
 // checkQualityPair re-derives the pair's PSNR and SSIM; it returns the misses.
 func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityPair) int {
 	var req *request
@@ -126,26 +141,42 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 		r.fail(p.Reference, "exact file set", "the correctness case's reference image of the quality pair", "missing")
 		return 0
 	}
-	ref, err1 := decodePNG(b)
-	out, err2 := decodePNG(req.httpFile)
-	if err1 != nil || err2 != nil {
-		r.fail(p.Reference, "a PNG", "decodable reference and output", fmt.Sprint(err1, err2))
+	d, miss, err := pairQuality(c, b, req.httpFile)
+	if err != nil {
+		r.fail(p.Reference, "a PNG", "decodable reference and output", err.Error())
 		return 0
+	}
+	r.derivedPair = &d
+	for _, m := range []struct {
+		name      string
+		want, got float64
+	}{{"psnr_db", d.PSNR, p.PSNR}, {"ssim", d.SSIM, p.SSIM}, {"std", d.Std, p.Std}, {"reference_std", d.ReferenceStd, p.ReferenceStd}, {"std_ratio", d.StdRatio, p.StdRatio}} {
+		r.truth(math.Abs(m.want-m.got) < 2e-6, resultsFile, "quality.pair."+m.name, fmt.Sprintf("%.6f (%s vs %s)", m.want, req.httpRel(), p.Reference), fmt.Sprintf("%.6f", m.got))
+	}
+	r.same(resultsFile, "quality.pair.failures", fmt.Sprint(len(miss)), fmt.Sprint(len(p.Failures)), "the criteria applied to the re-derived PSNR, SSIM and std ratio")
+	return len(miss)
+}
+
+// pairQuality re-derives the pair's measures from the reference image and the HTTP
+// output, and the criteria they miss. Images of different sizes are one miss with no
+// measures, as the quality stage records them.
+func pairQuality(c schema.QualityCriteria, refPNG, outPNG []byte) (schema.QualityPair, []string, error) {
+	ref, err1 := decodePNG(refPNG)
+	out, err2 := decodePNG(outPNG)
+	if err1 != nil || err2 != nil {
+		return schema.QualityPair{}, nil, fmt.Errorf("reference: %v; output: %v", err1, err2)
 	}
 	psnr, err := quality.PSNR(ref, out)
 	if err != nil {
-		return len(p.Failures)
+		return schema.QualityPair{}, []string{err.Error()}, nil
 	}
 	ssim, err := quality.SSIM(ref, out)
 	if err != nil {
-		return len(p.Failures)
+		return schema.QualityPair{}, []string{err.Error()}, nil
 	}
-	r.derivedPair = &schema.QualityPair{PSNR: psnr, SSIM: ssim}
-	r.truth(math.Abs(psnr-p.PSNR) < 2e-6, resultsFile, "quality.pair.psnr_db", fmt.Sprintf("%.6f (%s vs %s)", psnr, req.httpRel(), p.Reference), fmt.Sprintf("%.6f", p.PSNR))
-	r.truth(math.Abs(ssim-p.SSIM) < 2e-6, resultsFile, "quality.pair.ssim", fmt.Sprintf("%.6f (%s vs %s)", ssim, req.httpRel(), p.Reference), fmt.Sprintf("%.6f", p.SSIM))
-	miss := quality.JudgePair(c, psnr, ssim)
-	r.same(resultsFile, "quality.pair.failures", fmt.Sprint(len(miss)), fmt.Sprint(len(p.Failures)), "the criteria applied to the re-derived PSNR and SSIM")
-	return len(miss)
+	outS, refS := quality.Measure(out), quality.Measure(ref)
+	d := schema.QualityPair{PSNR: psnr, SSIM: ssim, Std: outS.Std, ReferenceStd: refS.Std, StdRatio: quality.Ratio(outS, refS)}
+	return d, quality.JudgePair(c, psnr, ssim, outS, refS), nil
 }
 
 func pathUnder(p, dir string) bool {

@@ -240,7 +240,7 @@ type NativeSpec struct {
 // thresholds files (Files, each copied into the evidence with its sha256) into Criteria,
 // and names the pair its correctness case also ran, if any.
 type QualityJudge interface {
-	Quality(env Env) (QualitySpec, error)
+	Quality(env Env, c Checkpoint) (QualitySpec, error)
 }
 
 // QualitySpec is a family's quality criteria.

@@ -23,7 +23,7 @@ type FakeJudged struct {
 
 var _ QualityJudge = FakeJudged{}
 
-func (f FakeJudged) Quality(env Env) (QualitySpec, error) {
+func (f FakeJudged) Quality(env Env, _ Checkpoint) (QualitySpec, error) {
 	file := filepath.Join(env.Root, "fixtures", "fake", "quality.json")
 	b, err := os.ReadFile(file)
 	if err != nil {

@@ -25,7 +25,7 @@ func (r *row) quality(ctx context.Context) error {
 	var spec QualitySpec
 	if qj, ok := r.c.Adapter.(QualityJudge); ok {
 		var err error
-		if spec, err = qj.Quality(r.env); err != nil {
+		if spec, err = qj.Quality(r.env, r.c); err != nil {
 			return fmt.Errorf("the family's quality criteria: %w", err)
 		}
 	}
@@ -131,8 +131,10 @@ func (r *row) judgePair(spec QualitySpec, id string, out image.Image) (*schema.Q
 		p.Failures = append(p.Failures, err.Error())
 		return p, nil
 	}
+	outS, refS := quality.Measure(out), quality.Measure(ref)
 	p.PSNR, p.SSIM = round6(psnr), round6(ssim)
-	p.Failures = quality.JudgePair(spec.Criteria, psnr, ssim)
+	p.Std, p.ReferenceStd, p.StdRatio = round6(outS.Std), round6(refS.Std), round6(quality.Ratio(outS, refS))
+	p.Failures = quality.JudgePair(spec.Criteria, psnr, ssim, outS, refS)
 	return p, nil
 }
 

@@ -59,8 +59,12 @@ func sheetFixture(t *testing.T) Sheet {
 	})
 	alpha := synthetic(t, 32, 48, func(x, y int) color.NRGBA { return color.NRGBA{0xff, 0, 0, uint8(x * 8)} })
 	return Sheet{Row: "synthetic-row", RunID: "20260101T000000Z-1", Edits: []Edit{
-		{Label: "00 warmup", Instruction: "Invert the colours of the picture", Reference: ref, HTTP: out, Native: out},
-		{Label: "01 profiling", Instruction: "One pixel drifts by one level, which a thumbnail alone would hide", Reference: ref, HTTP: out, Native: fewOff},
+		{Label: "00 warmup", Instruction: "Invert the colours of the picture", Reference: ref, HTTP: out, Native: out,
+			Quality: []QualityLine{{Text: "mean 0.500"}, {Text: "std 0.250"}, {Text: "std ratio 1.000"}, {Text: "meets the criteria"}}},
+		{Label: "01 profiling", Instruction: "One pixel drifts by one level, which a thumbnail alone would hide", Reference: ref, HTTP: out, Native: fewOff,
+			Quality: []QualityLine{{Text: "mean 0.500"}, {Text: "std 0.250"}, {Text: "std ratio 1.000"}, {Text: "vs reference-000.png:"}, {Text: "psnr 9.50 dB"},
+				{Text: "ssim 0.0800"}, {Text: "std ratio 1.000"}, {Text: "psnr 9.50 dB < 12", Miss: true}, {Text: "ssim 0.0800 < 0.1", Miss: true},
+				{Text: "a miss long enough to wrap over two lines", Miss: true}}},
 		{Label: "02 profiling", Instruction: "A supercalifragilisticexpialidocious word wraps", Reference: alpha, HTTP: out, Native: manyOff},
 		{Label: "03 profiling", Instruction: "Sizes differ", Reference: ref, HTTP: out, Native: ref},
 		{Label: "04 profiling", Instruction: "No native output", Reference: ref, HTTP: out},

@@ -30,6 +30,16 @@ type Edit struct {
 	Reference   []byte
 	HTTP        []byte
 	Native      []byte
+	// Quality is what the quality stage measured on the HTTP output, one line each;
+	// nil when the stage did not run.
+	Quality []QualityLine
+}
+
+// QualityLine is one line of an output's quality column: a measure, or a criterion it
+// missed (Miss, drawn red).
+type QualityLine struct {
+	Text string
+	Miss bool
 }
 
 // Contact sheet geometry, in pixels.
@@ -39,6 +49,8 @@ const (
 	labelW     = 12 * 7 // "00 profiling"
 	instrChars = 24
 	instrW     = instrChars * 7
+	qualChars  = 22
+	qualW      = qualChars * 7
 	captionH   = 2 * 14
 )
 
@@ -65,15 +77,16 @@ func RenderContactSheet(s Sheet) *image.RGBA {
 	cols = append(cols, cols[1]+thumb+pad)                        // instruction
 	cols = append(cols, cols[2]+instrW+pad)                       // HTTP
 	cols = append(cols, cols[3]+thumb+pad, cols[3]+2*(thumb+pad)) // native, diff
-	width := cols[5] + thumb + pad
+	cols = append(cols, cols[5]+thumb+pad)                        // quality
+	width := cols[6] + qualW + pad
 	headH := pad + 3*lineH + pad
-	footH := pad + lineH + pad
+	footH := pad + 2*lineH + pad
 	img := newCanvas(width, headH+bodyH+footH)
 
 	text(img, pad, pad, black, clipText(fmt.Sprintf("%s  run %s", s.Row, s.RunID), (width-2*pad)/charW))
 	text(img, pad, pad+lineH, grey, fmt.Sprintf("%d requests (warmup included); native output pixel-identical to HTTP in %d of %d", len(s.Edits), identical, len(s.Edits)))
 	headY := pad + 2*lineH + 4
-	for i, h := range []string{"request", "reference", "instruction", "HTTP output", "native output", "difference"} {
+	for i, h := range []string{"request", "reference", "instruction", "HTTP output", "native output", "difference", "HTTP output quality"} {
 		text(img, cols[i], headY, black, h)
 	}
 	fill(img, image.Rect(pad, headH-pad/2, width-pad, headH-pad/2+1), lightGrey)
@@ -88,6 +101,7 @@ func RenderContactSheet(s Sheet) *image.RGBA {
 	}
 	fill(img, image.Rect(pad, y, width-pad, y+1), lightGrey)
 	text(img, pad, y+pad, grey, "difference: black = equal pixel; red to yellow = largest channel difference 1 to 255 (max over each thumbnail cell)")
+	text(img, pad, y+pad+lineH, grey, "quality: pixel mean, std and std ratio (to the input; to the reference image for the correctness case's pair); red = a criterion missed")
 	return img
 }
 
@@ -114,18 +128,24 @@ type sheetLine struct {
 	ref, http, native picture
 	diff              diff
 	instr             []string
+	qual              []QualityLine
 }
 
 func newSheetLine(e Edit) sheetLine {
 	l := sheetLine{e: e, ref: decodePicture(e.Reference, "reference"), http: decodePicture(e.HTTP, "HTTP output"),
 		native: decodePicture(e.Native, "native output"), instr: wrap(e.Instruction, instrChars)}
+	for _, q := range e.Quality {
+		for _, s := range wrap(q.Text, qualChars) {
+			l.qual = append(l.qual, QualityLine{Text: s, Miss: q.Miss})
+		}
+	}
 	l.diff = compare(l.http.img, l.native.img)
 	l.diff.sameBytes = e.HTTP != nil && bytes.Equal(e.HTTP, e.Native)
 	return l
 }
 
 func (l sheetLine) height() int {
-	return pad + max(thumb+captionH, len(l.instr)*lineH) + pad
+	return pad + max(thumb+captionH, len(l.instr)*lineH, len(l.qual)*lineH) + pad
 }
 
 func (l sheetLine) draw(img *image.RGBA, cols []int, y int) {
@@ -140,6 +160,13 @@ func (l sheetLine) draw(img *image.RGBA, cols []int, y int) {
 	drawPicture(img, cols[3], y, l.http)
 	drawPicture(img, cols[4], y, l.native)
 	l.diff.draw(img, cols[5], y)
+	for i, q := range l.qual {
+		c := grey
+		if q.Miss {
+			c = red
+		}
+		text(img, cols[6], y+i*lineH, c, q.Text)
+	}
 }
 
 func drawPicture(img *image.RGBA, x, y int, p picture) {

@@ -165,14 +165,20 @@ func Judge(c schema.QualityCriteria, out, in Stats) []string {
 	return miss
 }
 
-// JudgePair lists the reference criteria a pair's output misses against the reference.
-func JudgePair(c schema.QualityCriteria, psnr, ssim float64) []string {
+// JudgePair lists the reference criteria a pair's output misses against the reference:
+// PSNR, SSIM, and out's deviation over ref's when ref's is large enough to judge.
+func JudgePair(c schema.QualityCriteria, psnr, ssim float64, out, ref Stats) []string {
 	var miss []string
 	if c.PSNRMin != nil && psnr < *c.PSNRMin {
 		miss = append(miss, fmt.Sprintf("psnr %.2f dB < %g", psnr, *c.PSNRMin))
 	}
 	if c.SSIMMin != nil && ssim < *c.SSIMMin {
 		miss = append(miss, fmt.Sprintf("ssim %.4f < %g", ssim, *c.SSIMMin))
+	}
+	if c.RefStdRatioMin != nil && ref.Std >= c.RefStdRatioWhenRefStd && ref.Std > 0 {
+		if r := out.Std / ref.Std; r < *c.RefStdRatioMin {
+			miss = append(miss, fmt.Sprintf("reference std ratio %.4f < %g (output std %.4f over the reference image's %.4f)", r, *c.RefStdRatioMin, out.Std, ref.Std))
+		}
 	}
 	return miss
 }
@@ -187,7 +193,7 @@ func Ratio(out, in Stats) float64 {
 
 // Worst is the report row's quality cell: the worst value of each measure over every
 // output (the lowest and highest mean, the lowest deviation and deviation ratio), then
-// the pair's PSNR and SSIM; "-" when nothing was measured.
+// the pair's PSNR, SSIM and deviation ratio to its reference; "-" when nothing was measured.
 func Worst(reqs []schema.QualityRequest, pair *schema.QualityPair) string {
 	if len(reqs) == 0 {
 		return "-"
@@ -199,7 +205,7 @@ func Worst(reqs []schema.QualityRequest, pair *schema.QualityPair) string {
 	}
 	s := fmt.Sprintf("mean %.3f-%.3f, std >= %.3f, std ratio >= %.3f", lo, hi, std, ratio)
 	if pair != nil {
-		s += fmt.Sprintf("; pair psnr %.2f dB, ssim %.4f", pair.PSNR, pair.SSIM)
+		s += fmt.Sprintf("; pair psnr %.2f dB, ssim %.4f, std ratio %.3f", pair.PSNR, pair.SSIM, pair.StdRatio)
 	}
 	return s
 }

@@ -85,20 +85,22 @@ func TestSSIM(t *testing.T) {
 func TestJudge(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	c := schema.QualityCriteria{MeanMin: f(0.15), MeanMax: f(0.85), StdMin: f(0.05), StdRatioMin: f(0.35), StdRatioWhenInputStd: 0.08,
-		PSNRMin: f(12), SSIMMin: f(0.1)}
+		PSNRMin: f(12), SSIMMin: f(0.1), RefStdRatioMin: f(0.35), RefStdRatioWhenRefStd: 0.08}
 	assert.Empty(t, Judge(c, Stats{Mean: 0.5, Std: 0.2}, Stats{Std: 0.3}))
 	assert.Equal(t, []string{"pixel mean 0.1000 < 0.15", "pixel std 0.0100 < 0.05", "std ratio 0.0333 < 0.35 (output std 0.0100 over input std 0.3000)"},
 		Judge(c, Stats{Mean: 0.1, Std: 0.01}, Stats{Std: 0.3}))
 	assert.Equal(t, []string{"pixel mean 0.9000 > 0.85"}, Judge(c, Stats{Mean: 0.9, Std: 0.06}, Stats{Std: 0.05}),
 		"the ratio is not judged on a flat input")
 	assert.Empty(t, Judge(schema.QualityCriteria{}, Stats{}, Stats{}), "no bound, no miss")
-	assert.Equal(t, []string{"psnr 10.00 dB < 12", "ssim 0.0500 < 0.1"}, JudgePair(c, 10, 0.05))
+	assert.Equal(t, []string{"psnr 10.00 dB < 12", "ssim 0.0500 < 0.1", "reference std ratio 0.2000 < 0.35 (output std 0.0200 over the reference image's 0.1000)"},
+		JudgePair(c, 10, 0.05, Stats{Std: 0.02}, Stats{Std: 0.1}))
+	assert.Empty(t, JudgePair(c, 12, 0.1, Stats{Std: 0.02}, Stats{Std: 0.07}), "the ratio is not judged on a flat reference")
 }
 
 func TestWorst(t *testing.T) {
 	assert.Equal(t, "-", Worst(nil, nil))
 	reqs := []schema.QualityRequest{{Mean: 0.4, Std: 0.2, StdRatio: 0.9}, {Mean: 0.6, Std: 0.1, StdRatio: 1.1}}
 	assert.Equal(t, "mean 0.400-0.600, std >= 0.100, std ratio >= 0.900", Worst(reqs, nil))
-	assert.Equal(t, "mean 0.400-0.600, std >= 0.100, std ratio >= 0.900; pair psnr 58.12 dB, ssim 0.9990",
-		Worst(reqs, &schema.QualityPair{PSNR: 58.123, SSIM: 0.999}))
+	assert.Equal(t, "mean 0.400-0.600, std >= 0.100, std ratio >= 0.900; pair psnr 58.12 dB, ssim 0.9990, std ratio 0.870",
+		Worst(reqs, &schema.QualityPair{PSNR: 58.123, SSIM: 0.999, StdRatio: 0.87}))
 }

@@ -444,6 +444,10 @@ type QualityCriteria struct {
 	StdRatioWhenInputStd float64  `json:"std_ratio_when_input_std_at_least,omitempty"`
 	PSNRMin              *float64 `json:"psnr_min,omitempty"`
 	SSIMMin              *float64 `json:"ssim_min,omitempty"`
+	// RefStdRatioMin bounds the pair's output deviation over its reference image's, when
+	// the reference's is at least RefStdRatioWhenRefStd (TRTMC's min_reference_std_ratio).
+	RefStdRatioMin        *float64 `json:"reference_std_ratio_min,omitempty"`
+	RefStdRatioWhenRefStd float64  `json:"reference_std_ratio_when_reference_std_at_least,omitempty"`
 }
 
 // QualityRequest is one HTTP output measured: its file in identity/, its pixel mean and
@@ -463,11 +467,16 @@ type QualityRequest struct {
 // also ran, measured against the reference image that case wrote (Reference, in the
 // row's correctness artifacts).
 type QualityPair struct {
-	RequestID string   `json:"request_id"`
-	Image     string   `json:"image"`
-	Prompt    string   `json:"prompt"`
-	Reference string   `json:"reference"`
-	PSNR      float64  `json:"psnr_db"`
-	SSIM      float64  `json:"ssim"`
-	Failures  []string `json:"failures,omitempty"`
+	RequestID string  `json:"request_id"`
+	Image     string  `json:"image"`
+	Prompt    string  `json:"prompt"`
+	Reference string  `json:"reference"`
+	PSNR      float64 `json:"psnr_db"`
+	SSIM      float64 `json:"ssim"`
+	// Std and ReferenceStd are the output's and the reference image's pixel deviation,
+	// StdRatio the first over the second.
+	Std          float64  `json:"std"`
+	ReferenceStd float64  `json:"reference_std"`
+	StdRatio     float64  `json:"std_ratio"`
+	Failures     []string `json:"failures,omitempty"`
 }

@@ -65,7 +65,11 @@ type manifest struct {
 	Bundle     string `json:"bundle"`
 	Family     string `json:"family"`
 	Precision  string `json:"precision"`
-	BuildArgs  struct {
+	// ImageHeight and ImageWidth are the output size (the families layout states it
+	// once for the manifest).
+	ImageHeight int `json:"image_height"`
+	ImageWidth  int `json:"image_width"`
+	BuildArgs   struct {
 		MaxCacheLength int `json:"max_cache_length"`
 	} `json:"build_args"`
 	Testcases []testcase `json:"testcases"`
@@ -290,7 +294,9 @@ func (s *session) settings(h BundleHeader) Settings {
 		st.Steps = s.tc.NumInferenceSteps
 	}
 	if s.tc.CFGScale != nil {
-		st.CFGScale = *s.tc.CFGScale
+		// The case's cfg_scale is the one CFG control: TRTMC's Qwen-Image reads
+		// guidance_scale as its true CFG scale, so the case sets both.
+		st.CFGScale, st.GuidanceScale = *s.tc.CFGScale, *s.tc.CFGScale
 	}
 	if s.tc.NegativePrompt != nil {
 		st.NegativePrompt = *s.tc.NegativePrompt

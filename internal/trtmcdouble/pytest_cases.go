@@ -184,6 +184,10 @@ func (s *session) familiesRun() outcome {
 	if err != nil {
 		return failed(fmt.Sprintf("test image %s: %v", familiesTestImg, err), log)
 	}
+	// The output size is the manifest's; the test image fixes the condition grid.
+	if s.m.ImageWidth > 0 && s.m.ImageHeight > 0 {
+		w, hgt = s.m.ImageWidth, s.m.ImageHeight
+	}
 	h, err := NewBundleHeader(BundleSpec{Precision: s.m.Precision, MaxCacheLength: 256, ImageWidth: w, ImageHeight: hgt,
 		NumInferenceSteps: s.tc.NumInferenceSteps, Revision: s.m.HFRevision, Condition: img})
 	if err != nil {

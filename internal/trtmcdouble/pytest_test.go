@@ -3,6 +3,7 @@ package trtmcdouble
 import (
 	"encoding/json"
 	"encoding/xml"
+	"image"
 	"os"
 	"path/filepath"
 	"testing"
@@ -233,7 +234,8 @@ func TestPytestFamiliesPasses(t *testing.T) {
 
 	h, err := ReadBundle(filepath.Join(e.basetemp, "test_official_checkpoint_e2e_q0", Profile+".bundle"))
 	require.NoError(t, err, "the case builds its own bundle in tmp_path")
-	assert.Equal(t, [4]int{640, 382, 640, 382}, [4]int{h.ImageWidth, h.ImageHeight, h.ConditionWidth, h.ConditionHeight})
+	assert.Equal(t, [4]int{1024, 1024, 640, 382}, [4]int{h.ImageWidth, h.ImageHeight, h.ConditionWidth, h.ConditionHeight},
+		"the manifest's output size, the test image's condition grid")
 	assert.Equal(t, Revision, h.Revision)
 	assert.Equal(t, 20, h.NumInferenceSteps)
 
@@ -243,13 +245,13 @@ func TestPytestFamiliesPasses(t *testing.T) {
 	require.NoError(t, err)
 	ref, err := os.ReadFile(filepath.Join(caseDir, "reference-000.png"))
 	require.NoError(t, err)
-	assert.Equal(t, 640, decodeTestPNG(t, trt).Bounds().Dx())
+	assert.Equal(t, image.Pt(1024, 1024), decodeTestPNG(t, trt).Bounds().Size(), "the manifest's output size")
 	assert.NotEqual(t, trt, ref)
 	assert.Zero(t, changedFraction(t, decodeTestPNG(t, trt), decodeTestPNG(t, ref)), "the reference is within one level")
 	b, err := os.ReadFile(filepath.Join(caseDir, "metadata.json"))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"case": "qwen-image-edit-2511", "family": "qwen_image", "frame_count": 1,
-		"prompt": "Cover the roof of the house in fresh snow under a pale winter sky.", "sample_count": 1,
+		"prompt": "Turn the image into a watercolor illustration while preserving the main subject.", "sample_count": 1,
 		"sampled_frame_indices": [0], "schema_version": 1, "qualkit_contract_double": true}`, string(b))
 	assert.NoFileExists(t, filepath.Join(caseDir, "result.json"), "no result.json in this layout")
 

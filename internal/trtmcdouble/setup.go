@@ -22,6 +22,9 @@ const (
 	checkoutBinary = "qualkit-double/trtmcdouble"
 )
 
+// Trees are the folders of qualkit's repository that the double's checkouts copy.
+var Trees = []string{familiesTree, legacyTree}
+
 // Build compiles the double into out: a static Linux binary (CGO_ENABLED=0, GOOS=linux,
 // this machine's GOARCH, -trimpath), fit for an image built FROM scratch.
 func Build(ctx context.Context, repoRoot, out string) error {

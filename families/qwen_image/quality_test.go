@@ -1,0 +1,69 @@
+package qwenimage
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The TRTMC row's quality criteria are the checkout's thresholds, and its pair is the
+// case's own: found in the workload by the case's prompt and the pool record of the photo
+// decoded from the case's test image, with the case's settings.
+func TestQualityReadsTRTMCsOwnCriteriaAndPair(t *testing.T) {
+	dir := checkout(t, LayoutFamilies)
+	spec, err := New(Config{Checkout: dir}).Quality(rootEnv(t), row())
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(dir, "families/qwen_image/tests/thresholds/qwen-image-edit-2511.json")}, spec.Files)
+	c := spec.Criteria
+	assert.Equal(t, []float64{0.15, 0.85, 0.05, 12, 0.1, 0.35, 0.08},
+		[]float64{*c.MeanMin, *c.MeanMax, *c.StdMin, *c.PSNRMin, *c.SSIMMin, *c.RefStdRatioMin, c.RefStdRatioWhenRefStd})
+	assert.Nil(t, c.StdRatioMin, "TRTMC's ratio is to the reference image, not to the input")
+	require.NotNil(t, spec.Pair)
+	assert.Equal(t, "photo-640x382.png", filepath.Base(spec.Pair.Image))
+	assert.Equal(t, "Turn the image into a watercolor illustration while preserving the main subject.", spec.Pair.Prompt)
+	assert.Equal(t, Profile+"/reference-000.png", spec.Pair.Reference)
+}
+
+func TestQualityRefusesAWorkloadWithoutTheCasesPair(t *testing.T) {
+	manifest := "families/qwen_image/tests/manifests/qwen-image-edit-2511.json"
+	for name, tc := range map[string]struct {
+		edit func(dir string)
+		want string
+	}{
+		"another prompt": {func(dir string) { replaceIn(t, filepath.Join(dir, manifest), "Turn the image into a watercolor", "Turn the image into an oil") },
+			"no pair of fixtures/qwen_image_edit/manifest.json is the correctness case's own"},
+		"another test image": {func(dir string) {
+			writeFile(t, filepath.Join(dir, "families/qwen_image/tests/data/test_img.jpeg"), "\xff\xd8 another photo")
+		}, "an image whose pool record names data/test_img.jpeg sha256"},
+		"another seed": {func(dir string) { replaceIn(t, filepath.Join(dir, manifest), `"seed": 42`, `"seed": 7`) },
+			`settings are not the correctness case's (families/qwen_image/tests/manifests/qwen-image-edit-2511.json): seed "42", the case 7`},
+		"another negative prompt": {func(dir string) { replaceIn(t, filepath.Join(dir, manifest), `"negative_prompt": " "`, `"negative_prompt": "blurry"`) },
+			`negative_prompt " ", the case "blurry"`},
+		"a criterion missing": {func(dir string) {
+			replaceIn(t, filepath.Join(dir, "families/qwen_image/tests/thresholds/qwen-image-edit-2511.json"), `"psnr"`, `"psnr_old"`)
+		}, "TRTMC thresholds families/qwen_image/tests/thresholds/qwen-image-edit-2511.json: no psnr"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := checkout(t, LayoutFamilies)
+			tc.edit(dir)
+			_, err := New(Config{Checkout: dir}).Quality(rootEnv(t), row())
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	// qualkit's e9132e79-shaped tree has a photo and prompt of its own: no pair.
+	_, err := New(Config{Checkout: checkout(t, LayoutE9132e79)}).Quality(rootEnv(t), row())
+	require.ErrorContains(t, err, "the reference criteria could not be applied")
+}
+
+func replaceIn(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(b), old)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
+}
