@@ -34,14 +34,18 @@ func TestQualityRefusesAWorkloadWithoutTheCasesPair(t *testing.T) {
 		edit func(dir string)
 		want string
 	}{
-		"another prompt": {func(dir string) { replaceIn(t, filepath.Join(dir, manifest), "Turn the image into a watercolor", "Turn the image into an oil") },
+		"another prompt": {func(dir string) {
+			replaceIn(t, filepath.Join(dir, manifest), "Turn the image into a watercolor", "Turn the image into an oil")
+		},
 			"no pair of fixtures/qwen_image_edit/manifest.json is the correctness case's own"},
 		"another test image": {func(dir string) {
 			writeFile(t, filepath.Join(dir, "families/qwen_image/tests/data/test_img.jpeg"), "\xff\xd8 another photo")
 		}, "an image whose pool record names data/test_img.jpeg sha256"},
 		"another seed": {func(dir string) { replaceIn(t, filepath.Join(dir, manifest), `"seed": 42`, `"seed": 7`) },
 			`settings are not the correctness case's (families/qwen_image/tests/manifests/qwen-image-edit-2511.json): seed "42", the case 7`},
-		"another negative prompt": {func(dir string) { replaceIn(t, filepath.Join(dir, manifest), `"negative_prompt": " "`, `"negative_prompt": "blurry"`) },
+		"another negative prompt": {func(dir string) {
+			replaceIn(t, filepath.Join(dir, manifest), `"negative_prompt": " "`, `"negative_prompt": "blurry"`)
+		},
 			`negative_prompt " ", the case "blurry"`},
 		"a criterion missing": {func(dir string) {
 			replaceIn(t, filepath.Join(dir, "families/qwen_image/tests/thresholds/qwen-image-edit-2511.json"), `"psnr"`, `"psnr_old"`)
