@@ -708,9 +708,46 @@ func writeFile(t *testing.T, path, data string) {
 
 // The H200 run committed under docs/evidence re-derives, anchored by the sum its log printed.
 func TestCommittedH200RunPasses(t *testing.T) {
-	dir := filepath.Join("..", "..", "docs", "evidence", "h200-reference-smoke-batch", "20261203T132918Z-533")
+	dir := filepath.Join("..", "..", "docs", "evidence", "h200-reference-smoke-batch", "20261203T150553Z-547")
 	rep := Verify(dir, "")
-	rep.Anchor("38ae4e32a5428dae6fa2f29388d1653f6ee686b1dff3312c8228a4df1bd7e2ba")
+	rep.Anchor("adebc0c47fc2e44f5ce4b587e7933a0c29f83ad61fe18a2c449ded68b5603a81")
 	require.NoError(t, rep.Err())
 	assert.Equal(t, []string{"reference-smoke"}, rep.Rows)
+}
+
+// The pair's measures are re-derived too: the H200 run is the committed run with a pair.
+func TestQualityPairTamperingFails(t *testing.T) {
+	src := filepath.Join("..", "..", "docs", "evidence", "h200-reference-smoke-batch", "20261203T150553Z-547")
+	for name, tc := range map[string]struct {
+		edit func(t *testing.T, row string)
+		want string
+	}{
+		"the pair's deviation ratio edited": {func(t *testing.T, row string) {
+			editJSON(t, filepath.Join(row, "results.json"), func(d map[string]any) {
+				d["quality"].(map[string]any)["pair"].(map[string]any)["std_ratio"] = 0.9
+			})
+		}, "reference-smoke/results.json: quality.pair.std_ratio: evidence says 1.000000"},
+		"the case's reference image replaced": {func(t *testing.T, row string) {
+			editPNG(t, filepath.Join(row, "correctness/artifacts/cpu.png"))
+		}, "reference-smoke/results.json: quality.pair.psnr_db: evidence says"},
+		"a reference ratio bound the files do not state": {func(t *testing.T, row string) {
+			editJSON(t, filepath.Join(row, "results.json"), func(d map[string]any) {
+				d["quality"].(map[string]any)["criteria"].(map[string]any)["reference_std_ratio_min"] = 0.01
+			})
+		}, "quality.criteria.reference_std_ratio_min: evidence says a value the family's thresholds files state, file says 0.01"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), filepath.Base(src))
+			require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
+			require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil {
+					err = os.Chmod(p, 0o755)
+				}
+				return err
+			}))
+			tc.edit(t, filepath.Join(dir, "reference-smoke"))
+			resum(t, dir)
+			failsWith(t, Verify(dir, "").Err(), tc.want)
+		})
+	}
 }
