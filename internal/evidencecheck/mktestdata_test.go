@@ -35,6 +35,37 @@ import (
 var mkOut = flag.String("out", "", "folder for the generated evidence runs")
 
 func TestMakeTestdata(t *testing.T) {
+	cfg, row := mkSetup(t)
+	cfg.RunID = harness.NewRunID(time.Now()) + "-qualified"
+	s, err := harness.NewSuite(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := row("refedit-v1", func(*refedit.Faulty) {})
+	t.Run(c.Name, func(t *testing.T) { s.Qualify(t, c) })
+	finish(t, s)
+
+	cfg.RunID = harness.NewRunID(time.Now()) + "-drift"
+	s, err = harness.NewSuite(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The failed row reads its Task time from the records file, so both timing sources
+	// are in the testdata.
+	// The drift row replays one process per request, so the committed runs hold both
+	// native modes: a batch (the qualified run) and one-shot (this one).
+	res, _ := s.Run(context.Background(), row("refedit-v1-native-drift", func(f *refedit.Faulty) {
+		f.OneShot = true
+		f.NativeFault, f.RecordsTiming = "drift", true
+	}), t.TempDir())
+	if res == nil || res.Status != schema.StatusFailed {
+		t.Fatalf("the drift row should fail identity: %+v", res)
+	}
+	finish(t, s)
+}
+
+// mkSetup is the suite configuration and the row maker both generators use.
+func mkSetup(t *testing.T) (harness.SuiteConfig, func(string, func(*refedit.Faulty)) harness.Checkpoint) {
 	if *mkOut == "" {
 		t.Fatal("-out DIR is required")
 	}
@@ -69,31 +100,24 @@ func TestMakeTestdata(t *testing.T) {
 		}
 	}
 
-	cfg.RunID = harness.NewRunID(time.Now()) + "-qualified"
+	return cfg, row
+}
+
+// TestMakeShardTestdata makes the second shard of the merged-run tests: one more
+// qualified row (refedit-v1-second) in a run of its own, with its own JUnit (a shard's
+// JUnit holds only its run's rows):
+//
+//	go tool gotestsum --junitfile /tmp/mk-second.xml -- -tags mktestdata -count=1 \
+//	    -run TestMakeShardTestdata ./internal/evidencecheck/ -args -out /tmp/mk
+func TestMakeShardTestdata(t *testing.T) {
+	cfg, row := mkSetup(t)
+	cfg.RunID = harness.NewRunID(time.Now()) + "-second"
 	s, err := harness.NewSuite(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := row("refedit-v1", func(*refedit.Faulty) {})
+	c := row("refedit-v1-second", func(*refedit.Faulty) {})
 	t.Run(c.Name, func(t *testing.T) { s.Qualify(t, c) })
-	finish(t, s)
-
-	cfg.RunID = harness.NewRunID(time.Now()) + "-drift"
-	s, err = harness.NewSuite(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The failed row reads its Task time from the records file, so both timing sources
-	// are in the testdata.
-	// The drift row replays one process per request, so the committed runs hold both
-	// native modes: a batch (the qualified run) and one-shot (this one).
-	res, _ := s.Run(context.Background(), row("refedit-v1-native-drift", func(f *refedit.Faulty) {
-		f.OneShot = true
-		f.NativeFault, f.RecordsTiming = "drift", true
-	}), t.TempDir())
-	if res == nil || res.Status != schema.StatusFailed {
-		t.Fatalf("the drift row should fail identity: %+v", res)
-	}
 	finish(t, s)
 }
 

@@ -6,6 +6,7 @@
 //	go run ./scripts/checkevidence -dir evidence/latest
 //	go run ./scripts/checkevidence -dir evidence/<run id> -junit evidence/junit-qual.xml
 //	go run ./scripts/checkevidence -dir evidence/<run id> -sums <sha256 the test log printed>
+//	go run ./scripts/checkevidence -dir evidence/merged   (a merged run: every shard, whole)
 //
 // It prints every problem as "<file>: <claim>: evidence says X, file says Y" and exits 1
 // when there is any; exit 2 is a usage error.
@@ -43,7 +44,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if resolved, err := filepath.EvalSymlinks(*dir); err == nil {
 		*dir = resolved
 	}
-	rep := evidencecheck.Verify(*dir, *junit)
+	var rep *evidencecheck.Report
+	if evidencecheck.IsMerged(*dir) {
+		if *junit != "" {
+			fmt.Fprintln(stderr, "checkevidence: a merged run keeps each shard's JUnit and its own junit.xml: give no -junit")
+			return 2
+		}
+		rep = evidencecheck.VerifyMerged(*dir)
+	} else {
+		rep = evidencecheck.Verify(*dir, *junit)
+	}
 	if *sums != "" {
 		rep.Anchor(*sums)
 	}

@@ -1,0 +1,133 @@
+package evidencecheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"qualkit/internal/merged"
+	"qualkit/internal/schema"
+)
+
+// IsMerged says whether dir is a merged run (internal/merged): it holds merged.json.
+func IsMerged(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, merged.ManifestFile))
+	return err == nil
+}
+
+// VerifyMerged checks a merged run as strictly as a single one: every shard is verified
+// whole with its own JUnit (Verify), its checksum list and JUnit must be the ones
+// merged.json recorded, the shards must cover the kept matrix exactly once from one commit,
+// the merged SUMMARY.md, PR.md and junit.xml must be what the shards give, and the merged
+// SHA256SUMS must list every file. Problems inside a shard name the file from the merged
+// folder (shards/<name>/<run id>/...).
+func VerifyMerged(dir string) *Report {
+	c := &checker{dir: dir, rep: &Report{Dir: dir}}
+	files := c.walk()
+	c.checkSumList("", files)
+	var m merged.Manifest
+	b, ok := c.read(merged.ManifestFile)
+	if !ok || json.Unmarshal(b, &m) != nil {
+		c.fail(merged.ManifestFile, "readable", "the merged run's manifest (JSON)", "missing or unreadable")
+		return c.rep
+	}
+	matrix, ok := c.read(merged.MatrixFile)
+	rows, err := merged.MatrixRows(matrix)
+	if !ok || err != nil {
+		c.fail(merged.MatrixFile, "readable", "the matrix the shards ran", fmt.Sprint("missing or unreadable: ", err))
+		return c.rep
+	}
+	// The exact file set: the merged run's own files and each recorded shard's folder and JUnit.
+	own := map[string]bool{merged.ManifestFile: true, merged.MatrixFile: true, merged.SummaryFile: true, merged.PRFile: true,
+		merged.JUnitFile: true, merged.SumsFile: true}
+	for f := range files {
+		in := own[f] || slices.ContainsFunc(m.Shards, func(s merged.Shard) bool {
+			return f == s.JUnit || strings.HasPrefix(f, s.Dir+"/")
+		})
+		if !in {
+			c.fail(f, "exact file set", "only the merged run's files and the shards merged.json lists", "an extra file")
+		}
+	}
+	for _, s := range m.Shards {
+		c.checkShard(s)
+	}
+	for _, g := range merged.Gaps(rows, m.Shards) {
+		c.fail(merged.ManifestFile, "shards cover the matrix", "every matrix row in exactly one shard, one commit", g)
+	}
+	var all []string
+	for _, s := range m.Shards {
+		all = append(all, s.Rows...)
+	}
+	slices.Sort(all)
+	c.same(merged.ManifestFile, "rows", strings.Join(all, " "), strings.Join(m.Rows, " "), "the shards' run.json rows")
+	c.same(merged.ManifestFile, "merged_id", merged.ID(m.Shards), m.MergedID, "the shards' checksum lists")
+	if len(m.Shards) > 0 {
+		c.same(merged.ManifestFile, "harness_commit", m.Shards[0].Commit, m.Commit, "the shards' run.json")
+		c.same(merged.ManifestFile, "harness_dirty", fmt.Sprint(m.Shards[0].Dirty), fmt.Sprint(m.Dirty), "the shards' run.json")
+	}
+	rendered, err := merged.Render(dir, m)
+	if err != nil {
+		c.fail(merged.ManifestFile, "shards readable", "every shard's SUMMARY.md, row.md, results.json and JUnit", err.Error())
+		return c.rep
+	}
+	for _, f := range []string{merged.SummaryFile, merged.PRFile, merged.JUnitFile} {
+		got, _ := c.read(f)
+		c.truth(bytes.Equal(got, rendered[f]), f, "derived from the shards", "the bytes the shards' files give", firstDiff(rendered[f], got))
+	}
+	c.rep.Rows = m.Rows
+	return c.rep
+}
+
+// checkShard verifies one shard whole and what merged.json records of it.
+func (c *checker) checkShard(s merged.Shard) {
+	if !cleanUnder(s.Dir, merged.ShardsDir) || !cleanUnder(s.JUnit, merged.ShardsDir) {
+		c.fail(merged.ManifestFile, "shard "+s.Name+" paths", "paths under "+merged.ShardsDir+"/", s.Dir+", "+s.JUnit)
+		return
+	}
+	dir, junit := merged.ShardPaths(s.Name, s.RunID)
+	c.same(merged.ManifestFile, "shard "+s.Name+" dir", dir, s.Dir, "shards/<name>/<run id>")
+	c.same(merged.ManifestFile, "shard "+s.Name+" junit", junit, s.JUnit, "shards/<name>/junit.xml")
+	sub := Verify(c.path(s.Dir), c.path(s.JUnit))
+	for _, p := range sub.Problems {
+		p.File = path.Join(s.Dir, p.File)
+		c.rep.Problems = append(c.rep.Problems, p)
+	}
+	c.rep.Files += sub.Files
+	c.rep.Claims += sub.Claims
+	sums, _ := fileSHA256(c.path(path.Join(s.Dir, ChecksumFile)))
+	c.same(merged.ManifestFile, "shard "+s.Name+" sha256sums_sha256", sums, s.SumsSHA256, path.Join(s.Dir, ChecksumFile))
+	j, _ := fileSHA256(c.path(s.JUnit))
+	c.same(merged.ManifestFile, "shard "+s.Name+" junit_sha256", j, s.JUnitSHA256, s.JUnit)
+	var info schema.RunInfo
+	b, _ := c.read(path.Join(s.Dir, "run.json"))
+	if json.Unmarshal(b, &info) == nil {
+		c.same(merged.ManifestFile, "shard "+s.Name+" run_id", info.RunID, s.RunID, "its run.json")
+		c.same(merged.ManifestFile, "shard "+s.Name+" harness_commit", info.HarnessCommit, s.Commit, "its run.json")
+		c.same(merged.ManifestFile, "shard "+s.Name+" harness_dirty", fmt.Sprint(info.HarnessDirty), fmt.Sprint(s.Dirty), "its run.json")
+		c.same(merged.ManifestFile, "shard "+s.Name+" rows", strings.Join(info.Rows, " "), strings.Join(s.Rows, " "), "its run.json")
+	}
+}
+
+func cleanUnder(p, dir string) bool {
+	return strings.HasPrefix(p, dir+"/") && path.Clean(p) == p
+}
+
+// firstDiff names where two renderings part.
+func firstDiff(want, got []byte) string {
+	if got == nil {
+		return "missing"
+	}
+	n := min(len(want), len(got))
+	for i := 0; i < n; i++ {
+		if want[i] != got[i] {
+			line := bytes.Count(want[:i], []byte("\n")) + 1
+			return fmt.Sprintf("differs from line %d", line)
+		}
+	}
+	return fmt.Sprintf("%d bytes where %d are derived", len(got), len(want))
+}

@@ -1,0 +1,246 @@
+package merged
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"qualkit/internal/schema"
+)
+
+// Input is one shard as CI hands it over: a folder holding the shard's run folder (the
+// one sub-folder with run.json) and its JUnit file (junit.xml), as `make shard` writes
+// evidence/shards/<name>/. Name is the folder's name without a "shard-" prefix (the CI
+// artifact's name).
+type Input struct {
+	Name, RunDir, JUnit string
+}
+
+// ReadInput finds the run folder and JUnit file of a shard folder.
+func ReadInput(dir string) (Input, error) {
+	in := Input{Name: strings.TrimPrefix(filepath.Base(filepath.Clean(dir)), "shard-"), JUnit: filepath.Join(dir, JUnitFile)}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return in, fmt.Errorf("shard %s: %w", dir, err)
+	}
+	var runs []string
+	for _, e := range entries {
+		if e.IsDir() && isFile(filepath.Join(dir, e.Name(), "run.json")) {
+			runs = append(runs, e.Name())
+		}
+	}
+	switch {
+	case len(runs) != 1:
+		return in, fmt.Errorf("shard %s: holds %d run folders (%s), want exactly one (make shard writes one)", dir, len(runs), strings.Join(runs, ", "))
+	case !isFile(in.JUnit):
+		return in, fmt.Errorf("shard %s: no %s (make shard copies the shard's JUnit there)", dir, JUnitFile)
+	}
+	in.RunDir = filepath.Join(dir, runs[0])
+	return in, nil
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// Merge writes the merged run of the shards into out (which must not exist yet). Each
+// shard must pass verify (the checker, strictly, with its JUnit) and the shards must cover
+// the matrix exactly once from one commit; otherwise nothing is written and the error
+// lists every problem. On any failure out is removed.
+func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit string) error) (m *Manifest, err error) {
+	if _, err := os.Stat(out); err == nil {
+		return nil, fmt.Errorf("%s exists: give a new folder for the merged run", out)
+	}
+	matrix, err := os.ReadFile(matrixPath)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := MatrixRows(matrix)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", matrixPath, err)
+	}
+	var problems []string
+	m = &Manifest{}
+	for _, in := range inputs {
+		if err := verify(in.RunDir, in.JUnit); err != nil {
+			problems = append(problems, fmt.Sprintf("shard %s does not check: %v", in.Name, err))
+			continue
+		}
+		s, err := describe(in)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		m.Shards = append(m.Shards, s)
+	}
+	if len(m.Shards) > 0 {
+		problems = append(problems, Gaps(rows, m.Shards)...)
+	}
+	if len(inputs) == 0 {
+		problems = append(problems, "no shard given")
+	}
+	if len(problems) > 0 {
+		return nil, errors.New("merge refused:\n  - " + strings.Join(problems, "\n  - "))
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(out)
+		}
+	}()
+	sort.Slice(m.Shards, func(i, j int) bool { return m.Shards[i].Name < m.Shards[j].Name })
+	m.Commit, m.Dirty, m.MergedID = m.Shards[0].Commit, m.Shards[0].Dirty, ID(m.Shards)
+	for _, in := range inputs {
+		s := shardByName(m.Shards, in.Name)
+		if err := os.CopyFS(filepath.Join(out, filepath.FromSlash(s.Dir)), os.DirFS(in.RunDir)); err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(in.JUnit)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(out, filepath.FromSlash(s.JUnit)), b, 0o644); err != nil {
+			return nil, err
+		}
+		m.Rows = append(m.Rows, s.Rows...)
+	}
+	sort.Strings(m.Rows)
+	if err := os.WriteFile(filepath.Join(out, MatrixFile), matrix, 0o644); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(out, ManifestFile), m); err != nil {
+		return nil, err
+	}
+	files, err := Render(out, *m)
+	if err != nil {
+		return nil, err
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	var all []string
+	err = filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(out, p)
+		if rel != SumsFile {
+			all = append(all, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sums, err := Sums(out, all)
+	if err != nil {
+		return nil, err
+	}
+	return m, os.WriteFile(filepath.Join(out, SumsFile), sums, 0o644)
+}
+
+func shardByName(shards []Shard, name string) Shard {
+	for _, s := range shards {
+		if s.Name == name {
+			return s
+		}
+	}
+	return Shard{}
+}
+
+// describe reads what a verified shard claims: its run id, commit and rows, and the
+// sha256 of its checksum list and JUnit.
+func describe(in Input) (Shard, error) {
+	var info schema.RunInfo
+	b, err := os.ReadFile(filepath.Join(in.RunDir, "run.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &info)
+	}
+	if err != nil {
+		return Shard{}, fmt.Errorf("shard %s: run.json: %v", in.Name, err)
+	}
+	sums, err := fileSHA(filepath.Join(in.RunDir, SumsFile))
+	if err != nil {
+		return Shard{}, fmt.Errorf("shard %s: %v", in.Name, err)
+	}
+	junit, err := fileSHA(in.JUnit)
+	if err != nil {
+		return Shard{}, fmt.Errorf("shard %s: %v", in.Name, err)
+	}
+	dir, jpath := ShardPaths(in.Name, info.RunID)
+	return Shard{Name: in.Name, RunID: info.RunID, Dir: dir, JUnit: jpath, SumsSHA256: sums, JUnitSHA256: junit,
+		Commit: info.HarnessCommit, Dirty: info.HarnessDirty, Rows: info.Rows}, nil
+}
+
+// Render derives the merged run's SUMMARY.md, PR.md and junit.xml from the shards kept
+// under dir (the merged folder).
+func Render(dir string, m Manifest) (map[string][]byte, error) {
+	rowLines, status := map[string]string{}, map[string]string{}
+	var header string
+	var junits [][]byte
+	for _, s := range m.Shards {
+		sdir := filepath.Join(dir, filepath.FromSlash(s.Dir))
+		if header == "" {
+			b, err := os.ReadFile(filepath.Join(sdir, SummaryFile))
+			if err != nil {
+				return nil, err
+			}
+			if header, err = TableHeader(b); err != nil {
+				return nil, fmt.Errorf("shard %s: %w", s.Name, err)
+			}
+		}
+		for _, r := range s.Rows {
+			b, err := os.ReadFile(filepath.Join(sdir, r, "row.md"))
+			if err != nil {
+				return nil, fmt.Errorf("shard %s: %w", s.Name, err)
+			}
+			if rowLines[r], err = RowLine(b); err != nil {
+				return nil, fmt.Errorf("shard %s row %s: %w", s.Name, r, err)
+			}
+			var res struct {
+				Status string `json:"status"`
+			}
+			b, err = os.ReadFile(filepath.Join(sdir, r, "results.json"))
+			if err == nil {
+				err = json.Unmarshal(b, &res)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("shard %s row %s: results.json: %v", s.Name, r, err)
+			}
+			status[r] = res.Status
+		}
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(s.JUnit)))
+		if err != nil {
+			return nil, err
+		}
+		junits = append(junits, b)
+	}
+	junit, err := JUnit(junits)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{SummaryFile: Summary(m, header, rowLines), PRFile: PR(m, status), JUnitFile: junit}, nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func fileSHA(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	return sumHex(b), nil
+}

@@ -1,0 +1,263 @@
+// Package merged combines the run folders of CI shards (one matrix entry each, see
+// scripts/matrix) into one merged run: every shard's folder kept verbatim with its own
+// SHA256SUMS and JUnit, plus a SUMMARY.md, PR.md, junit.xml and SHA256SUMS over them all.
+// The renderers here are deterministic, so the checker (internal/evidencecheck) re-derives
+// the merged files from the shards and requires the same bytes.
+//
+// A merged run is refused, at merge time and by the checker alike, when a matrix row has
+// no shard, when a row is in two shards, when a shard ran a row the matrix does not list,
+// or when the shards ran different commits: never a silent gap.
+package merged
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The merged run's own files; every shard lies under ShardsDir/<name>/.
+const (
+	ManifestFile = "merged.json"
+	MatrixFile   = "matrix.json"
+	JUnitFile    = "junit.xml"
+	SummaryFile  = "SUMMARY.md"
+	PRFile       = "PR.md"
+	SumsFile     = "SHA256SUMS"
+	ShardsDir    = "shards"
+)
+
+// Manifest is merged.json: which shards the merged run holds and what each claims.
+type Manifest struct {
+	MergedID string   `json:"merged_id"` // "merged-" + the first 12 hex of the sha256 over the shards' SHA256SUMS sums
+	Commit   string   `json:"harness_commit"`
+	Dirty    bool     `json:"harness_dirty"`
+	Rows     []string `json:"rows"`
+	Shards   []Shard  `json:"shards"`
+}
+
+// Shard is one shard as the merged run keeps it. Paths are relative to the merged folder.
+type Shard struct {
+	Name        string   `json:"name"`
+	RunID       string   `json:"run_id"`
+	Dir         string   `json:"dir"`   // shards/<name>/<run id>
+	JUnit       string   `json:"junit"` // shards/<name>/junit.xml
+	SumsSHA256  string   `json:"sha256sums_sha256"`
+	JUnitSHA256 string   `json:"junit_sha256"`
+	Commit      string   `json:"harness_commit"`
+	Dirty       bool     `json:"harness_dirty"`
+	Rows        []string `json:"rows"`
+}
+
+// MatrixRows reads the row names of a matrix (scripts/matrix's {"matrix": {"include":
+// [{"name": ...}]}}), in order.
+func MatrixRows(b []byte) ([]string, error) {
+	var m struct {
+		Matrix struct {
+			Include []struct {
+				Name string `json:"name"`
+			} `json:"include"`
+		} `json:"matrix"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("matrix: %w", err)
+	}
+	var rows []string
+	for i, e := range m.Matrix.Include {
+		if e.Name == "" {
+			return nil, fmt.Errorf("matrix: include[%d] has no name", i)
+		}
+		rows = append(rows, e.Name)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("matrix: no include entry")
+	}
+	return rows, nil
+}
+
+// Gaps lists every way the shards fail to cover the matrix exactly once, from one commit.
+func Gaps(matrix []string, shards []Shard) []string {
+	var out []string
+	inMatrix := map[string]bool{}
+	for _, r := range matrix {
+		inMatrix[r] = true
+	}
+	ranIn := map[string][]string{}
+	names := map[string]bool{}
+	for _, s := range shards {
+		if names[s.Name] {
+			out = append(out, fmt.Sprintf("shard %s is given twice", s.Name))
+		}
+		names[s.Name] = true
+		if len(s.Rows) == 0 {
+			out = append(out, fmt.Sprintf("shard %s ran no row", s.Name))
+		}
+		for _, r := range s.Rows {
+			ranIn[r] = append(ranIn[r], s.Name)
+			if !inMatrix[r] {
+				out = append(out, fmt.Sprintf("shard %s ran row %s, which the matrix does not list", s.Name, r))
+			}
+		}
+		if s.Commit != shards[0].Commit || s.Dirty != shards[0].Dirty {
+			out = append(out, fmt.Sprintf("shard %s ran commit %s, shard %s ran %s: a merged run is of one commit",
+				s.Name, commitText(s.Commit, s.Dirty), shards[0].Name, commitText(shards[0].Commit, shards[0].Dirty)))
+		}
+	}
+	for _, r := range matrix {
+		switch in := ranIn[r]; {
+		case len(in) == 0:
+			out = append(out, fmt.Sprintf("matrix row %s: no shard ran it (missing shard)", r))
+		case len(in) > 1:
+			out = append(out, fmt.Sprintf("matrix row %s: ran in %d shards (%s): duplicated", r, len(in), strings.Join(in, ", ")))
+		}
+	}
+	return out
+}
+
+func commitText(c string, dirty bool) string {
+	if c == "" {
+		c = "(unknown)"
+	}
+	if dirty {
+		c += " with uncommitted changes"
+	}
+	return c
+}
+
+func sumHex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// ID is the merged run's id, derived from its shards' checksum lists.
+func ID(shards []Shard) string {
+	sums := make([]string, len(shards))
+	for i, s := range shards {
+		sums[i] = s.SumsSHA256
+	}
+	sort.Strings(sums)
+	h := sha256.Sum256([]byte(strings.Join(sums, "\n")))
+	return "merged-" + hex.EncodeToString(h[:6])
+}
+
+// Summary is SUMMARY.md: the shards' table header (TableHeader), then every row's line
+// from its row.md, by row name.
+func Summary(m Manifest, header string, rowLines map[string]string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# qualkit merged run %s\n\n", m.MergedID)
+	fmt.Fprintf(&b, "%d shard(s) of commit %s; each shard's folder under %s/ is a whole run with its own SHA256SUMS and JUnit.\n\n",
+		len(m.Shards), commitText(m.Commit, m.Dirty), ShardsDir)
+	b.WriteString(header)
+	for _, r := range m.Rows {
+		b.WriteString(rowLines[r] + "\n")
+	}
+	return []byte(b.String())
+}
+
+// PR is PR.md: per row, its status, the shard that ran it and the anchor of that shard.
+func PR(m Manifest, status map[string]string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## qualkit: merged run %s\n\n", m.MergedID)
+	fmt.Fprintf(&b, "Commit %s, %d row(s) in %d shard(s). Check it: `make check-evidence DIR=<this folder>`.\n\n",
+		commitText(m.Commit, m.Dirty), len(m.Rows), len(m.Shards))
+	b.WriteString("| row | status | shard | shard run | shard SHA256SUMS sha256 |\n|---|---|---|---|---|\n")
+	byRow := map[string]Shard{}
+	for _, s := range m.Shards {
+		for _, r := range s.Rows {
+			byRow[r] = s
+		}
+	}
+	for _, r := range m.Rows {
+		s := byRow[r]
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` |\n", r, status[r], s.Name, s.RunID, s.SumsSHA256)
+	}
+	return []byte(b.String())
+}
+
+var (
+	suitesOpen  = regexp.MustCompile(`(?s)^\s*(?:<\?xml[^>]*\?>\s*)?<testsuites([^>]*)>(.*)</testsuites>\s*$`)
+	suitesEmpty = regexp.MustCompile(`(?s)^\s*(?:<\?xml[^>]*\?>\s*)?<testsuites([^>]*)/>\s*$`)
+	attrRe      = regexp.MustCompile(`(\w+)="([^"]*)"`)
+)
+
+// JUnit is junit.xml: every shard's test suites, verbatim and in shard order, under one
+// <testsuites> whose totals add the shards'.
+func JUnit(shards [][]byte) ([]byte, error) {
+	totals := map[string]float64{}
+	var body strings.Builder
+	for i, b := range shards {
+		attrs, inner := "", ""
+		if m := suitesOpen.FindSubmatch(b); m != nil {
+			attrs, inner = string(m[1]), string(m[2])
+		} else if m := suitesEmpty.FindSubmatch(b); m != nil {
+			attrs = string(m[1])
+		} else {
+			return nil, fmt.Errorf("shard JUnit %d: not one <testsuites> document", i+1)
+		}
+		for _, a := range attrRe.FindAllStringSubmatch(attrs, -1) {
+			if v, err := strconv.ParseFloat(a[2], 64); err == nil {
+				totals[a[1]] += v
+			}
+		}
+		body.WriteString(strings.Trim(inner, "\n"))
+		body.WriteString("\n")
+	}
+	var b bytes.Buffer
+	b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
+	fmt.Fprintf(&b, "<testsuites tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.6f\">\n",
+		int(totals["tests"]), int(totals["failures"]), int(totals["errors"]), totals["time"])
+	b.WriteString(body.String())
+	b.WriteString("</testsuites>\n")
+	return b.Bytes(), nil
+}
+
+// Sums is SHA256SUMS over the given files (relative paths, read under dir), sorted.
+func Sums(dir string, files []string) ([]byte, error) {
+	files = slices.Clone(files)
+	sort.Strings(files)
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(data)
+		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), f)
+	}
+	return []byte(b.String()), nil
+}
+
+// TableHeader is the rows table's header of a run's SUMMARY.md: its first two table lines.
+func TableHeader(summaryMD []byte) (string, error) {
+	lines := strings.Split(string(summaryMD), "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "| ") && strings.HasPrefix(lines[i+1], "|---") {
+			return lines[i] + "\n" + lines[i+1] + "\n", nil
+		}
+	}
+	return "", fmt.Errorf("SUMMARY.md has no rows table")
+}
+
+// RowLine is a row's line of its row.md (the last table line).
+func RowLine(rowMD []byte) (string, error) {
+	lines := strings.Split(strings.TrimSpace(string(rowMD)), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "| ") {
+		return "", fmt.Errorf("row.md: the last line is not a table row")
+	}
+	return last, nil
+}
+
+// ShardPaths are a shard's folder and JUnit inside the merged run.
+func ShardPaths(name, runID string) (dir, junit string) {
+	return path.Join(ShardsDir, name, runID), path.Join(ShardsDir, name, JUnitFile)
+}
