@@ -101,6 +101,47 @@ doctor:
 	@$(GO) test -c -o $(QUALTEST) ./qual
 	@cd qual && ../$(QUALTEST) -test.run '$(RUN)' -qualkit.doctor $(if $(JSON),-qualkit.json)
 
+# The CI matrix (scripts/matrix, docs/ci/qualkit-matrix.yml): one job per row RUN selects
+# (default all), GPU rows first, then the longest by past runs; each job's command is
+# `make shard` for its row. RUN is read with $(value RUN): a pattern's `$/` must reach
+# go test as typed, not as a make variable.
+SHARD ?=
+.PHONY: matrix shard
+matrix: tables
+	@$(GO) run ./scripts/matrix -tables $(TABLES) $(if $(value RUN),-run '$(value RUN)')
+
+# One matrix job: the rows RUN selects (the matrix gives each row's exact pattern), then
+# the evidence check of the run they made, then the run folder and its JUnit copied to
+# evidence/shards/SHARD/ (<run id>/ and junit.xml), which the merge step takes. The copy
+# is made when a row failed too (a failed row is evidence); the exit status is the tests'
+# and the check's.
+ifneq ($(filter shard,$(MAKECMDGOALS)),)
+ifeq ($(strip $(value RUN)),)
+$(error make shard: RUN is not set: give the go test -run pattern of the row to run, as `make matrix` prints it, e.g. make shard RUN='^TestRefEdit$$/^refedit-v1$$' SHARD=refedit-v1)
+endif
+ifeq ($(SHARD),)
+$(error make shard: SHARD is not set: give the row's name, as `make matrix` prints it, e.g. SHARD=refedit-v1; it names evidence/shards/SHARD/)
+endif
+ifeq ($(shell printf '%s' '$(SHARD)' | grep -Ex '[a-z0-9][a-z0-9._-]*'),)
+$(error make shard: SHARD='$(SHARD)' is not a shard name: give the row's name (a-z, 0-9, '.', '_', '-'), e.g. SHARD=refedit-v1; it names evidence/shards/SHARD/)
+endif
+endif
+shard: setup engine tables
+	@mkdir -p evidence
+	@before=$$(readlink evidence/latest || true); status=0; \
+	echo "$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-shard-$(SHARD).xml -- -count=1 -run '$(value RUN)' ./qual/"; \
+	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-shard-$(SHARD).xml -- \
+		-count=1 -run '$(value RUN)' ./qual/ || { echo "shard $(SHARD) FAILED: see evidence/latest/SUMMARY.md"; status=1; }; \
+	if [ "$$(readlink evidence/latest || true)" = "$$before" ]; then \
+		echo "shard $(SHARD): the tests made no run folder (evidence/latest did not move): does RUN='$(value RUN)' select a row? (make matrix RUN=...)"; exit 1; fi; \
+	echo "$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml"; \
+	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml || status=1; \
+	run=$$(readlink -f evidence/latest); \
+	rm -rf evidence/shards/$(SHARD) && mkdir -p evidence/shards/$(SHARD) && \
+		cp -a "$$run" evidence/shards/$(SHARD)/ && cp evidence/junit-shard-$(SHARD).xml evidence/shards/$(SHARD)/junit.xml || exit 1; \
+	echo "shard $(SHARD): evidence/shards/$(SHARD)/$$(basename "$$run")/ and evidence/shards/$(SHARD)/junit.xml"; \
+	exit $$status
+
 # Past runs: every run under evidence/ with its rows' status; B against A (the
 # baseline), exit 1 on a regression.
 .PHONY: runs compare

@@ -25,6 +25,7 @@ var (
 		"explicitly NOT a qualification run: rows whose host requirements are absent are skipped and reported \"not-run\" (env QUALKIT_NOT_QUALIFICATION=1)")
 	runtimeFlag = flag.String("qualkit.runtime", envOr("RUNTIME", harness.RuntimeAuto), "serving runtime: auto, process or container (env RUNTIME)")
 	rebuild     = flag.Bool("qualkit.rebuild", false, "rebuild bundles even when the cache key matches")
+	cpuRows     = flag.Int("qualkit.cpu-rows", 1, "rows without a GPU that run at once; rows with GPUs run side by side as the host's GPUs allow, each on GPUs of its own")
 	venv        = flag.String("qualkit.venv", "", "project venv with aiperf and pytest; a relative path is inside the repository root (default .venv)")
 	gpuread     = flag.String("qualkit.gpuread", os.Getenv("QUALKIT_GPUREAD"), "the NVML reader program (env QUALKIT_GPUREAD); default: built from internal/harness/gpu/cmd/gpuread")
 	doctor      = flag.Bool("qualkit.doctor", false, "print the readiness (preflight only) of every row -run selects, run nothing, and exit 1 if one is not ready")
@@ -83,7 +84,7 @@ func run(m *testing.M) int {
 		Python:        filepath.Join(*venv, "bin", "python"),
 		AIPerf:        harness.AIPerf{Bin: filepath.Join(*venv, "bin", "aiperf"), HFHome: filepath.Join(*venv, "qualkit-hf")},
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
-		GPURead: *gpuread, Progress: progressWriter(),
+		GPURead: *gpuread, Progress: progressWriter(), CPURows: *cpuRows,
 		Reporter: report.Evidence{Root: root},
 	}
 	baseConfig = cfg

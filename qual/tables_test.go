@@ -1,6 +1,7 @@
 package qual
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,26 +49,75 @@ func qualifyTable(t *testing.T) {
 		t.Fatalf("%s is not in the tables list (qual/tables_test.go): add it there, so that doctor and `make test` know it", t.Name())
 	}
 	for _, c := range tables[i].rows {
-		t.Run(c.Name, func(t *testing.T) { suite.Qualify(t, c) })
+		t.Run(c.Name, func(t *testing.T) {
+			// Rows run side by side as the run's pool allows: each leases its GPUs (or a
+			// CPU row slot, -qualkit.cpu-rows) for its whole life, and its evidence names
+			// the rows that ran beside it.
+			t.Parallel()
+			suite.Qualify(t, c)
+		})
 	}
 }
 
-// tableJSON is one table as -qualkit.tables prints it (scripts/testgate reads it).
+// tableJSON is one table as -qualkit.tables prints it (scripts/testgate reads package,
+// test, hardware, rows and stages; scripts/matrix reads details).
 type tableJSON struct {
-	Package  string   `json:"package"`
-	Test     string   `json:"test"`
-	Hardware bool     `json:"hardware"`
-	Rows     []string `json:"rows"`
-	Stages   []string `json:"stages"`
+	Package  string    `json:"package"`
+	Test     string    `json:"test"`
+	Hardware bool      `json:"hardware"`
+	Rows     []string  `json:"rows"`
+	Stages   []string  `json:"stages"`
+	Details  []rowJSON `json:"details"` // one per row, in the order of Rows
 }
 
-// printTables writes the tables as JSON for the Makefile and the test gate.
+// rowJSON is what a CI job needs to know of one row before it runs it: the host it asks
+// for, and how long its stages may take.
+type rowJSON struct {
+	Row               string        `json:"row"`
+	Test              string        `json:"test"`
+	GPUs              int           `json:"gpus"`
+	GPUMemoryBytes    uint64        `json:"gpu_memory_bytes"`
+	ComputeCapability string        `json:"compute_capability"`
+	Container         bool          `json:"container"`
+	Deadlines         deadlinesJSON `json:"deadlines_s"`
+	// Requests is every request AIPerf sends (measured + warmup); the harness applies no
+	// default to Bench, and a table cannot hold a row without a measured request.
+	Requests int  `json:"requests"`
+	Hardware bool `json:"hardware"`
+}
+
+// deadlinesJSON is a row's harness.Deadlines after defaults, in seconds.
+type deadlinesJSON struct {
+	Build       float64 `json:"build"`
+	Correctness float64 `json:"correctness"`
+	Ready       float64 `json:"ready"`
+	Request     float64 `json:"request"`
+	Native      float64 `json:"native"`
+}
+
+func rowDetails(tb table, c harness.Checkpoint) rowJSON {
+	d := c.Deadline.WithDefaults()
+	return rowJSON{
+		Row: c.Name, Test: tb.test,
+		GPUs: c.Needs.GPU.Count, GPUMemoryBytes: c.Needs.GPU.MinMemoryBytes,
+		ComputeCapability: c.Needs.GPU.MinComputeCapability, Container: c.Needs.Container,
+		Deadlines: deadlinesJSON{
+			Build: d.Build.Seconds(), Correctness: d.Correctness.Seconds(), Ready: d.Ready.Seconds(),
+			Request: d.Request.Seconds(), Native: d.Native.Seconds(),
+		},
+		Requests: c.Bench.Measured + c.Bench.Warmup,
+		Hardware: tb.hardware,
+	}
+}
+
+// printTables writes the tables as JSON for the Makefile, the test gate and the CI matrix.
 func printTables(w io.Writer) int {
 	var out []tableJSON
 	for _, tb := range tables {
 		j := tableJSON{Package: "qualkit/qual", Test: tb.test, Hardware: tb.hardware, Stages: harness.StageNames()}
 		for _, c := range tb.rows {
 			j.Rows = append(j.Rows, c.Name)
+			j.Details = append(j.Details, rowDetails(tb, c))
 		}
 		out = append(out, j)
 	}
@@ -110,4 +161,51 @@ func TestTablesListEveryQualifyingTest(t *testing.T) {
 	for _, tb := range tables {
 		assert.NotEmpty(t, tb.rows, "table %s has no rows", tb.test)
 	}
+}
+
+// -qualkit.tables prints, for every row of every table, its details in row order, with
+// the deadlines after the harness's defaults: what scripts/matrix plans CI jobs from.
+func TestTablesJSONDetails(t *testing.T) {
+	var b bytes.Buffer
+	require.Equal(t, 0, printTables(&b))
+	var got []tableJSON
+	require.NoError(t, json.Unmarshal(b.Bytes(), &got))
+	require.Len(t, got, len(tables))
+	for i, tb := range tables {
+		j := got[i]
+		assert.Equal(t, tb.test, j.Test)
+		require.Len(t, j.Details, len(j.Rows), "table %s: one detail per row", tb.test)
+		for k, c := range tb.rows {
+			d := j.Details[k]
+			assert.Equal(t, c.Name, j.Rows[k])
+			assert.Equal(t, c.Name, d.Row, "table %s: details in the order of rows", tb.test)
+			assert.Equal(t, tb.test, d.Test)
+			assert.Equal(t, tb.hardware, d.Hardware)
+			assert.Equal(t, c.Needs.GPU.Count, d.GPUs)
+			assert.Equal(t, c.Needs.Container, d.Container)
+			assert.Equal(t, c.Bench.Measured+c.Bench.Warmup, d.Requests)
+			assert.Positive(t, d.Deadlines.Build)
+			assert.Positive(t, d.Deadlines.Native)
+		}
+	}
+
+	// The reference row's numbers, pinned: its own deadlines, 5 measured + 1 warmup.
+	ref := got[slices.IndexFunc(got, func(j tableJSON) bool { return j.Test == "TestRefEdit" })].Details[0]
+	assert.Equal(t, rowJSON{Row: "refedit-v1", Test: "TestRefEdit",
+		Deadlines: deadlinesJSON{Build: 300, Correctness: 300, Ready: 60, Request: 60, Native: 60}, Requests: 6}, ref)
+	// The Qwen row asks for an 80 GB-class GPU in a container.
+	qwen := got[slices.IndexFunc(got, func(j tableJSON) bool { return j.Test == "TestQwenImageEdit" })].Details[0]
+	assert.Equal(t, rowJSON{Row: "qwen-image-edit-2511", Test: "TestQwenImageEdit", GPUs: 1, GPUMemoryBytes: 75 << 30,
+		ComputeCapability: "8.0", Container: true, Hardware: true,
+		Deadlines: deadlinesJSON{Build: 7200, Correctness: 3600, Ready: 1800, Request: 600, Native: 600}, Requests: 6}, qwen)
+}
+
+// A zero deadline takes the harness's default in the JSON, as it does when the row runs.
+func TestTablesJSONDeadlineDefaults(t *testing.T) {
+	c := refeditRows[0]
+	c.Deadline = harness.Deadlines{Build: time.Minute}
+	d := rowDetails(table{test: "TestX"}, c).Deadlines
+	def := harness.Deadlines{}.WithDefaults()
+	assert.Equal(t, deadlinesJSON{Build: 60, Correctness: def.Correctness.Seconds(), Ready: def.Ready.Seconds(),
+		Request: def.Request.Seconds(), Native: def.Native.Seconds()}, d)
 }

@@ -145,6 +145,7 @@ func (c *checker) run(junitPath string) {
 	for _, r := range c.rows {
 		r.check()
 	}
+	c.checkLeases()
 	c.checkRun()
 	if junitPath != "" {
 		c.checkJUnit(junitPath)

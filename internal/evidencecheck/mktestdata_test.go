@@ -103,21 +103,30 @@ func mkSetup(t *testing.T) (harness.SuiteConfig, func(string, func(*refedit.Faul
 	return cfg, row
 }
 
-// TestMakeShardTestdata makes the second shard of the merged-run tests: one more
-// qualified row (refedit-v1-second) in a run of its own, with its own JUnit (a shard's
-// JUnit holds only its run's rows):
+// TestMakeShardTestdata makes the second shard of the merged-run tests: two more
+// qualified rows (refedit-v1-second, refedit-v1-beside), run side by side (two CPU row
+// slots) in a run of its own with its own JUnit (a shard's JUnit holds only its run's
+// rows):
 //
 //	go tool gotestsum --junitfile /tmp/mk-second.xml -- -tags mktestdata -count=1 \
 //	    -run TestMakeShardTestdata ./internal/evidencecheck/ -args -out /tmp/mk
 func TestMakeShardTestdata(t *testing.T) {
 	cfg, row := mkSetup(t)
 	cfg.RunID = harness.NewRunID(time.Now()) + "-second"
+	cfg.CPURows = 2 // two CPU rows side by side: each names the other in its lease
 	s, err := harness.NewSuite(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := row("refedit-v1-second", func(*refedit.Faulty) {})
-	t.Run(c.Name, func(t *testing.T) { s.Qualify(t, c) })
+	t.Run("rows", func(t *testing.T) {
+		for _, name := range []string{"refedit-v1-second", "refedit-v1-beside"} {
+			c := row(name, func(*refedit.Faulty) {})
+			t.Run(c.Name, func(t *testing.T) {
+				t.Parallel()
+				s.Qualify(t, c)
+			})
+		}
+	})
 	finish(t, s)
 }
 

@@ -44,6 +44,9 @@ type Bench struct {
 type Needs struct {
 	GPU       gpu.Needs // count, memory per GPU, compute capability; zero: no GPU
 	Container bool      // the row can only be served from a container
+	// ShareGPU lets the row's GPUs be leased to other rows that say so too, at the same
+	// time; by default a row has its GPUs to itself for its whole life.
+	ShareGPU bool
 }
 
 // Deadlines bound each long stage of a row. Zero fields take the defaults.
@@ -54,6 +57,9 @@ type Deadlines struct {
 	Request     time.Duration // one HTTP request
 	Native      time.Duration // one native task call
 }
+
+// WithDefaults is the deadlines a row runs with: each zero field set to its default.
+func (d Deadlines) WithDefaults() Deadlines { return d.withDefaults() }
 
 func (d Deadlines) withDefaults() Deadlines {
 	def := func(v *time.Duration, x time.Duration) {

@@ -51,7 +51,11 @@ func fakeMain(prog string, args []string) int {
 	case "native-batch":
 		err = fakeNativeBatch(args)
 	case "gpuread":
-		_, err = os.Stdout.WriteString(fakeGPUs)
+		reading := fakeGPUs
+		if n := os.Getenv("QUALKIT_FAKE_GPUS"); n != "" {
+			reading = fakeGPUReading(n)
+		}
+		_, err = os.Stdout.WriteString(reading)
 	case "aiperf":
 		err = fakeAIPerf(args)
 	default:

@@ -37,6 +37,8 @@ type row struct {
 	result     *schema.Result
 	prog       *progress // the running stage's; nil between stages
 	sumsSHA    string    // sha256 of the row's SHA256SUMS, once reported
+	lease      *gpu.Lease
+	leaseWaitS float64
 
 	// For the time budget.
 	started          time.Time
@@ -107,11 +109,15 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	if err := wholeRow(t.Name()); err != nil {
 		t.Fatal(err)
 	}
+	lease, waitS := s.lease(t.Context(), c, func(line string) { t.Log(line) })
 	r, err := s.newRow(c, t.TempDir(), t.Name())
 	if err != nil {
+		releaseLease(lease)
 		t.Fatal(err)
 	}
+	r.lease, r.leaseWaitS = lease, waitS
 	t.Cleanup(r.stopServer)
+	t.Cleanup(r.release)
 	for _, st := range stages {
 		if r.failed != "" {
 			// Recorded "not-run" in results.json; no subtest, so the one failure that
@@ -196,10 +202,14 @@ func (r *row) notSelected(name string) {
 // Run qualifies one row without subtests: the stages in order, each after a failure
 // recorded "not-run". Negative controls use it to prove which stage catches a fault.
 func (s *Suite) Run(ctx context.Context, c Checkpoint, work string) (*schema.Result, error) {
+	lease, waitS := s.lease(ctx, c, nil)
 	r, err := s.newRow(c, work, "TestNegativeControls/"+c.Name)
 	if err != nil {
+		releaseLease(lease)
 		return nil, err
 	}
+	r.lease, r.leaseWaitS = lease, waitS
+	defer r.release()
 	defer r.stopServer()
 	for _, st := range stages {
 		r.runStage(ctx, st, nil)
@@ -254,6 +264,7 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 // once it reports, and a running server still writes its log.
 func (r *row) report() error {
 	r.stopServer()
+	r.release()
 	res := r.result
 	switch {
 	case r.skipReason != "":
@@ -347,4 +358,62 @@ func runPattern(testName string) string {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
 	return strings.Join(parts, "/")
+}
+
+// lease takes from the run's pool what the row needs for its whole life: its GPUs by UUID
+// (the host's GPUs are read once, by the first row that needs one), or a CPU row slot.
+// It waits while other rows hold them, saying so once through say. It returns nil when
+// the GPUs can never come (too few on this host, or none readable): preflight then names
+// what is missing.
+func (s *Suite) lease(ctx context.Context, c Checkpoint, say func(string)) (*gpu.Lease, float64) {
+	if c.Needs.GPU != (gpu.Needs{}) {
+		s.poolGPUs.Do(func() {
+			if reading, err := gpu.Read(ctx, s.cfg.GPURead); err == nil {
+				s.pool.SetDevices(reading.Devices)
+			}
+		})
+	}
+	start := time.Now()
+	onWait := func(holders []string) {
+		if say != nil {
+			say(fmt.Sprintf("qualkit: %s waits for %s, held by %s", c.Name, leaseWhat(c), strings.Join(holders, ", ")))
+		}
+	}
+	l, err := s.pool.Acquire(ctx, c.Name, c.Needs.GPU, c.Needs.ShareGPU, onWait)
+	if err != nil {
+		return nil, 0
+	}
+	return l, time.Since(start).Seconds()
+}
+
+func leaseWhat(c Checkpoint) string {
+	if c.Needs.GPU == (gpu.Needs{}) {
+		return "a CPU row slot"
+	}
+	return c.Needs.GPU.String()
+}
+
+func releaseLease(l *gpu.Lease) {
+	if l != nil {
+		l.Release()
+	}
+}
+
+// release gives the row's lease back and records it with the rows that ran beside it;
+// a second call does nothing.
+func (r *row) release() {
+	if r.lease == nil || r.result.Lease != nil {
+		return
+	}
+	r.lease.Release()
+	l := &schema.Lease{GPUs: r.lease.UUIDs(), Shared: r.lease.Shared, Start: r.lease.Start.UTC(), End: r.lease.End.UTC(),
+		WaitS: round6(r.leaseWaitS), RanBeside: []schema.Neighbour{}}
+	for _, n := range r.lease.Beside() {
+		nb := schema.Neighbour{Row: n.Row, GPUs: n.GPUs, Start: n.Start.UTC()}
+		if !n.End.IsZero() {
+			nb.End = n.End.UTC()
+		}
+		l.RanBeside = append(l.RanBeside, nb)
+	}
+	r.result.Lease = l
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"qualkit/internal/schema"
@@ -28,17 +29,8 @@ func (r *row) build(ctx context.Context) error {
 		}
 	}
 	tools, builder := r.c.Adapter.Tools(r.env)
-	for i, cmd := range tools {
-		rec, err := r.job(ctx, schema.StageBuild, cmd, fmt.Sprintf("build/tools-%d.log", i+1))
-		r.toolsS += rec.WallS
-		if err != nil {
-			return fmt.Errorf("family tools: %w", err)
-		}
-	}
-	if tc, ok := r.c.Adapter.(ToolsChecker); ok {
-		if err := tc.CheckTools(r.env); err != nil {
-			return fmt.Errorf("family tools: %w", err)
-		}
+	if err := r.tools(ctx, tools); err != nil {
+		return err
 	}
 	builderSHA, err := pathSHA256(builder)
 	if err != nil {
@@ -66,7 +58,10 @@ func (r *row) build(ctx context.Context) error {
 		return r.ev.WriteJSON("build/bundle.json", info)
 	}
 
-	if !r.s.cfg.Rebuild {
+	// Rows running side by side may build the same bundle: one builds, the others
+	// wait and take it from the cache.
+	defer r.s.lockKey(key)()
+	if !r.s.cfg.Rebuild || r.s.builtThisRun(key) {
 		if sha, ok := cachedBundle(meta, final); ok {
 			info.Path, info.SHA256, info.Cached = final, sha, true
 		}
@@ -95,6 +90,7 @@ func (r *row) build(ctx context.Context) error {
 		if err := writeJSON(meta, info); err != nil {
 			return err
 		}
+		r.s.markBuilt(key)
 	}
 	info.Bytes = pathSize(final)
 	r.bundle, r.bundleSHA = final, info.SHA256
@@ -157,4 +153,57 @@ func pathSize(path string) int64 {
 		return nil
 	})
 	return n
+}
+
+// lockKey holds the bundle cache entry key for one row of the run until the returned
+// func is called.
+func (s *Suite) lockKey(key string) func() {
+	s.mu.Lock()
+	if s.keyLocks == nil {
+		s.keyLocks = map[string]*sync.Mutex{}
+	}
+	m, ok := s.keyLocks[key]
+	if !ok {
+		m = &sync.Mutex{}
+		s.keyLocks[key] = m
+	}
+	s.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// builtThisRun says whether a row of this run built the bundle already: with -rebuild,
+// the rows after the first take that fresh build from the cache.
+func (s *Suite) builtThisRun(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.built[key]
+}
+
+func (s *Suite) markBuilt(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.built == nil {
+		s.built = map[string]bool{}
+	}
+	s.built[key] = true
+}
+
+// tools runs the family's tool commands and checks them. They write shared caches, so
+// rows side by side run them one at a time.
+func (r *row) tools(ctx context.Context, tools []Command) error {
+	defer r.s.lockKey("tools\x00" + r.c.Family)()
+	for i, cmd := range tools {
+		rec, err := r.job(ctx, schema.StageBuild, cmd, fmt.Sprintf("build/tools-%d.log", i+1))
+		r.toolsS += rec.WallS
+		if err != nil {
+			return fmt.Errorf("family tools: %w", err)
+		}
+	}
+	if tc, ok := r.c.Adapter.(ToolsChecker); ok {
+		if err := tc.CheckTools(r.env); err != nil {
+			return fmt.Errorf("family tools: %w", err)
+		}
+	}
+	return nil
 }

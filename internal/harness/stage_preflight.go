@@ -113,6 +113,11 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 func (r *row) preflight(ctx context.Context) error {
 	start := time.Now()
 	rd := r.s.Preflight(ctx, r.c, r.env)
+	if r.lease != nil && len(r.lease.Devices) > 0 {
+		// The GPUs the row leased for its whole life, not a fresh pick: other rows of
+		// the run may hold the rest.
+		rd.Selected = r.lease.Devices
+	}
 	r.gpus, r.env.GPUs = rd.Selected, rd.Selected
 	if len(rd.Requirements) == 0 {
 		// Only on a host that has every piece: the probes run the family's programs.

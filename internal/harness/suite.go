@@ -44,6 +44,9 @@ type SuiteConfig struct {
 	Progress io.Writer
 	// Heartbeat is the longest a running stage stays silent; 0 is DefaultHeartbeat.
 	Heartbeat time.Duration
+	// CPURows is how many rows without a GPU run at once (0 is 1). Rows with GPUs run
+	// side by side as the host's GPUs allow: each leases its GPUs for its whole life.
+	CPURows int
 	// Reporter derives what a reviewer reads from the evidence (pictures, PR.md,
 	// index.html) and checks it. nil derives nothing: such a run folder does not pass
 	// the evidence checker, which requires those files.
@@ -81,6 +84,14 @@ type Suite struct {
 	mu      sync.Mutex
 	results []*schema.Result
 	skips   []string
+
+	// The run's pool of GPUs and CPU row slots; its GPUs are read once, by the first row
+	// that needs one.
+	pool     *gpu.Pool
+	poolGPUs sync.Once
+
+	keyLocks map[string]*sync.Mutex // bundle cache keys being built or read
+	built    map[string]bool        // bundle cache keys this run built
 }
 
 func NewSuite(cfg SuiteConfig) (*Suite, error) {
@@ -93,7 +104,8 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), provenance: readProvenance(context.Background(), cfg.Root)}
+	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), provenance: readProvenance(context.Background(), cfg.Root),
+		pool: gpu.NewPool(nil, cfg.CPURows)}
 	s.resolveRuntime(context.Background())
 	return s, nil
 }

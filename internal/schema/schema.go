@@ -126,6 +126,7 @@ type Result struct {
 	NativeOutputPattern string           `json:"native_output_pattern,omitempty"`
 	Influence           *InfluenceResult `json:"influence,omitempty"`
 	TimeBudget          *TimeBudget      `json:"time_budget,omitempty"`
+	Lease               *Lease           `json:"lease,omitempty"`
 	Command             string           `json:"command"`
 	Provenance          Provenance       `json:"provenance"`
 }
@@ -479,4 +480,26 @@ type QualityPair struct {
 	ReferenceStd float64  `json:"reference_std"`
 	StdRatio     float64  `json:"std_ratio"`
 	Failures     []string `json:"failures,omitempty"`
+}
+
+// Lease is what a row held for its whole life: its GPUs by UUID (none for a CPU row,
+// which holds one of the run's CPU row slots instead), from Start to End, after WaitS
+// waiting for them, and every other row of the run whose lease overlapped it
+// (RanBeside): its timings were measured next to those rows.
+type Lease struct {
+	GPUs      []string    `json:"gpus"`
+	Shared    bool        `json:"shared,omitempty"` // the row said it may share its GPUs
+	Start     time.Time   `json:"start"`
+	End       time.Time   `json:"end"`
+	WaitS     float64     `json:"wait_s"`
+	RanBeside []Neighbour `json:"ran_beside"`
+}
+
+// Neighbour is another row of the run that held a lease during this row's: its GPUs
+// and when (End zero: it still ran when this row reported).
+type Neighbour struct {
+	Row   string    `json:"row"`
+	GPUs  []string  `json:"gpus,omitempty"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end,omitzero"`
 }

@@ -1,0 +1,230 @@
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Pool hands a host's GPUs to the rows of one run: each row leases the GPUs it needs, by
+// UUID, for its whole life (build, correctness, serving, native Task), and no other row
+// gets them until it releases them, unless both rows say they may share. Rows without a
+// GPU lease one of CPURows slots instead, so that CPU rows keep their own limit. Acquire
+// blocks until the lease fits; it never hands out a GPU twice.
+//
+// Every lease is kept after its release, so a row can say which other rows ran beside it
+// (Beside): its timing columns are honest only next to that list.
+type Pool struct {
+	mu       sync.Mutex
+	devices  []Device
+	cpuSlots int
+	cpuBusy  int
+	holders  map[string][]*Lease // UUID -> live leases on it
+	changed  chan struct{}       // closed and replaced on every release
+	leases   []*Lease
+	now      func() time.Time
+}
+
+// Lease is one row's hold on its GPUs (none for a CPU row) from Start until End.
+type Lease struct {
+	Row     string
+	Devices []Device
+	Shared  bool // the row said it may share its GPUs with other sharing rows
+	Start   time.Time
+	End     time.Time // zero while held
+	pool    *Pool
+}
+
+// Neighbour is a row whose lease overlapped another's life: its GPUs by UUID (none for a
+// CPU row) and when it held them.
+type Neighbour struct {
+	Row   string    `json:"row"`
+	GPUs  []string  `json:"gpus,omitempty"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end,omitzero"` // zero: still running when this list was made
+}
+
+// NewPool makes a pool of the devices a reading found, with cpuSlots rows without a GPU
+// at a time (at least 1).
+func NewPool(devices []Device, cpuSlots int) *Pool {
+	return &Pool{devices: slices.Clone(devices), cpuSlots: max(cpuSlots, 1), holders: map[string][]*Lease{},
+		changed: make(chan struct{}), now: time.Now}
+}
+
+// SetDevices gives a pool made without devices the host's GPUs (a run reads them only
+// once a row needs one). A pool that has devices keeps them.
+func (p *Pool) SetDevices(devices []Device) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.devices) == 0 {
+		p.devices = slices.Clone(devices)
+	}
+}
+
+// Acquire leases what row needs: n.Count GPUs that meet n, or one CPU slot when n is zero.
+// It waits while the fitting GPUs are held by other rows, and fails at once when the host
+// has too few fitting GPUs to ever satisfy n (the ShortageError names each rejection).
+// When it has to wait, it calls onWait (if not nil) once with the rows holding what it
+// needs.
+func (p *Pool) Acquire(ctx context.Context, row string, n Needs, share bool, onWait func(holders []string)) (*Lease, error) {
+	var minCap *capability
+	if n != (Needs{}) {
+		var err error
+		if minCap, err = n.validate(); err != nil {
+			return nil, err
+		}
+		shortage := &ShortageError{Needs: n}
+		p.mu.Lock()
+		devices := p.devices
+		p.mu.Unlock()
+		for _, d := range devices {
+			if reasons := rejectionReasons(d, n, minCap); len(reasons) > 0 {
+				shortage.Rejected = append(shortage.Rejected, Rejection{Device: d, Reasons: reasons})
+				continue
+			}
+			shortage.Matching = append(shortage.Matching, d)
+		}
+		if len(shortage.Matching) < n.Count {
+			return nil, shortage
+		}
+	}
+	for waited := false; ; waited = true {
+		p.mu.Lock()
+		if l := p.tryLease(row, n, share, minCap); l != nil {
+			p.mu.Unlock()
+			return l, nil
+		}
+		wait := p.changed
+		var holders []string
+		if !waited && onWait != nil {
+			holders = p.liveRows()
+		}
+		p.mu.Unlock()
+		if !waited && onWait != nil {
+			onWait(holders)
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("row %s waited for %s and gave up: %w", row, needsText(n), ctx.Err())
+		}
+	}
+}
+
+func needsText(n Needs) string {
+	if n == (Needs{}) {
+		return "a CPU row slot"
+	}
+	return n.String()
+}
+
+// tryLease takes what the row needs if it is free now; the caller holds p.mu.
+func (p *Pool) tryLease(row string, n Needs, share bool, minCap *capability) *Lease {
+	l := &Lease{Row: row, Shared: share, Start: p.now(), pool: p}
+	if n == (Needs{}) {
+		if p.cpuBusy >= p.cpuSlots {
+			return nil
+		}
+		p.cpuBusy++
+		p.leases = append(p.leases, l)
+		return l
+	}
+	for _, d := range p.devices {
+		if len(l.Devices) == n.Count {
+			break
+		}
+		if len(rejectionReasons(d, n, minCap)) > 0 {
+			continue
+		}
+		free := true
+		for _, h := range p.holders[d.UUID] {
+			free = free && share && h.Shared
+		}
+		if free {
+			l.Devices = append(l.Devices, d)
+		}
+	}
+	if len(l.Devices) < n.Count {
+		return nil
+	}
+	for _, d := range l.Devices {
+		p.holders[d.UUID] = append(p.holders[d.UUID], l)
+	}
+	p.leases = append(p.leases, l)
+	return l
+}
+
+// Release gives the lease back; a second call does nothing.
+func (l *Lease) Release() {
+	p := l.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !l.End.IsZero() {
+		return
+	}
+	l.End = p.now()
+	if len(l.Devices) == 0 {
+		p.cpuBusy--
+	}
+	for _, d := range l.Devices {
+		p.holders[d.UUID] = slices.DeleteFunc(p.holders[d.UUID], func(h *Lease) bool { return h == l })
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// liveRows are the rows holding a lease now; the caller holds p.mu.
+func (p *Pool) liveRows() []string {
+	var out []string
+	for _, l := range p.leases {
+		if l.End.IsZero() {
+			out = append(out, l.Row)
+		}
+	}
+	return out
+}
+
+// UUIDs are the leased GPUs' UUIDs.
+func (l *Lease) UUIDs() []string {
+	out := make([]string, len(l.Devices))
+	for i, d := range l.Devices {
+		out[i] = d.UUID
+	}
+	return out
+}
+
+// Beside lists the other rows whose leases overlapped this one's life so far, in the
+// order they started. Call it once the lease is released, so that two rows' lists agree:
+// A lists B exactly when B lists A.
+func (l *Lease) Beside() []Neighbour {
+	p := l.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	end := l.End
+	if end.IsZero() {
+		end = p.now()
+	}
+	var out []Neighbour
+	for _, o := range p.leases {
+		if o == l || !o.Start.Before(end) || (!o.End.IsZero() && !l.Start.Before(o.End)) {
+			continue
+		}
+		out = append(out, Neighbour{Row: o.Row, GPUs: o.UUIDs(), Start: o.Start, End: o.End})
+	}
+	return out
+}
+
+// Held lists the rows holding each GPU now, by UUID (for tests and progress lines).
+func (p *Pool) Held() map[string][]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string][]string{}
+	for uuid, hs := range p.holders {
+		for _, h := range hs {
+			out[uuid] = append(out[uuid], h.Row)
+		}
+	}
+	return out
+}

@@ -1,0 +1,411 @@
+// Command matrix prints the qualification rows as a GitHub Actions matrix: one include
+// entry per row, each a CI job that runs exactly that row (`make shard`), on the runner
+// class the row's needs ask for, with a timeout from the row's deadlines.
+//
+//	go run ./scripts/matrix [-tables .cache/tables.json] [-run PATTERN] [-skip PATTERN] [-evidence evidence] [-out FILE]
+//
+// The rows come from the tables JSON (`make tables`); -run and -skip are go test's
+// patterns, matched against "TestX/row" as go test matches them. The output is
+//
+//	{"matrix": {"include": [{"name", "test", "run", "command", "runner", "gpus",
+//	  "timeout_minutes", "estimate_s", "estimate_from"}, ...]}}
+//
+// ordered as TRTMC's tools/model_ci.py orders its matrix (GitHub starts matrix jobs in
+// include order as runners free up): rows that need a GPU first, so they take whole
+// devices before CPU work fills every slot; within each class rows with no estimate first
+// (the least bounded), then the longest estimate first, ties by row name. A row's
+// estimate is the wall time (results.json time_budget.wall_s) of its newest run under
+// -evidence.
+//
+// Exit 1 when the inputs cannot be read or select no row, 2 on a usage error.
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"qualkit/internal/harness"
+	"qualkit/internal/schema"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	flags := flag.NewFlagSet("matrix", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	tablesFile := flags.String("tables", ".cache/tables.json", "the tables JSON (make tables writes it)")
+	runPattern := flags.String("run", "", "go test -run pattern: the rows (\"TestX/row\") to include; default every row")
+	skipPattern := flags.String("skip", "", "go test -skip pattern: rows to leave out")
+	evidence := flags.String("evidence", "evidence", "evidence root holding past run folders (<run id>/<row>/results.json), for the estimates")
+	out := flags.String("out", "", "write the matrix JSON to this file instead of stdout")
+	if err := flags.Parse(args); err != nil {
+		return 2
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(stderr, "matrix: unexpected argument %q: every input is a flag (-tables, -run, -skip, -evidence, -out)\n", flags.Arg(0))
+		return 2
+	}
+	rows, err := readTables(*tablesFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "matrix:", err)
+		return 1
+	}
+	selected, err := selectRows(rows, *runPattern, *skipPattern)
+	if err != nil {
+		fmt.Fprintln(stderr, "matrix:", err)
+		return 1
+	}
+	estimates, err := findEstimates(*evidence)
+	if err != nil {
+		fmt.Fprintln(stderr, "matrix:", err)
+		return 1
+	}
+	b, err := json.MarshalIndent(Matrix{Matrix: Include{Include: entries(selected, estimates)}}, "", "  ")
+	if err != nil {
+		fmt.Fprintln(stderr, "matrix:", err)
+		return 1
+	}
+	b = append(b, '\n')
+	if *out == "" {
+		_, err = stdout.Write(b)
+	} else {
+		err = os.WriteFile(*out, b, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "matrix:", err)
+		return 1
+	}
+	return 0
+}
+
+// Row is one row of the tables JSON's "details" (qual/tables_test.go writes it).
+type Row struct {
+	Row               string    `json:"row"`
+	Test              string    `json:"test"`
+	GPUs              int       `json:"gpus"`
+	GPUMemoryBytes    uint64    `json:"gpu_memory_bytes"`
+	ComputeCapability string    `json:"compute_capability"`
+	Container         bool      `json:"container"`
+	Deadlines         Deadlines `json:"deadlines_s"`
+	Requests          int       `json:"requests"` // measured + warmup
+	Hardware          bool      `json:"hardware"`
+}
+
+// Deadlines are a row's stage deadlines after the harness's defaults, in seconds.
+type Deadlines struct {
+	Build       float64 `json:"build"`
+	Correctness float64 `json:"correctness"`
+	Ready       float64 `json:"ready"`
+	Request     float64 `json:"request"` // one HTTP request
+	Native      float64 `json:"native"`  // one native task call
+}
+
+// Matrix is what the command prints: a GitHub Actions strategy.matrix under "matrix".
+type Matrix struct {
+	Matrix Include `json:"matrix"`
+}
+
+// Include is a strategy.matrix made of include entries only.
+type Include struct {
+	Include []Entry `json:"include"`
+}
+
+// Entry is one matrix job: one row.
+type Entry struct {
+	Name           string   `json:"name"`    // the row; also the shard's name
+	Test           string   `json:"test"`    // the table's test function
+	Run            string   `json:"run"`     // the go test -run pattern that selects the row whole
+	Command        string   `json:"command"` // what the job runs
+	Runner         string   `json:"runner"`  // the runner class: a self-hosted runner label
+	GPUs           int      `json:"gpus"`
+	TimeoutMinutes int      `json:"timeout_minutes"`
+	EstimateS      *float64 `json:"estimate_s"`    // wall time of the row's newest run; null when none
+	EstimateFrom   string   `json:"estimate_from"` // that run's results.json, relative to -evidence
+}
+
+// Estimate is a row's wall time in one past run.
+type Estimate struct {
+	WallS float64
+	From  string // results.json, relative to the evidence root, slash-separated
+}
+
+// MarginMinutes is added to every timeout: the stages without a deadline of their own
+// (preflight, quality, influence, report), the job's setup, and the evidence check and copy.
+const MarginMinutes = 10
+
+// readTables reads the tables JSON and returns every row of every table, in table order.
+func readTables(file string) ([]Row, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("tables: %w (write it with: make tables)", err)
+	}
+	var tables []struct {
+		Test    string   `json:"test"`
+		Rows    []string `json:"rows"`
+		Details []Row    `json:"details"`
+	}
+	if err := json.Unmarshal(b, &tables); err != nil {
+		return nil, fmt.Errorf("tables %s: %w (write it again with: make tables)", file, err)
+	}
+	var rows []Row
+	for _, t := range tables {
+		if len(t.Details) != len(t.Rows) {
+			return nil, fmt.Errorf("tables %s: table %s lists %d rows but %d details: it was written by an older qual.test; write it again with: make tables",
+				file, t.Test, len(t.Rows), len(t.Details))
+		}
+		for i, d := range t.Details {
+			if d.Row != t.Rows[i] || d.Test != t.Test {
+				return nil, fmt.Errorf("tables %s: table %s: details[%d] is %s/%s, not row %s: write it again with: make tables",
+					file, t.Test, i, d.Test, d.Row, t.Rows[i])
+			}
+		}
+		rows = append(rows, t.Details...)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("tables %s lists no row: write it again with: make tables", file)
+	}
+	return rows, nil
+}
+
+// selectRows keeps the rows whose "TestX/row" the -run and -skip patterns select, the way
+// go test selects subtests. Selecting none is an error naming the patterns, and so is
+// selecting two rows of the same name (each row names its shard).
+func selectRows(rows []Row, runPattern, skipPattern string) ([]Row, error) {
+	sel, err := harness.NewSelection(runPattern, skipPattern)
+	if err != nil {
+		return nil, fmt.Errorf("%w: give a go test -run/-skip pattern, such as '^TestRefEdit$/^refedit-v1$'", err)
+	}
+	var out []Row
+	seen := map[string]string{}
+	for _, r := range rows {
+		if !sel.Runs(r.Test + "/" + r.Row) {
+			continue
+		}
+		if other, ok := seen[r.Row]; ok {
+			return nil, fmt.Errorf("rows %s/%s and %s/%s share a name, and a row's name names its shard: rename one, or select one with -run", other, r.Row, r.Test, r.Row)
+		}
+		seen[r.Row] = r.Test
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		var all []string
+		for _, r := range rows {
+			all = append(all, r.Test+"/"+r.Row)
+		}
+		return nil, fmt.Errorf("-run %q -skip %q selects no row; the rows are %s", runPattern, skipPattern, strings.Join(all, ", "))
+	}
+	return out, nil
+}
+
+// entries makes one matrix entry per row and orders them (see sortEntries).
+func entries(rows []Row, estimates map[string]Estimate) []Entry {
+	out := make([]Entry, 0, len(rows))
+	for _, r := range rows {
+		e := Entry{
+			Name: r.Row, Test: r.Test, Run: RunPattern(r.Test, r.Row),
+			Runner: RunnerClass(r), GPUs: r.GPUs, TimeoutMinutes: TimeoutMinutes(r),
+		}
+		e.Command = fmt.Sprintf("make shard RUN='%s' SHARD=%s", e.Run, r.Row)
+		if est, ok := estimates[r.Row]; ok {
+			wall := est.WallS
+			e.EstimateS, e.EstimateFrom = &wall, est.From
+		}
+		out = append(out, e)
+	}
+	sortEntries(out)
+	return out
+}
+
+// sortEntries orders the matrix as TRTMC's tools/model_ci.py does: exclusive-GPU work
+// first (rows with gpus > 0), then within each class unknown estimates first, then the
+// longest estimate first, ties by row name.
+func sortEntries(es []Entry) {
+	slices.SortStableFunc(es, func(a, b Entry) int {
+		if c := cmp.Compare(gpuClass(a), gpuClass(b)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(known(a), known(b)); c != 0 {
+			return c
+		}
+		if a.EstimateS != nil && b.EstimateS != nil {
+			if c := cmp.Compare(*b.EstimateS, *a.EstimateS); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+}
+
+func gpuClass(e Entry) int {
+	if e.GPUs > 0 {
+		return 0
+	}
+	return 1
+}
+
+func known(e Entry) int {
+	if e.EstimateS == nil {
+		return 0
+	}
+	return 1
+}
+
+// RunPattern is the go test -run pattern that selects exactly one row, whole.
+func RunPattern(test, row string) string {
+	return "^" + regexp.QuoteMeta(test) + "$/^" + regexp.QuoteMeta(row) + "$"
+}
+
+// RunnerClass is the runner label a row's needs ask for: "cpu" (no GPU, any runtime),
+// "cpu-docker" (no GPU, served only from a container), or "gpu-<count>x<GiB>" (count
+// GPUs of at least that many GiB each, the minimum rounded up; "gpu-<count>x" when the
+// row sets no memory minimum). A GPU runner is expected to have Docker.
+func RunnerClass(r Row) string {
+	switch {
+	case r.GPUs > 0 && r.GPUMemoryBytes == 0:
+		return fmt.Sprintf("gpu-%dx", r.GPUs)
+	case r.GPUs > 0:
+		const gib = 1 << 30
+		return fmt.Sprintf("gpu-%dx%d", r.GPUs, (r.GPUMemoryBytes+gib-1)/gib)
+	case r.Container:
+		return "cpu-docker"
+	}
+	return "cpu"
+}
+
+// TimeoutMinutes is the job's timeout: every stage at its deadline, plus a margin,
+//
+//	build + correctness + ready + requests*(request + native) + MarginMinutes
+//
+// rounded up to whole minutes. Each request may take its HTTP deadline when served and
+// its native deadline when replayed for identity.
+func TimeoutMinutes(r Row) int {
+	d := r.Deadlines
+	s := d.Build + d.Correctness + d.Ready + float64(r.Requests)*(d.Request+d.Native) + MarginMinutes*60
+	return int(math.Ceil(s / 60))
+}
+
+// findEstimates reads every row's results.json under the run folders of root
+// (root/<run id>/<row>/results.json) and keeps, per row, the wall time (time_budget.wall_s)
+// of the newest run that has one and ran the row through every stage (a row stopped by a
+// failure, or skipped, is no measure of its length; results.json written before the time
+// budget existed has none). The newest run is the one whose run.json says it
+// finished last; a run folder whose run.json is absent or gives no finished time (the
+// harness writes it when the run ends) counts as older than every finished run, and such
+// folders go by run id (folder name) order among themselves, as do runs that finished at
+// the same time. Links (evidence/latest) are left out: they point at a run listed anyway.
+// A missing root is no estimate at all (a fresh CI checkout has no evidence).
+func findEstimates(root string) (map[string]Estimate, error) {
+	dirs, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]Estimate{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("evidence root: %w (give another with -evidence DIR)", err)
+	}
+	type found struct {
+		Estimate
+		finished time.Time
+		run      string
+	}
+	newer := func(a, b found) bool {
+		if !a.finished.Equal(b.finished) {
+			return a.finished.After(b.finished)
+		}
+		return a.run > b.run
+	}
+	best := map[string]found{}
+	for _, d := range dirs {
+		if !d.IsDir() || d.Type()&fs.ModeSymlink != 0 {
+			continue
+		}
+		runDir := filepath.Join(root, d.Name())
+		var info schema.RunInfo
+		if err := readJSON(filepath.Join(runDir, schema.RunFile), &info); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		rows, err := os.ReadDir(runDir)
+		if err != nil {
+			return nil, fmt.Errorf("evidence run folder: %w", err)
+		}
+		for _, rd := range rows {
+			if !rd.IsDir() {
+				continue
+			}
+			var res resultTime
+			err := readJSON(filepath.Join(runDir, rd.Name(), schema.ResultsFile), &res)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if res.TimeBudget == nil || !res.ranWhole() {
+				continue
+			}
+			name := res.Row
+			if name == "" {
+				name = rd.Name()
+			}
+			f := found{Estimate: Estimate{WallS: res.TimeBudget.WallS, From: path.Join(d.Name(), rd.Name(), schema.ResultsFile)},
+				finished: info.Finished, run: d.Name()}
+			if old, ok := best[name]; !ok || newer(f, old) {
+				best[name] = f
+			}
+		}
+	}
+	out := make(map[string]Estimate, len(best))
+	for name, f := range best {
+		out[name] = f.Estimate
+	}
+	return out, nil
+}
+
+// resultTime is the part of a results.json (schema.Result) the estimates read. Only that
+// part is decoded, so that run folders written by an older harness, whose other fields
+// had other shapes, still give their wall time.
+type resultTime struct {
+	Row        string               `json:"row"`
+	Stages     []schema.StageResult `json:"stages"`
+	TimeBudget *schema.TimeBudget   `json:"time_budget"`
+}
+
+// ranWhole says whether the row went through every stage (each passed or failed): only
+// then does its wall time measure the row. A stage that fails stops the row, leaving the
+// later ones not-run, and a preflight failure takes a second.
+func (r resultTime) ranWhole() bool {
+	if len(r.Stages) == 0 {
+		return false
+	}
+	for _, st := range r.Stages {
+		if st.Status == schema.NotRun {
+			return false
+		}
+	}
+	return true
+}
+
+func readJSON(file string, v any) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w: fix or remove that run folder, or give another evidence root with -evidence DIR", file, err)
+	}
+	return nil
+}
