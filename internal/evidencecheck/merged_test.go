@@ -13,7 +13,10 @@ import (
 	"qualkit/internal/merged"
 )
 
-const secondRow = "refedit-v1-second"
+const (
+	secondRow = "refedit-v1-second"
+	besideRow = "refedit-v1-beside" // ran beside secondRow in the second shard's run
+)
 
 // secondRun is the folder name of the committed second shard's run.
 func secondRun(t *testing.T) string {
@@ -63,7 +66,7 @@ func inputs(t *testing.T, dirs ...string) []merged.Input {
 func mergedRun(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "merged")
-	_, err := merged.Merge(out, writeMatrix(t, qualifiedRow, secondRow),
+	_, err := merged.Merge(out, writeMatrix(t, qualifiedRow, secondRow, besideRow),
 		inputs(t, shardCopy(t, "a", "qualified", "junit-qualified.xml"), shardCopy(t, "b", "second", "junit-second.xml")), Check)
 	require.NoError(t, err)
 	return out
@@ -93,7 +96,7 @@ func TestMergedRunOfTwoShardsPasses(t *testing.T) {
 	require.True(t, IsMerged(dir))
 	rep := VerifyMerged(dir)
 	require.NoError(t, rep.Err())
-	assert.Equal(t, []string{qualifiedRow, secondRow}, rep.Rows)
+	assert.Equal(t, []string{qualifiedRow, besideRow, secondRow}, rep.Rows)
 	assert.Greater(t, rep.Claims, 500, "both shards' claims re-derived")
 	summary, err := os.ReadFile(filepath.Join(dir, merged.SummaryFile))
 	require.NoError(t, err)
@@ -102,7 +105,7 @@ func TestMergedRunOfTwoShardsPasses(t *testing.T) {
 	junit, err := os.ReadFile(filepath.Join(dir, merged.JUnitFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(junit), "TestMakeTestdata/refedit-v1/report")
-	assert.Contains(t, string(junit), "TestMakeShardTestdata/refedit-v1-second/report")
+	assert.Contains(t, string(junit), "TestMakeShardTestdata/rows/refedit-v1-second/report")
 }
 
 // A missing, duplicated or unlisted shard is refused at merge time, and nothing is written.
@@ -114,10 +117,10 @@ func TestMergeRefusesGaps(t *testing.T) {
 		shards []string
 		want   string
 	}{
-		"missing shard":    {[]string{qualifiedRow, secondRow, "refedit-v1-third"}, []string{a(), b()}, "matrix row refedit-v1-third: no shard ran it (missing shard)"},
-		"duplicated shard": {[]string{qualifiedRow, secondRow}, []string{a(), b(), shardCopy(t, "c", "qualified", "junit-qualified.xml")}, "matrix row refedit-v1: ran in 2 shards (a, c): duplicated"},
-		"unlisted row":     {[]string{qualifiedRow}, []string{a(), b()}, "shard b ran row refedit-v1-second, which the matrix does not list"},
-		"a shard that does not check": {[]string{qualifiedRow, secondRow}, []string{a(), func() string {
+		"missing shard":    {[]string{qualifiedRow, secondRow, besideRow, "refedit-v1-third"}, []string{a(), b()}, "matrix row refedit-v1-third: no shard ran it (missing shard)"},
+		"duplicated shard": {[]string{qualifiedRow, secondRow, besideRow}, []string{a(), b(), shardCopy(t, "c", "qualified", "junit-qualified.xml")}, "matrix row refedit-v1: ran in 2 shards (a, c): duplicated"},
+		"unlisted row":     {[]string{qualifiedRow, besideRow}, []string{a(), b()}, "shard b ran row refedit-v1-second, which the matrix does not list"},
+		"a shard that does not check": {[]string{qualifiedRow, secondRow, besideRow}, []string{a(), func() string {
 			d := b()
 			editPNG(t, filepath.Join(d, secondRun(t), secondRow, "identity/01-profiling-native.png"))
 			return d
@@ -173,7 +176,7 @@ func TestMergedTamperingFails(t *testing.T) {
 			})
 		}, "merged.json: shards cover the matrix: evidence says every matrix row in exactly one shard, one commit, file says matrix row refedit-v1-second: no shard ran it (missing shard)"},
 		"a test case renamed in junit.xml": {func(t *testing.T, dir string) {
-			replaceIn(t, filepath.Join(dir, merged.JUnitFile), `name="TestMakeShardTestdata/refedit-v1-second/build"`, `name="TestMakeShardTestdata/refedit-v1-second/build-renamed"`)
+			replaceIn(t, filepath.Join(dir, merged.JUnitFile), `name="TestMakeShardTestdata/rows/refedit-v1-second/build"`, `name="TestMakeShardTestdata/rows/refedit-v1-second/build-renamed"`)
 		}, "junit.xml: derived from the shards"},
 		"another commit claimed": {func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, merged.ManifestFile), func(d map[string]any) { d["harness_commit"] = "0000000" })
@@ -193,6 +196,42 @@ func TestMergedTamperingFails(t *testing.T) {
 			tc.edit(t, dir)
 			resumMerged(t, dir)
 			failsWith(t, VerifyMerged(dir).Err(), tc.want)
+		})
+	}
+}
+
+// Two rows that ran side by side name each other; a forged lease list does not pass.
+func TestLeasesOfRowsSideBySide(t *testing.T) {
+	rep := Verify(runCopy(t, "second"), "")
+	require.NoError(t, rep.Err())
+	for name, tc := range map[string]struct {
+		edit func(t *testing.T, dir string)
+		want string
+	}{
+		"a neighbour dropped": {func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, secondRow, "results.json"), func(d map[string]any) {
+				d["lease"].(map[string]any)["ran_beside"] = []any{}
+			})
+		}, secondRow + "/results.json: lease.ran_beside: evidence says " + besideRow + " (the rows of this run whose leases overlapped this row's), file says \"\""},
+		"a neighbour invented": {func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, secondRow, "results.json"), func(d map[string]any) {
+				l := d["lease"].(map[string]any)
+				l["ran_beside"] = append(l["ran_beside"].([]any), map[string]any{"row": "ghost", "start": "2026-12-03T00:00:00Z"})
+			})
+		}, `lease.ran_beside: evidence says ` + besideRow + ` (the rows of this run whose leases overlapped this row's), file says "ghost ` + besideRow + `"`},
+		"one GPU claimed by both rows at once": {func(t *testing.T, dir string) {
+			for _, row := range []string{secondRow, besideRow} {
+				editJSON(t, filepath.Join(dir, row, "results.json"), func(d map[string]any) {
+					d["lease"].(map[string]any)["gpus"] = []any{"GPU-x"}
+				})
+			}
+		}, "lease.gpus: evidence says GPU GPU-x held by one row at a time"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := runCopy(t, "second")
+			tc.edit(t, dir)
+			resum(t, dir)
+			failsWith(t, Verify(dir, "").Err(), tc.want)
 		})
 	}
 }
