@@ -99,7 +99,7 @@ RUN ?=
 doctor:
 	@mkdir -p $(dir $(QUALTEST))
 	@$(GO) test -c -o $(QUALTEST) ./qual
-	@cd qual && ../$(QUALTEST) -test.run '$(RUN)' -qualkit.doctor $(if $(JSON),-qualkit.json)
+	@cd qual && ../$(QUALTEST) -test.run '$(value RUN)' -qualkit.doctor $(if $(JSON),-qualkit.json)
 
 # The CI matrix (scripts/matrix, docs/ci/qualkit-matrix.yml): one job per row RUN selects
 # (default all), GPU rows first, then the longest by past runs; each job's command is
@@ -141,6 +141,19 @@ shard: setup engine tables
 		cp -a "$$run" evidence/shards/$(SHARD)/ && cp evidence/junit-shard-$(SHARD).xml evidence/shards/$(SHARD)/junit.xml || exit 1; \
 	echo "shard $(SHARD): evidence/shards/$(SHARD)/$$(basename "$$run")/ and evidence/shards/$(SHARD)/junit.xml"; \
 	exit $$status
+
+# The merge step: the shard folders (make shard, or CI's downloaded shard-<row>
+# artifacts) into one run at OUT whose SUMMARY.md, PR.md, junit.xml and SHA256SUMS cover
+# every row, each shard kept whole with its own checksums and JUnit. Refused, writing
+# nothing, when a matrix row has no shard, a row is in two, or the shards ran different
+# commits. Check the result with make check-evidence DIR=OUT.
+MATRIX ?=
+SHARDS ?=
+OUT ?= evidence/merged
+.PHONY: merge-evidence
+merge-evidence:
+	@test -n "$(MATRIX)" -a -n "$(SHARDS)" || { echo "make merge-evidence: give MATRIX=<the matrix JSON the shards ran> and SHARDS=\"<shard folders>\" (e.g. SHARDS=\"evidence/shards/*\"), OUT=<new folder> (default evidence/merged)"; exit 2; }
+	$(GO) run ./scripts/mergeevidence -matrix $(MATRIX) -out $(OUT) $(SHARDS)
 
 # Past runs: every run under evidence/ with its rows' status; B against A (the
 # baseline), exit 1 on a regression.

@@ -145,8 +145,15 @@ type Estimate struct {
 }
 
 // MarginMinutes is added to every timeout: the stages without a deadline of their own
-// (preflight, quality, influence, report), the job's setup, and the evidence check and copy.
-const MarginMinutes = 10
+// (preflight, quality, report), the job's setup, and the evidence check and copy.
+// BenchmarkSlackMinutes is what the benchmark stage allows AIPerf beyond its requests'
+// deadlines (stage_benchmark.go), InfluenceRequests the requests the influence probe
+// sends (the same image twice, then the other).
+const (
+	MarginMinutes         = 10
+	BenchmarkSlackMinutes = 5
+	InfluenceRequests     = 3
+)
 
 // readTables reads the tables JSON and returns every row of every table, in table order.
 func readTables(file string) ([]Row, error) {
@@ -289,13 +296,17 @@ func RunnerClass(r Row) string {
 
 // TimeoutMinutes is the job's timeout: every stage at its deadline, plus a margin,
 //
-//	build + correctness + ready + requests*(request + native) + MarginMinutes
+//	build + correctness + ready + requests*(request + native) + BenchmarkSlackMinutes
+//	  + InfluenceRequests*request + MarginMinutes
 //
 // rounded up to whole minutes. Each request may take its HTTP deadline when served and
-// its native deadline when replayed for identity.
+// its native deadline when replayed for identity; the benchmark stage allows AIPerf
+// BenchmarkSlackMinutes beyond its requests, and the influence probe sends
+// InfluenceRequests more.
 func TimeoutMinutes(r Row) int {
 	d := r.Deadlines
-	s := d.Build + d.Correctness + d.Ready + float64(r.Requests)*(d.Request+d.Native) + MarginMinutes*60
+	s := d.Build + d.Correctness + d.Ready + float64(r.Requests)*(d.Request+d.Native) + BenchmarkSlackMinutes*60 +
+		InfluenceRequests*d.Request + MarginMinutes*60
 	return int(math.Ceil(s / 60))
 }
 

@@ -91,15 +91,15 @@ func TestTimeoutMinutes(t *testing.T) {
 		row  Row
 		want int
 	}{
-		{"the reference row: 5+5+1 + 6*(1+1) + 10", Row{Requests: 6,
-			Deadlines: Deadlines{Build: 300, Correctness: 300, Ready: 60, Request: 60, Native: 60}}, 33},
-		{"the Qwen row: 120+60+30 + 6*(10+10) + 10", Row{Requests: 6,
-			Deadlines: Deadlines{Build: 7200, Correctness: 3600, Ready: 1800, Request: 600, Native: 600}}, 340},
+		{"the reference row: 5+5+1 + 6*(1+1) + 5 + 3*1 + 10", Row{Requests: 6,
+			Deadlines: Deadlines{Build: 300, Correctness: 300, Ready: 60, Request: 60, Native: 60}}, 41},
+		{"the Qwen row: 120+60+30 + 6*(10+10) + 5 + 3*10 + 10", Row{Requests: 6,
+			Deadlines: Deadlines{Build: 7200, Correctness: 3600, Ready: 1800, Request: 600, Native: 600}}, 375},
 		{"a part of a minute rounds up", Row{Requests: 1,
-			Deadlines: Deadlines{Build: 1, Correctness: 0, Ready: 0, Request: 0.5, Native: 0.5}}, 11},
-		{"whole minutes stay", Row{Requests: 0, Deadlines: Deadlines{Build: 120}}, 12},
+			Deadlines: Deadlines{Build: 1, Correctness: 0, Ready: 0, Request: 0.5, Native: 0.5}}, 16},
+		{"whole minutes stay", Row{Requests: 0, Deadlines: Deadlines{Build: 120}}, 17},
 		{"every deadline at the harness default (30 min)", Row{Requests: 2,
-			Deadlines: Deadlines{Build: 1800, Correctness: 1800, Ready: 1800, Request: 1800, Native: 1800}}, 90 + 120 + 10},
+			Deadlines: Deadlines{Build: 1800, Correctness: 1800, Ready: 1800, Request: 1800, Native: 1800}}, 90 + 120 + 5 + 90 + 10},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, TimeoutMinutes(c.row), c.name)
@@ -176,7 +176,7 @@ func TestEntries(t *testing.T) {
 	assert.Equal(t, Entry{
 		Name: "qwen-image-edit-2511", Test: "TestQwenImageEdit", Run: `^TestQwenImageEdit$/^qwen-image-edit-2511$`,
 		Command: `make shard RUN='^TestQwenImageEdit$/^qwen-image-edit-2511$' SHARD=qwen-image-edit-2511`,
-		Runner:  "gpu-1x75", GPUs: 1, TimeoutMinutes: 340,
+		Runner:  "gpu-1x75", GPUs: 1, TimeoutMinutes: 375,
 	}, es[0])
 	ref := es[3]
 	assert.Equal(t, "cpu", ref.Runner)
