@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const testdata = "../../internal/evidencecheck/testdata"
+
+// shard lays out a committed run as `make shard` writes one.
+func shard(t *testing.T, dir, kind, junit string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(testdata, "runs", "*-"+kind))
+	require.NoError(t, err)
+	require.Len(t, m, 1)
+	require.NoError(t, os.CopyFS(filepath.Join(dir, filepath.Base(m[0])), os.DirFS(m[0])))
+	b, err := os.ReadFile(filepath.Join(testdata, junit))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "junit.xml"), b, 0o644))
+	return dir
+}
+
+// The command merges two shards that cover the matrix, and checkevidence passes the
+// merged folder; a matrix row without a shard is refused and nothing is written.
+func TestMergeThenCheck(t *testing.T) {
+	tmp := t.TempDir()
+	a := shard(t, filepath.Join(tmp, "shard-refedit-v1"), "qualified", "junit-qualified.xml")
+	b := shard(t, filepath.Join(tmp, "shard-second"), "second", "junit-second.xml")
+	matrix := filepath.Join(tmp, "matrix.json")
+	require.NoError(t, os.WriteFile(matrix, []byte(`{"matrix": {"include": [{"name": "refedit-v1"}, {"name": "refedit-v1-second"}, {"name": "refedit-v1-beside"}]}}`), 0o644))
+	out := filepath.Join(tmp, "merged")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"-matrix", matrix, "-out", out, a, b}, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "3 row(s) from 2 shard(s)")
+
+	check := exec.Command("go", "run", "../checkevidence", "-dir", out)
+	msg, err := check.CombinedOutput()
+	require.NoError(t, err, "%s", msg)
+	assert.Contains(t, string(msg), "ok: 3 row(s)")
+
+	require.NoError(t, os.WriteFile(matrix, []byte(`{"matrix": {"include": [{"name": "refedit-v1"}, {"name": "refedit-v1-second"}, {"name": "refedit-v1-beside"}, {"name": "absent"}]}}`), 0o644))
+	stderr.Reset()
+	again := filepath.Join(tmp, "merged-again")
+	require.Equal(t, 1, run([]string{"-matrix", matrix, "-out", again, a, b}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "matrix row absent: no shard ran it (missing shard)")
+	assert.NoDirExists(t, again)
+}
+
+func TestUsage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 2, run(nil, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "-matrix FILE, -out DIR and at least one shard folder are required")
+}
