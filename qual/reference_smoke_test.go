@@ -36,6 +36,25 @@ var qwenReferenceRows = harness.NewTable(
 	},
 )
 
+// qwenReferencePoolRows are the smoke row twice, under two names, one GPU each: on a
+// host with two GPUs or more they run side by side through the run's GPU pool, each on a
+// GPU of its own; on one GPU the second waits for the first (issue 17's run:
+// `RUN_TESTS='^(TestReferenceSmoke|TestReferenceSmokePool)$' bash scripts/h200/run.sh`
+// gives the pair's wall against one row alone on the same host).
+var qwenReferencePoolRows = harness.NewTable(poolRow("reference-smoke-a"), poolRow("reference-smoke-b"))
+
+func poolRow(name string) harness.Checkpoint {
+	c := qwenReferenceRows[0]
+	c.Name = name
+	c.Reason = "the smoke row again, to run two rows through the GPU pool: " + c.Reason
+	return c
+}
+
+// TestReferenceSmokePool qualifies the two pool rows, side by side as the GPUs allow.
+func TestReferenceSmokePool(t *testing.T) {
+	qualifyTable(t)
+}
+
 // TestReferenceSmoke qualifies the smoke row. It needs a CUDA GPU and QUALKIT_QWEN_PYTHON;
 // a CPU host fails it in preflight, so `make test` leaves it out
 // (-skip '^TestReferenceSmoke$'). scripts/h200/run.sh runs it on the H200.

@@ -38,6 +38,7 @@ var tables = []table{
 	{test: "TestRefEdit", rows: refeditRows},
 	{test: "TestQwenImageEdit", rows: qwenImageEditRows, hardware: true},
 	{test: "TestReferenceSmoke", rows: qwenReferenceRows, hardware: true},
+	{test: "TestReferenceSmokePool", rows: qwenReferencePoolRows, hardware: true},
 	{test: "TestQwenDouble", rows: qwenDoubleRows},
 }
 

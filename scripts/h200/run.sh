@@ -22,6 +22,9 @@ py=${PYTHON:-$(command -v python3)}
 tmp=${RUN_TMP:-/tmp}
 steps=${RUN_STEPS:-all}
 row=${RUN_ROW:-reference-smoke}
+# RUN_TESTS: the qual tests to run (a -test.run pattern); TestReferenceSmokePool adds its
+# two rows through the GPU pool after the single row, in the same run.
+tests=${RUN_TESTS:-^TestReferenceSmoke\$}  # RUN_TIMEOUT (default 440 s) bounds the test binary
 site_d=$tmp/site-diffusers
 site_a=$tmp/site-aiperf
 venv=$tmp/venv
@@ -100,7 +103,7 @@ step "NVML reading (bin/nvmlread.test TestDiscoverOnGPU)"
 step "TestReferenceSmoke (process mode), evidence in $evidence"
 rm -rf "$evidence"
 export QUALKIT_QWEN_PYTHON=$venv/bin/python PYTHONUNBUFFERED=1
-(cd qual && timeout 440 ../bin/qual.test -test.run '^TestReferenceSmoke$' -test.v -test.count=1 -test.timeout 430s \
+(cd qual && timeout "${RUN_TIMEOUT:-440}" ../bin/qual.test -test.run "$tests" -test.v -test.count=1 -test.timeout "$(( ${RUN_TIMEOUT:-440} - 10 ))s" \
   -qualkit.runtime process -qualkit.venv "$venv" -qualkit.evidence "$evidence") > "$tmp/qual.log" 2>&1
 qual_rc=$?
 grep -E '^(=== RUN|--- (PASS|FAIL|SKIP)|    --- |PASS|FAIL|ok|panic)|row.go|qualkit\.' "$tmp/qual.log" | cut -c1-400
