@@ -376,7 +376,7 @@ func (s *Suite) lease(ctx context.Context, c Checkpoint, say func(string)) (*gpu
 	start := time.Now()
 	onWait := func(holders []string) {
 		if say != nil {
-			say(fmt.Sprintf("qualkit: %s waits for %s, held by %s", c.Name, leaseWhat(c), strings.Join(holders, ", ")))
+			say(fmt.Sprintf("qualkit: %s waits for %s, held by %s", c.Name, c.Needs.GPU.Wanted(), strings.Join(holders, ", ")))
 		}
 	}
 	l, err := s.pool.Acquire(ctx, c.Name, c.Needs.GPU, c.Needs.ShareGPU, onWait)
@@ -384,13 +384,6 @@ func (s *Suite) lease(ctx context.Context, c Checkpoint, say func(string)) (*gpu
 		return nil, 0
 	}
 	return l, time.Since(start).Seconds()
-}
-
-func leaseWhat(c Checkpoint) string {
-	if c.Needs.GPU == (gpu.Needs{}) {
-		return "a CPU row slot"
-	}
-	return c.Needs.GPU.String()
 }
 
 func releaseLease(l *gpu.Lease) {

@@ -69,30 +69,23 @@ func (p *Pool) SetDevices(devices []Device) {
 // When it has to wait, it calls onWait (if not nil) once with the rows holding what it
 // needs.
 func (p *Pool) Acquire(ctx context.Context, row string, n Needs, share bool, onWait func(holders []string)) (*Lease, error) {
-	var minCap *capability
+	var matching []Device // the host's GPUs that meet n, by index
 	if n != (Needs{}) {
-		var err error
-		if minCap, err = n.validate(); err != nil {
+		minCap, err := n.validate()
+		if err != nil {
 			return nil, err
 		}
-		shortage := &ShortageError{Needs: n}
 		p.mu.Lock()
-		devices := p.devices
+		shortage := match(p.devices, n, minCap)
 		p.mu.Unlock()
-		for _, d := range devices {
-			if reasons := rejectionReasons(d, n, minCap); len(reasons) > 0 {
-				shortage.Rejected = append(shortage.Rejected, Rejection{Device: d, Reasons: reasons})
-				continue
-			}
-			shortage.Matching = append(shortage.Matching, d)
-		}
 		if len(shortage.Matching) < n.Count {
 			return nil, shortage
 		}
+		matching = shortage.Matching
 	}
 	for waited := false; ; waited = true {
 		p.mu.Lock()
-		if l := p.tryLease(row, n, share, minCap); l != nil {
+		if l := p.tryLease(row, n.Count, share, matching); l != nil {
 			p.mu.Unlock()
 			return l, nil
 		}
@@ -108,22 +101,25 @@ func (p *Pool) Acquire(ctx context.Context, row string, n Needs, share bool, onW
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("row %s waited for %s and gave up: %w", row, needsText(n), ctx.Err())
+			return nil, fmt.Errorf("row %s waited for %s and gave up: %w", row, n.Wanted(), ctx.Err())
 		}
 	}
 }
 
-func needsText(n Needs) string {
+// Wanted says what a row with these needs waits for in a pool: its GPUs, or a CPU row
+// slot when it needs none.
+func (n Needs) Wanted() string {
 	if n == (Needs{}) {
 		return "a CPU row slot"
 	}
 	return n.String()
 }
 
-// tryLease takes what the row needs if it is free now; the caller holds p.mu.
-func (p *Pool) tryLease(row string, n Needs, share bool, minCap *capability) *Lease {
+// tryLease takes count of the matching GPUs that are free now, or a CPU row slot when
+// count is 0; the caller holds p.mu.
+func (p *Pool) tryLease(row string, count int, share bool, matching []Device) *Lease {
 	l := &Lease{Row: row, Shared: share, Start: p.now(), pool: p}
-	if n == (Needs{}) {
+	if count == 0 {
 		if p.cpuBusy >= p.cpuSlots {
 			return nil
 		}
@@ -131,12 +127,9 @@ func (p *Pool) tryLease(row string, n Needs, share bool, minCap *capability) *Le
 		p.leases = append(p.leases, l)
 		return l
 	}
-	for _, d := range p.devices {
-		if len(l.Devices) == n.Count {
+	for _, d := range matching {
+		if len(l.Devices) == count {
 			break
-		}
-		if len(rejectionReasons(d, n, minCap)) > 0 {
-			continue
 		}
 		free := true
 		for _, h := range p.holders[d.UUID] {
@@ -146,7 +139,7 @@ func (p *Pool) tryLease(row string, n Needs, share bool, minCap *capability) *Le
 			l.Devices = append(l.Devices, d)
 		}
 	}
-	if len(l.Devices) < n.Count {
+	if len(l.Devices) < count {
 		return nil
 	}
 	for _, d := range l.Devices {

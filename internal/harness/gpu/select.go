@@ -111,16 +111,7 @@ func Select(r Reading, n Needs) ([]Device, error) {
 		return nil, fmt.Errorf("select GPUs: %w", err)
 	}
 
-	devices := slices.Clone(r.Devices)
-	slices.SortFunc(devices, func(a, b Device) int { return a.Index - b.Index })
-	shortage := &ShortageError{Needs: n}
-	for _, d := range devices {
-		if reasons := rejectionReasons(d, n, minCap); len(reasons) > 0 {
-			shortage.Rejected = append(shortage.Rejected, Rejection{Device: d, Reasons: reasons})
-			continue
-		}
-		shortage.Matching = append(shortage.Matching, d)
-	}
+	shortage := match(r.Devices, n, minCap)
 	if len(shortage.Matching) < n.Count {
 		return nil, shortage
 	}
@@ -136,6 +127,23 @@ func Select(r Reading, n Needs) ([]Device, error) {
 		return a.Index - b.Index
 	})
 	return chosen[:n.Count], nil
+}
+
+// match sorts devices by index into those that meet n (Matching) and those that do not,
+// each with its reasons (Rejected): the ShortageError a caller returns when Matching
+// holds fewer than n.Count.
+func match(devices []Device, n Needs, minCap *capability) *ShortageError {
+	devices = slices.Clone(devices)
+	slices.SortFunc(devices, func(a, b Device) int { return a.Index - b.Index })
+	shortage := &ShortageError{Needs: n}
+	for _, d := range devices {
+		if reasons := rejectionReasons(d, n, minCap); len(reasons) > 0 {
+			shortage.Rejected = append(shortage.Rejected, Rejection{Device: d, Reasons: reasons})
+			continue
+		}
+		shortage.Matching = append(shortage.Matching, d)
+	}
+	return shortage
 }
 
 // validate rejects needs that cannot come from a sane row. A zero Count with
