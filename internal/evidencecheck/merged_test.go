@@ -75,20 +75,7 @@ func mergedRun(t *testing.T) string {
 // resumMerged rewrites the merged SHA256SUMS over every file: the forger's last step.
 func resumMerged(t *testing.T, dir string) {
 	t.Helper()
-	var files []string
-	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel != merged.SumsFile {
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	}))
-	b, err := merged.Sums(dir, files)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, merged.SumsFile), b, 0o644))
+	require.NoError(t, merged.WriteSums(dir))
 }
 
 func TestMergedRunOfTwoShardsPasses(t *testing.T) {

@@ -125,25 +125,7 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 			return nil, err
 		}
 	}
-	var all []string
-	err = filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(out, p)
-		if rel != SumsFile {
-			all = append(all, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sums, err := Sums(out, all)
-	if err != nil {
-		return nil, err
-	}
-	return m, os.WriteFile(filepath.Join(out, SumsFile), sums, 0o644)
+	return m, WriteSums(out)
 }
 
 func shardByName(shards []Shard, name string) Shard {
@@ -227,6 +209,29 @@ func Render(dir string, m Manifest) (map[string][]byte, error) {
 		return nil, err
 	}
 	return map[string][]byte{SummaryFile: Summary(m, header, rowLines), PRFile: PR(m, status), JUnitFile: junit}, nil
+}
+
+// WriteSums writes dir's SHA256SUMS over every other file under it.
+func WriteSums(dir string) error {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel != SumsFile {
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sums, err := sumList(dir, files)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, SumsFile), sums, 0o644)
 }
 
 func writeJSON(path string, v any) error {

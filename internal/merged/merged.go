@@ -220,8 +220,8 @@ func JUnit(shards [][]byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Sums is SHA256SUMS over the given files (relative paths, read under dir), sorted.
-func Sums(dir string, files []string) ([]byte, error) {
+// sumList is SHA256SUMS over the given files (relative paths, read under dir), sorted.
+func sumList(dir string, files []string) ([]byte, error) {
 	files = slices.Clone(files)
 	sort.Strings(files)
 	var b strings.Builder
