@@ -96,13 +96,11 @@ func (r *rowCheck) qualityLines(q *request) []pictures.QualityLine {
 		if ok {
 			b, ok = r.read(p.Reference)
 		}
-		d, pmiss, err := pairQuality(sum.Criteria, b, q.httpFile)
-		switch {
-		case !ok:
+		if !ok {
 			lines = append(lines, pictures.QualityLine{Text: "reference image missing", Miss: true})
-		case err != nil:
+		} else if d, pmiss, err := r.pairQuality(sum.Criteria, b, q); err != nil {
 			lines = append(lines, pictures.QualityLine{Text: "does not decode", Miss: true})
-		default:
+		} else {
 			lines = append(lines, pictures.QualityLine{Text: fmt.Sprintf("psnr %.2f dB", d.PSNR)},
 				pictures.QualityLine{Text: fmt.Sprintf("ssim %.4f", d.SSIM)},
 				pictures.QualityLine{Text: fmt.Sprintf("std ratio %.3f", d.StdRatio)})

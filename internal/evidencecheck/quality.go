@@ -93,9 +93,36 @@ func (r *rowCheck) checkQuality() {
 	}
 }
 
+// derivedQuality is one request's measures and misses, re-derived once per check:
+// checkQuality and the contact sheet's quality column both read them.
+type derivedQuality struct {
+	m    schema.QualityRequest
+	miss []string
+	ok   bool
+}
+
+// derivedPairQuality is the pair's, likewise.
+type derivedPairQuality struct {
+	d    schema.QualityPair
+	miss []string
+	err  error
+}
+
 // requestQuality re-derives one HTTP output's measures from its PNG and its input's,
-// and the criteria it misses; ok is false when either does not decode.
+// and the criteria (results.json's) it misses; ok is false when either does not decode.
 func (r *rowCheck) requestQuality(req *request, c schema.QualityCriteria) (schema.QualityRequest, []string, bool) {
+	if q, ok := r.qualityOf[req]; ok {
+		return q.m, q.miss, q.ok
+	}
+	m, miss, ok := measureRequest(req, c)
+	if r.qualityOf == nil {
+		r.qualityOf = map[*request]derivedQuality{}
+	}
+	r.qualityOf[req] = derivedQuality{m, miss, ok}
+	return m, miss, ok
+}
+
+func measureRequest(req *request, c schema.QualityCriteria) (schema.QualityRequest, []string, bool) {
 	if req.httpFile == nil || req.sent == nil {
 		return schema.QualityRequest{}, nil, false
 	}
@@ -141,7 +168,7 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 		r.fail(p.Reference, "exact file set", "the correctness case's reference image of the quality pair", "missing")
 		return 0
 	}
-	d, miss, err := pairQuality(c, b, req.httpFile)
+	d, miss, err := r.pairQuality(c, b, req)
 	if err != nil {
 		r.fail(p.Reference, "a PNG", "decodable reference and output", err.Error())
 		return 0
@@ -157,10 +184,18 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 	return len(miss)
 }
 
-// pairQuality re-derives the pair's measures from the reference image and the HTTP
-// output, and the criteria they miss. Images of different sizes are one miss with no
-// measures, as the quality stage records them.
-func pairQuality(c schema.QualityCriteria, refPNG, outPNG []byte) (schema.QualityPair, []string, error) {
+// pairQuality re-derives the pair's measures from the reference image (refPNG, the one
+// results.json names) and the HTTP output of req, and the criteria they miss. Images of
+// different sizes are one miss with no measures, as the quality stage records them.
+func (r *rowCheck) pairQuality(c schema.QualityCriteria, refPNG []byte, req *request) (schema.QualityPair, []string, error) {
+	if r.pairOf == nil {
+		d, miss, err := measurePair(c, refPNG, req.httpFile)
+		r.pairOf = &derivedPairQuality{d, miss, err}
+	}
+	return r.pairOf.d, r.pairOf.miss, r.pairOf.err
+}
+
+func measurePair(c schema.QualityCriteria, refPNG, outPNG []byte) (schema.QualityPair, []string, error) {
 	ref, err1 := decodePNG(refPNG)
 	out, err2 := decodePNG(outPNG)
 	if err1 != nil || err2 != nil {

@@ -37,6 +37,8 @@ type rowCheck struct {
 	// derived and derivedPair are the quality measures re-derived from the PNGs.
 	derived     []schema.QualityRequest
 	derivedPair *schema.QualityPair
+	qualityOf   map[*request]derivedQuality // each request's, derived once
+	pairOf      *derivedPairQuality         // the pair's, derived once
 	// The records file's request ids and Task times, when the row's source names it.
 	recordIDs   map[string]bool
 	recordTimes map[string]float64
