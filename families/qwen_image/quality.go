@@ -32,26 +32,20 @@ func (a TRTMC) Quality(env harness.Env, c harness.Checkpoint) (harness.QualitySp
 	if err != nil {
 		return harness.QualitySpec{}, err
 	}
-	var cr schema.QualityCriteria
-	var when float64
-	for _, b := range []struct {
-		key string
-		dst **float64
-		val *float64
-	}{{"min_pixel_mean", &cr.MeanMin, nil}, {"max_pixel_mean", &cr.MeanMax, nil}, {"min_pixel_std", &cr.StdMin, nil},
-		{"psnr", &cr.PSNRMin, nil}, {"ssim", &cr.SSIMMin, nil}, {"min_reference_std_ratio", &cr.RefStdRatioMin, nil},
-		{"reference_min_pixel_std_for_ratio", nil, &when}} {
-		v, ok := t[b.key]
+	var missing []string
+	get := func(key string) float64 {
+		v, ok := t[key]
 		if !ok {
-			return harness.QualitySpec{}, fmt.Errorf("TRTMC thresholds %s: no %s", l.Thresholds, b.key)
+			missing = append(missing, key)
 		}
-		if b.dst != nil {
-			*b.dst = &v
-		} else {
-			*b.val = v
-		}
+		return v
 	}
-	cr.RefStdRatioWhenRefStd = when
+	cr := schema.QualityCriteria{MeanMin: ptr(get("min_pixel_mean")), MeanMax: ptr(get("max_pixel_mean")), StdMin: ptr(get("min_pixel_std")),
+		PSNRMin: ptr(get("psnr")), SSIMMin: ptr(get("ssim")), RefStdRatioMin: ptr(get("min_reference_std_ratio")),
+		RefStdRatioWhenRefStd: get("reference_min_pixel_std_for_ratio")}
+	if len(missing) > 0 {
+		return harness.QualitySpec{}, fmt.Errorf("TRTMC thresholds %s: no %s", l.Thresholds, missing[0])
+	}
 	pair, err := a.qualityPair(env, c, l)
 	if err != nil {
 		return harness.QualitySpec{}, err
@@ -121,3 +115,5 @@ func caseSettingsDiffer(tc Testcase, m *Manifest, s map[string]string) []string 
 	}
 	return bad
 }
+
+func ptr(v float64) *float64 { return &v }
