@@ -169,21 +169,12 @@ func Render(dir string, m Manifest) (map[string][]byte, error) {
 	var junits [][]byte
 	for _, s := range m.Shards {
 		sdir := filepath.Join(dir, filepath.FromSlash(s.Dir))
-		if header == "" {
-			b, err := os.ReadFile(filepath.Join(sdir, SummaryFile))
-			if err != nil {
-				return nil, err
-			}
-			if header, err = TableHeader(b); err != nil {
-				return nil, fmt.Errorf("shard %s: %w", s.Name, err)
-			}
-		}
 		for _, r := range s.Rows {
 			b, err := os.ReadFile(filepath.Join(sdir, r, "row.md"))
 			if err != nil {
 				return nil, fmt.Errorf("shard %s: %w", s.Name, err)
 			}
-			if rowLines[r], err = RowLine(b); err != nil {
+			if header, rowLines[r], err = splitRowMD(b); err != nil {
 				return nil, fmt.Errorf("shard %s row %s: %w", s.Name, r, err)
 			}
 			var res struct {

@@ -149,7 +149,7 @@ func ID(shards []Shard) string {
 	return "merged-" + hex.EncodeToString(h[:6])
 }
 
-// Summary is SUMMARY.md: the shards' table header (TableHeader), then every row's line
+// Summary is SUMMARY.md: the rows table's header (from row.md), then every row's line
 // from its row.md, by row name.
 func Summary(m Manifest, header string, rowLines map[string]string) []byte {
 	var b strings.Builder
@@ -230,31 +230,19 @@ func sumList(dir string, files []string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		sum := sha256.Sum256(data)
-		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), f)
+		fmt.Fprintf(&b, "%s  %s\n", sumHex(data), f)
 	}
 	return []byte(b.String()), nil
 }
 
-// TableHeader is the rows table's header of a run's SUMMARY.md: its first two table lines.
-func TableHeader(summaryMD []byte) (string, error) {
-	lines := strings.Split(string(summaryMD), "\n")
-	for i := 0; i+1 < len(lines); i++ {
-		if strings.HasPrefix(lines[i], "| ") && strings.HasPrefix(lines[i+1], "|---") {
-			return lines[i] + "\n" + lines[i+1] + "\n", nil
-		}
+// splitRowMD splits a row.md (the rows table's header, its separator and the row's
+// line) into the header (two lines) and the row's line.
+func splitRowMD(rowMD []byte) (header, line string, err error) {
+	lines := strings.Split(strings.TrimSuffix(string(rowMD), "\n"), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[2], "| ") {
+		return "", "", fmt.Errorf("row.md: want a header, a separator and one table row")
 	}
-	return "", fmt.Errorf("SUMMARY.md has no rows table")
-}
-
-// RowLine is a row's line of its row.md (the last table line).
-func RowLine(rowMD []byte) (string, error) {
-	lines := strings.Split(strings.TrimSpace(string(rowMD)), "\n")
-	last := lines[len(lines)-1]
-	if !strings.HasPrefix(last, "| ") {
-		return "", fmt.Errorf("row.md: the last line is not a table row")
-	}
-	return last, nil
+	return lines[0] + "\n" + lines[1] + "\n", lines[2], nil
 }
 
 // ShardPaths are a shard's folder and JUnit inside the merged run.
