@@ -6,6 +6,9 @@ SHELL := /bin/bash
 GO ?= go
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 JUNIT ?= evidence/junit.xml
+# go test's own -timeout for `make test`: its default (10 min) is what the qual package
+# alone took on a busy 2-core machine (660 s, killed after PASS). 30 min is ~3x that.
+TEST_TIMEOUT ?= 30m
 RUNTIME ?= auto
 export RUNTIME
 # The reaper image cannot be pulled here; the harness removes what it starts.
@@ -51,14 +54,14 @@ test: setup engine lint pytest tables
 	@if [ -z "$(TRTMC)" ]; then echo "test: the real-TRTMC-data checks are not run: give TRTMC=DIR (a TRTMC checkout, or ../shared/trtmc-main-e9132e79) to run them"; \
 		else echo "test: real-TRTMC-data checks on $(QUALKIT_TRTMC_DATA)"; fi
 	@echo "test: leaving out the hardware tables: -skip '$$($(GO) run ./scripts/testgate skip -tables $(TABLES))'"
-	$(GO) tool gotestsum --format testname --junitfile $(JUNIT) -- $(TAGS) -race -count=1 \
+	$(GO) tool gotestsum --format testname --junitfile $(JUNIT) -- $(TAGS) -race -count=1 -timeout $(TEST_TIMEOUT) \
 		-skip "$$($(GO) run ./scripts/testgate skip -tables $(TABLES))" ./...
 	$(GO) run ./scripts/testgate -junit $(JUNIT) -tables $(TABLES) -go ./... $(if $(TAGS),-tags trtmcdata)
 
 # The Python side: the refedit reference's self-tests (incl. tampered bundles) and the
 # fixture manifest checks. Same rule: no skips.
 PYJUNIT ?= evidence/junit-python.xml
-PYTESTS := families/refedit/correctness/selftest fixtures/images fixtures/image_edit
+PYTESTS := families/refedit/correctness/selftest fixtures/images fixtures/image_edit internal/quality/testdata
 pytest: setup
 	@mkdir -p $(dir $(PYJUNIT))
 	.venv/bin/python -m pytest --collect-only -q -p no:cacheprovider --rootdir . $(PYTESTS) > $(PYJUNIT).collected

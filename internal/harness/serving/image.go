@@ -28,6 +28,10 @@ type ImageSpec struct {
 	// Paths maps host paths to where the image holds the same files (a program the
 	// Dockerfile copies in): commands that name them run the image's copy.
 	Paths map[string]string
+	// CopyRoots, when set, replace Context: the image is built from a context staged with
+	// exactly the files the Dockerfile's COPY and ADD lines name, taken from the first of
+	// these folders that holds them all (StageContext). No .dockerignore is read.
+	CopyRoots []string
 }
 
 // Image is an image present in the local engine, ready to run.
@@ -35,6 +39,7 @@ type Image struct {
 	ID, Ref string
 	BuildS  float64 // build wall time; 0 when the image was given by Ref
 	Paths   map[string]string
+	Context *BuildContext // the staged context it was built from (ImageSpec.CopyRoots)
 }
 
 // PrepareImage makes spec's image present: it builds it as qualkit/<row>:<run id>,
@@ -45,7 +50,11 @@ func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog stri
 	switch {
 	case spec.Ref != "" && (spec.Context != "" || spec.Dockerfile != ""):
 		return Image{}, fmt.Errorf("image: give either Ref or Dockerfile+Context, not both")
-	case spec.Ref == "" && spec.Context == "":
+	case spec.Ref != "" && len(spec.CopyRoots) > 0:
+		return Image{}, fmt.Errorf("image: give either Ref or Dockerfile+CopyRoots, not both")
+	case len(spec.CopyRoots) > 0 && (spec.Dockerfile == "" || spec.Context != ""):
+		return Image{}, fmt.Errorf("image: CopyRoots need the Dockerfile's path and no Context")
+	case spec.Ref == "" && spec.Context == "" && len(spec.CopyRoots) == 0:
 		return Image{}, fmt.Errorf("image: neither Ref nor Context given")
 	}
 	if err := checkReaperOff(); err != nil {
@@ -67,6 +76,19 @@ func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog stri
 	}
 	img.Ref = imageTag(row, runID)
 	start := time.Now()
+	if len(spec.CopyRoots) > 0 {
+		tmp, err := os.MkdirTemp("", "qualkit-context-")
+		if err != nil {
+			return Image{}, fmt.Errorf("image: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		bc, err := StageContext(spec.Dockerfile, spec.CopyRoots, filepath.Join(tmp, "context"))
+		if err != nil {
+			return Image{}, fmt.Errorf("image: %w", err)
+		}
+		img.Context = &bc
+		spec.Context, spec.Dockerfile = bc.Dir, filepath.Join(bc.Dir, StagedDockerfile)
+	}
 	img.ID, err = buildImage(ctx, cli, spec, img.Ref, labels(runID, row), buildLog, o)
 	img.BuildS = time.Since(start).Seconds()
 	return img, err

@@ -1,0 +1,258 @@
+package serving
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// A build context staged from a Dockerfile's COPY lines.
+//
+// Some projects' documented `docker build -f F .` fails as written: TRTMC's root
+// .dockerignore at e9132e79 is `*` plus an allow-list that leaves out requirements/, while
+// its Dockerfile.dev.x86 does `COPY requirements/community-ci.txt`; newer versions of that
+// Dockerfile do `COPY community-ci.txt` and expect requirements/ as the context. Instead
+// of trusting a context folder and its .dockerignore, StageContext lays out a context that
+// holds exactly what the Dockerfile copies, found under the first candidate root that has
+// every source, and records each file with its sha256.
+
+// StagedDockerfile is the Dockerfile's name inside a staged context.
+const StagedDockerfile = ".qualkit-Dockerfile"
+
+// ContextFile is one file of a staged build context: its path inside the context, its
+// size and sha256.
+type ContextFile struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// BuildContext is a staged build context: the Dockerfile it was staged for, the root its
+// files were taken from, the files, and one sha256 over the list (path, size and sha256
+// of each file, one line each, in order).
+type BuildContext struct {
+	Dockerfile string        `json:"dockerfile"`
+	Root       string        `json:"root"`
+	Sources    []string      `json:"sources"` // the COPY/ADD sources, as the Dockerfile writes them
+	Files      []ContextFile `json:"files"`
+	SHA256     string        `json:"sha256"`
+	Dir        string        `json:"-"` // where it was staged
+}
+
+// CopySources lists the sources of the Dockerfile's COPY and ADD instructions that read
+// the build context, in order and without repeats: not those copying from another stage
+// or image (--from=), URLs, or heredocs. A source that names a build argument ($VAR)
+// cannot be resolved before the build and is an error.
+func CopySources(dockerfile string) ([]string, error) {
+	f, err := os.Open(dockerfile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	for _, in := range instructions(f) {
+		fields := strings.Fields(in.text)
+		if len(fields) == 0 {
+			continue
+		}
+		op := strings.ToUpper(fields[0])
+		if op != "COPY" && op != "ADD" {
+			continue
+		}
+		args := strings.TrimSpace(in.text[len(fields[0]):])
+		var from bool
+		for strings.HasPrefix(args, "--") {
+			flag, rest, _ := strings.Cut(args, " ")
+			from = from || strings.HasPrefix(flag, "--from=")
+			args = strings.TrimSpace(rest)
+		}
+		if from || strings.Contains(args, "<<") {
+			continue
+		}
+		var words []string
+		if strings.HasPrefix(args, "[") {
+			if err := json.Unmarshal([]byte(args), &words); err != nil {
+				return nil, fmt.Errorf("%s:%d: %s: not a JSON array: %w", dockerfile, in.line, op, err)
+			}
+		} else {
+			words = strings.Fields(args)
+		}
+		if len(words) < 2 {
+			return nil, fmt.Errorf("%s:%d: %s needs a source and a destination: %q", dockerfile, in.line, op, in.text)
+		}
+		for _, src := range words[:len(words)-1] {
+			switch {
+			case strings.Contains(src, "://"):
+				continue
+			case strings.Contains(src, "$"):
+				return nil, fmt.Errorf("%s:%d: %s source %q names a build argument: qualkit cannot tell which files it copies before the build", dockerfile, in.line, op, src)
+			}
+			src = strings.TrimPrefix(path.Clean("/"+src), "/")
+			if src == "" {
+				src = "."
+			}
+			if !slices.Contains(out, src) {
+				out = append(out, src)
+			}
+		}
+	}
+	return out, nil
+}
+
+type instruction struct {
+	line int
+	text string
+}
+
+// instructions joins a Dockerfile's continuation lines (a trailing backslash) and drops
+// comments and blank lines.
+func instructions(r io.Reader) []instruction {
+	var out []instruction
+	var cur strings.Builder
+	start := 0
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "#") || (line == "" && cur.Len() == 0) {
+			continue
+		}
+		if cur.Len() == 0 {
+			start = n
+		}
+		more := strings.HasSuffix(line, "\\")
+		cur.WriteString(strings.TrimSuffix(line, "\\"))
+		cur.WriteString(" ")
+		if !more {
+			out = append(out, instruction{start, strings.TrimSpace(cur.String())})
+			cur.Reset()
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, instruction{start, strings.TrimSpace(cur.String())})
+	}
+	return out
+}
+
+// StageContext lays out in dir (which must not exist) the build context of dockerfile:
+// every file its COPY and ADD sources name (globs as Docker matches them, folders whole),
+// taken from the first of roots under which every source exists, and the Dockerfile as
+// StagedDockerfile. Nothing else: no .dockerignore applies, because none is needed.
+func StageContext(dockerfile string, roots []string, dir string) (BuildContext, error) {
+	srcs, err := CopySources(dockerfile)
+	if err != nil {
+		return BuildContext{}, err
+	}
+	root, err := contextRoot(dockerfile, srcs, roots)
+	if err != nil {
+		return BuildContext{}, err
+	}
+	bc := BuildContext{Dockerfile: dockerfile, Root: root, Sources: srcs, Dir: dir}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
+	}
+	var files []string
+	for _, src := range srcs {
+		matches, _ := filepath.Glob(filepath.Join(root, filepath.FromSlash(src)))
+		for _, m := range matches {
+			err := filepath.WalkDir(m, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				rel, err := filepath.Rel(root, p)
+				if err != nil {
+					return err
+				}
+				if !slices.Contains(files, rel) {
+					files = append(files, rel)
+				}
+				return nil
+			})
+			if err != nil {
+				return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
+			}
+		}
+	}
+	slices.Sort(files)
+	for _, rel := range files {
+		cf, err := copyInto(filepath.Join(root, rel), filepath.Join(dir, rel))
+		if err != nil {
+			return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
+		}
+		cf.Path = filepath.ToSlash(rel)
+		bc.Files = append(bc.Files, cf)
+	}
+	if _, err := copyInto(dockerfile, filepath.Join(dir, StagedDockerfile)); err != nil {
+		return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
+	}
+	bc.SHA256 = bc.ListSHA256()
+	return bc, nil
+}
+
+// ListSHA256 is the sha256 of the context's file list: "<sha256> <size> <path>\n" per
+// file, in order.
+func (bc BuildContext) ListSHA256() string {
+	h := sha256.New()
+	for _, f := range bc.Files {
+		fmt.Fprintf(h, "%s %d %s\n", f.SHA256, f.Size, f.Path)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// contextRoot is the first root under which every source matches at least one path.
+func contextRoot(dockerfile string, srcs, roots []string) (string, error) {
+	var tried []string
+	for _, root := range roots {
+		var missing []string
+		for _, src := range srcs {
+			if m, _ := filepath.Glob(filepath.Join(root, filepath.FromSlash(src))); len(m) == 0 {
+				missing = append(missing, src)
+			}
+		}
+		if len(missing) == 0 {
+			return root, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s lacks %s", root, strings.Join(missing, ", ")))
+	}
+	return "", fmt.Errorf("%s copies %s, but no candidate context folder holds them all (%s): check the Dockerfile against the checkout",
+		dockerfile, strings.Join(srcs, ", "), strings.Join(tried, "; "))
+}
+
+// copyInto copies the regular file src to dst (making its folder), keeping its mode, and
+// returns its size and sha256. Symlinks are followed: the context holds their targets.
+func copyInto(src, dst string) (ContextFile, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return ContextFile{}, err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return ContextFile{}, err
+	}
+	if !st.Mode().IsRegular() {
+		return ContextFile{}, fmt.Errorf("%s is not a regular file", src)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return ContextFile{}, err
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, st.Mode().Perm())
+	if err != nil {
+		return ContextFile{}, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(out, h), in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return ContextFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, err
+}
