@@ -97,7 +97,7 @@ type deadlinesJSON struct {
 }
 
 func rowDetails(tb table, c harness.Checkpoint) rowJSON {
-	d := c.Deadline.WithDefaults()
+	d := c.Deadlines()
 	return rowJSON{
 		Row: c.Name, Test: tb.test,
 		GPUs: c.Needs.GPU.Count, GPUMemoryBytes: c.Needs.GPU.MinMemoryBytes,

@@ -19,33 +19,22 @@ const (
 	EnvHFHome        = "HF_HOME"
 	EnvPython        = "QUALKIT_TRTMC_PYTHON"
 	EnvHFPython      = "QUALKIT_TRTMC_HF_PYTHON"
-	EnvServeProgram  = "QUALKIT_TRTMC_SERVE_PROGRAM"
-	EnvResponse      = "QUALKIT_TRTMC_RESPONSE"
-	EnvIdentity      = "QUALKIT_TRTMC_IDENTITY"
+	EnvServing       = "QUALKIT_TRTMC_SERVING"
 	EnvTimingSource  = "QUALKIT_TRTMC_TIMING_SOURCE"
 	EnvTimingBody    = "QUALKIT_TRTMC_TIMING_BODY"
 	EnvTimingRecords = "QUALKIT_TRTMC_TIMING_RECORDS"
 	EnvTimingID      = "QUALKIT_TRTMC_TIMING_RECORD_ID"
 )
 
-// Defaults of the Task-timing source. The image-edit route of trtmc-server is newer than
-// every source we could read; these are where TRTMC's measurement server reports the
-// Task call (trtmc_timing in the body; timing in its --records JSONL, keyed by request_id).
+// Where the Task call's wall time is reported. perf-serve states it (app.py @ 3878755c
+// § execute, Records): trtmc_timing.model_call_ms in the body, and timing.model_call_ms
+// in its --records JSONL keyed by request_id, one line per successful request; the row
+// reads the records. The edit route's is not public: the body's trtmc_timing by default,
+// configurable (QUALKIT_TRTMC_TIMING_*).
 const (
 	DefaultTimingBody     = "trtmc_timing.model_call_ms"
 	DefaultTimingRecords  = "timing.model_call_ms"
 	DefaultTimingRecordID = "request_id"
-)
-
-// The serving contract's shapes the adapter handles (the route's exact shape is not
-// public): where a response carries the edited image, and where the server states what
-// it is.
-const (
-	ResponseB64JSON  = "b64_json" // data[0].b64_json, the OpenAI shape
-	ResponseArtifact = "artifact" // data[0].url = file://<scratch>/..., kept with --scratch DIR --keep-artifacts
-
-	IdentityServingInfo = "serving-info" // GET /v1/serving/info: backend, bundle (TRTMC's measurement server)
-	IdentityModels      = "models"       // GET /v1/models: the model name, owned_by trtmc
 )
 
 // Config says where the TRTMC pieces are on this host and which serving shape to expect.
@@ -74,22 +63,20 @@ type Config struct {
 	// QUALKIT_TRTMC_HF_PYTHON). Both are names or paths inside the image. Default
 	// python3 (the dev image's /opt/venv).
 	Python, HFPython string
-	// ServeProgram is TRTMC's server inside the image (QUALKIT_TRTMC_SERVE_PROGRAM).
-	// Default "trtmc-server".
-	ServeProgram string
-	// Response is where the edit route returns the image (QUALKIT_TRTMC_RESPONSE):
-	// "b64_json" (default) or "artifact".
-	Response string
-	// Identity is where the server states what it is (QUALKIT_TRTMC_IDENTITY):
-	// "serving-info" (default) or "models".
-	Identity string
-	// Timing is where the server reports the Task call's wall time. From
+	// Serving is the serving contract to drive (QUALKIT_TRTMC_SERVING): "perf-serve",
+	// "edit-route", or "auto" (the default): the one the checkout's source has, the edit
+	// route first (see DetectServing).
+	Serving string
+	// Timing is where the edit route's server reports the Task call's wall time. From
 	// QUALKIT_TRTMC_TIMING_SOURCE: "body" (the default) reads the response body at
 	// QUALKIT_TRTMC_TIMING_BODY (default trtmc_timing.model_call_ms); "records" reads the
 	// server's --records JSONL at QUALKIT_TRTMC_TIMING_RECORDS (default
 	// timing.model_call_ms), joined on QUALKIT_TRTMC_TIMING_RECORD_ID (default request_id)
 	// = X-Request-ID. Setting a path of the source not chosen is an error, never ignored.
+	// perf-serve's is fixed (its records); setting one for it is an error too.
 	Timing harness.TimingSource
+	// timingSet: a QUALKIT_TRTMC_TIMING_* variable was given.
+	timingSet bool
 
 	// Test hooks, settable only from Go (never from the environment): the contract
 	// double's table sets them. AssumeSM is the GPU architecture ("90") to build the
@@ -113,14 +100,12 @@ func ParseConfig(getenv func(string) string) (Config, error) {
 		return v
 	}
 	c := Config{
-		Checkout:     path(EnvCheckout),
-		Image:        getenv(EnvImage),
-		Dockerfile:   getenv(EnvDockerfile),
-		Python:       getenv(EnvPython),
-		HFPython:     getenv(EnvHFPython),
-		ServeProgram: getenv(EnvServeProgram),
-		Response:     getenv(EnvResponse),
-		Identity:     getenv(EnvIdentity),
+		Checkout:   path(EnvCheckout),
+		Image:      getenv(EnvImage),
+		Dockerfile: getenv(EnvDockerfile),
+		Python:     getenv(EnvPython),
+		HFPython:   getenv(EnvHFPython),
+		Serving:    getenv(EnvServing),
 	}
 	switch {
 	case getenv(EnvHFCache) != "":
@@ -134,15 +119,13 @@ func ParseConfig(getenv func(string) string) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("no Hugging Face cache: set %s (or HF_HOME) to the cache holding %s", EnvHFCache, HFID))
 	}
-	switch c.Response {
-	case "", ResponseB64JSON, ResponseArtifact:
+	switch c.Serving {
+	case "", ServingAuto, ServingPerfServe, ServingEditRoute:
 	default:
-		errs = append(errs, fmt.Errorf("%s=%q: choose %s or %s", EnvResponse, c.Response, ResponseB64JSON, ResponseArtifact))
+		errs = append(errs, fmt.Errorf("%s=%q: choose %s, %s or %s", EnvServing, c.Serving, ServingAuto, ServingPerfServe, ServingEditRoute))
 	}
-	switch c.Identity {
-	case "", IdentityServingInfo, IdentityModels:
-	default:
-		errs = append(errs, fmt.Errorf("%s=%q: choose %s or %s", EnvIdentity, c.Identity, IdentityServingInfo, IdentityModels))
+	for _, k := range []string{EnvTimingSource, EnvTimingBody, EnvTimingRecords, EnvTimingID} {
+		c.timingSet = c.timingSet || getenv(k) != ""
 	}
 	ts, err := timingFromEnv(getenv)
 	if err != nil {
@@ -189,9 +172,7 @@ func (c Config) withDefaults() Config {
 	c.Dockerfile = or(c.Dockerfile, devDockerfile(runtime.GOARCH))
 	c.Python = or(c.Python, "python3")
 	c.HFPython = or(c.HFPython, c.Python)
-	c.ServeProgram = or(c.ServeProgram, "trtmc-server")
-	c.Response = or(c.Response, ResponseB64JSON)
-	c.Identity = or(c.Identity, IdentityServingInfo)
+	c.Serving = or(c.Serving, ServingAuto)
 	if c.Timing == (harness.TimingSource{}) {
 		c.Timing = harness.TimingSource{Body: DefaultTimingBody}
 	}

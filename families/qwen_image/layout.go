@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
+
+	"qualkit/internal/harness"
+	"qualkit/internal/quality"
 )
 
 // A TRTMC checkout comes in one of two layouts, and the row works on both:
@@ -49,6 +53,9 @@ type Layout struct {
 	// PairReference is the HF diffusers image the case writes for its own pair, relative
 	// to its artifacts folder (TRTMC_E2E_ARTIFACT_DIR / --e2e-artifacts-dir).
 	PairReference string
+	// PairMetric is the formula of the PSNR and SSIM the layout's `psnr` and `ssim`
+	// thresholds bound, as its own comparator computes them (internal/quality/trtmc.go).
+	PairMetric string
 }
 
 var layouts = []Layout{
@@ -71,6 +78,8 @@ var layouts = []Layout{
 		Targets: []string{"trtmc", "trtmc_backend_trt", "trtmc_model_qwen_image"},
 		// e2e_plugins/references/hf_diffusers.py: <artifacts>/<case>/hf_frames/frame_0000.png
 		PairReference: Profile + "/hf_frames/frame_0000.png",
+		// e2e_plugins/comparators/diffusion.py @ e9132e79: _compute_psnr, _compute_ssim.
+		PairMetric: quality.MetricTRTMCE9132e79,
 	},
 	{
 		Name:       LayoutFamilies,
@@ -90,6 +99,8 @@ var layouts = []Layout{
 		Targets:      []string{"trtmc", "trtmc_backend_trt", "trtmc_model_qwen_image", "qwen_image_e2e_harness", "trtmc_benchmark_worker"},
 		// test_e2e.py's semantic artifacts: <artifacts>/<case>/reference-000.png
 		PairReference: Profile + "/reference-000.png",
+		// families/qwen_image/tests/test_e2e.py @ 9777fef7: _assert_parity.
+		PairMetric: quality.MetricTRTMCFamilies,
 	},
 }
 
@@ -116,4 +127,19 @@ func (l Layout) buildsOwnBundle() bool { return l.Name == LayoutFamilies }
 func isFile(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.Mode().IsRegular()
+}
+
+// caseBuildTimeout is what TRTMC's e2e orchestrator gives one bundle build
+// (tests/e2e_harness/orchestrator.py @ e9132e79: build_timeout_s, default 3600).
+const caseBuildTimeout = 3600 * time.Second
+
+// StageDeadlines fit the layout: in the families layout the correctness case builds its
+// own bundle first, so its deadline is TRTMC's own build timeout plus the row's for the
+// case; at e9132e79 the harness builds the bundle in the build stage, and the case runs
+// on it.
+func (a TRTMC) StageDeadlines(d harness.Deadlines) harness.Deadlines {
+	if l, err := a.layout(); err == nil && l.buildsOwnBundle() {
+		d.Correctness += caseBuildTimeout
+	}
+	return d
 }

@@ -28,7 +28,7 @@ const imageFix = "use an image that has them: TRTMC's dev image lacks diffusers 
 // needs: the build Python imports tensorrt and the checkout's tensorrt_model_connect and
 // runs pytest; the HF python has torch with CUDA, diffusers and ftfy (TRTMC's
 // MODEL.toml preflight would otherwise turn the correctness case into a skip, hours
-// later); and trtmc-server exists and shows every flag the row passes.
+// later); and the contract's server runs and shows every flag the row passes.
 func (a TRTMC) Probes(env harness.Env) []harness.Probe {
 	script := filepath.Join(env.Root, "families", "qwen_image", "probe", "trtmc_probe.py")
 	build := []string{"tensorrt", "tensorrt_model_connect", "pytest"}
@@ -42,26 +42,50 @@ func (a TRTMC) Probes(env harness.Env) []harness.Probe {
 			Cmd:   harness.Command{Args: []string{a.Config.HFPython, script}, Env: a.env(env), Dir: a.Config.Checkout},
 			Check: a.checkModules(hf), Fix: imageFix})
 	}
-	server := harness.Probe{Name: "server", What: a.Config.ServeProgram + " in the image",
-		Cmd: harness.Command{Args: []string{a.Config.ServeProgram, "--help"}, Env: a.env(env), Dir: a.Config.Checkout},
+	if server, ok := a.serverProbe(env); ok {
+		pythons = append(pythons, server)
+	}
+	return pythons
+}
+
+// serverProbe runs the contract's server with --help, as the row will start it, and
+// checks that it shows every flag the row passes: perf-serve's `python3 -m
+// trtmc_perf_serving serve --help`; for the edit route the control plane the native
+// binary execs (`python3 -m trtmc_server --help`, from apps/server/python: the native
+// binary is built later, in the build stage). No contract: nothing to probe (preflight's
+// requirements say so).
+func (a TRTMC) serverProbe(env harness.Env) (harness.Probe, bool) {
+	s, err := a.serving()
+	if err != nil {
+		return harness.Probe{}, false
+	}
+	args := []string{a.Config.Python, "-m", "trtmc_server", "--help"}
+	envs := a.envWith(env, serverPythonPath)
+	flags := serveFlags(serverArgs(harness.ServeSpec{}, ""))
+	if s.Contract == ServingPerfServe {
+		args = []string{a.Config.Python, "-m", "trtmc_perf_serving", "serve", "--help"}
+		envs = a.envWith(env, perfServePythonPath)
+		flags = serveFlags(perfServeArgs(harness.ServeSpec{}, ""))
+	}
+	name := strings.Join(args[1:3], " ")
+	return harness.Probe{Name: "server", What: name + " in the image (" + s.Contract + ")",
+		Cmd: harness.Command{Args: args, Env: envs, Dir: a.Config.Checkout},
 		Check: func(out []byte, runErr error) error {
-			l, _ := a.layout()
 			if runErr != nil {
-				return fmt.Errorf("%s --help failed (%v): this checkout (layout %s) predates trtmc-server, or the image does not install it; TRTMC main e9132e79 has no HTTP server at all", a.Config.ServeProgram, runErr, l.Name)
+				return fmt.Errorf("%s --help failed (%v): the image lacks the server's dependencies (%s): %s", name, runErr, s.Why, clip(out))
 			}
 			var missing []string
-			for _, f := range a.serveFlags() {
+			for _, f := range flags {
 				if !bytes.Contains(out, []byte(f)) {
 					missing = append(missing, f)
 				}
 			}
 			if len(missing) > 0 {
-				return fmt.Errorf("%s --help does not show %s, which the row passes: this server is another version than the one the row was written for", a.Config.ServeProgram, strings.Join(missing, " "))
+				return fmt.Errorf("%s --help does not show %s, which the row passes: this server is another version than the one the row was written for", name, strings.Join(missing, " "))
 			}
 			return nil
 		},
-		Fix: "use a TRTMC checkout and image whose trtmc-server serves POST /v1/images/edits, or name the server with " + EnvServeProgram}
-	return append(pythons, server)
+		Fix: "install the server's dependencies into the image's python (perf-serve: apps/perf_serving/requirements.txt; trtmc-server: the [serve] extra), or check out the TRTMC commit the row was written for"}, true
 }
 
 // checkModules judges the probe's output: every module imports, the checkout's own

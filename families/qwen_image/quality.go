@@ -42,7 +42,7 @@ func (a TRTMC) Quality(env harness.Env, c harness.Checkpoint) (harness.QualitySp
 	}
 	cr := schema.QualityCriteria{MeanMin: ptr(get("min_pixel_mean")), MeanMax: ptr(get("max_pixel_mean")), StdMin: ptr(get("min_pixel_std")),
 		PSNRMin: ptr(get("psnr")), SSIMMin: ptr(get("ssim")), RefStdRatioMin: ptr(get("min_reference_std_ratio")),
-		RefStdRatioWhenRefStd: get("reference_min_pixel_std_for_ratio")}
+		RefStdRatioWhenRefStd: get("reference_min_pixel_std_for_ratio"), PairMetric: l.PairMetric}
 	if len(missing) > 0 {
 		return harness.QualitySpec{}, fmt.Errorf("TRTMC thresholds %s: no %s", l.Thresholds, missing[0])
 	}

@@ -94,10 +94,26 @@ func (rs *reqs) checkout(cfg Config) {
 		}
 	}
 	rs.manifest(dir, l)
+	rs.serving(cfg)
 	if _, err := os.Stat(filepath.Join(dir, l.Thresholds)); err != nil {
 		rs.absent(fmt.Sprintf("TRTMC checkout %s has no %s (the correctness case's quality gates)", dir, l.Thresholds), fullCheckoutFix)
 	} else if _, err := ReadThresholds(dir, l); err != nil {
 		rs.bad(err.Error(), "restore the file from git in the TRTMC checkout")
+	}
+}
+
+// serving names the contract the checkout supports, read from its source in the first
+// second: the route found in which file; neither is a missing piece that names both and
+// where it looked.
+func (rs *reqs) serving(cfg Config) {
+	s, err := DetectServing(cfg.Checkout, cfg.Serving)
+	if err != nil {
+		rs.absent("serving contract: "+err.Error(), servingFix)
+		return
+	}
+	if s.Contract == ServingPerfServe && cfg.timingSet {
+		rs.bad("the checkout serves through perf-serve, whose Task time is its records' timing.model_call_ms (app.py @ 3878755c), but a QUALKIT_TRTMC_TIMING_* variable is set",
+			"unset the QUALKIT_TRTMC_TIMING_* variables: they configure the edit route only")
 	}
 }
 

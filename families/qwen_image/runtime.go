@@ -97,7 +97,11 @@ func (a TRTMC) native(env harness.Env) (native, error) {
 	if err != nil {
 		return native{}, err
 	}
-	n := native{Layout: l.Name, Source: src, ImageID: env.ImageID, SM: sm, Targets: l.Targets,
+	targets := l.Targets
+	if s, err := a.serving(); err == nil && s.Contract == ServingEditRoute {
+		targets = append(append([]string{}, targets...), nativeServerTargets...)
+	}
+	n := native{Layout: l.Name, Source: src, ImageID: env.ImageID, SM: sm, Targets: targets,
 		Configure: append(append(append([]string{}, cmakeCommon...), "-DCMAKE_CUDA_ARCHITECTURES="+sm+"-real"), l.CMakeOptions...)}
 	b, _ := json.Marshal(n)
 	sum := sha256.Sum256(b)
@@ -154,9 +158,13 @@ func (a TRTMC) CheckTools(env harness.Env) error {
 		return nil
 	}
 	l, _ := DetectLayout(a.Config.Checkout)
-	for _, f := range []string{"trtmc", l.PluginLib} {
+	need := []string{"trtmc", l.PluginLib}
+	if s, err := a.serving(); err == nil {
+		need = append(need, a.serverFiles(s)...)
+	}
+	for _, f := range need {
 		if !isFile(filepath.Join(n.dir, f)) {
-			return fmt.Errorf("the native build wrote no %s in %s: the model plugin or the CLI was not built (targets %s)", f, n.dir, strings.Join(n.Targets, " "))
+			return fmt.Errorf("the native build wrote no %s in %s: a target was not built (targets %s)", f, n.dir, strings.Join(n.Targets, " "))
 		}
 	}
 	arch, err := cmakeCacheValue(filepath.Join(n.dir, "CMakeCache.txt"), "CMAKE_CUDA_ARCHITECTURES")

@@ -5,15 +5,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"qualkit/internal/harness"
+	"qualkit/internal/wire"
 )
 
 // Server timeouts in seconds: a cold load of ~57.7 GB of weights, and one 20-step edit,
 // both far inside them.
 const serverTimeoutS = "1800"
+
+// maxBodyFloor is the smallest --max-body-bytes the row gives trtmc-server: its own
+// default (1 MiB, cli.py @ a9ed5f69) is smaller than one 1024x1024 PNG edit.
+const maxBodyFloor = 4 << 20
 
 // TRTMC serves the checkpoint with NVIDIA TensorRT-Model-Connect, on the path TRTMC
 // documents: every stage in the image of the checkout's dev Dockerfile, the checkout at
@@ -35,7 +41,8 @@ var (
 	_ harness.Prober          = TRTMC{}
 	_ harness.ToolsChecker    = TRTMC{}
 	_ harness.ServingIdentity = TRTMC{}
-	_ harness.OutputReader    = TRTMC{}
+	_ harness.WireSpeaker     = TRTMC{}
+	_ harness.Describer       = TRTMC{}
 )
 
 // New is the adapter on cfg, with the defaults filled in.
@@ -56,12 +63,17 @@ func (a TRTMC) layout() (Layout, error) { return DetectLayout(a.Config.Checkout)
 // env is the environment every TRTMC command runs with: the checkout's Python packages
 // (what its editable py-only install provides), the HF cache offline at the pinned
 // snapshot, and no bytecode written into the mounted checkout.
-func (a TRTMC) env(env harness.Env) []string {
+func (a TRTMC) env(env harness.Env) []string { return a.envWith(env, nil) }
+
+// envWith is env with extra folders of the checkout first on PYTHONPATH (a server's own).
+func (a TRTMC) envWith(env harness.Env, first []string) []string {
 	out := []string{"HF_HOME=" + a.Config.HFHome, "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1"}
 	if l, err := a.layout(); err == nil {
 		var paths []string
-		for _, p := range l.PythonPath {
-			paths = append(paths, filepath.Join(srcDir, p))
+		for _, p := range append(append([]string{}, first...), l.PythonPath...) {
+			if p := filepath.Join(srcDir, p); !slices.Contains(paths, p) {
+				paths = append(paths, p)
+			}
 		}
 		out = append(out, "PYTHONPATH="+strings.Join(paths, ":"))
 		if n, err := a.native(env); err == nil {
@@ -179,21 +191,57 @@ func (a TRTMC) Correctness(env harness.Env, spec harness.CorrectnessSpec) harnes
 	return cc
 }
 
-// Serve starts trtmc-server on the bundle with the native runtime. It binds only
-// loopback, so the harness runs its container with host networking. With the artifact
-// response shape the server writes each image under the scratch folder and keeps it.
+// Serve starts the checkout's server on the bundle with the native runtime, by its
+// contract (see DetectServing). It binds loopback only, so the harness runs its
+// container with host networking.
+//
+//   - perf-serve: `python3 -m trtmc_perf_serving serve --backend trtmc --profile P
+//     --manifest-root families --bundle B --runtime-root R --worker R/trtmc_benchmark_worker
+//     ... --records F --scratch D --keep-artifacts` (cli.py @ 3878755c), with its
+//     PYTHONPATH (README @ 8bd797ae), from the checkout root (--manifest-root is relative).
+//   - edit route: the native <build>/trtmc-server binary, which passes --worker-binary
+//     itself (main.cpp @ 0f958bfb), with a --max-body-bytes that fits the workload's
+//     largest request (its 1 MiB default does not) and the flags cli.py @ a9ed5f69 defines.
 func (a TRTMC) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
 	n, err := a.native(env)
 	if err != nil {
 		return reject(fmt.Errorf("serve: %w", err))
 	}
-	return harness.Command{Args: append([]string{a.Config.ServeProgram}, a.serveArgs(spec, n.dir)...), Env: a.env(env), Dir: a.Config.Checkout}
+	s, err := a.serving()
+	if err != nil {
+		return reject(fmt.Errorf("serve: %w", err))
+	}
+	if s.Contract == ServingPerfServe {
+		return harness.Command{Args: append([]string{a.Config.Python, "-m", "trtmc_perf_serving", "serve"}, perfServeArgs(spec, n.dir)...),
+			Env: a.envWith(env, perfServePythonPath), Dir: a.Config.Checkout}
+	}
+	return harness.Command{Args: append([]string{filepath.Join(n.dir, "trtmc-server")}, serverArgs(spec, n.dir)...), Env: a.env(env), Dir: a.Config.Checkout}
 }
 
-// serveArgs are the server's arguments; serveFlags, the flags among them, are what the
-// server's --help must show.
-func (a TRTMC) serveArgs(spec harness.ServeSpec, runtimeRoot string) []string {
-	args := []string{spec.Bundle,
+// perfServeArgs are perf-serve's arguments; their flags are what its --help must show.
+func perfServeArgs(spec harness.ServeSpec, runtimeRoot string) []string {
+	return []string{
+		"--backend", "trtmc",
+		"--profile", Profile,
+		"--manifest-root", "families",
+		"--bundle", spec.Bundle,
+		"--runtime-root", runtimeRoot,
+		"--worker", filepath.Join(runtimeRoot, "trtmc_benchmark_worker"),
+		"--model-name", spec.Model,
+		"--host", spec.Host,
+		"--port", strconv.Itoa(spec.Port),
+		"--records", spec.Records,
+		"--scratch", spec.Scratch,
+		"--keep-artifacts",
+		"--request-timeout", serverTimeoutS,
+	}
+}
+
+// serverArgs are trtmc-server's arguments (cli.py @ a9ed5f69); --worker-binary is the
+// native binary's to add.
+func serverArgs(spec harness.ServeSpec, runtimeRoot string) []string {
+	maxBody := max(2*spec.MaxRequestBytes, maxBodyFloor)
+	return []string{spec.Bundle,
 		"--model-name", spec.Model,
 		"--host", spec.Host,
 		"--port", strconv.Itoa(spec.Port),
@@ -201,21 +249,28 @@ func (a TRTMC) serveArgs(spec harness.ServeSpec, runtimeRoot string) []string {
 		"--records", spec.Records,
 		"--startup-timeout", serverTimeoutS,
 		"--request-timeout", serverTimeoutS,
+		"--max-body-bytes", strconv.FormatInt(maxBody, 10),
 	}
-	if a.Config.Response == ResponseArtifact {
-		args = append(args, "--scratch", spec.Scratch, "--keep-artifacts")
-	}
-	return args
 }
 
-func (a TRTMC) serveFlags() []string {
+// serveFlags are the flags of args, which the server's --help must show.
+func serveFlags(args []string) []string {
 	var flags []string
-	for _, arg := range a.serveArgs(harness.ServeSpec{}, "") {
+	for _, arg := range args {
 		if strings.HasPrefix(arg, "--") {
 			flags = append(flags, arg)
 		}
 	}
 	return flags
+}
+
+// serverFiles are what the native build must have made for the contract, relative to
+// the build folder: the native server and its control plane's copy, or the worker.
+func (a TRTMC) serverFiles(s Serving) []string {
+	if s.Contract == ServingEditRoute {
+		return []string{"trtmc-server", "server/python/trtmc_server/cli.py"}
+	}
+	return []string{"trtmc_benchmark_worker"}
 }
 
 // Native runs the Task once with the settings the HTTP request carried, each wire field
@@ -245,20 +300,32 @@ func (a TRTMC) Native(env harness.Env, spec harness.NativeSpec) harness.Command 
 	return harness.Command{Args: append(args, "--output", spec.Output), Env: a.env(env), Dir: a.Config.Checkout}
 }
 
-func (a TRTMC) Timing() harness.TimingSource { return a.Config.Timing }
-
-// Output is where the edit route returns the image, as configured.
-func (a TRTMC) Output() harness.OutputSource {
-	if a.Config.Response == ResponseArtifact {
-		return harness.OutputSource{URL: true}
+// Timing is where the server reports the Task call: perf-serve's records (timing.
+// model_call_ms by request_id, app.py @ 3878755c § execute); for the edit route, as
+// configured (its shape is not public).
+func (a TRTMC) Timing() harness.TimingSource {
+	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
+		return harness.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
 	}
-	return harness.OutputSource{B64JSON: true}
+	return a.Config.Timing
+}
+
+// Protocol is the contract's wire protocol: perf-serve's task route, or the OpenAI
+// images route the edit route serves.
+func (a TRTMC) Protocol() wire.Protocol {
+	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
+		return wire.Task{}
+	}
+	return wire.OpenAI{}
 }
 
 // Identity checks, before anything is measured, that the server answering is TRTMC on
-// the bundle the row built: /v1/serving/info's backend and bundle (TRTMC's measurement
-// server states both), or /v1/models' model. A server that says it is qualkit's contract
-// double is refused unless the row is the double's, and required when it is.
+// the bundle the row built, from what that server really answers. perf-serve:
+// /v1/serving/info (app.py @ 3878755c § info): backend trtmc, the bundle, operation
+// generate_image, timing scope public_task_call_wall. trtmc-server: /v1/models, the model
+// owned by "tensorrt-model-connect" (registry.py @ a4ba28be); it states no bundle. A
+// server that says it is qualkit's contract double is refused unless the row is the
+// double's, and required when it is.
 func (a TRTMC) Identity(spec harness.ServeSpec) harness.IdentityCheck {
 	double := func(body []byte) error {
 		var m struct {
@@ -273,7 +340,7 @@ func (a TRTMC) Identity(spec harness.ServeSpec) harness.IdentityCheck {
 		}
 		return nil
 	}
-	if a.Config.Identity == IdentityModels {
+	if s, err := a.serving(); err != nil || s.Contract != ServingPerfServe {
 		return harness.IdentityCheck{Path: "/v1/models", Check: func(body []byte) error {
 			var doc struct {
 				Data []struct {
@@ -285,26 +352,32 @@ func (a TRTMC) Identity(spec harness.ServeSpec) harness.IdentityCheck {
 				return fmt.Errorf("not JSON: %w", err)
 			}
 			for _, d := range doc.Data {
-				if d.ID == spec.Model && d.OwnedBy == "trtmc" {
+				if d.ID == spec.Model && d.OwnedBy == "tensorrt-model-connect" {
 					return double(body)
 				}
 			}
-			return fmt.Errorf("no model %q owned by trtmc in %s", spec.Model, clip(body))
+			return fmt.Errorf("no model %q owned by tensorrt-model-connect in %s", spec.Model, clip(body))
 		}}
 	}
 	return harness.IdentityCheck{Path: "/v1/serving/info", Check: func(body []byte) error {
 		var info struct {
-			Backend string `json:"backend"`
-			Bundle  string `json:"bundle"`
+			Backend     string `json:"backend"`
+			Bundle      string `json:"bundle"`
+			Operation   string `json:"operation"`
+			TimingScope string `json:"timing_scope"`
 		}
 		if err := json.Unmarshal(body, &info); err != nil {
 			return fmt.Errorf("not JSON: %w", err)
 		}
-		if info.Backend != "trtmc" {
+		switch {
+		case info.Backend != "trtmc":
 			return fmt.Errorf("the server says backend %q, not trtmc: another server answers on the port", info.Backend)
-		}
-		if info.Bundle != "" && filepath.Clean(info.Bundle) != filepath.Clean(spec.Bundle) {
-			return fmt.Errorf("the server serves bundle %s, the row built %s", info.Bundle, spec.Bundle)
+		case filepath.Clean(info.Bundle) != filepath.Clean(spec.Bundle):
+			return fmt.Errorf("the server serves bundle %q, the row built %s", info.Bundle, spec.Bundle)
+		case info.Operation != wire.TaskOperation:
+			return fmt.Errorf("the server serves operation %q, not %s: another profile", info.Operation, wire.TaskOperation)
+		case info.TimingScope != "public_task_call_wall":
+			return fmt.Errorf("the server's timing scope is %q, not public_task_call_wall: its model_call_ms is not the Task call", info.TimingScope)
 		}
 		return double(body)
 	}}
@@ -329,7 +402,13 @@ func (a TRTMC) Image(env harness.Env) harness.ContainerImage {
 		ci.Mounts = append(ci.Mounts, harness.Mount{Host: n.dir, Container: buildDir})
 	}
 	if a.Config.Image == "" {
-		ci.Dockerfile, ci.Context = a.Config.DockerfilePath(), a.Config.Checkout
+		// Not the checkout as context, as source-build.md's `docker build -f
+		// Dockerfile.dev.x86 .` does: at e9132e79 the root .dockerignore (`*` and an
+		// allow-list) drops requirements/, which that Dockerfile copies from; the newer
+		// Dockerfile (@ 520a0165) copies community-ci.txt and expects requirements/ as
+		// its context. The context is staged with exactly what the COPY lines name.
+		ci.Dockerfile = a.Config.DockerfilePath()
+		ci.CopyRoots = []string{a.Config.Checkout, filepath.Join(a.Config.Checkout, "requirements")}
 	}
 	return ci
 }

@@ -3,12 +3,12 @@ package evidencecheck
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 
@@ -43,12 +43,12 @@ type recordMeta struct {
 
 // rawRecord is one line of profile_export_raw.jsonl: what AIPerf sent and received.
 type rawRecord struct {
-	Metadata  recordMeta                 `json:"metadata"`
-	Headers   map[string]string          `json:"request_headers"`
-	Status    int                        `json:"status"`
-	Responses []struct{ Text string }    `json:"responses"`
-	Payload   map[string]json.RawMessage `json:"payload"`
-	Error     json.RawMessage            `json:"error"`
+	Metadata  recordMeta              `json:"metadata"`
+	Headers   map[string]string       `json:"request_headers"`
+	Status    int                     `json:"status"`
+	Responses []struct{ Text string } `json:"responses"`
+	Payload   json.RawMessage         `json:"payload"`
+	Error     json.RawMessage         `json:"error"`
 }
 
 func (r rawRecord) failed() bool {
@@ -63,79 +63,16 @@ func (r rawRecord) body() []byte {
 	return b.Bytes()
 }
 
-func (r rawRecord) prompt() string {
-	var s string
-	json.Unmarshal(r.Payload["prompt"], &s)
-	return s
-}
-
-// sentImage is the reference image's exact bytes, from the multipart payload.
-func (r rawRecord) sentImage() ([]byte, error) {
-	raw, ok := r.Payload["image"]
-	if !ok {
-		return nil, errors.New("the payload has no image")
-	}
-	type file struct {
-		B64 string `json:"b64_data"`
-	}
-	var one file
-	if err := json.Unmarshal(raw, &one); err != nil || one.B64 == "" {
-		var many []file
-		if err := json.Unmarshal(raw, &many); err != nil || len(many) != 1 {
-			return nil, errors.New("the payload image is neither one file nor a list of one")
-		}
-		one = many[0]
-	}
-	return base64.StdEncoding.DecodeString(one.B64)
-}
-
-// responseImage is the image the HTTP response carried: data[0].b64_json, or, for a
-// row whose server answered with file URLs (results.json response_output "file-url"),
-// the file data[0].url names, which must be the row's serve/scratch/ copy.
+// responseImage is the image the HTTP response carried, where the row's protocol puts
+// it: data[0].b64_json, or the file a task result names under the row's serve/scratch/.
 func (r *rowCheck) responseImage(rec rawRecord) ([]byte, error) {
-	var resp struct {
-		Data []struct {
-			B64 string `json:"b64_json"`
-			URL string `json:"url"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(rec.body(), &resp); err != nil {
-		return nil, fmt.Errorf("the response body is not JSON: %v", err)
-	}
-	if len(resp.Data) != 1 {
-		return nil, fmt.Errorf("the response carries %d images, want 1", len(resp.Data))
-	}
-	if r.res.Output != "file-url" {
-		if resp.Data[0].B64 == "" {
-			return nil, fmt.Errorf("the response has no data[0].b64_json")
+	return r.proto.Output(rec.body(), rec.Metadata.XRequestID, func(rel string) ([]byte, error) {
+		b, ok := r.read(path.Join("serve/scratch", rel))
+		if !ok {
+			return nil, fmt.Errorf("serve/scratch/%s is not in the evidence", rel)
 		}
-		return base64.StdEncoding.DecodeString(resp.Data[0].B64)
-	}
-	const scratch = "/serve/scratch/"
-	path, ok := strings.CutPrefix(resp.Data[0].URL, "file://")
-	i := strings.LastIndex(path, "/"+r.name+scratch)
-	if !ok || i < 0 || strings.Contains(path[i:], "/../") {
-		return nil, fmt.Errorf("data[0].url %q is not a file under the row's serve/scratch/", resp.Data[0].URL)
-	}
-	b, found := r.read(path[i+len(r.name)+2:])
-	if !found {
-		return nil, fmt.Errorf("data[0].url %q: the file is not in the evidence", resp.Data[0].URL)
-	}
-	return b, nil
-}
-
-// payloadFields are the multipart fields that are not settings.
-var payloadFields = map[string]bool{"prompt": true, "model": true, "response_format": true, "n": true, "image": true}
-
-// settings are the extra inputs the request carried, spelled as in the JSON.
-func (r rawRecord) settings() map[string]string {
-	out := map[string]string{}
-	for k, v := range r.Payload {
-		if !payloadFields[k] {
-			out[k] = jsonText(v)
-		}
-	}
-	return out
+		return b, nil
+	})
 }
 
 // jsonText is a JSON value as a form field: a string unquoted, anything else verbatim.

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 )
 
 const resultsFile = "results.json"
@@ -299,7 +300,19 @@ func (r *rowCheck) checkCommands() {
 	r.same(resultsFile, "warmup", one("--warmup-request-count"), fmt.Sprint(r.res.Warmup), f+" aiperf --warmup-request-count")
 	r.same(f, "aiperf --concurrency", "1", one("--concurrency"), "the workload")
 	r.same(f, "aiperf --export-level", "raw", one("--export-level"), "identity replays the raw export")
-	r.same(f, "aiperf --endpoint-type", "image_edit", one("--endpoint-type"), "the workload")
+	want := map[string][]string{}
+	for i, e := 0, r.proto.AIPerfEndpoint(""); i+1 < len(e); i += 2 {
+		want[e[i]] = append(want[e[i]], e[i+1])
+	}
+	for _, flag := range []string{"--endpoint-type", "--custom-endpoint", "--custom-dataset-type"} {
+		r.same(f, "aiperf "+flag, strings.Join(want[flag], ","), one(flag), "the "+r.proto.Name()+" protocol")
+	}
+	if r.proto.Name() == wire.TRTMCTask {
+		// The settings travel in each payload (checked per request); AIPerf needs only
+		// the string field that makes a task result count as content.
+		r.same(f, "aiperf --extra-inputs", "response_field:id", one("--extra-inputs"), "the "+r.proto.Name()+" protocol")
+		return
+	}
 	if r.res.Settings != nil {
 		got, err := extraInputs(flags["--extra-inputs"])
 		if err != nil {
@@ -391,11 +404,11 @@ func (r *rowCheck) checkBenchmark() {
 			continue
 		}
 		if r.fx != nil {
-			r.truth(pairs[bytesSHA256(q.sent)+"\x00"+q.rec.prompt()], rawExport, where+" input",
-				"an (image, instruction) pair of fixtures/manifest.json", fmt.Sprintf("image sha256 %s with %q", bytesSHA256(q.sent)[:12], q.rec.prompt()))
+			r.truth(pairs[bytesSHA256(q.sent)+"\x00"+q.prompt], rawExport, where+" input",
+				"an (image, instruction) pair of fixtures/manifest.json", fmt.Sprintf("image sha256 %s with %q", bytesSHA256(q.sent)[:12], q.prompt))
 		}
 		if res.Settings != nil {
-			r.same(rawExport, where+" settings", settingsText(res.Settings), settingsText(q.rec.settings()), "results.json settings")
+			r.same(rawExport, where+" settings", settingsText(res.Settings), settingsText(q.settings), "results.json settings")
 		}
 		if ua, ok := q.rec.Headers["User-Agent"]; ok {
 			r.same(rawExport, where+" User-Agent", "aiperf/"+AIPerfVersion, ua, "the pinned AIPerf")
@@ -645,7 +658,7 @@ func (r *rowCheck) checkIdentitySummary(file string, s *schema.IdentitySummary) 
 		at := fmt.Sprintf("identity.requests[%d].", i)
 		r.same(file, at+"request_id", q.id, got.RequestID, rawExport)
 		r.same(file, at+"phase", q.phase, got.Phase, rawExport)
-		r.same(file, at+"prompt", q.rec.prompt(), got.Prompt, rawExport)
+		r.same(file, at+"prompt", q.prompt, got.Prompt, rawExport)
 		if got.InputSHA256 != "" && q.sentErr == nil {
 			r.same(file, at+"input_sha256", bytesSHA256(q.sent), got.InputSHA256, "the payload image in "+rawExport)
 		}

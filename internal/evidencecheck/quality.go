@@ -158,7 +158,11 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 		r.fail(resultsFile, "quality.pair.request_id", "a request of "+rawExport+" with an HTTP output", p.RequestID)
 		return 0
 	}
-	r.same(resultsFile, "quality.pair.prompt", req.rec.prompt(), p.Prompt, rawExport)
+	r.same(resultsFile, "quality.pair.prompt", req.prompt, p.Prompt, rawExport)
+	r.same(resultsFile, "quality.pair.metric", c.PairMetric, p.Metric, "results.json quality.criteria.pair_metric")
+	if want := r.pairMetricOfBackend(); want != c.PairMetric {
+		r.fail(resultsFile, "quality.criteria.pair_metric", fmt.Sprintf("%q: the formula the %s backend's thresholds were set for (%s)", want, r.res.Checkpoint.Backend, r.layoutNote()), fmt.Sprintf("%q", c.PairMetric))
+	}
 	if !pathUnder(p.Reference, "correctness/artifacts/") {
 		r.fail(resultsFile, "quality.pair.reference", "an image the correctness case wrote (correctness/artifacts/)", p.Reference)
 		return 0
@@ -177,7 +181,7 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 	for _, m := range []struct {
 		name      string
 		want, got float64
-	}{{"psnr_db", d.PSNR, p.PSNR}, {"ssim", d.SSIM, p.SSIM}, {"std", d.Std, p.Std}, {"reference_std", d.ReferenceStd, p.ReferenceStd}, {"std_ratio", d.StdRatio, p.StdRatio}} {
+	}{{"psnr_db", d.PSNR, p.PSNR}, {"ssim", d.SSIM, p.SSIM}, {"windowed_ssim", d.WindowedSSIM, p.WindowedSSIM}, {"std", d.Std, p.Std}, {"reference_std", d.ReferenceStd, p.ReferenceStd}, {"std_ratio", d.StdRatio, p.StdRatio}} {
 		r.truth(math.Abs(m.want-m.got) < 2e-6, resultsFile, "quality.pair."+m.name, fmt.Sprintf("%.6f (%s vs %s)", m.want, req.httpRel(), p.Reference), fmt.Sprintf("%.6f", m.got))
 	}
 	r.same(resultsFile, "quality.pair.failures", fmt.Sprint(len(miss)), fmt.Sprint(len(p.Failures)), "the criteria applied to the re-derived PSNR, SSIM and std ratio")
@@ -201,16 +205,16 @@ func measurePair(c schema.QualityCriteria, refPNG, outPNG []byte) (schema.Qualit
 	if err1 != nil || err2 != nil {
 		return schema.QualityPair{}, nil, fmt.Errorf("reference: %v; output: %v", err1, err2)
 	}
-	psnr, err := quality.PSNR(ref, out)
+	m, err := quality.MeasurePair(c.PairMetric, ref, out)
 	if err != nil {
 		return schema.QualityPair{}, []string{err.Error()}, nil
 	}
-	ssim, err := quality.SSIM(ref, out)
-	if err != nil {
-		return schema.QualityPair{}, []string{err.Error()}, nil
-	}
+	psnr, ssim := m.PSNR, m.SSIM
 	outS, refS := quality.Measure(out), quality.Measure(ref)
 	d := schema.QualityPair{PSNR: psnr, SSIM: ssim, Std: outS.Std, ReferenceStd: refS.Std, StdRatio: quality.Ratio(outS, refS)}
+	if c.PairMetric != "" {
+		d.Metric, d.WindowedSSIM = m.Metric, m.WindowedSSIM
+	}
 	return d, quality.JudgePair(c, psnr, ssim, outS, refS), nil
 }
 
@@ -232,4 +236,35 @@ func jsonNumbers(v any, into map[float64]bool) {
 			jsonNumbers(e, into)
 		}
 	}
+}
+
+// pairMetricOfBackend is the pair metric the row's thresholds were set for: TRTMC's
+// thresholds bound TRTMC's global PSNR and SSIM of the checkout's layout (recorded in the
+// bundle's build settings); qualkit's own families bound its windowed SSIM. A row that
+// names another formula would hold a threshold to a number it was not set for.
+func (r *rowCheck) pairMetricOfBackend() string {
+	if r.res.Checkpoint.Backend != "trtmc" {
+		return ""
+	}
+	switch r.layout() {
+	case "e9132e79":
+		return quality.MetricTRTMCE9132e79
+	case "families":
+		return quality.MetricTRTMCFamilies
+	}
+	return "a TRTMC layout's metric"
+}
+
+func (r *rowCheck) layout() string {
+	if r.res.Bundle == nil {
+		return ""
+	}
+	return r.res.Bundle.Settings["layout"]
+}
+
+func (r *rowCheck) layoutNote() string {
+	if l := r.layout(); l != "" {
+		return "layout " + l + " in bundle.build_settings"
+	}
+	return "no layout in bundle.build_settings"
 }

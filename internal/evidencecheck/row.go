@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 )
 
 // rowCheck is one row folder under check, with what its raw files give.
@@ -19,6 +20,7 @@ type rowCheck struct {
 	name string
 
 	res    *schema.Result // results.json; nil when unreadable
+	proto  wire.Protocol  // how the row's requests travelled (results.json wire_protocol)
 	raw    []rawRecord
 	rawErr error
 	prof   []profileRecord
@@ -60,7 +62,9 @@ type request struct {
 	phase    string
 	stem     string // "00-warmup": the identity file names' stem
 	rec      rawRecord
-	sent     []byte
+	sent     []byte // the reference image's exact bytes, from the payload
+	prompt   string
+	settings map[string]string
 	sentErr  error
 	resp     []byte // the PNG the HTTP response carried
 	respErr  error
@@ -102,6 +106,15 @@ func newRowCheck(c *checker, name string) *rowCheck {
 			r.fail("results.json", "valid JSON", "a results.json the harness wrote", err.Error())
 		} else {
 			r.res = &res
+		}
+	}
+	r.proto = wire.OpenAI{}
+	if r.res != nil {
+		p, err := wire.ByName(r.res.Protocol)
+		if err != nil {
+			r.fail(resultsFile, "wire_protocol", "a protocol qualkit speaks", err.Error())
+		} else {
+			r.proto = p
 		}
 	}
 	if b, ok := r.read("fixtures/manifest.json"); ok {
@@ -219,7 +232,11 @@ func (r *rowCheck) loadRequests() {
 	for i, rec := range r.raw {
 		q := &request{index: i, id: rec.Metadata.XRequestID, phase: rec.Metadata.BenchmarkPhase, rec: rec,
 			stem: fmt.Sprintf("%02d-%s", i, rec.Metadata.BenchmarkPhase)}
-		q.sent, q.sentErr = rec.sentImage()
+		if sent, err := r.proto.Decode(rec.Payload); err != nil {
+			q.sentErr = err
+		} else {
+			q.sent, q.prompt, q.settings = sent.Image, sent.Prompt, sent.Settings
+		}
 		if !rec.failed() {
 			q.resp, q.respErr = r.responseImage(rec)
 		}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -59,8 +58,8 @@ func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
 type AIPerfRun struct {
 	URL            string
 	Model          string
-	Input          string // JSONL file
-	ExtraInputs    []string
+	Input          string   // JSONL file
+	Endpoint       []string // the endpoint, dataset type and extra inputs (wire.Protocol.AIPerfEndpoint)
 	Measured       int
 	Warmup         int
 	Seed           int
@@ -71,19 +70,13 @@ type AIPerfRun struct {
 // Command is the exact argv: concurrency 1, sequential sampling, raw export, no UI, no
 // telemetry, and the local tokenizer.
 func (a AIPerf) Command(r AIPerfRun) Command {
-	args := []string{a.Bin, "profile",
-		"--endpoint-type", "image_edit",
+	args := append([]string{a.Bin, "profile"}, r.Endpoint...)
+	args = append(args,
 		"--url", r.URL,
 		"--model", r.Model,
 		"--tokenizer", Tokenizer,
 		"--input-file", r.Input,
-		"--custom-dataset-type", "single_turn",
 		"--dataset-sampling-strategy", "sequential",
-	}
-	for _, e := range r.ExtraInputs {
-		args = append(args, "--extra-inputs", e)
-	}
-	args = append(args,
 		"--request-count", strconv.Itoa(r.Measured),
 		"--warmup-request-count", strconv.Itoa(r.Warmup),
 		"--concurrency", "1",
@@ -101,11 +94,11 @@ func (a AIPerf) Command(r AIPerfRun) Command {
 // RawRecord is one line of profile_export_raw.jsonl: what AIPerf sent and received.
 // Absent fields are zero values (AIPerf omits nulls).
 type RawRecord struct {
-	Metadata  RecordMeta                 `json:"metadata"`
-	Status    int                        `json:"status"`
-	Responses []struct{ Text string }    `json:"responses"`
-	Payload   map[string]json.RawMessage `json:"payload"`
-	Error     *RecordError               `json:"error"`
+	Metadata  RecordMeta              `json:"metadata"`
+	Status    int                     `json:"status"`
+	Responses []struct{ Text string } `json:"responses"`
+	Payload   json.RawMessage         `json:"payload"`
+	Error     *RecordError            `json:"error"`
 }
 
 type RecordMeta struct {
@@ -135,52 +128,6 @@ func (r RawRecord) Body() []byte {
 // Failed says whether AIPerf counted the request as an error, or it was not a 2xx.
 func (r RawRecord) Failed() bool {
 	return r.Error != nil || r.Metadata.WasCancelled || r.Status < 200 || r.Status > 299
-}
-
-// SentImage is the exact reference-image bytes of the request.
-func (r RawRecord) SentImage() ([]byte, error) {
-	raw, ok := r.Payload["image"]
-	if !ok {
-		return nil, fmt.Errorf("request %s: payload has no image", r.Metadata.XRequestID)
-	}
-	var one struct {
-		B64 string `json:"b64_data"`
-	}
-	if err := json.Unmarshal(raw, &one); err != nil {
-		var many []struct {
-			B64 string `json:"b64_data"`
-		}
-		if err := json.Unmarshal(raw, &many); err != nil || len(many) != 1 {
-			return nil, fmt.Errorf("request %s: payload image is neither one file nor a list of one", r.Metadata.XRequestID)
-		}
-		one = many[0]
-	}
-	data, err := base64.StdEncoding.DecodeString(one.B64)
-	if err != nil {
-		return nil, fmt.Errorf("request %s: payload image base64: %w", r.Metadata.XRequestID, err)
-	}
-	return data, nil
-}
-
-// Prompt is the instruction the request carried.
-func (r RawRecord) Prompt() string {
-	var s string
-	json.Unmarshal(r.Payload["prompt"], &s)
-	return s
-}
-
-// wireFields are the payload keys that are not settings.
-var wireFields = map[string]bool{"prompt": true, "model": true, "response_format": true, "n": true, "image": true}
-
-// Settings are the extra inputs the request carried, spelled as on the wire.
-func (r RawRecord) Settings() map[string]string {
-	out := map[string]string{}
-	for k, v := range r.Payload {
-		if !wireFields[k] {
-			out[k] = settingString(v)
-		}
-	}
-	return out
 }
 
 // ProfileRecord is one line of profile_export.jsonl.

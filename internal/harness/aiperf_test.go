@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,11 +25,11 @@ func TestReadExportOfRealAIPerf(t *testing.T) {
 	assert.Equal(t, schema.PhaseWarmup, ex.Profile[0].Metadata.BenchmarkPhase)
 
 	w := ex.Raw[0]
-	assert.Equal(t, "make it grayscale", w.Prompt())
-	assert.Equal(t, map[string]string{"size": "16x16", "seed": "42", "num_inference_steps": "3"}, w.Settings())
-	img, err := w.SentImage()
+	sent, err := wire.OpenAI{}.Decode(w.Payload)
 	require.NoError(t, err)
-	assert.Equal(t, pngSignature, img[:8])
+	assert.Equal(t, "make it grayscale", sent.Prompt)
+	assert.Equal(t, map[string]string{"size": "16x16", "seed": "42", "num_inference_steps": "3"}, sent.Settings)
+	assert.Equal(t, pngSignature, sent.Image[:8])
 	assert.False(t, w.Failed())
 	png, err := ResponsePNG(w.Body())
 	require.NoError(t, err)
@@ -52,12 +53,12 @@ func TestReadExportNeedsRawExport(t *testing.T) {
 func TestAIPerfCommandIsPinned(t *testing.T) {
 	a := AIPerf{Bin: "/v/bin/aiperf", HFHome: "/v/hf"}
 	cmd := a.Command(AIPerfRun{URL: "http://127.0.0.1:9", Model: "m", Input: "in.jsonl",
-		ExtraInputs: []string{"seed:42", "size:512x512"}, Measured: 5, Warmup: 1, Seed: 0,
+		Endpoint: wire.OpenAI{}.AIPerfEndpoint(`{"seed":42,"size":"512x512"}`), Measured: 5, Warmup: 1, Seed: 0,
 		ArtifactDir: "art", RequestTimeout: time.Minute})
-	want := []string{"/v/bin/aiperf", "profile", "--endpoint-type", "image_edit", "--url", "http://127.0.0.1:9",
-		"--model", "m", "--tokenizer", "qualkit/offline-word-tokenizer", "--input-file", "in.jsonl", "--custom-dataset-type", "single_turn",
-		"--dataset-sampling-strategy", "sequential", "--extra-inputs", "seed:42", "--extra-inputs", "size:512x512",
-		"--request-count", "5", "--warmup-request-count", "1", "--concurrency", "1", "--random-seed", "0",
+	want := []string{"/v/bin/aiperf", "profile", "--endpoint-type", "image_edit", "--custom-dataset-type", "single_turn",
+		"--extra-inputs", `{"seed":42,"size":"512x512"}`, "--url", "http://127.0.0.1:9",
+		"--model", "m", "--tokenizer", "qualkit/offline-word-tokenizer", "--input-file", "in.jsonl",
+		"--dataset-sampling-strategy", "sequential", "--request-count", "5", "--warmup-request-count", "1", "--concurrency", "1", "--random-seed", "0",
 		"--request-timeout-seconds", "60", "--artifact-dir", "art", "--export-level", "raw", "--ui", "none",
 		"--no-server-metrics", "--no-gpu-telemetry"}
 	assert.Equal(t, want, cmd.Args)

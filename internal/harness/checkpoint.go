@@ -58,8 +58,25 @@ type Deadlines struct {
 	Native      time.Duration // one native task call
 }
 
-// WithDefaults is the deadlines a row runs with: each zero field set to its default.
+// WithDefaults is the deadlines with each zero field set to its default.
 func (d Deadlines) WithDefaults() Deadlines { return d.withDefaults() }
+
+// DeadlineSetter is implemented by families whose stages take longer on some inputs than
+// the row states (a correctness case that builds its own bundle): they adjust the row's
+// deadlines, defaults already applied.
+type DeadlineSetter interface {
+	StageDeadlines(d Deadlines) Deadlines
+}
+
+// Deadlines are the deadlines the row runs with: its own, defaults filled, as the
+// family adjusts them.
+func (c Checkpoint) Deadlines() Deadlines {
+	d := c.Deadline.withDefaults()
+	if ds, ok := c.Adapter.(DeadlineSetter); ok {
+		d = ds.StageDeadlines(d)
+	}
+	return d
+}
 
 func (d Deadlines) withDefaults() Deadlines {
 	def := func(v *time.Duration, x time.Duration) {

@@ -5,45 +5,56 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
-	"sort"
+	"os"
+	"path/filepath"
+
+	"qualkit/internal/wire"
 )
 
-// EditRequest sends one image edit the way AIPerf 0.13.0 does: prompt, model,
-// response_format, n, one file part "image", then every setting as a text field.
-func EditRequest(ctx context.Context, client *http.Client, url, model, prompt string, image []byte, settings map[string]string, requestID string) (int, []byte, error) {
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	fields := [][2]string{{"prompt", prompt}, {"model", model}, {"response_format", "b64_json"}, {"n", "1"}}
-	for _, f := range fields {
-		mw.WriteField(f[0], f[1])
-	}
-	fw, err := mw.CreateFormFile("image", "image.png")
+// Send sends one edit over proto, byte for byte as AIPerf would, with X-Request-ID set,
+// and returns the status and body.
+func Send(ctx context.Context, client *http.Client, proto wire.Protocol, url, model string, req wire.Request, requestID string) (int, []byte, error) {
+	body, ctype, err := proto.Encode(model, req)
 	if err != nil {
 		return 0, nil, err
 	}
-	fw.Write(image)
-	keys := make([]string, 0, len(settings))
-	for k := range settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		mw.WriteField(k, settings[k])
-	}
-	mw.Close()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/images/edits", &body)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url+proto.Route(), bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("X-Request-ID", requestID)
-	resp, err := client.Do(req)
+	hr.Header.Set("Content-Type", ctype)
+	hr.Header.Set("X-Request-ID", requestID)
+	resp, err := client.Do(hr)
 	if err != nil {
-		return 0, nil, fmt.Errorf("POST %s/v1/images/edits: %w", url, err)
+		return 0, nil, fmt.Errorf("POST %s%s: %w", url, proto.Route(), err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
 	return resp.StatusCode, b, err
+}
+
+// sent is what a recorded request carried, read through the row's protocol.
+func (r *row) sent(rec RawRecord) (wire.Request, error) {
+	req, err := r.proto.Decode(rec.Payload)
+	if err != nil {
+		return req, fmt.Errorf("request %s: %w", rec.Metadata.XRequestID, err)
+	}
+	return req, nil
+}
+
+// output is the PNG a response names, read through the row's protocol (from the body,
+// or under the server's scratch folder).
+func (r *row) output(body []byte, requestID string) ([]byte, error) {
+	return r.proto.Output(body, requestID, r.readScratch)
+}
+
+// readScratch reads a file the server wrote under its scratch folder; rel must stay
+// inside it.
+func (r *row) readScratch(rel string) ([]byte, error) {
+	p := filepath.Join(r.scratch, filepath.FromSlash(rel))
+	if r.scratch == "" || !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return nil, fmt.Errorf("%q is not a file inside the server's scratch folder", rel)
+	}
+	return os.ReadFile(p)
 }

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"qualkit/internal/wire"
 	"strconv"
 	"strings"
 	"syscall"
@@ -102,14 +103,14 @@ type FakeServing struct {
 	ToolsOK string // "ok" or "fail"
 	ByCase  bool   // the correctness case builds the bundle
 	Ident   string // "ok" or "other": the server says it is another backend
-	URL     bool   // responses carry a file:// URL under the scratch folder
+	Task    bool   // the server speaks the TRTMC task protocol: PNGs under its scratch folder
 }
 
 var (
 	_ Prober          = FakeServing{}
 	_ ToolsChecker    = FakeServing{}
 	_ ServingIdentity = FakeServing{}
-	_ OutputReader    = FakeServing{}
+	_ WireSpeaker     = FakeServing{}
 )
 
 func (f FakeServing) Probes(Env) []Probe {
@@ -149,7 +150,7 @@ func (f FakeServing) Correctness(env Env, spec CorrectnessSpec) CorrectnessCase 
 func (f FakeServing) Serve(env Env, spec ServeSpec) Command {
 	c := f.FakeFamily.Serve(env, spec)
 	c.Env = append(c.Env, "QUALKIT_FAKE_IDENTITY="+f.Ident)
-	if f.URL {
+	if f.Task {
 		c.Args = append(c.Args, "-scratch", spec.Scratch)
 	}
 	return c
@@ -168,7 +169,12 @@ func (f FakeServing) Identity(spec ServeSpec) IdentityCheck {
 	}}
 }
 
-func (f FakeServing) Output() OutputSource { return OutputSource{B64JSON: !f.URL, URL: f.URL} }
+func (f FakeServing) Protocol() wire.Protocol {
+	if f.Task {
+		return wire.Task{}
+	}
+	return wire.OpenAI{}
+}
 
 func (f FakeFamily) program(prog string) Command {
 	// The race detector sleeps a second before a race binary exits, unless told not to.
@@ -342,19 +348,32 @@ func fakeServe(args []string) error {
 		}
 		json.NewEncoder(w).Encode(map[string]string{"backend": backend, "bundle": *bundle})
 	})
-	mux.HandleFunc("/v1/images/edits", func(w http.ResponseWriter, r *http.Request) {
+	edit := func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-ID")
-		if err := r.ParseMultipartForm(32 << 20); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
+		var in []byte
+		var size string
+		if *scratch != "" { // the task protocol
+			body, _ := io.ReadAll(r.Body)
+			req, err := wire.Task{}.Decode(body)
+			if err != nil {
+				http.Error(w, err.Error(), 400)
+				return
+			}
+			in, size = req.Image, req.Settings["size"]
+		} else {
+			if err := r.ParseMultipartForm(32 << 20); err != nil {
+				http.Error(w, err.Error(), 400)
+				return
+			}
+			f, _, err := r.FormFile("image")
+			if err != nil {
+				http.Error(w, err.Error(), 400)
+				return
+			}
+			in, _ = io.ReadAll(f)
+			size = r.FormValue("size")
 		}
-		f, _, err := r.FormFile("image")
-		if err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		in, _ := io.ReadAll(f)
-		wd, ht, err := fakeSize(r.FormValue("size"))
+		wd, ht, err := fakeSize(size)
 		if err != nil {
 			http.Error(w, err.Error(), 400)
 			return
@@ -372,9 +391,9 @@ func fakeServe(args []string) error {
 		}
 		line, _ := json.Marshal(map[string]any{"request_id": id, "status": 200, "timing": map[string]float64{"task_ms": recTask}})
 		rec.Write(append(line, '\n'))
-		item := map[string]string{"b64_json": base64.StdEncoding.EncodeToString(out)}
+		w.Header().Set("Content-Type", "application/json")
 		if *scratch != "" {
-			file := filepath.Join(*scratch, id, "output.png")
+			file := filepath.Join(*scratch, id, "output.image.1.0.png")
 			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 				http.Error(w, err.Error(), 500)
 				return
@@ -383,11 +402,15 @@ func fakeServe(args []string) error {
 				http.Error(w, err.Error(), 500)
 				return
 			}
-			item = map[string]string{"url": "file://" + file}
+			json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "task.result", "timing": map[string]float64{"task_ms": task},
+				"trtmc_observation": map[string]any{"image_artifacts": []string{filepath.Base(file)}}})
+			return
 		}
-		w.Header().Set("Content-Type", "application/json")
+		item := map[string]string{"b64_json": base64.StdEncoding.EncodeToString(out)}
 		json.NewEncoder(w).Encode(map[string]any{"created": 1, "data": []map[string]string{item}, "timing": map[string]float64{"task_ms": task}})
-	})
+	}
+	mux.HandleFunc("/v1/images/edits", edit)
+	mux.HandleFunc("/v1/tasks/generate_image", edit)
 	fmt.Println("fake serve: listening on", *port)
 	srv := &http.Server{Addr: fmt.Sprintf("127.0.0.1:%d", *port), Handler: mux}
 	stop := make(chan os.Signal, 1)
@@ -468,6 +491,9 @@ func fakeAIPerf(args []string) error {
 	warmup, _ := strconv.Atoi(one("--warmup-request-count"))
 	settings := map[string]any{}
 	for _, e := range opt["--extra-inputs"] {
+		if e == "response_field:id" {
+			continue // the raw endpoint's content field; no setting
+		}
 		if err := json.Unmarshal([]byte(e), &settings); err != nil {
 			return fmt.Errorf("--extra-inputs %q: %w", e, err)
 		}
@@ -476,9 +502,10 @@ func fakeAIPerf(args []string) error {
 	if err != nil {
 		return err
 	}
-	var inputs []map[string]string
+	task := one("--endpoint-type") == "raw"
+	var inputs []map[string]json.RawMessage
 	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var in map[string]string
+		var in map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(line), &in); err != nil {
 			return err
 		}
@@ -496,28 +523,40 @@ func fakeAIPerf(args []string) error {
 			phase = "warmup"
 		}
 		in := inputs[i%len(inputs)]
-		img, err := base64.StdEncoding.DecodeString(strings.SplitN(in["image"], ",", 2)[1])
-		if err != nil {
-			return err
-		}
-		str := map[string]string{}
-		for k, v := range settings {
-			str[k] = fmt.Sprint(v)
-		}
 		id := fmt.Sprintf("fake-request-%02d", i)
+		var payload any
+		var status int
+		var body []byte
 		start := time.Now()
-		status, body, err := EditRequest(context.Background(), &http.Client{Timeout: time.Minute}, one("--url"), one("--model"), in["text"], img, str, id)
+		if task { // AIPerf's raw endpoint: the line's payload is the body
+			payload = in["payload"]
+			status, body, err = postJSON(one("--url")+one("--custom-endpoint"), in["payload"], id)
+		} else {
+			var text, url string
+			json.Unmarshal(in["text"], &text)
+			json.Unmarshal(in["image"], &url)
+			img, err := base64.StdEncoding.DecodeString(strings.SplitN(url, ",", 2)[1])
+			if err != nil {
+				return err
+			}
+			str := map[string]string{}
+			for k, v := range settings {
+				str[k] = fmt.Sprint(v)
+			}
+			status, body, err = Send(context.Background(), &http.Client{Timeout: time.Minute}, wire.OpenAI{}, one("--url"), one("--model"), wire.Request{Image: img, Prompt: text, Settings: str}, id)
+			fields := map[string]any{"prompt": text, "model": one("--model"), "response_format": "b64_json", "n": 1,
+				"image": map[string]string{"b64_data": base64.StdEncoding.EncodeToString(img), "filename": "image.png", "content_type": "image/png"}}
+			for k, v := range settings {
+				fields[k] = v
+			}
+			payload = fields
+		}
 		end := time.Now()
 		if err != nil {
 			return err
 		}
 		meta := map[string]any{"x_request_id": id, "conversation_id": fmt.Sprintf("session_%06d", i), "benchmark_phase": phase,
 			"request_start_ns": start.UnixNano(), "request_end_ns": end.UnixNano()}
-		payload := map[string]any{"prompt": in["text"], "model": one("--model"), "response_format": "b64_json", "n": 1,
-			"image": map[string]string{"b64_data": base64.StdEncoding.EncodeToString(img), "filename": "image.png", "content_type": "image/png"}}
-		for k, v := range settings {
-			payload[k] = v
-		}
 		rec := map[string]any{"metadata": meta, "status": status, "payload": payload,
 			"request_headers": map[string]string{"User-Agent": "aiperf/0.13.0"}, "responses": []map[string]string{{"text": string(body)}}}
 		if status != 200 {
@@ -539,4 +578,21 @@ func fakeAIPerf(args []string) error {
 		}
 	}
 	return nil
+}
+
+// postJSON posts body as JSON with X-Request-ID, as AIPerf's raw endpoint does.
+func postJSON(url string, body []byte, id string) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-ID", id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }

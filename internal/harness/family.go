@@ -4,6 +4,7 @@ import (
 	"qualkit/internal/harness/gpu"
 	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 )
 
 // Family is what a model family's adapter gives the harness: the argv of every program
@@ -80,25 +81,11 @@ type IdentityCheck struct {
 	Check func(body []byte) error
 }
 
-// OutputReader is implemented by families whose server returns the edited image other
-// than as data[0].b64_json; the default is b64_json.
-type OutputReader interface {
-	Output() OutputSource
-}
-
-// OutputSource says where an edit response carries its image: base64 in the body
-// (B64JSON, the OpenAI shape), or a file:// URL (URL) naming a file the server wrote
-// under ServeSpec.Scratch, which the harness reads from the host.
-type OutputSource struct {
-	B64JSON bool
-	URL     bool
-}
-
-func (o OutputSource) String() string {
-	if o.URL {
-		return "file-url"
-	}
-	return "b64_json"
+// WireSpeaker is implemented by families whose server speaks another wire protocol than
+// the OpenAI images route (wire.OpenAI, the default): how AIPerf sends each request, how
+// the evidence reads it back, and where a response's PNG is (package wire).
+type WireSpeaker interface {
+	Protocol() wire.Protocol
 }
 
 // NativeBatcher is implemented by families whose native Task can run every replay in one
@@ -150,6 +137,10 @@ type ContainerImage struct {
 	// The image: built here from Dockerfile (default Context/Dockerfile) and Context, or
 	// Ref, an image already present locally (never pulled).
 	Dockerfile, Context, Ref string
+	// CopyRoots, instead of Context: the image is built from a context staged with
+	// exactly what the Dockerfile's COPY lines name, taken from the first of these
+	// folders that holds it all (serving.StageContext), recorded file by file.
+	CopyRoots []string
 	// Paths maps host paths to where the image holds the same files (a program its
 	// Dockerfile copies in), so commands that name the host path run the image's copy.
 	Paths map[string]string
@@ -223,6 +214,10 @@ type ServeSpec struct {
 	Port    int
 	Records string
 	Scratch string // a folder the server may write outputs to (kept in the evidence)
+	// MaxRequestBytes is the largest request body the row will send (every pair and
+	// influence probe, written by the row's protocol): a server with a body limit must
+	// accept it.
+	MaxRequestBytes int64
 }
 
 // NativeSpec is one native Task call, run where the server ran (in its image for a

@@ -2,15 +2,14 @@ package harness
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"image"
 	_ "image/jpeg" // fixtures may be JPEG; their dimensions are checked
 	_ "image/png"
-	"net/http"
 	"os"
 	"path/filepath"
+	"qualkit/internal/wire"
 	"sort"
 	"strings"
 )
@@ -235,21 +234,49 @@ func settingString(v json.RawMessage) string {
 	return string(bytes.TrimSpace(v))
 }
 
-// AIPerfInput renders one JSONL line per pair, each image as a data: URL so AIPerf sends
-// the file's exact bytes (a local path would be re-encoded by PIL).
-func (fx *Fixtures) AIPerfInput() ([]byte, error) {
+// AIPerfInput renders AIPerf's input file: one line per pair, in order, each written by
+// proto with the pair's exact image bytes, its instruction and the workload's settings.
+func (fx *Fixtures) AIPerfInput(proto wire.Protocol) ([]byte, error) {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
 	for _, p := range fx.Pairs {
 		data, err := os.ReadFile(fx.ImagePath(p.Image))
 		if err != nil {
 			return nil, fmt.Errorf("pair %s: %w", p.ID, err)
 		}
-		url := "data:" + http.DetectContentType(data) + ";base64," + base64.StdEncoding.EncodeToString(data)
-		if err := enc.Encode(map[string]string{"text": p.Instruction, "image": url}); err != nil {
-			return nil, err
+		line, err := proto.AIPerfInput(wire.Request{Image: data, Prompt: p.Instruction, Settings: fx.FormSettings()})
+		if err != nil {
+			return nil, fmt.Errorf("pair %s: %w", p.ID, err)
 		}
+		buf.Write(line)
 	}
 	return buf.Bytes(), nil
+}
+
+// LargestRequest is the size of the largest body the workload sends over proto: every
+// pair with the workload's settings, and the influence probe's images with its own.
+func (fx *Fixtures) LargestRequest(proto wire.Protocol, model string) (int64, error) {
+	type one struct {
+		image, prompt string
+		settings      map[string]string
+	}
+	var all []one
+	for _, p := range fx.Pairs {
+		all = append(all, one{p.Image, p.Instruction, fx.FormSettings()})
+	}
+	for _, im := range fx.Influence.Images {
+		all = append(all, one{im, fx.Influence.Instruction, fx.InfluenceSettings()})
+	}
+	var largest int64
+	for _, o := range all {
+		data, err := os.ReadFile(fx.ImagePath(o.image))
+		if err != nil {
+			return 0, err
+		}
+		body, _, err := proto.Encode(model, wire.Request{Image: data, Prompt: o.prompt, Settings: o.settings})
+		if err != nil {
+			return 0, fmt.Errorf("a request of image %s: %w", o.image, err)
+		}
+		largest = max(largest, int64(len(body)))
+	}
+	return largest, nil
 }

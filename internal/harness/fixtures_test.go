@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"qualkit/internal/wire"
 	"strings"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestLoadFixturesPinned(t *testing.T) {
 		"one JSON object, keys sorted, JSON spelling kept (1.0 stays 1.0, as AIPerf's str() sends it)")
 	assert.Equal(t, "42", fx.FormSettings()["seed"])
 
-	lines := bytes.Split(bytes.TrimSpace(must(fx.AIPerfInput())), []byte("\n"))
+	lines := bytes.Split(bytes.TrimSpace(must(fx.AIPerfInput(wire.OpenAI{}))), []byte("\n"))
 	require.Len(t, lines, len(fx.Pairs))
 	for i, line := range lines {
 		var in struct{ Text, Image string }

@@ -2,17 +2,13 @@ package harness
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"image"
 	"image/draw"
 	"image/png"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 )
 
 var pngSignature = []byte("\x89PNG\r\n\x1a\n")
@@ -20,56 +16,7 @@ var pngSignature = []byte("\x89PNG\r\n\x1a\n")
 // ResponsePNG extracts the edited image from an OpenAI-style images response body.
 // AIPerf counts any 2xx JSON object as a success, so the harness checks content itself.
 func ResponsePNG(body []byte) ([]byte, error) {
-	return ResponseImage(body, OutputSource{B64JSON: true}, "")
-}
-
-// ResponseImage extracts the edited image from a response body, from where src says it
-// is: data[0].b64_json, or data[0].url, a file:// URL of a file under scratch (the folder
-// the server was given; its files are the host's at the same path).
-func ResponseImage(body []byte, src OutputSource, scratch string) ([]byte, error) {
-	var resp struct {
-		Data []struct {
-			B64 string `json:"b64_json"`
-			URL string `json:"url"`
-		} `json:"data"`
-		Error json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(body, &resp); err != nil {
-		return nil, fmt.Errorf("response body is not a JSON object: %w", err)
-	}
-	switch {
-	case len(resp.Error) > 0 && string(resp.Error) != "null":
-		return nil, fmt.Errorf("response carries an error and no image: %s", clip(resp.Error, 300))
-	case len(resp.Data) != 1:
-		return nil, fmt.Errorf("response has %d images in data, want 1", len(resp.Data))
-	case src.URL:
-		return urlFile(resp.Data[0].URL, scratch)
-	case resp.Data[0].B64 == "":
-		return nil, fmt.Errorf("response data[0] has no b64_json")
-	}
-	b, err := base64.StdEncoding.DecodeString(resp.Data[0].B64)
-	if err != nil {
-		return nil, fmt.Errorf("response b64_json is not base64: %w", err)
-	}
-	return b, nil
-}
-
-// urlFile reads the file a file:// URL names, which must lie under scratch.
-func urlFile(u, scratch string) ([]byte, error) {
-	path, ok := strings.CutPrefix(u, "file://")
-	switch {
-	case u == "":
-		return nil, fmt.Errorf("response data[0] has no url")
-	case !ok:
-		return nil, fmt.Errorf("response url %q is not a file:// URL", clip([]byte(u), 200))
-	case scratch == "" || !strings.HasPrefix(filepath.Clean(path), filepath.Clean(scratch)+"/"):
-		return nil, fmt.Errorf("response url %q names a file outside the server's scratch folder %s", clip([]byte(u), 200), scratch)
-	}
-	b, err := os.ReadFile(filepath.Clean(path))
-	if err != nil {
-		return nil, fmt.Errorf("response url: %w", err)
-	}
-	return b, nil
+	return wire.OpenAI{}.Output(body, "", nil)
 }
 
 // DecodePNG decodes bytes that must be a PNG (not merely any image format).

@@ -304,7 +304,7 @@ func TestPipelineOptionalContracts(t *testing.T) {
 		{"the tools check fails", func(f *FakeServing) { f.ToolsOK = "fail" }, "build", "the tools lack a library on purpose"},
 		{"another backend answers", func(f *FakeServing) { f.Ident = "other" }, "serve", `the server says backend "other"`},
 		{"the case builds the bundle", func(f *FakeServing) { f.ByCase = true }, "", ""},
-		{"images as file URLs", func(f *FakeServing) { f.URL = true }, "", ""},
+		{"the TRTMC task protocol", func(f *FakeServing) { f.Task = true }, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPipeline(t, false)
@@ -314,11 +314,12 @@ func TestPipelineOptionalContracts(t *testing.T) {
 			c.Adapter = f
 			res, err := p.start(t).Run(context.Background(), c, t.TempDir())
 			if tc.stage == "" {
-				require.NoError(t, err)
+				require.NoError(t, err, "%+v", res.Stages)
 				assert.Equal(t, schema.StatusQualified, res.Status)
 				assert.Equal(t, "/v1/serving/info", res.ServerIdentity)
 				assert.Equal(t, f.ByCase, res.Bundle.ByCorrectness)
-				assert.Equal(t, OutputSource{B64JSON: !f.URL, URL: f.URL}.String(), res.Output)
+				assert.Equal(t, f.Protocol().OutputSource(), res.Output)
+				assert.Equal(t, f.Protocol().Name(), res.Protocol)
 				return
 			}
 			require.Error(t, err)
@@ -336,22 +337,4 @@ func TestPipelineOptionalContracts(t *testing.T) {
 		assert.Equal(t, schema.StatusDouble, res.Status)
 		assert.True(t, res.Checkpoint.Double)
 	})
-}
-
-func TestResponseImageReadsOnlyTheScratchFolder(t *testing.T) {
-	scratch := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(scratch, "out.png"), []byte("png"), 0o644))
-	src := OutputSource{URL: true}
-	got, err := ResponseImage([]byte(`{"data":[{"url":"file://`+scratch+`/out.png"}]}`), src, scratch)
-	require.NoError(t, err)
-	assert.Equal(t, "png", string(got))
-	for body, msg := range map[string]string{
-		`{"data":[{"url":"file:///etc/passwd"}]}`:                  "outside the server's scratch folder",
-		`{"data":[{"url":"file://` + scratch + `/../x/out.png"}]}`: "outside the server's scratch folder",
-		`{"data":[{"url":"http://x/out.png"}]}`:                    "not a file:// URL",
-		`{"data":[{"b64_json":"cG5n"}]}`:                           "has no url",
-	} {
-		_, err := ResponseImage([]byte(body), src, scratch)
-		assert.ErrorContains(t, err, msg, body)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"qualkit/internal/harness/gpu"
 	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 )
 
 // row is the state one checkpoint row threads through its stages.
@@ -26,7 +27,7 @@ type row struct {
 	bundleSHA  string
 	server     serving.Server
 	scratch    string         // the server's scratch folder (ServeSpec.Scratch)
-	output     OutputSource   // where responses carry the image
+	proto      wire.Protocol  // how requests travel (the family's, else wire.OpenAI)
 	img        *serving.Image // the family's image, once prepared
 	export     *Export
 	httpPNG    map[string][]byte // request id -> PNG the HTTP response carried
@@ -96,6 +97,10 @@ func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
 	}
 	if nr, ok := c.Adapter.(NativeReporter); ok {
 		r.result.NativeOutputPattern = nr.NativeOutputPattern()
+	}
+	r.proto = wire.OpenAI{}
+	if ws, ok := c.Adapter.(WireSpeaker); ok {
+		r.proto = ws.Protocol()
 	}
 	s.register(r.result)
 	return r, nil
@@ -224,7 +229,7 @@ func (r *row) stopServer() {
 }
 
 func (c Checkpoint) withDefaults() Checkpoint {
-	c.Deadline = c.Deadline.withDefaults()
+	c.Deadline = c.Deadlines()
 	return c
 }
 

@@ -93,12 +93,19 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 		return *r.img, nil
 	}
 	ci := r.c.Adapter.(Containerized).Image(r.env)
-	spec := serving.ImageSpec{Dockerfile: ci.Dockerfile, Context: ci.Context, Ref: ci.Ref, Paths: ci.Paths}
-	r.prog.printf("preparing the image (%s)", orDash(ci.Ref+ci.Context))
-	unlock := r.s.lockKey("image\x00" + ci.Ref + "\x00" + ci.Context + "\x00" + ci.Dockerfile) // rows side by side prepare it once at a time
+	spec := serving.ImageSpec{Dockerfile: ci.Dockerfile, Context: ci.Context, Ref: ci.Ref, Paths: ci.Paths, CopyRoots: ci.CopyRoots}
+	what := ci.Ref + ci.Context
+	if len(ci.CopyRoots) > 0 {
+		what = ci.Dockerfile + ", its context staged from its COPY lines"
+	}
+	r.prog.printf("preparing the image (%s)", orDash(what))
+	unlock := r.s.lockKey("image\x00" + ci.Ref + "\x00" + ci.Context + "\x00" + ci.Dockerfile + "\x00" + strings.Join(ci.CopyRoots, "\x00")) // rows side by side prepare it once at a time
 	img, err := serving.PrepareImage(ctx, spec, r.s.Evidence.RunID, r.c.Name, r.ev.Path(imageBuildLog), serving.WithRecorder(r.ev, stage))
 	unlock()
 	info := &schema.ContainerInfo{ImageID: img.ID, ImageRef: img.Ref, BuildS: img.BuildS}
+	if img.Context != nil {
+		info.BuildContext = &img.Context.ImageContext
+	}
 	if d := r.s.daemon; d != nil {
 		info.DockerEndpoint, info.DockerVersion = d.Endpoint, d.ServerVersion
 	}

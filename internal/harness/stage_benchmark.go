@@ -15,7 +15,7 @@ import (
 // of the requested size, and every measured request has both a client latency and a
 // server Task time.
 func (r *row) benchmark(ctx context.Context) error {
-	input, err := r.fx.AIPerfInput()
+	input, err := r.fx.AIPerfInput(r.proto)
 	if err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func (r *row) benchmark(ctx context.Context) error {
 	artifacts := filepath.Join(r.ev.Dir, "aiperf", "artifacts")
 	a := r.s.cfg.AIPerf
 	run := AIPerfRun{
-		URL: r.server.URL(), Model: r.c.Model, Input: r.ev.Path("aiperf/inputs.jsonl"), ExtraInputs: []string{r.fx.ExtraInputs()},
+		URL: r.server.URL(), Model: r.c.Model, Input: r.ev.Path("aiperf/inputs.jsonl"), Endpoint: r.proto.AIPerfEndpoint(r.fx.ExtraInputs()),
 		Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
 		ArtifactDir: artifacts, RequestTimeout: r.c.Deadline.Request,
 	}
@@ -70,9 +70,9 @@ func (r *row) benchmark(ctx context.Context) error {
 		if rec.Failed() {
 			continue
 		}
-		png, err := checkOutput(rec, size, r.output, r.scratch)
+		png, err := r.checkOutput(rec, size)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("request %s (%s, %q): %v", rec.Metadata.XRequestID, rec.Metadata.BenchmarkPhase, rec.Prompt(), err))
+			problems = append(problems, fmt.Sprintf("request %s (%s): %v", rec.Metadata.XRequestID, rec.Metadata.BenchmarkPhase, err))
 			continue
 		}
 		r.httpPNG[rec.Metadata.XRequestID] = png
@@ -99,16 +99,16 @@ func errorText(rec RawRecord) string {
 
 // checkOutput is the format gate on one HTTP response: a PNG of the requested size that
 // is not the request's own image. What it shows is the quality stage's to judge.
-func checkOutput(rec RawRecord, size string, src OutputSource, scratch string) ([]byte, error) {
-	png, err := ResponseImage(rec.Body(), src, scratch)
+func (r *row) checkOutput(rec RawRecord, size string) ([]byte, error) {
+	sent, err := r.sent(rec)
 	if err != nil {
 		return nil, err
 	}
-	sent, err := rec.SentImage()
+	png, err := r.output(rec.Body(), rec.Metadata.XRequestID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%q: %w", sent.Prompt, err)
 	}
-	if bytes.Equal(png, sent) {
+	if bytes.Equal(png, sent.Image) {
 		return nil, fmt.Errorf("output is the input image unchanged (same bytes)")
 	}
 	out, err := DecodePNG(png)

@@ -48,18 +48,18 @@ func (r *row) identity(ctx context.Context) error {
 	var replays []*replay
 	for i, rec := range r.export.Raw {
 		id := rec.Metadata.XRequestID
-		req := schema.IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: rec.Prompt(), ClientMs: r.clientMs[id], TaskMs: r.taskMs[id]}
+		sent, err := r.sent(rec)
+		if err != nil {
+			return err
+		}
+		req := schema.IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: sent.Prompt, ClientMs: r.clientMs[id], TaskMs: r.taskMs[id]}
 		sum.Total++
 		if _, ok := r.httpPNG[id]; !ok {
 			problems = append(problems, fmt.Sprintf("request %s: no valid HTTP output to compare", id))
 			sum.Requests = append(sum.Requests, req)
 			continue
 		}
-		sent, err := rec.SentImage()
-		if err != nil {
-			return err
-		}
-		req.InputSHA256 = bytesSHA256(sent)
+		req.InputSHA256 = bytesSHA256(sent.Image)
 		if _, ok := fixtureBySHA[req.InputSHA256]; !ok {
 			problems = append(problems, fmt.Sprintf("request %s: AIPerf sent an image (sha256 %s) that is no fixture: the bytes were re-encoded", id, req.InputSHA256[:12]))
 		}
@@ -67,13 +67,13 @@ func (r *row) identity(ctx context.Context) error {
 		if err := os.MkdirAll(filepath.Dir(in), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(in, sent, 0o644); err != nil {
+		if err := os.WriteFile(in, sent.Image, 0o644); err != nil {
 			return err
 		}
 		req.HTTPFile = fmt.Sprintf("identity/%02d-%s-http.png", i, req.Phase)
 		req.NativeFile = fmt.Sprintf("identity/%02d-%s-native.png", i, req.Phase)
 		replays = append(replays, &replay{index: i, req: req, log: fmt.Sprintf("identity/%02d-native.log", i),
-			spec: NativeSpec{Bundle: r.bundle, Image: in, Prompt: rec.Prompt(), Settings: rec.Settings(), Output: r.ev.Path(req.NativeFile)}})
+			spec: NativeSpec{Bundle: r.bundle, Image: in, Prompt: sent.Prompt, Settings: sent.Settings, Output: r.ev.Path(req.NativeFile)}})
 	}
 	if err := r.runNatives(ctx, replays, sum); err != nil {
 		return err

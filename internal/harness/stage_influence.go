@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 )
 
 // influence is the last stage that needs the server: it probes, then stops it, so that
@@ -36,7 +37,8 @@ func (r *row) probeInfluence(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		status, body, err := EditRequest(ctx, client, r.server.URL(), r.c.Model, inf.Instruction, data, settings, "qualkit-influence-"+names[i])
+		id := "qualkit-influence-" + names[i]
+		status, body, err := Send(ctx, client, r.proto, r.server.URL(), r.c.Model, wire.Request{Image: data, Prompt: inf.Instruction, Settings: settings}, id)
 		if err != nil {
 			return err
 		}
@@ -44,7 +46,7 @@ func (r *row) probeInfluence(ctx context.Context) error {
 			return fmt.Errorf("influence request %s (%s): status %d: %s", names[i], f, status, clip(body, 300))
 		}
 		r.influenceBodies = append(r.influenceBodies, body)
-		png, err := ResponseImage(body, r.output, r.scratch)
+		png, err := r.output(body, id)
 		if err != nil {
 			return fmt.Errorf("influence request %s: %w", names[i], err)
 		}

@@ -42,13 +42,26 @@ type Readiness struct {
 	GPU          *gpu.Reading  `json:"gpu_reading,omitempty"`
 	GPUError     string        `json:"gpu_error,omitempty"`
 	Selected     []gpu.Device  `json:"gpus_selected,omitempty"`
-	fixtures     *Fixtures
+	// Found is what the family found on the host and names (its Describer): which
+	// serving contract a checkout supports and why.
+	Found    []string `json:"found,omitempty"`
+	fixtures *Fixtures
+}
+
+// Describer is implemented by families that say, in preflight, what they found and will
+// use (a checkout's serving contract and the file that declares it), for the log and
+// preflight.json.
+type Describer interface {
+	Found(env Env) []string
 }
 
 // Preflight lists what the row needs and the host lacks, without starting anything.
 // `make doctor` prints it for every row.
 func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness {
 	var rd Readiness
+	if d, ok := c.Adapter.(Describer); ok {
+		rd.Found = d.Found(env)
+	}
 	need := func(absent bool, what, fix string) {
 		rd.Requirements = append(rd.Requirements, Requirement{What: what, Fix: fix, Absent: absent})
 	}
@@ -131,6 +144,9 @@ func (r *row) preflight(ctx context.Context) error {
 	if err := r.ev.WriteJSON(schema.PreflightFile, map[string]any{"readiness": rd, "qualification_run": r.s.cfg.Qualification,
 		"wall_s": time.Since(start).Seconds()}); err != nil {
 		return err
+	}
+	for _, f := range rd.Found {
+		r.prog.printf("preflight: %s", f)
 	}
 	r.prog.printf("preflight took %.1f s", time.Since(start).Seconds())
 	if err := Missing(rd.Requirements); err != nil {

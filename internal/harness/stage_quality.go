@@ -57,7 +57,7 @@ func (r *row) quality(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("request %s: no HTTP output (the benchmark stage keeps one per request)", id)
 		}
-		sent, err := rec.SentImage()
+		sent, err := r.sent(rec)
 		if err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func (r *row) quality(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		in, _, err := image.Decode(bytes.NewReader(sent))
+		in, _, err := image.Decode(bytes.NewReader(sent.Image))
 		if err != nil {
 			return fmt.Errorf("request %s: the sent reference image does not decode: %w", id, err)
 		}
@@ -75,10 +75,10 @@ func (r *row) quality(ctx context.Context) error {
 		q.Failures = notSource(in, out, size)
 		q.Failures = append(q.Failures, quality.Judge(spec.Criteria, outS, inS)...)
 		for _, f := range q.Failures {
-			problems = append(problems, fmt.Sprintf("request %s (%s, %q): %s", id, q.Phase, rec.Prompt(), f))
+			problems = append(problems, fmt.Sprintf("request %s (%s, %q): %s", id, q.Phase, sent.Prompt, f))
 		}
 		sum.Requests = append(sum.Requests, q)
-		if spec.Pair != nil && sum.Pair == nil && bytesSHA256(sent) == pairSHA && rec.Prompt() == spec.Pair.Prompt {
+		if spec.Pair != nil && sum.Pair == nil && bytesSHA256(sent.Image) == pairSHA && sent.Prompt == spec.Pair.Prompt {
 			p, err := r.judgePair(spec, id, out)
 			if err != nil {
 				return err
@@ -121,18 +121,17 @@ func (r *row) judgePair(spec QualitySpec, id string, out image.Image) (*schema.Q
 		return nil, fmt.Errorf("the reference image of the correctness case %s: %w", rel, err)
 	}
 	p := &schema.QualityPair{RequestID: id, Image: filepath.Base(spec.Pair.Image), Prompt: spec.Pair.Prompt, Reference: rel}
-	psnr, err := quality.PSNR(ref, out)
+	m, err := quality.MeasurePair(spec.Criteria.PairMetric, ref, out)
 	if err != nil {
 		p.Failures = append(p.Failures, err.Error())
 		return p, nil
 	}
-	ssim, err := quality.SSIM(ref, out)
-	if err != nil {
-		p.Failures = append(p.Failures, err.Error())
-		return p, nil
-	}
+	psnr, ssim := m.PSNR, m.SSIM
 	outS, refS := quality.Measure(out), quality.Measure(ref)
 	p.PSNR, p.SSIM = round6(psnr), round6(ssim)
+	if spec.Criteria.PairMetric != "" {
+		p.Metric, p.WindowedSSIM = m.Metric, round6(m.WindowedSSIM)
+	}
 	p.Std, p.ReferenceStd, p.StdRatio = round6(outS.Std), round6(refS.Std), round6(quality.Ratio(outS, refS))
 	p.Failures = quality.JudgePair(spec.Criteria, psnr, ssim, outS, refS)
 	return p, nil

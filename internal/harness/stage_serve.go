@@ -25,12 +25,12 @@ func (r *row) serve(ctx context.Context) error {
 	if err := os.MkdirAll(r.scratch, 0o755); err != nil {
 		return err
 	}
-	r.output = OutputSource{B64JSON: true}
-	if rd, ok := r.c.Adapter.(OutputReader); ok {
-		r.output = rd.Output()
+	r.result.Output, r.result.Protocol = r.proto.OutputSource(), r.proto.Name()
+	largest, err := r.fx.LargestRequest(r.proto, r.c.Model)
+	if err != nil {
+		return err
 	}
-	r.result.Output = r.output.String()
-	spec := ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: records, Scratch: r.scratch}
+	spec := ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: records, Scratch: r.scratch, MaxRequestBytes: largest}
 	rt := r.s.rowRuntime(r.c)
 	log := r.ev.Path("serve/server.log")
 	r.prog.watch(log)

@@ -100,9 +100,12 @@ type Result struct {
 	Stages     []StageResult `json:"stages"`
 
 	Runtime string `json:"runtime,omitempty"`
-	// Output is where responses carried the image: "b64_json" (data[0].b64_json) or
-	// "file-url" (data[0].url, a file under the row's serve/scratch/).
+	// Output is where responses carried the image: "b64_json" (data[0].b64_json), or
+	// "scratch" (the file a task result names, kept under serve/scratch/<request id>/).
 	Output string `json:"response_output,omitempty"`
+	// Protocol is how requests travel (wire.OpenAIImages, wire.TRTMCTask); empty in
+	// evidence written before it was recorded, which is the OpenAI images route.
+	Protocol string `json:"wire_protocol,omitempty"`
 	// ServerIdentity is the path the server stated its identity at (serve/identity.json).
 	ServerIdentity string            `json:"server_identity,omitempty"`
 	Container      *ContainerInfo    `json:"container,omitempty"`
@@ -193,6 +196,27 @@ type CheckpointRef struct {
 type ContainerInfo struct {
 	ImageID, ImageRef, ContainerID, DockerEndpoint, DockerVersion string
 	BuildS                                                        float64 // image build wall time; 0 when Ref was used
+	// BuildContext is the context the image was built from, when it was staged from the
+	// Dockerfile's COPY lines rather than taken as a folder.
+	BuildContext *ImageContext `json:",omitempty"`
+}
+
+// ImageContext is a build context staged with exactly what a Dockerfile copies: the
+// Dockerfile, the folder its sources were taken from, the sources as written, every file
+// sent with its size and sha256, and one sha256 over that list.
+type ImageContext struct {
+	Dockerfile string        `json:"dockerfile"`
+	Root       string        `json:"root"`
+	Sources    []string      `json:"sources"`
+	Files      []ContextFile `json:"files"`
+	SHA256     string        `json:"sha256"`
+}
+
+// ContextFile is one file of a staged build context, its path inside the context.
+type ContextFile struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
 }
 
 // BundleInfo identifies the exact bundle every later stage used.
@@ -449,6 +473,10 @@ type QualityCriteria struct {
 	// the reference's is at least RefStdRatioWhenRefStd (TRTMC's min_reference_std_ratio).
 	RefStdRatioMin        *float64 `json:"reference_std_ratio_min,omitempty"`
 	RefStdRatioWhenRefStd float64  `json:"reference_std_ratio_when_reference_std_at_least,omitempty"`
+	// PairMetric names the formula PSNRMin and SSIMMin bound (quality.Metrics): a
+	// threshold means something only for the formula it was set for. Empty: qualkit's
+	// windowed SSIM, the one its own families state their bounds in.
+	PairMetric string `json:"pair_metric,omitempty"`
 }
 
 // QualityRequest is one HTTP output measured: its file in identity/, its pixel mean and
@@ -474,6 +502,11 @@ type QualityPair struct {
 	Reference string  `json:"reference"`
 	PSNR      float64 `json:"psnr_db"`
 	SSIM      float64 `json:"ssim"`
+	// Metric is the formula of PSNR and SSIM when the family states one
+	// (QualityCriteria.PairMetric); WindowedSSIM is then qualkit's windowed SSIM beside
+	// it, for information only.
+	Metric       string  `json:"metric,omitempty"`
+	WindowedSSIM float64 `json:"windowed_ssim,omitempty"`
 	// Std and ReferenceStd are the output's and the reference image's pixel deviation,
 	// StdRatio the first over the second.
 	Std          float64  `json:"std"`

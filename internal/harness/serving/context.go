@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
 // A build context staged from a Dockerfile's COPY lines.
@@ -28,24 +30,15 @@ import (
 // StagedDockerfile is the Dockerfile's name inside a staged context.
 const StagedDockerfile = ".qualkit-Dockerfile"
 
-// ContextFile is one file of a staged build context: its path inside the context, its
-// size and sha256.
-type ContextFile struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
+// ContextFile is one file of a staged build context.
+type ContextFile = schema.ContextFile
 
-// BuildContext is a staged build context: the Dockerfile it was staged for, the root its
-// files were taken from, the files, and one sha256 over the list (path, size and sha256
-// of each file, one line each, in order).
+// BuildContext is a staged build context (schema.ImageContext: the Dockerfile, the root
+// its files were taken from, the sources, the files, one sha256 over the list) and Dir,
+// where it was staged.
 type BuildContext struct {
-	Dockerfile string        `json:"dockerfile"`
-	Root       string        `json:"root"`
-	Sources    []string      `json:"sources"` // the COPY/ADD sources, as the Dockerfile writes them
-	Files      []ContextFile `json:"files"`
-	SHA256     string        `json:"sha256"`
-	Dir        string        `json:"-"` // where it was staged
+	schema.ImageContext
+	Dir string
 }
 
 // CopySources lists the sources of the Dockerfile's COPY and ADD instructions that read
@@ -156,7 +149,7 @@ func StageContext(dockerfile string, roots []string, dir string) (BuildContext, 
 	if err != nil {
 		return BuildContext{}, err
 	}
-	bc := BuildContext{Dockerfile: dockerfile, Root: root, Sources: srcs, Dir: dir}
+	bc := BuildContext{ImageContext: schema.ImageContext{Dockerfile: dockerfile, Root: root, Sources: srcs}, Dir: dir}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
 	}

@@ -1,0 +1,130 @@
+package serving
+
+import (
+	"archive/tar"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/testcontainers/testcontainers-go"
+)
+
+// tarNames lists the files of the build context testcontainers-go would send for dir
+// and its Dockerfile: the library's own reading of .dockerignore, not ours.
+func tarNames(t *testing.T, dir, dockerfile string) []string {
+	t.Helper()
+	req := testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{Context: dir, Dockerfile: dockerfile}}
+	r, err := req.GetContext()
+	require.NoError(t, err)
+	var names []string
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return names
+		}
+		require.NoError(t, err)
+		if h.Typeflag == tar.TypeReg {
+			names = append(names, filepath.ToSlash(filepath.Clean(h.Name)))
+		}
+	}
+}
+
+// Each TRTMC layout's dev Dockerfile against its .dockerignore: the checkout root as the
+// context (TRTMC's documented command, and what the harness did) leaves out what the
+// Dockerfile copies; the staged context holds every COPY source and nothing else.
+func TestStageContextHasEveryCopySource(t *testing.T) {
+	for _, tc := range []struct {
+		layout   string
+		root     string // the context root StageContext must choose
+		sources  []string
+		files    []string
+		rootSent bool // whether the checkout root as context would send the sources
+	}{
+		{"e9132e79", ".", []string{"requirements/community-ci.txt"}, []string{"requirements/community-ci.txt"}, false},
+		{"newer", "requirements", []string{"community-ci.txt"}, []string{"community-ci.txt"}, false},
+	} {
+		t.Run(tc.layout, func(t *testing.T) {
+			checkout := filepath.Join("testdata", "contexts", tc.layout)
+			dockerfile := filepath.Join(checkout, "Dockerfile.dev.x86")
+			sent := tarNames(t, checkout, "Dockerfile.dev.x86")
+			for _, s := range tc.sources {
+				assert.Equal(t, tc.rootSent, slices.Contains(sent, s), "the checkout root as context sends %s: %v", s, sent)
+			}
+
+			dir := filepath.Join(t.TempDir(), "context")
+			bc, err := StageContext(dockerfile, []string{checkout, filepath.Join(checkout, "requirements")}, dir)
+			require.NoError(t, err)
+			assert.Equal(t, filepath.Join(checkout, tc.root), filepath.Clean(bc.Root))
+			assert.Equal(t, tc.sources, bc.Sources)
+			var got []string
+			for _, f := range bc.Files {
+				got = append(got, f.Path)
+				assert.Len(t, f.SHA256, 64)
+			}
+			assert.Equal(t, tc.files, got)
+			assert.Equal(t, bc.ListSHA256(), bc.SHA256)
+			staged := tarNames(t, dir, StagedDockerfile)
+			for _, s := range tc.sources {
+				assert.Contains(t, staged, s, "the staged context sends every COPY source")
+			}
+			assert.ElementsMatch(t, append(slices.Clone(tc.files), StagedDockerfile), staged, "and nothing else")
+		})
+	}
+}
+
+func TestCopySourcesParsesWhatDockerReads(t *testing.T) {
+	df := filepath.Join(t.TempDir(), "Dockerfile")
+	require.NoError(t, os.WriteFile(df, []byte(`# syntax=docker/dockerfile:1
+FROM scratch AS build
+COPY --chown=1:1 --chmod=644 a.txt \
+     dir/ /dst/
+copy ["spaced name.txt", "/x/"]
+ADD https://example.invalid/file.tgz /opt/
+ADD ./b/../c.txt /c
+COPY --from=build /out /out
+COPY <<EOF /etc/motd
+hello
+EOF
+COPY a.txt *.cfg /twice/
+`), 0o644))
+	srcs, err := CopySources(df)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.txt", "dir", "spaced name.txt", "c.txt", "*.cfg"}, srcs)
+
+	require.NoError(t, os.WriteFile(df, []byte("FROM scratch\nCOPY ${REQS} /tmp/\n"), 0o644))
+	_, err = CopySources(df)
+	assert.ErrorContains(t, err, `source "${REQS}" names a build argument`)
+}
+
+// A Dockerfile whose sources no candidate root holds fails before any build, naming each
+// root and what it lacks.
+func TestStageContextNamesWhatIsMissing(t *testing.T) {
+	checkout := filepath.Join("testdata", "contexts", "e9132e79")
+	df := filepath.Join(t.TempDir(), "Dockerfile")
+	require.NoError(t, os.WriteFile(df, []byte("FROM scratch\nCOPY requirements/community-ci.txt nowhere.txt /x/\n"), 0o644))
+	_, err := StageContext(df, []string{checkout, filepath.Join(checkout, "requirements")}, filepath.Join(t.TempDir(), "c"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no candidate context folder holds them all")
+	assert.Contains(t, err.Error(), checkout+" lacks nowhere.txt")
+	assert.Contains(t, err.Error(), filepath.Join(checkout, "requirements")+" lacks requirements/community-ci.txt, nowhere.txt")
+}
+
+// The staged context builds for real, from a Dockerfile that copies from requirements/
+// beside a .dockerignore that would have dropped it.
+func TestPrepareImageFromCopyRoots(t *testing.T) {
+	requireDocker(t)
+	runID := testRun(t)
+	checkout, err := filepath.Abs(filepath.Join("testdata", "contexts", "e9132e79"))
+	require.NoError(t, err)
+	spec := ImageSpec{Dockerfile: filepath.Join(checkout, "Dockerfile.dev.x86"), CopyRoots: []string{checkout}}
+	img := prepared(t, runID, spec, &records{})
+	require.NotNil(t, img.Context)
+	assert.Equal(t, "requirements/community-ci.txt", img.Context.Files[0].Path)
+	assert.NotEmpty(t, img.ID)
+}

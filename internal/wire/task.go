@@ -1,0 +1,273 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Task is trtmc-perf-serve's POST /v1/tasks/generate_image (app.py @ 3878755c § task):
+// the body is {"request": {...}} (a "model" key may stand beside it), merged over the
+// profile's base request, every *_path field inline as {"$file": {"suffix", "b64"}}.
+// Fields are the worker's (benchmark_worker.cpp @ ca938e40 § image_config): prompt,
+// image_path, negative_prompt, seed, num_steps, guidance_scale, cfg_scale, height, width.
+// Every control is stated in every request, so nothing is left to the base request.
+//
+// The response ({"id", "object": "task.result", "operation", "text", "trtmc_timing",
+// "trtmc_observation"}) carries no image: with --keep-artifacts the PNG stays at
+// <scratch>/<request id>/<name>, name in trtmc_observation.image_artifacts.
+type Task struct{}
+
+// TaskOperation is the operation perf-serve serves for an image edit profile.
+const TaskOperation = "generate_image"
+
+func (Task) Name() string         { return TRTMCTask }
+func (Task) Route() string        { return "/v1/tasks/" + TaskOperation }
+func (Task) OutputSource() string { return "scratch" }
+
+// AIPerfEndpoint: AIPerf's raw endpoint on the task route, mooncake_trace inputs (whose
+// "payload" AIPerf sends as the body, and records verbatim in the raw export), and
+// response_field:id, the string field that makes a task result count as content (AIPerf
+// counts a 2xx without one as failed). The settings travel in each payload, not as extra
+// inputs: AIPerf merges none into a raw body.
+func (Task) AIPerfEndpoint(string) []string {
+	return []string{"--endpoint-type", "raw", "--custom-endpoint", "/v1/tasks/" + TaskOperation,
+		"--custom-dataset-type", "mooncake_trace", "--extra-inputs", "response_field:id"}
+}
+
+// AIPerfInput is {"payload": <the body>}.
+func (t Task) AIPerfInput(req Request) ([]byte, error) {
+	body, _, err := t.Encode("", req)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(append([]byte(`{"payload":`), body...), '}'), '\n'), nil
+}
+
+// taskFields maps canonical settings to request fields; size is height and width.
+var taskFields = map[string]struct {
+	field  string
+	number bool
+}{
+	"seed":                {"seed", true},
+	"num_inference_steps": {"num_steps", true},
+	"guidance_scale":      {"guidance_scale", true},
+	"true_cfg_scale":      {"cfg_scale", true},
+	"negative_prompt":     {"negative_prompt", false},
+}
+
+// Encode is the JSON body: {"request": {...}}, keys in a fixed order, numbers as the
+// settings spell them, no HTML escaping (AIPerf re-serializes with orjson, which escapes
+// none).
+func (Task) Encode(_ string, req Request) ([]byte, string, error) {
+	fields := map[string]json.RawMessage{}
+	put := func(k string, v any) error {
+		b, err := marshal(v)
+		fields[k] = b
+		return err
+	}
+	if err := put("prompt", req.Prompt); err != nil {
+		return nil, "", err
+	}
+	file := map[string]map[string]string{"$file": {"suffix": imageSuffix(req.Image), "b64": base64.StdEncoding.EncodeToString(req.Image)}}
+	if err := put("image_path", file); err != nil {
+		return nil, "", err
+	}
+	for _, k := range sortedKeys(req.Settings) {
+		v := req.Settings[k]
+		if k == "size" {
+			w, h, err := parseSize(v)
+			if err != nil {
+				return nil, "", fmt.Errorf("setting size=%q: %v", v, err)
+			}
+			fields["width"], fields["height"] = json.RawMessage(strconv.Itoa(w)), json.RawMessage(strconv.Itoa(h))
+			continue
+		}
+		f, ok := taskFields[k]
+		switch {
+		case !ok:
+			return nil, "", fmt.Errorf("setting %q has no field in perf-serve's generate_image request: dropped, it would make the served edit differ from the native one", k)
+		case f.number:
+			if !isJSONNumber(v) {
+				return nil, "", fmt.Errorf("setting %s=%q is not a number", k, v)
+			}
+			fields[f.field] = json.RawMessage(v)
+		default:
+			if err := put(f.field, v); err != nil {
+				return nil, "", err
+			}
+		}
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"request":{`)
+	for i, k := range sortedKeys(fields) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		key, _ := marshal(k)
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(fields[k])
+	}
+	b.WriteString("}}")
+	return b.Bytes(), "application/json", nil
+}
+
+// Decode reads the body back: the $file image, the prompt, and every other field as its
+// canonical setting. A field it cannot map is an error, never dropped.
+func (Task) Decode(payload json.RawMessage) (Request, error) {
+	var body struct {
+		Request map[string]json.RawMessage `json:"request"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if err := dec.Decode(&body); err != nil {
+		return Request{}, fmt.Errorf("the payload is not {\"request\": {...}}: %v", err)
+	}
+	if body.Request == nil {
+		return Request{}, errors.New(`the payload has no "request" object`)
+	}
+	req := Request{Settings: map[string]string{}}
+	json.Unmarshal(body.Request["prompt"], &req.Prompt)
+	var w, h string
+	var problems []string
+	for k, v := range body.Request {
+		switch k {
+		case "prompt":
+		case "image_path":
+			img, err := fileRef(v)
+			if err != nil {
+				problems = append(problems, "image_path: "+err.Error())
+			}
+			req.Image = img
+		case "width":
+			w = jsonText(v)
+		case "height":
+			h = jsonText(v)
+		default:
+			name := ""
+			for canon, f := range taskFields {
+				if f.field == k {
+					name = canon
+				}
+			}
+			if name == "" {
+				problems = append(problems, fmt.Sprintf("field %q has no canonical setting", k))
+				continue
+			}
+			req.Settings[name] = jsonText(v)
+		}
+	}
+	if w != "" || h != "" {
+		req.Settings["size"] = w + "x" + h
+	}
+	if req.Image == nil && len(problems) == 0 {
+		problems = append(problems, "the request has no image_path")
+	}
+	if len(problems) > 0 {
+		return req, errors.New(strings.Join(problems, "; "))
+	}
+	return req, nil
+}
+
+// fileRef decodes {"$file": {"suffix", "b64"}} as files.py @ c94a23d3 requires it: no
+// sibling keys, a short suffix, valid base64.
+func fileRef(v json.RawMessage) ([]byte, error) {
+	var outer map[string]json.RawMessage
+	if err := json.Unmarshal(v, &outer); err != nil || len(outer) != 1 || outer["$file"] == nil {
+		return nil, errors.New(`not an inline {"$file": {...}} reference`)
+	}
+	var f struct {
+		Suffix string `json:"suffix"`
+		B64    string `json:"b64"`
+	}
+	if err := json.Unmarshal(outer["$file"], &f); err != nil {
+		return nil, err
+	}
+	if len(f.Suffix) > 16 || strings.Contains(f.Suffix, "/") || strings.Contains(f.Suffix, "..") {
+		return nil, fmt.Errorf("suffix %q is not a short file extension", f.Suffix)
+	}
+	return base64.StdEncoding.Strict().DecodeString(f.B64)
+}
+
+// artifactName is a file name the worker writes: no folder, no dot-dot.
+var artifactName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*\.png$`)
+
+// Output is the one PNG the response names in trtmc_observation.image_artifacts, read
+// from <request id>/<name> under the scratch folder. The response's id must be the
+// request's: it names the folder.
+func (Task) Output(body []byte, requestID string, scratch func(string) ([]byte, error)) ([]byte, error) {
+	var resp struct {
+		ID          string `json:"id"`
+		Object      string `json:"object"`
+		Observation struct {
+			Artifacts []string `json:"image_artifacts"`
+		} `json:"trtmc_observation"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return nil, fmt.Errorf("response body is not a JSON object: %w", err)
+	}
+	switch {
+	case errorBody(body) != "":
+		return nil, fmt.Errorf("response carries an error and no image: %s", errorBody(body))
+	case resp.Object != "task.result":
+		return nil, fmt.Errorf("response object is %q, not task.result", resp.Object)
+	case resp.ID != requestID:
+		return nil, fmt.Errorf("response id %q is not the request's X-Request-ID %q", resp.ID, requestID)
+	case len(resp.Observation.Artifacts) != 1:
+		return nil, fmt.Errorf("trtmc_observation.image_artifacts names %d images, want 1", len(resp.Observation.Artifacts))
+	case !artifactName.MatchString(resp.Observation.Artifacts[0]):
+		return nil, fmt.Errorf("trtmc_observation.image_artifacts[0] %q is not a PNG file name", resp.Observation.Artifacts[0])
+	}
+	b, err := scratch(path.Join(requestID, resp.Observation.Artifacts[0]))
+	if err != nil {
+		return nil, fmt.Errorf("the output the response names (%s/%s under the scratch folder): %w", requestID, resp.Observation.Artifacts[0], err)
+	}
+	return b, nil
+}
+
+func imageSuffix(b []byte) string {
+	switch {
+	case bytes.HasPrefix(b, []byte("\x89PNG")):
+		return ".png"
+	case bytes.HasPrefix(b, []byte("\xff\xd8")):
+		return ".jpg"
+	}
+	return ".bin"
+}
+
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return bytes.TrimRight(b.Bytes(), "\n"), err
+}
+
+func isJSONNumber(s string) bool {
+	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return false
+	}
+	var n json.Number
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	return d.Decode(&n) == nil && !d.More()
+}
+
+func parseSize(s string) (w, h int, err error) {
+	ws, hs, ok := strings.Cut(s, "x")
+	if ok {
+		if w, err = strconv.Atoi(ws); err == nil {
+			h, err = strconv.Atoi(hs)
+		}
+	}
+	if !ok || err != nil || w <= 0 || h <= 0 {
+		return 0, 0, errors.New("not WxH")
+	}
+	return w, h, nil
+}
