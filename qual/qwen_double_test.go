@@ -68,8 +68,8 @@ func prepareDouble(ctx context.Context, root string) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		for _, layout := range []string{trtmcdouble.LayoutFamilies, trtmcdouble.LayoutLegacy} {
-			if err := trtmcdouble.Checkout(ctx, root, filepath.Join(tmp, layout), layout); err != nil {
+		for _, co := range doubleCheckouts {
+			if err := trtmcdouble.Checkout(ctx, root, filepath.Join(tmp, co.dir), co.layout, co.serving); err != nil {
 				return err
 			}
 		}
@@ -123,16 +123,26 @@ func doubleSHA256(root, bin string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// doubleRow is the Qwen row against the double in one serving shape. What differs from
-// the real row: Double (the status), no GPU need and the adapter's test hooks (the SM to
-// build for, a server that says it is the double). Everything else is the real row's.
-func doubleRow(name, layout, response string, timing harness.TimingSource, reason string) harness.Checkpoint {
+// doubleCheckouts are the double's TRTMC-shaped checkouts: the families layout with
+// each serving contract, and the e9132e79 layout, which (like TRTMC main e9132e79) has
+// no server at all.
+var doubleCheckouts = []struct{ dir, layout, serving string }{
+	{"families-perf-serve", trtmcdouble.LayoutFamilies, trtmcdouble.ServingPerfServe},
+	{"families-edit-route", trtmcdouble.LayoutFamilies, trtmcdouble.ServingEditRoute},
+	{"legacy", trtmcdouble.LayoutLegacy, trtmcdouble.ServingNone},
+}
+
+// doubleRow is the Qwen row against the double's checkout co. What differs from the real
+// row: Double (the status), no GPU need and the adapter's test hooks (the SM to build for,
+// a server that says it is the double). Everything else is the real row's: the adapter
+// reads the serving contract from the checkout as it would from TRTMC's.
+func doubleRow(name, co string, timing harness.TimingSource, reason string) harness.Checkpoint {
 	root, _ := harness.FindRoot(".")
 	c := qwenImageEditRows[0]
 	c.Name, c.Double, c.Reason = name, true, reason
 	c.Adapter = qwenimage.New(qwenimage.Config{
-		Checkout: filepath.Join(doubleDir(root), layout), HFHome: filepath.Join(doubleDir(root), "hf"),
-		Response: response, Timing: timing, AssumeSM: "90", ContractDouble: true,
+		Checkout: filepath.Join(doubleDir(root), co), HFHome: filepath.Join(doubleDir(root), "hf"),
+		Timing: timing, AssumeSM: "90", ContractDouble: true,
 	})
 	c.Needs.GPU = qwenImageEditRows[0].Needs.GPU
 	c.Needs.GPU.Count = 0 // the test hook: the double needs no GPU
@@ -141,16 +151,14 @@ func doubleRow(name, layout, response string, timing harness.TimingSource, reaso
 	return c
 }
 
-// qwenDoubleRows are the shapes CI drives, on today's families/ layout: the image as
-// b64_json with Task time from the body, and as a file under the scratch folder with
-// Task time from the records file.
+// qwenDoubleRows are the two serving contracts CI drives, on today's families/ layout:
+// perf-serve's task route (the server public TRTMC has), and the stage-7 edit route on
+// trtmc-server started as its native binary.
 var qwenDoubleRows = harness.NewTable(
-	doubleRow("qwen-double-b64-body", trtmcdouble.LayoutFamilies, qwenimage.ResponseB64JSON,
-		harness.TimingSource{Body: qwenimage.DefaultTimingBody},
-		"the real Qwen adapter against the TRTMC contract double (families layout): image as data[0].b64_json, Task time from trtmc_timing.model_call_ms in the body"),
-	doubleRow("qwen-double-artifact-records", trtmcdouble.LayoutFamilies, qwenimage.ResponseArtifact,
-		harness.TimingSource{Records: qwenimage.DefaultTimingRecords, RecordID: qwenimage.DefaultTimingRecordID},
-		"the real Qwen adapter against the TRTMC contract double (families layout): image as a file:// URL under the scratch folder, Task time from the --records file joined on X-Request-ID"),
+	doubleRow("qwen-double-perf-serve", "families-perf-serve", harness.TimingSource{},
+		"the real Qwen adapter against the TRTMC contract double (families layout, trtmc-perf-serve): POST /v1/tasks/generate_image through AIPerf's raw endpoint, the PNG from the kept scratch folder, Task time from the records"),
+	doubleRow("qwen-double-edit-route", "families-edit-route", harness.TimingSource{Body: qwenimage.DefaultTimingBody},
+		"the real Qwen adapter against the TRTMC contract double (families layout, native trtmc-server): POST /v1/images/edits as the stage-7 report describes it, image as data[0].b64_json, Task time from trtmc_timing.model_call_ms in the body"),
 )
 
 // TestQwenDouble drives the Qwen row through every stage against the double. `make
@@ -159,11 +167,10 @@ func TestQwenDouble(t *testing.T) {
 	qualifyTable(t)
 }
 
-// On the e9132e79 layout the double, like TRTMC main e9132e79, has no trtmc-server: the
-// row fails in preflight, in seconds, saying the checkout predates the server.
+// On the e9132e79 layout the double, like TRTMC main e9132e79, has no server: the row
+// fails in preflight, in seconds, naming both contracts and where it looked.
 func TestQwenDoubleE9132e79PredatesTheServer(t *testing.T) {
-	c := doubleRow("qwen-double-e9132e79", trtmcdouble.LayoutLegacy, qwenimage.ResponseB64JSON,
-		harness.TimingSource{Body: qwenimage.DefaultTimingBody}, "the e9132e79 layout has no server")
+	c := doubleRow("qwen-double-e9132e79", "legacy", harness.TimingSource{}, "the e9132e79 layout has no server")
 	s := isolatedSuite(t, "e9132e79-double", false)
 	start := time.Now()
 	res, err := s.Run(t.Context(), c, t.TempDir())
@@ -171,6 +178,8 @@ func TestQwenDoubleE9132e79PredatesTheServer(t *testing.T) {
 	assert.Equal(t, schema.StatusFailed, res.Status)
 	st, _ := res.Stage(schema.StagePreflight)
 	assert.Equal(t, schema.Fail, st.Status)
-	assert.Contains(t, st.Error, "predates trtmc-server")
+	assert.Contains(t, st.Error, "supports neither serving contract the row drives, edit-route nor perf-serve")
+	assert.Contains(t, st.Error, "edit-route: no apps/server/python/trtmc_server/app.py")
+	assert.Contains(t, st.Error, "perf-serve: no apps/perf_serving/trtmc_perf_serving/app.py")
 	assert.Less(t, time.Since(start), time.Minute, "preflight fails in the first minute")
 }

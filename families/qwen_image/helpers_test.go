@@ -66,9 +66,37 @@ func writeFile(t *testing.T, path, data string) {
 
 // checkout is a git checkout of the layout's shaped tree with a dev Dockerfile, as
 // preflight sees a full checkout.
-func checkout(t *testing.T, layout string) string {
+// checkout is a shaped checkout of layout that serves through perf-serve, unless other
+// contracts are named (checkoutNoServer: no server source at all, as at e9132e79).
+func checkout(t *testing.T, layout string, serving ...string) string {
+	t.Helper()
+	if serving == nil {
+		serving = []string{ServingPerfServe}
+	}
+	dir := checkoutNoServer(t, layout, serving)
+	return dir
+}
+
+// servingFiles are stand-ins, at TRTMC's paths, declaring each contract's route.
+var servingFiles = map[string]map[string]string{
+	ServingPerfServe: {
+		"apps/perf_serving/trtmc_perf_serving/app.py": "@app.post(\"/v1/tasks/{name}\")\n",
+		"apps/perf_serving/trtmc_perf_serving/cli.py": "# serve\n",
+	},
+	ServingEditRoute: {
+		"apps/server/python/trtmc_server/app.py": "# POST /v1/images/edits\n",
+		"apps/server/main.cpp":                   "// native trtmc-server\n",
+	},
+}
+
+func checkoutNoServer(t *testing.T, layout string, serving []string) string {
 	t.Helper()
 	dir := t.TempDir()
+	for _, c := range serving {
+		for rel, text := range servingFiles[c] {
+			writeFile(t, filepath.Join(dir, rel), text)
+		}
+	}
 	src := shapedTrees[layout]
 	require.NoError(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

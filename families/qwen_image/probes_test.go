@@ -34,13 +34,23 @@ func TestProbes(t *testing.T) {
 	assert.ErrorContains(t, py.Check([]byte("python3: command not found"), errors.New("exit 127")), "the probe printed no result")
 	assert.Contains(t, py.Fix, "Dockerfile.reference")
 
-	help := "usage: trtmc-server BUNDLE --model-name --host --port --runtime-root --records --startup-timeout --request-timeout"
+	// perf-serve (the families checkout's contract): its serve --help must show every flag.
+	assert.Equal(t, []string{"python3", "-m", "trtmc_perf_serving", "serve", "--help"}, server.Cmd.Args)
+	assert.Contains(t, strings.Join(server.Cmd.Env, " "), "PYTHONPATH=/src/apps/perf_serving:/src/apps/benchmark:/src/core/builder:/src")
+	help := "--backend --profile --manifest-root --bundle --runtime-root --worker --model-name --host --port --records --scratch --keep-artifacts --request-timeout"
 	assert.NoError(t, server.Check([]byte(help), nil))
-	assert.ErrorContains(t, server.Check([]byte(strings.Replace(help, "--records ", "", 1)), nil), "does not show --records")
-	assert.ErrorContains(t, server.Check(nil, errors.New(`exec: "trtmc-server": executable file not found in $PATH`)), "predates trtmc-server")
+	assert.ErrorContains(t, server.Check([]byte(strings.Replace(help, "--keep-artifacts ", "", 1)), nil), "does not show --keep-artifacts")
+	assert.ErrorContains(t, server.Check([]byte("ModuleNotFoundError: No module named 'fastapi'"), errors.New("exit status 1")), "the image lacks the server's dependencies")
 
-	art := New(Config{Checkout: dir, Response: ResponseArtifact, HFPython: "/opt/ref/bin/python"}).Probes(gpuEnv(t, t.TempDir()))
-	require.Len(t, art, 3, "separate HF python: its own probe")
-	assert.NoError(t, art[0].Check([]byte(strings.Replace(goodProbe, `"cuda": true`, `"cuda": false`, 1)), nil), "the build python needs no CUDA torch")
-	assert.ErrorContains(t, art[2].Check([]byte(help), nil), "does not show --scratch --keep-artifacts")
+	// The edit route: the control plane the native binary execs, from apps/server/python.
+	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute), HFPython: "/opt/ref/bin/python"}).Probes(gpuEnv(t, t.TempDir()))
+	require.Len(t, edit, 3, "separate HF python: its own probe")
+	assert.NoError(t, edit[0].Check([]byte(strings.Replace(goodProbe, `"cuda": true`, `"cuda": false`, 1)), nil), "the build python needs no CUDA torch")
+	assert.Equal(t, []string{"python3", "-m", "trtmc_server", "--help"}, edit[2].Cmd.Args)
+	help = "usage: trtmc-server [bundle] --model-name --host --port --runtime-root --records --startup-timeout --request-timeout --max-body-bytes"
+	assert.NoError(t, edit[2].Check([]byte(help), nil))
+	assert.ErrorContains(t, edit[2].Check([]byte(strings.Replace(help, "--max-body-bytes", "", 1)), nil), "does not show --max-body-bytes")
+
+	// No contract: no server probe (preflight's requirements name what is missing).
+	assert.Len(t, New(Config{Checkout: checkoutNoServer(t, LayoutE9132e79, nil)}).Probes(gpuEnv(t, t.TempDir())), 1)
 }

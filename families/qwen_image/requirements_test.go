@@ -111,12 +111,12 @@ func TestRequirementsNamePiecesMissing(t *testing.T) {
 }
 
 func TestRequirementsReportsAConfigErrorAndARowMismatch(t *testing.T) {
-	a := FromEnv(envOf(map[string]string{EnvCheckout: "relative/trtmc", EnvResponse: "png", "HOME": "/home/u"}))
+	a := FromEnv(envOf(map[string]string{EnvCheckout: "relative/trtmc", EnvServing: "grpc", "HOME": "/home/u"}))
 	c := row()
 	c.Profile = "qwen-image-2512"
 	got := strings.Join(whats(a.Requirements(rootEnv(t), c)), "\n")
 	assert.Contains(t, got, "QUALKIT_TRTMC_DIR=relative/trtmc is a relative path")
-	assert.Contains(t, got, `QUALKIT_TRTMC_RESPONSE="png": choose b64_json or artifact`)
+	assert.Contains(t, got, `QUALKIT_TRTMC_SERVING="grpc": choose auto, perf-serve or edit-route`)
 	assert.Contains(t, got, `row "qwen-image-edit-2511" names Qwen/Qwen-Image-Edit-2511 profile qwen-image-2512`)
 }
 
@@ -157,29 +157,26 @@ func envOf(m map[string]string) func(string) string {
 func TestParseConfig(t *testing.T) {
 	cfg, err := ParseConfig(envOf(map[string]string{
 		EnvCheckout: "/src/trtmc", EnvImage: "trtmc-qual:local", EnvDockerfile: "docker/Dockerfile.qual", EnvHFCache: "/models/hf",
-		EnvHFHome: "/ignored", EnvPython: "/opt/venv/bin/python", EnvHFPython: "/opt/ref/bin/python", EnvServeProgram: "/opt/venv/bin/trtmc-server",
-		EnvResponse: ResponseArtifact, EnvIdentity: IdentityModels, EnvTimingSource: "records",
+		EnvHFHome: "/ignored", EnvPython: "/opt/venv/bin/python", EnvHFPython: "/opt/ref/bin/python", EnvServing: ServingEditRoute,
+		EnvTimingSource: "records",
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, Config{Checkout: "/src/trtmc", Image: "trtmc-qual:local", Dockerfile: "docker/Dockerfile.qual", HFHome: "/models/hf",
-		Python: "/opt/venv/bin/python", HFPython: "/opt/ref/bin/python", ServeProgram: "/opt/venv/bin/trtmc-server",
-		Response: ResponseArtifact, Identity: IdentityModels,
-		Timing: harness.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}}, cfg)
+		Python: "/opt/venv/bin/python", HFPython: "/opt/ref/bin/python", Serving: ServingEditRoute,
+		Timing: harness.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}, timingSet: true}, cfg)
 	assert.Equal(t, "/src/trtmc/docker/Dockerfile.qual", cfg.DockerfilePath())
 
 	d := FromEnv(envOf(map[string]string{EnvCheckout: "/src/trtmc", "HOME": "/home/u"})).Config
 	assert.Equal(t, "python3", d.Python)
 	assert.Equal(t, "python3", d.HFPython)
-	assert.Equal(t, "trtmc-server", d.ServeProgram)
-	assert.Equal(t, ResponseB64JSON, d.Response)
-	assert.Equal(t, IdentityServingInfo, d.Identity)
+	assert.Equal(t, ServingAuto, d.Serving)
 	assert.Equal(t, "/home/u/.cache/huggingface", d.HFHome)
 	assert.Equal(t, map[string]string{"amd64": "Dockerfile.dev.x86", "arm64": "Dockerfile.dev.aarch64", "ppc64le": ""},
 		map[string]string{"amd64": devDockerfile("amd64"), "arm64": devDockerfile("arm64"), "ppc64le": devDockerfile("ppc64le")})
 
-	_, err = ParseConfig(envOf(map[string]string{EnvTimingSource: "records", EnvTimingBody: "x", EnvIdentity: "whoami", "HOME": "/h"}))
+	_, err = ParseConfig(envOf(map[string]string{EnvTimingSource: "records", EnvTimingBody: "x", EnvServing: "whoami", "HOME": "/h"}))
 	assert.ErrorContains(t, err, "QUALKIT_TRTMC_TIMING_BODY is set but QUALKIT_TRTMC_TIMING_SOURCE=records")
-	assert.ErrorContains(t, err, `QUALKIT_TRTMC_IDENTITY="whoami"`)
+	assert.ErrorContains(t, err, `QUALKIT_TRTMC_SERVING="whoami"`)
 	_, err = ParseConfig(envOf(map[string]string{}))
 	assert.ErrorContains(t, err, "no Hugging Face cache")
 }

@@ -13,17 +13,27 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/harness"
+	"qualkit/internal/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from this run")
 
-// The commands of every stage, for each layout: argv, environment, working directory and
-// the image's mounts, pinned in testdata/commands-<layout>.golden.json. A change to what
-// the row runs shows up as a diff to review (go test ./families/qwen_image -update).
+// The commands of every stage, for each layout and serving contract: argv, environment,
+// working directory and the image's mounts, pinned in testdata/commands-<case>.golden.json:
+// e9132e79 (no server: serving is refused), the families layout with perf-serve, and with
+// the edit route on the native trtmc-server. A change to what the row runs shows up as a
+// diff to review (go test ./families/qwen_image -update).
 func TestCommandsPerLayout(t *testing.T) {
-	for _, layout := range []string{LayoutE9132e79, LayoutFamilies} {
-		t.Run(layout, func(t *testing.T) {
-			dir, root, hf := checkout(t, layout), t.TempDir(), fakeHFCache(t)
+	for _, tc := range []struct {
+		name, layout string
+		serving      []string
+	}{
+		{LayoutE9132e79, LayoutE9132e79, []string{}},
+		{LayoutFamilies + "-perf-serve", LayoutFamilies, []string{ServingPerfServe}},
+		{LayoutFamilies + "-edit-route", LayoutFamilies, []string{ServingEditRoute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, root, hf := checkoutNoServer(t, tc.layout, tc.serving), t.TempDir(), fakeHFCache(t)
 			env := gpuEnv(t, root)
 			a := New(Config{Checkout: dir, HFHome: hf})
 			n, err := a.native(env)
@@ -31,7 +41,7 @@ func TestCommandsPerLayout(t *testing.T) {
 			bundle := filepath.Join(root, ".cache/bundles/KEY/qwen-image-edit-2511.bundle")
 			tools, builder := a.Tools(env)
 			cc := a.Correctness(env, harness.CorrectnessSpec{Bundle: bundle, JUnit: "/ev/correctness/junit.xml", Artifacts: "/ev/correctness/artifacts", Scratch: "/work/correctness"})
-			serve := harness.ServeSpec{Bundle: bundle, Model: HFID, Host: "127.0.0.1", Port: 8123, Records: "/ev/serve/records.jsonl", Scratch: "/ev/serve/scratch"}
+			serve := harness.ServeSpec{Bundle: bundle, Model: HFID, Host: "127.0.0.1", Port: 8123, Records: "/ev/serve/records.jsonl", Scratch: "/ev/serve/scratch", MaxRequestBytes: 1 << 20}
 			var probes []harness.Command
 			for _, p := range a.Probes(env) {
 				probes = append(probes, p.Cmd)
@@ -52,7 +62,7 @@ func TestCommandsPerLayout(t *testing.T) {
 			require.NoError(t, err)
 			got := strings.NewReplacer(dir, "<checkout>", root, "<root>", hf, "<hf>", n.Key, "<native-key>", n.Source.Commit, "<commit>", env.Work, "<work>").Replace(string(b))
 			got = regexp.MustCompile(`"[0-9a-f]{64}"`).ReplaceAllString(got, `"<sha256>"`)
-			path := filepath.Join("testdata", "commands-"+layout+".golden.json")
+			path := filepath.Join("testdata", "commands-"+tc.name+".golden.json")
 			if *update {
 				require.NoError(t, os.MkdirAll("testdata", 0o755))
 				require.NoError(t, os.WriteFile(path, []byte(got+"\n"), 0o644))
@@ -163,6 +173,8 @@ func TestCheckTools(t *testing.T) {
 			writeFile(t, filepath.Join(n.dir, "trtmc"), "cli")
 			assert.ErrorContains(t, a.CheckTools(env), "the native build wrote no "+l.PluginLib)
 			writeFile(t, filepath.Join(n.dir, l.PluginLib), "plugin")
+			assert.ErrorContains(t, a.CheckTools(env), "the native build wrote no trtmc_benchmark_worker", "perf-serve's worker")
+			writeFile(t, filepath.Join(n.dir, "trtmc_benchmark_worker"), "worker")
 			assert.ErrorContains(t, a.CheckTools(env), "CMakeCache.txt")
 			writeFile(t, filepath.Join(n.dir, "CMakeCache.txt"), "CMAKE_CUDA_ARCHITECTURES:STRING=100-real\n")
 			assert.ErrorContains(t, a.CheckTools(env), `built for CUDA architectures "100-real", the row's GPU is SM 90`)
@@ -194,33 +206,84 @@ func TestNativeFlagsPerLayout(t *testing.T) {
 
 func TestIdentityChecks(t *testing.T) {
 	spec := harness.ServeSpec{Bundle: "/cache/b/qwen-image-edit-2511.bundle", Model: HFID}
-	info := New(Config{}).Identity(spec)
-	assert.Equal(t, "/v1/serving/info", info.Path)
-	assert.NoError(t, info.Check([]byte(`{"backend": "trtmc", "bundle": "/cache/b/qwen-image-edit-2511.bundle", "operation": "generate_image"}`)))
-	assert.ErrorContains(t, info.Check([]byte(`{"backend": "reference"}`)), `the server says backend "reference", not trtmc`)
-	assert.ErrorContains(t, info.Check([]byte(`{"backend": "trtmc", "bundle": "/other.bundle"}`)), "the server serves bundle /other.bundle")
-	assert.ErrorContains(t, info.Check([]byte(`{"backend": "trtmc", "qualkit_contract_double": true}`)), "is qualkit's TRTMC contract double, not TRTMC")
-	assert.ErrorContains(t, info.Check([]byte(`<html>`)), "not JSON")
-	double := New(Config{ContractDouble: true}).Identity(spec)
-	assert.NoError(t, double.Check([]byte(`{"backend": "trtmc", "qualkit_contract_double": true}`)))
-	assert.ErrorContains(t, double.Check([]byte(`{"backend": "trtmc"}`)), "does not say it is the double")
+	perf := checkout(t, LayoutFamilies)
+	info := New(Config{Checkout: perf}).Identity(spec)
+	assert.Equal(t, "/v1/serving/info", info.Path, "perf-serve states its backend and bundle")
+	good := `{"backend": "trtmc", "bundle": "/cache/b/qwen-image-edit-2511.bundle", "operation": "generate_image", "timing_scope": "public_task_call_wall"}`
+	assert.NoError(t, info.Check([]byte(good)))
+	for body, want := range map[string]string{
+		`{"backend": "reference"}`:                                                     `the server says backend "reference", not trtmc`,
+		strings.Replace(good, "/cache/b/", "/other/", 1):                               `the server serves bundle "/other/qwen-image-edit-2511.bundle"`,
+		strings.Replace(good, `"generate_image"`, `"generate_text"`, 1):                `operation "generate_text", not generate_image`,
+		strings.Replace(good, "public_task_call_wall", "public_pipeline_call_wall", 1): "is not the Task call",
+		strings.Replace(good, "{", `{"qualkit_contract_double": true, `, 1):            "is qualkit's TRTMC contract double, not TRTMC",
+		`<html>`: "not JSON",
+	} {
+		assert.ErrorContains(t, info.Check([]byte(body)), want)
+	}
+	double := New(Config{Checkout: perf, ContractDouble: true}).Identity(spec)
+	assert.NoError(t, double.Check([]byte(strings.Replace(good, "{", `{"qualkit_contract_double": true, `, 1))))
+	assert.ErrorContains(t, double.Check([]byte(good)), "does not say it is the double")
 
-	models := New(Config{Identity: IdentityModels}).Identity(spec)
-	assert.Equal(t, "/v1/models", models.Path)
-	assert.NoError(t, models.Check([]byte(`{"object": "list", "data": [{"id": "Qwen/Qwen-Image-Edit-2511", "owned_by": "trtmc"}]}`)))
-	assert.ErrorContains(t, models.Check([]byte(`{"data": [{"id": "other", "owned_by": "trtmc"}]}`)), `no model "Qwen/Qwen-Image-Edit-2511" owned by trtmc`)
+	models := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)}).Identity(spec)
+	assert.Equal(t, "/v1/models", models.Path, "trtmc-server has no /v1/serving/info")
+	assert.NoError(t, models.Check([]byte(`{"object": "list", "data": [{"id": "Qwen/Qwen-Image-Edit-2511", "owned_by": "tensorrt-model-connect"}]}`)))
+	assert.ErrorContains(t, models.Check([]byte(`{"data": [{"id": "Qwen/Qwen-Image-Edit-2511", "owned_by": "trtmc"}]}`)), `no model "Qwen/Qwen-Image-Edit-2511" owned by tensorrt-model-connect`)
 }
 
-func TestOutputAndServeShapes(t *testing.T) {
-	dir := checkout(t, LayoutFamilies)
+// Each contract's server command line, as TRTMC's sources define it, and its protocol.
+func TestServeCommandPerContract(t *testing.T) {
 	env := gpuEnv(t, t.TempDir())
-	spec := harness.ServeSpec{Bundle: "/b", Model: HFID, Host: "127.0.0.1", Port: 1, Records: "/r", Scratch: "/s"}
-	b64 := New(Config{Checkout: dir})
-	assert.Equal(t, harness.OutputSource{B64JSON: true}, b64.Output())
-	assert.NotContains(t, b64.Serve(env, spec).Args, "--keep-artifacts")
-	art := New(Config{Checkout: dir, Response: ResponseArtifact})
-	assert.Equal(t, harness.OutputSource{URL: true}, art.Output())
-	args := strings.Join(art.Serve(env, spec).Args, " ")
-	assert.Contains(t, args, "--scratch /s --keep-artifacts")
-	assert.Contains(t, art.serveFlags(), "--keep-artifacts", "the server's --help must show it")
+	spec := harness.ServeSpec{Bundle: "/b", Model: HFID, Host: "127.0.0.1", Port: 1, Records: "/r", Scratch: "/s", MaxRequestBytes: 3 << 20}
+
+	perf := New(Config{Checkout: checkout(t, LayoutFamilies)})
+	cmd := perf.Serve(env, spec)
+	assert.Equal(t, []string{"python3", "-m", "trtmc_perf_serving", "serve"}, cmd.Args[:4])
+	args := strings.Join(cmd.Args, " ")
+	assert.Contains(t, args, "--backend trtmc --profile qwen-image-edit-2511 --manifest-root families --bundle /b")
+	assert.Contains(t, args, "--records /r --scratch /s --keep-artifacts")
+	assert.Regexp(t, `--worker \S+/trtmc_benchmark_worker`, args)
+	assert.Equal(t, wire.TRTMCTask, perf.Protocol().Name())
+	assert.Equal(t, harness.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}, perf.Timing())
+
+	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)})
+	cmd = edit.Serve(env, spec)
+	assert.Equal(t, "trtmc-server", filepath.Base(cmd.Args[0]), "the native binary, which passes --worker-binary itself")
+	assert.NotEqual(t, "trtmc-server", cmd.Args[0], "never from PATH: the build folder's")
+	args = strings.Join(cmd.Args, " ")
+	assert.Contains(t, args, "--max-body-bytes 6291456", "twice the largest request")
+	assert.NotContains(t, args, "--worker-binary")
+	assert.NotContains(t, args, "--scratch", "trtmc-server has no --scratch")
+	assert.Equal(t, wire.OpenAIImages, edit.Protocol().Name())
+	spec.MaxRequestBytes = 10
+	assert.Contains(t, strings.Join(edit.Serve(env, spec).Args, " "), "--max-body-bytes 4194304", "never below the floor")
+
+	none := New(Config{Checkout: checkoutNoServer(t, LayoutE9132e79, nil)})
+	assert.Contains(t, none.Serve(env, spec).Args[0], "supports neither serving contract")
+}
+
+// Preflight reads the contract from the checkout's source and names why; a checkout
+// with both serves the edit route unless told otherwise.
+func TestDetectServing(t *testing.T) {
+	both := checkout(t, LayoutFamilies, ServingPerfServe, ServingEditRoute)
+	s, err := DetectServing(both, "")
+	require.NoError(t, err)
+	assert.Equal(t, ServingEditRoute, s.Contract)
+	assert.Contains(t, s.Why, "the route /v1/images/edits in apps/server/python/trtmc_server/app.py")
+	s, err = DetectServing(both, ServingPerfServe)
+	require.NoError(t, err)
+	assert.Equal(t, ServingPerfServe, s.Contract)
+
+	_, err = DetectServing(checkout(t, LayoutFamilies), ServingEditRoute)
+	assert.ErrorContains(t, err, "QUALKIT_TRTMC_SERVING=edit-route, but checkout")
+
+	dir := checkout(t, LayoutFamilies, ServingEditRoute)
+	require.NoError(t, os.Remove(filepath.Join(dir, "apps/server/main.cpp")))
+	_, err = DetectServing(dir, "")
+	assert.ErrorContains(t, err, "apps/server/python/trtmc_server/app.py has the route but apps/server/main.cpp is missing")
+
+	dir = checkout(t, LayoutFamilies, ServingEditRoute)
+	writeFile(t, filepath.Join(dir, "apps/server/python/trtmc_server/app.py"), "@app.post(\"/v1/chat/completions\")\n")
+	_, err = DetectServing(dir, "")
+	assert.ErrorContains(t, err, "declares no /v1/images/edits route")
 }

@@ -225,12 +225,20 @@ func cmakeBuild(p *proc, args []string) int {
 type buildOutput struct {
 	path    string // relative to the build directory
 	program bool
+	copyOf  string // a source file the target copies as is
 }
 
 func (o buildOutput) write(self, build string) error {
 	dst := filepath.Join(build, o.path)
 	if o.program {
 		return writeExecutable(self, dst)
+	}
+	if o.copyOf != "" {
+		b, err := os.ReadFile(o.copyOf)
+		if err != nil {
+			return err
+		}
+		return writeFileAtomic(dst, b, 0o644)
 	}
 	text := "qualkit contract double: stands for " + filepath.Base(o.path) + "; no code inside\n"
 	return writeFileAtomic(dst, []byte(text), 0o755)
@@ -268,6 +276,38 @@ func targetOutputs(t, layout string, cache map[string]string) ([]buildOutput, er
 			return nil, fmt.Errorf("%w (it needs -D%s=ON)", noRule, gate)
 		}
 		return []buildOutput{{path: "trtmc_benchmark_worker", program: true}}, nil
+	case "trtmc-server", "trtmc_server_python":
+		// CMakeLists.txt @ 0f958bfb: add_executable(trtmc-server apps/server/main.cpp) under
+		// TRTMC_BUILD_SERVER (default ON), and trtmc_server_python, which copies
+		// apps/server/python/trtmc_server to <build>/server/python/trtmc_server.
+		src := cache["CMAKE_HOME_DIRECTORY"]
+		if !isFile(filepath.Join(src, "apps", "server", "main.cpp")) || cmakeOff(cache["TRTMC_BUILD_SERVER"]) {
+			return nil, noRule
+		}
+		if t == "trtmc-server" {
+			return []buildOutput{{path: "trtmc-server", program: true}}, nil
+		}
+		var outs []buildOutput
+		pkg := filepath.Join(src, "apps", "server", "python", "trtmc_server")
+		entries, err := os.ReadDir(pkg)
+		if err != nil {
+			return nil, fmt.Errorf("trtmc_server_python: %w", err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				outs = append(outs, buildOutput{path: filepath.Join("server", "python", "trtmc_server", e.Name()), copyOf: filepath.Join(pkg, e.Name())})
+			}
+		}
+		return outs, nil
 	}
 	return nil, noRule
+}
+
+// cmakeOff is a CMake boolean set off (unset means the option's default).
+func cmakeOff(v string) bool {
+	switch strings.ToUpper(v) {
+	case "OFF", "0", "NO", "FALSE", "N":
+		return true
+	}
+	return false
 }

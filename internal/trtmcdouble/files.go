@@ -128,3 +128,8 @@ func cmakeOn(v string) bool {
 	}
 	return false
 }
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}

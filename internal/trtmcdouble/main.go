@@ -39,7 +39,7 @@ var programs = map[string]func(*proc) int{
 	"python3":                pythonMain,
 	"python":                 pythonMain,
 	"trtmc":                  trtmcMain,
-	"trtmc-server":           serverMain,
+	"trtmc-server":           nativeServerMain,
 	"trtmc_benchmark_worker": workerMain,
 }
 

@@ -15,7 +15,7 @@ const PythonVersion = "3.12.3"
 // case report as not importable, for negative tests.
 const EnvMissingModules = "QUALKIT_DOUBLE_MISSING_MODULES"
 
-const pythonUsage = "the double plays only `python3 .../trtmc_probe.py`, `python3 -m tensorrt_model_connect build ...` and `python3 -m pytest NODEID ...`"
+const pythonUsage = "the double plays only `python3 .../trtmc_probe.py`, `python3 -m tensorrt_model_connect build ...`, `python3 -m pytest NODEID ...`, `python3 -m trtmc_server ...` and `python3 -m trtmc_perf_serving serve ...`"
 
 // pythonMain plays the image's interpreter for the three calls qualkit makes.
 func pythonMain(p *proc) int {
@@ -40,6 +40,10 @@ func pythonModule(p *proc, module string, args []string) int {
 	switch module {
 	case "pytest":
 		return pytestMain(p, args)
+	case "trtmc_server":
+		return serverMain(p, args)
+	case "trtmc_perf_serving":
+		return perfServeMain(p, args)
 	case "tensorrt_model_connect", "tensorrt_model_connect.__main__":
 		if len(args) == 0 || args[0] != "build" {
 			return p.fail(exitUsage, "python3 -m %s (qualkit contract double): only the build command is played, as `-m %s build HF_ID -o OUT ...`", module, module)

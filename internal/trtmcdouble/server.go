@@ -14,62 +14,83 @@ import (
 	"time"
 )
 
-// Server defaults. The double's --max-body-bytes default is 64 MiB, not trtmc-server's
-// 1 MiB: image-edit requests carry a whole image.
+// trtmc-server, as TRTMC's sources define it. The native binary (apps/server/main.cpp
+// @ 0f958bfb) execs its Python control plane, `python3 -P -m trtmc_server ARGS
+// --worker-binary <itself>`, found at <exe dir>/server/python; the control plane's
+// command line and its refusals are cli.py @ a9ed5f69's. The double serves what the
+// stage-7 completion report says trtmc-server serves for image edits, POST
+// /v1/images/edits: no public TRTMC source has that route, so its request and response
+// shapes are the report's, not a copy of any code.
+
+// DefaultMaxBodyBytes is trtmc-server's --max-body-bytes default (cli.py @ a9ed5f69:
+// 1024 * 1024). One 1024x1024 PNG edit is larger: the row passes its own.
 const (
-	DefaultMaxBodyBytes = 64 << 20
+	DefaultMaxBodyBytes = 1 << 20
 	defaultLoadDelay    = 300 * time.Millisecond
 	shutdownGrace       = 10 * time.Second
 )
 
 var serverParser = newOptParser(true,
 	opt{"--model-name", true},
+	opt{"--model", true},
+	opt{"--replicas", true},
 	opt{"--host", true},
 	opt{"--port", true},
-	opt{"--runtime-root", true},
 	opt{"--startup-timeout", true},
 	opt{"--request-timeout", true},
-	opt{"--records", true},
 	opt{"--max-body-bytes", true},
-	opt{"--scratch", true},
-	opt{"--keep-artifacts", false},
-	opt{"--response-format", true},
+	opt{"--max-prompt-bytes", true},
+	opt{"--max-new-tokens", true},
+	opt{"--runtime-root", true},
+	opt{"--kv-cache-size", true},
+	opt{"--runtime-cache", true},
+	opt{"--cuda-graphs", false},
+	opt{"--records", true},
+	opt{"--access-log", false},
+	opt{"--worker-binary", true},
 	opt{"--help|-h", false},
 )
 
-const serverUsage = `usage: trtmc-server [-h] [--model-name NAME] [--host HOST] [--port PORT]
-                    [--runtime-root DIR] [--startup-timeout S] [--request-timeout S]
-                    [--records PATH] [--max-body-bytes N] [--scratch DIR] [--keep-artifacts]
-                    [--response-format {b64_json,artifact}]
-                    bundle`
+// serverUsage is cli.py @ a9ed5f69's usage line (--worker-binary is argparse.SUPPRESS).
+const serverUsage = `usage: trtmc-server [-h] [--model-name MODEL_NAME] [--model NAME=PATH]
+                    [--replicas REPLICAS] [--host HOST] [--port PORT]
+                    [--startup-timeout STARTUP_TIMEOUT]
+                    [--request-timeout REQUEST_TIMEOUT]
+                    [--max-body-bytes MAX_BODY_BYTES]
+                    [--max-prompt-bytes MAX_PROMPT_BYTES]
+                    [--max-new-tokens MAX_NEW_TOKENS] [--runtime-root RUNTIME_ROOT]
+                    [--kv-cache-size KV_CACHE_SIZE] [--runtime-cache RUNTIME_CACHE]
+                    [--cuda-graphs] [--records RECORDS] [--access-log]
+                    [bundle]`
 
 const serverHelp = serverUsage + `
 
-trtmc-server (qualkit contract double): serves POST /v1/images/edits for one bundle of
-the double, one request at a time, with a deterministic colour transform in place of the
-model. No GPU, no TensorRT.
+Serve text-generation bundles through persistent native workers
+(qualkit contract double: and POST /v1/images/edits as the stage-7 report describes it,
+with a deterministic colour transform in place of the model; no GPU, no TensorRT)
 
 positional arguments:
-  bundle                a .bundle written by the double's builder
+  bundle                single .bundle artifact
 
 options:
   -h, --help            show this help message and exit
-  --model-name NAME     the model id served (default: the bundle's model_id)
-  --host HOST           loopback address to bind: 127.0.0.1 or ::1 (default 127.0.0.1)
-  --port PORT           port to bind, 0 for any (default 8000)
-  --runtime-root DIR    native runtime holding libtrtmc_model_qwen_image.so (in DIR or
-                        DIR/models/qwen_image/)
-  --startup-timeout S   seconds the model load may take (default 600)
-  --request-timeout S   seconds one request may take (default 600)
-  --records PATH        append one JSON line per successful request
-  --max-body-bytes N    largest request body (default 67108864 = 64 MiB in the double;
-                        trtmc-server's is 1 MiB)
-  --scratch DIR         directory for per-request artifacts
-  --keep-artifacts      keep each request's output.png under --scratch/<request-id>/
-  --response-format {b64_json,artifact}
-                        response shape: b64_json (data[0].b64_json, the default) or
-                        artifact (data[0].url = file://<scratch>/<request-id>/output.png;
-                        needs --scratch and --keep-artifacts)`
+  --model-name MODEL_NAME
+                        API model name for the positional bundle
+  --model NAME=PATH     register another text model; repeatable
+  --replicas REPLICAS
+  --host HOST
+  --port PORT
+  --startup-timeout STARTUP_TIMEOUT
+  --request-timeout REQUEST_TIMEOUT
+  --max-body-bytes MAX_BODY_BYTES
+  --max-prompt-bytes MAX_PROMPT_BYTES
+  --max-new-tokens MAX_NEW_TOKENS
+  --runtime-root RUNTIME_ROOT
+  --kv-cache-size KV_CACHE_SIZE
+  --runtime-cache RUNTIME_CACHE
+  --cuda-graphs
+  --records RECORDS     append terminal request timing JSONL (no text)
+  --access-log`
 
 // serverConfig is a parsed trtmc-server command line.
 type serverConfig struct {
@@ -83,14 +104,13 @@ type serverConfig struct {
 	requestTimeout float64
 	records        string
 	maxBody        int64
-	scratch        string
-	keepArtifacts  bool
-	responseFormat string
+	workerBinary   string
 }
 
 var errHelp = errors.New("help")
 
-// parseServer parses the command line; it does not touch the filesystem.
+// parseServer parses the command line as argparse would; validate then makes cli.py's
+// checks in its order.
 func parseServer(args []string) (serverConfig, error) {
 	a, err := serverParser.parse(args)
 	var mv *missingValueError
@@ -99,72 +119,109 @@ func parseServer(args []string) (serverConfig, error) {
 		return serverConfig{}, fmt.Errorf("argument %s: expected one argument", mv.flag)
 	case a.has("--help"):
 		return serverConfig{}, errHelp
-	case len(a.unknown) > 0:
-		return serverConfig{}, fmt.Errorf("unrecognized arguments: %s", strings.Join(a.unknown, " "))
-	case len(a.pos) == 0:
-		return serverConfig{}, errors.New("the following arguments are required: bundle")
-	case len(a.pos) > 1:
-		return serverConfig{}, fmt.Errorf("unrecognized arguments: %s", strings.Join(a.pos[1:], " "))
+	case len(a.unknown) > 0 || len(a.pos) > 1:
+		extra := a.unknown
+		if len(a.pos) > 1 {
+			extra = append(extra, a.pos[1:]...)
+		}
+		return serverConfig{}, fmt.Errorf("unrecognized arguments: %s", strings.Join(extra, " "))
+	case a.has("--model"):
+		return serverConfig{}, errors.New("--model NAME=PATH registers a text model: the qualkit contract double serves only the positional image-edit bundle")
 	}
-	c := serverConfig{bundle: a.pos[0], modelName: a.get("--model-name"), host: a.get("--host"),
-		runtimeRoot: a.get("--runtime-root"), records: a.get("--records"), scratch: a.get("--scratch"),
-		keepArtifacts: a.has("--keep-artifacts"), responseFormat: a.get("--response-format")}
+	c := serverConfig{modelName: a.get("--model-name"), host: a.get("--host"), runtimeRoot: a.get("--runtime-root"),
+		records: a.get("--records"), workerBinary: a.get("--worker-binary")}
+	if len(a.pos) == 1 {
+		c.bundle = a.pos[0]
+	}
 	if c.host == "" {
 		c.host = "127.0.0.1"
-	}
-	if c.responseFormat == "" {
-		// Without the flag, the shape follows the folder: a server given --scratch writes
-		// each image there and answers with its file URL, as TRTMC's measurement server
-		// writes outputs under its scratch folder and returns none in the body.
-		c.responseFormat = "b64_json"
-		if c.scratch != "" {
-			c.responseFormat = "artifact"
-		}
 	}
 	if c.port, err = intArg("--port", a.get("--port"), 8000); err != nil {
 		return c, err
 	}
-	if c.startupTimeout, err = floatArg("--startup-timeout", a.get("--startup-timeout"), 600); err != nil {
+	if c.startupTimeout, err = floatArg("--startup-timeout", a.get("--startup-timeout"), 120); err != nil {
 		return c, err
 	}
-	if c.requestTimeout, err = floatArg("--request-timeout", a.get("--request-timeout"), 600); err != nil {
+	if c.requestTimeout, err = floatArg("--request-timeout", a.get("--request-timeout"), 120); err != nil {
 		return c, err
 	}
-	maxBody, err := intArg("--max-body-bytes", a.get("--max-body-bytes"), DefaultMaxBodyBytes)
+	maxBody, err := positiveArg("--max-body-bytes", a.get("--max-body-bytes"), DefaultMaxBodyBytes)
 	if err != nil {
 		return c, err
 	}
 	c.maxBody = int64(maxBody)
-	return c, c.validate()
+	return c, nil
 }
 
-func (c serverConfig) validate() error {
+// positiveArg is cli.py's `positive` type: an int > 0, else "invalid positive value".
+func positiveArg(flag, v string, def int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("argument %s: invalid positive value: '%s'", flag, v)
+	}
+	return n, nil
+}
+
+// validate makes cli.py @ a9ed5f69's checks, in its order: host, port, timeouts, the
+// bundle and its name, the worker binary, the runtime root. Each is a usage error.
+func (c serverConfig) validate(p *proc) error {
 	ip := net.ParseIP(c.host)
 	switch {
-	case ip == nil || !ip.IsLoopback():
-		return fmt.Errorf("argument --host: --host must be a loopback address (127.0.0.1 or ::1), not %q", c.host)
+	case ip == nil:
+		return fmt.Errorf("'%s' does not appear to be an IPv4 or IPv6 address", c.host)
+	case !ip.IsLoopback():
+		return errors.New("--host must be a loopback IP address")
 	case c.port < 0 || c.port > 65535:
-		return fmt.Errorf("argument --port: %d is not a port", c.port)
+		return errors.New("--port must be between 0 and 65535")
 	case c.startupTimeout <= 0 || c.requestTimeout <= 0:
-		return errors.New("--startup-timeout and --request-timeout must be positive")
-	case c.maxBody <= 0:
-		return errors.New("argument --max-body-bytes: must be positive")
-	case c.responseFormat != "b64_json" && c.responseFormat != "artifact":
-		return fmt.Errorf("argument --response-format: invalid choice: '%s' (choose from 'b64_json', 'artifact')", c.responseFormat)
-	case c.responseFormat == "artifact" && (c.scratch == "" || !c.keepArtifacts):
-		return errors.New("--response-format artifact needs --scratch DIR and --keep-artifacts: the response names the file")
-	case c.keepArtifacts && c.scratch == "":
-		return errors.New("--keep-artifacts needs --scratch DIR")
+		return errors.New("worker timeouts must be positive")
+	case c.bundle == "" && c.modelName != "":
+		return errors.New("--model-name requires the positional bundle")
+	case c.bundle == "":
+		return errors.New("provide a bundle or at least one --model NAME=PATH")
+	case c.modelName == "":
+		return errors.New("--model-name is required with the positional bundle")
+	case !isFile(p.abs(c.bundle)):
+		return errors.New("bundle does not exist")
+	case c.workerBinary == "" || !isFile(p.abs(c.workerBinary)):
+		return errors.New("native worker executable is unavailable")
+	case c.runtimeRoot != "" && !isDir(p.abs(c.runtimeRoot)):
+		return errors.New("--runtime-root must be a directory")
 	}
 	return nil
 }
 
-// serverMain plays trtmc-server until SIGTERM or SIGINT.
-func serverMain(p *proc) int {
-	cfg, err := parseServer(p.args[1:])
+// nativeServerMain plays the native trtmc-server binary: it runs its control plane with
+// --worker-binary <itself>, as main.cpp @ 0f958bfb execs `python3 -P -m trtmc_server`,
+// which needs the control plane's copy at <exe dir>/server/python/trtmc_server.
+func nativeServerMain(p *proc) int {
+	if len(p.args) > 1 && p.args[1] == "_serve-worker" {
+		return p.fail(exitUsage, "trtmc-server _serve-worker: the qualkit contract double's control plane serves in-process; it spawns no worker")
+	}
+	exe := p.abs(p.args[0])
+	if !filepath.IsAbs(p.args[0]) && !strings.Contains(p.args[0], "/") {
+		exe = p.self
+	}
+	if !isDir(filepath.Join(filepath.Dir(exe), "server", "python", "trtmc_server")) {
+		return p.fail(exitFail, "/usr/bin/python3: No module named trtmc_server (the native trtmc-server looks for its control plane at %s: build the trtmc_server_python target)",
+			filepath.Join(filepath.Dir(exe), "server", "python"))
+	}
+	return serverMain(p, append(append([]string{}, p.args[1:]...), "--worker-binary", exe))
+}
+
+// serverMain plays trtmc-server's control plane (`python3 -m trtmc_server ARGS`) until
+// SIGTERM or SIGINT.
+func serverMain(p *proc, args []string) int {
+	cfg, err := parseServer(args)
 	if errors.Is(err, errHelp) {
 		fmt.Fprintln(p.stdout, serverHelp)
 		return exitOK
+	}
+	if err == nil {
+		err = cfg.validate(p)
 	}
 	if err != nil {
 		return p.fail(exitUsage, "%s\ntrtmc-server: error: %v", serverUsage, err)
@@ -179,8 +236,8 @@ func serverMain(p *proc) int {
 		return p.fail(exitFail, "trtmc-server: error: %v", err)
 	}
 	hs := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 30 * time.Second}
-	fmt.Fprintf(p.stderr, "trtmc-server (qualkit contract double): serving %s as %q on http://%s (response format %s)\n",
-		cfg.bundle, s.model, ln.Addr(), cfg.responseFormat)
+	fmt.Fprintf(p.stderr, "trtmc-server (qualkit contract double): serving %s as %q on http://%s (worker %s, max body %d bytes)\n",
+		cfg.bundle, s.model, ln.Addr(), cfg.workerBinary, cfg.maxBody)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
@@ -222,12 +279,6 @@ func newServer(p *proc, cfg serverConfig, loadDelay time.Duration) (*server, err
 	if loadDelay.Seconds() > cfg.startupTimeout {
 		return nil, fmt.Errorf("model load (%v) exceeds --startup-timeout %gs", loadDelay, cfg.startupTimeout)
 	}
-	cfg.scratch = p.abs(cfg.scratch)
-	if cfg.scratch != "" {
-		if err := os.MkdirAll(cfg.scratch, 0o755); err != nil {
-			return nil, fmt.Errorf("--scratch: %w", err)
-		}
-	}
 	s := &server{cfg: cfg, model: cfg.modelName, started: time.Now(), loadDelay: loadDelay}
 	if s.model == "" {
 		s.model = h.ModelID
@@ -255,36 +306,22 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /health/live", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONResponse(w, http.StatusOK, map[string]string{"status": "live"})
 	})
+	// app.py @ a9ed5f69: /health/ready answers {"status": "ready"|"not_ready", "degraded"}.
 	mux.HandleFunc("GET /health/ready", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.ready() {
-			writeJSONResponse(w, http.StatusServiceUnavailable, map[string]string{"status": "loading"})
+			writeJSONResponse(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready", "degraded": false})
 			return
 		}
-		writeJSONResponse(w, http.StatusOK, map[string]string{"status": "ready"})
+		writeJSONResponse(w, http.StatusOK, map[string]any{"status": "ready", "degraded": false})
 	})
+	// registry.py @ a4ba28be: each model is owned by "tensorrt-model-connect".
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSONResponse(w, http.StatusOK, map[string]any{"object": "list",
-			"data": []map[string]string{{"id": s.model, "object": "model", "owned_by": "trtmc"}}})
-	})
-	mux.HandleFunc("GET /v1/serving/info", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSONResponse(w, http.StatusOK, servingInfo{Backend: "trtmc", Operation: "generate_image", Task: "image_edit",
-			TimingScope: "public_task_call_wall", Bundle: s.cfg.bundle, Model: s.model,
-			LoadMS: s.loadDelay.Milliseconds(), Double: true})
+		writeJSONResponse(w, http.StatusOK, map[string]any{"object": "list", Marker: true,
+			"data": []map[string]any{{"id": s.model, "object": "model", "created": s.started.Unix(), "owned_by": "tensorrt-model-connect"}}})
 	})
 	mux.HandleFunc("POST /v1/images/edits", s.edits)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
+		writeJSONResponse(w, http.StatusNotFound, map[string]string{"detail": "Not Found"}) // FastAPI's default
 	})
 	return mux
-}
-
-type servingInfo struct {
-	Backend     string `json:"backend"`
-	Operation   string `json:"operation"`
-	Task        string `json:"task"`
-	TimingScope string `json:"timing_scope"`
-	Bundle      string `json:"bundle"`
-	Model       string `json:"model"`
-	LoadMS      int64  `json:"load_ms"`
-	Double      bool   `json:"qualkit_contract_double"`
 }

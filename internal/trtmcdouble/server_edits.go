@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -96,12 +94,12 @@ func (s *server) edits(w http.ResponseWriter, r *http.Request) {
 	id := requestID(r.Header.Get("X-Request-ID"))
 	w.Header().Set("X-Request-ID", id)
 	if !s.ready() {
-		writeError(w, http.StatusServiceUnavailable, "not_ready", "the model is loading; poll /health/ready")
+		serverError(w, http.StatusServiceUnavailable, "not_ready", "the model is loading; poll /health/ready")
 		return
 	}
 	if !s.busy.TryLock() {
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, "server_busy", "another request is running; this server serves one at a time")
+		serverError(w, http.StatusTooManyRequests, "server_busy", "all model worker replicas are busy")
 		return
 	}
 	defer s.busy.Unlock()
@@ -111,7 +109,7 @@ func (s *server) edits(w http.ResponseWriter, r *http.Request) {
 		if !errors.As(err, &he) {
 			he = &httpError{http.StatusInternalServerError, "internal_error", err.Error()}
 		}
-		writeError(w, he.status, he.typ, he.msg)
+		serverError(w, he.status, he.typ, he.msg)
 		return
 	}
 	if s.beforeEdit != nil {
@@ -121,41 +119,17 @@ func (s *server) edits(w http.ResponseWriter, r *http.Request) {
 	png, err := Edit(req.image, req.prompt, req.settings)
 	callEnd := time.Now()
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		serverError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	item, err := s.output(id, png)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "internal_error", err.Error())
-		return
-	}
+	item := map[string]string{"b64_json": base64.StdEncoding.EncodeToString(png)}
 	t := timing{QueueMS: ms(callStart.Sub(start)), ModelCallMS: ms(callEnd.Sub(callStart)), HandlerMS: ms(time.Since(start))}
 	if err := s.record(id, t, req.settings); err != nil {
-		writeError(w, http.StatusInternalServerError, "internal_error", "--records: "+err.Error())
+		serverError(w, http.StatusInternalServerError, "internal_error", "--records: "+err.Error())
 		return
 	}
 	w.Header().Set("Server-Timing", fmt.Sprintf("model;dur=%.3f", t.ModelCallMS))
 	writeJSONResponse(w, http.StatusOK, editResponse{Created: time.Now().Unix(), Data: []map[string]string{item}, Timing: t, Double: true})
-}
-
-// output is the response's data item; with --keep-artifacts the PNG is also kept at
-// <scratch>/<request-id>/output.png, which the artifact shape names.
-func (s *server) output(id string, png []byte) (map[string]string, error) {
-	if !s.cfg.keepArtifacts {
-		return map[string]string{"b64_json": base64.StdEncoding.EncodeToString(png)}, nil
-	}
-	dir := filepath.Join(s.cfg.scratch, id)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("artifact directory for request %s: %w", id, err)
-	}
-	path := filepath.Join(dir, "output.png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		return nil, err
-	}
-	if s.cfg.responseFormat == "artifact" {
-		return map[string]string{"url": "file://" + path}, nil
-	}
-	return map[string]string{"b64_json": base64.StdEncoding.EncodeToString(png)}, nil
 }
 
 // record appends the request's line to --records (the file is unbuffered: the line is
@@ -174,14 +148,27 @@ func (s *server) record(id string, t timing, st Settings) error {
 	return err
 }
 
-// parseEdit reads the multipart form and validates every field.
+// parseEdit reads the multipart form and validates every field. The body limit is
+// --max-body-bytes as app.py @ a9ed5f69's _BodyLimitMiddleware applies it: the declared
+// Content-Length first, then the bytes as they are read; either over it is 413
+// content_too_large "request body exceeds limit".
 func (s *server) parseEdit(w http.ResponseWriter, r *http.Request) (editRequest, error) {
+	tooLarge := &httpError{http.StatusRequestEntityTooLarge, "content_too_large", "request body exceeds limit"}
+	if cl := r.Header.Get("Content-Length"); cl != "" {
+		n, err := strconv.ParseInt(cl, 10, 64)
+		if err != nil {
+			return editRequest{}, &httpError{http.StatusBadRequest, "invalid_request", "invalid Content-Length header"}
+		}
+		if n > s.cfg.maxBody {
+			return editRequest{}, tooLarge
+		}
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.maxBody)
 	values, files, err := readForm(r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return editRequest{}, &httpError{http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the request body exceeds --max-body-bytes %d", s.cfg.maxBody)}
+			return editRequest{}, tooLarge
 		}
 		return editRequest{}, err
 	}
@@ -275,17 +262,10 @@ func unknownFields(values map[string]string, files map[string][]byte) []string {
 	return unknown
 }
 
-// checkResponseFormat requires the request's response_format to be b64_json or url. In
-// the b64_json shape it must not ask for a url; in the artifact shape the server answers
-// with the file URL whatever was asked (TRTMC's measurement server never puts the image
-// in the body).
+// checkResponseFormat: the stage-7 report's route answers b64_json (AIPerf asks for it).
 func (s *server) checkResponseFormat(rf string) error {
-	if rf != "" && rf != "b64_json" && rf != "url" {
-		return badRequest("response_format must be b64_json or url, not %q", rf)
-	}
-	if rf == "url" && s.cfg.responseFormat != "artifact" {
-		want := "b64_json"
-		return badRequest("response_format %s: this server was started with --response-format %s and answers %s", rf, s.cfg.responseFormat, want)
+	if rf != "" && rf != "b64_json" {
+		return badRequest("response_format must be b64_json, not %q", rf)
 	}
 	return nil
 }
@@ -339,4 +319,17 @@ func writeJSONResponse(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
 	writeJSONResponse(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": status}})
+}
+
+// serverError is trtmc-server's error body (app.py @ a9ed5f69 § error_response):
+// {"error": {"message", "type", "param", "code"}}, type by status.
+func serverError(w http.ResponseWriter, status int, code, msg string) {
+	typ := "invalid_request_error"
+	switch {
+	case status >= 500:
+		typ = "server_error"
+	case status == http.StatusTooManyRequests:
+		typ = "rate_limit_error"
+	}
+	writeJSONResponse(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
 }

@@ -49,40 +49,64 @@ func DockerfileName() (string, error) {
 	return "", fmt.Errorf("TRTMC has no dev Dockerfile for %s", runtime.GOARCH)
 }
 
-// doubleDockerfile installs the double under the names qualkit calls. It is the
-// double's Dockerfile, not TRTMC's: it only borrows the name of TRTMC's dev Dockerfile
-// so that the adapter finds it where it looks for TRTMC's. trtmc and
-// trtmc_benchmark_worker need no entry: the cmake double writes them into the build dir.
-// The legacy layout gets no trtmc-server: TRTMC main e9132e79 has no HTTP server.
+// Serving contracts a checkout of the double can carry (qwen_image's DetectServing reads
+// them from the source files Checkout writes).
+const (
+	ServingPerfServe = "perf-serve"
+	ServingEditRoute = "edit-route"
+	ServingNone      = "none"
+)
+
+// dockerignore is shaped like TRTMC's root .dockerignore at e9132e79: everything denied,
+// then an allow-list of python/ that leaves out requirements/, which the dev Dockerfile
+// copies from. `docker build -f Dockerfile.dev.x86 .` therefore fails on it, as TRTMC's
+// own documented command does; qualkit stages the context from the COPY lines instead.
+const dockerignore = `# qualkit contract double: shaped like TRTMC's root .dockerignore at e9132e79 (a
+# deny-all with an allow-list that leaves out requirements/ and qualkit-double/).
+*
+!python/
+!python/tensorrt_model_connect/
+!python/tensorrt_model_connect/__init__.py
+**/__pycache__/
+`
+
+// doubleDockerfile installs the double under the names qualkit calls, copying from
+// where the layout's own dev Dockerfile copies: requirements/community-ci.txt with the
+// checkout root as context at e9132e79; community-ci.txt with requirements/ as the
+// context in the newer layout (Dockerfile.dev.x86 @ 520a0165), so the double's binary
+// lies under requirements/ there. It is the double's Dockerfile, not TRTMC's: it only
+// borrows the name and the COPY shape. trtmc, trtmc-server and trtmc_benchmark_worker
+// need no entry: the cmake double writes them into the build folder.
 func doubleDockerfile(layout string) string {
-	server := "COPY qualkit-double/trtmcdouble /usr/local/bin/trtmc-server\n"
-	if layout == LayoutLegacy {
-		server = "# no trtmc-server: TRTMC main e9132e79 has no HTTP server\n"
+	reqs, bin := "requirements/community-ci.txt", checkoutBinary
+	if layout == LayoutFamilies {
+		reqs, bin = "community-ci.txt", "qualkit-double/trtmcdouble"
 	}
-	return strings.Replace(dockerfileTemplate, "{{server}}\n", server, 1)
+	return strings.NewReplacer("{{reqs}}", reqs, "{{bin}}", bin).Replace(dockerfileTemplate)
 }
 
 const dockerfileTemplate = `# qualkit contract double: this Dockerfile is the double's, NOT TensorRT-Model-Connect's.
 # It carries the name of TRTMC's dev Dockerfile so that qualkit finds it where it looks,
-# and installs one static binary (qualkit's internal/trtmcdouble) under the program names
-# qualkit calls. No CUDA, no TensorRT, no model: nothing it produces is a real result.
+# copies from where that layout's Dockerfile copies, and installs one static binary
+# (qualkit's internal/trtmcdouble) under the program names qualkit calls. No CUDA, no
+# TensorRT, no model: nothing it produces is a real result.
 FROM scratch
 LABEL qualkit.contract-double="true"
-COPY qualkit-double/trtmcdouble /usr/bin/cmake
-COPY qualkit-double/trtmcdouble /opt/venv/bin/python3
-COPY qualkit-double/trtmcdouble /opt/venv/bin/python
-{{server}}
+COPY {{reqs}} /tmp/trtmc-community-ci.txt
+COPY {{bin}} /usr/bin/cmake
+COPY {{bin}} /opt/venv/bin/python3
+COPY {{bin}} /opt/venv/bin/python
 ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin
 WORKDIR /workspace/tensorrt-model-connect
 `
 
 // Checkout creates a TRTMC-shaped checkout of layout ("families" or "legacy") at dir,
-// which must not exist or be empty: the shaped tree of that layout (the legacy one with
-// the double's stand-ins for the correctness case's test file and root conftest.py where
-// the tree has none), the
-// built double at qualkit-double/trtmcdouble, and the double's Dockerfile under TRTMC's
-// dev Dockerfile name; then one git commit, so the checkout has a revision.
-func Checkout(ctx context.Context, repoRoot, dir, layout string) error {
+// which must not exist or be empty: the shaped tree of that layout, the stand-in sources
+// of one serving contract (serving: perf-serve, edit-route or none; the legacy layout,
+// like TRTMC main e9132e79, has none), the built double, a .dockerignore and the
+// double's Dockerfile under TRTMC's dev Dockerfile name, shaped like the layout's; then
+// one git commit, so the checkout has a revision.
+func Checkout(ctx context.Context, repoRoot, dir, layout, serving string) error {
 	var trees []string
 	switch layout {
 	case LayoutFamilies:
@@ -99,13 +123,53 @@ func Checkout(ctx context.Context, repoRoot, dir, layout string) error {
 	if err := copyShapedTree(repoRoot, dir, trees); err != nil {
 		return err
 	}
-	if err := Build(ctx, repoRoot, filepath.Join(dir, checkoutBinary)); err != nil {
+	sources, ok := servingSources[serving]
+	if !ok || (layout == LayoutLegacy && serving != ServingNone) {
+		return fmt.Errorf("checkout serving %q: want %s, %s or %s (legacy: %s only)", serving, ServingPerfServe, ServingEditRoute, ServingNone, ServingNone)
+	}
+	files := map[string]string{".dockerignore": dockerignore, dockerfile: doubleDockerfile(layout),
+		"requirements/community-ci.txt": "# qualkit contract double: stands for TRTMC's community CI pins\n"}
+	for rel, text := range sources {
+		files[rel] = text
+	}
+	for rel, text := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	bin := filepath.Join(dir, checkoutBinary)
+	if layout == LayoutFamilies {
+		bin = filepath.Join(dir, "requirements", "qualkit-double", "trtmcdouble")
+	}
+	if err := Build(ctx, repoRoot, bin); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, dockerfile), []byte(doubleDockerfile(layout)), 0o644); err != nil {
-		return err
-	}
-	return gitCommit(ctx, dir, "TRTMC-shaped checkout ("+layout+" layout) with qualkit's contract double")
+	return gitCommit(ctx, dir, "TRTMC-shaped checkout ("+layout+" layout, serving "+serving+") with qualkit's contract double")
+}
+
+// servingSources are the stand-in source files of each serving contract: our own words,
+// at the paths where TRTMC keeps the real ones, declaring the route qualkit's adapter
+// looks for. The double's programs play the servers; these files are never run.
+var servingSources = map[string]map[string]string{
+	ServingNone: {},
+	ServingPerfServe: {
+		"apps/perf_serving/trtmc_perf_serving/__init__.py": "# qualkit contract double: stands for TRTMC's trtmc_perf_serving package.\n",
+		"apps/perf_serving/trtmc_perf_serving/cli.py":      "# qualkit contract double: stands for cli.py (`python -m trtmc_perf_serving serve ...`); the double's python3 plays it.\n",
+		"apps/perf_serving/trtmc_perf_serving/app.py": "# qualkit contract double: stands for app.py; the route it declares, as TRTMC's does:\n" +
+			"# @app.post(\"/v1/tasks/{name}\")\n",
+		"apps/perf_serving/requirements.txt": "# qualkit contract double: stands for perf-serve's requirements\n",
+	},
+	ServingEditRoute: {
+		"apps/server/main.cpp":                         "// qualkit contract double: stands for the native trtmc-server (main.cpp); the double's binary plays it.\n",
+		"apps/server/python/trtmc_server/__init__.py":  "# qualkit contract double: stands for TRTMC's trtmc_server package.\n",
+		"apps/server/python/trtmc_server/__main__.py":  "# qualkit contract double: stands for `python -m trtmc_server`.\n",
+		"apps/server/python/trtmc_server/cli.py":       "# qualkit contract double: stands for cli.py; the double's python3 plays it.\n",
+		"apps/server/python/trtmc_server/app.py": "# qualkit contract double: stands for app.py with the stage-7 report's image edit route\n" +
+			"# (no public TRTMC source has it): POST /v1/images/edits\n",
+	},
 }
 
 // copyShapedTree copies the first tree to dir, then from each further tree (an overlay)

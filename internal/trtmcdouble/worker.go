@@ -52,6 +52,9 @@ type workerRequest struct {
 	CFGScale       *float64 `json:"cfg_scale"`
 	Height         *int     `json:"height"`
 	Width          *int     `json:"width"`
+	// BatchSize is num_samples (benchmark_worker.cpp @ ca938e40 § image_config); an edit
+	// makes one image. perf-serve's base request states 1.
+	BatchSize *int `json:"batch_size"`
 }
 
 // workerLine is one JSON line on stdin: a request, or {"type":"shutdown"}.
@@ -240,6 +243,8 @@ func (w *worker) run(line workerLine) (*workerObservation, error) {
 		return nil, errors.New("request: image_path is required")
 	case line.ArtifactBase == "":
 		return nil, errors.New("artifact_base is required")
+	case r.BatchSize != nil && *r.BatchSize != 1:
+		return nil, fmt.Errorf("request: batch_size %d: an image edit makes one image", *r.BatchSize)
 	}
 	st := r.settings(DefaultSettings(w.header))
 	src, err := os.ReadFile(w.p.abs(*r.ImagePath))
