@@ -112,33 +112,31 @@ var editForm = map[string]string{"prompt": "Make it autumn.", "model": HFID, "n"
 
 func TestServerRoutes(t *testing.T) {
 	e := newServerEnv(t)
-	_, ts := e.start(t, 200*time.Millisecond, "--model-name", HFID)
+	s, ts := e.start(t, 200*time.Millisecond, "--model-name", HFID)
 
 	code, got := getJSON(t, ts.URL+"/health/live")
 	assert.Equal(t, 200, code)
 	assert.Equal(t, map[string]any{"status": "live"}, got)
 	code, got = getJSON(t, ts.URL+"/health/ready")
 	assert.Equal(t, 503, code)
-	assert.Equal(t, map[string]any{"status": "loading"}, got)
+	assert.Equal(t, map[string]any{"status": "not_ready", "degraded": false}, got)
 	resp, body := postEdit(t, ts.URL, editForm, e.image)
 	assert.Equal(t, 503, resp.StatusCode)
-	assert.Equal(t, "not_ready", body["error"].(map[string]any)["type"])
+	assert.Equal(t, map[string]any{"message": "the model is loading; poll /health/ready", "type": "server_error", "param": nil, "code": "not_ready"}, body["error"])
 	require.Eventually(t, func() bool { c, _ := getJSON(t, ts.URL+"/health/ready"); return c == 200 }, 5*time.Second, 20*time.Millisecond)
 	_, got = getJSON(t, ts.URL+"/health/ready")
-	assert.Equal(t, map[string]any{"status": "ready"}, got)
+	assert.Equal(t, map[string]any{"status": "ready", "degraded": false}, got)
 
 	code, got = getJSON(t, ts.URL+"/v1/models")
 	assert.Equal(t, 200, code)
-	assert.Equal(t, map[string]any{"object": "list", "data": []any{map[string]any{"id": HFID, "object": "model", "owned_by": "trtmc"}}}, got)
+	assert.Equal(t, map[string]any{"object": "list", Marker: true, "data": []any{map[string]any{"id": HFID, "object": "model",
+		"created": float64(s.started.Unix()), "owned_by": "tensorrt-model-connect"}}}, got)
 
-	code, got = getJSON(t, ts.URL+"/v1/serving/info")
-	assert.Equal(t, 200, code)
-	assert.Equal(t, map[string]any{"backend": "trtmc", "operation": "generate_image", "task": "image_edit",
-		"timing_scope": "public_task_call_wall", "bundle": e.bundle, "model": HFID, "load_ms": 200.0, Marker: true}, got)
-
-	code, got = getJSON(t, ts.URL+"/v1/chat/completions")
-	assert.Equal(t, 404, code)
-	assert.Equal(t, "not_found", got["error"].(map[string]any)["type"])
+	for _, path := range []string{"/v1/serving/info", "/v1/chat/completions"} {
+		code, got = getJSON(t, ts.URL+path)
+		assert.Equal(t, 404, code, "trtmc-server has no %s in the double (it serves text there, no serving info at all)", path)
+		assert.Equal(t, map[string]any{"detail": "Not Found"}, got)
+	}
 }
 
 func TestServerEditB64JSON(t *testing.T) {
@@ -205,42 +203,6 @@ func TestServerRequestIDs(t *testing.T) {
 	}
 }
 
-func TestServerEditArtifact(t *testing.T) {
-	e := newServerEnv(t)
-	scratch := filepath.Join(t.TempDir(), "scratch")
-	_, ts := e.start(t, 0, "--scratch", scratch, "--keep-artifacts", "--response-format", "artifact")
-	fields := map[string]string{"prompt": "Make it autumn.", "response_format": "url"}
-	resp, got := postEdit(t, ts.URL, fields, e.image, "X-Request-ID", "r1")
-	require.Equal(t, 200, resp.StatusCode, got)
-	path := filepath.Join(scratch, "r1", "output.png")
-	assert.Equal(t, []any{map[string]any{"url": "file://" + path}}, got["data"])
-	png, err := os.ReadFile(path)
-	require.NoError(t, err)
-	want, err := Edit(e.image, "Make it autumn.", DefaultSettings(BundleHeader{ImageWidth: 64, ImageHeight: 48, NumInferenceSteps: 20}))
-	require.NoError(t, err)
-	assert.Equal(t, want, png)
-
-	resp, got = postEdit(t, ts.URL, fields, e.image, "X-Request-ID", "r1")
-	assert.Equal(t, 500, resp.StatusCode, "a reused request id does not overwrite its artifact")
-	assert.Contains(t, got["error"].(map[string]any)["message"], "artifact directory for request r1")
-	resp, got = postEdit(t, ts.URL, map[string]string{"prompt": "p", "response_format": "b64_json"}, e.image, "X-Request-ID", "r2")
-	require.Equal(t, 200, resp.StatusCode, "AIPerf always asks for b64_json: the artifact shape answers with the file URL anyway")
-	assert.Equal(t, []any{map[string]any{"url": "file://" + filepath.Join(scratch, "r2", "output.png")}}, got["data"])
-}
-
-func TestServerKeepsArtifactsInB64Shape(t *testing.T) {
-	e := newServerEnv(t)
-	scratch := t.TempDir()
-	_, ts := e.start(t, 0, "--scratch", scratch, "--keep-artifacts", "--response-format", "b64_json")
-	resp, got := postEdit(t, ts.URL, map[string]string{"prompt": "p"}, e.image, "X-Request-ID", "k1")
-	require.Equal(t, 200, resp.StatusCode)
-	png, err := base64.StdEncoding.DecodeString(got["data"].([]any)[0].(map[string]any)["b64_json"].(string))
-	require.NoError(t, err)
-	kept, err := os.ReadFile(filepath.Join(scratch, "k1", "output.png"))
-	require.NoError(t, err)
-	assert.Equal(t, kept, png)
-}
-
 func TestServerEditRejects(t *testing.T) {
 	e := newServerEnv(t)
 	_, ts := e.start(t, 0, "--model-name", "qwen-edit", "--max-body-bytes", "100000")
@@ -270,8 +232,8 @@ func TestServerEditRejects(t *testing.T) {
 		"no image":           {with(), nil, 400, "image is required"},
 		"image as text":      {with("image", "abc"), nil, 400, "image must be a file part"},
 		"not an image":       {with(), []byte("GIF89a......"), 400, "neither PNG nor JPEG"},
-		"bad response fmt":   {with("response_format", "png"), e.image, 400, "response_format must be b64_json or url"},
-		"url without shape":  {with("response_format", "url"), e.image, 400, "started with --response-format b64_json"},
+		"bad response fmt":   {with("response_format", "png"), e.image, 400, `response_format must be b64_json, not "png"`},
+		"url":                {with("response_format", "url"), e.image, 400, `response_format must be b64_json, not "url"`},
 		"bad size":           {with("size", "big"), e.image, 400, `size "big" is not WxH`},
 		"zero size":          {with("size", "0x10"), e.image, 400, "width and height must be"},
 		"bad seed":           {with("seed", "x"), e.image, 400, `seed "x" is not an integer`},
@@ -279,14 +241,16 @@ func TestServerEditRejects(t *testing.T) {
 		"zero steps":         {with("num_inference_steps", "0"), e.image, 400, "must be at least 1"},
 		"bad true_cfg_scale": {with("true_cfg_scale", "high"), e.image, 400, "true_cfg_scale"},
 		"bad guidance":       {with("guidance_scale", "x"), e.image, 400, "guidance_scale"},
-		"too large":          {with(), big, 413, "exceeds --max-body-bytes 100000"},
+		"too large":          {with(), big, 413, "request body exceeds limit"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			resp, got := postEdit(t, ts.URL, tc.fields, tc.image)
 			assert.Equal(t, tc.status, resp.StatusCode)
 			errObj := got["error"].(map[string]any)
 			assert.Contains(t, errObj["message"], tc.want)
-			assert.Equal(t, float64(tc.status), errObj["code"])
+			code := map[int]string{400: "invalid_request", 413: "content_too_large"}[tc.status]
+			assert.Equal(t, code, errObj["code"], "trtmc-server's error body: a code name, not the status")
+			assert.Equal(t, "invalid_request_error", errObj["type"])
 			assert.NotEmpty(t, resp.Header.Get("X-Request-ID"))
 		})
 	}
@@ -298,7 +262,7 @@ func TestServerEditRejects(t *testing.T) {
 		assert.Equal(t, 400, resp.StatusCode)
 		b, _ := io.ReadAll(resp.Body)
 		assert.Contains(t, string(b), "multipart/form-data")
-		assert.Contains(t, string(b), `"type":"invalid_request"`)
+		assert.Contains(t, string(b), `"code":"invalid_request"`)
 	})
 	t.Run("field twice", func(t *testing.T) {
 		var b bytes.Buffer
@@ -344,7 +308,7 @@ func TestServerServesOneRequestAtATime(t *testing.T) {
 	resp, got := postEdit(t, ts.URL, map[string]string{"prompt": "p"}, e.image)
 	assert.Equal(t, 429, resp.StatusCode)
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
-	assert.Equal(t, "server_busy", got["error"].(map[string]any)["type"])
+	assert.Equal(t, map[string]any{"message": "all model worker replicas are busy", "type": "rate_limit_error", "param": nil, "code": "server_busy"}, got["error"])
 	code, _ := getJSON(t, ts.URL+"/health/live")
 	assert.Equal(t, 200, code, "health answers while an edit runs")
 	close(release)
@@ -375,63 +339,6 @@ func TestServerServedBytesMatchTheCLI(t *testing.T) {
 	native, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, served, native, "the native Task and the server give the same bytes")
-}
-
-func TestServerCommandLine(t *testing.T) {
-	e := newServerEnv(t)
-	cfg, err := parseServer([]string{e.bundle, "--model-name", "m", "--host", "::1", "--port=9000", "--runtime-root", "/rt",
-		"--startup-timeout", "1800", "--request-timeout", "1800", "--records", "r.jsonl", "--max-body-bytes", "1048576",
-		"--scratch", "/s", "--keep-artifacts", "--response-format", "artifact"})
-	require.NoError(t, err)
-	assert.Equal(t, serverConfig{bundle: e.bundle, modelName: "m", host: "::1", port: 9000, runtimeRoot: "/rt", startupTimeout: 1800,
-		requestTimeout: 1800, records: "r.jsonl", maxBody: 1 << 20, scratch: "/s", keepArtifacts: true, responseFormat: "artifact"}, cfg)
-	cfg, err = parseServer([]string{e.bundle})
-	require.NoError(t, err)
-	assert.Equal(t, serverConfig{bundle: e.bundle, host: "127.0.0.1", port: 8000, startupTimeout: 600, requestTimeout: 600,
-		maxBody: DefaultMaxBodyBytes, responseFormat: "b64_json"}, cfg)
-
-	r := newRunner(t, e.p.wd)
-	res := r.run("trtmc-server", "--help")
-	assert.Equal(t, 0, res.code)
-	for _, flag := range []string{"--model-name", "--host", "--port", "--runtime-root", "--startup-timeout", "--request-timeout",
-		"--records", "--max-body-bytes", "--scratch", "--keep-artifacts", "--response-format", "--help", "64 MiB", "b64_json", "artifact"} {
-		assert.Contains(t, res.stdout, flag)
-	}
-
-	noLib := t.TempDir()
-	notBundle := writeFile(t, filepath.Join(t.TempDir(), "x.bundle"), "definitely not a bundle file")
-	for name, tc := range map[string]struct {
-		args []string
-		code int
-		want string
-	}{
-		"unknown flag":         {[]string{e.bundle, "--workers", "2"}, 2, "trtmc-server: error: unrecognized arguments: --workers"},
-		"extra positional":     {[]string{e.bundle, "other"}, 2, "unrecognized arguments: other"},
-		"no bundle":            {[]string{"--port", "1"}, 2, "the following arguments are required: bundle"},
-		"missing value":        {[]string{e.bundle, "--port"}, 2, "argument --port: expected one argument"},
-		"all interfaces":       {[]string{e.bundle, "--host", "0.0.0.0"}, 2, "--host must be a loopback address"},
-		"host name":            {[]string{e.bundle, "--host", "localhost"}, 2, "--host must be a loopback address"},
-		"lan address":          {[]string{e.bundle, "--host", "10.0.0.5"}, 2, "--host must be a loopback address"},
-		"bad port":             {[]string{e.bundle, "--port", "http"}, 2, "invalid int value"},
-		"port out of range":    {[]string{e.bundle, "--port", "70000"}, 2, "is not a port"},
-		"bad timeout":          {[]string{e.bundle, "--request-timeout", "soon"}, 2, "invalid float value"},
-		"zero timeout":         {[]string{e.bundle, "--startup-timeout", "0"}, 2, "must be positive"},
-		"bad body limit":       {[]string{e.bundle, "--max-body-bytes", "0"}, 2, "must be positive"},
-		"bad response format":  {[]string{e.bundle, "--response-format", "url"}, 2, "invalid choice: 'url'"},
-		"artifact, no scratch": {[]string{e.bundle, "--response-format", "artifact", "--keep-artifacts"}, 2, "needs --scratch DIR and --keep-artifacts"},
-		"artifact, no keep":    {[]string{e.bundle, "--response-format", "artifact", "--scratch", "/s"}, 2, "needs --scratch DIR and --keep-artifacts"},
-		"keep, no scratch":     {[]string{e.bundle, "--keep-artifacts"}, 2, "--keep-artifacts needs --scratch"},
-		"invalid bundle":       {[]string{notBundle}, 1, "not a valid .bundle artifact: " + notBundle},
-		"runtime without lib":  {[]string{e.bundle, "--runtime-root", noLib}, 1, "holds no libtrtmc_model_qwen_image.so"},
-		"startup too short":    {[]string{e.bundle, "--startup-timeout", "0.1"}, 1, "exceeds --startup-timeout"},
-		"records unwritable":   {[]string{e.bundle, "--records", filepath.Join(noLib, "no", "r.jsonl")}, 1, "--records"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			res := r.run(append([]string{"trtmc-server"}, tc.args...)...)
-			assert.Equal(t, tc.code, res.code)
-			assert.Contains(t, res.stderr, tc.want)
-		})
-	}
 }
 
 func TestServerRuntimeRootLayouts(t *testing.T) {
@@ -472,7 +379,8 @@ func TestServerMainOnLoopbackShutsDownGracefully(t *testing.T) {
 	defer cancel()
 	stderr := &syncBuffer{}
 	done := make(chan int, 1)
-	p := &proc{ctx: ctx, args: []string{"/usr/local/bin/trtmc-server", e.bundle, "--port", "0", "--model-name", "m"},
+	worker := writeFile(t, filepath.Join(t.TempDir(), "trtmc-server"), "native")
+	p := &proc{ctx: ctx, args: []string{"/opt/venv/bin/python3", "-m", "trtmc_server", e.bundle, "--port", "0", "--model-name", "m", "--worker-binary", worker},
 		env: map[string]string{}, stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, wd: e.p.wd, self: e.p.self}
 	go func() { done <- dispatch(p) }()
 
@@ -504,13 +412,102 @@ func TestServerMainOnLoopbackShutsDownGracefully(t *testing.T) {
 	}
 }
 
-// The adapter passes --scratch DIR --keep-artifacts for the artifact shape and no
-// --response-format (a flag only the double has): the folder decides the shape.
-func TestServerShapeFollowsTheScratchFolder(t *testing.T) {
+// The control plane's command line is cli.py @ a9ed5f69's: its flags, its defaults, and
+// its refusals in its order, each a usage error (exit 2) as argparse's parser.error makes.
+func TestServerCommandLine(t *testing.T) {
 	e := newServerEnv(t)
-	scratch := t.TempDir()
-	_, ts := e.start(t, 0, "--scratch", scratch, "--keep-artifacts")
-	resp, got := postEdit(t, ts.URL, map[string]string{"prompt": "p", "response_format": "b64_json"}, e.image, "X-Request-ID", "s1")
-	require.Equal(t, 200, resp.StatusCode)
-	assert.Equal(t, []any{map[string]any{"url": "file://" + filepath.Join(scratch, "s1", "output.png")}}, got["data"])
+	cfg, err := parseServer([]string{e.bundle, "--model-name", "m", "--host", "::1", "--port=9000", "--runtime-root", "/rt",
+		"--startup-timeout", "1800", "--request-timeout", "1800", "--records", "r.jsonl", "--max-body-bytes", "4194304", "--worker-binary", "/w"})
+	require.NoError(t, err)
+	assert.Equal(t, serverConfig{bundle: e.bundle, modelName: "m", host: "::1", port: 9000, runtimeRoot: "/rt", startupTimeout: 1800,
+		requestTimeout: 1800, records: "r.jsonl", maxBody: 4 << 20, workerBinary: "/w"}, cfg)
+	cfg, err = parseServer([]string{e.bundle})
+	require.NoError(t, err)
+	assert.Equal(t, serverConfig{bundle: e.bundle, host: "127.0.0.1", port: 8000, startupTimeout: 120, requestTimeout: 120,
+		maxBody: 1 << 20}, cfg, "cli.py's defaults: 120 s timeouts, a 1 MiB body")
+
+	r := newRunner(t, e.p.wd)
+	res := r.run("python3", "-m", "trtmc_server", "--help")
+	assert.Equal(t, 0, res.code)
+	for _, flag := range []string{"--model-name", "--host", "--port", "--runtime-root", "--startup-timeout", "--request-timeout",
+		"--records", "--max-body-bytes", "Serve text-generation bundles through persistent native workers"} {
+		assert.Contains(t, res.stdout, flag)
+	}
+	assert.NotContains(t, res.stdout, "--worker-binary", "argparse.SUPPRESS")
+
+	worker := writeFile(t, filepath.Join(t.TempDir(), "trtmc-server"), "native")
+	ok := []string{e.bundle, "--model-name", "m", "--worker-binary", worker}
+	noLib := t.TempDir()
+	for name, tc := range map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"the adapter's old flags": {append(ok, "--scratch", "/s", "--keep-artifacts"), 2, "trtmc-server: error: unrecognized arguments: --scratch --keep-artifacts"},
+		"a response format":       {append(ok, "--response-format", "artifact"), 2, "unrecognized arguments: --response-format artifact"},
+		"extra positional":        {append(ok, "other"), 2, "unrecognized arguments: other"},
+		"missing value":           {append(ok, "--port"), 2, "argument --port: expected one argument"},
+		"all interfaces":          {append(ok, "--host", "0.0.0.0"), 2, "--host must be a loopback IP address"},
+		"host name":               {append(ok, "--host", "localhost"), 2, "'localhost' does not appear to be an IPv4 or IPv6 address"},
+		"lan address":             {append(ok, "--host", "10.0.0.5"), 2, "--host must be a loopback IP address"},
+		"port out of range":       {append(ok, "--port", "70000"), 2, "--port must be between 0 and 65535"},
+		"zero timeout":            {append(ok, "--startup-timeout", "0"), 2, "worker timeouts must be positive"},
+		"bad body limit":          {append(ok, "--max-body-bytes", "0"), 2, "argument --max-body-bytes: invalid positive value: '0'"},
+		"no bundle":               {[]string{"--worker-binary", worker}, 2, "provide a bundle or at least one --model NAME=PATH"},
+		"no model name":           {[]string{e.bundle, "--worker-binary", worker}, 2, "--model-name is required with the positional bundle"},
+		"bundle missing":          {[]string{"/no/x.bundle", "--model-name", "m", "--worker-binary", worker}, 2, "bundle does not exist"},
+		"no worker binary":        {[]string{e.bundle, "--model-name", "m"}, 2, "trtmc-server: error: native worker executable is unavailable"},
+		"runtime root not a dir":  {append(ok, "--runtime-root", worker), 2, "--runtime-root must be a directory"},
+		"runtime without lib":     {append(ok, "--runtime-root", noLib), 1, "holds no libtrtmc_model_qwen_image.so"},
+		"startup too short":       {append(ok, "--startup-timeout", "0.1"), 1, "exceeds --startup-timeout"},
+		"records unwritable":      {append(ok, "--records", filepath.Join(noLib, "no", "r.jsonl")), 1, "--records"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := r.run(append([]string{"python3", "-m", "trtmc_server"}, tc.args...)...)
+			assert.Equal(t, tc.code, res.code, res.stderr)
+			assert.Contains(t, res.stderr, tc.want)
+		})
+	}
+}
+
+// The adapter's command line of the issue's time (the Python module from PYTHONPATH, no
+// worker binary) is refused as the real trtmc-server refuses it; the native binary
+// passes --worker-binary itself and finds its control plane beside it.
+func TestNativeServerPassesItsWorkerBinary(t *testing.T) {
+	e := newServerEnv(t)
+	r := newRunner(t, e.p.wd)
+	res := r.run("python3", "-m", "trtmc_server", e.bundle, "--model-name", "m", "--host", "127.0.0.1", "--port", "1",
+		"--records", "r.jsonl", "--startup-timeout", "1800", "--request-timeout", "1800")
+	assert.Equal(t, 2, res.code)
+	assert.Contains(t, res.stderr, "native worker executable is unavailable")
+
+	build := t.TempDir()
+	native := filepath.Join(build, "trtmc-server")
+	require.NoError(t, writeExecutable(r.self, native))
+	res = r.run(native, e.bundle, "--model-name", "m", "--port", "1")
+	assert.Equal(t, 1, res.code)
+	assert.Contains(t, res.stderr, "No module named trtmc_server", "no control plane at <exe dir>/server/python")
+	writeFile(t, filepath.Join(build, "server", "python", "trtmc_server", "cli.py"), "# control plane")
+	res = r.run(native, e.bundle, "--model-name", "m", "--host", "0.0.0.0")
+	assert.Equal(t, 2, res.code)
+	assert.Contains(t, res.stderr, "--host must be a loopback IP address", "past the worker check: the binary passed itself")
+}
+
+// A body over --max-body-bytes is 413 content_too_large, by its declared length or by
+// what is read (app.py @ a9ed5f69 § _BodyLimitMiddleware).
+func TestServerBodyLimit(t *testing.T) {
+	e := newServerEnv(t)
+	_, ts := e.start(t, 0, "--max-body-bytes", "2048")
+	resp, got := postEdit(t, ts.URL, editForm, e.image)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	assert.Equal(t, map[string]any{"message": "request body exceeds limit", "type": "invalid_request_error", "param": nil, "code": "content_too_large"}, got["error"])
+
+	body, ct := form(t, editForm, e.image)
+	req, err := http.NewRequest(http.MethodPost, ts.URL+"/v1/images/edits", io.NopCloser(body)) // no Content-Length: counted as read
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", ct)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode)
 }

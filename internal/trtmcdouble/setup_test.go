@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"qualkit/internal/harness/serving"
 	"runtime"
 	"strings"
 	"sync"
@@ -137,38 +138,57 @@ func TestCheckout(t *testing.T) {
 	builtDouble(t) // one build first; Checkout's own builds then hit the cache
 	dockerfile, err := DockerfileName()
 	require.NoError(t, err)
-	for layout, files := range map[string][]string{
-		LayoutFamilies: {"README.md", "conftest.py", familiesManifest, familiesTestFile, familiesTestImg,
-			"families/qwen_image/tests/thresholds/qwen-image-edit-2511.json"},
-		LayoutLegacy: {"README.md", "conftest.py", legacyModelTOML, legacyManifest, legacyTestFile,
+	families := []string{"README.md", "conftest.py", familiesManifest, familiesTestFile, familiesTestImg,
+		"families/qwen_image/tests/thresholds/qwen-image-edit-2511.json"}
+	for _, tc := range []struct {
+		layout, serving string
+		files           []string
+		bin, reqs, root string // where the binary lies, the COPY source of the pins, the context root
+	}{
+		{LayoutFamilies, ServingPerfServe, append(families, "apps/perf_serving/trtmc_perf_serving/app.py"),
+			"requirements/qualkit-double/trtmcdouble", "community-ci.txt", "requirements"},
+		{LayoutFamilies, ServingEditRoute, append(families, "apps/server/main.cpp", "apps/server/python/trtmc_server/app.py"),
+			"requirements/qualkit-double/trtmcdouble", "community-ci.txt", "requirements"},
+		{LayoutLegacy, ServingNone, []string{"README.md", "conftest.py", legacyModelTOML, legacyManifest, legacyTestFile,
 			legacyModelDir + "/data/test_img.jpeg", "website/data/hf-model-metadata.json"},
+			"qualkit-double/trtmcdouble", "requirements/community-ci.txt", "."},
 	} {
-		t.Run(layout, func(t *testing.T) {
+		t.Run(tc.layout+"-"+tc.serving, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "tensorrt-model-connect")
-			require.NoError(t, Checkout(context.Background(), repoRoot, dir, layout))
-			assert.Equal(t, layout, layoutOf(dir))
-			for _, f := range files {
+			require.NoError(t, Checkout(context.Background(), repoRoot, dir, tc.layout, tc.serving))
+			assert.Equal(t, tc.layout, layoutOf(dir))
+			for _, f := range tc.files {
 				assert.FileExists(t, filepath.Join(dir, f))
 			}
-			st, err := os.Stat(filepath.Join(dir, "qualkit-double", "trtmcdouble"))
+			st, err := os.Stat(filepath.Join(dir, tc.bin))
 			require.NoError(t, err)
 			assert.NotZero(t, st.Mode().Perm()&0o111)
 
 			df, err := os.ReadFile(filepath.Join(dir, dockerfile))
 			require.NoError(t, err)
+			bin := strings.TrimPrefix(tc.bin, "requirements/")
 			for _, line := range []string{"FROM scratch", "LABEL qualkit.contract-double=\"true\"",
-				"COPY qualkit-double/trtmcdouble /usr/bin/cmake", "COPY qualkit-double/trtmcdouble /opt/venv/bin/python3",
-				"COPY qualkit-double/trtmcdouble /opt/venv/bin/python",
+				"COPY " + tc.reqs + " /tmp/trtmc-community-ci.txt",
+				"COPY " + bin + " /usr/bin/cmake", "COPY " + bin + " /opt/venv/bin/python3",
 				"ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin", "WORKDIR /workspace/tensorrt-model-connect"} {
 				assert.Contains(t, strings.Split(string(df), "\n"), line)
 			}
 			assert.Contains(t, string(df), "NOT TensorRT-Model-Connect's")
-			server := "COPY qualkit-double/trtmcdouble /usr/local/bin/trtmc-server"
-			if layout == LayoutLegacy {
-				assert.NotContains(t, string(df), server, "TRTMC e9132e79 has no HTTP server")
-			} else {
-				assert.Contains(t, strings.Split(string(df), "\n"), server)
+			assert.NotContains(t, string(df), "trtmc-server", "no console script: the native server is built")
+
+			// The layout's .dockerignore drops what the Dockerfile copies from the checkout
+			// root; the context staged from the COPY lines holds it.
+			bc, err := serving.StageContext(filepath.Join(dir, dockerfile), []string{dir, filepath.Join(dir, "requirements")}, filepath.Join(t.TempDir(), "ctx"))
+			require.NoError(t, err)
+			assert.Equal(t, filepath.Join(dir, tc.root), filepath.Clean(bc.Root))
+			var staged []string
+			for _, f := range bc.Files {
+				staged = append(staged, f.Path)
 			}
+			assert.ElementsMatch(t, []string{tc.reqs, bin}, staged)
+			ignore, err := os.ReadFile(filepath.Join(dir, ".dockerignore"))
+			require.NoError(t, err)
+			assert.True(t, strings.HasPrefix(strings.TrimSpace(strings.SplitN(string(ignore), "\n*\n", 2)[1]), "!python/"), "deny-all, then python/ only")
 
 			git := func(args ...string) string {
 				out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
@@ -177,8 +197,9 @@ func TestCheckout(t *testing.T) {
 			}
 			assert.Regexp(t, `^[0-9a-f]{40}$`, git("rev-parse", "HEAD"))
 			assert.Empty(t, git("status", "--porcelain"), "everything is committed")
-			assert.Contains(t, git("ls-files"), "qualkit-double/trtmcdouble")
+			assert.Contains(t, git("ls-files"), tc.bin)
 		})
 	}
-	assert.ErrorContains(t, Checkout(context.Background(), repoRoot, t.TempDir(), "nightly"), `checkout layout "nightly"`)
+	assert.ErrorContains(t, Checkout(context.Background(), repoRoot, t.TempDir(), "nightly", ServingNone), `checkout layout "nightly"`)
+	assert.ErrorContains(t, Checkout(context.Background(), repoRoot, t.TempDir(), LayoutLegacy, ServingPerfServe), `legacy: none only`)
 }

@@ -1,0 +1,166 @@
+package trtmcdouble
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/wire"
+)
+
+// perfServeEnv starts perf-serve's double on a families checkout, a 64x48 bundle and a
+// runtime root whose worker is the built double, as the adapter starts it.
+func perfServeEnv(t *testing.T, keep bool) (*perfServe, *httptest.Server, string) {
+	t.Helper()
+	bin := builtDouble(t)
+	wd := shapedCheckout(t, LayoutFamilies)
+	rt := t.TempDir()
+	writeFile(t, filepath.Join(rt, libModelQwen), "lib")
+	require.NoError(t, writeExecutable(bin, filepath.Join(rt, "trtmc_benchmark_worker")))
+	spec := adapterSpec(t)
+	spec.ImageWidth, spec.ImageHeight = 64, 48
+	bundle := filepath.Join(t.TempDir(), Profile+".bundle")
+	writeTestBundle(t, bundle, spec)
+	scratch := t.TempDir()
+	p := &proc{env: map[string]string{}, wd: wd, self: bin, stdout: io.Discard, stderr: io.Discard}
+	c := perfServeConfig{profile: Profile, manifestRoot: "families", backend: "trtmc", bundle: bundle, runtimeRoot: rt,
+		worker: filepath.Join(rt, "trtmc_benchmark_worker"), modelName: HFID, host: "127.0.0.1", records: filepath.Join(scratch, "records.jsonl"),
+		scratch: filepath.Join(scratch, "s"), maxQueue: 64, keepArtifacts: keep, requestTimeout: 900}
+	ps, err := startPerfServe(p, c)
+	require.NoError(t, err)
+	t.Cleanup(ps.close)
+	ts := httptest.NewServer(ps.handler())
+	t.Cleanup(ts.Close)
+	return ps, ts, c.records
+}
+
+func postTask(t *testing.T, url, path string, body []byte, id string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-ID", id)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var got map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	return resp, got
+}
+
+// One edit through perf-serve's task route, in the request qualkit's wire.Task writes:
+// the response (no image), the scratch layout, the record, the headers (app.py @ 3878755c).
+func TestPerfServeTask(t *testing.T) {
+	ps, ts, records := perfServeEnv(t, true)
+	settings := map[string]string{"size": "64x48", "seed": "42", "num_inference_steps": "20", "true_cfg_scale": "4.0", "guidance_scale": "4.0", "negative_prompt": " "}
+	body, _, err := wire.Task{}.Encode("", wire.Request{Image: testPhoto(t), Prompt: "Make it autumn.", Settings: settings})
+	require.NoError(t, err)
+	resp, got := postTask(t, ts.URL, "/v1/tasks/generate_image", body, "rid-1")
+	require.Equal(t, 200, resp.StatusCode, got)
+	assert.Equal(t, "rid-1", resp.Header.Get("X-Request-ID"))
+	assert.Regexp(t, `^model;dur=[0-9]+\.[0-9]{3}$`, resp.Header.Get("Server-Timing"))
+	assert.Equal(t, "task.result", got["object"])
+	assert.Equal(t, "generate_image", got["text"])
+	assert.NotContains(t, got, "data", "the image is not in the body")
+
+	out, err := wire.Task{}.Output(mustJSON(t, got), "rid-1", func(rel string) ([]byte, error) {
+		return os.ReadFile(filepath.Join(ps.cfg.scratch, rel))
+	})
+	require.NoError(t, err)
+	want, err := Edit(testPhoto(t), "Make it autumn.", Settings{Seed: 42, Steps: 20, CFGScale: 4, GuidanceScale: 4, NegativePrompt: " ", Width: 64, Height: 48})
+	require.NoError(t, err)
+	assert.Equal(t, want, out, "the worker's edit, the same bytes as the native Task")
+	in, err := os.ReadFile(filepath.Join(ps.cfg.scratch, "rid-1", "inputs", "input-0000.jpg")) // the photo is a JPEG
+	require.NoError(t, err, "--keep-artifacts keeps the inputs too")
+	assert.Equal(t, testPhoto(t), in)
+	assert.FileExists(t, filepath.Join(ps.cfg.scratch, "_worker", "worker-session.json"))
+
+	b, err := os.ReadFile(records)
+	require.NoError(t, err)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace(b), &rec))
+	assert.Equal(t, "rid-1", rec["request_id"])
+	assert.Equal(t, "/v1/tasks/generate_image", rec["route"])
+	assert.Equal(t, got["trtmc_timing"], rec["timing"])
+	timing := got["trtmc_timing"].(map[string]any)
+	assert.GreaterOrEqual(t, timing["handler_ms"], timing["model_call_ms"])
+
+	code, info := getJSON(t, ts.URL+"/v1/serving/info")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "trtmc", info["backend"])
+	assert.Equal(t, "public_task_call_wall", info["timing_scope"])
+	assert.Equal(t, -1.0, info["base_request"].(map[string]any)["guidance_scale"], "the profile's base request, as resolved")
+	code, ready := getJSON(t, ts.URL+"/health/ready")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, map[string]any{"status": "ready", "operation": "generate_image"}, ready)
+}
+
+// What perf-serve refuses, in its order and words (app.py @ 3878755c § task; files.py).
+func TestPerfServeRefuses(t *testing.T) {
+	_, ts, _ := perfServeEnv(t, false)
+	img := base64.StdEncoding.EncodeToString(testPhoto(t))
+	for name, tc := range map[string]struct {
+		path, body string
+		status     int
+		want       string
+	}{
+		"other operation": {"/v1/tasks/generate_text", `{"request":{}}`, 400, "this server serves 'generate_image', not 'generate_text'"},
+		"not JSON":        {"/v1/tasks/generate_image", `prompt=x`, 400, "Expecting value"},
+		"extra key":       {"/v1/tasks/generate_image", `{"request":{},"stream":true}`, 400, `body must be {"request": {...operation request...}}`},
+		"server path":     {"/v1/tasks/generate_image", `{"request":{"prompt":"p","image_path":"/etc/passwd"}}`, 400, "send image_path inline"},
+		"sibling":         {"/v1/tasks/generate_image", `{"request":{"image_path":{"$file":{"b64":"` + img + `"},"x":1}}}`, 400, "$file references cannot carry sibling fields"},
+		"bad suffix":      {"/v1/tasks/generate_image", `{"request":{"image_path":{"$file":{"suffix":"../x","b64":"` + img + `"}}}}`, 400, "$file suffix must be a short file extension"},
+		"bad base64":      {"/v1/tasks/generate_image", `{"request":{"image_path":{"$file":{"suffix":".png","b64":"%%%"}}}}`, 400, "$file contains invalid base64"},
+		"worker refuses":  {"/v1/tasks/generate_image", `{"request":{"image_path":{"$file":{"suffix":".png","b64":"` + img + `"}},"batch_size":2}}`, 422, "batch_size 2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp, got := postTask(t, ts.URL, tc.path, []byte(tc.body), "r-"+strings.ReplaceAll(name, " ", "-"))
+			assert.Equal(t, tc.status, resp.StatusCode)
+			e := got["error"].(map[string]any)
+			assert.Contains(t, e["message"], tc.want)
+			assert.NotContains(t, e, "param", "perf-serve's error has no param")
+		})
+	}
+}
+
+func TestPerfServeCommandLine(t *testing.T) {
+	r := newRunner(t, t.TempDir())
+	res := r.run("python3", "-m", "trtmc_perf_serving", "serve", "--help")
+	assert.Equal(t, 0, res.code)
+	for _, f := range []string{"--backend", "--profile", "--manifest-root", "--bundle", "--runtime-root", "--worker", "--records", "--scratch", "--keep-artifacts", "--request-timeout"} {
+		assert.Contains(t, res.stdout, f)
+	}
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"required":      {[]string{"serve", "--backend", "trtmc"}, "the following arguments are required: --profile, --records, --scratch"},
+		"trtmc needs":   {[]string{"serve", "--backend", "trtmc", "--profile", Profile, "--records", "r", "--scratch", "s"}, "trtmc-perf-serve: the trtmc backend requires --bundle, --runtime-root, and --worker"},
+		"bad backend":   {[]string{"serve", "--backend", "vllm", "--profile", Profile, "--records", "r", "--scratch", "s"}, "invalid choice: 'vllm'"},
+		"unknown flag":  {[]string{"serve", "--backend", "trtmc", "--profile", Profile, "--records", "r", "--scratch", "s", "--api-key", "k"}, "unrecognized arguments: --api-key"},
+		"no subcommand": {[]string{"--profile", Profile}, "plays only the serve subcommand"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := r.run(append([]string{"python3", "-m", "trtmc_perf_serving"}, tc.args...)...)
+			assert.Equal(t, 2, res.code)
+			assert.Contains(t, res.stderr, tc.want)
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
