@@ -1,6 +1,7 @@
 package qual
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	qwenimage "qualkit/families/qwen_image"
+	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness"
+	"qualkit/internal/harness/serving"
+	"qualkit/internal/merged"
 	"qualkit/internal/schema"
 	"qualkit/internal/trtmcdouble"
 )
@@ -33,7 +38,7 @@ import (
 func doubleDir(root string) string { return filepath.Join(root, ".cache", "trtmc-double", "current") }
 
 // doubleTests are the tests that need the double prepared.
-var doubleTests = []string{"TestQwenDouble", "TestQwenDoubleE9132e79PredatesTheServer"}
+var doubleTests = []string{"TestQwenDouble", "TestQwenDoubleE9132e79PredatesTheServer", "TestQwenDoublePerfServeInputForgery"}
 
 // prepareDouble makes the double ready when the run selects a test that uses it. The
 // folder is named by the sha256 of the double's binary and built under a temporary name,
@@ -182,4 +187,44 @@ func TestQwenDoubleE9132e79PredatesTheServer(t *testing.T) {
 	assert.Contains(t, st.Error, "edit-route: no apps/server/python/trtmc_server/app.py")
 	assert.Contains(t, st.Error, "perf-serve: no apps/perf_serving/trtmc_perf_serving/app.py")
 	assert.Less(t, time.Since(start), time.Minute, "preflight fails in the first minute")
+}
+
+// perf-serve keeps each request's input beside its output; the checker holds it to the
+// image AIPerf recorded sending. A forger who swaps the kept input for another fixture
+// and recomputes every checksum list is caught, by name of both sources.
+func TestQwenDoublePerfServeInputForgery(t *testing.T) {
+	cfg := baseConfig
+	cfg.EvidenceRoot, cfg.RunID = t.TempDir(), harness.NewRunID(time.Now())+"-nc-perf-serve-forgery"
+	s, err := harness.NewSuite(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { serving.RemoveRunImages(context.Background(), s.Evidence.RunID) })
+	res, err := s.Run(t.Context(), qwenDoubleRows[0], t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, schema.StatusDouble, res.Status)
+	_, _, err = s.Finish(context.Background())
+	require.NoError(t, err, "the honest run checks out")
+
+	row := filepath.Join(s.Evidence.Dir, qwenDoubleRows[0].Name)
+	inputs, err := filepath.Glob(filepath.Join(row, "serve", "scratch", "*", "inputs", "input-0000.png"))
+	require.NoError(t, err)
+	require.Len(t, inputs, res.Measured+res.Warmup+3, "every AIPerf request and the three influence probes keep their input")
+	other, err := os.ReadFile(filepath.Join(row, "fixtures", "checker-640x382.png"))
+	require.NoError(t, err)
+	var forged string
+	for _, in := range inputs {
+		if b, _ := os.ReadFile(in); !bytes.Equal(b, other) && !strings.Contains(in, "qualkit-influence") {
+			forged = in
+			break
+		}
+	}
+	require.NotEmpty(t, forged)
+	require.NoError(t, os.WriteFile(forged, other, 0o644))
+	require.NoError(t, merged.WriteSums(row))
+	require.NoError(t, merged.WriteSums(s.Evidence.Dir))
+	err = evidencecheck.Check(s.Evidence.Dir, "")
+	require.Error(t, err)
+	rel, _ := filepath.Rel(row, forged)
+	assert.Contains(t, err.Error(), filepath.ToSlash(rel))
+	assert.Contains(t, err.Error(), "server input")
+	assert.Contains(t, err.Error(), "the reference image AIPerf sent")
 }

@@ -431,7 +431,38 @@ func (r *rowCheck) checkBenchmark() {
 		}
 		r.same(rawExport, where+" output size", size, sizeText(out), "the requested size")
 		r.truth(!bytes.Equal(q.resp, q.sent), rawExport, where+" output", "not the input image's bytes (stage benchmark passed)", "the input's bytes")
+		if r.proto.Name() == wire.TRTMCTask {
+			r.checkServerInput(q, where)
+		}
 	}
+	if r.passed("benchmark") && r.proto.Name() == wire.OpenAIImages {
+		// AIPerf writes inputs.json for its image_edit dataset, not for raw payloads.
+		r.truth(r.exists(aiperfInputs), aiperfInputs, "exact file set", "required once stage benchmark passed ("+wire.OpenAIImages+")", "missing")
+	}
+}
+
+// aiperfInputs is what AIPerf wrote of its dataset for the image_edit endpoint.
+const aiperfInputs = "aiperf/artifacts/inputs.json"
+
+// checkServerInput: perf-serve keeps each request's $file input beside its output
+// (<scratch>/<request id>/inputs/input-0000<suffix>, files.py @ c94a23d3), so the image
+// the server read is held to the one AIPerf recorded sending: a second source for the
+// request, written by another program.
+func (r *rowCheck) checkServerInput(q *request, where string) {
+	dir := "serve/scratch/" + q.id + "/inputs/"
+	var found []string
+	for _, f := range r.files {
+		if strings.HasPrefix(f, dir) {
+			found = append(found, f)
+		}
+	}
+	if len(found) != 1 {
+		r.fail("serve/scratch/"+q.id, where+" server input", "one input file the server kept under "+dir, fmt.Sprintf("%d files", len(found)))
+		return
+	}
+	b, _ := r.read(found[0])
+	r.truth(bytes.Equal(b, q.sent), found[0], where+" server input", "the reference image AIPerf sent (sha256 "+bytesSHA256(q.sent)[:12]+", "+rawExport+")",
+		"sha256 "+bytesSHA256(b)[:12])
 }
 
 func decodeAny(b []byte) (image.Image, error) {
