@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -286,4 +287,17 @@ func TestDetectServing(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "apps/server/python/trtmc_server/app.py"), "@app.post(\"/v1/chat/completions\")\n")
 	_, err = DetectServing(dir, "")
 	assert.ErrorContains(t, err, "declares no /v1/images/edits route")
+}
+
+// In the families layout the case builds its own bundle first: its deadline grows by
+// TRTMC's own build timeout (orchestrator.py @ e9132e79, build_timeout_s 3600).
+func TestStageDeadlinesPerLayout(t *testing.T) {
+	row := harness.Deadlines{Build: 2 * time.Hour, Correctness: time.Hour}
+	fam := New(Config{Checkout: checkout(t, LayoutFamilies)}).StageDeadlines(row)
+	assert.Equal(t, 2*time.Hour, fam.Correctness)
+	assert.Equal(t, 2*time.Hour, fam.Build)
+	old := New(Config{Checkout: checkout(t, LayoutE9132e79)}).StageDeadlines(row)
+	assert.Equal(t, time.Hour, old.Correctness, "at e9132e79 the harness builds the bundle, in the build stage")
+	c := harness.Checkpoint{Deadline: row, Adapter: New(Config{Checkout: checkout(t, LayoutFamilies)})}
+	assert.Equal(t, 2*time.Hour, c.Deadlines().Correctness, "the harness runs the row with the family's deadlines")
 }

@@ -535,9 +535,9 @@ func fakeAIPerf(args []string) error {
 			var text, url string
 			json.Unmarshal(in["text"], &text)
 			json.Unmarshal(in["image"], &url)
-			img, err := base64.StdEncoding.DecodeString(strings.SplitN(url, ",", 2)[1])
-			if err != nil {
-				return err
+			img, derr := base64.StdEncoding.DecodeString(strings.SplitN(url, ",", 2)[1])
+			if derr != nil {
+				return derr
 			}
 			str := map[string]string{}
 			for k, v := range settings {

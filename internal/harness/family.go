@@ -250,4 +250,7 @@ type QualitySpec struct {
 // relative to its artifacts folder (CorrectnessSpec.Artifacts).
 type QualityPair struct {
 	Image, Prompt, Reference string
+	// Noise says whether the served pair starts from the reference's noise, and what a
+	// difference means for the criteria; it goes into the evidence as stated.
+	Noise string
 }

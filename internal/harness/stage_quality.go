@@ -120,7 +120,7 @@ func (r *row) judgePair(spec QualitySpec, id string, out image.Image) (*schema.Q
 	if err != nil {
 		return nil, fmt.Errorf("the reference image of the correctness case %s: %w", rel, err)
 	}
-	p := &schema.QualityPair{RequestID: id, Image: filepath.Base(spec.Pair.Image), Prompt: spec.Pair.Prompt, Reference: rel}
+	p := &schema.QualityPair{RequestID: id, Image: filepath.Base(spec.Pair.Image), Prompt: spec.Pair.Prompt, Reference: rel, Noise: spec.Pair.Noise}
 	m, err := quality.MeasurePair(spec.Criteria.PairMetric, ref, out)
 	if err != nil {
 		p.Failures = append(p.Failures, err.Error())

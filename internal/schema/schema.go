@@ -507,6 +507,9 @@ type QualityPair struct {
 	// it, for information only.
 	Metric       string  `json:"metric,omitempty"`
 	WindowedSSIM float64 `json:"windowed_ssim,omitempty"`
+	// Noise is the family's statement of whether the served pair started from the
+	// reference image's noise, and what a difference means for the bounds.
+	Noise string `json:"noise,omitempty"`
 	// Std and ReferenceStd are the output's and the reference image's pixel deviation,
 	// StdRatio the first over the second.
 	Std          float64  `json:"std"`

@@ -317,9 +317,6 @@ func writeJSONResponse(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeError(w http.ResponseWriter, status int, typ, msg string) {
-	writeJSONResponse(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": status}})
-}
 
 // serverError is trtmc-server's error body (app.py @ a9ed5f69 § error_response):
 // {"error": {"message", "type", "param", "code"}}, type by status.

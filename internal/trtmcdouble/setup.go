@@ -163,10 +163,10 @@ var servingSources = map[string]map[string]string{
 		"apps/perf_serving/requirements.txt": "# qualkit contract double: stands for perf-serve's requirements\n",
 	},
 	ServingEditRoute: {
-		"apps/server/main.cpp":                         "// qualkit contract double: stands for the native trtmc-server (main.cpp); the double's binary plays it.\n",
-		"apps/server/python/trtmc_server/__init__.py":  "# qualkit contract double: stands for TRTMC's trtmc_server package.\n",
-		"apps/server/python/trtmc_server/__main__.py":  "# qualkit contract double: stands for `python -m trtmc_server`.\n",
-		"apps/server/python/trtmc_server/cli.py":       "# qualkit contract double: stands for cli.py; the double's python3 plays it.\n",
+		"apps/server/main.cpp":                        "// qualkit contract double: stands for the native trtmc-server (main.cpp); the double's binary plays it.\n",
+		"apps/server/python/trtmc_server/__init__.py": "# qualkit contract double: stands for TRTMC's trtmc_server package.\n",
+		"apps/server/python/trtmc_server/__main__.py": "# qualkit contract double: stands for `python -m trtmc_server`.\n",
+		"apps/server/python/trtmc_server/cli.py":      "# qualkit contract double: stands for cli.py; the double's python3 plays it.\n",
 		"apps/server/python/trtmc_server/app.py": "# qualkit contract double: stands for app.py with the stage-7 report's image edit route\n" +
 			"# (no public TRTMC source has it): POST /v1/images/edits\n",
 	},
