@@ -317,7 +317,6 @@ func writeJSONResponse(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-
 // serverError is trtmc-server's error body (app.py @ a9ed5f69 § error_response):
 // {"error": {"message", "type", "param", "code"}}, type by status.
 func serverError(w http.ResponseWriter, status int, code, msg string) {
