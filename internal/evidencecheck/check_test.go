@@ -380,6 +380,17 @@ func TestTamperingFails(t *testing.T) {
 			},
 			want: []string{driftRow + "/results.json: task_time.p50_ms: evidence says 0.25 (nearest-rank over serve/records.jsonl, field timing.task_ms joined on request_id)"}},
 
+		{name: "server records name another output, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"output_sha256":"[0-9a-f]{64}"`, `"output_sha256":"`+strings.Repeat("ab", 32)+`"`)
+			},
+			want: []string{q + "/serve/records.jsonl: request ", "output_sha256: evidence says ", "(the PNG the response carried (aiperf/artifacts/profile_export_raw.jsonl, identity/", "file says " + strings.Repeat("ab", 32)}},
+		{name: "server records name another input, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"input_sha256":"[0-9a-f]{64}"`, `"input_sha256":"`+strings.Repeat("cd", 32)+`"`)
+			},
+			want: []string{q + "/serve/records.jsonl: request ", "input_sha256: evidence says ", "(the reference image AIPerf sent (aiperf/artifacts/profile_export_raw.jsonl))", "file says " + strings.Repeat("cd", 32)}},
+
 		// The forgeries of issue 11, each with every SHA256SUMS recomputed.
 		{name: "correctness result says fail, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
@@ -387,6 +398,23 @@ func TestTamperingFails(t *testing.T) {
 			},
 			want: []string{q + `/correctness/artifacts/result.json: status: evidence says pass (stage correctness passed), file says fail`,
 				q + "/correctness/artifacts/result.json: sha256 (results.json correctness.artifacts)"}},
+		{name: "correctness result says pass with 7 failed, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "correctness/artifacts/result.json"), func(d map[string]any) {
+					d["cases_passed"], d["failures"] = 30, []any{"blur", "sharpen", "invert", "grayscale", "sepia", "rotate", "mirror"}
+				})
+				fixArtifactHash(t, dir, q, "correctness/artifacts/result.json")
+			},
+			want: []string{q + "/correctness/artifacts/result.json: cases_passed: evidence says 37 (cases_total in the same file (status pass)), file says 30",
+				q + `/correctness/artifacts/result.json: failures: evidence says none (status pass), file says ["blur"`}},
+		{name: "correctness result names another bundle, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "correctness/artifacts/result.json"), func(d map[string]any) {
+					d["bundle"].(map[string]any)["sha256_before"] = strings.Repeat("ef", 32)
+				})
+				fixArtifactHash(t, dir, q, "correctness/artifacts/result.json")
+			},
+			want: []string{q + "/correctness/artifacts/result.json: bundle.sha256_before: evidence says 8be1439b9a1d", "(the bundle the row built and served (results.json bundle.sha256)), file says " + strings.Repeat("ef", 32)}},
 		{name: "correctness artifacts deleted, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				require.NoError(t, os.RemoveAll(filepath.Join(dir, q, "correctness/artifacts")))
@@ -750,4 +778,20 @@ func TestQualityPairTamperingFails(t *testing.T) {
 			failsWith(t, Verify(dir, "").Err(), tc.want)
 		})
 	}
+}
+
+// fixArtifactHash rewrites results.json's record of a correctness artifact's sha256, as
+// a forger who regenerates the row's files would.
+func fixArtifactHash(t *testing.T, dir, row, rel string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, row, rel))
+	require.NoError(t, err)
+	sum := sha256.Sum256(b)
+	editJSON(t, filepath.Join(dir, row, "results.json"), func(d map[string]any) {
+		for _, a := range d["correctness"].(map[string]any)["artifacts"].([]any) {
+			if m := a.(map[string]any); m["path"] == rel {
+				m["sha256"] = hex.EncodeToString(sum[:])
+			}
+		}
+	})
 }

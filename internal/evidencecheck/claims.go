@@ -45,6 +45,7 @@ func (r *rowCheck) check() {
 	r.checkBenchmark()
 	r.checkTiming()
 	r.checkRecords()
+	r.checkRecordHashes()
 	r.checkLatencies()
 	r.checkQuality()
 	r.checkNativeLogs()

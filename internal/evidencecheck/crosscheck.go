@@ -1,6 +1,7 @@
 package evidencecheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -66,15 +67,50 @@ func (r *rowCheck) checkCaseResult(rel string) {
 		return
 	}
 	var res struct {
-		Status string `json:"status"`
+		Status      string          `json:"status"`
+		CasesTotal  *int            `json:"cases_total"`
+		CasesPassed *int            `json:"cases_passed"`
+		Failures    json.RawMessage `json:"failures"`
+		Bundle      json.RawMessage `json:"bundle"` // an object with the sha256 before and after, where the case states them
 	}
 	if err := json.Unmarshal(b, &res); err != nil {
 		r.fail(rel, "the correctness case's result", "JSON with a status", err.Error())
 		return
 	}
-	if r.passed(schema.StageCorrectness) {
-		r.same(rel, "status", "pass", res.Status, "stage correctness passed")
+	if !r.passed(schema.StageCorrectness) {
+		return
 	}
+	r.same(rel, "status", "pass", res.Status, "stage correctness passed")
+	// A verdict is bound to what it says beside it: the counts it states and the bundle
+	// it names, where the case's result states them (refedit's does; TRTMC's has its own
+	// shape and states neither).
+	if res.CasesTotal != nil && res.CasesPassed != nil {
+		r.same(rel, "cases_passed", fmt.Sprint(*res.CasesTotal), fmt.Sprint(*res.CasesPassed), "cases_total in the same file (status pass)")
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, res.Failures) == nil {
+		if f := compact.String(); f != "" && f != "null" && f != "[]" {
+			r.fail(rel, "failures", "none (status pass)", clipText(f, 200))
+		}
+	}
+	var bundle struct {
+		Before string `json:"sha256_before"`
+		After  string `json:"sha256_after"`
+	}
+	if json.Unmarshal(res.Bundle, &bundle) == nil && r.res.Bundle != nil {
+		for _, h := range []struct{ name, v string }{{"bundle.sha256_before", bundle.Before}, {"bundle.sha256_after", bundle.After}} {
+			if h.v != "" {
+				r.same(rel, h.name, r.res.Bundle.SHA256, h.v, "the bundle the row built and served (results.json bundle.sha256)")
+			}
+		}
+	}
+}
+
+func clipText(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 // checkArtifacts requires the files under correctness/artifacts to be exactly those
@@ -153,6 +189,45 @@ func (r *rowCheck) checkRecords() {
 		rec, okR := r.recordTimes[q.id]
 		r.truth(okB && okR && nearlyEqual(body, rec), recordsFile, "request "+q.id+" "+ts.Records,
 			fmtNum(body)+" ms (response body "+ts.Body+" in "+rawExport+")", fmtNum(rec)+" ms")
+	}
+}
+
+// checkRecordHashes: a server whose records state each request's input and output
+// sha256 (refedit's, the diffusers reference's) is a second source for both, written by
+// another program than AIPerf: the image AIPerf sent and the PNG the response carried
+// must be the ones the server says it read and wrote, for every request it recorded.
+func (r *rowCheck) checkRecordHashes() {
+	if r.rawErr != nil || !r.exists(recordsFile) {
+		return
+	}
+	b, ok := r.read(recordsFile)
+	if !ok {
+		return
+	}
+	byID := map[string]*request{}
+	for _, q := range r.reqs {
+		byID[q.id] = q
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var rec struct {
+			RequestID string `json:"request_id"`
+			Input     string `json:"input_sha256"`
+			Output    string `json:"output_sha256"`
+		}
+		if json.Unmarshal(line, &rec) != nil {
+			continue
+		}
+		q := byID[rec.RequestID]
+		if q == nil {
+			continue // the influence probes, or a request AIPerf did not record
+		}
+		at := "request " + q.id + " "
+		if rec.Input != "" && q.sent != nil {
+			r.same(recordsFile, at+"input_sha256", bytesSHA256(q.sent), rec.Input, "the reference image AIPerf sent ("+rawExport+")")
+		}
+		if rec.Output != "" && q.resp != nil {
+			r.same(recordsFile, at+"output_sha256", bytesSHA256(q.resp), rec.Output, "the PNG the response carried ("+rawExport+", "+q.httpRel()+")")
+		}
 	}
 }
 
