@@ -23,8 +23,8 @@ type report struct {
 	WriteError    string   `json:"write_error"`    // what writing into RO_DIR gave
 	Interfaces    []string `json:"interfaces"`
 	SrcEntries    []string `json:"src_entries"`
-	NvidiaSMI     string   `json:"nvidia_smi"`     // the binary found, "" when none
-	GPUs          []string `json:"gpus"`           // nvidia-smi's UUIDs
+	NvidiaSMI     string   `json:"nvidia_smi"` // the binary found, "" when none
+	GPUs          []string `json:"gpus"`       // nvidia-smi's UUIDs
 	GPUError      string   `json:"gpu_error,omitempty"`
 	Devices       []string `json:"devices"` // /dev/nvidia*
 }
