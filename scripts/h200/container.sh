@@ -73,6 +73,6 @@ step "containers left: $left"
 
 step "stop the engine"
 pkill -TERM dockerd; for _ in $(seq 1 20); do pgrep -x dockerd >/dev/null || break; sleep 0.5; done
-pgrep -a dockerd containerd && { echo "container.sh: the engine did not stop" >&2; fail=1; }
+if pgrep -x dockerd >/dev/null || pgrep -x containerd >/dev/null; then echo "container.sh: the engine did not stop" >&2; fail=1; fi
 step "done (fail=$fail)"
 exit $fail

@@ -307,7 +307,7 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 	opts := append(r.opts(o.container.Image, stdlog.New(tcLog, "", stdlog.LstdFlags|stdlog.Lmicroseconds)),
 		testcontainers.WithLogConsumers(s.log),
 		testcontainers.WithWaitStrategyAndDeadline(spec.Ready, ready))
-	c, err := testcontainers.Run(ctx, o.container.Image.ID, opts...)
+	c, err := runOnHostNetwork(ctx, o.container.Image.ID, opts...)
 	s.c = c
 	if err != nil {
 		if c == nil {
@@ -436,7 +436,7 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 	}
 	// The log streams into the file while the job runs (a long build shows progress),
 	// then is replaced by the container's whole log.
-	ct, err := testcontainers.Run(ctx, o.container.Image.ID, append(r.opts(o.container.Image, stdlog.New(io.Discard, "", 0)),
+	ct, err := runOnHostNetwork(ctx, o.container.Image.ID, append(r.opts(o.container.Image, stdlog.New(io.Discard, "", 0)),
 		testcontainers.WithLogConsumers(lf),
 		testcontainers.WithWaitStrategyAndDeadline(deadline, wait.ForExit().WithPollInterval(50*time.Millisecond)))...)
 	defer func() {
@@ -470,3 +470,46 @@ func shortID(id string) string {
 	}
 	return id
 }
+
+// runOnHostNetwork is testcontainers.Run for a container on the host's network, with
+// nothing else attached. testcontainers attaches every container it creates to its
+// default network unless that network is the engine's "bridge"; on an engine started
+// with "bridge": "none" (the H200 device's, and hardened hosts') it creates a bridge
+// network of its own and attaches the container to it, whatever the HostConfig says,
+// and starting the container then fails. Naming "host" as the provider's default bridge
+// network makes testcontainers attach nothing: the container is on the host network
+// alone, on every engine.
+func runOnHostNetwork(ctx context.Context, image string, opts ...testcontainers.ContainerCustomizer) (*testcontainers.DockerContainer, error) {
+	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: image}, Started: true}
+	for _, opt := range opts {
+		if err := opt.Customize(&req); err != nil {
+			return nil, fmt.Errorf("customize: %w", err)
+		}
+	}
+	popts := []testcontainers.DockerProviderOption{testcontainers.WithDefaultBridgeNetwork(hostNetwork)}
+	if req.Logger != nil {
+		popts = append(popts, testcontainers.WithLogger(req.Logger))
+	}
+	provider, err := testcontainers.NewDockerProvider(popts...)
+	if err != nil {
+		return nil, dockerUnreachable(err)
+	}
+	defer provider.Close()
+	ctr, err := provider.CreateContainer(ctx, req.ContainerRequest)
+	var c *testcontainers.DockerContainer
+	if ctr != nil {
+		c = ctr.(*testcontainers.DockerContainer)
+	}
+	if err != nil {
+		return c, fmt.Errorf("create container: %w", err)
+	}
+	if req.Started {
+		if err := c.Start(ctx); err != nil {
+			return c, fmt.Errorf("start container: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// hostNetwork is the engine's host network, which every engine has.
+const hostNetwork = "host"

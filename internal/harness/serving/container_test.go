@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +20,8 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/testcontainers/testcontainers-go"
 
 	"qualkit/internal/harness/gpu"
@@ -561,4 +564,79 @@ func TestContainerDockerfileBases(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("dockerfileBases = %v, %v; want %v", got, err, want)
 	}
+}
+
+// What the engine is asked to create, read back through its container inspect: host
+// networking with no other network attached (testcontainers attaches its own bridge
+// network on an engine without "bridge", as the H200 device's is started, and the
+// container then fails to start: seen there), --init, --ipc=host, the mounts, and the
+// GPUs as one nvidia device request for exactly the leased UUIDs with the gpu
+// capability. The container is created, never started, so no NVIDIA runtime is needed.
+func TestContainerCreateRequestAsTheEngineSeesIt(t *testing.T) {
+	requireDocker(t)
+	runID := testRun(t)
+	spec, _ := serverImage(t)
+	img := prepared(t, runID, spec, &records{})
+	mountDir := t.TempDir()
+	c := &Container{Image: img, RunID: runID, Row: rowOf(t), IPCHost: true, Mounts: []Mount{{Host: mountDir, Container: "/hf", ReadOnly: true}}}
+	gpus := &gpu.DeviceRequestFields{Driver: "nvidia", DeviceIDs: []string{"GPU-1a29d95f-1341-bec7-5719-3b85680c6198"}, Capabilities: [][]string{{"gpu"}}}
+	r, err := newRun(c, Command{Args: []string{"/containerserver", "-never-ready"}}, options{})
+	require.NoError(t, err)
+	r.host = hostConfig(c, gpus)
+	ct, err := runOnHostNetwork(t.Context(), img.ID, append(r.opts(img, stdlog.New(io.Discard, "", 0)), testcontainers.WithNoStart())...)
+	t.Cleanup(func() { testcontainers.TerminateContainer(ct) })
+	require.NoError(t, err)
+
+	res, err := dockerAPI(t).ContainerInspect(t.Context(), ct.GetContainerID(), client.ContainerInspectOptions{})
+	require.NoError(t, err)
+	hc := res.Container.HostConfig
+	assert.Equal(t, "host", string(hc.NetworkMode))
+	var attached []string
+	for name := range res.Container.NetworkSettings.Networks {
+		attached = append(attached, name)
+	}
+	assert.Equal(t, []string{"host"}, attached, "no network of testcontainers' own attached")
+	assert.True(t, *hc.Init)
+	assert.Equal(t, "host", string(hc.IpcMode))
+	require.Len(t, hc.Mounts, 1)
+	assert.Equal(t, "/hf", hc.Mounts[0].Target)
+	assert.True(t, hc.Mounts[0].ReadOnly)
+	require.Len(t, hc.DeviceRequests, 1)
+	dr := hc.DeviceRequests[0]
+	assert.Equal(t, "nvidia", dr.Driver)
+	assert.Equal(t, gpus.DeviceIDs, dr.DeviceIDs, "the GPUs by UUID, never all")
+	assert.Zero(t, dr.Count)
+	assert.Equal(t, [][]string{{"gpu"}}, dr.Capabilities)
+}
+
+// The failure runOnHostNetwork avoids, reproduced here: testcontainers' own path, on an
+// engine whose default bridge network it cannot find (simulated by naming one that does
+// not exist, as "bridge": "none" leaves none), attaches a network of its own to a
+// host-network container.
+func TestTestcontainersAttachesItsNetworkWithoutABridge(t *testing.T) {
+	requireDocker(t)
+	runID := testRun(t)
+	spec, _ := serverImage(t)
+	img := prepared(t, runID, spec, &records{})
+	c := &Container{Image: img, RunID: runID, Row: rowOf(t)}
+	r, err := newRun(c, Command{Args: []string{"/containerserver", "-never-ready"}}, options{})
+	require.NoError(t, err)
+	provider, err := testcontainers.NewDockerProvider(testcontainers.WithDefaultBridgeNetwork("qualkit-no-such-bridge"))
+	require.NoError(t, err)
+	defer provider.Close()
+	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: img.ID}}
+	for _, o := range r.opts(img, stdlog.New(io.Discard, "", 0)) {
+		require.NoError(t, o.Customize(&req))
+	}
+	api := dockerAPI(t)
+	ctr, err := provider.CreateContainer(t.Context(), req.ContainerRequest)
+	t.Cleanup(func() {
+		testcontainers.TerminateContainer(ctr)
+		api.NetworkRemove(context.Background(), testcontainers.ReaperDefault, client.NetworkRemoveOptions{})
+	})
+	require.NoError(t, err)
+	res, err := api.ContainerInspect(t.Context(), ctr.GetContainerID(), client.ContainerInspectOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "host", string(res.Container.HostConfig.NetworkMode))
+	assert.Contains(t, res.Container.NetworkSettings.Networks, testcontainers.ReaperDefault, "testcontainers attached its own network")
 }
