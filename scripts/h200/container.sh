@@ -72,7 +72,7 @@ step "containers left: $left"
 [[ $left == 0 ]] || fail=1
 
 step "stop the engine"
-pkill -TERM dockerd; for _ in $(seq 1 20); do pgrep -x dockerd >/dev/null || break; sleep 0.5; done
+pkill -TERM dockerd; for _ in $(seq 1 40); do pgrep -x dockerd >/dev/null || pgrep -x containerd >/dev/null || break; sleep 0.5; done
 if pgrep -x dockerd >/dev/null || pgrep -x containerd >/dev/null; then echo "container.sh: the engine did not stop" >&2; fail=1; fi
 step "done (fail=$fail)"
 exit $fail
