@@ -3,6 +3,7 @@ package qwenimage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,6 +48,10 @@ type Diffusers struct {
 	// Precision is baked into the bundle: empty means the profile's own (fp32 for smoke,
 	// bf16 for the checkpoint; see reference/pipeline.py).
 	Precision string
+	// BaseImage, when set, is a local image (Python with torch, torchvision,
+	// transformers) the backend's container image is built from; BasePython is its
+	// interpreter (default python3). Then every stage runs in that image.
+	BaseImage, BasePython string
 }
 
 // DiffusersSmoke is the smoke profile: never qualification of the checkpoint.
@@ -55,17 +60,62 @@ func DiffusersSmoke() Diffusers { return Diffusers{Smoke: true} }
 // DiffusersCheckpoint loads the checkpoint from a local snapshot at the pinned revision.
 func DiffusersCheckpoint(snapshot string) Diffusers { return Diffusers{Snapshot: snapshot} }
 
-// DiffusersFromEnv sets Python from getenv (QUALKIT_QWEN_PYTHON).
+// DiffusersFromEnv sets Python from getenv (QUALKIT_QWEN_PYTHON), and the base image the
+// backend's container image is built from (QUALKIT_QWEN_BASE_IMAGE, with its interpreter
+// QUALKIT_QWEN_BASE_PYTHON).
 func DiffusersFromEnv(d Diffusers, getenv func(string) string) Diffusers {
 	d.Python = getenv(EnvDiffusersPython)
+	d.BaseImage, d.BasePython = getenv(EnvDiffusersBaseImage), getenv(EnvDiffusersBasePython)
 	return d
 }
 
+// The backend's container image: built here from Dockerfile.diffusers on a base image
+// already in the local engine (never pulled) that has Python with torch (CUDA),
+// torchvision and transformers; the build adds the diffusers wheel from .whl/diffusers/
+// (scripts/h200/wheels.sh) and /opt/qualkit/python, the base's interpreter with it.
+const (
+	EnvDiffusersBaseImage  = "QUALKIT_QWEN_BASE_IMAGE"
+	EnvDiffusersBasePython = "QUALKIT_QWEN_BASE_PYTHON"
+	diffusersDockerfile    = "families/qwen_image/docker/Dockerfile.diffusers"
+	// ContainerPython is the interpreter the image's commands run.
+	ContainerPython = "/opt/qualkit/python"
+)
+
 func (d Diffusers) python() string {
-	if d.Python == "" {
+	switch {
+	case d.BaseImage != "":
+		return ContainerPython
+	case d.Python == "":
 		return "python3"
 	}
 	return d.Python
+}
+
+var _ harness.Containerized = Diffusers{}
+
+// Image is the backend's container image when a base image is named: every stage runs
+// in it (one environment, as a GPU host would run the backend), the repository mounted
+// read-only at its own path (the programs under reference/, the fixtures). Without a
+// base image there is none: the row runs as a process (RUNTIME=process).
+func (d Diffusers) Image(env harness.Env) harness.ContainerImage {
+	if d.BaseImage == "" {
+		return harness.ContainerImage{}
+	}
+	return harness.ContainerImage{
+		Dockerfile: filepath.Join(env.Root, diffusersDockerfile),
+		CopyRoots:  []string{env.Root},
+		BuildArgs:  map[string]string{"BASE_IMAGE": d.BaseImage, "BASE_PYTHON": d.basePython()},
+		Mounts:     []harness.Mount{{Host: env.Root, Container: env.Root, ReadOnly: true}},
+		Stages:     []string{schema.StageBuild, schema.StageCorrectness},
+		IPCHost:    true,
+	}
+}
+
+func (d Diffusers) basePython() string {
+	if d.BasePython == "" {
+		return "python3"
+	}
+	return d.BasePython
 }
 
 func (d Diffusers) device() string {
@@ -263,12 +313,48 @@ func (d Diffusers) Requirements(env harness.Env, c harness.Checkpoint) []harness
 				fmt.Sprintf("download it on a machine with network access: huggingface-cli download %s --revision %s, and point the row at .../snapshots/%s", HFID, Revision, Revision))
 		}
 	}
+	if d.BaseImage != "" {
+		return rs // the interpreter is the image's: Probes checks it there
+	}
 	host, err := d.probe(env)
 	if err != nil {
 		rs.absent(fmt.Sprintf("python for the diffusers backend (%s=%q): %v", EnvDiffusersPython, d.python(), err),
 			fmt.Sprintf("set %s to an interpreter with torch, torchvision, transformers, diffusers==%s and pytest", EnvDiffusersPython, DiffusersVersion))
 		return rs
 	}
+	return append(rs, d.judgeHost(host)...)
+}
+
+var _ harness.Prober = Diffusers{}
+
+// Probes: in the image (a base image named), the same interpreter check the host
+// gets otherwise, run where the commands will run, on the row's GPU.
+func (d Diffusers) Probes(env harness.Env) []harness.Probe {
+	if d.BaseImage == "" {
+		return nil
+	}
+	return []harness.Probe{{Name: "python", What: "the backend's interpreter " + d.python() + " in the image",
+		Cmd: harness.Command{Args: []string{d.python(), "-c", diffusersProbe}, Dir: env.Root},
+		Check: func(out []byte, runErr error) error {
+			var h diffusersHost
+			if err := json.Unmarshal(lastJSONLine(out), &h); err != nil {
+				return fmt.Errorf("the probe printed no result (%v): %s", runErr, clip(out))
+			}
+			var bad []string
+			for _, r := range d.judgeHost(h) {
+				bad = append(bad, r.What)
+			}
+			if len(bad) > 0 {
+				return errors.New(strings.Join(bad, "; "))
+			}
+			return nil
+		},
+		Fix: "build the image on a base with torch (CUDA), torchvision and transformers (" + EnvDiffusersBaseImage + "), on a host whose Docker engine has the NVIDIA runtime"}}
+}
+
+// judgeHost lists what the interpreter lacks: the packages, the pinned diffusers, CUDA.
+func (d Diffusers) judgeHost(host diffusersHost) []harness.Requirement {
+	var rs reqs
 	var missing []string
 	for _, n := range []string{"torch", "torchvision", "transformers", "diffusers", "pytest", "pillow", "numpy"} {
 		if host.Packages[n] == nil {

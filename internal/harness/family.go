@@ -141,6 +141,8 @@ type ContainerImage struct {
 	// exactly what the Dockerfile's COPY lines name, taken from the first of these
 	// folders that holds it all (serving.StageContext), recorded file by file.
 	CopyRoots []string
+	// BuildArgs are the Dockerfile's build arguments (ARG), a base image among them.
+	BuildArgs map[string]string
 	// Paths maps host paths to where the image holds the same files (a program its
 	// Dockerfile copies in), so commands that name the host path run the image's copy.
 	Paths map[string]string

@@ -93,7 +93,7 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 		return *r.img, nil
 	}
 	ci := r.c.Adapter.(Containerized).Image(r.env)
-	spec := serving.ImageSpec{Dockerfile: ci.Dockerfile, Context: ci.Context, Ref: ci.Ref, Paths: ci.Paths, CopyRoots: ci.CopyRoots}
+	spec := serving.ImageSpec{Dockerfile: ci.Dockerfile, Context: ci.Context, Ref: ci.Ref, Paths: ci.Paths, CopyRoots: ci.CopyRoots, BuildArgs: ci.BuildArgs}
 	what := ci.Ref + ci.Context
 	if len(ci.CopyRoots) > 0 {
 		what = ci.Dockerfile + ", its context staged from its COPY lines"

@@ -86,7 +86,12 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 			"run with RUNTIME=container (or auto) on a host with a Docker engine")
 	}
 	if s.rowRuntime(c) == RuntimeContainer {
-		switch _, ok := c.Adapter.(Containerized); {
+		ci, ok := c.Adapter.(Containerized)
+		if ok {
+			img := ci.Image(env)
+			ok = img.Ref != "" || img.Context != "" || img.Dockerfile != ""
+		}
+		switch {
 		case s.dockerErr != nil:
 			need(true, "row "+c.Name+" is served from a container, and no Docker daemon answers: "+s.dockerErr.Error(),
 				"install and start Docker (`apt-get install docker.io && dockerd &`), or RUNTIME=process for rows that allow it")

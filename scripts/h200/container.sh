@@ -31,29 +31,13 @@ mkdir -p "$OUT"
 exec > >(tee -a "$OUT/container.log") 2>&1
 t0=$(date +%s)
 step() { echo "[container.sh +$(( $(date +%s) - t0 ))s] $*"; }
-api() { curl -s --unix-socket /var/run/docker.sock "http://x$1"; }
 fail=0
 
-step "unpack the engine"
+step "unpack the binaries and start the engine"
 for f in bin/*.gz; do [[ -e ${f%.gz} ]] || gunzip -k "$f"; done
 chmod +x bin/* 2>/dev/null
-pack=/tmp/qualkit-pack.tar.xz
-if [[ -f .gpupack/pack.tar.xz ]]; then cp .gpupack/pack.tar.xz "$pack"; else cat .gpupack-*/pack.tar.xz.part-* > "$pack"; fi
-libs=$(ls -d .gpupack/lib .gpupack-b/lib 2>/dev/null | head -n1)
-mkdir -p /opt/dk/lib
-tar xJf "$pack" -C /opt/dk || { echo "container.sh: the pack does not unpack" >&2; exit 1; }
-cp /opt/dk/bin/nvidia-cdi-hook /usr/bin/nvidia-cdi-hook   # the CDI spec calls it at this path
-for l in "$libs"/*; do ldconfig -p | grep -q "$(basename "$l")" || cp "$l" /opt/dk/lib/; done
-export PATH=/opt/dk/bin:$PATH LD_LIBRARY_PATH=/opt/dk/lib
-mkdir -p /etc/docker /etc/nvidia-container-runtime /etc/cdi
-nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml 2>&1 | tail -n1
-printf '[nvidia-container-runtime]\nmode = "cdi"\n' > /etc/nvidia-container-runtime/config.toml
-echo '{"runtimes":{"nvidia":{"path":"/opt/dk/bin/nvidia-container-runtime"}},"default-runtime":"nvidia","iptables":false,"bridge":"none","ip-forward":false,"ip-masq":false}' > /etc/docker/daemon.json
-setsid env PATH="$PATH" LD_LIBRARY_PATH="$LD_LIBRARY_PATH" dockerd > /tmp/dockerd.log 2>&1 < /dev/null &
-for _ in $(seq 1 30); do api /_ping >/dev/null 2>&1 && break; sleep 1; done
-api /_ping >/dev/null 2>&1 || { echo "dockerd did not answer:"; tail -20 /tmp/dockerd.log; exit 1; }
-step "engine: $(api /version | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["Version"], v["ApiVersion"])')"
-api /info | python3 -c 'import json,sys; i=json.load(sys.stdin); print("  runtimes:", sorted(i["Runtimes"]), "default:", i["DefaultRuntime"], "cgroup:", i["CgroupVersion"], "storage:", i["Driver"])'
+source scripts/h200/engine.sh
+engine_start || exit 1
 cp /tmp/dockerd.log "$OUT/dockerd-start.log" 2>/dev/null
 
 step "GPU memory before"
@@ -67,12 +51,7 @@ grep -E '^(=== RUN|--- |PASS|FAIL|ok)|seen from inside|docker run as|Error' "$OU
 
 step "GPU memory after"
 nvidia-smi --query-gpu=uuid,memory.used,memory.total --format=csv,noheader | tee "$OUT/gpu-after.csv"
-left=$(api '/containers/json?all=1' | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
-step "containers left: $left"
-[[ $left == 0 ]] || fail=1
-
 step "stop the engine"
-pkill -TERM dockerd; for _ in $(seq 1 40); do pgrep -x dockerd >/dev/null || pgrep -x containerd >/dev/null || break; sleep 0.5; done
-if pgrep -x dockerd >/dev/null || pgrep -x containerd >/dev/null; then echo "container.sh: the engine did not stop" >&2; fail=1; fi
+engine_stop || fail=1
 step "done (fail=$fail)"
 exit $fail

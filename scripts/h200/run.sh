@@ -4,6 +4,8 @@
 # reading, then packs the small evidence parts into $OUT (at most 8 files come back).
 #
 #   bash scripts/h200/run.sh            (needs $OUT; prints a timing line per step)
+#   RUN_RUNTIME=container bash scripts/h200/run.sh   (the row in a GPU container first,
+#                                        then in process mode; carry the engine pack too)
 #
 # Steps: install .whl/diffusers and .whl/aiperf into two targets (the server sees only
 # the first, AIPerf only the second, so neither shadows the other's packages); check both
@@ -99,6 +101,38 @@ export QUALKIT_GPUREAD=$root/bin/gpuread
 
 step "NVML reading (bin/nvmlread.test TestDiscoverOnGPU)"
 (cd internal/harness/gpu/nvmlread && QUALKIT_EXPECT_GPU=1 QUALKIT_GPU_READING_OUT="$OUT/h200.json" timeout 60 ../../../../bin/nvmlread.test -test.run '^TestDiscoverOnGPU$' -test.v -test.count=1) | tail -n 5 || fail=1
+
+if [[ ${RUN_RUNTIME:-process} == container ]]; then
+  # The same row in a GPU container, before the process run of the same lease: the
+  # engine from the carried pack (engine.sh), the base image imported from the device's
+  # own Python and torch (no registry here), the backend's image built on it by the
+  # harness (families/qwen_image/docker/Dockerfile.diffusers), every stage in it.
+  step "start the engine"
+  source scripts/h200/engine.sh
+  engine_start || exit 1
+  base_py=$("$py" -c 'import sys; print(sys.executable)')
+  base_prefix=$("$py" -c 'import sys; print(sys.prefix)')
+  step "import the base image qualkit/h200-python:local (the device's /usr, /etc and ${base_prefix#/}; python $base_py)"
+  tar -C / -cf - --exclude=usr/share --exclude=usr/include --exclude=usr/src --exclude='*/__pycache__' \
+      usr/bin usr/sbin usr/lib usr/lib64 bin sbin lib lib64 etc "${base_prefix#/}" "$(dirname "$(readlink -f "$base_py")" | sed 's|^/||')" 2>/dev/null \
+    | curl -s --unix-socket /var/run/docker.sock -X POST -H 'Content-Type: application/x-tar' -T - \
+        'http://x/images/create?fromSrc=-&repo=qualkit/h200-python&tag=local' | tail -c 200; echo
+  engine_api /images/qualkit/h200-python:local/json | python3 -c 'import json,sys; i=json.load(sys.stdin); print("  base image", i["Id"][:19], round(i["Size"]/2**30, 2), "GiB")'
+  step "TestReferenceSmoke (container mode), evidence in $evidence-container"
+  rm -rf "$evidence-container"
+  (cd qual && QUALKIT_QWEN_BASE_IMAGE=qualkit/h200-python:local QUALKIT_QWEN_BASE_PYTHON="$base_py" TESTCONTAINERS_RYUK_DISABLED=true \
+    timeout "${RUN_TIMEOUT:-440}" ../bin/qual.test -test.run "$tests" -test.v -test.count=1 -test.timeout "$(( ${RUN_TIMEOUT:-440} - 10 ))s" \
+    -qualkit.runtime container -qualkit.venv "$venv" -qualkit.evidence "$evidence-container") > "$tmp/qual-container.log" 2>&1
+  qual_rc=$?
+  grep -E '^(=== RUN|--- (PASS|FAIL|SKIP)|    --- |PASS|FAIL|ok|panic)|row.go|qualkit\.' "$tmp/qual-container.log" | cut -c1-400
+  step "qual.test (container) exit $qual_rc"
+  (( qual_rc == 0 )) || { fail=1; tail -n 60 "$tmp/qual-container.log"; }
+  run=$(ls -d "$evidence-container"/2* 2>/dev/null | tail -n1)
+  [[ -n $run ]] && tar czf "$OUT/run-container.tgz" -C "$(dirname "$run")" "$(basename "$run")" && cp "$run/$row/results.json" "$OUT/results-container.json"
+  cp "$tmp/qual-container.log" "$OUT/qual-container.log"
+  step "stop the engine"
+  engine_stop || fail=1
+fi
 
 step "TestReferenceSmoke (process mode), evidence in $evidence"
 rm -rf "$evidence"

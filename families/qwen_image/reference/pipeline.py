@@ -598,7 +598,12 @@ class Editor:
         import torch
 
         if self.device.startswith("cuda"):
-            return f"{self.device} ({torch.cuda.get_device_name(torch.device(self.device))})"
+            dev = torch.device(self.device)
+            # The GPU's UUID as the process sees it: in a container, the one the runtime
+            # gave it (the row leases GPUs by UUID; the evidence can hold the two together).
+            uuid = getattr(torch.cuda.get_device_properties(dev), "uuid", None)
+            gpu = f", GPU-{uuid}" if uuid is not None else ""
+            return f"{self.device} ({torch.cuda.get_device_name(dev)}{gpu})"
         return "cpu"
 
     def runtime(self) -> dict:

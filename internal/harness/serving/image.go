@@ -32,6 +32,9 @@ type ImageSpec struct {
 	// exactly the files the Dockerfile's COPY and ADD lines name, taken from the first of
 	// these folders that holds them all (StageContext). No .dockerignore is read.
 	CopyRoots []string
+	// BuildArgs are the build's --build-arg values; a FROM naming one is checked like any
+	// other base image (present locally, never pulled).
+	BuildArgs map[string]string
 }
 
 // Image is an image present in the local engine, ready to run.
@@ -113,7 +116,7 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", fmt.Errorf("build %s: Dockerfile %s is outside the context %s", tag, dockerfile, ctxDir)
 	}
-	bases, err := dockerfileBases(dockerfile)
+	bases, err := dockerfileBases(dockerfile, spec.BuildArgs)
 	if err != nil {
 		return "", fmt.Errorf("build %s: %w", tag, err)
 	}
@@ -132,6 +135,12 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		args = append(args, "--label", k+"="+labels[k])
 	}
+	buildArgs := map[string]*string{}
+	for _, k := range slices.Sorted(maps.Keys(spec.BuildArgs)) {
+		v := spec.BuildArgs[k]
+		buildArgs[k] = &v
+		args = append(args, "--build-arg", k+"="+v)
+	}
 	rec := schema.CommandRecord{Stage: o.stage, Args: append(args, ctxDir), Log: buildLog, Start: time.Now().UTC()}
 
 	provider, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(stdlog.New(logf, "testcontainers: ", stdlog.LstdFlags)))
@@ -140,7 +149,7 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 	}
 	defer provider.Close()
 	_, err = provider.BuildImage(ctx, &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
-		Context: ctxDir, Dockerfile: filepath.ToSlash(rel), Repo: repo, Tag: version,
+		Context: ctxDir, Dockerfile: filepath.ToSlash(rel), Repo: repo, Tag: version, BuildArgs: buildArgs,
 		BuildLogWriter: logf, KeepImage: true,
 		BuildOptionsModifier: func(o *client.ImageBuildOptions) { o.Labels = labels },
 	}})
@@ -159,9 +168,10 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 	return id, o.record(rec, err)
 }
 
-// dockerfileBases lists the images a Dockerfile starts from, leaving out scratch, earlier
-// stages and names built from arguments (those cannot be checked before the build).
-func dockerfileBases(path string) ([]string, error) {
+// dockerfileBases lists the images a Dockerfile starts from, leaving out scratch and
+// earlier stages; a name built from a build argument is checked with the value given
+// (args), and left out only when it has none.
+func dockerfileBases(path string, args map[string]string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -182,7 +192,12 @@ func dockerfileBases(path string) ([]string, error) {
 		if len(fields) == 0 {
 			continue
 		}
-		image := fields[0]
+		image := os.Expand(fields[0], func(k string) string {
+			if v, ok := args[k]; ok {
+				return v
+			}
+			return "$" + k
+		})
 		earlierStage := stages[strings.ToLower(image)]
 		if len(fields) >= 3 && strings.EqualFold(fields[1], "AS") {
 			stages[strings.ToLower(fields[2])] = true
