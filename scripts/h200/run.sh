@@ -113,8 +113,14 @@ if [[ ${RUN_RUNTIME:-process} == container ]]; then
   base_py=$("$py" -c 'import sys; print(sys.executable)')
   base_prefix=$("$py" -c 'import sys; print(sys.prefix)')
   step "import the base image qualkit/h200-python:local (the device's /usr, /etc and ${base_prefix#/}; python $base_py)"
-  tar -C / -cf - --exclude=usr/share --exclude=usr/include --exclude=usr/src --exclude='*/__pycache__' \
-      usr/bin usr/sbin usr/lib usr/lib64 bin sbin lib lib64 etc "${base_prefix#/}" "$(dirname "$(readlink -f "$base_py")" | sed 's|^/||')" 2>/dev/null \
+  paths=(usr/bin usr/sbin usr/lib usr/lib64 bin sbin lib lib64 etc)
+  for p in "${base_prefix#/}" "$(dirname "$(readlink -f "$base_py")" | sed 's|^/||')"; do
+    covered=0
+    for q in "${paths[@]}"; do [[ $p == "$q" || $p == "$q"/* ]] && covered=1; done
+    (( covered )) || paths+=("$p")   # a path twice in the tar: the engine refuses it
+  done
+  echo "  paths: ${paths[*]}"
+  tar -C / -cf - --exclude=usr/share --exclude=usr/include --exclude=usr/src --exclude='*/__pycache__' "${paths[@]}" 2>/dev/null \
     | curl -s --unix-socket /var/run/docker.sock -X POST -H 'Content-Type: application/x-tar' -T - \
         'http://x/images/create?fromSrc=-&repo=qualkit/h200-python&tag=local' | tail -c 200; echo
   engine_api /images/qualkit/h200-python:local/json | python3 -c 'import json,sys; i=json.load(sys.stdin); print("  base image", i["Id"][:19], round(i["Size"]/2**30, 2), "GiB")'
