@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"qualkit/internal/schema"
 	"regexp"
 	"sort"
 	"strings"
@@ -794,4 +795,24 @@ func fixArtifactHash(t *testing.T, dir, row, rel string) {
 			}
 		}
 	})
+}
+
+// The reference-smoke row in a GPU container on the H200 (issue 24), checked whole and
+// anchored by the run's SHA256SUMS as the run printed it; the GPU the server process saw
+// from inside the container (its log) is the one the row leased, by UUID.
+func TestCommittedH200ContainerRunPasses(t *testing.T) {
+	dir := filepath.Join("..", "..", "docs", "evidence", "h200-container-reference-smoke", "20261204T001055Z-2617")
+	rep := Verify(dir, "")
+	rep.Anchor("89b46854e38a4587b82ce4037f76b300186b6b41a067fbfc2c8f65f59b5dcceb") // as the run printed it (qual-container.log)
+	require.NoError(t, rep.Err())
+	var res schema.Result
+	b, err := os.ReadFile(filepath.Join(dir, "reference-smoke", "results.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &res))
+	assert.Equal(t, "container", res.Runtime)
+	assert.Equal(t, schema.StatusSmoke, res.Status)
+	require.Len(t, res.Lease.GPUs, 1)
+	log, err := os.ReadFile(filepath.Join(dir, "reference-smoke", "serve", "server.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "on cuda (NVIDIA H200, "+res.Lease.GPUs[0]+")", "the leased GPU, seen from inside the container")
 }
