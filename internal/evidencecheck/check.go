@@ -146,8 +146,25 @@ func (c *checker) run(junitPath string) {
 		r.check()
 	}
 	c.checkLeases()
+	c.checkDistinctRows()
 	c.checkRun()
 	if junitPath != "" {
 		c.checkJUnit(junitPath)
+	}
+}
+
+// checkDistinctRows: each row of a run is a run of its own. A request id AIPerf drew
+// (a fresh uuid per request) in two rows' raw exports means one row's folder was copied
+// as another's.
+func (c *checker) checkDistinctRows() {
+	seen := map[string]string{}
+	for _, r := range c.rows {
+		for _, q := range r.reqs {
+			if other, ok := seen[q.id]; ok && other != r.name {
+				c.fail(r.name+"/"+rawExport, "request "+q.id, "a request of this row alone (AIPerf draws a fresh id per request)", "also in "+other+"/"+rawExport)
+				continue
+			}
+			seen[q.id] = r.name
+		}
 	}
 }

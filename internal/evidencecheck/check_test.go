@@ -392,6 +392,25 @@ func TestTamperingFails(t *testing.T) {
 			},
 			want: []string{q + "/serve/records.jsonl: request ", "input_sha256: evidence says ", "(the reference image AIPerf sent (aiperf/artifacts/profile_export_raw.jsonl))", "file says " + strings.Repeat("cd", 32)}},
 
+		{name: "the row's checkpoint renamed in results.json, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					d["checkpoint"].(map[string]any)["model"] = "Qwen/Qwen-Image-Edit-2511"
+				})
+			},
+			want: []string{q + "/commands.jsonl: aiperf --model: evidence says Qwen/Qwen-Image-Edit-2511 (results.json checkpoint.model), file says qualkit/refedit-v1",
+				q + "/serve/startup.json: spec.Model: evidence says Qwen/Qwen-Image-Edit-2511 (results.json checkpoint.model), file says qualkit/refedit-v1"}},
+		{name: "a row folder copied as a second row, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.CopyFS(filepath.Join(dir, "refedit-v2"), os.DirFS(filepath.Join(dir, q))))
+				editJSON(t, filepath.Join(dir, "refedit-v2", "results.json"), func(d map[string]any) {
+					d["row"] = "refedit-v2"
+					d["checkpoint"].(map[string]any)["name"] = "refedit-v2"
+				})
+				editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["rows"] = append(d["rows"].([]any), "refedit-v2") })
+			},
+			want: []string{"refedit-v2/aiperf/artifacts/profile_export_raw.jsonl: request ", "a request of this row alone (AIPerf draws a fresh id per request), file says also in refedit-v1/aiperf/artifacts/profile_export_raw.jsonl"}},
+
 		// The forgeries of issue 11, each with every SHA256SUMS recomputed.
 		{name: "correctness result says fail, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {

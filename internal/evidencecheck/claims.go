@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"path"
 	"reflect"
 	"regexp"
 	"sort"
@@ -235,12 +236,22 @@ func (r *rowCheck) checkServe() {
 	}
 	var st struct {
 		Runtime string `json:"runtime"`
+		Spec    struct {
+			Bundle, Model string
+		} `json:"spec"`
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
 		r.fail("serve/startup.json", "valid JSON", "the server's startup record", err.Error())
 		return
 	}
 	r.same(resultsFile, "runtime", st.Runtime, r.res.Runtime, "serve/startup.json")
+	// The row's identity where the server was started: the model it served is the
+	// checkpoint's, and the bundle it served the one the row built (by file name: the
+	// folder differs from host to host).
+	r.same("serve/startup.json", "spec.Model", r.res.Checkpoint.Model, st.Spec.Model, "results.json checkpoint.model")
+	if b := r.res.Bundle; b != nil && b.Path != "" {
+		r.same("serve/startup.json", "spec.Bundle", path.Base(b.Path), path.Base(st.Spec.Bundle), "results.json bundle.path")
+	}
 }
 
 type commandRecord struct {
@@ -300,6 +311,7 @@ func (r *rowCheck) checkCommands() {
 	r.same(resultsFile, "measured", one("--request-count"), fmt.Sprint(r.res.Measured), f+" aiperf --request-count")
 	r.same(resultsFile, "warmup", one("--warmup-request-count"), fmt.Sprint(r.res.Warmup), f+" aiperf --warmup-request-count")
 	r.same(f, "aiperf --concurrency", "1", one("--concurrency"), "the workload")
+	r.same(f, "aiperf --model", r.res.Checkpoint.Model, one("--model"), "results.json checkpoint.model")
 	r.same(f, "aiperf --export-level", "raw", one("--export-level"), "identity replays the raw export")
 	want := map[string][]string{}
 	for i, e := 0, r.proto.AIPerfEndpoint(""); i+1 < len(e); i += 2 {
