@@ -411,6 +411,34 @@ func TestTamperingFails(t *testing.T) {
 			},
 			want: []string{"refedit-v2/aiperf/artifacts/profile_export_raw.jsonl: request ", "a request of this row alone (AIPerf draws a fresh id per request), file says also in refedit-v1/aiperf/artifacts/profile_export_raw.jsonl"}},
 
+		{name: "every measured request moved to start together, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				first := int64(0)
+				editJSONL(t, filepath.Join(dir, q, rawExport), func(d map[string]any) {
+					m := d["metadata"].(map[string]any)
+					if m["benchmark_phase"] != "profiling" {
+						return
+					}
+					start := int64(m["request_start_ns"].(float64))
+					if first == 0 {
+						first = start
+					}
+					m["request_end_ns"] = m["request_end_ns"].(float64) - float64(start-first)
+					m["request_start_ns"] = float64(first)
+				})
+			},
+			want: []string{q + "/aiperf/artifacts/profile_export_raw.jsonl: request ", " start: evidence says after request ", "ended (concurrency 1), file says "}},
+		{name: "client latency below the server's handler time, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"handler_ms":[0-9.]+`, `"handler_ms":900000`)
+			},
+			want: []string{q + "/aiperf/artifacts/profile_export.jsonl: request ", "request_latency: evidence says at least the server's handler time, 900000 ms (serve/records.jsonl timing.handler_ms)"}},
+		{name: "a handler shorter than its Task call, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"handler_ms":[0-9.]+`, `"handler_ms":0.001`)
+			},
+			want: []string{q + "/serve/records.jsonl: request ", "timing.handler_ms: evidence says at least the Task time"}},
+
 		// The forgeries of issue 11, each with every SHA256SUMS recomputed.
 		{name: "correctness result says fail, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
@@ -834,4 +862,21 @@ func TestCommittedH200ContainerRunPasses(t *testing.T) {
 	log, err := os.ReadFile(filepath.Join(dir, "reference-smoke", "serve", "server.log"))
 	require.NoError(t, err)
 	assert.Contains(t, string(log), "on cuda (NVIDIA H200, "+res.Lease.GPUs[0]+")", "the leased GPU, seen from inside the container")
+}
+
+// editJSONL rewrites each JSON line of a file through edit.
+func editJSONL(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []byte
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		d := map[string]any{} // numbers as float64: nanosecond stamps lose their last digits, as a forger's would
+		require.NoError(t, json.Unmarshal(line, &d))
+		edit(d)
+		nl, err := json.Marshal(d)
+		require.NoError(t, err)
+		out = append(append(out, nl...), '\n')
+	}
+	require.NoError(t, os.WriteFile(path, out, 0o644))
 }

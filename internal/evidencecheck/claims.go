@@ -47,6 +47,7 @@ func (r *rowCheck) check() {
 	r.checkTiming()
 	r.checkRecords()
 	r.checkRecordHashes()
+	r.checkPhysicalTiming()
 	r.checkLatencies()
 	r.checkQuality()
 	r.checkNativeLogs()

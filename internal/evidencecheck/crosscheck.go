@@ -2,11 +2,13 @@ package evidencecheck
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -229,6 +231,79 @@ func (r *rowCheck) checkRecordHashes() {
 			r.same(recordsFile, at+"output_sha256", bytesSHA256(q.resp), rec.Output, "the PNG the response carried ("+rawExport+", "+q.httpRel()+")")
 		}
 	}
+}
+
+// checkPhysicalTiming: what the timing says must have been possible. At concurrency 1
+// (the AIPerf command says so; checkCommands holds it to 1) no request starts before the
+// one before it ended; warmup comes before every measured request. And for each request
+// the server recorded: the client waited at least as long as the server's handler ran
+// (timing.handler_ms of its records line), and the handler at least as long as the Task
+// call the row reports for it (ms rounding aside).
+func (r *rowCheck) checkPhysicalTiming() {
+	if r.rawErr != nil || len(r.reqs) == 0 {
+		return
+	}
+	const slackNs = 1_000_000 // a millisecond: clocks read by one process, in order
+	reqs := slices.Clone(r.reqs)
+	slices.SortFunc(reqs, func(a, b *request) int {
+		return cmp.Compare(a.rec.Metadata.RequestStartNs, b.rec.Metadata.RequestStartNs)
+	})
+	lastWarmupEnd, firstProfilingStart := int64(0), int64(math.MaxInt64)
+	for i, q := range reqs {
+		m := q.rec.Metadata
+		r.truth(m.RequestEndNs >= m.RequestStartNs, rawExport, "request "+q.id+" span", "request_end_ns at or after request_start_ns", fmt.Sprintf("ends %d ns before it starts", m.RequestStartNs-m.RequestEndNs))
+		if i > 0 {
+			prev := reqs[i-1].rec.Metadata
+			r.truth(m.RequestStartNs+slackNs >= prev.RequestEndNs, rawExport, "request "+q.id+" start",
+				"after request "+reqs[i-1].id+" ended (concurrency 1)", fmt.Sprintf("%.3f ms before it ended", float64(prev.RequestEndNs-m.RequestStartNs)/1e6))
+		}
+		switch q.phase {
+		case phaseWarmup:
+			lastWarmupEnd = max(lastWarmupEnd, m.RequestEndNs)
+		case phaseProfiling:
+			firstProfilingStart = min(firstProfilingStart, m.RequestStartNs)
+		}
+	}
+	if lastWarmupEnd > 0 && firstProfilingStart != math.MaxInt64 {
+		r.truth(firstProfilingStart+slackNs >= lastWarmupEnd, rawExport, "benchmark phases", "every warmup request ended before the first measured one started",
+			fmt.Sprintf("the first measured request started %.3f ms before the last warmup request ended", float64(lastWarmupEnd-firstProfilingStart)/1e6))
+	}
+	handler := r.recordHandlerMs()
+	for _, q := range r.phase(phaseProfiling) {
+		h, ok := handler[q.id]
+		if !ok {
+			continue
+		}
+		if q.client {
+			r.truth(q.clientMs+0.01 >= h, profileExport, "request "+q.id+" request_latency",
+				fmt.Sprintf("at least the server's handler time, %s ms (%s timing.handler_ms)", fmtNum(h), recordsFile), fmtNum(q.clientMs)+" ms")
+		}
+		if task, ok := r.tasks[q.id]; ok {
+			r.truth(h+0.01 >= task, recordsFile, "request "+q.id+" timing.handler_ms",
+				fmt.Sprintf("at least the Task time, %s ms (%s)", fmtNum(task), r.taskSrc), fmtNum(h)+" ms")
+		}
+	}
+}
+
+// recordHandlerMs is timing.handler_ms of each records line, by request id.
+func (r *rowCheck) recordHandlerMs() map[string]float64 {
+	out := map[string]float64{}
+	b, ok := r.read(recordsFile)
+	if !ok {
+		return out
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var rec struct {
+			RequestID string `json:"request_id"`
+			Timing    struct {
+				HandlerMs *float64 `json:"handler_ms"`
+			} `json:"timing"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Timing.HandlerMs != nil {
+			out[rec.RequestID] = *rec.Timing.HandlerMs
+		}
+	}
+	return out
 }
 
 // checkLatencies: AIPerf's request_latency of every record is its own end - start.
