@@ -52,7 +52,8 @@ func NewRunID(now time.Time) string {
 // Row opens the folder of one row.
 func (e *Evidence) Row(name string) (*RowEvidence, error) {
 	dir := filepath.Join(e.Dir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		// An existing folder is another run's evidence of the row: never written twice.
 		return nil, fmt.Errorf("row evidence %s: %w", dir, err)
 	}
 	return &RowEvidence{Dir: dir}, nil

@@ -338,3 +338,23 @@ func TestPipelineOptionalContracts(t *testing.T) {
 		assert.True(t, res.Checkpoint.Double)
 	})
 }
+
+// go test -count=2 runs a row twice in one suite: each run gets a folder of its own, and
+// a folder already there is never written into.
+func TestRowRunTwiceGetsTwoFolders(t *testing.T) {
+	p := newPipeline(t, false)
+	s := p.start(t)
+	c := p.row("twice", "")
+	first, err := s.Run(context.Background(), c, t.TempDir())
+	require.NoError(t, err)
+	second, err := s.Run(context.Background(), c, t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, "twice", first.Row)
+	assert.Equal(t, "twice.2", second.Row)
+	for _, name := range []string{"twice", "twice.2"} {
+		_, err := os.Stat(filepath.Join(s.Evidence.Dir, name, "results.json"))
+		assert.NoError(t, err, name)
+	}
+	_, err = s.Evidence.Row("twice")
+	assert.ErrorContains(t, err, "file exists", "an existing row folder is never reused")
+}

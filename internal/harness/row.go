@@ -78,11 +78,27 @@ func StageNames() []string {
 	return append(names, "report")
 }
 
+// runName is the row's name for this run of it: the row's own the first time, then
+// <row>.2, <row>.3, ... (go test -count=N): no row is ever written twice into one folder.
+func (s *Suite) runName(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rowRuns == nil {
+		s.rowRuns = map[string]int{}
+	}
+	s.rowRuns[name]++
+	if n := s.rowRuns[name]; n > 1 {
+		return fmt.Sprintf("%s.%d", name, n)
+	}
+	return name
+}
+
 // newRow opens the row's evidence folder and registers its result with the suite.
 func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	c.Name = s.runName(c.Name)
 	ev, err := s.Evidence.Row(c.Name)
 	if err != nil {
 		return nil, err

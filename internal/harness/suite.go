@@ -83,6 +83,9 @@ type Suite struct {
 
 	mu      sync.Mutex
 	results []*schema.Result
+	// rowRuns counts each row's runs in this suite: -count=N runs a row N times, and
+	// each run after the first gets a folder of its own, <row>.<n>.
+	rowRuns map[string]int
 	skips   []string
 
 	// The run's pool of GPUs and CPU row slots; its GPUs are read once, by the first row
