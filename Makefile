@@ -80,6 +80,14 @@ bench: setup engine
 clean-evidence:
 	rm -rf evidence
 
+# Where make test's time went (its JUnit): each package's wall and the slowest tests,
+# written to docs/test-times.md.
+.PHONY: test-times
+test-times:
+	@{ echo "# Test times"; echo; echo "From \`make test\`'s $(JUNIT) (\`make test-times\` writes this file)."; echo; \
+		$(GO) run ./scripts/testtimes -junit $(JUNIT); } > docs/test-times.md
+	@cat docs/test-times.md
+
 .PHONY: inventory
 inventory:
 	@test -n "$(TRTMC)" || { echo "make inventory TRTMC=DIR: name a TRTMC checkout (or ../shared/trtmc-main-e9132e79)"; exit 2; }
