@@ -2,8 +2,11 @@ package server
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -83,7 +86,12 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 	// A body that trickles in must not hold its connection for ever. Recorders in tests
 	// have no connection: ErrNotSupported is fine there.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	body := &countingReader{r: r.Body}
+	r.Body = body
 	form, apiErr := readForm(r, s.cfg.MaxPromptBytes)
+	if apiErr == nil {
+		apiErr = body.checkLength(r.ContentLength)
+	}
 	if form.image != nil {
 		sum := edit.SHA256(form.image)
 		x.rec.InputSHA256 = &sum
@@ -189,4 +197,38 @@ func (s *Server) setServerTiming(w http.ResponseWriter, x *exchange) {
 	if x.taskRan {
 		w.Header().Set("Server-Timing", fmt.Sprintf("task;dur=%.3f", x.rec.Timing.TaskMS))
 	}
+}
+
+// countingReader counts the body's bytes as the form is read.
+type countingReader struct {
+	r io.ReadCloser
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.r.Close() }
+
+// checkLength reads what the declared Content-Length says is left after the form's
+// closing boundary (an epilogue is allowed) and refuses a body that ends before it, or
+// that does not arrive within the body timeout, with a 400 that says so: otherwise the
+// server would answer 200 only once the connection's drain timed out.
+func (c *countingReader) checkLength(declared int64) *apiError {
+	if declared <= 0 || c.n >= declared {
+		return nil
+	}
+	left := declared - c.n
+	got, err := io.Copy(io.Discard, io.LimitReader(c, left))
+	if got == left {
+		return nil
+	}
+	why := "it ended"
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		why = "nothing more arrived within the server's body timeout (--body-timeout)"
+	}
+	return badRequest("", fmt.Sprintf("the request body is %d bytes shorter than its Content-Length of %d: %s", left-got, declared, why))
 }

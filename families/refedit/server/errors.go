@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,35 @@ type errorDetail struct {
 	Message string  `json:"message"`
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
+	// Code is OpenAI's error code field (the openai client's e.code): a short name of
+	// what went wrong, by status.
+	Code string `json:"code"`
+}
+
+// errorCode names a status the way OpenAI-compatible servers fill `code`.
+func errorCode(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid_request"
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	case http.StatusRequestTimeout:
+		return "request_timeout"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusUnsupportedMediaType:
+		return "unsupported_media_type"
+	case http.StatusTooManyRequests:
+		return "server_busy"
+	case http.StatusServiceUnavailable:
+		return "not_ready"
+	}
+	if status >= 500 {
+		return "server_error"
+	}
+	return "invalid_request"
 }
 
 func badRequest(param, message string) *apiError {
@@ -70,7 +100,7 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeError(w http.ResponseWriter, id string, e *apiError) {
-	body := errorBody{Error: errorDetail{Message: e.message, Type: errorType(e.status)}, RequestID: id}
+	body := errorBody{Error: errorDetail{Message: e.message, Type: errorType(e.status), Code: errorCode(e.status)}, RequestID: id}
 	if e.param != "" {
 		body.Error.Param = &e.param
 	}
@@ -80,14 +110,20 @@ func writeError(w http.ResponseWriter, id string, e *apiError) {
 	writeJSON(w, e.status, body)
 }
 
+// writeJSON writes v without HTML escaping: a message that says "<=" reads "<=" to a
+// curl user, not "\u003c=".
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	data := []byte(`{"error":{"message":"encode response","type":"server_error","param":null,"code":"server_error"}}` + "\n")
+	if err := enc.Encode(v); err == nil {
+		data = buf.Bytes()
+	} else {
 		// Only the server's own types get here; none of them can fail to encode.
 		status = http.StatusInternalServerError
-		data = []byte(`{"error":{"message":"encode response","type":"server_error","param":null}}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(data, '\n'))
+	_, _ = w.Write(data)
 }

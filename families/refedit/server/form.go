@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,13 @@ func readForm(r *http.Request, maxPrompt int) (editForm, *apiError) {
 		}
 		if errors.Is(err, io.EOF) {
 			return f, nil
+		}
+		if err != nil && parts == 0 && errors.Is(err, bufio.ErrBufferFull) {
+			// The reader looked for the first boundary in a whole buffer of body and found
+			// none: the same fault as an empty body without it, said the same way.
+			_, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+			return f, badRequest("", fmt.Sprintf("malformed multipart body: no part delimited by the boundary %s that Content-Type declares "+
+				"(a body built for another boundary, or not multipart at all)", quoteBounded(params["boundary"])))
 		}
 		if err != nil {
 			return f, bodyError(err, "")

@@ -107,3 +107,49 @@ func TestSlowBodyTimesOut(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second)
 	assert.Contains(t, bufferText(recs), `"request_id":"slow-1","time"`)
 }
+
+// A body whose Content-Length overstates it gets a 400 that says so once the body
+// timeout passes, not a 200 after the connection's drain (issue 27).
+func TestBodyShorterThanItsContentLength(t *testing.T) {
+	s, _ := newTestServer(t, func(c *Config) { c.BodyTimeout = 300 * time.Millisecond })
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	body, ct := multipartBody(t, standardParts(testPNG(t, 8, 8), "invert")...)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nX-Request-ID: short-1\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", EditRoute, ct, body.Len()+1000)
+	_, err = conn.Write(body.Bytes()) // the whole form, 1000 bytes short of what it declared
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, string(b))
+	assert.Contains(t, string(b), "the request body is 1000 bytes shorter than its Content-Length")
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// A body of more than a buffer with no boundary line, a missing code and HTML-escaped
+// text: the three other error faults issue 27 found, each answered plainly now.
+func TestErrorsSayWhatIsWrongPlainly(t *testing.T) {
+	s, _ := newTestServer(t, nil)
+	req := httptest.NewRequest(http.MethodPost, EditRoute, strings.NewReader(strings.Repeat("x", 8000)))
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=abc")
+	rr := httptest.NewRecorder()
+	s.ServeHTTP(rr, req)
+	assert.Equal(t, http.StatusBadRequest, rr.Code)
+	assert.Contains(t, rr.Body.String(), "malformed multipart body: no part delimited by the boundary")
+	assert.NotContains(t, rr.Body.String(), "buffer full")
+	var e struct {
+		Error struct{ Code, Type string } `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(rr.Body.Bytes(), &e))
+	assert.Equal(t, "invalid_request", e.Error.Code, "OpenAI's code field")
+
+	rr = httptest.NewRecorder()
+	writeError(rr, "id", badRequest("", "size must be <= 2048 & > 0"))
+	assert.Contains(t, rr.Body.String(), `"message":"size must be <= 2048 & > 0"`, "no HTML escaping")
+	assert.Contains(t, rr.Body.String(), `"code":"invalid_request"`)
+}
