@@ -128,3 +128,9 @@ func TestPrepareImageFromCopyRoots(t *testing.T) {
 	assert.Equal(t, "requirements/community-ci.txt", img.Context.Files[0].Path)
 	assert.NotEmpty(t, img.ID)
 }
+
+func TestCacheLayerVanished(t *testing.T) {
+	assert.True(t, cacheLayerVanished(errors.New("build image: failed to get digest sha256:6703c005: open /var/lib/docker/image/overlay2/imagedb/content/sha256/6703c005: no such file or directory")))
+	assert.True(t, cacheLayerVanished(errors.New("Error response from daemon: No such image: sha256:0b3f92ec4caa")))
+	assert.False(t, cacheLayerVanished(errors.New("COPY failed: file not found in build context")))
+}

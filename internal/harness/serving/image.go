@@ -148,11 +148,22 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 		return "", dockerUnreachable(err)
 	}
 	defer provider.Close()
-	_, err = provider.BuildImage(ctx, &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
-		Context: ctxDir, Dockerfile: filepath.ToSlash(rel), Repo: repo, Tag: version, BuildArgs: buildArgs,
-		BuildLogWriter: logf, KeepImage: true,
-		BuildOptionsModifier: func(o *client.ImageBuildOptions) { o.Labels = labels },
-	}})
+	build := func() error {
+		_, err := provider.BuildImage(ctx, &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
+			Context: ctxDir, Dockerfile: filepath.ToSlash(rel), Repo: repo, Tag: version, BuildArgs: buildArgs,
+			BuildLogWriter: logf, KeepImage: true,
+			BuildOptionsModifier: func(o *client.ImageBuildOptions) { o.Labels = labels },
+		}})
+		return err
+	}
+	err = build()
+	if err != nil && cacheLayerVanished(err) {
+		// Another run's cleanup removed an image whose layers this build was reusing from
+		// the cache, between the cache lookup and the step that needed it (seen with rows
+		// side by side). The build itself is sound: once more, against the cache as it is.
+		fmt.Fprintf(logf, "qualkit: a cached layer vanished during the build (%v); building once more\n", err)
+		err = build()
+	}
 	var id string
 	if err == nil {
 		var res client.ImageInspectResult
@@ -231,4 +242,10 @@ func imageTag(row, runID string) string {
 		tag = tag[:128]
 	}
 	return "qualkit/" + repo + ":" + tag
+}
+
+// cacheLayerVanished: the engine lost an image the build had taken from its cache.
+func cacheLayerVanished(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "failed to get digest") || strings.Contains(msg, "No such image")
 }
