@@ -202,23 +202,11 @@ func (r *rowCheck) checkRecordHashes() {
 	if r.rawErr != nil || !r.exists(recordsFile) {
 		return
 	}
-	b, ok := r.read(recordsFile)
-	if !ok {
-		return
-	}
 	byID := map[string]*request{}
 	for _, q := range r.reqs {
 		byID[q.id] = q
 	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		var rec struct {
-			RequestID string `json:"request_id"`
-			Input     string `json:"input_sha256"`
-			Output    string `json:"output_sha256"`
-		}
-		if json.Unmarshal(line, &rec) != nil {
-			continue
-		}
+	for _, rec := range r.serverRecords() {
 		q := byID[rec.RequestID]
 		if q == nil {
 			continue // the influence probes, or a request AIPerf did not record
@@ -288,22 +276,42 @@ func (r *rowCheck) checkPhysicalTiming() {
 // recordHandlerMs is timing.handler_ms of each records line, by request id.
 func (r *rowCheck) recordHandlerMs() map[string]float64 {
 	out := map[string]float64{}
-	b, ok := r.read(recordsFile)
-	if !ok {
-		return out
-	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		var rec struct {
-			RequestID string `json:"request_id"`
-			Timing    struct {
-				HandlerMs *float64 `json:"handler_ms"`
-			} `json:"timing"`
-		}
-		if json.Unmarshal(line, &rec) == nil && rec.Timing.HandlerMs != nil {
+	for _, rec := range r.serverRecords() {
+		if rec.Timing.HandlerMs != nil {
 			out[rec.RequestID] = *rec.Timing.HandlerMs
 		}
 	}
 	return out
+}
+
+// serverRecord is what the cross-checks read of a records line.
+type serverRecord struct {
+	RequestID string `json:"request_id"`
+	Input     string `json:"input_sha256"`
+	Output    string `json:"output_sha256"`
+	Timing    struct {
+		HandlerMs *float64 `json:"handler_ms"`
+	} `json:"timing"`
+}
+
+// serverRecords are the records file's lines that parse, in order, read once per check.
+func (r *rowCheck) serverRecords() []serverRecord {
+	if r.records != nil {
+		return *r.records
+	}
+	recs := []serverRecord{}
+	r.records = &recs
+	b, ok := r.read(recordsFile)
+	if !ok {
+		return recs
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var rec serverRecord
+		if json.Unmarshal(line, &rec) == nil {
+			recs = append(recs, rec)
+		}
+	}
+	return recs
 }
 
 // checkLatencies: AIPerf's request_latency of every record is its own end - start.

@@ -44,7 +44,8 @@ type rowCheck struct {
 	// The records file's request ids and Task times, when the row's source names it.
 	recordIDs   map[string]bool
 	recordTimes map[string]float64
-	recordsErr  string // why it could not be read: "missing", or the parse error
+	recordsErr  string          // why it could not be read: "missing", or the parse error
+	records     *[]serverRecord // the records lines the cross-checks read, parsed once
 	corr        *schema.CaseCounts
 	corrOK      bool
 	corrIDs     []string // "<classname>.<name>" of the executed JUnit cases
