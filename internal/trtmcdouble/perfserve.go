@@ -3,7 +3,6 @@ package trtmcdouble
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -151,22 +150,8 @@ func perfServeMain(p *proc, args []string) int {
 	if err != nil {
 		return p.fail(exitFail, "trtmc-perf-serve: %v", err)
 	}
-	hs := &http.Server{Handler: ps.handler(), ReadHeaderTimeout: 30 * time.Second}
 	fmt.Fprintf(p.stderr, "trtmc-perf-serve (qualkit contract double): %s on http://%s, worker %s\n", c.profile, ln.Addr(), c.worker)
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err := <-served:
-		return p.fail(exitFail, "trtmc-perf-serve: %v", err)
-	case <-p.context().Done():
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := hs.Shutdown(ctx); err != nil {
-		return p.fail(exitFail, "trtmc-perf-serve: shutdown: %v", err)
-	}
-	fmt.Fprintln(p.stderr, "trtmc-perf-serve (qualkit contract double): shut down")
-	return exitOK
+	return serveUntilDone(p, ln, ps.handler(), "trtmc-perf-serve", "trtmc-perf-serve: ")
 }
 
 // perfServe is the serving state: the profile's base request, the worker, one lane.

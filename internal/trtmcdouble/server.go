@@ -235,22 +235,29 @@ func serverMain(p *proc, args []string) int {
 	if err != nil {
 		return p.fail(exitFail, "trtmc-server: error: %v", err)
 	}
-	hs := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 30 * time.Second}
 	fmt.Fprintf(p.stderr, "trtmc-server (qualkit contract double): serving %s as %q on http://%s (worker %s, max body %d bytes)\n",
 		cfg.bundle, s.model, ln.Addr(), cfg.workerBinary, cfg.maxBody)
+	return serveUntilDone(p, ln, s.handler(), "trtmc-server", "trtmc-server: error: ")
+}
+
+// serveUntilDone serves h on ln until the program's context ends (SIGTERM, SIGINT), then
+// shuts down gracefully within shutdownGrace. name is the program's; errPrefix begins its
+// error lines as the program's own do.
+func serveUntilDone(p *proc, ln net.Listener, h http.Handler, name, errPrefix string) int {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
 	case err := <-served:
-		return p.fail(exitFail, "trtmc-server: error: %v", err)
+		return p.fail(exitFail, "%s%v", errPrefix, err)
 	case <-p.context().Done():
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(ctx); err != nil {
-		return p.fail(exitFail, "trtmc-server: shutdown: %v", err)
+		return p.fail(exitFail, "%s: shutdown: %v", name, err)
 	}
-	fmt.Fprintln(p.stderr, "trtmc-server (qualkit contract double): shut down")
+	fmt.Fprintln(p.stderr, name+" (qualkit contract double): shut down")
 	return exitOK
 }
 
