@@ -52,8 +52,9 @@ type workerRequest struct {
 	CFGScale       *float64 `json:"cfg_scale"`
 	Height         *int     `json:"height"`
 	Width          *int     `json:"width"`
-	// BatchSize is num_samples (benchmark_worker.cpp @ ca938e40 § image_config); an edit
-	// makes one image. perf-serve's base request states 1.
+	// BatchSize is num_samples (benchmark_worker.cpp @ ca938e40 § image_config).
+	// perf-serve's base request states 1; refusing any other on an edit is the double's
+	// own rule (what the real worker does with it was not read).
 	BatchSize *int `json:"batch_size"`
 }
 
