@@ -28,6 +28,20 @@ QUALTEST := .cache/bin/qual.test
 
 .PHONY: setup engine tables qual test pytest lint bench fmt clean-evidence
 
+# Signing (internal/attest): SIGN_KEY=FILE, or QUALKIT_SIGNING_KEY (the PEM or its path),
+# signs each run `make qual` and `make shard` make, after its check passed; PUBKEY=FILE
+# verifies signatures (check-evidence, merge-evidence); STRICT=1 makes check-evidence
+# refuse an unsigned or unverified run. Make a key pair: go run ./scripts/attest keygen -out ci
+SIGN_KEY ?=
+PUBKEY ?=
+STRICT ?=
+# sign DIR JUNIT: sign the run when a key is given, else say it is unsigned.
+define sign
+	@if [ -n "$(SIGN_KEY)" ] || [ -n "$$QUALKIT_SIGNING_KEY" ]; then \
+		$(GO) run ./scripts/attest sign -dir $(1) -junit $(2) $(if $(SIGN_KEY),-key $(SIGN_KEY)); \
+	else echo "evidence not signed: give SIGN_KEY=FILE or QUALKIT_SIGNING_KEY to sign it (make one: go run ./scripts/attest keygen -out ci)"; fi
+endef
+
 setup:
 	@bash scripts/setup.sh
 
@@ -47,6 +61,7 @@ qual: setup tables
 		-count=1 -run '^TestRefEdit$$' ./qual/ || { echo "qualification FAILED: see evidence/latest/SUMMARY.md"; exit 1; }
 	$(GO) run ./scripts/testgate -junit evidence/junit-qual.xml -tables $(TABLES) -table TestRefEdit
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qual.xml
+	$(call sign,evidence/latest,evidence/junit-qual.xml)
 	@echo "evidence: $$(readlink -f evidence/latest) (SUMMARY.md, PR.md, index.html)"
 
 test: setup engine lint pytest tables
@@ -147,6 +162,9 @@ shard: setup engine tables
 		echo "shard $(SHARD): the tests made no run folder (evidence/latest did not move): does RUN='$(value RUN)' select a row? (make matrix RUN=...)"; exit 1; fi; \
 	echo "$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml"; \
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml || status=1; \
+	if [ $$status = 0 ] && { [ -n "$(SIGN_KEY)" ] || [ -n "$$QUALKIT_SIGNING_KEY" ]; }; then \
+		$(GO) run ./scripts/attest sign -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml $(if $(SIGN_KEY),-key $(SIGN_KEY)) || status=1; \
+	else echo "shard $(SHARD): not signed (failed, or no SIGN_KEY / QUALKIT_SIGNING_KEY)"; fi; \
 	run=$$(readlink -f evidence/latest); \
 	rm -rf evidence/shards/$(SHARD) && mkdir -p evidence/shards/$(SHARD) && \
 		cp -a "$$run" evidence/shards/$(SHARD)/ && cp evidence/junit-shard-$(SHARD).xml evidence/shards/$(SHARD)/junit.xml || exit 1; \
@@ -160,11 +178,13 @@ shard: setup engine tables
 # commits. Check the result with make check-evidence DIR=OUT.
 MATRIX ?=
 SHARDS ?=
+UNSIGNED ?=
 OUT ?= evidence/merged
 .PHONY: merge-evidence
 merge-evidence:
 	@test -n "$(MATRIX)" -a -n "$(SHARDS)" || { echo "make merge-evidence: give MATRIX=<the matrix JSON the shards ran> and SHARDS=\"<shard folders>\" (e.g. SHARDS=\"evidence/shards/*\"), OUT=<new folder> (default evidence/merged)"; exit 2; }
-	$(GO) run ./scripts/mergeevidence -matrix $(MATRIX) -out $(OUT) $(SHARDS)
+	@test -n "$(PUBKEY)$(UNSIGNED)" || { echo "make merge-evidence: give PUBKEY=<the signer's public key> (every shard must be signed: make shard SIGN_KEY=...), or UNSIGNED=1 to merge unsigned evidence"; exit 2; }
+	$(GO) run ./scripts/mergeevidence -matrix $(MATRIX) -out $(OUT) $(if $(PUBKEY),-pubkey $(PUBKEY),-unsigned) $(SHARDS)
 
 # Past runs: every run under evidence/ with its rows' status; B against A (the
 # baseline), exit 1 on a regression.
@@ -187,7 +207,8 @@ fuzz:
 DIR ?= evidence/latest
 .PHONY: check-evidence pr-summary test-html
 check-evidence:
-	$(GO) run ./scripts/checkevidence -dir $(DIR) $(if $(JUNIT_FILE),-junit $(JUNIT_FILE)) $(if $(SUMS),-sums $(SUMS))
+	$(GO) run ./scripts/checkevidence -dir $(DIR) $(if $(JUNIT_FILE),-junit $(JUNIT_FILE)) $(if $(SUMS),-sums $(SUMS)) \
+		$(if $(PUBKEY),-pubkey $(PUBKEY)) $(if $(STRICT),-strict)
 pr-summary:
 	$(GO) run ./scripts/prsummary -dir $(DIR) $(if $(TRTMC),-trtmc $(TRTMC))
 test-html:   # needs: apt-get install -y chromium

@@ -28,6 +28,8 @@ type Report struct {
 	Files    int // files whose sha256 was verified
 	Claims   int // claims compared with what the raw files give
 	Problems []Problem
+	// Signatures is what VerifySignatures found; empty until it ran.
+	Signatures []Signed
 }
 
 // Error lists every problem of a failed check.

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"qualkit/internal/attest"
 	"qualkit/internal/schema"
 	"regexp"
 	"sort"
@@ -67,7 +68,7 @@ func writeSums(t *testing.T, dir string) {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		if rel == ChecksumFile {
+		if rel == ChecksumFile || rel == attest.File {
 			return nil
 		}
 		b, err := os.ReadFile(p)
@@ -201,15 +202,38 @@ func TestMissingFolder(t *testing.T) {
 // Each tamper is an edit of a committed run. With resum the checksum list is fixed too,
 // so what catches it is the claim the edit breaks.
 func TestTamperingFails(t *testing.T) {
+	for _, tt := range tamperings() {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := runCopy(t, tt.run) // untouched, it passes: TestCommittedRunsPass
+			junit := ""
+			if tt.junit {
+				junit = junitCopy(t)
+			}
+			tt.edit(t, dir, junit)
+			if tt.resum {
+				resum(t, dir)
+			}
+			failsWith(t, Check(dir, junit), tt.want...)
+		})
+	}
+}
+
+// tampering is one edit of a committed run and the problems it must raise.
+type tampering struct {
+	name  string
+	run   string // "qualified" or "drift"
+	junit bool
+	edit  func(t *testing.T, dir, junit string)
+	resum bool
+	want  []string
+}
+
+// tamperings are the forgeries TestTamperingFails catches from the folder alone, and
+// TestSignedForgeriesFail again through the signature.
+func tamperings() []tampering {
 	q := qualifiedRow
-	tests := []struct {
-		name  string
-		run   string // "qualified" or "drift"
-		junit bool
-		edit  func(t *testing.T, dir, junit string)
-		resum bool
-		want  []string
-	}{
+	return []tampering{
 		{name: "edited native PNG", run: "qualified",
 			edit: func(t *testing.T, dir, _ string) {
 				editPNG(t, filepath.Join(dir, q, "identity/03-profiling-native.png"))
@@ -624,21 +648,6 @@ func TestTamperingFails(t *testing.T) {
 				replaceAllRe(t, junit, `<testcase [^>]*name="TestMakeTestdata/refedit-v1/serve"[^>]*></testcase>`, ``)
 			},
 			want: []string{"TestMakeTestdata/refedit-v1/serve: evidence says stage serve passed", "file says no such test case"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			dir := runCopy(t, tt.run) // untouched, it passes: TestCommittedRunsPass
-			junit := ""
-			if tt.junit {
-				junit = junitCopy(t)
-			}
-			tt.edit(t, dir, junit)
-			if tt.resum {
-				resum(t, dir)
-			}
-			failsWith(t, Check(dir, junit), tt.want...)
-		})
 	}
 }
 

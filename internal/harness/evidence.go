@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"qualkit/internal/attest"
 	"sort"
 	"strings"
 	"sync"
@@ -74,7 +75,7 @@ func WriteChecksums(dir string) (string, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
-		if rel == ChecksumFile || !d.Type().IsRegular() {
+		if rel == ChecksumFile || rel == attest.File || !d.Type().IsRegular() {
 			return nil
 		}
 		sum, err := fileSHA256(path)

@@ -7,12 +7,18 @@
 //	go run ./scripts/checkevidence -dir evidence/<run id> -junit evidence/junit-qual.xml
 //	go run ./scripts/checkevidence -dir evidence/<run id> -sums <sha256 the test log printed>
 //	go run ./scripts/checkevidence -dir evidence/merged   (a merged run: every shard, whole)
+//	go run ./scripts/checkevidence -dir evidence/<run id> -pubkey ci.pub.pem -strict
+//
+// With -pubkey it verifies the run's signed attestation (attestation.dsse.json, written by
+// `go run ./scripts/attest sign`; in a merged run, each shard's). Without it, it says
+// whether the run is signed. -strict makes an unsigned or unverified run a failure.
 //
 // It prints every problem as "<file>: <claim>: evidence says X, file says Y" and exits 1
 // when there is any; exit 2 is a usage error.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,8 +39,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "", "run folder to check: evidence/<run id> (evidence/latest works)")
 	junit := fs.String("junit", "", "the run's JUnit file (gotestsum --junitfile) whose qualkit.* properties to check; optional")
 	sums := fs.String("sums", "", "the sha256 of the run's SHA256SUMS as the test log printed it; optional")
+	pubkey := fs.String("pubkey", "", "PEM public key of the signer: verify the run's attestation.dsse.json with it")
+	strict := fs.Bool("strict", false, "fail an unsigned run, or one whose signature was not verified with -pubkey")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	var pub []byte
+	if *pubkey != "" {
+		var err error
+		if pub, err = os.ReadFile(*pubkey); err != nil {
+			fmt.Fprintln(stderr, "checkevidence: -pubkey:", err)
+			return 2
+		}
 	}
 	if *dir == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "checkevidence: -dir DIR is required (make check-evidence DIR=evidence/latest)")
@@ -56,6 +72,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *sums != "" {
 		rep.Anchor(*sums)
+	}
+	rep.VerifySignatures(context.Background(), pub, *junit, *strict)
+	for _, line := range rep.SignatureSummary() {
+		fmt.Fprintln(stdout, "checkevidence:", line)
 	}
 	var e *evidencecheck.Error
 	if err := rep.Err(); errors.As(err, &e) {

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/attest"
 )
 
 func committedRun(t *testing.T, kind string) string {
@@ -26,6 +29,36 @@ func TestPassesOnACommittedRun(t *testing.T) {
 	junit := filepath.Join("..", "..", "internal", "evidencecheck", "testdata", "junit-qualified.xml")
 	require.Equal(t, 0, run([]string{"-dir", dir, "-junit", junit}, &out, &errOut), errOut.String()+out.String())
 	assert.Contains(t, out.String(), ": ok: 1 row(s)")
+}
+
+// -pubkey verifies the signature; -strict refuses a run without one.
+func TestSignedRun(t *testing.T) {
+	dir := committedRun(t, "qualified")
+	junit := filepath.Join("..", "..", "internal", "evidencecheck", "testdata", "junit-qualified.xml")
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 1, run([]string{"-dir", dir, "-strict"}, &out, &errOut))
+	assert.Contains(t, out.String(), "checkevidence: attestation.dsse.json: unsigned")
+	assert.Contains(t, out.String(), "attestation.dsse.json: signature: evidence says a signed attestation")
+
+	priv, pub, err := attest.GenerateKey()
+	require.NoError(t, err)
+	_, err = attest.Sign(context.Background(), dir, junit, priv)
+	require.NoError(t, err)
+	pubFile := filepath.Join(t.TempDir(), "ci.pub.pem")
+	require.NoError(t, os.WriteFile(pubFile, pub, 0o644))
+	out.Reset()
+	require.Equal(t, 0, run([]string{"-dir", dir, "-junit", junit, "-pubkey", pubFile, "-strict"}, &out, &errOut), out.String())
+	assert.Contains(t, out.String(), "attestation.dsse.json: signature verified")
+
+	// The run's list changed after signing: the signature is valid, but not over this folder.
+	f, err := os.OpenFile(filepath.Join(dir, "SHA256SUMS"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	out.Reset()
+	assert.Equal(t, 1, run([]string{"-dir", dir, "-pubkey", pubFile}, &out, &errOut))
+	assert.Contains(t, out.String(), "attestation.dsse.json: signature valid")
 }
 
 func TestListsEveryProblemAndExits1(t *testing.T) {

@@ -7,9 +7,13 @@
 //
 // Each shard folder is what `make shard` writes to evidence/shards/<name>/: one run folder
 // and junit.xml. Check the result with `make check-evidence DIR=evidence/merged`.
+//
+// Each shard's run must be signed (make shard SIGN_KEY=...) and verify with -pubkey; a
+// merge of unsigned shards needs -unsigned, said out loud, and prints that it is one.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -28,12 +32,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	matrix := fs.String("matrix", "", "the matrix the shards ran (go run ./scripts/matrix -out matrix.json)")
 	out := fs.String("out", "", "the merged run folder to write (must not exist)")
+	pubkey := fs.String("pubkey", "", "PEM public key the shards were signed with: every shard must verify with it")
+	unsigned := fs.Bool("unsigned", false, "merge shards without checking signatures (the merged run is then unsigned evidence)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *matrix == "" || *out == "" || fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "mergeevidence: -matrix FILE, -out DIR and at least one shard folder are required (make merge-evidence MATRIX=matrix.json SHARDS=\"shards/*\" OUT=evidence/merged)")
 		return 2
+	}
+	if (*pubkey == "") == !*unsigned {
+		fmt.Fprintln(stderr, "mergeevidence: give -pubkey FILE (the signer's public key: every shard must be signed with its key) or -unsigned (merge unsigned evidence, said out loud)")
+		return 2
+	}
+	var pub []byte
+	if *pubkey != "" {
+		var err error
+		if pub, err = os.ReadFile(*pubkey); err != nil {
+			fmt.Fprintln(stderr, "mergeevidence: -pubkey:", err)
+			return 2
+		}
 	}
 	var inputs []merged.Input
 	for _, d := range fs.Args() {
@@ -44,12 +62,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		inputs = append(inputs, in)
 	}
-	m, err := merged.Merge(*out, *matrix, inputs, evidencecheck.Check)
+	verify := func(runDir, junit string) error {
+		rep := evidencecheck.Verify(runDir, junit)
+		if pub != nil {
+			rep.VerifySignatures(context.Background(), pub, junit, true)
+		}
+		return rep.Err()
+	}
+	m, err := merged.Merge(*out, *matrix, inputs, verify)
 	if err != nil {
 		fmt.Fprintln(stderr, "mergeevidence:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "mergeevidence: %s: %s, %d row(s) from %d shard(s) of commit %s; check it: make check-evidence DIR=%s\n",
-		*out, m.MergedID, len(m.Rows), len(m.Shards), m.Commit, *out)
+	signed := "every shard's signature verified"
+	if pub == nil {
+		signed = "UNSIGNED: no shard's signature was checked (-unsigned)"
+	}
+	fmt.Fprintf(stdout, "mergeevidence: %s: %s, %d row(s) from %d shard(s) of commit %s, %s; check it: make check-evidence DIR=%s\n",
+		*out, m.MergedID, len(m.Rows), len(m.Shards), m.Commit, signed, *out)
 	return 0
 }

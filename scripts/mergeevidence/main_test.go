@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/attest"
 )
 
 const testdata = "../../internal/evidencecheck/testdata"
@@ -36,20 +39,50 @@ func TestMergeThenCheck(t *testing.T) {
 	require.NoError(t, os.WriteFile(matrix, []byte(`{"matrix": {"include": [{"name": "refedit-v1"}, {"name": "refedit-v1-second"}, {"name": "refedit-v1-beside"}]}}`), 0o644))
 	out := filepath.Join(tmp, "merged")
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, 0, run([]string{"-matrix", matrix, "-out", out, a, b}, &stdout, &stderr), stderr.String())
-	assert.Contains(t, stdout.String(), "3 row(s) from 2 shard(s)")
+	require.Equal(t, 2, run([]string{"-matrix", matrix, "-out", out, a, b}, &stdout, &stderr), "neither -pubkey nor -unsigned")
+	assert.Contains(t, stderr.String(), "give -pubkey FILE")
 
-	check := exec.Command("go", "run", "../checkevidence", "-dir", out)
+	// Signed shards merge with the signer's key; with the key, an unsigned shard is refused.
+	priv, pub, err := attest.GenerateKey()
+	require.NoError(t, err)
+	pubFile := filepath.Join(tmp, "ci.pub.pem")
+	require.NoError(t, os.WriteFile(pubFile, pub, 0o644))
+	signShard(t, a, priv)
+	stderr.Reset()
+	require.Equal(t, 1, run([]string{"-matrix", matrix, "-pubkey", pubFile, "-out", out, a, b}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "attestation.dsse.json: signature: evidence says a signed attestation")
+	assert.NoDirExists(t, out)
+	signShard(t, b, priv)
+	stderr.Reset()
+	require.Equal(t, 0, run([]string{"-matrix", matrix, "-pubkey", pubFile, "-out", out, a, b}, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "3 row(s) from 2 shard(s)")
+	assert.Contains(t, stdout.String(), "every shard's signature verified")
+	unsignedOut := filepath.Join(tmp, "merged-unsigned")
+	require.Equal(t, 0, run([]string{"-matrix", matrix, "-unsigned", "-out", unsignedOut, a, b}, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "UNSIGNED: no shard's signature was checked")
+
+	check := exec.Command("go", "run", "../checkevidence", "-dir", out, "-pubkey", pubFile, "-strict")
 	msg, err := check.CombinedOutput()
 	require.NoError(t, err, "%s", msg)
 	assert.Contains(t, string(msg), "ok: 3 row(s)")
+	assert.Contains(t, string(msg), "attestation.dsse.json: signature verified")
 
 	require.NoError(t, os.WriteFile(matrix, []byte(`{"matrix": {"include": [{"name": "refedit-v1"}, {"name": "refedit-v1-second"}, {"name": "refedit-v1-beside"}, {"name": "absent"}]}}`), 0o644))
 	stderr.Reset()
 	again := filepath.Join(tmp, "merged-again")
-	require.Equal(t, 1, run([]string{"-matrix", matrix, "-out", again, a, b}, &stdout, &stderr))
+	require.Equal(t, 1, run([]string{"-matrix", matrix, "-pubkey", pubFile, "-out", again, a, b}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "matrix row absent: no shard ran it (missing shard)")
 	assert.NoDirExists(t, again)
+}
+
+// signShard signs the shard's run as `make shard SIGN_KEY=...` does.
+func signShard(t *testing.T, shard string, priv []byte) {
+	t.Helper()
+	runs, err := filepath.Glob(filepath.Join(shard, "2*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	_, err = attest.Sign(context.Background(), runs[0], filepath.Join(shard, "junit.xml"), priv)
+	require.NoError(t, err)
 }
 
 func TestUsage(t *testing.T) {

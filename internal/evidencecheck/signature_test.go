@@ -1,0 +1,202 @@
+package evidencecheck
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/attest"
+	"qualkit/internal/merged"
+)
+
+// testKey is a fresh ed25519 pair: the CI's key in these tests, which no forger holds.
+func testKey(t *testing.T) (priv, pub []byte) {
+	t.Helper()
+	priv, pub, err := attest.GenerateKey()
+	require.NoError(t, err)
+	return priv, pub
+}
+
+// signedCopy is a committed run, signed the way `make qual SIGN_KEY=...` signs it; junit
+// is its JUnit copy for the qualified run, "" for the others (they have none committed).
+func signedCopy(t *testing.T, kind string, priv []byte) (dir, junit string) {
+	t.Helper()
+	dir = runCopy(t, kind)
+	if kind == "qualified" {
+		junit = junitCopy(t)
+	}
+	_, err := attest.Sign(context.Background(), dir, junit, priv)
+	require.NoError(t, err)
+	return dir, junit
+}
+
+func verifySigned(dir, junit string, pub []byte, strict bool) *Report {
+	rep := Verify(dir, junit)
+	rep.VerifySignatures(context.Background(), pub, junit, strict)
+	return rep
+}
+
+func TestSignedRunVerifies(t *testing.T) {
+	priv, pub := testKey(t)
+	dir, junit := signedCopy(t, "qualified", priv)
+	rep := verifySigned(dir, junit, pub, true)
+	require.NoError(t, rep.Err())
+	require.Len(t, rep.Signatures, 1)
+	assert.True(t, rep.Signatures[0].Result.Verified)
+	assert.Equal(t, "qualified", rep.Signatures[0].Result.Predicate.Rows[0].Status)
+	assert.Contains(t, rep.SignatureSummary()[0], "attestation.dsse.json: signature verified (key ")
+
+	// Without the key the checker says it is signed and that it did not verify it.
+	rep = verifySigned(dir, junit, nil, false)
+	require.NoError(t, rep.Err())
+	assert.Contains(t, rep.SignatureSummary()[0], "not verified (give -pubkey)")
+	failsWith(t, verifySigned(dir, junit, nil, true).Err(), "attestation.dsse.json: signature: evidence says verified with the signer's public key")
+}
+
+// Every forgery of TestTamperingFails, made after the run was signed and without the
+// key. Those whose checksums were recomputed, and the JUnit edits, break a signed
+// digest; the others the checksum lists catch as before.
+func TestSignedForgeriesFail(t *testing.T) {
+	priv, pub := testKey(t)
+	for _, tt := range tamperings() {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir, junit := signedCopy(t, tt.run, priv)
+			tt.edit(t, dir, junit)
+			if tt.resum {
+				resum(t, dir)
+			}
+			if !tt.junit {
+				junit = ""
+			}
+			err := verifySigned(dir, junit, pub, true).Err()
+			switch {
+			case tt.junit:
+				failsWith(t, err, "attestation.dsse.json: subject junit.xml: evidence says sha256 ")
+			case tt.resum:
+				failsWith(t, err, "attestation.dsse.json: subject SHA256SUMS: evidence says sha256 ", "(the file was changed after signing)")
+			default:
+				require.Error(t, err)
+			}
+		})
+	}
+}
+
+// What only a signature catches, and what a forger without the key can try on the
+// signature itself.
+func TestSignatureForgeries(t *testing.T) {
+	priv, pub := testKey(t)
+	forgerPriv, _ := testKey(t)
+	q := qualifiedRow
+	for _, tc := range []struct {
+		name string
+		edit func(t *testing.T, dir string)
+		want []string
+	}{
+		{"a log line edited, checksums fixed (no claim reads it: only the signature catches it)", func(t *testing.T, dir string) {
+			replaceIn(t, filepath.Join(dir, q, "serve/server.log"), "serving model", "SERVING model")
+			resum(t, dir)
+		}, []string{"attestation.dsse.json: subject " + q + "/SHA256SUMS: evidence says sha256 "}},
+		{"run.json's host edited, checksums fixed", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["hostname"], d["cpus"] = "h200-node-7", 128 })
+			resum(t, dir)
+		}, []string{"attestation.dsse.json: subject SHA256SUMS: evidence says sha256 "}},
+		{"checkpoints.json's status edited, checksums fixed", func(t *testing.T, dir string) {
+			replaceIn(t, filepath.Join(dir, "checkpoints.json"), `"status": "implemented"`, `"status": "qualified"`)
+			resum(t, dir)
+		}, []string{"attestation.dsse.json: subject SHA256SUMS"}},
+		{"re-signed with the forger's own key", func(t *testing.T, dir string) {
+			replaceIn(t, filepath.Join(dir, q, "serve/server.log"), "serving model", "SERVING model")
+			resum(t, dir)
+			_, err := attest.Sign(context.Background(), dir, "", forgerPriv)
+			require.NoError(t, err)
+		}, []string{"attestation.dsse.json: signature: evidence says a signature by key ", "file says none verifies"}},
+		{"the payload replaced by a statement over the forged files, signature kept", func(t *testing.T, dir string) {
+			replaceIn(t, filepath.Join(dir, q, "serve/server.log"), "serving model", "SERVING model")
+			resum(t, dir)
+			old := readEnvelope(t, dir)
+			_, err := attest.Sign(context.Background(), dir, "", forgerPriv)
+			require.NoError(t, err)
+			forged := readEnvelope(t, dir)
+			forged.Signatures = old.Signatures
+			writeEnvelope(t, dir, forged)
+		}, []string{"attestation.dsse.json: signature: evidence says a signature by key ", "file says none verifies"}},
+		{"the attestation removed", func(t *testing.T, dir string) {
+			require.NoError(t, os.Remove(filepath.Join(dir, attest.File)))
+		}, []string{"attestation.dsse.json: signature: evidence says a signed attestation", "file says missing (unsigned)"}},
+		{"another run's attestation copied in", func(t *testing.T, dir string) {
+			other, _ := signedCopy(t, "drift", priv)
+			b, err := os.ReadFile(filepath.Join(other, attest.File))
+			require.NoError(t, err)
+			writeFile(t, filepath.Join(dir, attest.File), string(b))
+		}, []string{"attestation.dsse.json: subject SHA256SUMS: evidence says sha256 ", "attestation.dsse.json: subject " + q + "/SHA256SUMS: evidence says a subject", "file says not signed"}},
+		{"not JSON", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, attest.File), "signed, trust me\n")
+		}, []string{"attestation.dsse.json: envelope: evidence says a DSSE envelope (JSON)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, _ := signedCopy(t, "qualified", priv)
+			tc.edit(t, dir)
+			failsWith(t, verifySigned(dir, "", pub, true).Err(), tc.want...)
+		})
+	}
+}
+
+// A merged run verifies each shard's signature, and strictly refuses an unsigned shard.
+func TestMergedRunVerifiesEachShardsSignature(t *testing.T) {
+	priv, pub := testKey(t)
+	shardA := shardCopy(t, "a", "qualified", "junit-qualified.xml")
+	shardB := shardCopy(t, "b", "second", "junit-second.xml")
+	for _, s := range []string{shardA, shardB} {
+		runs, err := filepath.Glob(filepath.Join(s, "2*"))
+		require.NoError(t, err)
+		require.Len(t, runs, 1)
+		_, err = attest.Sign(context.Background(), runs[0], filepath.Join(s, merged.JUnitFile), priv)
+		require.NoError(t, err)
+	}
+	out := filepath.Join(t.TempDir(), "merged")
+	_, err := merged.Merge(out, writeMatrix(t, qualifiedRow, secondRow, besideRow), inputs(t, shardA, shardB), Check)
+	require.NoError(t, err)
+	rep := VerifyMerged(out)
+	rep.VerifySignatures(context.Background(), pub, "", true)
+	require.NoError(t, rep.Err())
+	require.Len(t, rep.Signatures, 2)
+
+	// The shard's JUnit edited inside the merged run, merged checksums fixed.
+	var m merged.Manifest
+	b, err := os.ReadFile(filepath.Join(out, merged.ManifestFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &m))
+	replaceAllRe(t, filepath.Join(out, m.Shards[0].JUnit), `name="qualkit.http_p50_ms" value="[0-9.]+"`, `name="qualkit.http_p50_ms" value="0.001"`)
+	resumMerged(t, out)
+	rep = VerifyMerged(out)
+	rep.VerifySignatures(context.Background(), pub, "", true)
+	failsWith(t, rep.Err(), m.Shards[0].Dir+"/attestation.dsse.json: subject junit.xml: evidence says sha256 ")
+}
+
+func readEnvelope(t *testing.T, dir string) dsse.Envelope {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, attest.File))
+	require.NoError(t, err)
+	var env dsse.Envelope
+	require.NoError(t, json.Unmarshal(b, &env))
+	p, err := base64.StdEncoding.DecodeString(env.Payload)
+	require.NoError(t, err)
+	require.True(t, strings.Contains(string(p), attest.PredicateType))
+	return env
+}
+
+func writeEnvelope(t *testing.T, dir string, env dsse.Envelope) {
+	t.Helper()
+	b, err := json.Marshal(env)
+	require.NoError(t, err)
+	writeFile(t, filepath.Join(dir, attest.File), string(b))
+}

@@ -1,0 +1,123 @@
+// Command attest signs a run folder, after checking it, and makes signing keys.
+//
+//	go run ./scripts/attest keygen -out ci            (writes ci.pem, the secret, and ci.pub.pem)
+//	go run ./scripts/attest sign -dir evidence/latest -junit evidence/junit-qual.xml -key ci.pem
+//	QUALKIT_SIGNING_KEY=ci.pem go run ./scripts/attest sign -dir evidence/latest
+//
+// sign refuses a folder the checker does not accept (internal/evidencecheck), then writes
+// <dir>/attestation.dsse.json: an in-toto Statement over the run's and each row's
+// SHA256SUMS, the JUnit file and the bundles, with the row verdicts, in a DSSE envelope.
+// Verify it with `go run ./scripts/checkevidence -dir DIR -pubkey ci.pub.pem`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"qualkit/internal/attest"
+	"qualkit/internal/evidencecheck"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = "usage: attest keygen -out PREFIX | attest sign -dir RUN [-junit FILE] [-key FILE] (or " + attest.KeyEnv + ")"
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "keygen":
+		return keygen(args[1:], stdout, stderr)
+	case "sign":
+		return sign(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "attest: unknown command %q\n%s\n", args[0], usage)
+	return 2
+}
+
+func keygen(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("attest keygen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "PREFIX: writes PREFIX.pem (private, mode 0600) and PREFIX.pub.pem")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *out == "" {
+		fmt.Fprintln(stderr, "attest keygen: -out PREFIX is required")
+		return 2
+	}
+	for _, p := range []string{*out + ".pem", *out + ".pub.pem"} {
+		if _, err := os.Stat(p); err == nil {
+			fmt.Fprintf(stderr, "attest keygen: %s exists: give another -out (a key is never overwritten)\n", p)
+			return 1
+		}
+	}
+	priv, pub, err := attest.GenerateKey()
+	if err == nil {
+		err = os.WriteFile(*out+".pem", priv, 0o600)
+	}
+	if err == nil {
+		err = os.WriteFile(*out+".pub.pem", pub, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "attest keygen:", err)
+		return 1
+	}
+	id, _ := attest.KeyID(pub)
+	fmt.Fprintf(stdout, "attest: key %s: %s.pem (the secret: CI holds it as %s) and %s.pub.pem (for -pubkey)\n", id, *out, attest.KeyEnv, *out)
+	return 0
+}
+
+func sign(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("attest sign", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "the run folder to sign (evidence/latest works)")
+	junit := fs.String("junit", "", "the run's JUnit file, signed as a subject; optional")
+	keyFile := fs.String("key", "", "PEM private key; default: "+attest.KeyEnv+" (the PEM or its path)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *dir == "" {
+		fmt.Fprintln(stderr, "attest sign: -dir RUN is required")
+		return 2
+	}
+	key, err := attest.KeyFromEnv()
+	if *keyFile != "" {
+		key, err = os.ReadFile(*keyFile)
+	}
+	if err == nil && key == nil {
+		err = errors.New("no key: give -key FILE or set " + attest.KeyEnv + " (make one with: go run ./scripts/attest keygen -out ci)")
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "attest sign:", err)
+		return 2
+	}
+	if resolved, err := filepath.EvalSymlinks(*dir); err == nil {
+		*dir = resolved
+	}
+	if evidencecheck.IsMerged(*dir) {
+		fmt.Fprintln(stderr, "attest sign: "+*dir+" is a merged run: sign each shard's run when it is made (make shard SIGN_KEY=...); checking the merged run verifies every shard's signature")
+		return 2
+	}
+	rep := evidencecheck.Verify(*dir, *junit)
+	if err := rep.Err(); err != nil {
+		fmt.Fprintf(stderr, "attest sign: %s does not check, so it is not signed:\n%v\n", *dir, err)
+		return 1
+	}
+	env, err := attest.Sign(context.Background(), *dir, *junit, key)
+	if err != nil {
+		fmt.Fprintln(stderr, "attest sign:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "attest: signed %s with key %s: %s\n", *dir, env.Signatures[0].KeyID, filepath.Join(*dir, attest.File))
+	return 0
+}
