@@ -86,6 +86,7 @@ func run(m *testing.M) int {
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
 		GPURead: *gpuread, Progress: progressWriter(), CPURows: *cpuRows,
 		Reporter: report.Evidence{Root: root},
+		Venv:     harness.Venv{Dir: *venv, Lock: filepath.Join(root, "scripts", "constraints.txt")},
 	}
 	baseConfig = cfg
 	if err := prepareDouble(context.Background(), root); err != nil {

@@ -539,6 +539,20 @@ func tamperings() []tampering {
 			},
 			want: []string{q + "/results.json: provenance.harness_dirty: evidence says true (run.json), file says false",
 				"run.json: harness_dirty: evidence says false with a known commit (row " + q + " claims qualified)"}},
+		{name: "the row names another venv than run.json, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					d["provenance"].(map[string]any)["venv_sha256"] = strings.Repeat("ab", 32)
+				})
+			},
+			want: []string{q + `/results.json: provenance.venv_sha256: evidence says "" (run.json), file says ` + strings.Repeat("ab", 32)}},
+		{name: "run.json's venv set edited, its sha256 kept, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) {
+					d["venv_set"], d["venv_sha256"] = []any{"aiperf==0.13.0 " + strings.Repeat("cd", 32)}, strings.Repeat("ef", 32)
+				})
+			},
+			want: []string{"run.json: venv_sha256: evidence says ", "(the sha256 of venv_set, one entry per line), file says " + strings.Repeat("ef", 32)}},
 		{name: "dirty provenance on a qualified row, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["provenance"].(map[string]any)["harness_dirty"] = true })

@@ -151,6 +151,7 @@ func (r *rowCheck) checkProvenance() {
 	if info := r.c.info; info != nil {
 		r.same(resultsFile, "provenance.harness_commit", info.HarnessCommit, p.Commit, "run.json")
 		r.same(resultsFile, "provenance.harness_dirty", fmt.Sprint(info.HarnessDirty), fmt.Sprint(p.Dirty), "run.json")
+		r.same(resultsFile, "provenance.venv_sha256", info.VenvSHA256, p.VenvSHA256, "run.json")
 	}
 	switch r.res.Status {
 	case schema.StatusQualified:

@@ -232,6 +232,9 @@ func (c *checker) checkRun() {
 	}
 	// The run id is run.json's own: a copied or renamed run folder is the same run.
 	c.truth(info.RunID != "", "run.json", "run_id", "a run id", `""`)
+	if len(info.VenvSet) > 0 || info.VenvSHA256 != "" {
+		c.same("run.json", "venv_sha256", schema.VenvSetSHA256(info.VenvSet), info.VenvSHA256, "the sha256 of venv_set, one entry per line")
+	}
 	seen := map[string]bool{}
 	for i, row := range info.Rows {
 		c.truth(!seen[row], "run.json", "rows", "each row once", row+" twice")

@@ -61,12 +61,18 @@ func TestSignedRunVerifies(t *testing.T) {
 	failsWith(t, verifySigned(dir, junit, nil, true).Err(), "attestation.dsse.json: signature: evidence says verified with the signer's public key")
 }
 
-// Every forgery of TestTamperingFails, made after the run was signed and without the
-// key. Those whose checksums were recomputed, and the JUnit edits, break a signed
-// digest; the others the checksum lists catch as before.
+// Every forgery of TestTamperingFails whose checksum lists were recomputed, or that
+// edits the JUnit, made after the run was signed and without the key, breaks a signed
+// digest (the others the checksum lists catch as before). Only the signature is checked
+// here: TestTamperingFails runs the whole checker on each.
 func TestSignedForgeriesFail(t *testing.T) {
 	priv, pub := testKey(t)
+	n := 0
 	for _, tt := range tamperings() {
+		if !tt.resum && !tt.junit {
+			continue
+		}
+		n++
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir, junit := signedCopy(t, tt.run, priv)
@@ -77,17 +83,21 @@ func TestSignedForgeriesFail(t *testing.T) {
 			if !tt.junit {
 				junit = ""
 			}
-			err := verifySigned(dir, junit, pub, true).Err()
-			switch {
-			case tt.junit:
-				failsWith(t, err, "attestation.dsse.json: subject junit.xml: evidence says sha256 ")
-			case tt.resum:
-				failsWith(t, err, "attestation.dsse.json: subject SHA256SUMS: evidence says sha256 ", "(the file was changed after signing)")
-			default:
-				require.Error(t, err)
+			res := attest.Verify(context.Background(), dir, junit, pub)
+			require.True(t, res.SignatureOK, "the envelope itself is untouched")
+			require.False(t, res.Verified)
+			var lines []string
+			for _, p := range res.Problems {
+				lines = append(lines, p.Claim+": evidence says "+p.Evidence+", file says "+p.Got)
 			}
+			want := "subject SHA256SUMS: evidence says sha256 "
+			if tt.junit {
+				want = "subject junit.xml: evidence says sha256 "
+			}
+			assert.Contains(t, strings.Join(lines, "\n"), want)
 		})
 	}
+	require.Greater(t, n, 40, "forgeries with recomputed checksums")
 }
 
 // What only a signature catches, and what a forger without the key can try on the

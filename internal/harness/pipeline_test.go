@@ -3,6 +3,8 @@ package harness
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -270,6 +272,60 @@ func TestPipelineReusesTheBundleOnlyForItsKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, fresh.Bundle.Cached)
 	assert.Equal(t, first.Bundle.SHA256, fresh.Bundle.SHA256)
+
+	// Reused, the bundle names the run and row that built it and the entry's sha256.
+	p.cfg.RunID = "unit-6"
+	reused, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	require.NoError(t, err)
+	require.True(t, reused.Bundle.Cached)
+	assert.Equal(t, "unit-5/one", reused.Bundle.BuiltBy)
+	assert.Len(t, reused.Bundle.EntrySHA256, 64)
+}
+
+// A bundle planted in the cache with an entry that matches it (what a forger with our
+// code writes) is not reused: no evidence of a run that built it vouches for it. Nor is
+// an entry whose building run's evidence was removed or records another bundle.
+func TestPipelineRebuildsAPlantedBundle(t *testing.T) {
+	p := newPipeline(t, false)
+	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	require.NoError(t, err)
+	require.False(t, first.Bundle.Cached)
+	meta := filepath.Join(filepath.Dir(first.Bundle.Path), "bundle.json")
+
+	plant := func(t *testing.T, builtBy string) {
+		t.Helper()
+		require.NoError(t, os.WriteFile(first.Bundle.Path, []byte("a planted bundle"), 0o644))
+		var entry schema.BundleInfo
+		b, err := os.ReadFile(meta)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &entry))
+		entry.SHA256, entry.BuiltBy = fileSHA(t, first.Bundle.Path), builtBy
+		b, err = json.Marshal(entry)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(meta, b, 0o644))
+	}
+	for i, builtBy := range []string{"", "unit-1/one", "no-such-run/one", "../../etc/one"} {
+		t.Run(fmt.Sprintf("built_by %q", builtBy), func(t *testing.T) {
+			if builtBy == "unit-1/one" {
+				// The planter names the real building run, whose evidence records another sha256.
+				builtBy = p.cfg.RunID + "/one"
+			}
+			plant(t, builtBy)
+			p.cfg.RunID = fmt.Sprintf("planted-%d", i)
+			res, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+			require.NoError(t, err)
+			assert.False(t, res.Bundle.Cached, "a planted bundle is built again")
+			assert.Equal(t, first.Bundle.SHA256, res.Bundle.SHA256)
+		})
+	}
+}
+
+func fileSHA(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 func TestPipelineQualifyRunsEveryStageAsASubtest(t *testing.T) {

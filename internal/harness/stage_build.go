@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -62,8 +64,12 @@ func (r *row) build(ctx context.Context) error {
 	// wait and take it from the cache.
 	defer r.s.lockKey(key)()
 	if !r.s.cfg.Rebuild || r.s.builtThisRun(key) {
-		if sha, ok := cachedBundle(meta, final); ok {
-			info.Path, info.SHA256, info.Cached = final, sha, true
+		entry, err := r.s.trustedEntry(meta, final, key)
+		if err == nil {
+			info.Path, info.SHA256, info.Cached = final, entry.SHA256, true
+			info.BuiltBy, info.EntrySHA256 = entry.BuiltBy, entry.EntrySHA256
+		} else if !errors.Is(err, os.ErrNotExist) {
+			r.prog.printf("bundle cache entry %s not reused: %v; building it again", key, err)
 		}
 	}
 	if !info.Cached {
@@ -87,9 +93,11 @@ func (r *row) build(ctx context.Context) error {
 			return err
 		}
 		info.Path = final
+		info.BuiltBy = r.s.Evidence.RunID + "/" + filepath.Base(r.ev.Dir)
 		if err := writeJSON(meta, info); err != nil {
 			return err
 		}
+		info.BuiltBy = ""
 		r.s.markBuilt(key)
 	}
 	info.Bytes = pathSize(final)
@@ -97,17 +105,57 @@ func (r *row) build(ctx context.Context) error {
 	return r.ev.WriteJSON("build/bundle.json", info)
 }
 
-func cachedBundle(meta, bundle string) (string, bool) {
+// runIDName is what a run id may be as a folder name (20261203T151833Z-3754).
+var runIDName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// trustedEntry reads the bundle cache entry at meta and says whether its bundle may be
+// reused: the entry is for this key, the bundle hashes to what the entry recorded at build
+// time, and the row that built it vouches for it. A row of this run vouches by having
+// built it; a row of an earlier run by its evidence under the same evidence root: its
+// build/bundle.json records the same sha256 and its SHA256SUMS lists that file as it is.
+// A bundle planted in .cache, or one whose building run's evidence is gone, is built again.
+// The entry's sha256 (EntrySHA256) goes into the row's evidence.
+func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, error) {
 	b, err := os.ReadFile(meta)
 	if err != nil {
-		return "", false
+		return nil, err
 	}
-	var info schema.BundleInfo
-	if json.Unmarshal(b, &info) != nil {
-		return "", false
+	var entry schema.BundleInfo
+	if err := json.Unmarshal(b, &entry); err != nil {
+		return nil, fmt.Errorf("its bundle.json: %w", err)
+	}
+	entry.EntrySHA256 = bytesSHA256(b)
+	if entry.CacheKey != key {
+		return nil, fmt.Errorf("its bundle.json is for key %q", entry.CacheKey)
 	}
 	sha, err := pathSHA256(bundle)
-	return sha, err == nil && sha == info.SHA256
+	if err != nil {
+		return nil, err
+	}
+	if sha != entry.SHA256 {
+		return nil, fmt.Errorf("the bundle hashes to %s, its entry recorded %s when it was built", sha, entry.SHA256)
+	}
+	if s.builtThisRun(key) {
+		return &entry, nil
+	}
+	run, row, ok := strings.Cut(entry.BuiltBy, "/")
+	if !ok || !rowName.MatchString(row) || !runIDName.MatchString(run) {
+		return nil, fmt.Errorf("the entry names no run and row that built it (built_by %q)", entry.BuiltBy)
+	}
+	rowDir := filepath.Join(filepath.Dir(s.Evidence.Dir), run, row)
+	rec, err := os.ReadFile(filepath.Join(rowDir, "build", "bundle.json"))
+	if err != nil {
+		return nil, fmt.Errorf("the run that built it (%s) has no evidence to vouch for it: %w", entry.BuiltBy, err)
+	}
+	var built schema.BundleInfo
+	if err := json.Unmarshal(rec, &built); err != nil || built.SHA256 != entry.SHA256 || built.CacheKey != key {
+		return nil, fmt.Errorf("%s/build/bundle.json records sha256 %q for key %q, not this bundle", entry.BuiltBy, built.SHA256, built.CacheKey)
+	}
+	sums, err := os.ReadFile(filepath.Join(rowDir, ChecksumFile))
+	if err != nil || !strings.Contains("\n"+string(sums), "\n"+bytesSHA256(rec)+"  build/bundle.json\n") {
+		return nil, fmt.Errorf("%s/%s does not list its build/bundle.json as it is", entry.BuiltBy, ChecksumFile)
+	}
+	return &entry, nil
 }
 
 func cacheKey(v any) string {

@@ -47,6 +47,9 @@ type SuiteConfig struct {
 	// CPURows is how many rows without a GPU run at once (0 is 1). Rows with GPUs run
 	// side by side as the host's GPUs allow: each leases its GPUs for its whole life.
 	CPURows int
+	// Venv is the project venv and its lock, whose installed set goes into the
+	// provenance; a zero Venv records none (unit tests of the harness itself).
+	Venv Venv
 	// Reporter derives what a reviewer reads from the evidence (pictures, PR.md,
 	// index.html) and checks it. nil derives nothing: such a run folder does not pass
 	// the evidence checker, which requires those files.
@@ -73,6 +76,7 @@ type Suite struct {
 	Evidence   *Evidence
 	started    time.Time
 	provenance schema.Provenance // the tree at the start of the run
+	venvSet    []string          // the venv's installed set (run.json venv_set)
 
 	// The serving runtime, resolved once: the daemon actually used (nil without one),
 	// why it could not be reached, and a line saying what was chosen and why.
@@ -107,8 +111,8 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), provenance: readProvenance(context.Background(), cfg.Root),
-		pool: gpu.NewPool(nil, cfg.CPURows)}
+	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), pool: gpu.NewPool(nil, cfg.CPURows)}
+	s.provenance, s.venvSet = venvProvenance(cfg.Venv, readProvenance(context.Background(), cfg.Root))
 	s.resolveRuntime(context.Background())
 	return s, nil
 }
@@ -183,6 +187,7 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 		Skips:       append([]string{}, s.skips...),
 		RuntimeNote: s.RuntimeNote, Docker: s.daemon, Swept: s.swept,
 		HarnessCommit: s.provenance.Commit, HarnessDirty: s.provenance.Dirty, Changes: s.provenance.Changes,
+		VenvSHA256: s.provenance.VenvSHA256, VenvSet: s.venvSet,
 	}
 	if s.dockerErr != nil {
 		info.DockerError = s.dockerErr.Error()

@@ -9,7 +9,10 @@
 package schema
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -166,6 +169,10 @@ type Provenance struct {
 	Commit  string   `json:"harness_commit"`
 	Dirty   bool     `json:"harness_dirty"`
 	Changes []string `json:"changes,omitempty"` // `git status --porcelain` lines, at most MaxChanges
+	// VenvSHA256 is the sha256 of the project venv's installed set (run.json venv_set:
+	// "name==version record-sha256" lines); a departure from its lock is a change above.
+	VenvSHA256   string `json:"venv_sha256,omitempty"`
+	VenvPackages int    `json:"venv_packages,omitempty"`
 }
 
 // MaxChanges bounds Provenance.Changes.
@@ -232,6 +239,10 @@ type BundleInfo struct {
 	// ByCorrectness: the family's correctness case built the bundle (under its scratch
 	// folder); Path and SHA256 are what it wrote, recorded when it passed.
 	ByCorrectness bool `json:"built_by_correctness,omitempty"`
+	// BuiltBy is "<run id>/<row>" of the row that built a reused bundle (the cache entry
+	// records it); EntrySHA256 the sha256 of that cache entry's bundle.json as reused.
+	BuiltBy     string `json:"built_by,omitempty"`
+	EntrySHA256 string `json:"cache_entry_sha256,omitempty"`
 }
 
 // Correctness is what the correctness stage proved: the case ids the family declared,
@@ -380,6 +391,8 @@ type RunInfo struct {
 	HarnessCommit string      `json:"harness_commit"`
 	HarnessDirty  bool        `json:"harness_dirty"`
 	Changes       []string    `json:"changes,omitempty"`
+	VenvSHA256    string      `json:"venv_sha256,omitempty"`
+	VenvSet       []string    `json:"venv_set,omitempty"`
 	AIPerfVersion string      `json:"aiperf_version"`
 	OS            string      `json:"os"`
 	Arch          string      `json:"arch"`
@@ -538,4 +551,11 @@ type Neighbour struct {
 	GPUs  []string  `json:"gpus,omitempty"`
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end,omitzero"`
+}
+
+// VenvSetSHA256 is the sha256 of a venv's installed set ("name==version record-sha256"
+// lines, sorted), one entry per line: Provenance.VenvSHA256.
+func VenvSetSHA256(set []string) string {
+	s := sha256.Sum256([]byte(strings.Join(set, "\n") + "\n"))
+	return hex.EncodeToString(s[:])
 }

@@ -1,0 +1,138 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"qualkit/internal/schema"
+)
+
+// Venv names the project venv and the lock it was made from (scripts/constraints.txt,
+// every distribution pinned name==version). Its installed set is part of a run's
+// provenance: the venv is ignored by git, yet AIPerf and pytest in it decide results.
+type Venv struct {
+	Dir  string // the venv (.venv)
+	Lock string // the constraints file it must match
+}
+
+// venvOwn are what `python -m venv` installs by itself, at the interpreter's versions:
+// not in the lock, never imported by a run.
+var venvOwn = map[string]bool{"pip": true, "setuptools": true}
+
+// readVenv lists the venv's installed distributions as "name==version record-sha256"
+// (each *.dist-info's METADATA name and version, and the sha256 of its RECORD, which
+// lists every installed file with its hash), and says where the set departs from the lock.
+func readVenv(v Venv) (set []string, problems []string, err error) {
+	lock, err := readLock(v.Lock)
+	if err != nil {
+		return nil, nil, err
+	}
+	infos, _ := filepath.Glob(filepath.Join(v.Dir, "lib", "python3*", "site-packages", "*.dist-info"))
+	if len(infos) == 0 {
+		return nil, nil, fmt.Errorf("venv %s has no installed distributions (run `make setup`)", v.Dir)
+	}
+	installed := map[string]bool{}
+	for _, d := range infos {
+		name, version, err := distMetadata(filepath.Join(d, "METADATA"))
+		if err != nil {
+			return nil, nil, err
+		}
+		rec, err := os.ReadFile(filepath.Join(d, "RECORD"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", d, err)
+		}
+		key := normalizeDist(name)
+		installed[key] = true
+		s := sha256.Sum256(rec)
+		set = append(set, key+"=="+version+" "+hex.EncodeToString(s[:]))
+		switch want, pinned := lock[key]; {
+		case venvOwn[key]:
+		case !pinned:
+			problems = append(problems, fmt.Sprintf("venv: %s==%s is installed but not in %s", key, version, filepath.Base(v.Lock)))
+		case want != version:
+			problems = append(problems, fmt.Sprintf("venv: %s is %s, %s pins %s", key, version, filepath.Base(v.Lock), want))
+		}
+	}
+	for key, want := range lock {
+		if !installed[key] {
+			problems = append(problems, fmt.Sprintf("venv: %s==%s is pinned in %s but not installed", key, want, filepath.Base(v.Lock)))
+		}
+	}
+	sort.Strings(set)
+	sort.Strings(problems)
+	return set, problems, nil
+}
+
+var pin = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)`)
+
+func readLock(p string) (map[string]string, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("the venv's lock: %w", err)
+	}
+	lock := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if m := pin.FindStringSubmatch(strings.TrimSpace(sc.Text())); m != nil {
+			lock[normalizeDist(m[1])] = m[2]
+		}
+	}
+	return lock, nil
+}
+
+func distMetadata(p string) (name, version string, err error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() && sc.Text() != "" {
+		if v, ok := strings.CutPrefix(sc.Text(), "Name: "); ok {
+			name = strings.TrimSpace(v)
+		} else if v, ok := strings.CutPrefix(sc.Text(), "Version: "); ok {
+			version = strings.TrimSpace(v)
+		}
+	}
+	if name == "" || version == "" {
+		return "", "", fmt.Errorf("%s: no Name and Version", p)
+	}
+	return name, version, nil
+}
+
+var distSeparators = regexp.MustCompile(`[-_.]+`)
+
+// normalizeDist is a distribution name as PEP 503 compares them.
+func normalizeDist(n string) string {
+	return distSeparators.ReplaceAllString(strings.ToLower(n), "-")
+}
+
+// venvProvenance folds the venv's set into p: its sha256 and size, and each departure
+// from the lock as a change that makes the tree dirty (no such run is qualified).
+func venvProvenance(v Venv, p schema.Provenance) (schema.Provenance, []string) {
+	if v.Dir == "" {
+		return p, nil
+	}
+	set, problems, err := readVenv(v)
+	if err != nil {
+		problems = []string{"venv: " + err.Error()}
+	}
+	p.VenvSHA256, p.VenvPackages = schema.VenvSetSHA256(set), len(set)
+	if len(problems) > 0 {
+		p.Dirty = true
+		for _, pr := range problems {
+			if len(p.Changes) < schema.MaxChanges {
+				p.Changes = append(p.Changes, pr)
+			}
+		}
+	}
+	return p, set
+}
