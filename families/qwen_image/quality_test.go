@@ -3,6 +3,7 @@ package qwenimage
 import (
 	"os"
 	"path/filepath"
+	"qualkit/internal/evidencecheck"
 	"strings"
 	"testing"
 
@@ -70,4 +71,16 @@ func replaceIn(t *testing.T, path, old, new string) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), old)
 	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
+}
+
+// The checker knows where each layout's case and the diffusers case write the pair's
+// reference image (evidencecheck.PairReference): the same paths as here.
+func TestPairReferenceIsTheCheckersRule(t *testing.T) {
+	for _, l := range layouts {
+		assert.Equal(t, l.PairReference, evidencecheck.PairReference("trtmc", l.Name, Profile), l.Name)
+	}
+	spec, err := smokeAdapter().Quality(rootEnv(t), row())
+	require.NoError(t, err)
+	require.NotNil(t, spec.Pair)
+	assert.Equal(t, spec.Pair.Reference, evidencecheck.PairReference(Diffusers{}.Backend(), "", ""))
 }

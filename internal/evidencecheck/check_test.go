@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"image"
+	"image/color"
 	"image/png"
 	"io/fs"
 	"os"
@@ -829,6 +831,11 @@ func TestQualityPairTamperingFails(t *testing.T) {
 		"the case's reference image replaced": {func(t *testing.T, row string) {
 			editPNG(t, filepath.Join(row, "correctness/artifacts/cpu.png"))
 		}, "reference-smoke/results.json: quality.pair.psnr_db: evidence says"},
+		"the pair judged against the case's GPU output instead of its CPU reference": {func(t *testing.T, row string) {
+			editJSON(t, filepath.Join(row, "results.json"), func(d map[string]any) {
+				d["quality"].(map[string]any)["pair"].(map[string]any)["reference"] = "correctness/artifacts/gpu.png"
+			})
+		}, "reference-smoke/results.json: quality.pair.reference: evidence says correctness/artifacts/cpu.png (where the diffusers correctness case writes the pair's reference image), file says correctness/artifacts/gpu.png"},
 		"a reference ratio bound the files do not state": {func(t *testing.T, row string) {
 			editJSON(t, filepath.Join(row, "results.json"), func(d map[string]any) {
 				d["quality"].(map[string]any)["criteria"].(map[string]any)["reference_std_ratio_min"] = 0.01
@@ -902,4 +909,16 @@ func editJSONL(t *testing.T, path string, edit func(map[string]any)) {
 		out = append(append(out, nl...), '\n')
 	}
 	require.NoError(t, os.WriteFile(path, out, 0o644))
+}
+
+// The checker compares identity pairs at their full depth too.
+func TestCompareFullDepth(t *testing.T) {
+	a := image.NewNRGBA64(image.Rect(0, 0, 2, 2))
+	b := image.NewNRGBA64(image.Rect(0, 0, 2, 2))
+	b.SetNRGBA64(1, 1, color.NRGBA64{R: 1})
+	assert.True(t, comparePixels(toNRGBA(a), toNRGBA(b)).identical(), "8 bits cannot see it")
+	d := compareFull(a, b)
+	assert.False(t, d.identical())
+	assert.Equal(t, 1, d.differing)
+	assert.Equal(t, [2]int{1, 1}, [2]int{d.firstX, d.firstY})
 }

@@ -631,12 +631,12 @@ func (r *rowCheck) pairDiff(q *request) (comparison, bool) {
 	if q.httpFile == nil || q.native == nil {
 		return p.d, false
 	}
-	a, err1 := decodePNG(q.httpFile)
-	b, err2 := decodePNG(q.native)
+	a, err1 := decodeFull(q.httpFile)
+	b, err2 := decodeFull(q.native)
 	if err1 != nil || err2 != nil {
 		return p.d, false
 	}
-	p.d, p.ok = comparePixels(a, b), true
+	p.d, p.ok = compareFull(a, b), true
 	return p.d, p.ok
 }
 
@@ -745,19 +745,21 @@ func shaOrNone(b []byte) string {
 // and another reference image must change the output.
 func (r *rowCheck) checkInfluence() {
 	var imgs []*imageFile
+	var full []image.Image
 	for _, f := range []string{"influence/a.png", "influence/a-repeat.png", "influence/b.png"} {
 		b, ok := r.read(f)
 		if !ok {
 			return
 		}
-		img, err := decodePNG(b)
+		img, err := decodeFull(b)
 		if err != nil {
 			r.fail(f, "an influence output", "a PNG", err.Error())
 			return
 		}
-		imgs = append(imgs, &imageFile{f, img})
+		imgs = append(imgs, &imageFile{f, toNRGBA(img)})
+		full = append(full, img)
 	}
-	repeat, other := comparePixels(imgs[0].img, imgs[1].img), comparePixels(imgs[0].img, imgs[2].img)
+	repeat, other := compareFull(full[0], full[1]), compareFull(full[0], full[2])
 	if r.passed("influence") {
 		r.truth(repeat.identical(), "influence/a-repeat.png", "stage influence passed", "pixel-identical to influence/a.png", repeat.String())
 		n := imgs[0].img.Rect.Dx() * imgs[0].img.Rect.Dy()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	"image/draw"
 	_ "image/jpeg" // a fixture may be a JPEG
 	"image/png"
@@ -15,6 +16,15 @@ import (
 var pngSignature = []byte("\x89PNG\r\n\x1a\n")
 
 func decodePNG(b []byte) (*image.NRGBA, error) {
+	img, err := decodeFull(b)
+	if err != nil {
+		return nil, err
+	}
+	return toNRGBA(img), nil
+}
+
+// decodeFull decodes a PNG at its own depth.
+func decodeFull(b []byte) (image.Image, error) {
 	if !bytes.HasPrefix(b, pngSignature) {
 		return nil, errors.New("not a PNG")
 	}
@@ -22,7 +32,43 @@ func decodePNG(b []byte) (*image.NRGBA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("PNG does not decode: %v", err)
 	}
-	return toNRGBA(img), nil
+	return img, nil
+}
+
+// compareFull is comparePixels at the images' full depth: when either is 16-bit, pixels
+// that differ only below 8 bits differ too.
+func compareFull(a, b image.Image) comparison {
+	d := comparePixels(toNRGBA(a), toNRGBA(b))
+	if !d.sameSize || (!deep(a) && !deep(b)) {
+		return d
+	}
+	ba, bb := a.Bounds(), b.Bounds()
+	n, fx, fy := 0, -1, -1
+	for y := 0; y < ba.Dy(); y++ {
+		for x := 0; x < ba.Dx(); x++ {
+			if color.NRGBA64Model.Convert(a.At(ba.Min.X+x, ba.Min.Y+y)) != color.NRGBA64Model.Convert(b.At(bb.Min.X+x, bb.Min.Y+y)) {
+				if n == 0 {
+					fx, fy = x, y
+				}
+				n++
+			}
+		}
+	}
+	if n > d.differing {
+		if d.differing == 0 {
+			d.firstX, d.firstY = fx, fy
+		}
+		d.differing = n
+	}
+	return d
+}
+
+func deep(img image.Image) bool {
+	switch img.ColorModel() {
+	case color.RGBA64Model, color.NRGBA64Model, color.Gray16Model:
+		return true
+	}
+	return false
 }
 
 // toNRGBA is the 8-bit non-premultiplied form every comparison uses.

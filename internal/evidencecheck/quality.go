@@ -167,6 +167,10 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 		r.fail(resultsFile, "quality.pair.reference", "an image the correctness case wrote (correctness/artifacts/)", p.Reference)
 		return 0
 	}
+	if want := PairReference(r.res.Checkpoint.Backend, r.layout(), r.res.Checkpoint.Profile); want != "" {
+		r.same(resultsFile, "quality.pair.reference", "correctness/artifacts/"+want, p.Reference,
+			"where the "+r.res.Checkpoint.Backend+" correctness case writes the pair's reference image")
+	}
 	b, ok := r.read(p.Reference)
 	if !ok {
 		r.fail(p.Reference, "exact file set", "the correctness case's reference image of the quality pair", "missing")
@@ -242,6 +246,28 @@ func jsonNumbers(v any, into map[float64]bool) {
 // thresholds bound TRTMC's global PSNR and SSIM of the checkout's layout (recorded in the
 // bundle's build settings); qualkit's own families bound its windowed SSIM. A row that
 // names another formula would hold a threshold to a number it was not set for.
+// PairReference is where a backend's correctness case writes the reference image of the
+// quality pair, under correctness/artifacts/: the family's own path (families/*/quality.go,
+// families/qwen_image/layout.go; each family's tests keep theirs equal to this), so that
+// the pair cannot be judged against another file the case wrote. "" when the checker
+// knows no rule for the backend.
+func PairReference(backend, layout, profile string) string {
+	switch backend {
+	case "refedit":
+		return "reference/pair-photo-grayscale.png"
+	case "diffusers":
+		return "cpu.png"
+	case "trtmc":
+		switch layout {
+		case "e9132e79": // e2e_plugins/references/hf_diffusers.py: <artifacts>/<case>/hf_frames/frame_0000.png
+			return profile + "/hf_frames/frame_0000.png"
+		case "families": // families/qwen_image/tests/test_e2e.py: <artifacts>/<case>/reference-000.png
+			return profile + "/reference-000.png"
+		}
+	}
+	return ""
+}
+
 func (r *rowCheck) pairMetricOfBackend() string {
 	if r.res.Checkpoint.Backend != "trtmc" {
 		return ""

@@ -35,8 +35,23 @@ func DecodePNG(b []byte) (image.Image, error) {
 	return img, nil
 }
 
-// ComparePixels compares a and b as 8-bit non-premultiplied RGBA.
+// ComparePixels compares a and b as 8-bit non-premultiplied RGBA, and at their full
+// depth when either is a 16-bit image: pixels that differ only below 8 bits count as
+// differing (MaxAbs, in 8-bit levels, may then be 0).
 func ComparePixels(a, b image.Image) schema.PixelDiff {
+	d := compare8(a, b)
+	if d.SameSize && (deep(a) || deep(b)) {
+		if n, x, y := deepDiff(a, b); n > d.DifferingPixel {
+			if d.DifferingPixel == 0 {
+				d.FirstX, d.FirstY = x, y
+			}
+			d.DifferingPixel = n
+		}
+	}
+	return d
+}
+
+func compare8(a, b image.Image) schema.PixelDiff {
 	if a.Bounds().Size() != b.Bounds().Size() {
 		return schema.PixelDiff{}
 	}
