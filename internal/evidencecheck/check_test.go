@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -541,6 +542,34 @@ func tamperings() []tampering {
 			},
 			want: []string{q + "/results.json: provenance.harness_dirty: evidence says true (run.json), file says false",
 				"run.json: harness_dirty: evidence says false with a known commit (row " + q + " claims qualified)"}},
+		{name: "the benchmark stage shortened and the time budget recomputed, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					shortenStage(d, "benchmark", 3)
+				})
+			},
+			want: []string{q + "/results.json: stages[benchmark].wall_s: evidence says at least the span of its commands in commands.jsonl"}},
+		{name: "the benchmark stage and the AIPerf command shortened together, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { shortenStage(d, "benchmark", 3) })
+				editJSONL(t, filepath.Join(dir, q, "commands.jsonl"), func(d map[string]any) {
+					if d["stage"] == "benchmark" {
+						d["wall_s"] = d["wall_s"].(float64) - 3
+					}
+				})
+			},
+			want: []string{q + "/aiperf/artifacts/profile_export_raw.jsonl: request ", "time: evidence says inside the AIPerf command's run"}},
+		{name: "the lease shortened to match a shorter row, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					l := d["lease"].(map[string]any)
+					start, err := time.Parse(time.RFC3339Nano, l["start"].(string))
+					require.NoError(t, err)
+					l["start"] = start.Add(2 * time.Second).Format(time.RFC3339Nano)
+				})
+			},
+			want: []string{q + "/commands.jsonl: build command go: evidence says inside the row's lease",
+				q + "/results.json: time_budget.wall_s: evidence says at most the lease's span"}},
 		{name: "the row names another venv than run.json, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
@@ -921,4 +950,20 @@ func TestCompareFullDepth(t *testing.T) {
 	assert.False(t, d.identical())
 	assert.Equal(t, 1, d.differing)
 	assert.Equal(t, [2]int{1, 1}, [2]int{d.firstX, d.firstY})
+}
+
+// shortenStage takes by seconds off a stage's wall in results.json and recomputes the
+// time budget from it, as a forger who keeps the budget consistent would.
+func shortenStage(d map[string]any, stage string, by float64) {
+	for _, st := range d["stages"].([]any) {
+		if m := st.(map[string]any); m["name"] == stage {
+			m["wall_s"] = m["wall_s"].(float64) - by
+		}
+	}
+	tb := d["time_budget"].(map[string]any)
+	stages := tb["stages_s"].(map[string]any)
+	stages[stage] = stages[stage].(float64) - by
+	tb["wall_s"] = tb["wall_s"].(float64) - by
+	tb["harness_s"] = tb["harness_s"].(float64) - by
+	tb["ratio"] = tb["wall_s"].(float64) / tb["model_work_s"].(float64)
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"qualkit/internal/schema"
 	"qualkit/internal/wire"
@@ -256,11 +257,16 @@ func (r *rowCheck) checkServe() {
 }
 
 type commandRecord struct {
-	Stage    string   `json:"stage"`
-	Args     []string `json:"args"`
-	Log      string   `json:"log"`
-	WallS    float64  `json:"wall_s"`
-	ExitCode int      `json:"exit_code"`
+	Stage    string    `json:"stage"`
+	Args     []string  `json:"args"`
+	Log      string    `json:"log"`
+	Start    time.Time `json:"start"`
+	WallS    float64   `json:"wall_s"`
+	ExitCode int       `json:"exit_code"`
+}
+
+func (c commandRecord) end() time.Time {
+	return c.Start.Add(time.Duration(c.WallS * float64(time.Second)))
 }
 
 // checkCommands reads commands.jsonl: the AIPerf command must ask for the row's
@@ -295,6 +301,7 @@ func (r *rowCheck) checkCommands() {
 				"0 (the row claims "+r.res.Status+")", fmt.Sprint(c.ExitCode))
 		}
 	}
+	r.checkWindows(recs, aiperf)
 	if aiperf == nil {
 		if r.passed("benchmark") {
 			r.fail(f, "AIPerf command", "an `aiperf profile` command (stage benchmark passed)", "none")

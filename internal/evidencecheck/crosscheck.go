@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"qualkit/internal/schema"
 )
@@ -516,5 +517,61 @@ func (r *rowCheck) checkTimeBudget() {
 				fmt.Sprintf("%.3f, the sum of task_ms in %s", r.batchTaskS, schema.NativeBatchFile), fmt.Sprintf("%.3f", m.NativeTaskS))
 		}
 		r.same(resultsFile, "time_budget.model_work.native_task_calls", fmt.Sprint(r.res.Identity.Total), fmt.Sprint(m.NativeTasks), "one per replay")
+	}
+}
+
+// windowSlack absorbs the gap between two clocks of one host read by two processes.
+const windowSlack = 50 * time.Millisecond
+
+// checkWindows: every command ran inside the row's lease, the commands of a stage fit in
+// that stage's wall (the server aside: it lives from serve to influence), the row's wall
+// fits in its lease, and every request AIPerf timed lies inside the AIPerf command. A
+// stage, or a whole row, cannot be made shorter than the programs it ran say it took.
+func (r *rowCheck) checkWindows(recs []commandRecord, aiperf *commandRecord) {
+	const f = "commands.jsonl"
+	lease := r.res.Lease
+	if lease != nil && !lease.Start.IsZero() && !lease.End.IsZero() {
+		span := lease.End.Sub(lease.Start)
+		if tb := r.res.TimeBudget; tb != nil {
+			r.truth(time.Duration(tb.WallS*float64(time.Second)) <= span+windowSlack, resultsFile, "time_budget.wall_s",
+				fmt.Sprintf("at most the lease's span, %.3f s (lease.start to lease.end)", span.Seconds()), fmt.Sprintf("%.3f", tb.WallS))
+		}
+		for _, c := range recs {
+			if c.Start.IsZero() {
+				continue
+			}
+			r.truth(!c.Start.Before(lease.Start.Add(-windowSlack)) && !c.end().After(lease.End.Add(windowSlack)), f,
+				c.Stage+" command "+baseName(firstArg(c.Args)), "inside the row's lease ("+lease.Start.Format(time.RFC3339Nano)+" to "+lease.End.Format(time.RFC3339Nano)+")",
+				c.Start.Format(time.RFC3339Nano)+" to "+c.end().Format(time.RFC3339Nano))
+		}
+	}
+	first, last := map[string]time.Time{}, map[string]time.Time{}
+	for _, c := range recs {
+		if c.Start.IsZero() || c.Stage == schema.StageServe {
+			continue
+		}
+		if t, ok := first[c.Stage]; !ok || c.Start.Before(t) {
+			first[c.Stage] = c.Start
+		}
+		if t, ok := last[c.Stage]; !ok || c.end().After(t) {
+			last[c.Stage] = c.end()
+		}
+	}
+	for _, st := range r.res.Stages {
+		if t0, ok := first[st.Name]; ok {
+			span := last[st.Name].Sub(t0)
+			r.truth(span <= time.Duration(st.WallS*float64(time.Second))+windowSlack, resultsFile, "stages["+st.Name+"].wall_s",
+				fmt.Sprintf("at least the span of its commands in %s, %.3f s", f, span.Seconds()), fmt.Sprintf("%.3f", st.WallS))
+		}
+	}
+	if aiperf == nil || aiperf.Start.IsZero() || r.rawErr != nil {
+		return
+	}
+	from, to := aiperf.Start.Add(-windowSlack).UnixNano(), aiperf.end().Add(windowSlack).UnixNano()
+	for _, q := range r.reqs {
+		m := q.rec.Metadata
+		r.truth(m.RequestStartNs >= from && m.RequestEndNs <= to, rawExport, "request "+q.id+" time",
+			"inside the AIPerf command's run ("+f+": "+aiperf.Start.Format(time.RFC3339Nano)+", "+fmtNum(aiperf.WallS)+" s)",
+			fmt.Sprintf("%d to %d ns", m.RequestStartNs, m.RequestEndNs))
 	}
 }
