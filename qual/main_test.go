@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,7 +104,9 @@ func run(m *testing.M) int {
 		return 2
 	}
 	fmt.Println("qual:", suite.RuntimeNote)
+	stopSignals := onSignals(suite)
 	code := m.Run()
+	stopSignals()
 	summary, sums, err := suite.Finish(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "qual: evidence:", err)
@@ -115,7 +119,58 @@ func run(m *testing.M) int {
 		os.Remove(latest)
 		os.Symlink(suite.Evidence.RunID, latest)
 	}
+	if code == 0 && suite.Interrupted() != "" {
+		code = 1
+	}
 	return code
+}
+
+// forceAfter is how long the rows get to clean up and write their evidence after the
+// first signal; a second signal, or this long, forces the exit.
+const forceAfter = 60 * time.Second
+
+// onSignals makes SIGINT (Ctrl-C) and SIGTERM (a CI cancel) end the run as a run we
+// report: the running rows stop, their servers, processes and containers with them, and
+// each writes its evidence (interrupted, at which stage); then run.json is finished and
+// the binary exits non-zero. A second signal, or forceAfter, removes this run's
+// containers (10 s at most) and exits at once with 130. The returned func stops listening.
+func onSignals(suite *harness.Suite) func() {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+		case <-done:
+			return
+		}
+		name := signalName(sig)
+		fmt.Fprintf(os.Stderr, "\nqual: %s: stopping the running rows; they clean up and write their evidence (send it again to force the exit)\n", name)
+		suite.Interrupt(name)
+		select {
+		case sig = <-sigs:
+			fmt.Fprintf(os.Stderr, "qual: %s again: removing this run's containers and exiting now\n", signalName(sig))
+		case <-time.After(forceAfter):
+			fmt.Fprintf(os.Stderr, "qual: the rows did not finish within %s of %s: removing this run's containers and exiting now\n", forceAfter, name)
+		case <-done:
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := suite.Abandon(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "qual:", err)
+		}
+		cancel()
+		os.Exit(130)
+	}()
+	return func() { signal.Stop(sigs); close(done) }
+}
+
+func signalName(sig os.Signal) string {
+	if sig == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
 }
 
 // inRoot resolves a path flag: empty is def, relative is inside the repository root.

@@ -9,6 +9,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,7 +105,7 @@ func (r *rowCheck) checkStages() {
 	case schema.StatusFailed:
 		r.truth(firstFail != "", resultsFile, "status failed", "at least one stage fail", "no stage failed")
 		if firstFail != "" {
-			r.same(resultsFile, "reason", "stage "+firstFail+" failed", res.Reason, "the first failed stage")
+			r.checkFailureKind(firstFail)
 		}
 	case schema.StatusNotRun:
 		r.truth(res.Reason != "", resultsFile, "status not-run", "a reason", "none")
@@ -824,4 +825,28 @@ func (r *rowCheck) servedByDouble() bool {
 		}
 	}
 	return false
+}
+
+// checkFailureKind: a failed row's reason names its first failed stage, and, in evidence
+// that records kinds, the kind that stage recorded ("stage X failed: <kind>: ...");
+// evidence written before kinds were recorded says "stage X failed" alone.
+func (r *rowCheck) checkFailureKind(firstFail string) {
+	res := r.res
+	var kind string
+	for _, s := range res.Stages {
+		if s.Kind != "" {
+			r.truth(s.Status == "fail", resultsFile, "stage "+s.Name+" kind", "a kind only on a failed stage", s.Status+" with kind "+s.Kind)
+			r.truth(slices.Contains(schema.FailureKinds, s.Kind), resultsFile, "stage "+s.Name+" kind", strings.Join(schema.FailureKinds, ", "), s.Kind)
+		}
+		if s.Name == firstFail {
+			kind = s.Kind
+		}
+	}
+	r.same(resultsFile, "failure_kind", kind, res.FailureKind, "the kind of the first failed stage, "+firstFail)
+	if kind == "" {
+		r.same(resultsFile, "reason", "stage "+firstFail+" failed", res.Reason, "the first failed stage")
+		return
+	}
+	prefix := "stage " + firstFail + " failed: " + kind + ": "
+	r.truth(strings.HasPrefix(res.Reason, prefix), resultsFile, "reason", quote(prefix+"...")+" (the first failed stage and its kind)", quote(res.Reason))
 }

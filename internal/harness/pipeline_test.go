@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -164,7 +165,12 @@ func TestPipelineFaultsFailTheirStage(t *testing.T) {
 			res, err := s.Run(context.Background(), p.row("faulty", tc.fault), t.TempDir())
 			require.Error(t, err)
 			assert.Equal(t, schema.StatusFailed, res.Status)
-			assert.Equal(t, "stage "+tc.stage+" failed", res.Reason)
+			kind := schema.KindGate
+			if tc.stage == schema.StageCorrectness {
+				kind = schema.KindCorrectness
+			}
+			assert.Equal(t, kind, res.FailureKind)
+			assert.True(t, strings.HasPrefix(res.Reason, "stage "+tc.stage+" failed: "+kind+": "), res.Reason)
 			seen := false
 			for _, st := range res.Stages {
 				switch {
@@ -413,4 +419,45 @@ func TestRowRunTwiceGetsTwoFolders(t *testing.T) {
 	}
 	_, err = s.Evidence.Row("twice")
 	assert.ErrorContains(t, err, "file exists", "an existing row folder is never reused")
+}
+
+// A signal stops the running row where it is: the stage fails as interrupted with the
+// signal and how far into the stage it was, the later stages are not run, the server is
+// stopped, and a row started after it fails at once, as interrupted too.
+func TestInterruptStopsTheRowAndSaysWhere(t *testing.T) {
+	p := newPipeline(t, false)
+	s := p.start(t)
+	serverLog := filepath.Join(s.Evidence.Dir, "interrupted", "serve", "server.log")
+	go func() {
+		for {
+			if _, err := os.Stat(serverLog); err == nil {
+				time.Sleep(300 * time.Millisecond)
+				s.Interrupt("SIGINT")
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	started := time.Now()
+	res, err := s.Run(context.Background(), p.row("interrupted", faultNeverReady), t.TempDir())
+	require.Error(t, err)
+	assert.Less(t, time.Since(started), 30*time.Second, "the row stops at the signal, not at its deadline")
+	assert.Equal(t, schema.KindInterrupted, res.FailureKind)
+	assert.Regexp(t, `^stage serve failed: interrupted: SIGINT, [0-9.]+ s into the stage$`, res.Reason)
+	for _, st := range res.Stages {
+		if st.Name == schema.StageBenchmark {
+			assert.Equal(t, schema.NotRun, st.Status)
+		}
+	}
+
+	next, err := s.Run(context.Background(), p.row("after", ""), t.TempDir())
+	require.Error(t, err)
+	assert.Equal(t, schema.KindInterrupted, next.FailureKind)
+	assert.Equal(t, "stage preflight failed: interrupted: SIGINT, 0.0 s into the stage", next.Reason)
+
+	_, _, err = s.Finish(context.Background())
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, schema.RunFile))
+	require.NoError(t, err)
+	assert.Regexp(t, `"interrupted": "SIGINT at \+[0-9.]+ s"`, string(b))
 }

@@ -22,24 +22,29 @@ type row struct {
 	env Env
 	fx  *Fixtures
 
-	gpus       []gpu.Device // chosen in preflight, passed to the server by UUID
-	bundle     string
-	bundleSHA  string
-	server     serving.Server
-	scratch    string         // the server's scratch folder (ServeSpec.Scratch)
-	proto      wire.Protocol  // how requests travel (the family's, else wire.OpenAI)
-	img        *serving.Image // the family's image, once prepared
-	export     *Export
-	httpPNG    map[string][]byte // request id -> PNG the HTTP response carried
-	clientMs   map[string]float64
-	taskMs     map[string]float64
-	failed     string // first stage that failed
-	skipReason string
-	result     *schema.Result
-	prog       *progress // the running stage's; nil between stages
-	sumsSHA    string    // sha256 of the row's SHA256SUMS, once reported
-	lease      *gpu.Lease
-	leaseWaitS float64
+	gpus      []gpu.Device // chosen in preflight, passed to the server by UUID
+	bundle    string
+	bundleSHA string
+	server    serving.Server
+	scratch   string         // the server's scratch folder (ServeSpec.Scratch)
+	proto     wire.Protocol  // how requests travel (the family's, else wire.OpenAI)
+	img       *serving.Image // the family's image, once prepared
+	export    *Export
+	httpPNG   map[string][]byte // request id -> PNG the HTTP response carried
+	clientMs  map[string]float64
+	taskMs    map[string]float64
+	failed    string        // first stage that failed
+	why       string        // what Classify said of it
+	failedAt  time.Duration // how far into that stage
+	// correctness is the correctness case's command line, as run: what a hardware-limit
+	// row's reason names to run alone on a capable host.
+	correctnessArgs []string
+	skipReason      string
+	result          *schema.Result
+	prog            *progress // the running stage's; nil between stages
+	sumsSHA         string    // sha256 of the row's SHA256SUMS, once reported
+	lease           *gpu.Lease
+	leaseWaitS      float64
 
 	// For the time budget.
 	started          time.Time
@@ -139,17 +144,19 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	r.lease, r.leaseWaitS = lease, waitS
 	t.Cleanup(r.stopServer)
 	t.Cleanup(r.release)
+	ctx, cancel := s.rowContext(t.Context(), t)
+	defer cancel()
 	for _, st := range stages {
 		if r.failed != "" {
 			// Recorded "not-run" in results.json; no subtest, so the one failure that
 			// matters is not buried under a FAIL line per later stage.
-			r.runStage(t.Context(), st, nil)
+			r.runStage(ctx, st, nil)
 			continue
 		}
 		ran := false
 		t.Run(st.name, func(t *testing.T) {
 			ran = true
-			err := r.runStage(t.Context(), st, func(line string) { t.Log(line) })
+			err := r.runStage(ctx, st, func(line string) { t.Log(line) })
 			switch {
 			case r.skipReason != "":
 				t.Skipf("%s %s: %s", st.name, r.c.Name, r.skipReason)
@@ -223,6 +230,8 @@ func (r *row) notSelected(name string) {
 // Run qualifies one row without subtests: the stages in order, each after a failure
 // recorded "not-run". Negative controls use it to prove which stage catches a fault.
 func (s *Suite) Run(ctx context.Context, c Checkpoint, work string) (*schema.Result, error) {
+	ctx, cancel := s.rowContext(ctx, nil)
+	defer cancel()
 	lease, waitS := s.lease(ctx, c, nil)
 	r, err := s.newRow(c, work, "TestNegativeControls/"+c.Name)
 	if err != nil {
@@ -265,6 +274,13 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 	if r.skipReason != "" {
 		return nil
 	}
+	if ctx.Err() != nil {
+		// Interrupted, or out of time, before it began: it fails as what stopped it.
+		res.Status, r.failed = "fail", st.name
+		res.Kind, r.why = Classify(ctx, st.name, ctx.Err())
+		res.Error = fmt.Sprintf("%s (%s) before the stage began", res.Kind, r.why)
+		return fmt.Errorf("%s %s: %s", st.name, r.c.Name, res.Error)
+	}
 	p := r.beginStage(st.name, say)
 	err := st.run(r, ctx)
 	p.end()
@@ -274,7 +290,9 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 		return nil
 	case err != nil:
 		res.Status, res.Error, r.failed = "fail", err.Error(), st.name
-		return fmt.Errorf("%s %s: %w", st.name, r.c.Name, err)
+		res.Kind, r.why = Classify(ctx, st.name, err)
+		r.failedAt = time.Since(start)
+		return fmt.Errorf("%s %s (%s: %s): %w", st.name, r.c.Name, res.Kind, r.why, err)
 	}
 	res.Status = "pass"
 	return nil
@@ -291,7 +309,7 @@ func (r *row) report() error {
 	case r.skipReason != "":
 		res.Status, res.Reason = schema.StatusNotRun, r.skipReason
 	case r.failed != "":
-		res.Status, res.Reason = schema.StatusFailed, "stage "+r.failed+" failed"
+		res.Status, res.Reason, res.FailureKind = schema.StatusFailed, r.failureReason(), r.failedKind()
 	case !everyStagePassed(res):
 		// A passing status is earned by every stage passing, not by none failing.
 		res.Status, res.Reason = schema.StatusFailed, "not every stage ran and passed"
@@ -430,4 +448,84 @@ func (r *row) release() {
 		l.RanBeside = append(l.RanBeside, nb)
 	}
 	r.result.Lease = l
+}
+
+// failedKind is the kind recorded for the failed stage.
+func (r *row) failedKind() string {
+	for _, st := range r.result.Stages {
+		if st.Name == r.failed {
+			return st.Kind
+		}
+	}
+	return ""
+}
+
+// failureReason is the row's reason when a stage failed: the stage, the kind and what
+// happened, so that a reader of the table needs no log. A hardware limit also says what
+// the seed's rule needs next: the unchanged correctness case, alone, on capable hardware.
+func (r *row) failureReason() string {
+	kind := r.failedKind()
+	detail := r.why
+	switch kind {
+	case schema.KindInterrupted, schema.KindTimeout:
+		detail = fmt.Sprintf("%s, %.1f s into the stage", r.why, r.failedAt.Seconds())
+	case schema.KindHardware:
+		detail = r.why + "; next (a hardware limit is no wrong answer): run the row's unchanged correctness case alone on a host that has the memory, and keep its non-skipped pass beside this run"
+		if len(r.correctnessArgs) > 0 {
+			detail += ": " + shellJoin(r.correctnessArgs)
+		}
+	default:
+		for _, st := range r.result.Stages {
+			if st.Name == r.failed {
+				detail = firstLine(st.Error, 200)
+			}
+		}
+	}
+	return "stage " + r.failed + " failed: " + kind + ": " + detail
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
+}
+
+// rowContext is a row's context: cancelled when the suite is interrupted, and, under go
+// test, ending a margin before the test binary's -timeout, so that the row stops as a
+// failure it reports (kind timeout) rather than as the testing package's panic. The
+// margin is what cleaning up and writing the evidence needs.
+func (s *Suite) rowContext(parent context.Context, t *testing.T) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
+	if s.ctx.Err() != nil {
+		cancel(context.Cause(s.ctx))
+	}
+	release := func() { stop(); cancel(nil) }
+	if t == nil {
+		return ctx, release
+	}
+	deadline, ok := t.Deadline()
+	if !ok {
+		return ctx, release
+	}
+	margin := min(max(time.Until(deadline)/5, 3*time.Second), 2*time.Minute)
+	dctx, dcancel := context.WithDeadlineCause(ctx, deadline.Add(-margin), errTestDeadline)
+	return dctx, func() { dcancel(); release() }
+}
+
+// shellJoin quotes args for a POSIX shell, so the line can be pasted as it is.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }

@@ -85,6 +85,11 @@ type Suite struct {
 	RuntimeNote string
 	swept       []string
 
+	// ctx is every row's parent: Interrupt cancels it with an Interrupted cause.
+	ctx         context.Context
+	cancel      context.CancelCauseFunc
+	interrupted string // "SIGINT at +41.2 s", once Interrupt was called
+
 	mu      sync.Mutex
 	results []*schema.Result
 	// rowRuns counts each row's runs in this suite: -count=N runs a row N times, and
@@ -112,6 +117,7 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 		return nil, err
 	}
 	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), pool: gpu.NewPool(nil, cfg.CPURows)}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.provenance, s.venvSet = venvProvenance(cfg.Venv, readProvenance(context.Background(), cfg.Root))
 	s.resolveRuntime(context.Background())
 	return s, nil
@@ -163,6 +169,35 @@ func (s *Suite) register(r *schema.Result) {
 	s.results = append(s.results, r)
 }
 
+// Interrupt stops the run: every running row's context is cancelled with the cause
+// Interrupted{sig}, so its stage fails as "interrupted", its server and child processes
+// and containers stop, and it writes its evidence; rows not yet started fail at once.
+// run.json records it. Only the first call counts.
+func (s *Suite) Interrupt(sig string) {
+	s.mu.Lock()
+	if s.interrupted == "" {
+		s.interrupted = fmt.Sprintf("%s at +%.1f s", sig, time.Since(s.started).Seconds())
+	}
+	s.mu.Unlock()
+	s.cancel(Interrupted{Signal: sig})
+}
+
+// Interrupted is what run.json will say stopped the run ("SIGINT at +41.2 s"), or "".
+func (s *Suite) Interrupted() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.interrupted
+}
+
+// Abandon removes, within ctx, every container and image this run started: the last
+// resort when a second signal forces the process out before the rows cleaned up.
+func (s *Suite) Abandon(ctx context.Context) error {
+	if s.daemon == nil {
+		return nil
+	}
+	return serving.RemoveRunContainers(ctx, s.Evidence.RunID)
+}
+
 func (s *Suite) recordSkip(row, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -187,7 +222,7 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 		Skips:       append([]string{}, s.skips...),
 		RuntimeNote: s.RuntimeNote, Docker: s.daemon, Swept: s.swept,
 		HarnessCommit: s.provenance.Commit, HarnessDirty: s.provenance.Dirty, Changes: s.provenance.Changes,
-		VenvSHA256: s.provenance.VenvSHA256, VenvSet: s.venvSet,
+		VenvSHA256: s.provenance.VenvSHA256, VenvSet: s.venvSet, Interrupted: s.interrupted,
 	}
 	if s.dockerErr != nil {
 		info.DockerError = s.dockerErr.Error()

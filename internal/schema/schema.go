@@ -90,7 +90,23 @@ type StageResult struct {
 	Status string  `json:"status"` // Pass, Fail, NotRun
 	Error  string  `json:"error,omitempty"`
 	WallS  float64 `json:"wall_s"`
+	// Kind is why a failed stage failed (FailureKinds); empty unless it failed.
+	Kind string `json:"kind,omitempty"`
 }
+
+// Failure kinds: why a stage failed, from exit codes, container state, contexts and the
+// logs' own words (harness.Classify). A hardware limit is not a wrong answer.
+const (
+	KindHardware       = "hardware-limit" // CUDA/host out of memory, OOM-killed container, GPU lost, Xid
+	KindTimeout        = "timeout"        // a stage deadline, or go test's -timeout
+	KindInterrupted    = "interrupted"    // SIGINT or SIGTERM
+	KindInfrastructure = "infrastructure" // the Docker engine or network gone, disk full
+	KindCorrectness    = "correctness"    // the family's correctness case failed or skipped
+	KindGate           = "gate"           // an identity, quality, influence, timing or other gate
+)
+
+// FailureKinds lists every kind, most specific first.
+var FailureKinds = []string{KindInterrupted, KindTimeout, KindHardware, KindInfrastructure, KindCorrectness, KindGate}
 
 // Result is a row's results.json: every headline number and where it came from.
 type Result struct {
@@ -100,7 +116,9 @@ type Result struct {
 	Checkpoint CheckpointRef `json:"checkpoint"`
 	Status     string        `json:"status"`
 	Reason     string        `json:"reason,omitempty"`
-	Stages     []StageResult `json:"stages"`
+	// FailureKind is the failed stage's Kind, when the row failed in a stage.
+	FailureKind string        `json:"failure_kind,omitempty"`
+	Stages      []StageResult `json:"stages"`
 
 	Runtime string `json:"runtime,omitempty"`
 	// Output is where responses carried the image: "b64_json" (data[0].b64_json), or
@@ -402,8 +420,10 @@ type RunInfo struct {
 	Docker        *DaemonInfo `json:"docker,omitempty"`
 	DockerError   string      `json:"docker_error,omitempty"`
 	Swept         []string    `json:"swept_leftovers,omitempty"`
-	Skips         []string    `json:"skips"`
-	Rows          []string    `json:"rows"`
+	// Interrupted says which signal stopped the run, and when: "SIGINT at +41.2 s".
+	Interrupted string   `json:"interrupted,omitempty"`
+	Skips       []string `json:"skips"`
+	Rows        []string `json:"rows"`
 }
 
 // CommandRecord is one line of a row's commands.jsonl: enough to rerun the command by

@@ -183,3 +183,26 @@ func RemoveRunImages(ctx context.Context, runID string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// RemoveRunContainers force-removes every container started for runID, then its images:
+// what a run that must exit now (a second signal) leaves to no later sweep.
+func RemoveRunContainers(ctx context.Context, runID string) error {
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	f := make(client.Filters).Add("label", LabelManaged+"=true", LabelRun+"="+runID)
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return fmt.Errorf("remove containers of run %s: %w", runID, err)
+	}
+	var errs []error
+	for _, c := range cs.Items {
+		_, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s of run %s: %w", shortID(c.ID), runID, err))
+		}
+	}
+	return errors.Join(append(errs, RemoveRunImages(ctx, runID))...)
+}

@@ -1,0 +1,72 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"qualkit/internal/schema"
+)
+
+// Interrupted is the cause a Suite's context carries once a signal stopped the run.
+type Interrupted struct {
+	Signal string // "SIGINT", "SIGTERM"
+}
+
+func (i Interrupted) Error() string { return "interrupted by " + i.Signal }
+
+// errTestDeadline is the cause of a row context cut at go test's -timeout (less the margin
+// the row needs to clean up and write its evidence).
+var errTestDeadline = errors.New("go test -timeout is near: the row was stopped to clean up and write its evidence")
+
+// logSign is a log line that says what kind of failure a stage met.
+type logSign struct {
+	kind string
+	re   *regexp.Regexp
+	what string
+}
+
+// logSigns are the words of the tools themselves (each has a real line in failure_test.go).
+var logSigns = []logSign{
+	{schema.KindHardware, regexp.MustCompile(`CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError`), "CUDA out of memory (PyTorch)"},
+	{schema.KindHardware, regexp.MustCompile(`cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY`), "CUDA allocation failed"},
+	{schema.KindHardware, regexp.MustCompile(`\[TRT\].*(Cuda Runtime \(out of memory\)|could not be allocated|OutOfMemory)`), "TensorRT out of memory"},
+	{schema.KindHardware, regexp.MustCompile(`oom_killed=true|"OOMKilled":\s*true|OOMKilled`), "the container was OOM-killed"},
+	{schema.KindHardware, regexp.MustCompile(`NVRM: Xid|Xid \(PCI:`), "a GPU Xid error"},
+	{schema.KindHardware, regexp.MustCompile(`GPU has fallen off the bus|GPU is lost|cudaErrorDevicesUnavailable`), "the GPU was lost"},
+	{schema.KindHardware, regexp.MustCompile(`std::bad_alloc|\bMemoryError\b|Cannot allocate memory`), "host out of memory"},
+	{schema.KindInfrastructure, regexp.MustCompile(`(?i)no space left on device`), "the disk is full"},
+	{schema.KindInfrastructure, regexp.MustCompile(`Cannot connect to the Docker daemon|docker\.sock: connect|Is the docker daemon running|error during connect`), "the Docker engine is gone"},
+	{schema.KindInfrastructure, regexp.MustCompile(`(?i)read-only file system`), "a read-only file system"},
+}
+
+// Classify names why a stage failed: a signal or a deadline from the row's context, else
+// the first sign in the error's text (which carries the log tail of the command that
+// failed), else correctness for the correctness stage and gate for the others. It
+// returns the kind and a short reason.
+func Classify(ctx context.Context, stage string, err error) (kind, why string) {
+	var intr Interrupted
+	switch cause := context.Cause(ctx); {
+	case errors.As(cause, &intr):
+		return schema.KindInterrupted, intr.Signal
+	case errors.Is(cause, errTestDeadline):
+		return schema.KindTimeout, "go test -timeout"
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return schema.KindTimeout, "the stage's deadline"
+	}
+	text := err.Error()
+	for _, s := range logSigns {
+		if s.re.MatchString(text) {
+			return s.kind, s.what
+		}
+	}
+	if errors.As(err, &intr) {
+		return schema.KindInterrupted, intr.Signal
+	}
+	if stage == schema.StageCorrectness {
+		return schema.KindCorrectness, "the family's correctness case"
+	}
+	return schema.KindGate, fmt.Sprintf("a gate of stage %s", stage)
+}

@@ -1,0 +1,145 @@
+package qual
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/testcontainers/testcontainers-go"
+
+	"qualkit/internal/evidencecheck"
+	"qualkit/internal/harness/serving"
+	"qualkit/internal/schema"
+)
+
+// The reference row in a child test binary (this one), stopped the two ways a run is
+// stopped from outside: go test's -timeout shorter than the row, and SIGINT (Ctrl-C)
+// while it runs. Either way the binary exits non-zero, nothing of the run is left in
+// Docker, and the run folder, which the checker accepts, says what stopped which stage.
+func TestStoppedRunsLeaveNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		signal  time.Duration // after the start; 0: none
+		sig     syscall.Signal // default SIGINT
+		kind    string
+		reason  string // a regexp on results.json's reason
+		runNote string // a regexp on run.json's interrupted
+	}{
+		{name: "-test.timeout 8s", args: []string{"-test.timeout", "8s"}, kind: schema.KindTimeout,
+			reason: `^stage [a-z]+ failed: timeout: go test -timeout, [0-9.]+ s into the stage$`},
+		{name: "SIGINT 6 s in", signal: 6 * time.Second, kind: schema.KindInterrupted,
+			reason: `^stage [a-z]+ failed: interrupted: SIGINT, [0-9.]+ s into the stage$`, runNote: `^SIGINT at \+[0-9.]+ s$`},
+		{name: "SIGTERM 5 s in, process runtime", args: []string{"-qualkit.runtime", "process"}, signal: 5 * time.Second, sig: syscall.SIGTERM,
+			kind: schema.KindInterrupted, reason: `^stage [a-z]+ failed: interrupted: SIGTERM, [0-9.]+ s into the stage$`, runNote: `^SIGTERM at \+[0-9.]+ s$`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			args := append([]string{"-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root,
+				"-qualkit.runtime", *runtimeFlag}, tc.args...)
+			cmd := exec.Command(os.Args[0], args...)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+			require.NoError(t, cmd.Start())
+			if tc.signal > 0 {
+				sig := tc.sig
+				if sig == 0 {
+					sig = syscall.SIGINT
+				}
+				time.AfterFunc(tc.signal, func() { cmd.Process.Signal(sig) })
+			}
+			err := cmd.Wait()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "the run must fail:\n%s", out.String())
+			assert.NotContains(t, out.String(), "panic: test timed out", "the row ends before go test's alarm")
+
+			runs, _ := filepath.Glob(filepath.Join(root, "2*"))
+			require.Len(t, runs, 1, "one run folder:\n%s", out.String())
+			runID := filepath.Base(runs[0])
+			assertNothingLeft(t, runID)
+			assertNoProcess(t, root)
+
+			var res schema.Result
+			b, err := os.ReadFile(filepath.Join(runs[0], "refedit-v1", "results.json"))
+			require.NoError(t, err, out.String())
+			require.NoError(t, json.Unmarshal(b, &res))
+			assert.Equal(t, schema.StatusFailed, res.Status)
+			assert.Equal(t, tc.kind, res.FailureKind)
+			assert.Regexp(t, tc.reason, res.Reason)
+			var info schema.RunInfo
+			b, err = os.ReadFile(filepath.Join(runs[0], schema.RunFile))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &info))
+			if tc.runNote != "" {
+				assert.Regexp(t, tc.runNote, info.Interrupted)
+			}
+			require.NoError(t, evidencecheck.Check(runs[0], ""), "the stopped run's evidence checks")
+			t.Logf("%s: %s (exit %d)", tc.name, res.Reason, exit.ExitCode())
+		})
+	}
+}
+
+// assertNothingLeft: within 10 s, Docker holds no container or image of the run.
+func assertNothingLeft(t *testing.T, runID string) {
+	t.Helper()
+	if *runtimeFlag == "process" {
+		return
+	}
+	cli, err := testcontainers.NewDockerClientWithOpts(context.Background())
+	require.NoError(t, err)
+	defer cli.Close()
+	f := make(client.Filters).Add("label", serving.LabelRun+"="+runID)
+	var left []string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		left = nil
+		cs, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+		require.NoError(t, err)
+		for _, c := range cs.Items {
+			left = append(left, "container "+strings.Join(c.Names, ","))
+		}
+		imgs, err := cli.ImageList(context.Background(), client.ImageListOptions{Filters: f})
+		require.NoError(t, err)
+		for _, img := range imgs.Items {
+			left = append(left, "image "+strings.Join(img.RepoTags, ","))
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	assert.Empty(t, left, "what run %s left in Docker", runID)
+}
+
+// assertNoProcess: no process is left whose command line names the run's evidence root
+// (a server or a tool the stopped row started).
+func assertNoProcess(t *testing.T, root string) {
+	t.Helper()
+	var left []string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		left = nil
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err == nil && bytes.Contains(b, []byte(root)) {
+				left = append(left, filepath.Base(filepath.Dir(p))+": "+strings.ReplaceAll(string(b), "\x00", " "))
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	assert.Empty(t, left, "processes left that name %s", root)
+}
+
