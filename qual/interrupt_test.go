@@ -30,7 +30,7 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		args    []string
-		signal  time.Duration // after the start; 0: none
+		signal  time.Duration  // after the start; 0: none
 		sig     syscall.Signal // default SIGINT
 		kind    string
 		reason  string // a regexp on results.json's reason
@@ -142,4 +142,3 @@ func assertNoProcess(t *testing.T, root string) {
 	}
 	assert.Empty(t, left, "processes left that name %s", root)
 }
-
