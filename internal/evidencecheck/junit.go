@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,12 +50,20 @@ func (tc junitCase) outcome() string {
 
 // junitNode is a <testsuites> or <testsuite>: pytest's and gotestsum's both parse.
 type junitNode struct {
-	Cases  []junitCase `xml:"testcase"`
-	Suites []junitNode `xml:"testsuite"`
+	Cases      []junitCase `xml:"testcase"`
+	Suites     []junitNode `xml:"testsuite"`
+	Properties []junitProp `xml:"properties>property"`
 }
 
+// walk visits every test case with its properties: its own (gotestsum's file) and those
+// its suite holds for it as "<test case> <property>" (the file after scripts/junitfix).
 func (n junitNode) walk(each func(junitCase)) {
 	for _, tc := range n.Cases {
+		for _, p := range n.Properties {
+			if name, ok := strings.CutPrefix(p.Name, tc.Name+" "); ok && !strings.Contains(name, " ") {
+				tc.Properties = append(slices.Clone(tc.Properties), junitProp{Name: name, Value: p.Value})
+			}
+		}
 		each(tc)
 	}
 	for _, s := range n.Suites {

@@ -365,6 +365,12 @@ func everyStagePassed(res *schema.Result) bool {
 func (r *row) attrs(t *testing.T) {
 	res := r.result
 	t.Attr("qualkit.status", res.Status)
+	if res.Reason != "" {
+		t.Attr("qualkit.reason", res.Reason)
+	}
+	if res.FailureKind != "" {
+		t.Attr("qualkit.failure_kind", res.FailureKind)
+	}
 	t.Attr("qualkit.evidence", r.ev.Dir)
 	t.Attr("qualkit.sha256sums", r.sumsSHA)
 	if res.ClientErrors != nil {
@@ -484,9 +490,16 @@ func (r *row) failureReason() string {
 	return "stage " + r.failed + " failed: " + kind + ": " + detail
 }
 
+// firstLine is the first line of an error, with the next line when the first only
+// announces a list ("2 requirement(s) not met:"), clipped to n bytes.
 func firstLine(s string, n int) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	s = strings.TrimSpace(lines[0])
+	if strings.HasSuffix(s, ":") && len(lines) > 1 {
+		s += " " + strings.TrimLeft(strings.TrimSpace(lines[1]), "- ")
+		if len(lines) > 2 {
+			s += fmt.Sprintf(" (+%d more lines)", len(lines)-2)
+		}
 	}
 	if len(s) > n {
 		s = s[:n] + "..."

