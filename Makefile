@@ -199,7 +199,7 @@ runs:
 	@$(GO) run ./scripts/runs list -root evidence
 compare:
 	@test -n "$(A)" -a -n "$(B)" || { echo "make compare A=<run> B=<run>: run ids under evidence/ or run folders"; exit 2; }
-	@$(GO) run ./scripts/runs compare -root evidence $(A) $(B)
+	@$(GO) run ./scripts/runs compare -root evidence $(if $(ACROSS),-across) $(A) $(B)
 
 # Hostile input: each fuzz target for FUZZTIME. Not part of `make test`: the seed
 # corpora under testdata/fuzz run there as ordinary tests.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"qualkit/internal/schema"
@@ -47,6 +48,53 @@ type Comparison struct {
 	A, B  *Run
 	Band  Band
 	Lines []Line
+	// Across judges timings of rows that ran on another host, runtime or GPUs too; by
+	// default their timings are listed and not called regressions.
+	Across bool
+	// Unlike names, per row, how the two runs' setups differ ("" when alike).
+	Unlike map[string]string
+}
+
+// Setup is where a row ran: what its timings depend on besides the code.
+func Setup(run *Run, r schema.Result) string {
+	gpus := "no GPU"
+	if r.Lease != nil && len(r.Lease.GPUs) > 0 {
+		gpus = fmt.Sprintf("%d GPU(s) %s", len(r.Lease.GPUs), strings.Join(shortGPUs(r.Lease.GPUs), ","))
+	}
+	return fmt.Sprintf("host %s (%d CPUs), runtime %s, %s", orDash(run.Info.Hostname), run.Info.CPUs, orDash(r.Runtime), gpus)
+}
+
+func shortGPUs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = strings.TrimPrefix(id, "GPU-")
+		if len(out[i]) > 8 {
+			out[i] = out[i][:8]
+		}
+	}
+	return out
+}
+
+// unlike says how two rows' setups differ: host, CPU count, runtime, GPUs.
+func unlike(a *Run, ra schema.Result, b *Run, rb schema.Result) string {
+	var d []string
+	if a.Info.Hostname != b.Info.Hostname || a.Info.CPUs != b.Info.CPUs {
+		d = append(d, fmt.Sprintf("host %s (%d CPUs) vs %s (%d CPUs)", orDash(a.Info.Hostname), a.Info.CPUs, orDash(b.Info.Hostname), b.Info.CPUs))
+	}
+	if ra.Runtime != rb.Runtime {
+		d = append(d, fmt.Sprintf("runtime %s vs %s", orDash(ra.Runtime), orDash(rb.Runtime)))
+	}
+	ga, gb := "", ""
+	if ra.Lease != nil {
+		ga = strings.Join(ra.Lease.GPUs, ",")
+	}
+	if rb.Lease != nil {
+		gb = strings.Join(rb.Lease.GPUs, ",")
+	}
+	if ga != gb {
+		d = append(d, "other GPUs")
+	}
+	return strings.Join(d, "; ")
 }
 
 // Regressions lists every line that is one.
@@ -62,8 +110,8 @@ func (c *Comparison) Regressions() []Line {
 
 // Compare compares run b with run a, the baseline. A row of a that b lacks is a
 // regression; a row only b has is listed as new.
-func Compare(a, b *Run, band Band) *Comparison {
-	c := &Comparison{A: a, B: b, Band: band}
+func Compare(a, b *Run, band Band, across bool) *Comparison {
+	c := &Comparison{A: a, B: b, Band: band, Across: across, Unlike: map[string]string{}}
 	for _, ra := range a.Rows {
 		rb, ok := b.Row(ra.Row)
 		if !ok {
@@ -82,6 +130,12 @@ func Compare(a, b *Run, band Band) *Comparison {
 
 func (c *Comparison) compareRow(a, b schema.Result) {
 	add := func(l Line) { l.Row = a.Row; c.Lines = append(c.Lines, l) }
+	diff := unlike(c.A, a, c.B, b)
+	if diff != "" {
+		c.Unlike[a.Row] = diff
+	}
+	judged := diff == "" || c.Across
+	notJudged := "not judged: " + diff + " (-across judges it)"
 
 	st := Line{What: "status", A: a.Status, B: b.Status}
 	switch {
@@ -107,7 +161,10 @@ func (c *Comparison) compareRow(a, b schema.Result) {
 		if qa != nil && qb != nil {
 			va, vb := pick(qa), pick(qb)
 			l.Delta = delta(va, vb)
-			if c.Band.exceeds(va, vb) {
+			switch {
+			case !judged:
+				l.Delta += "; " + notJudged
+			case c.Band.exceeds(va, vb):
 				l.Regression = "slower than the noise band allows (" + c.Band.String() + ")"
 			}
 		}
@@ -125,7 +182,10 @@ func (c *Comparison) compareRow(a, b schema.Result) {
 	if a.ImagesPerS > 0 && b.ImagesPerS > 0 {
 		va, vb := 1000/a.ImagesPerS, 1000/b.ImagesPerS
 		per.Delta = delta(va, vb)
-		if c.Band.exceeds(va, vb) {
+		switch {
+		case !judged:
+			per.Delta += "; " + notJudged
+		case c.Band.exceeds(va, vb):
 			per.Regression = "fewer images per second than the noise band allows (" + c.Band.String() + ")"
 		}
 	}
@@ -171,8 +231,18 @@ func delta(a, b float64) string {
 // WriteMarkdown prints the comparison as a table, regressions marked, then a verdict.
 func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "A: %s (%s, commit %s)\nB: %s (%s, commit %s)\nnoise band: %s\n\n",
-		c.A.Info.RunID, c.A.Started(), c.A.Commit(), c.B.Info.RunID, c.B.Started(), c.B.Commit(), c.Band)
+	for _, row := range sortedKeys(c.Unlike) {
+		verdict := "its timings are listed, not judged (-across judges them)"
+		if c.Across {
+			verdict = "its timings are judged all the same (-across)"
+		}
+		fmt.Fprintf(&b, "NOT LIKE FOR LIKE: row %s ran on another setup in B (%s): %s\n", row, c.Unlike[row], verdict)
+	}
+	if len(c.Unlike) > 0 {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "A: %s (%s, commit %s, %s)\nB: %s (%s, commit %s, %s)\nnoise band: %s\n\n",
+		c.A.Info.RunID, c.A.Started(), c.A.Commit(), c.A.setups(), c.B.Info.RunID, c.B.Started(), c.B.Commit(), c.B.setups(), c.Band)
 	b.WriteString("| row | what | A | B | B - A | regression |\n|---|---|---|---|---|---|\n")
 	for _, l := range c.Lines {
 		reg := "-"
@@ -193,18 +263,23 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 // WriteList prints runs newest first, one line per row.
 func WriteList(w io.Writer, runs []*Run) error {
 	var b strings.Builder
-	b.WriteString("| run | started (UTC) | commit | row | status | native/HTTP | client p50 (ms) |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| run | started (UTC) | commit | host | row | runtime | GPUs | status | native/HTTP | client p50 (ms) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
+		host := fmt.Sprintf("%s (%d CPUs)", orDash(r.Info.Hostname), r.Info.CPUs)
 		if len(r.Rows) == 0 {
-			fmt.Fprintf(&b, "| %s | %s | %s | - | - | - | - |\n", r.Info.RunID, r.Started(), r.Commit())
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | - |\n", r.Info.RunID, r.Started(), r.Commit(), host)
 		}
 		for _, res := range r.Rows {
 			p50 := "-"
 			if res.HTTP != nil {
 				p50 = fmt.Sprintf("%.1f", res.HTTP.P50)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n",
-				r.Info.RunID, r.Started(), r.Commit(), res.Row, res.Status, identity(res).text, p50)
+			gpus := "-"
+			if res.Lease != nil && len(res.Lease.GPUs) > 0 {
+				gpus = strings.Join(shortGPUs(res.Lease.GPUs), ",")
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				r.Info.RunID, r.Started(), r.Commit(), host, res.Row, orDash(res.Runtime), gpus, res.Status, identity(res).text, p50)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -216,4 +291,27 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// setups names where the run's rows ran, each distinct setup once.
+func (r *Run) setups() string {
+	var out []string
+	for _, res := range r.Rows {
+		if s := Setup(r, res); !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return fmt.Sprintf("host %s (%d CPUs)", orDash(r.Info.Hostname), r.Info.CPUs)
+	}
+	return strings.Join(out, "; ")
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

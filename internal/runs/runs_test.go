@@ -59,8 +59,8 @@ func TestListNewestFirstSkippingWhatIsNotARun(t *testing.T) {
 	assert.Equal(t, "new", list[0].Info.RunID)
 	var out bytes.Buffer
 	require.NoError(t, WriteList(&out, list))
-	assert.Contains(t, out.String(), "| new | 2026-12-01 11:00:00 | 0123456789ab | b | failed | - | - |")
-	assert.Contains(t, out.String(), "| old | 2026-12-01 10:00:00 | 0123456789ab | a | qualified | 6/6 | 30.0 |")
+	assert.Contains(t, out.String(), "| new | 2026-12-01 11:00:00 | 0123456789ab | - (0 CPUs) | b | - | - | failed | - | - |")
+	assert.Contains(t, out.String(), "| old | 2026-12-01 10:00:00 | 0123456789ab | - (0 CPUs) | a | - | - | qualified | 6/6 | 30.0 |")
 }
 
 func TestListNamesAnUnreadableRun(t *testing.T) {
@@ -90,7 +90,7 @@ func compare(t *testing.T, a, b []schema.Result) *Comparison {
 	require.NoError(t, err)
 	rb, err := Read(writeRun(t, root, "B", time.Now(), b...))
 	require.NoError(t, err)
-	return Compare(ra, rb, DefaultBand)
+	return Compare(ra, rb, DefaultBand, false)
 }
 
 func whats(ls []Line) []string {
@@ -154,3 +154,31 @@ func TestCompareStatusChangesThatAreRegressions(t *testing.T) {
 		assert.Equal(t, tt.reg, len(c.Regressions()) > 0, "%s -> %s", tt.a, tt.b)
 	}
 }
+
+// A process run against a container run is not like for like: the comparison says so
+// first, lists the timings and calls none a regression unless told to (-across); a status
+// regression counts all the same.
+func TestCompareAcrossRuntimesSaysSo(t *testing.T) {
+	a := row("a", 30, 60, 25, 55, 20)
+	a.Runtime = "process"
+	b := row("a", 60, 127, 25, 110, 10)
+	b.Runtime = "container"
+	c := compare(t, []schema.Result{a}, []schema.Result{b})
+	assert.Empty(t, c.Regressions(), "timings across runtimes are not judged")
+	assert.Equal(t, "runtime process vs container", c.Unlike["a"])
+	var out bytes.Buffer
+	require.NoError(t, c.WriteMarkdown(&out))
+	assert.True(t, bytes.HasPrefix(out.Bytes(), []byte("NOT LIKE FOR LIKE: row a ran on another setup in B (runtime process vs container): its timings are listed, not judged (-across judges them)\n")), out.String())
+	assert.Contains(t, out.String(), "not judged: runtime process vs container (-across judges it)")
+
+	root := t.TempDir()
+	ra, err := Read(writeRun(t, root, "A", time.Now(), a))
+	require.NoError(t, err)
+	rb, err := Read(writeRun(t, root, "B", time.Now(), b))
+	require.NoError(t, err)
+	assert.NotEmpty(t, Compare(ra, rb, DefaultBand, true).Regressions(), "-across judges them")
+
+	b.Status = schema.StatusFailed
+	assert.Equal(t, []string{"a status"}, whats(compare(t, []schema.Result{a}, []schema.Result{b}).Regressions()))
+}
+

@@ -1,7 +1,7 @@
 // Command runs lists past evidence runs, or compares two of them.
 //
 //	go run ./scripts/runs list [-root evidence]
-//	go run ./scripts/runs compare [-root evidence] [-band-rel 0.10] [-band-ms 60] A B
+//	go run ./scripts/runs compare [-root evidence] [-band-rel 0.10] [-band-ms 60] [-across] A B
 //
 // A and B are run folders or run ids under -root (B is the newer run, A the baseline).
 // compare prints a table of status, identity, client and Task p50/p95 and time per image
@@ -34,6 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root := fs.String("root", "evidence", "evidence root holding the run folders")
 	rel := fs.Float64("band-rel", runs.DefaultBand.Rel, "compare: relative part of the noise band (fraction of A)")
 	abs := fs.Float64("band-ms", runs.DefaultBand.Ms, "compare: absolute part of the noise band, in ms")
+	across := fs.Bool("across", false, "compare: judge the timings of rows that ran on another host, runtime or GPUs too")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -72,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "runs:", err)
 			return 2
 		}
-		c := runs.Compare(a, b, runs.Band{Rel: *rel, Ms: *abs})
+		c := runs.Compare(a, b, runs.Band{Rel: *rel, Ms: *abs}, *across)
 		if err := c.WriteMarkdown(stdout); err != nil {
 			fmt.Fprintln(stderr, "runs:", err)
 			return 1
