@@ -131,3 +131,27 @@ func firstDiff(want, got []byte) string {
 	}
 	return fmt.Sprintf("%d bytes where %d are derived", len(got), len(want))
 }
+
+// FindRuns lists the run folders (holding run.json, or a merged run's merged.json) in
+// dir itself, else among its subfolders: what a reader who points the checker at the
+// folder above a run meant.
+func FindRuns(dir string) []string {
+	isRun := func(d string) bool {
+		_, err1 := os.Stat(filepath.Join(d, schema.RunFile))
+		return err1 == nil || IsMerged(d)
+	}
+	if isRun(dir) {
+		return []string{dir}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if p := filepath.Join(dir, e.Name()); e.IsDir() && isRun(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -60,6 +60,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if resolved, err := filepath.EvalSymlinks(*dir); err == nil {
 		*dir = resolved
 	}
+	switch found := evidencecheck.FindRuns(*dir); {
+	case len(found) == 1 && found[0] != *dir:
+		fmt.Fprintf(stdout, "checkevidence: %s holds one run, %s: checking it\n", *dir, filepath.Base(found[0]))
+		*dir = found[0]
+	case len(found) > 1:
+		fmt.Fprintf(stderr, "checkevidence: %s holds %d runs; check one of them:\n", *dir, len(found))
+		for _, f := range found {
+			fmt.Fprintf(stderr, "  make check-evidence DIR=%s\n", f)
+		}
+		return 2
+	}
 	var rep *evidencecheck.Report
 	if evidencecheck.IsMerged(*dir) {
 		if *junit != "" {

@@ -77,3 +77,20 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, 2, run(nil, &out, &errOut))
 	assert.Contains(t, errOut.String(), "-dir DIR is required")
 }
+
+// Pointed at the folder above a run, the checker checks that run and says so; above
+// several, it lists them.
+func TestFindsTheRunInAFolder(t *testing.T) {
+	dir := committedRun(t, "qualified")
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-dir", filepath.Dir(dir)}, &out, &errOut), errOut.String()+out.String())
+	assert.Contains(t, out.String(), "holds one run, "+filepath.Base(dir)+": checking it")
+	assert.Contains(t, out.String(), ": ok: 1 row(s)")
+
+	require.NoError(t, os.CopyFS(filepath.Join(filepath.Dir(dir), "another"), os.DirFS(dir)))
+	out.Reset()
+	assert.Equal(t, 2, run([]string{"-dir", filepath.Dir(dir)}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "holds 2 runs; check one of them:")
+	assert.Contains(t, errOut.String(), "make check-evidence DIR="+filepath.Join(filepath.Dir(dir), "another"))
+}
+
