@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,6 +33,7 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 		args    []string
 		signal  time.Duration  // after the start; 0: none
 		sig     syscall.Signal // default SIGINT
+		kill    string         // SIGKILL the run's process whose command line has this word, once it runs
 		kind    string
 		reason  string // a regexp on results.json's reason
 		runNote string // a regexp on run.json's interrupted
@@ -40,6 +42,8 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 			reason: `^stage [a-z]+ failed: timeout: go test -timeout, [0-9.]+ s into the stage$`},
 		{name: "SIGINT 6 s in", signal: 6 * time.Second, kind: schema.KindInterrupted,
 			reason: `^stage [a-z]+ failed: interrupted: SIGINT, [0-9.]+ s into the stage$`, runNote: `^SIGINT at \+[0-9.]+ s$`},
+		{name: "AIPerf killed mid-benchmark", kill: "aiperf", kind: schema.KindInfrastructure,
+			reason: `^stage benchmark failed: infrastructure: a process was killed from outside the run`},
 		{name: "SIGTERM 5 s in, process runtime", args: []string{"-qualkit.runtime", "process"}, signal: 5 * time.Second, sig: syscall.SIGTERM,
 			kind: schema.KindInterrupted, reason: `^stage [a-z]+ failed: interrupted: SIGTERM, [0-9.]+ s into the stage$`, runNote: `^SIGTERM at \+[0-9.]+ s$`},
 	} {
@@ -58,6 +62,9 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 					sig = syscall.SIGINT
 				}
 				time.AfterFunc(tc.signal, func() { cmd.Process.Signal(sig) })
+			}
+			if tc.kill != "" {
+				go killWhenRunning(t, root, tc.kill)
 			}
 			err := cmd.Wait()
 			var exit *exec.ExitError
@@ -141,4 +148,24 @@ func assertNoProcess(t *testing.T, root string) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	assert.Empty(t, left, "processes left that name %s", root)
+}
+
+// killWhenRunning sends SIGKILL to the first process whose command line names both the
+// run's evidence root and word, once there is one (30 s at most).
+func killWhenRunning(t *testing.T, root, word string) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err != nil || !bytes.Contains(b, []byte(root)) || !bytes.Contains(b, []byte(word)) {
+				continue
+			}
+			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			if err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				t.Logf("killed %d: %s", pid, strings.ReplaceAll(string(b), "\x00", " "))
+				return
+			}
+		}
+	}
+	t.Errorf("no process with %q and %s in its command line ran", word, root)
 }

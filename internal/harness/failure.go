@@ -39,6 +39,9 @@ var logSigns = []logSign{
 	{schema.KindInfrastructure, regexp.MustCompile(`(?i)no space left on device`), "the disk is full"},
 	{schema.KindInfrastructure, regexp.MustCompile(`Cannot connect to the Docker daemon|docker\.sock: connect|Is the docker daemon running|error during connect`), "the Docker engine is gone"},
 	{schema.KindInfrastructure, regexp.MustCompile(`(?i)read-only file system`), "a read-only file system"},
+	// SIGKILL from outside the run (its own cancellations are classified by the context
+	// first): an operator, or the kernel's OOM killer (dmesg says which).
+	{schema.KindInfrastructure, regexp.MustCompile(`exited -1: signal: killed|signal: killed`), "a process was killed from outside the run (an operator, or the kernel's OOM killer: see dmesg)"},
 }
 
 // Classify names why a stage failed: a signal or a deadline from the row's context, else

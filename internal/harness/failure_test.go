@@ -30,6 +30,7 @@ func TestClassifyByTheLogsOwnWords(t *testing.T) {
 		{"benchmark", "write /work/evidence/x/aiperf/artifacts/profile_export_raw.jsonl: no space left on device", schema.KindInfrastructure},
 		{"serve", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?", schema.KindInfrastructure},
 		{"serve", "error during connect: Get \"http://%2Fvar%2Frun%2Fdocker.sock/v1.45/containers/json\": EOF", schema.KindInfrastructure},
+		{"benchmark", "aiperf exited -1: signal: killed; log /work/evidence/r/aiperf/aiperf.log:", schema.KindInfrastructure},
 		{"correctness", "1 failed, 36 passed in 2.21s", schema.KindCorrectness},
 		{"identity", "request 03: native and HTTP PNGs differ in 412 pixels", schema.KindGate},
 	} {

@@ -486,6 +486,9 @@ func (r *row) failureReason() string {
 				detail = firstLine(st.Error, 200)
 			}
 		}
+		if kind == schema.KindInfrastructure {
+			detail = r.why + "; " + detail
+		}
 	}
 	return "stage " + r.failed + " failed: " + kind + ": " + detail
 }
