@@ -48,14 +48,14 @@ type Result struct {
 
 // Case is a <testcase>.
 type Case struct {
-	Classname  string     `xml:"classname,attr"`
-	Name       string     `xml:"name,attr"`
-	Time       string     `xml:"time,attr"`
-	Properties *Props     `xml:"properties,omitempty"` // read, never written (junit-10 has none here)
-	Skipped    *Result    `xml:"skipped,omitempty"`
-	Failure    *Result    `xml:"failure,omitempty"`
-	Error      *Result    `xml:"error,omitempty"`
-	SystemOut  string     `xml:"system-out,omitempty"`
+	Classname  string  `xml:"classname,attr"`
+	Name       string  `xml:"name,attr"`
+	Time       string  `xml:"time,attr"`
+	Properties *Props  `xml:"properties,omitempty"` // read, never written (junit-10 has none here)
+	Skipped    *Result `xml:"skipped,omitempty"`
+	Failure    *Result `xml:"failure,omitempty"`
+	Error      *Result `xml:"error,omitempty"`
+	SystemOut  string  `xml:"system-out,omitempty"`
 }
 
 // Suite is a <testsuite>.

@@ -181,4 +181,3 @@ func TestCompareAcrossRuntimesSaysSo(t *testing.T) {
 	b.Status = schema.StatusFailed
 	assert.Equal(t, []string{"a status"}, whats(compare(t, []schema.Result{a}, []schema.Result{b}).Regressions()))
 }
-

@@ -93,4 +93,3 @@ func TestFindsTheRunInAFolder(t *testing.T) {
 	assert.Contains(t, errOut.String(), "holds 2 runs; check one of them:")
 	assert.Contains(t, errOut.String(), "make check-evidence DIR="+filepath.Join(filepath.Dir(dir), "another"))
 }
-
