@@ -34,6 +34,9 @@ type pipeline struct {
 // newPipeline makes the root; dirty leaves an uncommitted file in it.
 func newPipeline(t *testing.T, dirty bool) *pipeline {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs AIPerf: `make test` runs it (`make check` runs with -short, without AIPerf)")
+	}
 	root := t.TempDir()
 	write := func(rel string, data []byte, mode os.FileMode) {
 		p := filepath.Join(root, rel)

@@ -64,6 +64,9 @@ func (r *records) dockerRun(t *testing.T) schema.CommandRecord {
 // requireDocker fails the test, with the reason and the cure, when no daemon answers.
 func requireDocker(t *testing.T) schema.DaemonInfo {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("a container test: `make test` runs it (`make check` runs with -short, without containers)")
+	}
 	// The reaper's image cannot be pulled here; the harness removes what it starts itself.
 	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 	d, err := Docker(t.Context())
