@@ -236,8 +236,6 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 	info.AIPerfVersion, _ = s.cfg.AIPerf.CheckVersion(ctx)
 
 	sort.Slice(s.results, func(i, j int) bool { return s.results[i].Row < s.results[j].Row })
-	var b strings.Builder
-	fmt.Fprintf(&b, "# qualkit run %s\n\n%s", info.RunID, MarkdownHeader)
 	for _, r := range s.results {
 		// Rows are final when they report: a skip happens only in a run that is no
 		// qualification run, whose rows never read qualified.
@@ -245,19 +243,8 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 			return "", "", fmt.Errorf("row %s reported qualified in a run with %d skip(s)", r.Row, len(s.skips))
 		}
 		info.Rows = append(info.Rows, r.Row)
-		b.WriteString(MarkdownRow(r))
 	}
-	b.WriteString("\n")
-	for _, r := range s.results {
-		fmt.Fprintf(&b, "- `%s`: `%s`\n", r.Row, r.Command)
-	}
-	if len(s.skips) > 0 {
-		b.WriteString("\nNot a qualification run: skipped rows:\n")
-		for _, sk := range s.skips {
-			b.WriteString("- " + sk + "\n")
-		}
-	}
-	summary = b.String()
+	summary = RunSummary(info, s.results)
 	if err := s.Evidence.WriteJSON(schema.RunFile, info); err != nil {
 		return "", "", err
 	}
@@ -278,6 +265,27 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 		}
 	}
 	return summary, sumsSHA, nil
+}
+
+// RunSummary is the run's SUMMARY.md: the rows' table, each row's command, and the skips
+// of a run that is no qualification run. results are sorted by row.
+func RunSummary(info schema.RunInfo, results []*schema.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# qualkit run %s\n\n%s", info.RunID, MarkdownHeader)
+	for _, r := range results {
+		b.WriteString(MarkdownRow(r))
+	}
+	b.WriteString("\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "- `%s`: `%s`\n", r.Row, r.Command)
+	}
+	if len(info.Skips) > 0 {
+		b.WriteString("\nNot a qualification run: skipped rows:\n")
+		for _, sk := range info.Skips {
+			b.WriteString("- " + sk + "\n")
+		}
+	}
+	return b.String()
 }
 
 // BuildGPURead builds the gpuread program into <root>/.cache/bin and returns its path.

@@ -1,0 +1,126 @@
+package evidencecheck
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/harness"
+	"qualkit/internal/prsummary"
+	"qualkit/internal/schema"
+)
+
+// forge regenerates every file of a run that qualkit derives, from its results.json and
+// raw files, with qualkit's own code: each row's row.md and pictures, the run's
+// SUMMARY.md, checkpoints.json, PR.md and index.html, then every SHA256SUMS. It is what a
+// forger who holds our code does after an edit: only a check across two sources that
+// different programs wrote can catch what is left.
+func forge(t *testing.T, dir string) {
+	t.Helper()
+	var info schema.RunInfo
+	readJSONFile(t, filepath.Join(dir, schema.RunFile), &info)
+	var results []*schema.Result
+	for _, row := range info.Rows {
+		res := &schema.Result{}
+		readJSONFile(t, filepath.Join(dir, row, schema.ResultsFile), res)
+		results = append(results, res)
+		writeFile(t, filepath.Join(dir, row, "row.md"), harness.MarkdownHeader+harness.MarkdownRow(res))
+		if err := WritePictures(filepath.Join(dir, row)); err != nil && !errors.Is(err, ErrNoRawExport) {
+			require.NoError(t, err)
+		}
+	}
+	sort.Slice(results, func(i, j int) bool { return results[i].Row < results[j].Row })
+	writeFile(t, filepath.Join(dir, schema.SummaryFile), harness.RunSummary(info, results))
+	root, err := harness.FindRoot(".")
+	require.NoError(t, err)
+	require.NoError(t, prsummary.Write(dir, prsummary.Options{Root: root, HTML: true}))
+	resum(t, dir)
+}
+
+func readJSONFile(t *testing.T, p string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, v))
+}
+
+// Forgeries of each class the issue found, each finished by forge: every derived file
+// agrees with the edit, every checksum list is recomputed. Each is caught by two raw
+// sources that disagree, and the problem names both.
+func TestForgeriesWithOurOwnCode(t *testing.T) {
+	q := qualifiedRow
+	// forge alone is faithful: the run it regenerates untouched still checks, so what
+	// catches an edit below is the edit.
+	untouched := runCopy(t, "qualified")
+	forge(t, untouched)
+	require.NoError(t, Check(untouched, ""))
+
+	for _, tc := range []struct {
+		name string
+		edit func(t *testing.T, dir string)
+		want []string
+	}{
+		{"the row relabelled as another checkpoint", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				c := d["checkpoint"].(map[string]any)
+				c["model"], c["profile"] = "Qwen/Qwen-Image-Edit-2511", "qwen-image-edit-2511"
+			})
+		}, []string{q + "/commands.jsonl: aiperf --model: evidence says Qwen/Qwen-Image-Edit-2511 (results.json checkpoint.model), file says qualkit/refedit-v1"}},
+		{"every measured request moved to start at once (images/s up)", func(t *testing.T, dir string) {
+			var first float64
+			editJSONL(t, filepath.Join(dir, q, rawExport), func(d map[string]any) {
+				m := d["metadata"].(map[string]any)
+				if m["benchmark_phase"] != "profiling" {
+					return
+				}
+				if first == 0 {
+					first = m["request_start_ns"].(float64)
+				}
+				m["request_start_ns"] = first
+			})
+		}, []string{"after request ", "ended (concurrency 1)"}},
+		{"the benchmark stage shortened, its budget recomputed", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { shortenStage(d, "benchmark", 3) })
+		}, []string{q + "/results.json: stages[benchmark].wall_s: evidence says at least the span of its commands in commands.jsonl"}},
+		{"the server's records say another output", func(t *testing.T, dir string) {
+			replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"output_sha256":"[0-9a-f]{64}"`, `"output_sha256":"`+strings.Repeat("ab", 32)+`"`)
+		}, []string{q + "/serve/records.jsonl: request ", "output_sha256: evidence says ", "file says " + strings.Repeat("ab", 32)}},
+		{"the correctness result names another bundle", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, q, "correctness/artifacts/result.json"), func(d map[string]any) {
+				d["bundle"].(map[string]any)["sha256_before"] = strings.Repeat("ef", 32)
+			})
+			fixArtifactHash(t, dir, q, "correctness/artifacts/result.json")
+		}, []string{q + "/correctness/artifacts/result.json: bundle.sha256_before: evidence says 8be1439b9a1d"}},
+		{"the run's dirty flag cleared in run.json alone", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["provenance"].(map[string]any)["harness_dirty"] = true })
+		}, []string{q + "/results.json: provenance.harness_dirty: evidence says false (run.json), file says true"}},
+		{"a row copied as a second row of the run", func(t *testing.T, dir string) {
+			require.NoError(t, os.CopyFS(filepath.Join(dir, "refedit-v2"), os.DirFS(filepath.Join(dir, q))))
+			editJSON(t, filepath.Join(dir, "refedit-v2", "results.json"), func(d map[string]any) {
+				d["row"] = "refedit-v2"
+				d["checkpoint"].(map[string]any)["name"] = "refedit-v2"
+			})
+			editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["rows"] = append(d["rows"].([]any), "refedit-v2") })
+		}, []string{"a request of this row alone (AIPerf draws a fresh id per request), file says also in " + q + "/" + rawExport}},
+		{"the Task times halved in the records and the results", func(t *testing.T, dir string) {
+			editJSONL(t, filepath.Join(dir, q, "serve/records.jsonl"), func(d map[string]any) {
+				tm := d["timing"].(map[string]any)
+				tm["task_ms"] = tm["task_ms"].(float64) / 2
+			})
+		}, []string{q + "/serve/records.jsonl: request ", "timing.task_ms: evidence says", "(response body timing.task_ms in " + rawExport + ")"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := runCopy(t, "qualified")
+			tc.edit(t, dir)
+			forge(t, dir)
+			failsWith(t, Check(dir, ""), tc.want...)
+		})
+	}
+}
