@@ -27,10 +27,10 @@ import (
 )
 
 // negativeControl is one fault injected into the reference row, and the stage that
-// must catch it first with a message containing symptom. The README's "Negative
+// must catch it first with a message containing symptom. docs/operations.md's "Negative
 // controls" table is this table (TestNegativeControlsTableMatchesREADME).
 type negativeControl struct {
-	fault   string // the README's fault column
+	fault   string // docs/operations.md's fault column
 	row     func(c *harness.Checkpoint, f *refedit.Faulty)
 	stage   string
 	symptom string
@@ -404,12 +404,12 @@ func slug(label string) string {
 	return strings.Trim(notSlug.ReplaceAllString(strings.ToLower(label), "-"), "-")
 }
 
-// TestNegativeControlsTableMatchesREADME keeps the README's "Negative controls" table
+// TestNegativeControlsTableMatchesREADME keeps docs/operations.md's "Negative controls" table
 // and negativeControls the same, row for row.
 func TestNegativeControlsTableMatchesREADME(t *testing.T) {
 	root, err := harness.FindRoot(".")
 	require.NoError(t, err)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
 	require.NoError(t, err)
 	got, err := readmeTable(string(readme), "## Negative controls")
 	require.NoError(t, err)
@@ -417,7 +417,7 @@ func TestNegativeControlsTableMatchesREADME(t *testing.T) {
 	for _, nc := range negativeControls {
 		want = append(want, strings.Join([]string{nc.fault, nc.stage, nc.symptom}, " | "))
 	}
-	assert.Equal(t, want, got, "README.md \"## Negative controls\" disagrees with negativeControls in qual/faults_test.go")
+	assert.Equal(t, want, got, "docs/operations.md \"## Negative controls\" disagrees with negativeControls in qual/faults_test.go")
 }
 
 // readmeTable returns the first Markdown table under heading, one "a | b | c" line per
@@ -425,7 +425,7 @@ func TestNegativeControlsTableMatchesREADME(t *testing.T) {
 func readmeTable(doc, heading string) ([]string, error) {
 	_, section, ok := strings.Cut(doc, "\n"+heading+"\n")
 	if !ok {
-		return nil, fmt.Errorf("README.md has no %q section", heading)
+		return nil, fmt.Errorf("docs/operations.md has no %q section", heading)
 	}
 	if next := strings.Index(section, "\n## "); next >= 0 {
 		section = section[:next]
@@ -449,7 +449,7 @@ func readmeTable(doc, heading string) ([]string, error) {
 		rows = append(rows, strings.Join(cells, " | "))
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("README.md %q has no table", heading)
+		return nil, fmt.Errorf("docs/operations.md %q has no table", heading)
 	}
 	return rows, nil
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // Relative paths in flags are taken from the repository root, not from qual/ where go
-// test runs the binary (README "Flags").
+// test runs the binary (docs/operations.md "Flags").
 func TestFlagPathsResolveAgainstTheRepositoryRoot(t *testing.T) {
 	root, err := harness.FindRoot(".")
 	require.NoError(t, err)

@@ -166,7 +166,7 @@ func isConstant(img *image.NRGBA) bool {
 }
 
 // The content gates' thresholds, kept here apart from the harness's on purpose (a
-// contract test keeps them equal): README "Gates and their thresholds".
+// contract test keeps them equal): docs/gates.md "Gates and their thresholds".
 const (
 	changeLevels           = 8
 	minChangedFraction     = 0.15

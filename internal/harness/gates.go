@@ -6,7 +6,7 @@ import (
 	xdraw "golang.org/x/image/draw"
 )
 
-// The content gates' thresholds (README "Gates and their thresholds", where the
+// The content gates' thresholds (docs/gates.md "Gates and their thresholds", where the
 // measurements behind each number are). The evidence checker keeps its own copy and a
 // contract test keeps the two equal.
 const (

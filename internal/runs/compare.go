@@ -14,7 +14,7 @@ import (
 // a change counts only when it exceeds both the relative and the absolute part. The
 // relative part scales with the workload; the absolute part is the host's own jitter,
 // which dominates millisecond requests. The defaults and the measurements behind them
-// are in the README ("Past runs").
+// are in docs/operations.md ("Past runs").
 type Band struct {
 	Rel float64 // fraction of run A's value
 	Ms  float64 // milliseconds

@@ -1,0 +1,46 @@
+package qual
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/harness"
+)
+
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// Every relative link of the README and the docs leads to a file of the repository: the
+// README is a front page whose topics live under docs/, and a moved file must not leave a
+// dead link behind.
+func TestDocsLinksResolve(t *testing.T) {
+	root, err := harness.FindRoot(".")
+	require.NoError(t, err)
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	families, err := filepath.Glob(filepath.Join(root, "families", "*", "README.md"))
+	require.NoError(t, err)
+	files := append(append([]string{filepath.Join(root, "README.md")}, docs...), families...)
+	require.Greater(t, len(files), 5)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range mdLink.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.HasPrefix(target, "http") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			target, _, _ = strings.Cut(target, "#")
+			_, err := os.Stat(filepath.Join(filepath.Dir(f), target))
+			assert.NoError(t, err, "%s links to %s", f, m[1])
+		}
+	}
+	front, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	assert.Less(t, strings.Count(string(front), "\n"), 150, "the README is a front page: topics go under docs/")
+}
