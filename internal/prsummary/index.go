@@ -2,13 +2,57 @@ package prsummary
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
 // indexPage is a static page: no script, no server; every link is relative to the run
 // folder, so it works from file://. It is well-formed XML too, which its test relies on.
-var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+var indexPage = template.Must(template.New("index-2").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8" />
+<meta name="generator" content="qualkit index 2" />
+<title>qualkit run {{.RunID}}</title>
+<style>
+body { font-family: sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; }
+td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
+.status-qualified { color: #1a7f37; font-weight: bold; }
+.status-failed, .status-not-run { color: #c01c1c; font-weight: bold; }
+img { max-width: 100%; border: 1px solid #ccc; margin: 4px 0; }
+code { font-size: 90%; }
+</style>
+</head>
+<body>
+<h1>qualkit run {{.RunID}}</h1>
+<p>{{.Verdict}} Run files: <a href="PR.md">PR.md</a> · <a href="SUMMARY.md">SUMMARY.md</a> · <a href="run.json">run.json</a> · <a href="SHA256SUMS">SHA256SUMS</a>. Check it with <code>make check-evidence DIR=evidence/{{.RunID}}</code>.</p>
+<table id="rows">
+<tr><th>row</th><th>status</th><th>native/HTTP pixel matches</th><th>HTTP p50 / p95 (s)</th><th>Task p50 / p95 (s)</th><th>images/s</th><th>HTTP edit quality (worst)</th><th>reproduce</th></tr>
+{{range .Rows}}<tr data-row="{{.Name}}" data-status="{{.Status}}"><td><a href="#row-{{.Name}}">{{.Name}}</a></td><td class="status-{{.Status}}">{{.Status}}{{if .Reason}}: {{.Reason}}{{end}}</td>{{range .Headline}}<td>{{.}}</td>{{end}}<td><code>{{.Command}}</code></td></tr>
+{{end}}</table>
+{{range .Rows}}
+<section id="row-{{.Name}}">
+<h2>{{.Name}}</h2>
+<p>{{range .Pictures}}<a href="{{.}}"><img src="{{.}}" alt="{{.}}" /></a> {{end}}</p>
+<details>
+<summary>{{len .Files}} evidence files</summary>
+<ul>
+{{range .Files}}<li><a href="{{.Href}}">{{.Name}}</a></li>
+{{end}}</ul>
+</details>
+</section>
+{{end}}
+</body>
+</html>
+`))
+
+// indexPageV1 is index.html as runs before version 2 have it (no headline numbers):
+// kept so that their evidence still checks.
+var indexPageV1 = template.Must(template.New("index-1").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8" />
@@ -48,14 +92,45 @@ code { font-size: 90%; }
 
 type indexRow struct {
 	Name, Status, Reason, Command string
-	Pictures                      []string
-	Files                         []indexFile
+	// Headline is the row's numbers a reviewer wants first, as row.md states them:
+	// native/HTTP matches, HTTP and Task p50 / p95, images/s, the worst edit quality.
+	Headline []string
+	Pictures []string
+	Files    []indexFile
 }
+
+// IndexVersion is the version Index renders; PageVersion reads a page's.
+const IndexVersion = 2
+
+var generator = regexp.MustCompile(`<meta name="generator" content="qualkit index ([0-9]+)" />`)
+
+// PageVersion is the index.html version a page states (1 when it states none).
+func PageVersion(page []byte) int {
+	if m := generator.FindSubmatch(page); m != nil {
+		v, _ := strconv.Atoi(string(m[1]))
+		return v
+	}
+	return 1
+}
+
+// headlineColumns are the row.md columns index.html shows beside the status.
+var headlineColumns = []int{7, 10, 11, 12, 8}
 
 type indexFile struct{ Href, Name string }
 
 // Index renders index.html for a run folder.
-func Index(runDir string) ([]byte, error) {
+func Index(runDir string) ([]byte, error) { return IndexAt(runDir, IndexVersion) }
+
+// IndexAt renders index.html as version v renders it (1 or IndexVersion).
+func IndexAt(runDir string, v int) ([]byte, error) {
+	page := indexPage
+	switch v {
+	case 1:
+		page = indexPageV1
+	case IndexVersion:
+	default:
+		return nil, fmt.Errorf("index.html version %d: this qualkit renders versions 1 and %d", v, IndexVersion)
+	}
 	r, err := readRun(runDir)
 	if err != nil {
 		return nil, err
@@ -67,6 +142,14 @@ func Index(runDir string) ([]byte, error) {
 	qualified := 0
 	for _, w := range r.rows {
 		ir := indexRow{Name: w.name, Status: w.res.Status, Reason: w.res.Reason, Command: w.res.Command}
+		cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(w.line, "| "), " |"), " | ")
+		for _, col := range headlineColumns {
+			cell := "-"
+			if col < len(cells) {
+				cell = strings.ReplaceAll(cells[col], "`", "")
+			}
+			ir.Headline = append(ir.Headline, cell)
+		}
 		for _, p := range []string{"pictures/contact-sheet.png", "pictures/latency.png"} {
 			if w.has(p) {
 				ir.Pictures = append(ir.Pictures, w.name+"/"+p)
@@ -89,7 +172,7 @@ func Index(runDir string) ([]byte, error) {
 		data.Verdict = "Not every row qualified."
 	}
 	var b bytes.Buffer
-	if err := indexPage.Execute(&b, data); err != nil {
+	if err := page.Execute(&b, data); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

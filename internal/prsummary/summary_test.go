@@ -129,6 +129,26 @@ func TestIndexLinksResolve(t *testing.T) {
 	assert.Contains(t, string(page), `<img src="refedit-v1/pictures/contact-sheet.png"`)
 }
 
+// The page opens with the numbers a reviewer wants, as text: identity, HTTP and Task
+// p50 / p95, images/s, the worst edit quality, beside the status; a page from before
+// version 2 (no generator line) still renders as it was, for its run's checks.
+func TestIndexHeadlineAndVersions(t *testing.T) {
+	dir := writtenRun(t, "qualified", goldenOptions())
+	page, err := Index(dir)
+	require.NoError(t, err)
+	assert.Equal(t, IndexVersion, PageVersion(page))
+	assert.Contains(t, string(page), "<th>native/HTTP pixel matches</th><th>HTTP p50 / p95 (s)</th><th>Task p50 / p95 (s)</th><th>images/s</th>")
+	assert.Regexp(t, `data-status="qualified"><td><a href="#row-refedit-v1">refedit-v1</a></td><td class="status-qualified">qualified</td><td>6/6</td><td>[0-9.]+ / [0-9.]+</td><td>[0-9.]+ / [0-9.]+</td><td>[0-9.]+</td>`, string(page))
+	old, err := IndexAt(dir, 1)
+	require.NoError(t, err)
+	assert.Equal(t, 1, PageVersion(old))
+	committed, err := os.ReadFile(filepath.Join(committedRun(t, "qualified"), IndexFile))
+	require.NoError(t, err)
+	assert.Equal(t, 1, PageVersion(committed), "the committed runs predate version 2")
+	_, err = IndexAt(dir, 9)
+	assert.ErrorContains(t, err, "index.html version 9")
+}
+
 func TestWriteAndResolve(t *testing.T) {
 	src := committedRun(t, "drift")
 	dir := filepath.Join(t.TempDir(), filepath.Base(src))
