@@ -984,3 +984,30 @@ func TestFixedJUnitAnchorsTheRun(t *testing.T) {
 		`name="TestMakeTestdata/refedit-v1/report qualkit.sha256sums" value="`+strings.Repeat("ab", 32)+`"`)
 	failsWith(t, Check(dir, p), "/report qualkit.sha256sums: evidence says", "file says "+strings.Repeat("ab", 32))
 }
+
+// The JUnit file anchors the run as a whole (scripts/junitfix -run): an edit of a
+// run-level file with every checksum list recomputed no longer matches it.
+func TestJUnitAnchorsTheWholeRun(t *testing.T) {
+	dir := runCopy(t, "qualified")
+	raw, err := os.ReadFile(junitCopy(t))
+	require.NoError(t, err)
+	fixed, err := junitfix.Fix(raw)
+	require.NoError(t, err)
+	sums, err := os.ReadFile(filepath.Join(dir, ChecksumFile))
+	require.NoError(t, err)
+	var info schema.RunInfo
+	readJSONFile(t, filepath.Join(dir, schema.RunFile), &info)
+	anchored, err := junitfix.AnchorRun(fixed, info.RunID, bytesSHA256(sums))
+	require.NoError(t, err)
+	p := filepath.Join(t.TempDir(), "junit.xml")
+	require.NoError(t, os.WriteFile(p, anchored, 0o644))
+	require.NoError(t, Check(dir, p))
+
+	editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["hostname"], d["cpus"] = "h200-node-7", 128 })
+	forge(t, dir)
+	require.NoError(t, Check(dir, ""), "PR.md regenerated, no raw file says the host: without the anchor the edit passes")
+	failsWith(t, Check(dir, p), "SHA256SUMS: sha256 of the run's checksum list: evidence says ", "("+p+" qualkit.run_sha256sums)")
+
+	_, err = junitfix.AnchorRun(fixed, "another-run", bytesSHA256(sums))
+	require.ErrorContains(t, err, "no suite ran run another-run")
+}

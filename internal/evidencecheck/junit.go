@@ -143,6 +143,35 @@ func (c *checker) checkJUnit(junitPath string) {
 		}
 	}
 	c.checkJUnitSkips(file, reports, cases)
+	c.checkRunAnchor(file, root, runID)
+}
+
+// runAnchorProp is the suite property scripts/junitfix -run adds: "<run id> <sha256 of
+// the run's SHA256SUMS>" (junitfix.RunAnchor).
+const runAnchorProp = "qualkit.run_sha256sums"
+
+// checkRunAnchor: where the JUnit file anchors this run as a whole, the run's checksum
+// list (over run.json, SUMMARY.md, PR.md, index.html, checkpoints.json and every row) is
+// the one it names.
+func (c *checker) checkRunAnchor(file string, root junitNode, runID string) {
+	var walk func(n junitNode)
+	walk = func(n junitNode) {
+		for _, p := range n.Properties {
+			id, sum, ok := strings.Cut(p.Value, " ")
+			if p.Name != runAnchorProp || !ok || id != runID {
+				continue
+			}
+			got := "unreadable"
+			if b, ok := c.read(ChecksumFile); ok {
+				got = bytesSHA256(b)
+			}
+			c.same(ChecksumFile, "sha256 of the run's checksum list", sum, got, file+" "+runAnchorProp)
+		}
+		for _, s := range n.Suites {
+			walk(s)
+		}
+	}
+	walk(root)
 }
 
 func (c *checker) hasRow(name string) bool {

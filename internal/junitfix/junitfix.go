@@ -88,6 +88,56 @@ const (
 	propReason = "qualkit.reason"
 )
 
+// RunAnchor is the suite property that anchors a whole run folder: its value is "<run id>
+// <sha256 of the run's SHA256SUMS>", added by AnchorRun once the run has finished.
+const RunAnchor = "qualkit.run_sha256sums"
+
+// AnchorRun adds to the suite that ran the run runID the sha256 of its SHA256SUMS, so
+// that the run-level files (run.json, SUMMARY.md, PR.md, index.html, checkpoints.json),
+// written after the rows, are anchored in the JUnit file as each row's are. The suite is
+// the one whose properties name a row evidence folder of runID. It is idempotent.
+func AnchorRun(in []byte, runID, sumsSHA string) ([]byte, error) {
+	var root Suites
+	if err := xml.Unmarshal(in, &root); err != nil {
+		return nil, fmt.Errorf("junit: %w", err)
+	}
+	found := false
+	for i := range root.Suites {
+		s := &root.Suites[i]
+		ran := false
+		for _, p := range s.Properties {
+			if strings.HasSuffix(p.Name, " qualkit.evidence") && strings.Contains(p.Value, "/"+runID+"/") {
+				ran = true
+			}
+		}
+		for _, c := range s.Cases {
+			if c.Properties != nil {
+				for _, p := range c.Properties.List {
+					if p.Name == "qualkit.evidence" && strings.Contains(p.Value, "/"+runID+"/") {
+						ran = true
+					}
+				}
+			}
+		}
+		if !ran {
+			continue
+		}
+		found = true
+		s.Properties = slices.DeleteFunc(s.Properties, func(p Property) bool {
+			return p.Name == RunAnchor && strings.HasPrefix(p.Value, runID+" ")
+		})
+		s.Properties = append(s.Properties, Property{Name: RunAnchor, Value: runID + " " + sumsSHA})
+	}
+	if !found {
+		return nil, fmt.Errorf("junit: no suite ran run %s (no qualkit.evidence property names it)", runID)
+	}
+	out, err := xml.MarshalIndent(root, "", "\t")
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), append(out, '\n')...), nil
+}
+
 // Fix rewrites a gotestsum JUnit file (see the package comment). It is idempotent.
 func Fix(in []byte) ([]byte, error) {
 	var root Suites

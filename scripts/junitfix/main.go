@@ -3,19 +3,27 @@
 // failure per failed row, on its stage, with the reason; the stages not run listed; times
 // that add up; test case properties on the suite). The make targets run it after gotestsum.
 //
-//	go run ./scripts/junitfix -junit evidence/junit-qual.xml
+//	go run ./scripts/junitfix -junit evidence/junit-qual.xml [-run evidence/latest]
+//
+// With -run, it also anchors that run folder: the sha256 of its SHA256SUMS, as the
+// suite property qualkit.run_sha256sums ("<run id> <sha256>").
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"qualkit/internal/junitfix"
 )
 
 func main() {
 	junit := flag.String("junit", "", "the JUnit file to rewrite in place")
+	run := flag.String("run", "", "a run folder the JUnit's tests made: anchor its SHA256SUMS in the file")
 	flag.Parse()
 	if *junit == "" || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "junitfix: -junit FILE is required")
@@ -25,6 +33,9 @@ func main() {
 	if err == nil {
 		b, err = junitfix.Fix(b)
 	}
+	if err == nil && *run != "" {
+		b, err = anchor(b, *run)
+	}
 	if err == nil {
 		err = os.WriteFile(*junit, b, 0o644)
 	}
@@ -32,4 +43,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "junitfix:", err)
 		os.Exit(1)
 	}
+}
+
+// anchor adds the run folder's anchor: its run id (from run.json) and the sha256 of its
+// SHA256SUMS.
+func anchor(b []byte, dir string) ([]byte, error) {
+	var info struct {
+		RunID string `json:"run_id"`
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err == nil {
+		err = json.Unmarshal(raw, &info)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("-run %s: %w", dir, err)
+	}
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		return nil, fmt.Errorf("-run %s: %w", dir, err)
+	}
+	sum := sha256.Sum256(sums)
+	return junitfix.AnchorRun(b, info.RunID, hex.EncodeToString(sum[:]))
 }
