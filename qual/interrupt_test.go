@@ -169,3 +169,31 @@ func killWhenRunning(t *testing.T, root, word string) {
 	}
 	t.Errorf("no process with %q and %s in its command line ran", word, root)
 }
+
+// A second SIGINT forces the exit: the binary removes this run's containers and images
+// (10 s at most) and exits 130 without waiting for the rows.
+func TestSecondSignalForcesTheExit(t *testing.T) {
+	if *runtimeFlag == "process" {
+		t.Fatal("this test stops containers: run it with the container runtime (RUNTIME=auto or container and a Docker engine)")
+	}
+	root := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root, "-qualkit.runtime", "container")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	require.NoError(t, cmd.Start())
+	time.AfterFunc(6*time.Second, func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		time.Sleep(100 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGINT)
+	})
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, out.String())
+	assert.Equal(t, 130, exit.ExitCode(), out.String())
+	assert.Contains(t, out.String(), "SIGINT again: removing this run's containers and exiting now")
+	runs, _ := filepath.Glob(filepath.Join(root, "2*"))
+	require.Len(t, runs, 1)
+	assertNothingLeft(t, filepath.Base(runs[0]))
+}
+
