@@ -49,7 +49,8 @@ func printDoctor(root string, cfg harness.SuiteConfig, w io.Writer) int {
 			}
 			rd := s.Preflight(context.Background(), c, env)
 			rows = append(rows, doctorRow{Table: tb.test, Row: c.Name, Checkpoint: c.Profile,
-				Ready: len(rd.Requirements) == 0, Requirements: rd.Requirements, GPUError: rd.GPUError})
+				// An empty list, never null: a ready row has no missing requirement.
+				Ready: len(rd.Requirements) == 0, Requirements: append([]harness.Requirement{}, rd.Requirements...), GPUError: rd.GPUError})
 		}
 	}
 	if len(rows) == 0 {

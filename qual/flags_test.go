@@ -1,6 +1,9 @@
 package qual
 
 import (
+	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -47,4 +50,17 @@ func TestDoctorSelectsRowsLikeRun(t *testing.T) {
 		assert.Equal(t, tt.want, selected(tt.pattern, tt.test, tt.row), "-run %q on %s/%s", tt.pattern, tt.test, tt.row)
 	}
 	assert.Equal(t, []string{"a", "(b/c)", "[/]"}, splitPattern("a/(b/c)/[/]"))
+}
+
+// make doctor JSON=1: a ready row lists its missing requirements as an empty list, not
+// null, as the docs show it.
+func TestDoctorJSONListsNoRequirementAsEmpty(t *testing.T) {
+	out, err := exec.Command(os.Args[0], "-test.run", "^TestRefEdit$", "-qualkit.doctor", "-qualkit.json",
+		"-qualkit.evidence", t.TempDir()).Output()
+	require.NoError(t, err, "%s", out)
+	var rows []map[string]any
+	require.NoError(t, json.Unmarshal(out, &rows), "%s", out)
+	require.Len(t, rows, 1)
+	assert.Equal(t, true, rows[0]["ready"])
+	assert.Equal(t, []any{}, rows[0]["requirements"])
 }
