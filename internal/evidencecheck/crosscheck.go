@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -220,6 +221,36 @@ func (r *rowCheck) checkRecordHashes() {
 		if rec.Output != "" && q.resp != nil {
 			r.same(recordsFile, at+"output_sha256", bytesSHA256(q.resp), rec.Output, "the PNG the response carried ("+rawExport+", "+q.httpRel()+")")
 		}
+		r.checkRecordSettings(at, rec.Settings)
+	}
+}
+
+// checkRecordSettings: the settings the server says it ran a request with are the row's
+// (results.json settings): steps, guidance, seed and size, where the record states them.
+func (r *rowCheck) checkRecordSettings(at string, got map[string]any) {
+	want := r.res.Settings
+	if len(got) == 0 || len(want) == 0 {
+		return
+	}
+	for _, k := range []string{"num_inference_steps", "guidance_scale", "seed"} {
+		w, ok1 := want[k]
+		g, ok2 := got[k]
+		if !ok1 || !ok2 {
+			continue
+		}
+		wf, err1 := strconv.ParseFloat(w, 64)
+		gf, ok := g.(float64)
+		if err1 != nil || !ok {
+			continue
+		}
+		r.truth(wf == gf, recordsFile, at+"settings."+k, w+" (results.json settings."+k+")", fmtNum(gf))
+	}
+	if size, ok := want["size"]; ok {
+		gw, okw := got["width"].(float64)
+		gh, okh := got["height"].(float64)
+		if okw && okh {
+			r.same(recordsFile, at+"settings.width x height", size, fmt.Sprintf("%dx%d", int(gw), int(gh)), "results.json settings.size")
+		}
 	}
 }
 
@@ -291,7 +322,9 @@ type serverRecord struct {
 	RequestID string `json:"request_id"`
 	Input     string `json:"input_sha256"`
 	Output    string `json:"output_sha256"`
-	Timing    struct {
+	// Settings are what the server says it ran the request with, where it says so.
+	Settings map[string]any `json:"settings"`
+	Timing   struct {
 		HandlerMs *float64 `json:"handler_ms"`
 	} `json:"timing"`
 }

@@ -108,6 +108,13 @@ func TestForgeriesWithOurOwnCode(t *testing.T) {
 			})
 			editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["rows"] = append(d["rows"].([]any), "refedit-v2") })
 		}, []string{"a request of this row alone (AIPerf draws a fresh id per request), file says also in " + q + "/" + rawExport}},
+		{"50 steps claimed, the AIPerf command and payloads edited to match", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				d["settings"].(map[string]any)["num_inference_steps"] = "50"
+			})
+			replaceIn(t, filepath.Join(dir, q, "commands.jsonl"), `\"num_inference_steps\":4`, `\"num_inference_steps\":50`)
+			replaceAllRe(t, filepath.Join(dir, q, rawExport), `\\"num_inference_steps\\":4`, `\"num_inference_steps\":50`)
+		}, []string{q + "/serve/records.jsonl: request ", "settings.num_inference_steps: evidence says 50 (results.json settings.num_inference_steps), file says 4"}},
 		{"the Task times halved in the records and the results", func(t *testing.T, dir string) {
 			editJSONL(t, filepath.Join(dir, q, "serve/records.jsonl"), func(d map[string]any) {
 				tm := d["timing"].(map[string]any)
