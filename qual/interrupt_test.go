@@ -196,4 +196,3 @@ func TestSecondSignalForcesTheExit(t *testing.T) {
 	require.Len(t, runs, 1)
 	assertNothingLeft(t, filepath.Base(runs[0]))
 }
-
