@@ -571,6 +571,16 @@ func tamperings() []tampering {
 			},
 			want: []string{q + "/commands.jsonl: build command go: evidence says inside the row's lease",
 				q + "/results.json: time_budget.wall_s: evidence says at most the lease's span"}},
+		{name: "AIPerf's CSV export edited, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceAllRe(t, filepath.Join(dir, q, csvExport), `(?m)^Request Latency \(ms\),[0-9.]+,[0-9.]+,[0-9.]+,`, "Request Latency (ms),1.00,0.50,1.50,")
+			},
+			want: []string{q + "/" + csvExport + ": Request Latency (ms) avg / min / max: evidence says ", "file says 1.00 / 0.50 / 1.50"}},
+		{name: "AIPerf's console export edited, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				replaceAllRe(t, filepath.Join(dir, q, consoleExport), `Request Latency \(ms\) │ +[0-9.]+ │ +[0-9.]+ │ +[0-9.]+ │`, "Request Latency (ms) │ 1.00 │ 0.50 │ 1.50 │")
+			},
+			want: []string{q + "/" + consoleExport + ": Request Latency (ms) avg / min / max: evidence says ", "file says 1.00 / 0.50 / 1.50"}},
 		{name: "the row names another venv than run.json, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {

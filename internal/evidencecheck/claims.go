@@ -515,6 +515,7 @@ func (r *rowCheck) checkProfileExport() {
 
 // checkSummary compares AIPerf's own summary and phase manifest with the records.
 func (r *rowCheck) checkSummary(warm, prof int) {
+	r.checkTextExports()
 	if b, ok := r.read(summaryExport); ok {
 		var s summary
 		if err := json.Unmarshal(b, &s); err != nil {
@@ -849,4 +850,75 @@ func (r *rowCheck) checkFailureKind(firstFail string) {
 	}
 	prefix := "stage " + firstFail + " failed: " + kind + ": "
 	r.truth(strings.HasPrefix(res.Reason, prefix), resultsFile, "reason", quote(prefix+"...")+" (the first failed stage and its kind)", quote(res.Reason))
+}
+
+// AIPerf's two text exports of the profiling phase: the CSV and the console table.
+const (
+	csvExport     = "aiperf/artifacts/profile_export_aiperf.csv"
+	consoleExport = "aiperf/artifacts/profile_export_console.txt"
+)
+
+var (
+	csvLatency     = regexp.MustCompile(`(?m)^Request Latency \(ms\),([0-9.]+),([0-9.]+),([0-9.]+),`)
+	csvCount       = regexp.MustCompile(`(?m)^Request Count,([0-9.]+)`)
+	consoleLatency = regexp.MustCompile(`Request Latency \(ms\) │ +([0-9.]+) │ +([0-9.]+) │ +([0-9.]+) │`)
+)
+
+// checkTextExports: AIPerf's CSV and console exports state the measured requests' count
+// and latency avg / min / max (two decimals) as its raw export gives them.
+func (r *rowCheck) checkTextExports() {
+	var lat []float64
+	for _, q := range r.phase(phaseProfiling) {
+		if q.client {
+			lat = append(lat, q.clientMs)
+		}
+	}
+	if len(lat) == 0 {
+		return
+	}
+	sort.Float64s(lat)
+	sum := 0.0
+	for _, v := range lat {
+		sum += v
+	}
+	want := fmt.Sprintf("%.2f / %.2f / %.2f", sum/float64(len(lat)), lat[0], lat[len(lat)-1])
+	src := "avg / min / max of the measured request_latency values in " + profileExport
+	for _, f := range []struct {
+		file string
+		re   *regexp.Regexp
+	}{{csvExport, csvLatency}, {consoleExport, consoleLatency}} {
+		b, ok := r.read(f.file)
+		if !ok {
+			continue // the layout check says it is missing
+		}
+		m := f.re.FindSubmatch(b)
+		if m == nil {
+			r.fail(f.file, "Request Latency (ms)", "a Request Latency (ms) line ("+src+")", "none")
+			continue
+		}
+		got := fmt.Sprintf("%s / %s / %s", m[1], m[2], m[3])
+		r.truth(sameAt2(want, got), f.file, "Request Latency (ms) avg / min / max", want+" ms ("+src+")", got)
+	}
+	if b, ok := r.read(csvExport); ok {
+		if m := csvCount.FindSubmatch(b); m != nil {
+			r.same(csvExport, "Request Count", fmt.Sprintf("%.2f", float64(len(lat))), string(m[1]), "measured records of "+profileExport)
+		}
+	}
+}
+
+// sameAt2 compares "a / b / c" triples of two-decimal numbers, one unit of the last
+// place apart at most (AIPerf rounds what it sums in another order).
+func sameAt2(want, got string) bool {
+	w, g := strings.Split(want, " / "), strings.Split(got, " / ")
+	if len(w) != len(g) {
+		return false
+	}
+	for i := range w {
+		a, err1 := strconv.ParseFloat(w[i], 64)
+		b, err2 := strconv.ParseFloat(g[i], 64)
+		if err1 != nil || err2 != nil || math.Abs(a-b) > 0.0101 {
+			return false
+		}
+	}
+	return true
 }
