@@ -515,7 +515,9 @@ func (r *rowCheck) checkProfileExport() {
 
 // checkSummary compares AIPerf's own summary and phase manifest with the records.
 func (r *rowCheck) checkSummary(warm, prof int) {
-	r.checkTextExports()
+	lat, _, _ := r.measuredTimes() // the measured requests' client latencies
+	sort.Float64s(lat)
+	r.checkTextExports(lat)
 	if b, ok := r.read(summaryExport); ok {
 		var s summary
 		if err := json.Unmarshal(b, &s); err != nil {
@@ -525,17 +527,10 @@ func (r *rowCheck) checkSummary(warm, prof int) {
 			if info := r.c.info; info != nil {
 				r.c.same("run.json", "aiperf_version", s.AIPerfVersion, info.AIPerfVersion, r.name+"/"+summaryExport)
 			}
-			var lat []float64
-			for _, q := range r.phase(phaseProfiling) {
-				if q.client {
-					lat = append(lat, q.clientMs)
-				}
-			}
 			if s.RequestLatency.Count != nil {
 				r.same(summaryExport, "request_latency.count", fmt.Sprint(len(lat)), fmt.Sprint(*s.RequestLatency.Count), "profiling records of "+profileExport)
 			}
 			if len(lat) > 0 && s.RequestLatency.Min != nil && s.RequestLatency.Max != nil {
-				sort.Float64s(lat)
 				r.truth(nearlyEqual(lat[0], *s.RequestLatency.Min) && nearlyEqual(lat[len(lat)-1], *s.RequestLatency.Max), summaryExport,
 					"request_latency min / max", fmtMs(lat[0])+" / "+fmtMs(lat[len(lat)-1])+" ("+profileExport+")",
 					fmtMs(*s.RequestLatency.Min)+" / "+fmtMs(*s.RequestLatency.Max))
@@ -865,18 +860,12 @@ var (
 )
 
 // checkTextExports: AIPerf's CSV and console exports state the measured requests' count
-// and latency avg / min / max (two decimals) as its raw export gives them.
-func (r *rowCheck) checkTextExports() {
-	var lat []float64
-	for _, q := range r.phase(phaseProfiling) {
-		if q.client {
-			lat = append(lat, q.clientMs)
-		}
-	}
+// and latency avg / min / max (two decimals) as its raw export gives them; lat are those
+// latencies, sorted.
+func (r *rowCheck) checkTextExports(lat []float64) {
 	if len(lat) == 0 {
 		return
 	}
-	sort.Float64s(lat)
 	sum := 0.0
 	for _, v := range lat {
 		sum += v
