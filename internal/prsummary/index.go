@@ -11,12 +11,15 @@ import (
 
 // indexPage is a static page: no script, no server; every link is relative to the run
 // folder, so it works from file://. It is well-formed XML too, which its test relies on.
-var indexPage = template.Must(template.New("index-2").Parse(`<!DOCTYPE html>
+// One template renders both versions: version 2 adds the generator line and the headline
+// columns (.Version); version 1 is the page of runs made before it, kept so that their
+// evidence still checks.
+var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8" />
-<meta name="generator" content="qualkit index 2" />
-<title>qualkit run {{.RunID}}</title>
+{{if ge .Version 2}}<meta name="generator" content="qualkit index {{.Version}}" />
+{{end}}<title>qualkit run {{.RunID}}</title>
 <style>
 body { font-family: sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; }
@@ -31,48 +34,8 @@ code { font-size: 90%; }
 <h1>qualkit run {{.RunID}}</h1>
 <p>{{.Verdict}} Run files: <a href="PR.md">PR.md</a> · <a href="SUMMARY.md">SUMMARY.md</a> · <a href="run.json">run.json</a> · <a href="SHA256SUMS">SHA256SUMS</a>. Check it with <code>make check-evidence DIR=evidence/{{.RunID}}</code>.</p>
 <table id="rows">
-<tr><th>row</th><th>status</th><th>native/HTTP pixel matches</th><th>HTTP p50 / p95 (s)</th><th>Task p50 / p95 (s)</th><th>images/s</th><th>HTTP edit quality (worst)</th><th>reproduce</th></tr>
+<tr><th>row</th><th>status</th>{{if ge .Version 2}}<th>native/HTTP pixel matches</th><th>HTTP p50 / p95 (s)</th><th>Task p50 / p95 (s)</th><th>images/s</th><th>HTTP edit quality (worst)</th>{{end}}<th>reproduce</th></tr>
 {{range .Rows}}<tr data-row="{{.Name}}" data-status="{{.Status}}"><td><a href="#row-{{.Name}}">{{.Name}}</a></td><td class="status-{{.Status}}">{{.Status}}{{if .Reason}}: {{.Reason}}{{end}}</td>{{range .Headline}}<td>{{.}}</td>{{end}}<td><code>{{.Command}}</code></td></tr>
-{{end}}</table>
-{{range .Rows}}
-<section id="row-{{.Name}}">
-<h2>{{.Name}}</h2>
-<p>{{range .Pictures}}<a href="{{.}}"><img src="{{.}}" alt="{{.}}" /></a> {{end}}</p>
-<details>
-<summary>{{len .Files}} evidence files</summary>
-<ul>
-{{range .Files}}<li><a href="{{.Href}}">{{.Name}}</a></li>
-{{end}}</ul>
-</details>
-</section>
-{{end}}
-</body>
-</html>
-`))
-
-// indexPageV1 is index.html as runs before version 2 have it (no headline numbers):
-// kept so that their evidence still checks.
-var indexPageV1 = template.Must(template.New("index-1").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8" />
-<title>qualkit run {{.RunID}}</title>
-<style>
-body { font-family: sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; }
-td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
-.status-qualified { color: #1a7f37; font-weight: bold; }
-.status-failed, .status-not-run { color: #c01c1c; font-weight: bold; }
-img { max-width: 100%; border: 1px solid #ccc; margin: 4px 0; }
-code { font-size: 90%; }
-</style>
-</head>
-<body>
-<h1>qualkit run {{.RunID}}</h1>
-<p>{{.Verdict}} Run files: <a href="PR.md">PR.md</a> · <a href="SUMMARY.md">SUMMARY.md</a> · <a href="run.json">run.json</a> · <a href="SHA256SUMS">SHA256SUMS</a>. Check it with <code>make check-evidence DIR=evidence/{{.RunID}}</code>.</p>
-<table id="rows">
-<tr><th>row</th><th>status</th><th>reproduce</th></tr>
-{{range .Rows}}<tr data-row="{{.Name}}" data-status="{{.Status}}"><td><a href="#row-{{.Name}}">{{.Name}}</a></td><td class="status-{{.Status}}">{{.Status}}{{if .Reason}}: {{.Reason}}{{end}}</td><td><code>{{.Command}}</code></td></tr>
 {{end}}</table>
 {{range .Rows}}
 <section id="row-{{.Name}}">
@@ -123,12 +86,7 @@ func Index(runDir string) ([]byte, error) { return IndexAt(runDir, IndexVersion)
 
 // IndexAt renders index.html as version v renders it (1 or IndexVersion).
 func IndexAt(runDir string, v int) ([]byte, error) {
-	page := indexPage
-	switch v {
-	case 1:
-		page = indexPageV1
-	case IndexVersion:
-	default:
+	if v != 1 && v != IndexVersion {
 		return nil, fmt.Errorf("index.html version %d: this qualkit renders versions 1 and %d", v, IndexVersion)
 	}
 	r, err := readRun(runDir)
@@ -136,19 +94,22 @@ func IndexAt(runDir string, v int) ([]byte, error) {
 		return nil, err
 	}
 	data := struct {
+		Version        int
 		RunID, Verdict string
 		Rows           []indexRow
-	}{RunID: r.info.RunID}
+	}{Version: v, RunID: r.info.RunID}
 	qualified := 0
 	for _, w := range r.rows {
 		ir := indexRow{Name: w.name, Status: w.res.Status, Reason: w.res.Reason, Command: w.res.Command}
-		cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(w.line, "| "), " |"), " | ")
-		for _, col := range headlineColumns {
-			cell := "-"
-			if col < len(cells) {
-				cell = strings.ReplaceAll(cells[col], "`", "")
+		if v >= 2 { // version 1 shows no headline
+			cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(w.line, "| "), " |"), " | ")
+			for _, col := range headlineColumns {
+				cell := "-"
+				if col < len(cells) {
+					cell = strings.ReplaceAll(cells[col], "`", "")
+				}
+				ir.Headline = append(ir.Headline, cell)
 			}
-			ir.Headline = append(ir.Headline, cell)
 		}
 		for _, p := range []string{"pictures/contact-sheet.png", "pictures/latency.png"} {
 			if w.has(p) {
@@ -172,7 +133,7 @@ func IndexAt(runDir string, v int) ([]byte, error) {
 		data.Verdict = "Not every row qualified."
 	}
 	var b bytes.Buffer
-	if err := page.Execute(&b, data); err != nil {
+	if err := indexPage.Execute(&b, data); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
