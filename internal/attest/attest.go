@@ -255,19 +255,29 @@ func shortID(id string) string {
 
 // Inspect reads dir's attestation without a key: whether there is one, and its key id.
 func Inspect(dir string) Result {
+	r, _ := inspect(dir)
+	return r
+}
+
+// inspect is Inspect with the envelope it read (nil when there is none to verify).
+func inspect(dir string) (Result, *dsse.Envelope) {
 	env, err := readEnvelope(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return Result{}
+		return Result{}, nil
 	}
 	r := Result{Signed: true}
 	if err != nil {
-		r.Problems = append(r.Problems, Problem{"envelope", "a DSSE envelope (JSON)", err.Error()})
-		return r
+		r.fail("envelope", "a DSSE envelope (JSON)", err.Error())
+		return r, nil
 	}
 	if len(env.Signatures) > 0 {
 		r.KeyID = env.Signatures[0].KeyID
 	}
-	return r
+	return r, env
+}
+
+func (r *Result) fail(claim, evidence, got string) {
+	r.Problems = append(r.Problems, Problem{claim, evidence, got})
 }
 
 // Verify checks dir's attestation with the public key pub: the envelope's signature, the
@@ -275,18 +285,17 @@ func Inspect(dir string) Result {
 // (junit: the run's JUnit file, when not empty), each bundle and verdict against the
 // row's results.json, and that every row of run.json is a subject.
 func Verify(ctx context.Context, dir, junit string, pub []byte) Result {
-	r := Inspect(dir)
-	if !r.Signed || len(r.Problems) > 0 {
+	r, env := inspect(dir)
+	if env == nil {
 		return r
 	}
-	fail := func(claim, evidence, got string) { r.Problems = append(r.Problems, Problem{claim, evidence, got}) }
+	fail := r.fail
 	v, err := LoadKey(pub)
 	if err != nil {
 		fail("public key", "a PEM public key (-pubkey)", err.Error())
 		return r
 	}
 	wantID, _ := v.KeyID()
-	env, _ := readEnvelope(dir)
 	ev, err := dsse.NewEnvelopeVerifier(v)
 	if err == nil {
 		_, err = ev.Verify(ctx, env)
@@ -328,7 +337,7 @@ func Verify(ctx context.Context, dir, junit string, pub []byte) Result {
 }
 
 func (r *Result) checkSubjects(dir, junit string, subjects []*ita.ResourceDescriptor) {
-	fail := func(claim, evidence, got string) { r.Problems = append(r.Problems, Problem{claim, evidence, got}) }
+	fail := r.fail
 	var info schema.RunInfo
 	if err := readJSON(filepath.Join(dir, schema.RunFile), &info); err != nil {
 		fail("run.json", "readable", err.Error())
@@ -390,7 +399,7 @@ func (r *Result) checkSubjects(dir, junit string, subjects []*ita.ResourceDescri
 }
 
 func (r *Result) checkVerdicts(dir string) {
-	fail := func(claim, evidence, got string) { r.Problems = append(r.Problems, Problem{claim, evidence, got}) }
+	fail := r.fail
 	for _, v := range r.Predicate.Rows {
 		var res schema.Result
 		if err := readJSON(filepath.Join(dir, v.Row, "results.json"), &res); err != nil {
