@@ -131,11 +131,7 @@ func AnchorRun(in []byte, runID, sumsSHA string) ([]byte, error) {
 	if !found {
 		return nil, fmt.Errorf("junit: no suite ran run %s (no qualkit.evidence property names it)", runID)
 	}
-	out, err := xml.MarshalIndent(root, "", "\t")
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte(xml.Header), append(out, '\n')...), nil
+	return root.encode()
 }
 
 // Fix rewrites a gotestsum JUnit file (see the package comment). It is idempotent.
@@ -156,11 +152,7 @@ func Fix(in []byte) ([]byte, error) {
 		total += t
 	}
 	root.Time = seconds(total)
-	out, err := xml.MarshalIndent(root, "", "\t")
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte(xml.Header), append(out, '\n')...), nil
+	return root.encode()
 }
 
 func fixSuite(s *Suite) {
@@ -341,4 +333,13 @@ func firstMeaningfulLine(s string) string {
 // seconds formats a time as junit-10.xsd allows: at most three decimals.
 func seconds(v float64) string {
 	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// encode writes the document as Fix and AnchorRun return it.
+func (root Suites) encode() ([]byte, error) {
+	out, err := xml.MarshalIndent(root, "", "\t")
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), append(out, '\n')...), nil
 }
