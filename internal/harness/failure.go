@@ -41,7 +41,7 @@ var logSigns = []logSign{
 	{schema.KindInfrastructure, regexp.MustCompile(`(?i)read-only file system`), "a read-only file system"},
 	// SIGKILL from outside the run (its own cancellations are classified by the context
 	// first): an operator, or the kernel's OOM killer (dmesg says which).
-	{schema.KindInfrastructure, regexp.MustCompile(`exited -1: signal: killed|signal: killed`), "a process was killed from outside the run (an operator, or the kernel's OOM killer: see dmesg)"},
+	{schema.KindInfrastructure, regexp.MustCompile(`signal: killed`), "a process was killed from outside the run (an operator, or the kernel's OOM killer: see dmesg)"},
 }
 
 // Classify names why a stage failed: a signal or a deadline from the row's context, else
@@ -64,9 +64,6 @@ func Classify(ctx context.Context, stage string, err error) (kind, why string) {
 		if s.re.MatchString(text) {
 			return s.kind, s.what
 		}
-	}
-	if errors.As(err, &intr) {
-		return schema.KindInterrupted, intr.Signal
 	}
 	if stage == schema.StageCorrectness {
 		return schema.KindCorrectness, "the family's correctness case"
