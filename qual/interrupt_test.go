@@ -2,8 +2,8 @@ package qual
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,13 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/testcontainers/testcontainers-go"
 
 	"qualkit/internal/evidencecheck"
-	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
 )
 
@@ -54,7 +51,8 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 			cmd := exec.Command(os.Args[0], args...)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
-			cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+			marker := fmt.Sprintf("stopped-%d", time.Now().UnixNano())
+			cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0", negativeControlMarker+"="+marker)
 			require.NoError(t, cmd.Start())
 			if tc.signal > 0 {
 				sig := tc.sig
@@ -74,8 +72,7 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 			runs, _ := filepath.Glob(filepath.Join(root, "2*"))
 			require.Len(t, runs, 1, "one run folder:\n%s", out.String())
 			runID := filepath.Base(runs[0])
-			assertNothingLeft(t, runID)
-			assertNoProcess(t, root)
+			assertNothingLeft(t, marker, runID)
 
 			var res schema.Result
 			b, err := os.ReadFile(filepath.Join(runs[0], "refedit-v1", "results.json"))
@@ -97,57 +94,19 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 	}
 }
 
-// assertNothingLeft: within 10 s, Docker holds no container or image of the run.
-func assertNothingLeft(t *testing.T, runID string) {
+// assertNothingLeft: within 10 s, no process carrying marker in its environment is
+// alive (the child binary and everything it started: leftoverProcesses) and Docker holds
+// no container or image of the run (dockerLeftovers).
+func assertNothingLeft(t *testing.T, marker, runID string) {
 	t.Helper()
-	if *runtimeFlag == "process" {
-		return
-	}
-	cli, err := testcontainers.NewDockerClientWithOpts(context.Background())
-	require.NoError(t, err)
-	defer cli.Close()
-	f := make(client.Filters).Add("label", serving.LabelRun+"="+runID)
 	var left []string
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		left = nil
-		cs, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
-		require.NoError(t, err)
-		for _, c := range cs.Items {
-			left = append(left, "container "+strings.Join(c.Names, ","))
-		}
-		imgs, err := cli.ImageList(context.Background(), client.ImageListOptions{Filters: f})
-		require.NoError(t, err)
-		for _, img := range imgs.Items {
-			left = append(left, "image "+strings.Join(img.RepoTags, ","))
-		}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		left = append(leftoverProcesses(t, marker), dockerLeftovers(t, []string{runID})...)
 		if len(left) == 0 || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(500 * time.Millisecond)
 	}
-	assert.Empty(t, left, "what run %s left in Docker", runID)
-}
-
-// assertNoProcess: no process is left whose command line names the run's evidence root
-// (a server or a tool the stopped row started).
-func assertNoProcess(t *testing.T, root string) {
-	t.Helper()
-	var left []string
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		left = nil
-		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-		for _, p := range procs {
-			b, err := os.ReadFile(p)
-			if err == nil && bytes.Contains(b, []byte(root)) {
-				left = append(left, filepath.Base(filepath.Dir(p))+": "+strings.ReplaceAll(string(b), "\x00", " "))
-			}
-		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	assert.Empty(t, left, "processes left that name %s", root)
+	assert.Empty(t, left, "what run %s left behind", runID)
 }
 
 // killWhenRunning sends SIGKILL to the first process whose command line names both the
@@ -180,7 +139,8 @@ func TestSecondSignalForcesTheExit(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root, "-qualkit.runtime", "container")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	marker := fmt.Sprintf("second-signal-%d", time.Now().UnixNano())
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0", negativeControlMarker+"="+marker)
 	require.NoError(t, cmd.Start())
 	time.AfterFunc(6*time.Second, func() {
 		cmd.Process.Signal(syscall.SIGINT)
@@ -194,5 +154,5 @@ func TestSecondSignalForcesTheExit(t *testing.T) {
 	assert.Contains(t, out.String(), "SIGINT again: removing this run's containers and exiting now")
 	runs, _ := filepath.Glob(filepath.Join(root, "2*"))
 	require.Len(t, runs, 1)
-	assertNothingLeft(t, filepath.Base(runs[0]))
+	assertNothingLeft(t, marker, filepath.Base(runs[0]))
 }
