@@ -259,9 +259,9 @@ func PairReference(backend, layout, profile string) string {
 		return "cpu.png"
 	case "trtmc":
 		switch layout {
-		case "e9132e79": // e2e_plugins/references/hf_diffusers.py: <artifacts>/<case>/hf_frames/frame_0000.png
+		case "e9132e79": // tests/e2e/models/qwen_image/e2e_plugins/references/hf_diffusers.py @ e9132e79 (lines 117, 211): <artifacts>/<case>/hf_frames/frame_0000.png
 			return profile + "/hf_frames/frame_0000.png"
-		case "families": // families/qwen_image/tests/test_e2e.py: <artifacts>/<case>/reference-000.png
+		case "families": // families/qwen_image/tests/test_e2e.py (9777fef7, as families/qwen_image/layout.go reads it): <artifacts>/<case>/reference-000.png
 			return profile + "/reference-000.png"
 		}
 	}
