@@ -350,22 +350,23 @@ func leftoverProcesses(t *testing.T, marker string) []string {
 // Docker daemon no row ran in a container, and there is nothing to list.
 func dockerLeftovers(t *testing.T, runs []string) []string {
 	t.Helper()
-	if _, err := serving.Docker(t.Context()); err != nil {
+	ctx := context.Background() // it also runs in cleanups, after t.Context ended
+	if _, err := serving.Docker(ctx); err != nil {
 		t.Logf("no Docker daemon (%v): no containers to check", err)
 		return nil
 	}
-	cli, err := testcontainers.NewDockerClientWithOpts(t.Context())
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	require.NoError(t, err)
 	defer cli.Close()
 	var out []string
 	for _, id := range runs {
 		f := make(client.Filters).Add("label", serving.LabelRun+"="+id)
-		cs, err := cli.ContainerList(t.Context(), client.ContainerListOptions{All: true, Filters: f})
+		cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 		require.NoError(t, err)
 		for _, c := range cs.Items {
 			out = append(out, fmt.Sprintf("container %s %v (run %s)", c.ID, c.Names, id))
 		}
-		imgs, err := cli.ImageList(t.Context(), client.ImageListOptions{Filters: f})
+		imgs, err := cli.ImageList(ctx, client.ImageListOptions{Filters: f})
 		require.NoError(t, err)
 		for _, img := range imgs.Items {
 			out = append(out, fmt.Sprintf("image %s %v (run %s)", img.ID, img.RepoTags, id))

@@ -19,6 +19,7 @@ type Faulty struct {
 	OneShot     bool          // no batch: one `refedit run` per replay (as for a TRTMC checkout without the persistent worker)
 	NoPair      bool          // the quality stage without the pair's reference criteria: the influence gate alone sees a server that ignores the image
 	CaseFault   CaseFault     // a correctness case that proves nothing
+	MemoryBytes int64         // the row's containers get this memory cap: below what the server needs, the kernel OOM-kills it
 }
 
 var (
@@ -47,6 +48,13 @@ const (
 	// CaseSelectsNone runs the real case with a -k that selects nothing (pytest exits 5).
 	CaseSelectsNone CaseFault = "select-none"
 )
+
+// Image is the family's image, with the memory cap when MemoryBytes asks.
+func (f Faulty) Image(env harness.Env) harness.ContainerImage {
+	ci := f.Family.Image(env)
+	ci.MemoryBytes = f.MemoryBytes
+	return ci
+}
 
 func (f Faulty) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
 	c := f.Family.Serve(env, spec)

@@ -156,6 +156,8 @@ type ContainerImage struct {
 	Stages []string
 	// IPCHost runs the containers with the host's IPC namespace (--ipc=host).
 	IPCHost bool
+	// MemoryBytes caps each container's memory, swap included; 0: no cap.
+	MemoryBytes int64
 }
 
 // Mount is a bind mount of a host path into a container.

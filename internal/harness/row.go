@@ -289,6 +289,12 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 	case r.skipReason != "":
 		return nil
 	case err != nil:
+		if r.server != nil {
+			// A server that died took the stage with it: its end is the cause.
+			if died := r.server.Died(context.WithoutCancel(ctx)); died != nil {
+				err = fmt.Errorf("%v\n%w", died, err)
+			}
+		}
 		res.Status, res.Error, r.failed = "fail", err.Error(), st.name
 		res.Kind, r.why = Classify(ctx, st.name, err)
 		r.failedAt = time.Since(start)

@@ -51,7 +51,7 @@ func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mo
 	ci := r.c.Adapter.(Containerized).Image(r.env)
 	all := append(slices.Clone(ci.Mounts), mounts...)
 	all = append(all, at(false, r.env.Work)...)
-	c := serving.Container{Image: img, RunID: r.s.Evidence.RunID, Row: r.c.Name, IPCHost: ci.IPCHost, Mounts: nested(all)}
+	c := serving.Container{Image: img, RunID: r.s.Evidence.RunID, Row: r.c.Name, IPCHost: ci.IPCHost, MemoryBytes: ci.MemoryBytes, Mounts: nested(all)}
 	return append(opts, serving.InContainer(c)), nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
@@ -105,6 +107,9 @@ func hostConfig(c *Container, gpus *gpu.DeviceRequestFields) func(*container.Hos
 		if c.IPCHost {
 			hc.IpcMode = "host"
 		}
+		if c.MemoryBytes > 0 {
+			hc.Memory, hc.MemorySwap = c.MemoryBytes, c.MemoryBytes
+		}
 		for _, m := range c.Mounts {
 			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: m.Container, ReadOnly: m.ReadOnly})
 		}
@@ -127,6 +132,10 @@ func dockerRunArgs(c *Container, gpus *gpu.DeviceRequestFields, name string, lab
 	args := []string{"docker", "run", "--name", name, "--network", "host", "--init"}
 	if c.IPCHost {
 		args = append(args, "--ipc", "host")
+	}
+	if c.MemoryBytes > 0 {
+		m := strconv.FormatInt(c.MemoryBytes, 10)
+		args = append(args, "--memory", m, "--memory-swap", m)
 	}
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		args = append(args, "--label", k+"="+labels[k])
@@ -276,6 +285,93 @@ type containerServer struct {
 
 	mu      sync.Mutex
 	stopped bool
+
+	// What the engine said of the server while it ran (watch): the first time it stopped
+	// answering (an engine that restarts stops its containers), a kill the run did not
+	// send, an OOM kill.
+	watchMu    sync.Mutex
+	engineLost time.Time
+	engineErr  error
+	killedBy   string
+	oomEvent   bool
+	stopWatch  context.CancelFunc
+}
+
+// watch follows the engine's events for the server's container until ctx ends. The
+// stream ending is the engine going away; a kill before Stop is someone else's.
+func (s *containerServer) watch(ctx context.Context) {
+	f := make(client.Filters).Add("container", s.c.GetContainerID())
+	ev := s.cli.Events(ctx, client.EventsListOptions{Filters: f})
+	for {
+		select {
+		case m := <-ev.Messages:
+			s.watchMu.Lock()
+			switch m.Action {
+			case events.ActionKill:
+				if s.killedBy == "" {
+					s.killedBy = "signal " + m.Actor.Attributes["signal"]
+				}
+			case events.ActionOOM:
+				s.oomEvent = true
+			}
+			s.watchMu.Unlock()
+		case err := <-ev.Err:
+			if ctx.Err() == nil {
+				s.watchMu.Lock()
+				s.engineLost, s.engineErr = time.Now(), err
+				s.watchMu.Unlock()
+			}
+			return
+		}
+	}
+}
+
+// killSettles is how long Died waits, after a kill from outside, to see whether the
+// engine itself goes away (a shutdown stops its containers first).
+const killSettles = 5 * time.Second
+
+func (s *containerServer) watched() (lost time.Time, lostErr error, killedBy string, oom bool) {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	return s.engineLost, s.engineErr, s.killedBy, s.oomEvent
+}
+
+// Died says why the container ended while the row ran: its engine went away (an engine
+// restart stops its containers), someone else stopped it, or it exited (its code, and
+// whether the kernel OOM-killed it).
+func (s *containerServer) Died(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	lost, lostErr, killedBy, oom := s.watched()
+	// A kill the run did not send is a docker stop, or the engine shutting down: the
+	// engine's own end follows within seconds, and is the cause to report.
+	for wait := time.Now().Add(killSettles); killedBy != "" && lost.IsZero() && time.Now().Before(wait); {
+		time.Sleep(100 * time.Millisecond)
+		lost, lostErr, killedBy, oom = s.watched()
+	}
+	if !lost.IsZero() {
+		return fmt.Errorf("the Docker engine was unreachable %.1f s after the server was ready (restarted or stopped: its containers stop with it): %v",
+			lost.Sub(s.rec.Start).Seconds()-s.startup.Seconds(), lostErr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := s.cli.ContainerInspect(ctx, s.c.GetContainerID(), client.ContainerInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("the Docker engine did not answer for the server container: %w", err)
+	}
+	cs := res.Container.State
+	switch {
+	case cs == nil || cs.Running:
+		return nil
+	case cs.OOMKilled || oom:
+		return fmt.Errorf("the server container exited with code %d (oom_killed=true) while the row ran", cs.ExitCode)
+	case killedBy != "":
+		return fmt.Errorf("the server container was stopped from outside the run (%s from the Docker engine: docker stop or kill, or the engine shutting down) and exited with code %d", killedBy, cs.ExitCode)
+	}
+	return fmt.Errorf("the server container exited with code %d (oom_killed=false) while the row ran", cs.ExitCode)
 }
 
 func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, error) {
@@ -331,6 +427,9 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 		return nil, s.finish(st, err)
 	}
 	s.startup = time.Since(start)
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopWatch = stop
+	go s.watch(wctx)
 	return s, nil
 }
 
@@ -372,10 +471,16 @@ func (s *containerServer) finish(st containerState, err error) error {
 // terminate stops the container, completes its log and removes it; it runs once.
 func (s *containerServer) terminate(ctx context.Context) (containerState, error) {
 	s.stopped = true
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
 	defer s.close()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace+2*time.Minute)
 	defer cancel()
 	var errs []error
+	if err := waitForEngine(ctx, s.cli, engineBackWithin); err != nil {
+		errs = append(errs, err)
+	}
 	grace := stopGrace
 	if err := s.c.Stop(ctx, &grace); err != nil && !cerrdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("stop container: %w", err))
@@ -394,6 +499,27 @@ func (s *containerServer) terminate(ctx context.Context) (containerState, error)
 		errs = append(errs, fmt.Errorf("remove container: %w", err))
 	}
 	return st, errors.Join(errs...)
+}
+
+// engineBackWithin is how long removing a server waits for an engine that does not answer
+// (one that restarts comes back within seconds), so that a restart leaves no container.
+const engineBackWithin = 90 * time.Second
+
+// waitForEngine returns once the engine answers a ping, or an error after within.
+func waitForEngine(ctx context.Context, cli *testcontainers.DockerClient, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := cli.Ping(pctx, client.PingOptions{})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the Docker engine did not answer within %s to remove the server: %w", within, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 func (s *containerServer) close() {

@@ -35,6 +35,9 @@ type Container struct {
 	// IPCHost shares the host's IPC namespace (TRTMC's docs run its image with --ipc=host:
 	// PyTorch and NCCL need more shared memory than a container's default 64 MiB).
 	IPCHost bool
+	// MemoryBytes caps the container's memory, swap included (docker run --memory and
+	// --memory-swap); 0: no cap. Past it the kernel OOM-kills the container.
+	MemoryBytes int64
 }
 
 // Mount is a bind mount of a host path into the container.

@@ -59,6 +59,20 @@ func (s *processServer) Startup() time.Duration { return s.startup }
 func (s *processServer) Runtime() string        { return "process" }
 func (s *processServer) ContainerID() string    { return "" }
 
+func (s *processServer) Died(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	select {
+	case <-s.exited:
+		return fmt.Errorf("the server process ended on its own while the row ran: %v (exit code %d)", s.waitErr, exitCode(s.waitErr))
+	default:
+		return nil
+	}
+}
+
 // Stop sends SIGTERM to the group, then SIGKILL after a grace period.
 func (s *processServer) Stop(context.Context) error {
 	s.mu.Lock()

@@ -24,6 +24,10 @@ type Server interface {
 	Runtime() string
 	// ContainerID is the server's container, "" for a process.
 	ContainerID() string
+	// Died says how the server ended when it ended on its own (exit code, OOM kill, its
+	// Docker engine gone) while the row still needed it; nil while it runs or once Stop
+	// was called. A stage that failed asks it, so that the cause is the server's.
+	Died(ctx context.Context) error
 }
 
 // ServerSpec is a server to start: its command, the loopback port it listens on, how long

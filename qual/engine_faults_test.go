@@ -1,0 +1,248 @@
+package qual
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/families/refedit"
+	"qualkit/internal/evidencecheck"
+	"qualkit/internal/harness"
+	"qualkit/internal/harness/serving"
+	"qualkit/internal/schema"
+)
+
+// needContainers fails a test that injects a fault only a container runtime has.
+func needContainers(t *testing.T) {
+	t.Helper()
+	if *runtimeFlag == harness.RuntimeProcess {
+		t.Fatal("this test injects a fault into the server's container: run it with the container runtime (RUNTIME=auto or container and a Docker engine)")
+	}
+}
+
+// The server OOM-killed: the reference row with its containers capped below what the
+// server needs to decode a request. The kernel kills it at the first request; the row
+// fails as a hardware limit (never a wrong answer), names the correctness case to run
+// alone on a host with the memory, and leaves nothing behind.
+func TestServerOOMKilled(t *testing.T) {
+	needContainers(t)
+	marker := fmt.Sprintf("oom-%d", time.Now().UnixNano())
+	t.Setenv(negativeControlMarker, marker)
+	row := controlRow("refedit-v1-fault-oom", "fault: the server's container capped at 10 MiB",
+		func(_ *harness.Checkpoint, f *refedit.Faulty) { f.MemoryBytes = 10 << 20 })
+	var runID string
+	// Registered first, so it runs last: after the suite's own cleanup removed the image.
+	t.Cleanup(func() { assertNothingLeft(t, marker, runID) })
+	s := isolatedSuite(t, "oom", false)
+	runID = s.Evidence.RunID
+	res, err := s.Run(t.Context(), row, t.TempDir())
+	require.NotNil(t, res, "%v", err)
+	t.Logf("%s: %s", stageTimes(res), res.Reason)
+
+	assert.Equal(t, schema.StatusFailed, res.Status)
+	assert.Equal(t, schema.KindHardware, res.FailureKind)
+	assert.Regexp(t, `^stage (serve|benchmark) failed: hardware-limit: the container was OOM-killed; next .*: \S+`, res.Reason)
+	stage, msg := firstFailed(res)
+	assert.Contains(t, msg, "oom_killed=true", "the %s stage's error", stage)
+	assertEvidence(t, s, row.Name, res)
+}
+
+// The Docker engine restarted while the server serves: the row runs in a child test
+// binary against an engine of its own (a second dockerd, so that the restart stops no
+// other test's containers), which is restarted once AIPerf runs. The row fails as
+// infrastructure, saying the engine went away; once the engine is back the run removes
+// its container and image, and its evidence checks.
+func TestEngineRestartedMidServe(t *testing.T) {
+	needContainers(t)
+	eng := startPrivateEngine(t)
+	root := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root, "-qualkit.runtime", "container")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	marker := fmt.Sprintf("engine-restart-%d", time.Now().UnixNano())
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+eng.host(), "GORACE=atexit_sleep_ms=0", negativeControlMarker+"="+marker)
+	require.NoError(t, cmd.Start())
+	restarted := make(chan error, 1)
+	go func() {
+		if !waitForProcess(root, "aiperf", time.Minute) {
+			restarted <- fmt.Errorf("AIPerf never ran")
+			return
+		}
+		time.Sleep(time.Second)
+		restarted <- eng.restart()
+	}()
+	err := cmd.Wait()
+	require.NoError(t, <-restarted, "restart the engine")
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the run must fail:\n%s", out.String())
+
+	runs, _ := filepath.Glob(filepath.Join(root, "2*"))
+	require.Len(t, runs, 1, "one run folder:\n%s", out.String())
+	runID := filepath.Base(runs[0])
+	assert.Empty(t, leftoverProcesses(t, marker), "processes of the run")
+	assert.Empty(t, eng.leftovers(t, runID), "containers and images of the run in the restarted engine")
+
+	var res schema.Result
+	b, err := os.ReadFile(filepath.Join(runs[0], "refedit-v1", "results.json"))
+	require.NoError(t, err, out.String())
+	require.NoError(t, json.Unmarshal(b, &res))
+	assert.Equal(t, schema.StatusFailed, res.Status)
+	assert.Equal(t, schema.KindInfrastructure, res.FailureKind, res.Reason)
+	assert.Regexp(t, `^stage benchmark failed: infrastructure: the Docker engine is gone; the Docker engine was unreachable`, res.Reason)
+	require.NoError(t, evidencecheck.Check(runs[0], ""), "the run's evidence checks")
+	t.Logf("%s (exit %d)", res.Reason, exit.ExitCode())
+}
+
+// waitForProcess reports whether a process whose command line names both root and word
+// ran within d.
+func waitForProcess(root, word string, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err == nil && bytes.Contains(b, []byte(root)) && bytes.Contains(b, []byte(word)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// privateEngine is a second dockerd with its own data, state, socket and containerd
+// namespace, started and stopped by one test.
+type privateEngine struct {
+	dir string
+	cmd *exec.Cmd
+	log *os.File
+}
+
+func startPrivateEngine(t *testing.T) *privateEngine {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test restarts a Docker engine of its own, which needs root: run the tests as root (as make test and CI do), or with -run that leaves TestEngineRestartedMidServe out")
+	}
+	if _, err := exec.LookPath("dockerd"); err != nil {
+		t.Fatal("this test starts a second dockerd and none is installed: bash scripts/engine.sh installs Debian's docker.io")
+	}
+	// A short path: the engine's and containerd's sockets live under it.
+	dir, err := os.MkdirTemp("", "qk-engine-")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "daemon.json"), []byte("{}\n"), 0o644))
+	e := &privateEngine{dir: dir}
+	e.log, err = os.Create(filepath.Join(dir, "dockerd.log"))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := e.stop(); err != nil {
+			t.Errorf("stop the test's engine: %v", err)
+		}
+		e.log.Close()
+		if t.Failed() {
+			t.Logf("the test engine's log:\n%s", serving.TailFile(e.log.Name(), 3000))
+		}
+		unmountUnder(t, dir)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("remove the test engine's folder: %v", err)
+		}
+	})
+	require.NoError(t, e.start())
+	return e
+}
+
+func (e *privateEngine) host() string { return "unix://" + filepath.Join(e.dir, "docker.sock") }
+
+func (e *privateEngine) start() error {
+	e.cmd = exec.Command("dockerd",
+		"--data-root", filepath.Join(e.dir, "data"), "--exec-root", filepath.Join(e.dir, "exec"),
+		"--pidfile", filepath.Join(e.dir, "dockerd.pid"), "--host", e.host(), "--config-file", filepath.Join(e.dir, "daemon.json"),
+		"--bridge", "none", "--iptables=false", "--ip-masq=false", "--cgroup-parent", "qualkit-engine-test",
+		"--containerd-namespace", "qualkit-engine-test", "--containerd-plugins-namespace", "qualkit-engine-test-plugins",
+		"--shutdown-timeout", "2")
+	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
+	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := e.cmd.Start(); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if exec.Command("docker", "-H", e.host(), "version").Run() == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("the test's dockerd did not answer within 60 s (log %s)", e.log.Name())
+}
+
+// stop ends dockerd (SIGTERM: it stops its containers and unmounts what it mounted),
+// SIGKILL to its group after 30 s.
+func (e *privateEngine) stop() error {
+	if e.cmd == nil || e.cmd.Process == nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.cmd.Wait() }()
+	e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return fmt.Errorf("dockerd did not stop within 30 s of SIGTERM: killed")
+	}
+	e.cmd = nil
+	return nil
+}
+
+func (e *privateEngine) restart() error {
+	if err := e.stop(); err != nil {
+		return err
+	}
+	return e.start()
+}
+
+// leftovers lists the engine's containers and images labelled with the run.
+func (e *privateEngine) leftovers(t *testing.T, runID string) []string {
+	t.Helper()
+	var left []string
+	for _, what := range [][]string{{"ps", "-a", "-q"}, {"images", "-q"}} {
+		args := append([]string{"-H", e.host()}, what...)
+		args = append(args, "--filter", "label="+serving.LabelRun+"="+runID)
+		b, err := exec.CommandContext(context.Background(), "docker", args...).CombinedOutput()
+		require.NoError(t, err, "docker %s: %s", strings.Join(args, " "), b)
+		for _, id := range strings.Fields(string(b)) {
+			left = append(left, what[0]+" "+id)
+		}
+	}
+	return left
+}
+
+// unmountUnder detaches what is still mounted under dir, deepest first (dockerd leaves
+// its network namespace's bind mount behind).
+func unmountUnder(t *testing.T, dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Errorf("read mounts: %v", err)
+		return
+	}
+	var under []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			under = append(under, f[4])
+		}
+	}
+	slices.SortFunc(under, func(a, b string) int { return len(b) - len(a) })
+	for _, m := range under {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", m, err)
+		}
+	}
+}
