@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -243,6 +244,78 @@ func unmountUnder(t *testing.T, dir string) {
 	for _, m := range under {
 		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
 			t.Errorf("unmount %s: %v", m, err)
+		}
+	}
+}
+
+// The disk full while the row writes its evidence: the evidence root is a small tmpfs,
+// filled to the last byte once AIPerf runs. The row fails as infrastructure ("the disk is
+// full"); the run's reserve, given back, holds the evidence that says so; nothing is left.
+func TestDiskFullWhileWritingEvidence(t *testing.T) {
+	needContainers(t)
+	if os.Geteuid() != 0 {
+		t.Fatal("this test mounts a small tmpfs as the evidence root, which needs root: run the tests as root (as make test and CI do), or with -run that leaves TestDiskFullWhileWritingEvidence out")
+	}
+	root, err := os.MkdirTemp("", "qk-full-")
+	require.NoError(t, err)
+	require.NoError(t, syscall.Mount("tmpfs", root, "tmpfs", 0, "size=64m"), "mount a tmpfs at %s", root)
+	t.Cleanup(func() {
+		if err := syscall.Unmount(root, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", root, err)
+		}
+		os.Remove(root)
+	})
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root, "-qualkit.runtime", *runtimeFlag)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	marker := fmt.Sprintf("disk-full-%d", time.Now().UnixNano())
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0", negativeControlMarker+"="+marker)
+	require.NoError(t, cmd.Start())
+	filled := make(chan error, 1)
+	go func() {
+		if !waitForProcess(root, "aiperf", time.Minute) {
+			filled <- fmt.Errorf("AIPerf never ran")
+			return
+		}
+		filled <- fill(filepath.Join(root, "filler"))
+	}()
+	err = cmd.Wait()
+	require.NoError(t, <-filled, "fill the evidence disk")
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the run must fail:\n%s", out.String())
+
+	runs, _ := filepath.Glob(filepath.Join(root, "2*"))
+	require.Len(t, runs, 1, "one run folder:\n%s", out.String())
+	assertNothingLeft(t, marker, filepath.Base(runs[0]))
+	left, _ := filepath.Glob(filepath.Join(root, ".qualkit-reserve-*"))
+	assert.Empty(t, left, "the run's reserve")
+
+	var res schema.Result
+	b, err := os.ReadFile(filepath.Join(runs[0], "refedit-v1", "results.json"))
+	require.NoError(t, err, out.String())
+	require.NoError(t, json.Unmarshal(b, &res))
+	assert.Equal(t, schema.StatusFailed, res.Status)
+	assert.Equal(t, schema.KindInfrastructure, res.FailureKind, res.Reason)
+	assert.Regexp(t, `^stage [a-z]+ failed: infrastructure: the disk is full; no space left on device`, res.Reason)
+	require.NoError(t, os.Remove(filepath.Join(root, "filler")))
+	require.NoError(t, evidencecheck.Check(runs[0], ""), "the run's evidence checks")
+	t.Logf("%s (exit %d)", res.Reason, exit.ExitCode())
+}
+
+// fill writes zeros to path until the file system has no space left.
+func fill(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return nil
+			}
+			return err
 		}
 	}
 }

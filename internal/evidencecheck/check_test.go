@@ -294,6 +294,17 @@ func tamperings() []tampering {
 			},
 			want: []string{q + "/aiperf/artifacts/profile_export_aiperf.json: request_latency min / max: evidence says 1.5 ms / 1.5 ms",
 				q + "/results.json: http_latency.p50_ms: evidence says 1.5"}},
+		{name: "AIPerf's summary and phase manifest torn in a passed benchmark, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				for _, f := range []string{summaryExport, phaseManifest} {
+					p := filepath.Join(dir, q, f)
+					b, err := os.ReadFile(p)
+					require.NoError(t, err)
+					require.NoError(t, os.WriteFile(p, b[:len(b)/2], 0o644))
+				}
+			},
+			want: []string{q + "/" + summaryExport + ": valid JSON: evidence says AIPerf's summary, file says unexpected end of JSON input",
+				q + "/" + phaseManifest + ": valid JSON: evidence says AIPerf's phase manifest"}},
 		{name: "Task time source pointed at another field, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {

@@ -175,7 +175,8 @@ type Export struct {
 }
 
 // ReadExport parses an AIPerf artifact directory. The summary is optional (AIPerf does
-// not write it when every request failed); the raw and profile exports are required.
+// not write it when every request failed); the raw and profile exports are required. A
+// summary that is no JSON (torn: the disk filled) is an error returned with the records.
 func ReadExport(dir string) (*Export, error) {
 	var ex Export
 	if err := readJSONL(filepath.Join(dir, "profile_export_raw.jsonl"), func(b []byte) error {
@@ -197,7 +198,8 @@ func ReadExport(dir string) (*Export, error) {
 	if b, err := os.ReadFile(filepath.Join(dir, "profile_export_aiperf.json")); err == nil {
 		var s Summary
 		if err := json.Unmarshal(b, &s); err != nil {
-			return nil, fmt.Errorf("aiperf summary: %w", err)
+			// The records stand: what they say is still counted.
+			return &ex, fmt.Errorf("aiperf summary: %w", err)
 		}
 		ex.Summary = &s
 	}

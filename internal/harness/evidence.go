@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -28,6 +29,8 @@ const ChecksumFile = "SHA256SUMS"
 type Evidence struct {
 	Dir   string
 	RunID string
+
+	reserve *reserve // space kept for the evidence of a run the disk filled (diskfull.go)
 }
 
 // NewEvidence creates the run folder and proves it is writable before any stage runs,
@@ -42,7 +45,19 @@ func NewEvidence(root, runID string) (*Evidence, error) {
 		return nil, fmt.Errorf("evidence folder %s is not writable: %w (choose another with -qualkit.evidence)", dir, err)
 	}
 	os.Remove(probe)
-	return &Evidence{Dir: dir, RunID: runID}, nil
+	res, err := newReserve(root, runID)
+	if err != nil {
+		os.Remove(dir)
+		return nil, fmt.Errorf("evidence folder %s: %w", dir, err)
+	}
+	return &Evidence{Dir: dir, RunID: runID, reserve: res}, nil
+}
+
+// Close gives the run's reserve back: once the run's files are written, or abandoned.
+func (e *Evidence) Close() {
+	if e.reserve != nil {
+		e.reserve.release()
+	}
 }
 
 // NewRunID is a sortable, collision-resistant run id: UTC time plus process id.
@@ -98,8 +113,9 @@ func WriteChecksums(dir string) (string, error) {
 
 // RowEvidence is one row's folder. It logs every command it runs to commands.jsonl.
 type RowEvidence struct {
-	Dir string
-	mu  sync.Mutex
+	Dir     string
+	mu      sync.Mutex
+	pending [][]byte // command records not yet written (the disk was full)
 }
 
 // Path returns an absolute path inside the row folder, creating its parent folder.
@@ -123,24 +139,49 @@ func relInside(base, path string) string {
 func (r *RowEvidence) WriteJSON(rel string, v any) error { return writeJSON(r.Path(rel), v) }
 
 func (r *RowEvidence) WriteFile(rel string, data []byte) error {
-	return os.WriteFile(r.Path(rel), data, 0o644)
+	return writeWhole(r.Path(rel), data)
 }
 
 // Record appends one command record to commands.jsonl, its log path relative to the
-// row folder: the row's serving.Recorder.
+// row folder: the row's serving.Recorder. A record the disk had no room for is kept
+// and written by the next Record or Flush, so that the log stays whole JSON lines and
+// loses no command.
 func (r *RowEvidence) Record(rec schema.CommandRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec.Env = serving.RedactEnv(rec.Env)
 	rec.Log = relInside(r.Dir, rec.Log)
+	b, _ := json.Marshal(rec)
+	r.pending = append(r.pending, append(b, '\n'))
+	return r.flush()
+}
+
+// Flush writes the command records the disk had no room for.
+func (r *RowEvidence) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.flush()
+}
+
+func (r *RowEvidence) flush() error {
+	if len(r.pending) == 0 {
+		return nil
+	}
 	f, err := os.OpenFile(r.Path("commands.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	b, _ := json.Marshal(rec)
-	_, err = f.Write(append(b, '\n'))
-	return err
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(bytes.Join(r.pending, nil)); err != nil {
+		f.Truncate(st.Size()) // no torn line
+		return fmt.Errorf("commands.jsonl: %w", err)
+	}
+	r.pending = nil
+	return nil
 }
 
 func writeJSON(path string, v any) error {
@@ -151,7 +192,18 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return writeWhole(path, append(b, '\n'))
+}
+
+// writeWhole writes data to path through a temporary file renamed into place: a
+// write the disk has no room for leaves the old file (or none), never a torn one.
+func writeWhole(path string, data []byte) error {
+	tmp := path + ".partial"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func fileSHA256(path string) (string, error) {

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -463,4 +464,35 @@ func TestInterruptStopsTheRowAndSaysWhere(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, schema.RunFile))
 	require.NoError(t, err)
 	assert.Regexp(t, `"interrupted": "SIGINT at \+[0-9.]+ s"`, string(b))
+}
+
+// A full evidence disk: the run's reserve is given back once, so the write that failed
+// is done again; a reserve whose run is gone is removed by the next run.
+func TestEvidenceReserve(t *testing.T) {
+	root := t.TempDir()
+	stale := filepath.Join(root, reservePrefix+"20260101T000000Z-999999999")
+	require.NoError(t, os.WriteFile(stale, []byte("x"), 0o644))
+	ev, err := NewEvidence(root, NewRunID(time.Now()))
+	require.NoError(t, err)
+	assert.NoFileExists(t, stale, "the reserve of a process that is gone")
+	st, err := os.Stat(ev.reserve.path)
+	require.NoError(t, err)
+	assert.EqualValues(t, ReserveBytes, st.Size())
+
+	calls := 0
+	err = ev.writeEvidence(func() error {
+		calls++
+		if calls == 1 {
+			return fmt.Errorf("write results.json: %w", syscall.ENOSPC)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 2, calls, "written again once the reserve was given back")
+	assert.NoFileExists(t, filepath.Join(root, reservePrefix+ev.RunID))
+
+	calls = 0
+	err = ev.writeEvidence(func() error { calls++; return syscall.ENOSPC })
+	assert.ErrorIs(t, err, syscall.ENOSPC, "no reserve left: the error stands")
+	assert.Equal(t, 1, calls)
 }

@@ -295,6 +295,9 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 				err = fmt.Errorf("%v\n%w", died, err)
 			}
 		}
+		if full := r.s.Evidence.diskFull(); full != nil {
+			err = fmt.Errorf("%v\n%w", full, err)
+		}
 		res.Status, res.Error, r.failed = "fail", err.Error(), st.name
 		res.Kind, r.why = Classify(ctx, st.name, err)
 		r.failedAt = time.Since(start)
@@ -308,8 +311,15 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 // derives, and the row's SHA256SUMS. The server stops first: a row's files are final
 // once it reports, and a running server still writes its log.
 func (r *row) report() error {
+	return r.s.Evidence.writeEvidence(r.writeReport)
+}
+
+func (r *row) writeReport() error {
 	r.stopServer()
 	r.release()
+	if err := r.ev.Flush(); err != nil {
+		return fmt.Errorf("report %s: %w", r.c.Name, err)
+	}
 	res := r.result
 	switch {
 	case r.skipReason != "":

@@ -42,17 +42,20 @@ func (r *row) benchmark(ctx context.Context) error {
 	_, runErr := r.job(ctx, schema.StageBenchmark, a.Command(run), "aiperf/aiperf.log")
 	close(stopFollow)
 	<-followed
-	ex, err := ReadExport(artifacts)
-	if err != nil {
+	ex, exErr := ReadExport(artifacts)
+	if ex == nil {
 		if runErr != nil {
 			return fmt.Errorf("aiperf: %w", runErr)
 		}
-		return err
+		return exErr
 	}
 	r.export = ex
 	r.result.ClientErrors = new(int)
 
 	var problems []string
+	if exErr != nil {
+		problems = append(problems, exErr.Error())
+	}
 	warm, prof := ex.Phase(schema.PhaseWarmup), ex.Phase(schema.PhaseProfiling)
 	if len(prof) != r.c.Bench.Measured || len(warm) != r.c.Bench.Warmup {
 		problems = append(problems, fmt.Sprintf("AIPerf recorded %d measured + %d warmup requests, the row asks for %d + %d",

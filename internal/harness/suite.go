@@ -192,6 +192,7 @@ func (s *Suite) Interrupted() string {
 // Abandon removes, within ctx, every container and image this run started: the last
 // resort when a second signal forces the process out before the rows cleaned up.
 func (s *Suite) Abandon(ctx context.Context) error {
+	s.Evidence.Close()
 	if s.daemon == nil {
 		return nil
 	}
@@ -211,6 +212,7 @@ func (s *Suite) recordSkip(row, reason string) {
 func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.Evidence.Close()
 	if len(s.results) == 0 {
 		// No row was selected (go test -run matched none): leave no empty run folder.
 		return "", "", os.RemoveAll(s.Evidence.Dir)
@@ -245,18 +247,22 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 		info.Rows = append(info.Rows, r.Row)
 	}
 	summary = RunSummary(info, s.results)
-	if err := s.Evidence.WriteJSON(schema.RunFile, info); err != nil {
-		return "", "", err
-	}
-	if err := os.WriteFile(filepath.Join(s.Evidence.Dir, schema.SummaryFile), []byte(summary), 0o644); err != nil {
-		return "", "", err
-	}
-	if rep := s.cfg.Reporter; rep != nil {
-		if err := rep.Run(s.Evidence.Dir); err != nil {
-			return "", "", fmt.Errorf("derived reports of the run: %w", err)
+	write := func() error {
+		if err := s.Evidence.WriteJSON(schema.RunFile, info); err != nil {
+			return err
 		}
+		if err := os.WriteFile(filepath.Join(s.Evidence.Dir, schema.SummaryFile), []byte(summary), 0o644); err != nil {
+			return err
+		}
+		if rep := s.cfg.Reporter; rep != nil {
+			if err := rep.Run(s.Evidence.Dir); err != nil {
+				return fmt.Errorf("derived reports of the run: %w", err)
+			}
+		}
+		sumsSHA, err = WriteChecksums(s.Evidence.Dir)
+		return err
 	}
-	if sumsSHA, err = WriteChecksums(s.Evidence.Dir); err != nil {
+	if err := s.Evidence.writeEvidence(write); err != nil {
 		return "", "", err
 	}
 	if rep := s.cfg.Reporter; rep != nil {
