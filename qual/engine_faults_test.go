@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -319,3 +321,88 @@ func fill(path string) error {
 		}
 	}
 }
+
+// SIGINT and SIGTERM at every stage, in both runtimes: the reference row's suite is
+// interrupted (as the signal handler does) as soon as the stage runs. The stage is cut,
+// or, when it ends before it looks at its context, the next one fails before it begins;
+// either way the row fails as interrupted, its lease is released, and nothing of it is
+// left.
+func TestInterruptAtEveryStage(t *testing.T) {
+	runtimes := []string{harness.RuntimeProcess, harness.RuntimeContainer}
+	if *runtimeFlag == harness.RuntimeProcess {
+		runtimes = runtimes[:1]
+		t.Log("the process runtime was asked for: the container runtime's cases do not run")
+	}
+	marker := fmt.Sprintf("every-stage-%d", time.Now().UnixNano())
+	t.Setenv(negativeControlMarker, marker)
+	stages := harness.StageNames()
+	stages = stages[:len(stages)-1] // report is no stage a signal can cut: it is what runs after one
+	var (
+		mu    sync.Mutex
+		runs  []string
+		ports []int
+	)
+	t.Run("cases", func(t *testing.T) {
+		for _, rt := range runtimes {
+			for i, stage := range stages {
+				sig := []string{"SIGINT", "SIGTERM"}[i%2]
+				t.Run(rt+"/"+stage+"/"+sig, func(t *testing.T) {
+					t.Parallel()
+					row := controlRow("refedit-v1", "the reference row, interrupted", func(*harness.Checkpoint, *refedit.Faulty) {})
+					trigger := &stageTrigger{row: row.Name, stage: stage}
+					s := isolatedSuite(t, rt+"-"+stage, false, func(c *harness.SuiteConfig) {
+						c.Runtime, c.Heartbeat, c.Progress = rt, 20*time.Millisecond, trigger
+					})
+					trigger.fire = func() { s.Interrupt(sig) }
+					mu.Lock()
+					runs = append(runs, s.Evidence.RunID)
+					mu.Unlock()
+					res, err := s.Run(t.Context(), row, t.TempDir())
+					if p, ok := serverPort(s, row.Name); ok {
+						mu.Lock()
+						ports = append(ports, p)
+						mu.Unlock()
+					}
+					require.NotNil(t, res, "%v", err)
+					require.True(t, trigger.fired(), "the row never ran stage %s: %s", stage, stageTimes(res))
+					failed, _ := firstFailed(res)
+					next := slices.Index(stages, stage) + 1
+					assert.Contains(t, []string{stage, stages[min(next, len(stages)-1)]}, failed, "the stage cut: %s", stageTimes(res))
+					assert.Equal(t, schema.StatusFailed, res.Status)
+					assert.Equal(t, schema.KindInterrupted, res.FailureKind)
+					assert.Regexp(t, `^stage `+failed+` failed: interrupted: `+sig+`, [0-9.]+ s into the stage$`, res.Reason)
+					assert.NotNil(t, res.Lease, "the row's lease, released and recorded")
+					assert.Equal(t, sig, strings.Fields(s.Interrupted())[0], "run.json's interrupted")
+					assertEvidence(t, s, row.Name, res)
+					t.Logf("signalled in %s, failed stage %s: %s", stage, failed, res.Reason)
+				})
+			}
+		}
+	})
+	t.Run("no-leftovers", func(t *testing.T) {
+		listening := listeningPorts(t)
+		for _, p := range ports {
+			assert.False(t, listening[p], "server port %d still listening", p)
+		}
+		assert.Empty(t, leftoverProcesses(t, marker), "processes the rows started")
+		assert.Empty(t, dockerLeftovers(t, runs), "containers and images of the rows' runs")
+	})
+}
+
+// stageTrigger is a suite's progress writer that fires once, at the first line of one
+// row's stage (the heartbeat's, every 20 ms here).
+type stageTrigger struct {
+	row, stage string
+	fire       func()
+	once       sync.Once
+	done       atomic.Bool
+}
+
+func (w *stageTrigger) Write(p []byte) (int, error) {
+	if bytes.HasPrefix(p, []byte("qualkit: "+w.row+" "+w.stage+" +")) {
+		w.once.Do(func() { w.done.Store(true); w.fire() })
+	}
+	return len(p), nil
+}
+
+func (w *stageTrigger) fired() bool { return w.done.Load() }

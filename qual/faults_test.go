@@ -248,10 +248,13 @@ func controlRow(name, reason string, change func(*harness.Checkpoint, *refedit.F
 // isolatedSuite is the run's suite config with its own evidence folder and run id, so a
 // control's row neither lands in nor collides with the run's evidence, and the container
 // image built for it (removed at cleanup, as Finish would) is its own.
-func isolatedSuite(t testing.TB, name string, rebuild bool) *harness.Suite {
+func isolatedSuite(t testing.TB, name string, rebuild bool, change ...func(*harness.SuiteConfig)) *harness.Suite {
 	t.Helper()
 	cfg := baseConfig
 	cfg.EvidenceRoot, cfg.RunID, cfg.Rebuild = t.TempDir(), harness.NewRunID(time.Now())+"-nc-"+name, rebuild
+	for _, c := range change {
+		c(&cfg)
+	}
 	s, err := harness.NewSuite(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() {

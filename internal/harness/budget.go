@@ -45,12 +45,14 @@ func (r *row) timeBudget() *schema.TimeBudget {
 	}
 	tb.ModelWorkS = m.ToolsS + m.BuildS + m.CorrectnessS + m.ServerLoadS + m.NativeLoadS + m.ServedTaskS + m.NativeTaskS
 	tb.HarnessS = tb.WallS - tb.ModelWorkS
-	if tb.ModelWorkS > 0 {
-		tb.Ratio = round3(tb.WallS / tb.ModelWorkS)
-	}
 	for _, v := range []*float64{&m.ToolsS, &m.BuildS, &m.CorrectnessS, &m.ServerLoadS, &m.NativeLoadS, &m.ServedTaskS, &m.NativeTaskS,
 		&tb.ModelWorkS, &tb.HarnessS, &tb.WallS} {
 		*v = round3(*v)
+	}
+	// From the figures as written, so that a reader who divides them gets the ratio (a
+	// row stopped early has little model work, where rounding moves the ratio most).
+	if tb.ModelWorkS > 0 {
+		tb.Ratio = round3(tb.WallS / tb.ModelWorkS)
 	}
 	return tb
 }

@@ -91,9 +91,11 @@ func (r *row) correctness(ctx context.Context) error {
 	if byCase != (cc.Bundle != "") {
 		return fmt.Errorf("the family's build and correctness case disagree on who builds the bundle (build command empty: %v, case names a bundle: %q)", byCase, cc.Bundle)
 	}
+	// results.json states the case's counts only once its JUnit gave them: a case cut
+	// before it wrote one (interrupted, killed) has none to state.
 	corr := &schema.Correctness{Declared: cc.Cases}
-	r.result.Correctness = corr
 	if len(cc.Cases) == 0 {
+		r.result.Correctness = corr
 		return GateCases(schema.CaseCounts{}, nil)
 	}
 	if cc.Result != "" {
@@ -137,6 +139,7 @@ func (r *row) correctness(ctx context.Context) error {
 		return err
 	}
 	corr.CaseCounts = counts
+	r.result.Correctness = corr
 	if err := GateCases(counts, cc.Cases); err != nil {
 		return err
 	}

@@ -75,8 +75,15 @@ func (r *row) identity(ctx context.Context) error {
 		replays = append(replays, &replay{index: i, req: req, log: fmt.Sprintf("identity/%02d-native.log", i),
 			spec: NativeSpec{Bundle: r.bundle, Image: in, Prompt: sent.Prompt, Settings: sent.Settings, Output: r.ev.Path(req.NativeFile)}})
 	}
-	if err := r.runNatives(ctx, replays, sum); err != nil {
-		return err
+	// A native run that failed as a whole (interrupted, its process gone) leaves each
+	// replay it did not do failed with its error: the summary still lists every request.
+	nativeErr := r.runNatives(ctx, replays, sum)
+	if nativeErr != nil {
+		for _, rp := range replays {
+			if _, err := os.Stat(rp.spec.Output); rp.err == nil && err != nil {
+				rp.err = nativeErr
+			}
+		}
 	}
 	r.replays = replays
 	for _, rp := range replays {
@@ -123,6 +130,9 @@ func (r *row) identity(ctx context.Context) error {
 	want := r.c.Bench.Measured + r.c.Bench.Warmup
 	if sum.Total != want {
 		problems = append(problems, fmt.Sprintf("%d requests to compare, expected %d", sum.Total, want))
+	}
+	if nativeErr != nil {
+		return fmt.Errorf("%d/%d native-HTTP pixel matches: %w", sum.PixelMatches, sum.Total, nativeErr)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%d/%d native-HTTP pixel matches:\n  - %s", sum.PixelMatches, sum.Total, strings.Join(problems, "\n  - "))

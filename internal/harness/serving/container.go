@@ -540,21 +540,27 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 		}
 		return rec, o.record(rec, err)
 	}
-	r, err := newRun(o.container, c, o)
-	if err != nil {
-		return finish(err)
-	}
-	rec.Args, rec.Env, rec.Dir = r.argv, r.cmd.Env, r.cmd.Dir
-	cli, _, err := connect(ctx, o)
-	if err != nil {
-		return finish(err)
-	}
-	defer cli.Close()
+	// The log exists from the start: a job stopped before its container ran (an
+	// interrupt, the engine gone) still has the log its record names.
 	f, err := os.Create(log)
 	if err != nil {
 		return finish(err)
 	}
 	defer f.Close()
+	notStarted := func(err error) (schema.CommandRecord, error) {
+		fmt.Fprintf(f, "qualkit: the container did not start: %v\n", err)
+		return finish(err)
+	}
+	r, err := newRun(o.container, c, o)
+	if err != nil {
+		return notStarted(err)
+	}
+	rec.Args, rec.Env, rec.Dir = r.argv, r.cmd.Env, r.cmd.Dir
+	cli, _, err := connect(ctx, o)
+	if err != nil {
+		return notStarted(err)
+	}
+	defer cli.Close()
 	lf := &logFile{f: f}
 	deadline := 24 * time.Hour
 	if d, ok := ctx.Deadline(); ok {
