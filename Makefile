@@ -172,7 +172,10 @@ matrix: tables
 # the evidence check of the run they made, then the run folder and its JUnit copied to
 # evidence/shards/SHARD/ (<run id>/ and junit.xml), which the merge step takes. The copy
 # is made when a row failed too (a failed row is evidence); the exit status is the tests'
-# and the check's.
+# and the check's. QUALARGS go to the qual test binary after -args: for a row whose
+# public run met a hardware limit, QUALARGS=-qualkit.correctness-only on a host with the
+# memory runs its unchanged correctness case alone, a shard the merge keeps beside it.
+QUALARGS ?=
 ifneq ($(filter shard,$(MAKECMDGOALS)),)
 ifeq ($(strip $(value RUN)),)
 $(error make shard: RUN is not set: give the go test -run pattern of the row to run, as `make matrix` prints it, e.g. make shard RUN='^TestRefEdit$$/^refedit-v1$$' SHARD=refedit-v1)
@@ -187,9 +190,9 @@ endif
 shard: setup engine tables
 	@mkdir -p evidence
 	@before=$$(readlink evidence/latest || true); status=0; \
-	echo "$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-shard-$(SHARD).xml -- -count=1 -run '$(value RUN)' ./qual/"; \
+	echo "$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-shard-$(SHARD).xml -- -count=1 -run '$(value RUN)' ./qual/ $(if $(QUALARGS),-args $(QUALARGS))"; \
 	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-shard-$(SHARD).xml -- \
-		-count=1 -run '$(value RUN)' ./qual/ || { echo "shard $(SHARD) FAILED: see evidence/latest/SUMMARY.md"; status=1; }; \
+		-count=1 -run '$(value RUN)' ./qual/ $(if $(QUALARGS),-args $(QUALARGS)) || { echo "shard $(SHARD) FAILED: see evidence/latest/SUMMARY.md"; status=1; }; \
 	$(GO) run ./scripts/junitfix -junit evidence/junit-shard-$(SHARD).xml -run evidence/latest || status=1; \
 	if [ "$$(readlink evidence/latest || true)" = "$$before" ]; then \
 		echo "shard $(SHARD): the tests made no run folder (evidence/latest did not move): does RUN='$(value RUN)' select a row? (make matrix RUN=...)"; exit 1; fi; \
@@ -208,7 +211,9 @@ shard: setup engine tables
 # artifacts) into one run at OUT whose SUMMARY.md, PR.md, junit.xml and SHA256SUMS cover
 # every row, each shard kept whole with its own checksums and JUnit. Refused, writing
 # nothing, when a matrix row has no shard, a row is in two, or the shards ran different
-# commits. Check the result with make check-evidence DIR=OUT.
+# commits. A correctness-only shard (QUALARGS=-qualkit.correctness-only) is kept only
+# beside the shard whose row failed as a hardware limit, as its local verification: the
+# row stays failed. Check the result with make check-evidence DIR=OUT.
 MATRIX ?=
 SHARDS ?=
 UNSIGNED ?=

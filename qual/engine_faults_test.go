@@ -56,9 +56,32 @@ func TestServerOOMKilled(t *testing.T) {
 
 	assert.Equal(t, schema.StatusFailed, res.Status)
 	assert.Equal(t, schema.KindHardware, res.FailureKind)
-	assert.Regexp(t, `^stage (serve|benchmark) failed: hardware-limit: the container was OOM-killed; next .*: \S+`, res.Reason)
+	assert.Regexp(t, `^stage (serve|benchmark) failed: hardware-limit: the container was OOM-killed; next .*: go test ./qual/ -count=1 -v -run '.+' -args -qualkit.correctness-only$`, res.Reason)
 	stage, msg := firstFailed(res)
 	assert.Contains(t, msg, "oom_killed=true", "the %s stage's error", stage)
+	assertEvidence(t, s, row.Name, res)
+}
+
+// What a hardware-limit row's reason asks for next: the row's preflight, build and
+// unchanged correctness case alone. The row reads correctness-verified (never a passing
+// status), the later stages not-run, and the run's evidence checks (Finish, at cleanup).
+func TestCorrectnessOnlyRun(t *testing.T) {
+	row := controlRow("refedit-v1", "the reference row, its correctness case alone", func(*harness.Checkpoint, *refedit.Faulty) {})
+	s := isolatedSuite(t, "correctness-only", false, func(c *harness.SuiteConfig) { c.CorrectnessOnly = true })
+	res, err := s.Run(t.Context(), row, t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, schema.StatusCorrectnessOnly, res.Status, res.Reason)
+	assert.False(t, schema.Passing(res.Status))
+	for _, st := range res.Stages {
+		want := schema.NotRun
+		if slices.Contains(schema.CorrectnessOnlyStages, st.Name) {
+			want = schema.Pass
+		}
+		assert.Equal(t, want, st.Status, "stage %s", st.Name)
+	}
+	require.NotNil(t, res.Correctness)
+	assert.Equal(t, 1, res.Correctness.Executed)
+	assert.Zero(t, res.Correctness.Skipped)
 	assertEvidence(t, s, row.Name, res)
 }
 

@@ -252,6 +252,7 @@ func isolatedSuite(t testing.TB, name string, rebuild bool, change ...func(*harn
 	t.Helper()
 	cfg := baseConfig
 	cfg.EvidenceRoot, cfg.RunID, cfg.Rebuild = t.TempDir(), harness.NewRunID(time.Now())+"-nc-"+name, rebuild
+	cfg.CorrectnessOnly = false
 	for _, c := range change {
 		c(&cfg)
 	}

@@ -33,6 +33,7 @@ var (
 	doctor      = flag.Bool("qualkit.doctor", false, "print the readiness (preflight only) of every row -run selects, run nothing, and exit 1 if one is not ready")
 	jsonOut     = flag.Bool("qualkit.json", false, "with -qualkit.doctor: print JSON for scripts instead of text")
 	tablesOut   = flag.Bool("qualkit.tables", false, "print the qualification tables as JSON (what the Makefile and scripts/testgate derive from), run nothing")
+	corrOnly    = flag.Bool("qualkit.correctness-only", false, "run each selected row's preflight, build and unchanged correctness case alone (for a row whose public run met a hardware limit); its rows read correctness-verified, never qualified")
 )
 
 // suite and baseConfig are set by TestMain before any test runs and read-only afterwards.
@@ -87,8 +88,8 @@ func run(m *testing.M) int {
 		AIPerf:        harness.AIPerf{Bin: filepath.Join(*venv, "bin", "aiperf"), HFHome: filepath.Join(*venv, "qualkit-hf")},
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
 		GPURead: *gpuread, Progress: progressWriter(), CPURows: *cpuRows,
-		Reporter: report.Evidence{Root: root},
-		Venv:     harness.Venv{Dir: *venv, Lock: filepath.Join(root, "scripts", "constraints.txt")},
+		Reporter: report.Evidence{Root: root}, CorrectnessOnly: *corrOnly,
+		Venv: harness.Venv{Dir: *venv, Lock: filepath.Join(root, "scripts", "constraints.txt")},
 	}
 	baseConfig = cfg
 	if err := prepareDouble(context.Background(), root); err != nil {

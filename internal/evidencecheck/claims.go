@@ -92,7 +92,13 @@ func (r *rowCheck) checkStages() {
 	if res.Status != schema.StatusNotRun || len(names) > 1 {
 		r.same(resultsFile, "stages", strings.Join(schema.Stages, " "), strings.Join(names, " "), "the pipeline, in order")
 	}
+	if info := r.c.info; info != nil && info.CorrectnessOnly {
+		r.truth(!schema.Passing(res.Status), resultsFile, "status "+res.Status,
+			"correctness-verified, failed or not-run (run.json correctness_only: the later stages never ran)", res.Status)
+	}
 	switch res.Status {
+	case schema.StatusCorrectnessOnly:
+		r.checkCorrectnessOnly()
 	case schema.StatusQualified, schema.StatusSmoke, schema.StatusPassedNQ, schema.StatusDirty, schema.StatusDouble:
 		var notPassed []string
 		for _, s := range res.Stages {
@@ -119,8 +125,36 @@ func (r *rowCheck) checkStages() {
 				"a skip only in a run started with -qualkit.not-qualification", "qualification_run true in run.json")
 		}
 	default:
-		r.fail(resultsFile, "status", "qualified, smoke-passed, passed-not-qualification, passed-dirty-tree, passed-contract-double, failed or not-run", quote(res.Status))
+		r.fail(resultsFile, "status", "qualified, smoke-passed, passed-not-qualification, passed-dirty-tree, passed-contract-double, correctness-verified, failed or not-run", quote(res.Status))
 	}
+}
+
+// checkCorrectnessOnly: a correctness-verified row ran in a correctness-only run, passed
+// preflight, build and its correctness case (executed, none skipped, failed or in error,
+// from its JUnit) and ran no later stage.
+func (r *rowCheck) checkCorrectnessOnly() {
+	const claim = "status " + schema.StatusCorrectnessOnly
+	info := r.c.info
+	r.truth(info != nil && info.CorrectnessOnly, resultsFile, claim, "a correctness-only run (run.json correctness_only true)", "not one")
+	var wrong []string
+	for _, s := range r.res.Stages {
+		want := schema.NotRun
+		if slices.Contains(schema.CorrectnessOnlyStages, s.Name) {
+			want = schema.Pass
+		}
+		if s.Status != want {
+			wrong = append(wrong, s.Name+"="+s.Status)
+		}
+	}
+	r.truth(len(wrong) == 0, resultsFile, claim, "preflight, build and correctness pass, every later stage not-run", strings.Join(wrong, ", "))
+	if !r.corrOK {
+		r.fail(resultsFile, claim, "a readable correctness/junit.xml", "none")
+		return
+	}
+	cc := r.corr
+	r.truth(cc.Skipped == 0 && cc.Failed == 0 && cc.Errors == 0 && cc.Executed > 0, resultsFile, claim,
+		"correctness executed > 0, 0 skipped, 0 failed, 0 errors (correctness/junit.xml)",
+		fmt.Sprintf("%d executed, %d skipped, %d failed, %d errors", cc.Executed, cc.Skipped, cc.Failed, cc.Errors))
 }
 
 // checkQualification: a passing status is a claim about every stage's evidence, so each

@@ -59,9 +59,17 @@ func VerifyMerged(dir string) *Report {
 	for _, g := range merged.Gaps(rows, m.Shards) {
 		c.fail(merged.ManifestFile, "shards cover the matrix", "every matrix row in exactly one shard, one commit", g)
 	}
+	verifications := merged.Verifications(m.Shards, func(s merged.Shard, row string) (merged.RowResult, error) {
+		return merged.ReadRowResult(c.path(s.Dir), row)
+	})
+	for _, v := range verifications {
+		c.fail(merged.ManifestFile, "correctness-only shards", "each beside the shard that failed its row as a hardware limit", v)
+	}
 	var all []string
 	for _, s := range m.Shards {
-		all = append(all, s.Rows...)
+		if !s.CorrectnessOnly {
+			all = append(all, s.Rows...)
+		}
 	}
 	slices.Sort(all)
 	c.same(merged.ManifestFile, "rows", strings.Join(all, " "), strings.Join(m.Rows, " "), "the shards' run.json rows")
@@ -110,6 +118,7 @@ func (c *checker) checkShard(s merged.Shard) {
 		c.same(merged.ManifestFile, "shard "+s.Name+" harness_commit", info.HarnessCommit, s.Commit, "its run.json")
 		c.same(merged.ManifestFile, "shard "+s.Name+" harness_dirty", fmt.Sprint(info.HarnessDirty), fmt.Sprint(s.Dirty), "its run.json")
 		c.same(merged.ManifestFile, "shard "+s.Name+" rows", strings.Join(info.Rows, " "), strings.Join(s.Rows, " "), "its run.json")
+		c.same(merged.ManifestFile, "shard "+s.Name+" correctness_only", fmt.Sprint(info.CorrectnessOnly), fmt.Sprint(s.CorrectnessOnly), "its run.json")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,13 +39,12 @@ type row struct {
 	failedAt  time.Duration // how far into that stage
 	// correctness is the correctness case's command line, as run: what a hardware-limit
 	// row's reason names to run alone on a capable host.
-	correctnessArgs []string
-	skipReason      string
-	result          *schema.Result
-	prog            *progress // the running stage's; nil between stages
-	sumsSHA         string    // sha256 of the row's SHA256SUMS, once reported
-	lease           *gpu.Lease
-	leaseWaitS      float64
+	skipReason string
+	result     *schema.Result
+	prog       *progress // the running stage's; nil between stages
+	sumsSHA    string    // sha256 of the row's SHA256SUMS, once reported
+	lease      *gpu.Lease
+	leaseWaitS float64
 
 	// For the time budget.
 	started          time.Time
@@ -147,7 +147,7 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	ctx, cancel := s.rowContext(t.Context(), t)
 	defer cancel()
 	for _, st := range stages {
-		if r.failed != "" {
+		if r.failed != "" || r.beyondCorrectnessOnly(st.name) {
 			// Recorded "not-run" in results.json; no subtest, so the one failure that
 			// matters is not buried under a FAIL line per later stage.
 			r.runStage(ctx, st, nil)
@@ -258,6 +258,11 @@ func (c Checkpoint) withDefaults() Checkpoint {
 	return c
 }
 
+// beyondCorrectnessOnly says whether a correctness-only run leaves stage out.
+func (r *row) beyondCorrectnessOnly(stage string) bool {
+	return r.s.cfg.CorrectnessOnly && !slices.Contains(schema.CorrectnessOnlyStages, stage)
+}
+
 // runStage runs one stage unless an earlier one failed (then it is a failure too, never
 // a skip), times it and records its outcome. The error names stage and row.
 func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
@@ -272,6 +277,10 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 		return fmt.Errorf("%s %s: %s", st.name, r.c.Name, res.Error)
 	}
 	if r.skipReason != "" {
+		return nil
+	}
+	if r.beyondCorrectnessOnly(st.name) {
+		res.Error = "not run: a correctness-only run (-qualkit.correctness-only) runs preflight, build and the correctness case alone"
 		return nil
 	}
 	if ctx.Err() != nil {
@@ -326,6 +335,14 @@ func (r *row) writeReport() error {
 		res.Status, res.Reason = schema.StatusNotRun, r.skipReason
 	case r.failed != "":
 		res.Status, res.Reason, res.FailureKind = schema.StatusFailed, r.failureReason(), r.failedKind()
+	case r.s.cfg.CorrectnessOnly:
+		res.Status, res.Reason = schema.StatusCorrectnessOnly, "correctness-only run: the row's unchanged correctness case passed alone "+
+			"(beside a public run whose row met a hardware limit, make merge-evidence keeps it as the local verification); it qualifies nothing"
+		for _, st := range res.Stages {
+			if slices.Contains(schema.CorrectnessOnlyStages, st.Name) && st.Status != schema.Pass {
+				res.Status, res.Reason = schema.StatusFailed, "not every stage of the correctness-only run ran and passed"
+			}
+		}
 	case !everyStagePassed(res):
 		// A passing status is earned by every stage passing, not by none failing.
 		res.Status, res.Reason = schema.StatusFailed, "not every stage ran and passed"
@@ -358,7 +375,7 @@ func (r *row) writeReport() error {
 		return fmt.Errorf("report %s: %w", r.c.Name, err)
 	}
 	r.sumsSHA = sum
-	if !schema.Passing(res.Status) {
+	if !schema.Passing(res.Status) && res.Status != schema.StatusCorrectnessOnly {
 		return fmt.Errorf("report %s: %s (%s); evidence %s", r.c.Name, res.Status, res.Reason, r.ev.Dir)
 	}
 	return nil
@@ -492,10 +509,9 @@ func (r *row) failureReason() string {
 	case schema.KindInterrupted, schema.KindTimeout:
 		detail = fmt.Sprintf("%s, %.1f s into the stage", r.why, r.failedAt.Seconds())
 	case schema.KindHardware:
-		detail = r.why + "; next (a hardware limit is no wrong answer): run the row's unchanged correctness case alone on a host that has the memory, and keep its non-skipped pass beside this run"
-		if len(r.correctnessArgs) > 0 {
-			detail += ": " + shellJoin(r.correctnessArgs)
-		}
+		detail = r.why + "; next (a hardware limit is no wrong answer): run the row's unchanged correctness case alone on a host that has the memory, " +
+			"and keep its non-skipped pass beside this run (make merge-evidence takes that run as the local verification): " +
+			r.result.Command + " -args -qualkit.correctness-only"
 	default:
 		for _, st := range r.result.Stages {
 			if st.Name == r.failed {
@@ -547,17 +563,4 @@ func (s *Suite) rowContext(parent context.Context, t *testing.T) (context.Contex
 	margin := min(max(time.Until(deadline)/5, 3*time.Second), 2*time.Minute)
 	dctx, dcancel := context.WithDeadlineCause(ctx, deadline.Add(-margin), errTestDeadline)
 	return dctx, func() { dcancel(); release() }
-}
-
-// shellJoin quotes args for a POSIX shell, so the line can be pasted as it is.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-			out[i] = a
-			continue
-		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(out, " ")
 }

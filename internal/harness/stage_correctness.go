@@ -86,7 +86,6 @@ func (r *row) correctness(ctx context.Context) error {
 		}
 	}
 	cc := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path("correctness/junit.xml"), Artifacts: artifacts, Scratch: scratch})
-	r.correctnessArgs = cc.Command.Args
 	byCase := r.result.Bundle != nil && r.result.Bundle.ByCorrectness
 	if byCase != (cc.Bundle != "") {
 		return fmt.Errorf("the family's build and correctness case disagree on who builds the bundle (build command empty: %v, case names a bundle: %q)", byCase, cc.Bundle)

@@ -50,6 +50,11 @@ type SuiteConfig struct {
 	// Venv is the project venv and its lock, whose installed set goes into the
 	// provenance; a zero Venv records none (unit tests of the harness itself).
 	Venv Venv
+	// CorrectnessOnly runs each row's preflight, build and correctness case alone, the
+	// later stages recorded not-run: the seed's rule for a row that met a hardware limit
+	// in a public run (its unchanged case, on a host that has the memory). Its rows read
+	// correctness-verified, never qualified.
+	CorrectnessOnly bool
 	// Reporter derives what a reviewer reads from the evidence (pictures, PR.md,
 	// index.html) and checks it. nil derives nothing: such a run folder does not pass
 	// the evidence checker, which requires those files.
@@ -225,6 +230,7 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 		RuntimeNote: s.RuntimeNote, Docker: s.daemon, Swept: s.swept,
 		HarnessCommit: s.provenance.Commit, HarnessDirty: s.provenance.Dirty, Changes: s.provenance.Changes,
 		VenvSHA256: s.provenance.VenvSHA256, VenvSet: s.venvSet, Interrupted: s.interrupted,
+		CorrectnessOnly: s.cfg.CorrectnessOnly,
 	}
 	if s.dockerErr != nil {
 		info.DockerError = s.dockerErr.Error()

@@ -81,6 +81,13 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 	}
 	if len(m.Shards) > 0 {
 		problems = append(problems, Gaps(rows, m.Shards)...)
+		runDir := map[string]string{}
+		for _, in := range inputs {
+			runDir[in.Name] = in.RunDir
+		}
+		problems = append(problems, Verifications(m.Shards, func(s Shard, row string) (RowResult, error) {
+			return ReadRowResult(runDir[s.Name], row)
+		})...)
 	}
 	if len(inputs) == 0 {
 		problems = append(problems, "no shard given")
@@ -107,7 +114,9 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 		if err := os.WriteFile(filepath.Join(out, filepath.FromSlash(s.JUnit)), b, 0o644); err != nil {
 			return nil, err
 		}
-		m.Rows = append(m.Rows, s.Rows...)
+		if !s.CorrectnessOnly {
+			m.Rows = append(m.Rows, s.Rows...)
+		}
 	}
 	sort.Strings(m.Rows)
 	if err := os.WriteFile(filepath.Join(out, MatrixFile), matrix, 0o644); err != nil {
@@ -158,7 +167,7 @@ func describe(in Input) (Shard, error) {
 	}
 	dir, jpath := ShardPaths(in.Name, info.RunID)
 	return Shard{Name: in.Name, RunID: info.RunID, Dir: dir, JUnit: jpath, SumsSHA256: sums, JUnitSHA256: junit,
-		Commit: info.HarnessCommit, Dirty: info.HarnessDirty, Rows: info.Rows}, nil
+		Commit: info.HarnessCommit, Dirty: info.HarnessDirty, Rows: info.Rows, CorrectnessOnly: info.CorrectnessOnly}, nil
 }
 
 // Render derives the merged run's SUMMARY.md, PR.md and junit.xml from the shards kept
@@ -174,26 +183,39 @@ func Render(dir string, m Manifest) (map[string][]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("shard %s: %w", s.Name, err)
 			}
-			if header, rowLines[r], err = splitRowMD(b); err != nil {
+			key := r
+			if s.CorrectnessOnly {
+				key = s.Name + "/" + r
+			}
+			if header, rowLines[key], err = splitRowMD(b); err != nil {
 				return nil, fmt.Errorf("shard %s row %s: %w", s.Name, r, err)
 			}
-			var res struct {
-				Status string `json:"status"`
-			}
-			b, err = os.ReadFile(filepath.Join(sdir, r, "results.json"))
-			if err == nil {
-				err = json.Unmarshal(b, &res)
-			}
+			res, err := ReadRowResult(sdir, r)
 			if err != nil {
-				return nil, fmt.Errorf("shard %s row %s: results.json: %v", s.Name, r, err)
+				return nil, fmt.Errorf("shard %s: %v", s.Name, err)
 			}
-			status[r] = res.Status
+			if !s.CorrectnessOnly {
+				status[r] = res.Status
+				if res.FailureKind != "" {
+					status[r] += " (" + res.FailureKind + ")"
+				}
+			}
 		}
 		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(s.JUnit)))
 		if err != nil {
 			return nil, err
 		}
 		junits = append(junits, b)
+	}
+	for _, s := range m.Shards {
+		if !s.CorrectnessOnly {
+			continue
+		}
+		for _, r := range s.Rows {
+			if res, err := ReadRowResult(filepath.Join(dir, filepath.FromSlash(s.Dir)), r); err == nil && res.Correctness != nil {
+				status[r] += fmt.Sprintf("; correctness verified separately (shard %s: %d executed, %d skipped)", s.Name, res.Correctness.Executed, res.Correctness.Skipped)
+			}
+		}
 	}
 	junit, err := JUnit(junits)
 	if err != nil {

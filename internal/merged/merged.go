@@ -23,6 +23,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
 // The merged run's own files; every shard lies under ShardsDir/<name>/.
@@ -56,6 +58,9 @@ type Shard struct {
 	Commit      string   `json:"harness_commit"`
 	Dirty       bool     `json:"harness_dirty"`
 	Rows        []string `json:"rows"`
+	// CorrectnessOnly: a correctness-only run (run.json correctness_only), kept beside the
+	// shard whose row met a hardware limit as its local verification; it covers no row.
+	CorrectnessOnly bool `json:"correctness_only,omitempty"`
 }
 
 // MatrixRows reads the row names of a matrix (scripts/matrix's {"matrix": {"include":
@@ -102,7 +107,9 @@ func Gaps(matrix []string, shards []Shard) []string {
 			out = append(out, fmt.Sprintf("shard %s ran no row", s.Name))
 		}
 		for _, r := range s.Rows {
-			ranIn[r] = append(ranIn[r], s.Name)
+			if !s.CorrectnessOnly {
+				ranIn[r] = append(ranIn[r], s.Name)
+			}
 			if !inMatrix[r] {
 				out = append(out, fmt.Sprintf("shard %s ran row %s, which the matrix does not list", s.Name, r))
 			}
@@ -118,6 +125,78 @@ func Gaps(matrix []string, shards []Shard) []string {
 			out = append(out, fmt.Sprintf("matrix row %s: no shard ran it (missing shard)", r))
 		case len(in) > 1:
 			out = append(out, fmt.Sprintf("matrix row %s: ran in %d shards (%s): duplicated", r, len(in), strings.Join(in, ", ")))
+		}
+	}
+	return out
+}
+
+// RowResult is what the merge reads of a row's results.json.
+type RowResult struct {
+	Status      string `json:"status"`
+	FailureKind string `json:"failure_kind"`
+	Correctness *struct {
+		Executed int `json:"executed"`
+		Skipped  int `json:"skipped"`
+	} `json:"correctness"`
+}
+
+// ReadRowResult reads results.json of row in a run folder.
+func ReadRowResult(runDir, row string) (RowResult, error) {
+	var res RowResult
+	b, err := os.ReadFile(filepath.Join(runDir, row, "results.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &res)
+	}
+	if err != nil {
+		return res, fmt.Errorf("row %s: results.json: %v", row, err)
+	}
+	return res, nil
+}
+
+// Verifications lists every way a correctness-only shard fails to be the seed's local
+// verification: each of its rows must be correctness-verified, and the shard that ran
+// the row in the matrix must have failed it as a hardware limit (a wrong answer, or a
+// pass, takes none); one verification per row. result reads a row's results.json from a
+// shard.
+func Verifications(shards []Shard, result func(s Shard, row string) (RowResult, error)) []string {
+	var out []string
+	ranIn, verified := map[string]Shard{}, map[string]string{}
+	for _, s := range shards {
+		if !s.CorrectnessOnly {
+			for _, r := range s.Rows {
+				ranIn[r] = s
+			}
+		}
+	}
+	for _, s := range shards {
+		if !s.CorrectnessOnly {
+			continue
+		}
+		for _, r := range s.Rows {
+			if other, ok := verified[r]; ok {
+				out = append(out, fmt.Sprintf("row %s: correctness-only shards %s and %s both verify it: keep one", r, other, s.Name))
+			}
+			verified[r] = s.Name
+			v, err := result(s, r)
+			if err != nil {
+				out = append(out, fmt.Sprintf("correctness-only shard %s: %v", s.Name, err))
+				continue
+			}
+			if v.Status != schema.StatusCorrectnessOnly {
+				out = append(out, fmt.Sprintf("correctness-only shard %s: row %s is %s, not %s", s.Name, r, v.Status, schema.StatusCorrectnessOnly))
+			}
+			pub, ok := ranIn[r]
+			if !ok {
+				continue // Gaps names the row no shard ran
+			}
+			p, err := result(pub, r)
+			switch {
+			case err != nil:
+				out = append(out, fmt.Sprintf("shard %s: %v", pub.Name, err))
+			case p.Status != schema.StatusFailed || p.FailureKind != schema.KindHardware:
+				out = append(out, fmt.Sprintf("correctness-only shard %s verifies row %s, but shard %s did not fail it as a hardware limit (%s %s): "+
+					"a correctness-only run stands only beside a hardware-limit failure", s.Name, r, pub.Name, p.Status, p.FailureKind))
+			}
 		}
 	}
 	return out
@@ -160,6 +239,17 @@ func Summary(m Manifest, header string, rowLines map[string]string) []byte {
 	for _, r := range m.Rows {
 		b.WriteString(rowLines[r] + "\n")
 	}
+	for _, s := range m.Shards {
+		if !s.CorrectnessOnly {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## Local verification: shard %s (correctness-only run %s)\n\n", s.Name, s.RunID)
+		b.WriteString("The row's unchanged correctness case, run alone on a host that has the memory, beside the public run whose row met a hardware limit. It qualifies nothing.\n\n")
+		b.WriteString(header)
+		for _, r := range s.Rows {
+			b.WriteString(rowLines[s.Name+"/"+r] + "\n")
+		}
+	}
 	return []byte(b.String())
 }
 
@@ -173,12 +263,20 @@ func PR(m Manifest, status map[string]string) []byte {
 	byRow := map[string]Shard{}
 	for _, s := range m.Shards {
 		for _, r := range s.Rows {
-			byRow[r] = s
+			if !s.CorrectnessOnly {
+				byRow[r] = s
+			}
 		}
 	}
 	for _, r := range m.Rows {
 		s := byRow[r]
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` |\n", r, status[r], s.Name, s.RunID, s.SumsSHA256)
+	}
+	for _, s := range m.Shards {
+		if s.CorrectnessOnly {
+			fmt.Fprintf(&b, "\nLocal verification (the seed's rule for a hardware limit): shard %s, run %s, ran the unchanged correctness case of %s alone "+
+				"(SHA256SUMS sha256 `%s`). The rows above stay failed.\n", s.Name, s.RunID, strings.Join(s.Rows, ", "), s.SumsSHA256)
+		}
 	}
 	return []byte(b.String())
 }

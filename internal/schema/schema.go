@@ -68,7 +68,15 @@ const (
 	StatusDouble    = "passed-contract-double"   // every stage passed against a contract double of the serving stack: never qualification
 	StatusFailed    = "failed"
 	StatusNotRun    = "not-run"
+	// StatusCorrectnessOnly: preflight, build and the row's unchanged correctness case
+	// passed in a correctness-only run (-qualkit.correctness-only), the later stages not
+	// run. Beside a public run whose row met a hardware limit it is the documented local
+	// verification (make merge-evidence); it never qualifies and never passes a row.
+	StatusCorrectnessOnly = "correctness-verified"
 )
+
+// CorrectnessOnlyStages are the stages a correctness-only run runs.
+var CorrectnessOnlyStages = []string{StagePreflight, StageBuild, StageCorrectness}
 
 // Passing says whether a status means every stage passed.
 func Passing(status string) bool {
@@ -421,9 +429,12 @@ type RunInfo struct {
 	DockerError   string      `json:"docker_error,omitempty"`
 	Swept         []string    `json:"swept_leftovers,omitempty"`
 	// Interrupted says which signal stopped the run, and when: "SIGINT at +41.2 s".
-	Interrupted string   `json:"interrupted,omitempty"`
-	Skips       []string `json:"skips"`
-	Rows        []string `json:"rows"`
+	Interrupted string `json:"interrupted,omitempty"`
+	// CorrectnessOnly: the run ran each row's preflight, build and correctness case
+	// alone (-qualkit.correctness-only).
+	CorrectnessOnly bool     `json:"correctness_only,omitempty"`
+	Skips           []string `json:"skips"`
+	Rows            []string `json:"rows"`
 }
 
 // CommandRecord is one line of a row's commands.jsonl: enough to rerun the command by
