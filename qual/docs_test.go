@@ -44,3 +44,34 @@ func TestDocsLinksResolve(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, strings.Count(string(front), "\n"), 150, "the README is a front page: topics go under docs/")
 }
+
+// The README's fault table says what each injected fault did, measured by a test: every
+// row names a test of this package, and every fault test is in the table.
+func TestFaultTableNamesItsTests(t *testing.T) {
+	root, err := harness.FindRoot(".")
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	rows, err := readmeTable(string(b), "## When a run is stopped, or the host fails")
+	require.NoError(t, err)
+	require.Greater(t, len(rows), 1)
+	src := ""
+	files, err := filepath.Glob("*_test.go")
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		src += string(b)
+	}
+	named := map[string]bool{}
+	for _, r := range rows[1:] {
+		cells := strings.Split(r, " | ")
+		test := cells[len(cells)-1]
+		named[test] = true
+		assert.Contains(t, src, "\nfunc "+test+"(t *testing.T)", "README fault table row %q names a test this package does not have", cells[0])
+	}
+	for _, test := range []string{"TestStoppedRunsLeaveNothing", "TestInterruptAtEveryStage", "TestSecondSignalForcesTheExit",
+		"TestEngineRestartedMidServe", "TestDiskFullWhileWritingEvidence", "TestServerOOMKilled"} {
+		assert.True(t, named[test], "%s injects a fault the README's table does not list", test)
+	}
+}

@@ -430,7 +430,7 @@ func TestNegativeControlsTableMatchesREADME(t *testing.T) {
 func readmeTable(doc, heading string) ([]string, error) {
 	_, section, ok := strings.Cut(doc, "\n"+heading+"\n")
 	if !ok {
-		return nil, fmt.Errorf("docs/operations.md has no %q section", heading)
+		return nil, fmt.Errorf("no %q section", heading)
 	}
 	if next := strings.Index(section, "\n## "); next >= 0 {
 		section = section[:next]
