@@ -23,6 +23,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/pictures"
 )
 
 // The committed runs (testdata/README.md): one qualified row, one whose identity failed.
@@ -1031,4 +1033,20 @@ func TestJUnitAnchorsTheWholeRun(t *testing.T) {
 
 	_, err = junitfix.AnchorRun(fixed, "another-run", bytesSHA256(sums))
 	require.ErrorContains(t, err, "no suite ran run another-run")
+}
+
+// The committed runs hold version-1 pictures (TestCommittedRunsPass); pictures drawn now
+// are version 2, and a run holding those checks too. A picture of neither version fails
+// (the picture tamperings).
+func TestPicturesOfEitherVersionCheck(t *testing.T) {
+	dir := runCopy(t, "qualified")
+	sheet := filepath.Join(dir, qualifiedRow, filepath.FromSlash(pictures.ContactSheetFile))
+	before, err := os.ReadFile(sheet)
+	require.NoError(t, err)
+	require.NoError(t, WritePictures(filepath.Join(dir, qualifiedRow)))
+	after, err := os.ReadFile(sheet)
+	require.NoError(t, err)
+	require.NotEqual(t, before, after, "version 2 draws another legend")
+	resum(t, dir)
+	require.NoError(t, Check(dir, ""))
 }

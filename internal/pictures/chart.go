@@ -18,6 +18,9 @@ type Chart struct {
 	RunID      string
 	TaskSource string // where the Task time comes from ("response body timing.task_ms")
 	Requests   []Timing
+	// Version is the rendering (see Sheet.Version): version 1 drew the p50s only, and
+	// left the plot's right part empty when the legend was wider than the bars.
+	Version int
 }
 
 // Timing is one request. A value that was not recorded is math.NaN().
@@ -64,19 +67,32 @@ func RenderLatencyChart(c Chart) *image.RGBA {
 			}
 		}
 	}
+	v := version(c.Version)
 	sc := newScale(vmax)
 	title := fmt.Sprintf("%s  run %s: latency per request", c.Row, c.RunID)
 	legends := []string{
-		"client latency (AIPerf request_latency), measured p50 " + p50Text(client),
-		"Task time (" + orDash(c.TaskSource) + "), measured p50 " + p50Text(task),
+		"client latency (AIPerf request_latency), measured p50 " + pText(client, 50),
+		"Task time (" + orDash(c.TaskSource) + "), measured p50 " + pText(task, 50),
 		"warmup: not in the p50s",
 		"dashed: nearest-rank p50 of the measured requests",
+	}
+	if v >= 2 {
+		legends = []string{
+			"client latency (AIPerf request_latency), measured p50 " + pText(client, 50) + ", p95 " + pText(client, 95),
+			"Task time (" + orDash(c.TaskSource) + "), measured p50 " + pText(task, 50) + ", p95 " + pText(task, 95),
+			"warmup: in neither the p50s nor the p95s",
+			"dashed: nearest-rank p50 of the measured requests; dotted: their p95",
+		}
 	}
 	textW := len(title) * charW
 	for _, l := range legends {
 		textW = max(textW, 16+len(l)*charW)
 	}
 	plotW := max(len(c.Requests)*groupW, minPlotW, textW+2*pad-chartLeft-chartRight)
+	gw := groupW
+	if v >= 2 && len(c.Requests) > 0 {
+		gw = plotW / len(c.Requests) // the groups spread over the whole plot
+	}
 	top := pad + 6*lineH + pad
 	width := chartLeft + plotW + chartRight
 	img := newCanvas(width, top+chartPlotH+chartBottom)
@@ -92,9 +108,9 @@ func RenderLatencyChart(c Chart) *image.RGBA {
 
 	for i, r := range c.Requests {
 		if r.Warmup {
-			x := plot.Min.X + i*groupW
-			fill(img, image.Rect(x, plot.Min.Y, x+groupW, plot.Max.Y), lightGrey)
-			text(img, x+(groupW-6*charW)/2, plot.Min.Y+2, grey, "warmup")
+			x := plot.Min.X + i*gw
+			fill(img, image.Rect(x, plot.Min.Y, x+gw, plot.Max.Y), lightGrey)
+			text(img, x+(gw-6*charW)/2, plot.Min.Y+2, grey, "warmup")
 		}
 	}
 	for i := 0; i <= sc.ticks; i++ {
@@ -108,17 +124,23 @@ func RenderLatencyChart(c Chart) *image.RGBA {
 	text(img, plot.Min.X-6-2*charW, plot.Min.Y-lineH-10, grey, "ms")
 
 	for i, r := range c.Requests {
-		x := plot.Min.X + i*groupW + (groupW-2*barW-2)/2
+		x := plot.Min.X + i*gw + (gw-2*barW-2)/2
 		bar(img, plot, x, r.ClientMs, sc, blue)
 		bar(img, plot, x+barW+2, r.TaskMs, sc, orange)
-		label := clipText(r.Label, groupW/charW)
-		text(img, plot.Min.X+i*groupW+(groupW-len(label)*charW)/2, plot.Max.Y+4, black, label)
+		label := clipText(r.Label, gw/charW)
+		text(img, plot.Min.X+i*gw+(gw-len(label)*charW)/2, plot.Max.Y+4, black, label)
 	}
-	if len(client) > 0 {
-		dashed(img, plot, plot.Max.Y-sc.pixels(nearestRank(client, 50), chartPlotH), blue)
-	}
-	if len(task) > 0 {
-		dashed(img, plot, plot.Max.Y-sc.pixels(nearestRank(task, 50), chartPlotH), orange)
+	for _, series := range []struct {
+		xs []float64
+		c  color.RGBA
+	}{{client, blue}, {task, orange}} {
+		if len(series.xs) == 0 {
+			continue
+		}
+		dashed(img, plot, plot.Max.Y-sc.pixels(nearestRank(series.xs, 50), chartPlotH), series.c)
+		if v >= 2 {
+			dotted(img, plot, plot.Max.Y-sc.pixels(nearestRank(series.xs, 95), chartPlotH), series.c)
+		}
 	}
 	fill(img, image.Rect(plot.Min.X, plot.Min.Y, plot.Min.X+1, plot.Max.Y+1), black)
 	fill(img, image.Rect(plot.Min.X, plot.Max.Y, plot.Max.X, plot.Max.Y+1), black)
@@ -141,12 +163,19 @@ func dashed(img *image.RGBA, plot image.Rectangle, y int, c color.RGBA) {
 	}
 }
 
-func p50Text(xs []float64) string {
+func dotted(img *image.RGBA, plot image.Rectangle, y int, c color.RGBA) {
+	for x := plot.Min.X + 1; x < plot.Max.X; x += 3 {
+		fill(img, image.Rect(x, y, x+1, y+1), c)
+	}
+}
+
+func pText(xs []float64, p int) string {
 	if len(xs) == 0 {
 		return "-"
 	}
-	return strconv.FormatFloat(nearestRank(xs, 50), 'f', 3, 64) + " ms"
+	return strconv.FormatFloat(nearestRank(xs, p), 'f', 3, 64) + " ms"
 }
+
 
 // nearestRank is sorted[ceil(p*n/100)-1], the percentile method of the reports.
 func nearestRank(xs []float64, p int) float64 {

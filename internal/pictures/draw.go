@@ -94,6 +94,40 @@ func wrap(s string, n int) []string {
 	return lines
 }
 
+// wrapWords is wrap for version 2: a word longer than a line (a file name) breaks after
+// its last '-', '_', '.' or '/' that fits, and mid-word only when none does.
+func wrapWords(s string, n int) []string {
+	var lines []string
+	for _, word := range strings.Fields(ascii(s)) {
+		for len(word) > n {
+			cut := strings.LastIndexAny(word[:n], "-_./") + 1
+			if cut == 0 {
+				cut = n
+			}
+			lines = append(lines, word[:cut])
+			word = word[cut:]
+		}
+		switch last := len(lines) - 1; {
+		case last >= 0 && len(lines[last])+1+len(word) <= n:
+			lines[last] += " " + word
+		default:
+			lines = append(lines, word)
+		}
+	}
+	return lines
+}
+
+// Version is the version of the pictures this package draws now.
+const Version = 2
+
+// version is v, or the current version for 0.
+func version(v int) int {
+	if v == 0 {
+		return Version
+	}
+	return v
+}
+
 // clipText shortens s to n characters, marking the cut.
 func clipText(s string, n int) string {
 	s = ascii(s)

@@ -109,10 +109,16 @@ func golden(t *testing.T, name string, img *image.RGBA) {
 
 func TestContactSheetGolden(t *testing.T) {
 	golden(t, "contact-sheet.png", RenderContactSheet(sheetFixture(t)))
+	v1 := sheetFixture(t)
+	v1.Version = 1
+	golden(t, "v1/contact-sheet.png", RenderContactSheet(v1))
 }
 
 func TestLatencyChartGolden(t *testing.T) {
 	golden(t, "latency.png", RenderLatencyChart(chartFixture()))
+	v1 := chartFixture()
+	v1.Version = 1
+	golden(t, "v1/latency.png", RenderLatencyChart(v1))
 }
 
 // Rendering twice gives the same bytes: nothing depends on time, maps or memory.
@@ -179,6 +185,12 @@ func TestWrap(t *testing.T) {
 	assert.Equal(t, []string{"abcdef", "gh ij"}, wrap("abcdefgh ij", 6))
 	assert.Equal(t, []string{"caf?"}, wrap("café", 10))
 	assert.Nil(t, wrap("", 10))
+}
+
+func TestWrapWords(t *testing.T) {
+	assert.Equal(t, []string{"vs", "reference-", "000-long.png:"}, wrapWords("vs reference-000-long.png:", 13))
+	assert.Equal(t, []string{"abcdef", "gh ij"}, wrapWords("abcdefgh ij", 6), "no break point: mid-word")
+	assert.Equal(t, []string{"Turn this photo into", "black and white"}, wrapWords("Turn this photo into black and white", 24))
 }
 
 func TestFit(t *testing.T) {

@@ -19,6 +19,10 @@ type Sheet struct {
 	Row   string
 	RunID string
 	Edits []Edit
+	// Version is the rendering: 0 or Version (the current), or 1 (before the legend
+	// said what an identical pair looks like, and long names wrapped mid-word). The
+	// checker accepts a picture drawn by either from the same records.
+	Version int
 }
 
 // Edit is one request: the exact reference-image bytes it sent, its instruction, the
@@ -62,11 +66,12 @@ func ContactSheet(rowDir string, s Sheet) error {
 // RenderContactSheet draws the sheet: one line per request with the reference image,
 // the instruction, the HTTP output, the native output and their difference.
 func RenderContactSheet(s Sheet) *image.RGBA {
+	v := version(s.Version)
 	cells := make([]sheetLine, len(s.Edits))
 	identical := 0
 	bodyH := 0
 	for i, e := range s.Edits {
-		cells[i] = newSheetLine(e)
+		cells[i] = newSheetLine(e, v)
 		if cells[i].diff.state == diffNone {
 			identical++
 		}
@@ -80,7 +85,7 @@ func RenderContactSheet(s Sheet) *image.RGBA {
 	cols = append(cols, cols[5]+thumb+pad)                        // quality
 	width := cols[6] + qualW + pad
 	headH := pad + 3*lineH + pad
-	footH := pad + 2*lineH + pad
+	footH := pad + len(sheetLegend[v])*lineH + pad
 	img := newCanvas(width, headH+bodyH+footH)
 
 	text(img, pad, pad, black, clipText(fmt.Sprintf("%s  run %s", s.Row, s.RunID), (width-2*pad)/charW))
@@ -100,9 +105,20 @@ func RenderContactSheet(s Sheet) *image.RGBA {
 		y += c.height()
 	}
 	fill(img, image.Rect(pad, y, width-pad, y+1), lightGrey)
-	text(img, pad, y+pad, grey, "difference: black = equal pixel; red to yellow = largest channel difference 1 to 255 (max over each thumbnail cell)")
-	text(img, pad, y+pad+lineH, grey, "quality: pixel mean, std and std ratio (to the input; to the reference image for the correctness case's pair); red = a criterion missed")
+	for i, l := range sheetLegend[v] {
+		text(img, pad, y+pad+i*lineH, grey, l)
+	}
 	return img
+}
+
+// sheetLegend is the contact sheet's legend, per version: version 1's said "black =
+// equal pixel" of every cell, though an identical pair is drawn as a green frame.
+var sheetLegend = map[int][]string{
+	1: {"difference: black = equal pixel; red to yellow = largest channel difference 1 to 255 (max over each thumbnail cell)",
+		"quality: pixel mean, std and std ratio (to the input; to the reference image for the correctness case's pair); red = a criterion missed"},
+	2: {"difference: a green frame = the pair is pixel-identical; else a heat map: black = equal pixel, red to yellow = largest channel",
+		"difference 1 to 255 (max over each thumbnail cell), each differing pixel ringed yellow when there are few; red frame = nothing to compare",
+		"quality: pixel mean, std and std ratio (to the input; to the reference image for the correctness case's pair); red = a criterion missed"},
 }
 
 type picture struct {
@@ -131,11 +147,15 @@ type sheetLine struct {
 	qual              []QualityLine
 }
 
-func newSheetLine(e Edit) sheetLine {
+func newSheetLine(e Edit, v int) sheetLine {
+	wrapAt := wrap
+	if v >= 2 {
+		wrapAt = wrapWords
+	}
 	l := sheetLine{e: e, ref: decodePicture(e.Reference, "reference"), http: decodePicture(e.HTTP, "HTTP output"),
-		native: decodePicture(e.Native, "native output"), instr: wrap(e.Instruction, instrChars)}
+		native: decodePicture(e.Native, "native output"), instr: wrapAt(e.Instruction, instrChars)}
 	for _, q := range e.Quality {
-		for _, s := range wrap(q.Text, qualChars) {
+		for _, s := range wrapAt(q.Text, qualChars) {
 			l.qual = append(l.qual, QualityLine{Text: s, Miss: q.Miss})
 		}
 	}
