@@ -176,7 +176,6 @@ func pText(xs []float64, p int) string {
 	return strconv.FormatFloat(nearestRank(xs, p), 'f', 3, 64) + " ms"
 }
 
-
 // nearestRank is sorted[ceil(p*n/100)-1], the percentile method of the reports.
 func nearestRank(xs []float64, p int) float64 {
 	s := append([]float64(nil), xs...)
