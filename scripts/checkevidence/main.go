@@ -96,6 +96,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "checkevidence: %s: FAILED: %d problem(s) (%d files checksummed, %d claims compared)\n", *dir, len(e.Problems), rep.Files, rep.Claims)
 		return 1
 	}
-	fmt.Fprintf(stdout, "checkevidence: %s: ok: %d row(s), %d files checksummed, %d claims re-derived from the raw records\n", *dir, len(rep.Rows), rep.Files, rep.Claims)
+	fmt.Fprintln(stdout, rep.OK(*dir))
 	return 0
 }

@@ -1,0 +1,277 @@
+// Command docs keeps the examples in the README and docs/ true: each is what the current
+// code prints for one committed real run, docs/evidence/reference-run/ (`make qual` in a
+// fresh clone, copied there by `make docs-run`), so an example changes only when the code
+// or that run does.
+//
+//	go run ./scripts/docs -write   # make docs: rewrite every example from the run
+//	go run ./scripts/docs          # list the examples that differ, exit 1 (the docs test)
+//
+// An example is a block between `<!-- make docs: NAME -->` and `<!-- /make docs -->` in a
+// Markdown file, or a picture under docs/. The blocks:
+//
+//   - qual-table: the rows table as harness.MarkdownRow prints each row's results.json;
+//   - checkevidence: the line the checker prints for the run (it must pass);
+//   - reference-run: one sentence naming the run and its rows' status.
+//
+// The pictures docs/refedit-contact-sheet.png and docs/refedit-latency.png are the row's
+// pictures as the current renderer draws them from the run's raw records.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image"
+	"image/draw"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"qualkit/internal/evidencecheck"
+	"qualkit/internal/harness"
+	"qualkit/internal/pictures"
+	"qualkit/internal/schema"
+)
+
+// SourceDir is the committed run the examples come from, relative to the repository root.
+const SourceDir = "docs/evidence/reference-run"
+
+// Files are the Markdown files that hold examples.
+var Files = []string{"README.md", "docs/README.md"}
+
+// Pictures maps each picture under docs/ to the row picture it is.
+var Pictures = map[string]string{
+	"docs/refedit-contact-sheet.png": pictures.ContactSheetFile,
+	"docs/refedit-latency.png":       pictures.LatencyChartFile,
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("docs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	write := fs.Bool("write", false, "rewrite the examples (make docs); without it, list those that differ and exit 1")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	root, err := harness.FindRoot(".")
+	if err != nil {
+		fmt.Fprintln(stderr, "docs:", err)
+		return 2
+	}
+	stale, err := Examples(root, *write)
+	if err != nil {
+		fmt.Fprintln(stderr, "docs:", err)
+		return 1
+	}
+	if *write {
+		fmt.Fprintf(stdout, "docs: %d example(s) rewritten from %s\n", len(stale), SourceDir)
+		return 0
+	}
+	if len(stale) > 0 {
+		fmt.Fprintf(stderr, "docs: %d example(s) no longer what the code prints for %s: %s; run make docs\n", len(stale), SourceDir, strings.Join(stale, ", "))
+		return 1
+	}
+	fmt.Fprintf(stdout, "docs: every example is what the code prints for %s\n", SourceDir)
+	return 0
+}
+
+// source is the committed run: its folder, JUnit, and rows' results.
+type source struct {
+	dir, junit string
+	results    []*schema.Result
+}
+
+func readSource(root string) (*source, error) {
+	base := filepath.Join(root, SourceDir)
+	runs := evidencecheck.FindRuns(base)
+	if len(runs) != 1 {
+		return nil, fmt.Errorf("%s holds %d runs, want exactly one (make docs-run copies one there)", SourceDir, len(runs))
+	}
+	s := &source{dir: runs[0], junit: filepath.Join(base, "junit.xml")}
+	var info schema.RunInfo
+	if err := readJSON(filepath.Join(s.dir, schema.RunFile), &info); err != nil {
+		return nil, err
+	}
+	for _, row := range info.Rows {
+		var res schema.Result
+		if err := readJSON(filepath.Join(s.dir, row, "results.json"), &res); err != nil {
+			return nil, err
+		}
+		s.results = append(s.results, &res)
+	}
+	return s, nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// blocks renders every named block from the run.
+func (s *source) blocks(root string) (map[string]string, error) {
+	// As scripts/checkevidence checks it without a key.
+	rep := evidencecheck.Verify(s.dir, s.junit)
+	rep.VerifySignatures(context.Background(), nil, s.junit, false)
+	if err := rep.Err(); err != nil {
+		return nil, fmt.Errorf("the examples' run does not check: %w", err)
+	}
+	rel, _ := filepath.Rel(root, s.dir)
+	table := harness.MarkdownHeader
+	var status []string
+	for _, r := range s.results {
+		table += harness.MarkdownRow(r)
+		status = append(status, fmt.Sprintf("%s %s", r.Row, r.Status))
+	}
+	return map[string]string{
+		"qual-table":    table,
+		"checkevidence": "```\n" + rep.OK("evidence/"+filepath.Base(s.dir)) + "\n```\n",
+		"reference-run": fmt.Sprintf("From run `%s` (%s, [kept whole](%s)), drawn by the current renderer from the row's raw evidence:\n",
+			filepath.Base(s.dir), strings.Join(status, ", "), filepath.ToSlash(strings.TrimPrefix(rel, "docs/"))),
+	}, nil
+}
+
+var blockRe = regexp.MustCompile(`(?s)(<!-- make docs: ([a-z-]+) -->\n)(.*?)(<!-- /make docs -->)`)
+
+// Examples renders every example from the committed run and returns those that differ
+// from what the files hold, rewriting them when write is set.
+func Examples(root string, write bool) ([]string, error) {
+	s, err := readSource(root)
+	if err != nil {
+		return nil, err
+	}
+	blocks, err := s.blocks(root)
+	if err != nil {
+		return nil, err
+	}
+	var stale []string
+	for _, f := range Files {
+		path := filepath.Join(root, f)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		var missing []string
+		out := blockRe.ReplaceAllFunc(b, func(m []byte) []byte {
+			sub := blockRe.FindSubmatch(m)
+			name := string(sub[2])
+			want, ok := blocks[name]
+			if !ok {
+				missing = append(missing, name)
+				return m
+			}
+			if string(sub[3]) != want {
+				stale = append(stale, f+": "+name)
+			}
+			return []byte(string(sub[1]) + want + string(sub[4]))
+		})
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("%s: no example named %s", f, strings.Join(missing, ", "))
+		}
+		if write && !bytes.Equal(out, b) {
+			if err := os.WriteFile(path, out, 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	staleP, err := s.pictures(root, write)
+	if err != nil {
+		return nil, err
+	}
+	return append(stale, staleP...), nil
+}
+
+// pictures renders the first row's pictures from the run's raw records, compares them
+// with the ones under docs/ (pixels, not bytes: the encoder may change with Go), and
+// writes them when asked.
+func (s *source) pictures(root string, write bool) ([]string, error) {
+	if len(s.results) == 0 {
+		return nil, nil
+	}
+	tmp, err := os.MkdirTemp("", "qualkit-docs-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	rowDir := filepath.Join(s.dir, s.results[0].Row)
+	sheet, chart, err := evidencecheck.PictureInputs(rowDir)
+	if err != nil {
+		return nil, err
+	}
+	rendered := map[string]string{}
+	for doc, rel := range Pictures {
+		p := filepath.Join(tmp, filepath.Base(doc))
+		if rel == pictures.ContactSheetFile {
+			err = pictures.WritePNG(p, pictures.RenderContactSheet(sheet))
+		} else {
+			err = pictures.WritePNG(p, pictures.RenderLatencyChart(chart))
+		}
+		if err != nil {
+			return nil, err
+		}
+		rendered[doc] = p
+	}
+	var stale []string
+	docs := make([]string, 0, len(rendered))
+	for doc := range rendered {
+		docs = append(docs, doc)
+	}
+	sort.Strings(docs)
+	for _, doc := range docs {
+		same, err := samePixels(rendered[doc], filepath.Join(root, doc))
+		if err != nil || !same {
+			stale = append(stale, doc)
+			if write {
+				b, err := os.ReadFile(rendered[doc])
+				if err != nil {
+					return nil, err
+				}
+				if err := os.WriteFile(filepath.Join(root, doc), b, 0o644); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return stale, nil
+}
+
+func samePixels(a, b string) (bool, error) {
+	da, err := decode(a)
+	if err != nil {
+		return false, err
+	}
+	db, err := decode(b)
+	if err != nil {
+		return false, err
+	}
+	return da.Bounds() == db.Bounds() && bytes.Equal(da.Pix, db.Pix), nil
+}
+
+func decode(path string) (*image.NRGBA, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := image.NewNRGBA(image.Rect(0, 0, img.Bounds().Dx(), img.Bounds().Dy()))
+	draw.Draw(out, out.Rect, img, img.Bounds().Min, draw.Src)
+	return out, nil
+}
