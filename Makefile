@@ -33,7 +33,7 @@ endif
 TABLES := .cache/tables.json
 QUALTEST := .cache/bin/qual.test
 
-.PHONY: setup engine tables qual test pytest lint bench fmt clean-evidence
+.PHONY: setup engine browser tables qual test pytest lint bench fmt clean-evidence
 
 # Signing (internal/attest): SIGN_KEY=FILE, or QUALKIT_SIGNING_KEY (the PEM or its path),
 # signs each run `make qual` and `make shard` make, after its check passed; PUBKEY=FILE
@@ -57,6 +57,10 @@ setup:
 engine:
 	@bash scripts/engine.sh
 
+# The headless Chromium of index.html's browser test (internal/prsummary).
+browser:
+	@bash scripts/browser.sh
+
 tables:
 	@mkdir -p $(dir $(QUALTEST))
 	@$(GO) test -c -o $(QUALTEST) ./qual
@@ -74,7 +78,7 @@ qual: setup tables
 	$(call sign,evidence/latest,evidence/junit-qual.xml)
 	@echo "evidence: $$(readlink -f evidence/latest) (SUMMARY.md, PR.md, index.html)"
 
-test: setup engine lint pytest tables
+test: setup engine browser lint pytest tables
 	@mkdir -p $(dir $(JUNIT))
 	@if [ -z "$(TRTMC)" ]; then echo "test: the real-TRTMC-data checks are not run: give TRTMC=DIR (a TRTMC checkout, or ../shared/trtmc-main-e9132e79) to run them"; \
 		else echo "test: real-TRTMC-data checks on $(QUALKIT_TRTMC_DATA)"; fi
@@ -262,5 +266,5 @@ check-evidence:
 		$(if $(PUBKEY),-pubkey $(PUBKEY)) $(if $(STRICT),-strict)
 pr-summary:
 	$(GO) run ./scripts/prsummary -dir $(DIR) $(if $(TRTMC),-trtmc $(TRTMC))
-test-html:   # needs: apt-get install -y chromium
-	$(GO) test -tags chromium -run TestIndexInChromium -count=1 ./internal/prsummary/
+test-html: browser   # index.html in headless Chromium against its goldens (part of make test)
+	$(GO) test -run TestIndexInChromium -count=1 -v ./internal/prsummary/
