@@ -330,10 +330,18 @@ func (s *containerServer) watch(ctx context.Context) {
 // engine itself goes away (a shutdown stops its containers first).
 const killSettles = 5 * time.Second
 
-func (s *containerServer) watched() (lost time.Time, lostErr error, killedBy string, oom bool) {
+// watchedState is what watch saw so far.
+type watchedState struct {
+	lost     time.Time
+	lostErr  error
+	killedBy string
+	oom      bool
+}
+
+func (s *containerServer) watched() watchedState {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
-	return s.engineLost, s.engineErr, s.killedBy, s.oomEvent
+	return watchedState{s.engineLost, s.engineErr, s.killedBy, s.oomEvent}
 }
 
 // Died says why the container ended while the row ran: its engine went away (an engine
@@ -345,16 +353,16 @@ func (s *containerServer) Died(ctx context.Context) error {
 	if s.stopped {
 		return nil
 	}
-	lost, lostErr, killedBy, oom := s.watched()
+	w := s.watched()
 	// A kill the run did not send is a docker stop, or the engine shutting down: the
 	// engine's own end follows within seconds, and is the cause to report.
-	for wait := time.Now().Add(killSettles); killedBy != "" && lost.IsZero() && time.Now().Before(wait); {
+	for wait := time.Now().Add(killSettles); w.killedBy != "" && w.lost.IsZero() && time.Now().Before(wait); {
 		time.Sleep(100 * time.Millisecond)
-		lost, lostErr, killedBy, oom = s.watched()
+		w = s.watched()
 	}
-	if !lost.IsZero() {
+	if !w.lost.IsZero() {
 		return fmt.Errorf("the Docker engine was unreachable %.1f s after the server was ready (restarted or stopped: its containers stop with it): %v",
-			lost.Sub(s.rec.Start).Seconds()-s.startup.Seconds(), lostErr)
+			w.lost.Sub(s.rec.Start).Seconds()-s.startup.Seconds(), w.lostErr)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -366,10 +374,10 @@ func (s *containerServer) Died(ctx context.Context) error {
 	switch {
 	case cs == nil || cs.Running:
 		return nil
-	case cs.OOMKilled || oom:
+	case cs.OOMKilled || w.oom:
 		return fmt.Errorf("the server container exited with code %d (oom_killed=true) while the row ran", cs.ExitCode)
-	case killedBy != "":
-		return fmt.Errorf("the server container was stopped from outside the run (%s from the Docker engine: docker stop or kill, or the engine shutting down) and exited with code %d", killedBy, cs.ExitCode)
+	case w.killedBy != "":
+		return fmt.Errorf("the server container was stopped from outside the run (%s from the Docker engine: docker stop or kill, or the engine shutting down) and exited with code %d", w.killedBy, cs.ExitCode)
 	}
 	return fmt.Errorf("the server container exited with code %d (oom_killed=false) while the row ran", cs.ExitCode)
 }
