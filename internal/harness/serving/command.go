@@ -55,7 +55,8 @@ func Run(ctx context.Context, c Command, log string, opts ...Option) (schema.Com
 
 func runProcess(ctx context.Context, c Command, log string, o options) (schema.CommandRecord, error) {
 	c.Env = append(c.Env, o.processGPUEnv()...)
-	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: log, Start: time.Now().UTC()}
+	began := time.Now() // walls from the monotonic clock: a wall-clock step (NTP, a resumed VM) must not stretch them
+	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: log, Start: began.UTC()}
 	cmd, logf, err := startProcess(ctx, c, log)
 	if err != nil {
 		rec.ExitCode, rec.Error = -1, err.Error()
@@ -63,7 +64,7 @@ func runProcess(ctx context.Context, c Command, log string, o options) (schema.C
 	}
 	err = cmd.Wait()
 	logf.Close()
-	rec.WallS = time.Since(rec.Start).Seconds()
+	rec.WallS = time.Since(began).Seconds()
 	rec.ExitCode = exitCode(err)
 	if ctx.Err() != nil && err != nil {
 		err = fmt.Errorf("%w (%v)", ctx.Err(), err)

@@ -281,6 +281,7 @@ type containerServer struct {
 	tcLog   *os.File
 	startup time.Duration
 	rec     schema.CommandRecord
+	began   time.Time // monotonic: the record's wall
 	o       options
 
 	mu      sync.Mutex
@@ -362,7 +363,7 @@ func (s *containerServer) Died(ctx context.Context) error {
 	}
 	if !w.lost.IsZero() {
 		return fmt.Errorf("the Docker engine was unreachable %.1f s after the server was ready (restarted or stopped: its containers stop with it): %v",
-			w.lost.Sub(s.rec.Start).Seconds()-s.startup.Seconds(), w.lostErr)
+			w.lost.Sub(s.began).Seconds()-s.startup.Seconds(), w.lostErr)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -403,7 +404,8 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 		return nil, fmt.Errorf("open testcontainers log: %w", err)
 	}
 	s := &containerServer{url: spec.url(), cli: cli, log: &logFile{f: f}, tcLog: tcLog, o: o,
-		rec: schema.CommandRecord{Stage: o.stage, Args: r.argv, Env: r.cmd.Env, Dir: r.cmd.Dir, Log: spec.Log, Start: time.Now().UTC()}}
+		began: time.Now()}
+	s.rec = schema.CommandRecord{Stage: o.stage, Args: r.argv, Env: r.cmd.Env, Dir: r.cmd.Dir, Log: spec.Log, Start: s.began.UTC()}
 	start := time.Now()
 	// testcontainers waits with our strategy, under the row's own deadline (a model
 	// load's minutes, not the library's default 60 s).
@@ -466,7 +468,7 @@ func (s *containerServer) Stop(ctx context.Context) error {
 }
 
 func (s *containerServer) finish(st containerState, err error) error {
-	s.rec.WallS = time.Since(s.rec.Start).Seconds()
+	s.rec.WallS = time.Since(s.began).Seconds()
 	s.rec.ExitCode = st.code
 	if err != nil && s.rec.Error == "" {
 		s.rec.Error = err.Error()
@@ -539,9 +541,10 @@ func (s *containerServer) close() {
 // runContainer runs c to completion in a container of the image (or until ctx ends),
 // records it, and removes the container whatever happens.
 func runContainer(ctx context.Context, c Command, log string, o options) (schema.CommandRecord, error) {
-	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Log: log, Start: time.Now().UTC(), ExitCode: -1}
+	began := time.Now()
+	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Log: log, Start: began.UTC(), ExitCode: -1}
 	finish := func(err error) (schema.CommandRecord, error) {
-		rec.WallS = time.Since(rec.Start).Seconds()
+		rec.WallS = time.Since(began).Seconds()
 		if err != nil {
 			rec.Error = err.Error()
 			err = fmt.Errorf("%s in container %s exited %d: %w; log %s:\n%s", baseName(c.Args[0]), shortID(o.container.Image.ID), rec.ExitCode, err, log, TailFile(log, 2000))

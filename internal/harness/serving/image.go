@@ -141,7 +141,8 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 		buildArgs[k] = &v
 		args = append(args, "--build-arg", k+"="+v)
 	}
-	rec := schema.CommandRecord{Stage: o.stage, Args: append(args, ctxDir), Log: buildLog, Start: time.Now().UTC()}
+	began := time.Now()
+	rec := schema.CommandRecord{Stage: o.stage, Args: append(args, ctxDir), Log: buildLog, Start: began.UTC()}
 
 	provider, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(stdlog.New(logf, "testcontainers: ", stdlog.LstdFlags)))
 	if err != nil {
@@ -171,7 +172,7 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 			id = res.ID
 		}
 	}
-	rec.WallS = time.Since(rec.Start).Seconds()
+	rec.WallS = time.Since(began).Seconds()
 	if err != nil {
 		rec.ExitCode, rec.Error = 1, err.Error()
 		err = fmt.Errorf("build image %s: %w; log %s:\n%s", tag, err, buildLog, TailFile(buildLog, 2000))

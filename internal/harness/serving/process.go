@@ -22,6 +22,7 @@ type processServer struct {
 	waitErr error
 	startup time.Duration
 	rec     schema.CommandRecord
+	began   time.Time // monotonic: the record's wall
 	o       options
 
 	mu      sync.Mutex
@@ -40,7 +41,7 @@ func startProcessServer(ctx context.Context, spec ServerSpec, o options) (Server
 	}
 	s := &processServer{
 		url: spec.url(), cmd: cmd, logf: logf, exited: make(chan struct{}), o: o,
-		rec: schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC()},
+		rec: schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC()}, began: start,
 	}
 	go func() { s.waitErr = cmd.Wait(); close(s.exited) }()
 	if err := waitReady(ctx, s.url, spec.Ready, s.exited); err != nil {
@@ -91,7 +92,7 @@ func (s *processServer) Stop(context.Context) error {
 	// Children left in the group (none expected) go too.
 	killGroup(s.cmd, syscall.SIGKILL)
 	s.logf.Close()
-	s.rec.WallS = time.Since(s.rec.Start).Seconds()
+	s.rec.WallS = time.Since(s.began).Seconds()
 	s.rec.ExitCode = exitCode(s.waitErr)
 	return s.o.record(s.rec, nil)
 }
