@@ -3,7 +3,6 @@ package qual
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -94,12 +93,7 @@ func TestEngineRestartedMidServe(t *testing.T) {
 	needContainers(t)
 	eng := startPrivateEngine(t)
 	root := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root, "-qualkit.runtime", "container")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	marker := fmt.Sprintf("engine-restart-%d", time.Now().UnixNano())
-	cmd.Env = append(os.Environ(), "DOCKER_HOST="+eng.host(), "GORACE=atexit_sleep_ms=0", negativeControlMarker+"="+marker)
-	require.NoError(t, cmd.Start())
+	cmd, out, marker := startChild(t, root, "container", []string{"DOCKER_HOST=" + eng.host()})
 	restarted := make(chan error, 1)
 	go func() {
 		if !waitForProcess(root, "aiperf", time.Minute) {
@@ -114,36 +108,16 @@ func TestEngineRestartedMidServe(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "the run must fail:\n%s", out.String())
 
-	runs, _ := filepath.Glob(filepath.Join(root, "2*"))
-	require.Len(t, runs, 1, "one run folder:\n%s", out.String())
-	runID := filepath.Base(runs[0])
+	run := childRun(t, root, out)
 	assert.Empty(t, leftoverProcesses(t, marker), "processes of the run")
-	assert.Empty(t, eng.leftovers(t, runID), "containers and images of the run in the restarted engine")
+	assert.Empty(t, eng.leftovers(t, filepath.Base(run)), "containers and images of the run in the restarted engine")
 
-	var res schema.Result
-	b, err := os.ReadFile(filepath.Join(runs[0], "refedit-v1", "results.json"))
-	require.NoError(t, err, out.String())
-	require.NoError(t, json.Unmarshal(b, &res))
+	res := rowResult(t, run, out)
 	assert.Equal(t, schema.StatusFailed, res.Status)
 	assert.Equal(t, schema.KindInfrastructure, res.FailureKind, res.Reason)
 	assert.Regexp(t, `^stage benchmark failed: infrastructure: the Docker engine is gone; the Docker engine was unreachable`, res.Reason)
-	require.NoError(t, evidencecheck.Check(runs[0], ""), "the run's evidence checks")
+	require.NoError(t, evidencecheck.Check(run, ""), "the run's evidence checks")
 	t.Logf("%s (exit %d)", res.Reason, exit.ExitCode())
-}
-
-// waitForProcess reports whether a process whose command line names both root and word
-// ran within d.
-func waitForProcess(root, word string, d time.Duration) bool {
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-		for _, p := range procs {
-			b, err := os.ReadFile(p)
-			if err == nil && bytes.Contains(b, []byte(root)) && bytes.Contains(b, []byte(word)) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // privateEngine is a second dockerd with its own data, state, socket and containerd
@@ -290,12 +264,7 @@ func TestDiskFullWhileWritingEvidence(t *testing.T) {
 		}
 		os.Remove(root)
 	})
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root, "-qualkit.runtime", *runtimeFlag)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	marker := fmt.Sprintf("disk-full-%d", time.Now().UnixNano())
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0", negativeControlMarker+"="+marker)
-	require.NoError(t, cmd.Start())
+	cmd, out, marker := startChild(t, root, *runtimeFlag, nil)
 	filled := make(chan error, 1)
 	go func() {
 		if !waitForProcess(root, "aiperf", time.Minute) {
@@ -309,21 +278,17 @@ func TestDiskFullWhileWritingEvidence(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "the run must fail:\n%s", out.String())
 
-	runs, _ := filepath.Glob(filepath.Join(root, "2*"))
-	require.Len(t, runs, 1, "one run folder:\n%s", out.String())
-	assertNothingLeft(t, marker, filepath.Base(runs[0]))
+	run := childRun(t, root, out)
+	assertNothingLeft(t, marker, filepath.Base(run))
 	left, _ := filepath.Glob(filepath.Join(root, ".qualkit-reserve-*"))
 	assert.Empty(t, left, "the run's reserve")
 
-	var res schema.Result
-	b, err := os.ReadFile(filepath.Join(runs[0], "refedit-v1", "results.json"))
-	require.NoError(t, err, out.String())
-	require.NoError(t, json.Unmarshal(b, &res))
+	res := rowResult(t, run, out)
 	assert.Equal(t, schema.StatusFailed, res.Status)
 	assert.Equal(t, schema.KindInfrastructure, res.FailureKind, res.Reason)
 	assert.Regexp(t, `^stage [a-z]+ failed: infrastructure: the disk is full; no space left on device`, res.Reason)
 	require.NoError(t, os.Remove(filepath.Join(root, "filler")))
-	require.NoError(t, evidencecheck.Check(runs[0], ""), "the run's evidence checks")
+	require.NoError(t, evidencecheck.Check(run, ""), "the run's evidence checks")
 	t.Logf("%s (exit %d)", res.Reason, exit.ExitCode())
 }
 

@@ -46,14 +46,7 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			args := append([]string{"-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root,
-				"-qualkit.runtime", *runtimeFlag}, tc.args...)
-			cmd := exec.Command(os.Args[0], args...)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			marker := fmt.Sprintf("stopped-%d", time.Now().UnixNano())
-			cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0", negativeControlMarker+"="+marker)
-			require.NoError(t, cmd.Start())
+			cmd, out, marker := startChild(t, root, *runtimeFlag, nil, tc.args...)
 			if tc.signal > 0 {
 				sig := tc.sig
 				if sig == 0 {
@@ -69,26 +62,21 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 			require.ErrorAs(t, err, &exit, "the run must fail:\n%s", out.String())
 			assert.NotContains(t, out.String(), "panic: test timed out", "the row ends before go test's alarm")
 
-			runs, _ := filepath.Glob(filepath.Join(root, "2*"))
-			require.Len(t, runs, 1, "one run folder:\n%s", out.String())
-			runID := filepath.Base(runs[0])
-			assertNothingLeft(t, marker, runID)
+			run := childRun(t, root, out)
+			assertNothingLeft(t, marker, filepath.Base(run))
 
-			var res schema.Result
-			b, err := os.ReadFile(filepath.Join(runs[0], "refedit-v1", "results.json"))
-			require.NoError(t, err, out.String())
-			require.NoError(t, json.Unmarshal(b, &res))
+			res := rowResult(t, run, out)
 			assert.Equal(t, schema.StatusFailed, res.Status)
 			assert.Equal(t, tc.kind, res.FailureKind)
 			assert.Regexp(t, tc.reason, res.Reason)
 			var info schema.RunInfo
-			b, err = os.ReadFile(filepath.Join(runs[0], schema.RunFile))
+			b, err := os.ReadFile(filepath.Join(run, schema.RunFile))
 			require.NoError(t, err)
 			require.NoError(t, json.Unmarshal(b, &info))
 			if tc.runNote != "" {
 				assert.Regexp(t, tc.runNote, info.Interrupted)
 			}
-			require.NoError(t, evidencecheck.Check(runs[0], ""), "the stopped run's evidence checks")
+			require.NoError(t, evidencecheck.Check(run, ""), "the stopped run's evidence checks")
 			t.Logf("%s: %s (exit %d)", tc.name, res.Reason, exit.ExitCode())
 		})
 	}
@@ -113,17 +101,9 @@ func assertNothingLeft(t *testing.T, marker, runID string) {
 // run's evidence root and word, once there is one (30 s at most).
 func killWhenRunning(t *testing.T, root, word string) {
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-		for _, p := range procs {
-			b, err := os.ReadFile(p)
-			if err != nil || !bytes.Contains(b, []byte(root)) || !bytes.Contains(b, []byte(word)) {
-				continue
-			}
-			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-			if err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
-				t.Logf("killed %d: %s", pid, strings.ReplaceAll(string(b), "\x00", " "))
-				return
-			}
+		if pid, cmdline, ok := findProcess(root, word); ok && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			t.Logf("killed %d: %s", pid, cmdline)
+			return
 		}
 	}
 	t.Errorf("no process with %q and %s in its command line ran", word, root)
@@ -136,12 +116,7 @@ func TestSecondSignalForcesTheExit(t *testing.T) {
 		t.Fatal("this test stops containers: run it with the container runtime (RUNTIME=auto or container and a Docker engine)")
 	}
 	root := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root, "-qualkit.runtime", "container")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	marker := fmt.Sprintf("second-signal-%d", time.Now().UnixNano())
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0", negativeControlMarker+"="+marker)
-	require.NoError(t, cmd.Start())
+	cmd, out, marker := startChild(t, root, "container", nil)
 	time.AfterFunc(6*time.Second, func() {
 		cmd.Process.Signal(syscall.SIGINT)
 		time.Sleep(100 * time.Millisecond)
@@ -152,7 +127,64 @@ func TestSecondSignalForcesTheExit(t *testing.T) {
 	require.ErrorAs(t, err, &exit, out.String())
 	assert.Equal(t, 130, exit.ExitCode(), out.String())
 	assert.Contains(t, out.String(), "SIGINT again: removing this run's containers and exiting now")
+	assertNothingLeft(t, marker, filepath.Base(childRun(t, root, out)))
+}
+
+// startChild starts this test binary on the reference row, writing its evidence under
+// root with the runtime given, env added to its environment. A fresh marker in that
+// environment reaches every process it starts (leftoverProcesses).
+func startChild(t *testing.T, root, runtime string, env []string, args ...string) (cmd *exec.Cmd, out *bytes.Buffer, marker string) {
+	t.Helper()
+	args = append([]string{"-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root, "-qualkit.runtime", runtime}, args...)
+	cmd = exec.Command(os.Args[0], args...)
+	out = &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	marker = fmt.Sprintf("%s-%d", slug(t.Name()), time.Now().UnixNano())
+	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0", negativeControlMarker+"="+marker), env...)
+	require.NoError(t, cmd.Start())
+	return cmd, out, marker
+}
+
+// childRun is the one run folder the child made under root.
+func childRun(t *testing.T, root string, out *bytes.Buffer) string {
+	t.Helper()
 	runs, _ := filepath.Glob(filepath.Join(root, "2*"))
-	require.Len(t, runs, 1)
-	assertNothingLeft(t, marker, filepath.Base(runs[0]))
+	require.Len(t, runs, 1, "one run folder:\n%s", out.String())
+	return runs[0]
+}
+
+// rowResult reads the reference row's results.json in a run folder.
+func rowResult(t *testing.T, run string, out *bytes.Buffer) schema.Result {
+	t.Helper()
+	var res schema.Result
+	b, err := os.ReadFile(filepath.Join(run, "refedit-v1", "results.json"))
+	require.NoError(t, err, out.String())
+	require.NoError(t, json.Unmarshal(b, &res))
+	return res
+}
+
+// findProcess is a live process whose command line names both root and word.
+func findProcess(root, word string) (pid int, cmdline string, ok bool) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte(root)) || !bytes.Contains(b, []byte(word)) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			return pid, strings.ReplaceAll(string(b), "\x00", " "), true
+		}
+	}
+	return 0, "", false
+}
+
+// waitForProcess reports whether a process whose command line names both root and word
+// ran within d.
+func waitForProcess(root, word string, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if _, _, ok := findProcess(root, word); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -62,12 +62,12 @@ func (r *Report) Anchor(want string) {
 	}
 }
 
-// Err is nil when nothing was wrong, else an *Error with every problem.
 // OK is the line the checker prints for a run that passed, naming it as dir.
 func (r *Report) OK(dir string) string {
 	return fmt.Sprintf("checkevidence: %s: ok: %d row(s), %d files checksummed, %d claims re-derived from the raw records", dir, len(r.Rows), r.Files, r.Claims)
 }
 
+// Err is nil when nothing was wrong, else an *Error with every problem.
 func (r *Report) Err() error {
 	if len(r.Problems) == 0 {
 		return nil

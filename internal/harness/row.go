@@ -23,22 +23,20 @@ type row struct {
 	env Env
 	fx  *Fixtures
 
-	gpus      []gpu.Device // chosen in preflight, passed to the server by UUID
-	bundle    string
-	bundleSHA string
-	server    serving.Server
-	scratch   string         // the server's scratch folder (ServeSpec.Scratch)
-	proto     wire.Protocol  // how requests travel (the family's, else wire.OpenAI)
-	img       *serving.Image // the family's image, once prepared
-	export    *Export
-	httpPNG   map[string][]byte // request id -> PNG the HTTP response carried
-	clientMs  map[string]float64
-	taskMs    map[string]float64
-	failed    string        // first stage that failed
-	why       string        // what Classify said of it
-	failedAt  time.Duration // how far into that stage
-	// correctness is the correctness case's command line, as run: what a hardware-limit
-	// row's reason names to run alone on a capable host.
+	gpus       []gpu.Device // chosen in preflight, passed to the server by UUID
+	bundle     string
+	bundleSHA  string
+	server     serving.Server
+	scratch    string         // the server's scratch folder (ServeSpec.Scratch)
+	proto      wire.Protocol  // how requests travel (the family's, else wire.OpenAI)
+	img        *serving.Image // the family's image, once prepared
+	export     *Export
+	httpPNG    map[string][]byte // request id -> PNG the HTTP response carried
+	clientMs   map[string]float64
+	taskMs     map[string]float64
+	failed     string        // first stage that failed
+	why        string        // what Classify said of it
+	failedAt   time.Duration // how far into that stage
 	skipReason string
 	result     *schema.Result
 	prog       *progress // the running stage's; nil between stages

@@ -257,7 +257,7 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 		if err := s.Evidence.WriteJSON(schema.RunFile, info); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(s.Evidence.Dir, schema.SummaryFile), []byte(summary), 0o644); err != nil {
+		if err := writeWhole(filepath.Join(s.Evidence.Dir, schema.SummaryFile), []byte(summary)); err != nil {
 			return err
 		}
 		if rep := s.cfg.Reporter; rep != nil {

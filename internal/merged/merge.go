@@ -173,7 +173,7 @@ func describe(in Input) (Shard, error) {
 // Render derives the merged run's SUMMARY.md, PR.md and junit.xml from the shards kept
 // under dir (the merged folder).
 func Render(dir string, m Manifest) (map[string][]byte, error) {
-	rowLines, status := map[string]string{}, map[string]string{}
+	rowLines, status, verified := map[string]string{}, map[string]string{}, map[string]string{}
 	var header string
 	var junits [][]byte
 	for _, s := range m.Shards {
@@ -194,11 +194,14 @@ func Render(dir string, m Manifest) (map[string][]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("shard %s: %v", s.Name, err)
 			}
-			if !s.CorrectnessOnly {
+			switch {
+			case !s.CorrectnessOnly:
 				status[r] = res.Status
 				if res.FailureKind != "" {
 					status[r] += " (" + res.FailureKind + ")"
 				}
+			case res.Correctness != nil:
+				verified[r] = fmt.Sprintf("; correctness verified separately (shard %s: %d executed, %d skipped)", s.Name, res.Correctness.Executed, res.Correctness.Skipped)
 			}
 		}
 		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(s.JUnit)))
@@ -207,15 +210,8 @@ func Render(dir string, m Manifest) (map[string][]byte, error) {
 		}
 		junits = append(junits, b)
 	}
-	for _, s := range m.Shards {
-		if !s.CorrectnessOnly {
-			continue
-		}
-		for _, r := range s.Rows {
-			if res, err := ReadRowResult(filepath.Join(dir, filepath.FromSlash(s.Dir)), r); err == nil && res.Correctness != nil {
-				status[r] += fmt.Sprintf("; correctness verified separately (shard %s: %d executed, %d skipped)", s.Name, res.Correctness.Executed, res.Correctness.Skipped)
-			}
-		}
+	for r, note := range verified {
+		status[r] += note // after the loop: the shards come in name order, not public first
 	}
 	junit, err := JUnit(junits)
 	if err != nil {

@@ -76,33 +76,23 @@ func ascii(s string) string {
 	}, s)
 }
 
-// wrap breaks s into lines of at most n characters, at spaces where it can.
-func wrap(s string, n int) []string {
-	var lines []string
-	for _, word := range strings.Fields(ascii(s)) {
-		for len(word) > n {
-			lines = append(lines, word[:n])
-			word = word[n:]
-		}
-		switch last := len(lines) - 1; {
-		case last >= 0 && len(lines[last])+1+len(word) <= n:
-			lines[last] += " " + word
-		default:
-			lines = append(lines, word)
-		}
-	}
-	return lines
-}
+// wrap breaks s into lines of at most n characters, at spaces where it can; a word
+// longer than a line is cut at n (version 1).
+func wrap(s string, n int) []string { return wrapAt(s, n, "") }
 
 // wrapWords is wrap for version 2: a word longer than a line (a file name) breaks after
-// its last '-', '_', '.' or '/' that fits, and mid-word only when none does.
-func wrapWords(s string, n int) []string {
+// its last '-', '_', '.' or '/' that fits, and at n only when none does.
+func wrapWords(s string, n int) []string { return wrapAt(s, n, "-_./") }
+
+// wrapAt breaks s into lines of at most n characters at spaces, and a word longer than
+// a line after its last character of breaks that fits, else at n.
+func wrapAt(s string, n int, breaks string) []string {
 	var lines []string
 	for _, word := range strings.Fields(ascii(s)) {
 		for len(word) > n {
-			cut := strings.LastIndexAny(word[:n], "-_./") + 1
-			if cut == 0 {
-				cut = n
+			cut := n
+			if i := strings.LastIndexAny(word[:n], breaks); i >= 0 {
+				cut = i + 1
 			}
 			lines = append(lines, word[:cut])
 			word = word[cut:]

@@ -287,15 +287,10 @@ type containerServer struct {
 	mu      sync.Mutex
 	stopped bool
 
-	// What the engine said of the server while it ran (watch): the first time it stopped
-	// answering (an engine that restarts stops its containers), a kill the run did not
-	// send, an OOM kill.
-	watchMu    sync.Mutex
-	engineLost time.Time
-	engineErr  error
-	killedBy   string
-	oomEvent   bool
-	stopWatch  context.CancelFunc
+	// What the engine said of the server while it ran (watch), under watchMu.
+	watchMu   sync.Mutex
+	seen      watchedState
+	stopWatch context.CancelFunc
 }
 
 // watch follows the engine's events for the server's container until ctx ends. The
@@ -309,17 +304,17 @@ func (s *containerServer) watch(ctx context.Context) {
 			s.watchMu.Lock()
 			switch m.Action {
 			case events.ActionKill:
-				if s.killedBy == "" {
-					s.killedBy = "signal " + m.Actor.Attributes["signal"]
+				if s.seen.killedBy == "" {
+					s.seen.killedBy = "signal " + m.Actor.Attributes["signal"]
 				}
 			case events.ActionOOM:
-				s.oomEvent = true
+				s.seen.oom = true
 			}
 			s.watchMu.Unlock()
 		case err := <-ev.Err:
 			if ctx.Err() == nil {
 				s.watchMu.Lock()
-				s.engineLost, s.engineErr = time.Now(), err
+				s.seen.lost, s.seen.lostErr = time.Now(), err
 				s.watchMu.Unlock()
 			}
 			return
@@ -331,7 +326,9 @@ func (s *containerServer) watch(ctx context.Context) {
 // engine itself goes away (a shutdown stops its containers first).
 const killSettles = 5 * time.Second
 
-// watchedState is what watch saw so far.
+// watchedState is what watch saw so far: the first time the engine stopped answering
+// (an engine that restarts stops its containers) and what it said, a kill the run did
+// not send, an OOM kill.
 type watchedState struct {
 	lost     time.Time
 	lostErr  error
@@ -342,7 +339,7 @@ type watchedState struct {
 func (s *containerServer) watched() watchedState {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
-	return watchedState{s.engineLost, s.engineErr, s.killedBy, s.oomEvent}
+	return s.seen
 }
 
 // Died says why the container ended while the row ran: its engine went away (an engine
@@ -406,7 +403,6 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 	s := &containerServer{url: spec.url(), cli: cli, log: &logFile{f: f}, tcLog: tcLog, o: o,
 		began: time.Now()}
 	s.rec = schema.CommandRecord{Stage: o.stage, Args: r.argv, Env: r.cmd.Env, Dir: r.cmd.Dir, Log: spec.Log, Start: s.began.UTC()}
-	start := time.Now()
 	// testcontainers waits with our strategy, under the row's own deadline (a model
 	// load's minutes, not the library's default 60 s).
 	ready := &readyStrategy{url: s.url}
@@ -436,7 +432,7 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 		}
 		return nil, s.finish(st, err)
 	}
-	s.startup = time.Since(start)
+	s.startup = time.Since(s.began)
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopWatch = stop
 	go s.watch(wctx)
