@@ -33,6 +33,7 @@ var (
 	doctor      = flag.Bool("qualkit.doctor", false, "print the readiness (preflight only) of every row -run selects, run nothing, and exit 1 if one is not ready")
 	jsonOut     = flag.Bool("qualkit.json", false, "with -qualkit.doctor: print JSON for scripts instead of text")
 	tablesOut   = flag.Bool("qualkit.tables", false, "print the qualification tables as JSON (what the Makefile and scripts/testgate derive from), run nothing")
+	serial      = flag.Bool("qualkit.serial", false, "run each row's work one thing at a time, as before the overlapped order (AIPerf once the server is ready, the native batch at identity): to measure what overlapping gains; the gates are the same")
 	corrOnly    = flag.Bool("qualkit.correctness-only", false, "run each selected row's preflight, build and unchanged correctness case alone (for a row whose public run met a hardware limit); its rows read correctness-verified, never qualified")
 )
 
@@ -88,7 +89,7 @@ func run(m *testing.M) int {
 		AIPerf:        harness.AIPerf{Bin: filepath.Join(*venv, "bin", "aiperf"), HFHome: filepath.Join(*venv, "qualkit-hf")},
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
 		GPURead: *gpuread, Progress: progressWriter(), CPURows: *cpuRows,
-		Reporter: report.Evidence{Root: root}, CorrectnessOnly: *corrOnly,
+		Reporter: report.Evidence{Root: root}, CorrectnessOnly: *corrOnly, Serial: *serial,
 		Venv: harness.Venv{Dir: *venv, Lock: filepath.Join(root, "scripts", "constraints.txt")},
 	}
 	baseConfig = cfg

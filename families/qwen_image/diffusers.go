@@ -257,8 +257,21 @@ func (d Diffusers) Native(env harness.Env, spec harness.NativeSpec) harness.Comm
 // NativeBatch runs every replay after one pipeline load: native.py --batch, which puts
 // each item through the one-edit path.
 func (d Diffusers) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
-	return harness.Command{Args: []string{d.python(), script(env, "native.py"), spec.Bundle,
-		"--batch", spec.Items, "--report", spec.Report, "--device", d.device()}, Dir: env.Root}
+	args := []string{d.python(), script(env, "native.py"), spec.Bundle, "--batch", spec.Items, "--report", spec.Report, "--device", d.device()}
+	if spec.WaitItems > 0 {
+		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))
+	}
+	return harness.Command{Args: args, Dir: env.Root}
+}
+
+// NativeBatchWaits: native.py --batch --wait-items loads the pipeline, then waits for its
+// items (harness.NativePreloader).
+func (Diffusers) NativeBatchWaits() bool { return true }
+
+// ModelsListedWhenReady: the reference server lists the model in GET /v1/models only
+// once the pipeline is loaded (harness.ModelsWhenReady).
+func (Diffusers) ModelsListedWhenReady() string {
+	return "families/qwen_image/reference/server.py models_body: an empty list until the pipeline is loaded, as /health/ready"
 }
 
 // Timing: the Task call's wall time is in the body; the records file must also carry

@@ -117,7 +117,21 @@ func (f Family) Native(env harness.Env, spec harness.NativeSpec) harness.Command
 // NativeBatch runs every replay with one load: `refedit run --batch`, which puts each
 // item through exactly what `refedit run` does for one.
 func (f Family) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
-	return harness.Command{Args: []string{binary(env), "run", spec.Bundle, "--batch", spec.Items, "--report", spec.Report}}
+	args := []string{binary(env), "run", spec.Bundle, "--batch", spec.Items, "--report", spec.Report}
+	if spec.WaitItems > 0 {
+		args = append(args, "--wait-items", spec.WaitItems.String())
+	}
+	return harness.Command{Args: args}
+}
+
+// NativeBatchWaits: `refedit run --batch --wait-items` loads the bundle, then waits for
+// its items (harness.NativePreloader).
+func (Family) NativeBatchWaits() bool { return true }
+
+// ModelsListedWhenReady: the server lists the model in GET /v1/models only once it has
+// loaded the bundle (harness.ModelsWhenReady).
+func (Family) ModelsListedWhenReady() string {
+	return "families/refedit/server/health.go handleModels: listed once Load gave it a program, as /health/ready"
 }
 
 // Image is the FROM scratch image around the binary Tools built; the binary's host path

@@ -297,6 +297,7 @@ type commandRecord struct {
 	Start    time.Time `json:"start"`
 	WallS    float64   `json:"wall_s"`
 	ExitCode int       `json:"exit_code"`
+	During   string    `json:"during"`
 }
 
 func (c commandRecord) end() time.Time {
@@ -323,18 +324,20 @@ func (r *rowCheck) checkCommands() {
 		return
 	}
 	var aiperf *commandRecord
+	r.cmds = recs
 	for i, c := range recs {
 		if c.Stage == "benchmark" && len(c.Args) > 1 && c.Args[1] == "profile" {
 			aiperf = &recs[i]
 		}
 		if c.Stage == schema.StageIdentity && c.Log == "identity/native-batch.log" {
-			r.batchWallS = c.WallS
+			r.batchWallS, r.batchCmd = c.WallS, &recs[i]
 		}
 		if schema.Passing(r.res.Status) && c.Stage != "serve" {
 			r.truth(c.ExitCode == 0, f, "exit code of "+c.Stage+" command "+baseName(firstArg(c.Args)),
 				"0 (the row claims "+r.res.Status+")", fmt.Sprint(c.ExitCode))
 		}
 	}
+	r.aiperfCmd = aiperf
 	r.checkWindows(recs, aiperf)
 	if aiperf == nil {
 		if r.passed("benchmark") {

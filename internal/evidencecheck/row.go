@@ -36,6 +36,12 @@ type rowCheck struct {
 	// batchTaskS is the sum of task_ms in a batch native Task's report, batchWallS its
 	// process's wall (commands.jsonl).
 	batchTaskS, batchWallS float64
+	// batchHead is a batch report's first line, for a preloaded batch's wait.
+	batchHead batchHead
+	// cmds are commands.jsonl's records; aiperfCmd and batchCmd the AIPerf command's and
+	// the batch native Task's, when present.
+	cmds                []commandRecord
+	aiperfCmd, batchCmd *commandRecord
 	// derived and derivedPair are the quality measures re-derived from the PNGs.
 	derived     []schema.QualityRequest
 	derivedPair *schema.QualityPair

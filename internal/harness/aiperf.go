@@ -56,6 +56,9 @@ func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
 
 // AIPerfRun is one benchmark invocation.
 type AIPerfRun struct {
+	// WaitForModel, when positive, starts AIPerf before the server is ready: it waits
+	// up to this long for GET /v1/models to list the model (the overlapped order).
+	WaitForModel   time.Duration
 	URL            string
 	Model          string
 	Input          string   // JSONL file
@@ -88,6 +91,13 @@ func (a AIPerf) Command(r AIPerfRun) Command {
 		"--no-server-metrics",
 		"--no-gpu-telemetry",
 	)
+	if r.WaitForModel > 0 {
+		// Started while the server loads: probe GET /v1/models (never an inference
+		// request, which would be one request more in the server's records than in the
+		// export) until the model is listed.
+		args = append(args, "--wait-for-model-timeout", strconv.Itoa(int(r.WaitForModel.Seconds())),
+			"--wait-for-model-mode", "models", "--wait-for-model-interval", "0.5")
+	}
 	return Command{Args: args, Env: []string{"HF_HOME=" + a.HFHome, "HF_HUB_OFFLINE=1", "HF_HUB_DISABLE_TELEMETRY=1", "DO_NOT_TRACK=1", "PYTHONUNBUFFERED=1"}}
 }
 

@@ -169,13 +169,13 @@ func TestReadBatchReportRefusesMalformedReports(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "native-batch.jsonl")
 			require.NoError(t, os.WriteFile(path, []byte(tc.body), 0o644))
-			load, lines, err := readBatchReport(path)
+			head, lines, err := readBatchReport(path)
 			if tc.msg != "" {
 				require.ErrorContains(t, err, tc.msg)
 				return
 			}
 			require.NoError(t, err)
-			assert.GreaterOrEqual(t, load, 0.0)
+			assert.GreaterOrEqual(t, head.LoadMs, 0.0)
 			for id, l := range lines {
 				assert.Equal(t, "/o/"+id+".png", l.Output)
 			}

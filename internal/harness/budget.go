@@ -49,6 +49,7 @@ func (r *row) timeBudget() *schema.TimeBudget {
 		&tb.ModelWorkS, &tb.HarnessS, &tb.WallS} {
 		*v = round3(*v)
 	}
+	r.order(tb)
 	// From the figures as written, so that a reader who divides them gets the ratio (a
 	// row stopped early has little model work, where rounding moves the ratio most).
 	if tb.ModelWorkS > 0 {
@@ -109,7 +110,8 @@ func (r *row) nativeWork(m *schema.ModelWork, served map[string]float64) (mode s
 		// The load is all the batch process did besides its Task calls (start-up, imports,
 		// the weights, writing the PNGs), as a server's is its start-to-ready: the
 		// program's own load_ms (identity.native_load_ms) leaves its imports out.
-		m.NativeLoadS = math.Max(0, r.nativeBatchWallS-m.NativeTaskS)
+		// A preloaded batch also idled, waiting for its items: that is no load.
+		m.NativeLoadS = math.Max(0, r.nativeBatchWallS-m.NativeTaskS-r.nativeWaitedS)
 		return sum.Mode, 1
 	}
 	first := true
@@ -126,6 +128,40 @@ func (r *row) nativeWork(m *schema.ModelWork, served map[string]float64) (mode s
 		}
 	}
 	return sum.Mode, loads
+}
+
+// order states how the row's work was laid out: what began early, by how much (from the
+// stage starts and command records as written, which the checker re-derives it from),
+// and the critical path that follows.
+func (r *row) order(tb *schema.TimeBudget) {
+	tb.Order = schema.OrderOverlapped
+	if r.s.cfg.Serial {
+		tb.Order = schema.OrderSerial
+	}
+	o := &schema.Overlap{AIPerfWhy: r.plan.aiperfWhy, NativeWhy: r.plan.preloadWhy}
+	stageStart := map[string]time.Time{}
+	for _, st := range r.result.Stages {
+		stageStart[st.Name] = st.Start
+	}
+	ahead := func(b *background, stage string) (bool, float64) {
+		if b == nil {
+			return false, 0
+		}
+		<-b.done // stopped or waited for by now
+		t0, ok := stageStart[stage]
+		if !ok || b.rec.Start.IsZero() {
+			return true, 0
+		}
+		return true, round3(t0.Sub(b.rec.Start).Seconds())
+	}
+	if r.plan.aiperfEarly {
+		o.AIPerfEarly, o.AIPerfAheadS = ahead(r.bench, schema.StageBenchmark)
+	}
+	o.NativePreload, o.NativeAheadS = ahead(r.native, schema.StageIdentity)
+	if tb.Order == schema.OrderOverlapped {
+		tb.Overlap = o
+	}
+	tb.CriticalPathS = round3(schema.CriticalPath(tb.Model, o.NativePreload))
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

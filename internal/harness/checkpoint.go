@@ -47,6 +47,10 @@ type Needs struct {
 	// ShareGPU lets the row's GPUs be leased to other rows that say so too, at the same
 	// time; by default a row has its GPUs to itself for its whole life.
 	ShareGPU bool
+	// ResidentBytes is the model's memory once loaded (on each of the row's GPUs, or on
+	// the host for a row without one). The overlapped order preloads the native batch
+	// beside the server only when the free memory holds both; zero: unknown, so never.
+	ResidentBytes uint64
 }
 
 // Deadlines bound each long stage of a row. Zero fields take the defaults.

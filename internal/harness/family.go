@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"time"
+
 	"qualkit/internal/harness/gpu"
 	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
@@ -106,6 +108,26 @@ type NativeBatchSpec struct {
 	Bundle string
 	Items  string
 	Report string
+	// WaitItems, when positive (only for a NativePreloader), starts the program before its
+	// items exist: it loads the model, then waits up to this long for Items to appear
+	// (the harness writes it whole, by rename), and its report's first line adds
+	// waited_ms and items_read_at.
+	WaitItems time.Duration
+}
+
+// NativePreloader is implemented by families whose batch program honours
+// NativeBatchSpec.WaitItems: the overlapped order starts it with the serve stage, so its
+// load runs beside the server's, and hands it its items at identity.
+type NativePreloader interface {
+	NativeBatchWaits() bool
+}
+
+// ModelsWhenReady is implemented by families whose server lists the model in GET
+// /v1/models only once it can serve it (it returns where the server does so): AIPerf
+// may then start while the server loads and wait for the model there. A server that
+// lists the model before it can serve would have AIPerf's warmup refused.
+type ModelsWhenReady interface {
+	ModelsListedWhenReady() string
 }
 
 // NativeItem is one replay of a batch: the same fields as NativeSpec, and the request id.

@@ -51,6 +51,12 @@ type row struct {
 	replays          []*replay // the identity stage's native Tasks
 	nativeBatchWallS float64
 	influenceBodies  [][]byte // the influence responses, for their Task times
+	nativeWaitedS    float64  // how long a preloaded batch waited for its items
+
+	// The overlapped order: what begins early, and the commands it began.
+	plan   overlapPlan
+	bench  *background // AIPerf, started with the server when plan.aiperfEarly
+	native *background // the native batch, started with the server when plan.preload
 }
 
 // stage is one named step of the pipeline.
@@ -141,6 +147,7 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	}
 	r.lease, r.leaseWaitS = lease, waitS
 	t.Cleanup(r.stopServer)
+	t.Cleanup(r.stopBackground)
 	t.Cleanup(r.release)
 	ctx, cancel := s.rowContext(t.Context(), t)
 	defer cancel()
@@ -239,6 +246,7 @@ func (s *Suite) Run(ctx context.Context, c Checkpoint, work string) (*schema.Res
 	r.lease, r.leaseWaitS = lease, waitS
 	defer r.release()
 	defer r.stopServer()
+	defer r.stopBackground()
 	for _, st := range stages {
 		r.runStage(ctx, st, nil)
 	}
@@ -264,8 +272,8 @@ func (r *row) beyondCorrectnessOnly(stage string) bool {
 // runStage runs one stage unless an earlier one failed (then it is a failure too, never
 // a skip), times it and records its outcome. The error names stage and row.
 func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
-	res := schema.StageResult{Name: st.name, Status: "not-run"}
 	start := time.Now()
+	res := schema.StageResult{Name: st.name, Status: "not-run", Start: start.UTC()}
 	defer func() {
 		res.WallS = time.Since(start).Seconds()
 		r.result.Stages = append(r.result.Stages, res)
@@ -296,6 +304,8 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 	case r.skipReason != "":
 		return nil
 	case err != nil:
+		// What began early for a later stage ends with this one: nothing will wait for it.
+		r.stopBackground()
 		if r.server != nil {
 			// A server that died took the stage with it: its end is the cause.
 			if died := r.server.Died(context.WithoutCancel(ctx)); died != nil {
@@ -322,6 +332,7 @@ func (r *row) report() error {
 }
 
 func (r *row) writeReport() error {
+	r.stopBackground()
 	r.stopServer()
 	r.release()
 	if err := r.ev.Flush(); err != nil {

@@ -15,33 +15,25 @@ import (
 // of the requested size, and every measured request has both a client latency and a
 // server Task time.
 func (r *row) benchmark(ctx context.Context) error {
-	input, err := r.fx.AIPerfInput(r.proto)
-	if err != nil {
-		return err
-	}
-	if err := r.ev.WriteFile("aiperf/inputs.jsonl", input); err != nil {
-		return err
-	}
-	artifacts := filepath.Join(r.ev.Dir, "aiperf", "artifacts")
-	a := r.s.cfg.AIPerf
-	run := AIPerfRun{
-		URL: r.server.URL(), Model: r.c.Model, Input: r.ev.Path("aiperf/inputs.jsonl"), Endpoint: r.proto.AIPerfEndpoint(r.fx.ExtraInputs()),
-		Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
-		ArtifactDir: artifacts, RequestTimeout: r.c.Deadline.Request,
+	if r.bench == nil {
+		if err := r.startBenchmark(ctx, "", r.server.URL()); err != nil {
+			return err
+		}
+	} else {
+		r.prog.printf("AIPerf: started with the server %s ago; waiting for it", time.Since(r.bench.started).Round(time.Second))
 	}
 	total := r.c.Bench.Measured + r.c.Bench.Warmup
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(total)*r.c.Deadline.Request+5*time.Minute)
-	defer cancel()
 	stopFollow := make(chan struct{})
 	followed := make(chan struct{})
 	go func() {
 		defer close(followed)
 		r.prog.followRecords(r.ev.Path("serve/records.jsonl"), total, stopFollow)
 	}()
-	r.prog.printf("AIPerf: %d measured + %d warmup requests, concurrency 1", r.c.Bench.Measured, r.c.Bench.Warmup)
-	_, runErr := r.job(ctx, schema.StageBenchmark, a.Command(run), "aiperf/aiperf.log")
+	r.prog.watch(r.ev.Path("aiperf/aiperf.log"))
+	_, runErr := r.bench.wait()
 	close(stopFollow)
 	<-followed
+	artifacts := filepath.Join(r.ev.Dir, "aiperf", "artifacts")
 	ex, exErr := ReadExport(artifacts)
 	if ex == nil {
 		if runErr != nil {
@@ -122,6 +114,38 @@ func (r *row) checkOutput(rec RawRecord, size string) ([]byte, error) {
 		return nil, fmt.Errorf("output is %s, the request asked for size %s", got, size)
 	}
 	return png, nil
+}
+
+// startBenchmark starts AIPerf against url, in the background: from the benchmark stage
+// (during ""), or from serve while the server loads (during serve), when AIPerf waits
+// for the model to be listed before its first request.
+func (r *row) startBenchmark(ctx context.Context, during, url string) error {
+	input, err := r.fx.AIPerfInput(r.proto)
+	if err != nil {
+		return err
+	}
+	if err := r.ev.WriteFile("aiperf/inputs.jsonl", input); err != nil {
+		return err
+	}
+	run := AIPerfRun{
+		URL: url, Model: r.c.Model, Input: r.ev.Path("aiperf/inputs.jsonl"), Endpoint: r.proto.AIPerfEndpoint(r.fx.ExtraInputs()),
+		Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
+		ArtifactDir: filepath.Join(r.ev.Dir, "aiperf", "artifacts"), RequestTimeout: r.c.Deadline.Request,
+	}
+	total := r.c.Bench.Measured + r.c.Bench.Warmup
+	limit := time.Duration(total)*r.c.Deadline.Request + 5*time.Minute
+	if during != "" {
+		run.WaitForModel = r.c.Deadline.Ready + time.Minute
+		limit += run.WaitForModel
+		r.prog.printf("AIPerf: started now, while the server loads; it waits up to %s for GET /v1/models to list %s", run.WaitForModel, r.c.Model)
+	}
+	r.prog.printf("AIPerf: %d measured + %d warmup requests, concurrency 1", r.c.Bench.Measured, r.c.Bench.Warmup)
+	b, err := r.startJob(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), "aiperf/aiperf.log", limit)
+	if err != nil {
+		return err
+	}
+	r.bench = b
+	return nil
 }
 
 // timing joins AIPerf's client latency with the server's Task time for every measured

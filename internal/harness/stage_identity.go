@@ -63,7 +63,7 @@ func (r *row) identity(ctx context.Context) error {
 		if _, ok := fixtureBySHA[req.InputSHA256]; !ok {
 			problems = append(problems, fmt.Sprintf("request %s: AIPerf sent an image (sha256 %s) that is no fixture: the bytes were re-encoded", id, req.InputSHA256[:12]))
 		}
-		in := filepath.Join(r.env.Work, "native-in", fmt.Sprintf("input-%02d", i))
+		in := filepath.Join(r.nativeInDir(), fmt.Sprintf("input-%02d", i))
 		if err := os.MkdirAll(filepath.Dir(in), 0o755); err != nil {
 			return err
 		}
@@ -146,6 +146,16 @@ func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.Ide
 	if len(replays) == 0 {
 		return nil
 	}
+	if r.native != nil {
+		// Preloaded with the serve stage: the server is stopped, so its items go now.
+		if err := r.writeItems(replays); err != nil {
+			return err
+		}
+		sum.Mode = schema.NativeBatch
+		r.prog.printf("native Task: %d replays handed to the batch process preloaded %s ago (one load)", len(replays), time.Since(r.native.started).Round(time.Second))
+		r.prog.watch(r.ev.Path("identity/native-batch.log"))
+		return r.readNativeBatch(r.native.wait, r.ev.Path(schema.NativeBatchFile), replays, sum)
+	}
 	if nb, ok := r.c.Adapter.(NativeBatcher); ok {
 		spec := NativeBatchSpec{Bundle: r.bundle, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile)}
 		if cmd := nb.NativeBatch(r.env, spec); len(cmd.Args) > 0 {
@@ -203,7 +213,11 @@ func (r *row) nativeOne(ctx context.Context, rp *replay, gpus []gpu.Device) {
 
 func (r *row) itemsPath() string { return filepath.Join(r.env.Work, "native-items.jsonl") }
 
-// writeItems writes the replays as a batch's items: one NativeItem per line.
+// nativeInDir holds the request images the native Task replays.
+func (r *row) nativeInDir() string { return filepath.Join(r.env.Work, "native-in") }
+
+// writeItems writes the replays as a batch's items, one NativeItem per line, whole (a
+// temporary file renamed): a preloaded batch waiting for the file never reads half of it.
 func (r *row) writeItems(replays []*replay) error {
 	var items bytes.Buffer
 	enc := json.NewEncoder(&items)
@@ -212,7 +226,11 @@ func (r *row) writeItems(replays []*replay) error {
 			return err
 		}
 	}
-	return os.WriteFile(r.itemsPath(), items.Bytes(), 0o644)
+	tmp := r.itemsPath() + ".tmp"
+	if err := os.WriteFile(tmp, items.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, r.itemsPath())
 }
 
 // nativeBatch runs every replay in the family's one batch process and reads its report.
@@ -221,16 +239,25 @@ func (r *row) nativeBatch(ctx context.Context, cmd Command, spec NativeBatchSpec
 	defer cancel()
 	r.prog.printf("native Task: %d replays in one %s process (one load)", len(replays), schema.NativeBatch)
 	mounts := append(at(true, r.bundle, filepath.Dir(replays[0].spec.Image)), at(false, filepath.Dir(spec.Report))...)
-	rec, runErr := r.jobOn(ctx, schema.StageIdentity, cmd, "identity/native-batch.log", r.gpus, mounts...)
+	run := func() (schema.CommandRecord, error) {
+		return r.jobOn(ctx, schema.StageIdentity, cmd, "identity/native-batch.log", r.gpus, mounts...)
+	}
+	return r.readNativeBatch(run, spec.Report, replays, sum)
+}
+
+// readNativeBatch runs (or waits for) the batch process and reads its report.
+func (r *row) readNativeBatch(run func() (schema.CommandRecord, error), report string, replays []*replay, sum *schema.IdentitySummary) error {
+	rec, runErr := run()
 	r.nativeBatchWallS = rec.WallS
-	load, lines, err := readBatchReport(spec.Report)
+	head, lines, err := readBatchReport(report)
 	if err != nil {
 		if runErr != nil {
 			return fmt.Errorf("native batch: %w (and its report: %v)", runErr, err)
 		}
 		return fmt.Errorf("native batch report: %w", err)
 	}
-	sum.LoadMs = load
+	sum.LoadMs = head.LoadMs
+	r.nativeWaitedS = head.WaitedMs / 1000
 	for _, rp := range replays {
 		line, ok := lines[rp.req.RequestID]
 		switch {
@@ -255,11 +282,19 @@ type batchLine struct {
 	TaskMs float64 `json:"task_ms"`
 }
 
-// readBatchReport reads a batch report: the load, then one line per replay by id.
-func readBatchReport(path string) (loadMs float64, lines map[string]batchLine, err error) {
+// batchHead is a batch report's first line: the load, and for a preloaded batch how
+// long it waited for its items and when it read them.
+type batchHead struct {
+	LoadMs      float64   `json:"load_ms"`
+	WaitedMs    float64   `json:"waited_ms"`
+	ItemsReadAt time.Time `json:"items_read_at"`
+}
+
+// readBatchReport reads a batch report: its head, then one line per replay by id.
+func readBatchReport(path string) (head batchHead, lines map[string]batchLine, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, nil, err
+		return head, nil, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -267,25 +302,27 @@ func readBatchReport(path string) (loadMs float64, lines map[string]batchLine, e
 	lines = map[string]batchLine{}
 	for n := 1; sc.Scan(); n++ {
 		if n == 1 {
-			var head struct {
+			var h struct {
 				LoadMs *float64 `json:"load_ms"`
+				batchHead
 			}
-			if err := json.Unmarshal(sc.Bytes(), &head); err != nil || head.LoadMs == nil {
-				return 0, nil, fmt.Errorf("%s line 1: want {\"load_ms\": ...}, got %s", filepath.Base(path), clip(sc.Bytes(), 200))
+			if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.LoadMs == nil {
+				return head, nil, fmt.Errorf("%s line 1: want {\"load_ms\": ...}, got %s", filepath.Base(path), clip(sc.Bytes(), 200))
 			}
-			loadMs = *head.LoadMs
+			head = h.batchHead
+			head.LoadMs = *h.LoadMs
 			continue
 		}
 		var l batchLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.ID == "" || len(l.SHA256) != 64 {
-			return 0, nil, fmt.Errorf("%s line %d: want {\"id\", \"output\", \"output_sha256\", \"task_ms\"}, got %s", filepath.Base(path), n, clip(sc.Bytes(), 200))
+			return head, nil, fmt.Errorf("%s line %d: want {\"id\", \"output\", \"output_sha256\", \"task_ms\"}, got %s", filepath.Base(path), n, clip(sc.Bytes(), 200))
 		}
 		if _, dup := lines[l.ID]; dup {
-			return 0, nil, fmt.Errorf("%s line %d: replay %s twice", filepath.Base(path), n, l.ID)
+			return head, nil, fmt.Errorf("%s line %d: replay %s twice", filepath.Base(path), n, l.ID)
 		}
 		lines[l.ID] = l
 	}
-	return loadMs, lines, sc.Err()
+	return head, lines, sc.Err()
 }
 
 // nativeStated is the sha256 a native Task's log says it wrote, by the family's pattern;

@@ -170,6 +170,8 @@ func (r *row) preflight(ctx context.Context) error {
 		}
 	}
 	r.result.Settings = fx.FormSettings()
+	r.planOverlap(rd)
+	r.prog.printf("order: AIPerf early %v (%s); native preload %v (%s)", r.plan.aiperfEarly, r.plan.aiperfWhy, r.plan.preload, r.plan.preloadWhy)
 	return r.ev.WriteJSON("fixtures/manifest.json", fx)
 }
 

@@ -38,8 +38,21 @@ func (r *row) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ss := serving.ServerSpec{Cmd: r.c.Adapter.Serve(r.env, spec), Port: port, Ready: r.c.Deadline.Ready, Log: log}
+	// The overlapped order: what needs only the bundle, or only the server's address,
+	// starts now and waits (planOverlap says what, and why).
+	if r.plan.preload {
+		if err := r.startNativePreload(ctx); err != nil {
+			return err
+		}
+	}
+	if r.plan.aiperfEarly {
+		if err := r.startBenchmark(ctx, schema.StageServe, ss.URL()); err != nil {
+			return err
+		}
+	}
 	r.prog.printf("starting the server (%s runtime), waiting up to %s for %s", rt, r.c.Deadline.Ready, serving.ReadyPath)
-	srv, err := serving.Start(ctx, serving.ServerSpec{Cmd: r.c.Adapter.Serve(r.env, spec), Port: port, Ready: r.c.Deadline.Ready, Log: log}, opts...)
+	srv, err := serving.Start(ctx, ss, opts...)
 	if err != nil {
 		return fmt.Errorf("start server (%s; %s): %w", rt, r.s.RuntimeNote, err)
 	}

@@ -55,6 +55,10 @@ type SuiteConfig struct {
 	// in a public run (its unchanged case, on a host that has the memory). Its rows read
 	// correctness-verified, never qualified.
 	CorrectnessOnly bool
+	// Serial runs each row's work one thing at a time (-qualkit.serial), as before the
+	// overlapped order: AIPerf starts once the server is ready and the native batch
+	// process at identity. It measures what overlapping gains; the gates are the same.
+	Serial bool
 	// Reporter derives what a reviewer reads from the evidence (pictures, PR.md,
 	// index.html) and checks it. nil derives nothing: such a run folder does not pass
 	// the evidence checker, which requires those files.

@@ -100,6 +100,10 @@ type StageResult struct {
 	WallS  float64 `json:"wall_s"`
 	// Kind is why a failed stage failed (FailureKinds); empty unless it failed.
 	Kind string `json:"kind,omitempty"`
+	// Start is when the stage began (absent in runs before the overlapped order): with
+	// WallS it is the stage's window, which a command started earlier (CommandRecord.During)
+	// must span from the stage it started in.
+	Start time.Time `json:"start,omitzero"`
 }
 
 // Failure kinds: why a stage failed, from exit codes, container state, contexts and the
@@ -355,6 +359,49 @@ type TimeBudget struct {
 	AIPerfS     float64            `json:"aiperf_overhead_s"` // benchmark stage wall minus every request's client latency
 	NativeMode  string             `json:"native_mode,omitempty"`
 	NativeLoads int                `json:"native_loads"`
+	// Order is how the row's work was laid out: OrderSerial (one thing at a time, asked
+	// for with -qualkit.serial) or OrderOverlapped (independent work began early; Overlap
+	// says what and why). Absent in runs made before there was a choice: serial.
+	Order   string   `json:"order,omitempty"`
+	Overlap *Overlap `json:"overlap,omitempty"`
+	// CriticalPathS is the longest chain of dependent model work (CriticalPath): the
+	// shortest wall the row could have had. Serial, it is ModelWorkS; overlapped, work
+	// that ran beside other work leaves it, so a Ratio below 1 is explained by it.
+	CriticalPathS float64 `json:"critical_path_s"`
+}
+
+// Orders of a row's work (TimeBudget.Order).
+const (
+	OrderSerial     = "serial"
+	OrderOverlapped = "overlapped"
+)
+
+// Overlap says what the overlapped order began early, by how much, and why it did not
+// when it did not.
+type Overlap struct {
+	// AIPerfEarly: AIPerf started while the server loaded and waited for the model
+	// (--wait-for-model-mode models); AIPerfAheadS is how long before the benchmark stage
+	// began it started (the benchmark stage's start less its command's start).
+	AIPerfEarly  bool    `json:"aiperf_early"`
+	AIPerfAheadS float64 `json:"aiperf_ahead_s"`
+	AIPerfWhy    string  `json:"aiperf_why"`
+	// NativePreload: the native batch process started with the serve stage, loaded the
+	// model and waited for its items until identity (the server stopped first);
+	// NativeAheadS is how long before the identity stage began it started.
+	NativePreload bool    `json:"native_preload"`
+	NativeAheadS  float64 `json:"native_ahead_s"`
+	NativeWhy     string  `json:"native_why"`
+}
+
+// CriticalPath is the longest chain of dependent model work in m. Serial, every part
+// waits for the one before (the sum). With the native batch preloaded, its load depends
+// only on the bundle and runs beside the correctness case's successors (the server's
+// load and every served Task), and the native Tasks wait for both chains.
+func CriticalPath(m ModelWork, nativePreloaded bool) float64 {
+	if !nativePreloaded {
+		return m.ToolsS + m.BuildS + m.CorrectnessS + m.ServerLoadS + m.NativeLoadS + m.ServedTaskS + m.NativeTaskS
+	}
+	return m.ToolsS + m.BuildS + m.CorrectnessS + max(m.ServerLoadS+m.ServedTaskS, m.NativeLoadS) + m.NativeTaskS
 }
 
 // ModelWork are the parts of TimeBudget.ModelWorkS.
@@ -449,6 +496,10 @@ type CommandRecord struct {
 	WallS    float64   `json:"wall_s"`
 	ExitCode int       `json:"exit_code"`
 	Error    string    `json:"error,omitempty"`
+	// During is the stage that was running when the command started, when that is not
+	// its own Stage: work the overlapped order began early (AIPerf waiting for the model
+	// while the server loads, the native batch loading while earlier stages run).
+	During string `json:"during,omitempty"`
 }
 
 // DaemonInfo describes the Docker daemon actually used.

@@ -3,7 +3,7 @@
     python native.py BUNDLE --image IN --prompt=P [--size=WxH] [--seed=S]
         [--num-inference-steps=N] [--true-cfg-scale=G] [--negative-prompt=TEXT]
         --output OUT.png [--device cuda|cuda:N|cpu]
-    python native.py BUNDLE --batch ITEMS.jsonl --report REPORT.jsonl [--device ...]
+    python native.py BUNDLE --batch ITEMS.jsonl --report REPORT.jsonl [--wait-items SECONDS] [--device ...]
 
 --batch loads the pipeline once, then runs every item (one JSON object per line: id,
 image, prompt, settings as the HTTP fields, output) through exactly the one-edit path;
@@ -21,9 +21,11 @@ image, pipeline), 2 a command line to fix (missing flag, invalid setting).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -46,6 +48,8 @@ def main(argv=None) -> int:
     ap.add_argument("--output")
     ap.add_argument("--batch", help="ITEMS.jsonl: every edit after one load")
     ap.add_argument("--report", help="with --batch: REPORT.jsonl")
+    ap.add_argument("--wait-items", type=float, default=0, help="with --batch: load the pipeline first, then wait up to SECONDS "
+                    "for ITEMS to appear (a preloaded batch); the report's first line adds waited_ms and items_read_at")
     ap.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu (only when given explicitly)")
     for field, flag in FLAGS.items():
         ap.add_argument(flag, dest=field, default=None)
@@ -99,15 +103,31 @@ def main(argv=None) -> int:
 
 def batch(args) -> int:
     """Every item of --batch after one load, each through the one-edit path."""
+    def read_items():
+        return [json.loads(line) for line in Path(args.batch).read_text().splitlines() if line.strip()]
+
     try:
-        items = [json.loads(line) for line in Path(args.batch).read_text().splitlines() if line.strip()]
+        items = None if args.wait_items > 0 else read_items()
         bundle = pipeline.read_bundle(args.bundle)
         editor = pipeline.Editor(bundle, device=args.device)
+        head = {"load_ms": round(editor.load_s * 1000, 3), "runtime": editor.runtime()}
+        if items is None:
+            # Preloaded beside the server: the harness writes ITEMS whole (by rename) once
+            # the server has stopped.
+            print(f"native.py: batch loaded in {editor.load_s:.1f} s; waiting up to {args.wait_items:.0f} s for {args.batch}", flush=True)
+            t0 = time.monotonic()
+            while not os.path.exists(args.batch):
+                if time.monotonic() - t0 > args.wait_items:
+                    raise OSError(f"--wait-items: {args.batch} did not appear within {args.wait_items:.0f} s")
+                time.sleep(0.02)
+            items = read_items()
+            head["waited_ms"] = round((time.monotonic() - t0) * 1000, 3)
+            head["items_read_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
     except (OSError, ValueError, pipeline.DeviceError, pipeline.BundleError) as e:
         print(f"native.py: {e}", file=sys.stderr)
         return 1
     with open(args.report, "w") as rep:
-        rep.write(json.dumps({"load_ms": round(editor.load_s * 1000, 3), "runtime": editor.runtime()}) + "\n")
+        rep.write(json.dumps(head) + "\n")
         for n, it in enumerate(items, 1):
             try:
                 pipeline.check_prompt(it["prompt"])

@@ -201,6 +201,10 @@ class Service:
         }
 
     def models_body(self) -> dict:
+        # The model is listed once the pipeline is loaded (as /health/ready answers 200),
+        # never before: a client that waits for it here sends no request to a loading server.
+        if not self.ready.is_set():
+            return {"object": "list", "data": []}
         return {
             "object": "list",
             "data": [

@@ -32,9 +32,11 @@ type model struct {
 
 // handleModels lists the one model; created is when its bundle was loaded.
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
-	m := model{ID: s.cfg.ModelName, Object: "model", Created: s.loadedAt.Load(), OwnedBy: "qualkit", Backend: Backend}
-	if p := s.program.Load(); p != nil {
-		m.BundleSHA256 = p.SHA256()
+	// The model is listed once it can be served (as /health/ready answers 200), never
+	// before: a client that waits for it here sends no request to a loading server.
+	data := []model{}
+	if p := s.program.Load(); p != nil && !s.faults.unready() {
+		data = append(data, model{ID: s.cfg.ModelName, Object: "model", Created: s.loadedAt.Load(), OwnedBy: "qualkit", Backend: Backend, BundleSHA256: p.SHA256()})
 	}
-	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []model{m}})
+	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: data})
 }

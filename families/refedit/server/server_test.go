@@ -372,6 +372,11 @@ func TestHealthAndModels(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusOK, get("/health/live").Code)
 	assert.Equal(t, http.StatusServiceUnavailable, get("/health/ready").Code)
+	// Until it can serve, the model is not listed: a client that waits for it there
+	// (AIPerf's --wait-for-model-mode models) sends nothing early.
+	var empty modelList
+	require.NoError(t, json.Unmarshal(get("/v1/models").Body.Bytes(), &empty))
+	assert.Empty(t, empty.Data, "the model is listed before the server can serve it")
 	rr := postEdit(t, s, "early", standardParts(testPNG(t, 4, 4), "invert")...)
 	assert.Equal(t, http.StatusServiceUnavailable, rr.Code)
 	assert.Equal(t, "server_error", decodeError(t, rr).Error.Type)

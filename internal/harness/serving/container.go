@@ -400,7 +400,7 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 		cli.Close()
 		return nil, fmt.Errorf("open testcontainers log: %w", err)
 	}
-	s := &containerServer{url: spec.url(), cli: cli, log: &logFile{f: f}, tcLog: tcLog, o: o,
+	s := &containerServer{url: spec.URL(), cli: cli, log: &logFile{f: f}, tcLog: tcLog, o: o,
 		began: time.Now()}
 	s.rec = schema.CommandRecord{Stage: o.stage, Args: r.argv, Env: r.cmd.Env, Dir: r.cmd.Dir, Log: spec.Log, Start: s.began.UTC()}
 	// testcontainers waits with our strategy, under the row's own deadline (a model

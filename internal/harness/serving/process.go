@@ -40,7 +40,7 @@ func startProcessServer(ctx context.Context, spec ServerSpec, o options) (Server
 		return nil, o.record(rec, err)
 	}
 	s := &processServer{
-		url: spec.url(), cmd: cmd, logf: logf, exited: make(chan struct{}), o: o,
+		url: spec.URL(), cmd: cmd, logf: logf, exited: make(chan struct{}), o: o,
 		rec: schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC()}, began: start,
 	}
 	go func() { s.waitErr = cmd.Wait(); close(s.exited) }()

@@ -39,7 +39,9 @@ type ServerSpec struct {
 	Log   string
 }
 
-func (s ServerSpec) url() string { return fmt.Sprintf("http://127.0.0.1:%d", s.Port) }
+// URL is where the server will answer once it listens (both runtimes serve on the host's
+// loopback): known before it starts, for a client that waits for it.
+func (s ServerSpec) URL() string { return fmt.Sprintf("http://127.0.0.1:%d", s.Port) }
 
 // Start starts spec's server, as a process group by default or in a container with
 // InContainer, and waits until GET ReadyPath answers 200, the server exits, or spec.Ready

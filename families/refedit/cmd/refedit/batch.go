@@ -37,30 +37,51 @@ type batchLine struct {
 // runBatch is the native Task for many edits after one load: the bundle is loaded once,
 // then every item goes through exactly what `refedit run` does for one (ParseSettings,
 // Match, Apply), with nothing kept from one item to the next unless leak asks for it.
-func runBatch(bundle, itemsPath, reportPath string, fault server.Fault, leak bool, stdout, stderr io.Writer) error {
+//
+// With waitItems the bundle is loaded first and ITEMS is waited for (polled every 20 ms
+// for up to waitItems; the harness writes it whole, by rename): a batch preloaded beside
+// the server. The report's first line then adds waited_ms and items_read_at.
+func runBatch(bundle, itemsPath, reportPath string, waitItems time.Duration, fault server.Fault, leak bool, stdout, stderr io.Writer) error {
 	if fault.On() {
 		fmt.Fprintf(stderr, "refedit: %s\n", faultBanner("run", fault))
 	}
 	if leak {
 		fmt.Fprintln(stderr, "refedit: FAULT INJECTION ON: refedit run --batch --leak-state carries state from one edit to the next. A deliberately broken batch for a negative control: never qualify it.")
 	}
-	items, err := readItems(itemsPath)
-	if err != nil {
-		return err
+	head := batchHead{}
+	var items []batchItem
+	var err error
+	if waitItems == 0 {
+		if items, err = readItems(itemsPath); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	p, err := edit.Load(bundle)
 	if err != nil {
 		return err
 	}
-	loadMS := float64(time.Since(start).Microseconds()) / 1000
+	head.LoadMS = float64(time.Since(start).Microseconds()) / 1000
+	if waitItems > 0 {
+		fmt.Fprintf(stdout, "refedit: batch loaded in %.1f ms; waiting up to %s for %s\n", head.LoadMS, waitItems, itemsPath)
+		t0 := time.Now()
+		if err := waitFor(itemsPath, waitItems); err != nil {
+			return err
+		}
+		if items, err = readItems(itemsPath); err != nil {
+			return err
+		}
+		now := time.Now()
+		waited := float64(now.Sub(t0).Microseconds()) / 1000
+		head.WaitedMS, head.ItemsReadAt = &waited, now.UTC().Format(time.RFC3339Nano)
+	}
 	rep, err := os.Create(reportPath)
 	if err != nil {
 		return err
 	}
 	defer rep.Close()
 	enc := json.NewEncoder(rep)
-	if err := enc.Encode(map[string]float64{"load_ms": loadMS}); err != nil {
+	if err := enc.Encode(head); err != nil {
 		return err
 	}
 	var previous []byte
@@ -99,6 +120,28 @@ func runBatch(bundle, itemsPath, reportPath string, fault server.Fault, leak boo
 		fmt.Fprintf(stdout, "refedit: batch %d/%d %s: %s (%.1f ms)\n", i+1, len(items), it.ID, res.OutputSHA256[:12], taskMS)
 	}
 	return rep.Close()
+}
+
+// batchHead is --report's first line: the load, and for a batch that waited for its
+// items, how long it waited and when it read them.
+type batchHead struct {
+	LoadMS      float64  `json:"load_ms"`
+	WaitedMS    *float64 `json:"waited_ms,omitempty"`
+	ItemsReadAt string   `json:"items_read_at,omitempty"`
+}
+
+// waitFor polls for path until it exists or d has passed.
+func waitFor(path string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("--wait-items: %s did not appear within %s", path, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func readItems(path string) ([]batchItem, error) {

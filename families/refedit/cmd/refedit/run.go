@@ -13,7 +13,7 @@ import (
 )
 
 const runSynopsis = "run BUNDLE --image IN --prompt P [--size WxH] [--seed S] [--num-inference-steps N] [--guidance-scale G] --output OUT.png [--fault NAME]\n" +
-	"       run BUNDLE --batch ITEMS.jsonl --report REPORT.jsonl [--fault NAME] [--leak-state]"
+	"       run BUNDLE --batch ITEMS.jsonl --report REPORT.jsonl [--wait-items D] [--fault NAME] [--leak-state]"
 
 // runReport is the one JSON line `refedit run` prints.
 type runReport struct {
@@ -47,6 +47,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	batch := fs.String("batch", "", "run every edit of `ITEMS.jsonl` (one JSON object per line: id, image, prompt, settings, output) after one load")
 	report := fs.String("report", "", "with --batch: write the load and one line per edit to `REPORT.jsonl`")
+	waitItems := fs.Duration("wait-items", 0, "with --batch: load the bundle first, then wait up to `D` for ITEMS to appear (a preloaded batch); the report's first line adds waited_ms and items_read_at")
 	leak := fs.Bool("leak-state", false, "with --batch: carry state from one edit to the next (a deliberately broken batch for a negative control)")
 	faultFlag := addFaultFlags(fs, false, taskFaults())
 	positional, err := c.parse(args)
@@ -57,7 +58,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *batch != "" || *report != "" || *leak {
+	if *batch != "" || *report != "" || *leak || *waitItems != 0 {
 		given := c.given()
 		for _, single := range []string{"image", "prompt", "output"} {
 			if given[single] {
@@ -70,7 +71,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		case *batch == "" || *report == "":
 			return usagef("run", "--batch ITEMS and --report REPORT go together")
 		}
-		return runBatch(positional[0], *batch, *report, fault, *leak, stdout, stderr)
+		return runBatch(positional[0], *batch, *report, *waitItems, fault, *leak, stdout, stderr)
 	}
 	switch {
 	case len(positional) != 1:

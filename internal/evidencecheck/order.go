@@ -1,0 +1,139 @@
+package evidencecheck
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"qualkit/internal/schema"
+)
+
+// batchHead is what a batch report's first line says beyond its load: a preloaded
+// batch's wait for its items, and when it read them.
+type batchHead struct {
+	WaitedMs    float64   `json:"waited_ms"`
+	ItemsReadAt time.Time `json:"items_read_at"`
+}
+
+// stageWindow is a stage's start and end as results.json states them; ok is false when
+// the run states no start (runs made before the overlapped order).
+func (r *rowCheck) stageWindow(name string) (start, end time.Time, ok bool) {
+	for _, st := range r.res.Stages {
+		if st.Name == name && !st.Start.IsZero() {
+			return st.Start, st.Start.Add(time.Duration(st.WallS * float64(time.Second))), true
+		}
+	}
+	return time.Time{}, time.Time{}, false
+}
+
+// checkEarlyCommand: a command that started during another stage is one of the two the
+// overlapped order begins early (AIPerf waiting for the model, the native batch loading
+// beside the server), both during serve, and it lies between that stage's start and its
+// own stage's end.
+func (r *rowCheck) checkEarlyCommand(c commandRecord) {
+	const f = "commands.jsonl"
+	what := c.Stage + " command " + baseName(firstArg(c.Args))
+	aiperf := c.Stage == schema.StageBenchmark && len(c.Args) > 1 && c.Args[1] == "profile"
+	batch := c.Stage == schema.StageIdentity && c.Log == "identity/native-batch.log"
+	if !r.truth((aiperf || batch) && c.During == schema.StageServe, f, what+" during",
+		"only AIPerf or the native batch start early, during serve", c.During) {
+		return
+	}
+	from, _, ok1 := r.stageWindow(c.During)
+	_, to, ok2 := r.stageWindow(c.Stage)
+	if !r.truth(ok1 && ok2, resultsFile, "stages[].start", "the start of stages "+c.During+" and "+c.Stage+" (a command ran across them)", "absent") {
+		return
+	}
+	r.truth(!c.Start.Before(from.Add(-windowSlack)) && !c.end().After(to.Add(windowSlack)), f, what,
+		"from stage "+c.During+"'s start ("+from.Format(time.RFC3339Nano)+") to stage "+c.Stage+"'s end ("+to.Format(time.RFC3339Nano)+")",
+		c.Start.Format(time.RFC3339Nano)+" to "+c.end().Format(time.RFC3339Nano))
+}
+
+// checkOrder: the time budget's order is what the commands did, its overlap figures are
+// re-derived from the stage starts and the command records, a preloaded batch read its
+// items only once the server had stopped and identity had begun, and the critical path
+// is the longest chain of the model work as stated, which no wall can beat.
+func (r *rowCheck) checkOrder() {
+	tb := r.res.TimeBudget
+	early := func(c *commandRecord) *commandRecord {
+		if c != nil && c.During == schema.StageServe {
+			return c
+		}
+		return nil
+	}
+	aiperf, batch := early(r.aiperfCmd), early(r.batchCmd)
+	// Stages run one after another: each begins once the one before has ended.
+	for i := 1; i < len(r.res.Stages); i++ {
+		prev, st := r.res.Stages[i-1], r.res.Stages[i]
+		if prev.Start.IsZero() || st.Start.IsZero() {
+			continue
+		}
+		end := prev.Start.Add(time.Duration(prev.WallS * float64(time.Second)))
+		r.truth(!st.Start.Before(end.Add(-windowSlack)), resultsFile, "stages["+st.Name+"].start",
+			"at or after stage "+prev.Name+"'s end ("+end.Format(time.RFC3339Nano)+")", st.Start.Format(time.RFC3339Nano))
+	}
+	switch tb.Order {
+	case "":
+		// A run from before there was a choice: serial, and it says nothing more.
+		r.truth(aiperf == nil && batch == nil && tb.Overlap == nil, resultsFile, "time_budget.order",
+			"stated whenever a command started early (commands.jsonl during)", "absent")
+		return
+	case schema.OrderSerial:
+		r.truth(tb.Overlap == nil, resultsFile, "time_budget.overlap", "absent in the serial order", "present")
+		r.truth(aiperf == nil && batch == nil, "commands.jsonl", "during", "no command started early (time_budget.order serial)", "one did")
+	case schema.OrderOverlapped:
+		o := tb.Overlap
+		if !r.truth(o != nil, resultsFile, "time_budget.overlap", "present in the overlapped order", "absent") {
+			return
+		}
+		r.same(resultsFile, "time_budget.overlap.aiperf_early", fmt.Sprint(aiperf != nil), fmt.Sprint(o.AIPerfEarly), "the AIPerf command's during in commands.jsonl")
+		r.same(resultsFile, "time_budget.overlap.native_preload", fmt.Sprint(batch != nil), fmt.Sprint(o.NativePreload), "the native batch command's during in commands.jsonl")
+		r.checkAhead("aiperf_ahead_s", aiperf, schema.StageBenchmark, o.AIPerfAheadS)
+		r.checkAhead("native_ahead_s", batch, schema.StageIdentity, o.NativeAheadS)
+		if batch != nil {
+			r.checkItemsRead()
+		}
+	default:
+		r.fail(resultsFile, "time_budget.order", schema.OrderSerial+" or "+schema.OrderOverlapped, tb.Order)
+		return
+	}
+	cp := schema.CriticalPath(tb.Model, batch != nil)
+	r.truth(math.Abs(cp-tb.CriticalPathS) < 0.01, resultsFile, "time_budget.critical_path_s",
+		fmt.Sprintf("%.3f, the longest chain of model_work's parts (native load beside the server: %v)", cp, batch != nil), fmt.Sprintf("%.3f", tb.CriticalPathS))
+	r.truth(tb.WallS+0.01 >= tb.CriticalPathS, resultsFile, "time_budget.wall_s",
+		fmt.Sprintf("at least the critical path, %.3f s (no row runs faster than its longest chain of dependent work)", tb.CriticalPathS), fmt.Sprintf("%.3f", tb.WallS))
+}
+
+// checkAhead: how long before its stage an early command began, from the stage's start
+// and the command's, as written.
+func (r *rowCheck) checkAhead(claim string, c *commandRecord, stage string, got float64) {
+	want := 0.0
+	if c != nil {
+		start, _, ok := r.stageWindow(stage)
+		if !r.truth(ok, resultsFile, "stages["+stage+"].start", "present (a command of it started early)", "absent") {
+			return
+		}
+		want = start.Sub(c.Start).Seconds()
+	}
+	r.truth(math.Abs(want-got) < 0.002, resultsFile, "time_budget.overlap."+claim,
+		fmt.Sprintf("%.3f, stage %s's start less its early command's start", want, stage), fmt.Sprintf("%.3f", got))
+}
+
+// checkItemsRead: a preloaded batch read its items after the server stopped (its command
+// record's end) and once identity began: no replay ran beside the server.
+func (r *rowCheck) checkItemsRead() {
+	read := r.batchHead.ItemsReadAt
+	if !r.truth(!read.IsZero(), schema.NativeBatchFile, "line 1 items_read_at", "when the preloaded batch read its items", "absent") {
+		return
+	}
+	if start, _, ok := r.stageWindow(schema.StageIdentity); ok {
+		r.truth(!read.Before(start.Add(-windowSlack)), schema.NativeBatchFile, "items_read_at",
+			"at or after stage identity's start ("+start.Format(time.RFC3339Nano)+")", read.Format(time.RFC3339Nano))
+	}
+	for _, c := range r.cmds {
+		if c.Stage == schema.StageServe && c.Log == "serve/server.log" {
+			r.truth(!read.Before(c.end().Add(-windowSlack)), schema.NativeBatchFile, "items_read_at",
+				"after the server stopped ("+c.end().Format(time.RFC3339Nano)+", commands.jsonl): no replay beside the server", read.Format(time.RFC3339Nano))
+		}
+	}
+}
