@@ -140,6 +140,33 @@ if [[ ${RUN_RUNTIME:-process} == container ]]; then
   engine_stop || fail=1
 fi
 
+if [[ -n ${RUN_ORDERS:-} ]]; then
+  # Issue 28's pair: the same row in each order RUN_ORDERS names ("serial overlapped
+  # serial": -qualkit.serial or not), back to back in this one lease, each run packed as
+  # run-N-ORDER.tgz (N its place in the sequence). No single process-mode run follows.
+  export QUALKIT_QWEN_PYTHON=$venv/bin/python PYTHONUNBUFFERED=1
+  n=0
+  for order in $RUN_ORDERS; do
+    n=$((n + 1))
+    flag=; [[ $order == serial ]] && flag=-qualkit.serial
+    ev=$evidence-$n-$order
+    step "TestReferenceSmoke (process mode, order $order), evidence in $ev"
+    rm -rf "$ev"
+    (cd qual && timeout "${RUN_TIMEOUT:-440}" ../bin/qual.test -test.run "$tests" -test.v -test.count=1 -test.timeout "$(( ${RUN_TIMEOUT:-440} - 10 ))s" \
+      -qualkit.runtime process -qualkit.venv "$venv" -qualkit.evidence "$ev" $flag) > "$tmp/qual-$n-$order.log" 2>&1
+    qual_rc=$?
+    grep -E '^(--- (PASS|FAIL|SKIP)|PASS|FAIL|ok|panic)|order:|qualkit\.(status|images)' "$tmp/qual-$n-$order.log" | cut -c1-300
+    step "qual.test ($order) exit $qual_rc"
+    (( qual_rc == 0 )) || { fail=1; tail -n 40 "$tmp/qual-$n-$order.log"; }
+    run=$(ls -d "$ev"/2* 2>/dev/null | tail -n1)
+    [[ -n $run ]] && tar czf "$OUT/run-$n-$order.tgz" -C "$(dirname "$run")" "$(basename "$run")" \
+      && python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["time_budget"]; print("  budget:", {k: t.get(k) for k in ("wall_s","model_work_s","critical_path_s","ratio","order")}, t.get("overlap"))' "$run/$row/results.json"
+  done
+  tar czf "$OUT/logs.tgz" --ignore-failed-read -C "$tmp" $(cd "$tmp" && ls qual-*.log) closure-diffusers.txt closure-aiperf.txt 2>/dev/null
+  step "done, exit $fail"
+  exit $fail
+fi
+
 step "TestReferenceSmoke (process mode), evidence in $evidence"
 rm -rf "$evidence"
 export QUALKIT_QWEN_PYTHON=$venv/bin/python PYTHONUNBUFFERED=1
