@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"qualkit/internal/harness/gpu"
@@ -72,8 +73,20 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 		need(false, "fixtures settings have no \"size\": the output size gate needs it", "add settings.size to "+c.Fixtures)
 	}
 	rd.fixtures = fx
-	if _, err := s.cfg.AIPerf.CheckVersion(ctx); err != nil {
-		need(true, err.Error(), "make setup")
+	// The slow parts (AIPerf's interpreter, the NVML reader, the family's own checks,
+	// each a program start) run side by side; their findings are listed in a fixed order.
+	var aiperfErr, gpuErr error
+	var reading gpu.Reading
+	var familyReqs []Requirement
+	var wg sync.WaitGroup
+	wg.Go(func() { _, aiperfErr = s.cfg.AIPerf.CheckVersion(ctx) })
+	wg.Go(func() { reading, gpuErr = gpu.Read(ctx, s.cfg.GPURead) })
+	if req, ok := c.Adapter.(Requirer); ok {
+		wg.Go(func() { familyReqs = req.Requirements(env, c) })
+	}
+	wg.Wait()
+	if aiperfErr != nil {
+		need(true, aiperfErr.Error(), "make setup")
 	}
 	if _, err := os.Stat(s.cfg.Python); err != nil {
 		need(true, "python for the correctness case not found at "+s.cfg.Python, "make setup")
@@ -103,16 +116,15 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 				"install the NVIDIA Container Toolkit and run `nvidia-ctk runtime configure --runtime=docker`, then restart dockerd")
 		}
 	}
-	reading, err := gpu.Read(ctx, s.cfg.GPURead)
-	if err != nil {
-		rd.GPUError = err.Error()
+	if gpuErr != nil {
+		rd.GPUError = gpuErr.Error()
 	} else {
 		rd.GPU = &reading
 	}
 	if c.Needs.GPU != (gpu.Needs{}) {
 		switch {
-		case err != nil:
-			need(true, fmt.Sprintf("the row needs %s; GPU discovery failed: %v", c.Needs.GPU, err),
+		case gpuErr != nil:
+			need(true, fmt.Sprintf("the row needs %s; GPU discovery failed: %v", c.Needs.GPU, gpuErr),
 				"run on a host with NVIDIA GPUs and the NVIDIA driver (libnvidia-ml.so.1)")
 		default:
 			sel, err := gpu.Select(reading, c.Needs.GPU)
@@ -122,9 +134,7 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 			rd.Selected = sel
 		}
 	}
-	if req, ok := c.Adapter.(Requirer); ok {
-		rd.Requirements = append(rd.Requirements, req.Requirements(env, c)...)
-	}
+	rd.Requirements = append(rd.Requirements, familyReqs...)
 	return rd
 }
 

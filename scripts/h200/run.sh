@@ -82,15 +82,33 @@ cat > "$venv/bin/python" <<EOF
 # the H200's python with the diffusers target first on the path
 PYTHONPATH=$site_d\${PYTHONPATH:+:\$PYTHONPATH} exec $py "\$@"
 EOF
+# AIPerf's interpreter sees the host's packages without torch (and its CUDA wheels):
+# AIPerf needs none of them, but the host's transformers imports torch for a tokenizer
+# when it is there (8.8 s of `from transformers import AutoTokenizer` on the H200,
+# measured with python -X importtime), which AIPerf then spends before its first
+# request. -S leaves the host's site-packages out; a folder of links to each of their
+# entries but torch's stands in for them.
+notorch=$tmp/site-host-notorch
+rm -rf "$notorch"; mkdir -p "$notorch"
+for d in $("$py" -c 'import site; print(" ".join(site.getsitepackages()))'); do
+  [[ -d $d ]] || continue
+  for e in "$d"/*; do
+    n=$(basename "$e")
+    [[ ${n,,} =~ ^(torch|functorch|torchgen|torchvision|torchaudio|triton|nvidia) ]] && continue
+    [[ -e $notorch/$n ]] || ln -s "$e" "$notorch/$n"
+  done
+done
 cat > "$venv/bin/aiperf" <<EOF
 #!/bin/sh
-# AIPerf 0.13.0 from its own target; the diffusers target is not on its path
-PYTHONPATH=$site_a exec $py -m aiperf "\$@"
+# AIPerf 0.13.0 from its own target, then the host's packages without torch; the
+# diffusers target is not on its path
+PYTHONPATH=$site_a:$notorch exec $py -S -m aiperf "\$@"
 EOF
 chmod +x "$venv/bin/python" "$venv/bin/aiperf"
 "$venv/bin/python" scripts/make_tokenizer.py "$venv/qualkit-hf" || exit 1
 "$venv/bin/python" -c 'import diffusers, torch; print("  diffusers", diffusers.__version__, "from", diffusers.__file__, "| torch", torch.__version__, "cuda", torch.cuda.is_available())' || fail=1
 timeout 120 "$venv/bin/aiperf" --version | tail -n1 | sed 's/^/  aiperf /' || fail=1
+PYTHONPATH=$site_a:$notorch HF_HOME=$venv/qualkit-hf "$py" -S -c 'import sys, time; t = time.time(); from transformers import AutoTokenizer; print("  AIPerf interpreter: transformers imported in %.1f s, torch imported: %s" % (time.time() - t, "torch" in sys.modules))' || fail=1
 [[ $steps == install ]] && { step "done (RUN_STEPS=install)"; exit $fail; }
 
 for b in qual.test nvmlread.test gpuread; do
