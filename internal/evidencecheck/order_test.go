@@ -1,0 +1,90 @@
+package evidencecheck
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The H200 pair of issue 28: the same row serial and overlapped in one lease. Both check
+// whole (TestCommittedOrderRunsPass); each forgery of the order, edited with the row's
+// checksums recomputed, fails on the claim it touched.
+var orderRuns = map[string]string{
+	"serial":     filepath.Join("..", "..", "docs", "evidence", "h200-orders", "serial", "20261204T135927Z-3913"),
+	"overlapped": filepath.Join("..", "..", "docs", "evidence", "h200-orders", "overlapped", "20261204T140109Z-5185"),
+}
+
+func TestCommittedOrderRunsPass(t *testing.T) {
+	for name, dir := range orderRuns {
+		t.Run(name, func(t *testing.T) {
+			require.NoError(t, Verify(dir, "").Err())
+		})
+	}
+}
+
+func TestOrderForgeriesFail(t *testing.T) {
+	const row = "reference-smoke"
+	budget := func(t *testing.T, dir string, edit func(tb map[string]any)) {
+		editJSON(t, filepath.Join(dir, row, "results.json"), func(d map[string]any) { edit(d["time_budget"].(map[string]any)) })
+	}
+	for _, tc := range []struct {
+		name, run string
+		edit      func(t *testing.T, dir string)
+		want      []string
+	}{
+		{"the critical path shortened", "overlapped", func(t *testing.T, dir string) {
+			budget(t, dir, func(tb map[string]any) { tb["critical_path_s"] = 40.0 })
+		}, []string{row + "/results.json: time_budget.critical_path_s: evidence says 64.855"}},
+		{"the preloaded native batch hidden", "overlapped", func(t *testing.T, dir string) {
+			budget(t, dir, func(tb map[string]any) { tb["overlap"].(map[string]any)["native_preload"] = false })
+		}, []string{row + "/results.json: time_budget.overlap.native_preload: evidence says true"}},
+		{"a serial run relabelled overlapped, its critical path cut", "serial", func(t *testing.T, dir string) {
+			budget(t, dir, func(tb map[string]any) {
+				tb["order"] = "overlapped"
+				tb["overlap"] = map[string]any{"aiperf_early": true, "aiperf_ahead_s": 10.0, "native_preload": true, "native_ahead_s": 20.0}
+				tb["critical_path_s"] = 60.0
+			})
+		}, []string{"time_budget.overlap.native_preload: evidence says false", "time_budget.overlap.aiperf_early: evidence says false",
+			"time_budget.critical_path_s: evidence says 83.638"}},
+		{"the batch said to have read its items while the server ran", "overlapped", func(t *testing.T, dir string) {
+			replaceAllRe(t, filepath.Join(dir, row, "identity/native-batch.jsonl"), `"items_read_at": "[^"]+"`, `"items_read_at": "2026-12-04T14:02:00.000000Z"`)
+		}, []string{"identity/native-batch.jsonl: items_read_at: evidence says after the server stopped", "no replay beside the server"}},
+		{"the native batch's early start removed from its record", "overlapped", func(t *testing.T, dir string) {
+			editJSONL(t, filepath.Join(dir, row, "commands.jsonl"), func(d map[string]any) { delete(d, "during") })
+		}, []string{"stages[identity].wall_s: evidence says at least the span of its commands", "time_budget.overlap.native_preload: evidence says false"}},
+		{"the identity stage's start moved earlier", "overlapped", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, row, "results.json"), func(d map[string]any) {
+				for _, st := range d["stages"].([]any) {
+					if m := st.(map[string]any); m["name"] == "identity" {
+						m["start"] = "2026-12-04T14:01:40Z"
+					}
+				}
+			})
+		}, []string{"stages[identity].start: evidence says at or after stage influence's end", "time_budget.overlap.native_ahead_s: evidence says"}},
+		{"a wall below the critical path", "overlapped", func(t *testing.T, dir string) {
+			budget(t, dir, func(tb map[string]any) {
+				tb["wall_s"] = 50.0
+				tb["harness_s"] = 50.0 - tb["model_work_s"].(float64)
+				tb["ratio"] = 50.0 / tb["model_work_s"].(float64)
+			})
+		}, []string{"time_budget.wall_s: evidence says at least the critical path, 64.855 s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := orderRuns[tc.run]
+			dir := filepath.Join(t.TempDir(), filepath.Base(src))
+			require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
+			require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil {
+					err = os.Chmod(p, 0o755)
+				}
+				return err
+			}))
+			tc.edit(t, dir)
+			resum(t, dir)
+			failsWith(t, Verify(dir, "").Err(), tc.want...)
+		})
+	}
+}
