@@ -2,14 +2,39 @@
 # Makes the project venv: the pinned AIPerf, pytest and NumPy for the correctness cases,
 # and the local tokenizer that keeps AIPerf offline. Idempotent: a venv whose stamp
 # matches the pins is left alone.
+#
+# One venv serves every clone on this machine with the same pins, as Go's module cache
+# does: it is made once in $QUALKIT_VENV_CACHE (default ~/.cache/qualkit), named by the
+# pins' hash and the Python version, and .venv is a link to it. QUALKIT_VENV_CACHE=off
+# makes a private .venv in the clone; VENV=DIR makes (and never shares) the venv DIR.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-venv=${VENV:-$root/.venv}
 py=${PYTHON:-python3}
-
 want=$(cat "$root/scripts/requirements.txt" "$root/scripts/constraints.txt" "$root/scripts/make_tokenizer.py" "$root/scripts/setup.sh" | sha256sum | cut -c1-16)
+current() { [[ -f "$1/.qualkit-setup" && "$(cat "$1/.qualkit-setup")" == "$want" && -x "$1/bin/aiperf" ]]; }
+
+venv=${VENV:-$root/.venv}
+cache=${QUALKIT_VENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/qualkit}
+if [[ -z "${VENV:-}" && "$cache" != off ]] && ! { [[ -d "$venv" && ! -L "$venv" ]] && current "$venv"; }; then
+  # The shared venv, made here under a lock when no clone has made it yet.
+  command -v "$py" >/dev/null && pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || pyver=none
+  shared="$cache/venv-$want-py$pyver"
+  mkdir -p "$cache"
+  exec 9>"$shared.lock"
+  flock 9
+  if ! current "$shared"; then
+    echo "setup: making the shared venv $shared (once for every clone with these pins; QUALKIT_VENV_CACHE=off for a private .venv)"
+    VENV="$shared" QUALKIT_VENV_CACHE=off bash "$0"
+  fi
+  flock -u 9
+  [[ -L "$venv" || ! -e "$venv" ]] || rm -rf "$venv" # a private venv of other pins
+  ln -sfn "$shared" "$venv"
+  echo "setup: $venv -> $shared (aiperf $("$venv/bin/aiperf" --version 2>/dev/null | tail -n1))"
+  exit 0
+fi
+
 stamp="$venv/.qualkit-setup"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$venv/bin/aiperf" ]]; then
+if current "$venv"; then
   echo "setup: $venv is up to date (aiperf $("$venv/bin/aiperf" --version 2>/dev/null | tail -n1))"
   exit 0
 fi

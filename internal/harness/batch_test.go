@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,12 +24,19 @@ import (
 // behaves: "ok"; "none" (no batch for this row: the harness runs one-shot replays);
 // "leak" (each replay carries a pixel of the previous one's output); "short" (the
 // report lacks the last replay); "crash" (it exits 1 after the first replay).
+//
+// Preload makes it a NativePreloader: with NativeBatchSpec.WaitItems it "loads", then
+// waits for its items.
 type FakeBatch struct {
 	FakeFamily
-	Mode string
+	Mode    string
+	Preload bool
 }
 
-var _ NativeBatcher = FakeBatch{}
+var (
+	_ NativeBatcher   = FakeBatch{}
+	_ NativePreloader = FakeBatch{}
+)
 
 func (f FakeBatch) NativeBatch(_ Env, spec NativeBatchSpec) Command {
 	if f.Mode == "none" {
@@ -36,18 +44,40 @@ func (f FakeBatch) NativeBatch(_ Env, spec NativeBatchSpec) Command {
 	}
 	c := f.program("native-batch")
 	c.Env = append(c.Env, "QUALKIT_FAKE_BATCH="+f.Mode)
-	return f.with(c, "-bundle", spec.Bundle, "-items", spec.Items, "-report", spec.Report)
+	args := []string{"-bundle", spec.Bundle, "-items", spec.Items, "-report", spec.Report}
+	if spec.WaitItems > 0 {
+		args = append(args, "-wait-items", spec.WaitItems.String())
+	}
+	return f.with(c, args...)
 }
+
+func (f FakeBatch) NativeBatchWaits() bool { return f.Preload }
 
 // fakeNativeBatch plays a batch native Task: one "load", then fakeEdit per item.
 func fakeNativeBatch(args []string) error {
 	fs := flag.NewFlagSet("native-batch", flag.ContinueOnError)
 	items, report := fs.String("items", "", ""), fs.String("report", "", "")
+	wait := fs.Duration("wait-items", 0, "")
 	fs.String("bundle", "", "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	mode := os.Getenv("QUALKIT_FAKE_BATCH")
+	head := map[string]any{"load_ms": 12.5}
+	if *wait > 0 {
+		t0 := time.Now()
+		for {
+			if _, err := os.Stat(*items); err == nil {
+				break
+			}
+			if time.Since(t0) > *wait {
+				return fmt.Errorf("%s did not appear within %s", *items, *wait)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		head["waited_ms"] = float64(time.Since(t0).Microseconds()) / 1000
+		head["items_read_at"] = time.Now().UTC()
+	}
 	in, err := os.ReadFile(*items)
 	if err != nil {
 		return err
@@ -58,7 +88,7 @@ func fakeNativeBatch(args []string) error {
 	}
 	defer rep.Close()
 	enc := json.NewEncoder(rep)
-	enc.Encode(map[string]float64{"load_ms": 12.5})
+	enc.Encode(head)
 	var all []NativeItem
 	sc := bufio.NewScanner(bytes.NewReader(in))
 	sc.Buffer(nil, 1<<24)
@@ -221,4 +251,37 @@ func TestIdentityParallelOnTheRowsGPUs(t *testing.T) {
 	assert.Positive(t, used["GPU-fake-0"])
 	assert.Positive(t, used["GPU-fake-1"])
 	assert.Equal(t, 4, res.TimeBudget.NativeLoads)
+}
+
+// The overlapped order's preload: the batch starts with the serve stage, waits for its
+// items until identity, and gives the same pixels; its wait is no load. A row that fails
+// before identity stops the waiting batch at once (it would wait minutes for its items).
+func TestIdentityPreloadedBatch(t *testing.T) {
+	p := newPipeline(t, false)
+	c := p.row("preload", "")
+	c.Adapter, c.Needs.ResidentBytes = FakeBatch{Mode: "ok", Preload: true}, 1<<20
+	s := p.start(t)
+	res, err := s.Run(context.Background(), c, t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, schema.StatusQualified, res.Status, res.Reason)
+	assert.Equal(t, schema.NativeBatch, res.Identity.Mode)
+	assert.Equal(t, 4, res.Identity.PixelMatches)
+	tb := res.TimeBudget
+	require.NotNil(t, tb.Overlap)
+	assert.True(t, tb.Overlap.NativePreload, tb.Overlap.NativeWhy)
+	assert.False(t, tb.Overlap.AIPerfEarly, "the fake family does not state that its models list waits for the load")
+	assert.Positive(t, tb.Overlap.NativeAheadS)
+	assert.Less(t, tb.Model.NativeLoadS, tb.Overlap.NativeAheadS, "the batch's wait for its items is no load")
+	assert.InDelta(t, schema.CriticalPath(tb.Model, true), tb.CriticalPathS, 0.002)
+
+	c = p.row("preload-fails", faultConstant)
+	c.Adapter, c.Needs.ResidentBytes = FakeBatch{FakeFamily: FakeFamily{Fault: faultConstant}, Mode: "ok", Preload: true}, 1<<20
+	start := time.Now()
+	res, err = s.Run(context.Background(), c, t.TempDir())
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), time.Minute, "the failed row waited for its preloaded batch")
+	st, _ := res.Stage(schema.StageQuality)
+	assert.Equal(t, schema.Fail, st.Status)
+	require.NotNil(t, res.TimeBudget.Overlap)
+	assert.True(t, res.TimeBudget.Overlap.NativePreload)
 }
