@@ -16,6 +16,8 @@ TEST_TIMEOUT ?= 30m
 # its serving and GPU pool, the contract double, the reference server) and the qual rows
 # that run side by side and handle signals. The others run without it (scripts/gotest.sh).
 RACE_PKGS ?= ./qual/ ./internal/harness/... ./internal/trtmcdouble/... ./families/refedit/server/ ./families/refedit/cmd/refedit/
+# When make started: `make test` ends by printing its whole wall, set-up included.
+STARTED := $(shell date +%s)
 RUNTIME ?= auto
 export RUNTIME
 # The reaper image cannot be pulled here; the harness removes what it starts.
@@ -90,6 +92,7 @@ test: setup engine browser lint pytest tables
 	@cp $(JUNIT) $(JUNIT_RAW)
 	$(GO) run ./scripts/junitfix -junit $(JUNIT)
 	$(GO) run ./scripts/testgate -junit $(JUNIT) -tables $(TABLES) -go ./... $(if $(TAGS),-tags trtmcdata)
+	@t=$$(( $$(date +%s) - $(STARTED) )); echo "make test: $$((t / 60)) min $$((t % 60)) s, set-up included"
 
 # The Python side: the refedit reference's self-tests (incl. tampered bundles) and the
 # fixture manifest checks. Same rule: no skips.

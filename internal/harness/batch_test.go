@@ -53,6 +53,12 @@ func (f FakeBatch) NativeBatch(_ Env, spec NativeBatchSpec) Command {
 
 func (f FakeBatch) NativeBatchWaits() bool { return f.Preload }
 
+// FakeEarly is FakeBatch whose server lists the model only once ready: AIPerf starts
+// with the server in the overlapped order.
+type FakeEarly struct{ FakeBatch }
+
+func (FakeEarly) ModelsListedWhenReady() string { return "fakeServe's /v1/models" }
+
 // fakeNativeBatch plays a batch native Task: one "load", then fakeEdit per item.
 func fakeNativeBatch(args []string) error {
 	fs := flag.NewFlagSet("native-batch", flag.ContinueOnError)
@@ -251,6 +257,37 @@ func TestIdentityParallelOnTheRowsGPUs(t *testing.T) {
 	assert.Positive(t, used["GPU-fake-0"])
 	assert.Positive(t, used["GPU-fake-1"])
 	assert.Equal(t, 4, res.TimeBudget.NativeLoads)
+}
+
+// The whole overlapped order on the fake family: AIPerf starts with the server and waits
+// for the model, the batch preloads; the serial order starts neither early. Both qualify
+// with the same pixels.
+func TestPipelineOrders(t *testing.T) {
+	p := newPipeline(t, false)
+	s := p.start(t)
+	c := p.row("early", "")
+	c.Adapter, c.Needs.ResidentBytes = FakeEarly{FakeBatch{Mode: "ok", Preload: true}}, 1<<20
+	res, err := s.Run(context.Background(), c, t.TempDir())
+	require.NoError(t, err)
+	tb := res.TimeBudget
+	assert.Equal(t, schema.OrderOverlapped, tb.Order)
+	require.NotNil(t, tb.Overlap)
+	assert.True(t, tb.Overlap.AIPerfEarly, tb.Overlap.AIPerfWhy)
+	assert.True(t, tb.Overlap.NativePreload, tb.Overlap.NativeWhy)
+	assert.Positive(t, tb.Overlap.AIPerfAheadS)
+
+	p.cfg.Serial = true
+	s = p.start(t)
+	c.Name = "serial"
+	serial, err := s.Run(context.Background(), c, t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, schema.OrderSerial, serial.TimeBudget.Order)
+	assert.Nil(t, serial.TimeBudget.Overlap)
+	assert.Equal(t, serial.TimeBudget.ModelWorkS, serial.TimeBudget.CriticalPathS)
+	for i, q := range serial.Identity.Requests {
+		assert.Equal(t, res.Identity.Requests[i].Prompt, q.Prompt)
+		assert.Equal(t, res.Identity.Requests[i].HTTPSHA256, q.HTTPSHA256)
+	}
 }
 
 // The overlapped order's preload: the batch starts with the serve stage, waits for its

@@ -341,6 +341,13 @@ func fakeServe(args []string) error {
 		}
 		fmt.Fprintln(w, `{"status":"ready"}`)
 	})
+	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		data := []map[string]string{}
+		if fault != faultNeverReady {
+			data = append(data, map[string]string{"id": "fake/invert"})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
+	})
 	mux.HandleFunc("/v1/serving/info", func(w http.ResponseWriter, _ *http.Request) {
 		backend := "fake"
 		if os.Getenv("QUALKIT_FAKE_IDENTITY") == "other" {
@@ -466,6 +473,30 @@ func pngEncode(w io.Writer, img image.Image) { png.Encode(w, img) }
 // input line (warmup first) as AIPerf's multipart request, sequentially, and writes the
 // raw and per-request exports and a summary in AIPerf 0.13.0's shape (the fields the
 // harness and the checker read).
+// fakeWaitForModel plays AIPerf's readiness probe in mode models: GET /v1/models until
+// it lists the model, or the timeout (seconds) passes.
+func fakeWaitForModel(url, model, timeout string) error {
+	secs, err := strconv.Atoi(timeout)
+	if err != nil {
+		return fmt.Errorf("--wait-for-model-timeout %q: %w", timeout, err)
+	}
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url + "/v1/models"); err == nil {
+			var list struct{ Data []struct{ ID string } }
+			json.NewDecoder(resp.Body).Decode(&list)
+			resp.Body.Close()
+			for _, m := range list.Data {
+				if m.ID == model {
+					return nil
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("model %s not listed at %s/v1/models within %s s", model, url, timeout)
+}
+
 func fakeAIPerf(args []string) error {
 	if len(args) == 1 && args[0] == "--version" {
 		fmt.Println("0.13.0")
@@ -496,6 +527,11 @@ func fakeAIPerf(args []string) error {
 		}
 		if err := json.Unmarshal([]byte(e), &settings); err != nil {
 			return fmt.Errorf("--extra-inputs %q: %w", e, err)
+		}
+	}
+	if t := one("--wait-for-model-timeout"); t != "" {
+		if err := fakeWaitForModel(one("--url"), one("--model"), t); err != nil {
+			return err
 		}
 	}
 	raw, err := os.ReadFile(one("--input-file"))

@@ -30,7 +30,7 @@ func (r *row) benchmark(ctx context.Context) error {
 		r.prog.followRecords(r.ev.Path("serve/records.jsonl"), total, stopFollow)
 	}()
 	r.prog.watch(r.ev.Path("aiperf/aiperf.log"))
-	_, runErr := r.bench.wait()
+	_, runErr := r.waitBenchmark(ctx)
 	close(stopFollow)
 	<-followed
 	artifacts := filepath.Join(r.ev.Dir, "aiperf", "artifacts")
@@ -114,6 +114,26 @@ func (r *row) checkOutput(rec RawRecord, size string) ([]byte, error) {
 		return nil, fmt.Errorf("output is %s, the request asked for size %s", got, size)
 	}
 	return png, nil
+}
+
+// waitBenchmark waits for AIPerf, and stops it once the server has died: AIPerf waiting
+// for a model that will never be listed, or sending to a port nobody answers, would run
+// on until its own limits.
+func (r *row) waitBenchmark(ctx context.Context) (schema.CommandRecord, error) {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.bench.done:
+			return r.bench.wait()
+		case <-tick.C:
+			if died := r.server.Died(context.WithoutCancel(ctx)); died != nil {
+				r.prog.printf("the server died while AIPerf ran: stopping AIPerf (%v)", died)
+				r.bench.stop()
+				return r.bench.wait()
+			}
+		}
+	}
 }
 
 // startBenchmark starts AIPerf against url, in the background: from the benchmark stage

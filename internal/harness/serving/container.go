@@ -579,8 +579,14 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 		testcontainers.WithLogConsumers(lf),
 		testcontainers.WithWaitStrategyAndDeadline(deadline, wait.ForExit().WithPollInterval(50*time.Millisecond)))...)
 	defer func() {
-		// Removal goes on even when ctx is cancelled: nothing is left behind.
-		testcontainers.TerminateContainer(ct, testcontainers.StopContext(context.WithoutCancel(ctx)))
+		// Removal goes on even when ctx is cancelled: nothing is left behind. A long job
+		// (a native batch preloaded beside the server) may outlive an engine restart: its
+		// container is removed once the engine answers again.
+		bg := context.WithoutCancel(ctx)
+		if ct != nil {
+			waitForEngine(bg, cli, engineBackWithin)
+		}
+		testcontainers.TerminateContainer(ct, testcontainers.StopContext(bg))
 	}()
 	if ct != nil {
 		bg := context.WithoutCancel(ctx)
