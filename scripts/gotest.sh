@@ -17,12 +17,13 @@ set -uo pipefail
 race=$(go list $TAGS $RACE_PKGS) || exit 2
 norace=$(go list $TAGS ./... | grep -vxF -e "$race") || exit 2
 racelog=$(mktemp)
-trap 'rm -f "$racelog"' EXIT
-go test -json $TAGS -race -count=1 -timeout "$TEST_TIMEOUT" -skip "$SKIP" $race > "$racelog" 2>&1 &
+trap 'rm -f "$racelog" "$racelog.err"' EXIT
+go test -json $TAGS -race -count=1 -timeout "$TEST_TIMEOUT" -skip "$SKIP" $race > "$racelog" 2> "$racelog.err" &
 racepid=$!
 go test -json $TAGS -count=1 -timeout "$TEST_TIMEOUT" -skip "$SKIP" $norace
 b=$?
 wait "$racepid"
 a=$?
 cat "$racelog"
+cat "$racelog.err" >&2
 exit $(( a != 0 || b != 0 ))
