@@ -222,6 +222,10 @@ func (e *privateEngine) leftovers(t *testing.T, runID string) []string {
 			left = append(left, what[0]+" "+id)
 		}
 	}
+	if len(left) > 0 {
+		b, _ := exec.CommandContext(context.Background(), "docker", "-H", e.host(), "ps", "-a", "--no-trunc", "--format", "{{.ID}} {{.Status}} {{.Command}} {{.Labels}}").CombinedOutput()
+		t.Logf("the test engine's containers:\n%s", b)
+	}
 	return left
 }
 

@@ -38,7 +38,7 @@ func TestSerialAndOverlappedOrders(t *testing.T) {
 				assert.Equal(t, schema.OrderSerial, tb.Order)
 				assert.Nil(t, tb.Overlap)
 				assert.Empty(t, during, "no command starts early in the serial order")
-				assert.InDelta(t, tb.ModelWorkS, tb.CriticalPathS, 0.001)
+				assert.Equal(t, tb.ModelWorkS, tb.CriticalPathS)
 			} else {
 				assert.Equal(t, schema.OrderOverlapped, tb.Order)
 				require.NotNil(t, tb.Overlap)

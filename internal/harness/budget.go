@@ -161,7 +161,12 @@ func (r *row) order(tb *schema.TimeBudget) {
 	if tb.Order == schema.OrderOverlapped {
 		tb.Overlap = o
 	}
-	tb.CriticalPathS = round3(schema.CriticalPath(tb.Model, o.NativePreload))
+	// Serial, the critical path is all the model work, as written; overlapped, from the
+	// rounded parts (the checker allows for their rounding).
+	tb.CriticalPathS = tb.ModelWorkS
+	if o.NativePreload {
+		tb.CriticalPathS = round3(schema.CriticalPath(tb.Model, true))
+	}
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

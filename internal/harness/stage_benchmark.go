@@ -116,6 +116,9 @@ func (r *row) checkOutput(rec RawRecord, size string) ([]byte, error) {
 	return png, nil
 }
 
+// aiperfAfterServer is how long AIPerf may run on once the server has died.
+const aiperfAfterServer = 10 * time.Second
+
 // waitBenchmark waits for AIPerf, and stops it once the server has died: AIPerf waiting
 // for a model that will never be listed, or sending to a port nobody answers, would run
 // on until its own limits.
@@ -128,8 +131,15 @@ func (r *row) waitBenchmark(ctx context.Context) (schema.CommandRecord, error) {
 			return r.bench.wait()
 		case <-tick.C:
 			if died := r.server.Died(context.WithoutCancel(ctx)); died != nil {
-				r.prog.printf("the server died while AIPerf ran: stopping AIPerf (%v)", died)
-				r.bench.stop()
+				// AIPerf sending to a dead port ends by itself within a moment, its
+				// errors exported; one still probing for the model does not.
+				r.prog.printf("the server died while AIPerf ran (%v): AIPerf has %s to end", died, aiperfAfterServer)
+				select {
+				case <-r.bench.done:
+				case <-time.After(aiperfAfterServer):
+					r.prog.printf("stopping AIPerf: the server it waits for is gone")
+					r.bench.stop()
+				}
 				return r.bench.wait()
 			}
 		}

@@ -507,6 +507,23 @@ func (s *containerServer) terminate(ctx context.Context) (containerState, error)
 	return st, errors.Join(errs...)
 }
 
+// removeOutlivingEngine removes a job's container, trying again while the engine comes
+// back (a restart can end the job, and refuse the first removal, while it shuts down).
+func removeOutlivingEngine(ctx context.Context, cli *testcontainers.DockerClient, ct testcontainers.Container) {
+	if ct == nil {
+		return
+	}
+	deadline := time.Now().Add(engineBackWithin)
+	for {
+		waitForEngine(ctx, cli, time.Until(deadline))
+		err := testcontainers.TerminateContainer(ct, testcontainers.StopContext(ctx))
+		if err == nil || cerrdefs.IsNotFound(err) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // engineBackWithin is how long removing a server waits for an engine that does not answer
 // (one that restarts comes back within seconds), so that a restart leaves no container.
 const engineBackWithin = 90 * time.Second
@@ -583,10 +600,7 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 		// (a native batch preloaded beside the server) may outlive an engine restart: its
 		// container is removed once the engine answers again.
 		bg := context.WithoutCancel(ctx)
-		if ct != nil {
-			waitForEngine(bg, cli, engineBackWithin)
-		}
-		testcontainers.TerminateContainer(ct, testcontainers.StopContext(bg))
+		removeOutlivingEngine(bg, cli, ct)
 	}()
 	if ct != nil {
 		bg := context.WithoutCancel(ctx)
