@@ -117,7 +117,7 @@ func (r *row) checkOutput(rec RawRecord, size string) ([]byte, error) {
 }
 
 // aiperfAfterServer is how long AIPerf may run on once the server has died.
-const aiperfAfterServer = 10 * time.Second
+const aiperfAfterServer = 5 * time.Second
 
 // waitBenchmark waits for AIPerf, and stops it once the server has died: AIPerf waiting
 // for a model that will never be listed, or sending to a port nobody answers, would run
