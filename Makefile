@@ -17,7 +17,7 @@ TEST_TIMEOUT ?= 30m
 # double, the reference server), each driven by its own tests. Without it: the qual rows
 # (subprocess-bound end to end: the same harness code, whose concurrency the harness's
 # tests race-check with the fake family, rows side by side, signals and the overlapped
-# order included; under -race the package took 799 s of a 17-minute run, without it ~530 s),
+# order included; under -race the package took 799 s of a 17-minute run (5a431ba), without it 447 s (0295a35, docs/test-times.md)),
 # and the single-threaded checker, reports and tools (scripts/gotest.sh).
 RACE_PKGS ?= ./internal/harness/... ./internal/trtmcdouble/... ./families/refedit/server/ ./families/refedit/cmd/refedit/
 # When make started: `make test` ends by printing its whole wall, set-up included.
@@ -84,23 +84,17 @@ qual: setup tables
 	$(call sign,evidence/latest,evidence/junit-qual.xml)
 	@echo "evidence: $$(readlink -f evidence/latest) (SUMMARY.md, PR.md, index.html)"
 
-# lint and the Python tests run beside go test (whose rows spend half their time waiting
-# on their programs): their output follows go test's, and either failing fails make test.
-CHECKS_LOG ?= evidence/checks.log
-test: setup engine browser tables
+test: setup engine browser lint pytest tables
 	@mkdir -p $(dir $(JUNIT))
 	@if [ -z "$(TRTMC)" ]; then echo "test: the real-TRTMC-data checks are not run: give TRTMC=DIR (a TRTMC checkout, or ../shared/trtmc-main-e9132e79) to run them"; \
 		else echo "test: real-TRTMC-data checks on $(QUALKIT_TRTMC_DATA)"; fi
 	@echo "test: leaving out the hardware tables: -skip '$$($(GO) run ./scripts/testgate skip -tables $(TABLES))'"
 	@echo "test: -race on $(RACE_PKGS) (where concurrency lives), the other packages (./qual/ among them) without it (scripts/gotest.sh)"
-	@echo "test: lint and the Python tests (make lint pytest) run beside go test; their output follows it ($(CHECKS_LOG))"
-	@( $(MAKE) --no-print-directory lint pytest > $(CHECKS_LOG) 2>&1; echo $$? > $(CHECKS_LOG).rc ) & checks=$$!; \
 	SKIP="$$($(GO) run ./scripts/testgate skip -tables $(TABLES))" RACE_PKGS="$(RACE_PKGS)" TEST_TIMEOUT=$(TEST_TIMEOUT) TAGS="$(TAGS)" \
-		$(GO) tool gotestsum --format testname --junitfile $(JUNIT) --raw-command -- bash scripts/gotest.sh; status=$$?; \
-	wait $$checks; echo "--- make lint pytest ($(CHECKS_LOG)):"; cat $(CHECKS_LOG); \
-	if [ "$$(cat $(CHECKS_LOG).rc)" != 0 ]; then echo "test: make lint pytest FAILED"; status=1; fi; \
-	cp $(JUNIT) $(JUNIT_RAW); $(GO) run ./scripts/junitfix -junit $(JUNIT) || status=1; \
-	exit $$status
+		$(GO) tool gotestsum --format testname --junitfile $(JUNIT) --raw-command -- bash scripts/gotest.sh \
+		|| { cp $(JUNIT) $(JUNIT_RAW); $(GO) run ./scripts/junitfix -junit $(JUNIT); exit 1; }
+	@cp $(JUNIT) $(JUNIT_RAW)
+	$(GO) run ./scripts/junitfix -junit $(JUNIT)
 	$(GO) run ./scripts/testgate -junit $(JUNIT) -tables $(TABLES) -go ./... $(if $(TAGS),-tags trtmcdata)
 	@t=$$(( $$(date +%s) - $(STARTED) )); echo "make test: $$((t / 60)) min $$((t % 60)) s, set-up included"
 
