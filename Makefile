@@ -17,8 +17,9 @@ TEST_TIMEOUT ?= 30m
 # double, the reference server), each driven by its own tests. Without it: the qual rows
 # (subprocess-bound end to end: the same harness code, whose concurrency the harness's
 # tests race-check with the fake family, rows side by side, signals and the overlapped
-# order included; under -race the package took 799 s of a 17-minute run (5a431ba), without it 447 s (0295a35, docs/test-times.md)),
-# and the single-threaded checker, reports and tools (scripts/gotest.sh).
+# order included; under -race the package took 799 s of a 17-minute run at 5a431ba,
+# without it 447 s at 0295a35, docs/test-times.md), and the single-threaded checker,
+# reports and tools (scripts/gotest.sh).
 RACE_PKGS ?= ./internal/harness/... ./internal/trtmcdouble/... ./families/refedit/server/ ./families/refedit/cmd/refedit/
 # When make started: `make test` ends by printing its whole wall, set-up included.
 STARTED := $(shell date +%s)
