@@ -40,7 +40,6 @@ func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
 	// per program file per process. A reinstall rewrites the file, so its size and time
 	// are part of the key; only the pinned version is remembered.
 	key := fmt.Sprintf("%s\x00%d\x00%d", a.Bin, st.Size(), st.ModTime().UnixNano())
-	got := AIPerfVersion
 	if _, known := checkedVersions.Load(key); !known {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
@@ -59,9 +58,9 @@ func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
 	}
 	ref := filepath.Join(a.HFHome, "hub", "models--"+strings.ReplaceAll(Tokenizer, "/", "--"), "refs", "main")
 	if _, err := os.Stat(ref); err != nil {
-		return got, fmt.Errorf("local tokenizer %s missing from %s (AIPerf would try the network): run `make setup`", Tokenizer, a.HFHome)
+		return AIPerfVersion, fmt.Errorf("local tokenizer %s missing from %s (AIPerf would try the network): run `make setup`", Tokenizer, a.HFHome)
 	}
-	return got, nil
+	return AIPerfVersion, nil
 }
 
 // checkedVersions are the AIPerf program files (path, size, time) this process found at

@@ -35,10 +35,13 @@ func (r *row) planOverlap(rd Readiness) {
 		p.aiperfWhy, p.preloadWhy = serialWhy, serialWhy
 		return
 	}
-	if m, ok := r.c.Adapter.(ModelsWhenReady); ok && m.ModelsListedWhenReady() != "" {
+	where := ""
+	if m, ok := r.c.Adapter.(ModelsWhenReady); ok {
+		where = m.ModelsListedWhenReady()
+	}
+	if where != "" {
 		p.aiperfEarly = true
-		p.aiperfWhy = "AIPerf started with the server and waited for GET /v1/models to list the model, which the server does only once it can serve (" +
-			m.ModelsListedWhenReady() + ")"
+		p.aiperfWhy = "AIPerf started with the server and waited for GET /v1/models to list the model, which the server does only once it can serve (" + where + ")"
 	} else {
 		p.aiperfWhy = "the family does not state that its server lists the model in GET /v1/models only once it can serve (harness.ModelsWhenReady): AIPerf starts once " +
 			serving.ReadyPath + " answers"
@@ -182,7 +185,8 @@ func (r *row) startNativePreload(ctx context.Context) error {
 	}
 	total := r.c.Bench.Measured + r.c.Bench.Warmup
 	wait := r.c.Deadline.Ready + time.Duration(total+3)*r.c.Deadline.Request + 10*time.Minute
-	spec := NativeBatchSpec{Bundle: r.bundle, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile), WaitItems: wait}
+	spec := r.batchSpec()
+	spec.WaitItems = wait
 	cmd := nb.NativeBatch(r.env, spec)
 	if len(cmd.Args) == 0 {
 		r.plan.preload, r.plan.preloadWhy = false, "the family has no batch mode for this row"
@@ -195,8 +199,7 @@ func (r *row) startNativePreload(ctx context.Context) error {
 	}
 	os.Remove(spec.Items)
 	r.prog.printf("native batch: started now to load beside the server; it waits for its items until identity")
-	mounts := append(at(true, r.bundle, r.nativeInDir()), at(false, filepath.Dir(spec.Report))...)
-	b, err := r.startJob(ctx, schema.StageIdentity, schema.StageServe, cmd, "identity/native-batch.log", wait+time.Duration(total+1)*r.c.Deadline.Native, mounts...)
+	b, err := r.startJob(ctx, schema.StageIdentity, schema.StageServe, cmd, "identity/native-batch.log", wait+time.Duration(total+1)*r.c.Deadline.Native, r.batchMounts(spec)...)
 	if err != nil {
 		return fmt.Errorf("native batch preload: %w", err)
 	}

@@ -157,7 +157,7 @@ func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.Ide
 		return r.readNativeBatch(r.native.wait, r.ev.Path(schema.NativeBatchFile), replays, sum)
 	}
 	if nb, ok := r.c.Adapter.(NativeBatcher); ok {
-		spec := NativeBatchSpec{Bundle: r.bundle, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile)}
+		spec := r.batchSpec()
 		if cmd := nb.NativeBatch(r.env, spec); len(cmd.Args) > 0 {
 			if err := r.writeItems(replays); err != nil {
 				return err
@@ -216,6 +216,17 @@ func (r *row) itemsPath() string { return filepath.Join(r.env.Work, "native-item
 // nativeInDir holds the request images the native Task replays.
 func (r *row) nativeInDir() string { return filepath.Join(r.env.Work, "native-in") }
 
+// batchSpec is the row's batch: its bundle, its items and where it reports.
+func (r *row) batchSpec() NativeBatchSpec {
+	return NativeBatchSpec{Bundle: r.bundle, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile)}
+}
+
+// batchMounts are what a batch reads (the bundle, the request images) and where it
+// writes (its report's folder, which holds the native PNGs too).
+func (r *row) batchMounts(spec NativeBatchSpec) []Mount {
+	return append(at(true, spec.Bundle, r.nativeInDir()), at(false, filepath.Dir(spec.Report))...)
+}
+
 // writeItems writes the replays as a batch's items, one NativeItem per line, whole (a
 // temporary file renamed): a preloaded batch waiting for the file never reads half of it.
 func (r *row) writeItems(replays []*replay) error {
@@ -238,9 +249,8 @@ func (r *row) nativeBatch(ctx context.Context, cmd Command, spec NativeBatchSpec
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(len(replays)+1)*r.c.Deadline.Native)
 	defer cancel()
 	r.prog.printf("native Task: %d replays in one %s process (one load)", len(replays), schema.NativeBatch)
-	mounts := append(at(true, r.bundle, filepath.Dir(replays[0].spec.Image)), at(false, filepath.Dir(spec.Report))...)
 	run := func() (schema.CommandRecord, error) {
-		return r.jobOn(ctx, schema.StageIdentity, cmd, "identity/native-batch.log", r.gpus, mounts...)
+		return r.jobOn(ctx, schema.StageIdentity, cmd, "identity/native-batch.log", r.gpus, r.batchMounts(spec)...)
 	}
 	return r.readNativeBatch(run, spec.Report, replays, sum)
 }

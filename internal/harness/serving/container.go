@@ -595,15 +595,12 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 	ct, err := runOnHostNetwork(ctx, o.container.Image.ID, append(r.opts(o.container.Image, stdlog.New(io.Discard, "", 0)),
 		testcontainers.WithLogConsumers(lf),
 		testcontainers.WithWaitStrategyAndDeadline(deadline, wait.ForExit().WithPollInterval(50*time.Millisecond)))...)
-	defer func() {
-		// Removal goes on even when ctx is cancelled: nothing is left behind. A long job
-		// (a native batch preloaded beside the server) may outlive an engine restart: its
-		// container is removed once the engine answers again.
-		bg := context.WithoutCancel(ctx)
-		removeOutlivingEngine(bg, cli, ct)
-	}()
+	// Removal goes on even when ctx is cancelled: nothing is left behind. A long job (a
+	// native batch preloaded beside the server) may outlive an engine restart: its
+	// container is removed once the engine answers again.
+	bg := context.WithoutCancel(ctx)
+	defer removeOutlivingEngine(bg, cli, ct)
 	if ct != nil {
-		bg := context.WithoutCancel(ctx)
 		if res, ierr := cli.ContainerInspect(bg, ct.GetContainerID(), client.ContainerInspectOptions{}); ierr == nil && res.Container.State != nil && !res.Container.State.Running {
 			rec.ExitCode = res.Container.State.ExitCode
 		}
