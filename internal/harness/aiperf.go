@@ -81,6 +81,10 @@ type AIPerfRun struct {
 	Seed           int
 	ArtifactDir    string
 	RequestTimeout time.Duration
+	// TempDir is AIPerf's TMPDIR. AIPerf 0.13.0 leaves two folders of each run in the
+	// temp folder (its IPC sockets' mkdtemp folder and aiperf_mmap_<benchmark id>); the
+	// harness gives it one of its own and removes it after the run.
+	TempDir string
 }
 
 // Command is the exact argv: concurrency 1, sequential sampling, raw export, no UI, no
@@ -111,7 +115,11 @@ func (a AIPerf) Command(r AIPerfRun) Command {
 		args = append(args, "--wait-for-model-timeout", strconv.Itoa(int(r.WaitForModel.Seconds())),
 			"--wait-for-model-mode", "models", "--wait-for-model-interval", "0.5")
 	}
-	return Command{Args: args, Env: []string{"HF_HOME=" + a.HFHome, "HF_HUB_OFFLINE=1", "HF_HUB_DISABLE_TELEMETRY=1", "DO_NOT_TRACK=1", "PYTHONUNBUFFERED=1"}}
+	env := []string{"HF_HOME=" + a.HFHome, "HF_HUB_OFFLINE=1", "HF_HUB_DISABLE_TELEMETRY=1", "DO_NOT_TRACK=1", "PYTHONUNBUFFERED=1"}
+	if r.TempDir != "" {
+		env = append(env, "TMPDIR="+r.TempDir)
+	}
+	return Command{Args: args, Env: env}
 }
 
 // RawRecord is one line of profile_export_raw.jsonl: what AIPerf sent and received.

@@ -469,10 +469,6 @@ func fakeNative(args []string) error {
 
 func pngEncode(w io.Writer, img image.Image) { png.Encode(w, img) }
 
-// fakeAIPerf plays `aiperf --version` and `aiperf profile` for image_edit: it sends each
-// input line (warmup first) as AIPerf's multipart request, sequentially, and writes the
-// raw and per-request exports and a summary in AIPerf 0.13.0's shape (the fields the
-// harness and the checker read).
 // fakeWaitForModel plays AIPerf's readiness probe in mode models: GET /v1/models until
 // it lists the model, or the timeout (seconds) passes.
 func fakeWaitForModel(url, model, timeout string) error {
@@ -497,6 +493,11 @@ func fakeWaitForModel(url, model, timeout string) error {
 	return fmt.Errorf("model %s not listed at %s/v1/models within %s s", model, url, timeout)
 }
 
+// fakeAIPerf plays `aiperf --version` and `aiperf profile` for image_edit: it sends each
+// input line (warmup first) as AIPerf's multipart request, sequentially, and writes the
+// raw and per-request exports and a summary in AIPerf 0.13.0's shape (the fields the
+// harness and the checker read). Like AIPerf 0.13.0, it leaves a folder in the temp
+// folder (aiperf_mmap_<id>).
 func fakeAIPerf(args []string) error {
 	if len(args) == 1 && args[0] == "--version" {
 		fmt.Println("0.13.0")
@@ -533,6 +534,13 @@ func fakeAIPerf(args []string) error {
 		if err := fakeWaitForModel(one("--url"), one("--model"), t); err != nil {
 			return err
 		}
+	}
+	mmap, err := os.MkdirTemp("", "aiperf_mmap_")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(mmap, "dataset.dat"), []byte("x"), 0o644); err != nil {
+		return err
 	}
 	raw, err := os.ReadFile(one("--input-file"))
 	if err != nil {

@@ -125,10 +125,15 @@ type background struct {
 
 // startJob starts c for stage while the stage during runs, on the row's GPUs, with its
 // output in logRel; its record says During. The options (and the image) are settled
-// here, in the calling stage; the goroutine only runs the command.
-func (r *row) startJob(ctx context.Context, stage, during string, c Command, logRel string, limit time.Duration, mounts ...Mount) (*background, error) {
+// here, in the calling stage; the goroutine only runs the command, then after (if not
+// nil), before wait returns. after runs also when the job cannot start.
+func (r *row) startJob(ctx context.Context, stage, during string, c Command, logRel string, limit time.Duration, after func(), mounts ...Mount) (*background, error) {
+	if after == nil {
+		after = func() {}
+	}
 	opts, err := r.optionsOn(ctx, stage, r.gpus, mounts...)
 	if err != nil {
+		after()
 		return nil, err
 	}
 	opts = append(opts, serving.WithRecorder(duringRecorder{r.ev, during}, stage))
@@ -137,6 +142,7 @@ func (r *row) startJob(ctx context.Context, stage, during string, c Command, log
 	log := r.ev.Path(logRel)
 	go func() {
 		defer close(b.done)
+		defer after()
 		b.rec, b.err = serving.Run(ctx, c, log, opts...)
 	}()
 	return b, nil
@@ -199,7 +205,7 @@ func (r *row) startNativePreload(ctx context.Context) error {
 	}
 	os.Remove(spec.Items)
 	r.prog.printf("native batch: started now to load beside the server; it waits for its items until identity")
-	b, err := r.startJob(ctx, schema.StageIdentity, schema.StageServe, cmd, "identity/native-batch.log", wait+time.Duration(total+1)*r.c.Deadline.Native, r.batchMounts(spec)...)
+	b, err := r.startJob(ctx, schema.StageIdentity, schema.StageServe, cmd, "identity/native-batch.log", wait+time.Duration(total+1)*r.c.Deadline.Native, nil, r.batchMounts(spec)...)
 	if err != nil {
 		return fmt.Errorf("native batch preload: %w", err)
 	}

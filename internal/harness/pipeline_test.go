@@ -150,6 +150,35 @@ func TestPipelineQualifiesAGoodRow(t *testing.T) {
 	assert.FileExists(t, filepath.Join(s.Evidence.Dir, schema.RunFile))
 }
 
+// AIPerf leaves folders in its temp folder (AIPerf 0.13.0: its IPC sockets' mkdtemp
+// folder and aiperf_mmap_<id>; the fake leaves the second): it runs with a TMPDIR of the
+// harness's own, removed once AIPerf ended.
+func TestAIPerfTempFolderRemoved(t *testing.T) {
+	p := newPipeline(t, false)
+	s := p.start(t)
+	res, err := s.Run(t.Context(), p.row("good", ""), t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, schema.StatusQualified, res.Status, res.Reason)
+	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, "good", "commands.jsonl"))
+	require.NoError(t, err)
+	var tmp string
+	for line := range strings.Lines(string(b)) {
+		var rec schema.CommandRecord
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec.Stage != schema.StageBenchmark {
+			continue
+		}
+		for _, kv := range rec.Env {
+			if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+				tmp = v
+			}
+		}
+	}
+	require.NotEmpty(t, tmp, "AIPerf's command has a TMPDIR of its own:\n%s", b)
+	assert.True(t, strings.HasPrefix(filepath.Base(tmp), "qualkit-aiperf-"), tmp)
+	assert.NoDirExists(t, tmp, "AIPerf's temp folder, removed after the run")
+}
+
 // Each fault fails the row at the first stage able to see it, records every later stage
 // not-run, and never reads as passing.
 func TestPipelineFaultsFailTheirStage(t *testing.T) {
