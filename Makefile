@@ -85,28 +85,36 @@ qual: setup tables
 	$(call sign,evidence/latest,evidence/junit-qual.xml)
 	@echo "evidence: $$(readlink -f evidence/latest) (SUMMARY.md, PR.md, index.html)"
 
-test: setup engine browser lint pytest tables
+# lint and the Python tests run beside go test, at the lower priority of go test's other
+# runs (scripts/gotest.sh): the qual rows come first. Their output follows go test's
+# (CHECKS_LOG), and either failing fails make test.
+CHECKS_LOG ?= evidence/checks.log
+test: setup engine browser tables
 	@mkdir -p $(dir $(JUNIT))
 	@if [ -z "$(TRTMC)" ]; then echo "test: the real-TRTMC-data checks are not run: give TRTMC=DIR (a TRTMC checkout, or ../shared/trtmc-main-e9132e79) to run them"; \
 		else echo "test: real-TRTMC-data checks on $(QUALKIT_TRTMC_DATA)"; fi
 	@echo "test: leaving out the hardware tables: -skip '$$($(GO) run ./scripts/testgate skip -tables $(TABLES))'"
 	@echo "test: -race on $(RACE_PKGS) (where concurrency lives), the other packages (./qual/ among them) without it (scripts/gotest.sh)"
+	@echo "test: the qual package first; the other packages, lint and the Python tests (make lint pytest) beside it at a lower priority; their output follows ($(CHECKS_LOG))"
+	@( nice -n 10 $(MAKE) --no-print-directory lint pytest > $(CHECKS_LOG) 2>&1; echo $$? > $(CHECKS_LOG).rc ) & checks=$$!; \
 	SKIP="$$($(GO) run ./scripts/testgate skip -tables $(TABLES))" RACE_PKGS="$(RACE_PKGS)" TEST_TIMEOUT=$(TEST_TIMEOUT) TAGS="$(TAGS)" \
-		$(GO) tool gotestsum --format testname --junitfile $(JUNIT) --raw-command -- bash scripts/gotest.sh \
-		|| { cp $(JUNIT) $(JUNIT_RAW); $(GO) run ./scripts/junitfix -junit $(JUNIT); exit 1; }
-	@cp $(JUNIT) $(JUNIT_RAW)
-	$(GO) run ./scripts/junitfix -junit $(JUNIT)
+		$(GO) tool gotestsum --format testname --junitfile $(JUNIT) --raw-command -- bash scripts/gotest.sh; status=$$?; \
+	wait $$checks; echo "--- make lint pytest ($(CHECKS_LOG)):"; cat $(CHECKS_LOG); \
+	if [ "$$(cat $(CHECKS_LOG).rc)" != 0 ]; then echo "test: make lint pytest FAILED"; status=1; fi; \
+	cp $(JUNIT) $(JUNIT_RAW); $(GO) run ./scripts/junitfix -junit $(JUNIT) || status=1; \
+	exit $$status
 	$(GO) run ./scripts/testgate -junit $(JUNIT) -tables $(TABLES) -go ./... $(if $(TAGS),-tags trtmcdata)
 	@t=$$(( $$(date +%s) - $(STARTED) )); echo "make test: $$((t / 60)) min $$((t % 60)) s, set-up included"
 
 # The Python side: the refedit reference's self-tests (incl. tampered bundles) and the
-# fixture manifest checks. Same rule: no skips.
+# fixture manifest checks. Same rule: no skips. They use no pytest plugin, so none of the
+# venv's is loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD, as in the refedit case).
 PYJUNIT ?= evidence/junit-python.xml
 PYTESTS := families/refedit/correctness/selftest fixtures/images fixtures/image_edit internal/quality/testdata internal/junitfix/testdata
 pytest: setup
 	@mkdir -p $(dir $(PYJUNIT))
-	.venv/bin/python -m pytest --collect-only -q -p no:cacheprovider --rootdir . $(PYTESTS) > $(PYJUNIT).collected
-	.venv/bin/python -m pytest -q -p no:cacheprovider --rootdir . --junitxml=$(PYJUNIT) $(PYTESTS)
+	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest --collect-only -q -p no:cacheprovider --rootdir . $(PYTESTS) > $(PYJUNIT).collected
+	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest -q -p no:cacheprovider --rootdir . --junitxml=$(PYJUNIT) $(PYTESTS)
 	$(GO) run ./scripts/testgate -junit $(PYJUNIT) -pytest $(PYJUNIT).collected
 
 lint:

@@ -71,6 +71,10 @@ func (f Family) Build(env harness.Env, spec harness.BuildSpec) harness.Command {
 	}}
 }
 
+// NoPluginsEnv keeps pytest from loading the plugins installed in the venv (pytest's
+// setuptools entry points): the reference case and qualkit's own Python tests need none.
+const NoPluginsEnv = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1"
+
 // The correctness case: its test file, and the JUnit id of its one item as pytest
 // writes it with --rootdir at the repository root.
 const (
@@ -80,13 +84,18 @@ const (
 
 // Correctness is the family's pytest case: one item comparing native outputs of the
 // bundle with an independent float64 NumPy implementation.
+//
+// The case uses no pytest plugin: it runs with none (PYTEST_DISABLE_PLUGIN_AUTOLOAD), so
+// that what the venv happens to hold cannot change it. AIPerf 0.13.0's dependencies bring
+// four (dash, anyio, platformdirs, pytest-timeout); loading them took 1.1 s of the
+// case's 1.5 s start (`python -m pytest --co` on the case, measured 2026-12-04).
 func (f Family) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
 	args := []string{env.Python, "-m", "pytest", correctnessTest,
 		"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
 		"--refedit-binary", binary(env), "--bundle", spec.Bundle,
 		"--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit}
 	return harness.CorrectnessCase{
-		Command:   harness.Command{Args: args, Dir: env.Root},
+		Command:   harness.Command{Args: args, Dir: env.Root, Env: []string{NoPluginsEnv}},
 		JUnit:     spec.JUnit,
 		Cases:     []string{CorrectnessCaseID},
 		Result:    filepath.Join(spec.Artifacts, "result.json"),
