@@ -2,6 +2,7 @@ package harness
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +61,7 @@ func TestAIPerfCommandIsPinned(t *testing.T) {
 		"--model", "m", "--tokenizer", "qualkit/offline-word-tokenizer", "--input-file", "in.jsonl",
 		"--dataset-sampling-strategy", "sequential", "--request-count", "5", "--warmup-request-count", "1", "--concurrency", "1", "--random-seed", "0",
 		"--request-timeout-seconds", "60", "--artifact-dir", "art", "--export-level", "raw", "--ui", "none",
-		"--no-server-metrics", "--no-gpu-telemetry"}
+		"--no-server-metrics", "--no-gpu-telemetry", "--prompt-corpus", "random"}
 	assert.Equal(t, want, cmd.Args)
 	// The tokenizer comes from the private cache, with the hub off: no prefetch, no network.
 	assert.Subset(t, cmd.Env, []string{"HF_HOME=/v/hf", "HF_HUB_OFFLINE=1"})
@@ -75,4 +76,17 @@ func TestAIPerfVersionCheck(t *testing.T) {
 	got, err := AIPerf{Bin: bin}.CheckVersion(t.Context())
 	assert.Equal(t, "0.12.1", got)
 	require.ErrorContains(t, err, `version "0.12.1", the pin is 0.13.0`)
+}
+
+// AIPerf's sockets live in its temp folder: a long TMPDIR would make their paths longer
+// than a Unix socket allows, so AIPerf's folder goes to /tmp then.
+func TestAIPerfTempBaseLeavesRoomForItsSockets(t *testing.T) {
+	t.Setenv("TMPDIR", "/tmp/short")
+	assert.Equal(t, "/tmp/short", aiperfTempBase())
+	long := "/tmp/TestStoppedRunsLeaveNothing-test.timeout_8s3424151917/002"
+	t.Setenv("TMPDIR", long)
+	assert.Equal(t, "/tmp", aiperfTempBase())
+	// The longest socket path AIPerf 0.13.0 makes in a folder from the longest base kept.
+	sock := filepath.Join(strings.Repeat("x", 32), "aiperf-1234567890", "tmpabcdefgh", "aiperf", "dataset_manager_proxy_frontend.ipc")
+	assert.LessOrEqual(t, len(sock), 107, sock)
 }

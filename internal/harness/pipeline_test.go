@@ -175,7 +175,7 @@ func TestAIPerfTempFolderRemoved(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, tmp, "AIPerf's command has a TMPDIR of its own:\n%s", b)
-	assert.True(t, strings.HasPrefix(filepath.Base(tmp), "qualkit-aiperf-"), tmp)
+	assert.True(t, strings.HasPrefix(filepath.Base(tmp), "aiperf-"), tmp)
 	assert.NoDirExists(t, tmp, "AIPerf's temp folder, removed after the run")
 }
 

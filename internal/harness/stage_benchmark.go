@@ -171,7 +171,7 @@ func (r *row) startBenchmark(ctx context.Context, during, url string) error {
 		r.prog.printf("AIPerf: started now, while the server loads; it waits up to %s for GET /v1/models to list %s", run.WaitForModel, r.c.Model)
 	}
 	r.prog.printf("AIPerf: %d measured + %d warmup requests, concurrency 1", r.c.Bench.Measured, r.c.Bench.Warmup)
-	if run.TempDir, err = os.MkdirTemp("", "qualkit-aiperf-"); err != nil {
+	if run.TempDir, err = os.MkdirTemp(aiperfTempBase(), "aiperf-"); err != nil {
 		return fmt.Errorf("AIPerf's temp folder: %w", err)
 	}
 	b, err := r.startJob(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), "aiperf/aiperf.log", limit,
