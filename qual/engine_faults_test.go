@@ -110,6 +110,7 @@ func TestEngineRestartedMidServe(t *testing.T) {
 
 	run := childRun(t, root, out)
 	assert.Empty(t, leftoverProcesses(t, marker), "processes of the run")
+	assert.Empty(t, tempLeft(t, cmd), "temp folders of the run")
 	assert.Empty(t, eng.leftovers(t, filepath.Base(run)), "containers and images of the run in the restarted engine")
 
 	res := rowResult(t, run, out)
@@ -284,6 +285,7 @@ func TestDiskFullWhileWritingEvidence(t *testing.T) {
 
 	run := childRun(t, root, out)
 	assertNothingLeft(t, marker, filepath.Base(run))
+	assert.Empty(t, tempLeft(t, cmd), "temp folders of the run")
 	left, _ := filepath.Glob(filepath.Join(root, ".qualkit-reserve-*"))
 	assert.Empty(t, left, "the run's reserve")
 

@@ -23,7 +23,8 @@ import (
 // The reference row in a child test binary (this one), stopped the two ways a run is
 // stopped from outside: go test's -timeout shorter than the row, and SIGINT (Ctrl-C)
 // while it runs. Either way the binary exits non-zero, nothing of the run is left in
-// Docker, and the run folder, which the checker accepts, says what stopped which stage.
+// Docker or in the temp folder, and the run folder, which the checker accepts, says what
+// stopped which stage.
 func TestStoppedRunsLeaveNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -64,6 +65,7 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 
 			run := childRun(t, root, out)
 			assertNothingLeft(t, marker, filepath.Base(run))
+			assert.Empty(t, tempLeft(t, cmd), "temp folders of the stopped run")
 
 			res := rowResult(t, run, out)
 			assert.Equal(t, schema.StatusFailed, res.Status)
@@ -132,17 +134,50 @@ func TestSecondSignalForcesTheExit(t *testing.T) {
 
 // startChild starts this test binary on the reference row, writing its evidence under
 // root with the runtime given, env added to its environment. A fresh marker in that
-// environment reaches every process it starts (leftoverProcesses).
+// environment reaches every process it starts (leftoverProcesses). Its TMPDIR is a
+// folder of the calling test's (childTempDir, tempLeft): what a child that was made to
+// exit at once leaves there goes with the test.
 func startChild(t *testing.T, root, runtime string, env []string, args ...string) (cmd *exec.Cmd, out *bytes.Buffer, marker string) {
 	t.Helper()
-	args = append([]string{"-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root, "-qualkit.runtime", runtime}, args...)
+	args = append([]string{"-test.run", "^TestRefEdit$", "-test.count", "1", "-qualkit.evidence", root, "-qualkit.runtime", runtime,
+		"-qualkit.gpuread", baseConfig.GPURead}, args...) // built once, by this binary's TestMain
 	cmd = exec.Command(os.Args[0], args...)
 	out = &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	marker = fmt.Sprintf("%s-%d", slug(t.Name()), time.Now().UnixNano())
-	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0", negativeControlMarker+"="+marker), env...)
+	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0", negativeControlMarker+"="+marker, "TMPDIR="+childTempDir(t)), env...)
 	require.NoError(t, cmd.Start())
 	return cmd, out, marker
+}
+
+// childTempDir is a child's TMPDIR, removed with the test: short, so that AIPerf's
+// folder goes inside it too (harness.aiperfTempBase keeps a base of 32 bytes at most;
+// t.TempDir's path names the test and is longer).
+func childTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "qk-child-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// tempLeft lists what the child left in its TMPDIR.
+func tempLeft(t *testing.T, cmd *exec.Cmd) []string {
+	t.Helper()
+	var dir string
+	for _, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+			dir = v
+		}
+	}
+	require.NotEmpty(t, dir, "the child's TMPDIR")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var left []string
+	for _, e := range entries {
+		left = append(left, filepath.Join(dir, e.Name()))
+	}
+	return left
 }
 
 // childRun is the one run folder the child made under root.
