@@ -101,11 +101,7 @@ type AIPerfRun struct {
 }
 
 // Command is the exact argv: concurrency 1, sequential sampling, raw export, no UI, no
-// telemetry, and the local tokenizer. Every prompt comes from the input file, so the
-// synthetic-prompt corpus is `random` (drawn from the tokenizer's vocabulary when asked
-// for, never here): with the default, AIPerf 0.13.0 tokenizes its sonnet corpus at
-// start-up, 1.2 of the 7.3 CPU seconds of a reference-row run (measured 2026-12-04, the
-// same export either way).
+// telemetry, and the local tokenizer.
 func (a AIPerf) Command(r AIPerfRun) Command {
 	args := append([]string{a.Bin, "profile"}, r.Endpoint...)
 	args = append(args,
@@ -124,7 +120,6 @@ func (a AIPerf) Command(r AIPerfRun) Command {
 		"--ui", "none",
 		"--no-server-metrics",
 		"--no-gpu-telemetry",
-		"--prompt-corpus", "random",
 	)
 	if r.WaitForModel > 0 {
 		// Started while the server loads: probe GET /v1/models (never an inference

@@ -57,11 +57,11 @@ func TestAIPerfCommandIsPinned(t *testing.T) {
 		Endpoint: wire.OpenAI{}.AIPerfEndpoint(`{"seed":42,"size":"512x512"}`), Measured: 5, Warmup: 1, Seed: 0,
 		ArtifactDir: "art", RequestTimeout: time.Minute})
 	want := []string{"/v/bin/aiperf", "profile", "--endpoint-type", "image_edit", "--custom-dataset-type", "single_turn",
-		"--extra-inputs", `{"seed":42,"size":"512x512"}`, "--url", "http://127.0.0.1:9",
+		"--extra-inputs", `{"seed":42,"size":"512x512"}`, "--prompt-corpus", "random", "--url", "http://127.0.0.1:9",
 		"--model", "m", "--tokenizer", "qualkit/offline-word-tokenizer", "--input-file", "in.jsonl",
 		"--dataset-sampling-strategy", "sequential", "--request-count", "5", "--warmup-request-count", "1", "--concurrency", "1", "--random-seed", "0",
 		"--request-timeout-seconds", "60", "--artifact-dir", "art", "--export-level", "raw", "--ui", "none",
-		"--no-server-metrics", "--no-gpu-telemetry", "--prompt-corpus", "random"}
+		"--no-server-metrics", "--no-gpu-telemetry"}
 	assert.Equal(t, want, cmd.Args)
 	// The tokenizer comes from the private cache, with the hub off: no prefetch, no network.
 	assert.Subset(t, cmd.Env, []string{"HF_HOME=/v/hf", "HF_HUB_OFFLINE=1"})
