@@ -65,6 +65,7 @@ func TestServerOOMKilled(t *testing.T) {
 // unchanged correctness case alone. The row reads correctness-verified (never a passing
 // status), the later stages not-run, and the run's evidence checks (Finish, at cleanup).
 func TestCorrectnessOnlyRun(t *testing.T) {
+	t.Parallel() // its own suite, run folder and marker (main_test.go: parallel tests)
 	row := controlRow("refedit-v1", "the reference row, its correctness case alone", func(*harness.Checkpoint, *refedit.Faulty) {})
 	s := isolatedSuite(t, "correctness-only", false, func(c *harness.SuiteConfig) { c.CorrectnessOnly = true })
 	res, err := s.Run(t.Context(), row, t.TempDir())
@@ -90,6 +91,7 @@ func TestCorrectnessOnlyRun(t *testing.T) {
 // infrastructure, saying the engine went away; once the engine is back the run removes
 // its container and image, and its evidence checks.
 func TestEngineRestartedMidServe(t *testing.T) {
+	t.Parallel() // its own suite, run folder and marker (main_test.go: parallel tests)
 	needContainers(t)
 	eng := startPrivateEngine(t)
 	root := t.TempDir()
@@ -256,6 +258,7 @@ func unmountUnder(t *testing.T, dir string) {
 // filled to the last byte once AIPerf runs. The row fails as infrastructure ("the disk is
 // full"); the run's reserve, given back, holds the evidence that says so; nothing is left.
 func TestDiskFullWhileWritingEvidence(t *testing.T) {
+	t.Parallel() // its own suite, run folder and marker (main_test.go: parallel tests)
 	needContainers(t)
 	if os.Geteuid() != 0 {
 		t.Fatal("this test mounts a small tmpfs as the evidence root, which needs root: run the tests as root (as make test and CI do), or with -run that leaves TestDiskFullWhileWritingEvidence out")

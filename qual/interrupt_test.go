@@ -26,6 +26,7 @@ import (
 // Docker or in the temp folder, and the run folder, which the checker accepts, says what
 // stopped which stage.
 func TestStoppedRunsLeaveNothing(t *testing.T) {
+	t.Parallel() // its own suite, run folder and marker (main_test.go: parallel tests)
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -114,6 +115,7 @@ func killWhenRunning(t *testing.T, root, word string) {
 // A second SIGINT forces the exit: the binary removes this run's containers and images
 // (10 s at most) and exits 130 without waiting for the rows.
 func TestSecondSignalForcesTheExit(t *testing.T) {
+	t.Parallel() // its own suite, run folder and marker (main_test.go: parallel tests)
 	if *runtimeFlag == "process" {
 		t.Fatal("this test stops containers: run it with the container runtime (RUNTIME=auto or container and a Docker engine)")
 	}

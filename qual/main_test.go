@@ -37,6 +37,13 @@ var (
 	corrOnly    = flag.Bool("qualkit.correctness-only", false, "run each selected row's preflight, build and unchanged correctness case alone (for a row whose public run met a hardware limit); its rows read correctness-verified, never qualified")
 )
 
+// Parallel tests: a test that makes its own suite (isolatedSuite, a child test binary, a
+// private Docker engine), and whose leftover checks look only for its own marker and run
+// id, calls t.Parallel(): go test runs those after the sequential tests, side by side, so
+// that one waiting on a signal or a child does not hold the package up. A test that sets
+// the marker with t.Setenv (TestNegativeControls, TestInterruptAtEveryStage,
+// TestServerOOMKilled, TestHarnessFaults) cannot; its rows run in parallel subtests.
+
 // suite and baseConfig are set by TestMain before any test runs and read-only afterwards.
 var (
 	suite      *harness.Suite

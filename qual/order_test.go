@@ -22,6 +22,7 @@ import (
 // both with the serve stage. The gates and the PNGs are the same; the time budget states
 // the order, and each run's evidence checks (Finish, at cleanup).
 func TestSerialAndOverlappedOrders(t *testing.T) {
+	t.Parallel() // its own suite, run folder and marker (main_test.go: parallel tests)
 	pngs := map[string][]string{}
 	for _, serial := range []bool{true, false} {
 		name := map[bool]string{true: "serial", false: "overlapped"}[serial]

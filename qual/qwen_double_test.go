@@ -193,6 +193,7 @@ func TestQwenDoubleE9132e79PredatesTheServer(t *testing.T) {
 // image AIPerf recorded sending. A forger who swaps the kept input for another fixture
 // and recomputes every checksum list is caught, by name of both sources.
 func TestQwenDoublePerfServeInputForgery(t *testing.T) {
+	t.Parallel() // its own suite, run folder and marker (main_test.go: parallel tests)
 	cfg := baseConfig
 	cfg.EvidenceRoot, cfg.RunID = t.TempDir(), harness.NewRunID(time.Now())+"-nc-perf-serve-forgery"
 	s, err := harness.NewSuite(cfg)
