@@ -65,11 +65,16 @@ func TestServerOOMKilled(t *testing.T) {
 // unchanged correctness case alone. The row reads correctness-verified (never a passing
 // status), the later stages not-run, and the run's evidence checks (Finish, at cleanup).
 func TestCorrectnessOnlyRun(t *testing.T) {
-	t.Parallel() // its own suite, run folder and marker (main_test.go: parallel tests)
+	// Not parallel: its case failed once (1 failed, cause unknown) when it ran beside the
+	// parallel tests in a .ci/run on 2026-12-04; 3 runs of the seven together since then
+	// passed. A failure now prints the case's output.
 	row := controlRow("refedit-v1", "the reference row, its correctness case alone", func(*harness.Checkpoint, *refedit.Faulty) {})
 	s := isolatedSuite(t, "correctness-only", false, func(c *harness.SuiteConfig) { c.CorrectnessOnly = true })
 	res, err := s.Run(t.Context(), row, t.TempDir())
-	require.NoError(t, err)
+	if err != nil {
+		out, _ := os.ReadFile(filepath.Join(s.Evidence.Dir, row.Name, "correctness", "output.log"))
+		t.Fatalf("%v\ncorrectness/output.log:\n%s", err, out)
+	}
 	assert.Equal(t, schema.StatusCorrectnessOnly, res.Status, res.Reason)
 	assert.False(t, schema.Passing(res.Status))
 	for _, st := range res.Stages {
