@@ -11,8 +11,9 @@
 #   - at the same lower priority, every other package without -race (the checker,
 #     reports, inventory and tools: single-threaded code, several times slower under
 #     the race detector for nothing).
-# The qual rows wait on their programs (AIPerf, pytest, containers) for a third of
-# their time: the lower-priority runs fill those gaps instead of slowing the rows down.
+# The qual rows wait on their programs (AIPerf, pytest, containers): alone, the package
+# left 40% of this 2-core machine idle (vmstat, 2026-12-04). The lower-priority runs fill
+# those gaps instead of slowing the rows down.
 # Their events follow the qual package's once all three are done (gotestsum reads whole
 # lines, so two runs are never interleaved mid-line).
 #
