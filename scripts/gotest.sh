@@ -28,17 +28,22 @@ race=$(go list $TAGS $RACE_PKGS) || exit 2
 rest=$(go list $TAGS ./... | grep -vxF -e "$race" -e "$first") || exit 2
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-run() { # NAME ARGS...: go test -json ARGS at the lower priority, into $logs/NAME
+gotest() { # ARGS...: go test -json with the flags every run shares
+	go test -json $TAGS -count=1 -timeout "$TEST_TIMEOUT" -skip "$SKIP" "$@"
+}
+run() { # NAME ARGS...: gotest ARGS at the lower priority, into $logs/NAME (run it with &:
+	# the subshell lowers its own priority, which its children inherit)
 	local name=$1
 	shift
-	nice -n "${NICE:-10}" go test -json $TAGS -count=1 -timeout "$TEST_TIMEOUT" -skip "$SKIP" "$@" > "$logs/$name" 2> "$logs/$name.err"
+	renice -n "${NICE:-10}" -p "$BASHPID" > /dev/null
+	gotest "$@" > "$logs/$name" 2> "$logs/$name.err"
 	echo $? > "$logs/$name.rc"
 }
 run race -race $race &
 racepid=$!
 run rest $rest &
 restpid=$!
-go test -json $TAGS -count=1 -timeout "$TEST_TIMEOUT" -skip "$SKIP" "$first"
+gotest "$first"
 status=$?
 wait "$racepid" "$restpid"
 for name in race rest; do
