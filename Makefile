@@ -110,7 +110,7 @@ test: setup engine browser tables
 # fixture manifest checks. Same rule: no skips. They use no pytest plugin, so none of the
 # venv's is loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD, as in the refedit case).
 PYJUNIT ?= evidence/junit-python.xml
-PYTESTS := families/refedit/correctness/selftest fixtures/images fixtures/image_edit internal/quality/testdata internal/junitfix/testdata
+PYTESTS := families/refedit/correctness/selftest fixtures/images fixtures/image_edit internal/quality/testdata internal/junitfix/testdata internal/latents/testdata
 pytest: setup
 	@mkdir -p $(dir $(PYJUNIT))
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest --collect-only -q -p no:cacheprovider --rootdir . $(PYTESTS) > $(PYJUNIT).collected
