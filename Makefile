@@ -34,13 +34,20 @@ ifneq ($(TRTMC),)
 TAGS := -tags trtmcdata
 export QUALKIT_TRTMC_DATA := $(abspath $(TRTMC))
 endif
+# TRTMC_PERF_SERVE=DIR: a snapshot of TRTMC's own perf-serve (../shared/trtmc-perf-serve,
+# which CI gives): the Qwen double table then gains the row TRTMC's own trtmc_perf_serving
+# serves, and the conformance test holds the double's Go imitation to it.
+TRTMC_PERF_SERVE ?=
+ifneq ($(TRTMC_PERF_SERVE),)
+export QUALKIT_TRTMC_PERF_SERVE := $(abspath $(TRTMC_PERF_SERVE))
+endif
 # The qualification tables are listed once (qual/tables_test.go); `make tables` writes
 # them as JSON, and the -skip pattern of the hardware tables (rows that need a GPU or
 # TRTMC, which CI never has) and the stage subtests the gate expects derive from it.
 TABLES := .cache/tables.json
 QUALTEST := .cache/bin/qual.test
 
-.PHONY: setup engine browser tables qual test pytest lint bench fmt clean-evidence
+.PHONY: setup engine double-image browser tables qual test pytest lint bench fmt clean-evidence
 
 # Signing (internal/attest): SIGN_KEY=FILE, or QUALKIT_SIGNING_KEY (the PEM or its path),
 # signs each run `make qual` and `make shard` make, after its check passed; PUBKEY=FILE
@@ -63,6 +70,11 @@ setup:
 # (root, apt), else a message with the exact commands.
 engine:
 	@bash scripts/engine.sh
+
+# The TRTMC contract double's Python image (real Python, pytest at TRTMC's pin, CMake),
+# made once per machine and engine: Debian by mmdebstrap, the pinned wheels offline.
+double-image: engine
+	@bash scripts/double-image.sh
 
 # The headless Chromium of index.html's browser test (internal/prsummary).
 browser:
@@ -89,10 +101,12 @@ qual: setup tables
 # runs (scripts/gotest.sh): the qual rows come first. Their output follows go test's
 # (CHECKS_LOG), and either failing fails make test.
 CHECKS_LOG ?= evidence/checks.log
-test: setup engine browser tables
+test: setup engine double-image browser tables
 	@mkdir -p $(dir $(JUNIT))
 	@if [ -z "$(TRTMC)" ]; then echo "test: the real-TRTMC-data checks are not run: give TRTMC=DIR (a TRTMC checkout, or ../shared/trtmc-main-e9132e79) to run them"; \
 		else echo "test: real-TRTMC-data checks on $(QUALKIT_TRTMC_DATA)"; fi
+	@if [ -z "$(TRTMC_PERF_SERVE)" ]; then echo "test: TRTMC's own perf-serve is not run (its row and the conformance test): give TRTMC_PERF_SERVE=DIR (../shared/trtmc-perf-serve) to run them"; \
+		else echo "test: TRTMC's own perf-serve from $(QUALKIT_TRTMC_PERF_SERVE): its row and the conformance test run"; fi
 	@echo "test: leaving out the hardware tables: -skip '$$($(GO) run ./scripts/testgate skip -tables $(TABLES))'"
 	@echo "test: -race on $(RACE_PKGS) (where concurrency lives), the other packages (./qual/ among them) without it (scripts/gotest.sh)"
 	@echo "test: the qual package first; the other packages, lint and the Python tests (make lint pytest) beside it at a lower priority; their output follows ($(CHECKS_LOG))"
@@ -162,7 +176,7 @@ inventory:
 # The real Qwen adapter through every stage against the TRTMC contract double, in each
 # serving shape CI drives (also part of `make test`). Its rows read passed-contract-double.
 .PHONY: qwen-double
-qwen-double: setup engine tables
+qwen-double: setup engine double-image tables
 	@mkdir -p evidence
 	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qwen-double.xml -- \
 		-count=1 -run '^TestQwenDouble$$' ./qual/ || { $(GO) run ./scripts/junitfix -junit evidence/junit-qwen-double.xml; exit 1; }

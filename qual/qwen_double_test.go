@@ -53,6 +53,13 @@ func prepareDouble(ctx context.Context, root string) error {
 	if !slices.ContainsFunc(doubleTests, sel.Runs) {
 		return nil
 	}
+	image, err := trtmcdouble.PythonImage(root)
+	if err != nil {
+		return err
+	}
+	if err := serving.ImagePresent(ctx, image); err != nil {
+		return fmt.Errorf("the TRTMC contract double's Python image %s: %w: make it with `make double-image` (scripts/double-image.sh, once per machine and engine; `make test` and `make qwen-double` run it)", image, err)
+	}
 	base := filepath.Dir(doubleDir(root))
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return err
@@ -62,7 +69,8 @@ func prepareDouble(ctx context.Context, root string) error {
 	if err := trtmcdouble.Build(ctx, root, bin); err != nil {
 		return err
 	}
-	sum, err := doubleSHA256(root, bin)
+	snapshot := os.Getenv(perfServeEnv)
+	sum, err := doubleSHA256(root, bin, snapshot)
 	if err != nil {
 		return err
 	}
@@ -73,8 +81,9 @@ func prepareDouble(ctx context.Context, root string) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		for _, co := range doubleCheckouts {
-			if err := trtmcdouble.Checkout(ctx, root, filepath.Join(tmp, co.dir), co.layout, co.serving); err != nil {
+		for _, co := range doubleCheckouts(snapshot) {
+			spec := trtmcdouble.CheckoutSpec{Layout: co.layout, Serving: co.serving, PerfServe: co.perfServe, PythonImage: image}
+			if err := trtmcdouble.Checkout(ctx, root, filepath.Join(tmp, co.dir), spec); err != nil {
 				return err
 			}
 		}
@@ -98,17 +107,25 @@ func prepareDouble(ctx context.Context, root string) error {
 	return os.Rename(link, doubleDir(root))
 }
 
-// doubleSHA256 names a prepared double: its binary and every file of the checkout trees
-// it copies (trtmcdouble.Trees), so a changed tree is never served from a stale cache.
-func doubleSHA256(root, bin string) (string, error) {
+// doubleSHA256 names a prepared double: its binary, every file of the checkout trees it
+// copies (trtmcdouble.Trees) and of TRTMC's perf-serve snapshot when one is named, so a
+// changed tree is never served from a stale cache.
+func doubleSHA256(root, bin, snapshot string) (string, error) {
 	h := sha256.New()
 	b, err := os.ReadFile(bin)
 	if err != nil {
 		return "", err
 	}
 	h.Write(b)
-	for _, tree := range trtmcdouble.Trees {
-		err := filepath.WalkDir(filepath.Join(root, tree), func(path string, d fs.DirEntry, err error) error {
+	trees := slices.Clone(trtmcdouble.Trees)
+	if snapshot != "" {
+		trees = append(trees, snapshot)
+	}
+	for _, tree := range trees {
+		if !filepath.IsAbs(tree) {
+			tree = filepath.Join(root, tree)
+		}
+		err := filepath.WalkDir(tree, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
@@ -128,13 +145,25 @@ func doubleSHA256(root, bin string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// perfServeEnv names a snapshot of TRTMC's own perf-serve (make ... TRTMC_PERF_SERVE=DIR
+// exports it; CI gives ../shared/trtmc-perf-serve). With it the table gains the row
+// that TRTMC's own trtmc_perf_serving serves; without it (a clone with nothing beside
+// it) the double's Go imitation serves the perf-serve row alone.
+const perfServeEnv = "QUALKIT_TRTMC_PERF_SERVE"
+
 // doubleCheckouts are the double's TRTMC-shaped checkouts: the families layout with
-// each serving contract, and the e9132e79 layout, which (like TRTMC main e9132e79) has
-// no server at all.
-var doubleCheckouts = []struct{ dir, layout, serving string }{
-	{"families-perf-serve", trtmcdouble.LayoutFamilies, trtmcdouble.ServingPerfServe},
-	{"families-edit-route", trtmcdouble.LayoutFamilies, trtmcdouble.ServingEditRoute},
-	{"legacy", trtmcdouble.LayoutLegacy, trtmcdouble.ServingNone},
+// each serving contract (perf-serve twice when TRTMC's own is named: the imitation's and
+// TRTMC's), and the e9132e79 layout, which (like TRTMC main e9132e79) has no server at all.
+func doubleCheckouts(snapshot string) []struct{ dir, layout, serving, perfServe string } {
+	cos := []struct{ dir, layout, serving, perfServe string }{
+		{"families-perf-serve", trtmcdouble.LayoutFamilies, trtmcdouble.ServingPerfServe, ""},
+		{"families-edit-route", trtmcdouble.LayoutFamilies, trtmcdouble.ServingEditRoute, ""},
+		{"legacy", trtmcdouble.LayoutLegacy, trtmcdouble.ServingNone, ""},
+	}
+	if snapshot != "" {
+		cos = append(cos, struct{ dir, layout, serving, perfServe string }{"families-trtmc-perf-serve", trtmcdouble.LayoutFamilies, trtmcdouble.ServingPerfServe, snapshot})
+	}
+	return cos
 }
 
 // doubleRow is the Qwen row against the double's checkout co. What differs from the real
@@ -159,12 +188,21 @@ func doubleRow(name, co string, timing harness.TimingSource, reason string) harn
 // qwenDoubleRows are the two serving contracts CI drives, on today's families/ layout:
 // perf-serve's task route (the server public TRTMC has), and the stage-7 edit route on
 // trtmc-server started as its native binary.
-var qwenDoubleRows = harness.NewTable(
+var qwenDoubleRows = harness.NewTable(append([]harness.Checkpoint{
 	doubleRow("qwen-double-perf-serve", "families-perf-serve", harness.TimingSource{},
-		"the real Qwen adapter against the TRTMC contract double (families layout, trtmc-perf-serve): POST /v1/tasks/generate_image through AIPerf's raw endpoint, the PNG from the kept scratch folder, Task time from the records"),
+		"the real Qwen adapter against the TRTMC contract double (families layout, trtmc-perf-serve played by the double's Go imitation): POST /v1/tasks/generate_image through AIPerf's raw endpoint, the PNG from the kept scratch folder, Task time from the records"),
 	doubleRow("qwen-double-edit-route", "families-edit-route", harness.TimingSource{Body: qwenimage.DefaultTimingBody},
 		"the real Qwen adapter against the TRTMC contract double (families layout, native trtmc-server): POST /v1/images/edits as the stage-7 report describes it, image as data[0].b64_json, Task time from trtmc_timing.model_call_ms in the body"),
-)
+}, trtmcPerfServeRows()...)...)
+
+// trtmcPerfServeRows is the row TRTMC's own perf-serve serves, when its snapshot is named.
+func trtmcPerfServeRows() []harness.Checkpoint {
+	if os.Getenv(perfServeEnv) == "" {
+		return nil
+	}
+	return []harness.Checkpoint{doubleRow("qwen-double-trtmc-perf-serve", "families-trtmc-perf-serve", harness.TimingSource{},
+		"the real Qwen adapter against TRTMC's own trtmc_perf_serving (--backend trtmc, the snapshot named by "+perfServeEnv+") with the contract double's worker and bundle: POST /v1/tasks/generate_image through AIPerf's raw endpoint, the PNG from the kept scratch folder, Task time from the records")}
+}
 
 // TestQwenDouble drives the Qwen row through every stage against the double. `make
 // qwen-double` runs it alone; `make test` runs it with everything else.

@@ -47,5 +47,6 @@ func (a TRTMC) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harnes
 		"--worker", filepath.Join(n.dir, "trtmc_benchmark_worker"),
 		"--bundle", spec.Bundle, "--runtime-root", n.dir,
 		"--items", spec.Items, "--report", spec.Report,
+		"--checkpoint", SnapshotDir(a.Config.HFHome),
 	}, Env: a.env(env), Dir: a.Config.Checkout}
 }

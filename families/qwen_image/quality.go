@@ -91,8 +91,33 @@ func (a TRTMC) qualityPair(env harness.Env, c harness.Checkpoint, l Layout) (*ha
 	if bad := caseSettingsDiffer(tc, m, fx.FormSettings()); len(bad) > 0 {
 		return nil, fmt.Errorf("%s settings are not the correctness case's (%s): %s; %s", c.Fixtures, l.Manifest, strings.Join(bad, "; "), fix)
 	}
-	return &harness.QualityPair{Image: fx.ImagePath(found.Image), Prompt: found.Instruction, Reference: l.PairReference, Noise: pairNoise}, nil
+	pair := &harness.QualityPair{Image: fx.ImagePath(found.Image), Prompt: found.Instruction, Reference: l.PairReference, Noise: pairNoise}
+	if a.replaysLatents(l) {
+		pair.Noise = fmt.Sprintf(pairReplayNoise, tc.Seed)
+		pair.CaseLatents, pair.ServedLatents = caseLatents, servedLatents
+	}
+	return pair, nil
 }
+
+// replaysLatents says whether the row's requests carry latent_seed: perf-serve replays
+// it (latents.py @ d3e1a549), and the families case draws its own latents the same way.
+func (a TRTMC) replaysLatents(l Layout) bool {
+	s, err := a.serving()
+	return err == nil && s.Contract == ServingPerfServe && l.Name == LayoutFamilies
+}
+
+// Where the families case keeps the noise it drew (test_e2e.py @ 9777fef7 § _native:
+// tmp_path / "initial-latents.raw", under --basetemp, relative to the case's scratch),
+// and where perf-serve's records state the replayed noise's sha256 (app.py @ 3878755c §
+// execute: observation.initial_latents_sha256).
+const (
+	caseLatents   = "basetemp/test_official_checkpoint_e2e*/initial-latents.raw"
+	servedLatents = "observation.initial_latents_sha256"
+)
+
+// pairReplayNoise states, with the case's seed, that the served pair starts from the
+// case's own noise.
+const pairReplayNoise = "same: the request carries latent_seed %[1]d, which TRTMC's perf-serve replays as NumPy's default_rng(%[1]d).standard_normal((1, 1, 16, H/8, W/8), float32) (latents.py @ d3e1a549), byte for byte the noise the case draws for its own TRT and HF runs, default_rng(%[1]d).standard_normal((16, H/8, W/8)) (test_e2e.py @ 9777fef7 § _initial_latents): the served noise's sha256 (records) equals the case's initial-latents.raw. The psnr/ssim bounds are the case's own, for two implementations on the same noise."
 
 // caseSettingsDiffer lists the workload settings that are not the case's.
 func caseSettingsDiffer(tc Testcase, m *Manifest, s map[string]string) []string {

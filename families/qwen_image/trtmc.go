@@ -290,6 +290,9 @@ func (a TRTMC) Native(env harness.Env, spec harness.NativeSpec) harness.Command 
 	if err != nil {
 		return reject(fmt.Errorf("native task: %w", err))
 	}
+	if spec.LatentSeed != nil {
+		return reject(fmt.Errorf("native task: the request had the server replay latent_seed %d, which one `trtmc` call per replay cannot take here: the checkout's persistent worker replays it (apps/benchmark/native/benchmark_worker.cpp with --serve)", *spec.LatentSeed))
+	}
 	cli := filepath.Join(n.dir, "trtmc")
 	args := []string{cli, "run", spec.Bundle}
 	if l.Name == LayoutFamilies {
@@ -314,7 +317,8 @@ func (a TRTMC) Timing() harness.TimingSource {
 // images route the edit route serves.
 func (a TRTMC) Protocol() wire.Protocol {
 	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
-		return wire.Task{}
+		l, _ := a.layout()
+		return wire.Task{LatentSeed: a.replaysLatents(l)}
 	}
 	return wire.OpenAI{}
 }
@@ -328,14 +332,11 @@ func (a TRTMC) Protocol() wire.Protocol {
 // double's, and required when it is.
 func (a TRTMC) Identity(spec harness.ServeSpec) harness.IdentityCheck {
 	double := func(body []byte) error {
-		var m struct {
-			Double bool `json:"qualkit_contract_double"`
-		}
-		json.Unmarshal(body, &m)
+		is, why := saysDouble(body)
 		switch {
-		case m.Double && !a.Config.ContractDouble:
-			return fmt.Errorf("the server is qualkit's TRTMC contract double, not TRTMC: it can never qualify the checkpoint")
-		case !m.Double && a.Config.ContractDouble:
+		case is && !a.Config.ContractDouble:
+			return fmt.Errorf("the server is qualkit's TRTMC contract double, not TRTMC (%s): it can never qualify the checkpoint", why)
+		case !is && a.Config.ContractDouble:
 			return fmt.Errorf("the row is the contract double's, but the server does not say it is the double")
 		}
 		return nil
@@ -381,6 +382,30 @@ func (a TRTMC) Identity(spec harness.ServeSpec) harness.IdentityCheck {
 		}
 		return double(body)
 	}}
+}
+
+// saysDouble says whether a server's identity answer is the contract double's, and how:
+// the double's Go servers mark their answers (qualkit_contract_double: true); TRTMC's own
+// perf-serve run with the double's worker states the double's stand-in torch in its
+// platform block (platform.py @ ca938e40 § fingerprint: packages.torch, torch.version.cuda).
+func saysDouble(body []byte) (bool, string) {
+	var m struct {
+		Double   bool `json:"qualkit_contract_double"`
+		Platform struct {
+			Packages map[string]string `json:"packages"`
+			CUDA     any               `json:"cuda"`
+		} `json:"platform"`
+	}
+	json.Unmarshal(body, &m)
+	switch {
+	case m.Double:
+		return true, "it says qualkit_contract_double"
+	case strings.Contains(m.Platform.Packages["torch"], "qualkit.contract.double"):
+		return true, "its platform's torch is qualkit's stand-in " + m.Platform.Packages["torch"]
+	case fmt.Sprint(m.Platform.CUDA) == "qualkit-contract-double":
+		return true, "its platform's CUDA is qualkit's stand-in"
+	}
+	return false, ""
 }
 
 // Image is where every stage runs: the image the user named, else the one the

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"qualkit/internal/latents"
 	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
@@ -505,15 +506,19 @@ const aiperfInputs = "aiperf/artifacts/inputs.json"
 // checkServerInput: perf-serve keeps each request's $file input beside its output
 // (<scratch>/<request id>/inputs/input-0000<suffix>, files.py @ c94a23d3), so the image
 // the server read is held to the one AIPerf recorded sending: a second source for the
-// request, written by another program.
+// request, written by another program. A request with a latent_seed also leaves the
+// noise the server replayed (inputs/initial_latents.f32, latents.py @ d3e1a549), held
+// to what NumPy draws from that seed (recomputed here) and to the sha256 the server's
+// records line states.
 func (r *rowCheck) checkServerInput(q *request, where string) {
 	dir := "serve/scratch/" + q.id + "/inputs/"
 	var found []string
 	for _, f := range r.files {
-		if strings.HasPrefix(f, dir) {
+		if strings.HasPrefix(f, dir) && f != dir+latentsFile {
 			found = append(found, f)
 		}
 	}
+	r.checkReplayedNoise(q, where, dir+latentsFile)
 	if len(found) != 1 {
 		r.fail("serve/scratch/"+q.id, where+" server input", "one input file the server kept under "+dir, fmt.Sprintf("%d files", len(found)))
 		return
@@ -521,6 +526,36 @@ func (r *rowCheck) checkServerInput(q *request, where string) {
 	b, _ := r.read(found[0])
 	r.truth(bytes.Equal(b, q.sent), found[0], where+" server input", "the reference image AIPerf sent (sha256 "+bytesSHA256(q.sent)[:12]+", "+rawExport+")",
 		"sha256 "+bytesSHA256(b)[:12])
+}
+
+// latentsFile is where perf-serve writes a request's replayed noise, under its inputs/
+// (latents.py @ d3e1a549: FILE_NAME).
+const latentsFile = "initial_latents.f32"
+
+// checkReplayedNoise: a request that carried latent_seed N has the server's noise file
+// beside its input, NumPy's default_rng(N).standard_normal as raw float32 (the checker
+// draws it again), whose sha256 the records line states as
+// observation.initial_latents_sha256 with latent_replay true; a request without one has
+// no noise file.
+func (r *rowCheck) checkReplayedNoise(q *request, where, file string) {
+	b, kept := r.read(file)
+	if q.latentSeed == nil {
+		r.truth(!r.exists(file), file, where+" replayed noise", "none: the request carried no latent_seed", "a noise file")
+		return
+	}
+	if !kept || len(b) == 0 || len(b)%4 != 0 {
+		r.fail(file, where+" replayed noise", fmt.Sprintf("the raw float32 noise the server replayed for latent_seed %d", *q.latentSeed), "missing or not float32")
+		return
+	}
+	want, err := latents.Raw(uint64(*q.latentSeed), len(b)/4)
+	r.truth(err == nil && bytes.Equal(b, want), file, where+" replayed noise",
+		fmt.Sprintf("NumPy's default_rng(%d).standard_normal(%d, float32), the noise perf-serve replays for the request's latent_seed", *q.latentSeed, len(b)/4), "other bytes")
+	for _, rec := range r.serverRecords() {
+		if rec.RequestID == q.id {
+			r.truth(rec.Observation.LatentReplay != nil && *rec.Observation.LatentReplay, recordsFile, "request "+q.id+" observation.latent_replay", "true (the request carried latent_seed)", fmt.Sprint(rec.Observation.LatentReplay))
+			r.same(recordsFile, "request "+q.id+" observation.initial_latents_sha256", bytesSHA256(b), rec.Observation.InitialLatents, "the noise file the server kept ("+file+")")
+		}
+	}
 }
 
 func decodeAny(b []byte) (image.Image, error) {

@@ -327,6 +327,12 @@ type serverRecord struct {
 	Timing   struct {
 		HandlerMs *float64 `json:"handler_ms"`
 	} `json:"timing"`
+	// Observation is perf-serve's: whether it replayed the request's latent_seed, and the
+	// replayed noise's sha256 (app.py @ 3878755c § execute).
+	Observation struct {
+		LatentReplay   *bool  `json:"latent_replay"`
+		InitialLatents string `json:"initial_latents_sha256"`
+	} `json:"observation"`
 }
 
 // serverRecords are the records file's lines that parse, in order, read once per check.

@@ -72,14 +72,16 @@ type request struct {
 	sent     []byte // the reference image's exact bytes, from the payload
 	prompt   string
 	settings map[string]string
-	sentErr  error
-	resp     []byte // the PNG the HTTP response carried
-	respErr  error
-	clientMs float64
-	client   bool
-	clientE  string
-	httpFile []byte // identity/NN-phase-http.png, nil when absent
-	native   []byte // identity/NN-phase-native.png, nil when absent
+	// latentSeed is the latent_seed the request had the server replay, nil when none.
+	latentSeed *int64
+	sentErr    error
+	resp       []byte // the PNG the HTTP response carried
+	respErr    error
+	clientMs   float64
+	client     bool
+	clientE    string
+	httpFile   []byte // identity/NN-phase-http.png, nil when absent
+	native     []byte // identity/NN-phase-native.png, nil when absent
 }
 
 func (q *request) httpRel() string   { return "identity/" + q.stem + "-http.png" }
@@ -242,7 +244,7 @@ func (r *rowCheck) loadRequests() {
 		if sent, err := r.proto.Decode(rec.Payload); err != nil {
 			q.sentErr = err
 		} else {
-			q.sent, q.prompt, q.settings = sent.Image, sent.Prompt, sent.Settings
+			q.sent, q.prompt, q.settings, q.latentSeed = sent.Image, sent.Prompt, sent.Settings, sent.LatentSeed
 		}
 		if !rec.failed() {
 			q.resp, q.respErr = r.responseImage(rec)

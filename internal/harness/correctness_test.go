@@ -72,3 +72,23 @@ func TestCheckResultFile(t *testing.T) {
 }
 
 func chmodX(p string) error { return os.Chmod(p, 0o755) }
+
+// pytest 8.4.2 (TRTMC's pin) makes <test>_q0 under --basetemp and the link
+// <test>_qcurrent to it: the bundle pattern matches twice, and that is one bundle.
+// Two real folders are two bundles: refused, naming both.
+func TestFindCaseBundleResolvesPytestsCurrentLink(t *testing.T) {
+	base := t.TempDir()
+	q0 := filepath.Join(base, "test_official_checkpoint_e2e_q0")
+	require.NoError(t, os.MkdirAll(filepath.Join(q0, "x.bundle"), 0o755))
+	require.NoError(t, os.Symlink(q0, filepath.Join(base, "test_official_checkpoint_e2e_qcurrent")))
+	pattern := filepath.Join(base, "test_official_checkpoint_e2e*", "x.bundle")
+	got, err := FindCaseBundle(pattern)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(q0, "x.bundle"), got)
+
+	require.NoError(t, os.MkdirAll(filepath.Join(base, "test_official_checkpoint_e2e_q1", "x.bundle"), 0o755))
+	_, err = FindCaseBundle(pattern)
+	assert.ErrorContains(t, err, "2 paths match the bundle it builds")
+	_, err = FindCaseBundle(filepath.Join(base, "nothing*", "x.bundle"))
+	assert.ErrorContains(t, err, "0 paths match")
+}

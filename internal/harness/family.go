@@ -132,11 +132,12 @@ type ModelsWhenReady interface {
 
 // NativeItem is one replay of a batch: the same fields as NativeSpec, and the request id.
 type NativeItem struct {
-	ID       string            `json:"id"`
-	Image    string            `json:"image"`
-	Prompt   string            `json:"prompt"`
-	Settings map[string]string `json:"settings"`
-	Output   string            `json:"output"`
+	ID         string            `json:"id"`
+	Image      string            `json:"image"`
+	Prompt     string            `json:"prompt"`
+	Settings   map[string]string `json:"settings"`
+	LatentSeed *int64            `json:"latent_seed,omitempty"`
+	Output     string            `json:"output"`
 }
 
 // NativeReporter is implemented by families whose native Task program states, in its log,
@@ -253,7 +254,10 @@ type NativeSpec struct {
 	Image    string
 	Prompt   string
 	Settings map[string]string // the exact extra inputs the HTTP request carried
-	Output   string
+	// LatentSeed is the seed of the initial noise the HTTP request had the server replay
+	// (wire.Request.LatentSeed): the native Task must draw the same noise from it.
+	LatentSeed *int64
+	Output     string
 }
 
 // QualityJudge is implemented by families that state what a good edit is, in their own
@@ -279,4 +283,10 @@ type QualityPair struct {
 	// Noise says whether the served pair starts from the reference's noise, and what a
 	// difference means for the criteria; it goes into the evidence as stated.
 	Noise string
+	// CaseLatents, when the served pair replays the case's own noise, is the raw float32
+	// noise file the case drew (a path or a glob relative to CorrectnessSpec.Scratch, one
+	// real file once links are resolved), and ServedLatents the dotted path, in the
+	// server's records line of a request, of the sha256 of the noise it replayed: the two
+	// must be the same bytes, or the pair did not start where the case's reference did.
+	CaseLatents, ServedLatents string
 }

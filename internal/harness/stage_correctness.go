@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"qualkit/internal/schema"
@@ -156,22 +157,45 @@ func (r *row) correctness(ctx context.Context) error {
 	return nil
 }
 
-// caseBundle takes the bundle the passed case built as the row's: exactly one match of
-// the family's pattern, hashed now and again once the server stopped.
+// caseBundle takes the bundle the passed case built as the row's: the one real path the
+// family's pattern matches (FindCaseBundle), hashed now and again once the server stopped.
 func (r *row) caseBundle(pattern string) error {
-	matches, err := filepath.Glob(pattern)
+	path, err := FindCaseBundle(pattern)
 	if err != nil {
-		return fmt.Errorf("the family's bundle pattern %q: %w", pattern, err)
-	}
-	if len(matches) != 1 {
-		return fmt.Errorf("the correctness case passed, but %d paths match the bundle it builds (%s), want exactly 1: %v", len(matches), pattern, matches)
+		return err
 	}
 	info := r.result.Bundle
-	if info.SHA256, err = pathSHA256(matches[0]); err != nil {
+	if info.SHA256, err = pathSHA256(path); err != nil {
 		return fmt.Errorf("the bundle the case built: %w", err)
 	}
-	info.Path, info.Bytes = matches[0], pathSize(matches[0])
+	info.Path, info.Bytes = path, pathSize(path)
 	r.bundle, r.bundleSHA = info.Path, info.SHA256
 	r.prog.printf("the case built the bundle %s (sha256 %s)", info.Path, info.SHA256[:12])
 	return r.ev.WriteJSON("build/bundle.json", info)
+}
+
+// FindCaseBundle is the one bundle a passed case built, given the family's pattern: each
+// match with its symbolic links resolved, the same real path counted once. pytest 8.4.2,
+// TRTMC's pin, makes <test>_q0 under --basetemp and a link <test>_qcurrent to it, so a
+// pattern over the test's folder matches the bundle twice; two real paths are two
+// bundles, and which one the case checked cannot be told.
+func FindCaseBundle(pattern string) (string, error) {
+	matches, err := filepath.Glob(pattern)
+	if err != nil {
+		return "", fmt.Errorf("the family's bundle pattern %q: %w", pattern, err)
+	}
+	var real []string
+	for _, m := range matches {
+		p, err := filepath.EvalSymlinks(m)
+		if err != nil {
+			return "", fmt.Errorf("the bundle the case built: %w", err)
+		}
+		if !slices.Contains(real, p) {
+			real = append(real, p)
+		}
+	}
+	if len(real) != 1 {
+		return "", fmt.Errorf("the correctness case passed, but %d paths match the bundle it builds (%s), want exactly 1: %v", len(real), pattern, real)
+	}
+	return real[0], nil
 }

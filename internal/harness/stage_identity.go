@@ -73,7 +73,7 @@ func (r *row) identity(ctx context.Context) error {
 		req.HTTPFile = fmt.Sprintf("identity/%02d-%s-http.png", i, req.Phase)
 		req.NativeFile = fmt.Sprintf("identity/%02d-%s-native.png", i, req.Phase)
 		replays = append(replays, &replay{index: i, req: req, log: fmt.Sprintf("identity/%02d-native.log", i),
-			spec: NativeSpec{Bundle: r.bundle, Image: in, Prompt: sent.Prompt, Settings: sent.Settings, Output: r.ev.Path(req.NativeFile)}})
+			spec: NativeSpec{Bundle: r.bundle, Image: in, Prompt: sent.Prompt, Settings: sent.Settings, LatentSeed: sent.LatentSeed, Output: r.ev.Path(req.NativeFile)}})
 	}
 	// A native run that failed as a whole (interrupted, its process gone) leaves each
 	// replay it did not do failed with its error: the summary still lists every request.
@@ -233,7 +233,7 @@ func (r *row) writeItems(replays []*replay) error {
 	var items bytes.Buffer
 	enc := json.NewEncoder(&items)
 	for _, rp := range replays {
-		if err := enc.Encode(NativeItem{ID: rp.req.RequestID, Image: rp.spec.Image, Prompt: rp.spec.Prompt, Settings: rp.spec.Settings, Output: rp.spec.Output}); err != nil {
+		if err := enc.Encode(NativeItem{ID: rp.req.RequestID, Image: rp.spec.Image, Prompt: rp.spec.Prompt, Settings: rp.spec.Settings, LatentSeed: rp.spec.LatentSeed, Output: rp.spec.Output}); err != nil {
 			return err
 		}
 	}

@@ -134,7 +134,42 @@ func (r *row) judgePair(spec QualitySpec, id string, out image.Image) (*schema.Q
 	}
 	p.Std, p.ReferenceStd, p.StdRatio = round6(outS.Std), round6(refS.Std), round6(quality.Ratio(outS, refS))
 	p.Failures = quality.JudgePair(spec.Criteria, psnr, ssim, outS, refS)
+	if spec.Pair.CaseLatents != "" {
+		if err := r.pairLatents(spec.Pair, id, p); err != nil {
+			p.Failures = append(p.Failures, err.Error())
+		}
+	}
 	return p, nil
+}
+
+// pairLatents holds the pair's served noise to the case's own: the sha256 the server's
+// records line states for the request, and that of the noise file the case drew.
+func (r *row) pairLatents(pair *QualityPair, id string, p *schema.QualityPair) error {
+	file, err := FindCaseBundle(filepath.Join(r.env.Work, "correctness", pair.CaseLatents))
+	if err != nil {
+		return fmt.Errorf("the noise the correctness case drew: %w", err)
+	}
+	if p.CaseLatentsSHA256, err = pathSHA256(file); err != nil {
+		return fmt.Errorf("the noise the correctness case drew: %w", err)
+	}
+	ts := r.c.Adapter.Timing()
+	err = eachRecord(r.ev.Path("serve/records.jsonl"), func(doc any) {
+		if rid, err := valueAt(doc, ts.RecordID); err == nil && fmt.Sprint(rid) == id {
+			if v, err := valueAt(doc, pair.ServedLatents); err == nil {
+				p.InitialLatentsSHA256 = fmt.Sprint(v)
+			}
+		}
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("the server's records: %w", err)
+	case p.InitialLatentsSHA256 == "":
+		return fmt.Errorf("the server's records state no %s for request %s: it did not replay the case's noise", pair.ServedLatents, id)
+	case p.InitialLatentsSHA256 != p.CaseLatentsSHA256:
+		return fmt.Errorf("the served pair did not start from the case's own noise: the server replayed latents sha256 %s, the case drew %s (%s)",
+			p.InitialLatentsSHA256, p.CaseLatentsSHA256, filepath.Base(file))
+	}
+	return nil
 }
 
 // notSource is the criterion every family shares: the output is an edit, not its input

@@ -13,9 +13,12 @@ package latents
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
+	"os"
+	"path/filepath"
 )
 
 // SeedSequence's mixing constants (numpy/random/bit_generator.pyx).
@@ -247,6 +250,39 @@ func QwenImageShape(inChannels, temporalDownsample, height, width int) ([]int, e
 	}
 	s := 1 << temporalDownsample
 	return []int{1, 1, inChannels / 4, 2 * (height / (s * 2)), 2 * (width / (s * 2))}, nil
+}
+
+// CheckpointShape is the noise shape of an HxW request for the checkpoint in snapshot,
+// read from its model_index.json, transformer/config.json and vae/config.json as
+// latents.py @ d3e1a549 § read_checkpoint and canonical_shape read them; the Qwen-Image
+// pipelines only.
+func CheckpointShape(snapshot string, height, width int) ([]int, error) {
+	var index struct {
+		Class string `json:"_class_name"`
+	}
+	var transformer struct {
+		InChannels int `json:"in_channels"`
+	}
+	var vae struct {
+		TemporalDownsample []bool `json:"temperal_downsample"`
+	}
+	for _, c := range []struct {
+		rel string
+		v   any
+	}{{"model_index.json", &index}, {"transformer/config.json", &transformer}, {"vae/config.json", &vae}} {
+		b, err := os.ReadFile(filepath.Join(snapshot, c.rel))
+		if err == nil {
+			err = json.Unmarshal(b, c.v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("latent replay reads the checkpoint's %s: %w", c.rel, err)
+		}
+	}
+	switch index.Class {
+	case "QwenImagePipeline", "QwenImageEditPipeline", "QwenImageEditPlusPipeline":
+		return QwenImageShape(transformer.InChannels, len(vae.TemporalDownsample), height, width)
+	}
+	return nil, fmt.Errorf("latent replay: pipeline %q has no layout qualkit knows (the Qwen-Image pipelines)", index.Class)
 }
 
 // log1pf is the C library's single-precision log1p that NumPy's npy_log1pf calls on

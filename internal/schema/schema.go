@@ -605,6 +605,12 @@ type QualityPair struct {
 	// Noise is the family's statement of whether the served pair started from the
 	// reference image's noise, and what a difference means for the bounds.
 	Noise string `json:"noise,omitempty"`
+	// InitialLatentsSHA256 is the sha256 of the noise the server says it replayed for the
+	// pair's request (its records line), CaseLatentsSHA256 that of the noise file the
+	// correctness case drew itself, when the family states both: equal, the pair started
+	// where the case's reference did.
+	InitialLatentsSHA256 string `json:"initial_latents_sha256,omitempty"`
+	CaseLatentsSHA256    string `json:"case_latents_sha256,omitempty"`
 	// Std and ReferenceStd are the output's and the reference image's pixel deviation,
 	// StdRatio the first over the second.
 	Std          float64  `json:"std"`

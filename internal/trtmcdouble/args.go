@@ -115,3 +115,14 @@ func floatArg(flag, s string, def float64) (float64, error) {
 	}
 	return f, nil
 }
+
+func oneOf(vals ...string) func(string) bool {
+	return func(v string) bool {
+		for _, x := range vals {
+			if v == x {
+				return true
+			}
+		}
+		return false
+	}
+}

@@ -1,6 +1,7 @@
 package trtmcdouble
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -160,4 +161,71 @@ func (p *proc) checkBuild(r *buildRequest, nativeBinDir string) error {
 		return fmt.Errorf("%s=%q holds no %s: build the native backend first (cmake --build BUILD --target trtmc_backend_trt)", EnvNativeBinDir, nativeBinDir, libBackendTRT)
 	}
 	return nil
+}
+
+// builderMain plays TRTMC's Python builder in the double's checkouts, which the stand-in
+// tensorrt_model_connect package hands to it: `tensorrt-model-connect build ARGS` is
+// `python3 -m tensorrt_model_connect.__main__ build ARGS` (e9132e79's build_cli.py), and
+// `tensorrt-model-connect build-request FILE` is tensorrt_model_connect.build(BuildRequest)
+// as the families case calls it, the request's fields as JSON.
+func builderMain(p *proc) int {
+	args := p.args[1:]
+	switch {
+	case len(args) > 0 && args[0] == "build":
+		return buildMain(p, args[1:], "")
+	case len(args) == 2 && args[0] == "build-request":
+		return buildRequestMain(p, args[1])
+	}
+	return p.fail(exitUsage, "tensorrt-model-connect (qualkit contract double): only `build HF_ID -o OUT ...` and `build-request FILE` are played")
+}
+
+// familiesBuildRequest is the BuildRequest the families case passes (test_e2e.py @
+// 9777fef7 § _build); the double reads the fields a bundle of its own records.
+type familiesBuildRequest struct {
+	ModelDir           string `json:"model_dir"`
+	OutputPath         string `json:"output_path"`
+	Family             string `json:"family"`
+	Task               string `json:"task"`
+	Precision          string `json:"precision"`
+	ImageHeight        *int   `json:"image_height"`
+	ImageWidth         *int   `json:"image_width"`
+	TensorParallelSize int    `json:"tensor_parallel_size"`
+}
+
+func buildRequestMain(p *proc, path string) int {
+	b, err := os.ReadFile(p.abs(path))
+	if err != nil {
+		return p.fail(exitFail, "build: %v", err)
+	}
+	var r familiesBuildRequest
+	if err := json.Unmarshal(b, &r); err != nil {
+		return p.fail(exitFail, "build: the request %s: %v", path, err)
+	}
+	switch {
+	case r.Family != Family || r.Task != "image_edit":
+		return p.fail(exitFail, "build: family %q task %q: the qualkit contract double builds only %s image_edit", r.Family, r.Task, Family)
+	case r.TensorParallelSize > 1:
+		return p.fail(exitFail, "build: tensor_parallel_size %d: the double builds single-GPU bundles", r.TensorParallelSize)
+	case !isFile(filepath.Join(p.abs(r.ModelDir), "model_index.json")):
+		return p.fail(exitFail, "build: model_dir %s holds no model_index.json", r.ModelDir)
+	case r.OutputPath == "":
+		return p.fail(exitFail, "build: output_path is empty")
+	}
+	spec := BundleSpec{Precision: r.Precision, MaxCacheLength: 256, ImageWidth: DefaultSize, ImageHeight: DefaultSize}
+	if r.ImageWidth != nil && r.ImageHeight != nil {
+		spec.ImageWidth, spec.ImageHeight = *r.ImageWidth, *r.ImageHeight
+	}
+	// A Hugging Face snapshot folder is named by its revision.
+	if dir := filepath.Clean(p.abs(r.ModelDir)); filepath.Base(filepath.Dir(dir)) == "snapshots" {
+		spec.Revision = filepath.Base(dir)
+	}
+	h, err := NewBundleHeader(spec)
+	if err == nil {
+		err = WriteBundle(p.abs(r.OutputPath), h)
+	}
+	if err != nil {
+		return p.fail(exitFail, "build: %v", err)
+	}
+	fmt.Fprintf(p.stdout, "Bundle written to %s (qualkit contract double: no engines were built)\n", r.OutputPath)
+	return exitOK
 }

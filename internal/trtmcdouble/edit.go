@@ -18,10 +18,26 @@ import (
 type Settings struct {
 	Seed           int64
 	Steps          int
-	CFGScale       float64 // true_cfg_scale, --cfg-scale
-	GuidanceScale  float64
+	CFGScale       float64 // cfg_scale, true_cfg_scale, --cfg-scale
+	GuidanceScale  float64 // guidance_scale, --guidance-scale; <= 0: unset
 	NegativePrompt string
 	Width, Height  int
+	// Latents is the sha256 of the initial noise a request supplied (initial_latents_path,
+	// the case's latents file), "" when the model draws its own from Seed. Supplied noise
+	// replaces the seed's, as in the model.
+	Latents string
+}
+
+// TrueCFG is the true classifier-free guidance scale the edit runs with. TRTMC's
+// Qwen-Image takes the request's guidance_scale as its true CFG scale, bundle default
+// 4.0, and ignores cfg_scale (config/models/qwen-image-edit-2511.yaml @ ca938e40), so for
+// the double's TRTMC programs it is GuidanceScale when set, else 4.0. The diffusers
+// reference takes true_cfg_scale: its CFGScale, else 4.0 (referenceSettings).
+func (s Settings) TrueCFG() float64 {
+	if s.GuidanceScale > 0 {
+		return s.GuidanceScale
+	}
+	return DefaultCFGScale
 }
 
 // Default edit settings, shared by every program so that the same inputs give the same
@@ -30,7 +46,7 @@ const (
 	DefaultSize          = 1024
 	DefaultSteps         = 50
 	DefaultCFGScale      = 4.0
-	DefaultGuidanceScale = 1.0
+	DefaultGuidanceScale = -1.0 // unset: the bundle's default true CFG (TrueCFG)
 	DefaultNegative      = " "
 	maxEditSide          = 4096
 )
@@ -154,7 +170,11 @@ type look struct {
 }
 
 func lookFor(prompt string, s Settings) look {
-	key := fmt.Sprintf("%s\x00%d\x00%d\x00%g\x00%g\x00%s", prompt, s.Seed, s.Steps, s.CFGScale, s.GuidanceScale, s.NegativePrompt)
+	noise := fmt.Sprintf("seed %d", s.Seed)
+	if s.Latents != "" {
+		noise = "latents " + s.Latents
+	}
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%g\x00%s", prompt, noise, s.Steps, s.TrueCFG(), s.NegativePrompt)
 	h := sha256.Sum256([]byte(key))
 	rotations := [][3]int{{1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}} // never the identity
 	lk := look{perm: rotations[int(h[0])%len(rotations)], fx: 1 + int(h[9])%3, fy: int(h[10]) % 3}

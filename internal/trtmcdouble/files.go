@@ -133,3 +133,29 @@ func isDir(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.IsDir()
 }
+
+// manifest is the fields of a TRTMC test manifest the double reads.
+type manifest struct {
+	Name       string `json:"name"`
+	HFID       string `json:"hf_id"`
+	HFRevision string `json:"hf_revision"`
+	Bundle     string `json:"bundle"`
+	Family     string `json:"family"`
+	Task       string `json:"task"`
+	Precision  string `json:"precision"`
+	// ImageHeight and ImageWidth are the output size (the families layout states it
+	// once for the manifest).
+	ImageHeight int        `json:"image_height"`
+	ImageWidth  int        `json:"image_width"`
+	Testcases   []testcase `json:"testcases"`
+}
+
+type testcase struct {
+	Name              string   `json:"name"`
+	Prompt            string   `json:"prompt"`
+	TestImage         string   `json:"test_image"`
+	NegativePrompt    *string  `json:"negative_prompt"`
+	NumInferenceSteps int      `json:"num_inference_steps"`
+	CFGScale          *float64 `json:"cfg_scale"`
+	Seed              int64    `json:"seed"`
+}

@@ -30,17 +30,25 @@ type proc struct {
 	stdout io.Writer
 	stderr io.Writer
 	wd     string // working directory, for relative paths
-	self   string // this executable, which the cmake double copies as the programs it builds
+	self   string // this executable
+	// exec replaces the process (syscall.Exec); tests record the call instead.
+	exec func(path string, argv, env []string) error
 }
 
-// programs maps each name the binary answers to (argv[0]'s base) to what it plays.
+// programs maps each name the binary answers to (argv[0]'s base) to what it plays: the
+// native programs under the names the double's CMake build copies it to, and, as
+// `trtmcdouble ROLE`, what the stand-in Python files of its checkouts hand to it (the
+// builder, the servers' Go implementations, the diffusers reference). Python, pytest and
+// CMake themselves are real.
 var programs = map[string]func(*proc) int{
-	"cmake":                  cmakeMain,
-	"python3":                pythonMain,
-	"python":                 pythonMain,
-	"trtmc":                  trtmcMain,
-	"trtmc-server":           nativeServerMain,
-	"trtmc_benchmark_worker": workerMain,
+	"trtmc":                      trtmcMain,
+	"trtmc-server":               nativeServerMain,
+	"trtmc_benchmark_worker":     workerMain,
+	"qwen_image_e2e_harness":     harnessMain,
+	"tensorrt-model-connect":     builderMain,
+	"trtmc-server-control-plane": func(p *proc) int { return serverMain(p, p.args[1:]) },
+	"trtmc-perf-serve":           func(p *proc) int { return perfServeMain(p, p.args[1:]) },
+	"diffusers-reference":        referenceMain,
 }
 
 // Main runs the program named by filepath.Base(args[0]) and returns its exit status.
@@ -60,7 +68,7 @@ func Main(args []string, env []string, stdin io.Reader, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "qualkit contract double: own executable: %v\n", err)
 		return exitFail
 	}
-	return dispatch(&proc{ctx: ctx, args: args, env: envMap(env), stdin: stdin, stdout: stdout, stderr: stderr, wd: wd, self: self})
+	return dispatch(&proc{ctx: ctx, args: args, env: envMap(env), stdin: stdin, stdout: stdout, stderr: stderr, wd: wd, self: self, exec: syscall.Exec})
 }
 
 func dispatch(p *proc) int {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -194,22 +195,55 @@ func (c serverConfig) validate(p *proc) error {
 	return nil
 }
 
-// nativeServerMain plays the native trtmc-server binary: it runs its control plane with
-// --worker-binary <itself>, as main.cpp @ 0f958bfb execs `python3 -P -m trtmc_server`,
-// which needs the control plane's copy at <exe dir>/server/python/trtmc_server.
+// nativeServerMain plays the native trtmc-server binary as main.cpp @ 0f958bfb is: it
+// execs `python3 -P -m trtmc_server ARGS --worker-binary <itself>` with its build copy of
+// the control plane, <exe dir>/server/python, first on PYTHONPATH. In the double's
+// checkouts that package is the stand-in that runs the Go control plane (serverMain).
 func nativeServerMain(p *proc) int {
 	if len(p.args) > 1 && p.args[1] == "_serve-worker" {
 		return p.fail(exitUsage, "trtmc-server _serve-worker: the qualkit contract double's control plane serves in-process; it spawns no worker")
 	}
-	exe := p.abs(p.args[0])
-	if !filepath.IsAbs(p.args[0]) && !strings.Contains(p.args[0], "/") {
-		exe = p.self
+	exe := p.self
+	plane := filepath.Join(filepath.Dir(exe), "server", "python")
+	if !isDir(filepath.Join(plane, "trtmc_server")) {
+		return p.fail(exitFail, "trtmc-server: no control plane at %s/trtmc_server: build the trtmc_server_python target", plane)
 	}
-	if !isDir(filepath.Join(filepath.Dir(exe), "server", "python", "trtmc_server")) {
-		return p.fail(exitFail, "/usr/bin/python3: No module named trtmc_server (the native trtmc-server looks for its control plane at %s: build the trtmc_server_python target)",
-			filepath.Join(filepath.Dir(exe), "server", "python"))
+	python, err := exec.LookPath("python3")
+	if p.getenv("PATH") != "" {
+		python, err = lookPath("python3", p.getenv("PATH"))
 	}
-	return serverMain(p, append(append([]string{}, p.args[1:]...), "--worker-binary", exe))
+	if err != nil {
+		return p.fail(exitFail, "trtmc-server: python3: %v", err)
+	}
+	env := []string{}
+	for k, v := range p.env {
+		if k != "PYTHONPATH" {
+			env = append(env, k+"="+v)
+		}
+	}
+	pythonPath := plane
+	if old := p.getenv("PYTHONPATH"); old != "" {
+		pythonPath += ":" + old
+	}
+	env = append(env, "PYTHONPATH="+pythonPath)
+	argv := append(append([]string{"python3", "-P", "-m", "trtmc_server"}, p.args[1:]...), "--worker-binary", exe)
+	err = p.exec(python, argv, env)
+	return p.fail(exitFail, "trtmc-server: exec %s: %v", python, err)
+}
+
+// lookPath finds a program on the given PATH.
+func lookPath(name, path string) (string, error) {
+	for _, dir := range filepath.SplitList(path) {
+		if f := filepath.Join(dir, name); isExecutable(f) {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found on PATH %s", name, path)
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 // serverMain plays trtmc-server's control plane (`python3 -m trtmc_server ARGS`) until

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,17 +17,22 @@ import (
 
 // Paths in qualkit's repository that the setup helpers read.
 const (
-	cmdPackage     = "./internal/trtmcdouble/cmd/trtmcdouble"
-	familiesTree   = "internal/trtmc/testdata/families"
-	legacyTree     = "internal/trtmc/testdata/e9132e79"
-	checkoutBinary = "qualkit-double/trtmcdouble"
+	cmdPackage   = "./internal/trtmcdouble/cmd/trtmcdouble"
+	familiesTree = "internal/trtmc/testdata/families"
+	legacyTree   = "internal/trtmc/testdata/e9132e79"
+	// commonTree holds what every checkout of the double gets besides its layout's tree:
+	// the CMake functions, the stand-in Python packages and the serving stand-ins.
+	commonTree  = "internal/trtmcdouble/checkout"
+	imageDir    = "internal/trtmcdouble/image"
+	imageScript = "scripts/double-image.sh"
 )
 
-// Trees are the folders of qualkit's repository that the double's checkouts copy.
-var Trees = []string{familiesTree, legacyTree}
+// Trees are the folders and files of qualkit's repository that the double's checkouts
+// and image are made from.
+var Trees = []string{familiesTree, legacyTree, commonTree, imageDir, imageScript}
 
 // Build compiles the double into out: a static Linux binary (CGO_ENABLED=0, GOOS=linux,
-// this machine's GOARCH, -trimpath), fit for an image built FROM scratch.
+// this machine's GOARCH, -trimpath).
 func Build(ctx context.Context, repoRoot, out string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, cmdPackage)
 	cmd.Dir = repoRoot
@@ -35,6 +41,22 @@ func Build(ctx context.Context, repoRoot, out string) error {
 		return fmt.Errorf("go build %s: %w\n%s", cmdPackage, err, b)
 	}
 	return nil
+}
+
+// PythonImage is the tag of the Python image the double's checkouts build on, which
+// scripts/double-image.sh makes once per machine: qualkit/trtmc-double-python:<key>, the
+// key the sha256 of that script, the image's Dockerfile and its lock, as the script
+// computes it.
+func PythonImage(repoRoot string) (string, error) {
+	h := sha256.New()
+	for _, f := range []string{imageScript, imageDir + "/Dockerfile", imageDir + "/requirements.lock"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err != nil {
+			return "", fmt.Errorf("the double's image: %w", err)
+		}
+		h.Write(b)
+	}
+	return fmt.Sprintf("qualkit/trtmc-double-python:%x", h.Sum(nil)[:8]), nil
 }
 
 // DockerfileName is the name TRTMC gives its dev Dockerfile for this machine's
@@ -70,68 +92,114 @@ const dockerignore = `# qualkit contract double: shaped like TRTMC's root .docke
 **/__pycache__/
 `
 
-// doubleDockerfile installs the double under the names qualkit calls, copying from
-// where the layout's own dev Dockerfile copies: requirements/community-ci.txt with the
-// checkout root as context at e9132e79; community-ci.txt with requirements/ as the
-// context in the newer layout (Dockerfile.dev.x86 @ 520a0165), so the double's binary
-// lies under requirements/ there. It is the double's Dockerfile, not TRTMC's: it only
-// borrows the name and the COPY shape. trtmc, trtmc-server and trtmc_benchmark_worker
-// need no entry: the cmake double writes them into the build folder.
-func doubleDockerfile(layout string) string {
-	reqs, bin := "requirements/community-ci.txt", checkoutBinary
+// doubleDockerfile builds the double's image on its Python image (scripts/double-image.sh),
+// copying from where the layout's own dev Dockerfile copies: requirements/community-ci.txt
+// with the checkout root as context at e9132e79; community-ci.txt with requirements/ as the
+// context in the newer layout (Dockerfile.dev.x86 @ 520a0165), so the double's files lie
+// under requirements/ there. It is the double's Dockerfile, not TRTMC's: it only borrows
+// the name and the COPY shape. It adds qualkit's binary and the stand-in Python modules
+// (torch, tensorrt, diffusers, ftfy and qualkit_double) to the image's Python.
+func doubleDockerfile(layout, base string) string {
+	reqs := "requirements/community-ci.txt"
 	if layout == LayoutFamilies {
-		reqs, bin = "community-ci.txt", "qualkit-double/trtmcdouble"
+		reqs = "community-ci.txt"
 	}
-	return strings.NewReplacer("{{reqs}}", reqs, "{{bin}}", bin).Replace(dockerfileTemplate)
+	return strings.NewReplacer("{{reqs}}", reqs, "{{base}}", base).Replace(dockerfileTemplate)
 }
 
 const dockerfileTemplate = `# qualkit contract double: this Dockerfile is the double's, NOT TensorRT-Model-Connect's.
 # It carries the name of TRTMC's dev Dockerfile so that qualkit finds it where it looks,
-# copies from where that layout's Dockerfile copies, and installs one static binary
-# (qualkit's internal/trtmcdouble) under the program names qualkit calls. No CUDA, no
-# TensorRT, no model: nothing it produces is a real result.
-FROM scratch
+# and copies from where that layout's Dockerfile copies. Its base is real Python with
+# pytest, CMake and perf-serve's dependencies (scripts/double-image.sh); it adds qualkit's
+# Go binary, which the stand-in CMake build copies under TRTMC's program names, and
+# stand-in Python modules for what cannot run here (torch, tensorrt, diffusers, ftfy).
+# No CUDA, no TensorRT, no model: nothing it produces is a real result.
+FROM {{base}}
 LABEL qualkit.contract-double="true"
 COPY {{reqs}} /tmp/trtmc-community-ci.txt
-COPY {{bin}} /usr/bin/cmake
-COPY {{bin}} /opt/venv/bin/python3
-COPY {{bin}} /opt/venv/bin/python
-ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin
+COPY ` + doubleFiles + `/trtmcdouble /usr/local/bin/trtmcdouble
+COPY ` + doubleFiles + `/site/ /usr/local/lib/python3.11/dist-packages/
+ENV PATH=/usr/local/bin:/usr/bin:/bin
 WORKDIR /workspace/tensorrt-model-connect
 `
 
-// Checkout creates a TRTMC-shaped checkout of layout ("families" or "legacy") at dir,
-// which must not exist or be empty: the shaped tree of that layout, the stand-in sources
-// of one serving contract (serving: perf-serve, edit-route or none; the legacy layout,
-// like TRTMC main e9132e79, has none), the built double, a .dockerignore and the
-// double's Dockerfile under TRTMC's dev Dockerfile name, shaped like the layout's; then
-// one git commit, so the checkout has a revision.
-func Checkout(ctx context.Context, repoRoot, dir, layout, serving string) error {
-	var trees []string
-	switch layout {
+// doubleFiles is where a checkout keeps the double's binary and site packages, relative
+// to its image's build context.
+const doubleFiles = "qualkit-double"
+
+// CheckoutSpec says which TRTMC-shaped checkout to make.
+type CheckoutSpec struct {
+	// Layout is LayoutFamilies or LayoutLegacy; Serving one of the Serving constants (the
+	// legacy layout, like TRTMC main e9132e79, has none).
+	Layout, Serving string
+	// PerfServe, for the perf-serve contract: a snapshot of TRTMC's own apps/perf_serving
+	// and apps/benchmark (a folder with snapshot/, or the snapshot itself, such as
+	// ../shared/trtmc-perf-serve). The checkout then carries TRTMC's real server, run
+	// through qualkit's shim (checkout/perf-serve-shim), instead of the stand-ins that run
+	// the double's Go imitation.
+	PerfServe string
+	// PythonImage is the double's Python image (PythonImage), which the Dockerfile builds on.
+	PythonImage string
+}
+
+// Checkout creates a TRTMC-shaped checkout at dir, which must not exist or be empty: the
+// layout's shaped tree, the double's CMake functions and stand-in builder package, the
+// stand-in sources of one serving contract (or TRTMC's own perf-serve), the built double
+// and its site packages, a .dockerignore and the double's Dockerfile under TRTMC's dev
+// Dockerfile name, shaped like the layout's; then one git commit, so the checkout has a
+// revision.
+func Checkout(ctx context.Context, repoRoot, dir string, spec CheckoutSpec) error {
+	var tree, builder, context string
+	switch spec.Layout {
 	case LayoutFamilies:
-		trees = []string{familiesTree}
+		tree, builder, context = familiesTree, "core/builder", "requirements"
 	case LayoutLegacy:
-		trees = []string{legacyTree}
+		tree, builder, context = legacyTree, "python", "."
 	default:
-		return fmt.Errorf("checkout layout %q: want %q or %q", layout, LayoutFamilies, LayoutLegacy)
+		return fmt.Errorf("checkout layout %q: want %q or %q", spec.Layout, LayoutFamilies, LayoutLegacy)
+	}
+	if !oneOf(ServingPerfServe, ServingEditRoute, ServingNone)(spec.Serving) || (spec.Layout == LayoutLegacy && spec.Serving != ServingNone) {
+		return fmt.Errorf("checkout serving %q: want %s, %s or %s (legacy: %s only)", spec.Serving, ServingPerfServe, ServingEditRoute, ServingNone, ServingNone)
+	}
+	if spec.PerfServe != "" && spec.Serving != ServingPerfServe {
+		return fmt.Errorf("a perf-serve snapshot (%s) for a checkout serving %s", spec.PerfServe, spec.Serving)
+	}
+	if spec.PythonImage == "" {
+		return errors.New("checkout: no Python image for the double's Dockerfile (trtmcdouble.PythonImage)")
 	}
 	dockerfile, err := DockerfileName()
 	if err != nil {
 		return err
 	}
-	if err := copyShapedTree(repoRoot, dir, trees); err != nil {
-		return err
+	common := filepath.Join(repoRoot, commonTree)
+	copies := []struct{ from, to string }{
+		{filepath.Join(repoRoot, tree), "."},
+		{filepath.Join(common, "cmake"), "cmake"},
+		{filepath.Join(common, "python"), builder},
+		{filepath.Join(common, "site"), filepath.Join(context, doubleFiles, "site")},
 	}
-	sources, ok := servingSources[serving]
-	if !ok || (layout == LayoutLegacy && serving != ServingNone) {
-		return fmt.Errorf("checkout serving %q: want %s, %s or %s (legacy: %s only)", serving, ServingPerfServe, ServingEditRoute, ServingNone, ServingNone)
+	switch {
+	case spec.PerfServe != "":
+		snap, err := perfServeSnapshot(spec.PerfServe)
+		if err != nil {
+			return err
+		}
+		copies = append(copies,
+			struct{ from, to string }{filepath.Join(snap, "apps"), "apps"},
+			struct{ from, to string }{filepath.Join(common, "perf-serve-shim"), "apps/perf_serving/trtmc_perf_serving"})
+		for _, f := range []string{"LICENSE", "NOTICE", "MANIFEST.txt"} {
+			copies = append(copies, struct{ from, to string }{filepath.Join(snap, f), filepath.Join("apps", "perf_serving", "TRTMC-SNAPSHOT", f)})
+		}
+	case spec.Serving != ServingNone:
+		copies = append(copies, struct{ from, to string }{filepath.Join(common, "serving", spec.Serving), "."})
 	}
-	files := map[string]string{".dockerignore": dockerignore, dockerfile: doubleDockerfile(layout),
+	for _, c := range copies {
+		if err := copyTree(c.from, filepath.Join(dir, c.to)); err != nil {
+			return err
+		}
+	}
+	files := map[string]string{".dockerignore": dockerignore, dockerfile: doubleDockerfile(spec.Layout, spec.PythonImage),
 		"requirements/community-ci.txt": "# qualkit contract double: stands for TRTMC's community CI pins\n"}
-	for rel, text := range sources {
-		files[rel] = text
-	}
 	for rel, text := range files {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
 			return err
@@ -140,72 +208,55 @@ func Checkout(ctx context.Context, repoRoot, dir, layout, serving string) error 
 			return err
 		}
 	}
-	bin := filepath.Join(dir, checkoutBinary)
-	if layout == LayoutFamilies {
-		bin = filepath.Join(dir, "requirements", "qualkit-double", "trtmcdouble")
-	}
-	if err := Build(ctx, repoRoot, bin); err != nil {
+	if err := Build(ctx, repoRoot, filepath.Join(dir, context, doubleFiles, "trtmcdouble")); err != nil {
 		return err
 	}
-	return gitCommit(ctx, dir, "TRTMC-shaped checkout ("+layout+" layout, serving "+serving+") with qualkit's contract double")
-}
-
-// servingSources are the stand-in source files of each serving contract: our own words,
-// at the paths where TRTMC keeps the real ones, declaring the route qualkit's adapter
-// looks for. The double's programs play the servers; these files are never run.
-var servingSources = map[string]map[string]string{
-	ServingNone: {},
-	ServingPerfServe: {
-		"apps/perf_serving/trtmc_perf_serving/__init__.py": "# qualkit contract double: stands for TRTMC's trtmc_perf_serving package.\n",
-		"apps/perf_serving/trtmc_perf_serving/cli.py":      "# qualkit contract double: stands for cli.py (`python -m trtmc_perf_serving serve ...`); the double's python3 plays it.\n",
-		"apps/perf_serving/trtmc_perf_serving/app.py": "# qualkit contract double: stands for app.py; the route it declares, as TRTMC's does:\n" +
-			"# @app.post(\"/v1/tasks/{name}\")\n",
-		"apps/perf_serving/requirements.txt": "# qualkit contract double: stands for perf-serve's requirements\n",
-	},
-	ServingEditRoute: {
-		"apps/server/main.cpp":                        "// qualkit contract double: stands for the native trtmc-server (main.cpp); the double's binary plays it.\n",
-		"apps/server/python/trtmc_server/__init__.py": "# qualkit contract double: stands for TRTMC's trtmc_server package.\n",
-		"apps/server/python/trtmc_server/__main__.py": "# qualkit contract double: stands for `python -m trtmc_server`.\n",
-		"apps/server/python/trtmc_server/cli.py":      "# qualkit contract double: stands for cli.py; the double's python3 plays it.\n",
-		"apps/server/python/trtmc_server/app.py": "# qualkit contract double: stands for app.py with the stage-7 report's image edit route\n" +
-			"# (no public TRTMC source has it): POST /v1/images/edits\n",
-	},
-}
-
-// copyShapedTree copies the first tree to dir, then from each further tree (an overlay)
-// the files dir does not have yet.
-func copyShapedTree(repoRoot, dir string, trees []string) error {
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, trees[0]))); err != nil {
-		return fmt.Errorf("copying %s: %w", trees[0], err)
+	what := "serving " + spec.Serving
+	if spec.PerfServe != "" {
+		what = "serving TRTMC's own perf-serve from " + spec.PerfServe
 	}
-	for _, t := range trees[1:] {
-		src := filepath.Join(repoRoot, t)
-		err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			rel, err := filepath.Rel(src, path)
-			if err != nil {
-				return err
-			}
-			dst := filepath.Join(dir, rel)
-			if _, err := os.Lstat(dst); err == nil {
-				return nil // the shaped tree has its own
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return err
-			}
-			return os.WriteFile(dst, b, 0o644)
-		})
-		if err != nil {
-			return fmt.Errorf("copying %s: %w", t, err)
+	return gitCommit(ctx, dir, "TRTMC-shaped checkout ("+spec.Layout+" layout, "+what+") with qualkit's contract double")
+}
+
+// perfServeSnapshot finds the snapshot in a TRTMC_PERF_SERVE folder: the folder itself, or
+// its snapshot/, holding apps/perf_serving/trtmc_perf_serving/app.py.
+func perfServeSnapshot(dir string) (string, error) {
+	for _, d := range []string{filepath.Join(dir, "snapshot"), dir} {
+		if isFile(filepath.Join(d, "apps", "perf_serving", "trtmc_perf_serving", "app.py")) {
+			return d, nil
 		}
 	}
-	return nil
+	return "", fmt.Errorf("%s holds no snapshot of TRTMC's perf-serve (apps/perf_serving/trtmc_perf_serving/app.py, in it or in snapshot/)", dir)
+}
+
+// copyTree copies the files under src into dst, keeping their modes; a file dst already
+// has is replaced.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, b, info.Mode().Perm()|0o200); err != nil {
+			return fmt.Errorf("copying %s: %w", path, err)
+		}
+		return os.Chmod(out, info.Mode().Perm()|0o200)
+	})
 }
 
 // gitCommit makes dir a repository with one commit of everything in it, whatever the
@@ -261,6 +312,12 @@ func HFCache(dir string) (string, error) {
 
 // hfFiles are the snapshot's files by path.
 func hfFiles() (map[string][]byte, error) {
+	// Latent replay reads the transformer's in_channels and the VAE's temporal
+	// downsample (latents.py @ d3e1a549 § _qwen_image): the checkpoint's values.
+	extra := map[string]map[string]any{
+		"transformer": {"in_channels": transformerInChannels},
+		"vae":         {"temperal_downsample": make([]bool, vaeTemporalDownsample)},
+	}
 	components := [][3]string{
 		{"transformer", "diffusers", "QwenImageTransformer2DModel"},
 		{"text_encoder", "transformers", "Qwen2_5_VLForConditionalGeneration"},
@@ -273,7 +330,11 @@ func hfFiles() (map[string][]byte, error) {
 	index := map[string]any{"_class_name": "QwenImageEditPlusPipeline", "_diffusers_version": "0.40.0", Marker: true}
 	for _, c := range components {
 		index[c[0]] = []string{c[1], c[2]}
-		cfg, err := json.MarshalIndent(map[string]any{"_class_name": c[2], Marker: true}, "", "  ")
+		doc := map[string]any{"_class_name": c[2], Marker: true}
+		for k, v := range extra[c[0]] {
+			doc[k] = v
+		}
+		cfg, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
 			return nil, err
 		}

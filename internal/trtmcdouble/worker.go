@@ -26,7 +26,13 @@ var workerParser = newOptParser(false,
 	opt{"--help|-h", false},
 )
 
-// workerSession is the --serve session file (schema_version 2).
+// workerSession is the --serve session file, read as benchmark_worker.cpp @ ca938e40 §
+// open_session and serve read it: schema_version (2), bundle, runtime_root, operation and
+// request required; expected_family and expected_task both or neither; selected_task;
+// measurement.asset_loading_included (warmup, iterations and timing_scope are not read in
+// serve mode). Other keys are ignored, as there: TRTMC's perf-serve writes case_name and
+// measurement {warmup, iterations, timing_scope, asset_loading_included} (types.py @
+// d4a4aa37 § worker_request).
 type workerSession struct {
 	SchemaVersion  *int            `json:"schema_version"`
 	Bundle         string          `json:"bundle"`
@@ -41,7 +47,9 @@ type workerSession struct {
 	} `json:"measurement"`
 }
 
-// workerRequest is one request's settings; absent fields keep the session's.
+// workerRequest is the fields of one request the legacy image_edit path reads
+// (benchmark_worker.cpp @ ca938e40 § image_config, run_generate_image); others are
+// ignored there, as here.
 type workerRequest struct {
 	Prompt         *string  `json:"prompt"`
 	ImagePath      *string  `json:"image_path"`
@@ -52,34 +60,28 @@ type workerRequest struct {
 	CFGScale       *float64 `json:"cfg_scale"`
 	Height         *int     `json:"height"`
 	Width          *int     `json:"width"`
-	// BatchSize is num_samples (benchmark_worker.cpp @ ca938e40 § image_config).
-	// perf-serve's base request states 1; refusing any other on an edit is the double's
-	// own rule (what the real worker does with it was not read).
-	BatchSize *int `json:"batch_size"`
+	// InitialLatents is latent replay's raw float32 noise (§ image_config: as the CLI's
+	// --initial-latents-raw); perf-serve writes it for a request's latent_seed.
+	InitialLatents *string `json:"initial_latents_path"`
 }
 
-// workerLine is one JSON line on stdin: a request, or {"type":"shutdown"}.
+// workerLine is one JSON line on stdin (§ serve): id (a string), type ("shutdown", else an
+// inference), request (the whole operation request: nothing of the session's is merged
+// in), artifact_base, full_observation.
 type workerLine struct {
-	ID              any             `json:"id"`
+	ID              string          `json:"id"`
 	Type            string          `json:"type"`
 	Request         json.RawMessage `json:"request"`
-	ArtifactBase    string          `json:"artifact_base"`
+	ArtifactBase    *string         `json:"artifact_base"`
 	FullObservation bool            `json:"full_observation"`
 }
 
 type workerReply struct {
-	ID          any                `json:"id"`
-	OK          bool               `json:"ok"`
-	Event       string             `json:"event,omitempty"`
-	Observation *workerObservation `json:"observation,omitempty"`
-	Error       string             `json:"error,omitempty"`
-}
-
-type workerObservation struct {
-	RuntimeE2EWallMS float64  `json:"runtime_e2e_wall_ms"`
-	ImageArtifacts   []string `json:"image_artifacts"`
-	Height           int      `json:"height"`
-	Width            int      `json:"width"`
+	ID          string         `json:"id"`
+	OK          bool           `json:"ok"`
+	Event       string         `json:"event,omitempty"`
+	Observation map[string]any `json:"observation,omitempty"`
+	Error       string         `json:"error,omitempty"`
 }
 
 type workerReady struct {
@@ -151,32 +153,36 @@ func newWorker(p *proc, path string) (*worker, error) {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	w := &worker{p: p, leak: p.getenv(EnvLeak) == "1"}
-	if err := decodeStrict(b, &w.session); err != nil {
+	if err := json.Unmarshal(b, &w.session); err != nil {
 		return nil, fmt.Errorf("session %s: %w", path, err)
 	}
 	s := w.session
 	switch {
 	case s.SchemaVersion == nil || *s.SchemaVersion != 2:
-		return nil, errors.New("session: schema_version 2 is required")
-	case s.Operation != "generate_image":
-		return nil, fmt.Errorf("session: operation %q: this bundle serves generate_image", s.Operation)
-	case s.ExpectedFamily != nil && *s.ExpectedFamily != Family:
-		return nil, fmt.Errorf("session: expected_family %q, but the bundle's family is %s", *s.ExpectedFamily, Family)
-	case s.ExpectedTask != nil && *s.ExpectedTask != "image_edit":
-		return nil, fmt.Errorf("session: expected_task %q, but the bundle's task is image_edit", *s.ExpectedTask)
-	case s.SelectedTask != nil && *s.SelectedTask != "image_edit":
-		return nil, fmt.Errorf("session: selected_task %q is not a task of this bundle (image_edit)", *s.SelectedTask)
-	case !isFile(filepath.Join(p.abs(s.RuntimeRoot), libModelQwen)) || s.RuntimeRoot == "":
-		return nil, fmt.Errorf("session: runtime_root %q holds no %s", s.RuntimeRoot, libModelQwen)
-	}
-	if len(s.Request) == 0 || s.Request[0] != '{' {
-		return nil, errors.New("session: request must be a JSON object")
-	}
-	if err := decodeStrict(s.Request, &workerRequest{}); err != nil {
-		return nil, fmt.Errorf("session request: %w", err)
+		return nil, errors.New("unsupported worker request schema")
+	case s.Bundle == "":
+		return nil, errors.New("session: bundle is required")
 	}
 	if w.header, err = ReadBundle(p.abs(s.Bundle)); err != nil {
-		return nil, fmt.Errorf("session: bundle %s: not a valid .bundle artifact: %v", s.Bundle, err)
+		return nil, fmt.Errorf("not a valid .bundle artifact: %s (qualkit contract double: %v)", s.Bundle, err)
+	}
+	switch {
+	case s.Operation != "generate_image":
+		return nil, fmt.Errorf("operation %q: this bundle serves generate_image", s.Operation)
+	case (s.ExpectedFamily == nil) != (s.ExpectedTask == nil):
+		return nil, errors.New("bundle identity requires both expected_family and expected_task")
+	case s.ExpectedFamily != nil && (*s.ExpectedFamily != Family || *s.ExpectedTask != "image_edit"):
+		return nil, fmt.Errorf("bundle identity mismatch: expected family '%s' and Task '%s', found family '%s' and Task 'image_edit'; rebuild the managed cache or select a matching bundle",
+			*s.ExpectedFamily, *s.ExpectedTask, Family)
+	case s.SelectedTask != nil:
+		// The legacy image_edit Task (the profile's manifest task): § open_session.
+		return nil, errors.New("selected_task requires a family migrated to the Task SDK")
+	case s.RuntimeRoot == "":
+		return nil, errors.New("runtime_root is required for an existing bundle mode")
+	case !isFile(filepath.Join(p.abs(s.RuntimeRoot), libModelQwen)):
+		return nil, fmt.Errorf("runtime_root %q holds no %s", s.RuntimeRoot, libModelQwen)
+	case len(s.Request) == 0 || s.Request[0] != '{':
+		return nil, errors.New("session: request must be a JSON object")
 	}
 	return w, nil
 }
@@ -187,28 +193,26 @@ func decodeStrict(b []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// serve answers JSON lines on stdin until shutdown or end of input.
+// serve answers JSON lines on stdin until shutdown or end of input (§ serve): a line it
+// cannot parse, or without a string id, gets {"id": "", "ok": false}; an error of the
+// request its message; the loop goes on.
 func (w *worker) serve() int {
 	sc := bufio.NewScanner(w.p.stdin)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	for sc.Scan() {
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
 		}
 		var line workerLine
-		if err := decodeStrict(sc.Bytes(), &line); err != nil {
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			w.p.emit(workerReply{OK: false, Error: "request line: " + err.Error()})
 			continue
 		}
-		switch line.Type {
-		case "shutdown":
+		if line.Type == "shutdown" {
 			w.p.emit(workerReply{ID: line.ID, OK: true, Event: "shutdown"})
 			return exitOK
-		case "":
-			w.p.emit(w.handle(line))
-		default:
-			w.p.emit(workerReply{ID: line.ID, OK: false, Error: fmt.Sprintf("unknown line type %q", line.Type)})
 		}
+		w.p.emit(w.handle(line))
 	}
 	if err := sc.Err(); err != nil {
 		return w.p.fail(exitFail, "trtmc_benchmark_worker: stdin: %v", err)
@@ -217,51 +221,61 @@ func (w *worker) serve() int {
 }
 
 func (w *worker) handle(line workerLine) workerReply {
+	if len(line.Request) == 0 {
+		return workerReply{ID: line.ID, OK: false, Error: "request: the line has no request object"}
+	}
 	start := time.Now()
 	obs, err := w.run(line)
 	if err != nil {
 		return workerReply{ID: line.ID, OK: false, Error: err.Error()}
 	}
-	obs.RuntimeE2EWallMS = ms(time.Since(start))
+	obs["runtime_e2e_wall_ms"] = ms(time.Since(start))
 	return workerReply{ID: line.ID, OK: true, Observation: obs}
 }
 
-// run computes one request: the session's request with the line's fields over it.
-func (w *worker) run(line workerLine) (*workerObservation, error) {
+// run computes one request: the line's whole request, as TRTMC's server sends it (its base
+// request merged under the body's), with the artifact written at
+// <artifact_base with extension .image>.1.0.png (§ inject_artifact_paths,
+// legacy_image_artifact_writer) and the observation image_observation writes.
+func (w *worker) run(line workerLine) (map[string]any, error) {
 	var r workerRequest // decoded afresh each time: nothing of a request survives it
-	if err := decodeStrict(w.session.Request, &r); err != nil {
-		return nil, err
-	}
-	if len(line.Request) > 0 {
-		if err := decodeStrict(line.Request, &r); err != nil {
-			return nil, fmt.Errorf("request: %w", err)
-		}
+	if err := json.Unmarshal(line.Request, &r); err != nil {
+		return nil, fmt.Errorf("request: %w", err)
 	}
 	switch {
-	case r.Prompt == nil || *r.Prompt == "":
-		return nil, errors.New("request: prompt is required")
-	case r.ImagePath == nil || *r.ImagePath == "":
-		return nil, errors.New("request: image_path is required")
-	case line.ArtifactBase == "":
-		return nil, errors.New("artifact_base is required")
-	case r.BatchSize != nil && *r.BatchSize != 1:
-		return nil, fmt.Errorf("request: batch_size %d: an image edit makes one image", *r.BatchSize)
+	case r.Prompt == nil:
+		return nil, errors.New("key 'prompt' not found")
+	case line.ArtifactBase == nil:
+		return nil, errors.New("key '_artifact_prefix' not found")
+	case r.ImagePath == nil:
+		return nil, errors.New("loaded task does not implement IImageGeneration: the qualkit contract double plays image edits only (image_path)")
 	}
 	st := r.settings(DefaultSettings(w.header))
+	if r.InitialLatents != nil {
+		var err error
+		if st.Latents, err = readLatents(w.p.abs(*r.InitialLatents), st.Height, st.Width); err != nil {
+			return nil, err
+		}
+	}
 	src, err := os.ReadFile(w.p.abs(*r.ImagePath))
 	if err != nil {
-		return nil, fmt.Errorf("image_path: %w", err)
+		return nil, fmt.Errorf("cannot read image %s", *r.ImagePath)
 	}
 	png, err := w.edit(src, *r.Prompt, st)
 	if err != nil {
 		return nil, err
 	}
-	base := w.p.abs(line.ArtifactBase)
+	base := w.p.abs(*line.ArtifactBase)
 	out := strings.TrimSuffix(base, filepath.Ext(base)) + ".image.1.0.png"
 	if err := os.WriteFile(out, png, 0o644); err != nil {
 		return nil, fmt.Errorf("artifact: %w", err)
 	}
-	return &workerObservation{ImageArtifacts: []string{filepath.Base(out)}, Height: st.Height, Width: st.Width}, nil
+	return map[string]any{
+		"generated_images": 1, "batch_size": 1, "generated_frames": 1, "media_count": 1,
+		"output_elements": st.Width * st.Height * 3, "height": st.Height, "width": st.Width,
+		"channels": 3, "num_frames": 1, "media_type": "image",
+		"image_artifacts": []string{filepath.Base(out)}, Marker: true,
+	}, nil
 }
 
 // edit is Edit, except that with QUALKIT_DOUBLE_LEAK=1 the previous output bleeds into
@@ -269,7 +283,7 @@ func (w *worker) run(line workerLine) (*workerObservation, error) {
 func (w *worker) edit(src []byte, prompt string, st Settings) ([]byte, error) {
 	img, err := decodeImage(src)
 	if err != nil {
-		return nil, fmt.Errorf("image_path: %w", err)
+		return nil, fmt.Errorf("cannot read image (%v)", err)
 	}
 	out, err := editImage(img, prompt, st)
 	if err != nil {

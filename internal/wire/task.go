@@ -22,7 +22,15 @@ import (
 // The response ({"id", "object": "task.result", "operation", "text", "trtmc_timing",
 // "trtmc_observation"}) carries no image: with --keep-artifacts the PNG stays at
 // <scratch>/<request id>/<name>, name in trtmc_observation.image_artifacts.
-type Task struct{}
+type Task struct {
+	// LatentSeed sends each request's seed as latent_seed as well: perf-serve then hands
+	// the worker the noise NumPy draws from it, default_rng(seed).standard_normal in the
+	// pipeline's latent shape (latents.py @ d3e1a549 § Replay), which is also how TRTMC's
+	// families case draws its own (test_e2e.py @ 9777fef7 § _initial_latents) and how
+	// TRTMC's own qualification replays noise (suites.with_latent_seeds). The native
+	// replay then draws the same noise from the same seed.
+	LatentSeed bool
+}
 
 // TaskOperation is the operation perf-serve serves for an image edit profile.
 const TaskOperation = "generate_image"
@@ -65,7 +73,7 @@ var taskFields = map[string]struct {
 // Encode is the JSON body: {"request": {...}}, keys in a fixed order, numbers as the
 // settings spell them, no HTML escaping (AIPerf re-serializes with orjson, which escapes
 // none).
-func (Task) Encode(_ string, req Request) ([]byte, string, error) {
+func (t Task) Encode(_ string, req Request) ([]byte, string, error) {
 	fields := map[string]json.RawMessage{}
 	put := func(k string, v any) error {
 		b, err := marshal(v)
@@ -78,6 +86,13 @@ func (Task) Encode(_ string, req Request) ([]byte, string, error) {
 	file := map[string]map[string]string{"$file": {"suffix": imageSuffix(req.Image), "b64": base64.StdEncoding.EncodeToString(req.Image)}}
 	if err := put("image_path", file); err != nil {
 		return nil, "", err
+	}
+	if t.LatentSeed {
+		seed, ok := req.Settings["seed"]
+		if !ok || !isJSONNumber(seed) {
+			return nil, "", fmt.Errorf("latent replay sends the request's seed as latent_seed, and the request states no numeric seed (%q)", seed)
+		}
+		fields["latent_seed"] = json.RawMessage(seed)
 	}
 	for _, k := range sortedKeys(req.Settings) {
 		v := req.Settings[k]
@@ -145,6 +160,13 @@ func (Task) Decode(payload json.RawMessage) (Request, error) {
 				problems = append(problems, "image_path: "+err.Error())
 			}
 			req.Image = img
+		case "latent_seed":
+			seed, err := strconv.ParseInt(jsonText(v), 10, 64)
+			if err != nil || seed < 0 {
+				problems = append(problems, fmt.Sprintf("latent_seed %s is not a non-negative integer", jsonText(v)))
+				continue
+			}
+			req.LatentSeed = &seed
 		case "width":
 			w = jsonText(v)
 		case "height":

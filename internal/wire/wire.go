@@ -41,6 +41,9 @@ type Request struct {
 	Image    []byte
 	Prompt   string
 	Settings map[string]string
+	// LatentSeed is the seed of the initial noise the request asks the server to replay
+	// (perf-serve's latent_seed, Task.LatentSeed), nil when the model draws its own.
+	LatentSeed *int64
 }
 
 // Protocol is one wire protocol.

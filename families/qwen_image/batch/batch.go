@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"qualkit/internal/latents"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,15 +23,19 @@ import (
 // Options say what to run.
 type Options struct {
 	Worker, Bundle, RuntimeRoot, Items, Report string
+	// Checkpoint is the checkpoint's snapshot folder: a replay with a latent seed draws
+	// its noise in the latent shape its configs give (LatentShape).
+	Checkpoint string
 }
 
 // Item is one replay (harness.NativeItem).
 type Item struct {
-	ID       string            `json:"id"`
-	Image    string            `json:"image"`
-	Prompt   string            `json:"prompt"`
-	Settings map[string]string `json:"settings"`
-	Output   string            `json:"output"`
+	ID         string            `json:"id"`
+	Image      string            `json:"image"`
+	Prompt     string            `json:"prompt"`
+	Settings   map[string]string `json:"settings"`
+	LatentSeed *int64            `json:"latent_seed"`
+	Output     string            `json:"output"`
 }
 
 // Request maps a replay to the worker's request object: the prompt, the image as a
@@ -145,6 +150,13 @@ func Run(o Options, log io.Writer) error {
 			return err
 		}
 		base := filepath.Join(dir, fmt.Sprintf("%03d-%s", n, safeID.ReplaceAllString(it.ID, "_")))
+		var latentsSHA string
+		if it.LatentSeed != nil {
+			if latentsSHA, err = writeLatents(o.Checkpoint, *it.LatentSeed, req, base+".initial_latents.f32"); err != nil {
+				return fmt.Errorf("replay %s: %w", it.ID, err)
+			}
+			req["initial_latents_path"] = base + ".initial_latents.f32"
+		}
 		line, _ := json.Marshal(map[string]any{"id": it.ID, "request": req, "artifact_base": base, "full_observation": false})
 		if _, err := in.Write(append(line, '\n')); err != nil {
 			return fmt.Errorf("replay %s: write to the worker: %w", it.ID, err)
@@ -167,7 +179,11 @@ func Run(o Options, log io.Writer) error {
 			return err
 		}
 		sum := sha256.Sum256(png)
-		if err := enc.Encode(map[string]any{"id": it.ID, "output": it.Output, "output_sha256": hex.EncodeToString(sum[:]), "task_ms": taskMs}); err != nil {
+		done := map[string]any{"id": it.ID, "output": it.Output, "output_sha256": hex.EncodeToString(sum[:]), "task_ms": taskMs}
+		if latentsSHA != "" {
+			done["latents_sha256"] = latentsSHA
+		}
+		if err := enc.Encode(done); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "trtmc-batch: %d/%d %s: %x (%.1f ms)\n", n+1, len(items), it.ID, sum[:6], taskMs)
@@ -184,6 +200,30 @@ func Run(o Options, log io.Writer) error {
 		return fmt.Errorf("the worker: %w", err)
 	}
 	return rep.Close()
+}
+
+// writeLatents draws a replay's initial noise as perf-serve does for latent_seed
+// (latents.py @ d3e1a549 § Replay: NumPy's default_rng(seed).standard_normal in the
+// pipeline's unpacked latent shape, raw float32) and returns its sha256.
+func writeLatents(checkpoint string, seed int64, req map[string]any, path string) (string, error) {
+	h, _ := req["height"].(int)
+	w, _ := req["width"].(int)
+	shape, err := latents.CheckpointShape(checkpoint, h, w)
+	if err != nil {
+		return "", err
+	}
+	if seed < 0 {
+		return "", fmt.Errorf("latent seed %d is negative", seed)
+	}
+	raw, err := latents.Raw(uint64(seed), shape...)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 func readItems(path string) ([]Item, error) {

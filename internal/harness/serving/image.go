@@ -250,3 +250,16 @@ func cacheLayerVanished(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "failed to get digest") || strings.Contains(msg, "No such image")
 }
+
+// ImagePresent says whether ref is an image of the local engine (never pulled).
+func ImagePresent(ctx context.Context, ref string) error {
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if _, err := cli.ImageInspect(ctx, ref); err != nil {
+		return fmt.Errorf("not present in the local engine: %w", err)
+	}
+	return nil
+}

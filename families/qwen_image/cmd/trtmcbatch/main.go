@@ -25,6 +25,7 @@ func main() {
 	flag.StringVar(&o.RuntimeRoot, "runtime-root", "", "the native runtime's build folder")
 	flag.StringVar(&o.Items, "items", "", "ITEMS.jsonl: one replay per line")
 	flag.StringVar(&o.Report, "report", "", "REPORT.jsonl to write")
+	flag.StringVar(&o.Checkpoint, "checkpoint", "", "the checkpoint's snapshot folder (latent replay reads its configs)")
 	flag.Parse()
 	if err := batch.Run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "trtmc-batch:", err)

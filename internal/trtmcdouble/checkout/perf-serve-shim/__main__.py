@@ -1,0 +1,38 @@
+"""qualkit's shim, not TRTMC code: the __main__.py of TRTMC's own trtmc_perf_serving when a
+double's checkout carries it from TRTMC_PERF_SERVE (the stored copies of
+NVIDIA/TensorRT-Model-Connect assembled in ../shared/trtmc-perf-serve, whose
+snapshot/MANIFEST.txt names each file's commit). It closes the two gaps of those copies
+without editing a TRTMC file:
+
+1. trtmc_perf_serving/__main__.py is not among the stored files, so this file is it: it
+   runs trtmc_perf_serving.cli.main, which is what `python -m trtmc_perf_serving` runs
+   (TRTMC's own apps/aiperf_qual services.py @ a9ed5f69 starts `-m trtmc_perf_serving`).
+2. No stored apps/benchmark/trtmc_benchmark/types.py has ResolvedCase.selected_task,
+   which catalog.py @ 0dd9052f passes; that one optional field is added at run time.
+
+Its first line on stderr (the row's serve/server.log) says what it did and which code runs.
+"""
+
+import dataclasses
+import sys
+
+import trtmc_benchmark.types as _types
+
+added = "selected_task" not in {f.name for f in dataclasses.fields(_types.ResolvedCase)}
+if added:
+    @dataclasses.dataclass(frozen=True)
+    class ResolvedCase(_types.ResolvedCase):
+        selected_task: "str | None" = None
+
+    ResolvedCase.__module__ = _types.__name__
+    _types.ResolvedCase = ResolvedCase
+
+import uvicorn  # noqa: E402
+
+from trtmc_perf_serving import cli  # noqa: E402
+
+print(f"qualkit shim (not TRTMC code): running TRTMC's trtmc_perf_serving.cli.main from {cli.__file__} "
+      f"with uvicorn {uvicorn.__version__}; ResolvedCase.selected_task "
+      f"{'added (types.py gap)' if added else 'present'}", file=sys.stderr, flush=True)
+
+raise SystemExit(cli.main())
