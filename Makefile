@@ -30,8 +30,9 @@ export TESTCONTAINERS_RYUK_DISABLED ?= true
 # TRTMC=DIR: a TRTMC checkout (or its data, such as ../shared/trtmc-main-e9132e79) whose
 # real data the trtmcdata-tagged tests check, and that `make inventory` reads.
 TRTMC ?=
+GO_TAGS :=
 ifneq ($(TRTMC),)
-TAGS := -tags trtmcdata
+GO_TAGS += trtmcdata
 export QUALKIT_TRTMC_DATA := $(abspath $(TRTMC))
 endif
 # TRTMC_PERF_SERVE=DIR: a snapshot of TRTMC's own perf-serve (../shared/trtmc-perf-serve,
@@ -39,8 +40,12 @@ endif
 # serves, and the conformance test holds the double's Go imitation to it.
 TRTMC_PERF_SERVE ?=
 ifneq ($(TRTMC_PERF_SERVE),)
+GO_TAGS += trtmcperfserve
 export QUALKIT_TRTMC_PERF_SERVE := $(abspath $(TRTMC_PERF_SERVE))
 endif
+comma := ,
+GO_TAG_LIST := $(subst $(eval) ,$(comma),$(strip $(GO_TAGS)))
+TAGS := $(if $(GO_TAG_LIST),-tags $(GO_TAG_LIST))
 # The qualification tables are listed once (qual/tables_test.go); `make tables` writes
 # them as JSON, and the -skip pattern of the hardware tables (rows that need a GPU or
 # TRTMC, which CI never has) and the stage subtests the gate expects derive from it.
@@ -117,7 +122,7 @@ test: setup engine double-image browser tables
 	if [ "$$(cat $(CHECKS_LOG).rc)" != 0 ]; then echo "test: make lint pytest FAILED"; status=1; fi; \
 	cp $(JUNIT) $(JUNIT_RAW); $(GO) run ./scripts/junitfix -junit $(JUNIT) || status=1; \
 	exit $$status
-	$(GO) run ./scripts/testgate -junit $(JUNIT) -tables $(TABLES) -go ./... $(if $(TAGS),-tags trtmcdata)
+	$(GO) run ./scripts/testgate -junit $(JUNIT) -tables $(TABLES) -go ./... $(if $(GO_TAG_LIST),-tags $(GO_TAG_LIST))
 	@t=$$(( $$(date +%s) - $(STARTED) )); echo "make test: $$((t / 60)) min $$((t % 60)) s, set-up included"
 
 # The Python side: the refedit reference's self-tests (incl. tampered bundles) and the
@@ -133,8 +138,8 @@ pytest: setup
 
 lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
-	$(GO) vet -tags trtmcdata ./...
-	$(GO) tool staticcheck -tags trtmcdata ./...
+	$(GO) vet -tags trtmcdata,trtmcperfserve ./...
+	$(GO) tool staticcheck -tags trtmcdata,trtmcperfserve ./...
 
 # The inner loop while working: gofmt, vet and staticcheck of the packages changed since
 # BASE (default HEAD: the work not yet committed), then go test -short of those and of

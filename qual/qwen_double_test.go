@@ -38,7 +38,7 @@ import (
 func doubleDir(root string) string { return filepath.Join(root, ".cache", "trtmc-double", "current") }
 
 // doubleTests are the tests that need the double prepared.
-var doubleTests = []string{"TestQwenDouble", "TestQwenDoubleE9132e79PredatesTheServer", "TestQwenDoublePerfServeInputForgery"}
+var doubleTests = []string{"TestQwenDouble", "TestQwenDoubleE9132e79PredatesTheServer", "TestQwenDoublePerfServeInputForgery", "TestPerfServeConformance"}
 
 // prepareDouble makes the double ready when the run selects a test that uses it. The
 // folder is named by the sha256 of the double's binary and built under a temporary name,

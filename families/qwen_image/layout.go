@@ -133,13 +133,27 @@ func isFile(path string) bool {
 // (tests/e2e_harness/orchestrator.py @ e9132e79: build_timeout_s, default 3600).
 const caseBuildTimeout = 3600 * time.Second
 
-// StageDeadlines fit the layout: in the families layout the correctness case builds its
-// own bundle first, so its deadline is TRTMC's own build timeout plus the row's for the
-// case; at e9132e79 the harness builds the bundle in the build stage, and the case runs
-// on it.
+// perfServeWorkerStartup is how long perf-serve waits for its worker to load the bundle:
+// TrtmcWorkerBackend's startup_timeout_s, 900 s (backends/trtmc.py @ 7b798a32), which its
+// command line cannot change (cli.py @ 3878755c § serve passes no startup timeout). A
+// load that takes longer fails perf-serve itself ("worker startup timed out after 900s").
+const perfServeWorkerStartup = 900 * time.Second
+
+// perfServeStartSlack is what perf-serve needs after its worker is ready and before its
+// port answers: the platform fingerprint and uvicorn's start.
+const perfServeStartSlack = time.Minute
+
+// StageDeadlines fit the layout and the serving contract: in the families layout the
+// correctness case builds its own bundle first, so its deadline is TRTMC's own build
+// timeout plus the row's for the case (at e9132e79 the harness builds the bundle in the
+// build stage, and the case runs on it); perf-serve gives its worker 900 s to load,
+// fixed, so the row waits for its readiness no longer than that and a minute to listen.
 func (a TRTMC) StageDeadlines(d harness.Deadlines) harness.Deadlines {
 	if l, err := a.layout(); err == nil && l.buildsOwnBundle() {
 		d.Correctness += caseBuildTimeout
+	}
+	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
+		d.Ready = min(d.WithDefaults().Ready, perfServeWorkerStartup+perfServeStartSlack)
 	}
 	return d
 }

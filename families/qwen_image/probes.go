@@ -43,9 +43,65 @@ func (a TRTMC) Probes(env harness.Env) []harness.Probe {
 			Check: a.checkModules(hf), Fix: imageFix})
 	}
 	if server, ok := a.serverProbe(env); ok {
-		pythons = append(pythons, server)
+		pythons = append(pythons, server, a.serverImports(env))
 	}
 	return pythons
+}
+
+// serverImportModules are what the contract's server imports only once it serves, which
+// its --help never loads: perf-serve's serve() (cli.py @ 3878755c) imports uvicorn, its
+// app (fastapi, starlette), profiles (the benchmark catalog), backends.trtmc and latents
+// (numpy), and platform.fingerprint() imports torch, latents.snapshot() huggingface_hub;
+// trtmc-server's control plane needs its [serve] extra, fastapi, pydantic and uvicorn
+// (pyproject.toml @ 05348945), and its app.
+var serverImportModules = map[string][]string{
+	ServingPerfServe: {"uvicorn", "fastapi", "starlette", "numpy", "huggingface_hub", "torch",
+		"trtmc_perf_serving.app", "trtmc_perf_serving.profiles", "trtmc_perf_serving.backends.trtmc", "trtmc_perf_serving.latents"},
+	ServingEditRoute: {"uvicorn", "fastapi", "pydantic", "trtmc_server.app", "trtmc_server.cli"},
+}
+
+// importProbe imports each module named on its command line and prints one JSON object
+// of those that failed, with why; it never fails itself.
+const importProbe = `import importlib, json, sys
+bad = {}
+for m in sys.argv[1:]:
+    try:
+        importlib.import_module(m)
+    except BaseException as e:
+        bad[m] = type(e).__name__ + ": " + str(e)
+print(json.dumps({"failed": bad}))`
+
+// serverImports imports, in the image and with the server's own PYTHONPATH, what the
+// contract's server imports once it serves: a --help that runs proves none of it, and a
+// server missing one would fail at serve, after the correctness case.
+func (a TRTMC) serverImports(env harness.Env) harness.Probe {
+	s, _ := a.serving()
+	envs := a.envWith(env, serverPythonPath)
+	if s.Contract == ServingPerfServe {
+		envs = a.envWith(env, perfServePythonPath)
+	}
+	mods := serverImportModules[s.Contract]
+	return harness.Probe{Name: "server-imports", What: "the imports the server needs to serve, in the image (" + s.Contract + ")",
+		Cmd: harness.Command{Args: append([]string{a.Config.Python, "-c", importProbe}, mods...), Env: envs, Dir: a.Config.Checkout},
+		Check: func(out []byte, runErr error) error {
+			var res struct {
+				Failed map[string]string `json:"failed"`
+			}
+			if err := json.Unmarshal(lastJSONLine(out), &res); err != nil {
+				return fmt.Errorf("the import probe printed no result (%v): %s", runErr, clip(out))
+			}
+			var bad []string
+			for _, m := range mods {
+				if why, ok := res.Failed[m]; ok {
+					bad = append(bad, m+" ("+why+")")
+				}
+			}
+			if len(bad) > 0 {
+				return fmt.Errorf("the server would not serve: %s does not import %s", a.Config.Python, strings.Join(bad, "; "))
+			}
+			return nil
+		},
+		Fix: "install the server's dependencies into the image's python (perf-serve: apps/perf_serving/requirements.txt and the TRTMC runtime's torch; trtmc-server: the [serve] extra)"}
 }
 
 // serverProbe runs the contract's server with --help, as the row will start it, and
@@ -65,7 +121,7 @@ func (a TRTMC) serverProbe(env harness.Env) (harness.Probe, bool) {
 	if s.Contract == ServingPerfServe {
 		args = []string{a.Config.Python, "-m", "trtmc_perf_serving", "serve", "--help"}
 		envs = a.envWith(env, perfServePythonPath)
-		flags = serveFlags(perfServeArgs(harness.ServeSpec{}, ""))
+		flags = serveFlags(PerfServeArgs(harness.ServeSpec{}, ""))
 	}
 	name := strings.Join(args[1:3], " ")
 	return harness.Probe{Name: "server", What: name + " in the image (" + s.Contract + ")",

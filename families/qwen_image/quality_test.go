@@ -3,12 +3,14 @@ package qwenimage
 import (
 	"os"
 	"path/filepath"
-	"qualkit/internal/evidencecheck"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/evidencecheck"
+	"qualkit/internal/wire"
 )
 
 // The TRTMC row's quality criteria are the checkout's thresholds, and its pair is the
@@ -83,4 +85,25 @@ func TestPairReferenceIsTheCheckersRule(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, spec.Pair)
 	assert.Equal(t, spec.Pair.Reference, evidencecheck.PairReference(Diffusers{}.Backend(), "", ""))
+}
+
+// On perf-serve in the families layout the pair replays the case's own noise: its
+// requests carry latent_seed, and the pair names the case's noise file and where the
+// records state the served noise; the edit route (no latent replay) keeps the statement
+// that the noise differs.
+func TestQualityPairReplaysTheCasesNoiseOnPerfServe(t *testing.T) {
+	perf := New(Config{Checkout: checkout(t, LayoutFamilies)})
+	assert.Equal(t, wire.Task{LatentSeed: true}, perf.Protocol())
+	spec, err := perf.Quality(rootEnv(t), row())
+	require.NoError(t, err)
+	assert.Equal(t, "basetemp/test_official_checkpoint_e2e*/initial-latents.raw", spec.Pair.CaseLatents)
+	assert.Equal(t, "observation.initial_latents_sha256", spec.Pair.ServedLatents)
+	assert.Contains(t, spec.Pair.Noise, "same: the request carries latent_seed 42")
+
+	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)})
+	assert.Equal(t, wire.OpenAI{}, edit.Protocol())
+	spec, err = edit.Quality(rootEnv(t), row())
+	require.NoError(t, err)
+	assert.Empty(t, spec.Pair.CaseLatents)
+	assert.Equal(t, pairNoise, spec.Pair.Noise)
 }

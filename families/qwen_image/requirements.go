@@ -127,7 +127,7 @@ func (rs *reqs) manifest(dir string, l Layout) {
 		rs.bad(err.Error(), "restore the file from git in the TRTMC checkout")
 		return
 	}
-	if bad := checkManifest(m, l); len(bad) > 0 {
+	if bad := checkManifest(m, l, EditTasks(dir)); len(bad) > 0 {
 		rs.bad(fmt.Sprintf("TRTMC manifest %s disagrees with what the row serves: %s", filepath.Join(dir, l.Manifest), strings.Join(bad, "; ")),
 			"check out a TRTMC commit whose manifest matches, or update families/qwen_image to the new manifest")
 		return

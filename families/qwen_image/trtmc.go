@@ -212,14 +212,15 @@ func (a TRTMC) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
 		return reject(fmt.Errorf("serve: %w", err))
 	}
 	if s.Contract == ServingPerfServe {
-		return harness.Command{Args: append([]string{a.Config.Python, "-m", "trtmc_perf_serving", "serve"}, perfServeArgs(spec, n.dir)...),
+		return harness.Command{Args: append([]string{a.Config.Python, "-m", "trtmc_perf_serving", "serve"}, PerfServeArgs(spec, n.dir)...),
 			Env: a.envWith(env, perfServePythonPath), Dir: a.Config.Checkout}
 	}
 	return harness.Command{Args: append([]string{filepath.Join(n.dir, "trtmc-server")}, serverArgs(spec, n.dir)...), Env: a.env(env), Dir: a.Config.Checkout}
 }
 
-// perfServeArgs are perf-serve's arguments; their flags are what its --help must show.
-func perfServeArgs(spec harness.ServeSpec, runtimeRoot string) []string {
+// PerfServeArgs are perf-serve's arguments after `serve`; their flags are what its --help
+// must show. The conformance test of the double's imitation starts both servers with them.
+func PerfServeArgs(spec harness.ServeSpec, runtimeRoot string) []string {
 	return []string{
 		"--backend", "trtmc",
 		"--profile", Profile,
@@ -373,7 +374,7 @@ func (a TRTMC) Identity(spec harness.ServeSpec) harness.IdentityCheck {
 		switch {
 		case info.Backend != "trtmc":
 			return fmt.Errorf("the server says backend %q, not trtmc: another server answers on the port", info.Backend)
-		case filepath.Clean(info.Bundle) != filepath.Clean(spec.Bundle):
+		case !sameBundle(info.Bundle, spec.Bundle):
 			return fmt.Errorf("the server serves bundle %q, the row built %s", info.Bundle, spec.Bundle)
 		case info.Operation != wire.TaskOperation:
 			return fmt.Errorf("the server serves operation %q, not %s: another profile", info.Operation, wire.TaskOperation)
@@ -382,6 +383,18 @@ func (a TRTMC) Identity(spec harness.ServeSpec) harness.IdentityCheck {
 		}
 		return double(body)
 	}}
+}
+
+// sameBundle says whether the bundle a server names is the row's: perf-serve resolves
+// the --bundle it was given (catalog.py @ 0dd9052f § resolve_case:
+// bundle_path.expanduser().resolve()), so a row bundle reached through a link (the
+// families case's <test>_qcurrent, a linked temp folder) is named by its real path.
+func sameBundle(served, built string) bool {
+	if filepath.Clean(served) == filepath.Clean(built) {
+		return true
+	}
+	real, err := filepath.EvalSymlinks(built)
+	return err == nil && filepath.Clean(served) == real
 }
 
 // saysDouble says whether a server's identity answer is the contract double's, and how:

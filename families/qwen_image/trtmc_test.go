@@ -222,6 +222,22 @@ func TestIdentityChecks(t *testing.T) {
 	} {
 		assert.ErrorContains(t, info.Check([]byte(body)), want)
 	}
+	// perf-serve names the bundle by its resolved path (catalog.py @ 0dd9052f): a row
+	// bundle reached through a link is the same bundle.
+	dir := t.TempDir()
+	real := filepath.Join(dir, "test_official_checkpoint_e2e_q0")
+	require.NoError(t, os.MkdirAll(filepath.Join(real, Profile+".bundle"), 0o755))
+	require.NoError(t, os.Symlink(real, filepath.Join(dir, "test_official_checkpoint_e2e_qcurrent")))
+	linked := New(Config{Checkout: perf}).Identity(harness.ServeSpec{Bundle: filepath.Join(dir, "test_official_checkpoint_e2e_qcurrent", Profile+".bundle"), Model: HFID})
+	assert.NoError(t, linked.Check([]byte(strings.Replace(good, "/cache/b", real, 1))), "the resolved path of the row's bundle")
+	assert.ErrorContains(t, linked.Check([]byte(good)), "the server serves bundle")
+
+	// The double's environment, as TRTMC's own perf-serve run with the double's worker
+	// states it: its stand-in torch in the platform block.
+	standIn := strings.Replace(good, "{", `{"platform": {"packages": {"torch": "0.0.0+qualkit.contract.double"}}, `, 1)
+	assert.ErrorContains(t, info.Check([]byte(standIn)), "its platform's torch is qualkit's stand-in")
+	assert.NoError(t, New(Config{Checkout: perf, ContractDouble: true}).Identity(spec).Check([]byte(standIn)))
+
 	double := New(Config{Checkout: perf, ContractDouble: true}).Identity(spec)
 	assert.NoError(t, double.Check([]byte(strings.Replace(good, "{", `{"qualkit_contract_double": true, `, 1))))
 	assert.ErrorContains(t, double.Check([]byte(good)), "does not say it is the double")
@@ -300,4 +316,13 @@ func TestStageDeadlinesPerLayout(t *testing.T) {
 	assert.Equal(t, time.Hour, old.Correctness, "at e9132e79 the harness builds the bundle, in the build stage")
 	c := harness.Checkpoint{Deadline: row, Adapter: New(Config{Checkout: checkout(t, LayoutFamilies)})}
 	assert.Equal(t, 2*time.Hour, c.Deadlines().Correctness, "the harness runs the row with the family's deadlines")
+
+	// perf-serve gives its worker 900 s to load (backends/trtmc.py @ 7b798a32), which
+	// nothing on its command line raises: the row waits no longer for its readiness.
+	row.Ready = 30 * time.Minute
+	assert.Equal(t, 16*time.Minute, New(Config{Checkout: checkout(t, LayoutFamilies)}).StageDeadlines(row).Ready)
+	row.Ready = 2 * time.Minute
+	assert.Equal(t, 2*time.Minute, New(Config{Checkout: checkout(t, LayoutFamilies)}).StageDeadlines(row).Ready, "a shorter deadline stays")
+	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)}).StageDeadlines(harness.Deadlines{Ready: 30 * time.Minute})
+	assert.Equal(t, 30*time.Minute, edit.Ready, "trtmc-server's --startup-timeout is the row's own (1800 s)")
 }

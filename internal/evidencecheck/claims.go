@@ -367,9 +367,8 @@ func (r *rowCheck) checkCommands() {
 		r.same(f, "aiperf "+flag, strings.Join(want[flag], ","), one(flag), "the "+r.proto.Name()+" protocol")
 	}
 	if r.proto.Name() == wire.TRTMCTask {
-		// The settings travel in each payload (checked per request); AIPerf needs only
-		// the string field that makes a task result count as content.
-		r.same(f, "aiperf --extra-inputs", "response_field:id", one("--extra-inputs"), "the "+r.proto.Name()+" protocol")
+		// The settings travel in each payload (checked per request), none as extra inputs.
+		r.same(f, "aiperf --extra-inputs", "", strings.Join(flags["--extra-inputs"], " "), "the "+r.proto.Name()+" protocol (every setting in the payload)")
 		return
 	}
 	if r.res.Settings != nil {

@@ -188,8 +188,30 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 	}{{"psnr_db", d.PSNR, p.PSNR}, {"ssim", d.SSIM, p.SSIM}, {"windowed_ssim", d.WindowedSSIM, p.WindowedSSIM}, {"std", d.Std, p.Std}, {"reference_std", d.ReferenceStd, p.ReferenceStd}, {"std_ratio", d.StdRatio, p.StdRatio}} {
 		r.truth(math.Abs(m.want-m.got) < 2e-6, resultsFile, "quality.pair."+m.name, fmt.Sprintf("%.6f (%s vs %s)", m.want, req.httpRel(), p.Reference), fmt.Sprintf("%.6f", m.got))
 	}
+	if p.CaseLatentsSHA256 != "" || p.InitialLatentsSHA256 != "" {
+		miss = append(miss, r.checkPairNoise(p, req)...)
+	}
 	r.same(resultsFile, "quality.pair.failures", fmt.Sprint(len(miss)), fmt.Sprint(len(p.Failures)), "the criteria applied to the re-derived PSNR, SSIM and std ratio")
 	return len(miss)
+}
+
+// checkPairNoise: a pair that claims to replay the case's noise was sent with a
+// latent_seed, the noise it states is the one the server's records line states for the
+// request, and it is the case's (the noise file the case drew, whose sha256 the harness
+// read): the miss, if they differ.
+func (r *rowCheck) checkPairNoise(p *schema.QualityPair, req *request) []string {
+	r.truth(req.latentSeed != nil, rawExport, "request "+req.id+" latent_seed", "sent: the pair claims the case's replayed noise", "absent")
+	var served string
+	for _, rec := range r.serverRecords() {
+		if rec.RequestID == req.id {
+			served = rec.Observation.InitialLatents
+		}
+	}
+	r.same(resultsFile, "quality.pair.initial_latents_sha256", served, p.InitialLatentsSHA256, recordsFile+" observation.initial_latents_sha256 of request "+req.id)
+	if served == "" || served != p.CaseLatentsSHA256 {
+		return []string{"the served pair did not start from the case's own noise"}
+	}
+	return nil
 }
 
 // pairQuality re-derives the pair's measures from the reference image (refPNG, the one

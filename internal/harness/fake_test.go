@@ -523,9 +523,6 @@ func fakeAIPerf(args []string) error {
 	warmup, _ := strconv.Atoi(one("--warmup-request-count"))
 	settings := map[string]any{}
 	for _, e := range opt["--extra-inputs"] {
-		if e == "response_field:id" {
-			continue // the raw endpoint's content field; no setting
-		}
 		if err := json.Unmarshal([]byte(e), &settings); err != nil {
 			return fmt.Errorf("--extra-inputs %q: %w", e, err)
 		}

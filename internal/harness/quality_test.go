@@ -88,3 +88,38 @@ func TestQualityStage(t *testing.T) {
 		})
 	}
 }
+
+// A pair that replays the case's noise is held to it: the sha256 the server's records
+// line states for the pair's request must be that of the noise file the case drew (under
+// its scratch, pytest's _qcurrent link resolved); another noise, or none stated, fails
+// the pair, naming both.
+func TestPairLatentsHeldToTheCase(t *testing.T) {
+	work := t.TempDir()
+	caseDir := filepath.Join(work, "correctness", "basetemp", "test_x_q0")
+	require.NoError(t, os.MkdirAll(caseDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(caseDir, "initial-latents.raw"), []byte("the case's noise"), 0o644))
+	require.NoError(t, os.Symlink(caseDir, filepath.Join(work, "correctness", "basetemp", "test_x_qcurrent")))
+	noise := bytesSHA256([]byte("the case's noise"))
+	pair := &QualityPair{CaseLatents: "basetemp/test_x*/initial-latents.raw", ServedLatents: "observation.initial_latents_sha256"}
+	for _, tc := range []struct{ name, records, want string }{
+		{"the case's noise", `{"request_id": "r1", "observation": {"initial_latents_sha256": "` + noise + `"}}`, ""},
+		{"another noise", `{"request_id": "r1", "observation": {"initial_latents_sha256": "` + bytesSHA256([]byte("x")) + `"}}`, "did not start from the case's own noise"},
+		{"none stated", `{"request_id": "r1", "observation": {}}`, "state no observation.initial_latents_sha256 for request r1"},
+		{"another request's", `{"request_id": "r2", "observation": {"initial_latents_sha256": "` + noise + `"}}`, "state no"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &row{env: Env{Work: work}, ev: &RowEvidence{Dir: t.TempDir()}, c: Checkpoint{Adapter: FakeFamily{}}}
+			require.NoError(t, os.MkdirAll(r.ev.Path("serve"), 0o755))
+			require.NoError(t, os.WriteFile(r.ev.Path("serve/records.jsonl"), []byte(tc.records+"\n"), 0o644))
+			p := &schema.QualityPair{}
+			err := r.pairLatents(pair, "r1", p)
+			assert.Equal(t, noise, p.CaseLatentsSHA256)
+			if tc.want == "" {
+				assert.NoError(t, err)
+				assert.Equal(t, noise, p.InitialLatentsSHA256)
+				return
+			}
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}

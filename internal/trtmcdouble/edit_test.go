@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,9 +83,9 @@ func TestEditDependsOnPromptAndSettings(t *testing.T) {
 		"prompt":   func(*Settings) string { return "Make it spring." },
 		"seed":     func(s *Settings) string { s.Seed = 43; return "Make it autumn." },
 		"steps":    func(s *Settings) string { s.Steps = 21; return "Make it autumn." },
-		"cfg":      func(s *Settings) string { s.CFGScale = 5; return "Make it autumn." },
 		"guidance": func(s *Settings) string { s.GuidanceScale = 2; return "Make it autumn." },
 		"negative": func(s *Settings) string { s.NegativePrompt = "blurry"; return "Make it autumn." },
+		"latents":  func(s *Settings) string { s.Latents = strings.Repeat("ab", 32); return "Make it autumn." },
 	}
 	for name, vary := range variants {
 		s := editSettings(96, 96)
@@ -93,6 +94,38 @@ func TestEditDependsOnPromptAndSettings(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotEqual(t, base, out, name)
 	}
+	// TRTMC's Qwen-Image ignores cfg_scale: its true CFG scale is guidance_scale, else the
+	// bundle default 4.0 (TrueCFG).
+	same := map[string]func(*Settings){
+		"cfg scale":           func(s *Settings) { s.CFGScale = 5 },
+		"no cfg scale":        func(s *Settings) { s.CFGScale = 0 },
+		"guidance 4 is unset": func(s *Settings) { s.GuidanceScale = DefaultCFGScale },
+		"guidance 0 is unset": func(s *Settings) { s.GuidanceScale = 0 },
+	}
+	for name, vary := range same {
+		s := editSettings(96, 96)
+		vary(&s)
+		out, err := Edit(src, "Make it autumn.", s)
+		require.NoError(t, err)
+		assert.Equal(t, base, out, name)
+	}
+	assert.Equal(t, -1.0, DefaultGuidanceScale)
+	assert.Equal(t, 4.0, Settings{GuidanceScale: DefaultGuidanceScale, CFGScale: 9}.TrueCFG(), "unset guidance: the bundle default")
+	assert.Equal(t, 2.5, Settings{GuidanceScale: 2.5, CFGScale: 9}.TrueCFG())
+
+	// Supplied noise replaces the seed's: with latents set, the seed no longer matters,
+	// and other noise is another image.
+	withLatents := func(seed int64, sum string) []byte {
+		s := editSettings(96, 96)
+		s.Seed, s.Latents = seed, sum
+		out, err := Edit(src, "Make it autumn.", s)
+		require.NoError(t, err)
+		return out
+	}
+	la, lb := strings.Repeat("ab", 32), strings.Repeat("cd", 32)
+	assert.Equal(t, withLatents(1, la), withLatents(2, la), "the noise, not the seed")
+	assert.NotEqual(t, withLatents(1, la), withLatents(1, lb), "other noise, another image")
+
 	seedA, _ := Edit(src, "Make it autumn.", editSettings(96, 96))
 	s := editSettings(96, 96)
 	s.Seed = 7

@@ -3,6 +3,7 @@ package trtmcdouble
 import (
 	"bytes"
 	"context"
+	"errors"
 	"image"
 	"image/color"
 	"image/png"
@@ -19,8 +20,7 @@ import (
 // repoRoot is qualkit's repository root, from this package's directory.
 const repoRoot = "../.."
 
-// fakeSelf is what the tests' "own executable" holds: the cmake double copies it as the
-// programs it builds.
+// fakeSelf is what the tests' "own executable" holds.
 const fakeSelf = "#!qualkit-test: stands for the trtmcdouble binary\n"
 
 // result is one in-process run of a program.
@@ -37,13 +37,25 @@ type runner struct {
 	self  string
 	env   map[string]string
 	stdin io.Reader
+	// execs records the calls of the proc's exec hook (what syscall.Exec would have
+	// replaced the process with); each call returns execErr.
+	execs *[]execCall
 }
+
+// execCall is one call of a proc's exec hook.
+type execCall struct {
+	path      string
+	argv, env []string
+}
+
+// execErr is what the tests' exec hook returns: the process was not replaced.
+var execErr = errors.New("qualkit test: exec recorded, not run")
 
 func newRunner(t *testing.T, wd string) *runner {
 	t.Helper()
 	self := filepath.Join(t.TempDir(), "trtmcdouble")
 	require.NoError(t, os.WriteFile(self, []byte(fakeSelf), 0o755))
-	return &runner{t: t, ctx: context.Background(), wd: wd, self: self, env: map[string]string{}}
+	return &runner{t: t, ctx: context.Background(), wd: wd, self: self, env: map[string]string{}, execs: &[]execCall{}}
 }
 
 func (r *runner) with(kv ...string) *runner {
@@ -64,7 +76,12 @@ func (r *runner) run(args ...string) result {
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}
-	code := dispatch(&proc{ctx: r.ctx, args: args, env: r.env, stdin: stdin, stdout: &out, stderr: &errb, wd: r.wd, self: r.self})
+	execs := r.execs
+	hook := func(path string, argv, env []string) error {
+		*execs = append(*execs, execCall{path: path, argv: append([]string(nil), argv...), env: append([]string(nil), env...)})
+		return execErr
+	}
+	code := dispatch(&proc{ctx: r.ctx, args: args, env: r.env, stdin: stdin, stdout: &out, stderr: &errb, wd: r.wd, self: r.self, exec: hook})
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
@@ -73,9 +90,9 @@ func (r *runner) run(args ...string) result {
 func shapedCheckout(t *testing.T, layout string) string {
 	t.Helper()
 	dir := t.TempDir()
-	trees := map[string][]string{LayoutFamilies: {familiesTree}, LayoutLegacy: {legacyTree}}[layout]
-	require.NotEmpty(t, trees, layout)
-	require.NoError(t, copyShapedTree(repoRoot, dir, trees))
+	tree := map[string]string{LayoutFamilies: familiesTree, LayoutLegacy: legacyTree}[layout]
+	require.NotEmpty(t, tree, layout)
+	require.NoError(t, copyTree(filepath.Join(repoRoot, tree), dir))
 	return dir
 }
 
@@ -188,4 +205,22 @@ func abs(v int) int {
 		return -v
 	}
 	return v
+}
+
+// fakeNativeBuild is the build folder the stand-in CMake build makes for layout
+// (checkout/cmake/qualkit_double.cmake and the layout's CMakeLists.txt): its cache, the
+// CLI as the test's own executable, the libraries and the programs.
+func fakeNativeBuild(t *testing.T, src, layout string) string {
+	t.Helper()
+	build := filepath.Join(t.TempDir(), "opt", "qualkit", "trtmc-build")
+	writeFile(t, filepath.Join(build, "CMakeCache.txt"), "CMAKE_HOME_DIRECTORY:INTERNAL="+src+
+		"\nCMAKE_CUDA_ARCHITECTURES:UNINITIALIZED=90-real\nTRTMC_BUILD_TESTS:BOOL=ON\nQUALKIT_CONTRACT_DOUBLE:INTERNAL=ON\n")
+	writeFile(t, filepath.Join(build, "trtmc"), fakeSelf)
+	writeFile(t, filepath.Join(build, libBackendTRT), "lib")
+	if layout == LayoutLegacy {
+		writeFile(t, filepath.Join(build, "models", "qwen_image", libModelQwen), "lib")
+	} else {
+		writeFile(t, filepath.Join(build, libModelQwen), "lib")
+	}
+	return build
 }

@@ -2,8 +2,9 @@ package trtmcdouble
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/base64"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,21 +14,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"qualkit/internal/latents"
 )
 
-// trtmc-perf-serve, as TRTMC's sources define it: `python -m trtmc_perf_serving serve`
-// (apps/perf_serving/trtmc_perf_serving/cli.py @ 3878755c) loads the profile's base
-// request from the family's manifest, starts the persistent worker (`--worker` with
-// --serve SESSION.json, backends/trtmc.py @ 7b798a32), then serves POST
-// /v1/tasks/{operation} (app.py @ 3878755c § task): the body {"request": {...}} merged
-// over the base request, $file inputs written under <scratch>/<request id>/inputs/, the
-// worker's PNG at <scratch>/<request id>/output.image.1.<n>.png, kept only with
-// --keep-artifacts; one JSON line per successful request in --records.
+// The double's Go imitation of trtmc-perf-serve, for clones without TRTMC's own sources
+// beside them (qual's TestPerfServeConformance holds it to TRTMC's server where both can
+// run; ImitationDifferences lists what it keeps otherwise, and why). It plays
+// `python -m trtmc_perf_serving serve --backend trtmc` as cli.py @ 3878755c does: resolve
+// the profile's base request from the family's manifest (catalog.py, task_adapters.py @
+// 0dd9052f), start the persistent worker with the session file types.py @ d4a4aa37 §
+// worker_request writes (backends/trtmc.py @ 7b798a32), then serve app.py @ 3878755c's
+// routes: POST /v1/tasks/{operation} with the body {"request": {...}} merged over the base
+// request, $file inputs written under <scratch>/<request id>/inputs/ (files.py @
+// c94a23d3), latent_seed replayed as NumPy's noise (latents.py @ d3e1a549), the worker's
+// PNG at <scratch>/<request id>/output.image.1.0.png and its media digest
+// (digests.py @ 7d4725ab), kept only with --keep-artifacts, one records line per success.
 
 var perfServeParser = newOptParser(true,
 	opt{"--profile", true}, opt{"--testcase", true}, opt{"--operation", true}, opt{"--task", true},
@@ -44,11 +51,18 @@ var perfServeParser = newOptParser(true,
 )
 
 const perfServeUsage = `usage: trtmc-perf-serve serve [-h] --profile PROFILE [--testcase TESTCASE]
-                             [--operation OPERATION] [--task TASK]
+                             [--operation OPERATION] [--task SELECTED_TASK]
                              [--manifest-root MANIFEST_ROOT] [--set FIELD=VALUE]
                              --backend {trtmc,reference} [--bundle BUNDLE]
                              [--runtime-root RUNTIME_ROOT] [--worker WORKER]
                              [--mode {eager,compile}] [--precision {fp16,bf16,fp32}]
+                             [--reference-model REFERENCE_MODEL]
+                             [--reference-revision REFERENCE_REVISION]
+                             [--revision REVISION]
+                             [--reference-options REFERENCE_OPTIONS]
+                             [--reference-adapter REFERENCE_ADAPTER]
+                             [--latent-replay-adapter LATENT_REPLAY_ADAPTER]
+                             [--trust-remote-code] [--deterministic]
                              [--model-name MODEL_NAME] [--host HOST] [--port PORT]
                              --records RECORDS --scratch SCRATCH
                              [--max-queue MAX_QUEUE] [--keep-artifacts]
@@ -58,11 +72,11 @@ const perfServeUsage = `usage: trtmc-perf-serve serve [-h] --profile PROFILE [--
 
 const perfServeHelp = perfServeUsage + `
 
-Serve one profile's operation over HTTP (qualkit contract double: the trtmc backend
-only, its worker the double's trtmc_benchmark_worker; no GPU, no TensorRT)
+serve one operation of one backend (qualkit contract double: the trtmc backend only,
+played by qualkit's Go imitation of TRTMC's perf-serve; no GPU, no TensorRT)
 
 options:
-  --profile PROFILE  --testcase TESTCASE  --operation OPERATION  --task TASK
+  --profile PROFILE  --testcase TESTCASE  --operation OPERATION  --task SELECTED_TASK
   --manifest-root MANIFEST_ROOT (default families)  --set FIELD=VALUE
   --backend {trtmc,reference}  --bundle BUNDLE  --runtime-root RUNTIME_ROOT  --worker WORKER
   --model-name MODEL_NAME  --host HOST (default 127.0.0.1)  --port PORT (default 8000)
@@ -72,31 +86,37 @@ options:
 
 // perfServeConfig is a parsed serve command line.
 type perfServeConfig struct {
-	profile, manifestRoot, backend, bundle, runtimeRoot, worker string
-	modelName, host, records, scratch                           string
-	port, maxQueue                                              int
-	keepArtifacts, fullObservations                             bool
-	requestTimeout                                              float64
+	profile, testcase, operation, task, manifestRoot      string
+	sets                                                  []string
+	backend, bundle, runtimeRoot, worker, revision        string
+	modelName, host, records, scratch                     string
+	port, maxQueue                                        int
+	keepArtifacts, fullObservations, isolate, memoryProbe bool
+	requestTimeout                                        float64
+	latentReplayAdapter                                   string
 }
 
-// perfServeMain plays `python -m trtmc_perf_serving ARGS`: the serve subcommand.
+// perfServeMain plays `python -m trtmc_perf_serving ARGS`: the serve subcommand, with
+// cli.py's exits: argparse's usage errors (2), "trtmc-perf-serve: <message>" for its
+// ValueError and RuntimeError (2).
 func perfServeMain(p *proc, args []string) int {
-	fail := func(code int, format string, a ...any) int {
-		return p.fail(code, "%s\ntrtmc-perf-serve serve: error: %s", perfServeUsage, fmt.Sprintf(format, a...))
+	usage := func(format string, a ...any) int {
+		return p.fail(exitUsage, "%s\ntrtmc-perf-serve serve: error: %s", perfServeUsage, fmt.Sprintf(format, a...))
 	}
+	refuse := func(format string, a ...any) int { return p.fail(exitUsage, "trtmc-perf-serve: "+format, a...) }
 	if len(args) == 0 || args[0] != "serve" {
-		return p.fail(exitUsage, "usage: trtmc-perf-serve [-h] {serve,payload,reference-env,platform} ...\ntrtmc-perf-serve: error: the qualkit contract double plays only the serve subcommand")
+		return p.fail(exitUsage, "usage: trtmc-perf-serve [-h] {serve,platform,reference-env,payload} ...\ntrtmc-perf-serve: error: the qualkit contract double plays only the serve subcommand")
 	}
 	a, err := perfServeParser.parse(args[1:])
 	var mv *missingValueError
 	switch {
 	case errors.As(err, &mv):
-		return fail(exitUsage, "argument %s: expected one argument", mv.flag)
+		return usage("argument %s: expected one argument", mv.flag)
 	case a.has("--help"):
 		fmt.Fprintln(p.stdout, perfServeHelp)
 		return exitOK
 	case len(a.unknown) > 0 || len(a.pos) > 0:
-		return p.fail(exitUsage, "%s\ntrtmc-perf-serve: error: unrecognized arguments: %s", perfServeUsage, strings.Join(append(a.unknown, a.pos...), " "))
+		return p.fail(exitUsage, "usage: trtmc-perf-serve [-h] {serve,platform,reference-env,payload} ...\ntrtmc-perf-serve: error: unrecognized arguments: %s", strings.Join(append(a.unknown, a.pos...), " "))
 	}
 	var missing []string
 	for _, f := range []string{"--profile", "--backend", "--records", "--scratch"} {
@@ -105,107 +125,284 @@ func perfServeMain(p *proc, args []string) int {
 		}
 	}
 	if len(missing) > 0 {
-		return fail(exitUsage, "the following arguments are required: %s", strings.Join(missing, ", "))
+		return usage("the following arguments are required: %s", strings.Join(missing, ", "))
 	}
-	c := perfServeConfig{profile: a.get("--profile"), manifestRoot: a.get("--manifest-root"), backend: a.get("--backend"),
-		bundle: a.get("--bundle"), runtimeRoot: a.get("--runtime-root"), worker: a.get("--worker"),
+	c := perfServeConfig{profile: a.get("--profile"), testcase: a.get("--testcase"), operation: a.get("--operation"),
+		task: a.get("--task"), manifestRoot: a.get("--manifest-root"), sets: a.vals["--set"], backend: a.get("--backend"),
+		bundle: a.get("--bundle"), runtimeRoot: a.get("--runtime-root"), worker: a.get("--worker"), revision: a.get("--revision"),
 		modelName: a.get("--model-name"), host: a.get("--host"), records: a.get("--records"), scratch: a.get("--scratch"),
-		keepArtifacts: a.has("--keep-artifacts"), fullObservations: a.has("--full-observations")}
+		keepArtifacts: a.has("--keep-artifacts"), fullObservations: a.has("--full-observations"),
+		isolate: a.has("--isolate-requests"), memoryProbe: a.has("--memory-probe"), latentReplayAdapter: a.get("--latent-replay-adapter")}
 	if c.manifestRoot == "" {
 		c.manifestRoot = "families"
 	}
 	if c.host == "" {
 		c.host = "127.0.0.1"
 	}
-	if c.backend != "trtmc" && c.backend != "reference" {
-		return fail(exitUsage, "argument --backend: invalid choice: '%s' (choose from 'trtmc', 'reference')", c.backend)
+	if !oneOf("trtmc", "reference")(c.backend) {
+		return usage("argument --backend: invalid choice: '%s' (choose from 'trtmc', 'reference')", c.backend)
 	}
 	if c.port, err = intArg("--port", a.get("--port"), 8000); err != nil {
-		return fail(exitUsage, "%v", err)
+		return usage("argument --port: invalid int value: '%s'", a.get("--port"))
 	}
 	if c.maxQueue, err = intArg("--max-queue", a.get("--max-queue"), 64); err != nil {
-		return fail(exitUsage, "%v", err)
+		return usage("argument --max-queue: invalid int value: '%s'", a.get("--max-queue"))
 	}
 	if c.requestTimeout, err = floatArg("--request-timeout", a.get("--request-timeout"), 900); err != nil {
-		return fail(exitUsage, "%v", err)
+		return usage("argument --request-timeout: invalid float value: '%s'", a.get("--request-timeout"))
 	}
-	for _, f := range []string{"--set", "--testcase", "--operation", "--task", "--isolate-requests", "--memory-probe"} {
-		if a.has(f) {
-			return p.fail(exitUsage, "trtmc-perf-serve: %s is not played by the qualkit contract double", f)
-		}
-	}
-	// cli.py @ 3878755c: ValueError and RuntimeError print "trtmc-perf-serve: <msg>", exit 2.
-	switch {
-	case c.backend == "reference":
-		return p.fail(exitUsage, "trtmc-perf-serve: the qualkit contract double plays only the trtmc backend")
-	case c.bundle == "" || c.runtimeRoot == "" || c.worker == "":
-		return p.fail(exitUsage, "trtmc-perf-serve: the trtmc backend requires --bundle, --runtime-root, and --worker")
-	}
-	ps, err := startPerfServe(p, c)
+	prof, err := resolveProfile(p, c)
 	if err != nil {
-		return p.fail(exitUsage, "trtmc-perf-serve: %v", err)
+		return refuse("%v", err)
+	}
+	switch {
+	case c.memoryProbe:
+		// gpu_memory.py @ c4687b2b § open_probe imports pynvml, which the double's image lacks:
+		// the real server dies the same way, with a traceback, before the worker starts.
+		return p.fail(exitFail, "ModuleNotFoundError: No module named 'pynvml'")
+	case c.backend == "reference":
+		return refuse("the qualkit contract double plays only the trtmc backend: the reference backend runs diffusers on a GPU")
+	case c.bundle == "" || c.runtimeRoot == "" || c.worker == "":
+		return refuse("the trtmc backend requires --bundle, --runtime-root, and --worker")
+	case c.latentReplayAdapter != "":
+		return refuse("--latent-replay-adapter: the qualkit contract double replays latents only by the checkpoint's own configs")
+	}
+	ps, err := startPerfServe(p, c, prof)
+	if err != nil {
+		return refuse("%v", err)
 	}
 	defer ps.close()
 	ln, err := net.Listen("tcp", net.JoinHostPort(c.host, strconv.Itoa(c.port)))
 	if err != nil {
-		return p.fail(exitFail, "trtmc-perf-serve: %v", err)
+		return p.fail(exitFail, "ERROR:    [Errno 98] error while attempting to bind on address ('%s', %d): %v", c.host, c.port, err)
 	}
-	fmt.Fprintf(p.stderr, "trtmc-perf-serve (qualkit contract double): %s on http://%s, worker %s\n", c.profile, ln.Addr(), c.worker)
+	fmt.Fprintf(p.stderr, "trtmc-perf-serve (qualkit contract double, Go imitation): %s on http://%s, worker %s\n", c.profile, ln.Addr(), c.worker)
 	return serveUntilDone(p, ln, ps.handler(), "trtmc-perf-serve", "trtmc-perf-serve: ")
 }
 
-// perfServe is the serving state: the profile's base request, the worker, one lane.
-type perfServe struct {
-	p       *proc
-	cfg     perfServeConfig
-	model   string
-	base    map[string]any
-	ready   map[string]any // the worker's ready line
-	records *os.File
-
-	lane      sync.Mutex // one request in the worker at a time
-	waitingMu sync.Mutex
-	waiting   int
-	dead      error // sticky: the worker died or desynchronised
-
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *bufio.Scanner
+// servingProfile is the resolved profile (profiles.py @ ca938e40 § ServingProfile).
+type servingProfile struct {
+	model    manifest
+	testcase testcase
+	base     *object // the worker request's "request"
+	session  *object // the worker session (types.py @ d4a4aa37 § worker_request)
+	snapshot string  // the checkpoint's local snapshot, for latent replay
 }
 
-// startPerfServe resolves the profile, writes the worker's session and starts it; the
-// port opens only once the worker is ready (the model is loaded before uvicorn runs).
-func startPerfServe(p *proc, c perfServeConfig) (*perfServe, error) {
-	base, err := profileBaseRequest(p, c)
-	if err != nil {
-		return nil, err
+// resolveProfile finds the profile's manifest under --manifest-root
+// (<root>/*/tests/manifests/*.json, by file stem, name or hf_id: catalog.py @ 0dd9052f §
+// resolve) and resolves its testcase into the base request of the legacy image_edit
+// task (task_adapters.py @ 0dd9052f § _image_generation_request; resolve_case fills a
+// zero height and width from the manifest's image_height and image_width), with --set
+// overrides of request.* and measurement.* fields (catalog.py § apply_overrides).
+func resolveProfile(p *proc, c perfServeConfig) (servingProfile, error) {
+	root := p.abs(c.manifestRoot)
+	if !isDir(root) {
+		return servingProfile{}, fmt.Errorf("manifest root does not exist: %s", c.manifestRoot)
 	}
-	ps := &perfServe{p: p, cfg: c, base: base, model: c.modelName}
+	paths, _ := filepath.Glob(filepath.Join(root, "*", "tests", "manifests", "*.json"))
+	var found []string
+	var m manifest
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		var mm manifest
+		if err != nil || json.Unmarshal(b, &mm) != nil {
+			continue
+		}
+		if stem := strings.TrimSuffix(filepath.Base(path), ".json"); c.profile == stem || c.profile == mm.Name || c.profile == mm.HFID {
+			found, m = append(found, path), mm
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return servingProfile{}, fmt.Errorf("unknown model '%s' under %s", c.profile, c.manifestRoot)
+	case len(found) > 1:
+		return servingProfile{}, fmt.Errorf("ambiguous model '%s': %s", c.profile, strings.Join(found, ", "))
+	case m.Task != "image_edit":
+		return servingProfile{}, fmt.Errorf("the qualkit contract double serves the image_edit task, not %q", m.Task)
+	case c.operation != "" && c.operation != "generate_image":
+		return servingProfile{}, fmt.Errorf("task image_edit cannot run operation %s", c.operation)
+	case c.task != "" && c.task != m.Task:
+		return servingProfile{}, fmt.Errorf("the qualkit contract double serves the bound task %s, not %s", m.Task, c.task)
+	}
+	tc := m.Testcases[0]
+	if c.testcase != "" {
+		n := 0
+		for _, t := range m.Testcases {
+			if t.Name == c.testcase {
+				tc, n = t, n+1
+			}
+		}
+		if n != 1 {
+			return servingProfile{}, fmt.Errorf("model '%s' has no unique testcase '%s'", m.Name, c.testcase)
+		}
+	}
+	base := newObject()
+	base.set("prompt", tc.Prompt)
+	neg := ""
+	if tc.NegativePrompt != nil {
+		neg = *tc.NegativePrompt
+	}
+	base.set("negative_prompt", neg)
+	base.set("seed", json.Number(strconv.FormatInt(tc.Seed, 10)))
+	base.set("num_steps", json.Number(strconv.Itoa(tc.NumInferenceSteps)))
+	base.set("guidance_scale", pyFloat(-1))
+	cfg := -1.0
+	if tc.CFGScale != nil {
+		cfg = *tc.CFGScale
+	}
+	base.set("cfg_scale", pyFloat(cfg))
+	base.set("height", json.Number(strconv.Itoa(m.ImageHeight)))
+	base.set("width", json.Number(strconv.Itoa(m.ImageWidth)))
+	base.set("batch_size", json.Number("1"))
+	image := filepath.Join(filepath.Dir(filepath.Dir(found[0])), tc.TestImage)
+	if !isFile(image) {
+		return servingProfile{}, fmt.Errorf("image asset does not exist: %s", image)
+	}
+	base.set("image_path", image)
+	measurement := newObject()
+	for _, kv := range [][2]any{{"warmup", json.Number("1")}, {"iterations", json.Number("5")}, {"timing_scope", "public_task_call_wall"}, {"asset_loading_included", false}} {
+		measurement.set(kv[0].(string), kv[1])
+	}
+	for _, s := range c.sets {
+		name, raw, ok := strings.Cut(s, "=")
+		if !ok || name == "" {
+			return servingProfile{}, fmt.Errorf("--set expects FIELD=VALUE, got '%s'", s)
+		}
+		v, err := decodeOrdered([]byte(raw))
+		if err != nil {
+			v = raw
+		}
+		ns, field, _ := strings.Cut(name, ".")
+		switch {
+		case ns == "request" && field != "":
+			base.set(field, v)
+		case ns == "measurement" && oneOf("warmup", "iterations", "asset_loading_included")(field):
+			measurement.set(field, v)
+		default:
+			return servingProfile{}, fmt.Errorf("override must be request.*, measurement.*, or telemetry.*: '%s'", name)
+		}
+	}
+	bundle := p.abs(c.bundle)
+	if real, err := filepath.EvalSymlinks(bundle); err == nil {
+		bundle = real // catalog.py § resolve_case: bundle_path.expanduser().resolve()
+	}
+	session := newObject()
+	for _, kv := range [][2]any{{"schema_version", json.Number("2")}, {"case_name", tc.Name}, {"bundle", bundle},
+		{"expected_family", m.Family}, {"expected_task", m.Task}, {"runtime_root", p.abs(c.runtimeRoot)},
+		{"operation", "generate_image"}, {"request", base}, {"measurement", measurement}} {
+		session.set(kv[0].(string), kv[1])
+	}
+	rev := m.HFRevision
+	if rev == "" {
+		rev = c.revision
+	}
+	return servingProfile{model: m, testcase: tc, base: base, session: session, snapshot: hfSnapshot(p.hfHome(), rev)}, nil
+}
+
+// perfServe is the serving state: the profile, the worker, one lane.
+type perfServe struct {
+	p        *proc
+	cfg      perfServeConfig
+	prof     servingProfile
+	model    string
+	identity *object // what /v1/serving/info and the records say the backend is
+	info     *object
+	records  *os.File
+	recMu    sync.Mutex
+
+	lane    chan struct{} // one request in the worker at a time
+	mu      sync.Mutex
+	waiting int
+	dead    error // sticky: the worker died, timed out or desynchronised
+	served  int
+
+	workerStderr *os.File
+	cmd          *exec.Cmd
+	stdin        io.WriteCloser
+	lines        chan []byte // the worker's stdout, line by line; closed when it exits
+}
+
+// startPerfServe writes the worker's session, starts it and waits for its ready line
+// (backends/trtmc.py @ 7b798a32: 900 s); the port opens only then.
+func startPerfServe(p *proc, c perfServeConfig, prof servingProfile) (*perfServe, error) {
+	ps := &perfServe{p: p, cfg: c, prof: prof, model: c.modelName, lane: make(chan struct{}, 1)}
 	if ps.model == "" {
-		ps.model = c.profile
+		ps.model = prof.model.Name
 	}
-	c.scratch = p.abs(c.scratch)
-	ps.cfg.scratch = c.scratch
-	wdir := filepath.Join(c.scratch, "_worker")
+	ps.cfg.scratch = p.abs(c.scratch)
+	wdir := filepath.Join(ps.cfg.scratch, "_worker")
 	if err := os.MkdirAll(wdir, 0o755); err != nil {
 		return nil, err
 	}
-	session := map[string]any{"schema_version": 2, "bundle": p.abs(c.bundle), "runtime_root": p.abs(c.runtimeRoot),
-		"operation": "generate_image", "request": base, "expected_family": Family, "expected_task": "image_edit"}
-	sessionFile := filepath.Join(wdir, "worker-session.json")
-	if err := writeJSON(sessionFile, session); err != nil {
+	session, _ := marshalIndent(prof.session)
+	if err := os.WriteFile(filepath.Join(wdir, "worker-session.json"), session, 0o644); err != nil {
+		return nil, err
+	}
+	var err error
+	if ps.workerStderr, err = os.OpenFile(filepath.Join(wdir, "worker.stderr.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
+		return nil, err
+	}
+	ready, err := ps.startWorker()
+	if err != nil {
+		ps.workerStderr.Close()
+		return nil, err
+	}
+	ps.identity = newObject()
+	ps.identity.set("backend", "trtmc")
+	ps.identity.set("worker", filepath.Clean(c.worker))
+	ps.identity.set("bundle", prof.session.vals["bundle"])
+	ps.identity.set("isolate_requests", c.isolate)
+	for _, k := range []string{"operation", "task", "selected_task", "timing_scope", "asset_loading_included", "load_ms"} {
+		v, _ := ready.get(k)
+		ps.identity.set(k, v)
+	}
+	ps.info = newObject()
+	ps.info.set("profile", prof.model.Name)
+	ps.info.set("testcase", prof.testcase.Name)
+	ps.info.set("family", prof.model.Family)
+	plat, host := platformBlocks(p)
+	ps.info.set("platform", plat)
+	ps.info.set("host", host)
+	if err := os.MkdirAll(filepath.Dir(p.abs(c.records)), 0o755); err != nil {
+		ps.close()
 		return nil, err
 	}
 	if ps.records, err = os.OpenFile(p.abs(c.records), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err != nil {
+		ps.close()
 		return nil, err
 	}
-	stderr, err := os.Create(filepath.Join(wdir, "worker.stderr.log"))
-	if err != nil {
-		return nil, err
+	return ps, nil
+}
+
+// platformBlocks are /v1/serving/info's platform and host blocks, which TRTMC's
+// platform.py @ ca938e40 computes in Python (fingerprint, host_details): the double's
+// stand-in __main__.py computes them the same way in the image and hands them over in
+// QUALKIT_DOUBLE_PLATFORM.
+func platformBlocks(p *proc) (any, any) {
+	var blocks struct {
+		Platform json.RawMessage `json:"platform"`
+		Host     json.RawMessage `json:"host"`
 	}
-	ps.cmd = exec.Command(p.abs(c.worker), "--serve", sessionFile)
-	ps.cmd.Stderr = stderr
+	if json.Unmarshal([]byte(p.getenv("QUALKIT_DOUBLE_PLATFORM")), &blocks) == nil && blocks.Platform != nil {
+		plat, _ := decodeOrdered(blocks.Platform)
+		host, _ := decodeOrdered(blocks.Host)
+		return plat, host
+	}
+	host := newObject()
+	name, _ := os.Hostname()
+	host.set("hostname", name)
+	host.set("machine", map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH])
+	return newObject(), host
+}
+
+// startWorker starts `WORKER --serve SESSION` and reads its first line.
+func (ps *perfServe) startWorker() (*object, error) {
+	wdir := filepath.Join(ps.cfg.scratch, "_worker")
+	ps.cmd = exec.Command(ps.p.abs(ps.cfg.worker), "--serve", filepath.Join(wdir, "worker-session.json"))
+	ps.cmd.Stderr = ps.workerStderr
 	ps.cmd.Env = os.Environ()
+	var err error
 	if ps.stdin, err = ps.cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
@@ -214,313 +411,682 @@ func startPerfServe(p *proc, c perfServeConfig) (*perfServe, error) {
 		return nil, err
 	}
 	if err := ps.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("backend unavailable: worker %s: %v", c.worker, err)
+		return nil, fmt.Errorf("[Errno 2] No such file or directory: '%s'", ps.cfg.worker)
 	}
-	ps.stdout = bufio.NewScanner(out)
-	ps.stdout.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	if !ps.stdout.Scan() {
-		ps.close()
-		return nil, fmt.Errorf("backend unavailable: the worker exited before it was ready (see %s)", stderr.Name())
-	}
-	if err := json.Unmarshal(ps.stdout.Bytes(), &ps.ready); err != nil || ps.ready["event"] != "ready" {
-		ps.close()
-		return nil, fmt.Errorf("backend unavailable: the worker's first line is not ready: %s", clip(ps.stdout.Bytes(), 300))
-	}
-	return ps, nil
-}
-
-// profileBaseRequest is the profile's resolved base request (task_adapters.py @ 0dd9052f
-// § _image_generation_request): the testcase's prompt, negative prompt, seed, steps and
-// cfg_scale, guidance_scale -1.0, the manifest's size, batch_size 1, and the test image
-// as a server path.
-func profileBaseRequest(p *proc, c perfServeConfig) (map[string]any, error) {
-	root := p.abs(c.manifestRoot)
-	matches, _ := filepath.Glob(filepath.Join(root, "*", "tests", "manifests", c.profile+".json"))
-	if len(matches) != 1 {
-		return nil, fmt.Errorf("profile %s: %d manifests under %s/*/tests/manifests/", c.profile, len(matches), c.manifestRoot)
-	}
-	b, err := os.ReadFile(matches[0])
+	ps.lines = make(chan []byte, 16)
+	go func(lines chan<- []byte) {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+		for sc.Scan() {
+			lines <- append([]byte(nil), sc.Bytes()...)
+		}
+		close(lines)
+	}(ps.lines)
+	ready, err := ps.read(900*time.Second, "worker startup")
 	if err != nil {
+		ps.stopWorker()
 		return nil, err
 	}
-	var m manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", matches[0], err)
+	if ev, _ := ready.get("event"); ev != "ready" {
+		ps.stopWorker()
+		e, ok := ready.get("error")
+		if !ok {
+			e = ready
+		}
+		return nil, fmt.Errorf("worker failed to load: %v", pyStr(e))
 	}
-	for _, tc := range m.Testcases {
-		if tc.Name != c.profile {
-			continue
+	return ready, nil
+}
+
+// read is the worker's next protocol line (backends/trtmc.py § _read, with its messages).
+func (ps *perfServe) read(timeout time.Duration, label string) (*object, error) {
+	select {
+	case line, ok := <-ps.lines:
+		if !ok {
+			ps.cmd.Wait()
+			return nil, fmt.Errorf("worker exited during %s (code %d)", label, ps.cmd.ProcessState.ExitCode())
 		}
-		req := map[string]any{"prompt": tc.Prompt, "seed": tc.Seed, "num_steps": tc.NumInferenceSteps,
-			"guidance_scale": -1.0, "height": m.ImageHeight, "width": m.ImageWidth, "batch_size": 1,
-			"image_path": filepath.Join(filepath.Dir(filepath.Dir(matches[0])), tc.TestImage)}
-		if tc.NegativePrompt != nil {
-			req["negative_prompt"] = *tc.NegativePrompt
+		v, err := decodeOrdered(line)
+		o, isObj := v.(*object)
+		if err != nil || !isObj {
+			return nil, fmt.Errorf("worker emitted a non-protocol line: %q", clip(line, 200))
 		}
-		if tc.CFGScale != nil {
-			req["cfg_scale"] = *tc.CFGScale
-		}
-		return req, nil
+		return o, nil
+	case <-time.After(timeout):
+		return nil, fmt.Errorf("%s timed out after %.0fs", label, timeout.Seconds())
 	}
-	return nil, fmt.Errorf("%s has no testcase %s", matches[0], c.profile)
+}
+
+func (ps *perfServe) stopWorker() {
+	if ps.cmd == nil || ps.cmd.Process == nil || ps.cmd.ProcessState != nil {
+		return
+	}
+	fmt.Fprintln(ps.stdin, `{"id": "shutdown", "type": "shutdown"}`)
+	ps.stdin.Close()
+	done := make(chan struct{})
+	go func() { ps.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		ps.cmd.Process.Kill()
+		<-done
+	}
 }
 
 func (ps *perfServe) close() {
-	if ps.cmd != nil && ps.cmd.Process != nil {
-		ps.lane.Lock()
-		if ps.stdin != nil {
-			fmt.Fprintln(ps.stdin, `{"id":"shutdown","type":"shutdown"}`)
-			ps.stdin.Close()
-		}
-		done := make(chan struct{})
-		go func() { ps.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(shutdownGrace):
-			ps.cmd.Process.Kill()
-			<-done
-		}
-		ps.lane.Unlock()
+	ps.stopWorker()
+	if ps.workerStderr != nil {
+		ps.workerStderr.Close()
 	}
 	if ps.records != nil {
 		ps.records.Close()
 	}
 }
 
+// routes are app.py's routes and the operations each serves.
+var perfRoutes = []struct {
+	method, path string
+	operations   []string
+}{
+	{"POST", "/v1/completions", []string{"generate"}},
+	{"POST", "/v1/chat/completions", []string{"generate"}},
+	{"POST", "/v1/embeddings", []string{"embed", "encode"}},
+	{"POST", "/v1/ranking", []string{"rerank"}},
+	{"POST", "/v1/audio/transcriptions", []string{"transcribe"}},
+}
+
 func (ps *perfServe) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health/live", func(w http.ResponseWriter, _ *http.Request) {
+	route := func(method, path string, h http.HandlerFunc) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != method {
+				// FastAPI's answer to another method on a served path.
+				w.Header().Set("Allow", method)
+				writeJSONResponse(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method Not Allowed"})
+				return
+			}
+			h(w, r)
+		})
+	}
+	route("GET", "/health/live", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONResponse(w, http.StatusOK, map[string]string{"status": "live"})
 	})
-	mux.HandleFunc("GET /health/ready", func(w http.ResponseWriter, _ *http.Request) {
+	route("GET", "/health/ready", func(w http.ResponseWriter, _ *http.Request) {
 		if ps.unavailable() != nil {
 			writeJSONResponse(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
 			return
 		}
-		writeJSONResponse(w, http.StatusOK, map[string]string{"status": "ready", "operation": "generate_image"})
+		writeOrdered(w, http.StatusOK, pairs("status", "ready", "operation", "generate_image"), nil)
 	})
-	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSONResponse(w, http.StatusOK, map[string]any{"object": "list",
-			"data": []map[string]string{{"id": ps.model, "object": "model", "owned_by": "trtmc"}}})
+	route("GET", "/v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		writeOrdered(w, http.StatusOK, pairs("object", "list", "data", []any{pairs("id", ps.model, "object", "model", "owned_by", "trtmc")}), nil)
 	})
-	mux.HandleFunc("GET /v1/serving/info", func(w http.ResponseWriter, _ *http.Request) {
-		info := map[string]any{"backend": "trtmc", "worker": ps.cfg.worker, "bundle": ps.cfg.bundle, "isolate_requests": false,
-			"profile": ps.cfg.profile, "testcase": ps.cfg.profile, "family": Family, "max_queue": ps.cfg.maxQueue,
-			"base_request": ps.base, Marker: true}
-		for _, k := range []string{"operation", "task", "selected_task", "timing_scope", "asset_loading_included", "load_ms"} {
-			info[k] = ps.ready[k]
-		}
-		writeJSONResponse(w, http.StatusOK, info)
+	route("GET", "/v1/serving/info", func(w http.ResponseWriter, _ *http.Request) {
+		info := ps.identity.merged(ps.info)
+		info.set("max_queue", ps.cfg.maxQueue)
+		info.set("base_request", ps.prof.base)
+		writeOrdered(w, http.StatusOK, info, nil)
 	})
-	mux.HandleFunc("POST /v1/tasks/{name}", ps.task)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	route("POST", "/v1/tasks/{name}", func(w http.ResponseWriter, r *http.Request) { ps.guarded(w, r, "/v1/tasks", true, ps.task) })
+	route("POST", "/v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
+		ps.guarded(w, r, "/v1/images/generations", true, ps.imageGeneration)
+	})
+	for _, rt := range perfRoutes {
+		route(rt.method, rt.path, func(w http.ResponseWriter, r *http.Request) { ps.guarded(w, r, rt.path, false, nil) })
+	}
+	route("GET", "/v1/videos/{job_id}", func(w http.ResponseWriter, _ *http.Request) {
+		perfError(w, http.StatusNotFound, "not_found", "unknown video job", "")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONResponse(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
 	})
 	return mux
 }
 
+// requestError is what app.py § guarded turns into an error response.
+type requestError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *requestError) Error() string { return e.message }
+
+func invalid(format string, a ...any) *requestError {
+	return &requestError{http.StatusBadRequest, "invalid_request", fmt.Sprintf(format, a...)}
+}
+
+// guarded is app.py § guarded: the request id, the route's operations, the sticky
+// unavailability, then the handler with its errors mapped to statuses.
+func (ps *perfServe) guarded(w http.ResponseWriter, r *http.Request, route string, served bool, h func(*http.Request, string) (*object, map[string]string, error)) {
+	id := requestID(r.Header.Get("X-Request-ID"))
+	if !served {
+		perfError(w, http.StatusNotFound, "route_not_served", fmt.Sprintf("%s is not served for operation 'generate_image'", route), id)
+		return
+	}
+	if ps.unavailable() != nil {
+		perfError(w, http.StatusServiceUnavailable, "backend_unavailable", "backend is no longer available", id)
+		return
+	}
+	body, headers, err := h(r, id)
+	var re *requestError
+	switch {
+	case errors.As(err, &re):
+		if re.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		perfError(w, re.status, re.code, re.message, id)
+	case err != nil:
+		perfError(w, http.StatusInternalServerError, "backend_failed", err.Error(), id)
+	default:
+		writeOrdered(w, http.StatusOK, body, headers)
+	}
+}
+
+// perfError is app.py § _error: {"error": {"message", "type", "code"}}, the type by status,
+// with the request id header when there is one.
+func perfError(w http.ResponseWriter, status int, code, msg, id string) {
+	kind := "invalid_request_error"
+	switch {
+	case status >= 500:
+		kind = "server_error"
+	case status == http.StatusTooManyRequests:
+		kind = "rate_limit_error"
+	}
+	if os.Getenv(EnvPlant) == "error-type" {
+		kind = code // the imitation's old answer, planted for the conformance test
+	}
+	var headers map[string]string
+	if id != "" {
+		headers = map[string]string{"X-Request-ID": id}
+	}
+	writeOrdered(w, status, pairs("error", pairs("message", msg, "type", kind, "code", code)), headers)
+}
+
+// EnvPlant set to "error-type" makes the imitation answer errors with the code as their
+// type, as it once did: the conformance test's planted difference.
+const EnvPlant = "QUALKIT_DOUBLE_PLANT"
+
 func (ps *perfServe) unavailable() error {
-	ps.waitingMu.Lock()
-	defer ps.waitingMu.Unlock()
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
 	return ps.dead
 }
 
-// perfError is perf-serve's error body (app.py @ 3878755c § _error): {"error": {"message",
-// "type", "code"}}, with the request id header.
-func perfError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSONResponse(w, status, map[string]any{"error": map[string]any{"message": msg, "type": code, "code": code}})
+// task is app.py § task: the operation name, the body's shape, no server paths, then the
+// request merged over the base request, executed.
+func (ps *perfServe) task(r *http.Request, id string) (*object, map[string]string, error) {
+	if name := r.PathValue("name"); name != "generate_image" {
+		return nil, nil, invalid("this server serves 'generate_image', not '%s'", name)
+	}
+	body, err := readJSON(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	bo, ok := body.(*object)
+	if !ok {
+		return nil, nil, invalid(`body must be {"request": {...operation request...}}`)
+	}
+	request := newObject()
+	for _, k := range bo.keys {
+		if k != "request" && k != "model" {
+			return nil, nil, invalid(`body must be {"request": {...operation request...}}`)
+		}
+	}
+	if v, ok := bo.get("request"); ok {
+		if request, ok = v.(*object); !ok {
+			return nil, nil, invalid(`body must be {"request": {...operation request...}}`)
+		}
+	}
+	if local := serverPaths(request, ""); len(local) > 0 {
+		return nil, nil, invalid(`send %s inline as {"$file": {"suffix": ..., "b64": ...}}, not as a server path`, strings.Join(uniqueSorted(local), ", "))
+	}
+	result, err := ps.execute(id, "/v1/tasks/generate_image", ps.prof.base.merged(request))
+	if err != nil {
+		return nil, nil, err
+	}
+	text := "generate_image"
+	if t, ok := result.observation.get("text"); ok {
+		text = pyStr(t)
+	}
+	return ps.respond(pairs("id", id, "object", "task.result", "operation", "generate_image", "text", text), result, id)
 }
 
-// task serves POST /v1/tasks/{name}, validating in app.py @ 3878755c § task's order.
-func (ps *perfServe) task(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	id := requestID(r.Header.Get("X-Request-ID"))
-	w.Header().Set("X-Request-ID", id)
-	if err := ps.unavailable(); err != nil {
-		perfError(w, http.StatusServiceUnavailable, "backend_unavailable", "backend is no longer available")
-		return
-	}
-	if name := r.PathValue("name"); name != "generate_image" {
-		perfError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("this server serves 'generate_image', not '%s'", name))
-		return
-	}
-	raw, err := io.ReadAll(r.Body)
+// imageGeneration is app.py § images with openai.py @ db5a3def § image_generation: the
+// OpenAI fields mapped onto the base request (which keeps its own server-side image).
+func (ps *perfServe) imageGeneration(r *http.Request, id string) (*object, map[string]string, error) {
+	body, err := readJSON(r)
 	if err != nil {
-		perfError(w, http.StatusBadRequest, "invalid_request", err.Error())
-		return
+		return nil, nil, err
 	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &body); err != nil {
-		perfError(w, http.StatusBadRequest, "invalid_request", "Expecting value: line 1 column 1 (char 0)")
-		return
+	bo, ok := body.(*object)
+	if !ok {
+		return nil, nil, &requestError{http.StatusInternalServerError, "backend_failed", "AttributeError: the body is not an object"}
 	}
-	var request map[string]any
-	shapeOK := true
-	for k := range body {
-		shapeOK = shapeOK && (k == "request" || k == "model")
+	allowed := map[string]bool{"prompt": true, "size": true, "seed": true, "num_inference_steps": true, "guidance_scale": true,
+		"negative_prompt": true, "quality": true, "num_frames": true, "seconds": true, "fps": true,
+		"model": true, "stream": true, "stream_options": true, "user": true, "n": true, "response_format": true, "encoding_format": true}
+	var unknown []string
+	for _, k := range bo.keys {
+		if !allowed[k] {
+			unknown = append(unknown, k)
+		}
 	}
-	if rq, ok := body["request"]; ok && (json.Unmarshal(rq, &request) != nil || request == nil) {
-		shapeOK = false
+	if len(unknown) > 0 {
+		return nil, nil, invalid("unsupported fields: %s", strings.Join(uniqueSorted(unknown), ", "))
 	}
-	if !shapeOK {
-		perfError(w, http.StatusBadRequest, "invalid_request", `body must be {"request": {...operation request...}}`)
-		return
+	if n, ok := bo.get("n"); ok && pyStr(n) != "1" {
+		return nil, nil, invalid("only n=1 is supported")
 	}
-	if paths := serverPaths(request); len(paths) > 0 {
-		perfError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf(`send %s inline as {"$file": {"suffix": ..., "b64": ...}}, not as a server path`, strings.Join(paths, ", ")))
-		return
+	req := ps.prof.base.clone()
+	prompt, _ := bo.get("prompt")
+	if prompt == nil {
+		prompt = ""
 	}
-	merged := map[string]any{}
-	for k, v := range ps.base {
-		merged[k] = v
+	req.set("prompt", pyStr(prompt))
+	if size, ok := bo.get("size"); ok && size != nil && size != "" {
+		w, h, ok := strings.Cut(strings.ToLower(pyStr(size)), "x")
+		wi, err1 := strconv.Atoi(w)
+		hi, err2 := strconv.Atoi(h)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, nil, invalid("size must be WIDTHxHEIGHT")
+		}
+		req.set("width", json.Number(strconv.Itoa(wi)))
+		req.set("height", json.Number(strconv.Itoa(hi)))
 	}
-	for k, v := range request {
-		merged[k] = v
+	for _, m := range [][2]string{{"num_inference_steps", "num_steps"}, {"seed", "seed"}, {"guidance_scale", "guidance_scale"},
+		{"negative_prompt", "negative_prompt"}, {"num_frames", "num_frames"}} {
+		if v, ok := bo.get(m[0]); ok && v != nil {
+			if s, isStr := v.(string); isStr && m[1] != "negative_prompt" {
+				v = json.Number(s) // multipart fields arrive as strings (openai.py § _number)
+			}
+			req.set(m[1], v)
+		}
 	}
+	result, err := ps.execute(id, "/v1/images/generations", req)
+	if err != nil {
+		return nil, nil, err
+	}
+	url := ""
+	for _, k := range []string{"artifact", "path"} {
+		if v, ok := result.observation.get(k); ok && url == "" && v != nil && v != "" {
+			url = "file://" + pyStr(v)
+		}
+	}
+	out := pairs("created", time.Now().Unix(), "data", []any{pairs("url", url)})
+	out.set("inference_time_s", result.modelCallMS/1000)
+	return ps.respond(out, result, id)
+}
+
+// execution is what execute gives a route to answer with.
+type execution struct {
+	timing      *object
+	observation *object // the whole observation
+	reported    any     // the observation as responses and records carry it
+	modelCallMS float64
+}
+
+// execute is app.py § execute: the request's folder, its $file inputs written there, its
+// latent_seed replayed, the worker called through the one lane, the media digest added,
+// the records line written; the folder removed unless --keep-artifacts.
+func (ps *perfServe) execute(id, route string, request *object) (*execution, error) {
 	workdir := filepath.Join(ps.cfg.scratch, id)
 	if !ps.cfg.keepArtifacts {
 		defer os.RemoveAll(workdir)
 	}
+	if err := os.MkdirAll(workdir, 0o755); err != nil {
+		return nil, err
+	}
 	n := 0
-	if err := materialize(merged, filepath.Join(workdir, "inputs"), &n); err != nil {
-		perfError(w, http.StatusBadRequest, "invalid_request", err.Error())
-		return
-	}
-	ps.waitingMu.Lock()
-	if ps.waiting > ps.cfg.maxQueue {
-		ps.waitingMu.Unlock()
-		w.Header().Set("Retry-After", "1")
-		perfError(w, http.StatusTooManyRequests, "server_busy", "execution lane and queue are full")
-		return
-	}
-	ps.waiting++
-	ps.waitingMu.Unlock()
-	ps.lane.Lock()
-	ps.waitingMu.Lock()
-	ps.waiting--
-	ps.waitingMu.Unlock()
-	laneStart := time.Now()
-	reply, err := ps.call(id, merged, filepath.Join(workdir, "output"))
-	handlerMS := ms(time.Since(laneStart))
-	ps.lane.Unlock()
+	resolved, err := materialize(request, filepath.Join(workdir, "inputs"), &n)
 	if err != nil {
-		perfError(w, http.StatusServiceUnavailable, "backend_unavailable", err.Error())
-		return
+		return nil, err
 	}
-	if ok, _ := reply["ok"].(bool); !ok {
-		perfError(w, http.StatusUnprocessableEntity, "backend_rejected_request", fmt.Sprint(reply["error"]))
-		return
+	req := resolved.(*object)
+	replayed, err := ps.replay(req, filepath.Join(workdir, "inputs"))
+	if err != nil {
+		return nil, err
 	}
-	obs, _ := reply["observation"].(map[string]any)
-	modelMS, _ := obs["runtime_e2e_wall_ms"].(float64)
-	t := timing{QueueMS: ms(laneStart.Sub(start)), ModelCallMS: modelMS, HandlerMS: handlerMS}
-	line, _ := json.Marshal(map[string]any{"request_id": id, "route": "/v1/tasks/generate_image", "operation": "generate_image",
-		"backend": "trtmc", "time": float64(time.Now().UnixMicro()) / 1e6, "timing": t, "observation": obs, Marker: true})
-	if _, err := ps.records.Write(append(line, '\n')); err != nil {
-		perfError(w, http.StatusInternalServerError, "backend_failed", "OSError: "+err.Error())
-		return
+	obs, modelMS, queueMS, handlerMS, err := ps.lanedCall(req, filepath.Join(workdir, "output"))
+	if err != nil {
+		return nil, err
 	}
-	w.Header().Set("Server-Timing", fmt.Sprintf("model;dur=%.3f", t.ModelCallMS))
-	writeJSONResponse(w, http.StatusOK, map[string]any{"id": id, "object": "task.result", "operation": "generate_image",
-		"text": "generate_image", "trtmc_timing": t, "trtmc_observation": obs})
+	if digest, err := mediaDigest(workdir); err != nil {
+		return nil, err
+	} else if digest != nil {
+		obs.set("media_digest", digest)
+	}
+	if replayed != nil {
+		obs.set("latent_replay", *replayed)
+		if *replayed {
+			path, _ := req.get("initial_latents_path")
+			b, err := os.ReadFile(pyStr(path))
+			if err != nil {
+				return nil, err
+			}
+			sum := sha256.Sum256(b)
+			obs.set("initial_latents_sha256", hex.EncodeToString(sum[:]))
+		}
+	}
+	timing := pairs("queue_ms", queueMS, "model_call_ms", modelMS, "handler_ms", handlerMS)
+	var reported any = obs
+	if !ps.cfg.fullObservations {
+		reported = compact(obs)
+	}
+	line, err := json.Marshal(pairs("request_id", id, "route", route, "operation", "generate_image", "backend", "trtmc",
+		"time", float64(time.Now().UnixNano())/1e9, "timing", timing, "observation", reported))
+	if err != nil {
+		return nil, err
+	}
+	ps.recMu.Lock()
+	_, err = ps.records.Write(append(line, '\n'))
+	ps.recMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return &execution{timing: timing, observation: obs, reported: reported, modelCallMS: modelMS}, nil
 }
 
-// call sends one request line to the worker and reads its reply. A dead or
-// desynchronised worker makes the server unavailable for good.
-func (ps *perfServe) call(id string, request map[string]any, artifactBase string) (map[string]any, error) {
-	if err := os.MkdirAll(filepath.Dir(artifactBase), 0o755); err != nil {
+// replay is latents.py @ d3e1a549 § Replay: a request's latent_seed becomes the raw
+// float32 noise NumPy draws from it in the pipeline's latent shape, written as
+// inputs/initial_latents.f32 and passed as initial_latents_path; nil when the request
+// has no latent_seed, false when the pipeline has no known layout (the seed dropped).
+func (ps *perfServe) replay(req *object, dir string) (*bool, error) {
+	v, ok := req.get("latent_seed")
+	if !ok {
+		return nil, nil
+	}
+	req.del("latent_seed")
+	h, _ := strconv.Atoi(pyStr(orZero(req.vals["height"])))
+	w, _ := strconv.Atoi(pyStr(orZero(req.vals["width"])))
+	replayed := false
+	if h <= 0 || w <= 0 {
+		return &replayed, nil
+	}
+	shape, err := latents.CheckpointShape(ps.prof.snapshot, h, w)
+	if err != nil {
 		return nil, err
 	}
-	line, _ := json.Marshal(map[string]any{"id": id, "request": request, "artifact_base": artifactBase, "full_observation": ps.cfg.fullObservations})
-	fail := func(err error) (map[string]any, error) {
-		ps.waitingMu.Lock()
-		ps.dead = err
-		ps.waitingMu.Unlock()
+	seed, err := pyInt(v)
+	if err != nil {
 		return nil, err
+	}
+	raw, err := latents.Raw(seed, shape...)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "initial_latents.f32")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		return nil, err
+	}
+	req.set("initial_latents_path", path)
+	replayed = true
+	return &replayed, nil
+}
+
+func orZero(v any) any {
+	if v == nil {
+		return "0"
+	}
+	return v
+}
+
+// pyInt is Python's int() of a JSON value, with its messages.
+func pyInt(v any) (uint64, error) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil || f < 0 {
+			return 0, invalid("latent seed %s: NumPy takes a non-negative seed", x)
+		}
+		return uint64(f), nil
+	case string:
+		i, err := strconv.ParseUint(strings.TrimSpace(x), 10, 64)
+		if err != nil {
+			return 0, invalid("invalid literal for int() with base 10: '%s'", x)
+		}
+		return i, nil
+	case bool:
+		if x {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	return 0, fmt.Errorf("TypeError: int() argument must be a string, a bytes-like object or a real number, not '%s'", pyType(v))
+}
+
+func pyType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "NoneType"
+	case *object:
+		return "dict"
+	case []any:
+		return "list"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// lanedCall is app.py § Lane.run around backends/trtmc.py § invoke: the queue time from
+// the lane's arrival to its start, the handler time of the call, the worker's reply.
+func (ps *perfServe) lanedCall(req *object, artifactBase string) (*object, float64, float64, float64, error) {
+	ps.mu.Lock()
+	if len(ps.lane) > 0 && ps.waiting >= ps.cfg.maxQueue {
+		ps.mu.Unlock()
+		return nil, 0, 0, 0, &requestError{http.StatusTooManyRequests, "server_busy", "execution lane and queue are full"}
+	}
+	arrived := time.Now()
+	ps.waiting++
+	ps.mu.Unlock()
+	ps.lane <- struct{}{}
+	ps.mu.Lock()
+	ps.waiting--
+	ps.mu.Unlock()
+	started := time.Now()
+	obs, model, err := ps.invoke(req, artifactBase)
+	handler := time.Since(started)
+	<-ps.lane
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	return obs, model, msF(started.Sub(arrived)), msF(handler), nil
+}
+
+func msF(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// invoke is backends/trtmc.py § invoke: one request line, one reply; a reply for another
+// id, a dead or silent worker make the backend unavailable for good.
+func (ps *perfServe) invoke(req *object, artifactBase string) (*object, float64, error) {
+	if ps.cfg.isolate && ps.served > 0 {
+		ps.stopWorker()
+		if _, err := ps.startWorker(); err != nil {
+			return nil, 0, ps.retire(err)
+		}
+	}
+	if err := ps.unavailable(); err != nil {
+		return nil, 0, &requestError{http.StatusServiceUnavailable, "backend_unavailable", "worker is no longer available"}
+	}
+	ps.served++
+	msgID := uuidHex()
+	line, err := json.Marshal(pairs("id", msgID, "request", req, "artifact_base", artifactBase, "full_observation", ps.cfg.fullObservations))
+	if err != nil {
+		return nil, 0, err
 	}
 	if _, err := ps.stdin.Write(append(line, '\n')); err != nil {
-		return fail(fmt.Errorf("the worker is gone: %v", err))
+		return nil, 0, ps.retire(fmt.Errorf("worker exited: %v", err))
 	}
-	if !ps.stdout.Scan() {
-		return fail(errors.New("the worker exited"))
+	reply, err := ps.read(time.Duration(ps.cfg.requestTimeout*float64(time.Second)), "worker request")
+	if err != nil {
+		return nil, 0, ps.retire(err)
 	}
-	var reply map[string]any
-	if err := json.Unmarshal(ps.stdout.Bytes(), &reply); err != nil || reply["id"] != id {
-		return fail(fmt.Errorf("the worker desynchronised: %s", clip(ps.stdout.Bytes(), 200)))
+	if rid, _ := reply.get("id"); rid != msgID {
+		return nil, 0, ps.retire(errors.New("worker protocol desynchronized"))
 	}
-	return reply, nil
+	if ok, _ := reply.get("ok"); ok != true {
+		msg, has := reply.get("error")
+		if !has {
+			msg = "worker request failed"
+		}
+		return nil, 0, &requestError{http.StatusUnprocessableEntity, "backend_rejected_request", pyStr(msg)}
+	}
+	ov, _ := reply.get("observation")
+	obs, ok := ov.(*object)
+	if !ok {
+		return nil, 0, ps.retire(errors.New("worker reply has no observation"))
+	}
+	obs = obs.clone()
+	wall, _ := obs.get("runtime_e2e_wall_ms")
+	obs.del("runtime_e2e_wall_ms")
+	ms, err := strconv.ParseFloat(pyStr(wall), 64)
+	if err != nil {
+		return nil, 0, fmt.Errorf("KeyError: 'runtime_e2e_wall_ms'")
+	}
+	return obs, ms, nil
 }
 
-// serverPaths are the *_path and *_paths fields given as plain strings (files.py @
-// c94a23d3 § server_path_fields), sorted.
-func serverPaths(request map[string]any) []string {
-	var out []string
-	for k, v := range request {
-		if !strings.HasSuffix(k, "_path") && !strings.HasSuffix(k, "_paths") {
-			continue
-		}
-		switch x := v.(type) {
-		case string:
-			out = append(out, k)
-		case []any:
-			for _, e := range x {
-				if _, ok := e.(string); ok {
-					out = append(out, k)
-					break
-				}
-			}
-		}
+// retire makes the backend unavailable for good (app.py: state["available"] = False).
+func (ps *perfServe) retire(err error) error {
+	ps.mu.Lock()
+	ps.dead = err
+	ps.mu.Unlock()
+	if ps.cmd != nil && ps.cmd.Process != nil {
+		ps.cmd.Process.Kill()
 	}
-	sort.Strings(out)
-	return out
+	return &requestError{http.StatusServiceUnavailable, "backend_unavailable", err.Error()}
 }
 
-// materialize replaces each {"$file": {...}} in v with the path of a file written under
-// dir as input-NNNN<suffix>, numbered in traversal order (files.py @ c94a23d3 § _write).
-func materialize(v map[string]any, dir string, n *int) error {
-	keys := make([]string, 0, len(v))
-	for k := range v {
-		keys = append(keys, k)
+// respond is app.py § respond: the body with trtmc_timing and the reported observation,
+// and the X-Request-ID and Server-Timing headers.
+func (ps *perfServe) respond(body *object, result *execution, id string) (*object, map[string]string, error) {
+	body.set("trtmc_timing", result.timing)
+	body.set("trtmc_observation", result.reported)
+	return body, map[string]string{"X-Request-ID": id, "Server-Timing": fmt.Sprintf("model;dur=%.3f", result.modelCallMS)}, nil
+}
+
+// readJSON is Starlette's request.json(): the body parsed, or json's message.
+func readJSON(r *http.Request) (any, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, invalid("%v", err)
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		switch x := v[k].(type) {
-		case map[string]any:
-			if f, ok := x["$file"]; ok {
-				path, err := writeFileRef(x, f, dir, n)
-				if err != nil {
-					return err
-				}
-				v[k] = path
-				continue
-			}
-			if err := materialize(x, dir, n); err != nil {
-				return err
-			}
+	v, err := decodeOrdered(b)
+	if err != nil {
+		return nil, invalid("%s", pyJSONError(b))
+	}
+	return v, nil
+}
+
+// pyJSONError is Python's json message for the usual bad body: none starts a value.
+func pyJSONError(b []byte) string {
+	t := strings.TrimLeft(string(b), " \t\r\n")
+	literal := strings.HasPrefix(t, "true") || strings.HasPrefix(t, "false") || strings.HasPrefix(t, "null")
+	if t == "" || !strings.ContainsAny(t[:1], `{["-0123456789`) && !literal {
+		return fmt.Sprintf("Expecting value: line 1 column %d (char %d)", len(b)-len(t)+1, len(b)-len(t))
+	}
+	return "Expecting ',' delimiter or a value: the body is not valid JSON"
+}
+
+// serverPaths are the *_path and *_paths fields holding plain strings, anywhere in the
+// request (files.py @ c94a23d3 § server_path_fields).
+func serverPaths(v any, field string) []string {
+	isPath := strings.HasSuffix(field, "_path") || strings.HasSuffix(field, "_paths")
+	switch x := v.(type) {
+	case *object:
+		var out []string
+		for _, k := range x.keys {
+			out = append(out, serverPaths(x.vals[k], k)...)
+		}
+		return out
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, serverPaths(e, field)...)
+		}
+		return out
+	case string:
+		if isPath {
+			return []string{field}
 		}
 	}
 	return nil
 }
 
-func writeFileRef(ref map[string]any, f any, dir string, n *int) (string, error) {
-	if len(ref) != 1 {
-		return "", errors.New("$file references cannot carry sibling fields")
+func uniqueSorted(s []string) []string {
+	m := map[string]bool{}
+	var out []string
+	for _, v := range s {
+		if !m[v] {
+			m[v] = true
+			out = append(out, v)
+		}
 	}
-	spec, _ := f.(map[string]any)
-	b64, ok := spec["b64"].(string)
-	if !ok {
-		return "", errors.New("$file requires a base64 'b64' string")
+	sortStrings(out)
+	return out
+}
+
+// materialize replaces each {"$file": {...}} in v with the path of a file written under
+// dir as input-NNNN<suffix>, numbered in the order the merged request is walked
+// (files.py @ c94a23d3 § materialize_files, _write).
+func materialize(v any, dir string, n *int) (any, error) {
+	switch x := v.(type) {
+	case *object:
+		if f, ok := x.get("$file"); ok {
+			return writeFileRef(x, f, dir, n)
+		}
+		out := newObject()
+		for _, k := range x.keys {
+			c, err := materialize(x.vals[k], dir, n)
+			if err != nil {
+				return nil, err
+			}
+			out.set(k, c)
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			c, err := materialize(e, dir, n)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
 	}
-	suffix, ok := spec["suffix"].(string)
-	if _, given := spec["suffix"]; !given {
-		suffix, ok = "", true
+	return v, nil
+}
+
+func writeFileRef(ref *object, f any, dir string, n *int) (string, error) {
+	if len(ref.keys) != 1 {
+		return "", invalid("$file references cannot carry sibling fields")
 	}
-	if !ok || len(suffix) > 16 || strings.Contains(suffix, "/") || strings.Contains(suffix, "..") {
-		return "", errors.New("$file suffix must be a short file extension")
+	spec, _ := f.(*object)
+	var b64 string
+	if spec != nil {
+		b64, _ = spec.vals["b64"].(string)
 	}
-	data, err := base64.StdEncoding.Strict().DecodeString(b64)
+	if spec == nil || b64 == "" && spec.vals["b64"] == nil {
+		return "", invalid("$file requires a base64 'b64' string")
+	}
+	if _, isStr := spec.vals["b64"].(string); !isStr {
+		return "", invalid("$file requires a base64 'b64' string")
+	}
+	suffix := ""
+	if s, given := spec.get("suffix"); given {
+		var ok bool
+		if suffix, ok = s.(string); !ok {
+			return "", invalid("$file suffix must be a short file extension")
+		}
+	}
+	if len([]rune(suffix)) > 16 || strings.Contains(suffix, "/") || strings.Contains(suffix, "..") {
+		return "", invalid("$file suffix must be a short file extension")
+	}
+	data, err := pyB64Decode(b64)
 	if err != nil {
-		return "", fmt.Errorf("$file contains invalid base64: %v", err)
+		return "", invalid("$file contains invalid base64: %v", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -530,10 +1096,109 @@ func writeFileRef(ref map[string]any, f any, dir string, n *int) (string, error)
 	return path, os.WriteFile(path, data, 0o644)
 }
 
-func clip(b []byte, n int) string {
-	b = bytes.TrimSpace(b)
-	if len(b) > n {
-		return string(b[:n]) + "..."
+// pyB64Decode is base64.b64decode(s, validate=True), with binascii's messages.
+func pyB64Decode(s string) ([]byte, error) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	data, pad := 0, false
+	for _, c := range s {
+		switch {
+		case c == '=':
+			pad = true
+		case strings.ContainsRune(alphabet, c):
+			if pad {
+				return nil, errors.New("Discontinuous padding not allowed")
+			}
+			data++
+		default:
+			return nil, errors.New("Only base64 data is allowed")
+		}
 	}
+	if data%4 == 1 {
+		return nil, fmt.Errorf("Invalid base64-encoded string: number of data characters (%d) cannot be 1 more than a multiple of 4", data)
+	}
+	b, err := base64StdStrict(s)
+	if err != nil {
+		return nil, errors.New("Incorrect padding")
+	}
+	return b, nil
+}
+
+// compact is app.py § compact: arrays longer than 64 items become {"$array_length": n}.
+func compact(v any) any {
+	switch x := v.(type) {
+	case *object:
+		out := newObject()
+		for _, k := range x.keys {
+			out.set(k, compact(x.vals[k]))
+		}
+		return out
+	case []any:
+		if len(x) > 64 {
+			return pairs("$array_length", len(x))
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = compact(e)
+		}
+		return out
+	}
+	return v
+}
+
+// pairs is an ordered object of key, value, key, value, ...
+func pairs(kv ...any) *object {
+	o := newObject()
+	for i := 0; i+1 < len(kv); i += 2 {
+		o.set(kv[i].(string), kv[i+1])
+	}
+	return o
+}
+
+// pyStr is Python's str() of a JSON value, for messages and text.
+func pyStr(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return "None"
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case json.Number:
+		return string(x)
+	}
+	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+func writeOrdered(w http.ResponseWriter, status int, body any, headers map[string]string) {
+	for k, v := range headers {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(body)
+	w.Write(b)
+}
+
+func marshalIndent(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out strings.Builder
+	if err := jsonIndent(&out, b); err != nil {
+		return nil, err
+	}
+	return []byte(out.String()), nil
+}
+
+func uuidHex() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return hex.EncodeToString(b)
 }

@@ -2,8 +2,11 @@ package trtmcdouble
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"image/color"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/latents"
 	"qualkit/internal/wire"
 )
 
@@ -32,11 +36,16 @@ func perfServeEnv(t *testing.T, keep bool) (*perfServe, *httptest.Server, string
 	bundle := filepath.Join(t.TempDir(), Profile+".bundle")
 	writeTestBundle(t, bundle, spec)
 	scratch := t.TempDir()
-	p := &proc{env: map[string]string{}, wd: wd, self: bin, stdout: io.Discard, stderr: io.Discard}
+	hf := t.TempDir()
+	_, err := HFCache(hf)
+	require.NoError(t, err)
+	p := &proc{env: map[string]string{"HF_HOME": hf}, wd: wd, self: bin, stdout: io.Discard, stderr: io.Discard}
 	c := perfServeConfig{profile: Profile, manifestRoot: "families", backend: "trtmc", bundle: bundle, runtimeRoot: rt,
 		worker: filepath.Join(rt, "trtmc_benchmark_worker"), modelName: HFID, host: "127.0.0.1", records: filepath.Join(scratch, "records.jsonl"),
 		scratch: filepath.Join(scratch, "s"), maxQueue: 64, keepArtifacts: keep, requestTimeout: 900}
-	ps, err := startPerfServe(p, c)
+	prof, err := resolveProfile(p, c)
+	require.NoError(t, err)
+	ps, err := startPerfServe(p, c, prof)
 	require.NoError(t, err)
 	t.Cleanup(ps.close)
 	ts := httptest.NewServer(ps.handler())
@@ -121,13 +130,14 @@ func TestPerfServeRefuses(t *testing.T) {
 		"sibling":         {"/v1/tasks/generate_image", `{"request":{"image_path":{"$file":{"b64":"` + img + `"},"x":1}}}`, 400, "$file references cannot carry sibling fields"},
 		"bad suffix":      {"/v1/tasks/generate_image", `{"request":{"image_path":{"$file":{"suffix":"../x","b64":"` + img + `"}}}}`, 400, "$file suffix must be a short file extension"},
 		"bad base64":      {"/v1/tasks/generate_image", `{"request":{"image_path":{"$file":{"suffix":".png","b64":"%%%"}}}}`, 400, "$file contains invalid base64"},
-		"worker refuses":  {"/v1/tasks/generate_image", `{"request":{"image_path":{"$file":{"suffix":".png","b64":"` + img + `"}},"batch_size":2}}`, 422, "batch_size 2"},
+		"worker refuses":  {"/v1/tasks/generate_image", `{"request":{"image_path":{"$file":{"suffix":".png","b64":"AAAA"}}}}`, 422, "cannot read image"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			resp, got := postTask(t, ts.URL, tc.path, []byte(tc.body), "r-"+strings.ReplaceAll(name, " ", "-"))
 			assert.Equal(t, tc.status, resp.StatusCode)
 			e := got["error"].(map[string]any)
 			assert.Contains(t, e["message"], tc.want)
+			assert.Equal(t, "invalid_request_error", e["type"], "app.py § _error: the type by status")
 			assert.NotContains(t, e, "param", "perf-serve's error has no param")
 		})
 	}
@@ -135,7 +145,8 @@ func TestPerfServeRefuses(t *testing.T) {
 
 func TestPerfServeCommandLine(t *testing.T) {
 	r := newRunner(t, t.TempDir())
-	res := r.run("python3", "-m", "trtmc_perf_serving", "serve", "--help")
+	wd := filepath.Join(shapedCheckout(t, LayoutFamilies), "families")
+	res := r.run("trtmc-perf-serve", "serve", "--help")
 	assert.Equal(t, 0, res.code)
 	for _, f := range []string{"--backend", "--profile", "--manifest-root", "--bundle", "--runtime-root", "--worker", "--records", "--scratch", "--keep-artifacts", "--request-timeout"} {
 		assert.Contains(t, res.stdout, f)
@@ -145,13 +156,16 @@ func TestPerfServeCommandLine(t *testing.T) {
 		want string
 	}{
 		"required":      {[]string{"serve", "--backend", "trtmc"}, "the following arguments are required: --profile, --records, --scratch"},
-		"trtmc needs":   {[]string{"serve", "--backend", "trtmc", "--profile", Profile, "--records", "r", "--scratch", "s"}, "trtmc-perf-serve: the trtmc backend requires --bundle, --runtime-root, and --worker"},
+		"trtmc needs":   {[]string{"serve", "--backend", "trtmc", "--profile", Profile, "--records", "r", "--scratch", "s", "--manifest-root", wd}, "trtmc-perf-serve: the trtmc backend requires --bundle, --runtime-root, and --worker"},
+		"no profile":    {[]string{"serve", "--backend", "trtmc", "--profile", "nope", "--records", "r", "--scratch", "s", "--manifest-root", wd}, "trtmc-perf-serve: unknown model 'nope' under"},
+		"no root":       {[]string{"serve", "--backend", "trtmc", "--profile", Profile, "--records", "r", "--scratch", "s", "--manifest-root", "/nowhere"}, "trtmc-perf-serve: manifest root does not exist: /nowhere"},
+		"bad set":       {[]string{"serve", "--backend", "trtmc", "--profile", Profile, "--records", "r", "--scratch", "s", "--manifest-root", wd, "--set", "seed=1"}, "override must be request.*, measurement.*, or telemetry.*: 'seed'"},
 		"bad backend":   {[]string{"serve", "--backend", "vllm", "--profile", Profile, "--records", "r", "--scratch", "s"}, "invalid choice: 'vllm'"},
 		"unknown flag":  {[]string{"serve", "--backend", "trtmc", "--profile", Profile, "--records", "r", "--scratch", "s", "--api-key", "k"}, "unrecognized arguments: --api-key"},
 		"no subcommand": {[]string{"--profile", Profile}, "plays only the serve subcommand"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res := r.run(append([]string{"python3", "-m", "trtmc_perf_serving"}, tc.args...)...)
+			res := r.run(append([]string{"trtmc-perf-serve"}, tc.args...)...)
 			assert.Equal(t, 2, res.code)
 			assert.Contains(t, res.stderr, tc.want)
 		})
@@ -163,4 +177,45 @@ func mustJSON(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+// A latent_seed is replayed as perf-serve replays it (latents.py @ d3e1a549): NumPy's
+// noise for the seed in the checkpoint's latent shape, kept as inputs/initial_latents.f32,
+// handed to the worker as initial_latents_path, its sha256 in the observation; the
+// output is that noise's edit, whatever the request's seed.
+func TestPerfServeLatentReplay(t *testing.T) {
+	ps, ts, records := perfServeEnv(t, true)
+	settings := map[string]string{"size": "64x48", "seed": "42", "num_inference_steps": "20", "true_cfg_scale": "4.0", "guidance_scale": "4.0", "negative_prompt": " "}
+	body, _, err := wire.Task{LatentSeed: true}.Encode("", wire.Request{Image: testPhoto(t), Prompt: "Make it autumn.", Settings: settings})
+	require.NoError(t, err)
+	resp, got := postTask(t, ts.URL, "/v1/tasks/generate_image", body, "rid-noise")
+	require.Equal(t, 200, resp.StatusCode, got)
+	obs := got["trtmc_observation"].(map[string]any)
+	assert.Equal(t, true, obs["latent_replay"])
+	noise, err := os.ReadFile(filepath.Join(ps.cfg.scratch, "rid-noise", "inputs", "initial_latents.f32"))
+	require.NoError(t, err)
+	want, err := latents.Raw(42, 1, 1, 16, 6, 8)
+	require.NoError(t, err)
+	assert.Equal(t, want, noise)
+	assert.Equal(t, fmt.Sprintf("%x", sha256.Sum256(noise)), obs["initial_latents_sha256"])
+	assert.NotContains(t, obs, "runtime_e2e_wall_ms", "backends/trtmc.py § invoke pops it")
+	digest := obs["media_digest"].(map[string]any)
+	assert.Equal(t, map[string]any{"$array_length": 12288.0}, digest["thumbnails"].([]any)[0], "compacted: 64x64x3 values")
+	b, err := os.ReadFile(records)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"initial_latents_sha256":"`+fmt.Sprintf("%x", sha256.Sum256(noise)))
+
+	resp, got = postTask(t, ts.URL, "/v1/tasks/generate_image", bytes.Replace(body, []byte(`"latent_seed":42`), []byte(`"latent_seed":"x"`), 1), "rid-bad-noise")
+	assert.Equal(t, 400, resp.StatusCode)
+	assert.Equal(t, "invalid literal for int() with base 10: 'x'", got["error"].(map[string]any)["message"])
+}
+
+// PIL's bilinear thumbnail of the media digest, at least on a flat image: every value.
+func TestThumbnailOfAFlatImage(t *testing.T) {
+	img := toNRGBA(uniform(1024, 1024, color.NRGBA{10, 200, 99, 255}))
+	th := thumbnail(img, 64)
+	require.Len(t, th, 64*64*3)
+	for i := 0; i < len(th); i += 3 {
+		require.Equal(t, []uint8{10, 200, 99}, th[i:i+3])
+	}
 }

@@ -380,7 +380,7 @@ func TestServerMainOnLoopbackShutsDownGracefully(t *testing.T) {
 	stderr := &syncBuffer{}
 	done := make(chan int, 1)
 	worker := writeFile(t, filepath.Join(t.TempDir(), "trtmc-server"), "native")
-	p := &proc{ctx: ctx, args: []string{"/opt/venv/bin/python3", "-m", "trtmc_server", e.bundle, "--port", "0", "--model-name", "m", "--worker-binary", worker},
+	p := &proc{ctx: ctx, args: []string{"/opt/qualkit/bin/trtmcdouble", "trtmc-server-control-plane", e.bundle, "--port", "0", "--model-name", "m", "--worker-binary", worker},
 		env: map[string]string{}, stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, wd: e.p.wd, self: e.p.self}
 	go func() { done <- dispatch(p) }()
 
@@ -427,7 +427,7 @@ func TestServerCommandLine(t *testing.T) {
 		maxBody: 1 << 20}, cfg, "cli.py's defaults: 120 s timeouts, a 1 MiB body")
 
 	r := newRunner(t, e.p.wd)
-	res := r.run("python3", "-m", "trtmc_server", "--help")
+	res := r.run("trtmc-server-control-plane", "--help")
 	assert.Equal(t, 0, res.code)
 	for _, flag := range []string{"--model-name", "--host", "--port", "--runtime-root", "--startup-timeout", "--request-timeout",
 		"--records", "--max-body-bytes", "Serve text-generation bundles through persistent native workers"} {
@@ -463,7 +463,7 @@ func TestServerCommandLine(t *testing.T) {
 		"records unwritable":      {append(ok, "--records", filepath.Join(noLib, "no", "r.jsonl")), 1, "--records"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res := r.run(append([]string{"python3", "-m", "trtmc_server"}, tc.args...)...)
+			res := r.run(append([]string{"trtmc-server-control-plane"}, tc.args...)...)
 			assert.Equal(t, tc.code, res.code, res.stderr)
 			assert.Contains(t, res.stderr, tc.want)
 		})
@@ -471,26 +471,73 @@ func TestServerCommandLine(t *testing.T) {
 }
 
 // The adapter's command line of the issue's time (the Python module from PYTHONPATH, no
-// worker binary) is refused as the real trtmc-server refuses it; the native binary
-// passes --worker-binary itself and finds its control plane beside it.
-func TestNativeServerPassesItsWorkerBinary(t *testing.T) {
+// worker binary) is refused as the real trtmc-server's control plane refuses it.
+func TestControlPlaneWithoutWorkerBinary(t *testing.T) {
 	e := newServerEnv(t)
 	r := newRunner(t, e.p.wd)
-	res := r.run("python3", "-m", "trtmc_server", e.bundle, "--model-name", "m", "--host", "127.0.0.1", "--port", "1",
+	res := r.run("trtmc-server-control-plane", e.bundle, "--model-name", "m", "--host", "127.0.0.1", "--port", "1",
 		"--records", "r.jsonl", "--startup-timeout", "1800", "--request-timeout", "1800")
 	assert.Equal(t, 2, res.code)
 	assert.Contains(t, res.stderr, "native worker executable is unavailable")
+	res = r.run("trtmcdouble", "trtmc-server-control-plane", e.bundle, "--model-name", "m", "--worker-binary", "/nowhere/trtmc-server")
+	assert.Equal(t, 2, res.code, "the role reached through the double's own name")
+	assert.Contains(t, res.stderr, "native worker executable is unavailable")
+}
+
+// The native trtmc-server execs `python3 -P -m trtmc_server ARGS --worker-binary <itself>`
+// with its control plane, <exe dir>/server/python, first on PYTHONPATH (main.cpp @
+// 0f958bfb); it refuses _serve-worker, and needs the control plane beside it.
+func TestNativeServerPassesItsWorkerBinary(t *testing.T) {
+	e := newServerEnv(t)
+	bin := t.TempDir()
+	python := filepath.Join(bin, "python3")
+	writeFile(t, python, "#!/bin/sh\n")
+	require.NoError(t, os.Chmod(python, 0o755))
+	writeFile(t, filepath.Join(bin, "notpython", "python3"), "not executable") // 0644: skipped on PATH
 
 	build := t.TempDir()
 	native := filepath.Join(build, "trtmc-server")
+	r := newRunner(t, e.p.wd)
 	require.NoError(t, writeExecutable(r.self, native))
-	res = r.run(native, e.bundle, "--model-name", "m", "--port", "1")
+	r.self = native // the process's own executable: the native binary
+	r = r.with("PATH", filepath.Join(bin, "notpython")+":"+bin, "PYTHONPATH", "/site/extra", "HOME", "/home/q")
+
+	res := r.run(native, e.bundle, "--model-name", "m", "--port", "1")
 	assert.Equal(t, 1, res.code)
-	assert.Contains(t, res.stderr, "No module named trtmc_server", "no control plane at <exe dir>/server/python")
-	writeFile(t, filepath.Join(build, "server", "python", "trtmc_server", "cli.py"), "# control plane")
-	res = r.run(native, e.bundle, "--model-name", "m", "--host", "0.0.0.0")
+	assert.Contains(t, res.stderr, "no control plane at "+filepath.Join(build, "server", "python")+"/trtmc_server")
+	assert.Empty(t, *r.execs, "nothing is exec'd without the control plane")
+
+	writeFile(t, filepath.Join(build, "server", "python", "trtmc_server", "__main__.py"), "# control plane")
+	res = r.run(native, e.bundle, "--model-name", "m", "--host", "127.0.0.1")
+	assert.Equal(t, 1, res.code, "the exec failed (the hook's error)")
+	assert.Contains(t, res.stderr, "trtmc-server: exec "+python+": "+execErr.Error())
+	require.Len(t, *r.execs, 1)
+	call := (*r.execs)[0]
+	assert.Equal(t, python, call.path, "python3 from the process's PATH, executable files only")
+	assert.Equal(t, []string{"python3", "-P", "-m", "trtmc_server", e.bundle, "--model-name", "m", "--host", "127.0.0.1", "--worker-binary", native}, call.argv)
+	assert.ElementsMatch(t, []string{"PATH=" + filepath.Join(bin, "notpython") + ":" + bin, "HOME=/home/q",
+		"PYTHONPATH=" + filepath.Join(build, "server", "python") + ":/site/extra"}, call.env, "the control plane first on PYTHONPATH, the rest of the environment kept")
+
+	*r.execs = nil
+	r = r.with("PYTHONPATH", "")
+	delete(r.env, "PYTHONPATH")
+	res = r.run("trtmcdouble", "trtmc-server", "--help")
+	assert.Equal(t, 1, res.code)
+	require.Len(t, *r.execs, 1)
+	assert.Equal(t, []string{"python3", "-P", "-m", "trtmc_server", "--help", "--worker-binary", native}, (*r.execs)[0].argv, "the role reached through the double's own name")
+	assert.Contains(t, (*r.execs)[0].env, "PYTHONPATH="+filepath.Join(build, "server", "python"), "no PYTHONPATH before: the control plane alone")
+
+	*r.execs = nil
+	res = r.run(native, "_serve-worker", "--bundle", e.bundle)
 	assert.Equal(t, 2, res.code)
-	assert.Contains(t, res.stderr, "--host must be a loopback IP address", "past the worker check: the binary passed itself")
+	assert.Contains(t, res.stderr, "spawns no worker")
+	assert.Empty(t, *r.execs)
+
+	r = r.with("PATH", filepath.Join(bin, "notpython"))
+	res = r.run(native, e.bundle, "--model-name", "m")
+	assert.Equal(t, 1, res.code)
+	assert.Contains(t, res.stderr, "trtmc-server: python3: python3 not found on PATH")
+	assert.Empty(t, *r.execs)
 }
 
 // A body over --max-body-bytes is 413 content_too_large, by its declared length or by

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"qualkit/internal/harness/serving"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,9 +116,9 @@ func TestBuiltBinaryAnswersToItsNames(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "trtmc 0.1.0 (qualkit contract double)\nTRT support: yes\n", string(out))
 
-	out, err = exec.Command(bin, "python3", "--version").Output()
+	out, err = exec.Command(bin, "trtmc-perf-serve", "serve", "--help").Output()
 	require.NoError(t, err)
-	assert.Equal(t, "Python 3.12.3\n", string(out))
+	assert.Contains(t, string(out), "Go imitation of TRTMC's perf-serve")
 
 	var stderr bytes.Buffer
 	cmd := exec.Command(trtmc, "run", "x.bundle", "--bogus", "1")
@@ -129,7 +130,7 @@ func TestBuiltBinaryAnswersToItsNames(t *testing.T) {
 	assert.Contains(t, stderr.String(), "Unknown flag: --bogus")
 
 	if out, err := exec.Command("go", "version", "-m", bin).Output(); err == nil {
-		assert.Contains(t, string(out), "CGO_ENABLED=0", "a static binary, fit for FROM scratch")
+		assert.Contains(t, string(out), "CGO_ENABLED=0", "a static binary: it runs in any image")
 		assert.Contains(t, string(out), "-trimpath=true")
 	}
 }
@@ -138,24 +139,25 @@ func TestCheckout(t *testing.T) {
 	builtDouble(t) // one build first; Checkout's own builds then hit the cache
 	dockerfile, err := DockerfileName()
 	require.NoError(t, err)
-	families := []string{"README.md", "conftest.py", familiesManifest, familiesTestFile, familiesTestImg,
-		"families/qwen_image/tests/thresholds/qwen-image-edit-2511.json"}
+	families := []string{"README.md", "conftest.py", "CMakeLists.txt", "cmake/qualkit_double.cmake", familiesManifest, familiesTestFile, familiesTestImg,
+		"families/qwen_image/tests/thresholds/qwen-image-edit-2511.json", "core/builder/tensorrt_model_connect/__init__.py"}
+	image := "qualkit/trtmc-double-python:test"
 	for _, tc := range []struct {
 		layout, serving string
 		files           []string
 		bin, reqs, root string // where the binary lies, the COPY source of the pins, the context root
 	}{
-		{LayoutFamilies, ServingPerfServe, append(families, "apps/perf_serving/trtmc_perf_serving/app.py"),
+		{LayoutFamilies, ServingPerfServe, append(families, "apps/perf_serving/trtmc_perf_serving/app.py", "apps/perf_serving/trtmc_perf_serving/__main__.py"),
 			"requirements/qualkit-double/trtmcdouble", "community-ci.txt", "requirements"},
-		{LayoutFamilies, ServingEditRoute, append(families, "apps/server/main.cpp", "apps/server/python/trtmc_server/app.py"),
+		{LayoutFamilies, ServingEditRoute, append(families, "apps/server/main.cpp", "apps/server/python/trtmc_server/app.py", "apps/server/python/trtmc_server/__main__.py"),
 			"requirements/qualkit-double/trtmcdouble", "community-ci.txt", "requirements"},
-		{LayoutLegacy, ServingNone, []string{"README.md", "conftest.py", legacyModelTOML, legacyManifest, legacyTestFile,
-			legacyModelDir + "/data/test_img.jpeg", "website/data/hf-model-metadata.json"},
+		{LayoutLegacy, ServingNone, []string{"README.md", "conftest.py", "CMakeLists.txt", legacyModelTOML, legacyManifest, legacyTestFile,
+			legacyModelDir + "/data/test_img.jpeg", "website/data/hf-model-metadata.json", "python/tensorrt_model_connect/__main__.py"},
 			"qualkit-double/trtmcdouble", "requirements/community-ci.txt", "."},
 	} {
 		t.Run(tc.layout+"-"+tc.serving, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "tensorrt-model-connect")
-			require.NoError(t, Checkout(context.Background(), repoRoot, dir, tc.layout, tc.serving))
+			require.NoError(t, Checkout(context.Background(), repoRoot, dir, CheckoutSpec{Layout: tc.layout, Serving: tc.serving, PythonImage: image}))
 			assert.Equal(t, tc.layout, layoutOf(dir))
 			for _, f := range tc.files {
 				assert.FileExists(t, filepath.Join(dir, f))
@@ -167,10 +169,10 @@ func TestCheckout(t *testing.T) {
 			df, err := os.ReadFile(filepath.Join(dir, dockerfile))
 			require.NoError(t, err)
 			bin := strings.TrimPrefix(tc.bin, "requirements/")
-			for _, line := range []string{"FROM scratch", "LABEL qualkit.contract-double=\"true\"",
+			for _, line := range []string{"FROM " + image, "LABEL qualkit.contract-double=\"true\"",
 				"COPY " + tc.reqs + " /tmp/trtmc-community-ci.txt",
-				"COPY " + bin + " /usr/bin/cmake", "COPY " + bin + " /opt/venv/bin/python3",
-				"ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin", "WORKDIR /workspace/tensorrt-model-connect"} {
+				"COPY " + bin + " /usr/local/bin/trtmcdouble", "COPY qualkit-double/site/ /usr/local/lib/python3.11/dist-packages/",
+				"WORKDIR /workspace/tensorrt-model-connect"} {
 				assert.Contains(t, strings.Split(string(df), "\n"), line)
 			}
 			assert.Contains(t, string(df), "NOT TensorRT-Model-Connect's")
@@ -183,9 +185,14 @@ func TestCheckout(t *testing.T) {
 			assert.Equal(t, filepath.Join(dir, tc.root), filepath.Clean(bc.Root))
 			var staged []string
 			for _, f := range bc.Files {
-				staged = append(staged, f.Path)
+				if !strings.Contains(f.Path, "/site/") {
+					staged = append(staged, f.Path)
+				}
 			}
 			assert.ElementsMatch(t, []string{tc.reqs, bin}, staged)
+			assert.Contains(t, bc.Files, bc.Files[slices.IndexFunc(bc.Files, func(f serving.ContextFile) bool {
+				return strings.HasSuffix(f.Path, "site/torch/__init__.py")
+			})], "the stand-in modules are staged")
 			ignore, err := os.ReadFile(filepath.Join(dir, ".dockerignore"))
 			require.NoError(t, err)
 			assert.True(t, strings.HasPrefix(strings.TrimSpace(strings.SplitN(string(ignore), "\n*\n", 2)[1]), "!python/"), "deny-all, then python/ only")
@@ -200,6 +207,9 @@ func TestCheckout(t *testing.T) {
 			assert.Contains(t, git("ls-files"), tc.bin)
 		})
 	}
-	assert.ErrorContains(t, Checkout(context.Background(), repoRoot, t.TempDir(), "nightly", ServingNone), `checkout layout "nightly"`)
-	assert.ErrorContains(t, Checkout(context.Background(), repoRoot, t.TempDir(), LayoutLegacy, ServingPerfServe), `legacy: none only`)
+	assert.ErrorContains(t, Checkout(context.Background(), repoRoot, t.TempDir(), CheckoutSpec{Layout: "nightly", Serving: ServingNone, PythonImage: image}), `checkout layout "nightly"`)
+	assert.ErrorContains(t, Checkout(context.Background(), repoRoot, t.TempDir(), CheckoutSpec{Layout: LayoutLegacy, Serving: ServingPerfServe, PythonImage: image}), `legacy: none only`)
+	assert.ErrorContains(t, Checkout(context.Background(), repoRoot, t.TempDir(), CheckoutSpec{Layout: LayoutFamilies, Serving: ServingEditRoute, PerfServe: t.TempDir(), PythonImage: image}), "a perf-serve snapshot")
+	assert.ErrorContains(t, Checkout(context.Background(), repoRoot, t.TempDir(), CheckoutSpec{Layout: LayoutFamilies, Serving: ServingPerfServe, PerfServe: t.TempDir(), PythonImage: image}), "holds no snapshot of TRTMC's perf-serve")
+	assert.ErrorContains(t, Checkout(context.Background(), repoRoot, t.TempDir(), CheckoutSpec{Layout: LayoutFamilies, Serving: ServingPerfServe}), "no Python image")
 }

@@ -174,7 +174,10 @@ func cliSettings(a parsedArgs, h BundleHeader, stepsFlag string) (Settings, erro
 	if a.has("--negative-prompt") {
 		s.NegativePrompt = a.get("--negative-prompt")
 	}
-	return s, s.validate()
+	if err := s.validate(); err != nil {
+		return s, err
+	}
+	return s, nil
 }
 
 // cliEdit runs the edit for a CLI command and writes the PNG; it returns the settings.
@@ -186,6 +189,16 @@ func cliEdit(p *proc, a parsedArgs, h BundleHeader, stepsFlag string) (Settings,
 	s, err := cliSettings(a, h, stepsFlag)
 	if err != nil {
 		return s, err
+	}
+	if lat := a.get("--initial-latents-raw"); a.has("--initial-latents-raw") {
+		// The CLI's latent replay (benchmark_worker.cpp @ ca938e40 § image_config: "as the
+		// CLI's --initial-latents-raw"): the noise replaces the seed's.
+		if !isFile(p.abs(lat)) {
+			return s, fmt.Errorf("--initial-latents-raw %s: no such file", lat)
+		}
+		if s.Latents, err = readLatents(p.abs(lat), s.Height, s.Width); err != nil {
+			return s, fmt.Errorf("--initial-latents-raw: %w", err)
+		}
 	}
 	src, err := os.ReadFile(p.abs(a.get("--image")))
 	if err != nil {
@@ -210,9 +223,6 @@ func runMain(p *proc, args []string) int {
 	}
 	if _, err := p.modelPlugin(a.get("--model-plugin-dir")); err != nil {
 		return p.fail(exitFail, "Error: %v", err)
-	}
-	if lat := a.get("--initial-latents-raw"); a.has("--initial-latents-raw") && !isFile(p.abs(lat)) {
-		return p.fail(exitFail, "Error: --initial-latents-raw %s: no such file", lat)
 	}
 	s, err := cliEdit(p, a, h, "--num-inference-steps")
 	if err != nil {

@@ -1,6 +1,8 @@
 package trtmcdouble
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/latents"
 )
 
 // cliEnv is a bundle, plugin dirs of both layouts, and the photo.
@@ -103,12 +107,28 @@ func TestTRTMCRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, got, "trtmc run is Edit")
 
+	res = e.r.run(e.runArgs("--negative-prompt", " ", "--cfg-scale", "9.5", "--guidance-scale", "1", "--num-inference-steps", "20",
+		"--seed", "42", "--height", "48", "--width", "64")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	got, err = os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "TRTMC's Qwen-Image ignores cfg_scale: --guidance-scale is its true CFG scale")
+
 	res = e.r.with(EnvModelPluginDir, e.pluginDir).run("trtmc", "run", e.bundle, "--prompt", "Make it autumn.", "--image", e.image,
 		"--output", filepath.Join(e.outDir, "alias.png"), "--num-steps", "20", "--seed", "42")
 	require.Equal(t, 0, res.code, res.stderr)
 	alias, err := os.ReadFile(filepath.Join(e.outDir, "alias.png"))
 	require.NoError(t, err)
-	assert.Equal(t, want, alias, "--num-steps is --num-inference-steps; the defaults are the bundle's size and the shared settings")
+	defaults, err := Edit(testPhoto(t), "Make it autumn.", Settings{Seed: 42, Steps: 20, CFGScale: DefaultCFGScale, GuidanceScale: DefaultGuidanceScale,
+		NegativePrompt: DefaultNegative, Width: 64, Height: 48})
+	require.NoError(t, err)
+	assert.Equal(t, defaults, alias, "--num-steps is --num-inference-steps; the defaults are the bundle's size and the shared settings")
+	assert.NotEqual(t, want, alias, "no --guidance-scale: the bundle's true CFG 4.0, not 1")
+	res = e.r.run(e.runArgs("--num-steps", "20", "--seed", "42", "--guidance-scale", "4")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	got, err = os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, defaults, got, "--guidance-scale 4 is the default true CFG scale")
 
 	buildTree := *e.r // build/trtmc finds build/models without flag or variable
 	buildTree.self = filepath.Join(filepath.Dir(e.pluginDir), "trtmc")
@@ -117,9 +137,45 @@ func TestTRTMCRun(t *testing.T) {
 	res = buildTree.with(EnvModelPluginStrict, "1").run("trtmc", "run", e.bundle, "--prompt", "p", "--image", e.image, "--output", filepath.Join(e.outDir, "strict.png"))
 	assert.Equal(t, 1, res.code, "TRTMC_MODEL_PLUGIN_STRICT=1 searches only the explicit directories")
 
-	latents := writeFile(t, filepath.Join(t.TempDir(), "latents.raw"), "raw")
-	res = e.r.run(e.runArgs("--initial-latents-raw", latents)...)
-	assert.Equal(t, 0, res.code, res.stderr)
+	// Replayed noise replaces the seed's: the same noise, whatever the seed.
+	raw, err := latents.Raw(42, 16, 6, 8) // a 64x48 edit's noise
+	require.NoError(t, err)
+	noise := filepath.Join(t.TempDir(), "latents.raw")
+	require.NoError(t, os.WriteFile(noise, raw, 0o644))
+	var outs [2][]byte
+	for i, seed := range []string{"1", "2"} {
+		res = e.r.run(e.runArgs("--initial-latents-raw", noise, "--seed", seed, "--height", "48", "--width", "64")...)
+		require.Equal(t, 0, res.code, res.stderr)
+		outs[i], err = os.ReadFile(filepath.Join(e.outDir, "run.png"))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, outs[0], outs[1])
+	sum := sha256.Sum256(raw)
+	replayed, err := Edit(testPhoto(t), "Make it autumn.", Settings{Seed: 1, Steps: 20, CFGScale: DefaultCFGScale, GuidanceScale: DefaultGuidanceScale,
+		NegativePrompt: DefaultNegative, Width: 64, Height: 48, Latents: hex.EncodeToString(sum[:])})
+	require.NoError(t, err)
+	assert.Equal(t, replayed, outs[0], "the edit of the supplied noise")
+	assert.NotEqual(t, defaults, outs[0], "the noise, not the seed's")
+	other, err := latents.Raw(43, 16, 6, 8)
+	require.NoError(t, err)
+	otherNoise := filepath.Join(t.TempDir(), "other.raw")
+	require.NoError(t, os.WriteFile(otherNoise, other, 0o644))
+	res = e.r.run(e.runArgs("--initial-latents-raw", otherNoise, "--seed", "1", "--height", "48", "--width", "64")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	got, err = os.ReadFile(out)
+	require.NoError(t, err)
+	assert.NotEqual(t, outs[0], got, "other noise, another image")
+	short := writeFile(t, filepath.Join(t.TempDir(), "short.raw"), "1234")
+	res = e.r.run(e.runArgs("--initial-latents-raw", short, "--height", "48", "--width", "64")...)
+	assert.Equal(t, 1, res.code)
+	assert.Contains(t, res.stderr, "hold 1 float32 values; a 64x48 edit's noise is 768")
+	res = e.r.run(e.runArgs("--initial-latents-raw", noise, "--height", "96", "--width", "64")...)
+	assert.Equal(t, 1, res.code, "the noise of another size")
+	assert.Contains(t, res.stderr, "hold 768 float32 values; a 64x96 edit's noise is 1536")
+	odd := writeFile(t, filepath.Join(t.TempDir(), "odd.raw"), "12345")
+	res = e.r.run(e.runArgs("--initial-latents-raw", odd, "--height", "48", "--width", "64")...)
+	assert.Equal(t, 1, res.code)
+	assert.Contains(t, res.stderr, "Error: --initial-latents-raw: invalid float32 input "+odd)
 }
 
 func TestTRTMCRunRejects(t *testing.T) {
@@ -190,13 +246,17 @@ func TestTRTMCGenerateImage(t *testing.T) {
 	out := filepath.Join(e.outDir, "gen.png")
 	assert.Equal(t, map[string]any{"output": out, "height": 48.0, "width": 64.0, Marker: true}, got)
 
-	res = e.r.run(e.runArgs("--seed", "42")...)
+	res = e.r.run(e.runArgs("--negative-prompt", " ", "--height", "48", "--width", "64", "--num-inference-steps", "20",
+		"--seed", "42", "--guidance-scale", "1", "--cfg-scale", "4")...)
 	require.Equal(t, 0, res.code, res.stderr)
 	gen, err := os.ReadFile(out)
 	require.NoError(t, err)
 	run, err := os.ReadFile(filepath.Join(e.outDir, "run.png"))
 	require.NoError(t, err)
 	assert.Equal(t, run, gen, "run and generate-image give the same bytes for the same inputs")
+	want, err := Edit(testPhoto(t), "Make it autumn.", Settings{Seed: 42, Steps: 20, CFGScale: 4, GuidanceScale: 1, NegativePrompt: " ", Width: 64, Height: 48})
+	require.NoError(t, err)
+	assert.Equal(t, want, gen, "generate-image is Edit")
 }
 
 func TestTRTMCPlaysItsLayoutsCommand(t *testing.T) {
@@ -206,10 +266,9 @@ func TestTRTMCPlaysItsLayoutsCommand(t *testing.T) {
 		LayoutLegacy:   e.generateArgs(),
 	} {
 		t.Run(layout, func(t *testing.T) {
-			r, build := configured(t, layout)
-			require.Equal(t, 0, r.run("cmake", "--build", build, "--target", "trtmc").code)
+			build := fakeNativeBuild(t, shapedCheckout(t, layout), layout)
 			c := *e.r
-			c.self = filepath.Join(build, "trtmc") // the CLI the cmake double built
+			c.self = filepath.Join(build, "trtmc") // the CLI the stand-in CMake build copied
 			res := c.run(refused...)
 			assert.Equal(t, 2, res.code)
 			assert.Contains(t, res.stderr, "Unknown command: "+refused[1])

@@ -39,14 +39,17 @@ func (Task) Name() string         { return TRTMCTask }
 func (Task) Route() string        { return "/v1/tasks/" + TaskOperation }
 func (Task) OutputSource() string { return "scratch" }
 
-// AIPerfEndpoint: AIPerf's raw endpoint on the task route, mooncake_trace inputs (whose
-// "payload" AIPerf sends as the body, and records verbatim in the raw export), and
-// response_field:id, the string field that makes a task result count as content (AIPerf
-// counts a 2xx without one as failed). The settings travel in each payload, not as extra
-// inputs: AIPerf merges none into a raw body.
+// AIPerfEndpoint: AIPerf's raw endpoint on the task route and mooncake_trace inputs
+// (whose "payload" AIPerf sends as the body, and records verbatim in the raw export).
+// AIPerf counts a 2xx without content as failed; a task result has its content, the
+// "text" field perf-serve adds for generic clients ("aiperf `raw` endpoint", app.py @
+// 3878755c § task), which the raw endpoint's auto-detection reads (AIPerf 0.13.0
+// endpoints/response_mixin.py: embeddings, rankings, then text), so no response_field is
+// needed. The settings travel in each payload, not as extra inputs: AIPerf merges none
+// into a raw body.
 func (Task) AIPerfEndpoint(string) []string {
 	return []string{"--endpoint-type", "raw", "--custom-endpoint", "/v1/tasks/" + TaskOperation,
-		"--custom-dataset-type", "mooncake_trace", "--extra-inputs", "response_field:id"}
+		"--custom-dataset-type", "mooncake_trace"}
 }
 
 // AIPerfInput is {"payload": <the body>}.
@@ -220,8 +223,10 @@ func fileRef(v json.RawMessage) ([]byte, error) {
 // artifactName is a file name the worker writes: no folder, no dot-dot.
 var artifactName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*\.png$`)
 
-// Output is the one PNG the response names in trtmc_observation.image_artifacts, read
-// from <request id>/<name> under the scratch folder. The response's id must be the
+// Output is the image the response names, read from the request's folder under the
+// scratch folder: the one PNG in trtmc_observation.image_artifacts (the trtmc backend's
+// worker), or the array trtmc_observation.artifact names, <request id>/output.npy (the
+// reference backend's), as a PNG (npyImagePNG). The response's id must be the
 // request's: it names the folder.
 func (Task) Output(body []byte, requestID string, scratch func(string) ([]byte, error)) ([]byte, error) {
 	var resp struct {
@@ -229,6 +234,8 @@ func (Task) Output(body []byte, requestID string, scratch func(string) ([]byte, 
 		Object      string `json:"object"`
 		Observation struct {
 			Artifacts []string `json:"image_artifacts"`
+			Artifact  string   `json:"artifact"`
+			SHA256    string   `json:"sha256"`
 		} `json:"trtmc_observation"`
 	}
 	if err := json.Unmarshal(body, &resp); err != nil {
@@ -241,6 +248,8 @@ func (Task) Output(body []byte, requestID string, scratch func(string) ([]byte, 
 		return nil, fmt.Errorf("response object is %q, not task.result", resp.Object)
 	case resp.ID != requestID:
 		return nil, fmt.Errorf("response id %q is not the request's X-Request-ID %q", resp.ID, requestID)
+	case len(resp.Observation.Artifacts) == 0 && resp.Observation.Artifact != "":
+		return referenceOutput(resp.Observation.Artifact, resp.Observation.SHA256, requestID, scratch)
 	case len(resp.Observation.Artifacts) != 1:
 		return nil, fmt.Errorf("trtmc_observation.image_artifacts names %d images, want 1", len(resp.Observation.Artifacts))
 	case !artifactName.MatchString(resp.Observation.Artifacts[0]):
@@ -251,6 +260,26 @@ func (Task) Output(body []byte, requestID string, scratch func(string) ([]byte, 
 		return nil, fmt.Errorf("the output the response names (%s/%s under the scratch folder): %w", requestID, resp.Observation.Artifacts[0], err)
 	}
 	return b, nil
+}
+
+// referenceOutput reads the reference backend's array, which must be the request
+// folder's output.npy, and returns it as a PNG.
+func referenceOutput(artifact, sha, requestID string, scratch func(string) ([]byte, error)) ([]byte, error) {
+	if path.Base(artifact) != "output.npy" || path.Base(path.Dir(artifact)) != requestID {
+		return nil, fmt.Errorf("trtmc_observation.artifact %q is not the request's <scratch>/%s/output.npy", artifact, requestID)
+	}
+	if sha == "" {
+		return nil, fmt.Errorf("trtmc_observation.artifact %q comes without the array's sha256", artifact)
+	}
+	b, err := scratch(path.Join(requestID, "output.npy"))
+	if err != nil {
+		return nil, fmt.Errorf("the output the response names (%s/output.npy under the scratch folder): %w", requestID, err)
+	}
+	png, err := npyImagePNG(b, sha)
+	if err != nil {
+		return nil, fmt.Errorf("%s/output.npy: %w", requestID, err)
+	}
+	return png, nil
 }
 
 func imageSuffix(b []byte) string {

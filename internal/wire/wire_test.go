@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"image"
+	stdpng "image/png"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -120,4 +123,75 @@ func TestByName(t *testing.T) {
 	assert.Equal(t, "/v1/tasks/generate_image", p.Route())
 	_, err = ByName("grpc")
 	assert.ErrorContains(t, err, `unknown wire protocol "grpc"`)
+}
+
+// With latent replay the task body carries the request's seed as latent_seed too (perf-
+// serve replays it as NumPy's noise, latents.py @ d3e1a549), and it is read back apart
+// from the settings; a body without a seed cannot replay one.
+func TestTaskLatentSeed(t *testing.T) {
+	req := Request{Image: []byte("\x89PNG\r\n\x1a\n"), Prompt: "p", Settings: map[string]string{"seed": "42", "size": "64x48"}}
+	body, _, err := Task{LatentSeed: true}.Encode("", req)
+	require.NoError(t, err)
+	assert.Contains(t, string(body), `"latent_seed":42`)
+	got, err := Task{}.Decode(body)
+	require.NoError(t, err)
+	require.NotNil(t, got.LatentSeed)
+	assert.Equal(t, int64(42), *got.LatentSeed)
+	assert.Equal(t, req.Settings, got.Settings, "latent_seed is no setting")
+
+	plain, _, err := Task{}.Encode("", req)
+	require.NoError(t, err)
+	assert.NotContains(t, string(plain), "latent_seed")
+	got, err = Task{}.Decode(plain)
+	require.NoError(t, err)
+	assert.Nil(t, got.LatentSeed)
+
+	_, _, err = Task{LatentSeed: true}.Encode("", Request{Image: req.Image, Prompt: "p", Settings: map[string]string{"size": "64x48"}})
+	assert.ErrorContains(t, err, "states no numeric seed")
+	_, err = Task{}.Decode([]byte(`{"request": {"prompt": "p", "image_path": {"$file": {"suffix": ".png", "b64": "iVBORw0KGgo="}}, "latent_seed": -1}}`))
+	assert.ErrorContains(t, err, "latent_seed -1 is not a non-negative integer")
+}
+
+// perf-serve's reference backend names an array, <scratch>/<id>/output.npy (np.save of
+// float32 [1, H, W, 3]), not a PNG: Output reads it as numpy wrote it (testdata, made by
+// reference_output.py), holds it to the observation's sha256 and quantises it as
+// perf-serve's media digest does, value for value.
+func TestTaskOutputReadsTheReferenceBackendsArray(t *testing.T) {
+	npy, err := os.ReadFile("testdata/reference-output.npy")
+	require.NoError(t, err)
+	want, err := os.ReadFile("testdata/reference-output.uint8")
+	require.NoError(t, err)
+	const sha = "aa7f1941773d416fe6189487fe11a18844b9c538e53889809abe128e48e1a64f"
+	body := func(artifact, sha string) []byte {
+		return []byte(`{"id": "r1", "object": "task.result", "trtmc_observation": {"shape": [1, 4, 5, 3], "dtype": "float32", "artifact": "` +
+			artifact + `", "sha256": "` + sha + `"}}`)
+	}
+	scratch := func(rel string) ([]byte, error) {
+		if rel != "r1/output.npy" {
+			return nil, os.ErrNotExist
+		}
+		return npy, nil
+	}
+	out, err := Task{}.Output(body("/srv/scratch/r1/output.npy", sha), "r1", scratch)
+	require.NoError(t, err)
+	img, err := stdpng.Decode(bytes.NewReader(out))
+	require.NoError(t, err)
+	require.Equal(t, image.Rect(0, 0, 5, 4), img.Bounds())
+	var got []byte
+	for y := range 4 {
+		for x := range 5 {
+			r, g, b, _ := img.At(x, y).RGBA()
+			got = append(got, byte(r>>8), byte(g>>8), byte(b>>8))
+		}
+	}
+	assert.Equal(t, want, got, "NumPy's quantisation, value for value")
+
+	_, err = Task{}.Output(body("/srv/scratch/r1/output.npy", strings.Repeat("0", 64)), "r1", scratch)
+	assert.ErrorContains(t, err, "the array's sha256 is "+sha)
+	_, err = Task{}.Output(body("/srv/scratch/r2/output.npy", sha), "r1", scratch)
+	assert.ErrorContains(t, err, "is not the request's <scratch>/r1/output.npy")
+	_, err = Task{}.Output(body("/srv/scratch/r1/output.npy", ""), "r1", scratch)
+	assert.ErrorContains(t, err, "without the array's sha256")
+	_, err = npyImagePNG(append([]byte{}, npy[:len(npy)-4]...), "")
+	assert.ErrorContains(t, err, "holds 236 bytes, not 240")
 }
