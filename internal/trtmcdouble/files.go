@@ -120,15 +120,6 @@ func readCMakeCache(buildDir string) (map[string]string, error) {
 	return cache, nil
 }
 
-// cmakeOn is CMake's truth for a cache value.
-func cmakeOn(v string) bool {
-	switch strings.ToUpper(v) {
-	case "ON", "1", "TRUE", "YES", "Y":
-		return true
-	}
-	return false
-}
-
 func isDir(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.IsDir()

@@ -38,7 +38,7 @@ type runner struct {
 	env   map[string]string
 	stdin io.Reader
 	// execs records the calls of the proc's exec hook (what syscall.Exec would have
-	// replaced the process with); each call returns execErr.
+	// replaced the process with); each call returns errExecRecorded.
 	execs *[]execCall
 }
 
@@ -48,8 +48,8 @@ type execCall struct {
 	argv, env []string
 }
 
-// execErr is what the tests' exec hook returns: the process was not replaced.
-var execErr = errors.New("qualkit test: exec recorded, not run")
+// errExecRecorded is what the tests' exec hook returns: the process was not replaced.
+var errExecRecorded = errors.New("qualkit test: exec recorded, not run")
 
 func newRunner(t *testing.T, wd string) *runner {
 	t.Helper()
@@ -79,7 +79,7 @@ func (r *runner) run(args ...string) result {
 	execs := r.execs
 	hook := func(path string, argv, env []string) error {
 		*execs = append(*execs, execCall{path: path, argv: append([]string(nil), argv...), env: append([]string(nil), env...)})
-		return execErr
+		return errExecRecorded
 	}
 	code := dispatch(&proc{ctx: r.ctx, args: args, env: r.env, stdin: stdin, stdout: &out, stderr: &errb, wd: r.wd, self: r.self, exec: hook})
 	return result{code: code, stdout: out.String(), stderr: errb.String()}

@@ -1096,6 +1096,12 @@ func writeFileRef(ref *object, f any, dir string, n *int) (string, error) {
 	return path, os.WriteFile(path, data, 0o644)
 }
 
+// binasciiError is a binascii.Error text, which the real server returns verbatim (and
+// which, being Python's, starts with a capital).
+type binasciiError string
+
+func (e binasciiError) Error() string { return string(e) }
+
 // pyB64Decode is base64.b64decode(s, validate=True), with binascii's messages.
 func pyB64Decode(s string) ([]byte, error) {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -1106,19 +1112,19 @@ func pyB64Decode(s string) ([]byte, error) {
 			pad = true
 		case strings.ContainsRune(alphabet, c):
 			if pad {
-				return nil, errors.New("Discontinuous padding not allowed")
+				return nil, binasciiError("Discontinuous padding not allowed")
 			}
 			data++
 		default:
-			return nil, errors.New("Only base64 data is allowed")
+			return nil, binasciiError("Only base64 data is allowed")
 		}
 	}
 	if data%4 == 1 {
-		return nil, fmt.Errorf("Invalid base64-encoded string: number of data characters (%d) cannot be 1 more than a multiple of 4", data)
+		return nil, binasciiError(fmt.Sprintf("Invalid base64-encoded string: number of data characters (%d) cannot be 1 more than a multiple of 4", data))
 	}
 	b, err := base64StdStrict(s)
 	if err != nil {
-		return nil, errors.New("Incorrect padding")
+		return nil, binasciiError("Incorrect padding")
 	}
 	return b, nil
 }

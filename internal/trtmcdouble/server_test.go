@@ -510,7 +510,7 @@ func TestNativeServerPassesItsWorkerBinary(t *testing.T) {
 	writeFile(t, filepath.Join(build, "server", "python", "trtmc_server", "__main__.py"), "# control plane")
 	res = r.run(native, e.bundle, "--model-name", "m", "--host", "127.0.0.1")
 	assert.Equal(t, 1, res.code, "the exec failed (the hook's error)")
-	assert.Contains(t, res.stderr, "trtmc-server: exec "+python+": "+execErr.Error())
+	assert.Contains(t, res.stderr, "trtmc-server: exec "+python+": "+errExecRecorded.Error())
 	require.Len(t, *r.execs, 1)
 	call := (*r.execs)[0]
 	assert.Equal(t, python, call.path, "python3 from the process's PATH, executable files only")

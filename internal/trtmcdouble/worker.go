@@ -2,7 +2,6 @@ package trtmcdouble
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,12 +184,6 @@ func newWorker(p *proc, path string) (*worker, error) {
 		return nil, errors.New("session: request must be a JSON object")
 	}
 	return w, nil
-}
-
-func decodeStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
 
 // serve answers JSON lines on stdin until shutdown or end of input (§ serve): a line it
