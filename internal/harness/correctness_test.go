@@ -82,13 +82,17 @@ func TestFindCaseBundleResolvesPytestsCurrentLink(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(q0, "x.bundle"), 0o755))
 	require.NoError(t, os.Symlink(q0, filepath.Join(base, "test_official_checkpoint_e2e_qcurrent")))
 	pattern := filepath.Join(base, "test_official_checkpoint_e2e*", "x.bundle")
-	got, err := FindCaseBundle(pattern)
+	got, matched, err := FindCaseBundle(pattern)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(q0, "x.bundle"), got)
+	assert.Equal(t, []schema.MatchedPath{
+		{Path: filepath.Join(q0, "x.bundle"), Resolved: got},
+		{Path: filepath.Join(base, "test_official_checkpoint_e2e_qcurrent", "x.bundle"), Resolved: got},
+	}, matched, "the evidence names both matches and the one real path")
 
 	require.NoError(t, os.MkdirAll(filepath.Join(base, "test_official_checkpoint_e2e_q1", "x.bundle"), 0o755))
-	_, err = FindCaseBundle(pattern)
+	_, _, err = FindCaseBundle(pattern)
 	assert.ErrorContains(t, err, "2 paths match the bundle it builds")
-	_, err = FindCaseBundle(filepath.Join(base, "nothing*", "x.bundle"))
+	_, _, err = FindCaseBundle(filepath.Join(base, "nothing*", "x.bundle"))
 	assert.ErrorContains(t, err, "0 paths match")
 }

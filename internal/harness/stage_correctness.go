@@ -160,11 +160,12 @@ func (r *row) correctness(ctx context.Context) error {
 // caseBundle takes the bundle the passed case built as the row's: the one real path the
 // family's pattern matches (FindCaseBundle), hashed now and again once the server stopped.
 func (r *row) caseBundle(pattern string) error {
-	path, err := FindCaseBundle(pattern)
+	path, matched, err := FindCaseBundle(pattern)
 	if err != nil {
 		return err
 	}
 	info := r.result.Bundle
+	info.Matched = matched
 	if info.SHA256, err = pathSHA256(path); err != nil {
 		return fmt.Errorf("the bundle the case built: %w", err)
 	}
@@ -175,27 +176,28 @@ func (r *row) caseBundle(pattern string) error {
 }
 
 // FindCaseBundle is the one bundle a passed case built, given the family's pattern: each
-// match with its symbolic links resolved, the same real path counted once. pytest 8.4.2,
-// TRTMC's pin, makes <test>_q0 under --basetemp and a link <test>_qcurrent to it, so a
-// pattern over the test's folder matches the bundle twice; two real paths are two
-// bundles, and which one the case checked cannot be told.
-func FindCaseBundle(pattern string) (string, error) {
+// match resolved to its real path, duplicates dropped (pytest 8.4.2, TRTMC's pin, links
+// <test>_qcurrent to <test>_q0 under --basetemp, so one bundle matches twice), and
+// exactly one real path must remain. It returns every match too, for the evidence.
+func FindCaseBundle(pattern string) (string, []schema.MatchedPath, error) {
 	matches, err := filepath.Glob(pattern)
 	if err != nil {
-		return "", fmt.Errorf("the family's bundle pattern %q: %w", pattern, err)
+		return "", nil, fmt.Errorf("the family's bundle pattern %q: %w", pattern, err)
 	}
 	var real []string
+	var matched []schema.MatchedPath
 	for _, m := range matches {
 		p, err := filepath.EvalSymlinks(m)
 		if err != nil {
-			return "", fmt.Errorf("the bundle the case built: %w", err)
+			return "", nil, fmt.Errorf("the bundle the case built: %w", err)
 		}
+		matched = append(matched, schema.MatchedPath{Path: m, Resolved: p})
 		if !slices.Contains(real, p) {
 			real = append(real, p)
 		}
 	}
 	if len(real) != 1 {
-		return "", fmt.Errorf("the correctness case passed, but %d paths match the bundle it builds (%s), want exactly 1: %v", len(real), pattern, real)
+		return "", nil, fmt.Errorf("the correctness case passed, but %d paths match the bundle it builds (%s), want exactly 1: %v", len(real), pattern, real)
 	}
-	return real[0], nil
+	return real[0], matched, nil
 }

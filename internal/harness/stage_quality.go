@@ -145,7 +145,7 @@ func (r *row) judgePair(spec QualitySpec, id string, out image.Image) (*schema.Q
 // pairLatents holds the pair's served noise to the case's own: the sha256 the server's
 // records line states for the request, and that of the noise file the case drew.
 func (r *row) pairLatents(pair *QualityPair, id string, p *schema.QualityPair) error {
-	file, err := FindCaseBundle(filepath.Join(r.env.Work, "correctness", pair.CaseLatents))
+	file, _, err := FindCaseBundle(filepath.Join(r.env.Work, "correctness", pair.CaseLatents))
 	if err != nil {
 		return fmt.Errorf("the noise the correctness case drew: %w", err)
 	}

@@ -256,6 +256,12 @@ type ContextFile struct {
 	SHA256 string `json:"sha256"`
 }
 
+// MatchedPath is a path a glob matched and the real path it resolves to.
+type MatchedPath struct {
+	Path     string `json:"path"`
+	Resolved string `json:"resolved"`
+}
+
 // BundleInfo identifies the exact bundle every later stage used.
 type BundleInfo struct {
 	Path     string            `json:"path"`
@@ -269,6 +275,10 @@ type BundleInfo struct {
 	// ByCorrectness: the family's correctness case built the bundle (under its scratch
 	// folder); Path and SHA256 are what it wrote, recorded when it passed.
 	ByCorrectness bool `json:"built_by_correctness,omitempty"`
+	// Matched: every path the family's bundle pattern matched when the case passed, each
+	// with the real path it resolves to (pytest's <test>_qcurrent link to <test>_q0 is
+	// one bundle matched twice); Path is the one real path they share.
+	Matched []MatchedPath `json:"matched,omitempty"`
 	// BuiltBy is "<run id>/<row>" of the row that built a reused bundle (the cache entry
 	// records it); EntrySHA256 the sha256 of that cache entry's bundle.json as reused.
 	BuiltBy     string `json:"built_by,omitempty"`

@@ -7,6 +7,8 @@
 set(QUALKIT_DOUBLE_BINARY "/usr/local/bin/trtmcdouble" CACHE FILEPATH
     "qualkit's contract double binary, copied under each program name it plays")
 set(QUALKIT_CONTRACT_DOUBLE ON CACHE INTERNAL "this build is qualkit's TRTMC contract double: nothing is compiled")
+# The build log then names the CMake that ran (PyPI's, in the double's image).
+message(STATUS "qualkit contract double: configured by CMake ${CMAKE_VERSION} (${CMAKE_COMMAND}), generator ${CMAKE_GENERATOR}")
 
 # The native runtime is CUDA code built for one SM; the double has no nvcc to find one.
 function(qualkit_require_cuda_architectures)
