@@ -33,7 +33,7 @@ var (
 	doctor      = flag.Bool("qualkit.doctor", false, "print the readiness (preflight only) of every row -run selects, run nothing, and exit 1 if one is not ready")
 	jsonOut     = flag.Bool("qualkit.json", false, "with -qualkit.doctor: print JSON for scripts instead of text")
 	tablesOut   = flag.Bool("qualkit.tables", false, "print the qualification tables as JSON (what the Makefile and scripts/testgate derive from), run nothing")
-	serial      = flag.Bool("qualkit.serial", false, "run each row's work one thing at a time, as before the overlapped order (AIPerf once the server is ready, the native batch at identity): to measure what overlapping gains; the gates are the same")
+	serial      = flag.Bool("qualkit.serial", false, "run each row's work one thing at a time, as before the overlapped order (the server once the correctness case passed, AIPerf once the server is ready, the native batch at identity): to measure what overlapping gains; the gates are the same")
 	corrOnly    = flag.Bool("qualkit.correctness-only", false, "run each selected row's preflight, build and unchanged correctness case alone (for a row whose public run met a hardware limit); its rows read correctness-verified, never qualified")
 )
 

@@ -26,17 +26,29 @@ func (r *rowCheck) stageWindow(name string) (start, end time.Time, ok bool) {
 	return time.Time{}, time.Time{}, false
 }
 
-// checkEarlyCommand: a command that started during another stage is one of the two the
-// overlapped order begins early (AIPerf waiting for the model, the native batch loading
-// beside the server), both during serve, and it lies between that stage's start and its
-// own stage's end.
+// checkEarlyCommand: a command that started during another stage is one of the three
+// the overlapped order begins early: the server, during the correctness case, which it
+// started within; AIPerf waiting for the model and the native batch loading beside the
+// server, both during serve, each between that stage's start and its own stage's end.
 func (r *rowCheck) checkEarlyCommand(c commandRecord) {
 	const f = "commands.jsonl"
 	what := c.Stage + " command " + baseName(firstArg(c.Args))
+	if c.isServer() {
+		if !r.truth(c.During == schema.StageCorrectness, f, what+" during", "the server starts early only during correctness", c.During) {
+			return
+		}
+		from, to, ok := r.stageWindow(schema.StageCorrectness)
+		if !r.truth(ok, resultsFile, "stages[correctness].start", "present (the server started during it)", "absent") {
+			return
+		}
+		r.truth(!c.Start.Before(from.Add(-windowSlack)) && !c.Start.After(to.Add(windowSlack)), f, what+" start",
+			"within stage correctness ("+from.Format(time.RFC3339Nano)+" to "+to.Format(time.RFC3339Nano)+")", c.Start.Format(time.RFC3339Nano))
+		return
+	}
 	aiperf := c.Stage == schema.StageBenchmark && len(c.Args) > 1 && c.Args[1] == "profile"
 	batch := c.Stage == schema.StageIdentity && c.Log == "identity/native-batch.log"
 	if !r.truth((aiperf || batch) && c.During == schema.StageServe, f, what+" during",
-		"only AIPerf or the native batch start early, during serve", c.During) {
+		"only the server (during correctness), AIPerf or the native batch (during serve) start early", c.During) {
 		return
 	}
 	from, _, ok1 := r.stageWindow(c.During)
@@ -47,6 +59,11 @@ func (r *rowCheck) checkEarlyCommand(c commandRecord) {
 	r.truth(!c.Start.Before(from.Add(-windowSlack)) && !c.end().After(to.Add(windowSlack)), f, what,
 		"from stage "+c.During+"'s start ("+from.Format(time.RFC3339Nano)+") to stage "+c.Stage+"'s end ("+to.Format(time.RFC3339Nano)+")",
 		c.Start.Format(time.RFC3339Nano)+" to "+c.end().Format(time.RFC3339Nano))
+}
+
+// isServer says whether the record is the row's server.
+func (c commandRecord) isServer() bool {
+	return c.Stage == schema.StageServe && c.Log == "serve/server.log"
 }
 
 // checkOrder: the time budget's order is what the commands did, its overlap figures are
@@ -62,6 +79,12 @@ func (r *rowCheck) checkOrder() {
 		return nil
 	}
 	aiperf, batch := early(r.aiperfCmd), early(r.batchCmd)
+	var server *commandRecord
+	for i, c := range r.cmds {
+		if c.isServer() && c.During == schema.StageCorrectness {
+			server = &r.cmds[i]
+		}
+	}
 	// Stages run one after another: each begins once the one before has ended.
 	for i := 1; i < len(r.res.Stages); i++ {
 		prev, st := r.res.Stages[i-1], r.res.Stages[i]
@@ -75,19 +98,21 @@ func (r *rowCheck) checkOrder() {
 	switch tb.Order {
 	case "":
 		// A run from before there was a choice: serial, and it says nothing more.
-		r.truth(aiperf == nil && batch == nil && tb.Overlap == nil, resultsFile, "time_budget.order",
+		r.truth(server == nil && aiperf == nil && batch == nil && tb.Overlap == nil, resultsFile, "time_budget.order",
 			"stated whenever a command started early (commands.jsonl during)", "absent")
 		return
 	case schema.OrderSerial:
 		r.truth(tb.Overlap == nil, resultsFile, "time_budget.overlap", "absent in the serial order", "present")
-		r.truth(aiperf == nil && batch == nil, "commands.jsonl", "during", "no command started early (time_budget.order serial)", "one did")
+		r.truth(server == nil && aiperf == nil && batch == nil, "commands.jsonl", "during", "no command started early (time_budget.order serial)", "one did")
 	case schema.OrderOverlapped:
 		o := tb.Overlap
 		if !r.truth(o != nil, resultsFile, "time_budget.overlap", "present in the overlapped order", "absent") {
 			return
 		}
+		r.same(resultsFile, "time_budget.overlap.server_early", fmt.Sprint(server != nil), fmt.Sprint(o.ServerEarly), "the server command's during in commands.jsonl")
 		r.same(resultsFile, "time_budget.overlap.aiperf_early", fmt.Sprint(aiperf != nil), fmt.Sprint(o.AIPerfEarly), "the AIPerf command's during in commands.jsonl")
 		r.same(resultsFile, "time_budget.overlap.native_preload", fmt.Sprint(batch != nil), fmt.Sprint(o.NativePreload), "the native batch command's during in commands.jsonl")
+		r.checkAhead("server_ahead_s", server, schema.StageServe, o.ServerAheadS)
 		r.checkAhead("aiperf_ahead_s", aiperf, schema.StageBenchmark, o.AIPerfAheadS)
 		r.checkAhead("native_ahead_s", batch, schema.StageIdentity, o.NativeAheadS)
 		if batch != nil {
@@ -97,9 +122,9 @@ func (r *rowCheck) checkOrder() {
 		r.fail(resultsFile, "time_budget.order", schema.OrderSerial+" or "+schema.OrderOverlapped, tb.Order)
 		return
 	}
-	cp := schema.CriticalPath(tb.Model, batch != nil)
+	cp := schema.CriticalPath(tb.Model, batch != nil, server != nil)
 	r.truth(math.Abs(cp-tb.CriticalPathS) < 0.01, resultsFile, "time_budget.critical_path_s",
-		fmt.Sprintf("%.3f, the longest chain of model_work's parts (native load beside the server: %v)", cp, batch != nil), fmt.Sprintf("%.3f", tb.CriticalPathS))
+		fmt.Sprintf("%.3f, the longest chain of model_work's parts (server load beside the case: %v; native load beside the server: %v)", cp, server != nil, batch != nil), fmt.Sprintf("%.3f", tb.CriticalPathS))
 	r.truth(tb.WallS+0.01 >= tb.CriticalPathS, resultsFile, "time_budget.wall_s",
 		fmt.Sprintf("at least the critical path, %.3f s (no row runs faster than its longest chain of dependent work)", tb.CriticalPathS), fmt.Sprintf("%.3f", tb.WallS))
 }

@@ -309,7 +309,7 @@ func TestIdentityPreloadedBatch(t *testing.T) {
 	assert.False(t, tb.Overlap.AIPerfEarly, "the fake family does not state that its models list waits for the load")
 	assert.Positive(t, tb.Overlap.NativeAheadS)
 	assert.Less(t, tb.Model.NativeLoadS, tb.Overlap.NativeAheadS, "the batch's wait for its items is no load")
-	assert.InDelta(t, schema.CriticalPath(tb.Model, true), tb.CriticalPathS, 0.002)
+	assert.InDelta(t, schema.CriticalPath(tb.Model, true, tb.Overlap.ServerEarly), tb.CriticalPathS, 0.002)
 
 	c = p.row("preload-fails", faultConstant)
 	c.Adapter, c.Needs.ResidentBytes = FakeBatch{FakeFamily: FakeFamily{Fault: faultConstant}, Mode: "ok", Preload: true}, 1<<20

@@ -138,34 +138,41 @@ func (r *row) order(tb *schema.TimeBudget) {
 	if r.s.cfg.Serial {
 		tb.Order = schema.OrderSerial
 	}
-	o := &schema.Overlap{AIPerfWhy: r.plan.aiperfWhy, NativeWhy: r.plan.preloadWhy}
+	o := &schema.Overlap{ServerWhy: r.plan.serverWhy, AIPerfWhy: r.plan.aiperfWhy, NativeWhy: r.plan.preloadWhy}
 	stageStart := map[string]time.Time{}
 	for _, st := range r.result.Stages {
 		stageStart[st.Name] = st.Start
 	}
-	ahead := func(b *background, stage string) (bool, float64) {
+	ahead := func(started time.Time, stage string) float64 {
+		t0, ok := stageStart[stage]
+		if !ok || started.IsZero() {
+			return 0
+		}
+		return round3(t0.Sub(started).Seconds())
+	}
+	background := func(b *background, stage string) (bool, float64) {
 		if b == nil {
 			return false, 0
 		}
 		<-b.done // stopped or waited for by now
-		t0, ok := stageStart[stage]
-		if !ok || b.rec.Start.IsZero() {
-			return true, 0
-		}
-		return true, round3(t0.Sub(b.rec.Start).Seconds())
+		return true, ahead(b.rec.Start, stage)
+	}
+	if r.plan.serverEarly {
+		// The server's record is written when it stops, which it has by now.
+		o.ServerEarly, o.ServerAheadS = true, ahead(r.earlyStart, schema.StageServe)
 	}
 	if r.plan.aiperfEarly {
-		o.AIPerfEarly, o.AIPerfAheadS = ahead(r.bench, schema.StageBenchmark)
+		o.AIPerfEarly, o.AIPerfAheadS = background(r.bench, schema.StageBenchmark)
 	}
-	o.NativePreload, o.NativeAheadS = ahead(r.native, schema.StageIdentity)
+	o.NativePreload, o.NativeAheadS = background(r.native, schema.StageIdentity)
 	if tb.Order == schema.OrderOverlapped {
 		tb.Overlap = o
 	}
 	// Serial, the critical path is all the model work, as written; overlapped, from the
 	// rounded parts (the checker allows for their rounding).
 	tb.CriticalPathS = tb.ModelWorkS
-	if o.NativePreload {
-		tb.CriticalPathS = round3(schema.CriticalPath(tb.Model, true))
+	if o.NativePreload || o.ServerEarly {
+		tb.CriticalPathS = round3(schema.CriticalPath(tb.Model, o.NativePreload, o.ServerEarly))
 	}
 }
 

@@ -51,6 +51,11 @@ type Needs struct {
 	// the host for a row without one). The overlapped order preloads the native batch
 	// beside the server only when the free memory holds both; zero: unknown, so never.
 	ResidentBytes uint64
+	// CaseResidentBytes is the correctness case's peak memory (its model, and the
+	// reference it compares with, if it loads one), where ResidentBytes is counted. The
+	// overlapped order loads the server beside the case only when the free memory holds
+	// both; zero: unknown, so never.
+	CaseResidentBytes uint64
 }
 
 // Deadlines bound each long stage of a row. Zero fields take the defaults.

@@ -80,6 +80,7 @@ const (
 	faultIgnoreRef    = "ignore-ref"    // the output does not depend on the input image
 	faultRecordsLie   = "records-lie"   // the records file says another Task time than the body
 	faultNativeSilent = "native-silent" // the native Task does not state what it wrote
+	faultSlowCase     = "slow-case"     // the correctness case takes a second (no fault: time for the server to load beside it)
 )
 
 // fakeCaseID is the JUnit id of the fake correctness case.
@@ -252,6 +253,9 @@ func fakeCorrectness(args []string) error {
 		}
 	} else if _, err := os.ReadFile(*bundle); err != nil {
 		return err
+	}
+	if os.Getenv("QUALKIT_FAKE_FAULT") == faultSlowCase {
+		time.Sleep(time.Second)
 	}
 	name := "test_fake"
 	if os.Getenv("QUALKIT_FAKE_FAULT") == faultOtherCase {

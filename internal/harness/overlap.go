@@ -17,6 +17,8 @@ import (
 // overlapPlan is what the overlapped order begins early for one row, decided once
 // preflight has read the host, and why not when it does not.
 type overlapPlan struct {
+	serverEarly bool // the server starts with the correctness case and loads beside it
+	serverWhy   string
 	aiperfEarly bool // AIPerf starts with the server and waits for the model
 	aiperfWhy   string
 	preload     bool // the native batch starts with the server and waits for its items
@@ -32,9 +34,10 @@ const serialWhy = "-qualkit.serial: the serial order, one thing at a time (to me
 func (r *row) planOverlap(rd Readiness) {
 	p := &r.plan
 	if r.s.cfg.Serial {
-		p.aiperfWhy, p.preloadWhy = serialWhy, serialWhy
+		p.serverWhy, p.aiperfWhy, p.preloadWhy = serialWhy, serialWhy, serialWhy
 		return
 	}
+	p.serverEarly, p.serverWhy = r.serverFits(rd)
 	where := ""
 	if m, ok := r.c.Adapter.(ModelsWhenReady); ok {
 		where = m.ModelsListedWhenReady()
@@ -54,24 +57,53 @@ func (r *row) planOverlap(rd Readiness) {
 	p.preload, p.preloadWhy = r.preloadFits(rd)
 }
 
-// preloadFits says whether the server and the native batch fit in memory at once: on
-// each of the row's GPUs (NVML's free memory at preflight), or on the host for a row
-// without GPUs (MemAvailable), twice the model's resident size the row states.
+// serverFits says whether the server can load while the correctness case runs: the
+// free memory (freeMemory) holds the server's resident size and the case's at once. Whether
+// the bundle exists before the case is settled when the case starts (startServerEarly).
+func (r *row) serverFits(rd Readiness) (bool, string) {
+	srv, cs := r.c.Needs.ResidentBytes, r.c.Needs.CaseResidentBytes
+	if srv == 0 || cs == 0 {
+		return false, "the row states no resident size of the server or of the correctness case (Needs.ResidentBytes, Needs.CaseResidentBytes), so whether both fit at once is unknown: the server starts once the case passed"
+	}
+	need := srv + cs
+	least, where, err := r.freeMemory(rd)
+	if err != "" {
+		return false, err + ": the server starts once the correctness case passed"
+	}
+	if least < need {
+		return false, fmt.Sprintf("%s %s free, the server and the correctness case need %s + %s: the server starts once the case passed", where, gib(least), gib(srv), gib(cs))
+	}
+	return true, fmt.Sprintf("the server loaded beside the correctness case: %s %s free, both need %s + %s; the benchmark's first request still waited for the case to pass", where, gib(least), gib(srv), gib(cs))
+}
+
+// preloadFits says whether the server and the native batch fit in memory at once
+// (freeMemory): twice the model's resident size the row states.
 func (r *row) preloadFits(rd Readiness) (bool, string) {
 	res := r.c.Needs.ResidentBytes
 	if res == 0 {
 		return false, "the row states no resident size (Needs.ResidentBytes), so whether the server and the native batch fit at once is unknown: it starts at identity"
 	}
 	need := 2 * res
+	least, where, err := r.freeMemory(rd)
+	if err != "" {
+		return false, err + ": the native batch starts at identity"
+	}
+	if least < need {
+		return false, fmt.Sprintf("%s %s free, the server and the native batch need 2 x %s: the native batch starts at identity", where, gib(least), gib(res))
+	}
+	return true, fmt.Sprintf("the native batch loaded beside the server: %s %s free, both need 2 x %s", where, gib(least), gib(res))
+}
+
+// freeMemory is the least free memory the row can load into: on each of its GPUs
+// (NVML's free memory at preflight), or on the host for a row without GPUs
+// (MemAvailable); where says which, whyNot why it is unknown.
+func (r *row) freeMemory(rd Readiness) (least uint64, where, whyNot string) {
 	if len(r.gpus) == 0 {
 		avail, err := memAvailable()
 		if err != nil {
-			return false, "the host's free memory is unknown (" + err.Error() + "): the native batch starts at identity"
+			return 0, "", "the host's free memory is unknown (" + err.Error() + ")"
 		}
-		if avail < need {
-			return false, fmt.Sprintf("the host has %s available, the server and the native batch need 2 x %s: the native batch starts at identity", gib(avail), gib(res))
-		}
-		return true, fmt.Sprintf("the native batch loaded beside the server: the host had %s available, both need 2 x %s", gib(avail), gib(res))
+		return avail, "the host had", ""
 	}
 	free := map[string]uint64{}
 	if rd.GPU != nil {
@@ -79,20 +111,19 @@ func (r *row) preloadFits(rd Readiness) (bool, string) {
 			free[d.UUID] = d.MemoryFreeBytes
 		}
 	}
-	var least uint64
 	for i, g := range r.gpus {
 		f, ok := free[g.UUID]
 		if !ok {
-			return false, "NVML gave no free memory for GPU " + g.UUID + ": the native batch starts at identity"
-		}
-		if f < need {
-			return false, fmt.Sprintf("GPU %s had %s free, the server and the native batch need 2 x %s: the native batch starts at identity", g.UUID, gib(f), gib(res))
+			return 0, "", "NVML gave no free memory for GPU " + g.UUID
 		}
 		if i == 0 || f < least {
 			least = f
 		}
 	}
-	return true, fmt.Sprintf("the native batch loaded beside the server: each GPU of the row had at least %s free (NVML, at preflight), both need 2 x %s", gib(least), gib(res))
+	if len(r.gpus) == 1 {
+		return least, "GPU " + r.gpus[0].UUID + " had (NVML, at preflight)", ""
+	}
+	return least, "each GPU of the row had at least (NVML, at preflight)", ""
 }
 
 func gib(b uint64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
@@ -168,6 +199,73 @@ func (b *background) stop() {
 func (r *row) stopBackground() {
 	r.bench.stop()
 	r.native.stop()
+	r.early.stop()
+	r.early = nil
+}
+
+// earlyServer is the server the overlapped order starts with the correctness case: it
+// loads beside the case, and the serve stage takes it once the case passed.
+type earlyServer struct {
+	l      *serverLaunch
+	cancel context.CancelFunc
+	done   chan struct{}
+	srv    serving.Server
+	err    error
+}
+
+// startServerEarly starts the server as the correctness case begins, when the plan says
+// it fits and the bundle already exists (a case that builds the bundle the server serves
+// comes first); ctx is the row's, as the server outlives the case.
+func (r *row) startServerEarly(ctx context.Context, byCase bool) error {
+	switch {
+	case !r.plan.serverEarly:
+		return nil
+	case byCase:
+		r.plan.serverEarly, r.plan.serverWhy = false, "the correctness case builds the bundle the server serves: the server starts once the case passed"
+		return nil
+	case r.s.cfg.CorrectnessOnly:
+		r.plan.serverEarly, r.plan.serverWhy = false, "a correctness-only run serves nothing"
+		return nil
+	}
+	l, err := r.prepareServer(ctx, schema.StageCorrectness)
+	if err != nil {
+		return fmt.Errorf("the server's start beside the correctness case: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	e := &earlyServer{l: l, cancel: cancel, done: make(chan struct{})}
+	r.prog.printf("server: started now (%s runtime) to load beside the correctness case; the benchmark waits for the case", l.runtime)
+	go func() {
+		defer close(e.done)
+		e.srv, e.err = serving.Start(ctx, l.ss, l.opts...)
+	}()
+	r.early = e
+	return nil
+}
+
+// launch is what the early server was started with; nil when none was.
+func (e *earlyServer) launch() *serverLaunch {
+	if e == nil {
+		return nil
+	}
+	return e.l
+}
+
+// wait waits until the server is ready, or failed to be.
+func (e *earlyServer) wait() (serving.Server, error) {
+	<-e.done
+	return e.srv, e.err
+}
+
+// stop ends a start still waiting for readiness, and stops a server nothing took.
+func (e *earlyServer) stop() {
+	if e == nil {
+		return
+	}
+	e.cancel()
+	<-e.done
+	if e.srv != nil {
+		e.srv.Stop(context.Background())
+	}
 }
 
 // duringRecorder records a command with the stage it started in.
@@ -179,6 +277,17 @@ type duringRecorder struct {
 func (d duringRecorder) Record(rec schema.CommandRecord) error {
 	rec.During = d.during
 	return d.Recorder.Record(rec)
+}
+
+// startRecorder is a duringRecorder that keeps the command's start, as written.
+type startRecorder struct {
+	duringRecorder
+	start *time.Time
+}
+
+func (s startRecorder) Record(rec schema.CommandRecord) error {
+	*s.start = rec.Start
+	return s.duringRecorder.Record(rec)
 }
 
 // startNativePreload starts the family's batch program with the serve stage: it loads

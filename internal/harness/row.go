@@ -54,9 +54,12 @@ type row struct {
 	nativeWaitedS    float64  // how long a preloaded batch waited for its items
 
 	// The overlapped order: what begins early, and the commands it began.
-	plan   overlapPlan
-	bench  *background // AIPerf, started with the server when plan.aiperfEarly
-	native *background // the native batch, started with the server when plan.preload
+	plan  overlapPlan
+	early *earlyServer // the server, started with the correctness case when plan.serverEarly
+	// earlyStart is that server's start as its command record states it (once recorded).
+	earlyStart time.Time
+	bench      *background // AIPerf, started with the server when plan.aiperfEarly
+	native     *background // the native batch, started with the server when plan.preload
 }
 
 // stage is one named step of the pipeline.

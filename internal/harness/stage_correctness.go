@@ -111,6 +111,11 @@ func (r *row) correctness(ctx context.Context) error {
 	if corr.CaseFiles, err = caseFiles(cc.TestFiles, cc.Command.Dir); err != nil {
 		return fmt.Errorf("correctness case files: %w", err)
 	}
+	// The overlapped order loads the server beside the case when both fit; the case's
+	// failure stops it (runStage stops what began early).
+	if err := r.startServerEarly(ctx, byCase); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Correctness)
 	defer cancel()
 	mounts := at(false, r.ev.Path("correctness"), scratch)

@@ -13,32 +13,57 @@ import (
 	"qualkit/internal/schema"
 )
 
-// serve starts the family's server on the bundle, where the row runs it, and waits
-// until it is ready; the load time is recorded apart from any request time.
-func (r *row) serve(ctx context.Context) error {
+// serverLaunch is all a server start needs, settled before it starts.
+type serverLaunch struct {
+	spec    ServeSpec
+	ss      serving.ServerSpec
+	opts    []serving.Option
+	runtime string
+}
+
+// prepareServer settles the server's port, folders, command and options. during names
+// the stage it starts in when that is not serve (the overlapped order's early start),
+// for its command record.
+func (r *row) prepareServer(ctx context.Context, during string) (*serverLaunch, error) {
 	port, err := serving.FreePort()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	records := r.ev.Path(schema.RecordsFile)
 	r.scratch = r.ev.Path("serve/scratch")
 	if err := os.MkdirAll(r.scratch, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	r.result.Output, r.result.Protocol = r.proto.OutputSource(), r.proto.Name()
 	largest, err := r.fx.LargestRequest(r.proto, r.c.Model)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	spec := ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: records, Scratch: r.scratch, MaxRequestBytes: largest}
-	rt := r.s.rowRuntime(r.c)
-	log := r.ev.Path("serve/server.log")
-	r.prog.watch(log)
 	opts, err := r.options(ctx, schema.StageServe, append(at(true, r.bundle), at(false, filepath.Dir(records), r.scratch)...)...)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if during != "" {
+		opts = append(opts, serving.WithRecorder(startRecorder{duringRecorder{r.ev, during}, &r.earlyStart}, schema.StageServe))
+	}
+	log := r.ev.Path("serve/server.log")
 	ss := serving.ServerSpec{Cmd: r.c.Adapter.Serve(r.env, spec), Port: port, Ready: r.c.Deadline.Ready, Log: log}
+	return &serverLaunch{spec: spec, ss: ss, opts: opts, runtime: r.s.rowRuntime(r.c)}, nil
+}
+
+// serve starts the family's server on the bundle, where the row runs it, and waits
+// until it is ready (or takes the one the overlapped order started with the correctness
+// case, once ready); the load time is recorded apart from any request time.
+func (r *row) serve(ctx context.Context) error {
+	l := r.early.launch()
+	if l == nil {
+		var err error
+		if l, err = r.prepareServer(ctx, ""); err != nil {
+			return err
+		}
+	}
+	r.prog.watch(l.ss.Log)
 	// The overlapped order: what needs only the bundle, or only the server's address,
 	// starts now and waits (planOverlap says what, and why).
 	if r.plan.preload {
@@ -47,14 +72,22 @@ func (r *row) serve(ctx context.Context) error {
 		}
 	}
 	if r.plan.aiperfEarly {
-		if err := r.startBenchmark(ctx, schema.StageServe, ss.URL()); err != nil {
+		if err := r.startBenchmark(ctx, schema.StageServe, l.ss.URL()); err != nil {
 			return err
 		}
 	}
-	r.prog.printf("starting the server (%s runtime), waiting up to %s for %s", rt, r.c.Deadline.Ready, serving.ReadyPath)
-	srv, err := serving.Start(ctx, ss, opts...)
+	var srv serving.Server
+	var err error
+	if r.early != nil {
+		r.prog.printf("the server (%s runtime) started with the correctness case; waiting up to %s from its start for %s", l.runtime, r.c.Deadline.Ready, serving.ReadyPath)
+		srv, err = r.early.wait()
+		r.early = nil
+	} else {
+		r.prog.printf("starting the server (%s runtime), waiting up to %s for %s", l.runtime, r.c.Deadline.Ready, serving.ReadyPath)
+		srv, err = serving.Start(ctx, l.ss, l.opts...)
+	}
 	if err != nil {
-		return fmt.Errorf("start server (%s; %s): %w", rt, r.s.RuntimeNote, err)
+		return fmt.Errorf("start server (%s; %s): %w", l.runtime, r.s.RuntimeNote, err)
 	}
 	r.server = srv
 	r.result.Runtime = srv.Runtime()
@@ -62,12 +95,12 @@ func (r *row) serve(ctx context.Context) error {
 	if c := r.result.Container; c != nil {
 		c.ContainerID = srv.ContainerID()
 	}
-	if err := r.checkIdentity(ctx, spec); err != nil {
+	if err := r.checkIdentity(ctx, l.spec); err != nil {
 		return err
 	}
 	return r.ev.WriteJSON("serve/startup.json", map[string]any{
 		"runtime": srv.Runtime(), "runtime_note": r.s.RuntimeNote, "url": srv.URL(), "startup_s": srv.Startup().Seconds(),
-		"ready_path": serving.ReadyPath, "spec": spec, "container": r.result.Container, "gpus": r.gpus,
+		"ready_path": serving.ReadyPath, "spec": l.spec, "container": r.result.Container, "gpus": r.gpus,
 	})
 }
 

@@ -56,8 +56,8 @@ type SuiteConfig struct {
 	// correctness-verified, never qualified.
 	CorrectnessOnly bool
 	// Serial runs each row's work one thing at a time (-qualkit.serial), as before the
-	// overlapped order: AIPerf starts once the server is ready and the native batch
-	// process at identity. It measures what overlapping gains; the gates are the same.
+	// overlapped order: the server starts once the correctness case passed, AIPerf once
+	// the server is ready and the native batch process at identity. It measures what overlapping gains; the gates are the same.
 	Serial bool
 	// Reporter derives what a reviewer reads from the evidence (pictures, PR.md,
 	// index.html) and checks it. nil derives nothing: such a run folder does not pass

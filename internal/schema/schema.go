@@ -389,6 +389,13 @@ const (
 // Overlap says what the overlapped order began early, by how much, and why it did not
 // when it did not.
 type Overlap struct {
+	// ServerEarly: the server started with the correctness case and loaded beside it
+	// (the bundle existed before the case, and the row's memory held both); the
+	// benchmark's first request still waited for the case to pass. ServerAheadS is how
+	// long before the serve stage began it started.
+	ServerEarly  bool    `json:"server_early"`
+	ServerAheadS float64 `json:"server_ahead_s"`
+	ServerWhy    string  `json:"server_why"`
 	// AIPerfEarly: AIPerf started while the server loaded and waited for the model
 	// (--wait-for-model-mode models); AIPerfAheadS is how long before the benchmark stage
 	// began it started (the benchmark stage's start less its command's start).
@@ -404,14 +411,22 @@ type Overlap struct {
 }
 
 // CriticalPath is the longest chain of dependent model work in m. Serial, every part
-// waits for the one before (the sum). With the native batch preloaded, its load depends
-// only on the bundle and runs beside the correctness case's successors (the server's
-// load and every served Task), and the native Tasks wait for both chains.
-func CriticalPath(m ModelWork, nativePreloaded bool) float64 {
-	if !nativePreloaded {
-		return m.ToolsS + m.BuildS + m.CorrectnessS + m.ServerLoadS + m.NativeLoadS + m.ServedTaskS + m.NativeTaskS
+// waits for the one before (the sum). The tools and the build come first. With the
+// server loaded beside the correctness case (serverEarly), the served Tasks wait for
+// the longer of the two, else for both in turn. With the native batch preloaded, its
+// load begins once the case passed and runs beside the server's remaining load and the
+// served Tasks, and the native Tasks wait for both chains; else they follow the served
+// Tasks and the native load.
+func CriticalPath(m ModelWork, nativePreloaded, serverEarly bool) float64 {
+	caseAndLoad := m.CorrectnessS + m.ServerLoadS
+	if serverEarly {
+		caseAndLoad = max(m.CorrectnessS, m.ServerLoadS)
 	}
-	return m.ToolsS + m.BuildS + m.CorrectnessS + max(m.ServerLoadS+m.ServedTaskS, m.NativeLoadS) + m.NativeTaskS
+	served := caseAndLoad + m.ServedTaskS
+	if !nativePreloaded {
+		return m.ToolsS + m.BuildS + served + m.NativeLoadS + m.NativeTaskS
+	}
+	return m.ToolsS + m.BuildS + max(served, m.CorrectnessS+m.NativeLoadS) + m.NativeTaskS
 }
 
 // ModelWork are the parts of TimeBudget.ModelWorkS.

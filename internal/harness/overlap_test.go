@@ -1,0 +1,130 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/schema"
+)
+
+// serverRecord is the server's command record in the row's commands.jsonl.
+func serverRecord(t *testing.T, s *Suite, row string) schema.CommandRecord {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, row, "commands.jsonl"))
+	require.NoError(t, err)
+	for line := range strings.Lines(string(b)) {
+		var rec schema.CommandRecord
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec.Stage == schema.StageServe && rec.Log == "serve/server.log" {
+			return rec
+		}
+	}
+	t.Fatalf("no server record in %s's commands.jsonl:\n%s", row, b)
+	return schema.CommandRecord{}
+}
+
+// The overlapped order starts the server with the correctness case when the row states
+// both resident sizes and the host holds them: its command starts during correctness, it
+// is ready before the slow case ends, the benchmark still waits for the case, and the
+// critical path takes the longer of the case and the load, not both. The evidence checks.
+func TestServerLoadsBesideTheCorrectnessCase(t *testing.T) {
+	p := newPipeline(t, false)
+	s := p.start(t)
+	c := p.row("early", faultSlowCase)
+	c.Needs.ResidentBytes, c.Needs.CaseResidentBytes = 1<<20, 1<<20
+	res, err := s.Run(context.Background(), c, t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, schema.StatusQualified, res.Status, res.Reason)
+	tb := res.TimeBudget
+	require.NotNil(t, tb.Overlap)
+	assert.True(t, tb.Overlap.ServerEarly, tb.Overlap.ServerWhy)
+	assert.Contains(t, tb.Overlap.ServerWhy, "the server loaded beside the correctness case: the host had")
+	assert.Greater(t, tb.Overlap.ServerAheadS, 0.9, "started as the one-second case began")
+
+	rec := serverRecord(t, s, "early")
+	assert.Equal(t, schema.StageCorrectness, rec.During)
+	corr, _ := res.Stage(schema.StageCorrectness)
+	serve, _ := res.Stage(schema.StageServe)
+	corrEnd := corr.Start.Add(time.Duration(corr.WallS * float64(time.Second)))
+	assert.False(t, rec.Start.Before(corr.Start), "the server starts with the case, not before it")
+	assert.True(t, rec.Start.Before(corrEnd), "the server starts while the case runs")
+	assert.False(t, serve.Start.Before(corrEnd), "the serve stage, and the benchmark after it, wait for the case")
+
+	m := tb.Model
+	assert.InDelta(t, m.ToolsS+m.BuildS+max(m.CorrectnessS, m.ServerLoadS)+m.ServedTaskS+m.NativeLoadS+m.NativeTaskS, tb.CriticalPathS, 0.002)
+	assert.InDelta(t, schema.CriticalPath(m, false, true), tb.CriticalPathS, 0.002)
+	assert.Less(t, tb.CriticalPathS, tb.ModelWorkS, "the load beside the case is off the critical path")
+
+	// The checker's side of this order, forgeries included: qual's TestSerialAndOverlappedOrders
+	// (the fake family's evidence is not a whole run).
+}
+
+// Where the server cannot start early, it starts at serve and the evidence says why: no
+// resident sizes, too little memory, a case that builds the bundle, the serial order.
+func TestServerStartsAfterTheCaseWhenItMust(t *testing.T) {
+	p := newPipeline(t, false)
+	s := p.start(t)
+	for _, tc := range []struct {
+		name   string
+		adjust func(*Checkpoint)
+		why    string
+	}{
+		{"no-sizes", func(c *Checkpoint) { c.Needs.ResidentBytes = 1 << 20 }, "the row states no resident size of the server or of the correctness case"},
+		{"too-big", func(c *Checkpoint) { c.Needs.ResidentBytes, c.Needs.CaseResidentBytes = 1<<20, 1<<60 }, "the server and the correctness case need"},
+		{"by-case", func(c *Checkpoint) {
+			c.Adapter = FakeServing{ByCase: true, ToolsOK: "ok", Probe: "ok", Ident: "ok"}
+			c.Needs.ResidentBytes, c.Needs.CaseResidentBytes = 1<<20, 1<<20
+		}, "the correctness case builds the bundle the server serves"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := p.row(tc.name, "")
+			tc.adjust(&c)
+			res, err := s.Run(context.Background(), c, t.TempDir())
+			require.NoError(t, err)
+			require.Equal(t, schema.StatusQualified, res.Status, res.Reason)
+			o := res.TimeBudget.Overlap
+			require.NotNil(t, o)
+			assert.False(t, o.ServerEarly)
+			assert.Contains(t, o.ServerWhy, tc.why)
+			assert.Zero(t, o.ServerAheadS)
+			assert.Empty(t, serverRecord(t, s, tc.name).During, "the server started in its own stage")
+		})
+	}
+	_, _, err := s.Finish(context.Background())
+	require.NoError(t, err)
+}
+
+// A case that fails stops the server started beside it: the row fails at correctness as
+// in the serial order, no later stage runs, and nothing listens on the server's port.
+func TestFailedCaseStopsTheEarlyServer(t *testing.T) {
+	p := newPipeline(t, false)
+	s := p.start(t)
+	c := p.row("early-fails", faultCaseFails)
+	c.Needs.ResidentBytes, c.Needs.CaseResidentBytes = 1<<20, 1<<20
+	res, err := s.Run(context.Background(), c, t.TempDir())
+	require.Error(t, err)
+	assert.Equal(t, schema.StatusFailed, res.Status)
+	assert.Equal(t, "correctness:fail", stageStatuses(res)[2])
+	assert.Equal(t, "serve:not-run", stageStatuses(res)[3])
+	rec := serverRecord(t, s, "early-fails")
+	assert.Equal(t, schema.StageCorrectness, rec.During)
+	i := slices.Index(rec.Args, "-port")
+	require.Positive(t, i, "%v", rec.Args)
+	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+rec.Args[i+1], time.Second)
+	if err == nil {
+		conn.Close()
+	}
+	assert.Error(t, err, "the server started beside the failed case still listens")
+	require.NotNil(t, res.TimeBudget.Overlap)
+	assert.True(t, res.TimeBudget.Overlap.ServerEarly)
+}
