@@ -157,9 +157,13 @@ func (r *row) order(tb *schema.TimeBudget) {
 		<-b.done // stopped or waited for by now
 		return true, ahead(b.rec.Start, stage)
 	}
-	if r.plan.serverEarly {
-		// The server's record is written when it stops, which it has by now.
+	// The claim is what the server's record says: it is written when the server stops,
+	// which it has by now, or when its start failed; a row stopped before the start
+	// began has none.
+	if !r.earlyStart.IsZero() {
 		o.ServerEarly, o.ServerAheadS = true, ahead(r.earlyStart, schema.StageServe)
+	} else if r.plan.serverEarly {
+		o.ServerWhy = "planned beside the correctness case, but the row stopped before the server started: " + o.ServerWhy
 	}
 	if r.plan.aiperfEarly {
 		o.AIPerfEarly, o.AIPerfAheadS = background(r.bench, schema.StageBenchmark)

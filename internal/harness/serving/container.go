@@ -651,13 +651,21 @@ func runOnHostNetwork(ctx context.Context, image string, opts ...testcontainers.
 		return nil, dockerUnreachable(err)
 	}
 	defer provider.Close()
-	ctr, err := provider.CreateContainer(ctx, req.ContainerRequest)
+	// The create call is not cut by ctx: cut mid-call, the engine may still create the
+	// container while the client gets no id for it, and a container nothing knows of is
+	// left behind ("Created", never removed: an interrupt while a native batch was
+	// starting, TestInterruptAtEveryStage). Once created, ctx decides whether it starts;
+	// the caller removes it either way.
+	ctr, err := provider.CreateContainer(context.WithoutCancel(ctx), req.ContainerRequest)
 	var c *testcontainers.DockerContainer
 	if ctr != nil {
 		c = ctr.(*testcontainers.DockerContainer)
 	}
 	if err != nil {
 		return c, fmt.Errorf("create container: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return c, fmt.Errorf("create container: cancelled before it started: %w", err)
 	}
 	if req.Started {
 		if err := c.Start(ctx); err != nil {
