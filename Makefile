@@ -281,23 +281,29 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAndApply$$' -fuzztime $(FUZZTIME) -parallel 2 ./families/refedit/edit
 
 # The docs' examples (the README's table and checker line, the pictures in docs/) are
-# what the current code prints for the run kept in docs/evidence/reference-run/: make
+# what the current code prints for the run kept as reference-run/ in
+# docs/evidence/runs.tar.zst: make
 # docs rewrites them (go test ./scripts/docs fails while one is stale); make docs-run
 # first makes a new run with make qual and keeps it there instead.
 .PHONY: docs docs-run
 docs:
 	$(GO) run ./scripts/docs -write
 docs-run: qual
-	rm -rf docs/evidence/reference-run/2*
-	cp -a "$$(readlink -f evidence/latest)" docs/evidence/reference-run/
+	rm -rf .cache/runs && $(GO) run ./scripts/runarchive extract -archive docs/evidence/runs.tar.zst -out .cache/runs
+	rm -rf .cache/runs/reference-run && mkdir -p .cache/runs/reference-run
+	cp -a "$$(readlink -f evidence/latest)" .cache/runs/reference-run/
 	cp "$$(readlink -f evidence/latest).junit.xml" docs/evidence/reference-run/junit.xml
+	$(GO) run ./scripts/runarchive pack -out docs/evidence/runs.tar.zst -root .cache/runs $$(ls .cache/runs)
+	rm -rf .cache/runs
 	$(MAKE) docs
 
-# Evidence: check a run folder (default: the newest), write its PR summary.
+# Evidence: check a run folder (default: the newest), or the run IN names inside an
+# archive of runs (DIR=docs/evidence/runs.tar.zst IN=h200-orders/serial/<run id>:
+# docs/evidence.md), write its PR summary.
 DIR ?= evidence/latest
 .PHONY: check-evidence pr-summary test-html
 check-evidence:
-	$(GO) run ./scripts/checkevidence -dir $(DIR) $(if $(JUNIT_FILE),-junit $(JUNIT_FILE)) $(if $(SUMS),-sums $(SUMS)) \
+	$(GO) run ./scripts/checkevidence -dir $(DIR) $(if $(IN),-run $(IN)) $(if $(JUNIT_FILE),-junit $(JUNIT_FILE)) $(if $(SUMS),-sums $(SUMS)) \
 		$(if $(PUBKEY),-pubkey $(PUBKEY)) $(if $(STRICT),-strict)
 pr-summary:
 	$(GO) run ./scripts/prsummary -dir $(DIR) $(if $(TRTMC),-trtmc $(TRTMC))

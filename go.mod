@@ -7,6 +7,7 @@ require (
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/containerd/errdefs v1.0.0
 	github.com/in-toto/attestation v1.2.0
+	github.com/klauspost/compress v1.18.7
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
 	github.com/secure-systems-lab/go-securesystemslib v0.10.0
@@ -40,7 +41,6 @@ require (
 	github.com/go-ole/go-ole v1.3.0 // indirect
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/klauspost/compress v1.18.7 // indirect
 	github.com/lufia/plan9stats v0.0.0-20260330125221-c963978e514e // indirect
 	github.com/magiconair/properties v1.18.12 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect

@@ -15,12 +15,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/runarchive/runstest"
 )
 
 // committedRun copies the checker's committed qualified run (a real refedit row).
 func committedRun(t *testing.T) string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join("..", "evidencecheck", "testdata", "runs", "*-qualified"))
+	m, err := filepath.Glob(filepath.Join(runstest.Shared(t, runstest.TestdataArchive), "*-qualified"))
 	require.NoError(t, err)
 	require.Len(t, m, 1)
 	dir := filepath.Join(t.TempDir(), filepath.Base(m[0]))

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"qualkit/internal/attest"
 	"qualkit/internal/junitfix"
+	"qualkit/internal/runarchive/runstest"
 	"qualkit/internal/schema"
 	"regexp"
 	"sort"
@@ -33,15 +34,46 @@ const (
 	driftRow     = "refedit-v1-native-drift"
 )
 
-// runCopy copies testdata/runs/*-<kind> into a temporary folder of the same name.
+// testRun is the committed run *-<kind> (testdata/runs.tar.zst), unpacked once per
+// test binary: read it, never edit it (runCopy).
+func testRun(t *testing.T, kind string) string {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join(runstest.Shared(t, runstest.TestdataArchive), "*-"+kind))
+	require.NoError(t, err)
+	require.Len(t, matches, 1, "%s: *-%s", runstest.TestdataArchive, kind)
+	return matches[0]
+}
+
+// runCopy copies the committed run *-<kind> into a temporary folder of the same name.
 func runCopy(t *testing.T, kind string) string {
 	t.Helper()
-	matches, err := filepath.Glob(filepath.Join("testdata", "runs", "*-"+kind))
-	require.NoError(t, err)
-	require.Len(t, matches, 1, "testdata/runs/*-%s", kind)
-	dst := filepath.Join(t.TempDir(), filepath.Base(matches[0]))
-	require.NoError(t, os.CopyFS(dst, os.DirFS(matches[0])))
+	src := testRun(t, kind)
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, os.CopyFS(dst, os.DirFS(src)))
 	return dst
+}
+
+// committedCopy copies the committed run rel of docs/evidence/runs.tar.zst into a
+// temporary folder of the same name, writable.
+func committedCopy(t *testing.T, rel string) string {
+	t.Helper()
+	src := filepath.Join(runstest.Shared(t, runstest.DocsArchive), filepath.FromSlash(rel))
+	dir := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			err = os.Chmod(p, 0o755)
+		}
+		return err
+	}))
+	return dir
+}
+
+// committed is the committed run rel of docs/evidence/runs.tar.zst, unpacked once per
+// test binary: read it, never edit it (committedCopy).
+func committed(t *testing.T, rel string) string {
+	t.Helper()
+	return filepath.Join(runstest.Shared(t, runstest.DocsArchive), filepath.FromSlash(rel))
 }
 
 func junitCopy(t *testing.T) string {
@@ -862,7 +894,7 @@ func writeFile(t *testing.T, path, data string) {
 
 // The H200 run committed under docs/evidence re-derives, anchored by the sum its log printed.
 func TestCommittedH200RunPasses(t *testing.T) {
-	dir := filepath.Join("..", "..", "docs", "evidence", "h200-reference-smoke-batch", "20261203T150553Z-547")
+	dir := committed(t, "h200-reference-smoke-batch/20261203T150553Z-547")
 	rep := Verify(dir, "")
 	rep.Anchor("adebc0c47fc2e44f5ce4b587e7933a0c29f83ad61fe18a2c449ded68b5603a81")
 	require.NoError(t, rep.Err())
@@ -871,7 +903,7 @@ func TestCommittedH200RunPasses(t *testing.T) {
 
 // The pair's measures are re-derived too: the H200 run is the committed run with a pair.
 func TestQualityPairTamperingFails(t *testing.T) {
-	src := filepath.Join("..", "..", "docs", "evidence", "h200-reference-smoke-batch", "20261203T150553Z-547")
+	const src = "h200-reference-smoke-batch/20261203T150553Z-547"
 	for name, tc := range map[string]struct {
 		edit func(t *testing.T, row string)
 		want string
@@ -896,14 +928,7 @@ func TestQualityPairTamperingFails(t *testing.T) {
 		}, "quality.criteria.reference_std_ratio_min: evidence says a value the family's thresholds files state, file says 0.01"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), filepath.Base(src))
-			require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
-			require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-				if err == nil {
-					err = os.Chmod(p, 0o755)
-				}
-				return err
-			}))
+			dir := committedCopy(t, src)
 			tc.edit(t, filepath.Join(dir, "reference-smoke"))
 			resum(t, dir)
 			failsWith(t, Verify(dir, "").Err(), tc.want)
@@ -931,7 +956,7 @@ func fixArtifactHash(t *testing.T, dir, row, rel string) {
 // anchored by the run's SHA256SUMS as the run printed it; the GPU the server process saw
 // from inside the container (its log) is the one the row leased, by UUID.
 func TestCommittedH200ContainerRunPasses(t *testing.T) {
-	dir := filepath.Join("..", "..", "docs", "evidence", "h200-container-reference-smoke", "20261204T001055Z-2617")
+	dir := committed(t, "h200-container-reference-smoke/20261204T001055Z-2617")
 	rep := Verify(dir, "")
 	rep.Anchor("89b46854e38a4587b82ce4037f76b300186b6b41a067fbfc2c8f65f59b5dcceb") // as the run printed it (qual-container.log)
 	require.NoError(t, rep.Err())

@@ -21,10 +21,7 @@ const (
 // secondRun is the folder name of the committed second shard's run.
 func secondRun(t *testing.T) string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join("testdata", "runs", "*-second"))
-	require.NoError(t, err)
-	require.Len(t, m, 1)
-	return filepath.Base(m[0])
+	return filepath.Base(testRun(t, "second"))
 }
 
 // shardCopy lays out a committed run as `make shard` writes a shard: the run folder and

@@ -1,8 +1,6 @@
 package evidencecheck
 
 import (
-	"io/fs"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -13,14 +11,14 @@ import (
 // whole (TestCommittedOrderRunsPass); each forgery of the order, edited with the row's
 // checksums recomputed, fails on the claim it touched.
 var orderRuns = map[string]string{
-	"serial":     filepath.Join("..", "..", "docs", "evidence", "h200-orders", "serial", "20261204T135927Z-3913"),
-	"overlapped": filepath.Join("..", "..", "docs", "evidence", "h200-orders", "overlapped", "20261204T140109Z-5185"),
+	"serial":     "h200-orders/serial/20261204T135927Z-3913",
+	"overlapped": "h200-orders/overlapped/20261204T140109Z-5185",
 }
 
 func TestCommittedOrderRunsPass(t *testing.T) {
 	for name, dir := range orderRuns {
 		t.Run(name, func(t *testing.T) {
-			require.NoError(t, Verify(dir, "").Err())
+			require.NoError(t, Verify(committed(t, dir), "").Err())
 		})
 	}
 }
@@ -73,15 +71,7 @@ func TestOrderForgeriesFail(t *testing.T) {
 		}, []string{"time_budget.wall_s: evidence says at least the critical path, 64.855 s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := orderRuns[tc.run]
-			dir := filepath.Join(t.TempDir(), filepath.Base(src))
-			require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
-			require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-				if err == nil {
-					err = os.Chmod(p, 0o755)
-				}
-				return err
-			}))
+			dir := committedCopy(t, orderRuns[tc.run])
 			tc.edit(t, dir)
 			resum(t, dir)
 			failsWith(t, Verify(dir, "").Err(), tc.want...)

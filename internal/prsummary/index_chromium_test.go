@@ -68,7 +68,7 @@ func TestIndexInChromium(t *testing.T) {
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			// The page as the current code writes it, over a committed run's files.
-			dir := writtenRun(t, tc.kind, goldenOptions())
+			dir := writtenRun(t, tc.kind, goldenOptions(t))
 			page, err := os.ReadFile(filepath.Join(dir, IndexFile))
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

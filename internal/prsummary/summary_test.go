@@ -12,16 +12,22 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/runarchive/runstest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.*")
 
-// The committed evidence runs of internal/evidencecheck (see its testdata/README.md).
-var runsDir = filepath.Join("..", "evidencecheck", "testdata", "runs")
+// runsDir holds the committed evidence runs of internal/evidencecheck (see its
+// testdata/README.md), unpacked once per test binary.
+func runsDir(t *testing.T) string {
+	t.Helper()
+	return runstest.Shared(t, runstest.TestdataArchive)
+}
 
 func committedRun(t *testing.T, kind string) string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(runsDir, "*-"+kind))
+	m, err := filepath.Glob(filepath.Join(runsDir(t), "*-"+kind))
 	require.NoError(t, err)
 	require.Len(t, m, 1)
 	return m[0]
@@ -41,8 +47,9 @@ func writtenRun(t *testing.T, kind string, o Options) string {
 
 // goldenOptions pin the inventory inputs: the repository's committed inventory.json and
 // a stand-in qual table.
-func goldenOptions() Options {
-	return Options{Root: filepath.Join("..", ".."), Qual: "internal/prsummary/testdata/qual", EvidenceRoot: runsDir}
+func goldenOptions(t *testing.T) Options {
+	t.Helper()
+	return Options{Root: filepath.Join("..", ".."), Qual: "internal/prsummary/testdata/qual", EvidenceRoot: runsDir(t)}
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -59,7 +66,7 @@ func golden(t *testing.T, name string, got []byte) {
 func TestMarkdownGolden(t *testing.T) {
 	for _, kind := range []string{"qualified", "drift"} {
 		t.Run(kind, func(t *testing.T) {
-			md, err := Markdown(writtenRun(t, kind, goldenOptions()))
+			md, err := Markdown(writtenRun(t, kind, goldenOptions(t)))
 			require.NoError(t, err)
 			golden(t, "PR-"+kind+".golden.md", md)
 		})
@@ -67,7 +74,7 @@ func TestMarkdownGolden(t *testing.T) {
 }
 
 func TestMarkdownCarriesTheRowsVerbatim(t *testing.T) {
-	dir := writtenRun(t, "qualified", goldenOptions())
+	dir := writtenRun(t, "qualified", goldenOptions(t))
 	md, err := Markdown(dir)
 	require.NoError(t, err)
 	row, err := os.ReadFile(filepath.Join(dir, "refedit-v1", "row.md"))
@@ -80,7 +87,7 @@ func TestMarkdownCarriesTheRowsVerbatim(t *testing.T) {
 }
 
 func TestMarkdownWithoutInventory(t *testing.T) {
-	o := goldenOptions()
+	o := goldenOptions(t)
 	o.TRTMC = "testdata/no-such-checkout"
 	md, err := Markdown(writtenRun(t, "qualified", o))
 	require.NoError(t, err)
@@ -89,7 +96,7 @@ func TestMarkdownWithoutInventory(t *testing.T) {
 }
 
 func TestFailedRowProvesFamilyValidation(t *testing.T) {
-	md, err := Markdown(writtenRun(t, "drift", goldenOptions()))
+	md, err := Markdown(writtenRun(t, "drift", goldenOptions(t)))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "| family-validated | [`refedit-v1-native-drift`](refedit-v1-native-drift/results.json): failed |")
 	assert.Contains(t, string(md), "### `refedit-v1-native-drift`: failed\n\nstage identity failed")
@@ -98,7 +105,7 @@ func TestFailedRowProvesFamilyValidation(t *testing.T) {
 // index.html is well-formed XML, so encoding/xml reads it strictly; each row carries
 // its status; every link and picture points at a file of the run folder.
 func TestIndexLinksResolve(t *testing.T) {
-	dir := writtenRun(t, "qualified", goldenOptions())
+	dir := writtenRun(t, "qualified", goldenOptions(t))
 	page, err := Index(dir)
 	require.NoError(t, err)
 	golden(t, "index-qualified.golden.html", page)
@@ -133,7 +140,7 @@ func TestIndexLinksResolve(t *testing.T) {
 // p50 / p95, images/s, the worst edit quality, beside the status; a page from before
 // version 2 (no generator line) still renders as it was, for its run's checks.
 func TestIndexHeadlineAndVersions(t *testing.T) {
-	dir := writtenRun(t, "qualified", goldenOptions())
+	dir := writtenRun(t, "qualified", goldenOptions(t))
 	page, err := Index(dir)
 	require.NoError(t, err)
 	assert.Equal(t, IndexVersion, PageVersion(page))
@@ -153,7 +160,7 @@ func TestWriteAndResolve(t *testing.T) {
 	src := committedRun(t, "drift")
 	dir := filepath.Join(t.TempDir(), filepath.Base(src))
 	require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
-	o := goldenOptions()
+	o := goldenOptions(t)
 	o.Root, _ = filepath.Abs(o.Root)
 	o.HTML = true
 	require.NoError(t, Write(dir, o))

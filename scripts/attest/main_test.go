@@ -10,11 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/attest"
+
+	"qualkit/internal/runarchive/runstest"
 )
 
 func committedRun(t *testing.T, kind string) string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join("..", "..", "internal", "evidencecheck", "testdata", "runs", "*-"+kind))
+	m, err := filepath.Glob(filepath.Join(runstest.Shared(t, runstest.TestdataArchive), "*-"+kind))
 	require.NoError(t, err)
 	require.Len(t, m, 1)
 	dst := filepath.Join(t.TempDir(), filepath.Base(m[0]))

@@ -8,6 +8,10 @@
 //	go run ./scripts/checkevidence -dir evidence/<run id> -sums <sha256 the test log printed>
 //	go run ./scripts/checkevidence -dir evidence/merged   (a merged run: every shard, whole)
 //	go run ./scripts/checkevidence -dir evidence/<run id> -pubkey ci.pub.pem -strict
+//	go run ./scripts/checkevidence -dir docs/evidence/runs.tar.zst -run h200-orders/serial/20261204T135927Z-3913
+//
+// An archive of runs (internal/runarchive, docs/evidence.md) is checked in place: the run
+// -run names is unpacked into a temporary folder, checked there, and removed.
 //
 // With -pubkey it verifies the run's signed attestation (attestation.dsse.json, written by
 // `go run ./scripts/attest sign`; in a merged run, each shard's). Without it, it says
@@ -25,8 +29,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"qualkit/internal/evidencecheck"
+	"qualkit/internal/runarchive"
 )
 
 func main() {
@@ -41,6 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	sums := fs.String("sums", "", "the sha256 of the run's SHA256SUMS as the test log printed it; optional")
 	pubkey := fs.String("pubkey", "", "PEM public key of the signer: verify the run's attestation.dsse.json with it")
 	strict := fs.Bool("strict", false, "fail an unsigned run, or one whose signature was not verified with -pubkey")
+	inArchive := fs.String("run", "", "with -dir ARCHIVE"+runarchive.Ext+": the run folder inside it to check (list them: go run ./scripts/runarchive list)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -55,6 +62,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *dir == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "checkevidence: -dir DIR is required (make check-evidence DIR=evidence/latest)")
 		fs.Usage()
+		return 2
+	}
+	if strings.HasSuffix(*dir, runarchive.Ext) {
+		if *inArchive == "" || !filepath.IsLocal(*inArchive) {
+			fmt.Fprintf(stderr, "checkevidence: %s is an archive of runs: name the run inside it with -run (go run ./scripts/runarchive list -archive %s)\n", *dir, *dir)
+			return 2
+		}
+		tmp, err := os.MkdirTemp("", "qualkit-check-")
+		if err != nil {
+			fmt.Fprintln(stderr, "checkevidence:", err)
+			return 1
+		}
+		defer os.RemoveAll(tmp)
+		if err := runarchive.Extract(*dir, filepath.Join(tmp, "runs"), *inArchive); err != nil {
+			fmt.Fprintln(stderr, "checkevidence:", err)
+			return 1
+		}
+		run := filepath.Join(tmp, "runs", filepath.FromSlash(*inArchive))
+		if _, err := os.Stat(run); err != nil {
+			fmt.Fprintf(stderr, "checkevidence: %s holds no run %s\n", *dir, *inArchive)
+			return 2
+		}
+		fmt.Fprintf(stdout, "checkevidence: %s from %s, unpacked into %s\n", *inArchive, *dir, run)
+		*dir = run
+	} else if *inArchive != "" {
+		fmt.Fprintln(stderr, "checkevidence: -run names a run inside an archive: give -dir ARCHIVE"+runarchive.Ext)
 		return 2
 	}
 	if resolved, err := filepath.EvalSymlinks(*dir); err == nil {

@@ -11,11 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/attest"
+	"qualkit/internal/runarchive"
+	"qualkit/internal/runarchive/runstest"
 )
 
 func committedRun(t *testing.T, kind string) string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join("..", "..", "internal", "evidencecheck", "testdata", "runs", "*-"+kind))
+	m, err := filepath.Glob(filepath.Join(runstest.Shared(t, runstest.TestdataArchive), "*-"+kind))
 	require.NoError(t, err)
 	require.Len(t, m, 1)
 	dst := filepath.Join(t.TempDir(), filepath.Base(m[0]))
@@ -92,4 +94,38 @@ func TestFindsTheRunInAFolder(t *testing.T) {
 	assert.Equal(t, 2, run([]string{"-dir", filepath.Dir(dir)}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "holds 2 runs; check one of them:")
 	assert.Contains(t, errOut.String(), "make check-evidence DIR="+filepath.Join(filepath.Dir(dir), "another"))
+}
+
+// A run inside an archive of runs is unpacked and checked in place; an archive without
+// -run, a run it does not hold, and a forged run inside it are refused.
+func TestChecksARunInsideAnArchive(t *testing.T) {
+	src := committedRun(t, "qualified")
+	root := filepath.Dir(src)
+	name := filepath.Base(src)
+	archive := filepath.Join(t.TempDir(), "runs"+runarchive.Ext)
+	require.NoError(t, runarchive.Pack(archive, root, name))
+	junit := filepath.Join("..", "..", "internal", "evidencecheck", "testdata", "junit-qualified.xml")
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-dir", archive, "-run", name, "-junit", junit}, &out, &errOut), errOut.String()+out.String())
+	assert.Contains(t, out.String(), name+" from "+archive)
+	assert.Contains(t, out.String(), ": ok: 1 row(s)")
+
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"-dir", archive}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "name the run inside it with -run")
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"-dir", archive, "-run", "20990101T000000Z-1"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "holds no run 20990101T000000Z-1")
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"-dir", src, "-run", name}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "-run names a run inside an archive")
+
+	// A forger edits a number inside the run and packs it again: still caught.
+	res := filepath.Join(src, "refedit-v1", "results.json")
+	b, err := os.ReadFile(res)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(res, bytes.Replace(b, []byte(`"measured": 5`), []byte(`"measured": 50`), 1), 0o644))
+	require.NoError(t, runarchive.Pack(archive, root, name))
+	out.Reset()
+	assert.Equal(t, 1, run([]string{"-dir", archive, "-run", name}, &out, &errOut))
 }

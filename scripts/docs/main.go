@@ -34,11 +34,18 @@ import (
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness"
 	"qualkit/internal/pictures"
+	"qualkit/internal/runarchive"
 	"qualkit/internal/schema"
 )
 
-// SourceDir is the committed run the examples come from, relative to the repository root.
-const SourceDir = "docs/evidence/reference-run"
+// SourceDir is the committed run's folder, relative to the repository root: its README
+// and JUnit; the run itself is SourceRuns's folder of the same name (reference-run/) in
+// the archive of committed runs, Archive.
+const (
+	SourceDir  = "docs/evidence/reference-run"
+	Archive    = "docs/evidence/runs" + runarchive.Ext
+	SourceRuns = "reference-run"
+)
 
 // Files are the Markdown files that hold examples.
 var Files = []string{"README.md", "docs/README.md"}
@@ -82,27 +89,36 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// source is the committed run: its folder, JUnit, and rows' results.
+// source is the committed run: its folder (unpacked into a temporary folder, tmp),
+// JUnit, and rows' results.
 type source struct {
-	dir, junit string
-	results    []*schema.Result
+	dir, junit, tmp string
+	results         []*schema.Result
 }
 
+// readSource unpacks the committed run; the caller removes s.tmp.
 func readSource(root string) (*source, error) {
-	base := filepath.Join(root, SourceDir)
-	runs := evidencecheck.FindRuns(base)
-	if len(runs) != 1 {
-		return nil, fmt.Errorf("%s holds %d runs, want exactly one (make docs-run copies one there)", SourceDir, len(runs))
+	tmp, err := os.MkdirTemp("", "qualkit-docs-")
+	if err != nil {
+		return nil, err
 	}
-	s := &source{dir: runs[0], junit: filepath.Join(base, "junit.xml")}
+	s := &source{tmp: tmp, junit: filepath.Join(root, SourceDir, "junit.xml")}
+	if err := runarchive.Extract(filepath.Join(root, Archive), filepath.Join(tmp, "runs"), SourceRuns); err != nil {
+		return s, err
+	}
+	runs := evidencecheck.FindRuns(filepath.Join(tmp, "runs", SourceRuns))
+	if len(runs) != 1 {
+		return s, fmt.Errorf("%s holds %d runs under %s/, want exactly one (make docs-run packs one there)", Archive, len(runs), SourceRuns)
+	}
+	s.dir = runs[0]
 	var info schema.RunInfo
 	if err := readJSON(filepath.Join(s.dir, schema.RunFile), &info); err != nil {
-		return nil, err
+		return s, err
 	}
 	for _, row := range info.Rows {
 		var res schema.Result
 		if err := readJSON(filepath.Join(s.dir, row, "results.json"), &res); err != nil {
-			return nil, err
+			return s, err
 		}
 		s.results = append(s.results, &res)
 	}
@@ -128,7 +144,6 @@ func (s *source) blocks(root string) (map[string]string, error) {
 	if err := rep.Err(); err != nil {
 		return nil, fmt.Errorf("the examples' run does not check: %w", err)
 	}
-	rel, _ := filepath.Rel(root, s.dir)
 	table := harness.MarkdownHeader
 	var status []string
 	for _, r := range s.results {
@@ -139,7 +154,7 @@ func (s *source) blocks(root string) (map[string]string, error) {
 		"qual-table":    table,
 		"checkevidence": "```\n" + rep.OK("evidence/"+filepath.Base(s.dir)) + "\n```\n",
 		"reference-run": fmt.Sprintf("From run `%s` (%s, [kept whole](%s)), drawn by the current renderer from the row's raw evidence:\n",
-			filepath.Base(s.dir), strings.Join(status, ", "), filepath.ToSlash(strings.TrimPrefix(rel, "docs/"))),
+			filepath.Base(s.dir), strings.Join(status, ", "), strings.TrimPrefix(SourceDir, "docs/")+"/README.md"),
 	}, nil
 }
 
@@ -149,6 +164,9 @@ var blockRe = regexp.MustCompile(`(?s)(<!-- make docs: ([a-z-]+) -->\n)(.*?)(<!-
 // from what the files hold, rewriting them when write is set.
 func Examples(root string, write bool) ([]string, error) {
 	s, err := readSource(root)
+	if s != nil {
+		defer os.RemoveAll(s.tmp)
+	}
 	if err != nil {
 		return nil, err
 	}

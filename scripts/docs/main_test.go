@@ -35,6 +35,7 @@ func TestEditedExampleIsFound(t *testing.T) {
 	}
 	require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(tmp, SourceDir)), 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(root, SourceDir), filepath.Join(tmp, SourceDir)))
+	require.NoError(t, os.Symlink(filepath.Join(root, Archive), filepath.Join(tmp, Archive)))
 	require.NoError(t, os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module qualkit\n"), 0o644))
 
 	readme := filepath.Join(tmp, "README.md")

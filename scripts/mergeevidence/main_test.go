@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/attest"
+
+	"qualkit/internal/runarchive/runstest"
 )
 
 const testdata = "../../internal/evidencecheck/testdata"
@@ -19,7 +21,7 @@ const testdata = "../../internal/evidencecheck/testdata"
 // shard lays out a committed run as `make shard` writes one.
 func shard(t *testing.T, dir, kind, junit string) string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(testdata, "runs", "*-"+kind))
+	m, err := filepath.Glob(filepath.Join(runstest.Shared(t, runstest.TestdataArchive), "*-"+kind))
 	require.NoError(t, err)
 	require.Len(t, m, 1)
 	require.NoError(t, os.CopyFS(filepath.Join(dir, filepath.Base(m[0])), os.DirFS(m[0])))

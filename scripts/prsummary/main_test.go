@@ -8,10 +8,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/runarchive/runstest"
 )
 
 func TestPrintsPRSummary(t *testing.T) {
-	m, err := filepath.Glob(filepath.Join("..", "..", "internal", "evidencecheck", "testdata", "runs", "*-qualified"))
+	m, err := filepath.Glob(filepath.Join(runstest.Shared(t, runstest.TestdataArchive), "*-qualified"))
 	require.NoError(t, err)
 	require.Len(t, m, 1)
 	var out, errOut bytes.Buffer
