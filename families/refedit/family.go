@@ -4,6 +4,8 @@
 package refedit
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -24,10 +26,13 @@ type Family struct {
 }
 
 var (
-	_ harness.Family         = Family{}
-	_ harness.Containerized  = Family{}
-	_ harness.NativeReporter = Family{}
-	_ harness.NativeBatcher  = Family{}
+	_ harness.Family          = Family{}
+	_ harness.Containerized   = Family{}
+	_ harness.NativeReporter  = Family{}
+	_ harness.NativeBatcher   = Family{}
+	_ harness.NativePreloader = Family{}
+	_ harness.ModelsWhenReady = Family{}
+	_ harness.ServingIdentity = Family{}
 )
 
 // Default is the bundle the embedded reference row qualifies.
@@ -158,4 +163,32 @@ func (f Family) Timing() harness.TimingSource {
 		return harness.TimingSource{Records: "timing.task_ms", RecordID: "request_id"}
 	}
 	return harness.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
+}
+
+// Identity holds the row to what its server really serves: GET /v1/models lists the
+// model under the row's name (--model-name) with the checkpoint its bundle was built
+// from (edit.Bundle.Checkpoint), and the two must be one. A row copied under another
+// model's name, served by this family's bundle, fails at serve naming both.
+func (f Family) Identity(spec harness.ServeSpec) harness.IdentityCheck {
+	return harness.IdentityCheck{Path: "/v1/models", Check: func(body []byte) error {
+		var doc struct {
+			Data []struct {
+				ID         string `json:"id"`
+				Checkpoint string `json:"checkpoint"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			return fmt.Errorf("not JSON: %w", err)
+		}
+		for _, d := range doc.Data {
+			if d.ID != spec.Model {
+				continue
+			}
+			if d.Checkpoint != spec.Model {
+				return fmt.Errorf("the server serves checkpoint %q (its bundle's), the row's model is %q: a row must name the checkpoint it serves", d.Checkpoint, spec.Model)
+			}
+			return nil
+		}
+		return fmt.Errorf("the server lists no model %q in GET /v1/models", spec.Model)
+	}}
 }

@@ -3,6 +3,9 @@ package edit
 // Version is the builder version written into every bundle (and the CLI's version).
 const Version = "0.1.0"
 
+// Checkpoint is the one checkpoint the builder builds: its built-in edit table.
+const Checkpoint = "qualkit/refedit-v1"
+
 // BuiltinDefaults are the request defaults of a bundle built without overrides.
 func BuiltinDefaults() Defaults {
 	return Defaults{NumInferenceSteps: 4, GuidanceScale: 1.0, Seed: 0}
@@ -16,6 +19,7 @@ func Build(d Defaults) Bundle {
 		Format:         Format,
 		Version:        FormatVersion,
 		BuilderVersion: Version,
+		Checkpoint:     Checkpoint,
 		Precision:      Precision,
 		Defaults:       d,
 		Limits: Limits{

@@ -11,8 +11,9 @@ import (
 
 // The bundle file format this package writes and reads.
 const (
-	Format        = "refedit-bundle"
-	FormatVersion = 1
+	Format = "refedit-bundle"
+	// FormatVersion 2 added the checkpoint the bundle was built from.
+	FormatVersion = 2
 	// Precision is the arithmetic of the pixel pipeline, reported in every result.
 	Precision = "fp32"
 )
@@ -20,13 +21,16 @@ const (
 // Bundle is the compiled edit program as it is stored on disk. Its canonical JSON
 // (Encode) is what the sha256 identifies, so field order and types are part of the format.
 type Bundle struct {
-	Format         string     `json:"format"`
-	Version        int        `json:"version"`
-	BuilderVersion string     `json:"builder_version"`
-	Precision      string     `json:"precision"`
-	Defaults       Defaults   `json:"defaults"`
-	Limits         Limits     `json:"limits"`
-	Edits          []EditSpec `json:"edits"`
+	Format         string `json:"format"`
+	Version        int    `json:"version"`
+	BuilderVersion string `json:"builder_version"`
+	// Checkpoint is the checkpoint the bundle was built from; the server names it in
+	// GET /v1/models, so a row is held to what it really serves.
+	Checkpoint string     `json:"checkpoint"`
+	Precision  string     `json:"precision"`
+	Defaults   Defaults   `json:"defaults"`
+	Limits     Limits     `json:"limits"`
+	Edits      []EditSpec `json:"edits"`
 }
 
 // Defaults are the settings a request gets for the fields it leaves out.

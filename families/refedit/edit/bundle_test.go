@@ -18,7 +18,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 	require.Equal(t, a, b)
 	assert.Equal(t, SHA256(a), SHA256(b))
 	// Pinned: a change here changes every bundle's identity; bump it on purpose only.
-	assert.Equal(t, "8be1439b9a1df0890a399e2f69c4d1451af8de690fd05a81dabefc04ddcb0eb8", SHA256(a), "bundle bytes changed:\n%s", a)
+	assert.Equal(t, "50b20e67de1303e64a65fa1d98196f1eda021710991c80218aa4c1f2b406a241", SHA256(a), "bundle bytes changed:\n%s", a)
 }
 
 func TestBundleRoundTrip(t *testing.T) {
@@ -58,7 +58,8 @@ func TestParseRejectsBadBundles(t *testing.T) {
 		want string
 	}{
 		{name: "format", edit: func(b *Bundle) { b.Format = "other" }, want: `bundle format "other"`},
-		{name: "version", edit: func(b *Bundle) { b.Version = 2 }, want: "format version 2"},
+		{name: "version", edit: func(b *Bundle) { b.Version = 1 }, want: "format version 1"},
+		{name: "no checkpoint", edit: func(b *Bundle) { b.Checkpoint = "" }, want: "names no checkpoint"},
 		{name: "precision", edit: func(b *Bundle) { b.Precision = "fp16" }, want: `precision "fp16"`},
 		{name: "no edits", edit: func(b *Bundle) { b.Edits = nil }, want: "no edits"},
 		{name: "duplicate edit", edit: func(b *Bundle) { b.Edits = append(b.Edits, b.Edits[0]) }, want: "appears twice"},

@@ -19,6 +19,9 @@ func compile(b Bundle) (*Program, error) {
 	if b.Version != FormatVersion {
 		return nil, fmt.Errorf("bundle format version %d: this build reads version %d", b.Version, FormatVersion)
 	}
+	if b.Checkpoint == "" {
+		return nil, fmt.Errorf("bundle names no checkpoint: it cannot say what it serves")
+	}
 	if b.Precision != Precision {
 		return nil, fmt.Errorf("bundle precision %q: want %q", b.Precision, Precision)
 	}

@@ -27,6 +27,7 @@ type model struct {
 	Created      int64  `json:"created"`
 	OwnedBy      string `json:"owned_by"`
 	Backend      string `json:"backend"`
+	Checkpoint   string `json:"checkpoint"` // the bundle's: what is really served, whatever the --model-name
 	BundleSHA256 string `json:"bundle_sha256,omitempty"`
 }
 
@@ -36,7 +37,7 @@ func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 	// before: a client that waits for it here sends no request to a loading server.
 	data := []model{}
 	if p := s.program.Load(); p != nil && !s.faults.unready() {
-		data = append(data, model{ID: s.cfg.ModelName, Object: "model", Created: s.loadedAt.Load(), OwnedBy: "qualkit", Backend: Backend, BundleSHA256: p.SHA256()})
+		data = append(data, model{ID: s.cfg.ModelName, Object: "model", Created: s.loadedAt.Load(), OwnedBy: "qualkit", Backend: Backend, Checkpoint: p.Bundle().Checkpoint, BundleSHA256: p.SHA256()})
 	}
 	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: data})
 }

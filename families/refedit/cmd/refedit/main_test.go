@@ -129,7 +129,7 @@ func TestHelpExits0(t *testing.T) {
 func TestVersion(t *testing.T) {
 	code, stdout, _ := refedit(t, "version")
 	assert.Equal(t, 0, code)
-	assert.Regexp(t, `^refedit 0\.1\.0 \(bundle format refedit-bundle v1, go`, stdout)
+	assert.Regexp(t, `^refedit 0\.1\.0 \(bundle format refedit-bundle v2, go`, stdout)
 }
 
 func TestRunWritesPNGAndReport(t *testing.T) {
