@@ -472,6 +472,6 @@ func (d Diffusers) Quality(env harness.Env, _ harness.Checkpoint) (harness.Quali
 		Files: []string{qpath, ppath},
 		Criteria: schema.QualityCriteria{MeanMin: q.PixelMean.Min, MeanMax: q.PixelMean.Max, StdMin: q.PixelStd.Min,
 			PSNRMin: th.PSNR.Min, SSIMMin: th.SSIM.Min},
-		Pair: &harness.QualityPair{Image: filepath.Join(env.Root, p.Case.Image), Prompt: p.Case.Prompt, Reference: "cpu.png"},
+		Pair: &harness.QualityPair{Image: filepath.Join(env.Root, p.Case.Image), Prompt: p.Case.Prompt, Reference: diffusersPairReference},
 	}, nil
 }

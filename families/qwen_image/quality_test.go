@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/evidencecheck"
+	"qualkit/internal/evidencerules"
 	"qualkit/internal/wire"
 )
 
@@ -75,16 +75,25 @@ func replaceIn(t *testing.T, path, old, new string) {
 	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
 }
 
-// The checker knows where each layout's case and the diffusers case write the pair's
-// reference image (evidencecheck.PairReference): the same paths as here.
+// The rules this package registers for the checker (evidencerules) are its layout
+// table's: each layout's pair reference and formula, the diffusers case's CPU image; a
+// layout it does not know has no reference and a formula no row names.
 func TestPairReferenceIsTheCheckersRule(t *testing.T) {
+	trtmc, ok := evidencerules.For(TRTMC{}.Backend())
+	require.True(t, ok)
 	for _, l := range layouts {
-		assert.Equal(t, l.PairReference, evidencecheck.PairReference("trtmc", l.Name, Profile), l.Name)
+		assert.Equal(t, l.PairReference, trtmc.PairReference(l.Name, Profile), l.Name)
+		assert.Equal(t, l.PairMetric, trtmc.PairMetric(l.Name), l.Name)
 	}
+	assert.Empty(t, trtmc.PairReference("other", Profile))
+	assert.Contains(t, trtmc.PairMetric("other"), "the metric of a TRTMC layout")
+	diffusers, ok := evidencerules.For(Diffusers{}.Backend())
+	require.True(t, ok)
 	spec, err := smokeAdapter().Quality(rootEnv(t), row())
 	require.NoError(t, err)
 	require.NotNil(t, spec.Pair)
-	assert.Equal(t, spec.Pair.Reference, evidencecheck.PairReference(Diffusers{}.Backend(), "", ""))
+	assert.Equal(t, spec.Pair.Reference, diffusers.PairReference("", ""))
+	assert.Empty(t, diffusers.PairMetric(""))
 }
 
 // On perf-serve in the families layout the pair replays the case's own noise: its

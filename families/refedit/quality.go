@@ -47,6 +47,6 @@ func (Family) Quality(env harness.Env, _ harness.Checkpoint) (harness.QualitySpe
 	return harness.QualitySpec{Files: []string{path}, Criteria: c, Pair: &harness.QualityPair{
 		Image:     filepath.Join(env.Root, "fixtures", "images", "photo-640x382.png"),
 		Prompt:    "Turn this photo into black and white",
-		Reference: "reference/pair-photo-grayscale.png",
+		Reference: pairReference,
 	}}, nil
 }

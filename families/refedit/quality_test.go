@@ -7,17 +7,21 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/evidencecheck"
+	"qualkit/internal/evidencerules"
 	"qualkit/internal/harness"
 )
 
-// The checker knows where this family's case writes the pair's reference image
-// (evidencecheck.PairReference): the path the family names.
+// The rules this family registers for the checker (evidencerules) name where its case
+// writes the pair's reference image: the path its quality spec names, and qualkit's own
+// formula.
 func TestPairReferenceIsTheCheckersRule(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	spec, err := Family{}.Quality(harness.Env{Root: root}, harness.Checkpoint{})
 	require.NoError(t, err)
 	require.NotNil(t, spec.Pair)
-	assert.Equal(t, spec.Pair.Reference, evidencecheck.PairReference(Family{}.Backend(), "", ""))
+	rules, ok := evidencerules.For(Family{}.Backend())
+	require.True(t, ok, "the family registers its evidence rules")
+	assert.Equal(t, spec.Pair.Reference, rules.PairReference("", ""))
+	assert.Equal(t, spec.Criteria.PairMetric, rules.PairMetric(""))
 }

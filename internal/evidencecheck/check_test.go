@@ -1075,3 +1075,15 @@ func TestPicturesOfEitherVersionCheck(t *testing.T) {
 	resum(t, dir)
 	require.NoError(t, Check(dir, ""))
 }
+
+// A row of a family the checker knows no rules for fails the check: its quality pair
+// could be held to nothing, so it is never waved through.
+func TestUnknownFamilyFails(t *testing.T) {
+	dir := runCopy(t, "qualified")
+	editJSON(t, filepath.Join(dir, qualifiedRow, "results.json"), func(d map[string]any) {
+		d["checkpoint"].(map[string]any)["backend"] = "acme"
+	})
+	resum(t, dir)
+	failsWith(t, Verify(dir, "").Err(),
+		qualifiedRow+`/results.json: checkpoint.backend: evidence says a backend whose evidence rules the checker knows (diffusers, refedit, trtmc; a family registers its own: evidencerules.Register), file says "acme"`)
+}

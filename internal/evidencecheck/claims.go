@@ -36,6 +36,7 @@ func (r *rowCheck) check() {
 		}
 	}
 	r.readCorrectness()
+	r.checkRules()
 	r.checkHeader()
 	r.checkStages()
 	r.checkFixtures()

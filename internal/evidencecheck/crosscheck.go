@@ -86,8 +86,8 @@ func (r *rowCheck) checkCaseResult(rel string) {
 	}
 	r.same(rel, "status", "pass", res.Status, "stage correctness passed")
 	// A verdict is bound to what it says beside it: the counts it states and the bundle
-	// it names, where the case's result states them (refedit's does; TRTMC's has its own
-	// shape and states neither).
+	// it names, where the case's result states them (qualkit's reference family's does;
+	// others have their own shape and state neither).
 	if res.CasesTotal != nil && res.CasesPassed != nil {
 		r.same(rel, "cases_passed", fmt.Sprint(*res.CasesTotal), fmt.Sprint(*res.CasesPassed), "cases_total in the same file (status pass)")
 	}
@@ -198,7 +198,7 @@ func (r *rowCheck) checkRecords() {
 }
 
 // checkRecordHashes: a server whose records state each request's input and output
-// sha256 (refedit's, the diffusers reference's) is a second source for both, written by
+// sha256 (qualkit's own servers do) is a second source for both, written by
 // another program than AIPerf: the image AIPerf sent and the PNG the response carried
 // must be the ones the server says it read and wrote, for every request it recorded.
 func (r *rowCheck) checkRecordHashes() {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"strings"
 
+	"qualkit/internal/evidencerules"
 	"qualkit/internal/quality"
 	"qualkit/internal/schema"
 )
@@ -167,7 +169,9 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 		r.fail(resultsFile, "quality.pair.reference", "an image the correctness case wrote (correctness/artifacts/)", p.Reference)
 		return 0
 	}
-	if want := PairReference(r.res.Checkpoint.Backend, r.layout(), r.res.Checkpoint.Profile); want != "" {
+	if rl, ok := r.rules(); !ok {
+		return 0 // checkRules failed the row
+	} else if want := rl.PairReference(r.layout(), r.res.Checkpoint.Profile); want != "" {
 		r.same(resultsFile, "quality.pair.reference", "correctness/artifacts/"+want, p.Reference,
 			"where the "+r.res.Checkpoint.Backend+" correctness case writes the pair's reference image")
 	}
@@ -264,43 +268,30 @@ func jsonNumbers(v any, into map[float64]bool) {
 	}
 }
 
-// pairMetricOfBackend is the pair metric the row's thresholds were set for: TRTMC's
-// thresholds bound TRTMC's global PSNR and SSIM of the checkout's layout (recorded in the
-// bundle's build settings); qualkit's own families bound its windowed SSIM. A row that
-// names another formula would hold a threshold to a number it was not set for.
-// PairReference is where a backend's correctness case writes the reference image of the
-// quality pair, under correctness/artifacts/: the family's own path (families/*/quality.go,
-// families/qwen_image/layout.go; each family's tests keep theirs equal to this), so that
-// the pair cannot be judged against another file the case wrote. "" when the checker
-// knows no rule for the backend.
-func PairReference(backend, layout, profile string) string {
-	switch backend {
-	case "refedit":
-		return "reference/pair-photo-grayscale.png"
-	case "diffusers":
-		return "cpu.png"
-	case "trtmc":
-		switch layout {
-		case "e9132e79": // tests/e2e/models/qwen_image/e2e_plugins/references/hf_diffusers.py @ e9132e79 (lines 117, 211): <artifacts>/<case>/hf_frames/frame_0000.png
-			return profile + "/hf_frames/frame_0000.png"
-		case "families": // families/qwen_image/tests/test_e2e.py (9777fef7, as families/qwen_image/layout.go reads it): <artifacts>/<case>/reference-000.png
-			return profile + "/reference-000.png"
-		}
-	}
-	return ""
+// rules are the row's family's evidence rules (evidencerules): where its case writes the
+// quality pair's reference, the formula its thresholds were set for. A backend that
+// registered none fails the row (checkRules): its pair cannot be held to anything.
+func (r *rowCheck) rules() (evidencerules.Rules, bool) {
+	return evidencerules.For(r.res.Checkpoint.Backend)
 }
 
+// checkRules: the row's backend is one whose evidence rules the checker knows.
+func (r *rowCheck) checkRules() {
+	if _, ok := r.rules(); !ok {
+		r.fail(resultsFile, "checkpoint.backend", "a backend whose evidence rules the checker knows ("+strings.Join(evidencerules.Backends(), ", ")+
+			"; a family registers its own: evidencerules.Register)", fmt.Sprintf("%q", r.res.Checkpoint.Backend))
+	}
+}
+
+// pairMetricOfBackend is the pair metric the row's thresholds were set for, by its
+// family's rules: a row that names another formula would hold a threshold to a number
+// it was not set for.
 func (r *rowCheck) pairMetricOfBackend() string {
-	if r.res.Checkpoint.Backend != "trtmc" {
-		return ""
+	rl, ok := r.rules()
+	if !ok {
+		return "the metric of a backend the checker knows"
 	}
-	switch r.layout() {
-	case "e9132e79":
-		return quality.MetricTRTMCE9132e79
-	case "families":
-		return quality.MetricTRTMCFamilies
-	}
-	return "a TRTMC layout's metric"
+	return rl.PairMetric(r.layout())
 }
 
 func (r *rowCheck) layout() string {

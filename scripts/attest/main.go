@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 
+	_ "qualkit/families/all" // the families' evidence rules
 	"qualkit/internal/attest"
 	"qualkit/internal/evidencecheck"
 )

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	_ "qualkit/families/all" // the families' evidence rules
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/runarchive"
 )

@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strings"
 
+	_ "qualkit/families/all" // the families' evidence rules
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness"
 	"qualkit/internal/pictures"

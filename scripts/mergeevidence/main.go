@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 
+	_ "qualkit/families/all" // the families' evidence rules
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/merged"
 )
