@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
 )
 
@@ -27,19 +28,19 @@ type logSign struct {
 	what string
 }
 
-// logSigns are the words of the tools themselves (each has a real line in failure_test.go).
+// logSigns are the words of the tools themselves (each has a real line in failure_test.go):
+// third-party logs only. What qualkit knows first-hand comes typed (serving.Failure).
 var logSigns = []logSign{
 	{schema.KindHardware, regexp.MustCompile(`CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError`), "CUDA out of memory (PyTorch)"},
 	{schema.KindHardware, regexp.MustCompile(`cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY`), "CUDA allocation failed"},
 	{schema.KindHardware, regexp.MustCompile(`\[TRT\].*(Cuda Runtime \(out of memory\)|could not be allocated|OutOfMemory)`), "TensorRT out of memory"},
-	{schema.KindHardware, regexp.MustCompile(`oom_killed=true|"OOMKilled":\s*true|OOMKilled`), "the container was OOM-killed"},
+	{schema.KindHardware, regexp.MustCompile(`"OOMKilled":\s*true|OOMKilled`), "the container was OOM-killed"},
 	{schema.KindHardware, regexp.MustCompile(`NVRM: Xid|Xid \(PCI:`), "a GPU Xid error"},
 	{schema.KindHardware, regexp.MustCompile(`GPU has fallen off the bus|GPU is lost|cudaErrorDevicesUnavailable`), "the GPU was lost"},
 	{schema.KindHardware, regexp.MustCompile(`std::bad_alloc|\bMemoryError\b|Cannot allocate memory`), "host out of memory"},
 	{schema.KindInfrastructure, regexp.MustCompile(`(?i)no space left on device`), "the disk is full"},
-	{schema.KindInfrastructure, regexp.MustCompile(`Cannot connect to the Docker daemon|docker\.sock: connect|Is the docker daemon running|error during connect|Docker engine was unreachable|Docker engine did not answer`), "the Docker engine is gone"},
+	{schema.KindInfrastructure, regexp.MustCompile(`Cannot connect to the Docker daemon|docker\.sock: connect|Is the docker daemon running|error during connect`), "the Docker engine is gone"},
 	{schema.KindInfrastructure, regexp.MustCompile(`(?i)read-only file system`), "a read-only file system"},
-	{schema.KindInfrastructure, regexp.MustCompile(`stopped from outside the run`), "the server was stopped from outside the run"},
 	// SIGKILL from outside the run (its own cancellations are classified by the context
 	// first): an operator, or the kernel's OOM killer (dmesg says which).
 	{schema.KindInfrastructure, regexp.MustCompile(`signal: killed`), "a process was killed from outside the run (an operator, or the kernel's OOM killer: see dmesg)"},
@@ -59,6 +60,10 @@ func Classify(ctx context.Context, stage string, err error) (kind, why string) {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return schema.KindTimeout, "the stage's deadline"
+	}
+	var f *serving.Failure
+	if errors.As(err, &f) {
+		return f.Kind, f.What
 	}
 	text := err.Error()
 	for _, s := range logSigns {

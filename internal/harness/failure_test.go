@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
 )
 
@@ -23,11 +24,9 @@ func TestClassifyByTheLogsOwnWords(t *testing.T) {
 		{"serve", "RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported at some other API call, cudaErrorMemoryAllocation", schema.KindHardware},
 		{"build", "[12/03/2026-15:05:53] [TRT] [E] 1: [defaultAllocator.cpp::allocate::31] Error Code 1: Cuda Runtime (out of memory)", schema.KindHardware},
 		{"build", "[TRT] [E] Requested amount of GPU memory (1073741824 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.", schema.KindHardware},
-		{"serve", "server container exited with code 137 (oom_killed=true) before it was ready", schema.KindHardware},
 		{"identity", `"State": {"Status": "exited", "OOMKilled": true, "ExitCode": 137}`, schema.KindHardware},
-		{"benchmark", "the server container exited with code 137 (oom_killed=true) while the row ran\naiperf exited 1: ...", schema.KindHardware},
 		{"benchmark", "the server container exited with code 143 (oom_killed=false) while the row ran", schema.KindGate},
-		{"benchmark", "the server container was stopped from outside the run (signal 15 from the Docker engine: docker stop or kill, or the engine shutting down) and exited with code 0", schema.KindInfrastructure},
+		{"benchmark", "the server container exited with code 137 (oom_killed=true) while the row ran", schema.KindGate}, // qualkit's own words name no kind: its errors are typed
 		{"benchmark", "the Docker engine was unreachable 2.1 s after the server was ready (restarted or stopped: its containers stop with it): Cannot connect to the Docker daemon at unix:///tmp/qk/docker.sock. Is the docker daemon running?", schema.KindInfrastructure},
 		{"benchmark", "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.", schema.KindHardware},
 		{"correctness", "terminate called after throwing an instance of 'std::bad_alloc'", schema.KindHardware},
@@ -41,6 +40,23 @@ func TestClassifyByTheLogsOwnWords(t *testing.T) {
 		kind, why := Classify(bg, tc.stage, errors.New(tc.line))
 		assert.Equal(t, tc.kind, kind, "%s: %s (%s)", tc.stage, tc.line, why)
 		assert.NotEmpty(t, why)
+	}
+}
+
+// What the serving layer knows first-hand comes typed (serving.Failure): its kind holds
+// however the message is worded, through %w wraps and joined errors.
+func TestClassifyTypedFailures(t *testing.T) {
+	bg := context.Background()
+	for _, f := range []*serving.Failure{
+		{Kind: schema.KindHardware, What: "the container was OOM-killed", Err: errors.New("exited 137, reworded")},
+		{Kind: schema.KindInfrastructure, What: "the Docker engine is gone", Err: errors.New("no engine, reworded")},
+		{Kind: schema.KindInfrastructure, What: "the server was stopped from outside the run", Err: errors.New("stopped, reworded")},
+	} {
+		for _, err := range []error{f, fmt.Errorf("start server (container): %w", f), fmt.Errorf("%w\n%w", f, errors.New("aiperf exited 1"))} {
+			kind, why := Classify(bg, "benchmark", err)
+			assert.Equal(t, f.Kind, kind, "%v", err)
+			assert.Equal(t, f.What, why)
+		}
 	}
 }
 

@@ -312,7 +312,7 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 		if r.server != nil {
 			// A server that died took the stage with it: its end is the cause.
 			if died := r.server.Died(context.WithoutCancel(ctx)); died != nil {
-				err = fmt.Errorf("%v\n%w", died, err)
+				err = fmt.Errorf("%w\n%w", died, err)
 			}
 		}
 		if full := r.s.Evidence.diskFull(); full != nil {

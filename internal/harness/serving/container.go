@@ -359,23 +359,23 @@ func (s *containerServer) Died(ctx context.Context) error {
 		w = s.watched()
 	}
 	if !w.lost.IsZero() {
-		return fmt.Errorf("the Docker engine was unreachable %.1f s after the server was ready (restarted or stopped: its containers stop with it): %v",
-			w.lost.Sub(s.began).Seconds()-s.startup.Seconds(), w.lostErr)
+		return engineGone(fmt.Errorf("the Docker engine was unreachable %.1f s after the server was ready (restarted or stopped: its containers stop with it): %v",
+			w.lost.Sub(s.began).Seconds()-s.startup.Seconds(), w.lostErr))
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res, err := s.cli.ContainerInspect(ctx, s.c.GetContainerID(), client.ContainerInspectOptions{})
 	if err != nil {
-		return fmt.Errorf("the Docker engine did not answer for the server container: %w", err)
+		return engineGone(fmt.Errorf("the Docker engine did not answer for the server container: %w", err))
 	}
 	cs := res.Container.State
 	switch {
 	case cs == nil || cs.Running:
 		return nil
 	case cs.OOMKilled || w.oom:
-		return fmt.Errorf("the server container exited with code %d (oom_killed=true) while the row ran", cs.ExitCode)
+		return oomKilled(fmt.Errorf("the server container exited with code %d (oom_killed=true) while the row ran", cs.ExitCode))
 	case w.killedBy != "":
-		return fmt.Errorf("the server container was stopped from outside the run (%s from the Docker engine: docker stop or kill, or the engine shutting down) and exited with code %d", w.killedBy, cs.ExitCode)
+		return stoppedFromOutside(fmt.Errorf("the server container was stopped from outside the run (%s from the Docker engine: docker stop or kill, or the engine shutting down) and exited with code %d", w.killedBy, cs.ExitCode))
 	}
 	return fmt.Errorf("the server container exited with code %d (oom_killed=false) while the row ran", cs.ExitCode)
 }
@@ -422,6 +422,9 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 		switch {
 		case ready.exited != nil:
 			err = fmt.Errorf("server container exited with code %d (oom_killed=%t) before it was ready", ready.exited.ExitCode, ready.exited.OOMKilled)
+			if ready.exited.OOMKilled {
+				err = oomKilled(err)
+			}
 		case ctx.Err() == nil:
 			err = notReady(spec.Ready, ready.last, err)
 		}
@@ -539,7 +542,7 @@ func waitForEngine(ctx context.Context, cli *testcontainers.DockerClient, within
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("the Docker engine did not answer within %s to remove the server: %w", within, err)
+			return engineGone(fmt.Errorf("the Docker engine did not answer within %s to remove the server: %w", within, err))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

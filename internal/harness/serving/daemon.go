@@ -41,8 +41,8 @@ func dockerUnreachable(err error) error {
 	if h := os.Getenv("DOCKER_HOST"); h != "" {
 		tried = "DOCKER_HOST=" + h
 	}
-	return fmt.Errorf("docker daemon unreachable (%s, then the default socket unix:///var/run/docker.sock): %w; "+
-		"start it as root with `dockerd > /tmp/dockerd.log 2>&1 &`, wait until `docker info` answers, then rerun", tried, err)
+	return engineGone(fmt.Errorf("docker daemon unreachable (%s, then the default socket unix:///var/run/docker.sock): %w; "+
+		"start it as root with `dockerd > /tmp/dockerd.log 2>&1 &`, wait until `docker info` answers, then rerun", tried, err))
 }
 
 func daemonInfo(ctx context.Context, cli *testcontainers.DockerClient) (schema.DaemonInfo, error) {
