@@ -174,7 +174,7 @@ test-times:
 	@cat docs/test-times.md
 
 .PHONY: inventory
-inventory:
+inventory: tables
 	@test -n "$(TRTMC)" || { echo "make inventory TRTMC=DIR: name a TRTMC checkout (or ../shared/trtmc-main-e9132e79)"; exit 2; }
 	$(GO) run ./scripts/inventory -trtmc $(TRTMC) -out .
 
@@ -305,7 +305,7 @@ DIR ?= evidence/latest
 check-evidence:
 	$(GO) run ./scripts/checkevidence -dir $(DIR) $(if $(IN),-run $(IN)) $(if $(JUNIT_FILE),-junit $(JUNIT_FILE)) $(if $(SUMS),-sums $(SUMS)) \
 		$(if $(PUBKEY),-pubkey $(PUBKEY)) $(if $(STRICT),-strict)
-pr-summary:
-	$(GO) run ./scripts/prsummary -dir $(DIR) $(if $(TRTMC),-trtmc $(TRTMC))
+pr-summary: tables
+	$(GO) run ./scripts/prsummary -dir $(DIR) $(if $(TRTMC),-trtmc $(TRTMC)) -tables $(TABLES)
 test-html: browser   # index.html in headless Chromium against its goldens (part of make test)
 	$(GO) test -run TestIndexInChromium -count=1 -v ./internal/prsummary/

@@ -96,7 +96,7 @@ func run(m *testing.M) int {
 		AIPerf:        harness.AIPerf{Bin: filepath.Join(*venv, "bin", "aiperf"), HFHome: filepath.Join(*venv, "qualkit-hf")},
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
 		GPURead: *gpuread, Progress: progressWriter(), CPURows: *cpuRows,
-		Reporter: report.Evidence{Root: root}, CorrectnessOnly: *corrOnly, Serial: *serial,
+		Reporter: report.Evidence{Root: root, Rows: qualRows()}, CorrectnessOnly: *corrOnly, Serial: *serial,
 		Venv: harness.Venv{Dir: *venv, Lock: filepath.Join(root, "scripts", "constraints.txt")},
 	}
 	baseConfig = cfg

@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/harness"
+	"qualkit/internal/inventory"
 )
 
 // table is one qualification table: the test function that walks it, and its rows.
@@ -76,6 +78,11 @@ type tableJSON struct {
 type rowJSON struct {
 	Row               string        `json:"row"`
 	Test              string        `json:"test"`
+	Family            string        `json:"family"` // the inventory reads these five (inventory.ReadTables)
+	Model             string        `json:"model"`
+	Profile           string        `json:"profile"`
+	Smoke             bool          `json:"smoke"`
+	Double            bool          `json:"double"`
 	GPUs              int           `json:"gpus"`
 	GPUMemoryBytes    uint64        `json:"gpu_memory_bytes"`
 	ComputeCapability string        `json:"compute_capability"`
@@ -99,7 +106,7 @@ type deadlinesJSON struct {
 func rowDetails(tb table, c harness.Checkpoint) rowJSON {
 	d := c.Deadlines()
 	return rowJSON{
-		Row: c.Name, Test: tb.test,
+		Row: c.Name, Test: tb.test, Family: c.Family, Model: c.Model, Profile: c.Profile, Smoke: c.Smoke, Double: c.Double,
 		GPUs: c.Needs.GPU.Count, GPUMemoryBytes: c.Needs.GPU.MinMemoryBytes,
 		ComputeCapability: c.Needs.GPU.MinComputeCapability, Container: c.Needs.Container,
 		Deadlines: deadlinesJSON{
@@ -109,6 +116,19 @@ func rowDetails(tb table, c harness.Checkpoint) rowJSON {
 		Requests: c.Bench.Measured + c.Bench.Warmup,
 		Hardware: tb.hardware,
 	}
+}
+
+// qualRows are the tables' rows as the inventory reads them: what the PR summary of a run
+// and the inventory's reconciliation take (inventory.ReadTables reads the same from the
+// export).
+func qualRows() []inventory.QualRow {
+	var out []inventory.QualRow
+	for _, tb := range tables {
+		for _, c := range tb.rows {
+			out = append(out, inventory.QualRow{Test: tb.test, Name: c.Name, Family: c.Family, Profile: c.Profile, Smoke: c.Smoke, Double: c.Double})
+		}
+	}
+	return out
 }
 
 // printTables writes the tables as JSON for the Makefile, the test gate and the CI matrix.
@@ -192,11 +212,11 @@ func TestTablesJSONDetails(t *testing.T) {
 
 	// The reference row's numbers, pinned: its own deadlines, 5 measured + 1 warmup.
 	ref := got[slices.IndexFunc(got, func(j tableJSON) bool { return j.Test == "TestRefEdit" })].Details[0]
-	assert.Equal(t, rowJSON{Row: "refedit-v1", Test: "TestRefEdit",
+	assert.Equal(t, rowJSON{Row: "refedit-v1", Test: "TestRefEdit", Family: "refedit", Model: "qualkit/refedit-v1", Profile: "refedit-v1",
 		Deadlines: deadlinesJSON{Build: 300, Correctness: 300, Ready: 60, Request: 60, Native: 60}, Requests: 6}, ref)
 	// The Qwen row asks for an 80 GB-class GPU in a container.
 	qwen := got[slices.IndexFunc(got, func(j tableJSON) bool { return j.Test == "TestQwenImageEdit" })].Details[0]
-	assert.Equal(t, rowJSON{Row: "qwen-image-edit-2511", Test: "TestQwenImageEdit", GPUs: 1, GPUMemoryBytes: 75 << 30,
+	assert.Equal(t, rowJSON{Row: "qwen-image-edit-2511", Test: "TestQwenImageEdit", Family: qwenImageEditRows[0].Family, Model: "Qwen/Qwen-Image-Edit-2511", Profile: "qwen-image-edit-2511", GPUs: 1, GPUMemoryBytes: 75 << 30,
 		ComputeCapability: "8.0", Container: true, Hardware: true,
 		Deadlines: deadlinesJSON{Build: 7200, Correctness: 3600, Ready: 1800, Request: 600, Native: 600}, Requests: 6}, qwen)
 }
@@ -209,4 +229,25 @@ func TestTablesJSONDeadlineDefaults(t *testing.T) {
 	def := harness.Deadlines{}.WithDefaults()
 	assert.Equal(t, deadlinesJSON{Build: 60, Correctness: def.Correctness.Seconds(), Ready: def.Ready.Seconds(),
 		Request: def.Request.Seconds(), Native: def.Native.Seconds()}, d)
+}
+
+// The tables against a TRTMC-shaped checkout of the e9132e79 layout (qualkit's own tree,
+// schema facts only; the real data is read by the trtmcdata-tagged tests): every full
+// image-edit profile has exactly one row that counts, and every row is in the inventory,
+// the reference family, smoke or a double's. The registry is the one source: the same
+// rows the export prints.
+func TestTablesReconcileWithTheInventory(t *testing.T) {
+	inv, err := inventory.Load(filepath.Join("..", "internal", "trtmc", "testdata", "e9132e79"))
+	require.NoError(t, err)
+	rows := qualRows()
+	require.NotEmpty(t, rows)
+	require.NoError(t, inventory.Reconcile(inv.Profiles, rows, inventory.ReferenceFamily))
+
+	var buf bytes.Buffer
+	require.Equal(t, 0, printTables(&buf))
+	f := filepath.Join(t.TempDir(), "tables.json")
+	require.NoError(t, os.WriteFile(f, buf.Bytes(), 0o644))
+	exported, err := inventory.ReadTables(f)
+	require.NoError(t, err)
+	assert.Equal(t, rows, exported, "the export gives the inventory the rows the tables hold")
 }

@@ -7,19 +7,9 @@ import (
 )
 
 // shapedCheckout is a TRTMC-shaped tree of the e9132e79 layout that qualkit writes
-// itself (schema facts only); the real data is read by the trtmcdata-tagged tests.
+// itself (schema facts only); the real data is read by the trtmcdata-tagged tests. The
+// real tables reconcile with it in qual (TestTablesReconcileWithTheInventory).
 const shapedCheckout = "../trtmc/testdata/e9132e79"
-
-// The real tables in qual/ against the shaped checkout: every full image-edit profile
-// has exactly one row, and every row is in the inventory, the reference family, or smoke.
-func TestQualTablesReconcileWithTRTMC(t *testing.T) {
-	inv, err := Load(shapedCheckout)
-	require.NoError(t, err)
-	rows, err := ReadQualRows("../../qual")
-	require.NoError(t, err)
-	require.NotEmpty(t, rows)
-	require.NoError(t, Reconcile(inv.Profiles, rows, ReferenceFamily))
-}
 
 func TestReconcileExemptsSmokeRows(t *testing.T) {
 	profiles := []Profile{{Profile: "edit-a", Class: Full}}

@@ -1,127 +1,59 @@
 package inventory
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
 )
 
-// QualRow is one row of a qual/ table, as found in its source.
-//
-// The marker: in qual/*_test.go, every composite literal with a `Profile:` field is a
-// row (in practice a harness.Checkpoint), and the field's value must be a string
-// literal naming the TRTMC testcase profile (or the reference family's own profile):
-//
-//	harness.Checkpoint{Name: "qwen-image-edit-2511", Family: "trtmc", Profile: "qwen-image-edit-2511", ...}
-//
-// `Name:` and `Family:` in the same literal are read when they are string literals.
-// A literal is required so that the inventory can read the table without running it.
+// QualRow is one row of a qual/ table, as the table registry exports it (`go test
+// ./qual -qualkit.tables`, which `make tables` writes to .cache/tables.json): the one
+// list of tables, read here instead of scanning the tables' source.
 type QualRow struct {
-	File    string // as found under the qual directory given
-	Line    int
-	Name    string
-	Family  string
-	Profile string
-	Smoke   bool // `Smoke: true`: a reduced or random-weight row, never counted as a checkpoint
-	Double  bool // `Double: true`: served by a contract double, never counted as a checkpoint
+	Test    string `json:"test"` // the table's test function
+	Name    string `json:"row"`
+	Family  string `json:"family"`
+	Profile string `json:"profile"`
+	Smoke   bool   `json:"smoke"`  // a reduced or random-weight row, never counted as a checkpoint
+	Double  bool   `json:"double"` // served by a contract double, never counted as a checkpoint
 }
 
 // Counts says whether the row can qualify its profile: smoke and contract-double rows
 // never do.
 func (r QualRow) Counts() bool { return !r.Smoke && !r.Double }
 
-func (r QualRow) String() string { return fmt.Sprintf("%s:%d (row %q)", r.File, r.Line, r.Name) }
+func (r QualRow) String() string { return fmt.Sprintf("%s/%s", r.Test, r.Name) }
 
-// ReadQualRows scans dir/*_test.go for rows. A missing directory has no rows.
-func ReadQualRows(dir string) ([]QualRow, error) {
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+// ReadTables reads the rows of the table registry's export (`go test ./qual
+// -qualkit.tables`; `make tables` writes .cache/tables.json): every row of every table,
+// in order. A row without a profile is refused: the inventory could not place it.
+func ReadTables(path string) ([]QualRow, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("qual rows: no table registry export at %s: run make tables (go test ./qual -run '^$' -args -qualkit.tables > %s)", path, path)
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
 	if err != nil {
-		return nil, fmt.Errorf("qual rows in %s: %w", dir, err)
+		return nil, fmt.Errorf("qual rows: %w", err)
 	}
-	sort.Strings(files)
+	var tables []struct {
+		Test    string    `json:"test"`
+		Details []QualRow `json:"details"`
+	}
+	if err := json.Unmarshal(b, &tables); err != nil {
+		return nil, fmt.Errorf("qual rows: %s: %w", path, err)
+	}
 	var rows []QualRow
-	fset := token.NewFileSet()
-	for _, path := range files {
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return nil, fmt.Errorf("qual rows: parse %s: %w", path, err)
-		}
-		var bad error
-		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.CompositeLit)
-			if !ok || bad != nil {
-				return bad == nil
+	for _, t := range tables {
+		for _, r := range t.Details {
+			if r.Profile == "" {
+				return nil, fmt.Errorf("qual rows: %s: row %s of %s names no profile", path, r.Name, t.Test)
 			}
-			row, isRow, err := qualRow(fset, path, lit)
-			if err != nil {
-				bad = err
-				return false
-			}
-			if isRow {
-				rows = append(rows, row)
-			}
-			return true
-		})
-		if bad != nil {
-			return nil, bad
+			rows = append(rows, r)
 		}
 	}
 	return rows, nil
-}
-
-func qualRow(fset *token.FileSet, path string, lit *ast.CompositeLit) (QualRow, bool, error) {
-	row := QualRow{File: path, Line: fset.Position(lit.Pos()).Line}
-	isRow := false
-	for _, el := range lit.Elts {
-		kv, ok := el.(*ast.KeyValueExpr)
-		if !ok {
-			continue
-		}
-		key, ok := kv.Key.(*ast.Ident)
-		if !ok {
-			continue
-		}
-		val, isLit := stringLiteral(kv.Value)
-		switch key.Name {
-		case "Profile":
-			isRow = true
-			if !isLit || val == "" {
-				return row, false, fmt.Errorf("qual row at %s:%d: Profile must be a non-empty string literal so the inventory can read it",
-					path, fset.Position(kv.Pos()).Line)
-			}
-			row.Profile = val
-		case "Name":
-			row.Name = val
-		case "Family":
-			row.Family = val
-		case "Smoke":
-			id, ok := kv.Value.(*ast.Ident)
-			row.Smoke = ok && id.Name == "true"
-		case "Double":
-			id, ok := kv.Value.(*ast.Ident)
-			row.Double = ok && id.Name == "true"
-		}
-	}
-	return row, isRow, nil
-}
-
-func stringLiteral(e ast.Expr) (string, bool) {
-	b, ok := e.(*ast.BasicLit)
-	if !ok || b.Kind != token.STRING {
-		return "", false
-	}
-	s, err := strconv.Unquote(b.Value)
-	return s, err == nil
 }
 
 // Profiles lists the profiles the rows name, in row order: the implemented list

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -8,27 +9,35 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestReadQualRowsFindsProfileFields(t *testing.T) {
-	rows, err := ReadQualRows("testdata/qual")
+// The rows come from the table registry's export, every table's, in order; a double's
+// row names no implemented profile.
+func TestReadTablesReadsTheRegistryExport(t *testing.T) {
+	rows, err := ReadTables(filepath.Join("testdata", "tables", "tables.json"))
 	require.NoError(t, err)
-	edit := filepath.Join("testdata", "qual", "edit_test.go")
-	smoke := filepath.Join("testdata", "qual", "smoke_test.go")
 	assert.Equal(t, []QualRow{
-		{File: edit, Line: 6, Name: "refedit-default", Family: "refedit", Profile: "refedit-default"},
-		{File: edit, Line: 13, Name: "qwen-image-edit-2511", Family: "trtmc", Profile: "qwen-image-edit-2511"},
-		{File: smoke, Line: 4, Name: "qwen-image-l0-smoke", Family: "trtmc", Profile: "qwen-image-l0", Smoke: true},
+		{Test: "TestEdit", Name: "refedit-default", Family: "refedit", Profile: "refedit-default"},
+		{Test: "TestEdit", Name: "qwen-image-edit-2511", Family: "qwen_image", Profile: "qwen-image-edit-2511"},
+		{Test: "TestSmoke", Name: "qwen-image-l0-smoke", Family: "qwen_image", Profile: "qwen-image-l0", Smoke: true},
+		{Test: "TestSmoke", Name: "qwen-double", Family: "qwen_image", Profile: "qwen-image-edit-2511", Double: true},
 	}, rows)
 	assert.Equal(t, []string{"refedit-default", "qwen-image-edit-2511", "qwen-image-l0"}, Profiles(rows))
+	assert.False(t, rows[2].Counts())
+	assert.False(t, rows[3].Counts())
+	assert.Equal(t, "TestSmoke/qwen-double", rows[3].String())
 }
 
-func TestReadQualRowsRequiresAStringLiteral(t *testing.T) {
-	_, err := ReadQualRows("testdata/qual-nonliteral")
-	require.ErrorContains(t, err, filepath.Join("testdata", "qual-nonliteral", "rows_test.go")+":6")
-	require.ErrorContains(t, err, "Profile must be a non-empty string literal")
-}
+func TestReadTablesRefusesWhatItCannotPlace(t *testing.T) {
+	dir := t.TempDir()
+	_, err := ReadTables(filepath.Join(dir, "tables.json"))
+	require.ErrorContains(t, err, "no table registry export at")
+	require.ErrorContains(t, err, "run make tables")
 
-func TestReadQualRowsWithoutADirectoryFindsNone(t *testing.T) {
-	rows, err := ReadQualRows(filepath.Join(t.TempDir(), "qual"))
-	require.NoError(t, err)
-	assert.Empty(t, rows)
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`[{"test": "TestX", "details": [{"row": "r", "family": "f"}]}]`), 0o644))
+	_, err = ReadTables(bad)
+	require.ErrorContains(t, err, "row r of TestX names no profile")
+
+	require.NoError(t, os.WriteFile(bad, []byte(`{`), 0o644))
+	_, err = ReadTables(bad)
+	require.Error(t, err)
 }

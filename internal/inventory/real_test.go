@@ -113,15 +113,8 @@ func TestRealCheckoutMarkdownGolden(t *testing.T) {
 // must say exactly that.
 func TestReconcileRealCheckoutWithoutAQwenRow(t *testing.T) {
 	inv := loadReal(t)
-	err := Reconcile(inv.Profiles, []QualRow{{File: "qual/refedit_test.go", Line: 10, Name: "refedit", Family: ReferenceFamily, Profile: "refedit-default"}}, ReferenceFamily)
+	err := Reconcile(inv.Profiles, []QualRow{{Test: "TestRefEdit", Name: "refedit", Family: ReferenceFamily, Profile: "refedit-default"}}, ReferenceFamily)
 	require.Error(t, err)
 	assert.EqualError(t, err, `full profile "qwen-image-edit-2511" (Qwen/Qwen-Image-Edit-2511) has no qual row: add a row with Profile: "qwen-image-edit-2511"`)
 	assert.NoError(t, Reconcile(inv.Profiles, []QualRow{{Name: "qwen", Family: "trtmc", Profile: "qwen-image-edit-2511"}}, ReferenceFamily))
-}
-
-// The real tables in qual/ against the real data.
-func TestQualTablesReconcileWithRealTRTMC(t *testing.T) {
-	rows, err := ReadQualRows("../../qual")
-	require.NoError(t, err)
-	require.NoError(t, Reconcile(loadReal(t).Profiles, rows, ReferenceFamily))
 }

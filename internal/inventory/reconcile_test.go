@@ -16,7 +16,7 @@ func TestReconcile(t *testing.T) {
 		{Profile: "t2i", Class: OutOfGroup},
 	}
 	row := func(name, family, profile string) QualRow {
-		return QualRow{File: "qual/x_test.go", Line: 1, Name: name, Family: family, Profile: profile}
+		return QualRow{Test: "TestX", Name: name, Family: family, Profile: profile}
 	}
 	tests := []struct {
 		name string
@@ -31,7 +31,7 @@ func TestReconcile(t *testing.T) {
 		{"a full profile without a row", []QualRow{row("a", "trtmc", "edit-a")},
 			[]string{`full profile "edit-b" (Acme/B) has no qual row`, `Profile: "edit-b"`}},
 		{"a full profile with two rows", []QualRow{row("a", "trtmc", "edit-a"), row("a2", "trtmc", "edit-a"), row("b", "trtmc", "edit-b")},
-			[]string{`full profile "edit-a" has 2 qual rows, want 1`, `(row "a")`, `(row "a2")`}},
+			[]string{`full profile "edit-a" has 2 qual rows, want 1: TestX/a, TestX/a2`}},
 		{"a row for an unknown profile", []QualRow{row("a", "trtmc", "edit-a"), row("b", "trtmc", "edit-b"), row("x", "trtmc", "edit-x")},
 			[]string{`names profile "edit-x", which is not in the inventory`, `family "trtmc" is not the reference family "refedit"`}},
 		{"no rows at all: every problem at once", nil,
@@ -57,7 +57,7 @@ func TestReconcile(t *testing.T) {
 func TestReconcileWithoutAQwenRow(t *testing.T) {
 	inv, err := Load(shapedCheckout)
 	require.NoError(t, err)
-	err = Reconcile(inv.Profiles, []QualRow{{File: "qual/refedit_test.go", Line: 10, Name: "refedit", Family: ReferenceFamily, Profile: "refedit-default"}}, ReferenceFamily)
+	err = Reconcile(inv.Profiles, []QualRow{{Test: "TestRefEdit", Name: "refedit", Family: ReferenceFamily, Profile: "refedit-default"}}, ReferenceFamily)
 	require.Error(t, err)
 	assert.EqualError(t, err, `full profile "qwen-image-edit-2511" (Qwen/Qwen-Image-Edit-2511) has no qual row: add a row with Profile: "qwen-image-edit-2511"`)
 	assert.NoError(t, Reconcile(inv.Profiles, []QualRow{{Name: "qwen", Family: "trtmc", Profile: "qwen-image-edit-2511"}}, ReferenceFamily))

@@ -43,10 +43,12 @@ const DefaultInventory = "inventory.json"
 
 // Options says where the inventory comes from. Relative paths are taken from Root.
 type Options struct {
-	Root         string // repository root; default "."
-	TRTMC        string // a TRTMC checkout to inventory; "" reads Inventory instead. Unreadable: the status table says why
-	Inventory    string // the inventory JSON read when TRTMC is ""; default DefaultInventory
-	Qual         string // qual tables (rows found by their Profile: literal); default "qual"
+	Root      string // repository root; default "."
+	TRTMC     string // a TRTMC checkout to inventory; "" reads Inventory instead. Unreadable: the status table says why
+	Inventory string // the inventory JSON read when TRTMC is ""; default DefaultInventory
+	// Rows are the qual tables' rows (the table registry: qual hands its own; commands
+	// read its export with inventory.ReadTables). None: the status table says so.
+	Rows         []inventory.QualRow
 	EvidenceRoot string // the runs the inventory's status is proven from; default the run folder's parent
 	HTML         bool   // also write index.html
 }
@@ -68,7 +70,6 @@ func (o Options) resolve(runDir string) Options {
 		o.TRTMC = abs(o.TRTMC, "")
 	}
 	o.Inventory = abs(o.Inventory, DefaultInventory)
-	o.Qual = abs(o.Qual, "qual")
 	if o.EvidenceRoot == "" {
 		o.EvidenceRoot = filepath.Dir(filepath.Clean(runDir))
 	}
@@ -222,11 +223,10 @@ func snapshot(r *run, o Options) Checkpoints {
 		cp.Note = "No inventory: " + cp.Source + " could not be read, so only this run's rows are listed."
 		return cp
 	}
-	rows, err := inventory.ReadQualRows(o.Qual)
-	if err != nil {
-		cp.Note = "Qual rows unreadable, so nothing is implemented: " + err.Error()
+	if o.Rows == nil {
+		cp.Note = "No qual rows were given (the table registry: make tables), so nothing is implemented."
 	}
-	if progress, err := inventory.LoadProgress(inventory.Profiles(rows), o.EvidenceRoot); err == nil {
+	if progress, err := inventory.LoadProgress(inventory.Profiles(o.Rows), o.EvidenceRoot); err == nil {
 		inv.ApplyProgress(progress)
 	}
 	for _, p := range inv.Group() {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/inventory"
 	"qualkit/internal/runarchive/runstest"
 )
 
@@ -45,11 +46,17 @@ func writtenRun(t *testing.T, kind string, o Options) string {
 	return dir
 }
 
+// goldenRows stand in for the repository's qual tables in the golden tests.
+var goldenRows = []inventory.QualRow{
+	{Test: "TestRefEdit", Name: "refedit-v1", Family: "refedit", Profile: "refedit-v1"},
+	{Test: "TestQwenImageEdit", Name: "qwen-image-edit-2511", Family: "qwen_image", Profile: "qwen-image-edit-2511"},
+}
+
 // goldenOptions pin the inventory inputs: the repository's committed inventory.json and
 // a stand-in qual table.
 func goldenOptions(t *testing.T) Options {
 	t.Helper()
-	return Options{Root: filepath.Join("..", ".."), Qual: "internal/prsummary/testdata/qual", EvidenceRoot: runsDir(t)}
+	return Options{Root: filepath.Join("..", ".."), Rows: goldenRows, EvidenceRoot: runsDir(t)}
 }
 
 func golden(t *testing.T, name string, got []byte) {

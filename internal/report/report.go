@@ -12,15 +12,18 @@ import (
 
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness"
+	"qualkit/internal/inventory"
 	"qualkit/internal/prsummary"
 )
 
 // Evidence is the Reporter of a qualification run.
 type Evidence struct {
-	// Root is the repository root: the PR summary reads its inventory.json and qual/.
+	// Root is the repository root: the PR summary reads its inventory.json.
 	Root string
 	// TRTMC, when set, is a TRTMC checkout the PR summary inventories instead.
 	TRTMC string
+	// Rows are the qual tables' rows (the table registry), for the PR summary's status.
+	Rows []inventory.QualRow
 }
 
 var _ harness.Reporter = Evidence{}
@@ -36,7 +39,7 @@ func (e Evidence) Row(rowDir string) error {
 
 // Run writes checkpoints.json, PR.md and index.html.
 func (e Evidence) Run(runDir string) error {
-	return prsummary.Write(runDir, prsummary.Options{Root: e.Root, TRTMC: e.TRTMC, HTML: true})
+	return prsummary.Write(runDir, prsummary.Options{Root: e.Root, TRTMC: e.TRTMC, Rows: e.Rows, HTML: true})
 }
 
 // Check verifies the run folder from its raw files.

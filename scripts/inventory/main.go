@@ -3,10 +3,10 @@
 //
 //	go run ./scripts/inventory -trtmc ../TensorRT-Model-Connect            # writes ./INVENTORY.md, ./inventory.json
 //	go run ./scripts/inventory -trtmc DIR -json                           # JSON array on stdout, no files
-//	go run ./scripts/inventory -trtmc DIR -out docs -qual qual -evidence evidence
+//	go run ./scripts/inventory -trtmc DIR -out docs -tables .cache/tables.json -evidence evidence
 //
-// Qual rows are found in -qual/*_test.go by their `Profile: "<testcase>"` field (see
-// inventory.QualRow); evidence in -evidence/<run-id>/<row>/results.json (see
+// Qual rows come from the table registry's export, -tables (`make tables` writes it;
+// inventory.ReadTables); evidence in -evidence/<run-id>/<row>/results.json (see
 // schema.ResultsFile). Notes about evidence that proves nothing go to stderr.
 package main
 
@@ -26,7 +26,7 @@ type options struct {
 	trtmc    string
 	json     bool
 	out      string
-	qual     string
+	tables   string
 	evidence string
 }
 
@@ -44,7 +44,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.trtmc, "trtmc", "", "TRTMC checkout to read (required): the directory holding tests/e2e/models/*/MODEL.toml")
 	fs.BoolVar(&o.json, "json", false, "print the inventory as a JSON array on stdout instead of writing files")
 	fs.StringVar(&o.out, "out", ".", "directory for "+inventory.MarkdownFile+" and "+inventory.JSONFile)
-	fs.StringVar(&o.qual, "qual", "qual", "directory of the qual tables (rows are read from *_test.go)")
+	fs.StringVar(&o.tables, "tables", ".cache/tables.json", "the table registry's export (make tables writes it): the qual rows")
 	fs.StringVar(&o.evidence, "evidence", "evidence", "evidence root: <run-id>/<row>/"+schema.ResultsFile)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rows, err := inventory.ReadQualRows(o.qual)
+	rows, err := inventory.ReadTables(o.tables)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"qualkit/internal/inventory"
 	"qualkit/internal/prsummary"
 )
 
@@ -33,7 +34,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("dir", "", "run folder: evidence/<run id> (evidence/latest works)")
 	var o prsummary.Options
 	fs.StringVar(&o.TRTMC, "trtmc", "", "TRTMC checkout for the inventory table (default: the committed "+prsummary.DefaultInventory+")")
-	fs.StringVar(&o.Qual, "qual", "qual", "qual tables (rows are found by their Profile: literal)")
+	tables := fs.String("tables", ".cache/tables.json", "the table registry's export (make tables writes it): the qual rows the inventory status counts")
 	fs.StringVar(&o.EvidenceRoot, "evidence", "", "evidence root the inventory status is proven from (default: the run folder's parent)")
 	write := fs.Bool("write", false, "snapshot the inventory into checkpoints.json and write PR.md into the run folder, instead of printing PR.md as the folder renders it")
 	fs.BoolVar(&o.HTML, "html", false, "with -write, also write index.html")
@@ -48,6 +49,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		*dir = resolved
 	}
 	if *write {
+		rows, err := inventory.ReadTables(*tables)
+		if err != nil {
+			return err
+		}
+		o.Rows = rows
 		if err := prsummary.Write(*dir, o); err != nil {
 			return err
 		}

@@ -24,9 +24,12 @@ func TestPrintsPRSummary(t *testing.T) {
 	dst := filepath.Join(t.TempDir(), filepath.Base(m[0]))
 	require.NoError(t, os.CopyFS(dst, os.DirFS(m[0])))
 	out.Reset()
-	require.NoError(t, run([]string{"-dir", dst, "-write", "-html"}, &out, &errOut))
+	tables := filepath.Join(t.TempDir(), "tables.json")
+	require.NoError(t, os.WriteFile(tables, []byte(`[{"test": "TestRefEdit", "details": [{"row": "refedit-v1", "family": "refedit", "profile": "refedit-v1"}]}]`), 0o644))
+	require.NoError(t, run([]string{"-dir", dst, "-write", "-html", "-tables", tables}, &out, &errOut))
 	assert.FileExists(t, filepath.Join(dst, "PR.md"))
 	assert.FileExists(t, filepath.Join(dst, "index.html"))
+	assert.ErrorContains(t, run([]string{"-dir", dst, "-write", "-tables", filepath.Join(t.TempDir(), "none.json")}, &out, &errOut), "run make tables")
 }
 
 func TestNeedsDir(t *testing.T) {
