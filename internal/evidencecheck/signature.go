@@ -20,9 +20,11 @@ type Signed struct {
 
 // VerifySignatures checks the attestation (attest.File) of the run folder, or of every
 // shard of a merged run, with the PEM public key pub; junit is the run's JUnit file
-// ("" when not given; a merged run knows its shards'). With pub nil it only records
-// whether each folder is signed. With strict, a folder that is unsigned or not verified
-// is a problem: the merge step and `make check-evidence STRICT=1` require signatures.
+// ("" when not given; a merged run knows its shards'). With pub given, every folder
+// must carry a signature that verifies with it: an unsigned one (or one whose
+// attestation was stripped), or one signed by another key, is a problem. With pub nil
+// it only records whether each folder is signed, unless strict: then an unsigned or
+// unverified folder is a problem (`make check-evidence STRICT=1`).
 func (r *Report) VerifySignatures(ctx context.Context, pub []byte, junit string, strict bool) {
 	type target struct{ dir, junit string }
 	targets := []target{{".", junit}}
@@ -51,7 +53,12 @@ func (r *Report) VerifySignatures(ctx context.Context, pub []byte, junit string,
 		}
 		r.Claims++
 		switch {
-		case !strict || res.Verified:
+		case res.Verified:
+		case pub != nil && !res.Signed:
+			// A key given is a signature required: an unsigned folder, or one whose
+			// attestation was removed after an edit, is no run that key vouches for.
+			r.Problems = append(r.Problems, Problem{File: file, Claim: "signature", Evidence: "a signed attestation that verifies with the given public key (-pubkey: a key given means a signature is required)", Got: "missing (unsigned)"})
+		case !strict:
 		case !res.Signed:
 			r.Problems = append(r.Problems, Problem{File: file, Claim: "signature", Evidence: "a signed attestation (strict: make qual SIGN_KEY=..., or QUALKIT_SIGNING_KEY)", Got: "missing (unsigned)"})
 		case pub == nil:

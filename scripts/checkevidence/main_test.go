@@ -44,10 +44,14 @@ func TestSignedRun(t *testing.T) {
 
 	priv, pub, err := attest.GenerateKey()
 	require.NoError(t, err)
-	_, err = attest.Sign(context.Background(), dir, junit, priv)
-	require.NoError(t, err)
 	pubFile := filepath.Join(t.TempDir(), "ci.pub.pem")
 	require.NoError(t, os.WriteFile(pubFile, pub, 0o644))
+	// A key given is a signature required, strict or not.
+	out.Reset()
+	assert.Equal(t, 1, run([]string{"-dir", dir, "-junit", junit, "-pubkey", pubFile}, &out, &errOut), "an unsigned run checked with a key")
+	assert.Contains(t, out.String(), "a key given means a signature is required")
+	_, err = attest.Sign(context.Background(), dir, junit, priv)
+	require.NoError(t, err)
 	out.Reset()
 	require.Equal(t, 0, run([]string{"-dir", dir, "-junit", junit, "-pubkey", pubFile, "-strict"}, &out, &errOut), out.String())
 	assert.Contains(t, out.String(), "attestation.dsse.json: signature verified")
@@ -61,6 +65,29 @@ func TestSignedRun(t *testing.T) {
 	out.Reset()
 	assert.Equal(t, 1, run([]string{"-dir", dir, "-pubkey", pubFile}, &out, &errOut))
 	assert.Contains(t, out.String(), "attestation.dsse.json: signature valid")
+
+	// The attestation stripped after an edit: with the key given, no signature is a failure.
+	require.NoError(t, os.Remove(filepath.Join(dir, attest.File)))
+	out.Reset()
+	assert.Equal(t, 1, run([]string{"-dir", dir, "-pubkey", pubFile}, &out, &errOut))
+	assert.Contains(t, out.String(), "missing (unsigned)")
+
+	// Signed again by the forger's own key: the given key does not verify it.
+	forger, _, err := attest.GenerateKey()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "SHA256SUMS"), bytes.TrimSuffix(mustRead(t, filepath.Join(dir, "SHA256SUMS")), []byte("\n")), 0o644))
+	_, err = attest.Sign(context.Background(), dir, junit, forger)
+	require.NoError(t, err)
+	out.Reset()
+	assert.Equal(t, 1, run([]string{"-dir", dir, "-junit", junit, "-pubkey", pubFile}, &out, &errOut), "signed by another key")
+	assert.Contains(t, out.String(), "none verifies")
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return b
 }
 
 func TestListsEveryProblemAndExits1(t *testing.T) {
