@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -524,4 +525,57 @@ func TestEvidenceReserve(t *testing.T) {
 	err = ev.writeEvidence(func() error { calls++; return syscall.ENOSPC })
 	assert.ErrorIs(t, err, syscall.ENOSPC, "no reserve left: the error stands")
 	assert.Equal(t, 1, calls)
+}
+
+// stubReporter derives nothing; its Check says what check says of a run folder.
+type stubReporter struct {
+	check   func(runDir string) error
+	checked *[]string
+}
+
+func (stubReporter) Row(string) error { return nil }
+func (stubReporter) Run(string) error { return nil }
+func (r stubReporter) Check(dir string) error {
+	*r.checked = append(*r.checked, filepath.Base(dir))
+	return r.check(dir)
+}
+
+// A bundle another process built is reused only when the run that built it passes the
+// checker whole: its lists can be recomputed by whoever planted the bundle and edited
+// that run's build/bundle.json. With no checker at all, no other run vouches.
+func TestPipelineBundleVoucherMustCheck(t *testing.T) {
+	p := newPipeline(t, false)
+	var checked []string
+	p.cfg.RunID = "voucher"
+	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	require.NoError(t, err)
+	require.False(t, first.Bundle.Cached)
+	anotherProcess := func() { // as if a process other than this one had built it
+		bundleMu.Lock()
+		delete(builtHere, filepath.Dir(first.Bundle.Path))
+		bundleMu.Unlock()
+	}
+
+	anotherProcess()
+	p.cfg.RunID = "no-checker"
+	res, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	require.NoError(t, err)
+	assert.False(t, res.Bundle.Cached, "no checker: no other run vouches")
+
+	anotherProcess()
+	p.cfg.Reporter = stubReporter{check: func(string) error { return errors.New("SHA256SUMS: refedit-v1/SHA256SUMS changed after the run") }, checked: &checked}
+	p.cfg.RunID = "forged-voucher"
+	res, err = p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	require.NoError(t, err)
+	assert.False(t, res.Bundle.Cached, "a voucher that fails its check vouches for nothing")
+	assert.Equal(t, []string{"no-checker"}, checked, "the run named as the bundle's builder is the one checked")
+
+	anotherProcess()
+	checked = nil
+	p.cfg.Reporter = stubReporter{check: func(string) error { return nil }, checked: &checked}
+	p.cfg.RunID = "honest"
+	res, err = p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	require.NoError(t, err)
+	assert.True(t, res.Bundle.Cached, "a voucher that checks vouches")
+	assert.Equal(t, []string{"forged-voucher"}, checked)
 }

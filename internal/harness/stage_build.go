@@ -156,6 +156,11 @@ func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, erro
 	if err != nil || !strings.Contains("\n"+string(sums), "\n"+bytesSHA256(rec)+"  build/bundle.json\n") {
 		return nil, fmt.Errorf("%s/%s does not list its build/bundle.json as it is", entry.BuiltBy, ChecksumFile)
 	}
+	// Its lists can be recomputed by whoever planted the bundle: the run must pass the
+	// checker whole (its run-level SHA256SUMS included), as a reviewer would check it.
+	if err := s.vouches(filepath.Dir(rowDir)); err != nil {
+		return nil, fmt.Errorf("the run that built it (%s) does not check: %w", entry.BuiltBy, err)
+	}
 	return &entry, nil
 }
 
@@ -289,4 +294,24 @@ func (r *row) tools(ctx context.Context, tools []Command) error {
 		}
 	}
 	return nil
+}
+
+// vouches checks a finished run that would vouch for a reused bundle with the suite's
+// Reporter, once per run folder; with no Reporter nothing can check it, so it vouches
+// for nothing.
+func (s *Suite) vouches(runDir string) error {
+	s.vouchMu.Lock() // not s.mu: a check takes seconds, and rows register meanwhile
+	defer s.vouchMu.Unlock()
+	if err, ok := s.vouched[runDir]; ok {
+		return err
+	}
+	err := errors.New("no checker to run on it (SuiteConfig.Reporter is nil)")
+	if s.cfg.Reporter != nil {
+		err = s.cfg.Reporter.Check(runDir)
+	}
+	if s.vouched == nil {
+		s.vouched = map[string]error{}
+	}
+	s.vouched[runDir] = err
+	return err
 }

@@ -106,6 +106,10 @@ type Suite struct {
 	rowRuns map[string]int
 	skips   []string
 
+	// vouched: each earlier run checked as the voucher of a reused bundle (nil: it checks).
+	vouchMu sync.Mutex
+	vouched map[string]error
+
 	// The run's pool of GPUs and CPU row slots; its GPUs are read once, by the first row
 	// that needs one.
 	pool     *gpu.Pool
