@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"qualkit/internal/schema"
 )
@@ -53,6 +55,7 @@ func readVenv(v Venv) (set []string, problems []string, err error) {
 		installed[key] = true
 		s := sha256.Sum256(rec)
 		set = append(set, key+"=="+version+" "+hex.EncodeToString(s[:]))
+		problems = append(problems, recordProblems(filepath.Dir(d), key, rec)...)
 		switch want, pinned := lock[key]; {
 		case venvOwn[key]:
 		case !pinned:
@@ -135,4 +138,43 @@ func venvProvenance(v Venv, p schema.Provenance) (schema.Provenance, []string) {
 		}
 	}
 	return p, set
+}
+
+// recordChecks caches each RECORD's verdict for the process: a venv's files are hashed
+// once (1.2 GB for the project venv), however many suites a test binary makes.
+var recordChecks sync.Map // site-packages + "\x00" + RECORD's sha256 -> []string
+
+// recordProblems verifies the files a distribution's RECORD lists against the hashes it
+// states (pip wrote them at install): an installed file edited afterwards, METADATA's
+// Version made to read as the pin included, is named. Lines without a hash (RECORD
+// itself) are skipped. A RECORD rewritten to match is not caught here.
+func recordProblems(site, dist string, rec []byte) []string {
+	sum := sha256.Sum256(rec)
+	key := site + "\x00" + hex.EncodeToString(sum[:])
+	if v, ok := recordChecks.Load(key); ok {
+		return v.([]string)
+	}
+	var problems []string
+	for line := range strings.Lines(string(rec)) {
+		fields := strings.Split(strings.TrimSpace(line), ",")
+		if len(fields) < 2 || fields[1] == "" {
+			continue
+		}
+		algo, want, ok := strings.Cut(fields[1], "=")
+		if !ok || algo != "sha256" {
+			problems = append(problems, fmt.Sprintf("venv: %s's RECORD states %q for %s: not a sha256", dist, fields[1], fields[0]))
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(site, filepath.FromSlash(fields[0])))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("venv: %s: %s, listed in its RECORD, is unreadable: %v", dist, fields[0], err))
+			continue
+		}
+		got := sha256.Sum256(b)
+		if base64.RawURLEncoding.EncodeToString(got[:]) != want {
+			problems = append(problems, fmt.Sprintf("venv: %s: %s differs from the sha256 its RECORD states (edited after install)", dist, fields[0]))
+		}
+	}
+	recordChecks.Store(key, problems)
+	return problems
 }
