@@ -1087,3 +1087,41 @@ func TestUnknownFamilyFails(t *testing.T) {
 	failsWith(t, Verify(dir, "").Err(),
 		qualifiedRow+`/results.json: checkpoint.backend: evidence says a backend whose evidence rules the checker knows (diffusers, refedit, trtmc; a family registers its own: evidencerules.Register), file says "acme"`)
 }
+
+// Sources the checker did not read before, now cross-checked (issue 38): each edit, with
+// every checksum recomputed, disagrees with another program's account of the same thing.
+func TestRawSourcesDisagreeWithAForgery(t *testing.T) {
+	q := qualifiedRow
+	for _, tc := range []struct {
+		name string
+		edit func(t *testing.T, row string)
+		want string
+	}{
+		{"the case's console says a test failed, its JUnit says all passed", func(t *testing.T, row string) {
+			replaceAllRe(t, filepath.Join(row, "correctness/output.log"), `=+ 1 passed, 1 warning in ([0-9.]+)s =+`, "======= 1 failed, 1 warning in ${1}s =======")
+		}, q + `/correctness/output.log: passed / failed / skipped / errors: evidence says "1 / 0 / 0 / 0" (the test cases of correctness/junit.xml), file says "0 / 1 / 0 / 0"`},
+		{"the case's console cut", func(t *testing.T, row string) {
+			replaceAllRe(t, filepath.Join(row, "correctness/output.log"), `=+ 1 passed, 1 warning in [0-9.]+s =+`, "")
+		}, q + "/correctness/output.log: pytest's summary line: evidence says the case's closing counts (stage correctness passed), file says none"},
+		{"the profiling phase's slowest request gone from AIPerf's own phase summary", func(t *testing.T, row string) {
+			editJSON(t, filepath.Join(row, "aiperf/artifacts/phases/profiling/profile_export_aiperf.json"), func(d map[string]any) {
+				d["request_latency"].(map[string]any)["max"] = d["request_latency"].(map[string]any)["max"].(float64) / 2
+			})
+		}, q + "/aiperf/artifacts/phases/profiling/profile_export_aiperf.json: request_latency min / max: evidence says"},
+		{"a warmup request counted as measured in the phase summary", func(t *testing.T, row string) {
+			editJSON(t, filepath.Join(row, "aiperf/artifacts/phases/warmup/profile_export_aiperf.json"), func(d map[string]any) {
+				d["request_latency"].(map[string]any)["count"] = 0.0
+			})
+		}, q + "/aiperf/artifacts/phases/warmup/profile_export_aiperf.json: request_latency.count: evidence says 1 (the warmup records of"},
+		{"AIPerf's summary says cancelled while the row reads qualified", func(t *testing.T, row string) {
+			editJSON(t, filepath.Join(row, "aiperf/artifacts/profile_export_aiperf.json"), func(d map[string]any) { d["was_cancelled"] = true })
+		}, q + "/aiperf/artifacts/profile_export_aiperf.json: was_cancelled: evidence says false (stage benchmark passed)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := runCopy(t, "qualified")
+			tc.edit(t, filepath.Join(dir, q))
+			resum(t, dir)
+			failsWith(t, Verify(dir, "").Err(), tc.want)
+		})
+	}
+}

@@ -265,6 +265,38 @@ func (r *rowCheck) checkCorrectness() {
 	r.same(resultsFile, "correctness.skipped", fmt.Sprint(want.Skipped), fmt.Sprint(got.Skipped), src)
 	r.same(resultsFile, "correctness.failed", fmt.Sprint(want.Failed), fmt.Sprint(got.Failed), src)
 	r.same(resultsFile, "correctness.errors", fmt.Sprint(want.Errors), fmt.Sprint(got.Errors), src)
+	r.checkCaseLog()
+}
+
+// pytestSummary is pytest's closing line ("=== 7 failed, 30 passed, 1 warning in 2.21s
+// ===", or without the rules under -q), and one count of it.
+var (
+	pytestSummary = regexp.MustCompile(`(?m)^=*\s*((?:\d+ [a-z]+(?:, )?)+) in [0-9.]+s\b`)
+	pytestCount   = regexp.MustCompile(`(\d+) ([a-z]+)`)
+)
+
+// checkCaseLog: the case's own console (correctness/output.log, pytest's terminal
+// summary) counts what its JUnit counts: a JUnit or results.json rewritten to all-passed
+// while the log says some failed disagrees with it.
+func (r *rowCheck) checkCaseLog() {
+	const f = "correctness/output.log"
+	b, ok := r.read(f)
+	if !ok || !r.passed(schema.StageCorrectness) {
+		return
+	}
+	all := pytestSummary.FindAllSubmatch(b, -1)
+	if !r.truth(len(all) > 0, f, "pytest's summary line", "the case's closing counts (stage correctness passed)", "none") {
+		return
+	}
+	n := map[string]int{}
+	for _, m := range pytestCount.FindAllSubmatch(all[len(all)-1][1], -1) {
+		v, _ := strconv.Atoi(string(m[1]))
+		n[strings.TrimSuffix(string(m[2]), "s")] += v // "errors" and "error" alike
+	}
+	c := r.corr
+	passed := c.Total - c.Failed - c.Skipped - c.Errors
+	r.same(f, "passed / failed / skipped / errors", fmt.Sprintf("%d / %d / %d / %d", passed, c.Failed, c.Skipped, c.Errors),
+		fmt.Sprintf("%d / %d / %d / %d", n["passed"], n["failed"], n["skipped"], n["error"]), "the test cases of correctness/junit.xml")
 }
 
 func (r *rowCheck) checkServe() {
@@ -610,8 +642,12 @@ func (r *rowCheck) checkSummary(warm, prof int) {
 					"request_latency min / max", fmtMs(lat[0])+" / "+fmtMs(lat[len(lat)-1])+" ("+profileExport+")",
 					fmtMs(*s.RequestLatency.Min)+" / "+fmtMs(*s.RequestLatency.Max))
 			}
+			if r.passed("benchmark") {
+				r.truth(!s.WasCancelled, summaryExport, "was_cancelled", "false (stage benchmark passed)", "true: AIPerf says its benchmark was cancelled")
+			}
 		}
 	}
+	r.checkPhaseExports()
 	b, ok := r.read(phaseManifest)
 	if !ok {
 		return
@@ -634,6 +670,46 @@ func (r *rowCheck) checkSummary(warm, prof int) {
 	r.same(phaseManifest, "warmup total_request_count", fmt.Sprint(warm), fmt.Sprint(counts[phaseWarmup]), "warmup records of "+rawExport)
 	r.same(phaseManifest, "profiling total_request_count", fmt.Sprint(prof), fmt.Sprint(counts[phaseProfiling]), "profiling records of "+rawExport)
 	r.same(phaseManifest, "error_request_count", fmt.Sprint(r.clientErrors()), fmt.Sprint(errs), "failed records of "+rawExport)
+}
+
+// checkPhaseExports: AIPerf's own per-phase summaries (phases/<phase>/profile_export_aiperf.json,
+// written apart from the raw export) state each phase's request count and its latency
+// min / max as the raw export's records of that phase give them: timings scaled, a
+// request moved from one phase to another, or one removed, in the raw export alone
+// disagree with them.
+func (r *rowCheck) checkPhaseExports() {
+	if r.rawErr != nil || !r.passed("benchmark") {
+		return
+	}
+	for _, phase := range []string{phaseWarmup, phaseProfiling} {
+		var lat []float64
+		for _, q := range r.phase(phase) {
+			if q.client {
+				lat = append(lat, q.clientMs)
+			}
+		}
+		sort.Float64s(lat)
+		file := "aiperf/artifacts/phases/" + phase + "/profile_export_aiperf.json"
+		b, ok := r.read(file)
+		if !ok {
+			continue // the layout check says it is missing
+		}
+		var s summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			r.fail(file, "valid JSON", "AIPerf's "+phase+" summary", err.Error())
+			continue
+		}
+		src := "the " + phase + " records of " + rawExport
+		if s.RequestLatency.Count == nil || *s.RequestLatency.Count != len(lat) {
+			r.fail(file, "request_latency.count", fmt.Sprintf("%d (%s)", len(lat), src), fmt.Sprint(s.RequestLatency.Count))
+			continue
+		}
+		if len(lat) > 0 && s.RequestLatency.Min != nil && s.RequestLatency.Max != nil {
+			r.truth(nearlyEqual(lat[0], *s.RequestLatency.Min) && nearlyEqual(lat[len(lat)-1], *s.RequestLatency.Max), file,
+				"request_latency min / max", fmtMs(lat[0])+" / "+fmtMs(lat[len(lat)-1])+" ("+src+")",
+				fmtMs(*s.RequestLatency.Min)+" / "+fmtMs(*s.RequestLatency.Max))
+		}
+	}
 }
 
 // nearlyEqual is equality up to float noise, for numbers two programs computed apart.
