@@ -579,3 +579,77 @@ func TestPipelineBundleVoucherMustCheck(t *testing.T) {
 	assert.True(t, res.Bundle.Cached, "a voucher that checks vouches")
 	assert.Equal(t, []string{"forged-voucher"}, checked)
 }
+
+// A cache entry another run holds is never removed or rebuilt under it: that run's
+// correctness case may be reading the bundle (the "1 failed" of the refedit case beside
+// qual's child runs, which distrusted the entry and rebuilt it). The row that would
+// rebuild builds its own bundle in its work folder and says so; once the entry is free,
+// a rebuild replaces it. A row holds the entry until it ends.
+func TestABundleInUseIsNeverReplacedUnderIt(t *testing.T) {
+	p := newPipeline(t, false)
+	p.cfg.RunID = "first"
+	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	require.NoError(t, err)
+	require.False(t, first.Bundle.Cached)
+	entry := filepath.Dir(first.Bundle.Path)
+	free, err := lockEntry(context.Background(), entry+".lock", true, false)
+	require.NoError(t, err, "the row ended: its entry is free")
+	free.unlock()
+
+	held, err := lockEntry(context.Background(), entry+".lock", false, false) // another run's row, using it
+	require.NoError(t, err)
+	defer held.unlock()
+	before, err := os.Stat(first.Bundle.Path)
+	require.NoError(t, err)
+	bundleMu.Lock()
+	delete(builtHere, entry) // as if another process had built it: this one trusts it not
+	bundleMu.Unlock()
+	p.cfg.RunID = "beside"
+	res, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, schema.StatusQualified, res.Status, res.Reason)
+	assert.False(t, res.Bundle.Cached)
+	assert.Contains(t, res.Bundle.Private, "held by another run")
+	assert.NotEqual(t, entry, filepath.Dir(res.Bundle.Path), "built in the row's own folder")
+	assert.Equal(t, first.Bundle.SHA256, res.Bundle.SHA256)
+	after, err := os.Stat(first.Bundle.Path)
+	require.NoError(t, err, "the entry's bundle is still there")
+	assert.True(t, os.SameFile(before, after), "and is the same file")
+	assert.Equal(t, first.Bundle.SHA256, fileSHA(t, first.Bundle.Path))
+
+	held.unlock()
+	p.cfg.RunID, p.cfg.Rebuild = "rebuild", true
+	res, err = p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	require.NoError(t, err)
+	assert.Empty(t, res.Bundle.Private, "a free entry is rebuilt in place")
+	assert.Equal(t, first.Bundle.Path, res.Bundle.Path)
+}
+
+// A row waits while another run builds the entry (holds its write lock), for as long as
+// its context lasts, and then says what it waited for.
+func TestEntryLockWaitsForTheBuilder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key.lock")
+	builder, err := lockEntry(context.Background(), path, true, false)
+	require.NoError(t, err)
+	_, err = lockEntry(context.Background(), path, false, false)
+	require.ErrorIs(t, err, errEntryBusy, "a reader does not get a building entry")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = lockEntry(ctx, path, false, true)
+	require.ErrorContains(t, err, "which another run is building")
+
+	done := make(chan error, 1)
+	go func() {
+		l, err := lockEntry(context.Background(), path, false, true)
+		l.unlock()
+		done <- err
+	}()
+	require.NoError(t, builder.share(), "the builder keeps it, read-locked, with no gap")
+	require.NoError(t, <-done, "readers share it")
+	_, err = lockEntry(context.Background(), path, true, false)
+	require.ErrorIs(t, err, errEntryBusy, "the builder's read lock keeps writers out")
+	builder.unlock()
+	w, err := lockEntry(context.Background(), path, true, false)
+	require.NoError(t, err)
+	w.unlock()
+}

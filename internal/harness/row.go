@@ -26,6 +26,7 @@ type row struct {
 	gpus       []gpu.Device // chosen in preflight, passed to the server by UUID
 	bundle     string
 	bundleSHA  string
+	entry      *entryLock // the read lock on the bundle's cache entry, held until the row ends
 	server     serving.Server
 	scratch    string         // the server's scratch folder (ServeSpec.Scratch)
 	proto      wire.Protocol  // how requests travel (the family's, else wire.OpenAI)
@@ -149,6 +150,7 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 		t.Fatal(err)
 	}
 	r.lease, r.leaseWaitS = lease, waitS
+	t.Cleanup(r.unlockEntry)
 	t.Cleanup(r.stopServer)
 	t.Cleanup(r.stopBackground)
 	t.Cleanup(r.release)
@@ -248,6 +250,7 @@ func (s *Suite) Run(ctx context.Context, c Checkpoint, work string) (*schema.Res
 	}
 	r.lease, r.leaseWaitS = lease, waitS
 	defer r.release()
+	defer r.unlockEntry()
 	defer r.stopServer()
 	defer r.stopBackground()
 	for _, st := range stages {

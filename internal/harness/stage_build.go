@@ -61,8 +61,18 @@ func (r *row) build(ctx context.Context) error {
 	}
 
 	// Rows running side by side may build the same bundle: one builds, the others
-	// wait and take it from the cache.
+	// wait and take it from the cache. Rows of other processes are kept apart by the
+	// entry's lock (entrylock.go), held until the row ends (unlockEntry).
 	defer lockBundle(dir)()
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	lockPath := dir + ".lock"
+	use, err := lockEntry(ctx, lockPath, false, true)
+	if err != nil {
+		return fmt.Errorf("bundle cache: %w", err)
+	}
+	r.entry = use
 	if !r.s.cfg.Rebuild || r.s.builtThisRun(key) {
 		entry, err := r.s.trustedEntry(meta, final, key)
 		if err == nil {
@@ -73,37 +83,82 @@ func (r *row) build(ctx context.Context) error {
 		}
 	}
 	if !info.Cached {
-		os.RemoveAll(dir)
-		if err := os.MkdirAll(partial, 0o755); err != nil {
-			return err
+		// Building it again replaces the entry: only when no other row holds it.
+		r.unlockEntry()
+		switch use, err := lockEntry(ctx, lockPath, true, false); {
+		case err == nil:
+			r.entry = use
+			if err := r.buildEntry(ctx, info, dir, partial, out, final, meta, ref); err != nil {
+				return err
+			}
+			if err := use.share(); err != nil {
+				return fmt.Errorf("bundle cache: %w", err)
+			}
+			r.s.markBuilt(key)
+			markBuiltHere(dir, info.SHA256)
+		case errors.Is(err, errEntryBusy):
+			info.Private = "cache entry " + key + " is held by another run, which may be reading it: this row built its own bundle in its work folder and cached nothing"
+			r.prog.printf("bundle: %s", info.Private)
+			own := filepath.Join(r.env.Work, "bundle")
+			final = filepath.Join(own, r.c.Profile+".bundle")
+			if err := r.buildBundle(ctx, info, own, final, ref); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("bundle cache: %w", err)
 		}
-		defer os.RemoveAll(partial)
-		start := time.Now()
-		if _, err := r.job(ctx, schema.StageBuild, cmd, "build/build.log", append(at(false, partial), at(true, filepath.Dir(ref))...)...); err != nil {
-			return fmt.Errorf("bundle: %w", err)
-		}
-		info.BuildS = time.Since(start).Seconds()
-		if _, err := os.Stat(out); err != nil {
-			return fmt.Errorf("build exited 0 but wrote no bundle at %s", out)
-		}
-		if err := os.Rename(out, final); err != nil {
-			return err
-		}
-		if info.SHA256, err = pathSHA256(final); err != nil {
-			return err
-		}
-		info.Path = final
-		info.BuiltBy = r.s.Evidence.RunID + "/" + filepath.Base(r.ev.Dir)
-		if err := writeJSON(meta, info); err != nil {
-			return err
-		}
-		info.BuiltBy = ""
-		r.s.markBuilt(key)
-		markBuiltHere(dir, info.SHA256)
 	}
 	info.Bytes = pathSize(final)
 	r.bundle, r.bundleSHA = final, info.SHA256
 	return r.ev.WriteJSON("build/bundle.json", info)
+}
+
+// buildEntry builds the bundle into the cache entry dir (held with the write lock):
+// into a partial folder first, then renamed to final, then its bundle.json.
+func (r *row) buildEntry(ctx context.Context, info *schema.BundleInfo, dir, partial, out, final, meta, ref string) error {
+	os.RemoveAll(dir)
+	defer os.RemoveAll(partial)
+	if err := r.buildBundle(ctx, info, partial, out, ref); err != nil {
+		return err
+	}
+	if err := os.Rename(out, final); err != nil {
+		return err
+	}
+	info.Path = final
+	info.BuiltBy = r.s.Evidence.RunID + "/" + filepath.Base(r.ev.Dir)
+	if err := writeJSON(meta, info); err != nil {
+		return err
+	}
+	info.BuiltBy = ""
+	return nil
+}
+
+// buildBundle runs the family's build command writing out inside folder, then hashes it.
+func (r *row) buildBundle(ctx context.Context, info *schema.BundleInfo, folder, out, ref string) error {
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		return err
+	}
+	cmd := r.c.Adapter.Build(r.env, BuildSpec{Out: out, Reference: ref})
+	start := time.Now()
+	if _, err := r.job(ctx, schema.StageBuild, cmd, "build/build.log", append(at(false, folder), at(true, filepath.Dir(ref))...)...); err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	info.BuildS = time.Since(start).Seconds()
+	if _, err := os.Stat(out); err != nil {
+		return fmt.Errorf("build exited 0 but wrote no bundle at %s", out)
+	}
+	sha, err := pathSHA256(out)
+	if err != nil {
+		return err
+	}
+	info.Path, info.SHA256 = out, sha
+	return nil
+}
+
+// unlockEntry drops the row's lock on its bundle cache entry: when the row ends.
+func (r *row) unlockEntry() {
+	r.entry.unlock()
+	r.entry = nil
 }
 
 // runIDName is what a run id may be as a folder name (20261203T151833Z-3754).

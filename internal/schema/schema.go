@@ -283,6 +283,9 @@ type BundleInfo struct {
 	// records it); EntrySHA256 the sha256 of that cache entry's bundle.json as reused.
 	BuiltBy     string `json:"built_by,omitempty"`
 	EntrySHA256 string `json:"cache_entry_sha256,omitempty"`
+	// Private: why the row built its own bundle in its work folder, not in the shared
+	// cache (another run holds the cache entry, which is never replaced under it).
+	Private string `json:"private,omitempty"`
 }
 
 // Correctness is what the correctness stage proved: the case ids the family declared,
