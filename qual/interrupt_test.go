@@ -30,7 +30,7 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		args    []string
-		signal  time.Duration  // after the start; 0: none
+		signal  bool           // send sig once the row's correctness case runs
 		sig     syscall.Signal // default SIGINT
 		kill    string         // SIGKILL the run's process whose command line has this word, once it runs
 		kind    string
@@ -39,22 +39,22 @@ func TestStoppedRunsLeaveNothing(t *testing.T) {
 	}{
 		{name: "-test.timeout 8s", args: []string{"-test.timeout", "8s"}, kind: schema.KindTimeout,
 			reason: `^stage [a-z]+ failed: timeout: go test -timeout, [0-9.]+ s into the stage$`},
-		{name: "SIGINT 6 s in", signal: 6 * time.Second, kind: schema.KindInterrupted,
+		{name: "SIGINT during the correctness case", signal: true, kind: schema.KindInterrupted,
 			reason: `^stage [a-z]+ failed: interrupted: SIGINT, [0-9.]+ s into the stage$`, runNote: `^SIGINT at \+[0-9.]+ s$`},
 		{name: "AIPerf killed mid-benchmark", kill: "aiperf", kind: schema.KindInfrastructure,
 			reason: `^stage benchmark failed: infrastructure: a process was killed from outside the run`},
-		{name: "SIGTERM 5 s in, process runtime", args: []string{"-qualkit.runtime", "process"}, signal: 5 * time.Second, sig: syscall.SIGTERM,
+		{name: "SIGTERM during the correctness case, process runtime", args: []string{"-qualkit.runtime", "process"}, signal: true, sig: syscall.SIGTERM,
 			kind: schema.KindInterrupted, reason: `^stage [a-z]+ failed: interrupted: SIGTERM, [0-9.]+ s into the stage$`, runNote: `^SIGTERM at \+[0-9.]+ s$`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			cmd, out, marker := startChild(t, root, *runtimeFlag, nil, tc.args...)
-			if tc.signal > 0 {
+			if tc.signal {
 				sig := tc.sig
 				if sig == 0 {
 					sig = syscall.SIGINT
 				}
-				time.AfterFunc(tc.signal, func() { cmd.Process.Signal(sig) })
+				go signalWhenRunning(t, cmd, root, caseWord, sig)
 			}
 			if tc.kill != "" {
 				go killWhenRunning(t, root, tc.kill)
@@ -100,6 +100,28 @@ func assertNothingLeft(t *testing.T, marker, runID string) {
 	assert.Empty(t, left, "what run %s left behind", runID)
 }
 
+// caseWord is in the command line of the row's correctness case (pytest), whether it runs
+// as a process or in a container (whose processes are this host's too).
+const caseWord = "pytest"
+
+// signalWhenRunning sends the signals to cmd, 100 ms apart, once a process whose command
+// line names both root and word runs (a wait on the child's own progress, not on the
+// clock: a loaded host takes longer to get there). It fails the test if none ran in
+// 5 minutes.
+func signalWhenRunning(t *testing.T, cmd *exec.Cmd, root, word string, sigs ...os.Signal) {
+	if !waitForProcess(root, word, 5*time.Minute) {
+		t.Errorf("no process with %q and %s in its command line ran: nothing signalled", word, root)
+		cmd.Process.Kill()
+		return
+	}
+	for i, sig := range sigs {
+		if i > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		cmd.Process.Signal(sig)
+	}
+}
+
 // killWhenRunning sends SIGKILL to the first process whose command line names both the
 // run's evidence root and word, once there is one (30 s at most).
 func killWhenRunning(t *testing.T, root, word string) {
@@ -121,11 +143,7 @@ func TestSecondSignalForcesTheExit(t *testing.T) {
 	}
 	root := t.TempDir()
 	cmd, out, marker := startChild(t, root, "container", nil)
-	time.AfterFunc(6*time.Second, func() {
-		cmd.Process.Signal(syscall.SIGINT)
-		time.Sleep(100 * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGINT)
-	})
+	go signalWhenRunning(t, cmd, root, caseWord, syscall.SIGINT, syscall.SIGINT)
 	err := cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, out.String())

@@ -113,9 +113,8 @@ func run(m *testing.M) int {
 		return 2
 	}
 	fmt.Println("qual:", suite.RuntimeNote)
-	stopSignals := onSignals(suite)
+	onSignals(suite)
 	code := m.Run()
-	stopSignals()
 	summary, sums, err := suite.Finish(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "qual: evidence:", err)
@@ -142,18 +141,14 @@ const forceAfter = 60 * time.Second
 // report: the running rows stop, their servers, processes and containers with them, and
 // each writes its evidence (interrupted, at which stage); then run.json is finished and
 // the binary exits non-zero. A second signal, or forceAfter, removes this run's
-// containers (10 s at most) and exits at once with 130. The returned func stops listening.
-func onSignals(suite *harness.Suite) func() {
+// containers (10 s at most) and exits at once with 130. It listens until the binary exits:
+// a signal after the tests, while the evidence is finished, is one too (and had the
+// default action back, a second signal there would kill the binary with no exit code).
+func onSignals(suite *harness.Suite) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
 	go func() {
-		var sig os.Signal
-		select {
-		case sig = <-sigs:
-		case <-done:
-			return
-		}
+		sig := <-sigs
 		name := signalName(sig)
 		fmt.Fprintf(os.Stderr, "\nqual: %s: stopping the running rows; they clean up and write their evidence (send it again to force the exit)\n", name)
 		suite.Interrupt(name)
@@ -162,8 +157,6 @@ func onSignals(suite *harness.Suite) func() {
 			fmt.Fprintf(os.Stderr, "qual: %s again: removing this run's containers and exiting now\n", signalName(sig))
 		case <-time.After(forceAfter):
 			fmt.Fprintf(os.Stderr, "qual: the rows did not finish within %s of %s: removing this run's containers and exiting now\n", forceAfter, name)
-		case <-done:
-			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := suite.Abandon(ctx); err != nil {
@@ -172,7 +165,6 @@ func onSignals(suite *harness.Suite) func() {
 		cancel()
 		os.Exit(130)
 	}()
-	return func() { signal.Stop(sigs); close(done) }
 }
 
 func signalName(sig os.Signal) string {
