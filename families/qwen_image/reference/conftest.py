@@ -29,6 +29,11 @@ def pytest_addoption(parser):
         default=str(HERE / "parity.json"),
         help="the case and its thresholds (default: parity.json beside this file)",
     )
+    group.addoption(
+        "--latents-file",
+        metavar="PATH",
+        help="keep the initial noise the case drew there, raw float32 (TRTMC's initial_latents.f32 format)",
+    )
 
 
 def pytest_collection_modifyitems(config, items):

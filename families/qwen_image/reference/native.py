@@ -85,7 +85,7 @@ def main(argv=None) -> int:
         json.dumps(
             {
                 "backend": "diffusers",
-                "bundle_sha256": pipeline.file_sha256(Path(args.bundle)),
+                "bundle_sha256": pipeline.bundle_sha256(Path(args.bundle)),
                 "image": args.image,
                 "input_sha256": res.input_sha256,
                 "output": args.output,

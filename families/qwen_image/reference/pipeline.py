@@ -3,14 +3,20 @@
 One module owns everything the server (server.py), the native Task (native.py) and the
 correctness case (test_parity.py) share, so the three run the same code path:
 
-- the bundle: a small JSON that names what to load (`python pipeline.py bundle ...`);
+- the bundle: a small JSON that names what to load (`python pipeline.py bundle ...`), or,
+  with --save-pipeline, a folder: that JSON as bundle.json beside the smoke pipeline saved
+  in diffusers' own layout (save_pretrained), which any DiffusionPipeline.from_pretrained
+  loads (TRTMC's perf-serve reference backend serves it as its --reference-model);
 - loading: a local checkpoint snapshot at the pinned revision (bf16 on a GPU), or the smoke
   profile, tiny random weights built in code from a fixed construction seed (nothing is
   ever downloaded);
 - the device rule: CUDA, or a failure; the CPU only when asked for with --device cpu;
 - settings: parsing and limits, shared by the HTTP fields and the native flags;
-- the edit: deterministic settings, initial latents drawn on the CPU from the request's
-  seed, the pipeline call, and the PNG quantization floor(clamp(v, 0, 1) * 255 + 0.5).
+- the edit: deterministic settings, initial latents drawn from the request's seed as TRTMC
+  draws them (NumPy's default_rng(seed).standard_normal in the pipeline's unpacked latent
+  shape, float32: TRTMC's perf-serve latents.py @ d3e1a549 § noise, and its families case,
+  test_e2e.py @ 9777fef7 § _initial_latents), the pipeline call, and the PNG quantization
+  floor(clamp(v, 0, 1) * 255 + 0.5).
 
 A smoke bundle exercises the real pipeline (the reference image is VAE-encoded and its
 latents condition the DiT next to the noise latents; the text encoder sees it too), but its
@@ -247,9 +253,16 @@ def check_prompt(prompt: str) -> None:
 # ----------------------------------------------------------------------------- bundle
 
 
+# A saved-pipeline bundle is a folder: this file beside the pipeline's own.
+BUNDLE_FILE = "bundle.json"
+
+
 def read_bundle(path: str | Path) -> dict:
+    """The bundle's JSON. For a folder (--save-pipeline), its bundle.json, with "dir" set to
+    the folder, from which Editor loads the saved pipeline."""
+    folder = Path(path) if Path(path).is_dir() else None
     try:
-        b = json.loads(Path(path).read_text())
+        b = json.loads((folder / BUNDLE_FILE if folder else Path(path)).read_text())
     except (OSError, ValueError) as e:
         raise BundleError(f"bundle {path}: {e}") from e
     if not isinstance(b, dict) or b.get("format") != BUNDLE_FORMAT or b.get("version") != BUNDLE_VERSION:
@@ -261,7 +274,23 @@ def read_bundle(path: str | Path) -> dict:
             f"bundle {path}: smoke config_sha256 {b['smoke'].get('config_sha256')} is not this code's "
             f"{smoke_config_sha256()}: rebuild the bundle"
         )
+    if folder is not None:
+        if not b.get("saved_pipeline") or not (folder / "model_index.json").is_file():
+            raise BundleError(f"bundle {path}: a folder bundle holds bundle.json with saved_pipeline and the pipeline's model_index.json")
+        b["dir"] = str(folder)
+    elif b.get("saved_pipeline"):
+        raise BundleError(f"bundle {path}: its pipeline was saved beside it: give the folder, not its {BUNDLE_FILE}")
     return b
+
+
+def bundle_sha256(path: Path) -> str:
+    """The bundle's sha256: the file's, or for a folder the sha256 of its sorted
+    "<sha256>  <relative path>" lines (sha256sum's format), one per file."""
+    path = Path(path)
+    if not path.is_dir():
+        return file_sha256(path)
+    lines = [f"{file_sha256(p)}  {p.relative_to(path).as_posix()}\n" for p in sorted(path.rglob("*")) if p.is_file()]
+    return sha256_bytes("".join(lines).encode())
 
 
 def file_sha256(path: Path) -> str:
@@ -295,7 +324,8 @@ def revision_of(snapshot: Path) -> str | None:
     return snapshot.name if snapshot.parent.name == "snapshots" else None
 
 
-def make_bundle(args) -> dict:
+def make_bundle(args) -> tuple[dict, dict | None]:
+    """The bundle's JSON, and for the smoke profile the pipeline's parts it names."""
     import diffusers
     import torch
     import transformers
@@ -325,6 +355,7 @@ def make_bundle(args) -> dict:
             "built_with": versions,
         }
     else:
+        parts = None
         snap = Path(args.checkpoint).resolve()
         if not (snap / "model_index.json").is_file():
             raise BundleError(f"{snap} holds no model_index.json: give the snapshot directory of {HF_ID}")
@@ -343,7 +374,20 @@ def make_bundle(args) -> dict:
             "built_with": versions,
         }
     bundle["limits"] = LIMITS
-    return bundle
+    return bundle, parts
+
+
+def save_pipeline(bundle: dict, parts: dict, out: Path) -> None:
+    """The folder bundle: the smoke pipeline in diffusers' layout (safetensors), and the
+    bundle's JSON beside it as bundle.json, saved_pipeline naming every file with its sha256."""
+    from diffusers import QwenImageEditPlusPipeline
+
+    if out.exists():
+        raise BundleError(f"{out} exists: a folder bundle is written into a new folder")
+    QwenImageEditPlusPipeline(**parts).save_pretrained(str(out), safe_serialization=True)
+    files = [{"path": p.relative_to(out).as_posix(), "sha256": file_sha256(p)} for p in sorted(out.rglob("*")) if p.is_file()]
+    bundle["saved_pipeline"] = {"layout": "diffusers save_pretrained", "class": PIPELINE_CLASS, "files": files}
+    (out / BUNDLE_FILE).write_text(json.dumps(bundle, indent=2, sort_keys=True) + "\n")
 
 
 # ----------------------------------------------------------------------------- smoke construction
@@ -566,7 +610,16 @@ class Editor:
         self.nondeterministic_ops: list[str] = []
         start = time.perf_counter()
         dtype = torch_dtype(self.precision)
-        if self.smoke:
+        if self.smoke and bundle.get("dir"):
+            from diffusers import QwenImageEditPlusPipeline
+
+            # Loaded in float32, as saved, so the weights hash as built; then cast.
+            pipe = QwenImageEditPlusPipeline.from_pretrained(bundle["dir"], torch_dtype=torch.float32, local_files_only=True)
+            got = weights_sha256(pipe.components)
+            if got != bundle["smoke"]["weights_sha256"]:
+                raise BundleError(f"the saved pipeline's weights_sha256 {got} differs from its bundle.json's {bundle['smoke']['weights_sha256']}")
+            pipe = pipe.to(self.device, dtype)
+        elif self.smoke:
             parts = build_smoke()
             got = weights_sha256(parts)
             if got != bundle["smoke"]["weights_sha256"]:
@@ -628,19 +681,32 @@ class Editor:
         d.update(precision=self.precision, device=self.device, profile=self.bundle["profile"], smoke=self.smoke)
         return d
 
-    def initial_latents(self, s: Settings):
-        """The packed initial noise, drawn on the CPU in float32 from the seed, so that the
-        same seed gives the same latents on any device (diffusers' own reproducibility
-        advice); the pipeline casts them to its dtype."""
+    def latent_shape(self, s: Settings) -> tuple[int, ...]:
+        """The unpacked latent shape TRTMC replays noise in for this pipeline (latents.py @
+        d3e1a549 § _qwen_image): (1, 1, in_channels / 4, 2 (H / 16), 2 (W / 16)) with the VAE's
+        2 ** len(temperal_downsample) = 8."""
+        pipe = self.pipe
+        scale = 2 ** len(pipe.vae.config.temperal_downsample)
+        return (1, 1, pipe.transformer.config.in_channels // 4, 2 * (s.height // (scale * 2)), 2 * (s.width // (scale * 2)))
+
+    def noise(self, s: Settings):
+        """The unpacked initial noise, float32, as TRTMC draws it from the seed: NumPy's
+        default_rng(seed).standard_normal(shape, dtype=float32) (latents.py @ d3e1a549 §
+        noise; test_e2e.py @ 9777fef7 § _initial_latents draws the same values), so the same
+        seed gives the same noise on any device and in TRTMC's own latent replay."""
+        import numpy as np
+
+        return np.random.default_rng(int(s.seed)).standard_normal(self.latent_shape(s), dtype=np.float32)
+
+    def initial_latents(self, s: Settings, noise=None):
+        """The packed initial latents (the pipeline takes them packed, as TRTMC's reference
+        adapter packs a replayed noise file: media.py @ ca938e40 § _replayed_latents); the
+        pipeline casts them to its dtype."""
         import torch
 
-        pipe = self.pipe
-        channels = pipe.transformer.config.in_channels // 4
-        h = 2 * (s.height // (pipe.vae_scale_factor * 2))
-        w = 2 * (s.width // (pipe.vae_scale_factor * 2))
-        g = torch.Generator("cpu").manual_seed(s.seed)
-        lat = torch.randn((1, 1, channels, h, w), generator=g, dtype=torch.float32)
-        return pipe._pack_latents(lat, 1, channels, h, w)
+        n = self.noise(s) if noise is None else noise
+        _, _, channels, h, w = n.shape
+        return self.pipe._pack_latents(torch.from_numpy(n), 1, channels, h, w)
 
     def edit_pixels(self, image, prompt: str, s: Settings, latents=None):
         """The pipeline call: returns the float32 RGB output in [0, 1], H x W x 3 (numpy)."""
@@ -753,6 +819,12 @@ def main(argv=None) -> int:
         help="default: bf16 for a checkpoint (its serving dtype), fp32 for the smoke profile (see SMOKE_PRECISION)",
     )
     b.add_argument("-o", "--out", required=True)
+    b.add_argument(
+        "--save-pipeline",
+        action="store_true",
+        help="smoke only: OUT is a new folder holding the pipeline saved in diffusers' layout and bundle.json "
+        "(what DiffusionPipeline.from_pretrained, and TRTMC's perf-serve reference backend, load)",
+    )
     sub.add_parser("smoke-config-sha256", help="print the smoke construction's config hash")
     args = ap.parse_args(argv)
     if args.cmd == "smoke-config-sha256":
@@ -760,8 +832,15 @@ def main(argv=None) -> int:
         return 0
     if args.precision is None:
         args.precision = SMOKE_PRECISION if args.smoke else "bf16"
+    if args.save_pipeline and not args.smoke:
+        print("pipeline.py bundle: --save-pipeline saves the smoke pipeline; a checkpoint snapshot is a pipeline folder already", file=sys.stderr)
+        return 2
     try:
-        bundle = make_bundle(args)
+        bundle, parts = make_bundle(args)
+        if args.save_pipeline:
+            save_pipeline(bundle, parts, Path(args.out))
+            print(f"{bundle_sha256(Path(args.out))}  {args.out}/")
+            return 0
     except BundleError as e:
         print(f"pipeline.py bundle: {e}", file=sys.stderr)
         return 1

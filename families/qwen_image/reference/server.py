@@ -80,7 +80,7 @@ class Service:
     def __init__(self, bundle_path: str, model: str, device: str, records: str | None, queue_depth: int, max_body: int):
         self.bundle_path = bundle_path
         self.bundle = pipeline.read_bundle(bundle_path)
-        self.bundle_sha256 = pipeline.file_sha256(Path(bundle_path))
+        self.bundle_sha256 = pipeline.bundle_sha256(Path(bundle_path))
         self.model = model
         self.device = device
         self.queue_depth = queue_depth

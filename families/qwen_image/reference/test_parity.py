@@ -2,7 +2,10 @@
 
 The bundle is loaded the way the server loads it (pipeline.Editor, device cuda, the
 bundle's precision) and, a second time, on the CPU in float32. Both run the same request
-(parity.json's case) from the same initial latents, drawn once on the CPU from the seed.
+(parity.json's case) from the same initial latents, drawn once from the seed as TRTMC
+draws them (pipeline.Editor.noise); with --latents-file the case keeps that noise, raw
+float32 as TRTMC's latent replay writes it, so a server replaying the seed's noise can be
+held to the very noise this case's reference started from.
 The outputs are compared with PSNR and SSIM against the thresholds parity.json holds for
 the bundle's profile and precision, each with the reason for its value. Two controls
 make the comparison mean something:
@@ -73,7 +76,7 @@ def test_gpu_matches_cpu_float32(request):
         "case": "test_gpu_matches_cpu_float32",
         "status": "fail",
         "bundle": str(bundle_path),
-        "bundle_sha256": pipeline.file_sha256(bundle_path),
+        "bundle_sha256": pipeline.bundle_sha256(bundle_path),
         "profile": bundle["profile"],
         "smoke": bundle["profile"] == "smoke",
         "thresholds_key": key,
@@ -108,7 +111,12 @@ def test_gpu_matches_cpu_float32(request):
     cpu = pipeline.Editor(bundle, device="cpu", precision="fp32")
     timings["cpu_load_s"] = time.perf_counter() - t
     result["runtime"] = {"gpu": gpu.runtime(), "cpu": cpu.runtime()}
-    latents = gpu.initial_latents(s)  # on the CPU, float32, from the seed: shared by every run below
+    noise = gpu.noise(s)  # float32, from the seed, as TRTMC draws it: shared by every run below
+    latents = gpu.initial_latents(s, noise)
+    keep = request.config.getoption("latents_file")
+    if keep:
+        noise.tofile(keep)
+        result["initial_latents"] = {"file": keep, "shape": list(noise.shape), "sha256": pipeline.sha256_bytes(noise.tobytes())}
 
     def run(editor, image, name):
         t = time.perf_counter()

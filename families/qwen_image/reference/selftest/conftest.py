@@ -22,7 +22,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REFERENCE = HERE.parent
 ROOT = REFERENCE.parents[2]
-FIXTURES = ROOT / "fixtures" / "qwen_reference_smoke"
+FIXTURES = ROOT / "fixtures" / "images"
 if str(REFERENCE) not in sys.path:
     sys.path.insert(0, str(REFERENCE))
 

@@ -14,8 +14,8 @@ import test_parity
 from conftest import REFERENCE
 
 
-def fake_request(bundle, artifacts, parity):
-    opts = {"bundle": str(bundle), "artifacts_dir": str(artifacts), "parity": str(parity)}
+def fake_request(bundle, artifacts, parity, latents_file=None):
+    opts = {"bundle": str(bundle), "artifacts_dir": str(artifacts), "parity": str(parity), "latents_file": latents_file}
     return types.SimpleNamespace(config=types.SimpleNamespace(getoption=lambda k: opts[k]))
 
 
@@ -29,9 +29,16 @@ def cpu_as_cuda(monkeypatch):
 
 def test_parity_case_passes_on_identical_runs_and_writes_evidence(cpu_as_cuda, bundle_path, tmp_path):
     art = tmp_path / "artifacts"
-    test_parity.test_gpu_matches_cpu_float32(fake_request(bundle_path, art, REFERENCE / "parity.json"))
+    noise = tmp_path / "initial-latents.f32"
+    test_parity.test_gpu_matches_cpu_float32(fake_request(bundle_path, art, REFERENCE / "parity.json", str(noise)))
     res = json.loads((art / "result.json").read_text())
     assert res["status"] == "pass" and res["problems"] == [] and res["smoke"] is True
+    # The noise it kept is TRTMC's for the case's seed and size, raw float32 (latents.py's format).
+    import numpy as np
+
+    want = np.random.default_rng(42).standard_normal((1, 1, 4, 64, 64), dtype=np.float32)
+    assert noise.read_bytes() == want.tobytes()
+    assert res["initial_latents"]["sha256"] == pipeline.sha256_bytes(want.tobytes())
     m = res["metrics"]
     assert m["gpu_vs_cpu"]["psnr_db"] is None  # identical: both ran on the CPU here
     assert m["gpu_vs_cpu_mirrored"]["psnr_db"] < 55 and m["gpu_vs_cpu_mirrored"]["ssim"] < 0.999

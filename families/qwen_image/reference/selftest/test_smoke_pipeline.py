@@ -85,7 +85,7 @@ def test_checkpoint_bundle_needs_the_pinned_revision(tmp_path):
     blob.write_bytes(b"weights")
     (pinned / "transformer").mkdir()
     (pinned / "transformer" / "w.safetensors").symlink_to(blob)
-    b = pipeline.make_bundle(pipeline.argparse.Namespace(smoke=False, checkpoint=str(pinned), revision=None, precision="bf16"))
+    b, _ = pipeline.make_bundle(pipeline.argparse.Namespace(smoke=False, checkpoint=str(pinned), revision=None, precision="bf16"))
     assert b["profile"] == "checkpoint" and b["checkpoint"]["revision"] == pipeline.REVISION
     files = {f["path"]: f for f in b["checkpoint"]["files"]}
     assert files["transformer/w.safetensors"]["blob"] == "a" * 64 and "sha256" in files["model_index.json"]
@@ -134,9 +134,46 @@ def test_same_request_same_pixels_and_mirror_changes_them(editor, photo):
     assert a.pixels.shape == (128, 128, 3) and a.pixels.std() > 1
 
 
-def test_latents_are_drawn_on_the_cpu_from_the_seed(editor):
+def test_latents_are_drawn_from_the_seed_as_trtmc_draws_them(editor):
     s = tiny_settings()
+    noise = editor.noise(s)
+    # TRTMC's latent replay (perf-serve latents.py @ d3e1a549 § noise, § _qwen_image):
+    # default_rng(seed).standard_normal in (1, 1, in_channels / 4, 2 (H / 16), 2 (W / 16)).
+    assert noise.shape == (1, 1, 4, 8, 8) and noise.dtype == np.float32
+    assert np.array_equal(noise, np.random.default_rng(int(s.seed)).standard_normal((1, 1, 4, 8, 8), dtype=np.float32))
     a, b = editor.initial_latents(s), editor.initial_latents(s)
-    assert a.device.type == "cpu" and a.dtype.is_floating_point and str(a.dtype) == "torch.float32"
+    assert a.device.type == "cpu" and str(a.dtype) == "torch.float32"
     assert a.equal(b) and not a.equal(editor.initial_latents(tiny_settings(seed="8")))
     assert tuple(a.shape) == (1, 16, 16)  # 64x64 -> 8x8 latents -> 4x4 patches of 4 channels x 4
+    assert a.equal(editor.initial_latents(s, noise)), "packing the given noise is the default path"
+
+
+def test_a_saved_pipeline_bundle_loads_the_same_pipeline(tmp_path, editor, photo):
+    """--save-pipeline: a folder any DiffusionPipeline.from_pretrained loads (what TRTMC's
+    perf-serve reference backend serves), holding the same weights: the same edit."""
+    out = tmp_path / "saved.bundle"
+    assert pipeline.main(["bundle", "--smoke", "--save-pipeline", "-o", str(out)]) == 0
+    b = pipeline.read_bundle(out)
+    assert b["dir"] == str(out) and (out / "model_index.json").is_file()
+    assert {f["path"] for f in b["saved_pipeline"]["files"]} >= {"model_index.json", "transformer/config.json", "vae/config.json"}
+    saved = pipeline.Editor(b, device="cpu")
+    s = tiny_settings(size="64x64", num_inference_steps="2")
+    assert saved.edit(photo, PROMPT, s).png == editor.edit(photo, PROMPT, s).png
+    with pytest.raises(pipeline.BundleError, match="give the folder"):
+        pipeline.read_bundle(out / "bundle.json")
+    assert pipeline.main(["bundle", "--smoke", "--save-pipeline", "-o", str(out)]) == 1, "never written over"
+
+
+def test_a_saved_pipeline_with_other_weights_is_refused(tmp_path):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    out = tmp_path / "saved.bundle"
+    assert pipeline.main(["bundle", "--smoke", "--save-pipeline", "-o", str(out)]) == 0
+    weights = next((out / "transformer").glob("*.safetensors"))
+    tensors = load_file(str(weights))
+    name = sorted(tensors)[0]
+    tensors[name] = tensors[name] + torch.ones_like(tensors[name])
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+    with pytest.raises(pipeline.BundleError, match="weights_sha256"):
+        pipeline.Editor(pipeline.read_bundle(out), device="cpu")
