@@ -41,6 +41,7 @@ var tables = []table{
 	{test: "TestQwenImageEdit", rows: qwenImageEditRows, hardware: true},
 	{test: "TestReferenceSmoke", rows: qwenReferenceRows, hardware: true},
 	{test: "TestReferenceSmokePool", rows: qwenReferencePoolRows, hardware: true},
+	{test: "TestPerfServeReference", rows: perfServeReferenceRows, hardware: true},
 	{test: "TestQwenDouble", rows: qwenDoubleRows},
 }
 

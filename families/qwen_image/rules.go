@@ -29,10 +29,14 @@ func init() {
 			return "the metric of a TRTMC layout (" + strings.Join(layoutNames(), ", ") + ")"
 		},
 	})
-	evidencerules.Register(Diffusers{}.Backend(), evidencerules.Rules{
-		PairReference: func(string, string) string { return diffusersPairReference },
-		PairMetric:    func(string) string { return "" },
-	})
+	// TRTMC's perf-serve serving the diffusers reference's pipeline: the pair is the same
+	// parity case's, judged the same way.
+	for _, backend := range []string{Diffusers{}.Backend(), PerfServeReference{}.Backend()} {
+		evidencerules.Register(backend, evidencerules.Rules{
+			PairReference: func(string, string) string { return diffusersPairReference },
+			PairMetric:    func(string) string { return "" },
+		})
+	}
 }
 
 func layoutNamed(name string) (Layout, bool) {

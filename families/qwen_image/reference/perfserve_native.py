@@ -98,7 +98,16 @@ class Native:
     """TRTMC's reference backend, loaded once, and the server's per-request steps."""
 
     def __init__(self, args):
-        use_checkout(Path(args.checkout))
+        checkout = Path(args.checkout)
+        use_checkout(checkout)
+        # A checkout staged from TRTMC's perf-serve snapshot carries qualkit's shim for its
+        # one code gap (qualkit_gaps.py, as the server's __main__ does); a real one does not.
+        self.gaps = None
+        if (checkout / "apps/perf_serving/trtmc_perf_serving/qualkit_gaps.py").is_file():
+            from trtmc_perf_serving import qualkit_gaps
+
+            self.gaps = "qualkit shim (not TRTMC code): ResolvedCase.selected_task " + ("added (types.py gap)" if qualkit_gaps.ADDED else "present")
+            print(f"perfserve_native.py: {self.gaps}", file=sys.stderr, flush=True)
         from trtmc_perf_serving import digests, files, latents
         from trtmc_perf_serving.backends.reference import ReferenceBackend
         from trtmc_perf_serving.backends.reference.common import ReferenceSpec
@@ -149,7 +158,7 @@ class Native:
 def runtime(native: Native) -> dict:
     import torch
 
-    return {"backend": native.describe, "torch": torch.__version__, "cuda": torch.version.cuda,
+    return {"backend": native.describe, "snapshot_shim": native.gaps, "torch": torch.__version__, "cuda": torch.version.cuda,
             "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
             "load_ms": round(native.load_s * 1000, 3)}
 

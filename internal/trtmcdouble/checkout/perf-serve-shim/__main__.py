@@ -8,24 +8,14 @@ without editing a TRTMC file:
    runs trtmc_perf_serving.cli.main, which is what `python -m trtmc_perf_serving` runs
    (TRTMC's own apps/aiperf_qual services.py @ a9ed5f69 starts `-m trtmc_perf_serving`).
 2. No stored apps/benchmark/trtmc_benchmark/types.py has ResolvedCase.selected_task,
-   which catalog.py @ 0dd9052f passes; that one optional field is added at run time.
+   which catalog.py @ 0dd9052f passes; qualkit_gaps.py adds that one optional field.
 
 Its first line on stderr (the row's serve/server.log) says what it did and which code runs.
 """
 
-import dataclasses
 import sys
 
-import trtmc_benchmark.types as _types
-
-added = "selected_task" not in {f.name for f in dataclasses.fields(_types.ResolvedCase)}
-if added:
-    @dataclasses.dataclass(frozen=True)
-    class ResolvedCase(_types.ResolvedCase):
-        selected_task: "str | None" = None
-
-    ResolvedCase.__module__ = _types.__name__
-    _types.ResolvedCase = ResolvedCase
+from trtmc_perf_serving import qualkit_gaps  # first: catalog.py binds ResolvedCase when imported
 
 import uvicorn  # noqa: E402
 
@@ -33,6 +23,6 @@ from trtmc_perf_serving import cli  # noqa: E402
 
 print(f"qualkit shim (not TRTMC code): running TRTMC's trtmc_perf_serving.cli.main from {cli.__file__} "
       f"with uvicorn {uvicorn.__version__}; ResolvedCase.selected_task "
-      f"{'added (types.py gap)' if added else 'present'}", file=sys.stderr, flush=True)
+      f"{'added (types.py gap)' if qualkit_gaps.ADDED else 'present'}", file=sys.stderr, flush=True)
 
 raise SystemExit(cli.main())

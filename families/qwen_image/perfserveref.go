@@ -1,0 +1,340 @@
+package qwenimage
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"qualkit/internal/harness"
+	"qualkit/internal/wire"
+)
+
+// PerfServeReference serves the diffusers reference's smoke pipeline with TRTMC's own
+// trtmc-perf-serve, `serve --backend reference`: the server TRTMC's own qualification
+// serves its reference side with (backends/reference @ 7b798a32, its Diffusion adapter
+// media.py @ ca938e40), driven by the Qwen adapter's perf-serve contract (wire.Task: POST
+// /v1/tasks/generate_image through AIPerf's raw endpoint, the seed replayed as
+// latent_seed, Task time from the records, /v1/serving/info as the identity), on the
+// pipeline qualkit's reference builds (reference/pipeline.py --save-pipeline: a folder
+// DiffusionPipeline.from_pretrained loads, given as --reference-model).
+//
+// What is not TRTMC's here: the model (tiny random weights: a smoke row, never
+// qualification), the correctness case (the diffusers reference's own parity case on the
+// same folder), and, when the checkout is the perf-serve snapshot, qualkit's shim for its
+// two gaps (reference/perfserve_stage.py stages it, named as qualkit's). The native Task
+// is TRTMC's same reference backend without HTTP (reference/perfserve_native.py).
+type PerfServeReference struct {
+	// Checkout is a TRTMC checkout with apps/perf_serving, or a snapshot of TRTMC's
+	// perf-serve (TRTMC_PERF_SERVE: the folder or its snapshot/).
+	Checkout string
+	// Pipeline is the diffusers reference the bundle and the correctness case come from:
+	// its interpreter (which also runs the server: it needs perf-serve's imports) and
+	// device. Its precision is the one served.
+	Pipeline Diffusers
+}
+
+// EnvPerfServe names the perf-serve checkout or snapshot (make ... TRTMC_PERF_SERVE=DIR).
+const EnvPerfServe = "QUALKIT_TRTMC_PERF_SERVE"
+
+// PerfServeReferenceFromEnv is the smoke row's adapter: the checkout from
+// QUALKIT_TRTMC_PERF_SERVE, the interpreter from QUALKIT_QWEN_PYTHON.
+func PerfServeReferenceFromEnv(getenv func(string) string) PerfServeReference {
+	return PerfServeReference{Checkout: getenv(EnvPerfServe), Pipeline: DiffusersFromEnv(DiffusersSmoke(), getenv)}
+}
+
+var (
+	_ harness.Family          = PerfServeReference{}
+	_ harness.Requirer        = PerfServeReference{}
+	_ harness.Prober          = PerfServeReference{}
+	_ harness.Describer       = PerfServeReference{}
+	_ harness.ServingIdentity = PerfServeReference{}
+	_ harness.WireSpeaker     = PerfServeReference{}
+	_ harness.NativeBatcher   = PerfServeReference{}
+	_ harness.NativePreloader = PerfServeReference{}
+	_ harness.ModelsWhenReady = PerfServeReference{}
+	_ harness.NativeReporter  = PerfServeReference{}
+	_ harness.QualityJudge    = PerfServeReference{}
+)
+
+func (PerfServeReference) Backend() string { return "trtmc-perf-serve-reference" }
+
+// perfServeShim is qualkit's shim for the snapshot's gaps (also the double's).
+const perfServeShim = "internal/trtmcdouble/checkout/perf-serve-shim"
+
+// staged is the perf-serve tree the row serves from (Tools stages it): the checkout's
+// apps/perf_serving, apps/benchmark and families/qwen_image, plus the shim for a snapshot.
+func (PerfServeReference) staged(env harness.Env) string {
+	return filepath.Join(env.Work, "perf-serve")
+}
+
+// Tools prints the interpreter's versions, then stages perf-serve (build/tools-*.log
+// keep both: the staged files with their sha256, and whether the shim was added). The
+// builder is pipeline.py, as for the diffusers reference.
+func (a PerfServeReference) Tools(env harness.Env) ([]harness.Command, string) {
+	cmds, builder := a.Pipeline.Tools(env)
+	stage := harness.Command{Args: []string{a.Pipeline.python(), script(env, "perfserve_stage.py"),
+		"--source", a.Checkout, "--shim", filepath.Join(env.Root, perfServeShim), "--out", a.staged(env)}, Dir: env.Root}
+	return append(cmds, stage), builder
+}
+
+// BuildSettings are the diffusers reference's, and the bundle's form: the saved folder.
+func (a PerfServeReference) BuildSettings(env harness.Env) map[string]string {
+	s := a.Pipeline.BuildSettings(env)
+	s["bundle_form"] = "saved pipeline folder (pipeline.py bundle --save-pipeline)"
+	return s
+}
+
+// Build saves the smoke pipeline as a folder: perf-serve's --reference-model.
+func (a PerfServeReference) Build(env harness.Env, spec harness.BuildSpec) harness.Command {
+	cmd := a.Pipeline.Build(env, spec)
+	cmd.Args = append(cmd.Args, "--save-pipeline")
+	return cmd
+}
+
+// caseLatents is where the correctness case keeps the noise it drew, relative to its
+// scratch folder: the served pair is held to these very bytes.
+const referenceCaseLatents = "initial-latents.f32"
+
+// Correctness is the diffusers reference's parity case, unchanged, on the saved folder;
+// it keeps the noise it drew.
+func (a PerfServeReference) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
+	cc := a.Pipeline.Correctness(env, spec)
+	cc.Command.Args = append(cc.Command.Args, "--latents-file="+filepath.Join(spec.Scratch, referenceCaseLatents))
+	return cc
+}
+
+// PerfServeReferenceArgs are perf-serve's arguments after `serve` (cli.py @ 3878755c):
+// the reference backend on the saved pipeline, in the bundle's precision, with
+// --deterministic (no TF32, deterministic kernels: platform.py @ ca938e40 §
+// apply_deterministic_numerics), so that the served edit, the native replay and the
+// parity case's GPU run are the same numerics.
+func PerfServeReferenceArgs(spec harness.ServeSpec, precision string) []string {
+	return []string{
+		"--backend", "reference",
+		"--profile", Profile,
+		"--manifest-root", "families",
+		"--reference-model", spec.Bundle,
+		"--precision", precision,
+		"--deterministic",
+		"--model-name", spec.Model,
+		"--host", spec.Host,
+		"--port", strconv.Itoa(spec.Port),
+		"--records", spec.Records,
+		"--scratch", spec.Scratch,
+		"--keep-artifacts",
+		"--request-timeout", serverTimeoutS,
+	}
+}
+
+// perfServeEnv is what perf-serve and the native Task run with: perf-serve's PYTHONPATH
+// (README @ 8bd797ae § Serve), a fixed cuBLAS workspace (deterministic GEMMs need it
+// before CUDA starts), nothing downloaded, no bytecode in the staged tree.
+func perfServeEnv() []string {
+	return []string{"PYTHONPATH=apps/perf_serving:apps/benchmark", "CUBLAS_WORKSPACE_CONFIG=:4096:8",
+		"HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1"}
+}
+
+// Serve starts TRTMC's perf-serve from the staged tree: `python -m trtmc_perf_serving
+// serve --backend reference ...`.
+func (a PerfServeReference) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
+	return harness.Command{Args: append([]string{a.Pipeline.python(), "-m", "trtmc_perf_serving", "serve"},
+		PerfServeReferenceArgs(spec, a.Pipeline.precision())...), Env: perfServeEnv(), Dir: a.staged(env)}
+}
+
+// nativeArgs are perfserve_native.py's arguments common to one replay and a batch: the
+// backend exactly as the server builds it.
+func (a PerfServeReference) nativeArgs(env harness.Env, bundle string) []string {
+	args := []string{a.Pipeline.python(), script(env, "perfserve_native.py"), bundle,
+		"--checkout", a.staged(env), "--profile", Profile, "--precision", a.Pipeline.precision(), "--deterministic",
+		"--scratch", filepath.Join(env.Work, "native-scratch")}
+	if a.Pipeline.Device != "" {
+		args = append(args, "--device", a.Pipeline.Device)
+	}
+	return args
+}
+
+// Native replays one request through TRTMC's reference backend without HTTP.
+func (a PerfServeReference) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
+	item, err := json.Marshal(map[string]any{"id": strings.TrimSuffix(filepath.Base(spec.Output), ".png"),
+		"image": spec.Image, "prompt": spec.Prompt, "settings": spec.Settings, "latent_seed": spec.LatentSeed})
+	if err != nil {
+		return reject(err)
+	}
+	return harness.Command{Args: append(a.nativeArgs(env, spec.Bundle), "--item", string(item), "--output", spec.Output),
+		Env: perfServeEnv(), Dir: a.staged(env)}
+}
+
+// NativeBatch replays every request after one load of the backend.
+func (a PerfServeReference) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
+	args := append(a.nativeArgs(env, spec.Bundle), "--batch", spec.Items, "--report", spec.Report)
+	if spec.WaitItems > 0 {
+		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))
+	}
+	return harness.Command{Args: args, Env: perfServeEnv(), Dir: a.staged(env)}
+}
+
+// NativeBatchWaits: perfserve_native.py --wait-items loads the backend, then waits.
+func (PerfServeReference) NativeBatchWaits() bool { return true }
+
+// ModelsListedWhenReady: perf-serve loads its backend before uvicorn binds the port
+// (cli.py @ 3878755c § serve: ReferenceBackend(...), then uvicorn.run), so GET
+// /v1/models answers only once the model can serve.
+func (PerfServeReference) ModelsListedWhenReady() string {
+	return "cli.py @ 3878755c § serve: the backend loads before uvicorn.run binds the port"
+}
+
+// NativeOutputPattern finds the one-replay report's output_sha256.
+func (PerfServeReference) NativeOutputPattern() string { return `"output_sha256":\s*"([0-9a-f]{64})"` }
+
+// Timing: perf-serve's records, timing.model_call_ms by request_id (app.py @ 3878755c §
+// execute); for the reference backend that is its task-call wall (describe()).
+func (PerfServeReference) Timing() harness.TimingSource {
+	return harness.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
+}
+
+// Protocol is perf-serve's task route, each request's seed replayed as latent_seed.
+func (PerfServeReference) Protocol() wire.Protocol { return wire.Task{LatentSeed: true} }
+
+// Identity: /v1/serving/info (app.py @ 3878755c § info, backends/reference/__init__.py @
+// 7b798a32 § describe) must say the reference backend, on the row's bundle, the
+// generate_image operation, the row's precision, deterministic numerics, and the
+// task-call-wall timing scope; and not qualkit's contract double.
+func (a PerfServeReference) Identity(spec harness.ServeSpec) harness.IdentityCheck {
+	return harness.IdentityCheck{Path: "/v1/serving/info", Check: func(body []byte) error {
+		var info struct {
+			Backend     string `json:"backend"`
+			Model       string `json:"model"`
+			Operation   string `json:"operation"`
+			Precision   string `json:"precision"`
+			TimingScope string `json:"timing_scope"`
+			Numerics    struct {
+				Deterministic bool `json:"deterministic"`
+			} `json:"numerics"`
+		}
+		if err := json.Unmarshal(body, &info); err != nil {
+			return fmt.Errorf("not JSON: %w", err)
+		}
+		switch {
+		case info.Backend != "reference":
+			return fmt.Errorf("the server says backend %q, not reference: another server answers on the port", info.Backend)
+		case !sameBundle(info.Model, spec.Bundle):
+			return fmt.Errorf("the server serves model %q, the row built %s", info.Model, spec.Bundle)
+		case info.Operation != wire.TaskOperation:
+			return fmt.Errorf("the server serves operation %q, not %s: another profile", info.Operation, wire.TaskOperation)
+		case info.Precision != a.Pipeline.precision():
+			return fmt.Errorf("the server runs %s, the row's bundle is %s", info.Precision, a.Pipeline.precision())
+		case !info.Numerics.Deterministic:
+			return fmt.Errorf("the server's numerics are not deterministic (no --deterministic): its edits could differ from the native replay's")
+		case info.TimingScope != "task-call-wall":
+			return fmt.Errorf("the server's timing scope is %q, not task-call-wall: its model_call_ms is not the Task call", info.TimingScope)
+		}
+		if is, why := saysDouble(body); is {
+			return fmt.Errorf("the server is qualkit's contract double (%s)", why)
+		}
+		return nil
+	}}
+}
+
+// Quality is the diffusers reference's (its pixel bounds and the parity case's pair
+// criteria for the bundle's profile and precision), the pair held to the case's own noise:
+// perf-serve replays the request's latent_seed (latents.py @ d3e1a549) and records its
+// sha256 (app.py @ 3878755c § execute: observation.initial_latents_sha256).
+func (a PerfServeReference) Quality(env harness.Env, c harness.Checkpoint) (harness.QualitySpec, error) {
+	q, err := a.Pipeline.Quality(env, c)
+	if err != nil {
+		return q, err
+	}
+	q.Pair.Noise = "the same noise: perf-serve replays the request's latent_seed, NumPy's default_rng(seed).standard_normal in the pipeline's latent shape, the noise the parity case drew for its CPU float32 reference"
+	q.Pair.CaseLatents, q.Pair.ServedLatents = referenceCaseLatents, servedLatents
+	return q, nil
+}
+
+// perfServeFiles are what the checkout must hold for this row, relative to its root.
+var perfServeFiles = []string{
+	"apps/perf_serving/trtmc_perf_serving/app.py",
+	"apps/perf_serving/trtmc_perf_serving/cli.py",
+	"apps/perf_serving/trtmc_perf_serving/latents.py",
+	"apps/perf_serving/trtmc_perf_serving/backends/reference/media.py",
+	"apps/benchmark/trtmc_benchmark/catalog.py",
+	"families/qwen_image/tests/manifests/" + Profile + ".json",
+}
+
+// root is the checkout, or the snapshot folder inside a TRTMC_PERF_SERVE folder.
+func (a PerfServeReference) root() string {
+	if isFile(filepath.Join(a.Checkout, "snapshot", perfServeFiles[0])) {
+		return filepath.Join(a.Checkout, "snapshot")
+	}
+	return a.Checkout
+}
+
+// Requirements: a smoke row (random weights), a checkout with perf-serve's reference
+// backend, and the diffusers reference's interpreter (torch with CUDA, the pinned
+// diffusers, pytest); Probes checks it also imports what perf-serve serves with.
+func (a PerfServeReference) Requirements(env harness.Env, c harness.Checkpoint) []harness.Requirement {
+	var rs reqs
+	if !c.Smoke {
+		rs.bad(fmt.Sprintf("row %q is not a smoke row: this adapter serves tiny random weights", c.Name), "set Smoke: true; qualifying the checkpoint needs TRTMC's engine (qwenimage.FromEnv)")
+	}
+	switch {
+	case a.Checkout == "":
+		rs.absent("TRTMC's perf-serve: "+EnvPerfServe+" is not set", "export "+EnvPerfServe+"=<a TRTMC checkout with apps/perf_serving, or ../shared/trtmc-perf-serve> (make ... TRTMC_PERF_SERVE=DIR)")
+	default:
+		for _, f := range perfServeFiles {
+			if !isFile(filepath.Join(a.root(), f)) {
+				rs.absent(fmt.Sprintf("%s=%s lacks %s", EnvPerfServe, a.Checkout, f), "point "+EnvPerfServe+" at a TRTMC checkout (October 2026 layout or later) or the perf-serve snapshot")
+			}
+		}
+	}
+	return append(rs, a.Pipeline.Requirements(env, c)...)
+}
+
+// perfServeImports are what `serve --backend reference` imports once it serves, which
+// its --help never loads (cli.py @ 3878755c § serve; backends/reference/media.py imports
+// diffusers when the adapter loads; platform.fingerprint() imports torch).
+var perfServeImports = []string{"uvicorn", "fastapi", "starlette", "pydantic", "numpy", "PIL", "huggingface_hub", "torch", "diffusers",
+	"trtmc_perf_serving.app", "trtmc_perf_serving.profiles", "trtmc_perf_serving.latents",
+	"trtmc_perf_serving.backends.reference", "trtmc_perf_serving.backends.reference.media"}
+
+// Probes: the interpreter imports what perf-serve serves with, from the checkout.
+func (a PerfServeReference) Probes(env harness.Env) []harness.Probe {
+	if a.Checkout == "" {
+		return nil
+	}
+	root := a.root()
+	return []harness.Probe{{Name: "perf-serve-imports", What: "what trtmc_perf_serving serve --backend reference imports, with " + a.Pipeline.python(),
+		Cmd: harness.Command{Args: append([]string{a.Pipeline.python(), "-c", importProbe}, perfServeImports...),
+			Env: []string{"PYTHONPATH=" + filepath.Join(root, "apps/perf_serving") + ":" + filepath.Join(root, "apps/benchmark")}, Dir: root},
+		Check: func(out []byte, runErr error) error {
+			var res struct {
+				Failed map[string]string `json:"failed"`
+			}
+			if err := json.Unmarshal(lastJSONLine(out), &res); err != nil {
+				return fmt.Errorf("the import probe printed no result (%v): %s", runErr, clip(out))
+			}
+			var bad []string
+			for _, m := range perfServeImports {
+				if why, ok := res.Failed[m]; ok {
+					bad = append(bad, m+" ("+why+")")
+				}
+			}
+			if len(bad) > 0 {
+				return fmt.Errorf("perf-serve would not serve: %s does not import %s", a.Pipeline.python(), strings.Join(bad, "; "))
+			}
+			return nil
+		},
+		Fix: "install perf-serve's dependencies (apps/perf_serving/requirements.txt: fastapi, uvicorn, pillow, numpy, python-multipart) into " + EnvDiffusersPython + "'s interpreter (on the H200, scripts/h200/run.sh carries them)"}}
+}
+
+// Found says which perf-serve the row serves from.
+func (a PerfServeReference) Found(harness.Env) []string {
+	if a.Checkout == "" {
+		return nil
+	}
+	what := "TRTMC checkout"
+	if !isFile(filepath.Join(a.root(), "apps/perf_serving/trtmc_perf_serving/__main__.py")) {
+		what = "TRTMC perf-serve snapshot (no __main__.py: qualkit's shim is staged beside it, named as such)"
+	}
+	return []string{"perf-serve --backend reference from " + a.root() + ": " + what}
+}
