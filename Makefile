@@ -264,13 +264,13 @@ merge-evidence:
 	$(GO) run ./scripts/mergeevidence -matrix $(MATRIX) -out $(OUT) $(if $(PUBKEY),-pubkey $(PUBKEY),-unsigned) $(SHARDS)
 
 # Past runs: every run under evidence/ with its rows' status; B against A (the
-# baseline), exit 1 on a regression.
+# baseline), exit 1 on a regression. A and B are run ids, run folders, or latest and
+# previous (the newest and second newest of make runs), the defaults.
 .PHONY: runs compare
 runs:
 	@$(GO) run ./scripts/runs list -root evidence
 compare:
-	@test -n "$(A)" -a -n "$(B)" || { echo "make compare A=<run> B=<run>: run ids under evidence/ or run folders"; exit 2; }
-	@$(GO) run ./scripts/runs compare -root evidence $(if $(ACROSS),-across) $(A) $(B)
+	@$(GO) run ./scripts/runs compare -root evidence $(if $(ACROSS),-across) '$(or $(A),previous)' '$(or $(B),latest)'
 
 # Hostile input: each fuzz target for FUZZTIME. Not part of `make test`: the seed
 # corpora under testdata/fuzz run there as ordinary tests.
