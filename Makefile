@@ -90,15 +90,21 @@ tables:
 	@$(GO) test -c -o $(QUALTEST) ./qual
 	@cd qual && ../$(QUALTEST) -qualkit.tables > ../$(TABLES)
 
+# A failed run is evidence too: its JUnit is fixed and kept, the test gate and the
+# evidence checker run on it all the same (its evidence must check), and make qual exits 1.
 qual: setup tables
 	@mkdir -p evidence
-	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qual.xml -- \
-		-count=1 -run '^TestRefEdit$$' ./qual/ || { $(GO) run ./scripts/junitfix -junit evidence/junit-qual.xml -run evidence/latest; \
-		cp evidence/junit-qual.xml "$$(readlink -f evidence/latest).junit.xml"; echo "qualification FAILED: see evidence/latest/SUMMARY.md"; exit 1; }
-	$(GO) run ./scripts/junitfix -junit evidence/junit-qual.xml -run evidence/latest
-	@cp evidence/junit-qual.xml "$$(readlink -f evidence/latest).junit.xml"
-	$(GO) run ./scripts/testgate -junit evidence/junit-qual.xml -tables $(TABLES) -table TestRefEdit
-	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qual.xml
+	@before=$$(readlink evidence/latest || true); status=0; \
+	echo "$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qual.xml -- -count=1 -run '^TestRefEdit$$' ./qual/"; \
+	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qual.xml -- -count=1 -run '^TestRefEdit$$' ./qual/ || status=1; \
+	if [ "$$(readlink evidence/latest || true)" = "$$before" ]; then \
+		echo "qualification FAILED before any run folder was made (evidence/latest did not move): see the output above"; exit 1; fi; \
+	$(GO) run ./scripts/junitfix -junit evidence/junit-qual.xml -run evidence/latest || status=1; \
+	cp evidence/junit-qual.xml "$$(readlink -f evidence/latest).junit.xml"; \
+	$(GO) run ./scripts/testgate -junit evidence/junit-qual.xml -tables $(TABLES) -table TestRefEdit || status=1; \
+	echo "$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qual.xml"; \
+	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qual.xml || status=1; \
+	if [ $$status != 0 ]; then echo "qualification FAILED: see evidence/latest/SUMMARY.md ($$(readlink -f evidence/latest))"; exit 1; fi
 	$(call sign,evidence/latest,evidence/junit-qual.xml)
 	@echo "evidence: $$(readlink -f evidence/latest) (SUMMARY.md, PR.md, index.html)"
 
@@ -115,15 +121,16 @@ test: setup engine double-image browser tables
 	@echo "test: leaving out the hardware tables: -skip '$$($(GO) run ./scripts/testgate skip -tables $(TABLES))'"
 	@echo "test: -race on $(RACE_PKGS) (where concurrency lives), the other packages (./qual/ among them) without it (scripts/gotest.sh)"
 	@echo "test: the qual package first; the other packages, lint and the Python tests (make lint pytest) beside it at a lower priority; their output follows ($(CHECKS_LOG))"
-	@( nice -n 10 $(MAKE) --no-print-directory lint pytest > $(CHECKS_LOG) 2>&1; echo $$? > $(CHECKS_LOG).rc ) & checks=$$!; \
+	@rm -f $(PYJUNIT); ( nice -n 10 $(MAKE) --no-print-directory lint pytest > $(CHECKS_LOG) 2>&1; echo $$? > $(CHECKS_LOG).rc ) & checks=$$!; \
 	SKIP="$$($(GO) run ./scripts/testgate skip -tables $(TABLES))" RACE_PKGS="$(RACE_PKGS)" TEST_TIMEOUT=$(TEST_TIMEOUT) TAGS="$(TAGS)" \
 		$(GO) tool gotestsum --format testname --junitfile $(JUNIT) --raw-command -- bash scripts/gotest.sh; status=$$?; \
 	wait $$checks; echo "--- make lint pytest ($(CHECKS_LOG)):"; cat $(CHECKS_LOG); \
 	if [ "$$(cat $(CHECKS_LOG).rc)" != 0 ]; then echo "test: make lint pytest FAILED"; status=1; fi; \
 	cp $(JUNIT) $(JUNIT_RAW); $(GO) run ./scripts/junitfix -junit $(JUNIT) || status=1; \
-	exit $$status
-	$(GO) run ./scripts/testgate -junit $(JUNIT) -tables $(TABLES) -go ./... $(if $(GO_TAG_LIST),-tags $(GO_TAG_LIST))
-	@t=$$(( $$(date +%s) - $(STARTED) )); echo "make test: $$((t / 60)) min $$((t % 60)) s, set-up included"
+	$(GO) run ./scripts/testgate -junit $(JUNIT) -tables $(TABLES) -go ./... $(if $(GO_TAG_LIST),-tags $(GO_TAG_LIST)) || status=1; \
+	t=$$(( $$(date +%s) - $(STARTED) )); echo "make test: $$((t / 60)) min $$((t % 60)) s, set-up included"; \
+	$(GO) run ./scripts/testgate failed $(JUNIT) $(PYJUNIT); \
+	if [ $$status != 0 ]; then echo "make test: FAILED (the list above)"; fi; exit $$status
 
 # The Python side: the refedit reference's self-tests (incl. tampered bundles) and the
 # fixture manifest checks. Same rule: no skips. They use no pytest plugin, so none of the
