@@ -132,15 +132,17 @@ test: setup engine double-image browser tables
 	$(GO) run ./scripts/testgate failed $(JUNIT) $(PYJUNIT); \
 	if [ $$status != 0 ]; then echo "make test: FAILED (the list above)"; fi; exit $$status
 
-# The Python side: the refedit reference's self-tests (incl. tampered bundles) and the
-# fixture manifest checks. Same rule: no skips. They use no pytest plugin, so none of the
-# venv's is loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD, as in the refedit case).
+# The Python side: the refedit reference's self-tests (incl. tampered bundles), the
+# openai client's images.edit against the refedit server (it builds the binary with
+# $(GO)), and the fixture manifest checks. Same rule: no skips. They use no pytest
+# plugin, so none of the venv's is loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD, as in the
+# refedit case).
 PYJUNIT ?= evidence/junit-python.xml
-PYTESTS := families/refedit/correctness/selftest fixtures/images fixtures/image_edit internal/quality/testdata internal/junitfix/testdata internal/latents/testdata
+PYTESTS := families/refedit/correctness/selftest families/refedit/server/testdata/openai_client fixtures/images fixtures/image_edit internal/quality/testdata internal/junitfix/testdata internal/latents/testdata
 pytest: setup
 	@mkdir -p $(dir $(PYJUNIT))
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest --collect-only -q -p no:cacheprovider --rootdir . $(PYTESTS) > $(PYJUNIT).collected
-	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest -q -p no:cacheprovider --rootdir . --junitxml=$(PYJUNIT) $(PYTESTS)
+	GO=$(GO) PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest -q -p no:cacheprovider --rootdir . --junitxml=$(PYJUNIT) $(PYTESTS)
 	$(GO) run ./scripts/testgate -junit $(PYJUNIT) -pytest $(PYJUNIT).collected
 
 lint:
