@@ -90,15 +90,21 @@ tables:
 	@$(GO) test -c -o $(QUALTEST) ./qual
 	@cd qual && ../$(QUALTEST) -qualkit.tables > ../$(TABLES)
 
+# A failed run is evidence too: its JUnit is fixed and kept, the test gate and the
+# evidence checker run on it all the same (its evidence must check), and make qual exits 1.
 qual: setup tables
 	@mkdir -p evidence
-	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qual.xml -- \
-		-count=1 -run '^TestRefEdit$$' ./qual/ || { $(GO) run ./scripts/junitfix -junit evidence/junit-qual.xml -run evidence/latest; \
-		cp evidence/junit-qual.xml "$$(readlink -f evidence/latest).junit.xml"; echo "qualification FAILED: see evidence/latest/SUMMARY.md"; exit 1; }
-	$(GO) run ./scripts/junitfix -junit evidence/junit-qual.xml -run evidence/latest
-	@cp evidence/junit-qual.xml "$$(readlink -f evidence/latest).junit.xml"
-	$(GO) run ./scripts/testgate -junit evidence/junit-qual.xml -tables $(TABLES) -table TestRefEdit
-	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qual.xml
+	@before=$$(readlink evidence/latest || true); status=0; \
+	echo "$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qual.xml -- -count=1 -run '^TestRefEdit$$' ./qual/"; \
+	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qual.xml -- -count=1 -run '^TestRefEdit$$' ./qual/ || status=1; \
+	if [ "$$(readlink evidence/latest || true)" = "$$before" ]; then \
+		echo "qualification FAILED before any run folder was made (evidence/latest did not move): see the output above"; exit 1; fi; \
+	$(GO) run ./scripts/junitfix -junit evidence/junit-qual.xml -run evidence/latest || status=1; \
+	cp evidence/junit-qual.xml "$$(readlink -f evidence/latest).junit.xml"; \
+	$(GO) run ./scripts/testgate -junit evidence/junit-qual.xml -tables $(TABLES) -table TestRefEdit || status=1; \
+	echo "$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qual.xml"; \
+	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qual.xml || status=1; \
+	if [ $$status != 0 ]; then echo "qualification FAILED: see evidence/latest/SUMMARY.md ($$(readlink -f evidence/latest))"; exit 1; fi
 	$(call sign,evidence/latest,evidence/junit-qual.xml)
 	@echo "evidence: $$(readlink -f evidence/latest) (SUMMARY.md, PR.md, index.html)"
 
@@ -115,25 +121,28 @@ test: setup engine double-image browser tables
 	@echo "test: leaving out the hardware tables: -skip '$$($(GO) run ./scripts/testgate skip -tables $(TABLES))'"
 	@echo "test: -race on $(RACE_PKGS) (where concurrency lives), the other packages (./qual/ among them) without it (scripts/gotest.sh)"
 	@echo "test: the qual package first; the other packages, lint and the Python tests (make lint pytest) beside it at a lower priority; their output follows ($(CHECKS_LOG))"
-	@( nice -n 10 $(MAKE) --no-print-directory lint pytest > $(CHECKS_LOG) 2>&1; echo $$? > $(CHECKS_LOG).rc ) & checks=$$!; \
+	@rm -f $(PYJUNIT); ( nice -n 10 $(MAKE) --no-print-directory lint pytest > $(CHECKS_LOG) 2>&1; echo $$? > $(CHECKS_LOG).rc ) & checks=$$!; \
 	SKIP="$$($(GO) run ./scripts/testgate skip -tables $(TABLES))" RACE_PKGS="$(RACE_PKGS)" TEST_TIMEOUT=$(TEST_TIMEOUT) TAGS="$(TAGS)" \
 		$(GO) tool gotestsum --format testname --junitfile $(JUNIT) --raw-command -- bash scripts/gotest.sh; status=$$?; \
 	wait $$checks; echo "--- make lint pytest ($(CHECKS_LOG)):"; cat $(CHECKS_LOG); \
 	if [ "$$(cat $(CHECKS_LOG).rc)" != 0 ]; then echo "test: make lint pytest FAILED"; status=1; fi; \
 	cp $(JUNIT) $(JUNIT_RAW); $(GO) run ./scripts/junitfix -junit $(JUNIT) || status=1; \
-	exit $$status
-	$(GO) run ./scripts/testgate -junit $(JUNIT) -tables $(TABLES) -go ./... $(if $(GO_TAG_LIST),-tags $(GO_TAG_LIST))
-	@t=$$(( $$(date +%s) - $(STARTED) )); echo "make test: $$((t / 60)) min $$((t % 60)) s, set-up included"
+	$(GO) run ./scripts/testgate -junit $(JUNIT) -tables $(TABLES) -go ./... $(if $(GO_TAG_LIST),-tags $(GO_TAG_LIST)) || status=1; \
+	t=$$(( $$(date +%s) - $(STARTED) )); echo "make test: $$((t / 60)) min $$((t % 60)) s, set-up included"; \
+	$(GO) run ./scripts/testgate failed $(JUNIT) $(PYJUNIT); \
+	if [ $$status != 0 ]; then echo "make test: FAILED (the list above)"; fi; exit $$status
 
-# The Python side: the refedit reference's self-tests (incl. tampered bundles) and the
-# fixture manifest checks. Same rule: no skips. They use no pytest plugin, so none of the
-# venv's is loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD, as in the refedit case).
+# The Python side: the refedit reference's self-tests (incl. tampered bundles), the
+# openai client's images.edit against the refedit server (it builds the binary with
+# $(GO)), and the fixture manifest checks. Same rule: no skips. They use no pytest
+# plugin, so none of the venv's is loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD, as in the
+# refedit case).
 PYJUNIT ?= evidence/junit-python.xml
-PYTESTS := families/refedit/correctness/selftest fixtures/images fixtures/image_edit internal/quality/testdata internal/junitfix/testdata internal/latents/testdata
+PYTESTS := families/refedit/correctness/selftest families/refedit/server/testdata/openai_client fixtures/images fixtures/image_edit internal/quality/testdata internal/junitfix/testdata internal/latents/testdata
 pytest: setup
 	@mkdir -p $(dir $(PYJUNIT))
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest --collect-only -q -p no:cacheprovider --rootdir . $(PYTESTS) > $(PYJUNIT).collected
-	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest -q -p no:cacheprovider --rootdir . --junitxml=$(PYJUNIT) $(PYTESTS)
+	GO=$(GO) PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest -q -p no:cacheprovider --rootdir . --junitxml=$(PYJUNIT) $(PYTESTS)
 	$(GO) run ./scripts/testgate -junit $(PYJUNIT) -pytest $(PYJUNIT).collected
 
 lint:
@@ -141,22 +150,15 @@ lint:
 	$(GO) vet -tags trtmcdata,trtmcperfserve ./...
 	$(GO) tool staticcheck -tags trtmcdata,trtmcperfserve ./...
 
-# The inner loop while working: gofmt, vet and staticcheck of the packages changed since
-# BASE (default HEAD: the work not yet committed), then go test -short of those and of
-# every package that imports them: no containers, no AIPerf, no qual rows (-short skips
-# the tests that need them). `make test` stays the whole thing CI runs.
+# The inner loop while working (scripts/checkpkgs): gofmt, vet and staticcheck of the
+# packages changed since BASE (default HEAD: the work not yet committed), then go test
+# -short of those and of every package that imports them: no containers, no AIPerf, no
+# qual rows (-short skips the tests that need them; of qual only the tests that run no
+# row). `make test` stays the whole thing CI runs.
 BASE ?= HEAD
 .PHONY: check
 check:
-	@lint=$$($(GO) run ./scripts/checkpkgs -base $(BASE)); tests=$$($(GO) run ./scripts/checkpkgs -base $(BASE) -dependents); \
-	if [ -z "$$tests" ]; then echo "check: no Go package changed since $(BASE) (BASE=HEAD~1 checks the last commit)"; exit 0; fi; \
-	if [ -n "$$lint" ]; then \
-		echo "check: lint $$lint"; \
-		bad=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' $$lint)); test -z "$$bad" || { echo "gofmt needed: $$bad"; exit 1; }; \
-		$(GO) vet $$lint && $(GO) tool staticcheck $$lint || exit 1; \
-	fi; \
-	echo "check: go test -short $$tests"; \
-	$(GO) test -short -count=1 $$tests
+	@$(GO) run ./scripts/checkpkgs -base $(BASE)
 
 bench: setup engine
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/harness/ ./families/refedit/...
@@ -264,13 +266,13 @@ merge-evidence:
 	$(GO) run ./scripts/mergeevidence -matrix $(MATRIX) -out $(OUT) $(if $(PUBKEY),-pubkey $(PUBKEY),-unsigned) $(SHARDS)
 
 # Past runs: every run under evidence/ with its rows' status; B against A (the
-# baseline), exit 1 on a regression.
+# baseline), exit 1 on a regression. A and B are run ids, run folders, or latest and
+# previous (the newest and second newest of make runs), the defaults.
 .PHONY: runs compare
 runs:
 	@$(GO) run ./scripts/runs list -root evidence
 compare:
-	@test -n "$(A)" -a -n "$(B)" || { echo "make compare A=<run> B=<run>: run ids under evidence/ or run folders"; exit 2; }
-	@$(GO) run ./scripts/runs compare -root evidence $(if $(ACROSS),-across) $(A) $(B)
+	@$(GO) run ./scripts/runs compare -root evidence $(if $(ACROSS),-across) '$(or $(A),previous)' '$(or $(B),latest)'
 
 # Hostile input: each fuzz target for FUZZTIME. Not part of `make test`: the seed
 # corpora under testdata/fuzz run there as ordinary tests.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes the project venv: the pinned AIPerf, pytest and NumPy for the correctness cases,
-# and the local tokenizer that keeps AIPerf offline. Idempotent: a venv whose stamp
-# matches the pins is left alone.
+# the openai client (for the refedit server's client test), and the local tokenizer that
+# keeps AIPerf offline. Idempotent: a venv whose stamp matches the pins is left alone.
 #
 # One venv serves every clone on this machine with the same pins, as Go's module cache
 # does: it is made once in $QUALKIT_VENV_CACHE (default ~/.cache/qualkit), named by the
@@ -10,7 +10,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-python3}
-want=$(cat "$root/scripts/requirements.txt" "$root/scripts/constraints.txt" "$root/scripts/make_tokenizer.py" "$root/scripts/setup.sh" | sha256sum | cut -c1-16)
+want=$(cat "$root/scripts/requirements.txt" "$root/scripts/constraints.txt" "$root/scripts/requirements-openai.txt" "$root/scripts/make_tokenizer.py" "$root/scripts/setup.sh" | sha256sum | cut -c1-16)
 current() { [[ -f "$1/.qualkit-setup" && "$(cat "$1/.qualkit-setup")" == "$want" && -x "$1/bin/aiperf" ]]; }
 
 venv=${VENV:-$root/.venv}
@@ -57,6 +57,11 @@ rm -rf "$venv"
 step "installing the pinned packages (scripts/requirements.txt, constraints.txt: ~140, a few minutes); pip's lines follow"
 "$venv/bin/python" -m pip install --no-input --disable-pip-version-check --progress-bar off \
   -r "$root/scripts/requirements.txt" -c "$root/scripts/constraints.txt"
+step "installing the openai client, every file pinned by its sha256 (scripts/requirements-openai.txt)"
+"$venv/bin/python" -m pip install --no-input --disable-pip-version-check --progress-bar off \
+  --require-hashes --no-deps -r "$root/scripts/requirements-openai.txt"
+# --no-deps: its other dependencies come from constraints.txt; pip check proves they fit.
+"$venv/bin/python" -m pip check
 step "making the local tokenizer that keeps AIPerf offline"
 "$venv/bin/python" "$root/scripts/make_tokenizer.py" "$venv/qualkit-hf"
 # Jenkins' junit-10.xsd, which the JUnit files we write must validate against: taken from

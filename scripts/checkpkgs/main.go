@@ -1,9 +1,11 @@
-// Command checkpkgs prints the packages `make check` lints and tests: those holding a
+// Command checkpkgs is `make check`, the inner loop: it lints the packages holding a
 // file changed since BASE (default HEAD: the work not yet committed, untracked files
-// included), and, for testing, every package whose code or tests import one of them. The
-// end-to-end qual package is left out: `make test` runs it.
+// included) with gofmt, vet and staticcheck, then runs go test -short on those and on
+// every package whose code or tests import one of them. The end-to-end qual package runs
+// only its tests that need no row (qualTests): it is compiled and vetted like any other,
+// and `make test` runs its rows.
 //
-//	go run ./scripts/checkpkgs [-base REF] [-dependents]
+//	go run ./scripts/checkpkgs [-base REF] [-n]
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,46 +22,126 @@ import (
 	"strings"
 )
 
+// qualPkg is the package of the qualification rows: -short skips none of its tests, so
+// it is tested with qualTests alone.
+const qualPkg = "qualkit/qual"
+
+// qualTests are qual's tests that run no row, need no container, AIPerf or venv: the
+// tables and their JSON export, the docs' tables and links, flag paths and the doctor's
+// selection. TestQualTestsExist keeps every name a test of qual.
+var qualTests = []string{
+	"TestTablesListEveryQualifyingTest", "TestTablesJSONDetails", "TestTablesJSONDeadlineDefaults", "TestTablesReconcileWithTheInventory",
+	"TestDocsLinksResolve", "TestFaultTableNamesItsTests", "TestNegativeControlsTableMatchesREADME",
+	"TestFlagPathsResolveAgainstTheRepositoryRoot", "TestDoctorSelectsRowsLikeRun",
+}
+
 type pkg struct {
 	ImportPath, Dir                 string
 	Deps, TestImports, XTestImports []string
 }
 
+// plan is what make check runs: lint the changed packages, test them and their
+// dependents with -short, and qual's qualTests when qual is among them.
+type plan struct {
+	Lint  []string // import paths, qual included when it changed
+	Tests []string // import paths, qual left out
+	Qual  bool     // qual changed or imports a changed package
+}
+
 func main() {
 	base := flag.String("base", "HEAD", "git ref the changes are taken from")
-	dependents := flag.Bool("dependents", false, "add the packages that import a changed one (for tests)")
+	dryRun := flag.Bool("n", false, "print the commands, run none")
 	flag.Parse()
-	changed, err := changedDirs(*base)
+	os.Exit(run(*base, *dryRun, os.Stdout, os.Stderr))
+}
+
+func run(base string, dryRun bool, stdout, stderr io.Writer) int {
+	changed, err := changedDirs(base)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "checkpkgs:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "checkpkgs:", err)
+		return 1
 	}
 	pkgs, err := list()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "checkpkgs:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "checkpkgs:", err)
+		return 1
 	}
-	var hit []string
-	for _, p := range pkgs {
-		if changed[p.Dir] {
-			hit = append(hit, p.ImportPath)
+	p := makePlan(pkgs, changed)
+	cmds := p.commands(pkgs)
+	if len(cmds) == 0 {
+		fmt.Fprintf(stdout, "check: no Go package changed since %s (BASE=HEAD~1 checks the last commit)\n", base)
+		return 0
+	}
+	for _, c := range cmds {
+		fmt.Fprintln(stdout, "check:", strings.Join(c, " "))
+		if dryRun {
+			continue
+		}
+		if c[0] == "gofmt" {
+			out, err := exec.Command(c[0], c[1:]...).CombinedOutput()
+			if err != nil || len(bytes.TrimSpace(out)) > 0 {
+				fmt.Fprintf(stderr, "check: gofmt needed (or failed: %v):\n%s", err, out)
+				return 1
+			}
+			continue
+		}
+		cmd := exec.Command(c[0], c[1:]...)
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(stderr, "check: %s: %v\n", strings.Join(c[:2], " "), err)
+			return 1
 		}
 	}
-	out := slices.Clone(hit)
-	if *dependents {
-		for _, p := range pkgs {
-			for _, h := range hit {
-				if slices.Contains(p.Deps, h) || slices.Contains(p.TestImports, h) || slices.Contains(p.XTestImports, h) {
-					out = append(out, p.ImportPath)
-					break
-				}
+	return 0
+}
+
+// makePlan picks the packages from the folders changed.
+func makePlan(pkgs []pkg, changed map[string]bool) plan {
+	var p plan
+	for _, pk := range pkgs {
+		if changed[pk.Dir] {
+			p.Lint = append(p.Lint, pk.ImportPath)
+		}
+	}
+	for _, pk := range pkgs {
+		imports := func(h string) bool {
+			return h == pk.ImportPath || slices.Contains(pk.Deps, h) || slices.Contains(pk.TestImports, h) || slices.Contains(pk.XTestImports, h)
+		}
+		if !slices.ContainsFunc(p.Lint, imports) {
+			continue
+		}
+		if pk.ImportPath == qualPkg {
+			p.Qual = true
+			continue
+		}
+		p.Tests = append(p.Tests, pk.ImportPath)
+	}
+	slices.Sort(p.Lint)
+	slices.Sort(p.Tests)
+	return p
+}
+
+// commands are the plan's command lines, in order; none when nothing changed.
+func (p plan) commands(pkgs []pkg) [][]string {
+	var cmds [][]string
+	if len(p.Lint) > 0 {
+		gofmt := []string{"gofmt", "-l"}
+		for _, pk := range pkgs {
+			if slices.Contains(p.Lint, pk.ImportPath) {
+				gofmt = append(gofmt, pk.Dir)
 			}
 		}
+		cmds = append(cmds, gofmt,
+			append([]string{"go", "vet"}, p.Lint...),
+			append([]string{"go", "tool", "staticcheck"}, p.Lint...))
 	}
-	slices.Sort(out)
-	out = slices.Compact(out)
-	out = slices.DeleteFunc(out, func(s string) bool { return s == "qualkit/qual" })
-	fmt.Println(strings.Join(out, " "))
+	if len(p.Tests) > 0 {
+		cmds = append(cmds, append([]string{"go", "test", "-short", "-count=1"}, p.Tests...))
+	}
+	if p.Qual {
+		cmds = append(cmds, []string{"go", "test", "-short", "-count=1", "-run", "^(" + strings.Join(qualTests, "|") + ")$", qualPkg})
+	}
+	return cmds
 }
 
 // changedDirs are the absolute folders of the files changed since base, and of the

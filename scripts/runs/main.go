@@ -3,7 +3,8 @@
 //	go run ./scripts/runs list [-root evidence]
 //	go run ./scripts/runs compare [-root evidence] [-band-rel 0.10] [-band-ms 60] [-across] A B
 //
-// A and B are run folders or run ids under -root (B is the newer run, A the baseline).
+// A and B are run folders, run ids under -root, or `latest` and `previous`: the newest
+// and the second newest run of `list` (B is the newer run, A the baseline).
 // compare prints a table of status, identity, client and Task p50/p95 and time per image
 // for every row, and exits 1 when B regressed against A; exit 2 is a usage error.
 package main
@@ -60,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "compare":
 		if fs.NArg() != 2 {
-			fmt.Fprintln(stderr, "runs compare: want two runs, A (the baseline) and B: make compare A=<run> B=<run>")
+			fmt.Fprintln(stderr, "runs compare: want two runs, A (the baseline) and B: make compare A=<run> B=<run> (run ids, folders, latest or previous)")
 			return 2
 		}
 		a, err := read(*root, fs.Arg(0))
@@ -87,8 +88,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// read takes a run folder, or a run id under root.
+// byAge names runs by their place in List's order (newest first), so that the
+// common comparison needs no typed run id.
+var byAge = map[string]int{"latest": 0, "previous": 1}
+
+// read takes a run folder, a run id under root, or latest/previous.
 func read(root, arg string) (*runs.Run, error) {
+	if i, ok := byAge[arg]; ok {
+		list, err := runs.List(root)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", arg, err)
+		}
+		if i >= len(list) {
+			return nil, fmt.Errorf("%s: %s holds %d run(s), %s needs %d (make qual makes one; make runs lists them)", arg, root, len(list), arg, i+1)
+		}
+		return list[i], nil
+	}
 	dir := arg
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		dir = filepath.Join(root, arg)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,9 +16,14 @@ import (
 
 func writeRun(t *testing.T, root, id string, p50 float64) {
 	t.Helper()
+	writeRunAt(t, root, id, p50, time.Time{})
+}
+
+func writeRunAt(t *testing.T, root, id string, p50 float64, started time.Time) {
+	t.Helper()
 	res := schema.Result{Row: "r", Status: schema.StatusQualified, HTTP: &schema.Quantiles{P50: p50, P95: p50}}
 	for path, v := range map[string]any{
-		filepath.Join(root, id, schema.RunFile):          schema.RunInfo{RunID: id, Rows: []string{"r"}},
+		filepath.Join(root, id, schema.RunFile):          schema.RunInfo{RunID: id, Rows: []string{"r"}, Started: started},
 		filepath.Join(root, id, "r", schema.ResultsFile): res,
 	} {
 		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
@@ -59,4 +65,34 @@ func TestListPrintsEveryRun(t *testing.T) {
 	out.Reset()
 	require.Equal(t, 0, run([]string{"list", "-root", t.TempDir()}, &out, &errb))
 	assert.Contains(t, out.String(), "no runs under")
+}
+
+// latest and previous are the newest and second newest runs by start time, whatever
+// their ids say: here the id that sorts first started last.
+func TestLatestAndPreviousResolveFromTheRunsList(t *testing.T) {
+	root := t.TempDir()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	writeRunAt(t, root, "c-oldest", 1000, t0)
+	writeRunAt(t, root, "b-previous", 1000, t0.Add(time.Hour))
+	writeRunAt(t, root, "a-newest", 2000, t0.Add(2*time.Hour))
+	var out, errb bytes.Buffer
+	require.Equal(t, 1, run([]string{"compare", "-root", root, "previous", "latest"}, &out, &errb), errb.String())
+	assert.Contains(t, out.String(), "A: b-previous")
+	assert.Contains(t, out.String(), "B: a-newest")
+	assert.Contains(t, out.String(), "2 regression(s) in B")
+
+	out.Reset()
+	require.Equal(t, 0, run([]string{"compare", "-root", root, "c-oldest", "previous"}, &out, &errb), errb.String())
+	assert.Contains(t, out.String(), "B: b-previous")
+}
+
+func TestPreviousNeedsTwoRuns(t *testing.T) {
+	root := t.TempDir()
+	writeRun(t, root, "only", 1000)
+	var out, errb bytes.Buffer
+	assert.Equal(t, 2, run([]string{"compare", "-root", root, "previous", "latest"}, &out, &errb))
+	assert.Contains(t, errb.String(), "previous: "+root+" holds 1 run(s), previous needs 2")
+	errb.Reset()
+	assert.Equal(t, 2, run([]string{"compare", "-root", filepath.Join(root, "none"), "previous", "latest"}, &out, &errb))
+	assert.Contains(t, errb.String(), "previous: evidence root:")
 }

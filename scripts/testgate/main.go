@@ -13,7 +13,9 @@
 //   - -pytest FILE: the node ids `pytest --collect-only -q` listed.
 //
 // `testgate skip -tables FILE` prints the -skip pattern that leaves the hardware tables'
-// tests out of a run (never started, so never a skip).
+// tests out of a run (never started, so never a skip). `testgate failed JUNIT...` prints
+// the tests that failed in each file (a parent failed by its subtest left out), what
+// `make test` prints last.
 package main
 
 import (
@@ -59,6 +61,12 @@ func main() {
 			fail(err)
 		}
 		fmt.Println(skipPattern(tables))
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "failed" {
+		if err := writeFailed(os.Stdout, os.Args[2:]); err != nil {
+			fail(err)
+		}
 		return
 	}
 	junit := flag.String("junit", "", "JUnit XML written by gotestsum --junitfile or pytest --junitxml")

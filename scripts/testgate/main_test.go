@@ -111,3 +111,28 @@ func TestPytestIDsFollowJUnitNaming(t *testing.T) {
 	_, err = pytestIDs(write(t, "empty.txt", "no tests ran\n"))
 	assert.ErrorContains(t, err, "lists no test")
 }
+
+// The failure list names the stage that failed and its reason, leaves out the stages not
+// run after it and the parents failed by their subtest, and says when a file is missing.
+func TestFailedListsTheFailedLeaves(t *testing.T) {
+	p := junit(t, `<testcase classname="qualkit/qual" name="TestRefEdit/refedit-v1/preflight"><failure message="stage preflight failed: gate&#xA;second line" type="preflight"></failure></testcase>
+    <testcase classname="qualkit/qual" name="TestRefEdit/refedit-v1/build"><error message="not run: stage preflight failed" type="not-run"></error></testcase>
+    <testcase classname="qualkit/qual" name="TestRefEdit/refedit-v1"><failure message="Failed" type=""></failure></testcase>
+    <testcase classname="qualkit/qual" name="TestRefEdit"><failure message="Failed" type=""></failure></testcase>
+    <testcase classname="qualkit/internal/x" name="TestPanics"><error message="Failed" type=""></error></testcase>
+    <testcase classname="qualkit/internal/x" name="TestSkipped"><skipped message="no GPU"></skipped></testcase>`)
+	var b strings.Builder
+	require.NoError(t, writeFailed(&b, []string{p, filepath.Join(t.TempDir(), "absent.xml")}))
+	want := p + ": 2 test(s) FAILED:\n" +
+		"  qualkit/qual TestRefEdit/refedit-v1/preflight: stage preflight failed: gate\n" +
+		"  qualkit/internal/x TestPanics\n"
+	assert.True(t, strings.HasPrefix(b.String(), want), "got:\n%s\nwant first:\n%s", b.String(), want)
+	assert.Contains(t, b.String(), "absent.xml: not written (its step did not run)\n")
+
+	b.Reset()
+	require.NoError(t, writeFailed(&b, []string{junit(t, "")}))
+	assert.Contains(t, b.String(), ": no test failed\n")
+
+	_, err := failedCases(write(t, "bad.xml", "<testsuites><testsuite>"))
+	assert.ErrorContains(t, err, "parse JUnit")
+}

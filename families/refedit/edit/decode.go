@@ -8,16 +8,25 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
+
+	"golang.org/x/image/webp"
 )
 
-// Magic numbers of the accepted formats. The format is picked by these, not by the
-// image package's global registry, so only PNG and JPEG are ever decoded.
+// Magic numbers of the accepted formats (those OpenAI's images.edit takes). The format
+// is picked by these, not by the image package's global registry, so only PNG, JPEG and
+// WebP are ever decoded. A WebP file is RIFF, its length, then WEBP.
 const (
 	pngMagic  = "\x89PNG\r\n\x1a\n"
 	jpegMagic = "\xff\xd8\xff"
+	riffMagic = "RIFF"
+	webpMagic = "WEBP"
 )
 
-// decode reads a PNG or JPEG into a raster of v/255 samples. The header is read first
+func isWebP(data []byte) bool {
+	return len(data) >= 12 && string(data[:4]) == riffMagic && string(data[8:12]) == webpMagic
+}
+
+// decode reads a PNG, JPEG or WebP into a raster of v/255 samples. The header is read first
 // and an image over maxPixels is rejected before a single pixel is decoded (the
 // decoders allocate the whole image up front, so a 100000x100000 header would
 // otherwise be a decompression bomb).
@@ -30,10 +39,12 @@ func decode(data []byte, maxPixels int) (*raster, error) {
 		format, readConfig, readImage = "PNG", png.DecodeConfig, png.Decode
 	case bytes.HasPrefix(data, []byte(jpegMagic)):
 		format, readConfig, readImage = "JPEG", jpeg.DecodeConfig, jpeg.Decode
+	case isWebP(data):
+		format, readConfig, readImage = "WebP", webp.DecodeConfig, webp.Decode
 	case len(data) == 0:
 		return nil, invalid("image", "empty file")
 	default:
-		return nil, invalid("image", "not a PNG or JPEG file")
+		return nil, invalid("image", "not a PNG, JPEG or WebP file")
 	}
 	cfg, err := readConfig(bytes.NewReader(data))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,6 +49,9 @@ func TestDecodeBadBytesAreErrorsNotPanics(t *testing.T) {
 		"corrupt data":        corrupt(good),
 		"truncated JPEG":      jpegOf(t)[:40],
 		"JPEG magic, no rest": []byte(jpegMagic),
+		"WebP magic, no rest": []byte("RIFF\x04\x00\x00\x00WEBP"),
+		"truncated WebP":      testWebP(t, "lossless")[:30],
+		"RIFF, not WebP":      []byte("RIFF\x04\x00\x00\x00WAVEfmt "),
 	}
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -97,6 +101,29 @@ func TestDecodeJPEG(t *testing.T) {
 	assert.Equal(t, 8, r.h)
 	// A flat mid-grey survives JPEG within a level or two.
 	assert.InDelta(t, 128.0/255, r.pix[0], 3.0/255)
+}
+
+// WebP, as OpenAI's images.edit takes: lossless decodes to exactly the pixels it was
+// made from, lossy within a few levels, and the pixel limit is read from its header.
+func TestDecodeWebP(t *testing.T) {
+	want, err := decode(gradientPNG(t, 16, 8), 1<<20)
+	require.NoError(t, err)
+	got, err := decode(testWebP(t, "lossless"), 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	lossy, err := decode(testWebP(t, "lossy"), 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{16, 8}, [2]int{lossy.w, lossy.h})
+	worst := 0.0
+	for i := range want.pix {
+		worst = max(worst, math.Abs(float64(want.pix[i]-lossy.pix[i])))
+	}
+	assert.Less(t, worst*255, 40.0, "lossy WebP of quality 90 keeps the gradient")
+
+	_, err = decode(testWebP(t, "lossless"), 16*8-1)
+	require.ErrorIs(t, err, ErrTooLarge)
+	assert.Contains(t, err.Error(), "16x8 is 128 pixels, over the limit of 127")
 }
 
 func jpegOf(t *testing.T) []byte {

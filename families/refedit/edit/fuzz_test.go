@@ -8,10 +8,13 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
-	"qualkit/families/refedit/internal/fuzzseed"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"qualkit/families/refedit/internal/fuzzseed"
 )
 
 var writeFuzzSeeds = flag.Bool("write-fuzz-seeds", false,
@@ -62,7 +65,8 @@ func FuzzDecodeAndApply(f *testing.F) {
 			if errors.Is(err, ErrTooLarge) {
 				checkInputError(t, err, ErrTooLarge, "image")
 			} else {
-				checkInputError(t, err, ErrInvalid, "image")
+				// size when the input's own size (size=auto) is no valid size here.
+				checkInputError(t, err, ErrInvalid, "image", FieldSize)
 			}
 			return
 		}
@@ -151,7 +155,23 @@ func decodeAndApplySeeds(t testing.TB) []fuzzseed.Seed {
 		seed("prompt-invalid-utf8", grad, "\xff\xfeinvert\x00", "", "", "", "", 0),
 		seed("prompt-kelvin-sign", grad, "black and white \u212a", "", "", "", "", 0),
 		seed("prompt-long", grad, strings.Repeat("\u0130", 3000)+"mirror", "", "", "", "", 0),
+		seed("webp-lossless-invert", testWebP(t, "lossless"), "invert", "", "", "", "", 0),
+		seed("webp-lossy-size-auto", testWebP(t, "lossy"), "mirror", "auto", "", "", "", presentSize),
+		seed("webp-truncated", testWebP(t, "lossless")[:30], "invert", "", "", "", "", 0),
+		seed("webp-riff-header-only", []byte("RIFF\x04\x00\x00\x00WEBP"), "invert", "", "", "", "", 0),
 	}
+}
+
+// testWebP is testdata/gradient-16x8-<kind>.webp, the pixels of gradientPNG(16, 8)
+// written by Pillow 12.3.0 (Image.save(..., "WEBP", lossless=True) or quality=90): Go
+// has no WebP encoder.
+func testWebP(t testing.TB, kind string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "gradient-16x8-"+kind+".webp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // testJPEG is a w x h baseline JPEG of a gradient.

@@ -35,6 +35,11 @@ func (p *Program) Apply(image []byte, e *Edit, s Settings) (Result, error) {
 	}
 	w, h := s.Width, s.Height
 	if w == 0 || h == 0 {
+		// The input's size must be one this program could have been asked for: its
+		// pixels are within the limit (decode checked), its sides may not be.
+		if err := checkSize(src.w, src.h, p.limits); err != nil {
+			return Result{}, invalid(FieldSize, "auto (the input's size, also when no size is given and the bundle has no default) is %dx%d: %v; give size=WxH", src.w, src.h, err)
+		}
 		w, h = src.w, src.h
 	}
 	base := resize(src, w, h)

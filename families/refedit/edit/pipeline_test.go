@@ -48,6 +48,28 @@ func TestApplySizeDefaults(t *testing.T) {
 	assert.Equal(t, [2]int{6, 4}, [2]int{res.Settings.Width, res.Settings.Height}, "the bundle default")
 }
 
+// size=auto is the input's size whatever the bundle's default, and a clear 400 on size
+// when the input's size is not one this program may write.
+func TestApplySizeAuto(t *testing.T) {
+	sized := programFrom(t, Build(Defaults{Width: 6, Height: 4, NumInferenceSteps: 4, GuidanceScale: 1}))
+	for _, v := range []string{"auto", " AUTO "} {
+		res, err := apply(t, sized, gradientPNG(t, 12, 9), "invert", map[string]string{"size": v})
+		require.NoError(t, err, v)
+		assert.Equal(t, [2]int{12, 9}, [2]int{res.Settings.Width, res.Settings.Height}, "size=%q: the input's size, not the bundle's 6x4", v)
+	}
+	webp, err := apply(t, sized, testWebP(t, "lossless"), "invert", map[string]string{"size": "auto"})
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{16, 8}, [2]int{webp.Settings.Width, webp.Settings.Height})
+
+	// 8193x1 is within the pixel limit but over the side limit: no size it could ask for.
+	_, err = apply(t, sized, gradientPNG(t, 8193, 1), "invert", map[string]string{"size": "auto"})
+	require.ErrorIs(t, err, ErrInvalid)
+	var ie *InputError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, FieldSize, ie.Param)
+	assert.Contains(t, err.Error(), "auto (the input's size, also when no size is given and the bundle has no default) is 8193x1: want W and H in 1..8192; give size=WxH")
+}
+
 func TestApplyIsDeterministic(t *testing.T) {
 	p := builtinProgram(t)
 	img := gradientPNG(t, 16, 16)

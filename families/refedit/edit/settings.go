@@ -21,7 +21,8 @@ func SettingFields() []string {
 }
 
 // Settings are the knobs of one edit, defaults already filled in. Width and Height
-// 0 mean "the input image's size", resolved once the image is decoded.
+// 0 mean "the input image's size" (size=auto, or a bundle without a default size),
+// resolved once the image is decoded.
 type Settings struct {
 	Width             int
 	Height            int
@@ -68,8 +69,14 @@ func (p *Program) ParseSettings(fields map[string]string) (Settings, error) {
 	return s, nil
 }
 
+// SizeAuto asks for the input image's size, as OpenAI's images.edit does.
+const SizeAuto = "auto"
+
 func parseSize(v string, l Limits) (int, int, error) {
-	want := "want WxH with W and H in 1..%d and W*H <= %d"
+	want := "want WxH with W and H in 1..%d and W*H <= %d, or auto (the input's size)"
+	if strings.EqualFold(strings.TrimSpace(v), SizeAuto) {
+		return 0, 0, nil // resolved once the input is decoded (Apply)
+	}
 	ws, hs, ok := strings.Cut(strings.ToLower(strings.TrimSpace(v)), "x")
 	if !ok {
 		return 0, 0, invalid(FieldSize, want+", got %q", l.MaxSide, l.MaxPixels, v)

@@ -39,7 +39,8 @@ func TestParseSettingsErrors(t *testing.T) {
 	tests := []struct {
 		field, value, want string
 	}{
-		{"size", "1024", "want WxH with W and H in 1..8192 and W*H <= 4194304"},
+		{"size", "1024", "want WxH with W and H in 1..8192 and W*H <= 4194304, or auto (the input's size)"},
+		{"size", "autox", "want WxH"},
 		{"size", "0x10", "W and H in 1..8192"},
 		{"size", "8193x1", "W and H in 1..8192"},
 		{"size", "4096x4096", "over the pixel limit of 4194304"},

@@ -29,7 +29,9 @@ type editResponse struct {
 	RequestID string         `json:"request_id"`
 	Data      []imageData    `json:"data"`
 	Settings  edit.Effective `json:"settings"`
-	Timing    Timing         `json:"timing"`
+	// Ignored are the OpenAI fields accepted without effect (openai.go); absent when none.
+	Ignored map[string]string `json:"ignored,omitempty"`
+	Timing  Timing            `json:"timing"`
 }
 
 type imageData struct {
@@ -109,6 +111,11 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 	if apiErr := s.checkFields(form); apiErr != nil {
 		return nil, apiErr
 	}
+	ignored, apiErr := checkOpenAI(form.fields)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	x.rec.Ignored = ignored
 	settings, err := p.ParseSettings(form.fields)
 	if err != nil {
 		return nil, fromEditError(err)
@@ -150,6 +157,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 		RequestID: x.rec.RequestID,
 		Data:      []imageData{{B64JSON: base64.StdEncoding.EncodeToString(result.PNG)}},
 		Settings:  result.Settings,
+		Ignored:   ignored,
 	}, nil
 }
 

@@ -32,7 +32,7 @@ type editForm struct {
 
 func isTextField(name string) bool {
 	return slices.Contains([]string{fieldPrompt, fieldModel, fieldResponseFormat, fieldN}, name) ||
-		slices.Contains(edit.SettingFields(), name)
+		slices.Contains(edit.SettingFields(), name) || isOpenAIField(name)
 }
 
 // maxFieldBytes bounds every text field but the prompt: model, n, response_format and
@@ -100,6 +100,8 @@ func readForm(r *http.Request, maxPrompt int) (editForm, *apiError) {
 					message: fmt.Sprintf("field %q is over the limit of %d bytes%s", name, limit, flag)}
 			}
 			f.fields[name] = string(data)
+		case refusedField(name) != "":
+			return f, badRequest(name, refusedField(name))
 		default:
 			clipped := prefix(name, maxQuoted)
 			return f, badRequest(clipped, fmt.Sprintf("unknown field %s", quoteBounded(name)))

@@ -41,8 +41,8 @@ import (
 // the quantized image, and the PNG, base64 and JSON copies of the answer. 2 MiB: the
 // PNG encoder's deflate state and the rest of one request.
 //
-// At the defaults (32 MiB body, 4,194,304 pixels in and out) and headers of a few
-// hundred bytes that is at most 256 + 160 + 384 + 2 MiB, about 802 MiB, allocated
+// At the defaults (64 MiB body, 4,194,304 pixels in and out) and headers of a few
+// hundred bytes that is at most 512 + 160 + 384 + 2 MiB, about 1058 MiB, allocated
 // over the request. Only the one worker decodes, so a server holds at most one
 // edit's working set plus the bodies of the requests it is reading or has queued
 // (each at most MaxBodyBytes; the queue admits 1 + QueueDepth, but how many bodies
@@ -313,15 +313,15 @@ func hostileCases(t *testing.T) []hostileCase {
 		{name: "JPEG truncated", request: edit(truncate(fuzzJPEG(t, 16, 8), 40), "invert"),
 			status: 400, param: "image", message: "decode JPEG", inputPixels: 128},
 		{name: "GIF bytes sent as image/png", request: edit([]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"), "invert"),
-			status: 400, param: "image", message: "not a PNG or JPEG"},
+			status: 400, param: "image", message: "not a PNG, JPEG or WebP"},
 		{name: "HTML sent as image/png", request: edit([]byte("<!doctype html><p>hello</p>"), "invert"),
-			status: 400, param: "image", message: "not a PNG or JPEG"},
+			status: 400, param: "image", message: "not a PNG, JPEG or WebP"},
 		{name: "1 MiB of noise sent as image/png", request: edit(noise(oneMiB), "invert"),
-			status: 400, param: "image", message: "not a PNG or JPEG"},
+			status: 400, param: "image", message: "not a PNG, JPEG or WebP"},
 		{name: "empty image part", request: edit(nil, "invert"),
 			status: 400, param: "image", message: "empty file"},
 		{name: "nested multipart as the image", request: edit(nestedMultipart(img), "invert"),
-			status: 400, param: "image", message: "not a PNG or JPEG"},
+			status: 400, param: "image", message: "not a PNG, JPEG or WebP"},
 		// At small pixel limits, not 2048x2048, to keep the race build quick: the memory
 		// bound is per pixel, so fewer pixels test the same constants.
 		{name: "16-bit PNG of one colour at the pixel limit (a 3 KB body that decodes to 2 MiB)", maxPixels: 512 * 512,

@@ -11,8 +11,8 @@ import (
 
 // Record is one line of the records file: one per edit request, success or failure.
 // Fields that do not apply are null: input_sha256 before an image was read, prompt
-// when none came, settings and output_sha256 unless the edit succeeded, error on
-// success.
+// when none came, settings and output_sha256 unless the edit succeeded, ignored when
+// no OpenAI field was ignored, error on success.
 type Record struct {
 	RequestID    string          `json:"request_id"`
 	Time         string          `json:"time"`
@@ -22,8 +22,11 @@ type Record struct {
 	Prompt       *PromptRecord   `json:"prompt"`
 	Settings     *edit.Effective `json:"settings"`
 	OutputSHA256 *string         `json:"output_sha256"`
-	Timing       Timing          `json:"timing"`
-	Error        *string         `json:"error"`
+	// Ignored are the OpenAI fields the request carried that cannot change the edit
+	// (openai.go), with their values (an identifier's length only); null when none.
+	Ignored map[string]string `json:"ignored"`
+	Timing  Timing            `json:"timing"`
+	Error   *string           `json:"error"`
 }
 
 // PromptRecord identifies a prompt without storing it whole: a record line stays short

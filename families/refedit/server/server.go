@@ -19,7 +19,9 @@ import (
 
 // Defaults for the Config fields left zero.
 const (
-	DefaultMaxBodyBytes = 32 << 20
+	// DefaultMaxBodyBytes lets through a 50 MB image, OpenAI's limit on one images.edit
+	// image, with the rest of the form.
+	DefaultMaxBodyBytes = 64 << 20
 	// DefaultMaxPromptBytes is OpenAI's limit on an image edit prompt (32,000
 	// characters for gpt-image-1), counted in bytes here.
 	DefaultMaxPromptBytes = 32000

@@ -186,7 +186,7 @@ func TestEditHappyPath(t *testing.T) {
 	recs.mu.Lock()
 	raw := recs.buf.String()
 	recs.mu.Unlock()
-	for _, key := range []string{"request_id", "time", "route", "status", "input_sha256", "prompt", "settings", "output_sha256", "timing", "error"} {
+	for _, key := range []string{"request_id", "time", "route", "status", "input_sha256", "prompt", "settings", "output_sha256", "ignored", "timing", "error"} {
 		assert.Contains(t, raw, `"`+key+`":`)
 	}
 	lines := recs.lines(t)
@@ -256,7 +256,7 @@ func TestEditClientErrors(t *testing.T) {
 		{"no edit", standardParts(img, "make it pretty"), 400, "prompt", "grayscale (grayscale, greyscale, black and white, monochrome)"},
 		{"two edits", standardParts(img, "blur and sharpen"), 400, "prompt", `blur ("blur"), sharpen ("sharpen")`},
 		{"corrupt image", standardParts(img[:len(img)/2], "grayscale"), 400, "image", "decode PNG"},
-		{"not an image", standardParts([]byte("GIF89a"), "grayscale"), 400, "image", "not a PNG or JPEG"},
+		{"not an image", standardParts([]byte("GIF89a"), "grayscale"), 400, "image", "not a PNG, JPEG or WebP"},
 		{"empty image", standardParts(nil, "grayscale"), 400, "image", "empty file"},
 		{"bomb header", standardParts(pngHeader(100000, 100000), "grayscale"), 413, "image", "over the limit of 4194304"},
 	}

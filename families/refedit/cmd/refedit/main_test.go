@@ -164,7 +164,7 @@ func TestRunFailuresExit1(t *testing.T) {
 	require.NoError(t, os.WriteFile(notImage, []byte("hello"), 0o644))
 	code, _, stderr := refedit(t, "run", bundle, "--image", notImage, "--prompt", "blur", "--output", out)
 	assert.Equal(t, exitFailure, code)
-	assert.Contains(t, stderr, "not a PNG or JPEG")
+	assert.Contains(t, stderr, "not a PNG, JPEG or WebP")
 	code, _, stderr = refedit(t, "run", filepath.Join(t.TempDir(), "none.bundle"), "--image", notImage, "--prompt", "blur", "--output", out)
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, stderr, "load bundle")

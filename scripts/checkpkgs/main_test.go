@@ -1,0 +1,96 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A small module: schema <- harness <- qual, harness <- report, tool alone.
+var testPkgs = []pkg{
+	{ImportPath: "qualkit/internal/schema", Dir: "/r/internal/schema"},
+	{ImportPath: "qualkit/internal/harness", Dir: "/r/internal/harness", Deps: []string{"qualkit/internal/schema"}},
+	{ImportPath: "qualkit/internal/report", Dir: "/r/internal/report", XTestImports: []string{"qualkit/internal/harness"}},
+	{ImportPath: qualPkg, Dir: "/r/qual", TestImports: []string{"qualkit/internal/harness", "qualkit/internal/schema"}},
+	{ImportPath: "qualkit/scripts/tool", Dir: "/r/scripts/tool"},
+}
+
+func TestPlanPicksChangedPackagesAndTheirDependents(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		changed []string
+		want    plan
+	}{
+		{"nothing", nil, plan{}},
+		{"a folder of no package", []string{"/r/docs"}, plan{}},
+		{"a leaf", []string{"/r/scripts/tool"}, plan{Lint: []string{"qualkit/scripts/tool"}, Tests: []string{"qualkit/scripts/tool"}}},
+		{"only qual: linted, and its no-row tests run", []string{"/r/qual"},
+			plan{Lint: []string{qualPkg}, Qual: true}},
+		{"a package qual imports: qual compiled and its no-row tests run", []string{"/r/internal/harness"},
+			plan{Lint: []string{"qualkit/internal/harness"}, Tests: []string{"qualkit/internal/harness", "qualkit/internal/report"}, Qual: true}},
+		{"deps through Deps too", []string{"/r/internal/schema"},
+			plan{Lint: []string{"qualkit/internal/schema"}, Tests: []string{"qualkit/internal/harness", "qualkit/internal/schema"}, Qual: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			changed := map[string]bool{}
+			for _, d := range tt.changed {
+				changed[d] = true
+			}
+			assert.Equal(t, tt.want, makePlan(testPkgs, changed))
+		})
+	}
+}
+
+// When only qual changed there is something to do (the message "no Go package changed"
+// was printed here before): qual is gofmt'ed, vetted, staticchecked, and its no-row
+// tests run under -short.
+func TestOnlyQualChangedRunsQualsNoRowTests(t *testing.T) {
+	p := makePlan(testPkgs, map[string]bool{"/r/qual": true})
+	cmds := p.commands(testPkgs)
+	var lines []string
+	for _, c := range cmds {
+		lines = append(lines, strings.Join(c, " "))
+	}
+	require.Len(t, lines, 4, "%q", lines)
+	assert.Equal(t, "gofmt -l /r/qual", lines[0])
+	assert.Equal(t, "go vet qualkit/qual", lines[1])
+	assert.Equal(t, "go tool staticcheck qualkit/qual", lines[2])
+	assert.True(t, strings.HasPrefix(lines[3], "go test -short -count=1 -run ^(TestTables"), lines[3])
+	assert.True(t, strings.HasSuffix(lines[3], ")$ qualkit/qual"), lines[3])
+
+	assert.Empty(t, plan{}.commands(testPkgs), "nothing changed: no command")
+}
+
+// Every name in qualTests is a test function of qual, and the -run pattern made of them
+// selects each whole (a renamed test would otherwise silently stop running).
+func TestQualTestsExist(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "qual", "*_test.go"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	tests := map[string]bool{}
+	for _, f := range files {
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range file.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && strings.HasPrefix(fn.Name.Name, "Test") {
+				tests[fn.Name.Name] = true
+			}
+		}
+	}
+	p := plan{Qual: true}.commands(nil)
+	require.Len(t, p, 1)
+	re := regexp.MustCompile(p[0][5])
+	for _, name := range qualTests {
+		assert.True(t, tests[name], "qualTests names %s, which is no test of qual/", name)
+		assert.True(t, re.MatchString(name), name)
+	}
+	assert.False(t, re.MatchString("TestRefEdit"), "the pattern selects no row")
+	assert.False(t, re.MatchString("TestTablesX"), "the pattern selects whole names")
+}

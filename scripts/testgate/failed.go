@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// failedCase is a test case that failed or errored, with the first line of its message.
+type failedCase struct {
+	ID, Message string
+}
+
+// junitCase reads what the failure list needs: the message and type of each failure
+// and error (a stage not run after a failure is an error of type "not-run": it did not
+// fail, the stage before it did).
+type junitCase struct {
+	ClassName string `xml:"classname,attr"`
+	Name      string `xml:"name,attr"`
+	Problems  []struct {
+		XMLName xml.Name
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+	} `xml:",any"`
+}
+
+// maxMessage keeps one failure to one line of a terminal or so.
+const maxMessage = 160
+
+// failedCases lists the failed test cases of a JUnit file in file order. A parent test
+// that failed only because a subtest did (gotestsum marks both) is left out: the
+// subtest names the failure.
+func failedCases(path string) ([]failedCase, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s struct {
+		Suites []struct {
+			Cases []junitCase `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("parse JUnit %s: %w", path, err)
+	}
+	var out []failedCase
+	for _, su := range s.Suites {
+		for _, c := range su.Cases {
+			for _, p := range c.Problems {
+				if (p.XMLName.Local == "failure" || p.XMLName.Local == "error") && p.Type != "not-run" {
+					msg, _, _ := strings.Cut(strings.TrimSpace(p.Message), "\n")
+					if len(msg) > maxMessage {
+						msg = msg[:maxMessage] + "..."
+					}
+					out = append(out, failedCase{ID: c.ClassName + " " + c.Name, Message: msg})
+					break
+				}
+			}
+		}
+	}
+	var leaves []failedCase
+	for _, f := range out {
+		parent := false
+		for _, g := range out {
+			if strings.HasPrefix(g.ID, f.ID+"/") {
+				parent = true
+				break
+			}
+		}
+		if !parent {
+			leaves = append(leaves, f)
+		}
+	}
+	return leaves, nil
+}
+
+// writeFailed prints the failure list of the JUnit files: what a reader of a long log
+// wants last. A file not written is said, not an error: the step that writes it may
+// not have run (its own failure is printed above).
+func writeFailed(w io.Writer, paths []string) error {
+	for _, path := range paths {
+		cases, err := failedCases(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(w, "%s: not written (its step did not run)\n", path)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if len(cases) == 0 {
+			fmt.Fprintf(w, "%s: no test failed\n", path)
+			continue
+		}
+		fmt.Fprintf(w, "%s: %d test(s) FAILED:\n", path, len(cases))
+		for _, c := range cases {
+			if c.Message == "" || c.Message == "Failed" {
+				fmt.Fprintf(w, "  %s\n", c.ID)
+			} else {
+				fmt.Fprintf(w, "  %s: %s\n", c.ID, c.Message)
+			}
+		}
+	}
+	return nil
+}
