@@ -249,7 +249,7 @@ shard: setup engine tables
 	exit $$status
 
 # The merge step: the shard folders (make shard, or CI's downloaded shard-<row>
-# artifacts) into one run at OUT whose SUMMARY.md, PR.md, junit.xml and SHA256SUMS cover
+# artifacts) into one run at OUT whose SUMMARY.md, PR.md, index.html, junit.xml and SHA256SUMS cover
 # every row, each shard kept whole with its own checksums and JUnit. Refused, writing
 # nothing, when a matrix row has no shard, a row is in two, or the shards ran different
 # commits. A correctness-only shard (QUALARGS=-qualkit.correctness-only) is kept only
@@ -262,8 +262,8 @@ OUT ?= evidence/merged
 .PHONY: merge-evidence
 merge-evidence:
 	@test -n "$(MATRIX)" -a -n "$(SHARDS)" || { echo "make merge-evidence: give MATRIX=<the matrix JSON the shards ran> and SHARDS=\"<shard folders>\" (e.g. SHARDS=\"evidence/shards/*\"), OUT=<new folder> (default evidence/merged)"; exit 2; }
-	@test -n "$(PUBKEY)$(UNSIGNED)" || { echo "make merge-evidence: give PUBKEY=<the signer's public key> (every shard must be signed: make shard SIGN_KEY=...), or UNSIGNED=1 to merge unsigned evidence"; exit 2; }
-	$(GO) run ./scripts/mergeevidence -matrix $(MATRIX) -out $(OUT) $(if $(PUBKEY),-pubkey $(PUBKEY),-unsigned) $(SHARDS)
+	@test -n "$(PUBKEY)$(UNSIGNED)" || { echo "make merge-evidence: give PUBKEY=<the signer's public key> (every shard must be signed: make shard SIGN_KEY=...), or UNSIGNED=1 to admit unsigned shards (named in the merged run; with PUBKEY too, a signed shard must verify)"; exit 2; }
+	$(GO) run ./scripts/mergeevidence -matrix $(MATRIX) -out $(OUT) $(if $(PUBKEY),-pubkey $(PUBKEY)) $(if $(UNSIGNED),-unsigned) $(SHARDS)
 
 # Past runs: every run under evidence/ with its rows' status; B against A (the
 # baseline), exit 1 on a regression. A and B are run ids, run folders, or latest and

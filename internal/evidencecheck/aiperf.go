@@ -39,6 +39,10 @@ type recordMeta struct {
 	RequestStartNs int64  `json:"request_start_ns"`
 	RequestEndNs   int64  `json:"request_end_ns"`
 	WasCancelled   bool   `json:"was_cancelled"`
+	// PhaseIndex and SessionNum place the request in AIPerf's sending: its phase
+	// (warmup first) and its number in that phase. The contact sheet follows them.
+	PhaseIndex int `json:"phase_index"`
+	SessionNum int `json:"session_num"`
 }
 
 // rawRecord is one line of profile_export_raw.jsonl: what AIPerf sent and received.

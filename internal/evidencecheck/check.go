@@ -155,6 +155,7 @@ func (c *checker) run(junitPath string) {
 	c.checkLeases()
 	c.checkDistinctRows()
 	c.checkRun()
+	c.checkHost()
 	if junitPath != "" {
 		c.checkJUnit(junitPath)
 	}

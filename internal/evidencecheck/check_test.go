@@ -1061,7 +1061,7 @@ func TestJUnitAnchorsTheWholeRun(t *testing.T) {
 }
 
 // The committed runs hold version-1 pictures (TestCommittedRunsPass); pictures drawn now
-// are version 2, and a run holding those checks too. A picture of neither version fails
+// are version 3 (the contact sheet in send order), and a run holding those checks too. A picture of neither version fails
 // (the picture tamperings).
 func TestPicturesOfEitherVersionCheck(t *testing.T) {
 	dir := runCopy(t, "qualified")
@@ -1071,7 +1071,7 @@ func TestPicturesOfEitherVersionCheck(t *testing.T) {
 	require.NoError(t, WritePictures(filepath.Join(dir, qualifiedRow)))
 	after, err := os.ReadFile(sheet)
 	require.NoError(t, err)
-	require.NotEqual(t, before, after, "version 2 draws another legend")
+	require.NotEqual(t, before, after, "version 3 draws another legend and header")
 	resum(t, dir)
 	require.NoError(t, Check(dir, ""))
 }

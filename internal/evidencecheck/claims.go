@@ -49,6 +49,7 @@ func (r *rowCheck) check() {
 	r.checkCommands()
 	r.checkBenchmark()
 	r.checkTiming()
+	r.checkResultV2()
 	r.checkRecords()
 	r.checkRecordHashes()
 	r.checkPhysicalTiming()
@@ -65,7 +66,7 @@ func (r *rowCheck) check() {
 
 func (r *rowCheck) checkHeader() {
 	res := r.res
-	r.same(resultsFile, "schema", "qualkit.result/1", res.Schema, "")
+	r.checkSchema()
 	r.same(resultsFile, "row", r.name, res.Row, "the row folder's name")
 	r.same(resultsFile, "checkpoint.name", r.name, res.Checkpoint.Name, "the row folder's name")
 	if r.c.info != nil {

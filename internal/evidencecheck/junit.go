@@ -23,8 +23,14 @@ type junitCase struct {
 	ClassName  string      `xml:"classname,attr"`
 	Failures   []struct{}  `xml:"failure"`
 	Errors     []struct{}  `xml:"error"`
-	Skipped    *struct{}   `xml:"skipped"`
+	Skipped    *junitSkip  `xml:"skipped"`
 	Properties []junitProp `xml:"properties>property"`
+}
+
+// junitSkip is a <skipped>: its type is "not-run" for a stage scripts/junitfix added
+// after its row's failed stage.
+type junitSkip struct {
+	Type string `xml:"type,attr"`
 }
 
 func (tc junitCase) prop(name string) (string, bool) {
@@ -190,9 +196,10 @@ func (c *checker) checkJUnitSkips(file string, reports map[string]junitCase, cas
 	for _, tc := range reports {
 		packages[tc.ClassName] = true
 	}
+	notRun := c.notRunStages(reports)
 	var skipped []string
 	for _, tc := range cases {
-		if packages[tc.ClassName] && tc.Skipped != nil {
+		if packages[tc.ClassName] && tc.Skipped != nil && !(tc.Skipped.Type == junitNotRun && notRun[tc.ClassName+"/"+tc.Name]) {
 			skipped = append(skipped, tc.Name)
 		}
 	}

@@ -46,6 +46,8 @@ var RunLayout = []File{
 	{"PR.md", "", Required},            // prsummary.Write, through the run's Reporter
 	{"index.html", "", Required},       // prsummary.Write, through the run's Reporter
 	{"checkpoints.json", "", Required}, // prsummary.Write: the inventory PR.md was rendered from
+	{"host-cpuinfo.txt", "", Optional}, // /proc/cpuinfo verbatim: required by run.json cpu_model
+	{"host-meminfo.txt", "", Optional}, // /proc/meminfo verbatim: required by run.json mem_total_bytes
 }
 
 // RowLayout is every file a row folder must and may hold: the one list to edit when the

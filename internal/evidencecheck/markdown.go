@@ -321,10 +321,16 @@ func (c *checker) checkRendered() {
 		if !ok {
 			continue // the layout check says it is missing
 		}
+		// A run from before the current version of a page: its own version re-rendered.
 		if v := prsummary.PageVersion(got); f.name == prsummary.IndexFile && v != prsummary.IndexVersion {
-			// A run from before the current page version: its own version re-rendered.
 			if f.want, err = prsummary.IndexAt(c.dir, v); err != nil {
 				c.fail(f.name, "rendered from the run folder", "index.html as its version renders it", err.Error())
+				continue
+			}
+		}
+		if v := prsummary.MarkdownVersionOf(got); f.name == prsummary.MarkdownFile && v != prsummary.MarkdownVersion {
+			if f.want, err = prsummary.MarkdownAt(c.dir, v); err != nil {
+				c.fail(f.name, "rendered from the run folder", "PR.md as its version renders it", err.Error())
 				continue
 			}
 		}

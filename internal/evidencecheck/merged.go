@@ -43,8 +43,10 @@ func VerifyMerged(dir string) *Report {
 		return c.rep
 	}
 	// The exact file set: the merged run's own files and each recorded shard's folder and JUnit.
-	own := map[string]bool{merged.ManifestFile: true, merged.MatrixFile: true, merged.SummaryFile: true, merged.PRFile: true,
-		merged.JUnitFile: true, merged.SumsFile: true}
+	own := map[string]bool{}
+	for _, f := range merged.OwnFiles(m) {
+		own[f] = true
+	}
 	for f := range files {
 		in := own[f] || slices.ContainsFunc(m.Shards, func(s merged.Shard) bool {
 			return f == s.JUnit || strings.HasPrefix(f, s.Dir+"/")
@@ -56,6 +58,7 @@ func VerifyMerged(dir string) *Report {
 	for _, s := range m.Shards {
 		c.checkShard(s)
 	}
+	c.checkMergedVersion(m)
 	for _, g := range merged.Gaps(rows, m.Shards) {
 		c.fail(merged.ManifestFile, "shards cover the matrix", "every matrix row in exactly one shard, one commit", g)
 	}
@@ -83,7 +86,10 @@ func VerifyMerged(dir string) *Report {
 		c.fail(merged.ManifestFile, "shards readable", "every shard's SUMMARY.md, row.md, results.json and JUnit", err.Error())
 		return c.rep
 	}
-	for _, f := range []string{merged.SummaryFile, merged.PRFile, merged.JUnitFile} {
+	for _, f := range merged.OwnFiles(m) {
+		if _, ok := rendered[f]; !ok {
+			continue // merged.json, matrix.json, SHA256SUMS: checked above
+		}
 		got, _ := c.read(f)
 		c.truth(bytes.Equal(got, rendered[f]), f, "derived from the shards", "the bytes the shards' files give", firstDiff(rendered[f], got))
 	}

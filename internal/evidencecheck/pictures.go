@@ -59,6 +59,7 @@ func (r *rowCheck) pictureInputs() (pictures.Sheet, pictures.Chart) {
 	for _, q := range r.reqs {
 		sheet.Edits = append(sheet.Edits, pictures.Edit{
 			Label: fmt.Sprintf("%02d %s", q.index, q.phase), Instruction: q.prompt,
+			Sent:      pictures.SendOrder{Phase: q.rec.Metadata.PhaseIndex, Index: q.rec.Metadata.SessionNum},
 			Reference: q.sent, HTTP: q.httpFile, Native: q.native, Quality: r.qualityLines(q),
 		})
 		t := pictures.Timing{Label: fmt.Sprintf("%02d", q.index), Warmup: q.phase == phaseWarmup, ClientMs: math.NaN(), TaskMs: math.NaN()}

@@ -118,7 +118,7 @@ func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
 	}
 	r := &row{s: s, c: c.withDefaults(), ev: ev, env: Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}, started: time.Now()}
 	r.result = &schema.Result{
-		Schema: "qualkit.result/1", RunID: s.Evidence.RunID, Row: c.Name, Status: schema.StatusFailed,
+		Schema: schema.ResultSchema, RunID: s.Evidence.RunID, Row: c.Name, Status: schema.StatusFailed,
 		Checkpoint: schema.CheckpointRef{Name: c.Name, Family: c.Family, Backend: c.Adapter.Backend(), Model: c.Model,
 			Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke, Double: c.Double},
 		Measured: c.Bench.Measured, Warmup: c.Bench.Warmup,

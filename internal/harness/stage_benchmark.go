@@ -261,6 +261,7 @@ func (r *row) timing(prof []RawRecord) []string {
 		r.result.HTTP, r.result.Task, r.result.TaskSource = &h, &t, ts.Schema()
 		r.result.Overhead = newOverhead(h, t)
 		r.result.ImagesPerS = ImagesPerSecond(prof)
+		r.result.FirstRequest = FirstRequest(r.export.Raw, r.export.Profile)
 	}
 	return problems
 }

@@ -21,7 +21,31 @@ func Percentile(xs []float64, p float64) float64 {
 }
 
 func NewQuantiles(ms []float64) schema.Quantiles {
-	return schema.Quantiles{P50: Percentile(ms, 50), P95: Percentile(ms, 95), Count: len(ms), Method: schema.PercentileMethod}
+	return schema.Quantiles{P50: Percentile(ms, 50), P95: Percentile(ms, 95), P99: Percentile(ms, 99), Count: len(ms), Method: schema.PercentileMethod}
+}
+
+// FirstRequest is the request AIPerf sent first, any phase (the earliest
+// request_start_ns of its raw export), with its client latency from the per-request
+// export; nil when there is no such request or AIPerf recorded no latency for it.
+func FirstRequest(raw []RawRecord, profile []ProfileRecord) *schema.FirstRequest {
+	if len(raw) == 0 {
+		return nil
+	}
+	first := raw[0].Metadata
+	for _, r := range raw[1:] {
+		if r.Metadata.RequestStartNs < first.RequestStartNs {
+			first = r.Metadata
+		}
+	}
+	for _, p := range profile {
+		if p.Metadata.XRequestID != first.XRequestID {
+			continue
+		}
+		if ms, ok := p.RequestLatencyMs(); ok {
+			return &schema.FirstRequest{RequestID: first.XRequestID, Phase: first.BenchmarkPhase, ClientMs: ms}
+		}
+	}
+	return nil
 }
 
 // ImagesPerSecond is measured images / (last request end - first request start) over the

@@ -1,10 +1,13 @@
 package harness
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"qualkit/internal/schema"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -26,4 +29,31 @@ func TestImagesPerSecondUsesFirstStartToLastEnd(t *testing.T) {
 	recs := []RawRecord{rec(1e9, 2e9), rec(2e9, 3e9), rec(3e9, 5e9)}
 	assert.InDelta(t, 0.75, ImagesPerSecond(recs), 1e-12) // 3 images over 4 s
 	assert.Zero(t, ImagesPerSecond(nil))
+}
+
+// The first request is the one sent first, whatever its place in the raw export (a
+// warmup record written after a profiling one still came first).
+func TestFirstRequestIsTheEarliestSent(t *testing.T) {
+	raw := []RawRecord{
+		{Metadata: RecordMeta{XRequestID: "b", BenchmarkPhase: "profiling", RequestStartNs: 2e9}},
+		{Metadata: RecordMeta{XRequestID: "a", BenchmarkPhase: "warmup", RequestStartNs: 1e9}},
+	}
+	latency := func(id, ms string) ProfileRecord {
+		var p ProfileRecord
+		p.Metadata.XRequestID = id
+		assert.NoError(t, json.Unmarshal([]byte(`{"request_latency": {"value": `+ms+`, "unit": "ms"}}`), &p.Metrics))
+		return p
+	}
+	got := FirstRequest(raw, []ProfileRecord{latency("b", "20"), latency("a", "312.5")})
+	assert.Equal(t, &schema.FirstRequest{RequestID: "a", Phase: "warmup", ClientMs: 312.5}, got)
+	assert.Nil(t, FirstRequest(raw, []ProfileRecord{latency("b", "20")}), "no latency for the first request")
+	assert.Nil(t, FirstRequest(nil, nil))
+}
+
+func TestHostReadings(t *testing.T) {
+	cpuinfo := []byte("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n\nprocessor\t: 1\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n")
+	assert.Equal(t, "Intel(R) Xeon(R) Platinum 8480+", CPUModel(cpuinfo))
+	assert.Equal(t, "", CPUModel([]byte("processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd4f\n")), "arm64 names no model")
+	assert.Equal(t, int64(2097152000*1024), MemTotalBytes([]byte("MemTotal:       2097152000 kB\nMemFree:        1 kB\n")))
+	assert.Zero(t, MemTotalBytes([]byte("MemFree:        1 kB\n")))
 }

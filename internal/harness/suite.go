@@ -262,6 +262,9 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 	}
 	summary = RunSummary(info, s.results)
 	write := func() error {
+		if err := recordHost(s.Evidence.Dir, &info); err != nil {
+			return err
+		}
 		if err := s.Evidence.WriteJSON(schema.RunFile, info); err != nil {
 			return err
 		}

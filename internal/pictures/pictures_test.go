@@ -3,6 +3,7 @@ package pictures
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -59,16 +60,16 @@ func sheetFixture(t *testing.T) Sheet {
 	})
 	alpha := synthetic(t, 32, 48, func(x, y int) color.NRGBA { return color.NRGBA{0xff, 0, 0, uint8(x * 8)} })
 	return Sheet{Row: "synthetic-row", RunID: "20260101T000000Z-1", Edits: []Edit{
-		{Label: "00 warmup", Instruction: "Invert the colours of the picture", Reference: ref, HTTP: out, Native: out,
+		{Label: "00 warmup", Sent: SendOrder{0, 0}, Instruction: "Invert the colours of the picture", Reference: ref, HTTP: out, Native: out,
 			Quality: []QualityLine{{Text: "mean 0.500"}, {Text: "std 0.250"}, {Text: "std ratio 1.000"}, {Text: "meets the criteria"}}},
-		{Label: "01 profiling", Instruction: "One pixel drifts by one level, which a thumbnail alone would hide", Reference: ref, HTTP: out, Native: fewOff,
+		{Label: "01 profiling", Sent: SendOrder{1, 0}, Instruction: "One pixel drifts by one level, which a thumbnail alone would hide", Reference: ref, HTTP: out, Native: fewOff,
 			Quality: []QualityLine{{Text: "mean 0.500"}, {Text: "std 0.250"}, {Text: "std ratio 1.000"}, {Text: "vs reference-000.png:"}, {Text: "psnr 9.50 dB"},
 				{Text: "ssim 0.0800"}, {Text: "std ratio 1.000"}, {Text: "psnr 9.50 dB < 12", Miss: true}, {Text: "ssim 0.0800 < 0.1", Miss: true},
 				{Text: "a miss long enough to wrap over two lines", Miss: true}}},
-		{Label: "02 profiling", Instruction: "A supercalifragilisticexpialidocious word wraps", Reference: alpha, HTTP: out, Native: manyOff},
-		{Label: "03 profiling", Instruction: "Sizes differ", Reference: ref, HTTP: out, Native: ref},
-		{Label: "04 profiling", Instruction: "No native output", Reference: ref, HTTP: out},
-		{Label: "05 profiling", Instruction: "Bytes that are no image, and non-ASCII: é", Reference: []byte("not an image"), HTTP: out, Native: []byte("\x89PNG broken")},
+		{Label: "02 profiling", Sent: SendOrder{1, 2}, Instruction: "A supercalifragilisticexpialidocious word wraps", Reference: alpha, HTTP: out, Native: manyOff},
+		{Label: "03 profiling", Sent: SendOrder{1, 1}, Instruction: "Sizes differ", Reference: ref, HTTP: out, Native: ref},
+		{Label: "04 profiling", Sent: SendOrder{1, 3}, Instruction: "No native output", Reference: ref, HTTP: out},
+		{Label: "05 profiling", Sent: SendOrder{1, 4}, Instruction: "Bytes that are no image, and non-ASCII: é", Reference: []byte("not an image"), HTTP: out, Native: []byte("\x89PNG broken")},
 	}}
 }
 
@@ -109,9 +110,23 @@ func golden(t *testing.T, name string, img *image.RGBA) {
 
 func TestContactSheetGolden(t *testing.T) {
 	golden(t, "contact-sheet.png", RenderContactSheet(sheetFixture(t)))
-	v1 := sheetFixture(t)
-	v1.Version = 1
-	golden(t, "v1/contact-sheet.png", RenderContactSheet(v1))
+	for _, v := range []int{1, 2} {
+		old := sheetFixture(t)
+		old.Version = v
+		golden(t, fmt.Sprintf("v%d/contact-sheet.png", v), RenderContactSheet(old))
+	}
+}
+
+// The sheet is drawn in the order AIPerf sent the requests, whatever the order of its raw
+// export: two exports of the same requests in different orders give one picture (version
+// 2 drew the export's order).
+func TestContactSheetFollowsTheSendOrder(t *testing.T) {
+	a, b := sheetFixture(t), sheetFixture(t)
+	b.Edits[2], b.Edits[3] = b.Edits[3], b.Edits[2]
+	b.Edits[0], b.Edits[5] = b.Edits[5], b.Edits[0]
+	assert.Equal(t, RenderContactSheet(a).Pix, RenderContactSheet(b).Pix)
+	a.Version, b.Version = 2, 2
+	assert.NotEqual(t, RenderContactSheet(a).Pix, RenderContactSheet(b).Pix, "version 2 follows the export")
 }
 
 func TestLatencyChartGolden(t *testing.T) {

@@ -2,6 +2,7 @@ package pictures
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,25 +12,35 @@ import (
 	_ "image/jpeg" // a reference image may be a JPEG fixture
 	_ "image/png"
 	"path/filepath"
+	"slices"
 )
 
-// Sheet is what a row's contact sheet shows: every request AIPerf sent, in the order
-// of its raw export, warmup included.
+// Sheet is what a row's contact sheet shows: every request AIPerf sent, warmup included,
+// in the order AIPerf sent them (Edit.Sent), so that two runs of the same workload line
+// up request by request.
 type Sheet struct {
 	Row   string
 	RunID string
 	Edits []Edit
-	// Version is the rendering: 0 or Version (the current), or 1 (before the legend
-	// said what an identical pair looks like, and long names wrapped mid-word). The
-	// checker accepts a picture drawn by either from the same records.
+	// Version is the rendering: 0 or Version (the current); 2 (the edits in the order
+	// given, the raw export's, which is not always the order sent); or 1 (before the
+	// legend said what an identical pair looks like, and long names wrapped mid-word).
+	// The checker accepts a picture drawn by any of them from the same records.
 	Version int
+}
+
+// SendOrder is a request's place in AIPerf's sending: its phase (AIPerf's phase_index:
+// warmup first) and its number in that phase (session_num).
+type SendOrder struct {
+	Phase, Index int
 }
 
 // Edit is one request: the exact reference-image bytes it sent, its instruction, the
 // PNG its HTTP response carried and the PNG the native Task wrote for the same input.
 // A nil output is drawn as missing; bytes that do not decode are drawn as an error.
 type Edit struct {
-	Label       string // "00 warmup", "01 profiling"
+	Label       string // "00 warmup", "01 profiling": the raw export's index, which names its files
+	Sent        SendOrder
 	Instruction string
 	Reference   []byte
 	HTTP        []byte
@@ -67,6 +78,12 @@ func ContactSheet(rowDir string, s Sheet) error {
 // the instruction, the HTTP output, the native output and their difference.
 func RenderContactSheet(s Sheet) *image.RGBA {
 	v := version(s.Version)
+	if v >= 3 {
+		s.Edits = slices.Clone(s.Edits)
+		slices.SortStableFunc(s.Edits, func(a, b Edit) int {
+			return cmp.Or(cmp.Compare(a.Sent.Phase, b.Sent.Phase), cmp.Compare(a.Sent.Index, b.Sent.Index))
+		})
+	}
 	cells := make([]sheetLine, len(s.Edits))
 	identical := 0
 	bodyH := 0
@@ -89,7 +106,11 @@ func RenderContactSheet(s Sheet) *image.RGBA {
 	img := newCanvas(width, headH+bodyH+footH)
 
 	text(img, pad, pad, black, clipText(fmt.Sprintf("%s  run %s", s.Row, s.RunID), (width-2*pad)/charW))
-	text(img, pad, pad+lineH, grey, fmt.Sprintf("%d requests (warmup included); native output pixel-identical to HTTP in %d of %d", len(s.Edits), identical, len(s.Edits)))
+	order := ""
+	if v >= 3 {
+		order = " in the order sent"
+	}
+	text(img, pad, pad+lineH, grey, fmt.Sprintf("%d requests%s (warmup included); native output pixel-identical to HTTP in %d of %d", len(s.Edits), order, identical, len(s.Edits)))
 	headY := pad + 2*lineH + 4
 	for i, h := range []string{"request", "reference", "instruction", "HTTP output", "native output", "difference", "HTTP output quality"} {
 		text(img, cols[i], headY, black, h)

@@ -62,8 +62,11 @@ type indexRow struct {
 	Files    []indexFile
 }
 
-// IndexVersion is the version Index renders; PageVersion reads a page's.
-const IndexVersion = 2
+// IndexVersion is the version Index renders (3: the stage strips, latencies in ms under a
+// second, the per-row timing table and hardware, the venv; Page); PageVersion reads a
+// page's. Versions 1 and 2 are the pages of runs made before, kept so that their
+// evidence still checks.
+const IndexVersion = 3
 
 var generator = regexp.MustCompile(`<meta name="generator" content="qualkit index ([0-9]+)" />`)
 
@@ -84,21 +87,23 @@ type indexFile struct{ Href, Name string }
 // Index renders index.html for a run folder.
 func Index(runDir string) ([]byte, error) { return IndexAt(runDir, IndexVersion) }
 
-// IndexAt renders index.html as version v renders it (1 or IndexVersion).
+// IndexAt renders index.html as version v renders it (1 to IndexVersion).
 func IndexAt(runDir string, v int) ([]byte, error) {
-	if v != 1 && v != IndexVersion {
-		return nil, fmt.Errorf("index.html version %d: this qualkit renders versions 1 and %d", v, IndexVersion)
+	if v < 1 || v > IndexVersion {
+		return nil, fmt.Errorf("index.html version %d: this qualkit renders versions 1 to %d", v, IndexVersion)
 	}
 	r, err := readRun(runDir)
 	if err != nil {
 		return nil, err
+	}
+	if v >= 3 {
+		return r.page(v).HTML()
 	}
 	data := struct {
 		Version        int
 		RunID, Verdict string
 		Rows           []indexRow
 	}{Version: v, RunID: r.info.RunID}
-	qualified := 0
 	for _, w := range r.rows {
 		ir := indexRow{Name: w.name, Status: w.res.Status, Reason: w.res.Reason, Command: w.res.Command}
 		if v >= 2 { // version 1 shows no headline
@@ -119,22 +124,50 @@ func IndexAt(runDir string, v int) ([]byte, error) {
 		for _, f := range w.files {
 			ir.Files = append(ir.Files, indexFile{Href: f, Name: strings.TrimPrefix(f, w.name+"/")})
 		}
-		if w.res.Status == "qualified" {
-			qualified++
-		}
 		data.Rows = append(data.Rows, ir)
 	}
-	switch {
-	case len(r.info.Skips) > 0 || !r.info.Qualification:
-		data.Verdict = "Not a qualification run: it qualifies nothing."
-	case qualified == len(r.rows):
-		data.Verdict = "Every row qualified."
-	default:
-		data.Verdict = "Not every row qualified."
-	}
+	data.Verdict = r.verdict()
 	var b bytes.Buffer
 	if err := indexPage.Execute(&b, data); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// verdict is the page's first sentence.
+func (r *run) verdict() string {
+	qualified := 0
+	for _, w := range r.rows {
+		if w.res.Status == "qualified" {
+			qualified++
+		}
+	}
+	switch {
+	case len(r.info.Skips) > 0 || !r.info.Qualification:
+		return "Not a qualification run: it qualifies nothing."
+	case qualified == len(r.rows):
+		return "Every row qualified."
+	}
+	return "Not every row qualified."
+}
+
+// page is the run's index.html from version 3 on.
+func (r *run) page(v int) Page {
+	id := r.info.RunID
+	return Page{
+		Version: v, Title: "qualkit run " + id, Verdict: r.verdict(),
+		RunFiles: []Link{{"PR.md", "PR.md"}, {"SUMMARY.md", "SUMMARY.md"}, {"run.json", "run.json"}, {"SHA256SUMS", "SHA256SUMS"}},
+		Check:    "make check-evidence DIR=evidence/" + id,
+		Rows:     r.sections(""),
+		Versions: []VersionBlock{r.versionBlock("Versions")},
+	}
+}
+
+// versionBlock is the run's software, hardware and venv, titled.
+func (r *run) versionBlock(title string) VersionBlock {
+	vb := VersionBlock{Title: title, VenvSHA: r.info.VenvSHA256, Packages: r.venvPackages()}
+	for _, l := range versions(r, MarkdownVersion) {
+		vb.Lines = append(vb.Lines, Pair{l[0], l[1]})
+	}
+	return vb
 }

@@ -1,10 +1,12 @@
 package prsummary
 
 // index.html in a real browser, as a reviewer opens it: Debian's headless Chromium loads
-// a passed and a failed run's page from file://. Every picture decodes, every link
-// resolves, and a screenshot matches its golden (testdata/browser/*.png) within a
-// tolerance for anti-aliasing. scripts/browser.sh installs the browser (make test runs
-// it); QUALKIT_CHROMIUM names another. Rewrite the goldens with -update.
+// a passed run's page, failed runs' pages (one whose row failed at its last stage, one
+// whose row left two stages not run) and a merged run's page (merged_chromium_test.go)
+// from file://. Every picture decodes, every link resolves, every stage of a stage strip
+// is painted by its state, and a screenshot matches its golden (testdata/browser/*.png)
+// within a tolerance for anti-aliasing. scripts/browser.sh installs the browser (make
+// test runs it); QUALKIT_CHROMIUM names another. Rewrite the goldens with -update.
 
 import (
 	"context"
@@ -27,9 +29,11 @@ import (
 )
 
 // probe runs after load and writes what the browser saw into the DOM that
-// --dump-dom prints: each picture's decoded width.
+// --dump-dom prints: each picture's decoded width, and the colour each stage of a stage
+// strip is painted in.
 const probe = `<script>window.addEventListener("load", () => {
   for (const img of document.images) img.setAttribute("data-natural-width", img.naturalWidth);
+  for (const el of document.querySelectorAll(".stage")) el.setAttribute("data-color", getComputedStyle(el).color);
   document.body.setAttribute("data-loaded", "yes");
 });</script>`
 
@@ -61,43 +65,107 @@ func chromium(t *testing.T) string {
 func TestIndexInChromium(t *testing.T) {
 	bin := chromium(t)
 	for _, tc := range []struct {
-		kind, row, status string
+		kind string
+		dir  func(t *testing.T) string
+		rows map[string]string
 	}{
-		{"qualified", "refedit-v1", "qualified"},
-		{"drift", "refedit-v1-native-drift", "failed"},
+		{"qualified", func(t *testing.T) string { return writtenRun(t, "qualified", goldenOptions(t)) }, map[string]string{"refedit-v1": "qualified"}},
+		{"drift", func(t *testing.T) string { return writtenRun(t, "drift", goldenOptions(t)) }, map[string]string{"refedit-v1-native-drift": "failed"}},
+		// A row that failed at quality: its stage strip shows the two stages after it not run.
+		{"failed-stages", failedAtQuality, map[string]string{"refedit-v1-native-drift": "failed"}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			// The page as the current code writes it, over a committed run's files.
-			dir := writtenRun(t, tc.kind, goldenOptions(t))
-			page, err := os.ReadFile(filepath.Join(dir, IndexFile))
-			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			args := []string{"--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-				"--force-device-scale-factor=1", "--user-data-dir=" + t.TempDir(), "--allow-file-access-from-files"}
-
-			probed := filepath.Join(dir, "index-probe.html")
-			require.NoError(t, os.WriteFile(probed, []byte(strings.Replace(string(page), "</body>", probe+"\n</body>", 1)), 0o644))
-			out, err := exec.CommandContext(ctx, bin, append(args, "--virtual-time-budget=10000", "--dump-dom", "file://"+probed)...).Output()
-			require.NoError(t, err, "chromium --dump-dom")
-			dom := string(out)
-			assert.Contains(t, dom, `data-loaded="yes"`, "the page finished loading")
-			assert.Contains(t, dom, fmt.Sprintf(`data-row="%s" data-status="%s"`, tc.row, tc.status))
-			widths := regexp.MustCompile(`<img [^>]*src="([^"]+)"[^>]*data-natural-width="(\d+)"`).FindAllStringSubmatch(dom, -1)
-			require.Len(t, widths, 2, "two pictures: the contact sheet and the latency chart")
-			for _, m := range widths {
-				w, _ := strconv.Atoi(m[2])
-				assert.Greater(t, w, 100, "%s decoded in the browser", m[1])
+			dom := InBrowser(t, bin, tc.dir(t), IndexFile, tc.rows, filepath.Join("testdata", "browser", "index-"+tc.kind+".png"))
+			if tc.kind == "failed-stages" {
+				for st, want := range map[string]string{"identity": "not-run", "influence": "not-run", "quality": "fail", "benchmark": "pass"} {
+					assert.Contains(t, dom, `data-stage="`+st+`" data-stage-status="`+want+`"`)
+				}
 			}
-			assertLinksResolve(t, dir, page)
-
-			shot := filepath.Join(t.TempDir(), tc.kind+".png")
-			msg, err := exec.CommandContext(ctx, bin, append(args, fmt.Sprintf("--window-size=%d,%d", shotW, shotH),
-				"--screenshot="+shot, "file://"+filepath.Join(dir, IndexFile))...).CombinedOutput()
-			require.NoError(t, err, "chromium --screenshot: %s", msg)
-			compareScreenshot(t, shot, filepath.Join("testdata", "browser", "index-"+tc.kind+".png"))
 		})
 	}
+}
+
+// InBrowser opens the page file of dir in Chromium, as a reviewer does: it must load,
+// show each of rows with its status, decode two pictures per row, link only to files of
+// dir, paint each stage of its stage strips by its state (passed green, failed red, not
+// run grey: never red), and look like the golden screenshot. It returns the DOM the
+// browser built.
+func InBrowser(t *testing.T, bin, dir, file string, rows map[string]string, golden string) string {
+	t.Helper()
+	page, err := os.ReadFile(filepath.Join(dir, file))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := []string{"--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+		"--force-device-scale-factor=1", "--user-data-dir=" + t.TempDir(), "--allow-file-access-from-files"}
+
+	probed := filepath.Join(dir, "index-probe.html")
+	require.NoError(t, os.WriteFile(probed, []byte(strings.Replace(string(page), "</body>", probe+"\n</body>", 1)), 0o644))
+	defer os.Remove(probed)
+	out, err := exec.CommandContext(ctx, bin, append(args, "--virtual-time-budget=10000", "--dump-dom", "file://"+probed)...).Output()
+	require.NoError(t, err, "chromium --dump-dom")
+	dom := string(out)
+	assert.Contains(t, dom, `data-loaded="yes"`, "the page finished loading")
+	for row, status := range rows {
+		assert.Contains(t, dom, fmt.Sprintf(`data-row="%s" data-status="%s"`, row, status))
+	}
+	widths := regexp.MustCompile(`<img [^>]*src="([^"]+)"[^>]*data-natural-width="(\d+)"`).FindAllStringSubmatch(dom, -1)
+	require.Len(t, widths, 2*len(rows), "two pictures per row: the contact sheet and the latency chart")
+	for _, m := range widths {
+		w, _ := strconv.Atoi(m[2])
+		assert.Greater(t, w, 100, "%s decoded in the browser", m[1])
+	}
+	assertLinksResolve(t, dir, page)
+	assertStageColours(t, dom)
+
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	msg, err := exec.CommandContext(ctx, bin, append(args, fmt.Sprintf("--window-size=%d,%d", shotW, shotH),
+		"--screenshot="+shot, "file://"+filepath.Join(dir, file))...).CombinedOutput()
+	require.NoError(t, err, "chromium --screenshot: %s", msg)
+	compareScreenshot(t, shot, golden)
+	return dom
+}
+
+var stageColour = regexp.MustCompile(`data-stage-status="([a-z-]+)"[^>]*data-color="rgb\((\d+), (\d+), (\d+)\)"`)
+
+// assertStageColours: every stage the page strips was painted by the browser, a passed
+// one green, a failed one red, a stage not run grey.
+func assertStageColours(t *testing.T, dom string) {
+	t.Helper()
+	require.NotEmpty(t, stageColour.FindAllString(dom, -1), "stage strips, painted")
+	assert.Empty(t, stageColourProblems(dom))
+}
+
+func stageColourProblems(dom string) []string {
+	var out []string
+	for _, m := range stageColour.FindAllStringSubmatch(dom, -1) {
+		r, _ := strconv.Atoi(m[2])
+		g, _ := strconv.Atoi(m[3])
+		b, _ := strconv.Atoi(m[4])
+		ok := false
+		switch m[1] {
+		case "pass":
+			ok = g > r+40 // green
+		case "fail":
+			ok = r > g+80 // red
+		case "not-run":
+			ok = max(r, g, b)-min(r, g, b) < 40 // grey, not red
+		}
+		if !ok {
+			out = append(out, fmt.Sprintf("stage %s painted rgb(%d, %d, %d)", m[1], r, g, b))
+		}
+	}
+	return out
+}
+
+// The colour check can fail: a stage not run painted as the version-2 page painted a
+// not-run status (red), or a failed stage painted green.
+func TestStageColourCheckCatchesARedNotRun(t *testing.T) {
+	ok := `<span data-stage-status="pass" data-color="rgb(17, 99, 41)"></span><span data-stage-status="fail" data-color="rgb(164, 14, 38)"></span><span data-stage-status="not-run" data-color="rgb(110, 119, 129)"></span>`
+	assert.Empty(t, stageColourProblems(ok))
+	bad := `<span data-stage-status="not-run" data-color="rgb(192, 28, 28)"></span><span data-stage-status="fail" data-color="rgb(17, 99, 41)"></span>`
+	assert.Equal(t, []string{"stage not-run painted rgb(192, 28, 28)", "stage fail painted rgb(17, 99, 41)"}, stageColourProblems(bad))
 }
 
 // assertLinksResolve: every link of the page leads to a file of the run folder.

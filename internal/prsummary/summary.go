@@ -1,12 +1,13 @@
 package prsummary
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"qualkit/internal/inventory"
@@ -124,13 +125,38 @@ type statusLine struct {
 	checkpoint, class, inventory, thisRun, evidence string
 }
 
+// MarkdownVersion is the PR.md version Markdown renders: 2 adds, per row, the stage
+// strip, the timing table and the hardware, and the venv's package list. Version 1 is
+// PR.md of runs made before it, kept so that their evidence still checks.
+const MarkdownVersion = 2
+
+var markdownMarker = regexp.MustCompile(`^<!-- qualkit PR.md ([0-9]+) -->\n`)
+
+// MarkdownVersionOf is the PR.md version a file states (1 when it states none).
+func MarkdownVersionOf(md []byte) int {
+	if m := markdownMarker.FindSubmatch(md); m != nil {
+		v, _ := strconv.Atoi(string(m[1]))
+		return v
+	}
+	return 1
+}
+
 // Markdown renders PR.md from the run folder. Links are relative to it.
-func Markdown(runDir string) ([]byte, error) {
+func Markdown(runDir string) ([]byte, error) { return MarkdownAt(runDir, MarkdownVersion) }
+
+// MarkdownAt renders PR.md as version v renders it (1 or MarkdownVersion).
+func MarkdownAt(runDir string, v int) ([]byte, error) {
+	if v != 1 && v != MarkdownVersion {
+		return nil, fmt.Errorf("PR.md version %d: this qualkit renders versions 1 and %d", v, MarkdownVersion)
+	}
 	r, err := readRun(runDir)
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
+	var b strings.Builder
+	if v >= 2 {
+		fmt.Fprintf(&b, "<!-- qualkit PR.md %d -->\n", v)
+	}
 	counts := map[string]int{}
 	for _, w := range r.rows {
 		counts[w.res.Status]++
@@ -158,8 +184,35 @@ func Markdown(runDir string) ([]byte, error) {
 	}
 
 	b.WriteString("\n## Results\n\n")
+	b.WriteString(r.resultsTable())
+	if v >= 2 {
+		for _, s := range r.sections("") {
+			markdownSection(&b, s)
+		}
+	} else {
+		r.sectionsV1(&b)
+	}
+
+	b.WriteString("\n## Versions\n\n")
+	if v >= 2 {
+		b.WriteString(VersionsMarkdown(r.versionBlock("Versions")))
+	} else {
+		versionsMarkdown(&b, versions(r, v))
+	}
+	if len(r.info.Skips) > 0 {
+		b.WriteString("\n## Skips\n\n")
+		for _, s := range r.info.Skips {
+			fmt.Fprintf(&b, "- %s\n", s)
+		}
+	}
+	return []byte(b.String()), nil
+}
+
+// resultsTable is row.md's header and every row's line.
+func (r *run) resultsTable() string {
+	var b strings.Builder
 	if len(r.rows) > 0 {
-		md, _ := os.ReadFile(filepath.Join(runDir, r.rows[0].name, "row.md"))
+		md, _ := os.ReadFile(filepath.Join(r.dir, r.rows[0].name, "row.md"))
 		// row.md is the table's header, its separator and the row: take the first two.
 		if head := strings.SplitN(string(md), "\n", 3); len(head) == 3 {
 			b.WriteString(head[0] + "\n" + head[1] + "\n")
@@ -168,12 +221,17 @@ func Markdown(runDir string) ([]byte, error) {
 	for _, w := range r.rows {
 		b.WriteString(w.line + "\n")
 	}
+	return b.String()
+}
+
+// sectionsV1 are PR.md version 1's row sections: status, reason, command, pictures, links.
+func (r *run) sectionsV1(b *strings.Builder) {
 	for _, w := range r.rows {
-		fmt.Fprintf(&b, "\n### `%s`: %s\n\n", w.name, w.res.Status)
+		fmt.Fprintf(b, "\n### `%s`: %s\n\n", w.name, w.res.Status)
 		if w.res.Reason != "" {
-			fmt.Fprintf(&b, "%s\n\n", w.res.Reason)
+			fmt.Fprintf(b, "%s\n\n", w.res.Reason)
 		}
-		fmt.Fprintf(&b, "Reproduce:\n\n```\n%s\n```\n\n", w.res.Command)
+		fmt.Fprintf(b, "Reproduce:\n\n```\n%s\n```\n\n", w.res.Command)
 		var pics []string
 		for _, p := range []struct{ alt, file string }{{"contact sheet", "pictures/contact-sheet.png"}, {"latency chart", "pictures/latency.png"}} {
 			if w.has(p.file) {
@@ -184,29 +242,20 @@ func Markdown(runDir string) ([]byte, error) {
 			b.WriteString(strings.Join(pics, "\n") + "\n\n")
 		}
 		var links []string
-		for _, l := range []struct{ label, file string }{
-			{"results.json", "results.json"}, {"row.md", "row.md"}, {"commands", "commands.jsonl"},
-			{"server log", "serve/server.log"}, {"AIPerf raw export", "aiperf/artifacts/profile_export_raw.jsonl"},
-			{"identity", "identity/identity.json"}, {"correctness JUnit", "correctness/junit.xml"},
-		} {
+		for _, l := range evidenceLinks {
 			if w.has(l.file) {
 				links = append(links, fmt.Sprintf("[%s](%s/%s)", l.label, w.name, l.file))
 			}
 		}
-		fmt.Fprintf(&b, "Evidence: %s\n", strings.Join(links, " · "))
+		fmt.Fprintf(b, "Evidence: %s\n", strings.Join(links, " · "))
 	}
+}
 
-	b.WriteString("\n## Versions\n\n| what | version |\n|---|---|\n")
-	for _, v := range versions(r) {
-		fmt.Fprintf(&b, "| %s | %s |\n", v[0], cell(v[1]))
+func versionsMarkdown(b *strings.Builder, lines [][2]string) {
+	b.WriteString("| what | version |\n|---|---|\n")
+	for _, v := range lines {
+		fmt.Fprintf(b, "| %s | %s |\n", v[0], cell(v[1]))
 	}
-	if len(r.info.Skips) > 0 {
-		b.WriteString("\n## Skips\n\n")
-		for _, s := range r.info.Skips {
-			fmt.Fprintf(&b, "- %s\n", s)
-		}
-	}
-	return b.Bytes(), nil
 }
 
 // snapshot is the inventory's image-edit group as o's inventory, qual rows and evidence
@@ -271,8 +320,9 @@ func statusTable(r *run) ([]statusLine, string) {
 	return lines, note
 }
 
-// versions lists the software and hardware the run used.
-func versions(r *run) [][2]string {
+// versions lists the software and hardware the run used (version 2 adds the host's CPU
+// model and memory).
+func versions(r *run, v int) [][2]string {
 	i := r.info
 	commit := i.HarnessCommit
 	if i.HarnessDirty {
@@ -283,6 +333,13 @@ func versions(r *run) [][2]string {
 		{"harness commit", commit},
 		{"AIPerf", i.AIPerfVersion},
 		{"host", fmt.Sprintf("%s, %s/%s, %d CPUs", orDash(i.Hostname), i.OS, i.Arch, i.CPUs)},
+	}
+	if v >= 2 {
+		mem := "-"
+		if i.MemTotalBytes > 0 {
+			mem = fmt.Sprintf("%.1f GiB", float64(i.MemTotalBytes)/(1<<30))
+		}
+		out = append(out, [2]string{"CPU", orDash(i.CPUModel)}, [2]string{"memory", mem})
 	}
 	if i.Docker != nil {
 		nv := "no nvidia runtime"

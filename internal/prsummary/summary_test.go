@@ -1,6 +1,7 @@
 package prsummary
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"flag"
 	"io"
@@ -143,24 +144,97 @@ func TestIndexLinksResolve(t *testing.T) {
 	assert.Contains(t, string(page), `<img src="refedit-v1/pictures/contact-sheet.png"`)
 }
 
-// The page opens with the numbers a reviewer wants, as text: identity, HTTP and Task
-// p50 / p95, images/s, the worst edit quality, beside the status; a page from before
-// version 2 (no generator line) still renders as it was, for its run's checks.
+// The page opens with the numbers a reviewer wants, as text: the stage strip, identity,
+// HTTP and Task p50 / p95 (in ms under a second), images/s, the worst edit quality,
+// beside the status; a page of an older version (the committed runs' are version 1)
+// still renders as it was, for its run's checks.
 func TestIndexHeadlineAndVersions(t *testing.T) {
 	dir := writtenRun(t, "qualified", goldenOptions(t))
 	page, err := Index(dir)
 	require.NoError(t, err)
 	assert.Equal(t, IndexVersion, PageVersion(page))
-	assert.Contains(t, string(page), "<th>native/HTTP pixel matches</th><th>HTTP p50 / p95 (s)</th><th>Task p50 / p95 (s)</th><th>images/s</th>")
-	assert.Regexp(t, `data-status="qualified"><td><a href="#row-refedit-v1">refedit-v1</a></td><td class="status-qualified">qualified</td><td>6/6</td><td>[0-9.]+ / [0-9.]+</td><td>[0-9.]+ / [0-9.]+</td><td>[0-9.]+</td>`, string(page))
-	old, err := IndexAt(dir, 1)
-	require.NoError(t, err)
-	assert.Equal(t, 1, PageVersion(old))
+	assert.Contains(t, string(page), "<th>stages</th><th>native/HTTP pixel matches</th><th>HTTP p50 / p95</th><th>Task p50 / p95</th><th>images/s</th>")
+	assert.Regexp(t, `</div></td><td>6/6</td><td>[0-9]+\.[0-9] / [0-9]+\.[0-9] ms</td><td>[0-9]+\.[0-9] / [0-9]+\.[0-9] ms</td><td>[0-9.]+</td>`, string(page))
+	for v := 1; v < IndexVersion; v++ {
+		old, err := IndexAt(dir, v)
+		require.NoError(t, err)
+		assert.Equal(t, v, PageVersion(old))
+		assert.NotContains(t, string(old), "stage-not-run")
+	}
 	committed, err := os.ReadFile(filepath.Join(committedRun(t, "qualified"), IndexFile))
 	require.NoError(t, err)
 	assert.Equal(t, 1, PageVersion(committed), "the committed runs predate version 2")
 	_, err = IndexAt(dir, 9)
 	assert.ErrorContains(t, err, "index.html version 9")
+}
+
+// PR.md states its version (2: the row sections' stage strip, timing table and hardware,
+// the venv); a PR.md without the marker is version 1 and renders as it was.
+func TestMarkdownVersions(t *testing.T) {
+	dir := writtenRun(t, "qualified", goldenOptions(t))
+	md, err := Markdown(dir)
+	require.NoError(t, err)
+	assert.Equal(t, MarkdownVersion, MarkdownVersionOf(md))
+	assert.Contains(t, string(md), "| HTTP latency p50 / p95 / p99 | ")
+	committed, err := os.ReadFile(filepath.Join(committedRun(t, "qualified"), MarkdownFile))
+	require.NoError(t, err)
+	assert.Equal(t, 1, MarkdownVersionOf(committed))
+	old, err := MarkdownAt(committedRun(t, "qualified"), 1)
+	require.NoError(t, err)
+	assert.Equal(t, string(committed), string(old), "version 1 renders the committed run's PR.md byte for byte")
+	_, err = MarkdownAt(dir, 7)
+	assert.ErrorContains(t, err, "PR.md version 7")
+}
+
+// A stage that did not run is neither passed nor failed on the page: each stage of a row
+// that failed at quality is marked by its own state, and not-run is not painted as a
+// failure.
+func TestStageStripOfAFailedRow(t *testing.T) {
+	dir := failedAtQuality(t)
+	page, err := Index(dir)
+	require.NoError(t, err)
+	for st, want := range map[string]string{"benchmark": "pass", "quality": "fail", "influence": "not-run", "identity": "not-run"} {
+		assert.Contains(t, string(page), `data-stage="`+st+`" data-stage-status="`+want+`"`)
+	}
+	assert.Regexp(t, `\.stage-not-run \{[^}]*color: #6e7781`, string(page), "not run is grey")
+	assert.Regexp(t, `\.status-not-run \{[^}]*color: #6e7781`, string(page))
+	md, err := Markdown(dir)
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "Stages: preflight passed · build passed · correctness passed · serve passed · benchmark passed · quality FAILED · influence not run · identity not run")
+}
+
+// failedAtQuality is the committed drift run made over as a row that failed at quality:
+// its later stages not run (the results.json a failed quality gate leaves), its pages
+// written again.
+func failedAtQuality(t *testing.T) string {
+	t.Helper()
+	src := committedRun(t, "drift")
+	dir := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
+	p := filepath.Join(dir, "refedit-v1-native-drift", "results.json")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	for _, st := range doc["stages"].([]any) {
+		m := st.(map[string]any)
+		switch m["name"] {
+		case "quality":
+			m["status"], m["kind"], m["error"] = "fail", "gate", "1 output is one flat colour"
+		case "influence", "identity":
+			m["status"], m["wall_s"] = "not-run", 0.0
+			delete(m, "kind")
+			delete(m, "error")
+		}
+	}
+	doc["reason"], doc["failure_kind"] = "stage quality failed: gate: 1 output is one flat colour", "gate"
+	out, err := json.MarshalIndent(doc, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, out, 0o644))
+	o := goldenOptions(t)
+	o.HTML = true
+	require.NoError(t, Write(dir, o))
+	return dir
 }
 
 func TestWriteAndResolve(t *testing.T) {

@@ -23,6 +23,10 @@ const (
 	ChecksumFile = "SHA256SUMS" // sha256 of every other file (sha256sum -c format)
 	PRFile       = "PR.md"
 	IndexFile    = "index.html"
+	// HostCPUInfoFile and HostMemInfoFile are /proc/cpuinfo and /proc/meminfo as the run
+	// read them, verbatim: the raw source of run.json cpu_model and mem_total_bytes.
+	HostCPUInfoFile = "host-cpuinfo.txt"
+	HostMemInfoFile = "host-meminfo.txt"
 
 	ResultsFile   = "results.json"
 	RowMarkdown   = "row.md"
@@ -31,8 +35,13 @@ const (
 	RecordsFile   = "serve/records.jsonl"
 )
 
-// ResultSchema is results.json's "schema".
-const ResultSchema = "qualkit.result/1"
+// ResultSchema is results.json's "schema". Version 2 adds the p99 of both timing
+// columns and the first request (FirstRequest); a version-1 file has neither.
+const ResultSchema = "qualkit.result/2"
+
+// ResultSchemaV1 is the schema of results.json written before version 2: still read and
+// checked as it was.
+const ResultSchemaV1 = "qualkit.result/1"
 
 // Stage names, in pipeline order. Report is the last subtest of every row; it writes
 // the result and is not a stage of results.json.
@@ -147,13 +156,16 @@ type Result struct {
 	Measured       int               `json:"measured"`
 	Warmup         int               `json:"warmup"`
 
-	Correctness  *Correctness     `json:"correctness,omitempty"`
-	StartupS     float64          `json:"startup_s,omitempty"`
-	ClientErrors *int             `json:"client_errors,omitempty"` // nil until AIPerf's raw export was read
-	HTTP         *Quantiles       `json:"http_latency,omitempty"`
-	Task         *Quantiles       `json:"task_time,omitempty"`
-	TaskSource   *TimingSource    `json:"task_time_source,omitempty"`
-	ImagesPerS   float64          `json:"images_per_s,omitempty"`
+	Correctness  *Correctness  `json:"correctness,omitempty"`
+	StartupS     float64       `json:"startup_s,omitempty"`
+	ClientErrors *int          `json:"client_errors,omitempty"` // nil until AIPerf's raw export was read
+	HTTP         *Quantiles    `json:"http_latency,omitempty"`
+	Task         *Quantiles    `json:"task_time,omitempty"`
+	TaskSource   *TimingSource `json:"task_time_source,omitempty"`
+	ImagesPerS   float64       `json:"images_per_s,omitempty"`
+	// FirstRequest is the first request AIPerf sent (warmup included): what the first
+	// caller of a freshly loaded server waits. Absent before ResultSchema version 2.
+	FirstRequest *FirstRequest    `json:"first_request,omitempty"`
 	Overhead     *Overhead        `json:"http_overhead,omitempty"`
 	Quality      *QualitySummary  `json:"quality,omitempty"`
 	Identity     *IdentitySummary `json:"identity,omitempty"`
@@ -316,12 +328,23 @@ type CaseCounts struct {
 	Reasons  []string `json:"skip_reasons,omitempty"`
 }
 
-// Quantiles is the p50/p95 pair of one timing column, in milliseconds.
+// Quantiles is the p50/p95/p99 of one timing column, in milliseconds (P99 is absent, 0,
+// in results.json of ResultSchemaV1).
 type Quantiles struct {
 	P50    float64 `json:"p50_ms"`
 	P95    float64 `json:"p95_ms"`
+	P99    float64 `json:"p99_ms,omitempty"`
 	Count  int     `json:"count"`
 	Method string  `json:"method"`
+}
+
+// FirstRequest is the request AIPerf sent first (the earliest request_start_ns of its
+// raw export, any phase) and its client latency (request_latency in its per-request
+// export).
+type FirstRequest struct {
+	RequestID string  `json:"request_id"`
+	Phase     string  `json:"phase"`
+	ClientMs  float64 `json:"client_latency_ms"`
 }
 
 // Overhead is a reported ratio, never a timing column: how much of the client p50 the
@@ -483,21 +506,27 @@ type InfluenceResult struct {
 
 // RunInfo is the run folder's run.json.
 type RunInfo struct {
-	RunID         string      `json:"run_id"`
-	Started       time.Time   `json:"started"`
-	Finished      time.Time   `json:"finished"`
-	Qualification bool        `json:"qualification_run"`
-	Runtime       string      `json:"runtime_requested"`
-	GoVersion     string      `json:"go_version"`
-	HarnessCommit string      `json:"harness_commit"`
-	HarnessDirty  bool        `json:"harness_dirty"`
-	Changes       []string    `json:"changes,omitempty"`
-	VenvSHA256    string      `json:"venv_sha256,omitempty"`
-	VenvSet       []string    `json:"venv_set,omitempty"`
-	AIPerfVersion string      `json:"aiperf_version"`
-	OS            string      `json:"os"`
-	Arch          string      `json:"arch"`
-	CPUs          int         `json:"cpus"`
+	RunID         string    `json:"run_id"`
+	Started       time.Time `json:"started"`
+	Finished      time.Time `json:"finished"`
+	Qualification bool      `json:"qualification_run"`
+	Runtime       string    `json:"runtime_requested"`
+	GoVersion     string    `json:"go_version"`
+	HarnessCommit string    `json:"harness_commit"`
+	HarnessDirty  bool      `json:"harness_dirty"`
+	Changes       []string  `json:"changes,omitempty"`
+	VenvSHA256    string    `json:"venv_sha256,omitempty"`
+	VenvSet       []string  `json:"venv_set,omitempty"`
+	AIPerfVersion string    `json:"aiperf_version"`
+	OS            string    `json:"os"`
+	Arch          string    `json:"arch"`
+	CPUs          int       `json:"cpus"`
+	// CPUModel and MemTotalBytes are the host's CPU model and memory, read from the
+	// verbatim copies of /proc/cpuinfo and /proc/meminfo the run folder keeps
+	// (HostCPUInfoFile, HostMemInfoFile); absent where there is no /proc, and in runs
+	// made before they were recorded.
+	CPUModel      string      `json:"cpu_model,omitempty"`
+	MemTotalBytes int64       `json:"mem_total_bytes,omitempty"`
 	Hostname      string      `json:"hostname"`
 	RuntimeNote   string      `json:"runtime_note"`
 	Docker        *DaemonInfo `json:"docker,omitempty"`

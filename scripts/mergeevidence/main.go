@@ -8,8 +8,10 @@
 // Each shard folder is what `make shard` writes to evidence/shards/<name>/: one run folder
 // and junit.xml. Check the result with `make check-evidence DIR=evidence/merged`.
 //
-// Each shard's run must be signed (make shard SIGN_KEY=...) and verify with -pubkey; a
-// merge of unsigned shards needs -unsigned, said out loud, and prints that it is one.
+// Each shard's run must be signed (make shard SIGN_KEY=...) and verify with -pubkey. A
+// merge of unsigned shards needs -unsigned, said out loud: each shard is still inspected
+// (internal/attest), merged.json and PR.md name the shards that were unsigned, and with
+// -pubkey too a shard that is signed must verify with it.
 package main
 
 import (
@@ -18,8 +20,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	_ "qualkit/families/all" // the families' evidence rules
+	"qualkit/internal/attest"
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/merged"
 )
@@ -34,7 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	matrix := fs.String("matrix", "", "the matrix the shards ran (go run ./scripts/matrix -out matrix.json)")
 	out := fs.String("out", "", "the merged run folder to write (must not exist)")
 	pubkey := fs.String("pubkey", "", "PEM public key the shards were signed with: every shard must verify with it")
-	unsigned := fs.Bool("unsigned", false, "merge shards without checking signatures (the merged run is then unsigned evidence)")
+	unsigned := fs.Bool("unsigned", false, "admit unsigned shards (the merged run names them); with -pubkey, a signed shard must still verify")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -42,8 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mergeevidence: -matrix FILE, -out DIR and at least one shard folder are required (make merge-evidence MATRIX=matrix.json SHARDS=\"shards/*\" OUT=evidence/merged)")
 		return 2
 	}
-	if (*pubkey == "") == !*unsigned {
-		fmt.Fprintln(stderr, "mergeevidence: give -pubkey FILE (the signer's public key: every shard must be signed with its key) or -unsigned (merge unsigned evidence, said out loud)")
+	if *pubkey == "" && !*unsigned {
+		fmt.Fprintln(stderr, "mergeevidence: give -pubkey FILE (the signer's public key: every shard must be signed with its key) or -unsigned (merge unsigned evidence, said out loud; with -pubkey too, a signed shard must still verify)")
 		return 2
 	}
 	var pub []byte
@@ -65,7 +69,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	verify := func(runDir, junit string) error {
 		rep := evidencecheck.Verify(runDir, junit)
-		if pub != nil {
+		// A key given: a signed shard must verify with it, an unsigned one passes only
+		// under -unsigned (and is named in the merged run).
+		if pub != nil && (!*unsigned || attest.Inspect(runDir).Signed) {
 			rep.VerifySignatures(context.Background(), pub, junit, true)
 		}
 		return rep.Err()
@@ -76,8 +82,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	signed := "every shard's signature verified"
-	if pub == nil {
-		signed = "UNSIGNED: no shard's signature was checked (-unsigned)"
+	switch u := merged.Unsigned(*m); {
+	case len(u) > 0:
+		signed = fmt.Sprintf("UNSIGNED shard(s): %s (-unsigned; merged.json and PR.md name them)", strings.Join(u, ", "))
+	case pub == nil:
+		signed = "every shard signed, no signature verified (no -pubkey)"
 	}
 	fmt.Fprintf(stdout, "mergeevidence: %s: %s, %d row(s) from %d shard(s) of commit %s, %s; check it: make check-evidence DIR=%s\n",
 		*out, m.MergedID, len(m.Rows), len(m.Shards), m.Commit, signed, *out)

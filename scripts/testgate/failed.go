@@ -16,8 +16,9 @@ type failedCase struct {
 }
 
 // junitCase reads what the failure list needs: the message and type of each failure
-// and error (a stage not run after a failure is an error of type "not-run": it did not
-// fail, the stage before it did).
+// and error. A stage not run after a failure did not fail, the stage before it did:
+// junitfix writes it skipped, type "not-run" (files written before that, an error of
+// that type, which the list leaves out too).
 type junitCase struct {
 	ClassName string `xml:"classname,attr"`
 	Name      string `xml:"name,attr"`

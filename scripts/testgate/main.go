@@ -3,6 +3,10 @@
 // absent or did not pass. `go test` exits 0 when no test matched, so a green exit code
 // alone proves nothing.
 //
+// A stage of a failed row that never ran (scripts/junitfix skips it, type "not-run") is
+// counted apart from a skipped test: it is the failure's consequence, reported with it.
+// A not-run stage with no failed stage beside it in its row is a skip like any other.
+//
 // What should have run is derived, never kept by hand:
 //
 //   - -go PKGS: every top-level Test and Fuzz function the packages declare (read with
@@ -29,12 +33,17 @@ import (
 )
 
 type testcase struct {
-	ClassName string     `xml:"classname,attr"`
-	Name      string     `xml:"name,attr"`
-	Skipped   []struct{} `xml:"skipped"`
-	Failure   []struct{} `xml:"failure"`
-	Error     []struct{} `xml:"error"`
+	ClassName string `xml:"classname,attr"`
+	Name      string `xml:"name,attr"`
+	Skipped   []struct {
+		Type string `xml:"type,attr"`
+	} `xml:"skipped"`
+	Failure []struct{} `xml:"failure"`
+	Error   []struct{} `xml:"error"`
 }
+
+// notRun is junitfix's skip type of a stage that did not run after its row's stage failed.
+const notRun = "not-run"
 
 type suites struct {
 	Suites []struct {
@@ -127,12 +136,24 @@ func gate(path string, expected []string) (int, error) {
 	if err := xml.Unmarshal(b, &s); err != nil {
 		return 0, fmt.Errorf("parse JUnit %s: %w", path, err)
 	}
-	passed := map[string]bool{}
-	var skips, failed []string
+	passed, notRunIDs := map[string]bool{}, map[string]bool{}
+	var skips, failed, notRunStages []string
 	for _, su := range s.Suites {
+		// The rows (a stage's parent) with a failed stage: their not-run stages are the
+		// failure's consequence.
+		failedRow := map[string]bool{}
+		for _, c := range su.Cases {
+			if row, _, ok := cutLast(c.Name); ok && (len(c.Failure) > 0 || len(c.Error) > 0) {
+				failedRow[row] = true
+			}
+		}
 		for _, c := range su.Cases {
 			id := c.ClassName + "/" + c.Name
+			row, _, _ := cutLast(c.Name)
 			switch {
+			case len(c.Skipped) > 0 && c.Skipped[0].Type == notRun && failedRow[row]:
+				notRunStages = append(notRunStages, id)
+				notRunIDs[id] = true
 			case len(c.Skipped) > 0:
 				skips = append(skips, id)
 			case len(c.Failure) > 0 || len(c.Error) > 0:
@@ -146,6 +167,9 @@ func gate(path string, expected []string) (int, error) {
 	if len(failed) > 0 {
 		problems = append(problems, fmt.Sprintf("%d test(s) failed or errored (%s)", len(failed), strings.Join(failed, ", ")))
 	}
+	if len(notRunStages) > 0 {
+		problems = append(problems, fmt.Sprintf("%d stage(s) not run after their row's stage failed (%s)", len(notRunStages), strings.Join(notRunStages, ", ")))
+	}
 	if len(skips) > 0 {
 		problems = append(problems, fmt.Sprintf("%d test(s) skipped (%s): a skip is never a pass here", len(skips), strings.Join(skips, ", ")))
 	}
@@ -154,7 +178,7 @@ func gate(path string, expected []string) (int, error) {
 	}
 	var absent []string
 	for _, e := range expected {
-		if !passed[e] {
+		if !passed[e] && !notRunIDs[e] { // a not-run stage is listed above
 			absent = append(absent, e)
 		}
 	}
@@ -166,6 +190,15 @@ func gate(path string, expected []string) (int, error) {
 		return len(passed), fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
 	return len(passed), nil
+}
+
+// cutLast splits a test name at its last "/": the parent and the subtest.
+func cutLast(name string) (parent, sub string, ok bool) {
+	i := strings.LastIndexByte(name, '/')
+	if i < 0 {
+		return "", name, false
+	}
+	return name[:i], name[i+1:], true
 }
 
 func readTables(path string) ([]Table, error) {

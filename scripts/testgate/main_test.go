@@ -136,3 +136,24 @@ func TestFailedListsTheFailedLeaves(t *testing.T) {
 	_, err := failedCases(write(t, "bad.xml", "<testsuites><testsuite>"))
 	assert.ErrorContains(t, err, "parse JUnit")
 }
+
+// A failed row's stages that never ran (junitfix: skipped, type not-run) are reported
+// apart from skipped tests, beside the failure; a not-run skip with no failed stage in
+// its row is a skip like any other.
+func TestGateCountsNotRunStagesApart(t *testing.T) {
+	row := `<testcase classname="qualkit/qual" name="TestRefEdit/r/preflight"><failure message="stage preflight failed: gate" type="preflight"></failure></testcase>` +
+		`<testcase classname="qualkit/qual" name="TestRefEdit/r/build"><skipped type="not-run" message="not run: stage preflight failed: gate"></skipped></testcase>` +
+		`<testcase classname="qualkit/qual" name="TestRefEdit/r/serve"><skipped type="not-run" message="not run: stage preflight failed: gate"></skipped></testcase>`
+	p := junit(t, row)
+	_, err := gate(p, []string{"qualkit/qual/TestRefEdit/r/build"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "1 test(s) failed or errored (qualkit/qual/TestRefEdit/r/preflight)")
+	assert.Contains(t, err.Error(), "2 stage(s) not run after their row's stage failed (qualkit/qual/TestRefEdit/r/build, qualkit/qual/TestRefEdit/r/serve)")
+	assert.NotContains(t, err.Error(), "skipped")
+	assert.NotContains(t, err.Error(), "did not run and pass", "listed once, as not run")
+
+	forged := junit(t, `<testcase classname="qualkit/qual" name="TestRefEdit/ok/build"><skipped type="not-run" message="not run"></skipped></testcase>`)
+	_, err = gate(forged, nil)
+	require.ErrorContains(t, err, "1 test(s) skipped (qualkit/qual/TestRefEdit/ok/build): a skip is never a pass here")
+	assert.NotContains(t, err.Error(), "not run after")
+}

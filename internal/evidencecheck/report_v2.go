@@ -1,0 +1,124 @@
+package evidencecheck
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"qualkit/internal/schema"
+)
+
+// What results.json version 2 and run.json add for the reports' timing tables and
+// hardware (issue 39), each re-derived from a raw source: the p99 of both timing columns
+// and the first request from AIPerf's exports and the Task-time source, the host's CPU
+// model and memory from the verbatim /proc files the run folder keeps.
+
+// checkSchema: results.json is of a version this checker knows.
+func (r *rowCheck) checkSchema() {
+	got := r.res.Schema
+	r.truth(got == schema.ResultSchema || got == schema.ResultSchemaV1, resultsFile, "schema",
+		schema.ResultSchema+" (or "+schema.ResultSchemaV1+", written before it)", quote(got))
+}
+
+// checkResultV2 re-derives the p99 of both timing columns and the first request. A
+// version-2 file must state them wherever it states the timing columns; a version-1 file
+// never had them, and a value it states anyway is checked all the same.
+func (r *rowCheck) checkResultV2() {
+	res := r.res
+	v2 := res.Schema == schema.ResultSchema
+	client, task, problems := r.measuredTimes()
+	if r.rawErr == nil && len(problems) == 0 {
+		p99 := func(name string, got *schema.Quantiles, xs []float64, src string) {
+			if got == nil || (!v2 && got.P99 == 0) {
+				return
+			}
+			r.same(resultsFile, name+".p99_ms", fmtNum(nearestRank(xs, 99)), fmtNum(got.P99), schema.PercentileMethod+" over "+src)
+		}
+		p99("http_latency", res.HTTP, client, "request_latency of the profiling records in "+profileExport)
+		p99("task_time", res.Task, task, r.taskSrc)
+	}
+	first := r.firstSent()
+	switch {
+	case res.FirstRequest == nil && v2 && res.HTTP != nil && first != nil && first.client:
+		r.fail(resultsFile, "first_request", "the first request AIPerf sent, "+first.id+" (schema "+res.Schema+" with timing columns)", "none")
+	case res.FirstRequest == nil:
+	case first == nil:
+		r.fail(resultsFile, "first_request", "a request in a readable "+rawExport, "request "+res.FirstRequest.RequestID)
+	default:
+		src := "the earliest request_start_ns in " + rawExport
+		got := res.FirstRequest
+		r.same(resultsFile, "first_request.request_id", first.id, got.RequestID, src)
+		r.same(resultsFile, "first_request.phase", first.phase, got.Phase, src)
+		want := "no request_latency"
+		if first.client {
+			want = fmtNum(first.clientMs)
+		}
+		r.same(resultsFile, "first_request.client_latency_ms", want, fmtNum(got.ClientMs), "request_latency of "+first.id+" in "+profileExport)
+	}
+}
+
+// firstSent is the request AIPerf sent first, any phase: nil without a raw export.
+func (r *rowCheck) firstSent() *request {
+	var first *request
+	for _, q := range r.reqs {
+		if first == nil || q.rec.Metadata.RequestStartNs < first.rec.Metadata.RequestStartNs {
+			first = q
+		}
+	}
+	return first
+}
+
+// checkHost: run.json's cpu_model and mem_total_bytes are what the verbatim copies of
+// /proc/cpuinfo and /proc/meminfo in the run folder say; a claim without its copy fails.
+func (c *checker) checkHost() {
+	info := c.info
+	if info == nil {
+		return
+	}
+	mem := ""
+	if info.MemTotalBytes != 0 {
+		mem = fmt.Sprint(info.MemTotalBytes)
+	}
+	for _, h := range []struct {
+		file, claim, got string
+		derive           func([]byte) string
+	}{
+		{schema.HostCPUInfoFile, "cpu_model", info.CPUModel, cpuModel},
+		{schema.HostMemInfoFile, "mem_total_bytes", mem, memTotalBytes},
+	} {
+		b, ok := c.read(h.file)
+		if !ok {
+			c.truth(h.got == "", schema.RunFile, h.claim, "none without "+h.file+" (the host's /proc file, verbatim)", quote(h.got))
+			continue
+		}
+		c.same(schema.RunFile, h.claim, h.derive(b), h.got, h.file)
+	}
+}
+
+// cpuModel is the first "model name" of a /proc/cpuinfo.
+func cpuModel(b []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// memTotalBytes is a /proc/meminfo's MemTotal in bytes, as text ("" when none).
+func memTotalBytes(b []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			if f := strings.Fields(rest); len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return fmt.Sprint(kb * 1024)
+				}
+			}
+		}
+	}
+	return ""
+}
