@@ -52,6 +52,9 @@ type Diffusers struct {
 	// transformers) the backend's container image is built from; BasePython is its
 	// interpreter (default python3). Then every stage runs in that image.
 	BaseImage, BasePython string
+	// Parity is the parity case's file under reference/ (its case and gates): empty is
+	// parity.json; the case runs it unchanged (--parity) and Quality reads it.
+	Parity string
 }
 
 // DiffusersSmoke is the smoke profile: never qualification of the checkpoint.
@@ -142,6 +145,13 @@ func (d Diffusers) profile() string {
 	return "checkpoint"
 }
 
+func (d Diffusers) parity() string {
+	if d.Parity == "" {
+		return "parity.json"
+	}
+	return d.Parity
+}
+
 func script(env harness.Env, name string) string {
 	return filepath.Join(env.Root, DiffusersReference, name)
 }
@@ -195,7 +205,7 @@ const (
 // Correctness is the family's parity case: the GPU-served pipeline against the same
 // pipeline on the CPU in float32, one pytest item, plus its result.json.
 func (d Diffusers) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
-	return harness.CorrectnessCase{
+	cc := harness.CorrectnessCase{
 		Command: harness.Command{
 			Args: []string{d.python(), "-m", "pytest", parityTest,
 				"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
@@ -207,6 +217,10 @@ func (d Diffusers) Correctness(env harness.Env, spec harness.CorrectnessSpec) ha
 		Result:    filepath.Join(spec.Artifacts, "result.json"),
 		TestFiles: []string{filepath.Join(env.Root, parityTest)},
 	}
+	if d.Parity != "" {
+		cc.Command.Args = append(cc.Command.Args, "--parity="+script(env, d.Parity))
+	}
+	return cc
 }
 
 // NativeOutputPattern finds native.py's "output_sha256" in its report line.
@@ -431,11 +445,11 @@ func tail(s string, n int) string {
 var _ harness.QualityJudge = Diffusers{}
 
 // Quality reads the reference backend's criteria: pixel bounds from reference/quality.json,
-// and the pair's from parity.json, whose case is the workload's first pair (same image,
+// and the pair's from its parity file, whose case is the workload's first pair (same image,
 // instruction and settings): its thresholds for the bundle's profile and precision, held
 // against the case's CPU float32 image (cpu.png).
 func (d Diffusers) Quality(env harness.Env, _ harness.Checkpoint) (harness.QualitySpec, error) {
-	qpath, ppath := script(env, "quality.json"), script(env, "parity.json")
+	qpath, ppath := script(env, "quality.json"), script(env, d.parity())
 	var q struct {
 		PixelMean struct{ Min, Max *float64 } `json:"pixel_mean"`
 		PixelStd  struct{ Min *float64 }      `json:"pixel_std"`

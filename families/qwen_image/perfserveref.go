@@ -41,8 +41,15 @@ const EnvPerfServe = "QUALKIT_TRTMC_PERF_SERVE"
 // PerfServeReferenceFromEnv is the smoke row's adapter: the checkout from
 // QUALKIT_TRTMC_PERF_SERVE, the interpreter from QUALKIT_QWEN_PYTHON.
 func PerfServeReferenceFromEnv(getenv func(string) string) PerfServeReference {
-	return PerfServeReference{Checkout: getenv(EnvPerfServe), Pipeline: DiffusersFromEnv(DiffusersSmoke(), getenv)}
+	d := DiffusersFromEnv(DiffusersSmoke(), getenv)
+	d.Parity = PerfServeReferenceParity
+	return PerfServeReference{Checkout: getenv(EnvPerfServe), Pipeline: d}
 }
+
+// PerfServeReferenceParity is the parity case's file for this row's workload
+// (fixtures/qwen_perf_serve_reference, 128x128: the reference backend keeps each output
+// as a float32 array, 12 bytes a pixel).
+const PerfServeReferenceParity = "parity-128.json"
 
 var (
 	_ harness.Family          = PerfServeReference{}
@@ -269,14 +276,11 @@ func (a PerfServeReference) root() string {
 	return a.Checkout
 }
 
-// Requirements: a smoke row (random weights), a checkout with perf-serve's reference
-// backend, and the diffusers reference's interpreter (torch with CUDA, the pinned
+// Requirements: a checkout with perf-serve's reference backend, and the diffusers
+// reference's (a smoke row for its smoke pipeline, its interpreter (torch with CUDA, the pinned
 // diffusers, pytest); Probes checks it also imports what perf-serve serves with.
 func (a PerfServeReference) Requirements(env harness.Env, c harness.Checkpoint) []harness.Requirement {
-	var rs reqs
-	if !c.Smoke {
-		rs.bad(fmt.Sprintf("row %q is not a smoke row: this adapter serves tiny random weights", c.Name), "set Smoke: true; qualifying the checkpoint needs TRTMC's engine (qwenimage.FromEnv)")
-	}
+	var rs reqs // the smoke label is the diffusers reference's to check (its Requirements)
 	switch {
 	case a.Checkout == "":
 		rs.absent("TRTMC's perf-serve: "+EnvPerfServe+" is not set", "export "+EnvPerfServe+"=<a TRTMC checkout with apps/perf_serving, or ../shared/trtmc-perf-serve> (make ... TRTMC_PERF_SERVE=DIR)")

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/harness"
 )
 
 // TRTMC's own task table, from its perf-serve snapshot (built only with -tags
@@ -23,4 +25,17 @@ func TestEditTasksOfTRTMCsOwnTable(t *testing.T) {
 	_, err := os.Stat(filepath.Join(dir, taskTable))
 	require.NoError(t, err, "the named snapshot has TRTMC's task table")
 	assert.ElementsMatch(t, []string{"images_text_to_image_edit", "image_edit"}, EditTasks(dir))
+}
+
+// The perf-serve reference row passes only flags TRTMC's own cli.py @ 3878755c defines
+// (its serve subcommand's add_argument lines, in the snapshot).
+func TestPerfServeReferenceFlagsAreTRTMCs(t *testing.T) {
+	snap := os.Getenv("QUALKIT_TRTMC_PERF_SERVE")
+	require.NotEmpty(t, snap, "built with -tags trtmcperfserve: set QUALKIT_TRTMC_PERF_SERVE (make test TRTMC_PERF_SERVE=DIR)")
+	a := PerfServeReference{Checkout: snap}
+	cli, err := os.ReadFile(filepath.Join(a.root(), "apps/perf_serving/trtmc_perf_serving/cli.py"))
+	require.NoError(t, err)
+	for _, f := range serveFlags(PerfServeReferenceArgs(harness.ServeSpec{}, "fp32")) {
+		assert.Contains(t, string(cli), `add_argument("`+f+`"`, "cli.py defines %s", f)
+	}
 }

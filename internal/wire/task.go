@@ -73,6 +73,17 @@ var taskFields = map[string]struct {
 	"negative_prompt":     {"negative_prompt", false},
 }
 
+// TaskFields maps each canonical setting to the request field it travels as (size
+// travels as width and height): what a native replay maps back (the perf-serve reference
+// row's reference/perfserve_native.py holds the same table, TestPerfServeNativeFields).
+func TaskFields() map[string]string {
+	out := map[string]string{}
+	for k, f := range taskFields {
+		out[k] = f.field
+	}
+	return out
+}
+
 // Encode is the JSON body: {"request": {...}}, keys in a fixed order, numbers as the
 // settings spell them, no HTML escaping (AIPerf re-serializes with orjson, which escapes
 // none).

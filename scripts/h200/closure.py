@@ -54,7 +54,6 @@ OMITTED = {
     "aiosqlite": "not imported by `aiperf profile`",
     "soundfile": "audio datasets only",
     "textual": "the dashboard UI; the harness runs --ui none",
-    "jmespath": "not imported by `aiperf profile`",
     "zstandard": "read only for .zst exports in the multi-run orchestrator; httpx imports it optionally (5.5 MB)",
     "importlib-metadata": "diffusers imports the backport only on Python < 3.8; on 3.12 it uses the stdlib, and a carried backport would shadow the stdlib for every package that prefers it when present",
 }

@@ -50,7 +50,7 @@ pack() {
   # folder: SHA256SUMS does not cover them).
   cp "$run/$row/results.json" "$OUT/results.json" 2>/dev/null
   tar czf "$OUT/run.tgz" -C "$(dirname "$run")" "$(basename "$run")"
-  tar czf "$OUT/logs.tgz" --ignore-failed-read -C "$tmp" qual.log closure-diffusers.txt closure-aiperf.txt 2>/dev/null
+  tar czf "$OUT/logs.tgz" --ignore-failed-read -C "$tmp" qual.log closure-diffusers.txt closure-aiperf.txt closure-perfserve.txt 2>/dev/null
   tar tzf "$OUT/run.tgz" | wc -l | sed 's/^/  run.tgz entries: /'
   ls -la "$OUT"
 }
@@ -61,9 +61,12 @@ nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv,nohead
 "$py" -m pip list --disable-pip-version-check 2>/dev/null | grep -iE '^(torch|torchvision|transformers|tokenizers|huggingface.hub|numpy|pillow|aiohttp|aiofiles|psutil|rich|typing.extensions|pytest|jinja2|zipp|httpx|regex|requests|filelock|safetensors|accelerate) ' | sed 's/^/  /'
 
 step "install wheels"
-for g in diffusers aiperf; do
-  target=$tmp/site-$g
-  rm -rf "$target"
+rm -rf "$site_d" "$site_a"
+# perfserve (TRTMC's perf-serve's imports) goes into the server's target, beside diffusers.
+for g in diffusers aiperf perfserve; do
+  target=$site_d
+  [[ $g == aiperf ]] && target=$site_a
+  [[ -d .whl/$g ]] || { [[ $g == perfserve ]] && continue; echo "run.sh: .whl/$g missing: scripts/h200/wheels.sh" >&2; exit 1; }
   if ! "$py" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target "$target" .whl/$g/*.whl; then
     echo "run.sh: installing .whl/$g failed" >&2
@@ -158,29 +161,43 @@ if [[ ${RUN_RUNTIME:-process} == container ]]; then
   engine_stop || fail=1
 fi
 
-if [[ -n ${RUN_ORDERS:-} ]]; then
-  # Issue 28's pair: the same row in each order RUN_ORDERS names ("serial overlapped
-  # serial": -qualkit.serial or not), back to back in this one lease, each run packed as
-  # run-N-ORDER.tgz (N its place in the sequence). No single process-mode run follows.
+# RUN_PLAN runs several tests back to back in this one lease, each in its own qual.test
+# process and evidence folder, each packed as run-N-NAME.tgz: entries TEST or
+# TEST:ORDER (ORDER serial adds -qualkit.serial). RUN_ORDERS="serial overlapped" is
+# short for "TestReferenceSmoke:serial TestReferenceSmoke:overlapped" (issue 28's pair).
+# TestPerfServeReference needs TRTMC's perf-serve: RUN_PERF_SERVE names a copy carried
+# with the tree (e.g. .device/trtmc-perf-serve, git-ignored; never committed).
+plan=${RUN_PLAN:-}
+if [[ -z $plan && -n ${RUN_ORDERS:-} ]]; then
+  for order in $RUN_ORDERS; do plan+=" TestReferenceSmoke:$order"; done
+fi
+if [[ -n $plan ]]; then
   export QUALKIT_QWEN_PYTHON=$venv/bin/python PYTHONUNBUFFERED=1
+  [[ -n ${RUN_PERF_SERVE:-} ]] && export QUALKIT_TRTMC_PERF_SERVE=$root/$RUN_PERF_SERVE
   n=0
-  for order in $RUN_ORDERS; do
+  for entry in $plan; do
     n=$((n + 1))
+    test=${entry%%:*} order=; [[ $entry == *:* ]] && order=${entry#*:}
     flag=; [[ $order == serial ]] && flag=-qualkit.serial
-    ev=$evidence-$n-$order
-    step "TestReferenceSmoke (process mode, order $order), evidence in $ev"
+    name=$test${order:+-$order}
+    ev=$evidence-$n-$name
+    step "$test (process mode${order:+, order $order}), evidence in $ev"
     rm -rf "$ev"
-    (cd qual && timeout "${RUN_TIMEOUT:-440}" ../bin/qual.test -test.run "$tests" -test.v -test.count=1 -test.timeout "$(( ${RUN_TIMEOUT:-440} - 10 ))s" \
-      -qualkit.runtime process -qualkit.venv "$venv" -qualkit.evidence "$ev" $flag) > "$tmp/qual-$n-$order.log" 2>&1
+    (cd qual && timeout "${RUN_TIMEOUT:-440}" ../bin/qual.test -test.run "^$test\$" -test.v -test.count=1 -test.timeout "$(( ${RUN_TIMEOUT:-440} - 10 ))s" \
+      -qualkit.runtime process -qualkit.venv "$venv" -qualkit.evidence "$ev" $flag) > "$tmp/qual-$n-$name.log" 2>&1
     qual_rc=$?
-    grep -E '^(--- (PASS|FAIL|SKIP)|PASS|FAIL|ok|panic)|order:|qualkit\.(status|images)' "$tmp/qual-$n-$order.log" | cut -c1-300
-    step "qual.test ($order) exit $qual_rc"
-    (( qual_rc == 0 )) || { fail=1; tail -n 40 "$tmp/qual-$n-$order.log"; }
+    grep -E '^(--- (PASS|FAIL|SKIP)|PASS|FAIL|ok|panic)|order:|qualkit\.(status|images)' "$tmp/qual-$n-$name.log" | cut -c1-300
+    step "qual.test ($name) exit $qual_rc"
+    (( qual_rc == 0 )) || { fail=1; tail -n 40 "$tmp/qual-$n-$name.log"; }
     run=$(ls -d "$ev"/2* 2>/dev/null | tail -n1)
-    [[ -n $run ]] && tar czf "$OUT/run-$n-$order.tgz" -C "$(dirname "$run")" "$(basename "$run")" \
-      && python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["time_budget"]; print("  budget:", {k: t.get(k) for k in ("wall_s","model_work_s","critical_path_s","ratio","order")}, t.get("overlap"))' "$run/$row/results.json"
+    if [[ -n $run ]]; then
+      tar czf "$OUT/run-$n-$name.tgz" -C "$(dirname "$run")" "$(basename "$run")"
+      for r in "$run"/*/results.json; do
+        python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r.get("time_budget") or {}; print("  %s %s:" % (r.get("row"), r.get("status")), {k: t.get(k) for k in ("wall_s","model_work_s","critical_path_s","ratio","order")}, t.get("overlap"))' "$r"
+      done
+    fi
   done
-  tar czf "$OUT/logs.tgz" --ignore-failed-read -C "$tmp" $(cd "$tmp" && ls qual-*.log) closure-diffusers.txt closure-aiperf.txt 2>/dev/null
+  tar czf "$OUT/logs.tgz" --ignore-failed-read -C "$tmp" $(cd "$tmp" && ls qual-*.log) closure-diffusers.txt closure-aiperf.txt closure-perfserve.txt 2>/dev/null
   step "done, exit $fail"
   exit $fail
 fi
