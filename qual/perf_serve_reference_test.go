@@ -20,13 +20,13 @@ import (
 // perf-serve's imports; scripts/h200/run.sh runs it on the H200.
 var perfServeReferenceRows = harness.NewTable(
 	harness.Checkpoint{
-		Name:     "perf-serve-reference-smoke",
-		Family:   "qwen_image",
-		Model:    qwenimage.HFID,
-		Profile:  "qwen-image-edit-2511-perf-serve-reference-smoke",
-		Smoke:    true,
-		Reason:   "TRTMC's own perf-serve reference backend (what TRTMC's qualification serves its reference side with) on the diffusers reference's tiny random pipeline, through the Qwen adapter's perf-serve contract: TRTMC's serving code on a GPU, labelled smoke, never qualification of the checkpoint",
-		Adapter:  qwenimage.PerfServeReferenceFromEnv(os.Getenv),
+		Name:    "perf-serve-reference-smoke",
+		Family:  "qwen_image",
+		Model:   qwenimage.HFID,
+		Profile: "qwen-image-edit-2511-perf-serve-reference-smoke",
+		Smoke:   true,
+		Reason:  "TRTMC's own perf-serve reference backend (what TRTMC's qualification serves its reference side with) on the diffusers reference's tiny random pipeline, through the Qwen adapter's perf-serve contract: TRTMC's serving code on a GPU, labelled smoke, never qualification of the checkpoint",
+		Adapter: qwenimage.PerfServeReferenceFromEnv(os.Getenv),
 		// The reference-smoke workload at 128x128, three measured and one warmup: the
 		// reference backend keeps every output as a float32 array, and a committed run
 		// stays a few MB.
