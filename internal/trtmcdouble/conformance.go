@@ -155,10 +155,10 @@ func ConformanceCases(image []byte) []ConformanceCase {
 
 // ConformanceFlags are the flags, beyond the row's, of the second server both get
 // (cli.py @ 3878755c accepts each): a lane with no queue (a second request while one
-// runs is 429), a fresh worker for each request, base-request and measurement
+// runs is 429), a fresh worker for each request, the testcase and task named, base-request and measurement
 // overrides as the CLI parses them (JSON, else the text; the measurement's integers
 // through int(); telemetry.* accepted).
-var ConformanceFlags = []string{"--max-queue", "0", "--isolate-requests",
+var ConformanceFlags = []string{"--max-queue", "0", "--isolate-requests", "--testcase", "qwen-image-edit-2511", "--task", "image_edit",
 	"--set", "request.num_steps=8", "--set", "request.guidance_scale=4.50",
 	"--set", `measurement.warmup="2"`, "--set", "telemetry.gpu=off"}
 
@@ -188,12 +188,14 @@ func FlagConformanceCases(image []byte) []ConformanceCase {
 
 // StartupConformanceFlags are flags, beyond the row's, with which neither server may
 // start, each compared by exit status and last line: --memory-probe (accepted, then
-// `import pynvml` fails: the double's image has no NVML, as a host without a GPU), and
-// --set values catalog.py @ 0dd9052f refuses.
+// `import pynvml` fails: the double's image has no NVML, as a host without a GPU),
+// --set values catalog.py @ 0dd9052f refuses, a testcase and a task the manifest has not.
 var StartupConformanceFlags = [][]string{
 	{"--memory-probe"},
 	{"--set", "measurement.warmup=-1"},
 	{"--set", "request"},
+	{"--testcase", "qualkit-no-such-case"},
+	{"--task", "qualkit_no_such_task"},
 }
 
 // ConformanceServer is a running server the cases go to, and where it writes, as seen
@@ -386,16 +388,18 @@ func (d Difference) String() string {
 }
 
 // KnownDifference is a difference the imitation keeps, and why; Where matches a
-// Difference's Where exactly, or as a prefix when it ends in "*".
+// Difference's Where exactly, or as a prefix when it ends in "*"; Case, when given,
+// its case exactly.
 type KnownDifference struct {
-	Where, Reason string
+	Case, Where, Reason string
 }
 
 // ImitationDifferences are what the imitation answers otherwise than TRTMC's server, on
 // purpose. The conformance test fails on any other difference, and on one of these it
 // no longer finds.
 var ImitationDifferences = []KnownDifference{
-	{"header server", "TRTMC's server is uvicorn, which names itself (server: uvicorn); the imitation is Go's net/http and does not claim to be uvicorn"},
+	{Where: "header server", Reason: "TRTMC's server is uvicorn, which names itself (server: uvicorn); the imitation is Go's net/http and does not claim to be uvicorn"},
+	{Case: "serve --task qualkit_no_such_task", Where: "body $", Reason: "TRTMC's catalog looks the task up in its task table (task_adapters.py @ 0dd9052f § _DEFAULTS: \"task '...' has no benchmark implementation\"); the imitation holds no task table and serves only the legacy image_edit task, so it refuses any other task with its own message"},
 }
 
 // CompareExchanges lists every difference between TRTMC's exchanges and the imitation's,
@@ -474,7 +478,8 @@ func Unexplained(diffs []Difference, known []KnownDifference) (unexplained []Dif
 	seen := map[int]bool{}
 	for _, d := range diffs {
 		i := slices.IndexFunc(known, func(k KnownDifference) bool {
-			return k.Where == d.Where || strings.HasSuffix(k.Where, "*") && strings.HasPrefix(d.Where, strings.TrimSuffix(k.Where, "*"))
+			where := k.Where == d.Where || strings.HasSuffix(k.Where, "*") && strings.HasPrefix(d.Where, strings.TrimSuffix(k.Where, "*"))
+			return where && (k.Case == "" || k.Case == d.Case)
 		})
 		if i < 0 {
 			unexplained = append(unexplained, d)

@@ -185,22 +185,25 @@ func TestByID(t *testing.T) {
 }
 
 func TestUnexplained(t *testing.T) {
-	known := []KnownDifference{{"header server", "uvicorn names itself"}, {"body $.platform*", "a prefix"}, {"records line layout", "gone since"}}
+	known := []KnownDifference{{Where: "header server", Reason: "uvicorn names itself"}, {Where: "body $.platform*", Reason: "a prefix"},
+		{Case: "serve --task x", Where: "body $", Reason: "one case only"}, {Where: "records line layout", Reason: "gone since"}}
 	diffs := []Difference{
 		{Case: "edit", Where: "header server"},
 		{Case: "info", Where: "body $.platform.torch"},
 		{Case: "info", Where: "body $.platforms"},
 		{Case: "edit", Where: "body $.error.type"},
 		{Case: "edit", Where: "header server-timing"},
+		{Case: "serve --task x", Where: "body $"},
+		{Case: "serve --set y", Where: "body $"},
 	}
 	unexplained, stale := Unexplained(diffs, known)
-	assert.Equal(t, []Difference{{Case: "edit", Where: "body $.error.type"}, {Case: "edit", Where: "header server-timing"}}, unexplained,
-		"only an exact Where, or a prefix ending in *, explains a difference")
-	assert.Equal(t, []KnownDifference{{"records line layout", "gone since"}}, stale, "a listed difference no longer seen is reported")
+	assert.Equal(t, []Difference{{Case: "edit", Where: "body $.error.type"}, {Case: "edit", Where: "header server-timing"}, {Case: "serve --set y", Where: "body $"}}, unexplained,
+		"only an exact Where, or a prefix ending in *, and the Case when one is given, explains a difference")
+	assert.Equal(t, []KnownDifference{{Where: "records line layout", Reason: "gone since"}}, stale, "a listed difference no longer seen is reported")
 
 	unexplained, stale = Unexplained(nil, known)
 	assert.Empty(t, unexplained)
-	assert.Len(t, stale, 3)
+	assert.Len(t, stale, 4)
 }
 
 func TestJSONShape(t *testing.T) {
