@@ -3,9 +3,12 @@
 package qual
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,13 +23,18 @@ import (
 // TestPerfServeConformance holds the double's Go imitation of trtmc-perf-serve
 // (internal/trtmcdouble/perfserve.go), which serves the perf-serve row in a clone with
 // nothing beside it, to TRTMC's own server (the snapshot QUALKIT_TRTMC_PERF_SERVE names;
-// `make test TRTMC_PERF_SERVE=...` builds this file in, CI does). Both run in the double's
-// image, on the same bundle, worker and fake checkpoint, each with the row's own command
-// line, every path at the same place in its container; the same requests, good and bad
-// (trtmcdouble.ConformanceCases), go to each; any difference in status, body, headers,
-// records line or scratch layout that trtmcdouble.ImitationDifferences does not list
-// with its reason fails, and so does a listed one no longer seen. Then a difference
-// planted in the imitation (QUALKIT_DOUBLE_PLANT) must be found.
+// `make test TRTMC_PERF_SERVE=...` and `make qwen-double TRTMC_PERF_SERVE=...` build this
+// file in, CI does). Both run in the double's image, on the same bundle, worker and fake
+// checkpoint, each with the row's own command line, every path at the same place in its
+// container; the same requests, good and bad (trtmcdouble.ConformanceCases), go to each;
+// then each is started again with more flags (trtmcdouble.ConformanceFlags: a lane with
+// no queue, a fresh worker per request, --set) for a request refused because the lane is
+// busy and a worker that fails (the worker holds a request until the test releases it:
+// trtmcdouble.EnvHold), and with flags on which neither may start. Any difference in
+// status, body, headers, records line, scratch file (the worker's session file among
+// them) or exit that trtmcdouble.ImitationDifferences does not list with its reason
+// fails, and so does a listed one no longer seen. Then the differences planted in the
+// imitation (trtmcdouble.Plants) must each be found, and nothing else.
 func TestPerfServeConformance(t *testing.T) {
 	root, err := harness.FindRoot(".")
 	require.NoError(t, err)
@@ -42,11 +50,21 @@ func TestPerfServeConformance(t *testing.T) {
 	}
 	photo, err := os.ReadFile(filepath.Join(root, "fixtures", "images", "photo-640x382.png"))
 	require.NoError(t, err)
-	cases := trtmcdouble.ConformanceCases(photo)
+	run := func(img serving.Image, co string, env []string, startups bool) []trtmcdouble.Exchange {
+		got := fx.serve(t, img, co, runID, "the row's flags", nil, env, trtmcdouble.ConformanceCases(photo))
+		got = append(got, fx.serve(t, img, co, runID, "with "+strings.Join(trtmcdouble.ConformanceFlags, " "),
+			trtmcdouble.ConformanceFlags, env, trtmcdouble.FlagConformanceCases(photo))...)
+		if startups {
+			for _, flags := range trtmcdouble.StartupConformanceFlags {
+				got = append(got, fx.startFails(t, img, co, runID, flags, env))
+			}
+		}
+		return got
+	}
 
-	real := fx.serve(t, image("families-trtmc-perf-serve"), "families-trtmc-perf-serve", runID, nil, cases)
+	real := run(image("families-trtmc-perf-serve"), "families-trtmc-perf-serve", nil, true)
 	imitationImage := image("families-perf-serve")
-	imitation := fx.serve(t, imitationImage, "families-perf-serve", runID, nil, cases)
+	imitation := run(imitationImage, "families-perf-serve", nil, true)
 	unexplained, stale := trtmcdouble.Unexplained(trtmcdouble.CompareExchanges(real, imitation), trtmcdouble.ImitationDifferences)
 	for _, d := range unexplained {
 		t.Errorf("the imitation differs from TRTMC's perf-serve: %s", d)
@@ -55,11 +73,16 @@ func TestPerfServeConformance(t *testing.T) {
 		t.Errorf("listed as a difference of the imitation, but no longer seen (remove it from trtmcdouble.ImitationDifferences): %s (%s)", k.Where, k.Reason)
 	}
 
-	planted := fx.serve(t, imitationImage, "families-perf-serve", runID, []string{trtmcdouble.EnvPlant + "=error-type"}, cases)
-	unexplained, _ = trtmcdouble.Unexplained(trtmcdouble.CompareExchanges(real, planted), trtmcdouble.ImitationDifferences)
-	require.NotEmpty(t, unexplained, "a difference planted in the imitation (error type = code) must fail the comparison")
-	for _, d := range unexplained {
-		require.Contains(t, d.String(), "body", "only the planted difference: %s", d)
+	// The startups carry no plant: the planted run stops before them.
+	planted := run(imitationImage, "families-perf-serve", []string{trtmcdouble.EnvPlant + "=" + strings.Join(trtmcdouble.PlantNames(), ",")}, false)
+	require.Len(t, planted, len(real)-len(trtmcdouble.StartupConformanceFlags))
+	unexplained, _ = trtmcdouble.Unexplained(trtmcdouble.CompareExchanges(real[:len(planted)], planted), trtmcdouble.ImitationDifferences)
+	missed, other := trtmcdouble.CheckPlants(unexplained, trtmcdouble.Plants)
+	for _, d := range missed {
+		t.Errorf("a difference planted in the imitation was not found (%s): %s: %s", trtmcdouble.EnvPlant, d.Case, d.Where)
+	}
+	for _, d := range other {
+		t.Errorf("with the plants, a difference no plant makes: %s", d)
 	}
 }
 
@@ -82,34 +105,68 @@ func conformanceFixture(t *testing.T, root string) conformanceServer {
 	return fx
 }
 
-// serve starts checkout co's perf-serve in img with the row's arguments, runs the cases
-// against it and stops it. Every path is the same in either server's container.
-func (fx conformanceServer) serve(t *testing.T, img serving.Image, co, runID string, env []string, cases []trtmcdouble.ConformanceCase) []trtmcdouble.Exchange {
-	t.Helper()
+// conformancePaths are the places of the files in either server's container, by name.
+var conformancePaths = map[string]string{"/conf/scratch": "<scratch>", "/conf/records": "<records>", "/conf/bundle": "<bundle>",
+	"/conf/runtime": "<runtime root>", "/conf/hf": "<HF_HOME>", "/conf/hold": "<hold>", "/src": "<checkout>"}
+
+// command is checkout co's perf-serve with the row's arguments and extra, in img, and
+// the folders it writes to on this machine.
+func (fx conformanceServer) command(t *testing.T, img serving.Image, co, runID string, extra, env []string) (serving.Command, serving.Container, int, trtmcdouble.ConformanceServer) {
 	out := t.TempDir()
-	records, scratch := filepath.Join(out, "records"), filepath.Join(out, "scratch")
-	require.NoError(t, os.MkdirAll(records, 0o755))
-	require.NoError(t, os.MkdirAll(scratch, 0o755))
+	srv := trtmcdouble.ConformanceServer{Records: filepath.Join(out, "records", "records.jsonl"), Scratch: filepath.Join(out, "scratch"),
+		Hold: filepath.Join(out, "hold"), Paths: conformancePaths}
+	for _, d := range []string{filepath.Dir(srv.Records), srv.Scratch, srv.Hold} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
 	port, err := serving.FreePort()
 	require.NoError(t, err)
 	spec := harness.ServeSpec{Bundle: "/conf/bundle/" + qwenimage.Profile + ".bundle", Model: qwenimage.HFID, Host: "127.0.0.1", Port: port,
 		Records: "/conf/records/records.jsonl", Scratch: "/conf/scratch"}
+	srv.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
 	checkout := filepath.Join(doubleDir(fx.root), co)
-	cmd := serving.Command{Args: append([]string{"python3", "-m", "trtmc_perf_serving", "serve"}, qwenimage.PerfServeArgs(spec, "/conf/runtime")...),
-		Env: append([]string{"HF_HOME=/conf/hf", "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1",
+	args := append([]string{"python3", "-m", "trtmc_perf_serving", "serve"}, qwenimage.PerfServeArgs(spec, "/conf/runtime")...)
+	cmd := serving.Command{Args: append(args, extra...),
+		Env: append([]string{"HF_HOME=/conf/hf", "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1", trtmcdouble.EnvHold + "=/conf/hold",
 			"PYTHONPATH=/src/apps/perf_serving:/src/apps/benchmark:/src/core/builder:/src"}, env...), Dir: checkout}
 	c := serving.Container{Image: img, RunID: runID, Row: co, Mounts: []serving.Mount{
 		{Host: checkout, Container: "/src", ReadOnly: true}, {Host: fx.bundle, Container: "/conf/bundle", ReadOnly: true},
 		{Host: fx.runtime, Container: "/conf/runtime", ReadOnly: true}, {Host: fx.hf, Container: "/conf/hf", ReadOnly: true},
-		{Host: records, Container: "/conf/records"}, {Host: scratch, Container: "/conf/scratch"}}}
-	log := filepath.Join(out, "server.log")
-	srv, err := serving.Start(t.Context(), serving.ServerSpec{Cmd: cmd, Port: port, Ready: 2 * time.Minute, Log: log}, serving.InContainer(c))
+		{Host: filepath.Dir(srv.Records), Container: "/conf/records"}, {Host: srv.Scratch, Container: "/conf/scratch"},
+		{Host: srv.Hold, Container: "/conf/hold"}}}
+	return cmd, c, port, srv
+}
+
+// serve starts checkout co's perf-serve in img with the row's arguments and extra, runs
+// the cases against it and stops it. Every path is the same in either server's container.
+func (fx conformanceServer) serve(t *testing.T, img serving.Image, co, runID, name string, extra, env []string, cases []trtmcdouble.ConformanceCase) []trtmcdouble.Exchange {
+	t.Helper()
+	cmd, c, port, srv := fx.command(t, img, co, runID, extra, env)
+	srv.Name = name
+	log := filepath.Join(t.TempDir(), "server.log")
+	s, err := serving.Start(t.Context(), serving.ServerSpec{Cmd: cmd, Port: port, Ready: 2 * time.Minute, Log: log}, serving.InContainer(c))
 	if err != nil {
 		b, _ := os.ReadFile(log)
 		require.NoError(t, err, "%s's perf-serve did not start:\n%s", co, b)
 	}
-	defer srv.Stop(context.Background())
-	got, err := trtmcdouble.RunConformance(t.Context(), srv.URL(), filepath.Join(records, "records.jsonl"), scratch, cases)
+	defer s.Stop(context.Background())
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	got, err := trtmcdouble.RunConformance(ctx, srv, cases)
 	require.NoError(t, err)
 	return got
+}
+
+// startFails runs checkout co's perf-serve with the row's arguments and extra, which it
+// must not start with, to its exit: the exchange is its exit status and last line.
+func (fx conformanceServer) startFails(t *testing.T, img serving.Image, co, runID string, extra, env []string) trtmcdouble.Exchange {
+	t.Helper()
+	cmd, c, _, _ := fx.command(t, img, co, runID, extra, env)
+	log := filepath.Join(t.TempDir(), "server.log")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	rec, _ := serving.Run(ctx, cmd, log, serving.InContainer(c))
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	return trtmcdouble.Exchange{Case: "serve " + strings.Join(extra, " "), Status: rec.ExitCode, Body: lines[len(lines)-1], Paths: conformancePaths}
 }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -260,28 +261,12 @@ func resolveProfile(p *proc, c perfServeConfig) (servingProfile, error) {
 		return servingProfile{}, fmt.Errorf("image asset does not exist: %s", image)
 	}
 	base.set("image_path", image)
-	measurement := newObject()
-	for _, kv := range [][2]any{{"warmup", json.Number("1")}, {"iterations", json.Number("5")}, {"timing_scope", "public_task_call_wall"}, {"asset_loading_included", false}} {
-		measurement.set(kv[0].(string), kv[1])
+	measurement, err := applyOverrides(base, c.sets)
+	if err != nil {
+		return servingProfile{}, err
 	}
-	for _, s := range c.sets {
-		name, raw, ok := strings.Cut(s, "=")
-		if !ok || name == "" {
-			return servingProfile{}, fmt.Errorf("--set expects FIELD=VALUE, got '%s'", s)
-		}
-		v, err := decodeOrdered([]byte(raw))
-		if err != nil {
-			v = raw
-		}
-		ns, field, _ := strings.Cut(name, ".")
-		switch {
-		case ns == "request" && field != "":
-			base.set(field, v)
-		case ns == "measurement" && oneOf("warmup", "iterations", "asset_loading_included")(field):
-			measurement.set(field, v)
-		default:
-			return servingProfile{}, fmt.Errorf("override must be request.*, measurement.*, or telemetry.*: '%s'", name)
-		}
+	if v, _ := base.get("guidance_scale"); v == pyFloat(-1) && planted("number-spelling") {
+		base.set("guidance_scale", json.Number("-1"))
 	}
 	bundle := p.abs(c.bundle)
 	if real, err := filepath.EvalSymlinks(bundle); err == nil {
@@ -293,11 +278,140 @@ func resolveProfile(p *proc, c perfServeConfig) (servingProfile, error) {
 		{"operation", "generate_image"}, {"request", base}, {"measurement", measurement}} {
 		session.set(kv[0].(string), kv[1])
 	}
+	if planted("session-field") {
+		session.del("case_name") // the worker ignores it: only the session file shows it gone
+	}
 	rev := m.HFRevision
 	if rev == "" {
 		rev = c.revision
 	}
 	return servingProfile{model: m, testcase: tc, base: base, session: session, snapshot: hfSnapshot(p.hfHome(), rev)}, nil
+}
+
+// measurementSpec is types.py @ d4a4aa37 § MeasurementSpec: the profile's measurement,
+// of which the worker's session carries warmup, iterations, timing_scope and
+// asset_loading_included.
+type measurementSpec struct {
+	warmup, iterations, telemetryIntervalMS int64
+	telemetry                               any
+	timingScope, assetLoadingIncluded       any
+}
+
+// check is MeasurementSpec.__post_init__, with its messages.
+func (m measurementSpec) check() error {
+	switch {
+	case m.warmup < 0:
+		return errors.New("measurement.warmup must be non-negative")
+	case m.iterations <= 0:
+		return errors.New("measurement.iterations must be positive")
+	case m.telemetry != "auto" && m.telemetry != "off":
+		return errors.New("telemetry.gpu must be 'auto' or 'off'")
+	case m.telemetryIntervalMS < 100:
+		return errors.New("telemetry.interval_ms must be at least 100")
+	case m.timingScope != "public_task_call_wall":
+		return errors.New("measurement.timing_scope must be 'public_task_call_wall'")
+	}
+	if _, ok := m.assetLoadingIncluded.(bool); !ok {
+		return errors.New("measurement.asset_loading_included must be a boolean")
+	}
+	return nil
+}
+
+// applyOverrides is cli.py @ 3878755c § _overrides and catalog.py @ 0dd9052f §
+// apply_overrides: each --set FIELD=VALUE's value is JSON, else the text; a field given
+// twice keeps its first place and last value; request.* sets a base-request field,
+// measurement.* and telemetry.* the measurement (warmup, iterations and the interval
+// through int()), checked whole after each. It returns the session's measurement.
+func applyOverrides(base *object, sets []string) (*object, error) {
+	overrides := newObject()
+	for _, item := range sets {
+		name, raw, ok := strings.Cut(item, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--set expects FIELD=VALUE, got %s", pyRepr(item))
+		}
+		v, err := decodeOrdered([]byte(raw))
+		if err != nil {
+			v = raw
+		}
+		overrides.set(name, v)
+	}
+	m := measurementSpec{warmup: 1, iterations: 5, telemetryIntervalMS: 1000, telemetry: "auto",
+		timingScope: "public_task_call_wall", assetLoadingIncluded: false}
+	for _, field := range overrides.keys {
+		v := overrides.vals[field]
+		ns, name, dot := strings.Cut(field, ".")
+		if !dot || name == "" || !oneOf("request", "measurement", "telemetry")(ns) {
+			return nil, fmt.Errorf("override must be request.*, measurement.*, or telemetry.*: %s", pyRepr(field))
+		}
+		if ns == "telemetry" {
+			targets := map[string]string{"gpu": "telemetry", "interval_ms": "telemetry_interval_ms"}
+			if targets[name] == "" {
+				return nil, fmt.Errorf("unknown telemetry field %s", pyRepr(name))
+			}
+			ns, name = "measurement", targets[name]
+		}
+		switch {
+		case ns == "request":
+			base.set(name, v)
+			continue
+		case !oneOf("warmup", "iterations", "timing_scope", "asset_loading_included", "telemetry", "telemetry_interval_ms")(name):
+			return nil, fmt.Errorf("unknown measurement field %s", pyRepr(name))
+		}
+		var n int64
+		if oneOf("warmup", "iterations", "telemetry_interval_ms")(name) {
+			var err error
+			if n, err = pyIntOf(v); err != nil {
+				return nil, err
+			}
+		}
+		switch name {
+		case "warmup":
+			m.warmup = n
+		case "iterations":
+			m.iterations = n
+		case "telemetry_interval_ms":
+			m.telemetryIntervalMS = n
+		case "telemetry":
+			m.telemetry = v
+		case "timing_scope":
+			m.timingScope = v
+		case "asset_loading_included":
+			m.assetLoadingIncluded = v
+		}
+		if err := m.check(); err != nil {
+			return nil, err
+		}
+	}
+	return pairs("warmup", json.Number(strconv.FormatInt(m.warmup, 10)), "iterations", json.Number(strconv.FormatInt(m.iterations, 10)),
+		"timing_scope", m.timingScope, "asset_loading_included", m.assetLoadingIncluded), nil
+}
+
+// pyIntOf is Python's int() of a JSON value, for the measurement's integers: an integer,
+// a float truncated, a bool, or a string of digits; its ValueError message otherwise.
+func pyIntOf(v any) (int64, error) {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return 1, nil
+		}
+		return 0, nil
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return i, nil
+		}
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return 0, err
+		}
+		return int64(f), nil
+	case string:
+		i, err := strconv.ParseInt(strings.ReplaceAll(strings.TrimSpace(x), "_", ""), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("invalid literal for int() with base 10: %s", pyRepr(x))
+		}
+		return i, nil
+	}
+	return 0, fmt.Errorf("int() argument must be a string, a bytes-like object or a real number, not '%s'", pyType(v))
 }
 
 // perfServe is the serving state: the profile, the worker, one lane.
@@ -335,7 +449,7 @@ func startPerfServe(p *proc, c perfServeConfig, prof servingProfile) (*perfServe
 	if err := os.MkdirAll(wdir, 0o755); err != nil {
 		return nil, err
 	}
-	session, _ := marshalIndent(prof.session)
+	session, _ := pyDumps(prof.session, true) // json.dumps(dict(session), indent=2)
 	if err := os.WriteFile(filepath.Join(wdir, "worker-session.json"), session, 0o644); err != nil {
 		return nil, err
 	}
@@ -449,7 +563,9 @@ func (ps *perfServe) read(timeout time.Duration, label string) (*object, error) 
 		v, err := decodeOrdered(line)
 		o, isObj := v.(*object)
 		if err != nil || !isObj {
-			return nil, fmt.Errorf("worker emitted a non-protocol line: %q", clip(line, 200))
+			// Python reads the line with its newline and shows its first 200 characters' repr.
+			text := []rune(string(line) + "\n")
+			return nil, fmt.Errorf("worker emitted a non-protocol line: %s", pyRepr(string(text[:min(len(text), 200)])))
 		}
 		return o, nil
 	case <-time.After(timeout):
@@ -502,21 +618,25 @@ func (ps *perfServe) handler() http.Handler {
 			if r.Method != method {
 				// FastAPI's answer to another method on a served path.
 				w.Header().Set("Allow", method)
-				writeJSONResponse(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method Not Allowed"})
+				writeOrdered(w, http.StatusMethodNotAllowed, pairs("detail", "Method Not Allowed"), nil)
 				return
 			}
 			h(w, r)
 		})
 	}
 	route("GET", "/health/live", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSONResponse(w, http.StatusOK, map[string]string{"status": "live"})
+		writeOrdered(w, http.StatusOK, pairs("status", "live"), nil)
 	})
 	route("GET", "/health/ready", func(w http.ResponseWriter, _ *http.Request) {
 		if ps.unavailable() != nil {
-			writeJSONResponse(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+			writeOrdered(w, http.StatusServiceUnavailable, pairs("status", "unavailable"), nil)
 			return
 		}
-		writeOrdered(w, http.StatusOK, pairs("status", "ready", "operation", "generate_image"), nil)
+		body := pairs("status", "ready", "operation", "generate_image")
+		if planted("key-order") {
+			body = pairs("operation", "generate_image", "status", "ready")
+		}
+		writeOrdered(w, http.StatusOK, body, nil)
 	})
 	route("GET", "/v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		writeOrdered(w, http.StatusOK, pairs("object", "list", "data", []any{pairs("id", ps.model, "object", "model", "owned_by", "trtmc")}), nil)
@@ -538,7 +658,7 @@ func (ps *perfServe) handler() http.Handler {
 		perfError(w, http.StatusNotFound, "not_found", "unknown video job", "")
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSONResponse(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
+		writeOrdered(w, http.StatusNotFound, pairs("detail", "Not Found"), nil)
 	})
 	return mux
 }
@@ -572,7 +692,7 @@ func (ps *perfServe) guarded(w http.ResponseWriter, r *http.Request, route strin
 	var re *requestError
 	switch {
 	case errors.As(err, &re):
-		if re.status == http.StatusTooManyRequests {
+		if re.status == http.StatusTooManyRequests && !planted("retry-after") {
 			w.Header().Set("Retry-After", "1")
 		}
 		perfError(w, re.status, re.code, re.message, id)
@@ -593,8 +713,8 @@ func perfError(w http.ResponseWriter, status int, code, msg, id string) {
 	case status == http.StatusTooManyRequests:
 		kind = "rate_limit_error"
 	}
-	if os.Getenv(EnvPlant) == "error-type" {
-		kind = code // the imitation's old answer, planted for the conformance test
+	if planted("error-type") {
+		kind = code // the imitation's old answer
 	}
 	var headers map[string]string
 	if id != "" {
@@ -603,9 +723,14 @@ func perfError(w http.ResponseWriter, status int, code, msg, id string) {
 	writeOrdered(w, status, pairs("error", pairs("message", msg, "type", kind, "code", code)), headers)
 }
 
-// EnvPlant set to "error-type" makes the imitation answer errors with the code as their
-// type, as it once did: the conformance test's planted difference.
+// EnvPlant plants differences in the imitation, for the conformance test to find: a
+// comma-separated list of Plants' names.
 const EnvPlant = "QUALKIT_DOUBLE_PLANT"
+
+// planted says whether EnvPlant plants name.
+func planted(name string) bool {
+	return slices.Contains(strings.Split(os.Getenv(EnvPlant), ","), name)
+}
 
 func (ps *perfServe) unavailable() error {
 	ps.mu.Lock()
@@ -714,7 +839,7 @@ func (ps *perfServe) imageGeneration(r *http.Request, id string) (*object, map[s
 		}
 	}
 	out := pairs("created", time.Now().Unix(), "data", []any{pairs("url", url)})
-	out.set("inference_time_s", result.modelCallMS/1000)
+	out.set("inference_time_s", pyFloat(result.modelCallMS/1000))
 	return ps.respond(out, result, id)
 }
 
@@ -768,13 +893,18 @@ func (ps *perfServe) execute(id, route string, request *object) (*execution, err
 			obs.set("initial_latents_sha256", hex.EncodeToString(sum[:]))
 		}
 	}
-	timing := pairs("queue_ms", queueMS, "model_call_ms", modelMS, "handler_ms", handlerMS)
+	timing := pairs("queue_ms", pyFloat(queueMS), "model_call_ms", pyFloat(modelMS), "handler_ms", pyFloat(handlerMS))
 	var reported any = obs
 	if !ps.cfg.fullObservations {
 		reported = compact(obs)
 	}
-	line, err := json.Marshal(pairs("request_id", id, "route", route, "operation", "generate_image", "backend", "trtmc",
-		"time", float64(time.Now().UnixNano())/1e9, "timing", timing, "observation", reported))
+	// Records.write: json.dumps(record), Python's separators and ensure_ascii.
+	record := pairs("request_id", id, "route", route, "operation", "generate_image", "backend", "trtmc",
+		"time", pyFloat(float64(time.Now().UnixNano())/1e9), "timing", timing, "observation", reported)
+	line, err := pyDumps(record, false)
+	if planted("records-layout") {
+		line, err = json.Marshal(record)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -1185,20 +1315,8 @@ func writeOrdered(w http.ResponseWriter, status int, body any, headers map[strin
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	b, _ := json.Marshal(body)
+	b, _ := marshalPlain(body) // Starlette's JSONResponse: compact, nothing escaped for HTML
 	w.Write(b)
-}
-
-func marshalIndent(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out strings.Builder
-	if err := jsonIndent(&out, b); err != nil {
-		return nil, err
-	}
-	return []byte(out.String()), nil
 }
 
 func uuidHex() string {

@@ -3,7 +3,6 @@ package trtmcdouble
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"image"
 	"math"
 	"os"
@@ -184,16 +183,6 @@ func resampleCoeffs(inSize, outSize int) ([]int, []int32, int) {
 func sortStrings(s []string) { sort.Strings(s) }
 
 func base64StdStrict(s string) ([]byte, error) { return base64.StdEncoding.Strict().DecodeString(s) }
-
-// jsonIndent indents like Python's json.dumps(indent=2).
-func jsonIndent(out *strings.Builder, b []byte) error {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, b, "", "  "); err != nil {
-		return err
-	}
-	out.Write(buf.Bytes())
-	return nil
-}
 
 func clip(b []byte, n int) string {
 	b = bytes.TrimSpace(b)

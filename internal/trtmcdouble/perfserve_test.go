@@ -203,7 +203,8 @@ func TestPerfServeLatentReplay(t *testing.T) {
 	assert.Equal(t, map[string]any{"$array_length": 12288.0}, digest["thumbnails"].([]any)[0], "compacted: 64x64x3 values")
 	b, err := os.ReadFile(records)
 	require.NoError(t, err)
-	assert.Contains(t, string(b), `"initial_latents_sha256":"`+fmt.Sprintf("%x", sha256.Sum256(noise)))
+	// Records.write is json.dumps: Python's separators.
+	assert.Contains(t, string(b), `"initial_latents_sha256": "`+fmt.Sprintf("%x", sha256.Sum256(noise)))
 
 	resp, got = postTask(t, ts.URL, "/v1/tasks/generate_image", bytes.Replace(body, []byte(`"latent_seed":42`), []byte(`"latent_seed":"x"`), 1), "rid-bad-noise")
 	assert.Equal(t, 400, resp.StatusCode)
@@ -217,5 +218,39 @@ func TestThumbnailOfAFlatImage(t *testing.T) {
 	require.Len(t, th, 64*64*3)
 	for i := 0; i < len(th); i += 3 {
 		require.Equal(t, []uint8{10, 200, 99}, th[i:i+3])
+	}
+}
+
+// --set as cli.py @ 3878755c § _overrides and catalog.py @ 0dd9052f § apply_overrides
+// read it; the messages are what python3 printed for each with the snapshot's code.
+func TestPerfServeOverrides(t *testing.T) {
+	base := pairs("prompt", "p", "num_steps", json.Number("20"), "guidance_scale", pyFloat(-1))
+	m, err := applyOverrides(base, []string{"request.num_steps=8", "request.guidance_scale=4.50", `measurement.warmup="2"`,
+		"telemetry.gpu=off", "request.note=not json", "request.num_steps=9", "measurement.iterations=2.7"})
+	require.NoError(t, err)
+	b, _ := marshalPlain(base)
+	assert.Equal(t, `{"prompt":"p","num_steps":9,"guidance_scale":4.5,"note":"not json"}`, string(b),
+		"JSON else text, spelled by Python; a field given twice keeps its place and its last value")
+	b, _ = marshalPlain(m)
+	assert.Equal(t, `{"warmup":2,"iterations":2,"timing_scope":"public_task_call_wall","asset_loading_included":false}`, string(b), "int() of the measurement's integers")
+
+	for set, want := range map[string]string{
+		"request":                              "--set expects FIELD=VALUE, got 'request'",
+		"=1":                                   "--set expects FIELD=VALUE, got '=1'",
+		"bogus.x=1":                            "override must be request.*, measurement.*, or telemetry.*: 'bogus.x'",
+		"request=1":                            "override must be request.*, measurement.*, or telemetry.*: 'request'",
+		"telemetry.=1":                         "override must be request.*, measurement.*, or telemetry.*: 'telemetry.'",
+		"measurement.warmup=-1":                "measurement.warmup must be non-negative",
+		"measurement.iterations=0":             "measurement.iterations must be positive",
+		"measurement.bogus=1":                  "unknown measurement field 'bogus'",
+		"telemetry.bogus=1":                    "unknown telemetry field 'bogus'",
+		"telemetry.gpu=on":                     "telemetry.gpu must be 'auto' or 'off'",
+		"telemetry.interval_ms=50":             "telemetry.interval_ms must be at least 100",
+		"measurement.timing_scope=x":           "measurement.timing_scope must be 'public_task_call_wall'",
+		"measurement.asset_loading_included=1": "measurement.asset_loading_included must be a boolean",
+		"measurement.warmup=two":               "invalid literal for int() with base 10: 'two'",
+	} {
+		_, err := applyOverrides(newObject(), []string{set})
+		assert.EqualError(t, err, want, set)
 	}
 }

@@ -16,6 +16,13 @@ import (
 // with the previous one): a deliberately faulty worker for negative controls.
 const EnvLeak = "QUALKIT_DOUBLE_LEAK"
 
+// EnvHold names a folder where the worker holds a request whose id (its artifact folder's
+// name, <scratch>/<id>/output) has a file <id>.hold: it writes <id>.held, then waits for
+// <id>.release and answers, or, when that file says "garble", writes a line that is no
+// JSON. The conformance test fills perf-serve's lane and fails its worker this way at a
+// moment it knows, not one it guesses; without the variable nothing is held.
+const EnvHold = "QUALKIT_DOUBLE_WORKER_HOLD"
+
 const workerHelp = "trtmc_benchmark_worker --request REQUEST.json --output RESULT.json\ntrtmc_benchmark_worker --serve SESSION.json   (JSONL on stdin/stdout)"
 
 var workerParser = newOptParser(false,
@@ -205,12 +212,42 @@ func (w *worker) serve() int {
 			w.p.emit(workerReply{ID: line.ID, OK: true, Event: "shutdown"})
 			return exitOK
 		}
+		if w.hold(line) == "garble" {
+			fmt.Fprintln(w.p.stdout, "qualkit contract double: a garbled reply, as asked ("+EnvHold+")")
+			continue
+		}
 		w.p.emit(w.handle(line))
 	}
 	if err := sc.Err(); err != nil {
 		return w.p.fail(exitFail, "trtmc_benchmark_worker: stdin: %v", err)
 	}
 	return exitOK
+}
+
+// hold waits, for a request EnvHold holds, until the test releases it, and returns what
+// the release says; "" for a request not held.
+func (w *worker) hold(line workerLine) string {
+	dir := w.p.getenv(EnvHold)
+	if dir == "" || line.ArtifactBase == nil {
+		return ""
+	}
+	base := filepath.Join(dir, filepath.Base(filepath.Dir(*line.ArtifactBase)))
+	if !isFile(base + ".hold") {
+		return ""
+	}
+	if err := os.WriteFile(base+".held", nil, 0o644); err != nil {
+		return ""
+	}
+	for {
+		if b, err := os.ReadFile(base + ".release"); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+		select {
+		case <-w.p.context().Done():
+			return ""
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 func (w *worker) handle(line workerLine) workerReply {

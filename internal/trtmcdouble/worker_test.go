@@ -369,3 +369,43 @@ func TestWorkerCommandLine(t *testing.T) {
 		})
 	}
 }
+
+// EnvHold: a request whose id has <id>.hold is held (<id>.held written) until
+// <id>.release, then answered, or, released with "garble", answered with a line that
+// is no JSON; a request without a hold file, or a worker without the variable, holds
+// nothing.
+func TestWorkerHold(t *testing.T) {
+	e := newWorkerEnv(t)
+	hold := t.TempDir()
+	for _, f := range []string{"r1.hold", "r1.release", "g.hold"} {
+		writeFile(t, filepath.Join(hold, f), "")
+	}
+	writeFile(t, filepath.Join(hold, "g.release"), "garble\n")
+	line := func(id string) string {
+		return e.requestLine(id, e.imageA, "Make it autumn.", filepath.Join(id, "output"))
+	}
+	for _, id := range []string{"r1", "g", "free"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(e.dir, "out", id), 0o755))
+	}
+	c := *e.r.with(EnvHold, hold)
+	c.stdin = strings.NewReader(strings.Join([]string{line("r1"), line("g"), line("free")}, "\n") + "\n")
+	res := c.run("trtmc_benchmark_worker", "--serve", e.session)
+	require.Equal(t, 0, res.code, res.stderr)
+	out := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	require.Len(t, out, 4, res.stdout)
+	assert.Contains(t, out[1], `"id":"r1","ok":true`)
+	assert.Equal(t, "qualkit contract double: a garbled reply, as asked ("+EnvHold+")", out[2])
+	assert.Contains(t, out[3], `"id":"free","ok":true`)
+	assert.FileExists(t, filepath.Join(hold, "r1.held"))
+	assert.FileExists(t, filepath.Join(hold, "g.held"))
+	assert.NoFileExists(t, filepath.Join(hold, "free.held"))
+
+	// Without the variable the hold files mean nothing (the release removed: a held
+	// request would wait for ever).
+	require.NoError(t, os.Remove(filepath.Join(hold, "r1.release")))
+	require.NoError(t, os.Remove(filepath.Join(hold, "r1.held")))
+	res, got := e.serve(t, e.r, line("r1"))
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Equal(t, true, got[1]["ok"])
+	assert.NoFileExists(t, filepath.Join(hold, "r1.held"))
+}

@@ -14,7 +14,9 @@
 //   - -tables FILE: the qualification tables (`qual.test -qualkit.tables`): every stage of
 //     every row of each table that runs here (-table names one; default: every table not
 //     marked hardware);
-//   - -pytest FILE: the node ids `pytest --collect-only -q` listed.
+//   - -pytest FILE: the node ids `pytest --collect-only -q` listed;
+//   - -test LIST: tests named by hand (comma-separated <import path>/<name>), for a run
+//     that selects a test beside a table (make qwen-double's conformance test).
 //
 // `testgate skip -tables FILE` prints the -skip pattern that leaves the hardware tables'
 // tests out of a run (never started, so never a skip). `testgate failed JUNIT...` prints
@@ -84,6 +86,7 @@ func main() {
 	tablesFile := flag.String("tables", "", "tables JSON (qual.test -qualkit.tables): every stage of their rows must have run")
 	only := flag.String("table", "", "with -tables: only this table's rows (default: every table not marked hardware)")
 	pytestList := flag.String("pytest", "", "output of `pytest --collect-only -q`: every node id listed must have run")
+	named := flag.String("test", "", "comma-separated tests (<import path>/<name>) that must also have run and passed")
 	flag.Parse()
 
 	var expected []string
@@ -113,11 +116,23 @@ func main() {
 		}
 		expected = append(expected, ids...)
 	}
+	expected = append(expected, namedTests(*named)...)
 	n, err := gate(*junit, expected)
 	if err != nil {
 		fail(err)
 	}
 	fmt.Printf("testgate: %d test cases passed, 0 skipped; all %d expected present\n", n, len(expected))
+}
+
+// namedTests splits -test's list, empty names dropped.
+func namedTests(list string) []string {
+	var out []string
+	for n := range strings.SplitSeq(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func fail(err error) {

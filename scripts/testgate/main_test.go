@@ -54,6 +54,14 @@ func TestGateFailsOnAbsentOrFailedExpected(t *testing.T) {
 	require.ErrorContains(t, err, "2 expected test(s) did not run and pass: qualkit/qual/TestAbsent, qualkit/qual/TestBroken")
 }
 
+// -test's names are expected like any other: absent, the gate fails.
+func TestNamedTestsAreExpected(t *testing.T) {
+	assert.Equal(t, []string{"qualkit/qual/TestPerfServeConformance", "qualkit/qual/TestX"}, namedTests(" qualkit/qual/TestPerfServeConformance,,qualkit/qual/TestX "))
+	assert.Empty(t, namedTests(""))
+	_, err := gate(junit(t, ""), namedTests("qualkit/qual/TestPerfServeConformance"))
+	require.ErrorContains(t, err, "1 expected test(s) did not run and pass: qualkit/qual/TestPerfServeConformance")
+}
+
 func TestGateFailsWithoutJUnit(t *testing.T) {
 	_, err := gate(filepath.Join(t.TempDir(), "none.xml"), nil)
 	require.ErrorContains(t, err, "did gotestsum run with --junitfile?")
