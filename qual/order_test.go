@@ -61,6 +61,18 @@ func TestSerialAndOverlappedOrders(t *testing.T) {
 				assert.True(t, tb.Overlap.AIPerfEarly, tb.Overlap.AIPerfWhy)
 				assert.True(t, tb.Overlap.NativePreload, tb.Overlap.NativeWhy)
 				assert.Positive(t, tb.Overlap.NativeAheadS)
+				// The build begins during preflight; which of its commands start before the
+				// build stage depends on how long preflight's checks take.
+				var buildEarly bool
+				for log, stage := range during {
+					if strings.HasPrefix(log, "build/") {
+						assert.Equal(t, schema.StagePreflight, stage, log)
+						buildEarly = true
+						delete(during, log)
+					}
+				}
+				assert.Equal(t, buildEarly, tb.Overlap.BuildEarly, tb.Overlap.BuildWhy)
+				assert.Contains(t, tb.Overlap.BuildWhy, "the build started beside preflight's slow checks")
 				assert.Equal(t, map[string]string{"serve/server.log": schema.StageCorrectness, "aiperf/aiperf.log": schema.StageServe, "identity/native-batch.log": schema.StageServe}, during)
 				assert.Less(t, tb.CriticalPathS, tb.ModelWorkS, "the server's load beside the case and the preloaded native load are off the critical path")
 				assert.InDelta(t, schema.CriticalPath(tb.Model, true, true), tb.CriticalPathS, 0.002)
@@ -94,6 +106,14 @@ func orderForgeriesFail(t *testing.T, run, row string) {
 		edit func(t *testing.T, row string)
 		want string
 	}{
+		{"the build's early start dropped from its records", func(t *testing.T, row string) {
+			editCommands(t, row, func(rec *schema.CommandRecord) {
+				if rec.Stage == schema.StageBuild {
+					rec.During = schema.StagePreflight
+				}
+			})
+			editResult(t, row, func(res *schema.Result) { res.TimeBudget.Overlap.BuildEarly = false })
+		}, "time_budget.overlap.build_early: evidence says true"},
 		{"the early server hidden", func(t *testing.T, row string) {
 			editResult(t, row, func(res *schema.Result) { res.TimeBudget.Overlap.ServerEarly = false })
 		}, "time_budget.overlap.server_early: evidence says true"},

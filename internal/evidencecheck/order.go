@@ -33,6 +33,25 @@ func (r *rowCheck) stageWindow(name string) (start, end time.Time, ok bool) {
 func (r *rowCheck) checkEarlyCommand(c commandRecord) {
 	const f = "commands.jsonl"
 	what := c.Stage + " command " + baseName(firstArg(c.Args))
+	if c.Stage == schema.StageBuild {
+		// The build, begun beside preflight's slow checks: started within preflight,
+		// ended within its own stage, or within preflight when that failed and stopped it.
+		if !r.truth(c.During == schema.StagePreflight, f, what+" during", "a build command starts early only during preflight", c.During) {
+			return
+		}
+		from, pend, ok := r.stageWindow(schema.StagePreflight)
+		if !r.truth(ok, resultsFile, "stages[preflight].start", "present (a build command started during it)", "absent") {
+			return
+		}
+		to, where := pend, "preflight's end (the build stage did not run: preflight stopped the build)"
+		if _, bend, ok := r.stageWindow(schema.StageBuild); ok && r.stageRan(schema.StageBuild) {
+			to, where = bend, "stage build's end"
+		}
+		r.truth(!c.Start.Before(from.Add(-windowSlack)) && !c.Start.After(pend.Add(windowSlack)) && !c.end().After(to.Add(windowSlack)), f, what,
+			"starting within stage preflight ("+from.Format(time.RFC3339Nano)+" to "+pend.Format(time.RFC3339Nano)+"), ending by "+where+" ("+to.Format(time.RFC3339Nano)+")",
+			c.Start.Format(time.RFC3339Nano)+" to "+c.end().Format(time.RFC3339Nano))
+		return
+	}
 	if c.isServer() {
 		if !r.truth(c.During == schema.StageCorrectness, f, what+" during", "the server starts early only during correctness", c.During) {
 			return
@@ -79,10 +98,13 @@ func (r *rowCheck) checkOrder() {
 		return nil
 	}
 	aiperf, batch := early(r.aiperfCmd), early(r.batchCmd)
-	var server *commandRecord
+	var server, build *commandRecord
 	for i, c := range r.cmds {
 		if c.isServer() && c.During == schema.StageCorrectness {
 			server = &r.cmds[i]
+		}
+		if c.Stage == schema.StageBuild && c.During == schema.StagePreflight && (build == nil || c.Start.Before(build.Start)) {
+			build = &r.cmds[i]
 		}
 	}
 	// Stages run one after another: each begins once the one before has ended.
@@ -98,20 +120,24 @@ func (r *rowCheck) checkOrder() {
 	switch tb.Order {
 	case "":
 		// A run from before there was a choice: serial, and it says nothing more.
-		r.truth(server == nil && aiperf == nil && batch == nil && tb.Overlap == nil, resultsFile, "time_budget.order",
+		r.truth(build == nil && server == nil && aiperf == nil && batch == nil && tb.Overlap == nil, resultsFile, "time_budget.order",
 			"stated whenever a command started early (commands.jsonl during)", "absent")
 		return
 	case schema.OrderSerial:
 		r.truth(tb.Overlap == nil, resultsFile, "time_budget.overlap", "absent in the serial order", "present")
-		r.truth(server == nil && aiperf == nil && batch == nil, "commands.jsonl", "during", "no command started early (time_budget.order serial)", "one did")
+		r.truth(build == nil && server == nil && aiperf == nil && batch == nil, "commands.jsonl", "during", "no command started early (time_budget.order serial)", "one did")
 	case schema.OrderOverlapped:
 		o := tb.Overlap
 		if !r.truth(o != nil, resultsFile, "time_budget.overlap", "present in the overlapped order", "absent") {
 			return
 		}
+		r.same(resultsFile, "time_budget.overlap.build_early", fmt.Sprint(build != nil), fmt.Sprint(o.BuildEarly), "the build commands' during in commands.jsonl")
 		r.same(resultsFile, "time_budget.overlap.server_early", fmt.Sprint(server != nil), fmt.Sprint(o.ServerEarly), "the server command's during in commands.jsonl")
 		r.same(resultsFile, "time_budget.overlap.aiperf_early", fmt.Sprint(aiperf != nil), fmt.Sprint(o.AIPerfEarly), "the AIPerf command's during in commands.jsonl")
 		r.same(resultsFile, "time_budget.overlap.native_preload", fmt.Sprint(batch != nil), fmt.Sprint(o.NativePreload), "the native batch command's during in commands.jsonl")
+		if r.stageRan(schema.StageBuild) {
+			r.checkAhead("build_ahead_s", build, schema.StageBuild, o.BuildAheadS)
+		}
 		r.checkAhead("server_ahead_s", server, schema.StageServe, o.ServerAheadS)
 		r.checkAhead("aiperf_ahead_s", aiperf, schema.StageBenchmark, o.AIPerfAheadS)
 		r.checkAhead("native_ahead_s", batch, schema.StageIdentity, o.NativeAheadS)
@@ -165,4 +191,14 @@ func (r *rowCheck) checkItemsRead() {
 				"after the server stopped ("+c.end().Format(time.RFC3339Nano)+", commands.jsonl): no replay beside the server", read.Format(time.RFC3339Nano))
 		}
 	}
+}
+
+// stageRan says whether results.json states the stage ran (passed or failed).
+func (r *rowCheck) stageRan(name string) bool {
+	for _, st := range r.res.Stages {
+		if st.Name == name {
+			return st.Status == schema.Pass || st.Status == schema.Fail
+		}
+	}
+	return false
 }

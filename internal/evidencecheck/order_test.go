@@ -62,6 +62,16 @@ func TestOrderForgeriesFail(t *testing.T) {
 				}
 			})
 		}, []string{"stages[identity].start: evidence says at or after stage influence's end", "time_budget.overlap.native_ahead_s: evidence says"}},
+		{"the build said to have begun during preflight", "overlapped", func(t *testing.T, dir string) {
+			editJSONL(t, filepath.Join(dir, row, "commands.jsonl"), func(d map[string]any) {
+				if d["stage"] == "build" {
+					d["during"] = "preflight"
+				}
+			})
+		}, []string{"build command python: evidence says starting within stage preflight", "time_budget.overlap.build_early: evidence says true"}},
+		{"an early build claimed with no command begun early", "overlapped", func(t *testing.T, dir string) {
+			budget(t, dir, func(tb map[string]any) { tb["overlap"].(map[string]any)["build_early"] = true })
+		}, []string{"time_budget.overlap.build_early: evidence says false"}},
 		{"a wall below the critical path", "overlapped", func(t *testing.T, dir string) {
 			budget(t, dir, func(tb map[string]any) {
 				tb["wall_s"] = 50.0

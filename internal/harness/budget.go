@@ -138,7 +138,7 @@ func (r *row) order(tb *schema.TimeBudget) {
 	if r.s.cfg.Serial {
 		tb.Order = schema.OrderSerial
 	}
-	o := &schema.Overlap{ServerWhy: r.plan.serverWhy, AIPerfWhy: r.plan.aiperfWhy, NativeWhy: r.plan.preloadWhy}
+	o := &schema.Overlap{BuildWhy: r.plan.buildWhy, ServerWhy: r.plan.serverWhy, AIPerfWhy: r.plan.aiperfWhy, NativeWhy: r.plan.preloadWhy}
 	stageStart := map[string]time.Time{}
 	for _, st := range r.result.Stages {
 		stageStart[st.Name] = st.Start
@@ -156,6 +156,12 @@ func (r *row) order(tb *schema.TimeBudget) {
 		}
 		<-b.done // stopped or waited for by now
 		return true, ahead(b.rec.Start, stage)
+	}
+	// The build's claim is what its command records say: one began during preflight.
+	if t := r.earlyBuild.firstEarlyStart(); !t.IsZero() {
+		o.BuildEarly, o.BuildAheadS = true, ahead(t, schema.StageBuild)
+	} else if r.plan.buildEarly {
+		o.BuildWhy = "begun during preflight, but no command of the build started before its stage: " + o.BuildWhy
 	}
 	// The claim is what the server's record says: it is written when the server stops,
 	// which it has by now, or when its start failed; a row stopped before the start

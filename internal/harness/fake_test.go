@@ -81,6 +81,7 @@ const (
 	faultRecordsLie   = "records-lie"   // the records file says another Task time than the body
 	faultNativeSilent = "native-silent" // the native Task does not state what it wrote
 	faultSlowCase     = "slow-case"     // the correctness case takes a second (no fault: time for the server to load beside it)
+	faultGatedBuild   = "gated-build"   // the build writes <out>.started, then waits for <out>.release (gatedChecks opens it)
 )
 
 // fakeCaseID is the JUnit id of the fake correctness case.
@@ -230,8 +231,19 @@ func fakeBuild(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if os.Getenv("QUALKIT_FAKE_FAULT") == faultBuild {
+	switch os.Getenv("QUALKIT_FAKE_FAULT") {
+	case faultBuild:
 		return fmt.Errorf("the build broke on purpose")
+	case faultGatedBuild:
+		if err := os.WriteFile(*out+".started", nil, 0o644); err != nil {
+			return err
+		}
+		for {
+			if _, err := os.Stat(*out + ".release"); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	fmt.Println("fake build: writing", *out)
 	return os.WriteFile(*out, []byte("fake bundle: invert\n"), 0o644)

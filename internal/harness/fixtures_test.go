@@ -76,7 +76,7 @@ func edit(t *testing.T, path, old, new string) {
 func TestManifestsShareThePool(t *testing.T) {
 	manifests, err := filepath.Glob("../../fixtures/*/manifest.json")
 	require.NoError(t, err)
-	require.Len(t, manifests, 3)
+	require.Len(t, manifests, 4)
 	for _, m := range manifests {
 		fx, err := LoadFixtures(m)
 		require.NoError(t, err, m)

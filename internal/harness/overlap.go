@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"qualkit/internal/harness/serving"
@@ -17,6 +18,8 @@ import (
 // overlapPlan is what the overlapped order begins early for one row, decided once
 // preflight has read the host, and why not when it does not.
 type overlapPlan struct {
+	buildEarly  bool // the build starts during preflight, beside its slow checks
+	buildWhy    string
 	serverEarly bool // the server starts with the correctness case and loads beside it
 	serverWhy   string
 	aiperfEarly bool // AIPerf starts with the server and waits for the model
@@ -197,6 +200,7 @@ func (b *background) stop() {
 // stopBackground stops what the row started early and nothing waited for: a row that
 // failed before the stage that needed it, or was interrupted.
 func (r *row) stopBackground() {
+	r.stopEarlyBuild()
 	r.bench.stop()
 	r.native.stop()
 	r.early.stop()
@@ -320,4 +324,107 @@ func (r *row) startNativePreload(ctx context.Context) error {
 	}
 	r.native = b
 	return nil
+}
+
+// earlyBuild is the build stage's work, begun during preflight: the build stage takes
+// its outcome.
+type earlyBuild struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+
+	mu         sync.Mutex
+	stageStart time.Time // when the build stage began; zero while preflight runs
+	firstEarly time.Time // the start of the first command recorded During preflight
+}
+
+// began marks the build stage's start: a command of the build starting after it is no
+// longer early.
+func (b *earlyBuild) began(t time.Time) {
+	b.mu.Lock()
+	b.stageStart = t
+	b.mu.Unlock()
+}
+
+// early says whether a command that started at t started before the build stage.
+func (b *earlyBuild) early(t time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stageStart.IsZero() || t.Before(b.stageStart)
+}
+
+const buildEarlyWhy = "the build started beside preflight's slow checks (AIPerf's version, the family's own checks and probes), which it needs none of; a failed preflight stops it"
+
+// startBuildEarly begins the build stage's work during preflight, once what the build
+// needs of the host is known (the fixtures, the runtime, the GPUs), when the order allows
+// and the build runs as processes: a build in the family's image waits for the image,
+// which preflight's probes prepare.
+func (r *row) startBuildEarly(ctx context.Context) {
+	switch {
+	case r.s.cfg.Serial:
+		r.plan.buildWhy = serialWhy
+		return
+	case r.inImage(schema.StageBuild):
+		r.plan.buildWhy = "the build runs in the family's image, which preflight's probes prepare: it starts once preflight passed"
+		return
+	case r.preparesImage():
+		r.plan.buildWhy = "preflight prepares the family's image for its probes, whose context the build's tools may write: the build starts once preflight passed"
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	b := &earlyBuild{cancel: cancel, done: make(chan struct{})}
+	// Its own progress, whose lines the build stage's subtest logs once it begins.
+	r.buildProg = r.newProgress(schema.StageBuild, nil, true)
+	r.earlyBuild = b
+	r.plan.buildEarly, r.plan.buildWhy = true, buildEarlyWhy
+	r.prog.printf("build: started now, beside preflight's slow checks")
+	go func() {
+		defer close(b.done)
+		b.err = r.buildNow(ctx)
+	}()
+}
+
+// preparesImage says whether preflight prepares the family's image (to run its probes there).
+func (r *row) preparesImage() bool {
+	_, ok := r.c.Adapter.(Prober)
+	return ok && r.inImage(schema.StagePreflight)
+}
+
+// stopEarlyBuild stops a build begun during preflight that nothing will take, and waits
+// for it: its commands end, its partial bundle is removed.
+func (r *row) stopEarlyBuild() {
+	if b := r.earlyBuild; b != nil {
+		b.cancel()
+		<-b.done
+	}
+}
+
+// buildRecorder records the build's commands, those begun before the build stage with
+// During preflight.
+type buildRecorder struct {
+	serving.Recorder
+	b *earlyBuild
+}
+
+func (d buildRecorder) Record(rec schema.CommandRecord) error {
+	if d.b.early(rec.Start) {
+		rec.During = schema.StagePreflight
+		d.b.mu.Lock()
+		if d.b.firstEarly.IsZero() || rec.Start.Before(d.b.firstEarly) {
+			d.b.firstEarly = rec.Start
+		}
+		d.b.mu.Unlock()
+	}
+	return d.Recorder.Record(rec)
+}
+
+// firstEarlyStart is when the first command recorded During preflight started; zero for
+// none (the build ran none before its stage began).
+func (b *earlyBuild) firstEarlyStart() time.Time {
+	if b == nil {
+		return time.Time{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.firstEarly
 }

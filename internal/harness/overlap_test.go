@@ -128,3 +128,111 @@ func TestFailedCaseStopsTheEarlyServer(t *testing.T) {
 	require.NotNil(t, res.TimeBudget.Overlap)
 	assert.True(t, res.TimeBudget.Overlap.ServerEarly)
 }
+
+// gatedChecks is the fake family whose preflight checks (its Requirements) last until the
+// build's command has begun: they wait for the gated build's start marker under the
+// bundle cache, then pass (opening the build's gate) or fail. The build began during
+// preflight exactly when the checks see the marker.
+type gatedChecks struct {
+	FakeFamily
+	fail bool
+}
+
+func (g gatedChecks) Requirements(env Env, _ Checkpoint) []Requirement {
+	// Bounded only so that a build that never began early fails the test, not hangs it.
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
+		started, _ := filepath.Glob(filepath.Join(env.Root, ".cache", "bundles", "*", ".partial-*", "*.started"))
+		if len(started) > 0 {
+			if g.fail {
+				return []Requirement{{What: "a slow check found a fault on purpose, while the build ran", Fix: "nothing: a test fault"}}
+			}
+			os.WriteFile(strings.TrimSuffix(started[0], ".started")+".release", nil, 0o644)
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return []Requirement{{What: "the build's command never began while preflight's checks ran", Fix: "nothing: the test's finding"}}
+}
+
+// buildRecords are the build stage's command records of the row.
+func buildRecords(t *testing.T, s *Suite, row string) []schema.CommandRecord {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, row, "commands.jsonl"))
+	require.NoError(t, err)
+	var out []schema.CommandRecord
+	for line := range strings.Lines(string(b)) {
+		var rec schema.CommandRecord
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec.Stage == schema.StageBuild {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// The overlapped order starts the build as soon as preflight knows what the build needs
+// (fixtures, runtime, GPUs), beside its slow checks: the build's command starts during
+// preflight, the build stage takes its outcome, and the time budget says how far ahead
+// it began. The serial order builds in the build stage.
+func TestBuildBesidePreflightsSlowChecks(t *testing.T) {
+	p := newPipeline(t, false)
+	s := p.start(t)
+	c := p.row("build-early", "")
+	c.Adapter = gatedChecks{FakeFamily: FakeFamily{Fault: faultGatedBuild}}
+	res, err := s.Run(context.Background(), c, t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, schema.StatusQualified, res.Status, res.Reason)
+	o := res.TimeBudget.Overlap
+	require.NotNil(t, o)
+	assert.True(t, o.BuildEarly, o.BuildWhy)
+	assert.Equal(t, buildEarlyWhy, o.BuildWhy)
+	recs := buildRecords(t, s, "build-early")
+	require.Len(t, recs, 1)
+	assert.Equal(t, schema.StagePreflight, recs[0].During)
+	pre, _ := res.Stage(schema.StagePreflight)
+	build, _ := res.Stage(schema.StageBuild)
+	assert.False(t, recs[0].Start.Before(pre.Start), "the build starts within preflight")
+	assert.True(t, recs[0].Start.Before(build.Start), "... before the build stage")
+	assert.InDelta(t, build.Start.Sub(recs[0].Start).Seconds(), o.BuildAheadS, 0.002)
+	entries, err := filepath.Glob(filepath.Join(p.root, ".cache", "bundles", "*", ".partial-*"))
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the partial folder became the cache entry")
+
+	p.cfg.Serial = true
+	s2 := p.start(t)
+	c = p.row("build-serial", "")
+	c.Adapter = FakeFamily{Settings: map[string]string{"edit": "invert", "order": "serial"}} // another bundle: built, not taken from the cache
+	res, err = s2.Run(context.Background(), c, t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, schema.StatusQualified, res.Status, res.Reason)
+	assert.Nil(t, res.TimeBudget.Overlap, "the serial order begins nothing early")
+	for _, rec := range buildRecords(t, s2, "build-serial") {
+		assert.Empty(t, rec.During, "the serial order builds in the build stage")
+	}
+}
+
+// A preflight that fails stops the build it began: the build's command ends before
+// preflight does, no partial bundle is left in the cache, the row fails at preflight
+// with the check's message, and the build stage does not run.
+func TestFailedPreflightStopsTheEarlyBuild(t *testing.T) {
+	p := newPipeline(t, false)
+	s := p.start(t)
+	c := p.row("build-stopped", "")
+	c.Adapter = gatedChecks{FakeFamily: FakeFamily{Fault: faultGatedBuild}, fail: true}
+	res, err := s.Run(context.Background(), c, t.TempDir())
+	require.Error(t, err)
+	assert.Equal(t, []string{"preflight:fail", "build:not-run"}, stageStatuses(res)[:2])
+	pre, _ := res.Stage(schema.StagePreflight)
+	assert.Contains(t, pre.Error, "a slow check found a fault on purpose")
+	recs := buildRecords(t, s, "build-stopped")
+	require.Len(t, recs, 1)
+	assert.Equal(t, schema.StagePreflight, recs[0].During)
+	assert.NotZero(t, recs[0].ExitCode, "the gated build never finished: it was stopped")
+	preEnd := pre.Start.Add(time.Duration(pre.WallS * float64(time.Second)))
+	assert.False(t, recs[0].Start.Add(time.Duration(recs[0].WallS*float64(time.Second))).After(preEnd), "stopped before preflight ended")
+	entries, err := filepath.Glob(filepath.Join(p.root, ".cache", "bundles", "*", ".partial-*"))
+	require.NoError(t, err)
+	assert.Empty(t, entries, "no partial bundle left")
+	require.NotNil(t, res.TimeBudget.Overlap)
+	assert.True(t, res.TimeBudget.Overlap.BuildEarly)
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"qualkit/internal/harness/serving"
+	"qualkit/internal/schema"
 )
 
 // DefaultHeartbeat is the longest a running stage stays silent: builds, model loads and
@@ -29,13 +30,47 @@ type progress struct {
 	log   string // the file whose last line a heartbeat quotes, "" for none
 	done  chan struct{}
 	wg    sync.WaitGroup
+	// hold keeps the lines printed before the stage's subtest began (pending), for attach.
+	hold    bool
+	pending []string
+}
+
+// attach hands the stage's subtest log to a progress begun before it: the lines so far,
+// then every line as it comes.
+func (p *progress) attach(say func(string)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if say != nil {
+		for _, line := range p.pending {
+			say(line)
+		}
+	}
+	p.say, p.hold, p.pending = say, false, nil
 }
 
 // beginStage starts the heartbeat of one stage; end stops it before the stage returns,
 // so no line is logged after its subtest has finished.
 func (r *row) beginStage(name string, say func(string)) *progress {
-	p := &progress{say: say, r: r, stage: name, start: time.Now(), done: make(chan struct{})}
+	if name == schema.StageBuild && r.buildProg != nil {
+		// The build began during preflight: its progress so far goes into this
+		// stage's log, and the rest as it comes.
+		r.earlyBuild.began(time.Now())
+		r.buildProg.attach(say)
+		r.prog = r.buildProg
+		return r.buildProg
+	}
+	p := r.newProgress(name, say, false)
 	r.prog = p
+	if name == schema.StageBuild {
+		r.buildProg = p
+	}
+	return p
+}
+
+// newProgress starts a stage's heartbeat; with hold (a stage's work begun before its
+// subtest) its lines wait for attach.
+func (r *row) newProgress(name string, say func(string), hold bool) *progress {
+	p := &progress{say: say, r: r, stage: name, start: time.Now(), done: make(chan struct{}), hold: hold}
 	every := r.s.cfg.Heartbeat
 	if every <= 0 {
 		every = DefaultHeartbeat
@@ -101,6 +136,8 @@ func (p *progress) printf(format string, args ...any) {
 	defer p.mu.Unlock()
 	if p.say != nil {
 		p.say(line)
+	} else if p.hold {
+		p.pending = append(p.pending, line)
 	}
 	if w := p.r.s.cfg.Progress; w != nil {
 		fmt.Fprintln(w, line)

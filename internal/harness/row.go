@@ -55,8 +55,10 @@ type row struct {
 	nativeWaitedS    float64  // how long a preloaded batch waited for its items
 
 	// The overlapped order: what begins early, and the commands it began.
-	plan  overlapPlan
-	early *earlyServer // the server, started with the correctness case when plan.serverEarly
+	plan       overlapPlan
+	earlyBuild *earlyBuild  // the build, begun during preflight when plan.buildEarly
+	buildProg  *progress    // the build's progress, from its start (early or not)
+	early      *earlyServer // the server, started with the correctness case when plan.serverEarly
 	// earlyStart is that server's start as its command record states it (once recorded).
 	earlyStart time.Time
 	bench      *background // AIPerf, started with the server when plan.aiperfEarly

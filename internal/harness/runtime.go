@@ -38,6 +38,9 @@ func (r *row) options(ctx context.Context, stage string, mounts ...Mount) ([]ser
 
 func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mounts ...Mount) ([]serving.Option, error) {
 	opts := []serving.Option{serving.WithRecorder(r.ev, stage)}
+	if stage == schema.StageBuild && r.earlyBuild != nil {
+		opts = []serving.Option{serving.WithRecorder(buildRecorder{r.ev, r.earlyBuild}, stage)}
+	}
 	if len(gpus) > 0 && stage != schema.StageBenchmark {
 		opts = append(opts, serving.WithGPUs(gpus))
 	}
@@ -131,7 +134,11 @@ func (r *row) jobOn(ctx context.Context, stage string, c Command, logRel string,
 		return schema.CommandRecord{}, err
 	}
 	log := r.ev.Path(logRel)
-	r.prog.watch(log)
+	if stage == schema.StageBuild {
+		r.buildProg.watch(log) // the build may have begun during preflight, beside its stage's progress
+	} else {
+		r.prog.watch(log)
+	}
 	return serving.Run(ctx, c, log, opts...)
 }
 

@@ -22,6 +22,17 @@ import (
 // build makes the family's programs, then the bundle, reusing a cached bundle only when
 // its key (checkpoint, revision, profile, build settings, builder hash) matches.
 func (r *row) build(ctx context.Context) error {
+	if b := r.earlyBuild; b != nil {
+		r.prog.printf("build: begun during preflight; waiting for it")
+		<-b.done
+		return b.err
+	}
+	return r.buildNow(ctx)
+}
+
+// buildNow is the build stage's work: the family's tools, then the bundle from the cache
+// or built. It may begin during preflight (startBuildEarly): its lines go to r.buildProg.
+func (r *row) buildNow(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Build)
 	defer cancel()
 	if r.inImage(schema.StageBuild) {
@@ -56,7 +67,7 @@ func (r *row) build(ctx context.Context) error {
 		// The family's correctness case builds the bundle: it is found, hashed and
 		// recorded when that case passed, and never taken from the cache.
 		info.ByCorrectness = true
-		r.prog.printf("the bundle is built by the family's correctness case (next stage)")
+		r.buildProg.printf("the bundle is built by the family's correctness case (next stage)")
 		return r.ev.WriteJSON("build/bundle.json", info)
 	}
 
@@ -79,7 +90,7 @@ func (r *row) build(ctx context.Context) error {
 			info.Path, info.SHA256, info.Cached = final, entry.SHA256, true
 			info.BuiltBy, info.EntrySHA256 = entry.BuiltBy, entry.EntrySHA256
 		} else if !errors.Is(err, os.ErrNotExist) {
-			r.prog.printf("bundle cache entry %s not reused: %v; building it again", key, err)
+			r.buildProg.printf("bundle cache entry %s not reused: %v; building it again", key, err)
 		}
 	}
 	if !info.Cached {
@@ -98,7 +109,7 @@ func (r *row) build(ctx context.Context) error {
 			markBuiltHere(dir, info.SHA256)
 		case errors.Is(err, errEntryBusy):
 			info.Private = "cache entry " + key + " is held by another run, which may be reading it: this row built its own bundle in its work folder and cached nothing"
-			r.prog.printf("bundle: %s", info.Private)
+			r.buildProg.printf("bundle: %s", info.Private)
 			own := filepath.Join(r.env.Work, "bundle")
 			final = filepath.Join(own, r.c.Profile+".bundle")
 			if err := r.buildBundle(ctx, info, own, final, ref); err != nil {

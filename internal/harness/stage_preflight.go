@@ -59,6 +59,15 @@ type Describer interface {
 // Preflight lists what the row needs and the host lacks, without starting anything.
 // `make doctor` prints it for every row.
 func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness {
+	rd := s.preflightHost(ctx, c, env)
+	s.preflightChecks(ctx, c, env, &rd)
+	return rd
+}
+
+// preflightHost is what the build may need of preflight: the family's findings, the
+// fixtures, the runtime, and the GPUs (NVML's reading and the devices chosen). No program
+// of the family's runs here but the NVML reader.
+func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env) Readiness {
 	var rd Readiness
 	if d, ok := c.Adapter.(Describer); ok {
 		rd.Found = d.Found(env)
@@ -73,21 +82,6 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 		need(false, "fixtures settings have no \"size\": the output size gate needs it", "add settings.size to "+c.Fixtures)
 	}
 	rd.fixtures = fx
-	// The slow parts (AIPerf's interpreter, the NVML reader, the family's own checks,
-	// each a program start) run side by side; their findings are listed in a fixed order.
-	var aiperfErr, gpuErr error
-	var reading gpu.Reading
-	var familyReqs []Requirement
-	var wg sync.WaitGroup
-	wg.Go(func() { _, aiperfErr = s.cfg.AIPerf.CheckVersion(ctx) })
-	wg.Go(func() { reading, gpuErr = gpu.Read(ctx, s.cfg.GPURead) })
-	if req, ok := c.Adapter.(Requirer); ok {
-		wg.Go(func() { familyReqs = req.Requirements(env, c) })
-	}
-	wg.Wait()
-	if aiperfErr != nil {
-		need(true, aiperfErr.Error(), "make setup")
-	}
 	if _, err := os.Stat(s.cfg.Python); err != nil {
 		need(true, "python for the correctness case not found at "+s.cfg.Python, "make setup")
 	}
@@ -116,6 +110,7 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 				"install the NVIDIA Container Toolkit and run `nvidia-ctk runtime configure --runtime=docker`, then restart dockerd")
 		}
 	}
+	reading, gpuErr := gpu.Read(ctx, s.cfg.GPURead)
 	if gpuErr != nil {
 		rd.GPUError = gpuErr.Error()
 	} else {
@@ -134,19 +129,43 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 			rd.Selected = sel
 		}
 	}
-	rd.Requirements = append(rd.Requirements, familyReqs...)
 	return rd
+}
+
+// preflightChecks are preflight's slow parts, which the build needs none of: AIPerf's
+// interpreter and the family's own checks, each a program start, side by side; their
+// findings are listed in a fixed order after preflightHost's.
+func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env Env, rd *Readiness) {
+	var aiperfErr error
+	var familyReqs []Requirement
+	var wg sync.WaitGroup
+	wg.Go(func() { _, aiperfErr = s.cfg.AIPerf.CheckVersion(ctx) })
+	if req, ok := c.Adapter.(Requirer); ok {
+		wg.Go(func() { familyReqs = req.Requirements(env, c) })
+	}
+	wg.Wait()
+	if aiperfErr != nil {
+		rd.Requirements = append(rd.Requirements, Requirement{What: aiperfErr.Error(), Fix: "make setup", Absent: true})
+	}
+	rd.Requirements = append(rd.Requirements, familyReqs...)
 }
 
 func (r *row) preflight(ctx context.Context) error {
 	start := time.Now()
-	rd := r.s.Preflight(ctx, r.c, r.env)
+	rd := r.s.preflightHost(ctx, r.c, r.env)
 	if r.lease != nil && len(r.lease.Devices) > 0 {
 		// The GPUs the row leased for its whole life, not a fresh pick: other rows of
 		// the run may hold the rest.
 		rd.Selected = r.lease.Devices
 	}
 	r.gpus, r.env.GPUs = rd.Selected, rd.Selected
+	r.fx = rd.fixtures
+	if len(rd.Requirements) == 0 {
+		// What the build needs of the host is there: it starts now, beside the checks
+		// it needs none of, when the order allows (startBuildEarly says why not).
+		r.startBuildEarly(ctx)
+	}
+	r.s.preflightChecks(ctx, r.c, r.env, &rd)
 	if len(rd.Requirements) == 0 {
 		// Only on a host that has every piece: the probes run the family's programs.
 		rd.Probes = r.probe(ctx)
@@ -165,6 +184,9 @@ func (r *row) preflight(ctx context.Context) error {
 	}
 	r.prog.printf("preflight took %.1f s", time.Since(start).Seconds())
 	if err := Missing(rd.Requirements); err != nil {
+		// Nothing will take the build that began early: a row that does not pass
+		// preflight builds nothing.
+		r.stopEarlyBuild()
 		if !r.s.cfg.Qualification && allAbsent(rd.Requirements) {
 			r.skipReason = strings.Join(strings.Fields(err.Error()), " ")
 			r.s.recordSkip(r.c.Name, r.skipReason)
@@ -173,7 +195,6 @@ func (r *row) preflight(ctx context.Context) error {
 		return err
 	}
 	fx := rd.fixtures
-	r.fx = fx
 	for _, im := range fx.Images {
 		if err := copyFile(r.ev.Path(filepath.Join("fixtures", im.File)), fx.ImagePath(im.File)); err != nil {
 			return err
@@ -181,7 +202,8 @@ func (r *row) preflight(ctx context.Context) error {
 	}
 	r.result.Settings = fx.FormSettings()
 	r.planOverlap(rd)
-	r.prog.printf("order: AIPerf early %v (%s); native preload %v (%s)", r.plan.aiperfEarly, r.plan.aiperfWhy, r.plan.preload, r.plan.preloadWhy)
+	r.prog.printf("order: build early %v (%s); AIPerf early %v (%s); native preload %v (%s)", r.plan.buildEarly, r.plan.buildWhy,
+		r.plan.aiperfEarly, r.plan.aiperfWhy, r.plan.preload, r.plan.preloadWhy)
 	return r.ev.WriteJSON("fixtures/manifest.json", fx)
 }
 

@@ -415,6 +415,13 @@ const (
 // Overlap says what the overlapped order began early, by how much, and why it did not
 // when it did not.
 type Overlap struct {
+	// BuildEarly: the build (the family's tools and the bundle) began during preflight,
+	// beside its slow checks (AIPerf's version, the family's own checks and probes), which
+	// it needs none of; a failed preflight stops it. BuildAheadS is how long before the
+	// build stage began its first command started.
+	BuildEarly  bool    `json:"build_early"`
+	BuildAheadS float64 `json:"build_ahead_s"`
+	BuildWhy    string  `json:"build_why"`
 	// ServerEarly: the server started with the correctness case and loaded beside it
 	// (the bundle existed before the case, and the row's memory held both); the
 	// benchmark's first request still waited for the case to pass. ServerAheadS is how
