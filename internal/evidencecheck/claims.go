@@ -51,6 +51,8 @@ func (r *rowCheck) check() {
 	r.checkTiming()
 	r.checkRecords()
 	r.checkRecordHashes()
+	r.checkServerRecords()
+	r.checkServerLog()
 	r.checkPhysicalTiming()
 	r.checkLatencies()
 	r.checkQuality()
@@ -701,7 +703,11 @@ func (r *rowCheck) checkPhaseExports() {
 		}
 		src := "the " + phase + " records of " + rawExport
 		if s.RequestLatency.Count == nil || *s.RequestLatency.Count != len(lat) {
-			r.fail(file, "request_latency.count", fmt.Sprintf("%d (%s)", len(lat), src), fmt.Sprint(s.RequestLatency.Count))
+			got := "none"
+			if s.RequestLatency.Count != nil {
+				got = fmt.Sprint(*s.RequestLatency.Count)
+			}
+			r.fail(file, "request_latency.count", fmt.Sprintf("%d (%s)", len(lat), src), got)
 			continue
 		}
 		if len(lat) > 0 && s.RequestLatency.Min != nil && s.RequestLatency.Max != nil {

@@ -1,8 +1,10 @@
 package evidencecheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -172,14 +174,12 @@ var forgeries = []forgery{
 		setCommit(t, dir, strings.Repeat("0123456789", 4))
 	}, want: []string{"run.json: harness_commit: evidence says a commit of this repository (git cat-file -e), file says 0123456789012345678901234567890123456789: no such commit"}},
 	{name: "the correctness gate loosened (psnr min 55 -> 5), the dirty run flipped to qualified", repo: true, edit: func(t *testing.T, dir string) {
-		loosened := "" // the thresholds file as the loosened tree held it, which the case hashed
 		editJSON(t, filepath.Join(dir, qualifiedRow, "correctness/artifacts/result.json"), func(d map[string]any) {
 			th := d["thresholds"].(map[string]any)
 			th["gates"].(map[string]any)["gates"].(map[string]any)["psnr_db"].(map[string]any)["min"] = 5.0
-			b, err := json.MarshalIndent(th["gates"], "", "  ")
+			b, err := json.MarshalIndent(th["gates"], "", "  ") // the loosened file, as the case hashed it
 			require.NoError(t, err)
-			loosened = bytesSHA256(b)
-			th["sha256"] = loosened
+			th["sha256"] = bytesSHA256(b)
 		})
 		fixArtifactHash(t, dir, qualifiedRow, "correctness/artifacts/result.json")
 		setDirty(t, dir, false)
@@ -204,6 +204,141 @@ var forgeries = []forgery{
 		})
 		setDirty(t, dir, false)
 	}, want: []string{"reference-smoke/results.json: checkpoint: evidence says the row reference-smoke of the qual tables at commit 748b2645dc69: TestReferenceSmoke: family qwen_image, backend diffusers, model Qwen/Qwen-Image-Edit-2511, profile qwen-image-edit-2511-reference-smoke, smoke true, double false, 5 measured + 1 warmup, file says family qwen_image, backend diffusers, model Qwen/Qwen-Image-Edit-2511, profile qwen-image-edit-2511, smoke false"}},
+
+	// The server's account: its records and log.
+	{name: "the slowest request moved first and relabelled warmup", edit: func(t *testing.T, dir string) {
+		slow := slowest(t, dir)
+		swapRequests(t, dir, 0, slow.index)
+	}, want: []string{qualifiedRow + "/serve/records.jsonl: request " + slowestID + " time: evidence says inside AIPerf's span of the request, 2026-12-03T15:18:42.399505185Z to 2026-12-03T15:18:42.406990316Z (aiperf/artifacts/profile_export_raw.jsonl request_start_ns, request_end_ns, 1ms either side), file says 2026-12-03T15:18:42.425721222Z"}},
+	{name: "the slowest request removed", edit: func(t *testing.T, dir string) {
+		removeRequest(t, dir, slowest(t, dir))
+	}, want: []string{qualifiedRow + "/serve/records.jsonl: line 3: request " + slowestID + ": evidence says a request of aiperf/artifacts/profile_export_raw.jsonl or an influence probe"}},
+	{name: "the slowest request removed, from the server's records too", edit: func(t *testing.T, dir string) {
+		slow := slowest(t, dir)
+		removeRequest(t, dir, slow)
+		dropLines(t, filepath.Join(dir, qualifiedRow, recordsFile), slow.id)
+	}, want: []string{qualifiedRow + "/serve/server.log: line 5: request " + slowestID + ": evidence says a request the server's records hold (serve/records.jsonl), file says none there"}},
+	{name: "an influence image replaced by another request's output", edit: func(t *testing.T, dir string) {
+		b, err := os.ReadFile(filepath.Join(dir, qualifiedRow, "identity/01-profiling-http.png"))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, qualifiedRow, "influence/b.png"), b, 0o644))
+	}, want: []string{qualifiedRow + "/serve/records.jsonl: request qualkit-influence-b output_sha256: evidence says c38f7fed1e525d797f1d8e5f34a06d09c528f0a44bcb136d43d31551098356c5 (influence/b.png)"}},
+}
+
+// slowestID is the qualified row's slowest measured request (slowest).
+const slowestID = "fa23c3d0-6710-41b8-854f-eb4f3bdecca3"
+
+// rawRequest is one request of a row's raw export.
+type rawRequest struct {
+	index int
+	id    string
+	stem  string
+}
+
+// slowest is the measured request of the qualified row that took longest.
+func slowest(t *testing.T, dir string) rawRequest {
+	t.Helper()
+	raw, err := readRaw(filepath.Join(dir, qualifiedRow, rawExport))
+	require.NoError(t, err)
+	best, span := rawRequest{index: -1}, int64(0)
+	for i, r := range raw {
+		m := r.Metadata
+		if m.BenchmarkPhase == phaseProfiling && m.RequestEndNs-m.RequestStartNs > span {
+			best, span = rawRequest{i, m.XRequestID, fmt.Sprintf("%02d-%s", i, m.BenchmarkPhase)}, m.RequestEndNs-m.RequestStartNs
+		}
+	}
+	require.GreaterOrEqual(t, best.index, 0)
+	return best
+}
+
+// jsonLines reads a JSON lines file with its numbers exact (nanosecond stamps).
+func jsonLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		d := json.NewDecoder(bytes.NewReader(line))
+		d.UseNumber()
+		var m map[string]any
+		require.NoError(t, d.Decode(&m))
+		out = append(out, m)
+	}
+	return out
+}
+
+func writeJSONLines(t *testing.T, path string, lines []map[string]any) {
+	t.Helper()
+	var out []byte
+	for _, l := range lines {
+		b, err := json.Marshal(l)
+		require.NoError(t, err)
+		out = append(append(out, b...), '\n')
+	}
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+}
+
+// requestTiming are the metadata fields of a raw export line that say when and in which
+// phase a request ran: what stays in place when two requests trade places.
+var requestTiming = []string{"credit_issued_ns", "request_start_ns", "request_ack_ns", "request_end_ns", "benchmark_phase", "phase_index", "phase_name", "phase_kind"}
+
+// swapRequests makes requests i and j of the qualified row trade places in AIPerf's
+// exports: each takes the other's times and phase (in the raw export; in the per-request
+// export, whose metrics follow the times, only the ids move), and the identity PNGs
+// follow the requests.
+func swapRequests(t *testing.T, dir string, i, j int) {
+	t.Helper()
+	row := filepath.Join(dir, qualifiedRow)
+	raw := jsonLines(t, filepath.Join(row, rawExport))
+	raw[i], raw[j] = raw[j], raw[i]
+	mi, mj := raw[i]["metadata"].(map[string]any), raw[j]["metadata"].(map[string]any)
+	for _, k := range requestTiming {
+		mi[k], mj[k] = mj[k], mi[k]
+	}
+	writeJSONLines(t, filepath.Join(row, rawExport), raw)
+	prof := jsonLines(t, filepath.Join(row, profileExport))
+	pi, pj := prof[i]["metadata"].(map[string]any), prof[j]["metadata"].(map[string]any)
+	pi["x_request_id"], pj["x_request_id"] = pj["x_request_id"], pi["x_request_id"]
+	writeJSONLines(t, filepath.Join(row, profileExport), prof)
+	stemI, stemJ := fmt.Sprintf("%02d-%s", i, mi["benchmark_phase"]), fmt.Sprintf("%02d-%s", j, mj["benchmark_phase"])
+	for _, kind := range []string{"http", "native"} {
+		a, b := filepath.Join(row, "identity", stemI+"-"+kind+".png"), filepath.Join(row, "identity", stemJ+"-"+kind+".png")
+		ba, err := os.ReadFile(a)
+		require.NoError(t, err)
+		bb, err := os.ReadFile(b)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(a, bb, 0o644))
+		require.NoError(t, os.WriteFile(b, ba, 0o644))
+	}
+}
+
+// removeRequest takes a request out of AIPerf's exports and the identity stage, and the
+// measured count down by one where results.json and the AIPerf command state it.
+func removeRequest(t *testing.T, dir string, q rawRequest) {
+	t.Helper()
+	row := filepath.Join(dir, qualifiedRow)
+	dropLines(t, filepath.Join(row, rawExport), q.id)
+	dropLines(t, filepath.Join(row, profileExport), q.id)
+	for _, kind := range []string{"http", "native"} {
+		require.NoError(t, os.Remove(filepath.Join(row, "identity", q.stem+"-"+kind+".png")))
+	}
+	editJSON(t, filepath.Join(row, "results.json"), func(d map[string]any) { d["measured"] = d["measured"].(float64) - 1 })
+	replaceIn(t, filepath.Join(row, "commands.jsonl"), `"--request-count","5"`, `"--request-count","4"`)
+}
+
+// dropLines removes the lines of a file that name id.
+func dropLines(t *testing.T, path, id string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var keep [][]byte
+	for _, l := range bytes.SplitAfter(b, []byte("\n")) {
+		if !bytes.Contains(l, []byte(id)) {
+			keep = append(keep, l)
+		}
+	}
+	require.Less(t, len(keep), bytes.Count(b, []byte("\n"))+1, "%s names %s", path, id)
+	require.NoError(t, os.WriteFile(path, bytes.Join(keep, nil), 0o644))
 }
 
 // thisRepo is the clone the tests run in: the commits the committed runs name are its.
