@@ -57,6 +57,8 @@ func (r *rowCheck) check() {
 	r.checkLatencies()
 	r.checkQuality()
 	r.checkNativeLogs()
+	r.checkNativeBatchLog()
+	r.checkNativeCrash()
 	r.checkTimeBudget()
 	r.checkIdentity()
 	r.checkInfluence()

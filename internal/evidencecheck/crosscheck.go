@@ -494,6 +494,10 @@ func (r *rowCheck) checkNativeBatch(required bool) {
 		}
 		r.batchTaskS += line.TaskMs / 1000
 		byID[line.ID] = line
+		if r.batchSHA == nil {
+			r.batchSHA = map[string]string{}
+		}
+		r.batchSHA[line.ID] = line.SHA256
 	}
 	if required {
 		r.same(report, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(byID)), "one per request in "+rawExport)

@@ -2,6 +2,7 @@ package evidencecheck
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -223,6 +224,59 @@ var forgeries = []forgery{
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, qualifiedRow, "influence/b.png"), b, 0o644))
 	}, want: []string{qualifiedRow + "/serve/records.jsonl: request qualkit-influence-b output_sha256: evidence says c38f7fed1e525d797f1d8e5f34a06d09c528f0a44bcb136d43d31551098356c5 (influence/b.png)"}},
+
+	// The native Task's log against its report and PNGs.
+	{name: "an output replaced, the records' and the batch report's sha256 rewritten to match", edit: func(t *testing.T, dir string) {
+		row := filepath.Join(dir, qualifiedRow)
+		editPNG(t, filepath.Join(row, "identity/01-profiling-http.png"))
+		b, err := os.ReadFile(filepath.Join(row, "identity/01-profiling-http.png"))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(row, "identity/01-profiling-native.png"), b, 0o644))
+		setResponseImage(t, dir, 1, b)
+		sha := bytesSHA256(b)
+		const was = "c38f7fed1e525d797f1d8e5f34a06d09c528f0a44bcb136d43d31551098356c5"
+		replaceIn(t, filepath.Join(row, recordsFile), was, sha)
+		replaceIn(t, filepath.Join(row, schema.NativeBatchFile), was, sha)
+	}, want: []string{
+		qualifiedRow + "/identity/native-batch.log: line 2: replay 18f8bcd0-b6e9-40f4-9e0f-419320ab2010 sha256: evidence says ",
+		"(the start of identity/01-profiling-native.png's sha256), file says c38f7fed1e52",
+		qualifiedRow + "/identity/native-batch.jsonl: replay 18f8bcd0-b6e9-40f4-9e0f-419320ab2010 output_sha256: evidence says a sha256 starting c38f7fed1e52 (identity/native-batch.log line 2)",
+	}},
+	{name: "native PNGs copied from the HTTP outputs after the batch crashed", edit: func(t *testing.T, dir string) {
+		row := filepath.Join(dir, qualifiedRow)
+		log := filepath.Join(row, nativeBatchLog)
+		b, err := os.ReadFile(log)
+		require.NoError(t, err)
+		lines := strings.SplitAfter(string(b), "\n")
+		crashed := strings.Join(lines[:3], "") + "panic: runtime error: invalid memory address or nil pointer dereference\n" +
+			"[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4a2b1c]\n\ngoroutine 1 [running]:\nmain.batch(...)\n"
+		require.NoError(t, os.WriteFile(log, []byte(crashed), 0o644))
+		for i := 3; i < 6; i++ { // what the batch never wrote, taken from the HTTP outputs
+			png, err := os.ReadFile(filepath.Join(row, fmt.Sprintf("identity/%02d-profiling-http.png", i)))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(row, fmt.Sprintf("identity/%02d-profiling-native.png", i)), png, 0o644))
+		}
+	}, want: []string{
+		qualifiedRow + "/identity/native-batch.log: the native Task ran to its end: evidence says no crash (stage identity passed), file says line 4: panic: runtime error: invalid memory address or nil pointer dereference",
+		qualifiedRow + "/identity/native-batch.log: replays: evidence says 6 (one line per request in aiperf/artifacts/profile_export_raw.jsonl (stage identity passed)), file says 3",
+		qualifiedRow + "/identity/native-batch.jsonl: replay 24eff3c0-e594-4ca7-be03-d9bd1a7e60bf: evidence says a replay the batch logged (identity/native-batch.log), file says no line there",
+	}},
+}
+
+// setResponseImage makes the response AIPerf recorded for request i of the qualified row
+// carry png (data[0].b64_json of its body).
+func setResponseImage(t *testing.T, dir string, i int, png []byte) {
+	t.Helper()
+	path := filepath.Join(dir, qualifiedRow, rawExport)
+	raw := jsonLines(t, path)
+	resp := raw[i]["responses"].([]any)[0].(map[string]any)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal([]byte(resp["text"].(string)), &body))
+	body["data"].([]any)[0].(map[string]any)["b64_json"] = base64.StdEncoding.EncodeToString(png)
+	text, err := json.Marshal(body)
+	require.NoError(t, err)
+	resp["text"] = string(text)
+	writeJSONLines(t, path, raw)
 }
 
 // slowestID is the qualified row's slowest measured request (slowest).
