@@ -48,6 +48,8 @@ func (r *rowCheck) check() {
 	r.checkServe()
 	r.checkCommands()
 	r.checkBenchmark()
+	r.checkAIPerfRun()
+	r.checkLatencyPercentiles()
 	r.checkTiming()
 	r.checkRecords()
 	r.checkRecordHashes()

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -261,6 +263,104 @@ var forgeries = []forgery{
 		qualifiedRow + "/identity/native-batch.log: replays: evidence says 6 (one line per request in aiperf/artifacts/profile_export_raw.jsonl (stage identity passed)), file says 3",
 		qualifiedRow + "/identity/native-batch.jsonl: replay 24eff3c0-e594-4ca7-be03-d9bd1a7e60bf: evidence says a replay the batch logged (identity/native-batch.log), file says no line there",
 	}},
+
+	// AIPerf's summaries against its raw export and the run.
+	{name: "every benchmark timing x0.5, the fields the checker read before edited to match", edit: func(t *testing.T, dir string) {
+		halveLatencies(t, dir)
+	}, want: []string{
+		qualifiedRow + "/aiperf/artifacts/profile_export_aiperf.csv: Request Latency (ms) p50: evidence says 3.03 (the profiling request_latency values of aiperf/artifacts/profile_export.jsonl, NumPy's linear percentile), file says 6.06",
+		qualifiedRow + "/aiperf/artifacts/phases/profiling/profile_export_aiperf.csv: Request Latency (ms) max: evidence says 3.85",
+		qualifiedRow + "/aiperf/artifacts/profile_export_console.txt: Request Latency (ms) p90: evidence says 3.72",
+	}},
+	{name: "AIPerf's exports transplanted from another run", edit: func(t *testing.T, dir string) {
+		arts := filepath.Join(dir, qualifiedRow, "aiperf", "artifacts")
+		require.NoError(t, os.RemoveAll(arts))
+		require.NoError(t, os.CopyFS(arts, os.DirFS(filepath.Join(testRun(t, "second"), "refedit-v1-second", "aiperf", "artifacts"))))
+	}, want: []string{
+		qualifiedRow + "/aiperf/artifacts/profile_export_aiperf.json: input_config.artifacts.dir: evidence says a folder ending /20261203T151833Z-3754-qualified/refedit-v1/aiperf/artifacts (this run and row), file says /tmp/mk/20261203T151857Z-5216-second/refedit-v1-second/aiperf/artifacts",
+		qualifiedRow + "/aiperf/artifacts/phase_manifest.json: profiling start_ns / end_ns: evidence says inside the AIPerf command's run",
+	}},
+	{name: "AIPerf's summary says CUDA ran out of memory, the row qualified", edit: func(t *testing.T, dir string) {
+		editJSON(t, filepath.Join(dir, qualifiedRow, summaryExport), func(d map[string]any) {
+			d["is_complete"] = false
+			d["error_summary"] = []any{map[string]any{"count": 3, "error_details": map[string]any{"code": 500, "type": "OutOfMemoryError",
+				"message": "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.11 GiB total capacity)"}}}
+		})
+	}, want: []string{
+		qualifiedRow + "/aiperf/artifacts/profile_export_aiperf.json: is_complete: evidence says true (stage benchmark passed), file says false",
+		qualifiedRow + `/aiperf/artifacts/profile_export_aiperf.json: error_summary: evidence says none (stage benchmark passed), file says [{"count":3,"error_details":{"code":500,"message":"CUDA out of memory.`,
+	}},
+	{name: "the warmup request counted as measured", edit: func(t *testing.T, dir string) {
+		row := filepath.Join(dir, qualifiedRow)
+		for _, f := range []string{rawExport, profileExport} {
+			lines := jsonLines(t, filepath.Join(row, f))
+			m := lines[0]["metadata"].(map[string]any)
+			m["benchmark_phase"], m["phase_name"], m["phase_kind"], m["phase_index"] = "profiling", "profiling", "profiling", json.Number("1")
+			writeJSONLines(t, filepath.Join(row, f), lines)
+		}
+		for _, kind := range []string{"http", "native"} {
+			require.NoError(t, os.Rename(filepath.Join(row, "identity/00-warmup-"+kind+".png"), filepath.Join(row, "identity/00-profiling-"+kind+".png")))
+		}
+		editJSON(t, filepath.Join(row, "results.json"), func(d map[string]any) { d["measured"], d["warmup"] = 6, 0 })
+		replaceIn(t, filepath.Join(row, "commands.jsonl"), `"--request-count","5","--warmup-request-count","1"`, `"--request-count","6","--warmup-request-count","0"`)
+	}, want: []string{qualifiedRow + "/aiperf/artifacts/profile_export_aiperf.json: input_config.phases[profiling].requests: evidence says 6 (the profiling records of aiperf/artifacts/profile_export_raw.jsonl), file says 5"}},
+}
+
+// halveLatencies halves every request's latency in AIPerf's raw and per-request exports,
+// and what the checker compared with them before issue 38's checks: the summary's
+// request_latency, the run CSV's and console's avg / min / max.
+func halveLatencies(t *testing.T, dir string) {
+	t.Helper()
+	row := filepath.Join(dir, qualifiedRow)
+	half := func(m map[string]any) {
+		start, err := m["request_start_ns"].(json.Number).Int64()
+		require.NoError(t, err)
+		for _, k := range []string{"request_ack_ns", "request_end_ns"} {
+			v, err := m[k].(json.Number).Int64()
+			require.NoError(t, err)
+			m[k] = json.Number(fmt.Sprint(start + (v-start)/2))
+		}
+	}
+	raw := jsonLines(t, filepath.Join(row, rawExport))
+	for _, l := range raw {
+		half(l["metadata"].(map[string]any))
+	}
+	writeJSONLines(t, filepath.Join(row, rawExport), raw)
+	prof := jsonLines(t, filepath.Join(row, profileExport))
+	for _, l := range prof {
+		m := l["metadata"].(map[string]any)
+		half(m)
+		start, _ := m["request_start_ns"].(json.Number).Int64()
+		end, _ := m["request_end_ns"].(json.Number).Int64()
+		l["metrics"].(map[string]any)["request_latency"].(map[string]any)["value"] = json.Number(strconv.FormatFloat(float64(end-start)/1e6, 'f', -1, 64))
+	}
+	writeJSONLines(t, filepath.Join(row, profileExport), prof)
+	editJSON(t, filepath.Join(row, summaryExport), func(d map[string]any) {
+		for k, v := range d["request_latency"].(map[string]any) {
+			if f, ok := v.(float64); ok && k != "count" {
+				d["request_latency"].(map[string]any)[k] = f / 2
+			}
+		}
+	})
+	halveCells := func(file string, re *regexp.Regexp) {
+		b, err := os.ReadFile(filepath.Join(row, file))
+		require.NoError(t, err)
+		out := re.ReplaceAllStringFunc(string(b), func(m string) string {
+			sub := re.FindStringSubmatchIndex(m)
+			var parts []string
+			last := 0
+			for g := 2; g < len(sub); g += 2 {
+				v, err := strconv.ParseFloat(m[sub[g]:sub[g+1]], 64)
+				require.NoError(t, err)
+				parts = append(parts, m[last:sub[g]], fmt.Sprintf("%.2f", v/2))
+				last = sub[g+1]
+			}
+			return strings.Join(parts, "") + m[last:]
+		})
+		require.NoError(t, os.WriteFile(filepath.Join(row, file), []byte(out), 0o644))
+	}
+	halveCells(csvExport, regexp.MustCompile(`Request Latency \(ms\),([0-9.]+),([0-9.]+),([0-9.]+),([0-9.]+),`))
+	halveCells(consoleExport, regexp.MustCompile(`Request Latency \(ms\) │ +([0-9.]+) │ +([0-9.]+) │ +([0-9.]+) │`))
 }
 
 // setResponseImage makes the response AIPerf recorded for request i of the qualified row
