@@ -52,6 +52,8 @@ func (r *rowCheck) check() {
 	r.checkLatencyPercentiles()
 	r.checkTiming()
 	r.checkRecords()
+	r.checkTaskTimeSource()
+	r.checkTaskTimeSources()
 	r.checkRecordHashes()
 	r.checkServerRecords()
 	r.checkServerLog()

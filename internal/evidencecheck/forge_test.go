@@ -304,6 +304,41 @@ var forgeries = []forgery{
 		editJSON(t, filepath.Join(row, "results.json"), func(d map[string]any) { d["measured"], d["warmup"] = 6, 0 })
 		replaceIn(t, filepath.Join(row, "commands.jsonl"), `"--request-count","5","--warmup-request-count","1"`, `"--request-count","6","--warmup-request-count","0"`)
 	}, want: []string{qualifiedRow + "/aiperf/artifacts/profile_export_aiperf.json: input_config.phases[profiling].requests: evidence says 6 (the profiling records of aiperf/artifacts/profile_export_raw.jsonl), file says 5"}},
+
+	// The Task time's source pinned by the family's rules; its two sources held together.
+	{name: "the Task time taken from the response body and quartered, the records keeping the true time", edit: func(t *testing.T, dir string) {
+		row := filepath.Join(dir, qualifiedRow)
+		editJSON(t, filepath.Join(row, "results.json"), func(d map[string]any) {
+			d["task_time_source"] = map[string]any{"body": "timing.task_ms"}
+			tt := d["task_time"].(map[string]any)
+			tt["p50_ms"], tt["p95_ms"] = tt["p50_ms"].(float64)/4, tt["p95_ms"].(float64)/4
+		})
+		raw := jsonLines(t, filepath.Join(row, rawExport))
+		for _, l := range raw {
+			resp := l["responses"].([]any)[0].(map[string]any)
+			var body map[string]any
+			require.NoError(t, json.Unmarshal([]byte(resp["text"].(string)), &body))
+			tm := body["timing"].(map[string]any)
+			tm["task_ms"] = tm["task_ms"].(float64) / 4
+			text, err := json.Marshal(body)
+			require.NoError(t, err)
+			resp["text"] = string(text)
+		}
+		writeJSONLines(t, filepath.Join(row, rawExport), raw)
+	}, want: []string{
+		qualifiedRow + "/results.json: task_time_source: evidence says one the refedit family's code gives a row: {body timing.task_ms, records timing.task_ms, record_id request_id} or {records timing.task_ms, record_id request_id}, file says {body timing.task_ms}",
+		qualifiedRow + "/serve/records.jsonl: request 71e34701-3c3f-415f-b0cd-3a18012f5d96 timing.task_ms: evidence says 0.337 ms (response body timing.task_ms in aiperf/artifacts/profile_export_raw.jsonl: the server states the Task time in both), file says 1.348 ms",
+	}},
+	{name: "the Task time taken from the records alone and quartered, the bodies keeping the true time", edit: func(t *testing.T, dir string) {
+		row := filepath.Join(dir, qualifiedRow)
+		editJSON(t, filepath.Join(row, "results.json"), func(d map[string]any) {
+			d["task_time_source"] = map[string]any{"records": "timing.task_ms", "record_id": "request_id"}
+		})
+		editJSONL(t, filepath.Join(row, recordsFile), func(d map[string]any) {
+			tm := d["timing"].(map[string]any)
+			tm["task_ms"] = tm["task_ms"].(float64) / 4
+		})
+	}, want: []string{qualifiedRow + "/serve/records.jsonl: request 18f8bcd0-b6e9-40f4-9e0f-419320ab2010 timing.task_ms: evidence says 2.081 ms (response body timing.task_ms in aiperf/artifacts/profile_export_raw.jsonl: the server states the Task time in both), file says 0.52025 ms"}},
 }
 
 // halveLatencies halves every request's latency in AIPerf's raw and per-request exports,
