@@ -303,7 +303,10 @@ var forgeries = []forgery{
 		}
 		editJSON(t, filepath.Join(row, "results.json"), func(d map[string]any) { d["measured"], d["warmup"] = 6, 0 })
 		replaceIn(t, filepath.Join(row, "commands.jsonl"), `"--request-count","5","--warmup-request-count","1"`, `"--request-count","6","--warmup-request-count","0"`)
-	}, want: []string{qualifiedRow + "/aiperf/artifacts/profile_export_aiperf.json: input_config.phases[profiling].requests: evidence says 6 (the profiling records of aiperf/artifacts/profile_export_raw.jsonl), file says 5"}},
+	}, want: []string{
+		qualifiedRow + "/aiperf/artifacts/profile_export_aiperf.json: input_config.phases[profiling].requests: evidence says 6 (the profiling records of aiperf/artifacts/profile_export_raw.jsonl), file says 5",
+		qualifiedRow + "/aiperf/aiperf.log: phase profiling complete: evidence says \"completed=6, cancelled=0, errors=0\"",
+	}},
 
 	// The Task time's source pinned by the family's rules; its two sources held together.
 	{name: "the Task time taken from the response body and quartered, the records keeping the true time", edit: func(t *testing.T, dir string) {
@@ -339,6 +342,31 @@ var forgeries = []forgery{
 			tm["task_ms"] = tm["task_ms"].(float64) / 4
 		})
 	}, want: []string{qualifiedRow + "/serve/records.jsonl: request 18f8bcd0-b6e9-40f4-9e0f-419320ab2010 timing.task_ms: evidence says 2.081 ms (response body timing.task_ms in aiperf/artifacts/profile_export_raw.jsonl: the server states the Task time in both), file says 0.52025 ms"}},
+
+	// The files no claim was read from before, rewritten to contradict the claims.
+	{name: "preflight.json rewritten", edit: func(t *testing.T, dir string) {
+		editJSON(t, filepath.Join(dir, qualifiedRow, schema.PreflightFile), func(d map[string]any) {
+			d["qualification_run"] = false
+			d["wall_s"] = 40.0
+			d["readiness"].(map[string]any)["requirements"] = []any{map[string]any{"what": "the row needs 1 GPU with 75 GiB; none found", "fix": "run on an H100", "absent": true}}
+		})
+	}, want: []string{
+		qualifiedRow + "/preflight.json: qualification_run: evidence says true (run.json), file says false",
+		qualifiedRow + "/preflight.json: wall_s: evidence says at most the stage's wall, 0.545 s (results.json stages[preflight]), file says 40.000",
+		qualifiedRow + "/preflight.json: readiness.requirements: evidence says none missing (stage preflight passed), file says the row needs 1 GPU with 75 GiB; none found",
+	}},
+	{name: "quality/quality.json rewritten", edit: func(t *testing.T, dir string) {
+		editJSON(t, filepath.Join(dir, qualifiedRow, "quality/quality.json"), func(d map[string]any) { d["failures"] = 3 })
+	}, want: []string{qualifiedRow + "/quality/quality.json: quality.failures: evidence says 0 (results.json quality, as re-derived from the PNGs), file says 3"}},
+	{name: "server.log rewritten", edit: func(t *testing.T, dir string) {
+		replaceIn(t, filepath.Join(dir, qualifiedRow, serverLog), "POST /v1/images/edits 200 5.7ms", "POST /v1/images/edits 500 5.7ms")
+	}, want: []string{qualifiedRow + "/serve/server.log: request 18f8bcd0-b6e9-40f4-9e0f-419320ab2010 status: evidence says 200 (serve/records.jsonl), file says 500"}},
+	{name: "aiperf.log rewritten", edit: func(t *testing.T, dir string) {
+		replaceIn(t, filepath.Join(dir, qualifiedRow, "aiperf/aiperf.log"), "complete | completed=5, cancelled=0, errors=0", "complete | completed=3, cancelled=2, errors=0")
+	}, want: []string{qualifiedRow + "/aiperf/aiperf.log: phase profiling complete: evidence says \"completed=5, cancelled=0, errors=0\" (the profiling records of aiperf/artifacts/profile_export_raw.jsonl (stage benchmark passed)), file says \"completed=3, cancelled=2, errors=0\""}},
+	{name: "AIPerf's input file rewritten", edit: func(t *testing.T, dir string) {
+		replaceIn(t, filepath.Join(dir, qualifiedRow, "aiperf/inputs.jsonl"), `"text":"Blur the whole image"`, `"text":"Sharpen the whole image"`)
+	}, want: []string{qualifiedRow + "/aiperf/inputs.jsonl: AIPerf's input: evidence says the fixtures' pairs as the openai-images-edits protocol writes them (fixtures/manifest.json), file says differs from line 3"}},
 }
 
 // halveLatencies halves every request's latency in AIPerf's raw and per-request exports,
