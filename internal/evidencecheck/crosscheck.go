@@ -320,9 +320,10 @@ func (r *rowCheck) recordHandlerMs() map[string]float64 {
 // serverRecord is what the cross-checks read of a records line.
 type serverRecord struct {
 	RequestID string `json:"request_id"`
-	// Time is when the server received the request (RFC 3339), where it says so.
-	Time   string          `json:"time"`
-	Status *int            `json:"status"`
+	// Time is when the server received or answered the request, where it says so: an
+	// RFC 3339 string (qualkit's servers) or seconds since the epoch (perf-serve).
+	Time   json.RawMessage `json:"time"`
+	Status json.RawMessage `json:"status"` // the HTTP status, where a number
 	Prompt json.RawMessage `json:"prompt"` // the prompt, or {"sha256": ...} of it
 	Input  string          `json:"input_sha256"`
 	Output string          `json:"output_sha256"`

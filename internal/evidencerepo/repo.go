@@ -7,6 +7,8 @@ package evidencerepo
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"qualkit/internal/schema"
@@ -91,13 +94,17 @@ func (g *Git) File(commit, path string) ([]byte, error) {
 // its qual package, built from `git archive` with exportShim beside it, prints them. The
 // first read of a commit builds its qual test binary (about 16 s on the 2-core
 // development machine with a warm Go build cache); the export is kept in
-// Cache/<commit>.json and read from there after. Whoever can write the clone can plant
-// a forged export there, as they could edit the code; delete the folder to rebuild.
+// Cache/<commit>[-<env>].json and read from there after. Whoever can write the clone can
+// plant a forged export there, as they could edit the code; delete the folder to rebuild.
+//
+// The export runs in this process's environment: a table may add a row only when a
+// variable names what it needs (QUALKIT_TRTMC_PERF_SERVE), as it did in the run, so the
+// checker needs the run's QUALKIT_* variables, and the cache is kept per their values.
 func (g *Git) Tables(commit string) ([]schema.TableRow, error) {
 	if !commitID.MatchString(commit) {
 		return nil, fmt.Errorf("tables: %q is no commit id", commit)
 	}
-	cached := filepath.Join(g.Cache, commit+".json")
+	cached := filepath.Join(g.Cache, commit+envKey(os.Environ())+".json")
 	b, err := os.ReadFile(cached)
 	if errors.Is(err, os.ErrNotExist) {
 		if b, err = g.exportTables(commit); err == nil {
@@ -112,6 +119,23 @@ func (g *Git) Tables(commit string) ([]schema.TableRow, error) {
 		return nil, fmt.Errorf("the qual tables at %s: %s: %w (delete it to export them again)", commit[:12], cached, err)
 	}
 	return rows, nil
+}
+
+// envKey tells apart the environments a commit's tables are exported in: "" with no
+// QUALKIT_* variable set, else "-" and the start of the sha256 of their values.
+func envKey(environ []string) string {
+	var own []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "QUALKIT_") && !strings.HasPrefix(kv, exportEnv+"=") {
+			own = append(own, kv)
+		}
+	}
+	if len(own) == 0 {
+		return ""
+	}
+	slices.Sort(own)
+	sum := sha256.Sum256([]byte(strings.Join(own, "\x00")))
+	return "-" + hex.EncodeToString(sum[:6])
 }
 
 // exportEnv names the file the shim writes the rows to; unset, the shim does nothing.

@@ -65,3 +65,14 @@ func TestTablesAtACommit(t *testing.T) {
 	_, err = g.Tables("HEAD")
 	assert.ErrorContains(t, err, `"HEAD" is no commit id`)
 }
+
+// The tables are kept per commit and per the QUALKIT_* variables they were exported in:
+// a table may add a row only when a variable is set.
+func TestTablesAreKeptPerEnvironment(t *testing.T) {
+	assert.Empty(t, envKey([]string{"HOME=/root", "PATH=/bin"}))
+	a := envKey([]string{"PATH=/bin", "QUALKIT_TRTMC_PERF_SERVE=/x"})
+	assert.Regexp(t, `^-[0-9a-f]{12}$`, a)
+	assert.Equal(t, a, envKey([]string{"QUALKIT_TRTMC_PERF_SERVE=/x", "HOME=/y"}), "other variables do not count")
+	assert.NotEqual(t, a, envKey([]string{"QUALKIT_TRTMC_PERF_SERVE=/z"}))
+	assert.Empty(t, envKey([]string{exportEnv + "=/tmp/rows.json"}), "the export's own variable does not count")
+}
