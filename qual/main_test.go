@@ -105,7 +105,7 @@ func run(m *testing.M) int {
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
 		GPURead: *gpuread, Progress: progressWriter(), CPURows: *cpuRows,
 		Reporter: report.Evidence{Root: root, Rows: qualRows(), Key: key}, CorrectnessOnly: *corrOnly, Serial: *serial,
-		Venv: harness.Venv{Dir: *venv, Lock: filepath.Join(root, "scripts", "constraints.txt")},
+		Venv: harness.Venv{Dir: *venv, Lock: filepath.Join(root, "scripts", "constraints.txt"), Known: filepath.Join(root, filepath.FromSlash(harness.VenvRecordsFile))},
 	}
 	baseConfig = cfg
 	if err := prepareDouble(context.Background(), root); err != nil {
