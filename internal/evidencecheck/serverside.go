@@ -108,8 +108,10 @@ func recordTime(raw json.RawMessage) (t time.Time, ok bool, err error) {
 // flight.
 func (r *rowCheck) checkReceipt(q *request, rec serverRecord) {
 	at, ok, err := recordTime(rec.Time)
-	if !ok {
-		return // this server states no time
+	if !ok || q.rec.failed() {
+		// No time stated; or a request AIPerf recorded as failed, whose span it may not
+		// time (a 500 of the status-500 negative control: its start and end one instant).
+		return
 	}
 	if err != nil {
 		r.fail(recordsFile, "request "+q.id+" time", "an RFC 3339 time or seconds since the epoch", quote(string(rec.Time)))
