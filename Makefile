@@ -61,6 +61,9 @@ QUALTEST := .cache/bin/qual.test
 SIGN_KEY ?=
 PUBKEY ?=
 STRICT ?=
+# The qual tests see the signing key too: a bundle another run built is reused only when
+# that run is signed by it (internal/report Evidence.Vouch).
+KEY_ENV = $(if $(SIGN_KEY),QUALKIT_SIGNING_KEY=$(abspath $(SIGN_KEY)))
 # sign DIR JUNIT: sign the run when a key is given, else say it is unsigned.
 define sign
 	@if [ -n "$(SIGN_KEY)" ] || [ -n "$$QUALKIT_SIGNING_KEY" ]; then \
@@ -96,7 +99,7 @@ qual: setup tables
 	@mkdir -p evidence
 	@before=$$(readlink evidence/latest || true); status=0; \
 	echo "$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qual.xml -- -count=1 -run '^TestRefEdit$$' ./qual/"; \
-	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qual.xml -- -count=1 -run '^TestRefEdit$$' ./qual/ || status=1; \
+	$(KEY_ENV) $(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qual.xml -- -count=1 -run '^TestRefEdit$$' ./qual/ || status=1; \
 	if [ "$$(readlink evidence/latest || true)" = "$$before" ]; then \
 		echo "qualification FAILED before any run folder was made (evidence/latest did not move): see the output above"; exit 1; fi; \
 	$(GO) run ./scripts/junitfix -junit evidence/junit-qual.xml -run evidence/latest || status=1; \
@@ -236,7 +239,7 @@ shard: setup engine tables
 	@mkdir -p evidence
 	@before=$$(readlink evidence/latest || true); status=0; \
 	echo "$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-shard-$(SHARD).xml -- -count=1 -run '$(value RUN)' ./qual/ $(if $(QUALARGS),-args $(QUALARGS))"; \
-	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-shard-$(SHARD).xml -- \
+	$(KEY_ENV) $(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-shard-$(SHARD).xml -- \
 		-count=1 -run '$(value RUN)' ./qual/ $(if $(QUALARGS),-args $(QUALARGS)) || { echo "shard $(SHARD) FAILED: see evidence/latest/SUMMARY.md"; status=1; }; \
 	$(GO) run ./scripts/junitfix -junit evidence/junit-shard-$(SHARD).xml -run evidence/latest || status=1; \
 	if [ "$$(readlink evidence/latest || true)" = "$$before" ]; then \
@@ -246,7 +249,7 @@ shard: setup engine tables
 	if [ $$status = 0 ] && { [ -n "$(SIGN_KEY)" ] || [ -n "$$QUALKIT_SIGNING_KEY" ]; }; then \
 		$(GO) run ./scripts/attest sign -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml $(if $(SIGN_KEY),-key $(SIGN_KEY)) || status=1; \
 	else echo "shard $(SHARD): not signed (failed, or no SIGN_KEY / QUALKIT_SIGNING_KEY)"; fi; \
-	run=$$(readlink -f evidence/latest); \
+	run=$$(readlink -f evidence/latest); cp evidence/junit-shard-$(SHARD).xml "$$run.junit.xml"; \
 	rm -rf evidence/shards/$(SHARD) && mkdir -p evidence/shards/$(SHARD) && \
 		cp -a "$$run" evidence/shards/$(SHARD)/ && cp evidence/junit-shard-$(SHARD).xml evidence/shards/$(SHARD)/junit.xml || exit 1; \
 	echo "shard $(SHARD): evidence/shards/$(SHARD)/$$(basename "$$run")/ and evidence/shards/$(SHARD)/junit.xml"; \

@@ -17,6 +17,7 @@ import (
 
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
+	"qualkit/internal/attest"
 	"qualkit/internal/harness"
 	"qualkit/internal/report"
 )
@@ -90,14 +91,21 @@ func run(m *testing.M) int {
 	} else {
 		*gpuread = inRoot(root, *gpuread, "")
 	}
+	// A bundle another run built is reused only when that run is signed by the key the
+	// runs are signed with, where one is configured (report.Evidence.Vouch).
+	key, err := attest.KeyFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "qual:", err)
+		return 2
+	}
 	cfg := harness.SuiteConfig{
 		Root: root, EvidenceRoot: *evidenceRoot, RunID: harness.NewRunID(time.Now()),
 		Python:        filepath.Join(*venv, "bin", "python"),
 		AIPerf:        harness.AIPerf{Bin: filepath.Join(*venv, "bin", "aiperf"), HFHome: filepath.Join(*venv, "qualkit-hf")},
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
 		GPURead: *gpuread, Progress: progressWriter(), CPURows: *cpuRows,
-		Reporter: report.Evidence{Root: root, Rows: qualRows()}, CorrectnessOnly: *corrOnly, Serial: *serial,
-		Venv: harness.Venv{Dir: *venv, Lock: filepath.Join(root, "scripts", "constraints.txt")},
+		Reporter: report.Evidence{Root: root, Rows: qualRows(), Key: key}, CorrectnessOnly: *corrOnly, Serial: *serial,
+		Venv: harness.Venv{Dir: *venv, Lock: filepath.Join(root, "scripts", "constraints.txt"), Known: filepath.Join(root, filepath.FromSlash(harness.VenvRecordsFile))},
 	}
 	baseConfig = cfg
 	if err := prepareDouble(context.Background(), root); err != nil {

@@ -30,6 +30,9 @@ type Report struct {
 	Problems []Problem
 	// Signatures is what VerifySignatures found; empty until it ran.
 	Signatures []Signed
+	// Notes are what could not be verified (the commit outside a repository): each a
+	// problem under Options.Strict.
+	Notes []string
 }
 
 // Error lists every problem of a failed check.
@@ -83,8 +86,14 @@ func Check(runDir, junitPath string) error {
 
 // Verify is Check with the counts of what was verified.
 func Verify(runDir, junitPath string) *Report {
-	c := &checker{dir: runDir, rep: &Report{Dir: runDir}}
-	c.run(junitPath)
+	return VerifyWith(runDir, Options{JUnit: junitPath})
+}
+
+// VerifyWith is Verify with everything a check may be given: the JUnit file, the
+// repository the run's commit is read from, strictness.
+func VerifyWith(runDir string, opts Options) *Report {
+	c := &checker{dir: runDir, rep: &Report{Dir: runDir}, opts: opts}
+	c.run(opts.JUnit)
 	return c.rep
 }
 
@@ -92,6 +101,7 @@ func Verify(runDir, junitPath string) *Report {
 type checker struct {
 	dir  string
 	rep  *Report
+	opts Options
 	info *schema.RunInfo
 	rows []*rowCheck
 }
@@ -149,8 +159,15 @@ func (c *checker) run(junitPath string) {
 	c.checkSums(files)
 	c.readRunInfo()
 	c.checkLayout(files)
+	var rf *repoFiles
+	if c.checkCommit() {
+		rf = c.loadRepo()
+	}
 	for _, r := range c.rows {
 		r.check()
+		if rf != nil && r.res != nil {
+			r.checkAtCommit(rf)
+		}
 	}
 	c.checkLeases()
 	c.checkDistinctRows()

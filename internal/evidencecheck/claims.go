@@ -38,6 +38,7 @@ func (r *rowCheck) check() {
 	r.readCorrectness()
 	r.checkRules()
 	r.checkHeader()
+	r.checkPreflight()
 	r.checkStages()
 	r.checkFixtures()
 	r.checkBuild()
@@ -48,14 +49,25 @@ func (r *rowCheck) check() {
 	r.checkServe()
 	r.checkCommands()
 	r.checkBenchmark()
+	r.checkAIPerfRun()
+	r.checkLatencyPercentiles()
+	r.checkAIPerfLogs()
+	r.checkAIPerfInputs()
 	r.checkTiming()
 	r.checkResultV2()
 	r.checkRecords()
+	r.checkTaskTimeSource()
+	r.checkTaskTimeSources()
 	r.checkRecordHashes()
+	r.checkServerRecords()
+	r.checkServerLog()
 	r.checkPhysicalTiming()
 	r.checkLatencies()
 	r.checkQuality()
+	r.checkQualityFile()
 	r.checkNativeLogs()
+	r.checkNativeBatchLog()
+	r.checkNativeCrash()
 	r.checkTimeBudget()
 	r.checkIdentity()
 	r.checkInfluence()
@@ -702,7 +714,11 @@ func (r *rowCheck) checkPhaseExports() {
 		}
 		src := "the " + phase + " records of " + rawExport
 		if s.RequestLatency.Count == nil || *s.RequestLatency.Count != len(lat) {
-			r.fail(file, "request_latency.count", fmt.Sprintf("%d (%s)", len(lat), src), fmt.Sprint(s.RequestLatency.Count))
+			got := "none"
+			if s.RequestLatency.Count != nil {
+				got = fmt.Sprint(*s.RequestLatency.Count)
+			}
+			r.fail(file, "request_latency.count", fmt.Sprintf("%d (%s)", len(lat), src), got)
 			continue
 		}
 		if len(lat) > 0 && s.RequestLatency.Min != nil && s.RequestLatency.Max != nil {

@@ -320,8 +320,13 @@ func (r *rowCheck) recordHandlerMs() map[string]float64 {
 // serverRecord is what the cross-checks read of a records line.
 type serverRecord struct {
 	RequestID string `json:"request_id"`
-	Input     string `json:"input_sha256"`
-	Output    string `json:"output_sha256"`
+	// Time is when the server received or answered the request, where it says so: an
+	// RFC 3339 string (qualkit's servers) or seconds since the epoch (perf-serve).
+	Time   json.RawMessage `json:"time"`
+	Status json.RawMessage `json:"status"` // the HTTP status, where a number
+	Prompt json.RawMessage `json:"prompt"` // the prompt, or {"sha256": ...} of it
+	Input  string          `json:"input_sha256"`
+	Output string          `json:"output_sha256"`
 	// Settings are what the server says it ran the request with, where it says so.
 	Settings map[string]any `json:"settings"`
 	Timing   struct {
@@ -333,6 +338,8 @@ type serverRecord struct {
 		LatentReplay   *bool  `json:"latent_replay"`
 		InitialLatents string `json:"initial_latents_sha256"`
 	} `json:"observation"`
+	doc  any // the whole line, for the fields a family's rules name
+	line int // its line number in the records file
 }
 
 // serverRecords are the records file's lines that parse, in order, read once per check.
@@ -346,9 +353,10 @@ func (r *rowCheck) serverRecords() []serverRecord {
 	if !ok {
 		return recs
 	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
+	for i, line := range bytes.Split(b, []byte("\n")) {
 		var rec serverRecord
-		if json.Unmarshal(line, &rec) == nil {
+		if json.Unmarshal(line, &rec) == nil && json.Unmarshal(line, &rec.doc) == nil {
+			rec.line = i + 1
 			recs = append(recs, rec)
 		}
 	}
@@ -487,6 +495,10 @@ func (r *rowCheck) checkNativeBatch(required bool) {
 		}
 		r.batchTaskS += line.TaskMs / 1000
 		byID[line.ID] = line
+		if r.batchSHA == nil {
+			r.batchSHA = map[string]string{}
+		}
+		r.batchSHA[line.ID] = line.SHA256
 	}
 	if required {
 		r.same(report, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(byID)), "one per request in "+rawExport)

@@ -160,6 +160,7 @@ const runAnchorProp = "qualkit.run_sha256sums"
 // list (over run.json, SUMMARY.md, PR.md, index.html, checkpoints.json and every row) is
 // the one it names.
 func (c *checker) checkRunAnchor(file string, root junitNode, runID string) {
+	anchored := false
 	var walk func(n junitNode)
 	walk = func(n junitNode) {
 		for _, p := range n.Properties {
@@ -167,6 +168,7 @@ func (c *checker) checkRunAnchor(file string, root junitNode, runID string) {
 			if p.Name != runAnchorProp || !ok || id != runID {
 				continue
 			}
+			anchored = true
 			got := "unreadable"
 			if b, ok := c.read(ChecksumFile); ok {
 				got = bytesSHA256(b)
@@ -178,6 +180,9 @@ func (c *checker) checkRunAnchor(file string, root junitNode, runID string) {
 		}
 	}
 	walk(root)
+	if c.opts.RequireRunAnchor && !anchored {
+		c.fail(file, runAnchorProp, "\""+runID+" <sha256 of its SHA256SUMS>\" (scripts/junitfix -run; a run vouches only with its anchor)", "none")
+	}
 }
 
 func (c *checker) hasRow(name string) bool {

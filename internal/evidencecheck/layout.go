@@ -36,83 +36,89 @@ type File struct {
 	Path  string
 	Stage string
 	Need  Need
+	// ReadBy names the checks (functions of this package) that read the file and hold
+	// what it says to another source; NotEvidence says why none needs to ("not
+	// evidence, because ..."). Every entry has one of the two (TestEveryFileIsRead):
+	// a file that is kept is read, or says why it is not.
+	ReadBy      []string
+	NotEvidence string
 }
 
 // RunLayout is the run folder's own files; beside them, only one folder per row of run.json.
 var RunLayout = []File{
-	{"run.json", "", Required},
-	{"SUMMARY.md", "", Required},
-	{"SHA256SUMS", "", Required},
-	{"PR.md", "", Required},            // prsummary.Write, through the run's Reporter
-	{"index.html", "", Required},       // prsummary.Write, through the run's Reporter
-	{"checkpoints.json", "", Required}, // prsummary.Write: the inventory PR.md was rendered from
-	{"host-cpuinfo.txt", "", Optional}, // /proc/cpuinfo verbatim: required by run.json cpu_model
-	{"host-meminfo.txt", "", Optional}, // /proc/meminfo verbatim: required by run.json mem_total_bytes
+	{"run.json", "", Required, []string{"readRunInfo", "checkRun", "checkProvenance", "checkCommit"}, ""},
+	{"SUMMARY.md", "", Required, []string{"checkSummary"}, ""},
+	{"SHA256SUMS", "", Required, []string{"checkSums"}, ""},
+	{"PR.md", "", Required, []string{"checkRendered", "checkPR"}, ""},         // prsummary.Write, through the run's Reporter
+	{"index.html", "", Required, []string{"checkRendered", "checkIndex"}, ""}, // prsummary.Write, through the run's Reporter
+	{"checkpoints.json", "", Required, []string{"checkRendered"}, ""},         // prsummary.Write: the inventory PR.md was rendered from
+	{"host-cpuinfo.txt", "", Optional, []string{"checkHost"}, ""},             // /proc/cpuinfo verbatim: required by run.json cpu_model
+	{"host-meminfo.txt", "", Optional, []string{"checkHost"}, ""},             // /proc/meminfo verbatim: required by run.json mem_total_bytes
 }
 
 // RowLayout is every file a row folder must and may hold: the one list to edit when the
 // harness writes a new file. A file that no entry admits is an extra file, and fails.
 var RowLayout = []File{
-	{"SHA256SUMS", "", Required}, // the row's own checksum list, written when the row reports
-	{"preflight.json", "", Required},
-	{"preflight/probe-{name}.log", "", Optional}, // the family's probes, when it has any
-	{"results.json", "", Required},
-	{"row.md", "", Required},
-	{"commands.jsonl", "correctness", Required},
+	{"SHA256SUMS", "", Required, []string{"checkSums"}, ""}, // the row's own checksum list, written when the row reports
+	{"preflight.json", "", Required, []string{"checkPreflight"}, ""},
+	{"preflight/probe-{name}.log", "", Optional, nil, "it is a probe's console; preflight.json records each probe's verdict and names its log, and checkPreflight holds the logs to that list"}, // the family's probes, when it has any
+	{"results.json", "", Required, []string{"newRowCheck", "check"}, ""},
+	{"row.md", "", Required, []string{"checkMarkdown"}, ""},
+	{"commands.jsonl", "correctness", Required, []string{"checkCommands"}, ""},
 
-	{"fixtures/manifest.json", "preflight", Required},
-	{"fixtures/{fixture}", "preflight", Required},
+	{"fixtures/manifest.json", "preflight", Required, []string{"newRowCheck", "checkFixtures", "checkAIPerfInputs"}, ""},
+	{"fixtures/{fixture}", "preflight", Required, []string{"checkFixtures", "checkAIPerfInputs", "checkInfluenceRecord"}, ""},
 
-	{"build/bundle.json", "build", Required},
-	{"build/tools-{n}.log", "", Optional}, // the family's tool commands, numbered
-	{"build/build.log", "", Optional},     // absent when the bundle came from the cache
+	{"build/bundle.json", "build", Required, []string{"check", "checkBuild"}, ""},
+	{"build/tools-{n}.log", "", Optional, nil, "it is a tool command's console; commands.jsonl (checkCommands) holds the command, its exit code and its wall, and no claim comes from its text"}, // the family's tool commands, numbered
+	{"build/build.log", "", Optional, nil, "it is the build command's console; build/bundle.json and commands.jsonl hold what the build made and ran"},                                           // absent when the bundle came from the cache
 
-	{"correctness/junit.xml", "correctness", Required},
-	{"correctness/output.log", "correctness", Required},
-	{"correctness/artifacts/**", "", FamilyTree},
+	{"correctness/junit.xml", "correctness", Required, []string{"readCorrectness", "checkCorrectness"}, ""},
+	{"correctness/output.log", "correctness", Required, []string{"checkCaseLog"}, ""},
+	{"correctness/artifacts/**", "", FamilyTree, []string{"checkArtifacts", "checkCaseResult", "checkQualityPair", "checkAtCommit"}, ""},
 
-	{"serve/server.log", "serve", Required},
-	{"serve/startup.json", "serve", Required},
-	{"serve/records.jsonl", "", Optional}, // required by the timing claim when Task time comes from it
-	{"serve/image-build.log", "", Optional},
-	{"serve/testcontainers.log", "", Optional},
-	{"serve/identity.json", "", Optional}, // required by results.json server_identity
-	{"serve/scratch/**", "", FamilyTree},  // what the server writes there (perf-serve: each request's inputs and output)
+	{"serve/server.log", "serve", Required, []string{"checkServerLog"}, ""},
+	{"serve/startup.json", "serve", Required, []string{"checkServe"}, ""},
+	{"serve/records.jsonl", "", Optional, []string{"loadRecords", "checkRecords", "checkRecordHashes", "checkServerRecords", "checkTaskTimeSources"}, ""}, // required by the timing claim when Task time comes from it
+	{"serve/image-build.log", "", Optional, nil, "it is the image build's console; commands.jsonl holds the command and its exit code, results.json container the image it made"},
+	{"serve/testcontainers.log", "", Optional, nil, "it is the container library's console, about the library; the server's own log is serve/server.log"},
+	{"serve/identity.json", "", Optional, []string{"checkServerIdentity", "servedByDouble"}, ""},                  // required by results.json server_identity
+	{"serve/scratch/**", "", FamilyTree, []string{"responseImage", "checkServerInput", "checkReplayedNoise"}, ""}, // what the server writes there (perf-serve: each request's inputs and output)
 
-	{"aiperf/inputs.jsonl", "benchmark", Required},
-	{"aiperf/aiperf.log", "benchmark", Required},
+	{"aiperf/inputs.jsonl", "benchmark", Required, []string{"checkAIPerfInputs"}, ""},
+	{"aiperf/aiperf.log", "benchmark", Required, []string{"checkAIPerfLogs"}, ""},
 	// AIPerf 0.13.0's export set with --export-level raw.
-	{"aiperf/artifacts/profile_export.jsonl", "benchmark", Required},
-	{"aiperf/artifacts/profile_export_raw.jsonl", "benchmark", Required},
-	{"aiperf/artifacts/profile_export_aiperf.json", "benchmark", Required},
-	{"aiperf/artifacts/profile_export_aiperf.csv", "benchmark", Required},
-	{"aiperf/artifacts/profile_export_console.txt", "benchmark", Required},
-	{"aiperf/artifacts/inputs.json", "", Optional}, // image_edit only: required by the benchmark claims
-	{"aiperf/artifacts/phase_manifest.json", "benchmark", Required},
-	{"aiperf/artifacts/.aiperf_results_ready.json", "benchmark", Required},
-	{"aiperf/artifacts/logs/aiperf.log", "benchmark", Required},
-	{"aiperf/artifacts/phases/{phase}/profile_export_aiperf.json", "benchmark", Required},
-	{"aiperf/artifacts/phases/{phase}/profile_export_aiperf.csv", "benchmark", Required},
-	{"aiperf/artifacts/**", "benchmark", FailedTree},
+	{"aiperf/artifacts/profile_export.jsonl", "benchmark", Required, []string{"loadRequests", "checkProfileExport", "checkLatencies"}, ""},
+	{"aiperf/artifacts/profile_export_raw.jsonl", "benchmark", Required, []string{"loadRequests", "checkBenchmark"}, ""},
+	{"aiperf/artifacts/profile_export_aiperf.json", "benchmark", Required, []string{"checkSummary", "checkAIPerfRun", "checkLatencyPercentiles"}, ""},
+	{"aiperf/artifacts/profile_export_aiperf.csv", "benchmark", Required, []string{"checkTextExports", "checkLatencyPercentiles"}, ""},
+	{"aiperf/artifacts/profile_export_console.txt", "benchmark", Required, []string{"checkTextExports", "checkConsolePercentiles"}, ""},
+	{"aiperf/artifacts/inputs.json", "", Optional, []string{"checkAIPerfInputs"}, ""}, // image_edit only: required by the benchmark claims
+	{"aiperf/artifacts/phase_manifest.json", "benchmark", Required, []string{"checkSummary", "checkAIPerfRun"}, ""},
+	{"aiperf/artifacts/.aiperf_results_ready.json", "benchmark", Required, []string{"checkAIPerfLogs"}, ""},
+	{"aiperf/artifacts/logs/aiperf.log", "benchmark", Required, []string{"checkAIPerfLogs"}, ""},
+	{"aiperf/artifacts/phases/{phase}/profile_export_aiperf.json", "benchmark", Required, []string{"checkPhaseExports", "checkAIPerfRun", "checkLatencyPercentiles"}, ""},
+	{"aiperf/artifacts/phases/{phase}/profile_export_aiperf.csv", "benchmark", Required, []string{"checkLatencyPercentiles"}, ""},
+	{"aiperf/artifacts/**", "benchmark", FailedTree, nil, "it is what a failed AIPerf left beside its named exports, admitted only while the benchmark has not passed: a failed benchmark claims nothing from it"},
 
-	{"quality/quality.json", "quality", Required},
-	{"quality/thresholds/**", "", FamilyTree}, // the family's thresholds files, as read
+	{"quality/quality.json", "quality", Required, []string{"checkQualityFile"}, ""},
+	{"quality/thresholds/**", "", FamilyTree, []string{"checkQuality", "checkAtCommit"}, ""}, // the family's thresholds files, as read
 
-	{"influence/a.png", "influence", Required},
-	{"influence/a-repeat.png", "influence", Required},
-	{"influence/b.png", "influence", Required},
-	{"influence/influence.json", "influence", Required},
+	{"influence/a.png", "influence", Required, []string{"checkInfluence", "checkInfluenceRecord"}, ""},
+	{"influence/a-repeat.png", "influence", Required, []string{"checkInfluence", "checkInfluenceRecord"}, ""},
+	{"influence/b.png", "influence", Required, []string{"checkInfluence", "checkInfluenceRecord"}, ""},
+	{"influence/influence.json", "influence", Required, []string{"checkInfluence"}, ""},
 
-	{"identity/{i}-{phase}-http.png", "benchmark", Required},
-	{"identity/{i}-{phase}-native.png", "identity", Required},
-	{"identity/{i}-native.log", "", Optional},     // one-shot and parallel: required by the native mode claim
-	{"identity/native-batch.log", "", Optional},   // batch: required by the native mode claim
-	{"identity/native-batch.jsonl", "", Optional}, // batch: the program's report
-	{"identity/identity.json", "identity", Required},
+	{"identity/{i}-{phase}-http.png", "benchmark", Required, []string{"loadRequests", "checkBenchmark", "checkQuality", "checkIdentity"}, ""},
+	{"identity/{i}-{phase}-native.png", "identity", Required, []string{"loadRequests", "checkIdentity", "checkNativeLogs", "checkNativeBatch", "checkNativeBatchLog"}, ""},
+	{"identity/{i}-native.log", "", Optional, []string{"checkNativeLogs", "checkNativeCrash"}, ""},         // one-shot and parallel: required by the native mode claim
+	{"identity/native-batch.log", "", Optional, []string{"checkNativeBatchLog", "checkNativeCrash"}, ""},   // batch: required by the native mode claim
+	{"identity/native-batch.jsonl", "", Optional, []string{"checkNativeBatch", "checkNativeBatchLog"}, ""}, // batch: the program's report
+	{"identity/identity.json", "identity", Required, []string{"checkIdentity"}, ""},
 
 	// The pictures Suite.Finish draws from the raw files (evidencecheck.WritePictures).
-	{"pictures/contact-sheet.png", "identity", Required},
-	{"pictures/latency.png", "identity", Required},
+	{"pictures/contact-sheet.png", "identity", Required, []string{"checkPictures"}, ""},
+	{"pictures/latency.png", "identity", Required, []string{"checkPictures"}, ""},
 }
 
 // expansion is what the placeholders of RowLayout stand for in one row.

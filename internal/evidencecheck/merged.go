@@ -27,7 +27,13 @@ func IsMerged(dir string) bool {
 // SHA256SUMS must list every file. Problems inside a shard name the file from the merged
 // folder (shards/<name>/<run id>/...).
 func VerifyMerged(dir string) *Report {
-	c := &checker{dir: dir, rep: &Report{Dir: dir}}
+	return VerifyMergedWith(dir, Options{})
+}
+
+// VerifyMergedWith is VerifyMerged with a repository and strictness, for every shard
+// (Options.JUnit is unused: each shard has its own).
+func VerifyMergedWith(dir string, opts Options) *Report {
+	c := &checker{dir: dir, rep: &Report{Dir: dir}, opts: opts}
 	files := c.walk()
 	c.checkSumList("", files)
 	var m merged.Manifest
@@ -106,10 +112,15 @@ func (c *checker) checkShard(s merged.Shard) {
 	dir, junit := merged.ShardPaths(s.Name, s.RunID)
 	c.same(merged.ManifestFile, "shard "+s.Name+" dir", dir, s.Dir, "shards/<name>/<run id>")
 	c.same(merged.ManifestFile, "shard "+s.Name+" junit", junit, s.JUnit, "shards/<name>/junit.xml")
-	sub := Verify(c.path(s.Dir), c.path(s.JUnit))
+	opts := c.opts
+	opts.JUnit = c.path(s.JUnit)
+	sub := VerifyWith(c.path(s.Dir), opts)
 	for _, p := range sub.Problems {
 		p.File = path.Join(s.Dir, p.File)
 		c.rep.Problems = append(c.rep.Problems, p)
+	}
+	for _, n := range sub.Notes {
+		c.rep.Notes = append(c.rep.Notes, s.Dir+": "+n)
 	}
 	c.rep.Files += sub.Files
 	c.rep.Claims += sub.Claims

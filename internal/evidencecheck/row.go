@@ -38,6 +38,8 @@ type rowCheck struct {
 	batchTaskS, batchWallS float64
 	// batchHead is a batch report's first line, for a preloaded batch's wait.
 	batchHead batchHead
+	// batchSHA is the output_sha256 the batch report states for each replay, by id.
+	batchSHA map[string]string
 	// cmds are commands.jsonl's records; aiperfCmd and batchCmd the AIPerf command's and
 	// the batch native Task's, when present.
 	cmds                []commandRecord

@@ -8,8 +8,11 @@ package evidencerules
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sync"
+
+	"qualkit/internal/schema"
 )
 
 // Rules are one backend's.
@@ -22,6 +25,38 @@ type Rules struct {
 	// PairMetric is the pair formula (quality.Metric*) the family's thresholds were
 	// set for, for the bundle's layout; "" is qualkit's own (windowed SSIM).
 	PairMetric func(layout string) string
+	// TaskTime is where the family's server reports each request's Task time, for the
+	// row: results.json task_time_source must be one of its Sources.
+	TaskTime func(Row) TaskTime
+	// ServerLog matches the line the family's server writes to its log
+	// (serve/server.log) for each edit request it answered, with the named groups id
+	// (the request id) and status (the HTTP status), and task_ms where the line states
+	// the Task time. nil: the server writes no per-request line the checker can join on.
+	ServerLog *regexp.Regexp
+	// NativeBatchLog matches the line the family's batch native Task writes to its log
+	// (identity/native-batch.log) for each replay, with the named groups n (its place),
+	// total (the batch's size), id (the request id) and sha (a prefix of the PNG's
+	// sha256). nil: the family has no batch mode.
+	NativeBatchLog *regexp.Regexp
+}
+
+// Row is what the checker knows of a row when it asks a rule.
+type Row struct {
+	Layout   string // the bundle's build setting "layout", "" when it has none
+	Profile  string
+	Protocol string // the row's wire protocol (wire.OpenAIImages, wire.TRTMCTask)
+}
+
+// TaskTime is where a family's server reports the Task time.
+type TaskTime struct {
+	// Sources are the task_time_source values the family's code gives a row (one is
+	// picked, by the row's configuration): a row that names another fails.
+	Sources []schema.TimingSource
+	// Body is the response body field that carries the Task time, Records the records
+	// field (joined on RecordID) that carries it; "" where that source never does.
+	// Where both do, the checker compares them for every request, whichever the row's
+	// task_time_source names.
+	Body, Records, RecordID string
 }
 
 var (
@@ -36,8 +71,19 @@ func Register(backend string, r Rules) {
 	if _, dup := rules[backend]; dup {
 		panic(fmt.Sprintf("evidencerules: backend %q registered twice", backend))
 	}
-	if r.PairReference == nil || r.PairMetric == nil {
-		panic(fmt.Sprintf("evidencerules: backend %q: both PairReference and PairMetric are required", backend))
+	if r.PairReference == nil || r.PairMetric == nil || r.TaskTime == nil {
+		panic(fmt.Sprintf("evidencerules: backend %q: PairReference, PairMetric and TaskTime are required", backend))
+	}
+	for _, p := range []struct {
+		name   string
+		re     *regexp.Regexp
+		groups []string
+	}{{"ServerLog", r.ServerLog, []string{"id", "status"}}, {"NativeBatchLog", r.NativeBatchLog, []string{"n", "total", "id", "sha"}}} {
+		for _, g := range p.groups {
+			if p.re != nil && p.re.SubexpIndex(g) < 0 {
+				panic(fmt.Sprintf("evidencerules: backend %q: %s has no group %q", backend, p.name, g))
+			}
+		}
 	}
 	rules[backend] = r
 }

@@ -223,7 +223,7 @@ func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, erro
 		return nil, fmt.Errorf("%s/%s does not list its build/bundle.json as it is", entry.BuiltBy, ChecksumFile)
 	}
 	// Its lists can be recomputed by whoever planted the bundle: the run must pass the
-	// checker whole (its run-level SHA256SUMS included), as a reviewer would check it.
+	// checker whole with its anchor outside the folder (Reporter.Vouch).
 	if err := s.vouches(filepath.Dir(rowDir)); err != nil {
 		return nil, fmt.Errorf("the run that built it (%s) does not check: %w", entry.BuiltBy, err)
 	}
@@ -363,8 +363,8 @@ func (r *row) tools(ctx context.Context, tools []Command) error {
 }
 
 // vouches checks a finished run that would vouch for a reused bundle with the suite's
-// Reporter, once per run folder; with no Reporter nothing can check it, so it vouches
-// for nothing.
+// Reporter (Vouch: with its anchor), once per run folder; with no Reporter nothing can
+// check it, so it vouches for nothing.
 func (s *Suite) vouches(runDir string) error {
 	s.vouchMu.Lock() // not s.mu: a check takes seconds, and rows register meanwhile
 	defer s.vouchMu.Unlock()
@@ -373,7 +373,7 @@ func (s *Suite) vouches(runDir string) error {
 	}
 	err := errors.New("no checker to run on it (SuiteConfig.Reporter is nil)")
 	if s.cfg.Reporter != nil {
-		err = s.cfg.Reporter.Check(runDir)
+		err = s.cfg.Reporter.Vouch(runDir)
 	}
 	if s.vouched == nil {
 		s.vouched = map[string]error{}

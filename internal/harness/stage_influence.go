@@ -29,7 +29,7 @@ func (r *row) probeInfluence(ctx context.Context) error {
 	inf := r.fx.Influence
 	client := &http.Client{Timeout: r.c.Deadline.Request}
 	settings := r.fx.InfluenceSettings()
-	names := []string{"a", "a-repeat", "b"}
+	names := schema.InfluenceProbes
 	files := []string{inf.Images[0], inf.Images[0], inf.Images[1]}
 	var outs []image.Image
 	for i, f := range files {
@@ -37,7 +37,7 @@ func (r *row) probeInfluence(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		id := "qualkit-influence-" + names[i]
+		id := schema.InfluenceRequestID(names[i])
 		status, body, err := Send(ctx, client, r.proto, r.server.URL(), r.c.Model, wire.Request{Image: data, Prompt: inf.Instruction, Settings: settings}, id)
 		if err != nil {
 			return err

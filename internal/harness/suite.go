@@ -77,6 +77,11 @@ type Reporter interface {
 	Run(runDir string) error
 	// Check verifies the finished run folder the way a reviewer would.
 	Check(runDir string) error
+	// Vouch verifies a finished run of another process before a bundle it built is
+	// reused: whole, with the anchors it was given outside its folder (its JUnit file)
+	// and, where a key is configured, its signature; a planter can recompute every list
+	// inside the folder.
+	Vouch(runDir string) error
 }
 
 // Suite is one qualification run: shared settings, the evidence folder and every row's result.

@@ -23,6 +23,9 @@ import (
 type Venv struct {
 	Dir  string // the venv (.venv)
 	Lock string // the constraints file it must match
+	// Known is the pins' known RECORD digests (VenvRecordsFile), each installed
+	// distribution's must be; "" holds the venv to its lock and RECORDs alone.
+	Known string
 }
 
 // venvOwn are what `python -m venv` installs by itself, at the interpreter's versions:
@@ -68,6 +71,9 @@ func readVenv(v Venv) (set []string, problems []string, err error) {
 		if !installed[key] {
 			problems = append(problems, fmt.Sprintf("venv: %s==%s is pinned in %s but not installed", key, want, filepath.Base(v.Lock)))
 		}
+	}
+	if v.Known != "" {
+		problems = append(problems, knownRecordProblems(v)...)
 	}
 	sort.Strings(set)
 	sort.Strings(problems)
@@ -147,7 +153,8 @@ var recordChecks sync.Map // site-packages + "\x00" + RECORD's sha256 -> []strin
 // recordProblems verifies the files a distribution's RECORD lists against the hashes it
 // states (pip wrote them at install): an installed file edited afterwards, METADATA's
 // Version made to read as the pin included, is named. Lines without a hash (RECORD
-// itself) are skipped. A RECORD rewritten to match is not caught here.
+// itself) are skipped. A RECORD rewritten to match is caught by the known digests
+// (knownRecordProblems).
 func recordProblems(site, dist string, rec []byte) []string {
 	sum := sha256.Sum256(rec)
 	key := site + "\x00" + hex.EncodeToString(sum[:])

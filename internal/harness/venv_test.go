@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -114,12 +115,107 @@ func TestVenvWithADoctoredVersionIsDirty(t *testing.T) {
 	assert.Contains(t, strings.Join(problems, "\n"), "aiperf/__init__.py, listed in its RECORD, is unreadable")
 }
 
-// The project's own venv matches its lock (the venv `make setup` made for this test run).
+// The project's own venv matches its lock and the pins' known RECORDs (the venv `make
+// setup` made for this test run, a clean install).
 func TestProjectVenvMatchesItsLock(t *testing.T) {
 	root, err := FindRoot(".")
 	require.NoError(t, err)
-	set, problems, err := readVenv(Venv{Dir: filepath.Join(root, ".venv"), Lock: filepath.Join(root, "scripts", "constraints.txt")})
+	set, problems, err := readVenv(Venv{Dir: filepath.Join(root, ".venv"), Lock: filepath.Join(root, "scripts", "constraints.txt"),
+		Known: filepath.Join(root, filepath.FromSlash(VenvRecordsFile))})
 	require.NoError(t, err, "make setup makes .venv")
 	assert.Empty(t, problems)
 	assert.Greater(t, len(set), 100)
+}
+
+// knownRecords writes the known digests of a venv as scripts/venvrecords would from it.
+func knownRecords(t *testing.T, dir string) string {
+	t.Helper()
+	tag, err := VenvTag(dir)
+	require.NoError(t, err)
+	recs, err := VenvRecords(dir)
+	require.NoError(t, err)
+	var b strings.Builder
+	for dist, digest := range recs {
+		b.WriteString(tag + " " + dist + " " + digest + "\n")
+	}
+	p := filepath.Join(t.TempDir(), "venv-records.txt")
+	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+	return p
+}
+
+// Another version's files under the pin's name, METADATA edited to read as the pin and
+// RECORD rewritten to match: every file agrees with its RECORD, and only the pins' known
+// RECORD digests (a clean install's) show it. A venv of a Python or platform the list
+// knows nothing of cannot be held to it, and is dirty too.
+func TestVenvWithARewrittenRecordIsDirty(t *testing.T) {
+	clean := fakeVenv(t, map[string]string{"aiperf": "0.13.0"})
+	known := knownRecords(t, clean)
+	lock := writeLock(t, "aiperf==0.13.0\n")
+	p, _ := venvProvenance(Venv{Dir: clean, Lock: lock, Known: known}, schema.Provenance{Commit: "c"})
+	assert.False(t, p.Dirty, "a clean install matches its own digests: %v", p.Changes)
+
+	v := Venv{Dir: fakeVenv(t, map[string]string{"aiperf": "0.14.0"}), Lock: lock, Known: known}
+	site := filepath.Join(v.Dir, "lib", "python3.11", "site-packages")
+	old, info := filepath.Join(site, "aiperf-0.14.0.dist-info"), filepath.Join(site, "aiperf-0.13.0.dist-info")
+	require.NoError(t, os.Rename(old, info))
+	meta := []byte("Metadata-Version: 2.1\nName: aiperf\nVersion: 0.13.0\n\nbody\n")
+	require.NoError(t, os.WriteFile(filepath.Join(info, "METADATA"), meta, 0o644))
+	code, err := os.ReadFile(filepath.Join(site, "aiperf", "__init__.py"))
+	require.NoError(t, err)
+	rec := recordLine("aiperf/__init__.py", code) + recordLine("aiperf-0.13.0.dist-info/METADATA", meta) + "aiperf-0.13.0.dist-info/RECORD,,\n"
+	require.NoError(t, os.WriteFile(filepath.Join(info, "RECORD"), []byte(rec), 0o644))
+
+	_, problems, err := readVenv(Venv{Dir: v.Dir, Lock: lock})
+	require.NoError(t, err)
+	assert.Empty(t, problems, "its lock and RECORD alone see the pin")
+	p, _ = venvProvenance(v, schema.Provenance{Commit: "c"})
+	assert.True(t, p.Dirty)
+	require.Len(t, p.Changes, 1)
+	assert.Regexp(t, `^venv: aiperf==0\.13\.0's installed files are not a clean install's: its RECORD digest is [0-9a-f]{12}, venv-records\.txt knows [0-9a-f]{12} \(a RECORD rewritten to match edited files\)$`, p.Changes[0])
+
+	other := filepath.Join(t.TempDir(), "venv-records.txt")
+	require.NoError(t, os.WriteFile(other, []byte("py3.12-linux-arm64 aiperf==0.13.0 "+strings.Repeat("0", 64)+"\n"), 0o644))
+	p, _ = venvProvenance(Venv{Dir: clean, Lock: lock, Known: other}, schema.Provenance{Commit: "c"})
+	assert.True(t, p.Dirty)
+	assert.Contains(t, p.Changes[0], "venv-records.txt knows no clean install's RECORDs for py3.11-")
+}
+
+// What a clean install writes on its own (the scripts' interpreter line, bytecode,
+// INSTALLER) is no part of the digest: two installs of one wheel agree.
+func TestRecordDigestLeavesOutTheInstallsOwn(t *testing.T) {
+	wheel := "pkg/__init__.py,sha256=AAA,10\npkg-1.0.dist-info/METADATA,sha256=BBB,20\npkg-1.0.dist-info/RECORD,,\n"
+	one := wheel + "../../../bin/pkg,sha256=CCC,100\npkg/__pycache__/__init__.cpython-311.pyc,sha256=DDD,50\npkg-1.0.dist-info/INSTALLER,sha256=EEE,4\n"
+	two := "pkg-1.0.dist-info/INSTALLER,sha256=EEE,4\n../../../bin/pkg,sha256=FFF,100\npkg/__pycache__/__init__.cpython-311.pyc,sha256=GGG,50\n" + wheel
+	assert.Equal(t, RecordDigest([]byte(one)), RecordDigest([]byte(two)))
+	assert.NotEqual(t, RecordDigest([]byte(wheel)), RecordDigest([]byte(strings.Replace(wheel, "AAA", "AAB", 1))), "a file of the wheel counts")
+}
+
+// The known RECORDs are of the pins: for each Python and platform they list, exactly the
+// distributions scripts/constraints.txt pins (regenerate them with go run
+// ./scripts/venvrecords when the pins change).
+func TestKnownRecordsAreThePins(t *testing.T) {
+	root, err := FindRoot(".")
+	require.NoError(t, err)
+	lock, err := readLock(filepath.Join(root, "scripts", "constraints.txt"))
+	require.NoError(t, err)
+	var want []string
+	for name, version := range lock {
+		if !venvOwn[name] {
+			want = append(want, name+"=="+version)
+		}
+	}
+	sort.Strings(want)
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(VenvRecordsFile)))
+	require.NoError(t, err)
+	byTag := map[string][]string{}
+	for line := range strings.Lines(string(b)) {
+		if f := strings.Fields(line); len(f) == 3 && !strings.HasPrefix(f[0], "#") {
+			byTag[f[0]] = append(byTag[f[0]], f[1])
+		}
+	}
+	require.NotEmpty(t, byTag)
+	for tag, dists := range byTag {
+		sort.Strings(dists)
+		assert.Equal(t, want, dists, tag)
+	}
 }

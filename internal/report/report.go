@@ -8,7 +8,10 @@
 package report
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
 
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness"
@@ -24,6 +27,9 @@ type Evidence struct {
 	TRTMC string
 	// Rows are the qual tables' rows (the table registry), for the PR summary's status.
 	Rows []inventory.QualRow
+	// Key, when set, is the PEM key (public, or the signing key itself) whose signature
+	// a run must carry to vouch for a bundle another run reuses.
+	Key []byte
 }
 
 var _ harness.Reporter = Evidence{}
@@ -45,4 +51,25 @@ func (e Evidence) Run(runDir string) error {
 // Check verifies the run folder from its raw files.
 func (e Evidence) Check(runDir string) error {
 	return evidencecheck.Check(runDir, "")
+}
+
+// JUnitBeside is where make qual and make shard keep a run's JUnit file: beside its
+// folder, <run folder>.junit.xml.
+func JUnitBeside(runDir string) string { return runDir + ".junit.xml" }
+
+// Vouch verifies a run that vouches for a bundle another run reuses: whole, with its
+// JUnit file (JUnitBeside), which must anchor the run's checksum list
+// (qualkit.run_sha256sums), and, with a Key, its signature by that key. A planter who
+// edits the run can recompute every list inside the folder; the JUnit file beside it is
+// no harder to rewrite on the same machine, so only the signature anchors against one.
+func (e Evidence) Vouch(runDir string) error {
+	junit := JUnitBeside(runDir)
+	if _, err := os.Stat(junit); err != nil {
+		return fmt.Errorf("its JUnit file, which anchors it, is not beside it (%s; make qual and make shard keep it there): %w", junit, err)
+	}
+	rep := evidencecheck.VerifyWith(runDir, evidencecheck.Options{JUnit: junit, RequireRunAnchor: true})
+	if e.Key != nil {
+		rep.VerifySignatures(context.Background(), e.Key, junit, false)
+	}
+	return rep.Err()
 }

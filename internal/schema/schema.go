@@ -502,6 +502,15 @@ type PixelDiff struct {
 	FirstB         [4]uint8 `json:"first_b"`
 }
 
+// InfluenceProbes are the influence stage's three requests, in order: the first image,
+// the first again, the second. Each is sent with the request id InfluenceRequestID and
+// writes influence/<name>.png.
+var InfluenceProbes = []string{"a", "a-repeat", "b"}
+
+// InfluenceRequestID is the X-Request-ID of the influence probe name: the server's
+// records and log name it so.
+func InfluenceRequestID(name string) string { return "qualkit-influence-" + name }
+
 // InfluenceResult is the reference-influence probe: the same instruction and seed with
 // the same image twice (must match) and with another image (must differ).
 type InfluenceResult struct {

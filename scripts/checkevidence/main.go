@@ -17,6 +17,13 @@
 // `go run ./scripts/attest sign`; in a merged run, each shard's). Without it, it says
 // whether the run is signed. -strict makes an unsigned or unverified run a failure.
 //
+// Run inside a clone (any folder of it), it holds the run to the harness commit it names:
+// the commit must exist in the clone, the gates and case files the run read must be that
+// commit's, and every row a row of that commit's qual tables (internal/evidencerepo; the
+// first check at a commit builds that commit's qual package, then its tables are kept
+// in .cache/tables). Outside a clone it says "commit not verifiable" (a problem with
+// -strict).
+//
 // It prints every problem as "<file>: <claim>: evidence says X, file says Y" and exits 1
 // when there is any; exit 2 is a usage error.
 package main
@@ -33,6 +40,7 @@ import (
 
 	_ "qualkit/families/all" // the families' evidence rules
 	"qualkit/internal/evidencecheck"
+	"qualkit/internal/evidencerepo"
 	"qualkit/internal/runarchive"
 )
 
@@ -105,15 +113,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	opts := evidencecheck.Options{JUnit: *junit, Strict: *strict}
+	if g, err := evidencerepo.Open("."); err == nil {
+		opts.Repo = g
+	}
 	var rep *evidencecheck.Report
 	if evidencecheck.IsMerged(*dir) {
 		if *junit != "" {
 			fmt.Fprintln(stderr, "checkevidence: a merged run keeps each shard's JUnit and its own junit.xml: give no -junit")
 			return 2
 		}
-		rep = evidencecheck.VerifyMerged(*dir)
+		rep = evidencecheck.VerifyMergedWith(*dir, opts)
 	} else {
-		rep = evidencecheck.Verify(*dir, *junit)
+		rep = evidencecheck.VerifyWith(*dir, opts)
 	}
 	if *sums != "" {
 		rep.Anchor(*sums)
@@ -121,6 +133,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rep.VerifySignatures(context.Background(), pub, *junit, *strict)
 	for _, line := range rep.SignatureSummary() {
 		fmt.Fprintln(stdout, "checkevidence:", line)
+	}
+	for _, line := range rep.Notes {
+		fmt.Fprintln(stdout, "checkevidence: not verified:", line)
 	}
 	var e *evidencecheck.Error
 	if err := rep.Err(); errors.As(err, &e) {

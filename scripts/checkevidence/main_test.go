@@ -156,3 +156,18 @@ func TestChecksARunInsideAnArchive(t *testing.T) {
 	out.Reset()
 	assert.Equal(t, 1, run([]string{"-dir", archive, "-run", name}, &out, &errOut))
 }
+
+// Outside a clone the run's commit cannot be looked up: the check says so, and -strict
+// makes it a failure. Inside one (every other test), it is held to its commit.
+func TestCommitNotVerifiableOutsideAClone(t *testing.T) {
+	dir := committedRun(t, "qualified")
+	junit, err := filepath.Abs(filepath.Join("..", "..", "internal", "evidencecheck", "testdata", "junit-qualified.xml"))
+	require.NoError(t, err)
+	t.Chdir(t.TempDir())
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-dir", dir, "-junit", junit}, &out, &errOut), errOut.String()+out.String())
+	assert.Contains(t, out.String(), "checkevidence: not verified: commit not verifiable: the check ran outside a repository")
+	out.Reset()
+	assert.Equal(t, 1, run([]string{"-dir", dir, "-junit", junit, "-strict"}, &out, &errOut))
+	assert.Contains(t, out.String(), "run.json: harness_commit: evidence says a commit of the repository the check runs in (strict), file says not verifiable: no repository")
+}

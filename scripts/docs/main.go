@@ -33,6 +33,7 @@ import (
 
 	_ "qualkit/families/all" // the families' evidence rules
 	"qualkit/internal/evidencecheck"
+	"qualkit/internal/evidencerepo"
 	"qualkit/internal/harness"
 	"qualkit/internal/pictures"
 	"qualkit/internal/runarchive"
@@ -139,8 +140,15 @@ func readJSON(path string, v any) error {
 
 // blocks renders every named block from the run.
 func (s *source) blocks(root string) (map[string]string, error) {
-	// As scripts/checkevidence checks it without a key.
-	rep := evidencecheck.Verify(s.dir, s.junit)
+	// As scripts/checkevidence checks it without a key, inside the clone that holds the
+	// archive of runs.
+	opts := evidencecheck.Options{JUnit: s.junit}
+	if arch, err := filepath.EvalSymlinks(filepath.Join(root, Archive)); err == nil {
+		if g, err := evidencerepo.Open(filepath.Dir(arch)); err == nil {
+			opts.Repo = g
+		}
+	}
+	rep := evidencecheck.VerifyWith(s.dir, opts)
 	rep.VerifySignatures(context.Background(), nil, s.junit, false)
 	if err := rep.Err(); err != nil {
 		return nil, fmt.Errorf("the examples' run does not check: %w", err)

@@ -1,0 +1,58 @@
+package qwenimage
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/evidencerules"
+)
+
+// The Task time sources the checker allows are the ones the adapters give a row, by
+// its protocol: perf-serve's records on the task route, the edit route's configured
+// default, the diffusers server's body (its records state the same field).
+func TestCheckerTaskTimeIsTheAdapters(t *testing.T) {
+	trtmc, ok := evidencerules.For(TRTMC{}.Backend())
+	require.True(t, ok)
+	perf := New(Config{Checkout: checkout(t, LayoutFamilies)})
+	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)})
+	for _, a := range []TRTMC{perf, edit} {
+		tt := trtmc.TaskTime(evidencerules.Row{Protocol: a.Protocol().Name()})
+		assert.Contains(t, tt.Sources, *a.Timing().Schema(), a.Protocol().Name())
+	}
+	assert.Len(t, trtmc.TaskTime(evidencerules.Row{Protocol: perf.Protocol().Name()}).Sources, 1, "perf-serve: its records alone")
+
+	diffusers, ok := evidencerules.For(Diffusers{}.Backend())
+	require.True(t, ok)
+	tt := diffusers.TaskTime(evidencerules.Row{})
+	assert.Equal(t, *smokeAdapter().Timing().Schema(), tt.Sources[0])
+	assert.Equal(t, "timing.task_ms", tt.Records, "the records line states the body's timing.task_ms (reference/server.py § record)")
+}
+
+// The per-request lines the checker reads are the ones these programs write (lines from
+// the committed H200 run, docs/evidence/h200-orders/serial, and batch/batch.go's format).
+func TestCheckerLogLinesAreThePrograms(t *testing.T) {
+	diffusers, _ := evidencerules.For(Diffusers{}.Backend())
+	re := diffusers.ServerLog
+	m := re.FindStringSubmatch("2026-12-04T14:00:40.425+00:00 3634700e-2cce-4bd6-9676-45c8ddf74e05 200 task 1062.7 ms queue 0.3 ms")
+	require.NotNil(t, m)
+	assert.Equal(t, []string{"3634700e-2cce-4bd6-9676-45c8ddf74e05", "200", "1062.7"},
+		[]string{m[re.SubexpIndex("id")], m[re.SubexpIndex("status")], m[re.SubexpIndex("task_ms")]})
+	for _, other := range []string{
+		"2026-12-04T14:00:32.255+00:00 ready: runtime {\"cuda\": \"13.0\"}",
+		"2026-12-04T14:00:16.144+00:00 serving Qwen/Qwen-Image-Edit-2511 (smoke, bundle sha256 4204) on http://127.0.0.1:42075 with aiohttp",
+		"[transformers] Model config: bos_token_id must be `None` or an integer within the vocabulary (between 0 and 299), got 151643.",
+	} {
+		assert.Nil(t, re.FindStringSubmatch(other), other)
+	}
+	m = diffusers.NativeBatchLog.FindStringSubmatch("native.py: batch 1/6 3634700e-2cce-4bd6-9676-45c8ddf74e05: a042f133f212 (1034.6 ms)")
+	require.NotNil(t, m)
+	assert.Equal(t, "a042f133f212", m[diffusers.NativeBatchLog.SubexpIndex("sha")])
+
+	trtmc, _ := evidencerules.For(TRTMC{}.Backend())
+	assert.Nil(t, trtmc.ServerLog, "TRTMC's servers write no per-request line to join on")
+	m = trtmc.NativeBatchLog.FindStringSubmatch("trtmc-batch: 3/6 req-3: 0123456789ab (12.5 ms)")
+	require.NotNil(t, m)
+	assert.Equal(t, []string{"3", "6", "req-3", "0123456789ab"}, []string{m[1], m[2], m[3], m[4]})
+}

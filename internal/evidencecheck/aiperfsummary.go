@@ -1,0 +1,322 @@
+package evidencecheck
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"qualkit/internal/schema"
+)
+
+// The checks in this file hold AIPerf's summaries to its raw export and to the run: the
+// summary (profile_export_aiperf.json) names the artifact folder and phases it was
+// configured with, the times its profiling phase ran, the errors it met; its CSVs state
+// the percentiles of the latencies the raw export holds. An export transplanted from
+// another run, timings scaled in the raw export and the fields the checker read before
+// alone, or an error summary under a qualified row, disagree with them.
+
+// aiperfSummary is what these checks read of an AIPerf summary.
+type aiperfSummary struct {
+	InputConfig struct {
+		Phases []struct {
+			Name     string `json:"name"`
+			Kind     string `json:"kind"`
+			Requests *int   `json:"requests"`
+		} `json:"phases"`
+		Artifacts struct {
+			Dir string `json:"dir"`
+		} `json:"artifacts"`
+	} `json:"input_config"`
+	IsComplete   *bool           `json:"is_complete"`
+	ErrorSummary json.RawMessage `json:"error_summary"`
+	StartTime    string          `json:"start_time"`
+	EndTime      string          `json:"end_time"`
+	// RequestLatency's percentiles, as AIPerf computed them.
+	RequestLatency map[string]json.RawMessage `json:"request_latency"`
+}
+
+// manifestPhase is a phase of AIPerf's phase manifest with its span and errors.
+type manifestPhase struct {
+	Kind         string          `json:"phase_kind"`
+	StartNs      int64           `json:"start_ns"`
+	EndNs        int64           `json:"end_ns"`
+	WasCancelled bool            `json:"was_cancelled"`
+	ErrorSummary json.RawMessage `json:"error_summary"`
+}
+
+// checkAIPerfRun holds AIPerf's summary to the run: the artifact folder it wrote is this
+// run's and row's, the AIPerf command's; its phases asked for the requests the raw export
+// holds; its profiling phase ran inside the AIPerf command, around the measured requests;
+// and a passed benchmark's summary and manifest name no error.
+func (r *rowCheck) checkAIPerfRun() {
+	if r.rawErr != nil || !r.passed(schema.StageBenchmark) {
+		return // a failed benchmark's files may be torn: its stage says why
+	}
+	var s aiperfSummary
+	if b, ok := r.read(summaryExport); !ok || json.Unmarshal(b, &s) != nil {
+		return // checkSummary says what is wrong with it
+	}
+	if info := r.c.info; info != nil {
+		want := "/" + info.RunID + "/" + r.name + "/aiperf/artifacts"
+		r.truth(strings.HasSuffix(s.InputConfig.Artifacts.Dir, want), summaryExport, "input_config.artifacts.dir",
+			"a folder ending "+want+" (this run and row)", quote(s.InputConfig.Artifacts.Dir))
+	}
+	if c := r.aiperfCmd; c != nil {
+		if dir := flagValue(c.Args, "--artifact-dir"); dir != "" {
+			r.same(summaryExport, "input_config.artifacts.dir", dir, s.InputConfig.Artifacts.Dir, "commands.jsonl aiperf --artifact-dir")
+		}
+	}
+	for _, p := range s.InputConfig.Phases {
+		if p.Requests != nil && (p.Kind == phaseWarmup || p.Kind == phaseProfiling) {
+			r.same(summaryExport, "input_config.phases["+p.Name+"].requests", fmt.Sprint(len(r.phase(p.Kind))), fmt.Sprint(*p.Requests), "the "+p.Kind+" records of "+rawExport)
+		}
+	}
+	r.truth(s.IsComplete == nil || *s.IsComplete, summaryExport, "is_complete", "true (stage benchmark passed)", "false")
+	r.truth(emptyJSON(s.ErrorSummary), summaryExport, "error_summary", "none (stage benchmark passed)", compactText(s.ErrorSummary))
+	phases := r.manifestPhases()
+	for _, kind := range sortedKeys(phases) {
+		p := phases[kind]
+		r.truth(!p.WasCancelled, phaseManifest, p.Kind+" was_cancelled", "false (stage benchmark passed)", "true")
+		r.truth(emptyJSON(p.ErrorSummary), phaseManifest, p.Kind+" error_summary", "none (stage benchmark passed)", compactText(p.ErrorSummary))
+		r.checkPhaseSpan(p)
+	}
+	if prof, ok := phases[phaseProfiling]; ok {
+		r.checkSummaryTimes(summaryExport, s, prof)
+	}
+	for _, kind := range sortedKeys(phases) {
+		p := phases[kind]
+		file := "aiperf/artifacts/phases/" + kind + "/profile_export_aiperf.json"
+		var ps aiperfSummary
+		if b, ok := r.read(file); ok && json.Unmarshal(b, &ps) == nil {
+			r.checkSummaryTimes(file, ps, p)
+		}
+	}
+}
+
+// manifestPhases are the phase manifest's phases by kind.
+func (r *rowCheck) manifestPhases() map[string]manifestPhase {
+	out := map[string]manifestPhase{}
+	var pm struct {
+		Phases []manifestPhase `json:"phases"`
+	}
+	if b, ok := r.read(phaseManifest); ok && json.Unmarshal(b, &pm) == nil {
+		for _, p := range pm.Phases {
+			out[p.Kind] = p
+		}
+	}
+	return out
+}
+
+// checkPhaseSpan: a phase of the manifest spans its requests in the raw export and lies
+// inside the AIPerf command's run.
+func (r *rowCheck) checkPhaseSpan(p manifestPhase) {
+	reqs := r.phase(p.Kind)
+	if len(reqs) == 0 || p.StartNs == 0 {
+		return
+	}
+	const slack = int64(time.Millisecond)
+	first, last := reqs[0].rec.Metadata.RequestStartNs, reqs[0].rec.Metadata.RequestEndNs
+	for _, q := range reqs {
+		first, last = min(first, q.rec.Metadata.RequestStartNs), max(last, q.rec.Metadata.RequestEndNs)
+	}
+	r.truth(p.StartNs <= first+slack && p.EndNs+slack >= last, phaseManifest, p.Kind+" start_ns / end_ns",
+		fmt.Sprintf("around the %s requests of %s, %d to %d", p.Kind, rawExport, first, last), fmt.Sprintf("%d to %d", p.StartNs, p.EndNs))
+	if c := r.aiperfCmd; c != nil && !c.Start.IsZero() {
+		from, to := c.Start.Add(-windowSlack).UnixNano(), c.end().Add(windowSlack).UnixNano()
+		r.truth(p.StartNs >= from && p.EndNs <= to, phaseManifest, p.Kind+" start_ns / end_ns",
+			"inside the AIPerf command's run (commands.jsonl: "+c.Start.Format(time.RFC3339Nano)+", "+fmtNum(c.WallS)+" s)", fmt.Sprintf("%d to %d", p.StartNs, p.EndNs))
+	}
+}
+
+// checkSummaryTimes: a summary's start_time and end_time are its phase's span in the
+// manifest. AIPerf writes them in the host's local time without a zone
+// (datetime.fromtimestamp), so they may differ from the span by the zone's offset, a
+// whole number of quarter hours, the same for both.
+func (r *rowCheck) checkSummaryTimes(file string, s aiperfSummary, p manifestPhase) {
+	if s.StartTime == "" || s.EndTime == "" || p.StartNs == 0 {
+		return
+	}
+	const layout = "2006-01-02T15:04:05.999999"
+	start, err1 := time.Parse(layout, s.StartTime)
+	end, err2 := time.Parse(layout, s.EndTime)
+	if err1 != nil || err2 != nil {
+		r.fail(file, "start_time / end_time", "AIPerf's local times ("+layout+")", quote(s.StartTime+" / "+s.EndTime))
+		return
+	}
+	offStart := start.Sub(time.Unix(0, p.StartNs).UTC())
+	offEnd := end.Sub(time.Unix(0, p.EndNs).UTC())
+	const µs = time.Microsecond
+	quarter := func(d time.Duration) bool {
+		m := d % (15 * time.Minute)
+		return m.Abs() <= µs || (15*time.Minute-m.Abs()) <= µs
+	}
+	ok := quarter(offStart) && (offStart-offEnd).Abs() <= 2*µs && offStart.Abs() <= 14*time.Hour
+	r.truth(ok, file, "start_time / end_time",
+		fmt.Sprintf("the %s phase's span in %s, %s to %s UTC, in the host's zone", p.Kind, phaseManifest,
+			time.Unix(0, p.StartNs).UTC().Format(layout), time.Unix(0, p.EndNs).UTC().Format(layout)),
+		s.StartTime+" to "+s.EndTime)
+}
+
+// compactText is a JSON value on one line, clipped for a message.
+func compactText(b json.RawMessage) string {
+	var c bytes.Buffer
+	if json.Compact(&c, b) != nil {
+		return clipText(string(b), 300)
+	}
+	return clipText(c.String(), 300)
+}
+
+// emptyJSON: absent, null, or an empty list or object.
+func emptyJSON(b json.RawMessage) bool {
+	s := string(bytes.TrimSpace(b))
+	return s == "" || s == "null" || s == "[]" || s == "{}"
+}
+
+// flagValue is the value following flag in args, "" when absent.
+func flagValue(args []string, flag string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == flag {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// aiperfPercentiles are the percentiles checked in AIPerf's exports: its CSVs state
+// them to two decimals, its JSON summaries in full.
+var aiperfPercentiles = []int{50, 90, 99}
+
+// percentileLinear is AIPerf's percentile (NumPy's default, "linear"): the value at rank
+// p/100 * (n-1) of the sorted sample, interpolated between its neighbours.
+func percentileLinear(sorted []float64, p int) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	rank := float64(p) / 100 * float64(len(sorted)-1)
+	lo := int(math.Floor(rank))
+	hi := min(lo+1, len(sorted)-1)
+	return sorted[lo] + (rank-float64(lo))*(sorted[hi]-sorted[lo])
+}
+
+// checkLatencyPercentiles: the request latency percentiles AIPerf's summaries and CSVs
+// state, overall (the profiling phase) and per phase, are those of the phase's
+// request_latency values in the per-request export, whose spans checkLatencies holds to
+// the raw export.
+func (r *rowCheck) checkLatencyPercentiles() {
+	if r.rawErr != nil || !r.passed(schema.StageBenchmark) {
+		return
+	}
+	for _, c := range []struct{ phase, json, csv string }{
+		{phaseProfiling, summaryExport, csvExport},
+		{phaseProfiling, "aiperf/artifacts/phases/profiling/profile_export_aiperf.json", "aiperf/artifacts/phases/profiling/profile_export_aiperf.csv"},
+		{phaseWarmup, "aiperf/artifacts/phases/warmup/profile_export_aiperf.json", "aiperf/artifacts/phases/warmup/profile_export_aiperf.csv"},
+	} {
+		var lat []float64
+		for _, q := range r.phase(c.phase) {
+			if q.client {
+				lat = append(lat, q.clientMs)
+			}
+		}
+		if len(lat) == 0 {
+			continue
+		}
+		sort.Float64s(lat)
+		src := fmt.Sprintf("the %s request_latency values of %s, NumPy's linear percentile", c.phase, profileExport)
+		var s aiperfSummary
+		if b, ok := r.read(c.json); ok && json.Unmarshal(b, &s) == nil && s.RequestLatency != nil {
+			for _, p := range aiperfPercentiles {
+				key := fmt.Sprintf("p%d", p)
+				v, err := strconv.ParseFloat(string(s.RequestLatency[key]), 64)
+				want := percentileLinear(lat, p)
+				r.truth(err == nil && math.Abs(v-want) <= 1e-6*math.Max(1, want), c.json, "request_latency."+key,
+					fmtNum(want)+" ms ("+src+")", string(s.RequestLatency[key]))
+			}
+		}
+		if c.csv == csvExport {
+			r.checkConsolePercentiles(lat, src)
+		}
+		b, ok := r.read(c.csv)
+		if !ok {
+			continue
+		}
+		row, err := csvMetric(b, "Request Latency (ms)")
+		if err != nil {
+			r.fail(c.csv, "Request Latency (ms)", "a row of the metric ("+src+")", err.Error())
+			continue
+		}
+		sum := 0.0
+		for _, v := range lat {
+			sum += v
+		}
+		want := map[string]float64{"avg": sum / float64(len(lat)), "min": lat[0], "max": lat[len(lat)-1]}
+		for _, p := range aiperfPercentiles {
+			want[fmt.Sprintf("p%d", p)] = percentileLinear(lat, p)
+		}
+		cols := []string{"p50", "p90", "p99"}
+		if c.csv != csvExport { // the run's CSV's avg, min and max: checkTextExports
+			cols = append([]string{"avg", "min", "max"}, cols...)
+		}
+		for _, col := range cols {
+			got, err := strconv.ParseFloat(row[col], 64)
+			r.truth(err == nil && math.Abs(got-want[col]) <= 0.0101, c.csv, "Request Latency (ms) "+col,
+				fmt.Sprintf("%.2f (%s)", want[col], src), quote(row[col]))
+		}
+	}
+}
+
+// The console table of the pinned AIPerf: its columns, and its request latency row.
+var (
+	consoleColumns    = regexp.MustCompile(`Metric ┃ +avg ┃ +min ┃ +max ┃ +p99 ┃ +p90 ┃ +p50 ┃`)
+	consoleLatencyRow = regexp.MustCompile(`Request Latency \(ms\) │ +[0-9.]+ │ +[0-9.]+ │ +[0-9.]+ │ +([0-9.]+) │ +([0-9.]+) │ +([0-9.]+) │`)
+)
+
+// checkConsolePercentiles: the console table's p99, p90 and p50 of the request latency.
+func (r *rowCheck) checkConsolePercentiles(lat []float64, src string) {
+	b, ok := r.read(consoleExport)
+	if !ok {
+		return
+	}
+	m := consoleLatencyRow.FindSubmatch(b)
+	if !r.truth(consoleColumns.Match(b) && m != nil, consoleExport, "Request Latency (ms) p99 / p90 / p50",
+		"a row under the columns avg, min, max, p99, p90, p50 (AIPerf "+AIPerfVersion+")", "none") {
+		return
+	}
+	for i, p := range []int{99, 90, 50} {
+		got, err := strconv.ParseFloat(string(m[i+1]), 64)
+		want := percentileLinear(lat, p)
+		r.truth(err == nil && math.Abs(got-want) <= 0.0101, consoleExport, fmt.Sprintf("Request Latency (ms) p%d", p),
+			fmt.Sprintf("%.2f (%s)", want, src), string(m[i+1]))
+	}
+}
+
+// csvMetric is the row of an AIPerf metrics CSV for metric, by the header's columns.
+func csvMetric(b []byte, metric string) (map[string]string, error) {
+	rd := csv.NewReader(bytes.NewReader(b))
+	rd.FieldsPerRecord = -1
+	recs, err := rd.ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 || len(recs[0]) == 0 || recs[0][0] != "Metric" {
+		return nil, fmt.Errorf("no Metric header")
+	}
+	for _, rec := range recs[1:] {
+		if len(rec) > 0 && rec[0] == metric {
+			out := map[string]string{}
+			for i, h := range recs[0] {
+				if i < len(rec) {
+					out[h] = rec[i]
+				}
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("none")
+}

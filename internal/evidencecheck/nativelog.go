@@ -1,0 +1,117 @@
+package evidencecheck
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"qualkit/internal/schema"
+)
+
+// The checks in this file hold the native Task's report to its log: the batch program
+// writes one line per replay to its log as it goes (the family's format,
+// evidencerules.NativeBatchLog) and its report (native-batch.jsonl) at the end. A report
+// or a PNG rewritten afterwards, or PNGs put where a crashed batch wrote none, leave the
+// log saying otherwise.
+
+const nativeBatchLog = "identity/native-batch.log"
+
+// crashLine is how a program that crashed ends its log: a Go panic or fatal error, a
+// Python traceback (the languages of the native Tasks qualkit runs).
+var crashLine = regexp.MustCompile(`^(panic: |fatal error: |Traceback \(most recent call last\):)`)
+
+// checkNativeCrash: a row whose identity passed ran native Tasks that did not crash.
+func (r *rowCheck) checkNativeCrash() {
+	if !r.passed(schema.StageIdentity) {
+		return
+	}
+	logs := []string{nativeBatchLog}
+	for _, q := range r.reqs {
+		logs = append(logs, fmt.Sprintf("identity/%02d-native.log", q.index))
+	}
+	for _, f := range logs {
+		b, ok := r.read(f)
+		if !ok {
+			continue
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for n := 1; sc.Scan(); n++ {
+			if crashLine.MatchString(sc.Text()) {
+				r.fail(f, "the native Task ran to its end", "no crash (stage identity passed)", fmt.Sprintf("line %d: %s", n, clipText(sc.Text(), 200)))
+				break
+			}
+		}
+	}
+}
+
+// batchLogLine is one replay line of the batch log.
+type batchLogLine struct {
+	n, total int
+	id, sha  string
+	line     int
+}
+
+// checkNativeBatchLog: the batch log has one line per replay the report states, each of
+// a request of the raw export, naming the start of the sha256 of the PNG in identity/
+// and in the report; once identity passed, as many as there were requests, none twice.
+func (r *rowCheck) checkNativeBatchLog() {
+	if r.res.Identity == nil || r.res.Identity.Mode != schema.NativeBatch || r.rawErr != nil {
+		return
+	}
+	rl, ok := r.rules()
+	if !ok || rl.NativeBatchLog == nil {
+		return
+	}
+	b, ok := r.read(nativeBatchLog)
+	if !ok {
+		return // checkNativeBatch says it is missing
+	}
+	re := rl.NativeBatchLog
+	var lines []batchLogLine
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		m := re.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		l := batchLogLine{id: m[re.SubexpIndex("id")], sha: strings.ToLower(m[re.SubexpIndex("sha")]), line: n}
+		l.n, _ = strconv.Atoi(m[re.SubexpIndex("n")])
+		l.total, _ = strconv.Atoi(m[re.SubexpIndex("total")])
+		lines = append(lines, l)
+	}
+	byID := map[string]*request{}
+	for _, q := range r.reqs {
+		byID[q.id] = q
+	}
+	passed := r.passed(schema.StageIdentity)
+	if passed {
+		r.same(nativeBatchLog, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(lines)), "one line per request in "+rawExport+" (stage identity passed)")
+	}
+	seen := map[string]bool{}
+	for _, l := range lines {
+		at := fmt.Sprintf("line %d: replay %s", l.line, l.id)
+		q := byID[l.id]
+		if !r.truth(q != nil, nativeBatchLog, at, "a request of "+rawExport, "none") {
+			continue
+		}
+		r.truth(!seen[l.id], nativeBatchLog, at, "one line per replay", "a second")
+		seen[l.id] = true
+		r.same(nativeBatchLog, at+" of", fmt.Sprint(len(r.reqs)), fmt.Sprint(l.total), "the requests in "+rawExport)
+		if q.native != nil {
+			r.truth(strings.HasPrefix(bytesSHA256(q.native), l.sha), nativeBatchLog, at+" sha256",
+				prefix(bytesSHA256(q.native), len(l.sha))+" (the start of "+q.nativeRel()+"'s sha256)", l.sha)
+		}
+		if sha, ok := r.batchSHA[l.id]; ok {
+			r.truth(strings.HasPrefix(sha, l.sha), schema.NativeBatchFile, "replay "+l.id+" output_sha256",
+				"a sha256 starting "+l.sha+" ("+nativeBatchLog+fmt.Sprintf(" line %d)", l.line), sha)
+		}
+	}
+	for _, id := range sortedKeys(r.batchSHA) {
+		r.truth(seen[id], schema.NativeBatchFile, "replay "+id, "a replay the batch logged ("+nativeBatchLog+")", "no line there")
+	}
+}

@@ -1,0 +1,243 @@
+package evidencecheck
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"qualkit/internal/evidencerules"
+	"qualkit/internal/schema"
+)
+
+// The checks in this file hold AIPerf's account of the requests to the server's: its
+// records (one line per request it received, with the time it received it) and its log
+// (one line per request it answered, in the family's format: evidencerules.ServerLog).
+// Two programs, two processes: a request moved, relabelled or removed in AIPerf's
+// exports, or an output replaced, leaves the server's account behind.
+
+const serverLog = "serve/server.log"
+
+// receiptSlack is how far outside AIPerf's span of a request the server's receipt time
+// may lie: both are the host's wall clock, read by two processes, and the records state
+// it to the microsecond (measured on every committed run: 0.36 ms after the request
+// started at the least, 1.2 ms before it ended).
+const receiptSlack = time.Millisecond
+
+// influenceProbe is one influence request as the server saw it.
+type influenceProbe struct {
+	name, id, png, fixture string
+}
+
+func (r *rowCheck) influenceProbes() map[string]influenceProbe {
+	out := map[string]influenceProbe{}
+	for i, name := range schema.InfluenceProbes {
+		p := influenceProbe{name: name, id: schema.InfluenceRequestID(name), png: "influence/" + name + ".png"}
+		if r.fx != nil && len(r.fx.Influence.Images) == 2 {
+			p.fixture = r.fx.Influence.Images[min(i/2, 1)] // a and a-repeat the first image, b the second
+		}
+		out[p.id] = p
+	}
+	return out
+}
+
+// checkServerRecords: every records line is a request of AIPerf's raw export, received
+// inside AIPerf's span of it, or one of the influence probes, with the images the
+// influence files and fixtures are; once the benchmark passed, every request AIPerf
+// sent, warmup too, has one.
+func (r *rowCheck) checkServerRecords() {
+	if r.rawErr != nil || !r.exists(recordsFile) {
+		return
+	}
+	byID := map[string]*request{}
+	for _, q := range r.reqs {
+		byID[q.id] = q
+	}
+	probes := r.influenceProbes()
+	benchPassed := r.passed(schema.StageBenchmark)
+	seen := map[string]int{}
+	for _, rec := range r.serverRecords() {
+		seen[rec.RequestID]++
+		if seen[rec.RequestID] == 2 {
+			r.fail(recordsFile, "request "+rec.RequestID, "one line per request (the server records each once)", fmt.Sprintf("a second at line %d", rec.line))
+		}
+		if q := byID[rec.RequestID]; q != nil {
+			r.checkReceipt(q, rec)
+			continue
+		}
+		if p, ok := probes[rec.RequestID]; ok {
+			r.checkInfluenceRecord(p, rec)
+			continue
+		}
+		if benchPassed {
+			r.fail(recordsFile, fmt.Sprintf("line %d: request %s", rec.line, rec.RequestID),
+				"a request of "+rawExport+" or an influence probe (stage benchmark passed: AIPerf recorded every request it sent)", "neither")
+		}
+	}
+	if benchPassed {
+		for _, q := range r.phase(phaseWarmup) { // the measured ones: checkRecords
+			r.truth(seen[q.id] > 0, recordsFile, "request "+q.id, "a line for the warmup request too (the server records every request)", "none")
+		}
+	}
+}
+
+// recordTime is a records line's time: an RFC 3339 string, or seconds since the epoch;
+// ok is false when the line states none.
+func recordTime(raw json.RawMessage) (t time.Time, ok bool, err error) {
+	if emptyJSON(raw) {
+		return time.Time{}, false, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		t, err = time.Parse(time.RFC3339Nano, s)
+		return t, true, err
+	}
+	var secs float64
+	if err := json.Unmarshal(raw, &secs); err != nil {
+		return time.Time{}, true, err
+	}
+	whole := math.Floor(secs)
+	return time.Unix(int64(whole), int64((secs-whole)*1e9)), true, nil
+}
+
+// checkReceipt: the server received (or answered) the request while AIPerf had it in
+// flight.
+func (r *rowCheck) checkReceipt(q *request, rec serverRecord) {
+	at, ok, err := recordTime(rec.Time)
+	if !ok || q.rec.failed() {
+		// No time stated; or a request AIPerf recorded as failed, whose span it may not
+		// time (a 500 of the status-500 negative control: its start and end one instant).
+		return
+	}
+	if err != nil {
+		r.fail(recordsFile, "request "+q.id+" time", "an RFC 3339 time or seconds since the epoch", quote(string(rec.Time)))
+		return
+	}
+	m := q.rec.Metadata
+	from, to := time.Unix(0, m.RequestStartNs).Add(-receiptSlack), time.Unix(0, m.RequestEndNs).Add(receiptSlack)
+	r.truth(!at.Before(from) && !at.After(to), recordsFile, "request "+q.id+" time",
+		fmt.Sprintf("inside AIPerf's span of the request, %s to %s (%s request_start_ns, request_end_ns, %s either side)",
+			time.Unix(0, m.RequestStartNs).UTC().Format(time.RFC3339Nano), time.Unix(0, m.RequestEndNs).UTC().Format(time.RFC3339Nano), rawExport, receiptSlack),
+		strings.Trim(string(rec.Time), `"`))
+}
+
+// checkInfluenceRecord: the server's record of an influence probe names the fixture the
+// harness sent and the PNG the row keeps of its answer.
+func (r *rowCheck) checkInfluenceRecord(p influenceProbe, rec serverRecord) {
+	at := "request " + p.id + " "
+	if b, ok := r.read(p.png); ok && rec.Output != "" {
+		r.same(recordsFile, at+"output_sha256", bytesSHA256(b), rec.Output, p.png)
+	}
+	if p.fixture != "" && rec.Input != "" {
+		if b, ok := r.read("fixtures/" + p.fixture); ok {
+			r.same(recordsFile, at+"input_sha256", bytesSHA256(b), rec.Input, "fixtures/"+p.fixture+", the influence image the manifest names")
+		}
+	}
+	if r.fx != nil && len(rec.Prompt) > 0 {
+		var text string
+		var hashed struct {
+			SHA256 string `json:"sha256"`
+		}
+		want := r.fx.Influence.Instruction
+		switch {
+		case json.Unmarshal(rec.Prompt, &text) == nil:
+			r.same(recordsFile, at+"prompt", want, text, "fixtures/manifest.json influence.instruction")
+		case json.Unmarshal(rec.Prompt, &hashed) == nil && hashed.SHA256 != "":
+			r.same(recordsFile, at+"prompt.sha256", bytesSHA256([]byte(want)), hashed.SHA256, "fixtures/manifest.json influence.instruction")
+		}
+	}
+}
+
+// serverLogLine is one request line of the server's log.
+type serverLogLine struct {
+	n          int // line number
+	id, status string
+	taskMs     string // "" when the line states none
+}
+
+// checkServerLog: the server's log has one line per request its records hold, with the
+// same status (and Task time, where the line states one, at its precision), and no
+// request the records lack. The log is whole once the server's last use ended (stage
+// influence passed); a family whose server writes no such lines is not held.
+func (r *rowCheck) checkServerLog() {
+	rl, ok := r.rules()
+	if !ok || rl.ServerLog == nil || !r.passed(schema.StageInfluence) || !r.exists(recordsFile) {
+		return
+	}
+	b, ok := r.read(serverLog)
+	if !ok {
+		return // the layout check says it is missing
+	}
+	re := rl.ServerLog
+	task := re.SubexpIndex("task_ms")
+	var lines []serverLogLine
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		m := re.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		l := serverLogLine{n: n, id: m[re.SubexpIndex("id")], status: m[re.SubexpIndex("status")]}
+		if task >= 0 {
+			l.taskMs = m[task]
+		}
+		lines = append(lines, l)
+	}
+	byID := map[string][]serverLogLine{}
+	for _, l := range lines {
+		byID[l.id] = append(byID[l.id], l)
+	}
+	tt := r.taskTimeRule()
+	inRecords := map[string]bool{}
+	for _, rec := range r.serverRecords() {
+		inRecords[rec.RequestID] = true
+		got := byID[rec.RequestID]
+		at := "request " + rec.RequestID
+		if !r.truth(len(got) == 1, serverLog, at, "one line of the server's per-request format (its records hold the request)", fmt.Sprintf("%d lines", len(got))) {
+			continue
+		}
+		var status int
+		if json.Unmarshal(rec.Status, &status) == nil {
+			r.same(serverLog, at+" status", strconv.Itoa(status), got[0].status, recordsFile)
+		}
+		if got[0].taskMs != "" && tt.Records != "" {
+			if v, err := numberAt(rec.doc, tt.Records); err == nil {
+				logged, _ := strconv.ParseFloat(got[0].taskMs, 64)
+				r.truth(math.Abs(logged-v) <= halfULP(got[0].taskMs)+1e-9, serverLog, at+" Task time",
+					fmtNum(v)+" ms ("+recordsFile+" "+tt.Records+", at the log's precision)", got[0].taskMs+" ms")
+			}
+		}
+	}
+	for _, l := range lines {
+		r.truth(inRecords[l.id], serverLog, fmt.Sprintf("line %d: request %s", l.n, l.id), "a request the server's records hold ("+recordsFile+")", "none there")
+	}
+}
+
+// halfULP is half a unit of the last place a number is printed with ("4.2": 0.05).
+func halfULP(printed string) float64 {
+	_, frac, ok := strings.Cut(printed, ".")
+	if !ok {
+		return 0.5
+	}
+	return 0.5 * math.Pow(10, -float64(len(frac)))
+}
+
+// ruleRow is what the family's rules are asked about the row.
+func (r *rowCheck) ruleRow() evidencerules.Row {
+	return evidencerules.Row{Layout: r.layout(), Profile: r.res.Checkpoint.Profile, Protocol: r.proto.Name()}
+}
+
+// taskTimeRule is where the row's family reports the Task time; zero when it registered
+// no rules (checkRules fails the row).
+func (r *rowCheck) taskTimeRule() evidencerules.TaskTime {
+	rl, ok := r.rules()
+	if !ok {
+		return evidencerules.TaskTime{}
+	}
+	return rl.TaskTime(r.ruleRow())
+}

@@ -1,0 +1,99 @@
+package evidencecheck
+
+import (
+	"encoding/json"
+	"strings"
+
+	"qualkit/internal/schema"
+)
+
+// The Task time is the one column no client can measure: the server states it, in the
+// response body or its records file, as its family's code says (evidencerules.TaskTime).
+// A row may not name another source, and where both carry it, both must agree, whichever
+// the row names: a body rewritten while the records keep the true time, or the reverse,
+// is caught even when results.json names one source alone.
+
+// checkTaskTimeSource: results.json's task_time_source is one of the family's, and is
+// named once the benchmark passed.
+func (r *rowCheck) checkTaskTimeSource() {
+	rl, ok := r.rules()
+	if !ok {
+		return // checkRules failed the row
+	}
+	tt := rl.TaskTime(r.ruleRow())
+	ts := r.res.TaskSource
+	if ts == nil && !r.passed(schema.StageBenchmark) {
+		return // a failed benchmark may have no Task times to name a source for
+	}
+	var names []string
+	allowed := false
+	for _, s := range tt.Sources {
+		names = append(names, sourceText(&s))
+		allowed = allowed || ts != nil && *ts == s
+	}
+	r.truth(allowed, resultsFile, "task_time_source", "one the "+r.res.Checkpoint.Backend+" family's code gives a row: "+strings.Join(names, " or "), sourceText(ts))
+}
+
+// checkTaskTimeSources: where the family's server states the Task time in the response
+// body and in its records line both, the two agree for every request (the measured ones
+// checkRecords compares when the row names both).
+func (r *rowCheck) checkTaskTimeSources() {
+	rl, ok := r.rules()
+	if !ok || r.rawErr != nil || !r.exists(recordsFile) {
+		return
+	}
+	tt := rl.TaskTime(r.ruleRow())
+	if tt.Body == "" || tt.Records == "" || tt.RecordID == "" {
+		return
+	}
+	ts := r.res.TaskSource
+	compared := ts != nil && ts.Body == tt.Body && ts.Records == tt.Records && ts.RecordID == tt.RecordID
+	recorded := map[string]float64{}
+	for _, rec := range r.serverRecords() {
+		id, err := valueAt(rec.doc, tt.RecordID)
+		if err != nil {
+			continue
+		}
+		if v, err := numberAt(rec.doc, tt.Records); err == nil {
+			recorded[stringOf(id)] = v
+		}
+	}
+	for _, q := range r.reqs {
+		if compared && q.phase == phaseProfiling {
+			continue
+		}
+		rec, okR := recorded[q.id]
+		var doc any
+		if !okR || q.rec.failed() || json.Unmarshal(q.rec.body(), &doc) != nil {
+			continue
+		}
+		body, err := numberAt(doc, tt.Body)
+		if err != nil {
+			continue
+		}
+		r.truth(nearlyEqual(body, rec), recordsFile, "request "+q.id+" "+tt.Records,
+			fmtNum(body)+" ms (response body "+tt.Body+" in "+rawExport+": the server states the Task time in both)", fmtNum(rec)+" ms")
+	}
+}
+
+// sourceText spells a task_time_source with every field.
+func sourceText(ts *schema.TimingSource) string {
+	if ts == nil {
+		return "none"
+	}
+	var parts []string
+	for _, f := range []struct{ k, v string }{{"body", ts.Body}, {"records", ts.Records}, {"record_id", ts.RecordID}} {
+		if f.v != "" {
+			parts = append(parts, f.k+" "+f.v)
+		}
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func stringOf(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

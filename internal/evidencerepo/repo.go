@@ -1,0 +1,289 @@
+// Package evidencerepo is the repository a run's evidence names, as the evidence checker
+// reads it (it implements evidencecheck.Repo): whether a commit exists, the files of its tree, and the
+// qual tables its own code defines. It runs git and, for the tables, that commit's qual
+// package; the checker itself runs neither, so its tests can give it any history.
+package evidencerepo
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"qualkit/internal/schema"
+)
+
+// Git is a clone on disk.
+type Git struct {
+	Root string // the work tree's top folder
+	// Cache holds each commit's tables export (<commit>.json); default Root/.cache/tables.
+	Cache string
+}
+
+// Open finds the clone that holds dir; an error when dir is in none (or git is absent).
+func Open(dir string) (*Git, error) {
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s is in no git clone: %w", dir, gitErr(err))
+	}
+	root := strings.TrimSpace(string(out))
+	return &Git{Root: root, Cache: filepath.Join(root, ".cache", "tables")}, nil
+}
+
+var commitID = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+func (g *Git) git(args ...string) ([]byte, error) {
+	cmd := exec.Command("git", append([]string{"-C", g.Root}, args...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), gitErr(err))
+	}
+	return out, nil
+}
+
+func gitErr(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+	}
+	return err
+}
+
+// HasCommit is `git cat-file -e <commit>^{commit}`: false for an id the clone has no
+// commit of (a shallow clone lacks old ones: fetch them with git fetch --unshallow).
+func (g *Git) HasCommit(commit string) (bool, error) {
+	if !commitID.MatchString(commit) {
+		return false, nil
+	}
+	err := exec.Command("git", "-C", g.Root, "cat-file", "-e", commit+"^{commit}").Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ee):
+		return false, nil
+	}
+	return false, fmt.Errorf("git cat-file: %w", err)
+}
+
+// Paths is `git ls-tree -r --name-only <commit>`.
+func (g *Git) Paths(commit string) ([]string, error) {
+	out, err := g.git("ls-tree", "-r", "-z", "--name-only", commit)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"), nil
+}
+
+// File is `git cat-file blob <commit>:<path>`.
+func (g *Git) File(commit, path string) ([]byte, error) {
+	return g.git("cat-file", "blob", commit+":"+path)
+}
+
+// Tables are the qual tables' rows at commit, as that commit's own code defines them:
+// its qual package, built from `git archive` with exportShim beside it, prints them. The
+// first read of a commit builds its qual test binary (about 16 s on the 2-core
+// development machine with a warm Go build cache); the export is kept in
+// Cache/<commit>[-<env>].json and read from there after. Whoever can write the clone can
+// plant a forged export there, as they could edit the code; delete the folder to rebuild.
+//
+// The export runs in this process's environment: a table may add a row only when a
+// variable names what it needs (QUALKIT_TRTMC_PERF_SERVE), as it did in the run, so the
+// checker needs the run's QUALKIT_* variables, and the cache is kept per their values.
+func (g *Git) Tables(commit string) ([]schema.TableRow, error) {
+	if !commitID.MatchString(commit) {
+		return nil, fmt.Errorf("tables: %q is no commit id", commit)
+	}
+	cached := filepath.Join(g.Cache, commit+envKey(os.Environ())+".json")
+	b, err := os.ReadFile(cached)
+	if errors.Is(err, os.ErrNotExist) {
+		if b, err = g.exportTables(commit); err == nil {
+			err = writeAtomic(cached, b)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the qual tables at %s: %w", commit[:12], err)
+	}
+	var rows []schema.TableRow
+	if err := json.Unmarshal(b, &rows); err != nil {
+		return nil, fmt.Errorf("the qual tables at %s: %s: %w (delete it to export them again)", commit[:12], cached, err)
+	}
+	return rows, nil
+}
+
+// envKey tells apart the environments a commit's tables are exported in: "" with no
+// QUALKIT_* variable set, else "-" and the start of the sha256 of their values.
+func envKey(environ []string) string {
+	var own []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "QUALKIT_") && !strings.HasPrefix(kv, exportEnv+"=") {
+			own = append(own, kv)
+		}
+	}
+	if len(own) == 0 {
+		return ""
+	}
+	slices.Sort(own)
+	sum := sha256.Sum256([]byte(strings.Join(own, "\x00")))
+	return "-" + hex.EncodeToString(sum[:6])
+}
+
+// exportEnv names the file the shim writes the rows to; unset, the shim does nothing.
+const exportEnv = "QUALKIT_EXPORT_TABLE_ROWS"
+
+// exportShim is added to the commit's qual package: its init, run before any test or
+// TestMain, writes every row of the package's tables (the one list qual walks) and exits.
+// It reads the fields every commit since the tables list began has had.
+const exportShim = `package qual
+
+import (
+	"encoding/json"
+	"os"
+)
+
+func init() {
+	out := os.Getenv("` + exportEnv + `")
+	if out == "" {
+		return
+	}
+	type row struct {
+		Test     string ` + "`json:\"test\"`" + `
+		Row      string ` + "`json:\"row\"`" + `
+		Family   string ` + "`json:\"family\"`" + `
+		Backend  string ` + "`json:\"backend\"`" + `
+		Model    string ` + "`json:\"model\"`" + `
+		Profile  string ` + "`json:\"profile\"`" + `
+		Smoke    bool   ` + "`json:\"smoke\"`" + `
+		Double   bool   ` + "`json:\"double\"`" + `
+		Measured int    ` + "`json:\"measured\"`" + `
+		Warmup   int    ` + "`json:\"warmup\"`" + `
+	}
+	rows := []row{}
+	for _, tb := range tables {
+		for _, c := range tb.rows {
+			backend := ""
+			if c.Adapter != nil {
+				backend = c.Adapter.Backend()
+			}
+			rows = append(rows, row{tb.test, c.Name, c.Family, backend, c.Model, c.Profile, c.Smoke, c.Double, c.Bench.Measured, c.Bench.Warmup})
+		}
+	}
+	b, err := json.Marshal(rows)
+	if err == nil {
+		err = os.WriteFile(out, b, 0o644)
+	}
+	if err != nil {
+		os.Stderr.WriteString("qual tables export: " + err.Error() + "\n")
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+`
+
+// exportTables builds the commit's qual test binary with exportShim and runs it.
+func (g *Git) exportTables(commit string) ([]byte, error) {
+	tmp, err := os.MkdirTemp("", "qualkit-tables-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	src := filepath.Join(tmp, "src")
+	// The evidence archives are left out: building qual needs none of them.
+	arch, err := g.git("archive", "--format=tar", commit, "--", ".", ":!docs/evidence", ":!internal/evidencecheck/testdata")
+	if err != nil {
+		return nil, err
+	}
+	if err := untar(arch, src); err != nil {
+		return nil, fmt.Errorf("unpack: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "qual", "zz_qualkit_tables_export_test.go"), []byte(exportShim), 0o644); err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(tmp, "qual.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, "./qual")
+	build.Dir, build.Env = src, append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build its qual package with the export shim: %w\n%s", err, clip(out))
+	}
+	outFile := filepath.Join(tmp, "rows.json")
+	run := exec.Command(bin)
+	run.Dir, run.Env = filepath.Join(src, "qual"), append(os.Environ(), exportEnv+"="+outFile)
+	if out, err := run.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("run its qual package's export: %w\n%s", err, clip(out))
+	}
+	return os.ReadFile(outFile)
+}
+
+func clip(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// untar writes a tar stream's regular files and folders under dir.
+func untar(b []byte, dir string) error {
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !filepath.IsLocal(h.Name) {
+			return fmt.Errorf("%q is outside the archive", h.Name)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeReg:
+			var body []byte
+			if body, err = io.ReadAll(tr); err == nil {
+				if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+					err = os.WriteFile(p, body, os.FileMode(h.Mode)&0o755|0o600)
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// writeAtomic writes b to p by a rename, so a reader beside it sees all of it or none.
+func writeAtomic(p string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".tables-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
