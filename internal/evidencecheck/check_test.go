@@ -893,18 +893,27 @@ func writeFile(t *testing.T, path, data string) {
 	}
 }
 
-// The H200 run committed under docs/evidence re-derives, anchored by the sum its log printed.
+// The H200-pool runs committed under docs/evidence re-derive, each anchored by the sum
+// its log printed (docs/evidence/h200-orders/h200-run.log's qual logs): the reference
+// smoke row in both orders, and the row TRTMC's perf-serve reference backend served.
 func TestCommittedH200RunPasses(t *testing.T) {
-	dir := committed(t, "h200-reference-smoke-batch/20261203T150553Z-547")
-	rep := Verify(dir, "")
-	rep.Anchor("adebc0c47fc2e44f5ce4b587e7933a0c29f83ad61fe18a2c449ded68b5603a81")
-	require.NoError(t, rep.Err())
-	assert.Equal(t, []string{"reference-smoke"}, rep.Rows)
+	for dir, c := range map[string]struct{ sums, row string }{
+		"h200-orders/serial/20261205T180948Z-2707":        {"d7dc9d5089d3b969eb2475031284c2777a531674bdd989ef67dd84d170f11713", "reference-smoke"},
+		"h200-orders/overlapped/20261205T181148Z-3952":    {"8844b7a96abba0ef532cc1c56f521589de86eb834c6f7577912ba6d75d1ee0c6", "reference-smoke"},
+		"h200-perf-serve-reference/20261205T180828Z-1379": {"f0f49ec88c5897ed9875b1e098641223c13ab377d6bf41523eda24ca4c44eb70", "perf-serve-reference-smoke"},
+	} {
+		t.Run(dir, func(t *testing.T) {
+			rep := Verify(committed(t, dir), "")
+			rep.Anchor(c.sums)
+			require.NoError(t, rep.Err())
+			assert.Equal(t, []string{c.row}, rep.Rows)
+		})
+	}
 }
 
 // The pair's measures are re-derived too: the H200 run is the committed run with a pair.
 func TestQualityPairTamperingFails(t *testing.T) {
-	const src = "h200-reference-smoke-batch/20261203T150553Z-547"
+	const src = "h200-orders/serial/20261205T180948Z-2707"
 	for name, tc := range map[string]struct {
 		edit func(t *testing.T, row string)
 		want string
@@ -951,26 +960,6 @@ func fixArtifactHash(t *testing.T, dir, row, rel string) {
 			}
 		}
 	})
-}
-
-// The reference-smoke row in a GPU container on the H200 (issue 24), checked whole and
-// anchored by the run's SHA256SUMS as the run printed it; the GPU the server process saw
-// from inside the container (its log) is the one the row leased, by UUID.
-func TestCommittedH200ContainerRunPasses(t *testing.T) {
-	dir := committed(t, "h200-container-reference-smoke/20261204T001055Z-2617")
-	rep := Verify(dir, "")
-	rep.Anchor("89b46854e38a4587b82ce4037f76b300186b6b41a067fbfc2c8f65f59b5dcceb") // as the run printed it (qual-container.log)
-	require.NoError(t, rep.Err())
-	var res schema.Result
-	b, err := os.ReadFile(filepath.Join(dir, "reference-smoke", "results.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &res))
-	assert.Equal(t, "container", res.Runtime)
-	assert.Equal(t, schema.StatusSmoke, res.Status)
-	require.Len(t, res.Lease.GPUs, 1)
-	log, err := os.ReadFile(filepath.Join(dir, "reference-smoke", "serve", "server.log"))
-	require.NoError(t, err)
-	assert.Contains(t, string(log), "on cuda (NVIDIA H200, "+res.Lease.GPUs[0]+")", "the leased GPU, seen from inside the container")
 }
 
 // editJSONL rewrites each JSON line of a file through edit.

@@ -199,14 +199,14 @@ var forgeries = []forgery{
 		})
 		require.NoError(t, os.WriteFile(filepath.Join(dir, qualifiedRow, "quality/quality.json"), mustJSON(t, filepath.Join(dir, qualifiedRow, "results.json"), "quality"), 0o644))
 	}, want: []string{qualifiedRow + "/quality/thresholds/1-quality.json: the family's thresholds file families/refedit/quality.json: evidence says the file at commit ce54dca7c5fd (sha256 06c6a369808d)"}},
-	{name: "the committed H200 smoke run relabelled as qwen-image-edit-2511 and qualified", repo: true, src: "h200-orders/serial/20261204T135927Z-3913", edit: func(t *testing.T, dir string) {
+	{name: "the committed H200 smoke run relabelled as qwen-image-edit-2511 and qualified", repo: true, src: "h200-orders/serial/20261205T180948Z-2707", edit: func(t *testing.T, dir string) {
 		editJSON(t, filepath.Join(dir, "reference-smoke", "results.json"), func(d map[string]any) {
 			c := d["checkpoint"].(map[string]any)
 			c["profile"], c["smoke"] = "qwen-image-edit-2511", false
 			d["status"] = "qualified"
 		})
 		setDirty(t, dir, false)
-	}, want: []string{"reference-smoke/results.json: checkpoint: evidence says the row reference-smoke of the qual tables at commit 748b2645dc69: TestReferenceSmoke: family qwen_image, backend diffusers, model Qwen/Qwen-Image-Edit-2511, profile qwen-image-edit-2511-reference-smoke, smoke true, double false, 5 measured + 1 warmup, file says family qwen_image, backend diffusers, model Qwen/Qwen-Image-Edit-2511, profile qwen-image-edit-2511, smoke false"}},
+	}, want: []string{"reference-smoke/results.json: checkpoint: evidence says the row reference-smoke of the qual tables at commit 877a7baa101f: TestReferenceSmoke: family qwen_image, backend diffusers, model Qwen/Qwen-Image-Edit-2511, profile qwen-image-edit-2511-reference-smoke, smoke true, double false, 5 measured + 1 warmup, file says family qwen_image, backend diffusers, model Qwen/Qwen-Image-Edit-2511, profile qwen-image-edit-2511, smoke false"}},
 
 	// The server's account: its records and log.
 	{name: "the slowest request moved first and relabelled warmup", edit: func(t *testing.T, dir string) {
@@ -570,9 +570,8 @@ func thisRepo(t *testing.T) Repo {
 // tables they match: checked inside it, every one passes.
 func TestCommittedRunsMatchTheirCommits(t *testing.T) {
 	repo := thisRepo(t)
-	for _, run := range []string{"reference-run/20261204T105656Z-12956", "h200-orders/serial/20261204T135927Z-3913",
-		"h200-orders/overlapped/20261204T140109Z-5185", "h200-reference-smoke-batch/20261203T150553Z-547",
-		"h200-container-reference-smoke/20261204T001055Z-2617"} {
+	for _, run := range []string{"reference-run/20261204T105656Z-12956", "h200-orders/serial/20261205T180948Z-2707",
+		"h200-orders/overlapped/20261205T181148Z-3952", "h200-perf-serve-reference/20261205T180828Z-1379"} {
 		rep := VerifyWith(committed(t, run), Options{Repo: repo, Strict: true})
 		require.NoError(t, rep.Err(), run)
 		assert.Empty(t, rep.Notes, run)

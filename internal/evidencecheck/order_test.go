@@ -11,8 +11,8 @@ import (
 // whole (TestCommittedOrderRunsPass); each forgery of the order, edited with the row's
 // checksums recomputed, fails on the claim it touched.
 var orderRuns = map[string]string{
-	"serial":     "h200-orders/serial/20261204T135927Z-3913",
-	"overlapped": "h200-orders/overlapped/20261204T140109Z-5185",
+	"serial":     "h200-orders/serial/20261205T180948Z-2707",
+	"overlapped": "h200-orders/overlapped/20261205T181148Z-3952",
 }
 
 func TestCommittedOrderRunsPass(t *testing.T) {
@@ -35,7 +35,7 @@ func TestOrderForgeriesFail(t *testing.T) {
 	}{
 		{"the critical path shortened", "overlapped", func(t *testing.T, dir string) {
 			budget(t, dir, func(tb map[string]any) { tb["critical_path_s"] = 40.0 })
-		}, []string{row + "/results.json: time_budget.critical_path_s: evidence says 64.855"}},
+		}, []string{row + "/results.json: time_budget.critical_path_s: evidence says 68.811"}},
 		{"the preloaded native batch hidden", "overlapped", func(t *testing.T, dir string) {
 			budget(t, dir, func(tb map[string]any) { tb["overlap"].(map[string]any)["native_preload"] = false })
 		}, []string{row + "/results.json: time_budget.overlap.native_preload: evidence says true"}},
@@ -46,7 +46,7 @@ func TestOrderForgeriesFail(t *testing.T) {
 				tb["critical_path_s"] = 60.0
 			})
 		}, []string{"time_budget.overlap.native_preload: evidence says false", "time_budget.overlap.aiperf_early: evidence says false",
-			"time_budget.critical_path_s: evidence says 83.638"}},
+			"time_budget.critical_path_s: evidence says 102.391"}},
 		{"the batch said to have read its items while the server ran", "overlapped", func(t *testing.T, dir string) {
 			replaceAllRe(t, filepath.Join(dir, row, "identity/native-batch.jsonl"), `"items_read_at": "[^"]+"`, `"items_read_at": "2026-12-04T14:02:00.000000Z"`)
 		}, []string{"identity/native-batch.jsonl: items_read_at: evidence says after the server stopped", "no replay beside the server"}},
@@ -62,23 +62,26 @@ func TestOrderForgeriesFail(t *testing.T) {
 				}
 			})
 		}, []string{"stages[identity].start: evidence says at or after stage influence's end", "time_budget.overlap.native_ahead_s: evidence says"}},
-		{"the build said to have begun during preflight", "overlapped", func(t *testing.T, dir string) {
+		{"a serial run's build said to have begun during preflight", "serial", func(t *testing.T, dir string) {
 			editJSONL(t, filepath.Join(dir, row, "commands.jsonl"), func(d map[string]any) {
 				if d["stage"] == "build" {
 					d["during"] = "preflight"
 				}
 			})
-		}, []string{"build command python: evidence says starting within stage preflight", "time_budget.overlap.build_early: evidence says true"}},
-		{"an early build claimed with no command begun early", "overlapped", func(t *testing.T, dir string) {
-			budget(t, dir, func(tb map[string]any) { tb["overlap"].(map[string]any)["build_early"] = true })
-		}, []string{"time_budget.overlap.build_early: evidence says false"}},
+		}, []string{"build command python: evidence says starting within stage preflight", "commands.jsonl: during: evidence says no command started early (time_budget.order serial)"}},
+		{"the early build hidden", "overlapped", func(t *testing.T, dir string) {
+			budget(t, dir, func(tb map[string]any) { tb["overlap"].(map[string]any)["build_early"] = false })
+		}, []string{"time_budget.overlap.build_early: evidence says true"}},
+		{"the build's head start stretched", "overlapped", func(t *testing.T, dir string) {
+			budget(t, dir, func(tb map[string]any) { tb["overlap"].(map[string]any)["build_ahead_s"] = 30.0 })
+		}, []string{"time_budget.overlap.build_ahead_s: evidence says 4.026"}},
 		{"a wall below the critical path", "overlapped", func(t *testing.T, dir string) {
 			budget(t, dir, func(tb map[string]any) {
 				tb["wall_s"] = 50.0
 				tb["harness_s"] = 50.0 - tb["model_work_s"].(float64)
 				tb["ratio"] = 50.0 / tb["model_work_s"].(float64)
 			})
-		}, []string{"time_budget.wall_s: evidence says at least the critical path, 64.855 s"}},
+		}, []string{"time_budget.wall_s: evidence says at least the critical path, 68.811 s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := committedCopy(t, orderRuns[tc.run])

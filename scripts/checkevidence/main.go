@@ -8,7 +8,7 @@
 //	go run ./scripts/checkevidence -dir evidence/<run id> -sums <sha256 the test log printed>
 //	go run ./scripts/checkevidence -dir evidence/merged   (a merged run: every shard, whole)
 //	go run ./scripts/checkevidence -dir evidence/<run id> -pubkey ci.pub.pem -strict
-//	go run ./scripts/checkevidence -dir docs/evidence/runs.tar.zst -run h200-orders/serial/20261204T135927Z-3913
+//	go run ./scripts/checkevidence -dir docs/evidence/runs.tar.zst -run h200-orders/serial/20261205T180948Z-2707
 //
 // An archive of runs (internal/runarchive, docs/evidence.md) is checked in place: the run
 // -run names is unpacked into a temporary folder, checked there, and removed.
