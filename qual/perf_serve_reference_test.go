@@ -27,11 +27,11 @@ var perfServeReferenceRows = harness.NewTable(
 		Smoke:   true,
 		Reason:  "TRTMC's own perf-serve reference backend (what TRTMC's qualification serves its reference side with) on the diffusers reference's tiny random pipeline, through the Qwen adapter's perf-serve contract: TRTMC's serving code on a GPU, labelled smoke, never qualification of the checkpoint",
 		Adapter: qwenimage.PerfServeReferenceFromEnv(os.Getenv),
-		// The reference-smoke workload at 128x128, three measured and one warmup: the
+		// The reference-smoke workload at 128x128 (5 + 1 requests, as every row): the
 		// reference backend keeps every output as a float32 array, and a committed run
 		// stays a few MB.
 		Fixtures: "fixtures/qwen_perf_serve_reference/manifest.json",
-		Bench:    harness.Bench{Measured: 3, Warmup: 1, Seed: 0},
+		Bench:    harness.Bench{Measured: 5, Warmup: 1, Seed: 0},
 		// The reference-smoke row's sizes (under 1 GiB, qual/reference_smoke_test.go): the
 		// same pipeline, served by perf-serve's backend.
 		Needs:    harness.Needs{GPU: gpu.Needs{Count: 1}, ResidentBytes: 1 << 30, CaseResidentBytes: 1 << 30},
