@@ -900,7 +900,7 @@ func TestCommittedH200RunPasses(t *testing.T) {
 	for dir, c := range map[string]struct{ sums, row string }{
 		"h200-orders/serial/20261205T180948Z-2707":        {"d7dc9d5089d3b969eb2475031284c2777a531674bdd989ef67dd84d170f11713", "reference-smoke"},
 		"h200-orders/overlapped/20261205T181148Z-3952":    {"8844b7a96abba0ef532cc1c56f521589de86eb834c6f7577912ba6d75d1ee0c6", "reference-smoke"},
-		"h200-perf-serve-reference/20261205T180828Z-1379": {"f0f49ec88c5897ed9875b1e098641223c13ab377d6bf41523eda24ca4c44eb70", "perf-serve-reference-smoke"},
+		"h200-perf-serve-reference/20261205T182255Z-1368": {"6dbac400ed8e05f34b1d483c618e57388c5913698b3da28a8e227a3a47567a5e", "perf-serve-reference-smoke"},
 	} {
 		t.Run(dir, func(t *testing.T) {
 			rep := Verify(committed(t, dir), "")

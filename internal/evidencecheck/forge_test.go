@@ -571,7 +571,7 @@ func thisRepo(t *testing.T) Repo {
 func TestCommittedRunsMatchTheirCommits(t *testing.T) {
 	repo := thisRepo(t)
 	for _, run := range []string{"reference-run/20261204T105656Z-12956", "h200-orders/serial/20261205T180948Z-2707",
-		"h200-orders/overlapped/20261205T181148Z-3952", "h200-perf-serve-reference/20261205T180828Z-1379"} {
+		"h200-orders/overlapped/20261205T181148Z-3952", "h200-perf-serve-reference/20261205T182255Z-1368"} {
 		rep := VerifyWith(committed(t, run), Options{Repo: repo, Strict: true})
 		require.NoError(t, rep.Err(), run)
 		assert.Empty(t, rep.Notes, run)
