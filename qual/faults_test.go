@@ -63,7 +63,7 @@ var negativeControls = []negativeControl{
 		f.Fault, c.Deadline.Ready = "never-ready", 2*time.Second
 	}, "serve", "server not ready after 2s"},
 	{"a row copied under another model's name (acme/edit-v1)", func(c *harness.Checkpoint, _ *refedit.Faulty) { c.Model = "acme/edit-v1" },
-		"serve", `serves checkpoint "qualkit/refedit-v1" (its bundle's), the row's model is "acme/edit-v1"`},
+		"serve", `the server serves checkpoint "qualkit/refedit-v1", the row is for "acme/edit-v1"`},
 	{"wrong-size", serveFault("wrong-size"), "benchmark", "the request asked for size"},
 	{"jpeg", serveFault("jpeg"), "benchmark", "not a PNG (a JPEG"},
 	{"status-500:3", serveFault("status-500:3"), "benchmark", "status 500"},

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"strings"
 
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
 )
 
 // Environment variables read by ParseConfig.
@@ -74,7 +74,7 @@ type Config struct {
 	// timing.model_call_ms), joined on QUALKIT_TRTMC_TIMING_RECORD_ID (default request_id)
 	// = X-Request-ID. Setting a path of the source not chosen is an error, never ignored.
 	// perf-serve's is fixed (its records); setting one for it is an error too.
-	Timing harness.TimingSource
+	Timing family.TimingSource
 	// timingSet: a QUALKIT_TRTMC_TIMING_* variable was given.
 	timingSet bool
 
@@ -135,23 +135,23 @@ func ParseConfig(getenv func(string) string) (Config, error) {
 	return c, errors.Join(errs...)
 }
 
-func timingFromEnv(getenv func(string) string) (harness.TimingSource, error) {
+func timingFromEnv(getenv func(string) string) (family.TimingSource, error) {
 	body, records, id := getenv(EnvTimingBody), getenv(EnvTimingRecords), getenv(EnvTimingID)
 	switch src := strings.ToLower(getenv(EnvTimingSource)); src {
 	case "", "body":
 		if records != "" || id != "" {
-			return harness.TimingSource{Body: DefaultTimingBody}, fmt.Errorf("%s or %s is set but %s is %q (body): set %s=records to read the records file",
+			return family.TimingSource{Body: DefaultTimingBody}, fmt.Errorf("%s or %s is set but %s is %q (body): set %s=records to read the records file",
 				EnvTimingRecords, EnvTimingID, EnvTimingSource, "body", EnvTimingSource)
 		}
-		return harness.TimingSource{Body: or(body, DefaultTimingBody)}, nil
+		return family.TimingSource{Body: or(body, DefaultTimingBody)}, nil
 	case "records":
 		if body != "" {
-			return harness.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID},
+			return family.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID},
 				fmt.Errorf("%s is set but %s=records: unset one of them", EnvTimingBody, EnvTimingSource)
 		}
-		return harness.TimingSource{Records: or(records, DefaultTimingRecords), RecordID: or(id, DefaultTimingRecordID)}, nil
+		return family.TimingSource{Records: or(records, DefaultTimingRecords), RecordID: or(id, DefaultTimingRecordID)}, nil
 	default:
-		return harness.TimingSource{Body: DefaultTimingBody}, fmt.Errorf("%s=%q: choose body or records", EnvTimingSource, src)
+		return family.TimingSource{Body: DefaultTimingBody}, fmt.Errorf("%s=%q: choose body or records", EnvTimingSource, src)
 	}
 }
 
@@ -173,8 +173,8 @@ func (c Config) withDefaults() Config {
 	c.Python = or(c.Python, "python3")
 	c.HFPython = or(c.HFPython, c.Python)
 	c.Serving = or(c.Serving, ServingAuto)
-	if c.Timing == (harness.TimingSource{}) {
-		c.Timing = harness.TimingSource{Body: DefaultTimingBody}
+	if c.Timing == (family.TimingSource{}) {
+		c.Timing = family.TimingSource{Body: DefaultTimingBody}
 	}
 	return c
 }

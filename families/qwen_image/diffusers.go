@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 )
 
@@ -94,24 +94,68 @@ func (d Diffusers) python() string {
 	return d.Python
 }
 
-var _ harness.Containerized = Diffusers{}
+// BackendDiffusers is the name the evidence checker knows the diffusers reference's rules by.
+const BackendDiffusers = "diffusers"
+
+var _ family.Family = Diffusers{}
+
+// Describe: the diffusers reference server (its Task time in the body, the records
+// carrying every request id), one-load batch replays that can wait for their items, a
+// server that lists the model only once loaded; in an image only when a base image is
+// named (else as processes, RUNTIME=process).
+func (d Diffusers) Describe(_ family.Env, row family.Row) (family.Spec, error) {
+	return family.Spec{
+		Backend:             BackendDiffusers,
+		Timing:              d.timing(),
+		Identity:            family.IdentityCheck{Path: "/v1/models", Check: checkDiffusersIdentity},
+		Container:           d.BaseImage != "",
+		Batch:               true,
+		BatchWaits:          true, // native.py --batch --wait-items loads the pipeline, then waits
+		ModelsWhenReady:     "families/qwen_image/reference/server.py models_body: an empty list until the pipeline is loaded, as /health/ready",
+		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
+		Requirements:        func(env family.Env) []family.Requirement { return d.requirements(env, row) },
+		Probes:              d.probes,
+		Quality:             d.quality,
+	}, nil
+}
+
+// checkDiffusersIdentity: server.py lists the model under the row's name with the
+// checkpoint its bundle names (bundle.json "model": the smoke profile is built in the
+// checkpoint's shape and names it too, labelled smoke).
+func checkDiffusersIdentity(body []byte, spec family.ServeSpec) (string, error) {
+	var doc struct {
+		Data []struct {
+			ID         string `json:"id"`
+			Checkpoint string `json:"checkpoint"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return "", fmt.Errorf("not JSON: %w", err)
+	}
+	for _, m := range doc.Data {
+		if m.ID == spec.Model {
+			return m.Checkpoint, nil
+		}
+	}
+	return "", fmt.Errorf("the server lists no model %q in GET /v1/models: %s", spec.Model, tail(string(body), 300))
+}
 
 // Image is the backend's container image when a base image is named: every stage runs
 // in it (one environment, as a GPU host would run the backend), the repository mounted
 // read-only at its own path (the programs under reference/, the fixtures). Without a
-// base image there is none: the row runs as a process (RUNTIME=process).
-func (d Diffusers) Image(env harness.Env) harness.ContainerImage {
+// base image there is none (Spec.Container is false).
+func (d Diffusers) Image(env family.Env) (family.ContainerImage, error) {
 	if d.BaseImage == "" {
-		return harness.ContainerImage{}
+		return family.ContainerImage{}, errors.New("no base image named (" + EnvDiffusersBaseImage + "): the backend runs as processes")
 	}
-	return harness.ContainerImage{
+	return family.ContainerImage{
 		Dockerfile: filepath.Join(env.Root, diffusersDockerfile),
 		CopyRoots:  []string{env.Root},
 		BuildArgs:  map[string]string{"BASE_IMAGE": d.BaseImage, "BASE_PYTHON": d.basePython()},
-		Mounts:     []harness.Mount{{Host: env.Root, Container: env.Root, ReadOnly: true}},
+		Mounts:     []family.Mount{{Host: env.Root, Container: env.Root, ReadOnly: true}},
 		Stages:     []string{schema.StageBuild, schema.StageCorrectness},
 		IPCHost:    true,
-	}
+	}, nil
 }
 
 func (d Diffusers) basePython() string {
@@ -152,17 +196,16 @@ func (d Diffusers) parity() string {
 	return d.Parity
 }
 
-func script(env harness.Env, name string) string {
+func script(env family.Env, name string) string {
 	return filepath.Join(env.Root, DiffusersReference, name)
 }
-
-func (Diffusers) Backend() string { return "diffusers" }
 
 // Tools runs nothing that builds: it prints the versions the backend will run with into
 // build/tools.log. The builder is pipeline.py, which holds the smoke construction, so a
 // changed construction is a new bundle cache key.
-func (d Diffusers) Tools(env harness.Env) ([]harness.Command, string) {
-	return []harness.Command{{Args: []string{d.python(), "-c", versionsProgram}, Dir: env.Root}}, script(env, "pipeline.py")
+func (d Diffusers) Tools(env family.Env) (family.Tools, error) {
+	return family.Tools{Commands: []family.Command{{Args: []string{d.python(), "-c", versionsProgram}, Dir: env.Root}},
+		Builder: script(env, "pipeline.py"), Settings: d.buildSettings()}, nil
 }
 
 const versionsProgram = `import importlib.metadata as m, json, platform, sys
@@ -174,7 +217,7 @@ for n in ("torch", "torchvision", "transformers", "diffusers", "tokenizers", "ac
         v[n] = None
 print(json.dumps({"python": platform.python_version(), "executable": sys.executable, "packages": v}, sort_keys=True))`
 
-func (d Diffusers) BuildSettings(harness.Env) map[string]string {
+func (d Diffusers) buildSettings() map[string]string {
 	s := map[string]string{"profile": d.profile(), "precision": d.precision(), "pipeline": "QwenImageEditPlusPipeline", "diffusers": DiffusersVersion}
 	if !d.Smoke {
 		s["snapshot"], s["revision"] = d.Snapshot, Revision
@@ -184,7 +227,7 @@ func (d Diffusers) BuildSettings(harness.Env) map[string]string {
 
 // Build writes the bundle: a JSON naming what the server loads (the smoke construction
 // seed, config and weights hashes; or the snapshot, its revision and its files' blobs).
-func (d Diffusers) Build(env harness.Env, spec harness.BuildSpec) harness.Command {
+func (d Diffusers) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "pipeline.py"), "bundle"}
 	if d.Smoke {
 		args = append(args, "--smoke")
@@ -192,7 +235,7 @@ func (d Diffusers) Build(env harness.Env, spec harness.BuildSpec) harness.Comman
 		args = append(args, "--checkpoint", d.Snapshot, "--revision", Revision)
 	}
 	args = append(args, "--precision", d.precision(), "-o", spec.Out)
-	return harness.Command{Args: args, Dir: env.Root}
+	return family.Command{Args: args, Dir: env.Root}, nil
 }
 
 // The parity case's test file, and the JUnit id of its one item (--rootdir at the
@@ -204,9 +247,9 @@ const (
 
 // Correctness is the family's parity case: the GPU-served pipeline against the same
 // pipeline on the CPU in float32, one pytest item, plus its result.json.
-func (d Diffusers) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
-	cc := harness.CorrectnessCase{
-		Command: harness.Command{
+func (d Diffusers) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
+	cc := family.CorrectnessCase{
+		Command: family.Command{
 			Args: []string{d.python(), "-m", "pytest", parityTest,
 				"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
 				"--bundle", spec.Bundle, "--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit},
@@ -220,22 +263,14 @@ func (d Diffusers) Correctness(env harness.Env, spec harness.CorrectnessSpec) ha
 	if d.Parity != "" {
 		cc.Command.Args = append(cc.Command.Args, "--parity="+script(env, d.Parity))
 	}
-	return cc
+	return cc, nil
 }
 
-// NativeOutputPattern finds native.py's "output_sha256" in its report line.
-func (Diffusers) NativeOutputPattern() string { return `"output_sha256":\s*"([0-9a-f]{64})"` }
-
-func (d Diffusers) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
-	return harness.Command{Args: []string{d.python(), script(env, "server.py"), spec.Bundle,
+func (d Diffusers) Serve(env family.Env, spec family.ServeSpec) (family.Command, error) {
+	return family.Command{Args: []string{d.python(), script(env, "server.py"), spec.Bundle,
 		"--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port),
-		"--records", spec.Records, "--device", d.device()}, Dir: env.Root}
+		"--records", spec.Records, "--device", d.device()}, Dir: env.Root}, nil
 }
-
-var (
-	_ harness.Family        = Diffusers{}
-	_ harness.NativeBatcher = Diffusers{}
-)
 
 // diffusersFlags maps each setting a request carries to native.py's flag. Values go
 // as --flag=VALUE, so a prompt or negative prompt that starts with "-" stays a value.
@@ -250,7 +285,7 @@ var diffusersFlags = map[string]string{
 // Native replays one request. A setting native.py has no flag for is passed on as
 // --<name>=VALUE all the same, so that native.py fails loudly (exit 2) instead of
 // ignoring what the server was sent.
-func (d Diffusers) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
+func (d Diffusers) Native(env family.Env, spec family.NativeSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "native.py"), spec.Bundle,
 		"--image", spec.Image, "--prompt=" + spec.Prompt, "--output", spec.Output, "--device", d.device()}
 	keys := make([]string, 0, len(spec.Settings))
@@ -265,33 +300,23 @@ func (d Diffusers) Native(env harness.Env, spec harness.NativeSpec) harness.Comm
 		}
 		args = append(args, flag+"="+spec.Settings[k])
 	}
-	return harness.Command{Args: args, Dir: env.Root}
+	return family.Command{Args: args, Dir: env.Root}, nil
 }
 
 // NativeBatch runs every replay after one pipeline load: native.py --batch, which puts
 // each item through the one-edit path.
-func (d Diffusers) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
+func (d Diffusers) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "native.py"), spec.Bundle, "--batch", spec.Items, "--report", spec.Report, "--device", d.device()}
 	if spec.WaitItems > 0 {
 		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))
 	}
-	return harness.Command{Args: args, Dir: env.Root}
+	return family.Command{Args: args, Dir: env.Root}, nil
 }
 
-// NativeBatchWaits: native.py --batch --wait-items loads the pipeline, then waits for its
-// items (harness.NativePreloader).
-func (Diffusers) NativeBatchWaits() bool { return true }
-
-// ModelsListedWhenReady: the reference server lists the model in GET /v1/models only
-// once the pipeline is loaded (harness.ModelsWhenReady).
-func (Diffusers) ModelsListedWhenReady() string {
-	return "families/qwen_image/reference/server.py models_body: an empty list until the pipeline is loaded, as /health/ready"
-}
-
-// Timing: the Task call's wall time is in the body; the records file must also carry
+// timing: the Task call's wall time is in the body; the records file must also carry
 // every measured request id (X-Request-ID honoured).
-func (Diffusers) Timing() harness.TimingSource {
-	return harness.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}
+func (Diffusers) timing() family.TimingSource {
+	return family.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}
 }
 
 // diffusersProbe prints what preflight needs in one interpreter start: package versions
@@ -325,7 +350,7 @@ type diffusersHost struct {
 // diffusers, pytest), CUDA as torch sees it (the parity case compares the GPU with the
 // CPU, whatever Device serves), and for a checkpoint profile the snapshot at the pinned
 // revision. One interpreter start, which imports torch (a few seconds).
-func (d Diffusers) Requirements(env harness.Env, c harness.Checkpoint) []harness.Requirement {
+func (d Diffusers) requirements(env family.Env, c family.Row) []family.Requirement {
 	var rs reqs
 	if c.Smoke != d.Smoke {
 		rs.bad(fmt.Sprintf("row %q has Smoke=%v but its diffusers adapter loads the %s profile", c.Name, c.Smoke, d.profile()),
@@ -352,16 +377,14 @@ func (d Diffusers) Requirements(env harness.Env, c harness.Checkpoint) []harness
 	return append(rs, d.judgeHost(host)...)
 }
 
-var _ harness.Prober = Diffusers{}
-
-// Probes: in the image (a base image named), the same interpreter check the host
+// probes: in the image (a base image named), the same interpreter check the host
 // gets otherwise, run where the commands will run, on the row's GPU.
-func (d Diffusers) Probes(env harness.Env) []harness.Probe {
+func (d Diffusers) probes(env family.Env) []family.Probe {
 	if d.BaseImage == "" {
 		return nil
 	}
-	return []harness.Probe{{Name: "python", What: "the backend's interpreter " + d.python() + " in the image",
-		Cmd: harness.Command{Args: []string{d.python(), "-c", diffusersProbe}, Dir: env.Root},
+	return []family.Probe{{Name: "python", What: "the backend's interpreter " + d.python() + " in the image",
+		Cmd: family.Command{Args: []string{d.python(), "-c", diffusersProbe}, Dir: env.Root},
 		Check: func(out []byte, runErr error) error {
 			var h diffusersHost
 			if err := json.Unmarshal(lastJSONLine(out), &h); err != nil {
@@ -380,7 +403,7 @@ func (d Diffusers) Probes(env harness.Env) []harness.Probe {
 }
 
 // judgeHost lists what the interpreter lacks: the packages, the pinned diffusers, CUDA.
-func (d Diffusers) judgeHost(host diffusersHost) []harness.Requirement {
+func (d Diffusers) judgeHost(host diffusersHost) []family.Requirement {
 	var rs reqs
 	var missing []string
 	for _, n := range []string{"torch", "torchvision", "transformers", "diffusers", "pytest", "pillow", "numpy"} {
@@ -408,7 +431,7 @@ func (d Diffusers) judgeHost(host diffusersHost) []harness.Requirement {
 	return rs
 }
 
-func (d Diffusers) probe(env harness.Env) (diffusersHost, error) {
+func (d Diffusers) probe(env family.Env) (diffusersHost, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, d.python(), "-c", diffusersProbe)
@@ -442,13 +465,11 @@ func tail(s string, n int) string {
 	return s[len(s)-n:]
 }
 
-var _ harness.QualityJudge = Diffusers{}
-
-// Quality reads the reference backend's criteria: pixel bounds from reference/quality.json,
+// quality reads the reference backend's criteria: pixel bounds from reference/quality.json,
 // and the pair's from its parity file, whose case is the workload's first pair (same image,
 // instruction and settings): its thresholds for the bundle's profile and precision, held
 // against the case's CPU float32 image (cpu.png).
-func (d Diffusers) Quality(env harness.Env, _ harness.Checkpoint) (harness.QualitySpec, error) {
+func (d Diffusers) quality(env family.Env) (family.QualitySpec, error) {
 	qpath, ppath := script(env, "quality.json"), script(env, d.parity())
 	var q struct {
 		PixelMean struct{ Min, Max *float64 } `json:"pixel_mean"`
@@ -467,10 +488,10 @@ func (d Diffusers) Quality(env harness.Env, _ harness.Checkpoint) (harness.Quali
 	for path, v := range map[string]any{qpath: &q, ppath: &p} {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return harness.QualitySpec{}, err
+			return family.QualitySpec{}, err
 		}
 		if err := json.Unmarshal(b, v); err != nil {
-			return harness.QualitySpec{}, fmt.Errorf("%s: %w", path, err)
+			return family.QualitySpec{}, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	profile := "checkpoint"
@@ -480,12 +501,12 @@ func (d Diffusers) Quality(env harness.Env, _ harness.Checkpoint) (harness.Quali
 	key := profile + "/" + d.precision()
 	th, ok := p.Thresholds[key]
 	if !ok || th.PSNR.Min == nil || th.SSIM.Min == nil || q.PixelMean.Min == nil || q.PixelMean.Max == nil || q.PixelStd.Min == nil {
-		return harness.QualitySpec{}, fmt.Errorf("%s and %s: pixel_mean, pixel_std and %s psnr_db/ssim minimums are required", qpath, ppath, key)
+		return family.QualitySpec{}, fmt.Errorf("%s and %s: pixel_mean, pixel_std and %s psnr_db/ssim minimums are required", qpath, ppath, key)
 	}
-	return harness.QualitySpec{
+	return family.QualitySpec{
 		Files: []string{qpath, ppath},
 		Criteria: schema.QualityCriteria{MeanMin: q.PixelMean.Min, MeanMax: q.PixelMean.Max, StdMin: q.PixelStd.Min,
 			PSNRMin: th.PSNR.Min, SSIMMin: th.SSIM.Min},
-		Pair: &harness.QualityPair{Image: filepath.Join(env.Root, p.Case.Image), Prompt: p.Case.Prompt, Reference: diffusersPairReference},
+		Pair: &family.QualityPair{Image: filepath.Join(env.Root, p.Case.Image), Prompt: p.Case.Prompt, Reference: diffusersPairReference},
 	}, nil
 }

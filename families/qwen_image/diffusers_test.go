@@ -13,17 +13,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/harness"
 )
 
-var (
-	_ harness.Family   = Diffusers{}
-	_ harness.Requirer = Diffusers{}
-)
+var _ family.Family = Diffusers{}
 
 const diffBundle = "/cache/bundles/77aa/qwen-image-edit-2511-reference-smoke.bundle"
 
-var diffEnv = harness.Env{Root: "/repo", Work: "/work/row", Python: "/repo/.venv/bin/python"}
+var diffEnv = family.Env{Root: "/repo", Work: "/work/row", Python: "/repo/.venv/bin/python"}
 
 func smokeAdapter() Diffusers {
 	return DiffusersFromEnv(DiffusersSmoke(), func(k string) string {
@@ -33,37 +31,38 @@ func smokeAdapter() Diffusers {
 
 func TestDiffusersBuildArgv(t *testing.T) {
 	out := "/cache/bundles/.partial-1/qwen-image-edit-2511-reference-smoke.bundle"
-	assert.Equal(t, harness.Command{
+	assert.Equal(t, family.Command{
 		Args: []string{"/opt/torch/bin/python", "/repo/families/qwen_image/reference/pipeline.py", "bundle", "--smoke", "--precision", "fp32", "-o", out},
 		Dir:  "/repo",
-	}, smokeAdapter().Build(diffEnv, harness.BuildSpec{Out: out, Reference: "/repo/fixtures/x.png"}))
+	}, must(smokeAdapter().Build(diffEnv, family.BuildSpec{Out: out, Reference: "/repo/fixtures/x.png"})))
 
 	ck := DiffusersCheckpoint("/hf/hub/models--Qwen--Qwen-Image-Edit-2511/snapshots/" + Revision)
 	assert.Equal(t, []string{"python3", "/repo/families/qwen_image/reference/pipeline.py", "bundle",
 		"--checkpoint", "/hf/hub/models--Qwen--Qwen-Image-Edit-2511/snapshots/" + Revision, "--revision", Revision,
-		"--precision", "bf16", "-o", out}, ck.Build(diffEnv, harness.BuildSpec{Out: out}).Args,
+		"--precision", "bf16", "-o", out}, must(ck.Build(diffEnv, family.BuildSpec{Out: out})).Args,
 		"python3 from PATH when QUALKIT_QWEN_PYTHON is unset; the checkpoint is served in bf16")
 }
 
 func TestDiffusersBuildSettingsToolsAndTiming(t *testing.T) {
 	d := smokeAdapter()
-	assert.Equal(t, "diffusers", d.Backend())
-	assert.Equal(t, map[string]string{"profile": "smoke", "precision": "fp32", "pipeline": "QwenImageEditPlusPipeline", "diffusers": "0.40.0"}, d.BuildSettings(harness.Env{}))
+	assert.Equal(t, "diffusers", described(d, diffEnv, family.Row{}).Backend)
+	assert.Equal(t, map[string]string{"profile": "smoke", "precision": "fp32", "pipeline": "QwenImageEditPlusPipeline", "diffusers": "0.40.0"}, d.buildSettings())
 	ck := DiffusersCheckpoint("/snap")
 	assert.Equal(t, map[string]string{"profile": "checkpoint", "precision": "bf16", "pipeline": "QwenImageEditPlusPipeline", "diffusers": "0.40.0",
-		"snapshot": "/snap", "revision": Revision}, ck.BuildSettings(harness.Env{}))
-	cmds, builder := d.Tools(diffEnv)
-	require.Len(t, cmds, 1)
-	assert.Equal(t, []string{"/opt/torch/bin/python", "-c", versionsProgram}, cmds[0].Args, "tools only log the versions")
-	assert.Equal(t, "/repo/families/qwen_image/reference/pipeline.py", builder, "the smoke construction lives in pipeline.py, so it keys the bundle cache")
-	assert.Equal(t, harness.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}, d.Timing())
-	require.NoError(t, d.Timing().Validate())
+		"snapshot": "/snap", "revision": Revision}, ck.buildSettings())
+	tools := must(d.Tools(diffEnv))
+	require.Len(t, tools.Commands, 1)
+	assert.Equal(t, []string{"/opt/torch/bin/python", "-c", versionsProgram}, tools.Commands[0].Args, "tools only log the versions")
+	assert.Equal(t, "/repo/families/qwen_image/reference/pipeline.py", tools.Builder, "the smoke construction lives in pipeline.py, so it keys the bundle cache")
+	assert.Equal(t, d.buildSettings(), tools.Settings)
+	assert.Equal(t, family.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}, d.timing())
+	require.NoError(t, d.timing().Validate())
 }
 
 func TestDiffusersCorrectnessArgv(t *testing.T) {
-	cc := smokeAdapter().Correctness(diffEnv, harness.CorrectnessSpec{Bundle: diffBundle, JUnit: "/ev/row/correctness/junit.xml", Artifacts: "/ev/row/correctness/artifacts"})
-	assert.Equal(t, harness.CorrectnessCase{
-		Command: harness.Command{
+	cc := must(smokeAdapter().Correctness(diffEnv, family.CorrectnessSpec{Bundle: diffBundle, JUnit: "/ev/row/correctness/junit.xml", Artifacts: "/ev/row/correctness/artifacts"}))
+	assert.Equal(t, family.CorrectnessCase{
+		Command: family.Command{
 			Args: []string{"/opt/torch/bin/python", "-m", "pytest", "families/qwen_image/reference/test_parity.py", "-v", "-rs", "-p", "no:cacheprovider",
 				"--rootdir", "/repo", "--bundle", diffBundle, "--artifacts-dir", "/ev/row/correctness/artifacts", "--junitxml=/ev/row/correctness/junit.xml"},
 			Dir: "/repo",
@@ -76,8 +75,8 @@ func TestDiffusersCorrectnessArgv(t *testing.T) {
 }
 
 func TestDiffusersServeArgv(t *testing.T) {
-	cmd := smokeAdapter().Serve(diffEnv, harness.ServeSpec{Bundle: diffBundle, Model: HFID, Host: "127.0.0.1", Port: 41234, Records: "/ev/row/serve/records.jsonl"})
-	assert.Equal(t, harness.Command{
+	cmd := must(smokeAdapter().Serve(diffEnv, family.ServeSpec{Bundle: diffBundle, Model: HFID, Host: "127.0.0.1", Port: 41234, Records: "/ev/row/serve/records.jsonl"}))
+	assert.Equal(t, family.Command{
 		Args: []string{"/opt/torch/bin/python", "/repo/families/qwen_image/reference/server.py", diffBundle,
 			"--model-name", "Qwen/Qwen-Image-Edit-2511", "--host", "127.0.0.1", "--port", "41234",
 			"--records", "/ev/row/serve/records.jsonl", "--device", "cuda"},
@@ -85,22 +84,22 @@ func TestDiffusersServeArgv(t *testing.T) {
 	}, cmd)
 	cpu := smokeAdapter()
 	cpu.Device = "cpu"
-	assert.Equal(t, "cpu", cpu.Serve(diffEnv, harness.ServeSpec{}).Args[len(cpu.Serve(diffEnv, harness.ServeSpec{}).Args)-1])
+	assert.Equal(t, "cpu", must(cpu.Serve(diffEnv, family.ServeSpec{})).Args[len(must(cpu.Serve(diffEnv, family.ServeSpec{})).Args)-1])
 }
 
 func TestDiffusersNativeArgv(t *testing.T) {
-	cmd := smokeAdapter().Native(diffEnv, harness.NativeSpec{
+	cmd := must(smokeAdapter().Native(diffEnv, family.NativeSpec{
 		Bundle: diffBundle, Image: "/work/row/input-03", Prompt: "-turn it blue", Output: "/ev/row/identity/03-profiling-native.png",
 		Settings: map[string]string{"true_cfg_scale": "4.0", "size": "512x512", "seed": "42", "num_inference_steps": "8", "negative_prompt": " "},
-	})
-	assert.Equal(t, harness.Command{
+	}))
+	assert.Equal(t, family.Command{
 		Args: []string{"/opt/torch/bin/python", "/repo/families/qwen_image/reference/native.py", diffBundle,
 			"--image", "/work/row/input-03", "--prompt=-turn it blue", "--output", "/ev/row/identity/03-profiling-native.png", "--device", "cuda",
 			"--negative-prompt= ", "--num-inference-steps=8", "--seed=42", "--size=512x512", "--true-cfg-scale=4.0"},
 		Dir: "/repo",
 	}, cmd, "every setting as --flag=VALUE, sorted by field; a prompt starting with '-' stays a value; a space stays a space")
 
-	unknown := smokeAdapter().Native(diffEnv, harness.NativeSpec{Settings: map[string]string{"guidance_scale": "1.0", "negative_prompt": ""}})
+	unknown := must(smokeAdapter().Native(diffEnv, family.NativeSpec{Settings: map[string]string{"guidance_scale": "1.0", "negative_prompt": ""}}))
 	assert.Equal(t, []string{"--guidance-scale=1.0", "--negative-prompt="}, unknown.Args[len(unknown.Args)-2:],
 		"an unmapped setting still reaches native.py, which refuses it (exit 2) instead of ignoring it")
 }
@@ -112,23 +111,23 @@ func TestDiffusersArgvParsesInThePrograms(t *testing.T) {
 	py := pythonWith(t, "")
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	env := harness.Env{Root: root, Work: t.TempDir()}
+	env := family.Env{Root: root, Work: t.TempDir()}
 	d := Diffusers{Python: py, Smoke: true}
 	missing := filepath.Join(env.Work, "no.bundle")
 
-	native := d.Native(env, harness.NativeSpec{Bundle: missing, Image: "/x.png", Prompt: "-a prompt", Output: filepath.Join(env.Work, "o.png"),
-		Settings: map[string]string{"size": "512x512", "seed": "42", "num_inference_steps": "8", "true_cfg_scale": "4.0", "negative_prompt": " "}})
+	native := must(d.Native(env, family.NativeSpec{Bundle: missing, Image: "/x.png", Prompt: "-a prompt", Output: filepath.Join(env.Work, "o.png"),
+		Settings: map[string]string{"size": "512x512", "seed": "42", "num_inference_steps": "8", "true_cfg_scale": "4.0", "negative_prompt": " "}}))
 	code, out := runArgv(t, native)
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "no.bundle")
 	assert.NotContains(t, out, "usage:")
 
-	bad := d.Native(env, harness.NativeSpec{Bundle: missing, Image: "/x.png", Prompt: "p", Output: "/o.png", Settings: map[string]string{"guidance_scale": "1"}})
+	bad := must(d.Native(env, family.NativeSpec{Bundle: missing, Image: "/x.png", Prompt: "p", Output: "/o.png", Settings: map[string]string{"guidance_scale": "1"}}))
 	code, out = runArgv(t, bad)
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, "--guidance-scale")
 
-	serve := d.Serve(env, harness.ServeSpec{Bundle: missing, Model: HFID, Host: "127.0.0.1", Port: 1, Records: filepath.Join(env.Work, "r.jsonl")})
+	serve := must(d.Serve(env, family.ServeSpec{Bundle: missing, Model: HFID, Host: "127.0.0.1", Port: 1, Records: filepath.Join(env.Work, "r.jsonl")}))
 	code, out = runArgv(t, serve)
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "no.bundle")
@@ -140,9 +139,9 @@ func TestDiffusersCorrectnessCollectsOneItem(t *testing.T) {
 	py := pythonWith(t, "pytest")
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	env := harness.Env{Root: root, Work: t.TempDir()}
+	env := family.Env{Root: root, Work: t.TempDir()}
 	art := filepath.Join(env.Work, "artifacts")
-	cc := Diffusers{Python: py, Smoke: true}.Correctness(env, harness.CorrectnessSpec{Bundle: filepath.Join(env.Work, "no.bundle"), JUnit: filepath.Join(env.Work, "junit.xml"), Artifacts: art})
+	cc := must(Diffusers{Python: py, Smoke: true}.Correctness(env, family.CorrectnessSpec{Bundle: filepath.Join(env.Work, "no.bundle"), JUnit: filepath.Join(env.Work, "junit.xml"), Artifacts: art}))
 	code, out := runArgv(t, cc.Command)
 	assert.NotEqual(t, 4, code, "pytest usage error: %s", out)
 	counts, err := harness.ReadJUnit(cc.JUnit)
@@ -178,7 +177,7 @@ func TestDiffusersRequirements(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			py := fakePython(t, tc.probe, tc.exit)
-			reqs := Diffusers{Python: py, Smoke: true}.Requirements(harness.Env{Root: t.TempDir()}, harness.Checkpoint{Name: "reference-smoke", Smoke: true})
+			reqs := requirementsOf(Diffusers{Python: py, Smoke: true}, family.Env{Root: t.TempDir()}, family.Row{Name: "reference-smoke", Smoke: true})
 			var got []string
 			for _, q := range reqs {
 				got = append(got, q.What)
@@ -195,13 +194,13 @@ func TestDiffusersRequirements(t *testing.T) {
 
 func TestDiffusersRequirementsRowMismatch(t *testing.T) {
 	py := fakePython(t, `{"python":"3.12.3","packages":{"torch":"2.11.0","torchvision":"0.26.0","transformers":"5.17.0","diffusers":"0.40.0","pytest":"9.2.0","pillow":"12.0.0","numpy":"2.5.2"},"cuda_available":true}`, 0)
-	reqs := Diffusers{Python: py, Smoke: true}.Requirements(harness.Env{Root: t.TempDir()}, harness.Checkpoint{Name: "x", Smoke: false})
+	reqs := requirementsOf(Diffusers{Python: py, Smoke: true}, family.Env{Root: t.TempDir()}, family.Row{Name: "x", Smoke: false})
 	require.Len(t, reqs, 1)
 	assert.False(t, reqs[0].Absent)
 	assert.Contains(t, reqs[0].What, "Smoke=false")
 
 	ck := Diffusers{Python: py, Snapshot: filepath.Join(t.TempDir(), "missing")}
-	reqs = ck.Requirements(harness.Env{Root: t.TempDir()}, harness.Checkpoint{Name: "ck", Revision: "main"})
+	reqs = requirementsOf(ck, family.Env{Root: t.TempDir()}, family.Row{Name: "ck", Revision: "main"})
 	require.Len(t, reqs, 2)
 	assert.Contains(t, reqs[0].What, `pins revision "main"`)
 	assert.Contains(t, reqs[1].What, "model_index.json missing")
@@ -238,7 +237,7 @@ func pythonWith(t *testing.T, module string) string {
 	return ""
 }
 
-func runArgv(t *testing.T, c harness.Command) (int, string) {
+func runArgv(t *testing.T, c family.Command) (int, string) {
 	t.Helper()
 	cmd := exec.Command(c.Args[0], c.Args[1:]...)
 	cmd.Dir = c.Dir
@@ -280,7 +279,7 @@ func TestParityCaseImageIsAPooledFixture(t *testing.T) {
 func TestDiffusersQualityReadsItsOwnFiles(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
-	spec, err := DiffusersSmoke().Quality(harness.Env{Root: root}, harness.Checkpoint{})
+	spec, err := qualityOf(DiffusersSmoke(), family.Env{Root: root}, rowOf(harness.Checkpoint{}))
 	require.NoError(t, err)
 	require.Len(t, spec.Files, 2)
 	assert.Equal(t, 0.15, *spec.Criteria.MeanMin)
@@ -291,6 +290,6 @@ func TestDiffusersQualityReadsItsOwnFiles(t *testing.T) {
 	require.NotNil(t, spec.Pair)
 	assert.Equal(t, "cpu.png", spec.Pair.Reference)
 	assert.FileExists(t, spec.Pair.Image)
-	_, err = Diffusers{Precision: "bf16"}.Quality(harness.Env{Root: root}, harness.Checkpoint{})
+	_, err = qualityOf(Diffusers{Precision: "bf16"}, family.Env{Root: root}, rowOf(harness.Checkpoint{}))
 	assert.ErrorContains(t, err, "checkpoint/bf16 psnr_db/ssim minimums are required", "no parity thresholds for the checkpoint: an error, never criteria left out")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/harness"
 	"qualkit/internal/harness/gpu"
 )
@@ -37,11 +38,11 @@ func row() harness.Checkpoint {
 		Fixtures: "fixtures/qwen_image_edit/manifest.json"}
 }
 
-func rootEnv(t *testing.T) harness.Env {
-	return harness.Env{Root: repoRoot, Work: t.TempDir()}
+func rootEnv(t *testing.T) family.Env {
+	return family.Env{Root: repoRoot, Work: t.TempDir()}
 }
 
-func whats(reqs []harness.Requirement) []string {
+func whats(reqs []family.Requirement) []string {
 	out := make([]string, len(reqs))
 	for i, q := range reqs {
 		out[i] = q.What
@@ -50,7 +51,7 @@ func whats(reqs []harness.Requirement) []string {
 }
 
 // requireFixes checks the contract every requirement keeps: it says what and how to fix it.
-func requireFixes(t *testing.T, reqs []harness.Requirement) {
+func requireFixes(t *testing.T, reqs []family.Requirement) {
 	t.Helper()
 	for _, q := range reqs {
 		assert.NotEmpty(t, q.What)
@@ -124,8 +125,8 @@ func git(t *testing.T, dir string, args ...string) {
 }
 
 // gpuEnv is the row's Env once preflight chose an H200 and the image is ready.
-func gpuEnv(t *testing.T, root string) harness.Env {
-	return harness.Env{Root: root, Work: t.TempDir(), ImageID: "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+func gpuEnv(t *testing.T, root string) family.Env {
+	return family.Env{Root: root, Work: t.TempDir(), ImageID: "sha256:1111111111111111111111111111111111111111111111111111111111111111",
 		GPUs: []gpu.Device{{Index: 0, Name: "NVIDIA H200", UUID: "GPU-0", ComputeCapability: "9.0"}}}
 }
 
@@ -195,4 +196,35 @@ func writeFixtures(t *testing.T, dir string, sizes map[string][2]int, settings s
 	b, err := json.MarshalIndent(doc, "", "  ")
 	require.NoError(t, err)
 	writeFile(t, filepath.Join(dir, "manifest.json"), string(b))
+}
+
+// must is v, or a panic (the test fails naming err) when a builder refused.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// rowOf is what the family knows of a table row.
+func rowOf(c harness.Checkpoint) family.Row { return c.Row() }
+
+// described is f's Spec for row on env (Describe never fails for this package's families).
+func described(f family.Family, env family.Env, row family.Row) family.Spec {
+	return must(f.Describe(env, row))
+}
+
+// qualityOf is the family's quality criteria as its Spec reads them.
+func qualityOf(f family.Family, env family.Env, row family.Row) (family.QualitySpec, error) {
+	return described(f, env, row).Quality(env)
+}
+
+// requirementsOf is what the family's Spec finds missing.
+func requirementsOf(f family.Family, env family.Env, row family.Row) []family.Requirement {
+	return described(f, env, row).Requirements(env)
+}
+
+// identityOf is the family's identity check of a server answer.
+func identityOf(f family.Family) family.IdentityCheck {
+	return described(f, family.Env{}, family.Row{}).Identity
 }

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"qualkit/internal/family"
 	"time"
 
-	"qualkit/internal/harness"
 	"qualkit/internal/quality"
 )
 
@@ -148,7 +148,7 @@ const perfServeStartSlack = time.Minute
 // timeout plus the row's for the case (at e9132e79 the harness builds the bundle in the
 // build stage, and the case runs on it); perf-serve gives its worker 900 s to load,
 // fixed, so the row waits for its readiness no longer than that and a minute to listen.
-func (a TRTMC) StageDeadlines(d harness.Deadlines) harness.Deadlines {
+func (a TRTMC) stageDeadlines(d family.Deadlines) family.Deadlines {
 	if l, err := a.layout(); err == nil && l.buildsOwnBundle() {
 		d.Correctness += caseBuildTimeout
 	}

@@ -2,11 +2,12 @@ package qwenimage
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 
 	"qualkit/families/qwen_image/batch"
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
 )
 
 // workerSource is where the newer layout keeps the persistent worker's source
@@ -25,28 +26,28 @@ func WorkerServes(checkout string) bool {
 // `trtmc_benchmark_worker --serve` (one load, then one request line per replay through
 // the same dispatch and timing as a one-shot call), driven by qualkit's trtmc-batch
 // (cmd/trtmcbatch), built here into the row's work folder, which every container of the
-// row mounts. A checkout without that worker gets no command: the harness then runs
-// `trtmc` once per replay, in parallel on the row's GPUs.
-func (a TRTMC) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
+// row mounts. A checkout without that worker has no batch mode (Describe says so): the
+// harness then runs `trtmc` once per replay, in parallel on the row's GPUs.
+func (a TRTMC) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	l, err := a.layout()
 	if err != nil {
-		return reject(err)
+		return family.Command{}, err
 	}
 	if l.Name != LayoutFamilies || !WorkerServes(a.Config.Checkout) {
-		return harness.Command{}
+		return family.Command{}, fmt.Errorf("the checkout has no persistent worker with --serve (%s): no batch mode (Spec.Batch)", workerSource)
 	}
 	n, err := a.native(env)
 	if err != nil {
-		return reject(err)
+		return family.Command{}, err
 	}
 	driver := filepath.Join(env.Work, "bin", "trtmc-batch")
 	if err := batch.Build(env.Root, driver); err != nil {
-		return reject(err)
+		return family.Command{}, err
 	}
-	return harness.Command{Args: []string{driver,
+	return family.Command{Args: []string{driver,
 		"--worker", filepath.Join(n.dir, "trtmc_benchmark_worker"),
 		"--bundle", spec.Bundle, "--runtime-root", n.dir,
 		"--items", spec.Items, "--report", spec.Report,
 		"--checkpoint", SnapshotDir(a.Config.HFHome),
-	}, Env: a.env(env), Dir: a.Config.Checkout}
+	}, Env: a.env(env), Dir: a.Config.Checkout}, nil
 }

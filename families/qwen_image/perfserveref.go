@@ -2,12 +2,14 @@ package qwenimage
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
 	"qualkit/internal/wire"
 )
 
@@ -51,53 +53,70 @@ func PerfServeReferenceFromEnv(getenv func(string) string) PerfServeReference {
 // as a float32 array, 12 bytes a pixel).
 const PerfServeReferenceParity = "parity-128.json"
 
-var (
-	_ harness.Family          = PerfServeReference{}
-	_ harness.Requirer        = PerfServeReference{}
-	_ harness.Prober          = PerfServeReference{}
-	_ harness.Describer       = PerfServeReference{}
-	_ harness.ServingIdentity = PerfServeReference{}
-	_ harness.WireSpeaker     = PerfServeReference{}
-	_ harness.NativeBatcher   = PerfServeReference{}
-	_ harness.NativePreloader = PerfServeReference{}
-	_ harness.ModelsWhenReady = PerfServeReference{}
-	_ harness.NativeReporter  = PerfServeReference{}
-	_ harness.QualityJudge    = PerfServeReference{}
-)
+var _ family.Family = PerfServeReference{}
 
-func (PerfServeReference) Backend() string { return "trtmc-perf-serve-reference" }
+// BackendPerfServeReference is the name the evidence checker knows this backend's rules by.
+const BackendPerfServeReference = "trtmc-perf-serve-reference"
+
+// perfServeTiming: perf-serve's records, timing.model_call_ms by request_id (app.py @
+// 3878755c § execute); for the reference backend that is its task-call wall (describe()).
+var perfServeTiming = family.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
+
+// Describe: TRTMC's perf-serve on the task route, the seed replayed as latent_seed, Task
+// time from its records, /v1/serving/info as its identity; the native Task the same
+// backend in one process that loads, then waits for its items; processes, not an image.
+func (a PerfServeReference) Describe(_ family.Env, row family.Row) (family.Spec, error) {
+	return family.Spec{
+		Backend:  BackendPerfServeReference,
+		Timing:   perfServeTiming,
+		Wire:     wire.Task{LatentSeed: true},
+		Identity: family.IdentityCheck{Path: "/v1/serving/info", Check: a.checkIdentity},
+		Batch:    true,
+		// perfserve_native.py --wait-items loads the backend, then waits.
+		BatchWaits: true,
+		// perf-serve loads its backend before uvicorn binds the port (cli.py @ 3878755c §
+		// serve: ReferenceBackend(...), then uvicorn.run), so GET /v1/models answers only
+		// once the model can serve.
+		ModelsWhenReady:     "cli.py @ 3878755c § serve: the backend loads before uvicorn.run binds the port",
+		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
+		Found:               a.found(),
+		Requirements:        func(env family.Env) []family.Requirement { return a.requirements(env, row) },
+		Probes:              a.probes,
+		Quality:             a.quality,
+	}, nil
+}
 
 // perfServeShim is qualkit's shim for the snapshot's gaps (also the double's).
 const perfServeShim = "internal/trtmcdouble/checkout/perf-serve-shim"
 
 // staged is the perf-serve tree the row serves from (Tools stages it): the checkout's
 // apps/perf_serving, apps/benchmark and families/qwen_image, plus the shim for a snapshot.
-func (PerfServeReference) staged(env harness.Env) string {
+func (PerfServeReference) staged(env family.Env) string {
 	return filepath.Join(env.Work, "perf-serve")
 }
 
 // Tools prints the interpreter's versions, then stages perf-serve (build/tools-*.log
 // keep both: the staged files with their sha256, and whether the shim was added). The
 // builder is pipeline.py, as for the diffusers reference.
-func (a PerfServeReference) Tools(env harness.Env) ([]harness.Command, string) {
-	cmds, builder := a.Pipeline.Tools(env)
-	stage := harness.Command{Args: []string{a.Pipeline.python(), script(env, "perfserve_stage.py"),
-		"--source", a.Checkout, "--shim", filepath.Join(env.Root, perfServeShim), "--out", a.staged(env)}, Dir: env.Root}
-	return append(cmds, stage), builder
-}
-
-// BuildSettings are the diffusers reference's, and the bundle's form: the saved folder.
-func (a PerfServeReference) BuildSettings(env harness.Env) map[string]string {
-	s := a.Pipeline.BuildSettings(env)
-	s["bundle_form"] = "saved pipeline folder (pipeline.py bundle --save-pipeline)"
-	return s
+func (a PerfServeReference) Tools(env family.Env) (family.Tools, error) {
+	tools, err := a.Pipeline.Tools(env)
+	tools.Commands = append(tools.Commands, family.Command{Args: []string{a.Pipeline.python(), script(env, "perfserve_stage.py"),
+		"--source", a.Checkout, "--shim", filepath.Join(env.Root, perfServeShim), "--out", a.staged(env)}, Dir: env.Root})
+	// The bundle's form besides the diffusers reference's settings: the saved folder.
+	tools.Settings["bundle_form"] = "saved pipeline folder (pipeline.py bundle --save-pipeline)"
+	return tools, err
 }
 
 // Build saves the smoke pipeline as a folder: perf-serve's --reference-model.
-func (a PerfServeReference) Build(env harness.Env, spec harness.BuildSpec) harness.Command {
-	cmd := a.Pipeline.Build(env, spec)
+func (a PerfServeReference) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
+	cmd, err := a.Pipeline.Build(env, spec)
 	cmd.Args = append(cmd.Args, "--save-pipeline")
-	return cmd
+	return cmd, err
+}
+
+// Image: the row runs as processes (Spec.Container is false).
+func (PerfServeReference) Image(family.Env) (family.ContainerImage, error) {
+	return family.ContainerImage{}, errors.New("the perf-serve reference row runs as processes: it has no image")
 }
 
 // caseLatents is where the correctness case keeps the noise it drew, relative to its
@@ -106,10 +125,10 @@ const referenceCaseLatents = "initial-latents.f32"
 
 // Correctness is the diffusers reference's parity case, unchanged, on the saved folder;
 // it keeps the noise it drew.
-func (a PerfServeReference) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
-	cc := a.Pipeline.Correctness(env, spec)
+func (a PerfServeReference) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
+	cc, err := a.Pipeline.Correctness(env, spec)
 	cc.Command.Args = append(cc.Command.Args, "--latents-file="+filepath.Join(spec.Scratch, referenceCaseLatents))
-	return cc
+	return cc, err
 }
 
 // PerfServeReferenceArgs are perf-serve's arguments after `serve` (cli.py @ 3878755c):
@@ -117,7 +136,7 @@ func (a PerfServeReference) Correctness(env harness.Env, spec harness.Correctnes
 // --deterministic (no TF32, deterministic kernels: platform.py @ ca938e40 §
 // apply_deterministic_numerics), so that the served edit, the native replay and the
 // parity case's GPU run are the same numerics.
-func PerfServeReferenceArgs(spec harness.ServeSpec, precision string) []string {
+func PerfServeReferenceArgs(spec family.ServeSpec, precision string) []string {
 	return []string{
 		"--backend", "reference",
 		"--profile", Profile,
@@ -145,14 +164,14 @@ func perfServeEnv() []string {
 
 // Serve starts TRTMC's perf-serve from the staged tree: `python -m trtmc_perf_serving
 // serve --backend reference ...`.
-func (a PerfServeReference) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
-	return harness.Command{Args: append([]string{a.Pipeline.python(), "-m", "trtmc_perf_serving", "serve"},
-		PerfServeReferenceArgs(spec, a.Pipeline.precision())...), Env: perfServeEnv(), Dir: a.staged(env)}
+func (a PerfServeReference) Serve(env family.Env, spec family.ServeSpec) (family.Command, error) {
+	return family.Command{Args: append([]string{a.Pipeline.python(), "-m", "trtmc_perf_serving", "serve"},
+		PerfServeReferenceArgs(spec, a.Pipeline.precision())...), Env: perfServeEnv(), Dir: a.staged(env)}, nil
 }
 
 // nativeArgs are perfserve_native.py's arguments common to one replay and a batch: the
 // backend exactly as the server builds it.
-func (a PerfServeReference) nativeArgs(env harness.Env, bundle string) []string {
+func (a PerfServeReference) nativeArgs(env family.Env, bundle string) []string {
 	args := []string{a.Pipeline.python(), script(env, "perfserve_native.py"), bundle,
 		"--checkout", a.staged(env), "--profile", Profile, "--precision", a.Pipeline.precision(), "--deterministic",
 		"--scratch", filepath.Join(env.Work, "native-scratch")}
@@ -163,93 +182,86 @@ func (a PerfServeReference) nativeArgs(env harness.Env, bundle string) []string 
 }
 
 // Native replays one request through TRTMC's reference backend without HTTP.
-func (a PerfServeReference) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
+func (a PerfServeReference) Native(env family.Env, spec family.NativeSpec) (family.Command, error) {
 	item, err := json.Marshal(map[string]any{"id": strings.TrimSuffix(filepath.Base(spec.Output), ".png"),
 		"image": spec.Image, "prompt": spec.Prompt, "settings": spec.Settings, "latent_seed": spec.LatentSeed})
 	if err != nil {
-		return reject(err)
+		return family.Command{}, err
 	}
-	return harness.Command{Args: append(a.nativeArgs(env, spec.Bundle), "--item", string(item), "--output", spec.Output),
-		Env: perfServeEnv(), Dir: a.staged(env)}
+	return family.Command{Args: append(a.nativeArgs(env, spec.Bundle), "--item", string(item), "--output", spec.Output),
+		Env: perfServeEnv(), Dir: a.staged(env)}, nil
 }
 
 // NativeBatch replays every request after one load of the backend.
-func (a PerfServeReference) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
+func (a PerfServeReference) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := append(a.nativeArgs(env, spec.Bundle), "--batch", spec.Items, "--report", spec.Report)
 	if spec.WaitItems > 0 {
 		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))
 	}
-	return harness.Command{Args: args, Env: perfServeEnv(), Dir: a.staged(env)}
+	return family.Command{Args: args, Env: perfServeEnv(), Dir: a.staged(env)}, nil
 }
 
-// NativeBatchWaits: perfserve_native.py --wait-items loads the backend, then waits.
-func (PerfServeReference) NativeBatchWaits() bool { return true }
-
-// ModelsListedWhenReady: perf-serve loads its backend before uvicorn binds the port
-// (cli.py @ 3878755c § serve: ReferenceBackend(...), then uvicorn.run), so GET
-// /v1/models answers only once the model can serve.
-func (PerfServeReference) ModelsListedWhenReady() string {
-	return "cli.py @ 3878755c § serve: the backend loads before uvicorn.run binds the port"
-}
-
-// NativeOutputPattern finds the one-replay report's output_sha256.
-func (PerfServeReference) NativeOutputPattern() string { return `"output_sha256":\s*"([0-9a-f]{64})"` }
-
-// Timing: perf-serve's records, timing.model_call_ms by request_id (app.py @ 3878755c §
-// execute); for the reference backend that is its task-call wall (describe()).
-func (PerfServeReference) Timing() harness.TimingSource {
-	return harness.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
-}
-
-// Protocol is perf-serve's task route, each request's seed replayed as latent_seed.
-func (PerfServeReference) Protocol() wire.Protocol { return wire.Task{LatentSeed: true} }
-
-// Identity: /v1/serving/info (app.py @ 3878755c § info, backends/reference/__init__.py @
-// 7b798a32 § describe) must say the reference backend, on the row's bundle, the
+// checkIdentity: /v1/serving/info (app.py @ 3878755c § info, backends/reference/__init__.py
+// @ 7b798a32 § describe) must say the reference backend, on the row's bundle, the
 // generate_image operation, the row's precision, deterministic numerics, and the
-// task-call-wall timing scope; and not qualkit's contract double.
-func (a PerfServeReference) Identity(spec harness.ServeSpec) harness.IdentityCheck {
-	return harness.IdentityCheck{Path: "/v1/serving/info", Check: func(body []byte) error {
-		var info struct {
-			Backend     string `json:"backend"`
-			Model       string `json:"model"`
-			Operation   string `json:"operation"`
-			Precision   string `json:"precision"`
-			TimingScope string `json:"timing_scope"`
-			Numerics    struct {
-				Deterministic bool `json:"deterministic"`
-			} `json:"numerics"`
-		}
-		if err := json.Unmarshal(body, &info); err != nil {
-			return fmt.Errorf("not JSON: %w", err)
-		}
-		switch {
-		case info.Backend != "reference":
-			return fmt.Errorf("the server says backend %q, not reference: another server answers on the port", info.Backend)
-		case !sameBundle(info.Model, spec.Bundle):
-			return fmt.Errorf("the server serves model %q, the row built %s", info.Model, spec.Bundle)
-		case info.Operation != wire.TaskOperation:
-			return fmt.Errorf("the server serves operation %q, not %s: another profile", info.Operation, wire.TaskOperation)
-		case info.Precision != a.Pipeline.precision():
-			return fmt.Errorf("the server runs %s, the row's bundle is %s", info.Precision, a.Pipeline.precision())
-		case !info.Numerics.Deterministic:
-			return fmt.Errorf("the server's numerics are not deterministic (no --deterministic): its edits could differ from the native replay's")
-		case info.TimingScope != "task-call-wall":
-			return fmt.Errorf("the server's timing scope is %q, not task-call-wall: its model_call_ms is not the Task call", info.TimingScope)
-		}
-		if is, why := saysDouble(body); is {
-			return fmt.Errorf("the server is qualkit's contract double (%s)", why)
-		}
-		return nil
-	}}
+// task-call-wall timing scope; and not qualkit's contract double. The checkpoint served
+// is the one the bundle it names states (its bundle.json "model": the smoke pipeline is
+// built in that checkpoint's shape).
+func (a PerfServeReference) checkIdentity(body []byte, spec family.ServeSpec) (string, error) {
+	var info struct {
+		Backend     string `json:"backend"`
+		Model       string `json:"model"`
+		Operation   string `json:"operation"`
+		Precision   string `json:"precision"`
+		TimingScope string `json:"timing_scope"`
+		Numerics    struct {
+			Deterministic bool `json:"deterministic"`
+		} `json:"numerics"`
+	}
+	if err := json.Unmarshal(body, &info); err != nil {
+		return "", fmt.Errorf("not JSON: %w", err)
+	}
+	switch {
+	case info.Backend != "reference":
+		return "", fmt.Errorf("the server says backend %q, not reference: another server answers on the port", info.Backend)
+	case !sameBundle(info.Model, spec.Bundle):
+		return "", fmt.Errorf("the server serves model %q, the row built %s", info.Model, spec.Bundle)
+	case info.Operation != wire.TaskOperation:
+		return "", fmt.Errorf("the server serves operation %q, not %s: another profile", info.Operation, wire.TaskOperation)
+	case info.Precision != a.Pipeline.precision():
+		return "", fmt.Errorf("the server runs %s, the row's bundle is %s", info.Precision, a.Pipeline.precision())
+	case !info.Numerics.Deterministic:
+		return "", fmt.Errorf("the server's numerics are not deterministic (no --deterministic): its edits could differ from the native replay's")
+	case info.TimingScope != "task-call-wall":
+		return "", fmt.Errorf("the server's timing scope is %q, not task-call-wall: its model_call_ms is not the Task call", info.TimingScope)
+	}
+	if is, why := saysDouble(body); is {
+		return "", fmt.Errorf("the server is qualkit's contract double (%s)", why)
+	}
+	return bundleCheckpoint(info.Model)
+}
+
+// bundleCheckpoint is the checkpoint a saved-pipeline bundle's bundle.json names.
+func bundleCheckpoint(bundle string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(bundle, "bundle.json"))
+	if err != nil {
+		return "", fmt.Errorf("the served bundle's metadata: %w", err)
+	}
+	var meta struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return "", fmt.Errorf("the served bundle's bundle.json: %w", err)
+	}
+	return meta.Model, nil
 }
 
 // Quality is the diffusers reference's (its pixel bounds and the parity case's pair
 // criteria for the bundle's profile and precision), the pair held to the case's own noise:
 // perf-serve replays the request's latent_seed (latents.py @ d3e1a549) and records its
 // sha256 (app.py @ 3878755c § execute: observation.initial_latents_sha256).
-func (a PerfServeReference) Quality(env harness.Env, c harness.Checkpoint) (harness.QualitySpec, error) {
-	q, err := a.Pipeline.Quality(env, c)
+func (a PerfServeReference) quality(env family.Env) (family.QualitySpec, error) {
+	q, err := a.Pipeline.quality(env)
 	if err != nil {
 		return q, err
 	}
@@ -279,7 +291,7 @@ func (a PerfServeReference) root() string {
 // Requirements: a checkout with perf-serve's reference backend, and the diffusers
 // reference's (a smoke row for its smoke pipeline, its interpreter (torch with CUDA, the pinned
 // diffusers, pytest); Probes checks it also imports what perf-serve serves with.
-func (a PerfServeReference) Requirements(env harness.Env, c harness.Checkpoint) []harness.Requirement {
+func (a PerfServeReference) requirements(env family.Env, c family.Row) []family.Requirement {
 	var rs reqs // the smoke label is the diffusers reference's to check (its Requirements)
 	switch {
 	case a.Checkout == "":
@@ -291,7 +303,7 @@ func (a PerfServeReference) Requirements(env harness.Env, c harness.Checkpoint) 
 			}
 		}
 	}
-	return append(rs, a.Pipeline.Requirements(env, c)...)
+	return append(rs, a.Pipeline.requirements(env, c)...)
 }
 
 // perfServeImports are what `serve --backend reference` imports once it serves, which
@@ -302,13 +314,13 @@ var perfServeImports = []string{"uvicorn", "fastapi", "starlette", "pydantic", "
 	"trtmc_perf_serving.backends.reference", "trtmc_perf_serving.backends.reference.media"}
 
 // Probes: the interpreter imports what perf-serve serves with, from the checkout.
-func (a PerfServeReference) Probes(env harness.Env) []harness.Probe {
+func (a PerfServeReference) probes(env family.Env) []family.Probe {
 	if a.Checkout == "" {
 		return nil
 	}
 	root := a.root()
-	return []harness.Probe{{Name: "perf-serve-imports", What: "what trtmc_perf_serving serve --backend reference imports, with " + a.Pipeline.python(),
-		Cmd: harness.Command{Args: append([]string{a.Pipeline.python(), "-c", importProbe}, perfServeImports...),
+	return []family.Probe{{Name: "perf-serve-imports", What: "what trtmc_perf_serving serve --backend reference imports, with " + a.Pipeline.python(),
+		Cmd: family.Command{Args: append([]string{a.Pipeline.python(), "-c", importProbe}, perfServeImports...),
 			Env: []string{"PYTHONPATH=" + filepath.Join(root, "apps/perf_serving") + ":" + filepath.Join(root, "apps/benchmark")}, Dir: root},
 		Check: func(out []byte, runErr error) error {
 			var res struct {
@@ -332,7 +344,7 @@ func (a PerfServeReference) Probes(env harness.Env) []harness.Probe {
 }
 
 // Found says which perf-serve the row serves from.
-func (a PerfServeReference) Found(harness.Env) []string {
+func (a PerfServeReference) found() []string {
 	if a.Checkout == "" {
 		return nil
 	}

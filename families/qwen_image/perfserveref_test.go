@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/harness"
 	"qualkit/internal/wire"
 )
@@ -21,16 +22,19 @@ func perfServeRefAdapter(checkout string) PerfServeReference {
 	})
 }
 
-var psrEnv = harness.Env{Root: "/repo", Work: "/work/row", Python: "/repo/.venv/bin/python"}
+var psrEnv = family.Env{Root: "/repo", Work: "/work/row", Python: "/repo/.venv/bin/python"}
 
 // Every command of the row, as it runs: perf-serve staged into the row's work folder and
 // served from there with --backend reference on the saved pipeline, deterministic, in the
 // bundle's precision; the native Task the same backend from the same tree.
 func TestPerfServeReferenceCommands(t *testing.T) {
 	a := perfServeRefAdapter("/shared/trtmc-perf-serve")
-	assert.Equal(t, "trtmc-perf-serve-reference", a.Backend())
+	spec := described(a, psrEnv, family.Row{Name: "r", Smoke: true})
+	assert.Equal(t, "trtmc-perf-serve-reference", spec.Backend)
+	require.NoError(t, spec.Validate())
 
-	cmds, builder := a.Tools(psrEnv)
+	tools := must(a.Tools(psrEnv))
+	cmds, builder := tools.Commands, tools.Builder
 	require.Len(t, cmds, 2)
 	assert.Equal(t, []string{"/opt/torch/bin/python", "/repo/families/qwen_image/reference/perfserve_stage.py",
 		"--source", "/shared/trtmc-perf-serve", "--shim", "/repo/internal/trtmcdouble/checkout/perf-serve-shim", "--out", "/work/row/perf-serve"}, cmds[1].Args)
@@ -38,36 +42,36 @@ func TestPerfServeReferenceCommands(t *testing.T) {
 
 	out := "/cache/partial/qwen-image-edit-2511-perf-serve-reference-smoke.bundle"
 	assert.Equal(t, []string{"/opt/torch/bin/python", "/repo/families/qwen_image/reference/pipeline.py", "bundle", "--smoke",
-		"--precision", "fp32", "-o", out, "--save-pipeline"}, a.Build(psrEnv, harness.BuildSpec{Out: out}).Args)
+		"--precision", "fp32", "-o", out, "--save-pipeline"}, must(a.Build(psrEnv, family.BuildSpec{Out: out})).Args)
 
-	cc := a.Correctness(psrEnv, harness.CorrectnessSpec{Bundle: "/b", JUnit: "/ev/j.xml", Artifacts: "/ev/art", Scratch: "/work/row/correctness"})
+	cc := must(a.Correctness(psrEnv, family.CorrectnessSpec{Bundle: "/b", JUnit: "/ev/j.xml", Artifacts: "/ev/art", Scratch: "/work/row/correctness"}))
 	assert.Equal(t, []string{"--parity=/repo/families/qwen_image/reference/parity-128.json", "--latents-file=/work/row/correctness/initial-latents.f32"},
 		cc.Command.Args[len(cc.Command.Args)-2:], "the parity case of the row's workload, keeping the noise it drew")
 	assert.Equal(t, []string{ParityCaseID}, cc.Cases)
 
-	spec := harness.ServeSpec{Bundle: "/b", Model: "m", Host: "127.0.0.1", Port: 8123, Records: "/ev/serve/records.jsonl", Scratch: "/ev/serve/scratch"}
-	assert.Equal(t, harness.Command{
+	serve := family.ServeSpec{Bundle: "/b", Model: "m", Host: "127.0.0.1", Port: 8123, Records: "/ev/serve/records.jsonl", Scratch: "/ev/serve/scratch"}
+	assert.Equal(t, family.Command{
 		Args: []string{"/opt/torch/bin/python", "-m", "trtmc_perf_serving", "serve", "--backend", "reference", "--profile", Profile,
 			"--manifest-root", "families", "--reference-model", "/b", "--precision", "fp32", "--deterministic", "--model-name", "m",
 			"--host", "127.0.0.1", "--port", "8123", "--records", "/ev/serve/records.jsonl", "--scratch", "/ev/serve/scratch",
 			"--keep-artifacts", "--request-timeout", "1800"},
 		Env: []string{"PYTHONPATH=apps/perf_serving:apps/benchmark", "CUBLAS_WORKSPACE_CONFIG=:4096:8", "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1"},
 		Dir: "/work/row/perf-serve",
-	}, a.Serve(psrEnv, spec))
+	}, must(a.Serve(psrEnv, serve)))
 
 	seed := int64(42)
-	native := a.Native(psrEnv, harness.NativeSpec{Bundle: "/b", Image: "/in.png", Prompt: "p", Settings: map[string]string{"seed": "42"}, LatentSeed: &seed, Output: "/ev/identity/00-warmup-native.png"})
+	native := must(a.Native(psrEnv, family.NativeSpec{Bundle: "/b", Image: "/in.png", Prompt: "p", Settings: map[string]string{"seed": "42"}, LatentSeed: &seed, Output: "/ev/identity/00-warmup-native.png"}))
 	assert.Equal(t, []string{"/opt/torch/bin/python", "/repo/families/qwen_image/reference/perfserve_native.py", "/b",
 		"--checkout", "/work/row/perf-serve", "--profile", Profile, "--precision", "fp32", "--deterministic", "--scratch", "/work/row/native-scratch",
 		"--item", `{"id":"00-warmup-native","image":"/in.png","latent_seed":42,"prompt":"p","settings":{"seed":"42"}}`, "--output", "/ev/identity/00-warmup-native.png"}, native.Args)
 	assert.Equal(t, "/work/row/perf-serve", native.Dir)
-	batch := a.NativeBatch(psrEnv, harness.NativeBatchSpec{Bundle: "/b", Items: "/w/items.jsonl", Report: "/w/report.jsonl", WaitItems: 300e9})
+	batch := must(a.NativeBatch(psrEnv, family.NativeBatchSpec{Bundle: "/b", Items: "/w/items.jsonl", Report: "/w/report.jsonl", WaitItems: 300e9}))
 	assert.Equal(t, []string{"--batch", "/w/items.jsonl", "--report", "/w/report.jsonl", "--wait-items=300"}, batch.Args[len(batch.Args)-5:])
 
-	assert.Equal(t, harness.TimingSource{Records: "timing.model_call_ms", RecordID: "request_id"}, a.Timing())
-	assert.Equal(t, wire.Task{LatentSeed: true}, a.Protocol())
-	assert.True(t, a.NativeBatchWaits())
-	assert.Contains(t, a.ModelsListedWhenReady(), "cli.py @ 3878755c")
+	assert.Equal(t, family.TimingSource{Records: "timing.model_call_ms", RecordID: "request_id"}, spec.Timing)
+	assert.Equal(t, wire.Task{LatentSeed: true}, spec.Wire)
+	assert.True(t, spec.Batch && spec.BatchWaits)
+	assert.Contains(t, spec.ModelsWhenReady, "cli.py @ 3878755c")
 }
 
 // The identity answer: perf-serve's /v1/serving/info (the reference backend's describe()
@@ -77,10 +81,15 @@ func TestPerfServeReferenceCommands(t *testing.T) {
 func TestPerfServeReferenceIdentity(t *testing.T) {
 	a := perfServeRefAdapter("/c")
 	bundle := t.TempDir()
+	writeFile(t, filepath.Join(bundle, "bundle.json"), `{"model": "Qwen/Qwen-Image-Edit-2511"}`)
 	good := map[string]any{"backend": "reference", "operation": "generate_image", "model": bundle, "precision": "fp32",
 		"adapter": "Diffusion", "timing_scope": "task-call-wall", "numerics": map[string]any{"deterministic": true, "tf32": false},
 		"platform": map[string]any{"packages": map[string]any{"torch": "2.11.0"}, "cuda": "13.0"}}
-	check := a.Identity(harness.ServeSpec{Bundle: bundle}).Check
+	id := identityOf(a)
+	check := func(body []byte) error {
+		_, err := id.Check(body, family.ServeSpec{Bundle: bundle})
+		return err
+	}
 	body := func(change func(map[string]any)) []byte {
 		m := map[string]any{}
 		b, _ := json.Marshal(good)
@@ -89,8 +98,11 @@ func TestPerfServeReferenceIdentity(t *testing.T) {
 		b, _ = json.Marshal(m)
 		return b
 	}
-	assert.Equal(t, "/v1/serving/info", a.Identity(harness.ServeSpec{}).Path)
+	assert.Equal(t, "/v1/serving/info", id.Path)
 	require.NoError(t, check(body(func(map[string]any) {})))
+	served, err := id.Check(body(func(map[string]any) {}), family.ServeSpec{Bundle: bundle})
+	require.NoError(t, err)
+	assert.Equal(t, HFID, served, "the checkpoint the bundle's bundle.json names: the harness holds it to the row's")
 	for name, c := range map[string]struct {
 		change func(map[string]any)
 		want   string
@@ -115,7 +127,7 @@ func TestPerfServeReferenceRequirements(t *testing.T) {
 	row := harness.Checkpoint{Name: "r", Smoke: true}
 	noCheckout := perfServeRefAdapter("")
 	noCheckout.Pipeline.BaseImage = "img" // the interpreter's checks are the diffusers reference's own tests
-	reqs := noCheckout.Requirements(psrEnv, row)
+	reqs := noCheckout.requirements(psrEnv, rowOf(row))
 	require.Len(t, reqs, 1)
 	assert.Contains(t, reqs[0].What, EnvPerfServe+" is not set")
 	assert.True(t, reqs[0].Absent)
@@ -123,7 +135,7 @@ func TestPerfServeReferenceRequirements(t *testing.T) {
 
 	empty := perfServeRefAdapter(t.TempDir())
 	empty.Pipeline.BaseImage = "img"
-	reqs = empty.Requirements(psrEnv, harness.Checkpoint{Name: "r"})
+	reqs = empty.requirements(psrEnv, rowOf(harness.Checkpoint{Name: "r"}))
 	require.Len(t, reqs, len(perfServeFiles)+1, "every file missing, and not a smoke row")
 	assert.Contains(t, whats(reqs)[0], "lacks apps/perf_serving/trtmc_perf_serving/app.py")
 	assert.Contains(t, reqs[len(reqs)-1].What, `row "r" has Smoke=false`)
@@ -135,15 +147,15 @@ func TestPerfServeReferenceRequirements(t *testing.T) {
 	}
 	full := perfServeRefAdapter(dir)
 	full.Pipeline.BaseImage = "img"
-	assert.Empty(t, full.Requirements(psrEnv, row))
+	assert.Empty(t, full.requirements(psrEnv, rowOf(row)))
 	assert.Equal(t, filepath.Join(dir, "snapshot"), full.root())
-	assert.Contains(t, full.Found(psrEnv)[0], "snapshot (no __main__.py: qualkit's shim")
+	assert.Contains(t, full.found()[0], "snapshot (no __main__.py: qualkit's shim")
 }
 
 // The pair: the parity case's own (parity-128.json, the workload's first pair), held to
 // the noise the case kept, which perf-serve's records must state it replayed.
 func TestPerfServeReferenceQuality(t *testing.T) {
-	q, err := perfServeRefAdapter("/c").Quality(harness.Env{Root: repoRoot}, harness.Checkpoint{Smoke: true})
+	q, err := qualityOf(perfServeRefAdapter("/c"), family.Env{Root: repoRoot}, rowOf(harness.Checkpoint{Smoke: true}))
 	require.NoError(t, err)
 	require.NotNil(t, q.Pair)
 	assert.Equal(t, "cpu.png", q.Pair.Reference)

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
 )
 
 // probeResult is what probe/trtmc_probe.py prints.
@@ -29,17 +29,17 @@ const imageFix = "use an image that has them: TRTMC's dev image lacks diffusers 
 // runs pytest; the HF python has torch with CUDA, diffusers and ftfy (TRTMC's
 // MODEL.toml preflight would otherwise turn the correctness case into a skip, hours
 // later); and the contract's server runs and shows every flag the row passes.
-func (a TRTMC) Probes(env harness.Env) []harness.Probe {
+func (a TRTMC) probes(env family.Env) []family.Probe {
 	script := filepath.Join(env.Root, "families", "qwen_image", "probe", "trtmc_probe.py")
 	build := []string{"tensorrt", "tensorrt_model_connect", "pytest"}
 	hf := []string{"torch", "diffusers", "ftfy"}
-	pythons := []harness.Probe{{Name: "python", What: "the build and test python " + a.Config.Python + " in the image",
-		Cmd:   harness.Command{Args: []string{a.Config.Python, script}, Env: a.env(env), Dir: a.Config.Checkout},
+	pythons := []family.Probe{{Name: "python", What: "the build and test python " + a.Config.Python + " in the image",
+		Cmd:   family.Command{Args: []string{a.Config.Python, script}, Env: a.env(env), Dir: a.Config.Checkout},
 		Check: a.checkModules(append(build, hf...)), Fix: imageFix}}
 	if a.Config.HFPython != a.Config.Python {
 		pythons[0].Check = a.checkModules(build)
-		pythons = append(pythons, harness.Probe{Name: "hf-python", What: "the HF reference python " + a.Config.HFPython + " in the image",
-			Cmd:   harness.Command{Args: []string{a.Config.HFPython, script}, Env: a.env(env), Dir: a.Config.Checkout},
+		pythons = append(pythons, family.Probe{Name: "hf-python", What: "the HF reference python " + a.Config.HFPython + " in the image",
+			Cmd:   family.Command{Args: []string{a.Config.HFPython, script}, Env: a.env(env), Dir: a.Config.Checkout},
 			Check: a.checkModules(hf), Fix: imageFix})
 	}
 	if server, ok := a.serverProbe(env); ok {
@@ -74,15 +74,15 @@ print(json.dumps({"failed": bad}))`
 // serverImports imports, in the image and with the server's own PYTHONPATH, what the
 // contract's server imports once it serves: a --help that runs proves none of it, and a
 // server missing one would fail at serve, after the correctness case.
-func (a TRTMC) serverImports(env harness.Env) harness.Probe {
+func (a TRTMC) serverImports(env family.Env) family.Probe {
 	s, _ := a.serving()
 	envs := a.envWith(env, serverPythonPath)
 	if s.Contract == ServingPerfServe {
 		envs = a.envWith(env, perfServePythonPath)
 	}
 	mods := serverImportModules[s.Contract]
-	return harness.Probe{Name: "server-imports", What: "the imports the server needs to serve, in the image (" + s.Contract + ")",
-		Cmd: harness.Command{Args: append([]string{a.Config.Python, "-c", importProbe}, mods...), Env: envs, Dir: a.Config.Checkout},
+	return family.Probe{Name: "server-imports", What: "the imports the server needs to serve, in the image (" + s.Contract + ")",
+		Cmd: family.Command{Args: append([]string{a.Config.Python, "-c", importProbe}, mods...), Env: envs, Dir: a.Config.Checkout},
 		Check: func(out []byte, runErr error) error {
 			var res struct {
 				Failed map[string]string `json:"failed"`
@@ -110,22 +110,22 @@ func (a TRTMC) serverImports(env harness.Env) harness.Probe {
 // binary execs (`python3 -m trtmc_server --help`, from apps/server/python: the native
 // binary is built later, in the build stage). No contract: nothing to probe (preflight's
 // requirements say so).
-func (a TRTMC) serverProbe(env harness.Env) (harness.Probe, bool) {
+func (a TRTMC) serverProbe(env family.Env) (family.Probe, bool) {
 	s, err := a.serving()
 	if err != nil {
-		return harness.Probe{}, false
+		return family.Probe{}, false
 	}
 	args := []string{a.Config.Python, "-m", "trtmc_server", "--help"}
 	envs := a.envWith(env, serverPythonPath)
-	flags := serveFlags(serverArgs(harness.ServeSpec{}, ""))
+	flags := serveFlags(serverArgs(family.ServeSpec{}, ""))
 	if s.Contract == ServingPerfServe {
 		args = []string{a.Config.Python, "-m", "trtmc_perf_serving", "serve", "--help"}
 		envs = a.envWith(env, perfServePythonPath)
-		flags = serveFlags(PerfServeArgs(harness.ServeSpec{}, ""))
+		flags = serveFlags(PerfServeArgs(family.ServeSpec{}, ""))
 	}
 	name := strings.Join(args[1:3], " ")
-	return harness.Probe{Name: "server", What: name + " in the image (" + s.Contract + ")",
-		Cmd: harness.Command{Args: args, Env: envs, Dir: a.Config.Checkout},
+	return family.Probe{Name: "server", What: name + " in the image (" + s.Contract + ")",
+		Cmd: family.Command{Args: args, Env: envs, Dir: a.Config.Checkout},
 		Check: func(out []byte, runErr error) error {
 			if runErr != nil {
 				return fmt.Errorf("%s --help failed (%v): the image lacks the server's dependencies (%s): %s", name, runErr, s.Why, clip(out))

@@ -16,7 +16,7 @@ const goodProbe = `{"python": "3.12.3", "modules": {"tensorrt": {"version": "11.
 func TestProbes(t *testing.T) {
 	dir := checkout(t, LayoutFamilies)
 	a := New(Config{Checkout: dir})
-	probes := a.Probes(gpuEnv(t, t.TempDir()))
+	probes := a.probes(gpuEnv(t, t.TempDir()))
 	require.Len(t, probes, 3, "one python (build and HF are the same by default), the server, and what it imports to serve")
 	py, server, imports := probes[0], probes[1], probes[2]
 	assert.NoError(t, py.Check([]byte("some warning\n"+goodProbe+"\n"), nil))
@@ -53,7 +53,7 @@ func TestProbes(t *testing.T) {
 	assert.ErrorContains(t, imports.Check([]byte("Traceback"), errors.New("exit 1")), "the import probe printed no result")
 
 	// The edit route: the control plane the native binary execs, from apps/server/python.
-	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute), HFPython: "/opt/ref/bin/python"}).Probes(gpuEnv(t, t.TempDir()))
+	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute), HFPython: "/opt/ref/bin/python"}).probes(gpuEnv(t, t.TempDir()))
 	require.Len(t, edit, 4, "separate HF python: its own probe")
 	assert.NoError(t, edit[0].Check([]byte(strings.Replace(goodProbe, `"cuda": true`, `"cuda": false`, 1)), nil), "the build python needs no CUDA torch")
 	assert.Equal(t, []string{"python3", "-m", "trtmc_server", "--help"}, edit[2].Cmd.Args)
@@ -63,5 +63,5 @@ func TestProbes(t *testing.T) {
 	assert.Equal(t, []string{"uvicorn", "fastapi", "pydantic", "trtmc_server.app", "trtmc_server.cli"}, edit[3].Cmd.Args[3:])
 
 	// No contract: no server probe (preflight's requirements name what is missing).
-	assert.Len(t, New(Config{Checkout: checkoutNoServer(t, LayoutE9132e79, nil)}).Probes(gpuEnv(t, t.TempDir())), 1)
+	assert.Len(t, New(Config{Checkout: checkoutNoServer(t, LayoutE9132e79, nil)}).probes(gpuEnv(t, t.TempDir())), 1)
 }

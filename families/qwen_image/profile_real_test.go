@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
 )
 
 // TRTMC's own task table, from its perf-serve snapshot (built only with -tags
@@ -35,7 +35,7 @@ func TestPerfServeReferenceFlagsAreTRTMCs(t *testing.T) {
 	a := PerfServeReference{Checkout: snap}
 	cli, err := os.ReadFile(filepath.Join(a.root(), "apps/perf_serving/trtmc_perf_serving/cli.py"))
 	require.NoError(t, err)
-	for _, f := range serveFlags(PerfServeReferenceArgs(harness.ServeSpec{}, "fp32")) {
+	for _, f := range serveFlags(PerfServeReferenceArgs(family.ServeSpec{}, "fp32")) {
 		assert.Contains(t, string(cli), `add_argument("`+f+`"`, "cli.py defines %s", f)
 	}
 }

@@ -9,11 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"qualkit/internal/family"
 	"qualkit/internal/harness"
 	"qualkit/internal/schema"
 )
-
-var _ harness.QualityJudge = TRTMC{}
 
 // Quality reads TRTMC's own criteria from the checkout's thresholds file (the
 // threshold_overrides the correctness case applies). The pixel mean range and minimum
@@ -23,14 +22,14 @@ var _ harness.QualityJudge = TRTMC{}
 // from the case's test image (a lossless PNG of the JPEG's pixels, whose pool record
 // names the JPEG's sha256). It is held against the HF diffusers image the case wrote
 // into its artifacts (Layout.PairReference), never one computed here.
-func (a TRTMC) Quality(env harness.Env, c harness.Checkpoint) (harness.QualitySpec, error) {
+func (a TRTMC) quality(env family.Env, c family.Row) (family.QualitySpec, error) {
 	l, err := a.layout()
 	if err != nil {
-		return harness.QualitySpec{}, err
+		return family.QualitySpec{}, err
 	}
 	t, err := ReadThresholds(a.Config.Checkout, l)
 	if err != nil {
-		return harness.QualitySpec{}, err
+		return family.QualitySpec{}, err
 	}
 	var missing []string
 	get := func(key string) float64 {
@@ -44,19 +43,19 @@ func (a TRTMC) Quality(env harness.Env, c harness.Checkpoint) (harness.QualitySp
 		PSNRMin: ptr(get("psnr")), SSIMMin: ptr(get("ssim")), RefStdRatioMin: ptr(get("min_reference_std_ratio")),
 		RefStdRatioWhenRefStd: get("reference_min_pixel_std_for_ratio"), PairMetric: l.PairMetric}
 	if len(missing) > 0 {
-		return harness.QualitySpec{}, fmt.Errorf("TRTMC thresholds %s: no %s", l.Thresholds, missing[0])
+		return family.QualitySpec{}, fmt.Errorf("TRTMC thresholds %s: no %s", l.Thresholds, missing[0])
 	}
 	pair, err := a.qualityPair(env, c, l)
 	if err != nil {
-		return harness.QualitySpec{}, err
+		return family.QualitySpec{}, err
 	}
-	return harness.QualitySpec{Files: []string{filepath.Join(a.Config.Checkout, l.Thresholds)}, Criteria: cr, Pair: pair}, nil
+	return family.QualitySpec{Files: []string{filepath.Join(a.Config.Checkout, l.Thresholds)}, Criteria: cr, Pair: pair}, nil
 }
 
 // qualityPair finds the case's own pair in the row's workload: the pair with the case's
 // prompt, whose image's pool record names the sha256 of the case's test image, sent
 // with the case's settings.
-func (a TRTMC) qualityPair(env harness.Env, c harness.Checkpoint, l Layout) (*harness.QualityPair, error) {
+func (a TRTMC) qualityPair(env family.Env, c family.Row, l Layout) (*family.QualityPair, error) {
 	m, err := ReadManifest(a.Config.Checkout, l)
 	if err != nil {
 		return nil, err
@@ -91,7 +90,7 @@ func (a TRTMC) qualityPair(env harness.Env, c harness.Checkpoint, l Layout) (*ha
 	if bad := caseSettingsDiffer(tc, m, fx.FormSettings()); len(bad) > 0 {
 		return nil, fmt.Errorf("%s settings are not the correctness case's (%s): %s; %s", c.Fixtures, l.Manifest, strings.Join(bad, "; "), fix)
 	}
-	pair := &harness.QualityPair{Image: fx.ImagePath(found.Image), Prompt: found.Instruction, Reference: l.PairReference, Noise: pairNoise}
+	pair := &family.QualityPair{Image: fx.ImagePath(found.Image), Prompt: found.Instruction, Reference: l.PairReference, Noise: pairNoise}
 	if a.replaysLatents(l) {
 		pair.Noise = fmt.Sprintf(pairReplayNoise, tc.Seed)
 		pair.CaseLatents, pair.ServedLatents = caseLatents, servedLatents

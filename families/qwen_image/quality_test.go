@@ -18,7 +18,7 @@ import (
 // decoded from the case's test image, with the case's settings.
 func TestQualityReadsTRTMCsOwnCriteriaAndPair(t *testing.T) {
 	dir := checkout(t, LayoutFamilies)
-	spec, err := New(Config{Checkout: dir}).Quality(rootEnv(t), row())
+	spec, err := qualityOf(New(Config{Checkout: dir}), rootEnv(t), rowOf(row()))
 	require.NoError(t, err)
 	assert.Equal(t, []string{filepath.Join(dir, "families/qwen_image/tests/thresholds/qwen-image-edit-2511.json")}, spec.Files)
 	c := spec.Criteria
@@ -57,13 +57,13 @@ func TestQualityRefusesAWorkloadWithoutTheCasesPair(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := checkout(t, LayoutFamilies)
 			tc.edit(dir)
-			_, err := New(Config{Checkout: dir}).Quality(rootEnv(t), row())
+			_, err := qualityOf(New(Config{Checkout: dir}), rootEnv(t), rowOf(row()))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
 	// qualkit's e9132e79-shaped tree has a photo and prompt of its own: no pair.
-	_, err := New(Config{Checkout: checkout(t, LayoutE9132e79)}).Quality(rootEnv(t), row())
+	_, err := qualityOf(New(Config{Checkout: checkout(t, LayoutE9132e79)}), rootEnv(t), rowOf(row()))
 	require.ErrorContains(t, err, "the reference criteria could not be applied")
 }
 
@@ -79,7 +79,7 @@ func replaceIn(t *testing.T, path, old, new string) {
 // table's: each layout's pair reference and formula, the diffusers case's CPU image; a
 // layout it does not know has no reference and a formula no row names.
 func TestPairReferenceIsTheCheckersRule(t *testing.T) {
-	trtmc, ok := evidencerules.For(TRTMC{}.Backend())
+	trtmc, ok := evidencerules.For(BackendTRTMC)
 	require.True(t, ok)
 	for _, l := range layouts {
 		assert.Equal(t, l.PairReference, trtmc.PairReference(l.Name, Profile), l.Name)
@@ -87,9 +87,9 @@ func TestPairReferenceIsTheCheckersRule(t *testing.T) {
 	}
 	assert.Empty(t, trtmc.PairReference("other", Profile))
 	assert.Contains(t, trtmc.PairMetric("other"), "the metric of a TRTMC layout")
-	diffusers, ok := evidencerules.For(Diffusers{}.Backend())
+	diffusers, ok := evidencerules.For(BackendDiffusers)
 	require.True(t, ok)
-	spec, err := smokeAdapter().Quality(rootEnv(t), row())
+	spec, err := qualityOf(smokeAdapter(), rootEnv(t), rowOf(row()))
 	require.NoError(t, err)
 	require.NotNil(t, spec.Pair)
 	assert.Equal(t, spec.Pair.Reference, diffusers.PairReference("", ""))
@@ -102,16 +102,16 @@ func TestPairReferenceIsTheCheckersRule(t *testing.T) {
 // that the noise differs.
 func TestQualityPairReplaysTheCasesNoiseOnPerfServe(t *testing.T) {
 	perf := New(Config{Checkout: checkout(t, LayoutFamilies)})
-	assert.Equal(t, wire.Task{LatentSeed: true}, perf.Protocol())
-	spec, err := perf.Quality(rootEnv(t), row())
+	assert.Equal(t, wire.Task{LatentSeed: true}, perf.protocol())
+	spec, err := qualityOf(perf, rootEnv(t), rowOf(row()))
 	require.NoError(t, err)
 	assert.Equal(t, "basetemp/test_official_checkpoint_e2e*/initial-latents.raw", spec.Pair.CaseLatents)
 	assert.Equal(t, "observation.initial_latents_sha256", spec.Pair.ServedLatents)
 	assert.Contains(t, spec.Pair.Noise, "same: the request carries latent_seed 42")
 
 	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)})
-	assert.Equal(t, wire.OpenAI{}, edit.Protocol())
-	spec, err = edit.Quality(rootEnv(t), row())
+	assert.Equal(t, wire.OpenAI{}, edit.protocol())
+	spec, err = qualityOf(edit, rootEnv(t), rowOf(row()))
 	require.NoError(t, err)
 	assert.Empty(t, spec.Pair.CaseLatents)
 	assert.Equal(t, pairNoise, spec.Pair.Noise)

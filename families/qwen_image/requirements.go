@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"qualkit/internal/family"
 	"qualkit/internal/harness"
 )
 
@@ -25,7 +26,7 @@ const TRTMCRepo = "https://github.com/NVIDIA/TensorRT-Model-Connect.git"
 // Hugging Face cache, and a workload the bundle can serve. What needs the image (its
 // pythons, trtmc-server) is checked by Probes right after. Host pieces are Absent; a
 // wrong setting or input is not (it must be fixed, never skipped).
-func (a TRTMC) Requirements(env harness.Env, c harness.Checkpoint) []harness.Requirement {
+func (a TRTMC) requirements(env family.Env, c family.Row) []family.Requirement {
 	var rs reqs
 	if a.configErr != nil {
 		for _, err := range unjoin(a.configErr) {
@@ -44,14 +45,14 @@ func (a TRTMC) Requirements(env harness.Env, c harness.Checkpoint) []harness.Req
 	return rs
 }
 
-type reqs []harness.Requirement
+type reqs []family.Requirement
 
 func (rs *reqs) absent(what, fix string) {
-	*rs = append(*rs, harness.Requirement{What: what, Fix: fix, Absent: true})
+	*rs = append(*rs, family.Requirement{What: what, Fix: fix, Absent: true})
 }
 
 func (rs *reqs) bad(what, fix string) {
-	*rs = append(*rs, harness.Requirement{What: what, Fix: fix})
+	*rs = append(*rs, family.Requirement{What: what, Fix: fix})
 }
 
 func unjoin(err error) []error {
@@ -278,7 +279,7 @@ func missingWeights(snap string, index []byte) ([]string, error) {
 	return slices.Compact(missing), nil
 }
 
-func (rs *reqs) workload(env harness.Env, c harness.Checkpoint, cfg Config) {
+func (rs *reqs) workload(env family.Env, c family.Row, cfg Config) {
 	fx, err := harness.LoadFixtures(filepath.Join(env.Root, c.Fixtures))
 	if err != nil {
 		return // the harness's own preflight reports a broken manifest

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"qualkit/internal/harness"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/family"
 )
 
 // TRTMC main e9132e79's real data (QUALKIT_TRTMC_DATA, e.g. shared/trtmc-main-e9132e79,
@@ -47,7 +47,7 @@ func TestTheRealE9132e79Data(t *testing.T) {
 
 	// The quality stage's pair: the workload's first pair is the case's own (its prompt,
 	// the photo decoded from this very JPEG, its settings), held against hf_frames.
-	spec, err := New(Config{Checkout: dir}).Quality(harness.Env{Root: repoRoot}, row())
+	spec, err := qualityOf(New(Config{Checkout: dir}), family.Env{Root: repoRoot}, rowOf(row()))
 	require.NoError(t, err)
 	require.NotNil(t, spec.Pair)
 	assert.Equal(t, "photo-640x382.png", filepath.Base(spec.Pair.Image))

@@ -9,12 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/harness"
 )
 
 func TestRequirementsWithNothingConfigured(t *testing.T) {
 	hf := t.TempDir()
-	reqs := New(Config{HFHome: hf}).Requirements(rootEnv(t), row())
+	reqs := requirementsOf(New(Config{HFHome: hf}), rootEnv(t), rowOf(row()))
 	requireFixes(t, reqs)
 	snap := filepath.Join(hf, "hub/models--Qwen--Qwen-Image-Edit-2511/snapshots/6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9")
 	assert.Equal(t, []string{
@@ -31,7 +32,7 @@ func TestRequirementsWithNothingConfigured(t *testing.T) {
 
 func TestRequirementsOnAnEmptyCheckoutDir(t *testing.T) {
 	dir := t.TempDir()
-	reqs := New(Config{Checkout: dir, HFHome: fakeHFCache(t)}).Requirements(rootEnv(t), row())
+	reqs := requirementsOf(New(Config{Checkout: dir, HFHome: fakeHFCache(t)}), rootEnv(t), rowOf(row()))
 	requireFixes(t, reqs)
 	assert.Equal(t, []string{
 		"TRTMC checkout " + dir + " has the manifest of neither known layout (tests/e2e/models/qwen_image/manifests/qwen-image-edit-2511.json, families/qwen_image/tests/manifests/qwen-image-edit-2511.json)",
@@ -45,9 +46,9 @@ func TestRequirementsAllPresent(t *testing.T) {
 	for _, layout := range []string{LayoutE9132e79, LayoutFamilies} {
 		t.Run(layout, func(t *testing.T) {
 			cfg := Config{Checkout: checkout(t, layout), HFHome: fakeHFCache(t)}
-			assert.Empty(t, whats(New(cfg).Requirements(rootEnv(t), row())))
+			assert.Empty(t, whats(requirementsOf(New(cfg), rootEnv(t), rowOf(row()))))
 			cfg.Image, cfg.Dockerfile = "trtmc-qual:local", "/nowhere/Dockerfile"
-			assert.Empty(t, whats(New(cfg).Requirements(rootEnv(t), row())))
+			assert.Empty(t, whats(requirementsOf(New(cfg), rootEnv(t), rowOf(row()))))
 		})
 	}
 }
@@ -96,7 +97,7 @@ func TestRequirementsNamePiecesMissing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := New(Config{Checkout: checkout(t, tc.layout), HFHome: fakeHFCache(t)}).Config
 			tc.change(t, &cfg)
-			reqs := New(cfg).Requirements(rootEnv(t), row())
+			reqs := requirementsOf(New(cfg), rootEnv(t), rowOf(row()))
 			requireFixes(t, reqs)
 			require.Len(t, reqs, 1, "%s", strings.Join(whats(reqs), "\n"))
 			assert.Contains(t, reqs[0].What, tc.want)
@@ -106,7 +107,7 @@ func TestRequirementsNamePiecesMissing(t *testing.T) {
 	t.Run("refs/main does not matter in the families layout", func(t *testing.T) {
 		cfg := Config{Checkout: checkout(t, LayoutFamilies), HFHome: fakeHFCache(t)}
 		writeFile(t, filepath.Join(cfg.HFHome, "hub/models--Qwen--Qwen-Image-Edit-2511/refs/main"), "0000000000000000000000000000000000000000")
-		assert.Empty(t, whats(New(cfg).Requirements(rootEnv(t), row())), "its case is given the snapshot folder")
+		assert.Empty(t, whats(requirementsOf(New(cfg), rootEnv(t), rowOf(row()))), "its case is given the snapshot folder")
 	})
 }
 
@@ -114,7 +115,7 @@ func TestRequirementsReportsAConfigErrorAndARowMismatch(t *testing.T) {
 	a := FromEnv(envOf(map[string]string{EnvCheckout: "relative/trtmc", EnvServing: "grpc", "HOME": "/home/u"}))
 	c := row()
 	c.Profile = "qwen-image-2512"
-	got := strings.Join(whats(a.Requirements(rootEnv(t), c)), "\n")
+	got := strings.Join(whats(requirementsOf(a, rootEnv(t), rowOf(c))), "\n")
 	assert.Contains(t, got, "QUALKIT_TRTMC_DIR=relative/trtmc is a relative path")
 	assert.Contains(t, got, `QUALKIT_TRTMC_SERVING="grpc": choose auto, perf-serve or edit-route`)
 	assert.Contains(t, got, `row "qwen-image-edit-2511" names Qwen/Qwen-Image-Edit-2511 profile qwen-image-2512`)
@@ -127,7 +128,7 @@ func TestRequirementsWorkloadTheBundleCannotServe(t *testing.T) {
 		`{"size": "512x512", "seed": 1, "strength": 0.5}`)
 	c := row()
 	c.Fixtures = "fx/manifest.json"
-	reqs := New(cfg).Requirements(harness.Env{Root: root}, c)
+	reqs := New(cfg).requirements(family.Env{Root: root}, rowOf(c))
 	requireFixes(t, reqs)
 	got := whats(reqs)
 	require.Len(t, got, 4, "%s", strings.Join(got, "\n"))
@@ -163,7 +164,7 @@ func TestParseConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Config{Checkout: "/src/trtmc", Image: "trtmc-qual:local", Dockerfile: "docker/Dockerfile.qual", HFHome: "/models/hf",
 		Python: "/opt/venv/bin/python", HFPython: "/opt/ref/bin/python", Serving: ServingEditRoute,
-		Timing: harness.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}, timingSet: true}, cfg)
+		Timing: family.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}, timingSet: true}, cfg)
 	assert.Equal(t, "/src/trtmc/docker/Dockerfile.qual", cfg.DockerfilePath())
 
 	d := FromEnv(envOf(map[string]string{EnvCheckout: "/src/trtmc", "HOME": "/home/u"})).Config

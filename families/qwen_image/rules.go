@@ -32,7 +32,7 @@ const diffusersPairReference = "cpu.png"
 // thresholds bound); the diffusers reference's pair is its CPU image, judged with
 // qualkit's own formula.
 func init() {
-	evidencerules.Register(TRTMC{}.Backend(), evidencerules.Rules{
+	evidencerules.Register(BackendTRTMC, evidencerules.Rules{
 		PairReference: func(layout, _ string) string {
 			if l, ok := layoutNamed(layout); ok {
 				return l.PairReference
@@ -48,13 +48,13 @@ func init() {
 		TaskTime:       trtmcTaskTime,
 		NativeBatchLog: trtmcBatchLine,
 	})
-	evidencerules.Register(Diffusers{}.Backend(), evidencerules.Rules{
+	evidencerules.Register(BackendDiffusers, evidencerules.Rules{
 		PairReference: func(string, string) string { return diffusersPairReference },
 		PairMetric:    func(string) string { return "" },
 		// The server states timing.task_ms in the body and in its records line alike
 		// (reference/server.py § success_body, record); the row reads the body.
 		TaskTime: func(evidencerules.Row) evidencerules.TaskTime {
-			ts := Diffusers{}.Timing()
+			ts := Diffusers{}.timing()
 			return evidencerules.TaskTime{Sources: []schema.TimingSource{*ts.Schema()}, Body: ts.Body, Records: ts.Body, RecordID: ts.RecordID}
 		},
 		ServerLog:      diffusersServerLine,
@@ -64,11 +64,11 @@ func init() {
 	// the pair is the same parity case's, judged the same way; the Task time is perf-serve's
 	// records line (uvicorn at warning level writes no line per request); the batch native
 	// Task writes reference/perfserve_native.py's line per replay.
-	evidencerules.Register(PerfServeReference{}.Backend(), evidencerules.Rules{
+	evidencerules.Register(BackendPerfServeReference, evidencerules.Rules{
 		PairReference: func(string, string) string { return diffusersPairReference },
 		PairMetric:    func(string) string { return "" },
 		TaskTime: func(evidencerules.Row) evidencerules.TaskTime {
-			ts := PerfServeReference{}.Timing()
+			ts := perfServeTiming
 			return evidencerules.TaskTime{Sources: []schema.TimingSource{*ts.Schema()}, Records: ts.Records, RecordID: ts.RecordID}
 		},
 		NativeBatchLog: perfServeNativeBatchLine,

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
 )
 
 // Where the image sees the checkout and the native runtime: the checkout at /src as
@@ -30,7 +30,7 @@ var cmakeCommon = []string{"-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
 
 // sm is the GPU architecture the native runtime is built for: the row's GPU's compute
 // capability without the dot (source-build.md:15-21), or the test hook's.
-func (a TRTMC) sm(env harness.Env) (string, error) {
+func (a TRTMC) sm(env family.Env) (string, error) {
 	if len(env.GPUs) > 0 {
 		return strings.ReplaceAll(env.GPUs[0].ComputeCapability, ".", ""), nil
 	}
@@ -81,7 +81,7 @@ type native struct {
 }
 
 // native describes the runtime build for the row's image, GPU and checkout.
-func (a TRTMC) native(env harness.Env) (native, error) {
+func (a TRTMC) native(env family.Env) (native, error) {
 	l, err := DetectLayout(a.Config.Checkout)
 	if err != nil {
 		return native{}, err
@@ -127,29 +127,31 @@ func (n native) built() bool {
 // CLI, the TensorRT backend and the Qwen-Image model plugin (and, in the newer layout,
 // the e2e harness and the persistent worker). The builder that keys the bundle cache is
 // the build's stamp, which names all of those.
-func (a TRTMC) Tools(env harness.Env) ([]harness.Command, string) {
+func (a TRTMC) Tools(env family.Env) (family.Tools, error) {
 	n, err := a.native(env)
 	if err != nil {
-		return []harness.Command{reject(fmt.Errorf("native runtime: %w", err))}, ""
+		return family.Tools{}, fmt.Errorf("native runtime: %w", err)
 	}
+	tools := family.Tools{Builder: n.stamp(), Settings: a.buildSettings(env)}
 	if n.built() {
-		return nil, n.stamp()
+		return tools, nil
 	}
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
-		return []harness.Command{reject(err)}, ""
+		return family.Tools{}, err
 	}
 	configure := append([]string{"cmake", "-S", a.Config.Checkout, "-B", n.dir}, n.Configure...)
 	build := append([]string{"cmake", "--build", n.dir, "--parallel", "--target"}, n.Targets...)
-	return []harness.Command{
+	tools.Commands = []family.Command{
 		{Args: configure, Env: a.env(env), Dir: a.Config.Checkout},
 		{Args: build, Env: a.env(env), Dir: a.Config.Checkout},
-	}, n.stamp()
+	}
+	return tools, nil
 }
 
 // CheckTools checks what the commands cannot say themselves, right after the build: the
 // Qwen-Image plugin library exists where the layout puts it, and the runtime was built
 // for the row's SM. Then it stamps the build folder.
-func (a TRTMC) CheckTools(env harness.Env) error {
+func (a TRTMC) checkTools(env family.Env) error {
 	n, err := a.native(env)
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"qualkit/internal/harness"
 	"strings"
 )
 
@@ -127,7 +126,7 @@ var serverPythonPath = []string{"apps/server/python"}
 var nativeServerTargets = []string{"trtmc-server", "trtmc_server_python"}
 
 // Found says, in preflight, which layout and serving contract the checkout has and why.
-func (a TRTMC) Found(harness.Env) []string {
+func (a TRTMC) found() []string {
 	var out []string
 	if l, err := a.layout(); err == nil {
 		out = append(out, "TRTMC layout "+l.Name+" (manifest "+l.Manifest+")")

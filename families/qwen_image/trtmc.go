@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
 	"qualkit/internal/wire"
 )
 
@@ -34,16 +34,7 @@ type TRTMC struct {
 	configErr error
 }
 
-var (
-	_ harness.Family          = TRTMC{}
-	_ harness.Requirer        = TRTMC{}
-	_ harness.Containerized   = TRTMC{}
-	_ harness.Prober          = TRTMC{}
-	_ harness.ToolsChecker    = TRTMC{}
-	_ harness.ServingIdentity = TRTMC{}
-	_ harness.WireSpeaker     = TRTMC{}
-	_ harness.Describer       = TRTMC{}
-)
+var _ family.Family = TRTMC{}
 
 // New is the adapter on cfg, with the defaults filled in.
 func New(cfg Config) TRTMC { return TRTMC{Config: cfg.withDefaults()} }
@@ -56,17 +47,43 @@ func FromEnv(getenv func(string) string) TRTMC {
 	return a
 }
 
-func (TRTMC) Backend() string { return "trtmc" }
+// Backend is the name the evidence checker knows TRTMC's rules by.
+const BackendTRTMC = "trtmc"
+
+// Describe states TRTMC's facts for the row, read from the checkout: the serving
+// contract (its wire protocol, Task-time source and identity), whether the family's own
+// case builds the bundle (the newer layout), and whether the checkout's persistent
+// worker replays in one process. A checkout it cannot read leaves those at their
+// defaults and says what is missing in Requirements, so preflight lists every fix at once.
+func (a TRTMC) Describe(env family.Env, row family.Row) (family.Spec, error) {
+	l, lerr := a.layout()
+	spec := family.Spec{
+		Backend:      BackendTRTMC,
+		Timing:       a.timing(),
+		Wire:         a.protocol(),
+		Identity:     family.IdentityCheck{Path: a.identityPath(), Check: a.checkIdentity},
+		Container:    true,
+		BundleByCase: lerr == nil && l.buildsOwnBundle(),
+		Batch:        lerr == nil && l.Name == LayoutFamilies && WorkerServes(a.Config.Checkout),
+		Deadlines:    a.stageDeadlines,
+		Found:        a.found(),
+		Requirements: func(env family.Env) []family.Requirement { return a.requirements(env, row) },
+		Probes:       a.probes,
+		CheckTools:   a.checkTools,
+		Quality:      func(env family.Env) (family.QualitySpec, error) { return a.quality(env, row) },
+	}
+	return spec, nil
+}
 
 func (a TRTMC) layout() (Layout, error) { return DetectLayout(a.Config.Checkout) }
 
 // env is the environment every TRTMC command runs with: the checkout's Python packages
 // (what its editable py-only install provides), the HF cache offline at the pinned
 // snapshot, and no bytecode written into the mounted checkout.
-func (a TRTMC) env(env harness.Env) []string { return a.envWith(env, nil) }
+func (a TRTMC) env(env family.Env) []string { return a.envWith(env, nil) }
 
 // envWith is env with extra folders of the checkout first on PYTHONPATH (a server's own).
-func (a TRTMC) envWith(env harness.Env, first []string) []string {
+func (a TRTMC) envWith(env family.Env, first []string) []string {
 	out := []string{"HF_HOME=" + a.Config.HFHome, "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1"}
 	if l, err := a.layout(); err == nil {
 		var paths []string
@@ -86,7 +103,7 @@ func (a TRTMC) envWith(env harness.Env, first []string) []string {
 // BuildSettings are everything the bundle depends on besides the build's own stamp: the
 // checkout's commit and changes, the layout, the image, the SM, the manifest, the
 // thresholds and the condition image (their sha256), and the build's argv.
-func (a TRTMC) BuildSettings(env harness.Env) map[string]string {
+func (a TRTMC) buildSettings(env family.Env) map[string]string {
 	s := map[string]string{"precision": Precision, "model_revision": Revision}
 	l, err := a.layout()
 	if err != nil {
@@ -118,54 +135,52 @@ func (a TRTMC) BuildSettings(env harness.Env) map[string]string {
 
 // Build runs TRTMC's Python builder as its e2e orchestrator does (e9132e79 layout). In
 // the newer layout the family's case builds its bundle itself: no command.
-func (a TRTMC) Build(env harness.Env, spec harness.BuildSpec) harness.Command {
+func (a TRTMC) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
 	l, err := a.layout()
 	if err != nil {
-		return reject(err)
+		return family.Command{}, err
 	}
 	if l.buildsOwnBundle() {
-		return harness.Command{}
+		return family.Command{}, fmt.Errorf("in the %s layout the family's case builds its bundle (Spec.BundleByCase)", l.Name)
 	}
 	m, err := ReadManifest(a.Config.Checkout, l)
 	if err != nil {
-		return reject(err)
+		return family.Command{}, err
 	}
 	n, err := a.native(env)
 	if err != nil {
-		return reject(fmt.Errorf("build: %w", err))
+		return family.Command{}, fmt.Errorf("build: %w", err)
 	}
 	args, envs, err := buildArgs(a.Config.Checkout, l, m, spec.Out, filepath.Join(filepath.Dir(spec.Out), "build_timing.json"))
 	if err != nil {
-		return reject(fmt.Errorf("build: %w", err))
+		return family.Command{}, fmt.Errorf("build: %w", err)
 	}
 	// orchestrator.py:402-410: the Python builder finds libtrtmc_backend_trt.so here.
 	envs = append(envs, "_TRTMC_INTERNAL_NATIVE_BIN_DIR="+n.dir)
-	return harness.Command{Args: append([]string{a.Config.Python}, args...), Env: append(a.env(env), envs...), Dir: a.Config.Checkout}
+	return family.Command{Args: append([]string{a.Config.Python}, args...), Env: append(a.env(env), envs...), Dir: a.Config.Checkout}, nil
 }
 
 // Correctness is the family's own e2e case for the profile, unchanged, selected by its
 // node id so that exactly one case runs. At e9132e79 it runs on the bundle the harness
 // built (found as <engine dir>/qwen-image-edit-2511.bundle, so it builds nothing); in the
 // newer layout it builds its bundle under --basetemp, and that bundle is the one served.
-func (a TRTMC) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
+func (a TRTMC) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
 	l, err := a.layout()
 	if err != nil {
-		return harness.CorrectnessCase{Command: reject(err), JUnit: spec.JUnit}
+		return family.CorrectnessCase{}, err
 	}
-	cc := harness.CorrectnessCase{JUnit: spec.JUnit, Cases: []string{l.CaseID},
+	cc := family.CorrectnessCase{JUnit: spec.JUnit, Cases: []string{l.CaseID},
 		TestFiles: []string{filepath.Join(a.Config.Checkout, l.TestFile)}}
 	n, err := a.native(env)
 	if err != nil {
-		cc.Command = reject(fmt.Errorf("correctness: %w", err))
-		return cc
+		return family.CorrectnessCase{}, fmt.Errorf("correctness: %w", err)
 	}
 	args := []string{a.Config.Python, "-m", "pytest", l.NodeID, "-v", "-rs", "-p", "no:cacheprovider"}
 	envs := a.env(env)
 	switch l.Name {
 	case LayoutE9132e79:
 		if base := filepath.Base(spec.Bundle); base != Profile+".bundle" {
-			cc.Command = reject(fmt.Errorf("correctness: the bundle is %s, but TRTMC's case looks for %s.bundle in --engine-dir and would not test this file", spec.Bundle, Profile))
-			return cc
+			return family.CorrectnessCase{}, fmt.Errorf("correctness: the bundle is %s, but TRTMC's case looks for %s.bundle in --engine-dir and would not test this file", spec.Bundle, Profile)
 		}
 		cc.Result = filepath.Join(spec.Artifacts, Profile, "result.json")
 		args = append(args, "--e2e-model", Profile, "--e2e-testcase", Profile,
@@ -187,8 +202,8 @@ func (a TRTMC) Correctness(env harness.Env, spec harness.CorrectnessSpec) harnes
 			"TRTMC_E2E_ARTIFACT_DIR="+spec.Artifacts,
 			"TRTMC_E2E_SOURCE_REVISION="+n.Source.Commit)
 	}
-	cc.Command = harness.Command{Args: append(args, "--junitxml="+spec.JUnit), Env: envs, Dir: a.Config.Checkout}
-	return cc
+	cc.Command = family.Command{Args: append(args, "--junitxml="+spec.JUnit), Env: envs, Dir: a.Config.Checkout}
+	return cc, nil
 }
 
 // Serve starts the checkout's server on the bundle with the native runtime, by its
@@ -202,25 +217,25 @@ func (a TRTMC) Correctness(env harness.Env, spec harness.CorrectnessSpec) harnes
 //   - edit route: the native <build>/trtmc-server binary, which passes --worker-binary
 //     itself (main.cpp @ 0f958bfb), with a --max-body-bytes that fits the workload's
 //     largest request (its 1 MiB default does not) and the flags cli.py @ a9ed5f69 defines.
-func (a TRTMC) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
+func (a TRTMC) Serve(env family.Env, spec family.ServeSpec) (family.Command, error) {
 	n, err := a.native(env)
 	if err != nil {
-		return reject(fmt.Errorf("serve: %w", err))
+		return family.Command{}, fmt.Errorf("serve: %w", err)
 	}
 	s, err := a.serving()
 	if err != nil {
-		return reject(fmt.Errorf("serve: %w", err))
+		return family.Command{}, fmt.Errorf("serve: %w", err)
 	}
 	if s.Contract == ServingPerfServe {
-		return harness.Command{Args: append([]string{a.Config.Python, "-m", "trtmc_perf_serving", "serve"}, PerfServeArgs(spec, n.dir)...),
-			Env: a.envWith(env, perfServePythonPath), Dir: a.Config.Checkout}
+		return family.Command{Args: append([]string{a.Config.Python, "-m", "trtmc_perf_serving", "serve"}, PerfServeArgs(spec, n.dir)...),
+			Env: a.envWith(env, perfServePythonPath), Dir: a.Config.Checkout}, nil
 	}
-	return harness.Command{Args: append([]string{filepath.Join(n.dir, "trtmc-server")}, serverArgs(spec, n.dir)...), Env: a.env(env), Dir: a.Config.Checkout}
+	return family.Command{Args: append([]string{filepath.Join(n.dir, "trtmc-server")}, serverArgs(spec, n.dir)...), Env: a.env(env), Dir: a.Config.Checkout}, nil
 }
 
 // PerfServeArgs are perf-serve's arguments after `serve`; their flags are what its --help
 // must show. The conformance test of the double's imitation starts both servers with them.
-func PerfServeArgs(spec harness.ServeSpec, runtimeRoot string) []string {
+func PerfServeArgs(spec family.ServeSpec, runtimeRoot string) []string {
 	return []string{
 		"--backend", "trtmc",
 		"--profile", Profile,
@@ -240,7 +255,7 @@ func PerfServeArgs(spec harness.ServeSpec, runtimeRoot string) []string {
 
 // serverArgs are trtmc-server's arguments (cli.py @ a9ed5f69); --worker-binary is the
 // native binary's to add.
-func serverArgs(spec harness.ServeSpec, runtimeRoot string) []string {
+func serverArgs(spec family.ServeSpec, runtimeRoot string) []string {
 	maxBody := max(2*spec.MaxRequestBytes, maxBodyFloor)
 	return []string{spec.Bundle,
 		"--model-name", spec.Model,
@@ -278,21 +293,21 @@ func (a TRTMC) serverFiles(s Serving) []string {
 // mapped to its CLI flag, with the CLI the native build made: `trtmc run` at e9132e79
 // (src/cli/args.cpp), `trtmc generate-image --runtime-root` in the newer layout
 // (apps/cli/cli.cpp). A field with no flag makes the command fail, naming it.
-func (a TRTMC) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
+func (a TRTMC) Native(env family.Env, spec family.NativeSpec) (family.Command, error) {
 	l, err := a.layout()
 	if err != nil {
-		return reject(err)
+		return family.Command{}, err
 	}
 	n, err := a.native(env)
 	if err != nil {
-		return reject(fmt.Errorf("native task: %w", err))
+		return family.Command{}, fmt.Errorf("native task: %w", err)
 	}
 	flags, err := NativeFlags(l.Name, spec.Settings)
 	if err != nil {
-		return reject(fmt.Errorf("native task: %w", err))
+		return family.Command{}, fmt.Errorf("native task: %w", err)
 	}
 	if spec.LatentSeed != nil {
-		return reject(fmt.Errorf("native task: the request had the server replay latent_seed %d, which one `trtmc` call per replay cannot take here: the checkout's persistent worker replays it (apps/benchmark/native/benchmark_worker.cpp with --serve)", *spec.LatentSeed))
+		return family.Command{}, fmt.Errorf("native task: the request had the server replay latent_seed %d, which one `trtmc` call per replay cannot take here: the checkout's persistent worker replays it (apps/benchmark/native/benchmark_worker.cpp with --serve)", *spec.LatentSeed)
 	}
 	cli := filepath.Join(n.dir, "trtmc")
 	args := []string{cli, "run", spec.Bundle}
@@ -301,22 +316,22 @@ func (a TRTMC) Native(env harness.Env, spec harness.NativeSpec) harness.Command 
 	}
 	args = append(args, "--prompt", spec.Prompt, "--image", spec.Image)
 	args = append(args, flags...)
-	return harness.Command{Args: append(args, "--output", spec.Output), Env: a.env(env), Dir: a.Config.Checkout}
+	return family.Command{Args: append(args, "--output", spec.Output), Env: a.env(env), Dir: a.Config.Checkout}, nil
 }
 
 // Timing is where the server reports the Task call: perf-serve's records (timing.
 // model_call_ms by request_id, app.py @ 3878755c § execute); for the edit route, as
 // configured (its shape is not public).
-func (a TRTMC) Timing() harness.TimingSource {
+func (a TRTMC) timing() family.TimingSource {
 	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
-		return harness.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
+		return family.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
 	}
 	return a.Config.Timing
 }
 
 // Protocol is the contract's wire protocol: perf-serve's task route, or the OpenAI
 // images route the edit route serves.
-func (a TRTMC) Protocol() wire.Protocol {
+func (a TRTMC) protocol() wire.Protocol {
 	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
 		l, _ := a.layout()
 		return wire.Task{LatentSeed: a.replaysLatents(l)}
@@ -324,14 +339,28 @@ func (a TRTMC) Protocol() wire.Protocol {
 	return wire.OpenAI{}
 }
 
-// Identity checks, before anything is measured, that the server answering is TRTMC on
-// the bundle the row built, from what that server really answers. perf-serve:
-// /v1/serving/info (app.py @ 3878755c § info): backend trtmc, the bundle, operation
-// generate_image, timing scope public_task_call_wall. trtmc-server: /v1/models, the model
-// owned by "tensorrt-model-connect" (registry.py @ a4ba28be); it states no bundle. A
-// server that says it is qualkit's contract double is refused unless the row is the
-// double's, and required when it is.
-func (a TRTMC) Identity(spec harness.ServeSpec) harness.IdentityCheck {
+// identityPath is where the contract's server states what it is: perf-serve's
+// /v1/serving/info (app.py @ 3878755c § info), trtmc-server's /v1/models (registry.py @
+// a4ba28be; it has no /v1/serving/info).
+func (a TRTMC) identityPath() string {
+	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
+		return "/v1/serving/info"
+	}
+	return "/v1/models"
+}
+
+// checkIdentity checks, before anything is measured, that the server answering is TRTMC
+// on the bundle the row built, from what that server really answers. perf-serve:
+// /v1/serving/info: backend trtmc, the bundle, operation generate_image, timing scope
+// public_task_call_wall (backends/trtmc.py @ 3878755c § __init__: the worker's ready
+// line), and the profile the row builds (cli.py @ 3878755c § serve: info "profile").
+// trtmc-server: /v1/models, the
+// model owned by "tensorrt-model-connect"; it states no bundle. A server that says it is
+// qualkit's contract double is refused unless the row is the double's, and required when
+// it is. The checkpoint served is the hf_id of the checkout's manifest for the profile:
+// the bundle is built from it (preflight holds it to the row), and neither server states
+// the checkpoint itself.
+func (a TRTMC) checkIdentity(body []byte, spec family.ServeSpec) (string, error) {
 	double := func(body []byte) error {
 		is, why := saysDouble(body)
 		switch {
@@ -342,47 +371,65 @@ func (a TRTMC) Identity(spec harness.ServeSpec) harness.IdentityCheck {
 		}
 		return nil
 	}
-	if s, err := a.serving(); err != nil || s.Contract != ServingPerfServe {
-		return harness.IdentityCheck{Path: "/v1/models", Check: func(body []byte) error {
-			var doc struct {
-				Data []struct {
-					ID      string `json:"id"`
-					OwnedBy string `json:"owned_by"`
-				} `json:"data"`
-			}
-			if err := json.Unmarshal(body, &doc); err != nil {
-				return fmt.Errorf("not JSON: %w", err)
-			}
-			for _, d := range doc.Data {
-				if d.ID == spec.Model && d.OwnedBy == "tensorrt-model-connect" {
-					return double(body)
+	if a.identityPath() == "/v1/models" {
+		var doc struct {
+			Data []struct {
+				ID      string `json:"id"`
+				OwnedBy string `json:"owned_by"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			return "", fmt.Errorf("not JSON: %w", err)
+		}
+		for _, d := range doc.Data {
+			if d.ID == spec.Model && d.OwnedBy == "tensorrt-model-connect" {
+				if err := double(body); err != nil {
+					return "", err
 				}
+				return a.manifestCheckpoint()
 			}
-			return fmt.Errorf("no model %q owned by tensorrt-model-connect in %s", spec.Model, clip(body))
-		}}
+		}
+		return "", fmt.Errorf("no model %q owned by tensorrt-model-connect in %s", spec.Model, clip(body))
 	}
-	return harness.IdentityCheck{Path: "/v1/serving/info", Check: func(body []byte) error {
-		var info struct {
-			Backend     string `json:"backend"`
-			Bundle      string `json:"bundle"`
-			Operation   string `json:"operation"`
-			TimingScope string `json:"timing_scope"`
-		}
-		if err := json.Unmarshal(body, &info); err != nil {
-			return fmt.Errorf("not JSON: %w", err)
-		}
-		switch {
-		case info.Backend != "trtmc":
-			return fmt.Errorf("the server says backend %q, not trtmc: another server answers on the port", info.Backend)
-		case !sameBundle(info.Bundle, spec.Bundle):
-			return fmt.Errorf("the server serves bundle %q, the row built %s", info.Bundle, spec.Bundle)
-		case info.Operation != wire.TaskOperation:
-			return fmt.Errorf("the server serves operation %q, not %s: another profile", info.Operation, wire.TaskOperation)
-		case info.TimingScope != "public_task_call_wall":
-			return fmt.Errorf("the server's timing scope is %q, not public_task_call_wall: its model_call_ms is not the Task call", info.TimingScope)
-		}
-		return double(body)
-	}}
+	var info struct {
+		Backend     string `json:"backend"`
+		Bundle      string `json:"bundle"`
+		Operation   string `json:"operation"`
+		TimingScope string `json:"timing_scope"`
+		Profile     string `json:"profile"`
+	}
+	if err := json.Unmarshal(body, &info); err != nil {
+		return "", fmt.Errorf("not JSON: %w", err)
+	}
+	switch {
+	case info.Backend != "trtmc":
+		return "", fmt.Errorf("the server says backend %q, not trtmc: another server answers on the port", info.Backend)
+	case !sameBundle(info.Bundle, spec.Bundle):
+		return "", fmt.Errorf("the server serves bundle %q, the row built %s", info.Bundle, spec.Bundle)
+	case info.Operation != wire.TaskOperation:
+		return "", fmt.Errorf("the server serves operation %q, not %s: another profile", info.Operation, wire.TaskOperation)
+	case info.TimingScope != "public_task_call_wall":
+		return "", fmt.Errorf("the server's timing scope is %q, not public_task_call_wall: its model_call_ms is not the Task call", info.TimingScope)
+	case info.Profile != Profile:
+		return "", fmt.Errorf("the server serves profile %q, the row builds %s", info.Profile, Profile)
+	}
+	if err := double(body); err != nil {
+		return "", err
+	}
+	return a.manifestCheckpoint()
+}
+
+// manifestCheckpoint is the hf_id of the checkout's manifest for the profile.
+func (a TRTMC) manifestCheckpoint() (string, error) {
+	l, err := a.layout()
+	if err != nil {
+		return "", err
+	}
+	m, err := ReadManifest(a.Config.Checkout, l)
+	if err != nil {
+		return "", err
+	}
+	return m.HFID, nil
 }
 
 // sameBundle says whether the bundle a server names is the row's: perf-serve resolves
@@ -425,19 +472,19 @@ func saysDouble(body []byte) (bool, string) {
 // checkout's dev Dockerfile builds with the checkout as context. The checkout is mounted
 // at /src, the native build folder at its own path, the HF cache read-only, and the
 // containers share the host's IPC namespace (source-build.md's --ipc=host).
-func (a TRTMC) Image(env harness.Env) harness.ContainerImage {
-	ci := harness.ContainerImage{Ref: a.Config.Image, IPCHost: true,
+func (a TRTMC) Image(env family.Env) (family.ContainerImage, error) {
+	ci := family.ContainerImage{Ref: a.Config.Image, IPCHost: true,
 		Stages: []string{"build", "correctness"},
-		Mounts: []harness.Mount{
+		Mounts: []family.Mount{
 			{Host: a.Config.Checkout, Container: srcDir},
 			{Host: filepath.Join(env.Root, "families", "qwen_image", "probe"), Container: probeDir, ReadOnly: true},
 		}}
 	if a.Config.HFHome != "" {
-		ci.Mounts = append(ci.Mounts, harness.Mount{Host: a.Config.HFHome, Container: a.Config.HFHome, ReadOnly: true})
+		ci.Mounts = append(ci.Mounts, family.Mount{Host: a.Config.HFHome, Container: a.Config.HFHome, ReadOnly: true})
 	}
 	if n, err := a.native(env); err == nil && fileExists(n.dir) {
 		// Tools makes the folder; the probes before it need no runtime.
-		ci.Mounts = append(ci.Mounts, harness.Mount{Host: n.dir, Container: buildDir})
+		ci.Mounts = append(ci.Mounts, family.Mount{Host: n.dir, Container: buildDir})
 	}
 	if a.Config.Image == "" {
 		// Not the checkout as context, as source-build.md's `docker build -f
@@ -448,14 +495,7 @@ func (a TRTMC) Image(env harness.Env) harness.ContainerImage {
 		ci.Dockerfile = a.Config.DockerfilePath()
 		ci.CopyRoots = []string{a.Config.Checkout, filepath.Join(a.Config.Checkout, "requirements")}
 	}
-	return ci
-}
-
-// reject is a command that fails at once and says why. Family methods return commands,
-// not errors; this keeps a refused input loud in the stage's log and error. It needs no
-// shell: the image may have none.
-func reject(err error) harness.Command {
-	return harness.Command{Args: []string{"qualkit-refused: " + err.Error()}}
+	return ci, nil
 }
 
 func clip(b []byte) string {

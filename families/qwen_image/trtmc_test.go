@@ -3,6 +3,7 @@ package qwenimage
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/harness"
 	"qualkit/internal/wire"
 )
@@ -40,23 +42,24 @@ func TestCommandsPerLayout(t *testing.T) {
 			n, err := a.native(env)
 			require.NoError(t, err)
 			bundle := filepath.Join(root, ".cache/bundles/KEY/qwen-image-edit-2511.bundle")
-			tools, builder := a.Tools(env)
-			cc := a.Correctness(env, harness.CorrectnessSpec{Bundle: bundle, JUnit: "/ev/correctness/junit.xml", Artifacts: "/ev/correctness/artifacts", Scratch: "/work/correctness"})
-			serve := harness.ServeSpec{Bundle: bundle, Model: HFID, Host: "127.0.0.1", Port: 8123, Records: "/ev/serve/records.jsonl", Scratch: "/ev/serve/scratch", MaxRequestBytes: 1 << 20}
-			var probes []harness.Command
-			for _, p := range a.Probes(env) {
+			t0 := must(a.Tools(env))
+			tools, builder := t0.Commands, t0.Builder
+			cc := must(a.Correctness(env, family.CorrectnessSpec{Bundle: bundle, JUnit: "/ev/correctness/junit.xml", Artifacts: "/ev/correctness/artifacts", Scratch: "/work/correctness"}))
+			serve := family.ServeSpec{Bundle: bundle, Model: HFID, Host: "127.0.0.1", Port: 8123, Records: "/ev/serve/records.jsonl", Scratch: "/ev/serve/scratch", MaxRequestBytes: 1 << 20}
+			var probes []family.Command
+			for _, p := range a.probes(env) {
 				probes = append(probes, p.Cmd)
 			}
 			doc := map[string]any{
-				"tools": tools, "builder": builder, "build_settings": a.BuildSettings(env),
-				"build":       a.Build(env, harness.BuildSpec{Out: filepath.Join(root, ".cache/bundles/KEY/.partial-1/qwen-image-edit-2511.bundle")}),
+				"tools": tools, "builder": builder, "build_settings": a.buildSettings(env),
+				"build":       orRefusal(a.Build(env, family.BuildSpec{Out: filepath.Join(root, ".cache/bundles/KEY/.partial-1/qwen-image-edit-2511.bundle")})),
 				"correctness": cc,
-				"serve":       a.Serve(env, serve),
-				"identity":    a.Identity(serve).Path,
-				"native": a.Native(env, harness.NativeSpec{Bundle: bundle, Image: "/work/native-in/input-00", Prompt: "Make it snow",
+				"serve":       orRefusal(a.Serve(env, serve)),
+				"identity":    identityOf(a).Path,
+				"native": orRefusal(a.Native(env, family.NativeSpec{Bundle: bundle, Image: "/work/native-in/input-00", Prompt: "Make it snow",
 					Settings: map[string]string{"size": "1024x1024", "seed": "42", "num_inference_steps": "20", "true_cfg_scale": "4.0", "guidance_scale": "4.0", "negative_prompt": " "},
-					Output:   "/ev/identity/00-warmup-native.png"}),
-				"image":  a.Image(env),
+					Output:   "/ev/identity/00-warmup-native.png"})),
+				"image":  must(a.Image(env)),
 				"probes": probes,
 			}
 			b, err := json.MarshalIndent(doc, "", "  ")
@@ -150,12 +153,21 @@ func TestNativeKey(t *testing.T) {
 		seen[k] = what
 	}
 
-	_, err = a.native(harness.Env{Root: root, ImageID: "sha256:1"})
+	_, err = a.native(family.Env{Root: root, ImageID: "sha256:1"})
 	assert.ErrorContains(t, err, "no GPU chosen for the row")
 	hooked := New(Config{Checkout: dir, AssumeSM: "90"})
-	n, err = hooked.native(harness.Env{Root: root, ImageID: "sha256:1"})
+	n, err = hooked.native(family.Env{Root: root, ImageID: "sha256:1"})
 	require.NoError(t, err)
 	assert.Equal(t, "90", n.SM, "only the Go test hook builds without a GPU")
+}
+
+// orRefusal is cmd, or the builder's refusal where a layout cannot run the stage (the
+// stage fails naming it).
+func orRefusal(cmd family.Command, err error) any {
+	if err != nil {
+		return map[string]string{"refused": err.Error()}
+	}
+	return cmd
 }
 
 // Right after the native build: the plugin library must exist and the runtime must be
@@ -167,22 +179,24 @@ func TestCheckTools(t *testing.T) {
 			a := New(Config{Checkout: dir})
 			env := gpuEnv(t, root)
 			l, _ := DetectLayout(dir)
-			cmds, stamp := a.Tools(env)
+			t0 := must(a.Tools(env))
+			cmds, stamp := t0.Commands, t0.Builder
 			require.Len(t, cmds, 2, "configure and build")
 			n, _ := a.native(env)
-			assert.ErrorContains(t, a.CheckTools(env), "the native build wrote no trtmc")
+			assert.ErrorContains(t, a.checkTools(env), "the native build wrote no trtmc")
 			writeFile(t, filepath.Join(n.dir, "trtmc"), "cli")
-			assert.ErrorContains(t, a.CheckTools(env), "the native build wrote no "+l.PluginLib)
+			assert.ErrorContains(t, a.checkTools(env), "the native build wrote no "+l.PluginLib)
 			writeFile(t, filepath.Join(n.dir, l.PluginLib), "plugin")
-			assert.ErrorContains(t, a.CheckTools(env), "the native build wrote no trtmc_benchmark_worker", "perf-serve's worker")
+			assert.ErrorContains(t, a.checkTools(env), "the native build wrote no trtmc_benchmark_worker", "perf-serve's worker")
 			writeFile(t, filepath.Join(n.dir, "trtmc_benchmark_worker"), "worker")
-			assert.ErrorContains(t, a.CheckTools(env), "CMakeCache.txt")
+			assert.ErrorContains(t, a.checkTools(env), "CMakeCache.txt")
 			writeFile(t, filepath.Join(n.dir, "CMakeCache.txt"), "CMAKE_CUDA_ARCHITECTURES:STRING=100-real\n")
-			assert.ErrorContains(t, a.CheckTools(env), `built for CUDA architectures "100-real", the row's GPU is SM 90`)
+			assert.ErrorContains(t, a.checkTools(env), `built for CUDA architectures "100-real", the row's GPU is SM 90`)
 			writeFile(t, filepath.Join(n.dir, "CMakeCache.txt"), "# x\nCMAKE_CUDA_ARCHITECTURES:STRING=90-real\n")
-			require.NoError(t, a.CheckTools(env))
+			require.NoError(t, a.checkTools(env))
 			assert.FileExists(t, stamp)
-			cmds, again := a.Tools(env)
+			t1 := must(a.Tools(env))
+			cmds, again := t1.Commands, t1.Builder
 			assert.Empty(t, cmds, "a stamped build is not run again")
 			assert.Equal(t, stamp, again)
 		})
@@ -201,26 +215,38 @@ func TestNativeFlagsPerLayout(t *testing.T) {
 	assert.ErrorContains(t, err, "setting(s) eta, strength have no TRTMC CLI flag")
 	_, err = NativeFlags(LayoutFamilies, map[string]string{"size": "big"})
 	assert.ErrorContains(t, err, `size "big" is not WxH`)
-	cmd := New(Config{Checkout: checkout(t, LayoutFamilies)}).Native(gpuEnv(t, t.TempDir()), harness.NativeSpec{Settings: map[string]string{"strength": "1"}})
-	assert.Contains(t, cmd.Args[0], "qualkit-refused: native task: setting(s) strength", "a refused input fails the command loudly")
+	_, err = New(Config{Checkout: checkout(t, LayoutFamilies)}).Native(gpuEnv(t, t.TempDir()), family.NativeSpec{Settings: map[string]string{"strength": "1"}})
+	assert.ErrorContains(t, err, "native task: setting(s) strength", "a refused input fails the stage, naming it")
 }
 
 func TestIdentityChecks(t *testing.T) {
-	spec := harness.ServeSpec{Bundle: "/cache/b/qwen-image-edit-2511.bundle", Model: HFID}
+	spec := family.ServeSpec{Bundle: "/cache/b/qwen-image-edit-2511.bundle", Model: HFID}
 	perf := checkout(t, LayoutFamilies)
-	info := New(Config{Checkout: perf}).Identity(spec)
-	assert.Equal(t, "/v1/serving/info", info.Path, "perf-serve states its backend and bundle")
-	good := `{"backend": "trtmc", "bundle": "/cache/b/qwen-image-edit-2511.bundle", "operation": "generate_image", "timing_scope": "public_task_call_wall"}`
-	assert.NoError(t, info.Check([]byte(good)))
+	type checkFn func([]byte) error
+	checker := func(cfg Config, spec family.ServeSpec) (string, checkFn) {
+		id := identityOf(New(cfg))
+		return id.Path, func(body []byte) error {
+			served, err := id.Check(body, spec)
+			if err == nil && served != HFID {
+				return fmt.Errorf("served %q, want %q", served, HFID)
+			}
+			return err
+		}
+	}
+	path, info := checker(Config{Checkout: perf}, spec)
+	assert.Equal(t, "/v1/serving/info", path, "perf-serve states its backend and bundle")
+	good := `{"backend": "trtmc", "bundle": "/cache/b/qwen-image-edit-2511.bundle", "operation": "generate_image", "timing_scope": "public_task_call_wall", "profile": "qwen-image-edit-2511"}`
+	assert.NoError(t, info([]byte(good)), "the checkpoint is the profile manifest's hf_id")
 	for body, want := range map[string]string{
-		`{"backend": "reference"}`:                                                     `the server says backend "reference", not trtmc`,
-		strings.Replace(good, "/cache/b/", "/other/", 1):                               `the server serves bundle "/other/qwen-image-edit-2511.bundle"`,
-		strings.Replace(good, `"generate_image"`, `"generate_text"`, 1):                `operation "generate_text", not generate_image`,
-		strings.Replace(good, "public_task_call_wall", "public_pipeline_call_wall", 1): "is not the Task call",
-		strings.Replace(good, "{", `{"qualkit_contract_double": true, `, 1):            "is qualkit's TRTMC contract double, not TRTMC",
+		`{"backend": "reference"}`:                                                                    `the server says backend "reference", not trtmc`,
+		strings.Replace(good, "/cache/b/", "/other/", 1):                                              `the server serves bundle "/other/qwen-image-edit-2511.bundle"`,
+		strings.Replace(good, `"generate_image"`, `"generate_text"`, 1):                               `operation "generate_text", not generate_image`,
+		strings.Replace(good, `"profile": "qwen-image-edit-2511"`, `"profile": "qwen-image-2512"`, 1): `the server serves profile "qwen-image-2512", the row builds qwen-image-edit-2511`,
+		strings.Replace(good, "public_task_call_wall", "public_pipeline_call_wall", 1):                "is not the Task call",
+		strings.Replace(good, "{", `{"qualkit_contract_double": true, `, 1):                           "is qualkit's TRTMC contract double, not TRTMC",
 		`<html>`: "not JSON",
 	} {
-		assert.ErrorContains(t, info.Check([]byte(body)), want)
+		assert.ErrorContains(t, info([]byte(body)), want)
 	}
 	// perf-serve names the bundle by its resolved path (catalog.py @ 0dd9052f): a row
 	// bundle reached through a link is the same bundle.
@@ -228,55 +254,55 @@ func TestIdentityChecks(t *testing.T) {
 	real := filepath.Join(dir, "test_official_checkpoint_e2e_q0")
 	require.NoError(t, os.MkdirAll(filepath.Join(real, Profile+".bundle"), 0o755))
 	require.NoError(t, os.Symlink(real, filepath.Join(dir, "test_official_checkpoint_e2e_qcurrent")))
-	linked := New(Config{Checkout: perf}).Identity(harness.ServeSpec{Bundle: filepath.Join(dir, "test_official_checkpoint_e2e_qcurrent", Profile+".bundle"), Model: HFID})
-	assert.NoError(t, linked.Check([]byte(strings.Replace(good, "/cache/b", real, 1))), "the resolved path of the row's bundle")
-	assert.ErrorContains(t, linked.Check([]byte(good)), "the server serves bundle")
+	_, linked := checker(Config{Checkout: perf}, family.ServeSpec{Bundle: filepath.Join(dir, "test_official_checkpoint_e2e_qcurrent", Profile+".bundle"), Model: HFID})
+	assert.NoError(t, linked([]byte(strings.Replace(good, "/cache/b", real, 1))), "the resolved path of the row's bundle")
+	assert.ErrorContains(t, linked([]byte(good)), "the server serves bundle")
 
 	// The double's environment, as TRTMC's own perf-serve run with the double's worker
 	// states it: its stand-in torch in the platform block.
 	standIn := strings.Replace(good, "{", `{"platform": {"packages": {"torch": "0.0.0+qualkit.contract.double"}}, `, 1)
-	assert.ErrorContains(t, info.Check([]byte(standIn)), "its platform's torch is qualkit's stand-in")
-	assert.NoError(t, New(Config{Checkout: perf, ContractDouble: true}).Identity(spec).Check([]byte(standIn)))
+	assert.ErrorContains(t, info([]byte(standIn)), "its platform's torch is qualkit's stand-in")
+	_, double := checker(Config{Checkout: perf, ContractDouble: true}, spec)
+	assert.NoError(t, double([]byte(standIn)))
+	assert.NoError(t, double([]byte(strings.Replace(good, "{", `{"qualkit_contract_double": true, `, 1))))
+	assert.ErrorContains(t, double([]byte(good)), "does not say it is the double")
 
-	double := New(Config{Checkout: perf, ContractDouble: true}).Identity(spec)
-	assert.NoError(t, double.Check([]byte(strings.Replace(good, "{", `{"qualkit_contract_double": true, `, 1))))
-	assert.ErrorContains(t, double.Check([]byte(good)), "does not say it is the double")
-
-	models := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)}).Identity(spec)
-	assert.Equal(t, "/v1/models", models.Path, "trtmc-server has no /v1/serving/info")
-	assert.NoError(t, models.Check([]byte(`{"object": "list", "data": [{"id": "Qwen/Qwen-Image-Edit-2511", "owned_by": "tensorrt-model-connect"}]}`)))
-	assert.ErrorContains(t, models.Check([]byte(`{"data": [{"id": "Qwen/Qwen-Image-Edit-2511", "owned_by": "trtmc"}]}`)), `no model "Qwen/Qwen-Image-Edit-2511" owned by tensorrt-model-connect`)
+	path, models := checker(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)}, spec)
+	assert.Equal(t, "/v1/models", path, "trtmc-server has no /v1/serving/info")
+	assert.NoError(t, models([]byte(`{"object": "list", "data": [{"id": "Qwen/Qwen-Image-Edit-2511", "owned_by": "tensorrt-model-connect"}]}`)))
+	assert.ErrorContains(t, models([]byte(`{"data": [{"id": "Qwen/Qwen-Image-Edit-2511", "owned_by": "trtmc"}]}`)), `no model "Qwen/Qwen-Image-Edit-2511" owned by tensorrt-model-connect`)
 }
 
 // Each contract's server command line, as TRTMC's sources define it, and its protocol.
 func TestServeCommandPerContract(t *testing.T) {
 	env := gpuEnv(t, t.TempDir())
-	spec := harness.ServeSpec{Bundle: "/b", Model: HFID, Host: "127.0.0.1", Port: 1, Records: "/r", Scratch: "/s", MaxRequestBytes: 3 << 20}
+	spec := family.ServeSpec{Bundle: "/b", Model: HFID, Host: "127.0.0.1", Port: 1, Records: "/r", Scratch: "/s", MaxRequestBytes: 3 << 20}
 
 	perf := New(Config{Checkout: checkout(t, LayoutFamilies)})
-	cmd := perf.Serve(env, spec)
+	cmd := must(perf.Serve(env, spec))
 	assert.Equal(t, []string{"python3", "-m", "trtmc_perf_serving", "serve"}, cmd.Args[:4])
 	args := strings.Join(cmd.Args, " ")
 	assert.Contains(t, args, "--backend trtmc --profile qwen-image-edit-2511 --manifest-root families --bundle /b")
 	assert.Contains(t, args, "--records /r --scratch /s --keep-artifacts")
 	assert.Regexp(t, `--worker \S+/trtmc_benchmark_worker`, args)
-	assert.Equal(t, wire.TRTMCTask, perf.Protocol().Name())
-	assert.Equal(t, harness.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}, perf.Timing())
+	assert.Equal(t, wire.TRTMCTask, described(perf, env, rowOf(row())).Wire.Name())
+	assert.Equal(t, family.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}, described(perf, env, rowOf(row())).Timing)
 
 	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)})
-	cmd = edit.Serve(env, spec)
+	cmd = must(edit.Serve(env, spec))
 	assert.Equal(t, "trtmc-server", filepath.Base(cmd.Args[0]), "the native binary, which passes --worker-binary itself")
 	assert.NotEqual(t, "trtmc-server", cmd.Args[0], "never from PATH: the build folder's")
 	args = strings.Join(cmd.Args, " ")
 	assert.Contains(t, args, "--max-body-bytes 6291456", "twice the largest request")
 	assert.NotContains(t, args, "--worker-binary")
 	assert.NotContains(t, args, "--scratch", "trtmc-server has no --scratch")
-	assert.Equal(t, wire.OpenAIImages, edit.Protocol().Name())
+	assert.Equal(t, wire.OpenAIImages, described(edit, env, rowOf(row())).Wire.Name())
 	spec.MaxRequestBytes = 10
-	assert.Contains(t, strings.Join(edit.Serve(env, spec).Args, " "), "--max-body-bytes 4194304", "never below the floor")
+	assert.Contains(t, strings.Join(must(edit.Serve(env, spec)).Args, " "), "--max-body-bytes 4194304", "never below the floor")
 
 	none := New(Config{Checkout: checkoutNoServer(t, LayoutE9132e79, nil)})
-	assert.Contains(t, none.Serve(env, spec).Args[0], "supports neither serving contract")
+	_, err := none.Serve(env, spec)
+	assert.ErrorContains(t, err, "supports neither serving contract")
 }
 
 // Preflight reads the contract from the checkout's source and names why; a checkout
@@ -308,11 +334,11 @@ func TestDetectServing(t *testing.T) {
 // In the families layout the case builds its own bundle first: its deadline grows by
 // TRTMC's own build timeout (orchestrator.py @ e9132e79, build_timeout_s 3600).
 func TestStageDeadlinesPerLayout(t *testing.T) {
-	row := harness.Deadlines{Build: 2 * time.Hour, Correctness: time.Hour}
-	fam := New(Config{Checkout: checkout(t, LayoutFamilies)}).StageDeadlines(row)
+	row := family.Deadlines{Build: 2 * time.Hour, Correctness: time.Hour}
+	fam := New(Config{Checkout: checkout(t, LayoutFamilies)}).stageDeadlines(row)
 	assert.Equal(t, 2*time.Hour, fam.Correctness)
 	assert.Equal(t, 2*time.Hour, fam.Build)
-	old := New(Config{Checkout: checkout(t, LayoutE9132e79)}).StageDeadlines(row)
+	old := New(Config{Checkout: checkout(t, LayoutE9132e79)}).stageDeadlines(row)
 	assert.Equal(t, time.Hour, old.Correctness, "at e9132e79 the harness builds the bundle, in the build stage")
 	c := harness.Checkpoint{Deadline: row, Adapter: New(Config{Checkout: checkout(t, LayoutFamilies)})}
 	assert.Equal(t, 2*time.Hour, c.Deadlines().Correctness, "the harness runs the row with the family's deadlines")
@@ -320,9 +346,9 @@ func TestStageDeadlinesPerLayout(t *testing.T) {
 	// perf-serve gives its worker 900 s to load (backends/trtmc.py @ 7b798a32), which
 	// nothing on its command line raises: the row waits no longer for its readiness.
 	row.Ready = 30 * time.Minute
-	assert.Equal(t, 16*time.Minute, New(Config{Checkout: checkout(t, LayoutFamilies)}).StageDeadlines(row).Ready)
+	assert.Equal(t, 16*time.Minute, New(Config{Checkout: checkout(t, LayoutFamilies)}).stageDeadlines(row).Ready)
 	row.Ready = 2 * time.Minute
-	assert.Equal(t, 2*time.Minute, New(Config{Checkout: checkout(t, LayoutFamilies)}).StageDeadlines(row).Ready, "a shorter deadline stays")
-	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)}).StageDeadlines(harness.Deadlines{Ready: 30 * time.Minute})
+	assert.Equal(t, 2*time.Minute, New(Config{Checkout: checkout(t, LayoutFamilies)}).stageDeadlines(row).Ready, "a shorter deadline stays")
+	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)}).stageDeadlines(family.Deadlines{Ready: 30 * time.Minute})
 	assert.Equal(t, 30*time.Minute, edit.Ready, "trtmc-server's --startup-timeout is the row's own (1800 s)")
 }

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
 )
 
 // Family is the reference family with the build settings baked into its bundle.
@@ -25,55 +25,63 @@ type Family struct {
 	RecordsTiming bool
 }
 
-var (
-	_ harness.Family          = Family{}
-	_ harness.Containerized   = Family{}
-	_ harness.NativeReporter  = Family{}
-	_ harness.NativeBatcher   = Family{}
-	_ harness.NativePreloader = Family{}
-	_ harness.ModelsWhenReady = Family{}
-	_ harness.ServingIdentity = Family{}
-)
+var _ family.Family = Family{}
 
 // Default is the bundle the embedded reference row qualifies.
 var Default = Family{NumInferenceSteps: 4, GuidanceScale: 1.0, Seed: 0}
 
-func (Family) Backend() string { return "refedit" }
+// Backend is the name the evidence checker knows the family's rules by.
+const Backend = "refedit"
+
+// Describe: the refedit binary in a FROM scratch image (or as a process), its one-load
+// batch that can wait for its items, a server that lists the model only once loaded and
+// names the checkpoint its bundle was built from.
+func (f Family) Describe(family.Env, family.Row) (family.Spec, error) {
+	return family.Spec{
+		Backend:   Backend,
+		Timing:    f.timing(),
+		Identity:  family.IdentityCheck{Path: "/v1/models", Check: checkIdentity},
+		Container: true,
+		Batch:     true,
+		// `refedit run --batch --wait-items` loads the bundle, then waits for its items.
+		BatchWaits: true,
+		// The server lists the model in GET /v1/models only once it has loaded the bundle.
+		ModelsWhenReady:     "families/refedit/server/health.go handleModels: listed once Load gave it a program, as /health/ready",
+		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
+		Quality:             quality,
+	}, nil
+}
 
 // The binary is built into its own folder, which is also the container build context:
 // the image and the process run the very same file.
-func imageDir(env harness.Env) string { return filepath.Join(env.Work, "image") }
-func binary(env harness.Env) string   { return filepath.Join(imageDir(env), "refedit") }
+func imageDir(env family.Env) string { return filepath.Join(env.Work, "image") }
+func binary(env family.Env) string   { return filepath.Join(imageDir(env), "refedit") }
 
 // inImage is where the Dockerfile puts the binary.
 const inImage = "/refedit"
 
 // Tools builds the static refedit binary from this checkout, so the evidence names the
 // exact builder (its hash is part of the bundle cache key).
-func (Family) Tools(env harness.Env) ([]harness.Command, string) {
-	return []harness.Command{{
+func (f Family) Tools(env family.Env) (family.Tools, error) {
+	return family.Tools{Commands: []family.Command{{
 		Args: []string{"go", "build", "-trimpath", "-o", binary(env), "./families/refedit/cmd/refedit"},
 		Env:  []string{"CGO_ENABLED=0"},
 		Dir:  env.Root,
 	}, {
 		Args: []string{"cp", filepath.Join(env.Root, "families/refedit/Dockerfile"), filepath.Join(imageDir(env), "Dockerfile")},
-	}}, binary(env)
-}
-
-func (f Family) BuildSettings(harness.Env) map[string]string {
-	return map[string]string{
+	}}, Builder: binary(env), Settings: map[string]string{
 		"num_inference_steps": strconv.Itoa(f.NumInferenceSteps),
 		"guidance_scale":      strconv.FormatFloat(f.GuidanceScale, 'f', -1, 64),
 		"seed":                strconv.FormatInt(f.Seed, 10),
-	}
+	}}, nil
 }
 
-func (f Family) Build(env harness.Env, spec harness.BuildSpec) harness.Command {
-	return harness.Command{Args: []string{binary(env), "build", "-o", spec.Out,
+func (f Family) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
+	return family.Command{Args: []string{binary(env), "build", "-o", spec.Out,
 		"--num-inference-steps", strconv.Itoa(f.NumInferenceSteps),
 		"--guidance-scale", strconv.FormatFloat(f.GuidanceScale, 'f', -1, 64),
 		"--seed", strconv.FormatInt(f.Seed, 10),
-	}}
+	}}, nil
 }
 
 // NoPluginsEnv keeps pytest from loading the plugins installed in the venv (pytest's
@@ -94,28 +102,28 @@ const (
 // that what the venv happens to hold cannot change it. AIPerf 0.13.0's dependencies bring
 // four (dash, anyio, platformdirs, pytest-timeout); loading them took 1.1 s of the
 // case's 1.5 s start (`python -m pytest --co` on the case, measured 2026-12-04).
-func (f Family) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
+func (f Family) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
 	args := []string{env.Python, "-m", "pytest", correctnessTest,
 		"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
 		"--refedit-binary", binary(env), "--bundle", spec.Bundle,
 		"--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit}
-	return harness.CorrectnessCase{
-		Command:   harness.Command{Args: args, Dir: env.Root, Env: []string{NoPluginsEnv}},
+	return family.CorrectnessCase{
+		Command:   family.Command{Args: args, Dir: env.Root, Env: []string{NoPluginsEnv}},
 		JUnit:     spec.JUnit,
 		Cases:     []string{CorrectnessCaseID},
 		Result:    filepath.Join(spec.Artifacts, "result.json"),
 		TestFiles: []string{filepath.Join(env.Root, correctnessTest)},
-	}
+	}, nil
 }
 
-func (f Family) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
-	return harness.Command{Args: []string{binary(env), "serve", spec.Bundle,
-		"--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port), "--records", spec.Records}}
+func (f Family) Serve(env family.Env, spec family.ServeSpec) (family.Command, error) {
+	return family.Command{Args: []string{binary(env), "serve", spec.Bundle,
+		"--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port), "--records", spec.Records}}, nil
 }
 
 // Native maps every setting the request carried onto the CLI flag of the same name
 // (num_inference_steps -> --num-inference-steps); an unknown one fails the run loudly.
-func (f Family) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
+func (f Family) Native(env family.Env, spec family.NativeSpec) (family.Command, error) {
 	args := []string{binary(env), "run", spec.Bundle, "--image", spec.Image, "--prompt", spec.Prompt, "--output", spec.Output}
 	keys := make([]string, 0, len(spec.Settings))
 	for k := range spec.Settings {
@@ -125,70 +133,52 @@ func (f Family) Native(env harness.Env, spec harness.NativeSpec) harness.Command
 	for _, k := range keys {
 		args = append(args, "--"+strings.ReplaceAll(k, "_", "-"), spec.Settings[k])
 	}
-	return harness.Command{Args: args}
+	return family.Command{Args: args}, nil
 }
 
 // NativeBatch runs every replay with one load: `refedit run --batch`, which puts each
 // item through exactly what `refedit run` does for one.
-func (f Family) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
+func (f Family) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := []string{binary(env), "run", spec.Bundle, "--batch", spec.Items, "--report", spec.Report}
 	if spec.WaitItems > 0 {
 		args = append(args, "--wait-items", spec.WaitItems.String())
 	}
-	return harness.Command{Args: args}
-}
-
-// NativeBatchWaits: `refedit run --batch --wait-items` loads the bundle, then waits for
-// its items (harness.NativePreloader).
-func (Family) NativeBatchWaits() bool { return true }
-
-// ModelsListedWhenReady: the server lists the model in GET /v1/models only once it has
-// loaded the bundle (harness.ModelsWhenReady).
-func (Family) ModelsListedWhenReady() string {
-	return "families/refedit/server/health.go handleModels: listed once Load gave it a program, as /health/ready"
+	return family.Command{Args: args}, nil
 }
 
 // Image is the FROM scratch image around the binary Tools built; the binary's host path
 // names the image's copy.
-func (Family) Image(env harness.Env) harness.ContainerImage {
-	return harness.ContainerImage{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile"),
-		Paths: map[string]string{binary(env): inImage}}
+func (Family) Image(env family.Env) (family.ContainerImage, error) {
+	return family.ContainerImage{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile"),
+		Paths: map[string]string{binary(env): inImage}}, nil
 }
 
-// NativeOutputPattern finds `refedit run`'s "output_sha256" in its report line.
-func (Family) NativeOutputPattern() string { return `"output_sha256":\s*"([0-9a-f]{64})"` }
-
-func (f Family) Timing() harness.TimingSource {
+func (f Family) timing() family.TimingSource {
 	if f.RecordsTiming {
-		return harness.TimingSource{Records: "timing.task_ms", RecordID: "request_id"}
+		return family.TimingSource{Records: "timing.task_ms", RecordID: "request_id"}
 	}
-	return harness.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
+	return family.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
 }
 
-// Identity holds the row to what its server really serves: GET /v1/models lists the
+// checkIdentity holds the row to what its server really serves: GET /v1/models lists the
 // model under the row's name (--model-name) with the checkpoint its bundle was built
-// from (edit.Bundle.Checkpoint), and the two must be one. A row copied under another
-// model's name, served by this family's bundle, fails at serve naming both.
-func (f Family) Identity(spec harness.ServeSpec) harness.IdentityCheck {
-	return harness.IdentityCheck{Path: "/v1/models", Check: func(body []byte) error {
-		var doc struct {
-			Data []struct {
-				ID         string `json:"id"`
-				Checkpoint string `json:"checkpoint"`
-			} `json:"data"`
+// from (edit.Bundle.Checkpoint), which the harness requires to be the row's model. A
+// row copied under another model's name, served by this family's bundle, fails at serve
+// naming both.
+func checkIdentity(body []byte, spec family.ServeSpec) (string, error) {
+	var doc struct {
+		Data []struct {
+			ID         string `json:"id"`
+			Checkpoint string `json:"checkpoint"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return "", fmt.Errorf("not JSON: %w", err)
+	}
+	for _, d := range doc.Data {
+		if d.ID == spec.Model {
+			return d.Checkpoint, nil
 		}
-		if err := json.Unmarshal(body, &doc); err != nil {
-			return fmt.Errorf("not JSON: %w", err)
-		}
-		for _, d := range doc.Data {
-			if d.ID != spec.Model {
-				continue
-			}
-			if d.Checkpoint != spec.Model {
-				return fmt.Errorf("the server serves checkpoint %q (its bundle's), the row's model is %q: a row must name the checkpoint it serves", d.Checkpoint, spec.Model)
-			}
-			return nil
-		}
-		return fmt.Errorf("the server lists no model %q in GET /v1/models", spec.Model)
-	}}
+	}
+	return "", fmt.Errorf("the server lists no model %q in GET /v1/models", spec.Model)
 }

@@ -4,19 +4,41 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
+	"qualkit/internal/family/familytest"
 )
 
-// The row is held to the checkpoint its server says its bundle holds: the listed model
-// under the row's name must carry the row's model as its checkpoint.
-func TestIdentityHoldsTheRowToTheServedCheckpoint(t *testing.T) {
-	check := Default.Identity(harness.ServeSpec{Model: "qualkit/refedit-v1"}).Check
-	assert.NoError(t, check([]byte(`{"data":[{"id":"qualkit/refedit-v1","checkpoint":"qualkit/refedit-v1"}]}`)))
-	acme := Default.Identity(harness.ServeSpec{Model: "acme/edit-v1"}).Check
-	assert.ErrorContains(t, acme([]byte(`{"data":[{"id":"acme/edit-v1","checkpoint":"qualkit/refedit-v1"}]}`)),
-		`the server serves checkpoint "qualkit/refedit-v1" (its bundle's), the row's model is "acme/edit-v1"`)
-	assert.ErrorContains(t, check([]byte(`{"data":[{"id":"qualkit/refedit-v1"}]}`)), `serves checkpoint ""`, "a server that names no checkpoint")
-	assert.ErrorContains(t, check([]byte(`{"data":[]}`)), `lists no model "qualkit/refedit-v1"`)
-	assert.ErrorContains(t, check([]byte(`<html>`)), "not JSON")
+// The family holds to its contract, as it serves the reference row and as the negative
+// controls break it.
+func TestConformance(t *testing.T) {
+	row := family.Row{Name: "refedit-v1", Model: "qualkit/refedit-v1", Profile: "refedit-v1"}
+	env := family.Env{Root: "/repo", Python: "/repo/.venv/bin/python"}
+	spec := familytest.Conformance(t, Default, env, row)
+	assert.True(t, spec.Batch && spec.BatchWaits && spec.Container)
+	oneShot := familytest.Conformance(t, Faulty{Family: Default, OneShot: true}, env, row)
+	assert.False(t, oneShot.Batch, "OneShot: one refedit run per replay")
+}
+
+// The server names the checkpoint its bundle was built from under the row's name; the
+// harness holds the row to it (a row copied under another model fails at serve, naming
+// both: qual's acme control).
+func TestIdentityNamesTheServedCheckpoint(t *testing.T) {
+	spec, err := Default.Describe(family.Env{}, family.Row{})
+	require.NoError(t, err)
+	check := spec.Identity.Check
+	got, err := check([]byte(`{"data":[{"id":"qualkit/refedit-v1","checkpoint":"qualkit/refedit-v1"}]}`), family.ServeSpec{Model: "qualkit/refedit-v1"})
+	require.NoError(t, err)
+	assert.Equal(t, "qualkit/refedit-v1", got)
+	got, err = check([]byte(`{"data":[{"id":"acme/edit-v1","checkpoint":"qualkit/refedit-v1"}]}`), family.ServeSpec{Model: "acme/edit-v1"})
+	require.NoError(t, err)
+	assert.Equal(t, "qualkit/refedit-v1", got, "the bundle's checkpoint, which the harness compares with the row's model")
+	got, err = check([]byte(`{"data":[{"id":"qualkit/refedit-v1"}]}`), family.ServeSpec{Model: "qualkit/refedit-v1"})
+	require.NoError(t, err)
+	assert.Empty(t, got, "a server that names no checkpoint: the harness fails the row on it")
+	_, err = check([]byte(`{"data":[]}`), family.ServeSpec{Model: "qualkit/refedit-v1"})
+	assert.ErrorContains(t, err, `lists no model "qualkit/refedit-v1"`)
+	_, err = check([]byte(`<html>`), family.ServeSpec{})
+	assert.ErrorContains(t, err, "not JSON")
 }

@@ -3,7 +3,7 @@ package refedit
 import (
 	"time"
 
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
 )
 
 // Faulty is the reference family broken on purpose, for the negative controls (README
@@ -22,18 +22,22 @@ type Faulty struct {
 	MemoryBytes int64         // the row's containers get this memory cap: below what the server needs, the kernel OOM-kills it
 }
 
-var (
-	_ harness.Family        = Faulty{}
-	_ harness.NativeBatcher = Faulty{}
-	_ harness.QualityJudge  = Faulty{}
-)
+var _ family.Family = Faulty{}
 
-// Quality is the family's criteria, without the pair when NoPair asks.
-func (f Faulty) Quality(env harness.Env, c harness.Checkpoint) (harness.QualitySpec, error) {
-	spec, err := f.Family.Quality(env, c)
+// Describe is the family's, without the batch when OneShot asks and without the pair when
+// NoPair asks.
+func (f Faulty) Describe(env family.Env, row family.Row) (family.Spec, error) {
+	spec, err := f.Family.Describe(env, row)
+	if f.OneShot {
+		spec.Batch, spec.BatchWaits = false, false
+	}
 	if f.NoPair {
-		spec.Pair = nil
-		spec.Criteria.PSNRMin, spec.Criteria.SSIMMin = nil, nil
+		spec.Quality = func(env family.Env) (family.QualitySpec, error) {
+			q, err := quality(env)
+			q.Pair = nil
+			q.Criteria.PSNRMin, q.Criteria.SSIMMin = nil, nil
+			return q, err
+		}
 	}
 	return spec, err
 }
@@ -50,48 +54,45 @@ const (
 )
 
 // Image is the family's image, with the memory cap when MemoryBytes asks.
-func (f Faulty) Image(env harness.Env) harness.ContainerImage {
-	ci := f.Family.Image(env)
+func (f Faulty) Image(env family.Env) (family.ContainerImage, error) {
+	ci, err := f.Family.Image(env)
 	ci.MemoryBytes = f.MemoryBytes
-	return ci
+	return ci, err
 }
 
-func (f Faulty) Serve(env harness.Env, spec harness.ServeSpec) harness.Command {
-	c := f.Family.Serve(env, spec)
+func (f Faulty) Serve(env family.Env, spec family.ServeSpec) (family.Command, error) {
+	c, err := f.Family.Serve(env, spec)
 	if f.Fault != "" {
 		c.Args = append(c.Args, "--fault", f.Fault)
 	}
 	if f.FaultDelay != 0 {
 		c.Args = append(c.Args, "--fault-delay", f.FaultDelay.String())
 	}
-	return c
+	return c, err
 }
 
-func (f Faulty) Native(env harness.Env, spec harness.NativeSpec) harness.Command {
-	c := f.Family.Native(env, spec)
+func (f Faulty) Native(env family.Env, spec family.NativeSpec) (family.Command, error) {
+	c, err := f.Family.Native(env, spec)
 	if f.NativeFault != "" {
 		c.Args = append(c.Args, "--fault", f.NativeFault)
 	}
-	return c
+	return c, err
 }
 
 // NativeBatch is the family's batch, with the native fault and the leak when asked.
-func (f Faulty) NativeBatch(env harness.Env, spec harness.NativeBatchSpec) harness.Command {
-	if f.OneShot {
-		return harness.Command{}
-	}
-	c := f.Family.NativeBatch(env, spec)
+func (f Faulty) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
+	c, err := f.Family.NativeBatch(env, spec)
 	if f.NativeFault != "" {
 		c.Args = append(c.Args, "--fault", f.NativeFault)
 	}
 	if f.LeakState {
 		c.Args = append(c.Args, "--leak-state")
 	}
-	return c
+	return c, err
 }
 
-func (f Faulty) Correctness(env harness.Env, spec harness.CorrectnessSpec) harness.CorrectnessCase {
-	cc := f.Family.Correctness(env, spec)
+func (f Faulty) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
+	cc, err := f.Family.Correctness(env, spec)
 	switch f.CaseFault {
 	case CaseSkips:
 		cc.Command.Args = []string{env.Python, "-m", "pytest", "families/refedit/correctness/faults/test_skips.py",
@@ -99,5 +100,5 @@ func (f Faulty) Correctness(env harness.Env, spec harness.CorrectnessSpec) harne
 	case CaseSelectsNone:
 		cc.Command.Args = append(cc.Command.Args, "-k", "qualkit_negative_control_selects_nothing")
 	}
-	return cc
+	return cc, err
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/evidencerules"
-	"qualkit/internal/harness"
+	"qualkit/internal/family"
 )
 
 // The rules this family registers for the checker (evidencerules) name where its case
@@ -17,10 +17,10 @@ import (
 func TestPairReferenceIsTheCheckersRule(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
-	spec, err := Family{}.Quality(harness.Env{Root: root}, harness.Checkpoint{})
+	spec, err := quality(family.Env{Root: root})
 	require.NoError(t, err)
 	require.NotNil(t, spec.Pair)
-	rules, ok := evidencerules.For(Family{}.Backend())
+	rules, ok := evidencerules.For(Backend)
 	require.True(t, ok, "the family registers its evidence rules")
 	assert.Equal(t, spec.Pair.Reference, rules.PairReference("", ""))
 	assert.Equal(t, spec.Criteria.PairMetric, rules.PairMetric(""))

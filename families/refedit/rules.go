@@ -25,11 +25,11 @@ var (
 // is pairReference, its formula qualkit's own; the Task time is timing.task_ms of the
 // response body and of the records line, one or both as Timing picks.
 func init() {
-	evidencerules.Register(Family{}.Backend(), evidencerules.Rules{
+	evidencerules.Register(Backend, evidencerules.Rules{
 		PairReference: func(string, string) string { return pairReference },
 		PairMetric:    func(string) string { return "" },
 		TaskTime: func(evidencerules.Row) evidencerules.TaskTime {
-			both, records := Family{}.Timing(), Family{RecordsTiming: true}.Timing()
+			both, records := Family{}.timing(), Family{RecordsTiming: true}.timing()
 			return evidencerules.TaskTime{Sources: []schema.TimingSource{*both.Schema(), *records.Schema()},
 				Body: both.Body, Records: both.Records, RecordID: both.RecordID}
 		},

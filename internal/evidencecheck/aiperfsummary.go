@@ -274,8 +274,12 @@ func (r *rowCheck) checkLatencyPercentiles() {
 // The console table of the pinned AIPerf: its columns, and its request latency row.
 var (
 	consoleColumns    = regexp.MustCompile(`Metric ┃ +avg ┃ +min ┃ +max ┃ +p99 ┃ +p90 ┃ +p50 ┃`)
-	consoleLatencyRow = regexp.MustCompile(`Request Latency \(ms\) │ +[0-9.]+ │ +[0-9.]+ │ +[0-9.]+ │ +([0-9.]+) │ +([0-9.]+) │ +([0-9.]+) │`)
+	consoleLatencyRow = regexp.MustCompile(`Request Latency \(ms\) │ +` + consoleNumber + ` │ +` + consoleNumber + ` │ +` + consoleNumber +
+		` │ +(` + consoleNumber + `) │ +(` + consoleNumber + `) │ +(` + consoleNumber + `) │`)
 )
+
+// consoleNumber is a value of the console table, thousands grouped by commas.
+const consoleNumber = `[0-9]{1,3}(?:,[0-9]{3})*\.[0-9]{2}`
 
 // checkConsolePercentiles: the console table's p99, p90 and p50 of the request latency.
 func (r *rowCheck) checkConsolePercentiles(lat []float64, src string) {
@@ -289,7 +293,7 @@ func (r *rowCheck) checkConsolePercentiles(lat []float64, src string) {
 		return
 	}
 	for i, p := range []int{99, 90, 50} {
-		got, err := strconv.ParseFloat(string(m[i+1]), 64)
+		got, err := strconv.ParseFloat(strings.ReplaceAll(string(m[i+1]), ",", ""), 64)
 		want := percentileLinear(lat, p)
 		r.truth(err == nil && math.Abs(got-want) <= 0.0101, consoleExport, fmt.Sprintf("Request Latency (ms) p%d", p),
 			fmt.Sprintf("%.2f (%s)", want, src), string(m[i+1]))

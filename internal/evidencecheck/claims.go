@@ -1026,7 +1026,9 @@ const (
 var (
 	csvLatency     = regexp.MustCompile(`(?m)^Request Latency \(ms\),([0-9.]+),([0-9.]+),([0-9.]+),`)
 	csvCount       = regexp.MustCompile(`(?m)^Request Count,([0-9.]+)`)
-	consoleLatency = regexp.MustCompile(`Request Latency \(ms\) │ +([0-9.]+) │ +([0-9.]+) │ +([0-9.]+) │`)
+	// The console writes each value as f"{value:,.2f}" (aiperf/exporters/
+	// console_metrics_exporter.py § _format_row, AIPerf 0.13.0): 1,392.90 past a second.
+	consoleLatency = regexp.MustCompile(`Request Latency \(ms\) │ +(` + consoleNumber + `) │ +(` + consoleNumber + `) │ +(` + consoleNumber + `) │`)
 )
 
 // checkTextExports: AIPerf's CSV and console exports state the measured requests' count
@@ -1055,7 +1057,7 @@ func (r *rowCheck) checkTextExports(lat []float64) {
 			r.fail(f.file, "Request Latency (ms)", "a Request Latency (ms) line ("+src+")", "none")
 			continue
 		}
-		got := fmt.Sprintf("%s / %s / %s", m[1], m[2], m[3])
+		got := strings.ReplaceAll(fmt.Sprintf("%s / %s / %s", m[1], m[2], m[3]), ",", "")
 		r.truth(sameAt2(want, got), f.file, "Request Latency (ms) avg / min / max", want+" ms ("+src+")", got)
 	}
 	if b, ok := r.read(csvExport); ok {

@@ -25,39 +25,39 @@ import (
 // "leak" (each replay carries a pixel of the previous one's output); "short" (the
 // report lacks the last replay); "crash" (it exits 1 after the first replay).
 //
-// Preload makes it a NativePreloader: with NativeBatchSpec.WaitItems it "loads", then
-// waits for its items.
+// Preload makes it wait for its items (Spec.BatchWaits): with NativeBatchSpec.WaitItems
+// it "loads", then waits.
 type FakeBatch struct {
 	FakeFamily
 	Mode    string
 	Preload bool
 }
 
-var (
-	_ NativeBatcher   = FakeBatch{}
-	_ NativePreloader = FakeBatch{}
-)
+func (f FakeBatch) Describe(env Env, row Row) (Spec, error) {
+	spec, err := f.FakeFamily.Describe(env, row)
+	spec.Batch, spec.BatchWaits = f.Mode != "none", f.Preload
+	return spec, err
+}
 
-func (f FakeBatch) NativeBatch(_ Env, spec NativeBatchSpec) Command {
-	if f.Mode == "none" {
-		return Command{}
-	}
+func (f FakeBatch) NativeBatch(_ Env, spec NativeBatchSpec) (Command, error) {
 	c := f.program("native-batch")
 	c.Env = append(c.Env, "QUALKIT_FAKE_BATCH="+f.Mode)
 	args := []string{"-bundle", spec.Bundle, "-items", spec.Items, "-report", spec.Report}
 	if spec.WaitItems > 0 {
 		args = append(args, "-wait-items", spec.WaitItems.String())
 	}
-	return f.with(c, args...)
+	return f.with(c, args...), nil
 }
-
-func (f FakeBatch) NativeBatchWaits() bool { return f.Preload }
 
 // FakeEarly is FakeBatch whose server lists the model only once ready: AIPerf starts
 // with the server in the overlapped order.
 type FakeEarly struct{ FakeBatch }
 
-func (FakeEarly) ModelsListedWhenReady() string { return "fakeServe's /v1/models" }
+func (f FakeEarly) Describe(env Env, row Row) (Spec, error) {
+	spec, err := f.FakeBatch.Describe(env, row)
+	spec.ModelsWhenReady = "fakeServe's /v1/models"
+	return spec, err
+}
 
 // fakeNativeBatch plays a batch native Task: one "load", then fakeEdit per item.
 func fakeNativeBatch(args []string) error {

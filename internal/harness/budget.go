@@ -9,11 +9,17 @@ import (
 )
 
 // timeBudget says where the row's wall time went (schema.TimeBudget): the model's own
-// work, from what the stages recorded, and the rest. It is computed when the row
-// reports, so the wall covers every stage and the report up to results.json.
+// work, from what the stages recorded, and the rest. The wall runs from the row's start
+// to its end (r.ended: every stage and process done, just before the lease is given
+// back), so it lies inside the lease the checker holds it to, however long the report's
+// own writes take on a loaded or full disk.
 func (r *row) timeBudget() *schema.TimeBudget {
 	res := r.result
-	tb := &schema.TimeBudget{WallS: secondsSince(r.started), Stages: map[string]float64{}}
+	end := r.ended
+	if end.IsZero() {
+		end = time.Now()
+	}
+	tb := &schema.TimeBudget{WallS: end.Sub(r.started).Seconds(), Stages: map[string]float64{}}
 	var benchS float64
 	for _, st := range res.Stages {
 		tb.Stages[st.Name] = round3(st.WallS)
@@ -62,9 +68,9 @@ func (r *row) timeBudget() *schema.TimeBudget {
 // (warmup too) and the influence probe's, from wherever the family's server reports them.
 func (r *row) servedTaskMs() map[string]float64 {
 	out := map[string]float64{}
-	ts := r.c.Adapter.Timing()
+	ts := r.spec.Timing
 	if ts.Body == "" {
-		all, err := ts.FromRecords(r.ev.Path(schema.RecordsFile))
+		all, err := tasksFromRecords(ts, r.ev.Path(schema.RecordsFile))
 		if err == nil {
 			return all
 		}
@@ -72,13 +78,13 @@ func (r *row) servedTaskMs() map[string]float64 {
 	}
 	if r.export != nil {
 		for _, rec := range r.export.Raw {
-			if ms, err := ts.FromBody(rec.Body()); err == nil && !rec.Failed() {
+			if ms, err := taskFromBody(ts, rec.Body()); err == nil && !rec.Failed() {
 				out[rec.Metadata.XRequestID] = ms
 			}
 		}
 	}
 	for i, body := range r.influenceBodies {
-		if ms, err := ts.FromBody(body); err == nil {
+		if ms, err := taskFromBody(ts, body); err == nil {
 			out[fmt.Sprintf("influence-%d", i)] = ms
 		}
 	}
@@ -188,4 +194,3 @@ func (r *row) order(tb *schema.TimeBudget) {
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-func secondsSince(t time.Time) float64 { return time.Since(t).Seconds() }

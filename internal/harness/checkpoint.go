@@ -3,7 +3,6 @@ package harness
 import (
 	"fmt"
 	"regexp"
-	"time"
 
 	"qualkit/internal/harness/gpu"
 )
@@ -58,47 +57,23 @@ type Needs struct {
 	CaseResidentBytes uint64
 }
 
-// Deadlines bound each long stage of a row. Zero fields take the defaults.
-type Deadlines struct {
-	Build       time.Duration
-	Correctness time.Duration
-	Ready       time.Duration // model load until /health/ready answers 200
-	Request     time.Duration // one HTTP request
-	Native      time.Duration // one native task call
-}
-
-// WithDefaults is the deadlines with each zero field set to its default.
-func (d Deadlines) WithDefaults() Deadlines { return d.withDefaults() }
-
-// DeadlineSetter is implemented by families whose stages take longer on some inputs than
-// the row states (a correctness case that builds its own bundle): they adjust the row's
-// deadlines, defaults already applied.
-type DeadlineSetter interface {
-	StageDeadlines(d Deadlines) Deadlines
-}
-
 // Deadlines are the deadlines the row runs with: its own, defaults filled, as the
-// family adjusts them.
+// family adjusts them (Spec.Deadlines; a family that cannot describe the row without its
+// host, a checkout that is not there, keeps them).
 func (c Checkpoint) Deadlines() Deadlines {
-	d := c.Deadline.withDefaults()
-	if ds, ok := c.Adapter.(DeadlineSetter); ok {
-		d = ds.StageDeadlines(d)
+	d := c.Deadline.WithDefaults()
+	if c.Adapter == nil {
+		return d
+	}
+	if spec, err := c.Adapter.Describe(Env{}, c.Row()); err == nil && spec.Deadlines != nil {
+		d = spec.Deadlines(d)
 	}
 	return d
 }
 
-func (d Deadlines) withDefaults() Deadlines {
-	def := func(v *time.Duration, x time.Duration) {
-		if *v == 0 {
-			*v = x
-		}
-	}
-	def(&d.Build, 30*time.Minute)
-	def(&d.Correctness, 30*time.Minute)
-	def(&d.Ready, 30*time.Minute)
-	def(&d.Request, 30*time.Minute)
-	def(&d.Native, 30*time.Minute)
-	return d
+// Row is what the family knows of the row.
+func (c Checkpoint) Row() Row {
+	return Row{Name: c.Name, Model: c.Model, Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke, Double: c.Double, Fixtures: c.Fixtures}
 }
 
 var rowName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)

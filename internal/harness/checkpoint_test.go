@@ -9,8 +9,6 @@ import (
 
 type nopFamily struct{ Family }
 
-func (nopFamily) Backend() string { return "nop" }
-
 func validRow(name string) Checkpoint {
 	return Checkpoint{Name: name, Family: "nop", Model: "m", Profile: "p", Reason: "test", Adapter: nopFamily{},
 		Fixtures: "f.json", Bench: Bench{Measured: 5, Warmup: 1}}

@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -93,7 +94,78 @@ const fakeCaseID = "fake.correctness.test_fake"
 type FakeFamily struct {
 	Fault    string
 	Settings map[string]string // build settings (part of the cache key)
-	Image    *ContainerImage   // Containerized when set
+	Img      *ContainerImage   // runs in this image when set (Spec.Container)
+}
+
+// fakeCheckpoint is the one checkpoint the fake serves (its /v1/models says so).
+const fakeCheckpoint = "fake/invert"
+
+var _ Family = FakeFamily{}
+
+func (f FakeFamily) Describe(Env, Row) (Spec, error) {
+	return Spec{
+		Backend:             "fake",
+		Timing:              TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"},
+		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
+		Container:           f.Img != nil,
+		Identity: IdentityCheck{Path: "/v1/models", Check: func(body []byte, _ ServeSpec) (string, error) {
+			var doc struct {
+				Data []struct{ ID, Checkpoint string } `json:"data"`
+			}
+			if err := json.Unmarshal(body, &doc); err != nil || len(doc.Data) != 1 {
+				return "", fmt.Errorf("want one model in %s (%v)", body, err)
+			}
+			return doc.Data[0].Checkpoint, nil
+		}},
+	}, nil
+}
+
+func (f FakeFamily) Tools(Env) (Tools, error) {
+	settings := f.Settings
+	if settings == nil {
+		settings = map[string]string{"edit": "invert"}
+	}
+	return Tools{Builder: os.Args[0], Settings: settings}, nil
+}
+
+func (f FakeFamily) Image(Env) (ContainerImage, error) {
+	if f.Img == nil {
+		return ContainerImage{}, errors.New("the fake family has no image")
+	}
+	return *f.Img, nil
+}
+
+func (f FakeFamily) Build(_ Env, spec BuildSpec) (Command, error) {
+	return f.with(f.program("build"), "-o", spec.Out, "-reference", spec.Reference), nil
+}
+
+func (f FakeFamily) Correctness(env Env, spec CorrectnessSpec) (CorrectnessCase, error) {
+	return CorrectnessCase{
+		Command: f.with(f.program("correctness"), "-bundle", spec.Bundle, "-junit", spec.JUnit, "-artifacts", spec.Artifacts),
+		JUnit:   spec.JUnit, Cases: []string{fakeCaseID}, Result: filepath.Join(spec.Artifacts, "result.json"),
+	}, nil
+}
+
+func (f FakeFamily) Serve(_ Env, spec ServeSpec) (Command, error) {
+	return f.with(f.program("serve"), "-bundle", spec.Bundle, "-port", strconv.Itoa(spec.Port), "-records", spec.Records), nil
+}
+
+func (f FakeFamily) Native(_ Env, spec NativeSpec) (Command, error) {
+	return f.with(f.program("native"), "-bundle", spec.Bundle, "-image", spec.Image, "-output", spec.Output, "-size", spec.Settings["size"]), nil
+}
+
+func (FakeFamily) NativeBatch(Env, NativeBatchSpec) (Command, error) {
+	return Command{}, errors.New("the fake family has no batch mode (FakeBatch has)")
+}
+
+func (f FakeFamily) program(prog string) Command {
+	// The race detector sleeps a second before a race binary exits, unless told not to.
+	return Command{Args: []string{os.Args[0]}, Env: []string{"QUALKIT_FAKE=" + prog, "QUALKIT_FAKE_FAULT=" + f.Fault, "GORACE=atexit_sleep_ms=0"}}
+}
+
+func (f FakeFamily) with(c Command, args ...string) Command {
+	c.Args = append(c.Args, args...)
+	return c
 }
 
 // FakeServing is the fake family with the optional contracts: probes, a tools check, a
@@ -108,121 +180,65 @@ type FakeServing struct {
 	Task    bool   // the server speaks the TRTMC task protocol: PNGs under its scratch folder
 }
 
-var (
-	_ Prober          = FakeServing{}
-	_ ToolsChecker    = FakeServing{}
-	_ ServingIdentity = FakeServing{}
-	_ WireSpeaker     = FakeServing{}
-)
-
-func (f FakeServing) Probes(Env) []Probe {
-	return []Probe{{Name: "version", What: "the fake's version", Cmd: f.with(f.program("aiperf"), "--version"),
-		Check: func(out []byte, err error) error {
-			if f.Probe != "ok" {
-				return fmt.Errorf("the probe found a fault on purpose (output %q)", strings.TrimSpace(string(out)))
-			}
-			return err
-		}, Fix: "nothing: a test fault"}}
-}
-
-func (f FakeServing) CheckTools(Env) error {
-	if f.ToolsOK != "ok" {
-		return fmt.Errorf("the tools lack a library on purpose")
+func (f FakeServing) Describe(env Env, row Row) (Spec, error) {
+	spec, err := f.FakeFamily.Describe(env, row)
+	spec.BundleByCase = f.ByCase
+	if f.Task {
+		spec.Wire = wire.Task{}
 	}
-	return nil
+	spec.Probes = func(Env) []Probe {
+		return []Probe{{Name: "version", What: "the fake's version", Cmd: f.with(f.program("aiperf"), "--version"),
+			Check: func(out []byte, err error) error {
+				if f.Probe != "ok" {
+					return fmt.Errorf("the probe found a fault on purpose (output %q)", strings.TrimSpace(string(out)))
+				}
+				return err
+			}, Fix: "nothing: a test fault"}}
+	}
+	spec.CheckTools = func(Env) error {
+		if f.ToolsOK != "ok" {
+			return fmt.Errorf("the tools lack a library on purpose")
+		}
+		return nil
+	}
+	spec.Identity = IdentityCheck{Path: "/v1/serving/info", Check: func(body []byte, ss ServeSpec) (string, error) {
+		var info struct{ Backend, Bundle, Checkpoint string }
+		if err := json.Unmarshal(body, &info); err != nil {
+			return "", err
+		}
+		if info.Backend != "fake" || info.Bundle != ss.Bundle {
+			return "", fmt.Errorf("the server says backend %q bundle %q, want fake on %s", info.Backend, info.Bundle, ss.Bundle)
+		}
+		return info.Checkpoint, nil
+	}}
+	return spec, err
 }
 
-func (f FakeServing) Build(env Env, spec BuildSpec) Command {
+func (f FakeServing) Build(env Env, spec BuildSpec) (Command, error) {
 	if f.ByCase {
-		return Command{}
+		return Command{}, errors.New("the fake's case builds its bundle (Spec.BundleByCase): Build is never asked")
 	}
 	return f.FakeFamily.Build(env, spec)
 }
 
-func (f FakeServing) Correctness(env Env, spec CorrectnessSpec) CorrectnessCase {
-	cc := f.FakeFamily.Correctness(env, spec)
+func (f FakeServing) Correctness(env Env, spec CorrectnessSpec) (CorrectnessCase, error) {
+	cc, err := f.FakeFamily.Correctness(env, spec)
 	if f.ByCase {
 		out := filepath.Join(spec.Scratch, "case-0", "invert.bundle")
 		cc.Command = f.with(f.program("correctness"), "-junit", spec.JUnit, "-artifacts", spec.Artifacts, "-build", out)
 		cc.Bundle = filepath.Join(spec.Scratch, "case-*", "invert.bundle")
 	}
-	return cc
+	return cc, err
 }
 
-func (f FakeServing) Serve(env Env, spec ServeSpec) Command {
-	c := f.FakeFamily.Serve(env, spec)
+func (f FakeServing) Serve(env Env, spec ServeSpec) (Command, error) {
+	c, err := f.FakeFamily.Serve(env, spec)
 	c.Env = append(c.Env, "QUALKIT_FAKE_IDENTITY="+f.Ident)
 	if f.Task {
 		c.Args = append(c.Args, "-scratch", spec.Scratch)
 	}
-	return c
+	return c, err
 }
-
-func (f FakeServing) Identity(spec ServeSpec) IdentityCheck {
-	return IdentityCheck{Path: "/v1/serving/info", Check: func(body []byte) error {
-		var info struct{ Backend, Bundle string }
-		if err := json.Unmarshal(body, &info); err != nil {
-			return err
-		}
-		if info.Backend != "fake" || info.Bundle != spec.Bundle {
-			return fmt.Errorf("the server says backend %q bundle %q, want fake on %s", info.Backend, info.Bundle, spec.Bundle)
-		}
-		return nil
-	}}
-}
-
-func (f FakeServing) Protocol() wire.Protocol {
-	if f.Task {
-		return wire.Task{}
-	}
-	return wire.OpenAI{}
-}
-
-func (f FakeFamily) program(prog string) Command {
-	// The race detector sleeps a second before a race binary exits, unless told not to.
-	return Command{Args: []string{os.Args[0]}, Env: []string{"QUALKIT_FAKE=" + prog, "QUALKIT_FAKE_FAULT=" + f.Fault, "GORACE=atexit_sleep_ms=0"}}
-}
-
-func (f FakeFamily) with(c Command, args ...string) Command {
-	c.Args = append(c.Args, args...)
-	return c
-}
-
-func (FakeFamily) Backend() string { return "fake" }
-
-func (FakeFamily) Tools(Env) ([]Command, string) { return nil, os.Args[0] }
-
-func (f FakeFamily) BuildSettings(Env) map[string]string {
-	if f.Settings != nil {
-		return f.Settings
-	}
-	return map[string]string{"edit": "invert"}
-}
-
-func (f FakeFamily) Build(_ Env, spec BuildSpec) Command {
-	return f.with(f.program("build"), "-o", spec.Out, "-reference", spec.Reference)
-}
-
-func (f FakeFamily) Correctness(env Env, spec CorrectnessSpec) CorrectnessCase {
-	return CorrectnessCase{
-		Command: f.with(f.program("correctness"), "-bundle", spec.Bundle, "-junit", spec.JUnit, "-artifacts", spec.Artifacts),
-		JUnit:   spec.JUnit, Cases: []string{fakeCaseID}, Result: filepath.Join(spec.Artifacts, "result.json"),
-	}
-}
-
-func (f FakeFamily) Serve(_ Env, spec ServeSpec) Command {
-	return f.with(f.program("serve"), "-bundle", spec.Bundle, "-port", strconv.Itoa(spec.Port), "-records", spec.Records)
-}
-
-func (f FakeFamily) Native(_ Env, spec NativeSpec) Command {
-	return f.with(f.program("native"), "-bundle", spec.Bundle, "-image", spec.Image, "-output", spec.Output, "-size", spec.Settings["size"])
-}
-
-func (FakeFamily) Timing() TimingSource {
-	return TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
-}
-
-func (FakeFamily) NativeOutputPattern() string { return `"output_sha256":\s*"([0-9a-f]{64})"` }
 
 func fakeBuild(args []string) error {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
@@ -360,7 +376,7 @@ func fakeServe(args []string) error {
 	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		data := []map[string]string{}
 		if fault != faultNeverReady {
-			data = append(data, map[string]string{"id": "fake/invert"})
+			data = append(data, map[string]string{"id": "fake/invert", "checkpoint": fakeCheckpoint})
 		}
 		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
 	})
@@ -369,7 +385,7 @@ func fakeServe(args []string) error {
 		if os.Getenv("QUALKIT_FAKE_IDENTITY") == "other" {
 			backend = "other"
 		}
-		json.NewEncoder(w).Encode(map[string]string{"backend": backend, "bundle": *bundle})
+		json.NewEncoder(w).Encode(map[string]string{"backend": backend, "bundle": *bundle, "checkpoint": fakeCheckpoint})
 	})
 	edit := func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-ID")

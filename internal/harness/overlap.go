@@ -41,20 +41,15 @@ func (r *row) planOverlap(rd Readiness) {
 		return
 	}
 	p.serverEarly, p.serverWhy = r.serverFits(rd)
-	where := ""
-	if m, ok := r.c.Adapter.(ModelsWhenReady); ok {
-		where = m.ModelsListedWhenReady()
-	}
-	if where != "" {
+	if where := r.spec.ModelsWhenReady; where != "" {
 		p.aiperfEarly = true
 		p.aiperfWhy = "AIPerf started with the server and waited for GET /v1/models to list the model, which the server does only once it can serve (" + where + ")"
 	} else {
-		p.aiperfWhy = "the family does not state that its server lists the model in GET /v1/models only once it can serve (harness.ModelsWhenReady): AIPerf starts once " +
+		p.aiperfWhy = "the family does not state that its server lists the model in GET /v1/models only once it can serve (Spec.ModelsWhenReady): AIPerf starts once " +
 			serving.ReadyPath + " answers"
 	}
-	nb, ok := r.c.Adapter.(NativePreloader)
-	if !ok || !nb.NativeBatchWaits() {
-		p.preloadWhy = "the family's batch program cannot load first and wait for its items (harness.NativePreloader): it starts at identity"
+	if !r.spec.Batch || !r.spec.BatchWaits {
+		p.preloadWhy = "the family's batch program cannot load first and wait for its items (Spec.BatchWaits): it starts at identity"
 		return
 	}
 	p.preload, p.preloadWhy = r.preloadFits(rd)
@@ -298,18 +293,13 @@ func (s startRecorder) Record(rec schema.CommandRecord) error {
 // the model beside the server and waits for its items, which identity writes once the
 // server has stopped.
 func (r *row) startNativePreload(ctx context.Context) error {
-	nb, ok := r.c.Adapter.(NativeBatcher)
-	if !ok {
-		return nil
-	}
 	total := r.c.Bench.Measured + r.c.Bench.Warmup
 	wait := r.c.Deadline.Ready + time.Duration(total+3)*r.c.Deadline.Request + 10*time.Minute
 	spec := r.batchSpec()
 	spec.WaitItems = wait
-	cmd := nb.NativeBatch(r.env, spec)
-	if len(cmd.Args) == 0 {
-		r.plan.preload, r.plan.preloadWhy = false, "the family has no batch mode for this row"
-		return nil
+	cmd, err := r.c.Adapter.NativeBatch(r.env, spec)
+	if err != nil {
+		return fmt.Errorf("native batch preload: %w", err)
 	}
 	for _, d := range []string{r.nativeInDir(), filepath.Dir(spec.Report)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -386,8 +376,7 @@ func (r *row) startBuildEarly(ctx context.Context) {
 
 // preparesImage says whether preflight prepares the family's image (to run its probes there).
 func (r *row) preparesImage() bool {
-	_, ok := r.c.Adapter.(Prober)
-	return ok && r.inImage(schema.StagePreflight)
+	return r.spec.Probes != nil && r.inImage(schema.StagePreflight)
 }
 
 // stopEarlyBuild stops a build begun during preflight that nothing will take, and waits

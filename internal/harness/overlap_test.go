@@ -138,7 +138,13 @@ type gatedChecks struct {
 	fail bool
 }
 
-func (g gatedChecks) Requirements(env Env, _ Checkpoint) []Requirement {
+func (g gatedChecks) Describe(env Env, row Row) (Spec, error) {
+	spec, err := g.FakeFamily.Describe(env, row)
+	spec.Requirements = g.requirements
+	return spec, err
+}
+
+func (g gatedChecks) requirements(env Env) []Requirement {
 	// Bounded only so that a build that never began early fails the test, not hangs it.
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
 		started, _ := filepath.Glob(filepath.Join(env.Root, ".cache", "bundles", "*", ".partial-*", "*.started"))

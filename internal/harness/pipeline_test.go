@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 )
 
 // pipeline is a repository root made for one test: a committed git tree with a fixtures
@@ -414,8 +415,12 @@ func TestPipelineOptionalContracts(t *testing.T) {
 				assert.Equal(t, schema.StatusQualified, res.Status)
 				assert.Equal(t, "/v1/serving/info", res.ServerIdentity)
 				assert.Equal(t, f.ByCase, res.Bundle.ByCorrectness)
-				assert.Equal(t, f.Protocol().OutputSource(), res.Output)
-				assert.Equal(t, f.Protocol().Name(), res.Protocol)
+				proto := wire.Protocol(wire.OpenAI{})
+				if f.Task {
+					proto = wire.Task{}
+				}
+				assert.Equal(t, proto.OutputSource(), res.Output)
+				assert.Equal(t, proto.Name(), res.Protocol)
 				return
 			}
 			require.Error(t, err)

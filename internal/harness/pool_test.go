@@ -68,6 +68,8 @@ func TestRowsLeaseTheHostsGPUs(t *testing.T) {
 				require.NotNil(t, res.Lease, "%s recorded its lease", res.Row)
 				assert.Len(t, res.Lease.GPUs, rows[i].Needs.GPU.Count)
 				assert.False(t, res.Lease.End.IsZero())
+				span := res.Lease.End.Sub(res.Lease.Start).Seconds()
+				assert.LessOrEqual(t, res.TimeBudget.WallS, span+0.0005, "%s: the row's wall lies inside its lease, however long its report takes (wall_s is rounded to the ms)", res.Row)
 				byRow[res.Row] = res
 				want := schema.StatusQualified
 				if rows[i].Name == "row-1" {

@@ -21,9 +21,13 @@ type FakeJudged struct {
 	Prompt string // the pair's instruction; "invert" is one the benchmark sends
 }
 
-var _ QualityJudge = FakeJudged{}
+func (f FakeJudged) Describe(env Env, row Row) (Spec, error) {
+	spec, err := f.FakeFamily.Describe(env, row)
+	spec.Quality = f.quality
+	return spec, err
+}
 
-func (f FakeJudged) Quality(env Env, _ Checkpoint) (QualitySpec, error) {
+func (f FakeJudged) quality(env Env) (QualitySpec, error) {
 	file := filepath.Join(env.Root, "fixtures", "fake", "quality.json")
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -37,10 +41,10 @@ func (f FakeJudged) Quality(env Env, _ Checkpoint) (QualitySpec, error) {
 		Pair: &QualityPair{Image: filepath.Join(env.Root, "fixtures", "fake", "a.png"), Prompt: f.Prompt, Reference: "reference/a-invert.png"}}, nil
 }
 
-func (f FakeJudged) Correctness(env Env, spec CorrectnessSpec) CorrectnessCase {
-	cc := f.FakeFamily.Correctness(env, spec)
+func (f FakeJudged) Correctness(env Env, spec CorrectnessSpec) (CorrectnessCase, error) {
+	cc, err := f.FakeFamily.Correctness(env, spec)
 	cc.Command.Env = append(cc.Command.Env, "QUALKIT_FAKE_PAIR="+filepath.Join(env.Root, "fixtures", "fake", "a.png"))
-	return cc
+	return cc, err
 }
 
 // The quality stage applies the family's criteria, read from its file, to every HTTP
@@ -108,7 +112,8 @@ func TestPairLatentsHeldToTheCase(t *testing.T) {
 		{"another request's", `{"request_id": "r2", "observation": {"initial_latents_sha256": "` + noise + `"}}`, "state no"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &row{env: Env{Work: work}, ev: &RowEvidence{Dir: t.TempDir()}, c: Checkpoint{Adapter: FakeFamily{}}}
+			spec, _ := FakeFamily{}.Describe(Env{}, Row{})
+			r := &row{env: Env{Work: work}, ev: &RowEvidence{Dir: t.TempDir()}, spec: spec}
 			require.NoError(t, os.MkdirAll(r.ev.Path("serve"), 0o755))
 			require.NoError(t, os.WriteFile(r.ev.Path("serve/records.jsonl"), []byte(tc.records+"\n"), 0o644))
 			p := &schema.QualityPair{}

@@ -17,36 +17,39 @@ import (
 
 // row is the state one checkpoint row threads through its stages.
 type row struct {
-	s   *Suite
-	c   Checkpoint
-	ev  *RowEvidence
-	env Env
-	fx  *Fixtures
+	s    *Suite
+	c    Checkpoint
+	spec Spec // the family's facts for the row (Describe), as of the last env
+	ev   *RowEvidence
+	env  Env
+	fx   *Fixtures
 
-	gpus       []gpu.Device // chosen in preflight, passed to the server by UUID
-	bundle     string
-	bundleSHA  string
-	entry      *entryLock // the read lock on the bundle's cache entry, held until the row ends
-	server     serving.Server
-	scratch    string         // the server's scratch folder (ServeSpec.Scratch)
-	proto      wire.Protocol  // how requests travel (the family's, else wire.OpenAI)
-	img        *serving.Image // the family's image, once prepared
-	export     *Export
-	httpPNG    map[string][]byte // request id -> PNG the HTTP response carried
-	clientMs   map[string]float64
-	taskMs     map[string]float64
-	failed     string        // first stage that failed
-	why        string        // what Classify said of it
-	failedAt   time.Duration // how far into that stage
-	skipReason string
-	result     *schema.Result
-	prog       *progress // the running stage's; nil between stages
-	sumsSHA    string    // sha256 of the row's SHA256SUMS, once reported
-	lease      *gpu.Lease
-	leaseWaitS float64
+	describeErr error        // what the family's Describe said was wrong, failed in preflight
+	gpus        []gpu.Device // chosen in preflight, passed to the server by UUID
+	bundle      string
+	bundleSHA   string
+	entry       *entryLock // the read lock on the bundle's cache entry, held until the row ends
+	server      serving.Server
+	scratch     string         // the server's scratch folder (ServeSpec.Scratch)
+	proto       wire.Protocol  // how requests travel (the family's, else wire.OpenAI)
+	img         *serving.Image // the family's image, once prepared
+	export      *Export
+	httpPNG     map[string][]byte // request id -> PNG the HTTP response carried
+	clientMs    map[string]float64
+	taskMs      map[string]float64
+	failed      string        // first stage that failed
+	why         string        // what Classify said of it
+	failedAt    time.Duration // how far into that stage
+	skipReason  string
+	result      *schema.Result
+	prog        *progress // the running stage's; nil between stages
+	sumsSHA     string    // sha256 of the row's SHA256SUMS, once reported
+	lease       *gpu.Lease
+	leaseWaitS  float64
 
 	// For the time budget.
 	started          time.Time
+	ended            time.Time // set once, when the row's work ended (writeReport)
 	toolsS           float64   // the family's tool commands
 	caseS            float64   // the correctness case's command
 	replays          []*replay // the identity stage's native Tasks
@@ -119,22 +122,36 @@ func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
 		return nil, err
 	}
 	r := &row{s: s, c: c.withDefaults(), ev: ev, env: Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}, started: time.Now()}
+	// A family that cannot describe the row fails its preflight, saying why
+	// (r.describeErr); the rest of the row reads the facts it did state.
+	r.describeErr = r.describe()
 	r.result = &schema.Result{
 		Schema: schema.ResultSchema, RunID: s.Evidence.RunID, Row: c.Name, Status: schema.StatusFailed,
-		Checkpoint: schema.CheckpointRef{Name: c.Name, Family: c.Family, Backend: c.Adapter.Backend(), Model: c.Model,
+		Checkpoint: schema.CheckpointRef{Name: c.Name, Family: c.Family, Backend: r.spec.Backend, Model: c.Model,
 			Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke, Double: c.Double},
 		Measured: c.Bench.Measured, Warmup: c.Bench.Warmup,
 		Command: reproduce(testName), Provenance: s.provenance,
+		NativeOutputPattern: r.spec.NativeOutputPattern,
 	}
-	if nr, ok := c.Adapter.(NativeReporter); ok {
-		r.result.NativeOutputPattern = nr.NativeOutputPattern()
-	}
-	r.proto = wire.OpenAI{}
-	if ws, ok := c.Adapter.(WireSpeaker); ok {
-		r.proto = ws.Protocol()
+	r.proto = r.spec.Wire
+	if r.proto == nil {
+		r.proto = wire.OpenAI{}
 	}
 	s.register(r.result)
 	return r, nil
+}
+
+// describe asks the family for its facts on the row's env as it stands, and checks them.
+func (r *row) describe() error {
+	spec, err := r.c.Adapter.Describe(r.env, r.c.Row())
+	if err == nil {
+		err = spec.Validate()
+	}
+	r.spec = spec
+	if err != nil {
+		return fmt.Errorf("family %s cannot describe row %s: %w", r.c.Family, r.c.Name, err)
+	}
+	return nil
 }
 
 // Qualify runs every stage of one row as a subtest of t, then the report. A row runs
@@ -342,6 +359,9 @@ func (r *row) report() error {
 func (r *row) writeReport() error {
 	r.stopBackground()
 	r.stopServer()
+	if r.ended.IsZero() {
+		r.ended = time.Now()
+	}
 	r.release()
 	if err := r.ev.Flush(); err != nil {
 		return fmt.Errorf("report %s: %w", r.c.Name, err)

@@ -18,15 +18,17 @@ const imageBuildLog = "serve/image-build.log"
 // place that decides. The server, the native Task and the preflight probes of a
 // container row do, and the stages the family's ContainerImage names.
 func (r *row) inImage(stage string) bool {
-	ci, ok := r.c.Adapter.(Containerized)
-	if !ok || r.s.rowRuntime(r.c) != RuntimeContainer {
+	if !r.spec.Container || r.s.rowRuntime(r.c) != RuntimeContainer {
 		return false
 	}
 	switch stage {
 	case schema.StagePreflight, schema.StageServe, schema.StageIdentity:
 		return true
 	}
-	return slices.Contains(ci.Image(r.env).Stages, stage)
+	ci, err := r.c.Adapter.Image(r.env)
+	// An image the family cannot state fails where the stage prepares it (image), never
+	// runs the stage on the host instead.
+	return err != nil || slices.Contains(ci.Stages, stage)
 }
 
 // options are the serving options of a stage's commands: the command record, the row's
@@ -51,7 +53,10 @@ func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mo
 	if err != nil {
 		return nil, err
 	}
-	ci := r.c.Adapter.(Containerized).Image(r.env)
+	ci, err := r.c.Adapter.Image(r.env)
+	if err != nil {
+		return nil, fmt.Errorf("the family's image: %w", err)
+	}
 	all := append(slices.Clone(ci.Mounts), mounts...)
 	all = append(all, at(false, r.env.Work)...)
 	c := serving.Container{Image: img, RunID: r.s.Evidence.RunID, Row: r.c.Name, IPCHost: ci.IPCHost, MemoryBytes: ci.MemoryBytes, Mounts: nested(all)}
@@ -95,7 +100,10 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 	if r.img != nil {
 		return *r.img, nil
 	}
-	ci := r.c.Adapter.(Containerized).Image(r.env)
+	ci, err := r.c.Adapter.Image(r.env)
+	if err != nil {
+		return serving.Image{}, fmt.Errorf("the family's image: %w", err)
+	}
 	spec := serving.ImageSpec{Dockerfile: ci.Dockerfile, Context: ci.Context, Ref: ci.Ref, Paths: ci.Paths, CopyRoots: ci.CopyRoots, BuildArgs: ci.BuildArgs}
 	what := ci.Ref + ci.Context
 	if len(ci.CopyRoots) > 0 {

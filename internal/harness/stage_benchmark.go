@@ -196,12 +196,12 @@ func (r *row) timing(prof []RawRecord) []string {
 			client[p.Metadata.XRequestID] = ms
 		}
 	}
-	ts := r.c.Adapter.Timing()
+	ts := r.spec.Timing
 	task := map[string]float64{}
 	var fromRecords map[string]float64
 	if ts.Body == "" {
 		var err error
-		if fromRecords, err = ts.FromRecords(r.ev.Path("serve/records.jsonl")); err != nil {
+		if fromRecords, err = tasksFromRecords(ts, r.ev.Path("serve/records.jsonl")); err != nil {
 			return []string{err.Error()}
 		}
 	}
@@ -215,7 +215,7 @@ func (r *row) timing(prof []RawRecord) []string {
 		var t float64
 		var err error
 		if ts.Body != "" {
-			t, err = ts.FromBody(rec.Body())
+			t, err = taskFromBody(ts, rec.Body())
 		} else {
 			var ok bool
 			if t, ok = fromRecords[id]; !ok {
@@ -232,7 +232,7 @@ func (r *row) timing(prof []RawRecord) []string {
 		}
 	}
 	if ts.Body != "" && ts.RecordID != "" {
-		ids, err := ts.RecordIDs(r.ev.Path("serve/records.jsonl"))
+		ids, err := recordIDs(ts, r.ev.Path("serve/records.jsonl"))
 		if err != nil {
 			return append(problems, err.Error())
 		}
@@ -244,7 +244,7 @@ func (r *row) timing(prof []RawRecord) []string {
 	}
 	if ts.Body != "" && ts.Records != "" {
 		// Two reports of one measurement: the body's and the records line's must agree.
-		fromRecords, err := ts.FromRecords(r.ev.Path("serve/records.jsonl"))
+		fromRecords, err := tasksFromRecords(ts, r.ev.Path("serve/records.jsonl"))
 		if err != nil {
 			return append(problems, err.Error())
 		}

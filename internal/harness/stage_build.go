@@ -41,17 +41,20 @@ func (r *row) buildNow(ctx context.Context) error {
 			return err
 		}
 	}
-	tools, builder := r.c.Adapter.Tools(r.env)
-	if err := r.tools(ctx, tools); err != nil {
+	tools, err := r.c.Adapter.Tools(r.env)
+	if err != nil {
+		return fmt.Errorf("family tools: %w", err)
+	}
+	if err := r.tools(ctx, tools.Commands); err != nil {
 		return err
 	}
-	builderSHA, err := pathSHA256(builder)
+	builderSHA, err := pathSHA256(tools.Builder)
 	if err != nil {
-		return fmt.Errorf("builder %s: %w", builder, err)
+		return fmt.Errorf("builder %s: %w", tools.Builder, err)
 	}
-	settings := r.c.Adapter.BuildSettings(r.env)
+	settings := tools.Settings
 	key := cacheKey(map[string]any{
-		"family": r.c.Family, "backend": r.c.Adapter.Backend(), "model": r.c.Model, "profile": r.c.Profile,
+		"family": r.c.Family, "backend": r.spec.Backend, "model": r.c.Model, "profile": r.c.Profile,
 		"revision": r.c.Revision, "build_settings": settings, "builder_sha256": builderSHA,
 	})
 	info := &schema.BundleInfo{CacheKey: key, Builder: builderSHA, Settings: settings}
@@ -62,8 +65,7 @@ func (r *row) buildNow(ctx context.Context) error {
 	partial := filepath.Join(dir, fmt.Sprintf(".partial-%d", os.Getpid()))
 	out := filepath.Join(partial, r.c.Profile+".bundle")
 	ref := r.fx.ImagePath(r.fx.Pairs[0].Image)
-	cmd := r.c.Adapter.Build(r.env, BuildSpec{Out: out, Reference: ref})
-	if len(cmd.Args) == 0 {
+	if r.spec.BundleByCase {
 		// The family's correctness case builds the bundle: it is found, hashed and
 		// recorded when that case passed, and never taken from the cache.
 		info.ByCorrectness = true
@@ -149,7 +151,10 @@ func (r *row) buildBundle(ctx context.Context, info *schema.BundleInfo, folder, 
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return err
 	}
-	cmd := r.c.Adapter.Build(r.env, BuildSpec{Out: out, Reference: ref})
+	cmd, err := r.c.Adapter.Build(r.env, BuildSpec{Out: out, Reference: ref})
+	if err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
 	start := time.Now()
 	if _, err := r.job(ctx, schema.StageBuild, cmd, "build/build.log", append(at(false, folder), at(true, filepath.Dir(ref))...)...); err != nil {
 		return fmt.Errorf("bundle: %w", err)
@@ -354,8 +359,8 @@ func (r *row) tools(ctx context.Context, tools []Command) error {
 			return fmt.Errorf("family tools: %w", err)
 		}
 	}
-	if tc, ok := r.c.Adapter.(ToolsChecker); ok {
-		if err := tc.CheckTools(r.env); err != nil {
+	if check := r.spec.CheckTools; check != nil {
+		if err := check(r.env); err != nil {
 			return fmt.Errorf("family tools: %w", err)
 		}
 	}

@@ -86,7 +86,10 @@ func (r *row) correctness(ctx context.Context) error {
 			return err
 		}
 	}
-	cc := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path("correctness/junit.xml"), Artifacts: artifacts, Scratch: scratch})
+	cc, err := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path("correctness/junit.xml"), Artifacts: artifacts, Scratch: scratch})
+	if err != nil {
+		return fmt.Errorf("correctness case: %w", err)
+	}
 	byCase := r.result.Bundle != nil && r.result.Bundle.ByCorrectness
 	if byCase != (cc.Bundle != "") {
 		return fmt.Errorf("the family's build and correctness case disagree on who builds the bundle (build command empty: %v, case names a bundle: %q)", byCase, cc.Bundle)
@@ -107,7 +110,6 @@ func (r *row) correctness(ctx context.Context) error {
 	}
 	// The case's own code as it ran: its test files and the conftest.py files pytest
 	// loads for them.
-	var err error
 	if corr.CaseFiles, err = caseFiles(cc.TestFiles, cc.Command.Dir); err != nil {
 		return fmt.Errorf("correctness case files: %w", err)
 	}

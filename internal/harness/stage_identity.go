@@ -156,17 +156,19 @@ func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.Ide
 		r.prog.watch(r.ev.Path("identity/native-batch.log"))
 		return r.readNativeBatch(r.native.wait, r.ev.Path(schema.NativeBatchFile), replays, sum)
 	}
-	if nb, ok := r.c.Adapter.(NativeBatcher); ok {
+	if r.spec.Batch {
 		spec := r.batchSpec()
-		if cmd := nb.NativeBatch(r.env, spec); len(cmd.Args) > 0 {
-			if err := r.writeItems(replays); err != nil {
-				return err
-			}
-			sum.Mode = schema.NativeBatch
-			return r.nativeBatch(ctx, cmd, spec, replays, sum)
+		cmd, err := r.c.Adapter.NativeBatch(r.env, spec)
+		if err != nil {
+			return fmt.Errorf("native batch: %w", err)
 		}
-		r.prog.printf("native Task: the family has no batch mode for this row; one process per replay")
+		if err := r.writeItems(replays); err != nil {
+			return err
+		}
+		sum.Mode = schema.NativeBatch
+		return r.nativeBatch(ctx, cmd, spec, replays, sum)
 	}
+	r.prog.printf("native Task: the family has no batch mode for this row (Spec.Batch); one process per replay")
 	sum.Mode = schema.NativeOneShot
 	slots := [][]gpu.Device{r.gpus}
 	if len(r.gpus) > 1 {
@@ -201,7 +203,12 @@ func (r *row) nativeOne(ctx context.Context, rp *replay, gpus []gpu.Device) {
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Native)
 	defer cancel()
 	mounts := append(at(true, r.bundle, filepath.Dir(rp.spec.Image)), at(false, filepath.Dir(rp.spec.Output))...)
-	rec, err := r.jobOn(ctx, schema.StageIdentity, r.c.Adapter.Native(r.env, rp.spec), rp.log, gpus, mounts...)
+	cmd, err := r.c.Adapter.Native(r.env, rp.spec)
+	if err != nil {
+		rp.err = fmt.Errorf("native task: %w", err)
+		return
+	}
+	rec, err := r.jobOn(ctx, schema.StageIdentity, cmd, rp.log, gpus, mounts...)
 	rp.wallS = rec.WallS
 	if err != nil {
 		rp.err = err

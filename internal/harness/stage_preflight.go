@@ -13,15 +13,6 @@ import (
 	"qualkit/internal/schema"
 )
 
-// Requirement is one thing a row needs of the host and does not have.
-type Requirement struct {
-	What string `json:"what"`
-	Fix  string `json:"fix"`
-	// Absent marks a host requirement (hardware, installed software) rather than a
-	// broken input: only those may be skipped, and only in a non-qualification run.
-	Absent bool `json:"absent"`
-}
-
 // Missing joins requirements into one message listing every missing piece and its fix.
 func Missing(reqs []Requirement) error {
 	if len(reqs) == 0 {
@@ -43,37 +34,43 @@ type Readiness struct {
 	GPU          *gpu.Reading  `json:"gpu_reading,omitempty"`
 	GPUError     string        `json:"gpu_error,omitempty"`
 	Selected     []gpu.Device  `json:"gpus_selected,omitempty"`
-	// Found is what the family found on the host and names (its Describer): which
-	// serving contract a checkout supports and why.
+	// Found is what the family found on the host and names (Spec.Found): which serving
+	// contract a checkout supports and why.
 	Found    []string `json:"found,omitempty"`
 	fixtures *Fixtures
-}
-
-// Describer is implemented by families that say, in preflight, what they found and will
-// use (a checkout's serving contract and the file that declares it), for the log and
-// preflight.json.
-type Describer interface {
-	Found(env Env) []string
 }
 
 // Preflight lists what the row needs and the host lacks, without starting anything.
 // `make doctor` prints it for every row.
 func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness {
-	rd := s.preflightHost(ctx, c, env)
-	s.preflightChecks(ctx, c, env, &rd)
+	spec, err := c.Adapter.Describe(env, c.Row())
+	if err == nil {
+		err = spec.Validate()
+	}
+	if err != nil {
+		err = fmt.Errorf("family %s cannot describe row %s: %w", c.Family, c.Name, err)
+	}
+	rd := s.preflightHost(ctx, c, env, spec, err)
+	if len(rd.Selected) > 0 {
+		env.GPUs = rd.Selected
+		if again, err := c.Adapter.Describe(env, c.Row()); err == nil {
+			spec = again
+		}
+	}
+	s.preflightChecks(ctx, c, env, spec, &rd)
 	return rd
 }
 
 // preflightHost is what the build may need of preflight: the family's findings, the
 // fixtures, the runtime, and the GPUs (NVML's reading and the devices chosen). No program
 // of the family's runs here but the NVML reader.
-func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env) Readiness {
-	var rd Readiness
-	if d, ok := c.Adapter.(Describer); ok {
-		rd.Found = d.Found(env)
-	}
+func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env, spec Spec, describeErr error) Readiness {
+	rd := Readiness{Found: spec.Found}
 	need := func(absent bool, what, fix string) {
 		rd.Requirements = append(rd.Requirements, Requirement{What: what, Fix: fix, Absent: absent})
+	}
+	if describeErr != nil {
+		need(false, describeErr.Error(), "fix the family adapter (its Describe and Spec: internal/family)")
 	}
 	fx, err := LoadFixtures(filepath.Join(s.cfg.Root, c.Fixtures))
 	if err != nil {
@@ -85,18 +82,15 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env) Readin
 	if _, err := os.Stat(s.cfg.Python); err != nil {
 		need(true, "python for the correctness case not found at "+s.cfg.Python, "make setup")
 	}
-	if err := c.Adapter.Timing().Validate(); err != nil {
-		need(false, err.Error(), "fix the family adapter's Timing()")
-	}
 	if c.Needs.Container && s.cfg.Runtime == RuntimeProcess {
 		need(false, "row "+c.Name+" can only be served from a container, and the run asked for RUNTIME=process",
 			"run with RUNTIME=container (or auto) on a host with a Docker engine")
 	}
 	if s.rowRuntime(c) == RuntimeContainer {
-		ci, ok := c.Adapter.(Containerized)
+		ok := spec.Container
 		if ok {
-			img := ci.Image(env)
-			ok = img.Ref != "" || img.Context != "" || img.Dockerfile != ""
+			img, err := c.Adapter.Image(env)
+			ok = err == nil && (img.Ref != "" || img.Context != "" || img.Dockerfile != "")
 		}
 		switch {
 		case s.dockerErr != nil:
@@ -135,13 +129,13 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env) Readin
 // preflightChecks are preflight's slow parts, which the build needs none of: AIPerf's
 // interpreter and the family's own checks, each a program start, side by side; their
 // findings are listed in a fixed order after preflightHost's.
-func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env Env, rd *Readiness) {
+func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env Env, spec Spec, rd *Readiness) {
 	var aiperfErr error
 	var familyReqs []Requirement
 	var wg sync.WaitGroup
 	wg.Go(func() { _, aiperfErr = s.cfg.AIPerf.CheckVersion(ctx) })
-	if req, ok := c.Adapter.(Requirer); ok {
-		wg.Go(func() { familyReqs = req.Requirements(env, c) })
+	if spec.Requirements != nil {
+		wg.Go(func() { familyReqs = spec.Requirements(env) })
 	}
 	wg.Wait()
 	if aiperfErr != nil {
@@ -152,7 +146,7 @@ func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env Env, rd *
 
 func (r *row) preflight(ctx context.Context) error {
 	start := time.Now()
-	rd := r.s.preflightHost(ctx, r.c, r.env)
+	rd := r.s.preflightHost(ctx, r.c, r.env, r.spec, r.describeErr)
 	if r.lease != nil && len(r.lease.Devices) > 0 {
 		// The GPUs the row leased for its whole life, not a fresh pick: other rows of
 		// the run may hold the rest.
@@ -160,12 +154,18 @@ func (r *row) preflight(ctx context.Context) error {
 	}
 	r.gpus, r.env.GPUs = rd.Selected, rd.Selected
 	r.fx = rd.fixtures
+	if len(rd.Selected) > 0 {
+		// The family's facts as they are on the row's GPUs.
+		if err := r.describe(); err != nil {
+			rd.Requirements = append(rd.Requirements, Requirement{What: err.Error(), Fix: "fix the family adapter (its Describe and Spec: internal/family)"})
+		}
+	}
 	if len(rd.Requirements) == 0 {
 		// What the build needs of the host is there: it starts now, beside the checks
 		// it needs none of, when the order allows (startBuildEarly says why not).
 		r.startBuildEarly(ctx)
 	}
-	r.s.preflightChecks(ctx, r.c, r.env, &rd)
+	r.s.preflightChecks(ctx, r.c, r.env, r.spec, &rd)
 	if len(rd.Requirements) == 0 {
 		// Only on a host that has every piece: the probes run the family's programs.
 		rd.Probes = r.probe(ctx)
@@ -220,8 +220,7 @@ type ProbeResult struct {
 // probe runs the family's probes where the row's programs run: in its image (prepared
 // here, so a broken image fails preflight too) on the row's GPUs, or as processes.
 func (r *row) probe(ctx context.Context) []ProbeResult {
-	pr, ok := r.c.Adapter.(Prober)
-	if !ok {
+	if r.spec.Probes == nil {
 		return nil
 	}
 	if r.inImage(schema.StagePreflight) {
@@ -231,7 +230,7 @@ func (r *row) probe(ctx context.Context) []ProbeResult {
 		}
 	}
 	var out []ProbeResult
-	for _, p := range pr.Probes(r.env) {
+	for _, p := range r.spec.Probes(r.env) {
 		res := ProbeResult{Name: p.Name, What: p.What, Log: "preflight/probe-" + p.Name + ".log", Fix: p.Fix}
 		start := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)

@@ -23,9 +23,9 @@ func (r *row) quality(ctx context.Context) error {
 	sum := &schema.QualitySummary{Requests: []schema.QualityRequest{}}
 	r.result.Quality = sum
 	var spec QualitySpec
-	if qj, ok := r.c.Adapter.(QualityJudge); ok {
+	if judge := r.spec.Quality; judge != nil {
 		var err error
-		if spec, err = qj.Quality(r.env, r.c); err != nil {
+		if spec, err = judge(r.env); err != nil {
 			return fmt.Errorf("the family's quality criteria: %w", err)
 		}
 	}
@@ -152,7 +152,7 @@ func (r *row) pairLatents(pair *QualityPair, id string, p *schema.QualityPair) e
 	if p.CaseLatentsSHA256, err = pathSHA256(file); err != nil {
 		return fmt.Errorf("the noise the correctness case drew: %w", err)
 	}
-	ts := r.c.Adapter.Timing()
+	ts := r.spec.Timing
 	err = eachRecord(r.ev.Path("serve/records.jsonl"), func(doc any) {
 		if rid, err := valueAt(doc, ts.RecordID); err == nil && fmt.Sprint(rid) == id {
 			if v, err := valueAt(doc, pair.ServedLatents); err == nil {

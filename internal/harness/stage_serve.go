@@ -48,7 +48,11 @@ func (r *row) prepareServer(ctx context.Context, during string) (*serverLaunch, 
 		opts = append(opts, serving.WithRecorder(startRecorder{duringRecorder{r.ev, during}, &r.earlyStart}, schema.StageServe))
 	}
 	log := r.ev.Path("serve/server.log")
-	ss := serving.ServerSpec{Cmd: r.c.Adapter.Serve(r.env, spec), Port: port, Ready: r.c.Deadline.Ready, Log: log}
+	cmd, err := r.c.Adapter.Serve(r.env, spec)
+	if err != nil {
+		return nil, fmt.Errorf("the family's server: %w", err)
+	}
+	ss := serving.ServerSpec{Cmd: cmd, Port: port, Ready: r.c.Deadline.Ready, Log: log}
 	return &serverLaunch{spec: spec, ss: ss, opts: opts, runtime: r.s.rowRuntime(r.c)}, nil
 }
 
@@ -104,15 +108,12 @@ func (r *row) serve(ctx context.Context) error {
 	})
 }
 
-// checkIdentity asks a ready server what it is, when the family says where, and keeps
-// the answer as serve/identity.json: a server that is another backend or serves another
-// bundle fails here, before any request is measured.
+// checkIdentity asks a ready server what it is, where the family says (Spec.Identity),
+// and keeps the answer as serve/identity.json: a server that is another backend, serves
+// another bundle or another checkpoint than the row's fails here, before any request is
+// measured.
 func (r *row) checkIdentity(ctx context.Context, spec ServeSpec) error {
-	si, ok := r.c.Adapter.(ServingIdentity)
-	if !ok {
-		return nil
-	}
-	ic := si.Identity(spec)
+	ic := r.spec.Identity
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.server.URL()+ic.Path, nil)
@@ -134,8 +135,14 @@ func (r *row) checkIdentity(ctx context.Context, spec ServeSpec) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("server identity: GET %s answered %d: %s", ic.Path, resp.StatusCode, clip(body, 300))
 	}
-	if err := ic.Check(body); err != nil {
+	served, err := ic.Check(body, spec)
+	if err != nil {
 		return fmt.Errorf("server identity (GET %s): %w", ic.Path, err)
+	}
+	if served != r.c.Model {
+		// Every row is held to the checkpoint it names: a row copied under another
+		// model, served by this bundle, would otherwise pass every stage.
+		return fmt.Errorf("server identity (GET %s): the server serves checkpoint %q, the row is for %q", ic.Path, served, r.c.Model)
 	}
 	r.result.ServerIdentity = ic.Path
 	return nil

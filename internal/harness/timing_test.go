@@ -11,19 +11,19 @@ import (
 
 func TestTimingFromBody(t *testing.T) {
 	ts := TimingSource{Body: "trtmc_timing.model_call_ms"}
-	ms, err := ts.FromBody([]byte(`{"data":[],"trtmc_timing":{"model_call_ms":22111.9,"queue_ms":0.1}}`))
+	ms, err := taskFromBody(ts, []byte(`{"data":[],"trtmc_timing":{"model_call_ms":22111.9,"queue_ms":0.1}}`))
 	require.NoError(t, err)
 	assert.Equal(t, 22111.9, ms)
 
-	ms, err = ts.FromBody([]byte(`{"trtmc_timing":{"model_call_ms":"12.5"}}`))
+	ms, err = taskFromBody(ts, []byte(`{"trtmc_timing":{"model_call_ms":"12.5"}}`))
 	require.NoError(t, err)
 	assert.Equal(t, 12.5, ms, "numeric strings are accepted")
 
-	_, err = ts.FromBody([]byte(`{"data":[]}`))
+	_, err = taskFromBody(ts, []byte(`{"data":[]}`))
 	require.ErrorContains(t, err, `field "trtmc_timing.model_call_ms" is absent`)
-	_, err = ts.FromBody([]byte(`{"trtmc_timing":{"model_call_ms":true}}`))
+	_, err = taskFromBody(ts, []byte(`{"trtmc_timing":{"model_call_ms":true}}`))
 	require.ErrorContains(t, err, "is bool, not a number")
-	_, err = ts.FromBody([]byte(`not json`))
+	_, err = taskFromBody(ts, []byte(`not json`))
 	require.ErrorContains(t, err, "not JSON")
 }
 
@@ -35,12 +35,12 @@ func TestTimingFromRecordsJoinsOnRequestID(t *testing.T) {
 {"request_id":"c","timing":{"model_call_ms":30.5}}
 `), 0o644))
 	ts := TimingSource{Records: "timing.model_call_ms", RecordID: "request_id"}
-	got, err := ts.FromRecords(p)
+	got, err := tasksFromRecords(ts, p)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]float64{"a": 10, "c": 30.5}, got)
 
 	require.NoError(t, os.WriteFile(p, []byte("{broken\n"), 0o644))
-	_, err = ts.FromRecords(p)
+	_, err = tasksFromRecords(ts, p)
 	require.ErrorContains(t, err, "line 1")
 }
 

@@ -28,7 +28,7 @@ type Options struct {
 	Checkpoint string
 }
 
-// Item is one replay (harness.NativeItem).
+// Item is one replay (family.NativeItem).
 type Item struct {
 	ID         string            `json:"id"`
 	Image      string            `json:"image"`

@@ -212,6 +212,9 @@ class Service:
                     "id": self.model,
                     "object": "model",
                     "owned_by": "qualkit-diffusers",
+                    # The checkpoint the bundle names (a smoke bundle is built in its shape and
+                    # names it too): the harness holds the row's model to it.
+                    "checkpoint": self.bundle["model"],
                     "profile": self.bundle["profile"],
                     "smoke": self.bundle["profile"] == "smoke",
                     "bundle_sha256": self.bundle_sha256,

@@ -1,0 +1,38 @@
+package qwenimage
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"qualkit/internal/family/familytest"
+)
+
+// Each of the package's families keeps the family contract, in each TRTMC layout and
+// serving contract it drives.
+func TestConformance(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		layout  string
+		serving []string
+	}{
+		{"e9132e79", LayoutE9132e79, nil},
+		{"families-perf-serve", LayoutFamilies, []string{ServingPerfServe}},
+		{"families-edit-route", LayoutFamilies, []string{ServingEditRoute}},
+	} {
+		t.Run("trtmc/"+tc.name, func(t *testing.T) {
+			a := New(Config{Checkout: checkoutNoServer(t, tc.layout, tc.serving), HFHome: fakeHFCache(t)})
+			spec := familytest.Conformance(t, a, gpuEnv(t, t.TempDir()), rowOf(row()))
+			assert.True(t, spec.Container, "TRTMC runs in its image")
+			assert.Equal(t, tc.layout == LayoutFamilies, spec.BundleByCase, "the families layout's case builds its bundle")
+		})
+	}
+	t.Run("diffusers", func(t *testing.T) {
+		spec := familytest.Conformance(t, smokeAdapter(), rootEnv(t), rowOf(row()))
+		assert.True(t, spec.Batch)
+	})
+	t.Run("perf-serve-reference", func(t *testing.T) {
+		spec := familytest.Conformance(t, perfServeRefAdapter("/shared/trtmc-perf-serve"), psrEnv, rowOf(row()))
+		assert.True(t, spec.Batch && spec.BatchWaits)
+	})
+}

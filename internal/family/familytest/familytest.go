@@ -1,0 +1,88 @@
+// Package familytest holds a family to its contract (package family): the suite every
+// family's own tests call, with the rows and host they describe.
+package familytest
+
+import (
+	"path/filepath"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/evidencerules"
+	"qualkit/internal/family"
+	"qualkit/internal/wire"
+)
+
+// T is what Conformance needs of a test: *testing.T, or a recorder in the suite's own
+// tests, which show that each of its checks can fail.
+type T interface {
+	require.TestingT
+	Helper()
+	TempDir() string
+}
+
+// Conformance checks that f describes row on env with a valid Spec, that the checker
+// knows the rules of its backend and accepts the Task-time source the Spec declares, and that every builder its Spec says it has gives a
+// command that can run (an argv), or an error, never an empty command and no error: an
+// empty command carries no meaning in the contract.
+func Conformance(t T, f family.Family, env family.Env, row family.Row) family.Spec {
+	t.Helper()
+	if env.Work == "" {
+		env.Work = t.TempDir()
+	}
+	spec, err := f.Describe(env, row)
+	require.NoError(t, err, "Describe")
+	require.NoError(t, spec.Validate(), "the Spec Describe gives")
+	rules, ok := evidencerules.For(spec.Backend)
+	assert.True(t, ok, "backend %q registers its evidence rules (evidencerules.Register, in the family's package, linked into the checker by families/all)", spec.Backend)
+	if ok && rules.TaskTime != nil {
+		proto := wire.OpenAIImages
+		if spec.Wire != nil {
+			proto = spec.Wire.Name()
+		}
+		allowed := rules.TaskTime(evidencerules.Row{Profile: row.Profile, Protocol: proto}).Sources
+		assert.Contains(t, allowed, *spec.Timing.Schema(), "Spec.Timing %s is a Task-time source the checker's rules for %q accept (%v): the checker would fail every run of the row", spec.Timing, spec.Backend, allowed)
+	}
+
+	scratch := t.TempDir()
+	path := func(name string) string { return filepath.Join(scratch, name) }
+	built := func(what string, c family.Command, err error) {
+		t.Helper()
+		if err == nil {
+			assert.NotEmpty(t, c.Args, "%s gave an empty command and no error: return an error saying why it cannot build one", what)
+		}
+	}
+	tools, err := f.Tools(env)
+	if err == nil {
+		assert.NotEmpty(t, tools.Builder, "Tools names the builder program whose hash keys the bundle cache")
+		for i, c := range tools.Commands {
+			assert.NotEmpty(t, c.Args, "tool command %d is empty", i+1)
+		}
+	}
+	if spec.Container {
+		img, err := f.Image(env)
+		if err == nil {
+			assert.True(t, img.Ref != "" || img.Context != "" || img.Dockerfile != "", "Image names a Ref, a Context or a Dockerfile")
+		}
+	}
+	if !spec.BundleByCase {
+		c, err := f.Build(env, family.BuildSpec{Out: path("x.bundle"), Reference: path("ref.png")})
+		built("Build", c, err)
+	}
+	cc, err := f.Correctness(env, family.CorrectnessSpec{Bundle: path("x.bundle"), JUnit: path("junit.xml"), Artifacts: path("artifacts"), Scratch: path("case")})
+	if err == nil {
+		built("Correctness", cc.Command, nil)
+		assert.NotEmpty(t, cc.Cases, "the correctness case names the JUnit ids it must execute")
+		assert.Equal(t, spec.BundleByCase, cc.Bundle != "", "CorrectnessCase.Bundle is set exactly when Spec.BundleByCase")
+	}
+	c, err := f.Serve(env, family.ServeSpec{Bundle: path("x.bundle"), Model: row.Model, Host: "127.0.0.1", Port: 8000, Records: path("records.jsonl"), Scratch: path("scratch")})
+	built("Serve", c, err)
+	seed := int64(42)
+	c, err = f.Native(env, family.NativeSpec{Bundle: path("x.bundle"), Image: path("in.png"), Prompt: "p", Settings: map[string]string{"seed": "42"}, LatentSeed: &seed, Output: path("out.png")})
+	built("Native", c, err)
+	if spec.Batch {
+		c, err := f.NativeBatch(env, family.NativeBatchSpec{Bundle: path("x.bundle"), Items: path("items.jsonl"), Report: path("report.jsonl")})
+		built("NativeBatch", c, err)
+	}
+	return spec
+}
