@@ -1024,8 +1024,8 @@ const (
 )
 
 var (
-	csvLatency     = regexp.MustCompile(`(?m)^Request Latency \(ms\),([0-9.]+),([0-9.]+),([0-9.]+),`)
-	csvCount       = regexp.MustCompile(`(?m)^Request Count,([0-9.]+)`)
+	csvLatency = regexp.MustCompile(`(?m)^Request Latency \(ms\),([0-9.]+),([0-9.]+),([0-9.]+),`)
+	csvCount   = regexp.MustCompile(`(?m)^Request Count,([0-9.]+)`)
 	// The console writes each value as f"{value:,.2f}" (aiperf/exporters/
 	// console_metrics_exporter.py § _format_row, AIPerf 0.13.0): 1,392.90 past a second.
 	consoleLatency = regexp.MustCompile(`Request Latency \(ms\) │ +(` + consoleNumber + `) │ +(` + consoleNumber + `) │ +(` + consoleNumber + `) │`)

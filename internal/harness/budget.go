@@ -193,4 +193,3 @@ func (r *row) order(tb *schema.TimeBudget) {
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
