@@ -17,7 +17,6 @@ import (
 
 	"qualkit/internal/latents"
 	"qualkit/internal/schema"
-	"qualkit/internal/wire"
 )
 
 const resultsFile = "results.json"
@@ -412,7 +411,7 @@ func (r *rowCheck) checkCommands() {
 	for _, flag := range []string{"--endpoint-type", "--custom-endpoint", "--custom-dataset-type"} {
 		r.same(f, "aiperf "+flag, strings.Join(want[flag], ","), one(flag), "the "+r.proto.Name()+" protocol")
 	}
-	if r.proto.Name() == wire.TRTMCTask {
+	if r.proto.Traits().SettingsInPayload {
 		// The settings travel in each payload (checked per request), none as extra inputs.
 		r.same(f, "aiperf --extra-inputs", "", strings.Join(flags["--extra-inputs"], " "), "the "+r.proto.Name()+" protocol (every setting in the payload)")
 		return
@@ -535,13 +534,13 @@ func (r *rowCheck) checkBenchmark() {
 		}
 		r.same(rawExport, where+" output size", size, sizeText(out), "the requested size")
 		r.truth(!bytes.Equal(q.resp, q.sent), rawExport, where+" output", "not the input image's bytes (stage benchmark passed)", "the input's bytes")
-		if r.proto.Name() == wire.TRTMCTask {
+		if r.proto.Traits().ServerKeepsInputs {
 			r.checkServerInput(q, where)
 		}
 	}
-	if r.passed("benchmark") && r.proto.Name() == wire.OpenAIImages {
+	if r.passed("benchmark") && r.proto.Traits().AIPerfInputsFile {
 		// AIPerf writes inputs.json for its image_edit dataset, not for raw payloads.
-		r.truth(r.exists(aiperfInputs), aiperfInputs, "exact file set", "required once stage benchmark passed ("+wire.OpenAIImages+")", "missing")
+		r.truth(r.exists(aiperfInputs), aiperfInputs, "exact file set", "required once stage benchmark passed ("+r.proto.Name()+")", "missing")
 	}
 }
 

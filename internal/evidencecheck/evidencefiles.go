@@ -238,7 +238,7 @@ func (r *rowCheck) checkAIPerfInputs() {
 	}
 	r.truth(bytes.Equal(want.Bytes(), got), f, "AIPerf's input", "the fixtures' pairs as the "+proto.Name()+" protocol writes them (fixtures/manifest.json)", firstDiff(want.Bytes(), got))
 	b, ok := r.read(aiperfInputs)
-	if !ok || proto.Name() != wire.OpenAIImages {
+	if !ok || !proto.Traits().AIPerfInputsFile {
 		return
 	}
 	var ds struct {

@@ -20,6 +20,10 @@ func (OpenAI) Name() string         { return OpenAIImages }
 func (OpenAI) Route() string        { return "/v1/images/edits" }
 func (OpenAI) OutputSource() string { return "b64_json" }
 
+// Traits: the settings go as --extra-inputs form fields; AIPerf writes inputs.json for
+// its image_edit dataset; the server keeps no input.
+func (OpenAI) Traits() Traits { return Traits{AIPerfInputsFile: true} }
+
 // AIPerfEndpoint: the image_edit endpoint, single-turn inputs, and the settings as one
 // --extra-inputs JSON object (extra), which AIPerf adds to every request as form fields.
 //

@@ -39,6 +39,11 @@ func (Task) Name() string         { return TRTMCTask }
 func (Task) Route() string        { return "/v1/tasks/" + TaskOperation }
 func (Task) OutputSource() string { return "scratch" }
 
+// Traits: every control is in every payload (Encode); perf-serve keeps each $file input
+// beside its output (<scratch>/<request id>/inputs/input-0000<suffix>, files.py @
+// c94a23d3); AIPerf writes no inputs.json for raw payloads.
+func (Task) Traits() Traits { return Traits{SettingsInPayload: true, ServerKeepsInputs: true} }
+
 // AIPerfEndpoint: AIPerf's raw endpoint on the task route and mooncake_trace inputs
 // (whose "payload" AIPerf sends as the body, and records verbatim in the raw export).
 // AIPerf counts a 2xx without content as failed; a task result has its content, the

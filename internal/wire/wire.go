@@ -70,6 +70,20 @@ type Protocol interface {
 	// OutputSource names where the image is, as results.json records it
 	// ("b64_json", "scratch").
 	OutputSource() string
+	// Traits are what else the protocol decides of a run's files, for the checker.
+	Traits() Traits
+}
+
+// Traits are what a protocol decides of a run's evidence besides its requests.
+type Traits struct {
+	// SettingsInPayload: every setting travels in each request's payload, so AIPerf gets
+	// no --extra-inputs.
+	SettingsInPayload bool
+	// ServerKeepsInputs: the server keeps each request's image input beside its output in
+	// its scratch folder, so the checker compares it with what AIPerf sent.
+	ServerKeepsInputs bool
+	// AIPerfInputsFile: AIPerf writes its dataset as aiperf/artifacts/inputs.json.
+	AIPerfInputsFile bool
 }
 
 // ByName is the protocol of that name; "" is OpenAIImages (evidence written before the

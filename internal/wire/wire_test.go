@@ -195,3 +195,9 @@ func TestTaskOutputReadsTheReferenceBackendsArray(t *testing.T) {
 	_, err = npyImagePNG(append([]byte{}, npy[:len(npy)-4]...), "")
 	assert.ErrorContains(t, err, "holds 236 bytes, not 240")
 }
+
+// The traits the checker reads instead of a protocol's name.
+func TestTraits(t *testing.T) {
+	assert.Equal(t, Traits{AIPerfInputsFile: true}, OpenAI{}.Traits(), "settings as --extra-inputs; AIPerf's image_edit dataset written as inputs.json")
+	assert.Equal(t, Traits{SettingsInPayload: true, ServerKeepsInputs: true}, Task{LatentSeed: true}.Traits(), "perf-serve: every control in the payload, its $file inputs kept in scratch")
+}
