@@ -27,7 +27,7 @@ func BenchmarkRefEditRow(b *testing.B) {
 			for range b.N {
 				c := controlRow("refedit-v1-bench-"+mode.name, "the CPU path's benchmark",
 					func(_ *harness.Checkpoint, f *refedit.Faulty) { f.OneShot = mode.oneShot })
-				res, err := isolatedSuite(b, c.Name, false).Run(context.Background(), c, b.TempDir())
+				res, err := isolatedSuite(b, c.Name, false).Run(context.Background(), c, b.TempDir(), harness.Reproduce(b.Name()))
 				require.NoError(b, err)
 				require.NotNil(b, res.TimeBudget)
 				tb = *res.TimeBudget

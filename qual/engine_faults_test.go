@@ -49,7 +49,7 @@ func TestServerOOMKilled(t *testing.T) {
 	t.Cleanup(func() { assertNothingLeft(t, marker, runID) })
 	s := isolatedSuite(t, "oom", false)
 	runID = s.Evidence.RunID
-	res, err := s.Run(t.Context(), row, t.TempDir())
+	res, err := s.Run(t.Context(), row, t.TempDir(), harness.Reproduce(t.Name()))
 	require.NotNil(t, res, "%v", err)
 	t.Logf("%s: %s", stageTimes(res), res.Reason)
 
@@ -70,7 +70,7 @@ func TestCorrectnessOnlyRun(t *testing.T) {
 	// passed. A failure now prints the case's output.
 	row := controlRow("refedit-v1", "the reference row, its correctness case alone", func(*harness.Checkpoint, *refedit.Faulty) {})
 	s := isolatedSuite(t, "correctness-only", false, func(c *harness.SuiteConfig) { c.CorrectnessOnly = true })
-	res, err := s.Run(t.Context(), row, t.TempDir())
+	res, err := s.Run(t.Context(), row, t.TempDir(), harness.Reproduce(t.Name()))
 	if err != nil {
 		out, _ := os.ReadFile(filepath.Join(s.Evidence.Dir, row.Name, "correctness", "output.log"))
 		t.Fatalf("%v\ncorrectness/output.log:\n%s", err, out)
@@ -359,7 +359,7 @@ func TestInterruptAtEveryStage(t *testing.T) {
 					mu.Lock()
 					runs = append(runs, s.Evidence.RunID)
 					mu.Unlock()
-					res, err := s.Run(t.Context(), row, t.TempDir())
+					res, err := s.Run(t.Context(), row, t.TempDir(), harness.Reproduce(t.Name()))
 					if p, ok := serverPort(s, row.Name); ok {
 						mu.Lock()
 						ports = append(ports, p)

@@ -134,7 +134,7 @@ func TestNegativeControls(t *testing.T) {
 				row := controlRow(pc.name, "positive control: the unfaulted reference row", pc.row)
 				s := isolatedSuite(t, pc.name, baseConfig.Rebuild)
 				addRun(s.Evidence.RunID)
-				res, err := s.Run(t.Context(), row, t.TempDir())
+				res, err := s.Run(t.Context(), row, t.TempDir(), harness.Reproduce(t.Name()))
 				if p, ok := serverPort(s, row.Name); ok {
 					addPort(p)
 				}
@@ -169,7 +169,7 @@ func TestNegativeControls(t *testing.T) {
 				// The positive controls built the bundle; the rows share its cache entry.
 				s := isolatedSuite(t, slug(nc.fault), false)
 				addRun(s.Evidence.RunID)
-				res, runErr := s.Run(t.Context(), row, t.TempDir())
+				res, runErr := s.Run(t.Context(), row, t.TempDir(), harness.Reproduce(t.Name()))
 				if p, ok := serverPort(s, row.Name); ok {
 					addPort(p)
 				}

@@ -71,7 +71,7 @@ func TestHarnessFaults(t *testing.T) {
 			}
 		}()
 		start := time.Now()
-		res, err := s.Run(ctx, row, t.TempDir())
+		res, err := s.Run(ctx, row, t.TempDir(), harness.Reproduce(t.Name()))
 		took := time.Since(start)
 		require.NotNil(t, res, "%v", err)
 		stage, msg := firstFailed(res)
@@ -101,7 +101,7 @@ func runIsolated(t *testing.T, cfg harness.SuiteConfig, row harness.Checkpoint) 
 	cfg.EvidenceRoot, cfg.RunID = t.TempDir(), harness.NewRunID(time.Now())+"-hf-"+row.Name
 	s, err := harness.NewSuite(cfg)
 	require.NoError(t, err)
-	res, err := s.Run(t.Context(), row, t.TempDir())
+	res, err := s.Run(t.Context(), row, t.TempDir(), harness.Reproduce(t.Name()))
 	require.NotNil(t, res, "%v", err)
 	require.Error(t, err)
 	assertEvidence(t, s, row.Name, res)

@@ -40,7 +40,7 @@ func TestSerialAndOverlappedOrders(t *testing.T) {
 				t.Cleanup(func() { orderForgeriesFail(t, s.Evidence.Dir, row.Name) })
 			}
 			s = isolatedSuite(t, "order-"+name, false, func(c *harness.SuiteConfig) { c.Serial = serial })
-			res, _ := s.Run(t.Context(), row, t.TempDir())
+			res, _ := s.Run(t.Context(), row, t.TempDir(), harness.Reproduce(t.Name()))
 			require.NotNil(t, res)
 			for _, st := range res.Stages {
 				require.Equal(t, schema.Pass, st.Status, "stage %s: %s", st.Name, st.Error)

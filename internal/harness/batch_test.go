@@ -161,7 +161,7 @@ func TestIdentityBatchMode(t *testing.T) {
 			c := p.row("batch", "")
 			c.Adapter = FakeBatch{Mode: tc.mode}
 			s := p.start(t)
-			res, err := s.Run(context.Background(), c, t.TempDir())
+			res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 			require.NotNil(t, res.Identity, "%+v", res.Stages)
 			assert.Equal(t, tc.wantMode, res.Identity.Mode)
 			st, _ := res.Stage(schema.StageIdentity)
@@ -235,7 +235,7 @@ func TestIdentityParallelOnTheRowsGPUs(t *testing.T) {
 	c := p.row("two-gpus", "")
 	c.Needs.GPU.Count = 2
 	s := p.start(t)
-	res, err := s.Run(context.Background(), c, t.TempDir())
+	res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err, "%+v", res.Stages)
 	require.NotNil(t, res.Identity)
 	assert.Equal(t, schema.NativeParallel, res.Identity.Mode)
@@ -267,7 +267,7 @@ func TestPipelineOrders(t *testing.T) {
 	s := p.start(t)
 	c := p.row("early", "")
 	c.Adapter, c.Needs.ResidentBytes = FakeEarly{FakeBatch{Mode: "ok", Preload: true}}, 1<<20
-	res, err := s.Run(context.Background(), c, t.TempDir())
+	res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	tb := res.TimeBudget
 	assert.Equal(t, schema.OrderOverlapped, tb.Order)
@@ -279,7 +279,7 @@ func TestPipelineOrders(t *testing.T) {
 	p.cfg.Serial = true
 	s = p.start(t)
 	c.Name = "serial"
-	serial, err := s.Run(context.Background(), c, t.TempDir())
+	serial, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.Equal(t, schema.OrderSerial, serial.TimeBudget.Order)
 	assert.Nil(t, serial.TimeBudget.Overlap)
@@ -298,7 +298,7 @@ func TestIdentityPreloadedBatch(t *testing.T) {
 	c := p.row("preload", "")
 	c.Adapter, c.Needs.ResidentBytes = FakeBatch{Mode: "ok", Preload: true}, 1<<20
 	s := p.start(t)
-	res, err := s.Run(context.Background(), c, t.TempDir())
+	res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.Equal(t, schema.StatusQualified, res.Status, res.Reason)
 	assert.Equal(t, schema.NativeBatch, res.Identity.Mode)
@@ -314,7 +314,7 @@ func TestIdentityPreloadedBatch(t *testing.T) {
 	c = p.row("preload-fails", faultConstant)
 	c.Adapter, c.Needs.ResidentBytes = FakeBatch{FakeFamily: FakeFamily{Fault: faultConstant}, Mode: "ok", Preload: true}, 1<<20
 	start := time.Now()
-	res, err = s.Run(context.Background(), c, t.TempDir())
+	res, err = s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), time.Minute, "the failed row waited for its preloaded batch")
 	st, _ := res.Stage(schema.StageQuality)

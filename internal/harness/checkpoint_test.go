@@ -33,6 +33,6 @@ func TestTableRefusesBadRows(t *testing.T) {
 }
 
 func TestReproduceCommand(t *testing.T) {
-	assert.Equal(t, `go test ./qual/ -count=1 -v -run '^TestRefEdit$/^refedit-v1$'`, reproduce("TestRefEdit/refedit-v1"))
-	assert.Equal(t, `go test ./qual/ -count=1 -v -run '^TestQwen$/^qwen-image-edit-2511$'`, reproduce("TestQwen/qwen-image-edit-2511"))
+	assert.Equal(t, `go test ./qual/ -count=1 -v -run '^TestRefEdit$/^refedit-v1$'`, Reproduce("TestRefEdit/refedit-v1"))
+	assert.Equal(t, `go test ./qual/ -count=1 -v -run '^TestQwen$/^qwen-image-edit-2511$'`, Reproduce("TestQwen/qwen-image-edit-2511"))
 }

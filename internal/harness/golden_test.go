@@ -76,7 +76,7 @@ func normalize(v any, key, root string) any {
 func TestGoldenResultAndRow(t *testing.T) {
 	p := newPipeline(t, false)
 	s := p.start(t)
-	res, err := s.Run(context.Background(), p.row("golden", ""), t.TempDir())
+	res, err := s.Run(context.Background(), p.row("golden", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 
 	raw, err := os.ReadFile(filepath.Join(s.Evidence.Dir, "golden", schema.ResultsFile))

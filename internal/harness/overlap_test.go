@@ -42,7 +42,7 @@ func TestServerLoadsBesideTheCorrectnessCase(t *testing.T) {
 	s := p.start(t)
 	c := p.row("early", faultSlowCase)
 	c.Needs.ResidentBytes, c.Needs.CaseResidentBytes = 1<<20, 1<<20
-	res, err := s.Run(context.Background(), c, t.TempDir())
+	res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.Equal(t, schema.StatusQualified, res.Status, res.Reason)
 	tb := res.TimeBudget
@@ -89,7 +89,7 @@ func TestServerStartsAfterTheCaseWhenItMust(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := p.row(tc.name, "")
 			tc.adjust(&c)
-			res, err := s.Run(context.Background(), c, t.TempDir())
+			res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 			require.NoError(t, err)
 			require.Equal(t, schema.StatusQualified, res.Status, res.Reason)
 			o := res.TimeBudget.Overlap
@@ -111,7 +111,7 @@ func TestFailedCaseStopsTheEarlyServer(t *testing.T) {
 	s := p.start(t)
 	c := p.row("early-fails", faultCaseFails)
 	c.Needs.ResidentBytes, c.Needs.CaseResidentBytes = 1<<20, 1<<20
-	res, err := s.Run(context.Background(), c, t.TempDir())
+	res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.Error(t, err)
 	assert.Equal(t, schema.StatusFailed, res.Status)
 	assert.Equal(t, "correctness:fail", stageStatuses(res)[2])
@@ -185,7 +185,7 @@ func TestBuildBesidePreflightsSlowChecks(t *testing.T) {
 	s := p.start(t)
 	c := p.row("build-early", "")
 	c.Adapter = gatedChecks{FakeFamily: FakeFamily{Fault: faultGatedBuild}}
-	res, err := s.Run(context.Background(), c, t.TempDir())
+	res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.Equal(t, schema.StatusQualified, res.Status, res.Reason)
 	o := res.TimeBudget.Overlap
@@ -208,7 +208,7 @@ func TestBuildBesidePreflightsSlowChecks(t *testing.T) {
 	s2 := p.start(t)
 	c = p.row("build-serial", "")
 	c.Adapter = FakeFamily{Settings: map[string]string{"edit": "invert", "order": "serial"}} // another bundle: built, not taken from the cache
-	res, err = s2.Run(context.Background(), c, t.TempDir())
+	res, err = s2.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.Equal(t, schema.StatusQualified, res.Status, res.Reason)
 	assert.Nil(t, res.TimeBudget.Overlap, "the serial order begins nothing early")
@@ -225,7 +225,7 @@ func TestFailedPreflightStopsTheEarlyBuild(t *testing.T) {
 	s := p.start(t)
 	c := p.row("build-stopped", "")
 	c.Adapter = gatedChecks{FakeFamily: FakeFamily{Fault: faultGatedBuild}, fail: true}
-	res, err := s.Run(context.Background(), c, t.TempDir())
+	res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.Error(t, err)
 	assert.Equal(t, []string{"preflight:fail", "build:not-run"}, stageStatuses(res)[:2])
 	pre, _ := res.Stage(schema.StagePreflight)

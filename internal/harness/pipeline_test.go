@@ -122,7 +122,7 @@ func stageStatuses(res *schema.Result) []string {
 func TestPipelineQualifiesAGoodRow(t *testing.T) {
 	p := newPipeline(t, false)
 	s := p.start(t)
-	res, err := s.Run(context.Background(), p.row("good", ""), t.TempDir())
+	res, err := s.Run(context.Background(), p.row("good", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.Equal(t, schema.StatusQualified, res.Status, res.Reason)
 	want := []string{}
@@ -158,7 +158,7 @@ func TestPipelineQualifiesAGoodRow(t *testing.T) {
 func TestAIPerfTempFolderRemoved(t *testing.T) {
 	p := newPipeline(t, false)
 	s := p.start(t)
-	res, err := s.Run(t.Context(), p.row("good", ""), t.TempDir())
+	res, err := s.Run(t.Context(), p.row("good", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.Equal(t, schema.StatusQualified, res.Status, res.Reason)
 	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, "good", "commands.jsonl"))
@@ -197,7 +197,7 @@ func TestPipelineFaultsFailTheirStage(t *testing.T) {
 		t.Run(tc.fault, func(t *testing.T) {
 			p := newPipeline(t, false)
 			s := p.start(t)
-			res, err := s.Run(context.Background(), p.row("faulty", tc.fault), t.TempDir())
+			res, err := s.Run(context.Background(), p.row("faulty", tc.fault), t.TempDir(), Reproduce(t.Name()))
 			require.Error(t, err)
 			assert.Equal(t, schema.StatusFailed, res.Status)
 			kind := schema.KindGate
@@ -229,7 +229,7 @@ func TestPipelineFaultsFailTheirStage(t *testing.T) {
 func TestPipelineStatusRules(t *testing.T) {
 	t.Run("dirty tree", func(t *testing.T) {
 		p := newPipeline(t, true)
-		res, err := p.start(t).Run(context.Background(), p.row("dirty", ""), t.TempDir())
+		res, err := p.start(t).Run(context.Background(), p.row("dirty", ""), t.TempDir(), Reproduce(t.Name()))
 		require.NoError(t, err)
 		assert.Equal(t, schema.StatusDirty, res.Status)
 		assert.Contains(t, res.Provenance.Changes, "?? uncommitted.txt")
@@ -238,21 +238,21 @@ func TestPipelineStatusRules(t *testing.T) {
 		p := newPipeline(t, false)
 		c := p.row("smoke", "")
 		c.Smoke = true
-		res, err := p.start(t).Run(context.Background(), c, t.TempDir())
+		res, err := p.start(t).Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 		require.NoError(t, err)
 		assert.Equal(t, schema.StatusSmoke, res.Status)
 	})
 	t.Run("not a qualification run", func(t *testing.T) {
 		p := newPipeline(t, false)
 		p.cfg.Qualification = false
-		res, err := p.start(t).Run(context.Background(), p.row("nq", ""), t.TempDir())
+		res, err := p.start(t).Run(context.Background(), p.row("nq", ""), t.TempDir(), Reproduce(t.Name()))
 		require.NoError(t, err)
 		assert.Equal(t, schema.StatusPassedNQ, res.Status)
 	})
 	t.Run("an absent host requirement fails a qualification run", func(t *testing.T) {
 		p := newPipeline(t, false)
 		p.cfg.AIPerf.Bin = filepath.Join(p.root, "no-aiperf")
-		res, err := p.start(t).Run(context.Background(), p.row("noaiperf", ""), t.TempDir())
+		res, err := p.start(t).Run(context.Background(), p.row("noaiperf", ""), t.TempDir(), Reproduce(t.Name()))
 		require.Error(t, err)
 		assert.Equal(t, schema.StatusFailed, res.Status)
 		assert.Contains(t, res.Stages[0].Error, "make setup")
@@ -262,7 +262,7 @@ func TestPipelineStatusRules(t *testing.T) {
 		p.cfg.AIPerf.Bin = filepath.Join(p.root, "no-aiperf")
 		p.cfg.Qualification = false
 		s := p.start(t)
-		res, err := s.Run(context.Background(), p.row("skipped", ""), t.TempDir())
+		res, err := s.Run(context.Background(), p.row("skipped", ""), t.TempDir(), Reproduce(t.Name()))
 		require.Error(t, err)
 		assert.Equal(t, schema.StatusNotRun, res.Status)
 		summary, _, err := s.Finish(context.Background())
@@ -273,7 +273,7 @@ func TestPipelineStatusRules(t *testing.T) {
 		p := newPipeline(t, false)
 		p.cfg.Qualification = false
 		require.NoError(t, os.WriteFile(filepath.Join(p.root, "fixtures/fake/a.png"), []byte("not a png"), 0o644))
-		res, err := p.start(t).Run(context.Background(), p.row("broken", ""), t.TempDir())
+		res, err := p.start(t).Run(context.Background(), p.row("broken", ""), t.TempDir(), Reproduce(t.Name()))
 		require.Error(t, err)
 		assert.Equal(t, schema.StatusFailed, res.Status)
 		assert.Contains(t, res.Stages[0].Error, "a.png")
@@ -282,12 +282,12 @@ func TestPipelineStatusRules(t *testing.T) {
 
 func TestPipelineReusesTheBundleOnlyForItsKey(t *testing.T) {
 	p := newPipeline(t, false)
-	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.False(t, first.Bundle.Cached)
 
 	p.cfg.RunID = "unit-2"
-	again, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	again, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.True(t, again.Bundle.Cached)
 	assert.Equal(t, first.Bundle.CacheKey, again.Bundle.CacheKey)
@@ -296,27 +296,27 @@ func TestPipelineReusesTheBundleOnlyForItsKey(t *testing.T) {
 	p.cfg.RunID = "unit-3"
 	c := p.row("one", "")
 	c.Adapter = FakeFamily{Settings: map[string]string{"edit": "invert", "precision": "fp8"}}
-	other, err := p.start(t).Run(context.Background(), c, t.TempDir())
+	other, err := p.start(t).Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.False(t, other.Bundle.Cached)
 	assert.NotEqual(t, first.Bundle.CacheKey, other.Bundle.CacheKey)
 
 	p.cfg.RunID, p.cfg.Rebuild = "unit-4", true
-	rebuilt, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	rebuilt, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.False(t, rebuilt.Bundle.Cached, "-qualkit.rebuild ignores the cache")
 
 	// A bundle changed in the cache is rebuilt, not trusted.
 	require.NoError(t, os.WriteFile(first.Bundle.Path, []byte("tampered"), 0o644))
 	p.cfg.RunID, p.cfg.Rebuild = "unit-5", false
-	fresh, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	fresh, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.False(t, fresh.Bundle.Cached)
 	assert.Equal(t, first.Bundle.SHA256, fresh.Bundle.SHA256)
 
 	// Reused, the bundle names the run and row that built it and the entry's sha256.
 	p.cfg.RunID = "unit-6"
-	reused, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	reused, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.True(t, reused.Bundle.Cached)
 	assert.Equal(t, "unit-5/one", reused.Bundle.BuiltBy)
@@ -328,7 +328,7 @@ func TestPipelineReusesTheBundleOnlyForItsKey(t *testing.T) {
 // an entry whose building run's evidence was removed or records another bundle.
 func TestPipelineRebuildsAPlantedBundle(t *testing.T) {
 	p := newPipeline(t, false)
-	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.False(t, first.Bundle.Cached)
 	meta := filepath.Join(filepath.Dir(first.Bundle.Path), "bundle.json")
@@ -353,7 +353,7 @@ func TestPipelineRebuildsAPlantedBundle(t *testing.T) {
 			}
 			plant(t, builtBy)
 			p.cfg.RunID = fmt.Sprintf("planted-%d", i)
-			res, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+			res, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 			require.NoError(t, err)
 			assert.False(t, res.Bundle.Cached, "a planted bundle is built again")
 			assert.Equal(t, first.Bundle.SHA256, res.Bundle.SHA256)
@@ -409,7 +409,7 @@ func TestPipelineOptionalContracts(t *testing.T) {
 			tc.change(&f)
 			c := p.row("optional", "")
 			c.Adapter = f
-			res, err := p.start(t).Run(context.Background(), c, t.TempDir())
+			res, err := p.start(t).Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 			if tc.stage == "" {
 				require.NoError(t, err, "%+v", res.Stages)
 				assert.Equal(t, schema.StatusQualified, res.Status)
@@ -433,7 +433,7 @@ func TestPipelineOptionalContracts(t *testing.T) {
 		p := newPipeline(t, false)
 		c := p.row("double", "")
 		c.Double = true
-		res, err := p.start(t).Run(context.Background(), c, t.TempDir())
+		res, err := p.start(t).Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 		require.NoError(t, err)
 		assert.Equal(t, schema.StatusDouble, res.Status)
 		assert.True(t, res.Checkpoint.Double)
@@ -446,9 +446,9 @@ func TestRowRunTwiceGetsTwoFolders(t *testing.T) {
 	p := newPipeline(t, false)
 	s := p.start(t)
 	c := p.row("twice", "")
-	first, err := s.Run(context.Background(), c, t.TempDir())
+	first, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
-	second, err := s.Run(context.Background(), c, t.TempDir())
+	second, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.Equal(t, "twice", first.Row)
 	assert.Equal(t, "twice.2", second.Row)
@@ -478,7 +478,7 @@ func TestInterruptStopsTheRowAndSaysWhere(t *testing.T) {
 		}
 	}()
 	started := time.Now()
-	res, err := s.Run(context.Background(), p.row("interrupted", faultNeverReady), t.TempDir())
+	res, err := s.Run(context.Background(), p.row("interrupted", faultNeverReady), t.TempDir(), Reproduce(t.Name()))
 	require.Error(t, err)
 	assert.Less(t, time.Since(started), 30*time.Second, "the row stops at the signal, not at its deadline")
 	assert.Equal(t, schema.KindInterrupted, res.FailureKind)
@@ -489,7 +489,7 @@ func TestInterruptStopsTheRowAndSaysWhere(t *testing.T) {
 		}
 	}
 
-	next, err := s.Run(context.Background(), p.row("after", ""), t.TempDir())
+	next, err := s.Run(context.Background(), p.row("after", ""), t.TempDir(), Reproduce(t.Name()))
 	require.Error(t, err)
 	assert.Equal(t, schema.KindInterrupted, next.FailureKind)
 	assert.Equal(t, "stage preflight failed: interrupted: SIGINT, 0.0 s into the stage", next.Reason)
@@ -554,7 +554,7 @@ func TestPipelineBundleVoucherMustCheck(t *testing.T) {
 	p := newPipeline(t, false)
 	var checked []string
 	p.cfg.RunID = "voucher"
-	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.False(t, first.Bundle.Cached)
 	anotherProcess := func() { // as if a process other than this one had built it
@@ -565,14 +565,14 @@ func TestPipelineBundleVoucherMustCheck(t *testing.T) {
 
 	anotherProcess()
 	p.cfg.RunID = "no-checker"
-	res, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	res, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.False(t, res.Bundle.Cached, "no checker: no other run vouches")
 
 	anotherProcess()
 	p.cfg.Reporter = stubReporter{check: func(string) error { return errors.New("SHA256SUMS: refedit-v1/SHA256SUMS changed after the run") }, checked: &checked}
 	p.cfg.RunID = "forged-voucher"
-	res, err = p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	res, err = p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.False(t, res.Bundle.Cached, "a voucher that fails its check vouches for nothing")
 	assert.Equal(t, []string{"no-checker"}, checked, "the run named as the bundle's builder is the one checked")
@@ -581,7 +581,7 @@ func TestPipelineBundleVoucherMustCheck(t *testing.T) {
 	checked = nil
 	p.cfg.Reporter = stubReporter{check: func(string) error { return nil }, checked: &checked}
 	p.cfg.RunID = "honest"
-	res, err = p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	res, err = p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.True(t, res.Bundle.Cached, "a voucher that checks vouches")
 	assert.Equal(t, []string{"forged-voucher"}, checked)
@@ -595,7 +595,7 @@ func TestPipelineBundleVoucherMustCheck(t *testing.T) {
 func TestABundleInUseIsNeverReplacedUnderIt(t *testing.T) {
 	p := newPipeline(t, false)
 	p.cfg.RunID = "first"
-	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.False(t, first.Bundle.Cached)
 	entry := filepath.Dir(first.Bundle.Path)
@@ -612,7 +612,7 @@ func TestABundleInUseIsNeverReplacedUnderIt(t *testing.T) {
 	delete(builtHere, entry) // as if another process had built it: this one trusts it not
 	bundleMu.Unlock()
 	p.cfg.RunID = "beside"
-	res, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	res, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.Equal(t, schema.StatusQualified, res.Status, res.Reason)
 	assert.False(t, res.Bundle.Cached)
@@ -626,7 +626,7 @@ func TestABundleInUseIsNeverReplacedUnderIt(t *testing.T) {
 
 	held.unlock()
 	p.cfg.RunID, p.cfg.Rebuild = "rebuild", true
-	res, err = p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir())
+	res, err = p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	assert.Empty(t, res.Bundle.Private, "a free entry is rebuilt in place")
 	assert.Equal(t, first.Bundle.Path, res.Bundle.Path)

@@ -57,7 +57,7 @@ func TestRowsLeaseTheHostsGPUs(t *testing.T) {
 			var wg sync.WaitGroup
 			for i, c := range rows {
 				wg.Go(func() {
-					res, _ := s.Run(context.Background(), c, t.TempDir())
+					res, _ := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 					results[i] = res
 				})
 			}

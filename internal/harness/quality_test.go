@@ -66,7 +66,7 @@ func TestQualityStage(t *testing.T) {
 			c := p.row("judged", tc.fault)
 			c.Adapter = FakeJudged{FakeFamily: FakeFamily{Fault: tc.fault}, Prompt: tc.prompt}
 			s := p.start(t)
-			res, err := s.Run(context.Background(), c, t.TempDir())
+			res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
 			st, _ := res.Stage(schema.StageQuality)
 			q := res.Quality
 			require.NotNil(t, q)

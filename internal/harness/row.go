@@ -112,7 +112,7 @@ func (s *Suite) runName(name string) string {
 }
 
 // newRow opens the row's evidence folder and registers its result with the suite.
-func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
+func (s *Suite) newRow(c Checkpoint, work, reproduce string) (*row, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (s *Suite) newRow(c Checkpoint, work, testName string) (*row, error) {
 		Checkpoint: schema.CheckpointRef{Name: c.Name, Family: c.Family, Backend: r.spec.Backend, Model: c.Model,
 			Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke, Double: c.Double},
 		Measured: c.Bench.Measured, Warmup: c.Bench.Warmup,
-		Command: reproduce(testName), Provenance: s.provenance,
+		Command: reproduce, Provenance: s.provenance,
 		NativeOutputPattern: r.spec.NativeOutputPattern,
 	}
 	r.proto = r.spec.Wire
@@ -162,51 +162,118 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	if err := wholeRow(t.Name()); err != nil {
 		t.Fatal(err)
 	}
-	lease, waitS := s.lease(t.Context(), c, func(line string) { t.Log(line) })
-	r, err := s.newRow(c, t.TempDir(), t.Name())
+	r, err := s.start(t.Context(), c, t.TempDir(), Reproduce(t.Name()), func(line string) { t.Log(line) })
 	if err != nil {
-		releaseLease(lease)
 		t.Fatal(err)
 	}
-	r.lease, r.leaseWaitS = lease, waitS
-	t.Cleanup(r.unlockEntry)
-	t.Cleanup(r.stopServer)
-	t.Cleanup(r.stopBackground)
-	t.Cleanup(r.release)
+	t.Cleanup(r.end)
 	ctx, cancel := s.rowContext(t.Context(), t)
 	defer cancel()
+	r.drive(ctx, subtests{t: t, r: r})
+}
+
+// Run qualifies one row without subtests, the same way: the stages in order, each after
+// a failure recorded "not-run", then the report. reproduce is the command results.json
+// gives to run the row again (Reproduce, for a test's own name). Negative controls use
+// it to prove which stage catches a fault.
+func (s *Suite) Run(ctx context.Context, c Checkpoint, work, reproduce string) (*schema.Result, error) {
+	ctx, cancel := s.rowContext(ctx, nil)
+	defer cancel()
+	r, err := s.start(ctx, c, work, reproduce, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.end()
+	return r.result, r.drive(ctx, calls{})
+}
+
+// start leases what the row needs and opens it; on an error nothing is held.
+func (s *Suite) start(ctx context.Context, c Checkpoint, work, reproduce string, say func(string)) (*row, error) {
+	lease, waitS := s.lease(ctx, c, say)
+	r, err := s.newRow(c, work, reproduce)
+	if err != nil {
+		releaseLease(lease)
+		return nil, err
+	}
+	r.lease, r.leaseWaitS = lease, waitS
+	return r, nil
+}
+
+// end stops what the row started, in the one order both drivers use: what runs beside
+// the stages, the server, the bundle cache entry's lock, then the lease. Each step is
+// idempotent: the report has usually done them.
+func (r *row) end() {
+	r.stopBackground()
+	r.stopServer()
+	r.unlockEntry()
+	r.release()
+}
+
+// stageRunner runs a row's stages and its report: as subtests under go test (subtests),
+// or as plain calls (calls). Each says whether the body ran: a -run/-skip selection can
+// leave a subtest out.
+type stageRunner interface {
+	stage(name string, body func(say func(string)) error) (ran bool)
+	report(body func() error) (ran bool)
+	// skipped ends the row's test as skipped (a row that is not run, and says why).
+	skipped(why string)
+	// missed fails the row's test: a stage or the report did not run.
+	missed(format string, args ...any)
+}
+
+// drive runs the row's stages in order, then its report, through run. A stage after a
+// failure, or beyond a correctness-only run, is recorded "not-run" without a subtest, so
+// the one failure that matters is not buried under a FAIL line per later stage.
+func (r *row) drive(ctx context.Context, run stageRunner) error {
 	for _, st := range stages {
 		if r.failed != "" || r.beyondCorrectnessOnly(st.name) {
-			// Recorded "not-run" in results.json; no subtest, so the one failure that
-			// matters is not buried under a FAIL line per later stage.
 			r.runStage(ctx, st, nil)
 			continue
 		}
-		ran := false
-		t.Run(st.name, func(t *testing.T) {
-			ran = true
-			err := r.runStage(ctx, st, func(line string) { t.Log(line) })
-			switch {
-			case r.skipReason != "":
-				t.Skipf("%s %s: %s", st.name, r.c.Name, r.skipReason)
-			case err != nil:
-				t.Fatalf("%v\nevidence: %s", err, r.ev.Dir)
-			}
-		})
-		if !ran {
+		if !run.stage(st.name, func(say func(string)) error { return r.runStage(ctx, st, say) }) {
 			// wholeRow predicted otherwise; the row still never reads as passed.
 			r.notSelected(st.name)
-			t.Errorf("stage %s of %s did not run: the -run/-skip selection left it out, so the row fails", st.name, c.Name)
+			run.missed("stage %s of %s did not run: the -run/-skip selection left it out, so the row fails", st.name, r.c.Name)
 		}
 		if r.skipReason != "" {
-			r.report()
-			t.Skipf("not run (not a qualification run): %s", r.skipReason)
+			err := r.report()
+			run.skipped("not run (not a qualification run): " + r.skipReason)
+			return err
 		}
 	}
-	ran := false
-	t.Run(schema.StageReport, func(t *testing.T) {
+	var err error
+	if !run.report(func() error { err = r.report(); return err }) {
+		err = r.report()
+		run.missed("the report of %s did not run: the -run/-skip selection left it out, so the row fails", r.c.Name)
+	}
+	return err
+}
+
+// subtests runs each stage as a subtest of t and the report as its last.
+type subtests struct {
+	t *testing.T
+	r *row
+}
+
+func (s subtests) stage(name string, body func(say func(string)) error) (ran bool) {
+	s.t.Run(name, func(t *testing.T) {
 		ran = true
-		err := r.report()
+		err := body(func(line string) { t.Log(line) })
+		switch {
+		case s.r.skipReason != "":
+			t.Skipf("%s %s: %s", name, s.r.c.Name, s.r.skipReason)
+		case err != nil:
+			t.Fatalf("%v\nevidence: %s", err, s.r.ev.Dir)
+		}
+	})
+	return ran
+}
+
+func (s subtests) report(body func() error) (ran bool) {
+	s.t.Run(schema.StageReport, func(t *testing.T) {
+		ran = true
+		err := body()
+		r := s.r
 		r.attrs(t)
 		t.Logf("%s%s", MarkdownHeader, MarkdownRow(r.result))
 		t.Logf("sha256 of %s/%s: %s (the anchor that proves every file of the row)", r.ev.Dir, ChecksumFile, r.sumsSHA)
@@ -214,11 +281,19 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 			t.Fatal(err)
 		}
 	})
-	if !ran {
-		r.report()
-		t.Errorf("the report of %s did not run: the -run/-skip selection left it out, so the row fails", c.Name)
-	}
+	return ran
 }
+
+func (s subtests) skipped(why string)                { s.t.Skip(why) }
+func (s subtests) missed(format string, args ...any) { s.t.Errorf(format, args...) }
+
+// calls runs each stage and the report as a plain call.
+type calls struct{}
+
+func (calls) stage(_ string, body func(say func(string)) error) bool { body(nil); return true }
+func (calls) report(body func() error) bool                          { body(); return true }
+func (calls) skipped(string)                                         {}
+func (calls) missed(string, ...any)                                  {}
 
 // wholeRow is nil when go test's -run and -skip select every stage subtest of the row
 // named rowTest, or none; else an error naming what runs and how to select the row whole.
@@ -244,7 +319,7 @@ func wholeRow(rowTest string) error {
 	}
 	return fmt.Errorf("the -run/-skip selection runs %s of row %s, not %s: a row runs whole or proves nothing, so it did not start. "+
 		"Run it whole with: %s (to check only what it needs of this host: make doctor RUN='%s')",
-		selected, rowTest, strings.Join(off, ", "), reproduce(rowTest), runPattern(rowTest))
+		selected, rowTest, strings.Join(off, ", "), Reproduce(rowTest), runPattern(rowTest))
 }
 
 // notSelected records a stage that did not run because go test left it out.
@@ -254,28 +329,6 @@ func (r *row) notSelected(name string) {
 	if r.failed == "" {
 		r.failed = name
 	}
-}
-
-// Run qualifies one row without subtests: the stages in order, each after a failure
-// recorded "not-run". Negative controls use it to prove which stage catches a fault.
-func (s *Suite) Run(ctx context.Context, c Checkpoint, work string) (*schema.Result, error) {
-	ctx, cancel := s.rowContext(ctx, nil)
-	defer cancel()
-	lease, waitS := s.lease(ctx, c, nil)
-	r, err := s.newRow(c, work, "TestNegativeControls/"+c.Name)
-	if err != nil {
-		releaseLease(lease)
-		return nil, err
-	}
-	r.lease, r.leaseWaitS = lease, waitS
-	defer r.release()
-	defer r.unlockEntry()
-	defer r.stopServer()
-	defer r.stopBackground()
-	for _, st := range stages {
-		r.runStage(ctx, st, nil)
-	}
-	return r.result, r.report()
 }
 
 func (r *row) stopServer() {
@@ -461,8 +514,9 @@ func (r *row) attrs(t *testing.T) {
 	}
 }
 
-// reproduce is the command that reruns exactly this row.
-func reproduce(testName string) string {
+// Reproduce is the command that reruns exactly the qual test named testName (a row, or a
+// test that runs rows through Suite.Run).
+func Reproduce(testName string) string {
 	return fmt.Sprintf("go test ./qual/ -count=1 -v -run '%s'", runPattern(testName))
 }
 

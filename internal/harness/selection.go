@@ -9,7 +9,8 @@ import (
 
 // Selection is go test's -run and -skip, matched the way the testing package matches
 // them, so that the harness can tell before a row starts whether the selection runs the
-// row whole, and doctor can list the rows a pattern selects.
+// row whole, and doctor can list the rows a pattern selects. The testing package exports
+// no matcher: TestSelectionAgreesWithGoTest holds this one to go test's own.
 type Selection struct {
 	run, skip [][]*regexp.Regexp // alternatives of slash-separated elements; nil run selects all
 }
