@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -45,6 +46,11 @@ func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mo
 		opts = append(opts, serving.WithGPUs(gpus))
 	}
 	if !r.inImage(stage) {
+		// A process's temp files (a go build's work folder) go with the row's work folder,
+		// even when the process is killed before it removes them.
+		if r.env.Work != "" {
+			opts = append(opts, serving.WithTempDir(filepath.Join(r.env.Work, "tmp")))
+		}
 		return opts, nil
 	}
 	img, err := r.image(ctx, stage)
