@@ -42,6 +42,9 @@ func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mo
 	if stage == schema.StageBuild && r.earlyBuild != nil {
 		opts = []serving.Option{serving.WithRecorder(buildRecorder{r.ev, r.earlyBuild}, stage)}
 	}
+	if r.s.cfg.Reaper != nil {
+		opts = append(opts, serving.WithGroupTracker(r.s.cfg.Reaper))
+	}
 	if len(gpus) > 0 && stage != schema.StageBenchmark {
 		opts = append(opts, serving.WithGPUs(gpus))
 	}

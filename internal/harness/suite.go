@@ -60,8 +60,9 @@ type SuiteConfig struct {
 	// the server is ready and the native batch process at identity. It measures what overlapping gains; the gates are the same.
 	Serial bool
 	// Reaper removes, when this process ends without doing so (killed, or go test's
-	// -timeout alarm), what the run made outside Docker and its temp folder: the evidence
-	// reserve. nil: nothing is asked (a process with no reaper; package reaper).
+	// -timeout alarm), what the run made outside Docker: the process groups its rows
+	// started, the evidence reserve. nil: nothing is asked (a process with no reaper;
+	// package reaper).
 	Reaper Reaper
 	// Reporter derives what a reviewer reads from the evidence (pictures, PR.md,
 	// index.html) and checks it. nil derives nothing: such a run folder does not pass
@@ -71,6 +72,7 @@ type SuiteConfig struct {
 
 // Reaper is the process's reaper (package reaper), as a run asks it.
 type Reaper interface {
+	serving.GroupTracker
 	Remove(path string)
 }
 

@@ -59,7 +59,7 @@ func runProcess(ctx context.Context, c Command, log string, o options) (schema.C
 	c.Env = append(o.processTempEnv(), append(c.Env, o.processGPUEnv()...)...)
 	began := time.Now() // walls from the monotonic clock: a wall-clock step (NTP, a resumed VM) must not stretch them
 	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: log, Start: began.UTC()}
-	cmd, logf, err := startProcess(ctx, c, log)
+	cmd, logf, err := startProcess(ctx, c, log, o)
 	if err != nil {
 		rec.ExitCode, rec.Error = -1, err.Error()
 		return rec, o.record(rec, err)
@@ -85,7 +85,7 @@ func runProcess(ctx context.Context, c Command, log string, o options) (schema.C
 // startProcess starts c in its own process group, so that cancelling ctx or stopping it
 // ends every process it spawned, and sends its output to log. Its environment marks it
 // as this session's (SessionEnv), for the reaper.
-func startProcess(ctx context.Context, c Command, log string) (*exec.Cmd, *os.File, error) {
+func startProcess(ctx context.Context, c Command, log string, o options) (*exec.Cmd, *os.File, error) {
 	if len(c.Args) == 0 {
 		return nil, nil, errors.New("empty command")
 	}
@@ -104,6 +104,9 @@ func startProcess(ctx context.Context, c Command, log string) (*exec.Cmd, *os.Fi
 		logf.Close()
 		return nil, nil, fmt.Errorf("start %s: %w", c.Args[0], err)
 	}
+	if o.groups != nil {
+		o.groups.TrackGroup(groupOf(cmd.Process.Pid))
+	}
 	return cmd, logf, nil
 }
 
@@ -116,6 +119,26 @@ func killGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 		return err
 	}
 	return nil
+}
+
+// Group is a process group Run or Start created: its id (its leader's pid) and its
+// leader's start time, which tells the group from a later one of the same number.
+type Group struct {
+	ID    int
+	Start string
+}
+
+func groupOf(leader int) Group {
+	start, _ := processStart(leader)
+	return Group{ID: leader, Start: start}
+}
+
+// GroupTracker learns of every process group Run and Start create (WithGroupTracker):
+// the reaper kills the groups a killed process left. Their processes are found by their
+// group, not only by SessionEnv: a program may rewrite the memory its environment is read
+// from (AIPerf's Python services set their process titles over it).
+type GroupTracker interface {
+	TrackGroup(Group)
 }
 
 // endGroup kills what is left of the process group pgid (its leader has been waited

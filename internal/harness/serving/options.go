@@ -19,6 +19,7 @@ type options struct {
 	recorder  Recorder
 	stage     string
 	tempDir   string
+	groups    GroupTracker
 }
 
 func newOptions(opts []Option) options {
@@ -59,6 +60,10 @@ func WithGPUs(devs []gpu.Device) Option { return func(o *options) { o.gpus = dev
 // GOTMPDIR, unless the command sets them: what a killed process leaves there (a go
 // build's work folder) goes with dir. A container's temp folder goes with the container.
 func WithTempDir(dir string) Option { return func(o *options) { o.tempDir = dir } }
+
+// WithGroupTracker tells g of the process group of every process started (none for a
+// container: its processes go with it).
+func WithGroupTracker(g GroupTracker) Option { return func(o *options) { o.groups = g } }
 
 // WithRecorder records the command, under stage, once it ends.
 func WithRecorder(r Recorder, stage string) Option {

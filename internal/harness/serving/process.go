@@ -34,7 +34,7 @@ func startProcessServer(ctx context.Context, spec ServerSpec, o options) (Server
 	c.Env = append(o.processTempEnv(), append(c.Env, o.processGPUEnv()...)...)
 	start := time.Now()
 	// The server must outlive the stage's context: it is stopped explicitly.
-	cmd, logf, err := startProcess(context.WithoutCancel(ctx), c, spec.Log)
+	cmd, logf, err := startProcess(context.WithoutCancel(ctx), c, spec.Log, o)
 	if err != nil {
 		rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC(), ExitCode: -1, Error: err.Error()}
 		return nil, o.record(rec, err)

@@ -180,8 +180,7 @@ func KillSession(o Owner, within time.Duration) ([]string, error) {
 		for _, pid := range pids {
 			if !seen[pid] { // its command line while it still has one
 				seen[pid] = true
-				cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-				killed = append(killed, fmt.Sprintf("process %d: %s", pid, strings.TrimSpace(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))))
+				killed = append(killed, fmt.Sprintf("process %d: %s", pid, cmdline(pid)))
 			}
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -190,6 +189,64 @@ func KillSession(o Owner, within time.Duration) ([]string, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// KillGroups sends SIGKILL to every process of the groups given that is still theirs,
+// and waits until none runs, within at most; it returns one line per process. A group
+// whose number a later process took as its own (its leader alive with another start
+// time) is another's now, and left alone.
+func KillGroups(groups []Group, within time.Duration) ([]string, error) {
+	var killed []string
+	seen := map[int]bool{}
+	for deadline := time.Now().Add(within); ; {
+		pids := groupProcesses(groups)
+		if len(pids) == 0 {
+			return killed, nil
+		}
+		for _, pid := range pids {
+			if !seen[pid] {
+				seen[pid] = true
+				killed = append(killed, fmt.Sprintf("process %d: %s", pid, cmdline(pid)))
+			}
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			return killed, fmt.Errorf("%d process(es) of the session's groups still alive %s after SIGKILL: %v", len(pids), within, pids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// groupProcesses lists the live processes (zombies aside) of the groups that are still
+// theirs.
+func groupProcesses(groups []Group) []int {
+	ours := map[string]bool{}
+	for _, g := range groups {
+		if start, err := processStart(g.ID); err == nil && g.Start != "" && start != g.Start {
+			continue // the number is another process's now
+		}
+		ours[strconv.Itoa(g.ID)] = true
+	}
+	if len(ours) == 0 {
+		return nil
+	}
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, p := range paths {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if f, err := procStat(pid); err == nil && ours[f[2]] && f[0] != "Z" && f[0] != "X" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func cmdline(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
 }
 
 // sessionProcesses lists the live processes (zombies aside, which hold no environment)

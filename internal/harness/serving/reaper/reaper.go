@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,6 +99,20 @@ func Start(program string) (*Reaper, error) {
 	return r, nil
 }
 
+// TrackGroup tells the reaper of a process group this process started
+// (serving.GroupTracker): it kills what is left of the group when this process ends.
+// Nil-safe.
+func (r *Reaper) TrackGroup(g serving.Group) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pipe != nil {
+		fmt.Fprintf(r.pipe, "group %d %s\n", g.ID, g.Start)
+	}
+}
+
 // Remove asks the reaper to remove path (a file or a folder) if it is still there when
 // this process ends. Nil-safe: without a reaper nothing is asked.
 func (r *Reaper) Remove(path string) {
@@ -159,24 +174,37 @@ func Main() int {
 		fmt.Fprint(ready, "ready\n")
 		ready.Close()
 	}
-	paths := listen(os.Stdin)
-	report := Reap(ctx, o, paths, dockerErr == nil)
+	report := Reap(ctx, o, listen(os.Stdin), dockerErr == nil)
 	if report != "" {
 		fmt.Fprint(os.Stderr, report)
 	}
 	return 0
 }
 
-// listen reads the paths to remove until the pipe closes.
-func listen(in io.Reader) []string {
-	var paths []string
+// Left is what the process told its reaper of: the paths to remove and the process
+// groups to kill if they are still there when it ends.
+type Left struct {
+	Paths  []string
+	Groups []serving.Group
+}
+
+// listen reads what the process tells until the pipe closes.
+func listen(in io.Reader) Left {
+	var l Left
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
-		if p, ok := strings.CutPrefix(sc.Text(), "remove "); ok {
-			paths = append(paths, p)
+		line := sc.Text()
+		if p, ok := strings.CutPrefix(line, "remove "); ok {
+			l.Paths = append(l.Paths, p)
+		}
+		if g, ok := strings.CutPrefix(line, "group "); ok {
+			id, start, _ := strings.Cut(g, " ")
+			if n, err := strconv.Atoi(id); err == nil && n > 1 {
+				l.Groups = append(l.Groups, serving.Group{ID: n, Start: start})
+			}
 		}
 	}
-	return paths
+	return l
 }
 
 // killWithin bounds the wait for killed processes to end (the kernel ends them as soon
@@ -187,11 +215,12 @@ const (
 	removeWithin = 5 * time.Minute
 )
 
-// Reap removes what o left: its processes, then (withDocker) its containers, images and
-// presence, then paths, then the build steps every run shares when no other session is
-// alive. It returns the report to print: what o left, a line per thing and per failure,
-// and one line for the shared build steps; "" when there was nothing to remove.
-func Reap(ctx context.Context, o serving.Owner, paths []string, withDocker bool) string {
+// Reap removes what o left: its processes (its groups', then those its mark names),
+// then (withDocker) its containers, images and presence, then the paths, then the build
+// steps every run shares when no other session is alive. It returns the report to print:
+// what o left, a line per thing and per failure, and one line for the shared build
+// steps; "" when there was nothing to remove.
+func Reap(ctx context.Context, o serving.Owner, l Left, withDocker bool) string {
 	var left []string
 	add := func(what []string, err error) {
 		left = append(left, what...)
@@ -199,13 +228,14 @@ func Reap(ctx context.Context, o serving.Owner, paths []string, withDocker bool)
 			left = append(left, "FAILED: "+err.Error())
 		}
 	}
+	add(serving.KillGroups(l.Groups, killWithin))
 	add(serving.KillSession(o, killWithin))
 	ctx, cancel := context.WithTimeout(ctx, removeWithin)
 	defer cancel()
 	if withDocker {
 		add(serving.RemoveSession(ctx, o))
 	}
-	for _, p := range paths {
+	for _, p := range l.Paths {
 		if _, err := os.Lstat(p); err != nil {
 			continue
 		}

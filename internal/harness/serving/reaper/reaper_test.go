@@ -64,9 +64,17 @@ func ownerMain(mode string) int {
 	r.Remove(dir)
 	jobCtx, stopJob := context.WithCancel(ctx)
 	defer stopJob()
-	jobs := make(chan error, 1)
+	jobs := make(chan error, 2)
 	go func() {
 		_, err := serving.Run(jobCtx, serving.Command{Args: []string{"sleep", "600"}}, filepath.Join(dir, "sleep.log"))
+		jobs <- err
+	}()
+	// A process whose environment no longer names the session (as AIPerf's services,
+	// which write their titles over it): only its group, told to the reaper, finds it.
+	bare := filepath.Join(dir, "bare.pid")
+	go func() {
+		_, err := serving.Run(jobCtx, serving.Command{Args: []string{"/bin/sh", "-c", "echo $$ > " + bare + "; exec env -i sleep 601"}},
+			filepath.Join(dir, "bare.log"), serving.WithGroupTracker(r))
 		jobs <- err
 	}()
 	var srv serving.Server
@@ -90,16 +98,24 @@ func ownerMain(mode string) int {
 			return fail(err)
 		}
 	}
-	for deadline := time.Now().Add(time.Minute); !sessionHasProcess(serving.Self().Session); time.Sleep(10 * time.Millisecond) {
+	var barePID int
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(bare)
+		barePID, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", barePID))
+		if sessionHasProcess(serving.Self().Session) && barePID > 0 && strings.HasPrefix(string(cmd), "sleep\x00601") {
+			break
+		}
 		if time.Now().After(deadline) {
-			return fail(fmt.Errorf("the session's sleep never ran"))
+			return fail(fmt.Errorf("the session's sleeps never ran"))
 		}
 	}
-	fmt.Printf("ready %s %s\n", serving.Self().Session, dir)
+	fmt.Printf("ready %s %s %d\n", serving.Self().Session, dir, barePID)
 	if mode == "killed" {
 		select {}
 	}
 	stopJob()
+	<-jobs
 	<-jobs
 	if srv != nil {
 		srv.Stop(ctx)
@@ -113,8 +129,8 @@ func ownerMain(mode string) int {
 }
 
 // runOwner starts ownerMain in mode, its output (and its reaper's) in one pipe, and
-// returns once it printed ready: its session and its folder.
-func runOwner(t *testing.T, mode string, env ...string) (cmd *exec.Cmd, out *bufio.Reader, session, dir string) {
+// returns once it printed ready: its session, its folder, its process with no mark.
+func runOwner(t *testing.T, mode string, env ...string) (cmd *exec.Cmd, out *bufio.Reader, session, dir string, bare int) {
 	t.Helper()
 	pr, pw, err := os.Pipe()
 	require.NoError(t, err)
@@ -132,9 +148,10 @@ func runOwner(t *testing.T, mode string, env ...string) (cmd *exec.Cmd, out *buf
 		require.NoError(t, err, "the owner's ready line; before it:\n%s", before)
 	}
 	f := strings.Fields(line)
-	require.Len(t, f, 3, "owner said %q", line)
-	require.Equal(t, "ready", f[0], "owner said %q", line)
-	return cmd, out, f[1], f[2]
+	require.Len(t, f, 4, "owner said %q", line)
+	bare, err = strconv.Atoi(f[3])
+	require.NoError(t, err, "owner said %q", line)
+	return cmd, out, f[1], f[2], bare
 }
 
 // The owner is killed (SIGKILL: no cleanup of its own runs). Its reaper, once the pipe
@@ -155,7 +172,7 @@ func TestReaperRemovesWhatAKilledProcessLeft(t *testing.T) {
 		require.NoError(t, err, "build the test server: %s", b)
 		env = append(env, serverEnv+"="+bin)
 	}
-	cmd, out, session, dir := runOwner(t, "killed", env...)
+	cmd, out, session, dir, bare := runOwner(t, "killed", env...)
 	require.NotEmpty(t, sessionPIDs(session), "the session's process runs before the kill")
 	if withDocker {
 		require.NotEmpty(t, engineLeft(t, session, cmd.Process.Pid), "the session's container and image exist before the kill")
@@ -170,6 +187,10 @@ func TestReaperRemovesWhatAKilledProcessLeft(t *testing.T) {
 	assert.Contains(t, report, "ended and left these; removed:")
 	assert.Contains(t, report, "process ")
 	assert.Contains(t, report, "sleep 600")
+	assert.Contains(t, report, fmt.Sprintf("process %d: sleep 601", bare), "the process with no mark, found by its group")
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", bare)); err == nil {
+		assert.Regexp(t, `\) [ZX] `, string(st), "the process with no mark still runs")
+	}
 	assert.Contains(t, report, "path "+dir)
 	assert.NotContains(t, report, "FAILED")
 	assert.Empty(t, sessionPIDs(session), "processes of the session")
@@ -183,7 +204,7 @@ func TestReaperRemovesWhatAKilledProcessLeft(t *testing.T) {
 
 // A session that cleaned up and Closed leaves its reaper nothing to report.
 func TestReaperOfACleanEndReportsNothing(t *testing.T) {
-	cmd, out, session, dir := runOwner(t, "clean")
+	cmd, out, session, dir, _ := runOwner(t, "clean")
 	rest, err := io.ReadAll(out)
 	require.NoError(t, err)
 	require.NoError(t, cmd.Wait(), "the owner: %s", rest)
@@ -209,11 +230,11 @@ func TestReapRemovesThePathsLeft(t *testing.T) {
 	dir := t.TempDir()
 	left, gone := filepath.Join(dir, "left"), filepath.Join(dir, "gone")
 	require.NoError(t, os.MkdirAll(filepath.Join(left, "sub"), 0o755))
-	report := Reap(t.Context(), o, []string{left, gone}, false)
+	report := Reap(t.Context(), o, Left{Paths: []string{left, gone}}, false)
 	assert.NoDirExists(t, left)
 	assert.Contains(t, report, "path "+left)
 	assert.NotContains(t, report, gone)
-	assert.Empty(t, Reap(t.Context(), o, []string{left}, false), "nothing left: nothing to say")
+	assert.Empty(t, Reap(t.Context(), o, Left{Paths: []string{left}}, false), "nothing left: nothing to say")
 }
 
 // sessionHasProcess: a process carries the session's mark.
