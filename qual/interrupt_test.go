@@ -162,4 +162,3 @@ func TestKilledRunLeavesNothing(t *testing.T) {
 	reserves, _ := filepath.Glob(filepath.Join(c.root, ".qualkit-reserve-*"))
 	assert.Empty(t, reserves, "the run's evidence reserve")
 }
-
