@@ -309,6 +309,8 @@ func (s *containerServer) watch(ctx context.Context) {
 				}
 			case events.ActionOOM:
 				s.seen.oom = true
+			case events.ActionDestroy:
+				s.seen.removed = time.Now()
 			}
 			s.watchMu.Unlock()
 		case err := <-ev.Err:
@@ -334,6 +336,7 @@ type watchedState struct {
 	lostErr  error
 	killedBy string
 	oom      bool
+	removed  time.Time // the engine removed the container (docker rm -f, a sweep)
 }
 
 func (s *containerServer) watched() watchedState {
@@ -365,6 +368,11 @@ func (s *containerServer) Died(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res, err := s.cli.ContainerInspect(ctx, s.c.GetContainerID(), client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) || err != nil && !s.watched().removed.IsZero() {
+		// Only Stop removes it: someone else did, while the row still needed it.
+		return stoppedFromOutside(fmt.Errorf("the server container %s was removed from outside the run (docker rm -f, or a sweep that took it for a dead run's) %.1f s after the server was ready: %v",
+			shortID(s.c.GetContainerID()), time.Since(s.began).Seconds()-s.startup.Seconds(), err))
+	}
 	if err != nil {
 		return engineGone(fmt.Errorf("the Docker engine did not answer for the server container: %w", err))
 	}

@@ -766,3 +766,39 @@ func TestImageRemovalKeepsWhatOthersShare(t *testing.T) {
 		}
 	}
 }
+
+// A live session's server survives another session's sweep, wherever that session runs:
+// one in another PID namespace cannot check this process (its pid means nothing there),
+// one in this namespace finds it alive. Removed from outside all the same (docker rm -f),
+// the server says so when asked why it ended (Died), rather than that the engine is gone.
+func TestLiveSessionsServerSurvivesSweeps(t *testing.T) {
+	requireDocker(t)
+	ctx := t.Context()
+	runID := testRun(t)
+	spec, bin := serverImage(t)
+	img := prepared(t, runID, spec, nil)
+	srv, _ := start(t, serverSpec(t, bin), inContainer(t, runID, img))
+	cli := dockerAPI(t)
+	me := Self()
+	for _, sweeper := range []Owner{
+		{Session: "other-namespace", Host: me.Host, PID: me.PID + 1, PIDStart: "1", PIDNS: "pid:[1]"},
+		{Session: "same-namespace", Host: me.Host, PID: -1, PIDNS: me.PIDNS},
+	} {
+		removed, err := sweepLeftovers(ctx, cli, "", sweeper, time.Now())
+		require.NoError(t, err)
+		for _, r := range removed {
+			assert.NotContains(t, r, shortID(srv.ContainerID()), "swept by session %s", sweeper.Session)
+		}
+	}
+	require.Len(t, runContainers(t, runID), 1, "the server's container after the sweeps")
+	require.NoError(t, srv.Died(ctx), "a server that runs has not died")
+
+	_, err := cli.ContainerRemove(ctx, srv.ContainerID(), client.ContainerRemoveOptions{Force: true})
+	require.NoError(t, err)
+	died := srv.Died(ctx)
+	require.Error(t, died)
+	assert.Contains(t, died.Error(), "was removed from outside the run")
+	var f *Failure
+	require.ErrorAs(t, died, &f)
+	assert.Equal(t, schema.KindInfrastructure, f.Kind)
+}
