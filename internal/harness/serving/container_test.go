@@ -749,6 +749,13 @@ func TestImageRemovalKeepsWhatOthersShare(t *testing.T) {
 	// this session removes the shared steps unless another session is alive, and never
 	// the base.
 	require.NoError(t, RemoveRunImages(ctx, runB))
+	// No build of this process is in flight: its own steps (pid, start time, namespace,
+	// row) go with its last run's images; the steps every run shares stay.
+	for _, id := range before {
+		if res, err := cli.ImageInspect(ctx, id); err == nil {
+			assert.Empty(t, res.Config.Labels[LabelPID], "build step %s names this process after its last run's images went: %v", shortID(id), res.Config.Labels)
+		}
+	}
 	_, err = RemoveSession(ctx, Self())
 	require.NoError(t, err)
 	removed, alive, err = SweepShared(ctx, Self())

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -252,19 +253,28 @@ type keptImages struct{ err error }
 func (k *keptImages) Error() string { return k.err.Error() }
 func (k *keptImages) Unwrap() error { return k.err }
 
+// tagged says whether img has a name (an older engine names an untagged one <none>:<none>).
+func tagged(img image.Summary) bool {
+	for _, t := range img.RepoTags {
+		if t != "<none>:<none>" {
+			return true
+		}
+	}
+	return false
+}
+
 func describeImage(img image.Summary) string {
 	tags := strings.Join(img.RepoTags, ",")
-	if tags == "" || tags == "<none>:<none>" {
+	if !tagged(img) {
 		tags = "(a build step)"
 	}
 	return fmt.Sprintf("image %s %s (run %s, row %s)", shortID(img.ID), tags, img.Labels[LabelRun], img.Labels[LabelRow])
 }
 
 // RemoveRunImages removes the images built for runID (by any of its rows) by this
-// process: the tagged image and the build steps that carry the run's label, never a
-// parent another run or row may build on (the steps before the run's label stay until
-// the process ends: RemoveSession), never an image another process made with that run
-// id.
+// process: the tagged image and the build steps that carry the run's label, then the
+// process's own build steps no image needs any more (removeProcessSteps), never a parent
+// another process may build on, never an image another process made with that run id.
 func RemoveRunImages(ctx context.Context, runID string) error {
 	cli, err := dockerClient(ctx)
 	if err != nil {
@@ -288,7 +298,33 @@ func removeRunImages(ctx context.Context, cli *testcontainers.DockerClient, runI
 	if _, err := removeImages(ctx, cli, mine); err != nil {
 		return fmt.Errorf("remove images of run %s: %w", runID, err)
 	}
+	removeProcessSteps(ctx, cli)
 	return nil
+}
+
+// processSteps is held for reading by every build of this process, and for writing
+// while the process removes its own build steps: the label steps that name this process
+// and no run (its pid's, start time's, namespace's, a row's). No other process builds on
+// them, so once no build of this one is in flight, the ones no image still needs (the
+// engine refuses a parent with children) can go.
+var processSteps sync.RWMutex
+
+func removeProcessSteps(ctx context.Context, cli *testcontainers.DockerClient) {
+	if !processSteps.TryLock() {
+		return // a build is in flight: the process's end removes them (RemoveSession)
+	}
+	defer processSteps.Unlock()
+	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter(LabelPID + "=" + strconv.Itoa(Self().PID))})
+	if err != nil {
+		return
+	}
+	var steps []image.Summary
+	for _, img := range imgs.Items {
+		if img.Labels[LabelRun] == "" && !tagged(img) && Self().owns(img.Labels) {
+			steps = append(steps, img)
+		}
+	}
+	removeImages(ctx, cli, steps)
 }
 
 // RemoveRunContainers force-removes every container this process started for runID,
