@@ -141,9 +141,10 @@ func TestEngineRestartedMidServe(t *testing.T) {
 // privateEngine is a second dockerd with its own data, state, socket and containerd
 // namespace, started and stopped by one test.
 type privateEngine struct {
-	dir string
-	cmd *exec.Cmd
-	log *os.File
+	dir    string
+	cmd    *exec.Cmd
+	exited chan error // dockerd's Wait, once it exited
+	log    *os.File
 }
 
 func startPrivateEngine(t *testing.T) *privateEngine {
@@ -192,30 +193,29 @@ func (e *privateEngine) start() error {
 	if err := e.cmd.Start(); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if exec.Command("docker", "-H", e.host(), "version").Run() == nil {
-			return nil
+	exited := make(chan error, 1)
+	go func() { exited <- e.cmd.Wait() }()
+	e.exited = exited
+	// Until it answers, or exits: a loaded host takes longer, go test's -timeout bounds it.
+	for exec.Command("docker", "-H", e.host(), "version").Run() != nil {
+		select {
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("the test's dockerd exited before it answered (%v); log %s:\n%s", err, e.log.Name(), serving.TailFile(e.log.Name(), 2000))
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("the test's dockerd did not answer within 60 s (log %s)", e.log.Name())
+	return nil
 }
 
-// stop ends dockerd (SIGTERM: it stops its containers and unmounts what it mounted),
-// SIGKILL to its group after 30 s.
+// stop ends dockerd (SIGTERM: it stops its containers and unmounts what it mounted) and
+// waits until it exited (go test's -timeout bounds it).
 func (e *privateEngine) stop() error {
 	if e.cmd == nil || e.cmd.Process == nil {
 		return nil
 	}
-	done := make(chan error, 1)
-	go func() { done <- e.cmd.Wait() }()
 	e.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		return fmt.Errorf("dockerd did not stop within 30 s of SIGTERM: killed")
-	}
+	<-e.exited
 	e.cmd = nil
 	return nil
 }
