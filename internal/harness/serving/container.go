@@ -612,6 +612,17 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 	bg := context.WithoutCancel(ctx)
 	defer removeOutlivingEngine(bg, cli, ct)
 	if ct != nil {
+		if err != nil {
+			// Cut before it exited (ctx ended, or the wait failed): it stops now, as a cut
+			// process job is killed, so that its whole log is read once it can write no
+			// more. Read while it still ran, the log would miss what it went on to write
+			// to the files it shares with the row (a batch's report naming replays whose
+			// log lines came after the read).
+			now := time.Duration(0)
+			if serr := ct.Stop(bg, &now); serr != nil && !cerrdefs.IsNotFound(serr) {
+				err = fmt.Errorf("%w (stopping it: %v)", err, serr)
+			}
+		}
 		if res, ierr := cli.ContainerInspect(bg, ct.GetContainerID(), client.ContainerInspectOptions{}); ierr == nil && res.Container.State != nil && !res.Container.State.Running {
 			rec.ExitCode = res.Container.State.ExitCode
 		}

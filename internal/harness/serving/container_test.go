@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -322,6 +323,43 @@ func TestContainerJob(t *testing.T) {
 	requireNoContainers(t, runID)
 	if n := len(recs.all()); n != 4 {
 		t.Errorf("%d records, want the build and three jobs", n)
+	}
+}
+
+// A container job cut by its context stops before its log is read: what it wrote to the
+// files it shares with the row, it had written to its log first, and the log kept says
+// so (read while the job still ran, the log missed what came after; a batch's report
+// then named replays its log did not: TestInterruptAtEveryStage/container/identity).
+func TestContainerJobCutKeepsItsWholeLog(t *testing.T) {
+	requireDocker(t)
+	runID := testRun(t)
+	spec, bin := serverImage(t)
+	img := prepared(t, runID, spec, nil)
+	out := t.TempDir()
+	ticks := filepath.Join(out, "ticks")
+	log := filepath.Join(t.TempDir(), "job.log")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		// Cut once the job has ticked a few times (its file says so).
+		for ctx.Err() == nil {
+			if b, _ := os.ReadFile(ticks); bytes.Count(b, []byte("\n")) >= 5 {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	_, err := Run(ctx, Command{Args: []string{bin, "-tick", ticks}}, log, inContainer(t, runID, img, Mount{Host: out, Container: out}))
+	require.ErrorIs(t, err, context.Canceled)
+	requireNoContainers(t, runID)
+	logged, _ := os.ReadFile(log)
+	written, err := os.ReadFile(ticks)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(written)), "\n")
+	require.GreaterOrEqual(t, len(lines), 5)
+	for _, l := range lines {
+		assert.Contains(t, string(logged), l+"\n", "a line the job wrote to its file before it stopped, missing from its log")
 	}
 }
 
