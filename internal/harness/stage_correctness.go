@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -157,6 +158,8 @@ func (r *row) correctness(ctx context.Context) error {
 		if err := CheckResultFile(cc.Result); err != nil {
 			return err
 		}
+	} else if err := undeclaredResult(corr.Artifacts); err != nil {
+		return err
 	}
 	if byCase {
 		return r.caseBundle(cc.Bundle)
@@ -207,4 +210,17 @@ func FindCaseBundle(pattern string) (string, []schema.MatchedPath, error) {
 		return "", nil, fmt.Errorf("the correctness case passed, but %d paths match the bundle it builds (%s), want exactly 1: %v", len(real), pattern, real)
 	}
 	return real[0], matched, nil
+}
+
+// undeclaredResult refuses a case that wrote a result.json its family does not name
+// (CorrectnessCase.Result): its verdict would go unread. The checker holds a run to the
+// same rule; here the row fails at the stage that can say how to fix it.
+func undeclaredResult(artifacts []schema.FileHash) error {
+	for _, a := range artifacts {
+		if path.Base(a.Path) == "result.json" {
+			return fmt.Errorf("the correctness case wrote %s, but the family names no result file (CorrectnessCase.Result): "+
+				"set it so the case's own verdict is read", a.Path)
+		}
+	}
+	return nil
 }
