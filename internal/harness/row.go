@@ -368,7 +368,10 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 		return nil
 	}
 	if ctx.Err() != nil {
-		// Interrupted, or out of time, before it began: it fails as what stopped it.
+		// Interrupted, or out of time, before it began: it fails as what stopped it, and
+		// what began early for a later stage ends with it, as with any failed stage
+		// (nothing will wait for it; the checker bounds it by the stages it ran across).
+		r.stopBackground()
 		res.Status, r.failed = "fail", st.name
 		res.Kind, r.why = Classify(ctx, st.name, ctx.Err())
 		res.Error = fmt.Sprintf("%s (%s) before the stage began", res.Kind, r.why)

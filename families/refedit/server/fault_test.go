@@ -309,33 +309,34 @@ func TestNeverReadyFault(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, rr.Code)
 }
 
+// The slow fault sleeps on the K-th request only, until its client leaves (recorded as
+// 499). The sleep is an hour, so the test waits on events, not on a clock: a request that
+// slept would not come back within its generous deadline, and one that did not sleep
+// would answer before its client leaves.
 func TestSlowFault(t *testing.T) {
 	var exits []int
-	s, _ := newTestServer(t, func(c *Config) {
-		c.Fault = Fault{Name: FaultSlow, K: 2, Delay: 100 * time.Millisecond}
+	s, recs := newTestServer(t, func(c *Config) {
+		c.Fault = Fault{Name: FaultSlow, K: 2, Delay: time.Hour}
 		c.Exit = func(code int) { exits = append(exits, code) }
 	})
 	img := testPNG(t, 16, 8)
-	start := time.Now()
-	rr, _ := faultEdit(t, s, "", img)
-	assert.Equal(t, http.StatusOK, rr.Code)
-	assert.Less(t, time.Since(start), 100*time.Millisecond, "only the K-th request sleeps")
-	start = time.Now()
-	rr, _ = faultEdit(t, s, "", img)
-	assert.Equal(t, http.StatusOK, rr.Code)
-	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
-
-	// A client that leaves ends the sleep, recorded as 499.
-	s, recs := newTestServer(t, func(c *Config) { c.Fault = Fault{Name: FaultSlow, K: 1, Delay: time.Hour} })
-	body, ct := multipartBody(t, standardParts(img, "invert")...)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	req := httptest.NewRequest(http.MethodPost, EditRoute, body).WithContext(ctx)
-	req.Header.Set("Content-Type", ct)
-	s.ServeHTTP(httptest.NewRecorder(), req)
+	edit := func(deadline time.Duration) *httptest.ResponseRecorder {
+		body, ct := multipartBody(t, standardParts(img, "invert", part{name: "size", value: "16x8"})...)
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		req := httptest.NewRequest(http.MethodPost, EditRoute, body).WithContext(ctx)
+		req.Header.Set("Content-Type", ct)
+		rr := httptest.NewRecorder()
+		s.ServeHTTP(rr, req)
+		return rr
+	}
+	assert.Equal(t, http.StatusOK, edit(time.Minute).Code, "the first request does not sleep")
+	edit(50 * time.Millisecond) // the second sleeps until its client leaves
 	lines := recs.lines(t)
-	require.Len(t, lines, 1)
-	assert.Equal(t, statusClientClosed, lines[0].Status)
+	require.Len(t, lines, 2)
+	assert.Equal(t, http.StatusOK, lines[0].Status)
+	assert.Equal(t, statusClientClosed, lines[1].Status, "only the K-th request sleeps, until its client leaves")
+	assert.Equal(t, http.StatusOK, edit(time.Minute).Code, "the request after it does not sleep")
 	assert.Empty(t, exits)
 }
 

@@ -373,15 +373,23 @@ func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
 	img := prepared(t, current, spec, nil)
 	srv, _ := start(t, serverSpec(t, bin), inContainer(t, current, img))
 
-	// A pid that surely ran and is gone.
-	gone := exec.Command(bin, "-exit-code", "0")
-	if err := gone.Run(); err != nil {
+	// The dead run is made by a process alive while its image builds and its container is
+	// created, then killed: until then no sweep (this one's, or another run's on the same
+	// engine) may take its build steps. Its resources name a PID namespace of this test
+	// alone, which only this test's sweep (me) calls its own: another run's sweep leaves
+	// them as foreign and young, so what this sweep removes it alone removed.
+	maker := exec.Command("sleep", "3600")
+	if err := maker.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { maker.Process.Kill(); maker.Wait() })
+	me := Self()
+	me.PIDNS = "pid:[qualkit-test-" + dead + "]"
 	host, _ := os.Hostname()
 	// The containers are made from the current run's image, whose labels (this session's)
 	// they would inherit: each names a session of its own.
-	deadLabels := map[string]string{LabelManaged: "true", LabelRun: dead, LabelRow: "row-dead", LabelPID: strconv.Itoa(gone.Process.Pid), LabelHost: host, LabelSession: "dead-session"}
+	deadLabels := map[string]string{LabelManaged: "true", LabelRun: dead, LabelRow: "row-dead", LabelPID: strconv.Itoa(maker.Process.Pid),
+		LabelHost: host, LabelSession: "dead-session", LabelPIDNS: me.PIDNS}
 	cli, err := dockerClient(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -403,8 +411,11 @@ func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
 	deadID := create(deadLabels)
 	// Another host's fresh container: its process cannot be checked, so it stays.
 	foreignID := create(map[string]string{LabelManaged: "true", LabelRun: foreign, LabelRow: "row-foreign", LabelPID: "1", LabelHost: "some-other-host", LabelSession: "foreign-session"})
+	// Now the dead run's process is gone.
+	maker.Process.Kill()
+	maker.Wait()
 
-	removed, err := SweepLeftovers(ctx, current)
+	removed, err := sweepLeftovers(ctx, cli, current, me, time.Now())
 	if err != nil {
 		t.Fatalf("SweepLeftovers: %v", err)
 	}
