@@ -20,6 +20,7 @@ import (
 	"qualkit/internal/attest"
 	"qualkit/internal/harness"
 	"qualkit/internal/report"
+	"qualkit/internal/schema"
 )
 
 var (
@@ -130,7 +131,7 @@ func run(m *testing.M) int {
 	}
 	if summary != "" {
 		fmt.Printf("\n%s\nevidence: %s\nsha256 of %s: %s (check the folder against it: make check-evidence DIR=%s SUMS=%s)\n",
-			summary, suite.Evidence.Dir, harness.ChecksumFile, sums, suite.Evidence.Dir, sums)
+			summary, suite.Evidence.Dir, schema.ChecksumFile, sums, suite.Evidence.Dir, sums)
 		latest := filepath.Join(*evidenceRoot, "latest")
 		os.Remove(latest)
 		os.Symlink(suite.Evidence.RunID, latest)

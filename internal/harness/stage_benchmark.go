@@ -28,13 +28,13 @@ func (r *row) benchmark(ctx context.Context) error {
 	followed := make(chan struct{})
 	go func() {
 		defer close(followed)
-		r.prog.followRecords(r.ev.Path("serve/records.jsonl"), total, stopFollow)
+		r.prog.followRecords(r.ev.Path(schema.RecordsFile), total, stopFollow)
 	}()
-	r.prog.watch(r.ev.Path("aiperf/aiperf.log"))
+	r.prog.watch(r.ev.Path(schema.AIPerfLog))
 	_, runErr := r.waitBenchmark(ctx)
 	close(stopFollow)
 	<-followed
-	artifacts := filepath.Join(r.ev.Dir, "aiperf", "artifacts")
+	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.AIPerfArtifacts))
 	ex, exErr := ReadExport(artifacts)
 	if ex == nil {
 		if runErr != nil {
@@ -72,7 +72,7 @@ func (r *row) benchmark(ctx context.Context) error {
 			continue
 		}
 		r.httpPNG[rec.Metadata.XRequestID] = png
-		if err := r.ev.WriteFile(fmt.Sprintf("identity/%02d-%s-http.png", i, rec.Metadata.BenchmarkPhase), png); err != nil {
+		if err := r.ev.WriteFile(schema.IdentityPNG(i, rec.Metadata.BenchmarkPhase, schema.SideHTTP), png); err != nil {
 			return err
 		}
 	}
@@ -155,13 +155,13 @@ func (r *row) startBenchmark(ctx context.Context, during, url string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.ev.WriteFile("aiperf/inputs.jsonl", input); err != nil {
+	if err := r.ev.WriteFile(schema.AIPerfInputs, input); err != nil {
 		return err
 	}
 	run := AIPerfRun{
-		URL: url, Model: r.c.Model, Input: r.ev.Path("aiperf/inputs.jsonl"), Endpoint: r.proto.AIPerfEndpoint(r.fx.ExtraInputs()),
+		URL: url, Model: r.c.Model, Input: r.ev.Path(schema.AIPerfInputs), Endpoint: r.proto.AIPerfEndpoint(r.fx.ExtraInputs()),
 		Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
-		ArtifactDir: filepath.Join(r.ev.Dir, "aiperf", "artifacts"), RequestTimeout: r.c.Deadline.Request,
+		ArtifactDir: filepath.Join(r.ev.Dir, filepath.FromSlash(schema.AIPerfArtifacts)), RequestTimeout: r.c.Deadline.Request,
 	}
 	total := r.c.Bench.Measured + r.c.Bench.Warmup
 	limit := time.Duration(total)*r.c.Deadline.Request + 5*time.Minute
@@ -174,7 +174,7 @@ func (r *row) startBenchmark(ctx context.Context, during, url string) error {
 	if run.TempDir, err = os.MkdirTemp(aiperfTempBase(), "aiperf-"); err != nil {
 		return fmt.Errorf("AIPerf's temp folder: %w", err)
 	}
-	b, err := r.startJob(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), "aiperf/aiperf.log", limit,
+	b, err := r.startJob(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), schema.AIPerfLog, limit,
 		func() { os.RemoveAll(run.TempDir) })
 	if err != nil {
 		return err
@@ -201,7 +201,7 @@ func (r *row) timing(prof []RawRecord) []string {
 	var fromRecords map[string]float64
 	if ts.Body == "" {
 		var err error
-		if fromRecords, err = tasksFromRecords(ts, r.ev.Path("serve/records.jsonl")); err != nil {
+		if fromRecords, err = tasksFromRecords(ts, r.ev.Path(schema.RecordsFile)); err != nil {
 			return []string{err.Error()}
 		}
 	}
@@ -232,7 +232,7 @@ func (r *row) timing(prof []RawRecord) []string {
 		}
 	}
 	if ts.Body != "" && ts.RecordID != "" {
-		ids, err := recordIDs(ts, r.ev.Path("serve/records.jsonl"))
+		ids, err := recordIDs(ts, r.ev.Path(schema.RecordsFile))
 		if err != nil {
 			return append(problems, err.Error())
 		}
@@ -244,7 +244,7 @@ func (r *row) timing(prof []RawRecord) []string {
 	}
 	if ts.Body != "" && ts.Records != "" {
 		// Two reports of one measurement: the body's and the records line's must agree.
-		fromRecords, err := tasksFromRecords(ts, r.ev.Path("serve/records.jsonl"))
+		fromRecords, err := tasksFromRecords(ts, r.ev.Path(schema.RecordsFile))
 		if err != nil {
 			return append(problems, err.Error())
 		}

@@ -76,17 +76,21 @@ func isRegular(p string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// caseScratch is the correctness case's scratch folder in the row's work folder (not
+// evidence): CorrectnessSpec.Scratch.
+const caseScratch = "correctness"
+
 // correctness runs the family's own case, unchanged, on the exact bundle, and proves the
 // bundle was not touched while it ran.
 func (r *row) correctness(ctx context.Context) error {
-	artifacts := filepath.Join(r.ev.Dir, "correctness", "artifacts")
-	scratch := filepath.Join(r.env.Work, "correctness")
+	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.CorrectnessArtifacts))
+	scratch := filepath.Join(r.env.Work, caseScratch)
 	for _, d := range []string{artifacts, scratch} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
-	cc, err := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path("correctness/junit.xml"), Artifacts: artifacts, Scratch: scratch})
+	cc, err := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path(schema.CorrectnessJUnit), Artifacts: artifacts, Scratch: scratch})
 	if err != nil {
 		return fmt.Errorf("correctness case: %w", err)
 	}
@@ -103,7 +107,7 @@ func (r *row) correctness(ctx context.Context) error {
 	}
 	if cc.Result != "" {
 		rel, err := filepath.Rel(r.ev.Dir, cc.Result)
-		if err != nil || !strings.HasPrefix(filepath.ToSlash(rel), "correctness/artifacts/") {
+		if err != nil || !strings.HasPrefix(filepath.ToSlash(rel), schema.CorrectnessArtifacts+"/") {
 			return fmt.Errorf("the family's correctness result file %s is not under the case's artifacts folder %s", cc.Result, artifacts)
 		}
 		corr.ResultFile = filepath.ToSlash(rel)
@@ -120,11 +124,11 @@ func (r *row) correctness(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Correctness)
 	defer cancel()
-	mounts := at(false, r.ev.Path("correctness"), scratch)
+	mounts := at(false, r.ev.Path(schema.CorrectnessDir), scratch)
 	if !byCase {
 		mounts = append(mounts, at(true, filepath.Dir(r.bundle))...)
 	}
-	rec, runErr := r.job(ctx, schema.StageCorrectness, cc.Command, "correctness/output.log", mounts...)
+	rec, runErr := r.job(ctx, schema.StageCorrectness, cc.Command, schema.CorrectnessLog, mounts...)
 	r.caseS = rec.WallS
 	if corr.Artifacts, err = treeHashes(r.ev.Dir, artifacts); err != nil {
 		return fmt.Errorf("correctness artifacts: %w", err)
@@ -179,7 +183,7 @@ func (r *row) caseBundle(pattern string) error {
 	info.Path, info.Bytes = path, pathSize(path)
 	r.bundle, r.bundleSHA = info.Path, info.SHA256
 	r.prog.printf("the case built the bundle %s (sha256 %s)", info.Path, info.SHA256[:12])
-	return r.ev.WriteJSON("build/bundle.json", info)
+	return r.ev.WriteJSON(schema.BundleFile, info)
 }
 
 // FindCaseBundle is the one bundle a passed case built, given the family's pattern: each

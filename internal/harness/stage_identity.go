@@ -70,9 +70,9 @@ func (r *row) identity(ctx context.Context) error {
 		if err := os.WriteFile(in, sent.Image, 0o644); err != nil {
 			return err
 		}
-		req.HTTPFile = fmt.Sprintf("identity/%02d-%s-http.png", i, req.Phase)
-		req.NativeFile = fmt.Sprintf("identity/%02d-%s-native.png", i, req.Phase)
-		replays = append(replays, &replay{index: i, req: req, log: fmt.Sprintf("identity/%02d-native.log", i),
+		req.HTTPFile = schema.IdentityPNG(i, req.Phase, schema.SideHTTP)
+		req.NativeFile = schema.IdentityPNG(i, req.Phase, schema.SideNative)
+		replays = append(replays, &replay{index: i, req: req, log: schema.NativeLog(i),
 			spec: NativeSpec{Bundle: r.bundle, Image: in, Prompt: sent.Prompt, Settings: sent.Settings, LatentSeed: sent.LatentSeed, Output: r.ev.Path(req.NativeFile)}})
 	}
 	// A native run that failed as a whole (interrupted, its process gone) leaves each
@@ -124,7 +124,7 @@ func (r *row) identity(ctx context.Context) error {
 		}
 		sum.Requests = append(sum.Requests, req)
 	}
-	if err := r.ev.WriteJSON("identity/identity.json", sum); err != nil {
+	if err := r.ev.WriteJSON(schema.IdentityFile, sum); err != nil {
 		return err
 	}
 	want := r.c.Bench.Measured + r.c.Bench.Warmup
@@ -153,7 +153,7 @@ func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.Ide
 		}
 		sum.Mode = schema.NativeBatch
 		r.prog.printf("native Task: %d replays handed to the batch process preloaded %s ago (one load)", len(replays), time.Since(r.native.started).Round(time.Second))
-		r.prog.watch(r.ev.Path("identity/native-batch.log"))
+		r.prog.watch(r.ev.Path(schema.NativeBatchLog))
 		return r.readNativeBatch(r.native.wait, r.ev.Path(schema.NativeBatchFile), replays, sum)
 	}
 	if r.spec.Batch {
@@ -257,7 +257,7 @@ func (r *row) nativeBatch(ctx context.Context, cmd Command, spec NativeBatchSpec
 	defer cancel()
 	r.prog.printf("native Task: %d replays in one %s process (one load)", len(replays), schema.NativeBatch)
 	run := func() (schema.CommandRecord, error) {
-		return r.jobOn(ctx, schema.StageIdentity, cmd, "identity/native-batch.log", r.gpus, r.batchMounts(spec)...)
+		return r.jobOn(ctx, schema.StageIdentity, cmd, schema.NativeBatchLog, r.gpus, r.batchMounts(spec)...)
 	}
 	return r.readNativeBatch(run, spec.Report, replays, sum)
 }

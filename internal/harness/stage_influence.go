@@ -54,7 +54,7 @@ func (r *row) probeInfluence(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("influence request %s: %w", names[i], err)
 		}
-		if err := r.ev.WriteFile("influence/"+names[i]+".png", png); err != nil {
+		if err := r.ev.WriteFile(schema.InfluencePNG(names[i]), png); err != nil {
 			return err
 		}
 		outs = append(outs, img)
@@ -62,7 +62,7 @@ func (r *row) probeInfluence(ctx context.Context) error {
 	res := &schema.InfluenceResult{Instruction: inf.Instruction, Images: [2]string{inf.Images[0], inf.Images[1]},
 		Repeat: ComparePixels(outs[0], outs[1]), Other: ComparePixels(outs[0], outs[2])}
 	r.result.Influence = res
-	if err := r.ev.WriteJSON("influence/influence.json", res); err != nil {
+	if err := r.ev.WriteJSON(schema.InfluenceFile, res); err != nil {
 		return err
 	}
 	if !res.Repeat.Identical() {

@@ -70,7 +70,7 @@ func (r *row) quality(ctx context.Context) error {
 			return fmt.Errorf("request %s: the sent reference image does not decode: %w", id, err)
 		}
 		outS, inS := quality.Measure(out), quality.Measure(in)
-		q := schema.QualityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, File: fmt.Sprintf("identity/%02d-%s-http.png", i, rec.Metadata.BenchmarkPhase),
+		q := schema.QualityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, File: schema.IdentityPNG(i, rec.Metadata.BenchmarkPhase, schema.SideHTTP),
 			Mean: round6(outS.Mean), Std: round6(outS.Std), InputStd: round6(inS.Std), StdRatio: round6(quality.Ratio(outS, inS))}
 		q.Failures = notSource(in, out, size)
 		q.Failures = append(q.Failures, quality.Judge(spec.Criteria, outS, inS)...)
@@ -111,7 +111,7 @@ func (r *row) quality(ctx context.Context) error {
 // judgePair measures the pair's HTTP output against the reference image the correctness
 // case wrote, read from its artifacts.
 func (r *row) judgePair(spec QualitySpec, id string, out image.Image) (*schema.QualityPair, error) {
-	rel := filepath.ToSlash(filepath.Join("correctness", "artifacts", spec.Pair.Reference))
+	rel := filepath.ToSlash(filepath.Join(filepath.FromSlash(schema.CorrectnessArtifacts), spec.Pair.Reference))
 	b, err := os.ReadFile(r.ev.Path(rel))
 	if err != nil {
 		return nil, fmt.Errorf("the reference image of the correctness case: %w", err)
@@ -145,7 +145,7 @@ func (r *row) judgePair(spec QualitySpec, id string, out image.Image) (*schema.Q
 // pairLatents holds the pair's served noise to the case's own: the sha256 the server's
 // records line states for the request, and that of the noise file the case drew.
 func (r *row) pairLatents(pair *QualityPair, id string, p *schema.QualityPair) error {
-	file, _, err := FindCaseBundle(filepath.Join(r.env.Work, "correctness", pair.CaseLatents))
+	file, _, err := FindCaseBundle(filepath.Join(r.env.Work, caseScratch, pair.CaseLatents))
 	if err != nil {
 		return fmt.Errorf("the noise the correctness case drew: %w", err)
 	}
@@ -153,7 +153,7 @@ func (r *row) pairLatents(pair *QualityPair, id string, p *schema.QualityPair) e
 		return fmt.Errorf("the noise the correctness case drew: %w", err)
 	}
 	ts := r.spec.Timing
-	err = eachRecord(r.ev.Path("serve/records.jsonl"), func(doc any) {
+	err = eachRecord(r.ev.Path(schema.RecordsFile), func(doc any) {
 		if rid, err := valueAt(doc, ts.RecordID); err == nil && fmt.Sprint(rid) == id {
 			if v, err := valueAt(doc, pair.ServedLatents); err == nil {
 				p.InitialLatentsSHA256 = fmt.Sprint(v)

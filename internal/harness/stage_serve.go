@@ -30,7 +30,7 @@ func (r *row) prepareServer(ctx context.Context, during string) (*serverLaunch, 
 		return nil, err
 	}
 	records := r.ev.Path(schema.RecordsFile)
-	r.scratch = r.ev.Path("serve/scratch")
+	r.scratch = r.ev.Path(schema.ScratchDir)
 	if err := os.MkdirAll(r.scratch, 0o755); err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (r *row) prepareServer(ctx context.Context, during string) (*serverLaunch, 
 	if during != "" {
 		opts = append(opts, serving.WithRecorder(startRecorder{duringRecorder{r.ev, during}, &r.earlyStart}, schema.StageServe))
 	}
-	log := r.ev.Path("serve/server.log")
+	log := r.ev.Path(schema.ServerLog)
 	cmd, err := r.c.Adapter.Serve(r.env, spec)
 	if err != nil {
 		return nil, fmt.Errorf("the family's server: %w", err)
@@ -102,7 +102,7 @@ func (r *row) serve(ctx context.Context) error {
 	if err := r.checkIdentity(ctx, l.spec); err != nil {
 		return err
 	}
-	return r.ev.WriteJSON("serve/startup.json", map[string]any{
+	return r.ev.WriteJSON(schema.StartupFile, map[string]any{
 		"runtime": srv.Runtime(), "runtime_note": r.s.RuntimeNote, "url": srv.URL(), "startup_s": srv.Startup().Seconds(),
 		"ready_path": serving.ReadyPath, "spec": l.spec, "container": r.result.Container, "gpus": r.gpus,
 	})
@@ -129,7 +129,7 @@ func (r *row) checkIdentity(ctx context.Context, spec ServeSpec) error {
 	if err != nil {
 		return fmt.Errorf("server identity (GET %s): %w", ic.Path, err)
 	}
-	if err := r.ev.WriteFile("serve/identity.json", body); err != nil {
+	if err := r.ev.WriteFile(schema.ServerIdentityFile, body); err != nil {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
