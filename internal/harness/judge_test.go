@@ -1,12 +1,15 @@
 package harness
 
 import (
+	"errors"
 	"image"
 	"image/color"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/schema"
 )
 
 // The judges are the stages' decisions apart from their commands and files: each runs
@@ -73,6 +76,73 @@ func TestJudgeInfluence(t *testing.T) {
 			assert.Equal(t, "invert", v.Result.Instruction)
 			assert.Equal(t, [2]string{"x.png", "y.png"}, v.Result.Images)
 			assert.Equal(t, tc.repeatOK, v.Result.Repeat.Identical())
+		})
+	}
+}
+
+func TestJudgeCaseDeclaration(t *testing.T) {
+	row := "/ev/run/row"
+	for _, tc := range []struct {
+		name   string
+		d      caseDeclaration
+		want   string
+		record bool
+		result string
+	}{
+		{"a case on the built bundle", caseDeclaration{Cases: []string{"a.test"}}, "", false, ""},
+		{"a case that builds the bundle", caseDeclaration{BuildByCase: true, Bundle: "/w/*.bundle", Cases: []string{"a.test"}}, "", false, ""},
+		{"its result file in its artifacts", caseDeclaration{Cases: []string{"a.test"}, Result: row + "/correctness/artifacts/out/result.json"}, "", false, "correctness/artifacts/out/result.json"},
+		{"the build left the bundle to a case that builds none", caseDeclaration{BuildByCase: true, Cases: []string{"a.test"}},
+			`disagree on who builds the bundle (build command empty: true, case names a bundle: "")`, false, ""},
+		{"a case that builds a bundle the build built", caseDeclaration{Bundle: "/w/*.bundle", Cases: []string{"a.test"}},
+			`(build command empty: false, case names a bundle: "/w/*.bundle")`, false, ""},
+		{"no case declared", caseDeclaration{}, "declares no test case id", true, ""},
+		{"its result file elsewhere", caseDeclaration{Cases: []string{"a.test"}, Result: row + "/correctness/result.json", Artifacts: row + "/correctness/artifacts"},
+			"the family's correctness result file /ev/run/row/correctness/result.json is not under the case's artifacts folder /ev/run/row/correctness/artifacts", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.d.RowDir = row
+			v := judgeCaseDeclaration(tc.d)
+			wantErr(t, tc.want, v.Err)
+			assert.Equal(t, tc.record, v.Record)
+			assert.Equal(t, tc.result, v.ResultFile)
+		})
+	}
+}
+
+func TestJudgeCase(t *testing.T) {
+	passed := schema.CaseCounts{Total: 1, Executed: 1, Cases: []string{"a.test"}}
+	skipped := schema.CaseCounts{Total: 1, Skipped: 1, Reasons: []string{"test: no GPU"}}
+	good := caseOutcome{Declared: []string{"a.test"}, BundleBefore: "aa", BundleAfter: "aa", Counts: passed}
+	with := func(f func(*caseOutcome)) caseOutcome { o := good; f(&o); return o }
+	for _, tc := range []struct {
+		name    string
+		o       caseOutcome
+		want    string
+		counted bool
+	}{
+		{"passed", good, "", true},
+		{"passed, its result file says pass", with(func(o *caseOutcome) { o.ResultFile, o.Result = "/r.json", []byte(`{"status": "pass"}`) }), "", true},
+		{"a case that built the bundle: no bundle to compare", with(func(o *caseOutcome) { o.BuildByCase, o.BundleAfter = true, "" }), "", true},
+		{"the bundle changed", with(func(o *caseOutcome) { o.BundleAfter = "bb" }), "bundle changed while the correctness case ran: sha256 aa before, bb after", false},
+		{"the bundle gone", with(func(o *caseOutcome) { o.BundleErr = errors.New("no such file") }), "bundle after correctness: no such file", false},
+		{"no JUnit", with(func(o *caseOutcome) { o.JUnitErr = errors.New("correctness JUnit: missing") }), "correctness JUnit: missing", false},
+		{"no JUnit, the command failed", with(func(o *caseOutcome) { o.JUnitErr, o.RunErr = errors.New("missing"), errors.New("exit 1") }),
+			"exit 1 (and the case wrote no readable JUnit: missing)", false},
+		{"a skipped case", with(func(o *caseOutcome) { o.Counts = skipped }), "1 skipped (test: no GPU): a skipped case proves nothing", true},
+		{"another case than declared", with(func(o *caseOutcome) { o.Declared = []string{"b.test"} }), "declared but not executed: b.test", true},
+		{"every case passed, the command failed", with(func(o *caseOutcome) { o.RunErr = errors.New("exit 2") }), "every case passed but the command failed: exit 2", true},
+		{"its result file says fail", with(func(o *caseOutcome) { o.ResultFile, o.Result = "/r.json", []byte(`{"status": "fail"}`) }),
+			`correctness result /r.json: status "fail", want "pass"`, true},
+		{"its result file no JSON", with(func(o *caseOutcome) { o.ResultFile, o.Result = "/r.json", []byte(`pass`) }), "correctness result /r.json: invalid character", true},
+		{"its result file unreadable", with(func(o *caseOutcome) { o.ResultFile, o.ResultErr = "/r.json", errors.New("gone") }), "correctness result: gone", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := judgeCase(tc.o)
+			wantErr(t, tc.want, v.Err)
+			if assert.Equal(t, tc.counted, v.Counts != nil, "counts stated") && tc.counted {
+				assert.Equal(t, tc.o.Counts, *v.Counts)
+			}
 		})
 	}
 }
