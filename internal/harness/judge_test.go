@@ -146,3 +146,27 @@ func TestJudgeCase(t *testing.T) {
 		})
 	}
 }
+
+func TestJudgeServerIdentity(t *testing.T) {
+	spec, err := FakeFamily{}.Describe(Env{}, Row{})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		want   string
+		served string
+	}{
+		{"the row's checkpoint", 200, `{"data": [{"id": "m", "checkpoint": "acme/edit-v1"}]}`, "", "acme/edit-v1"},
+		{"another checkpoint", 200, `{"data": [{"id": "m", "checkpoint": "acme/edit-v2"}]}`,
+			`server identity (GET /v1/models): the server serves checkpoint "acme/edit-v2", the row is for "acme/edit-v1"`, "acme/edit-v2"},
+		{"an answer the family refuses", 200, `{"data": []}`, "server identity (GET /v1/models): want one model in", ""},
+		{"not found", 404, `no such route`, "server identity: GET /v1/models answered 404: no such route", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := judgeServerIdentity(serverIdentity{Check: spec.Identity, Status: tc.status, Body: []byte(tc.body), Model: "acme/edit-v1"})
+			wantErr(t, tc.want, v.Err)
+			assert.Equal(t, tc.served, v.Served)
+		})
+	}
+}
