@@ -1,9 +1,12 @@
 package harness
 
 import (
+	"bytes"
 	"errors"
 	"image"
 	"image/color"
+	"image/png"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -169,4 +172,70 @@ func TestJudgeServerIdentity(t *testing.T) {
 			assert.Equal(t, tc.served, v.Served)
 		})
 	}
+}
+
+func TestJudgeIdentity(t *testing.T) {
+	input := encodePNG(t, gradient(8, 8))
+	out := gradient(16, 16)
+	httpPNG := encodePNG(t, out)
+	var fast bytes.Buffer
+	require.NoError(t, (&png.Encoder{CompressionLevel: png.NoCompression}).Encode(&fast, out))
+	samePixels := fast.Bytes() // another encoding of the same pixels
+	require.NotEqual(t, httpPNG, samePixels)
+	fixtures := map[string]bool{bytesSHA256(input): true}
+	replayed := func(id, phase string, native []byte) identityCase {
+		return identityCase{Req: schema.IdentityRequest{RequestID: id, Phase: phase, Prompt: "invert", NativeFile: "identity/00-" + phase + "-native.png"},
+			Input: input, HTTP: httpPNG, Native: native}
+	}
+	good := []identityCase{replayed("w0", schema.PhaseWarmup, httpPNG), replayed("p0", schema.PhaseProfiling, samePixels)}
+	with := func(f func(c *identityCase)) []identityCase {
+		cs := []identityCase{good[0], good[1]}
+		f(&cs[1])
+		return cs
+	}
+	for _, tc := range []struct {
+		name               string
+		in                 identityInput
+		want               string
+		matches, identical int
+	}{
+		{"every request pixel-equal", identityInput{Requests: good}, "", 2, 1},
+		{"a request without an HTTP output", identityInput{Requests: with(func(c *identityCase) { c.HTTP = nil })},
+			"1/2 native-HTTP pixel matches:\n  - request p0: no valid HTTP output to compare", 1, 1},
+		{"an input that is no fixture", identityInput{Requests: with(func(c *identityCase) { c.Input = []byte("re-encoded") })},
+			"request p0: AIPerf sent an image (sha256 ", 2, 1},
+		{"its native Task failed", identityInput{Requests: with(func(c *identityCase) { c.Err = errors.New("exit 1") })},
+			"request p0: native task: exit 1", 1, 1},
+		{"its native Task wrote nothing", identityInput{Requests: with(func(c *identityCase) { c.Native, c.NativeErr = nil, errors.New("no such file") })},
+			"request p0: the native Task wrote no identity/00-profiling-native.png: no such file", 1, 1},
+		{"its native Task states another sha256", identityInput{Requests: with(func(c *identityCase) { c.Stated = strings.Repeat("0", 64) })},
+			"request p0: the native Task says it wrote sha256 " + strings.Repeat("0", 64), 2, 1},
+		{"its native output no PNG", identityInput{Requests: with(func(c *identityCase) { c.Native = []byte("GIF89a") })},
+			"request p0: native ", 1, 1},
+		{"its native output differs", identityInput{Requests: with(func(c *identityCase) { c.Native = encodePNG(t, withSquare(out, 1, color.RGBA{255, 255, 255, 255})) })},
+			`request p0 (profiling, "invert"): native and HTTP outputs differ: 1 pixels differ`, 1, 1},
+		{"fewer requests than the row asks", identityInput{Requests: good[:1], Want: 2}, "1 requests to compare, expected 2", 1, 1},
+		{"the native run failed as a whole", identityInput{Requests: with(func(c *identityCase) { c.Err = errors.New("interrupted") }), NativeErr: errors.New("interrupted")},
+			"1/2 native-HTTP pixel matches: interrupted", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Fixtures, tc.in.Replayed = fixtures, true
+			if tc.in.Want == 0 {
+				tc.in.Want = 2
+			}
+			v := judgeIdentity(tc.in)
+			wantErr(t, tc.want, v.Err)
+			assert.Equal(t, len(tc.in.Requests), v.Summary.Total)
+			assert.Len(t, v.Summary.Requests, len(tc.in.Requests), "every request listed")
+			assert.Equal(t, tc.matches, v.Summary.PixelMatches)
+			assert.Equal(t, tc.identical, v.Summary.ByteIdentical)
+		})
+	}
+
+	// Stopped before the replays: the requests gone through are counted, nothing judged.
+	v := judgeIdentity(identityInput{Requests: with(func(c *identityCase) { c.HTTP = nil }), Fixtures: fixtures, Want: 2})
+	assert.NoError(t, v.Err)
+	assert.Equal(t, 2, v.Summary.Total)
+	require.Len(t, v.Summary.Requests, 1, "the request without an HTTP output")
+	assert.Equal(t, "p0", v.Summary.Requests[0].RequestID)
 }
