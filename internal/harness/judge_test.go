@@ -239,3 +239,94 @@ func TestJudgeIdentity(t *testing.T) {
 	require.Len(t, v.Summary.Requests, 1, "the request without an HTTP output")
 	assert.Equal(t, "p0", v.Summary.Requests[0].RequestID)
 }
+
+// invert is img with every colour channel inverted: an edit of it.
+func invert(img *image.RGBA) *image.RGBA {
+	out := image.NewRGBA(img.Rect)
+	for i := range out.Pix {
+		out.Pix[i] = 255 - img.Pix[i]
+		if i%4 == 3 {
+			out.Pix[i] = 255
+		}
+	}
+	return out
+}
+
+func TestJudgeQuality(t *testing.T) {
+	in := gradient(16, 16)
+	edited := invert(in)
+	bound := func(v float64) *float64 { return &v }
+	pair := &QualityPair{Image: "/fixtures/a.png", Prompt: "invert", Reference: "reference/a-invert.png"}
+	req := func(id, phase string, i int, out image.Image) qualityCase {
+		return qualityCase{RequestID: id, Phase: phase, Prompt: "invert", Index: i, Out: out, In: in}
+	}
+	good := []qualityCase{req("w0", schema.PhaseWarmup, 0, edited), req("p0", schema.PhaseProfiling, 1, edited)}
+	pairCase := &qualityPairCase{RequestID: "p0", Reference: "correctness/artifacts/reference/a-invert.png", Ref: edited, Out: edited}
+	noise := strings.Repeat("a", 64)
+	latents := func(served string) *qualityPairCase {
+		pc := *pairCase
+		pc.Latents = &pairLatents{Field: "initial_latents_sha256", File: "/w/latents.raw", CaseSHA256: noise, Served: served}
+		return &pc
+	}
+	for _, tc := range []struct {
+		name     string
+		in       qualityInput
+		want     string
+		failures int
+	}{
+		{"edits within the criteria, the pair equal to its reference",
+			qualityInput{Criteria: schema.QualityCriteria{MeanMin: bound(0.05), MeanMax: bound(0.95), PSNRMin: bound(40)}, Requests: good, Pair: pair, PairCase: pairCase}, "", 0},
+		{"no criteria, no pair", qualityInput{Requests: good}, "", 0},
+		{"a constant output", qualityInput{Requests: []qualityCase{good[0], req("p0", schema.PhaseProfiling, 1, solid(16, 16, color.RGBA{9, 9, 9, 255}))}},
+			"1 criterion(s) missed:\n  - request p0 (profiling, \"invert\"): output is a constant image", 1},
+		{"the input sent back", qualityInput{Requests: []qualityCase{good[0], req("p0", schema.PhaseProfiling, 1, in)}},
+			"request p0 (profiling, \"invert\"): output is the input image unchanged or only resized: 0.0 % of its pixels differ", 1},
+		{"a mean bound missed", qualityInput{Criteria: schema.QualityCriteria{MeanMax: bound(0.1)}, Requests: good},
+			"2 criterion(s) missed:\n  - request w0 (warmup, \"invert\"): pixel mean", 2},
+		{"the pair's PSNR missed", qualityInput{Criteria: schema.QualityCriteria{PSNRMin: bound(1000)}, Requests: good, Pair: pair, PairCase: pairCase},
+			"request p0, the pair the correctness case ran (correctness/artifacts/reference/a-invert.png): psnr 999.00 dB < 1000", 1},
+		{"the pair never sent", qualityInput{Requests: good, Pair: pair},
+			`no request sent the pair the correctness case ran (a.png with "invert"): the reference criteria were not applied`, 0},
+		{"the pair on the case's noise", qualityInput{Requests: good, Pair: pair, PairCase: latents(noise)}, "", 0},
+		{"the pair on another noise", qualityInput{Requests: good, Pair: pair, PairCase: latents(strings.Repeat("b", 64))},
+			"the served pair did not start from the case's own noise: the server replayed latents sha256 bbbb", 1},
+		{"the pair's noise not stated", qualityInput{Requests: good, Pair: pair, PairCase: latents("")},
+			"the server's records state no initial_latents_sha256 for request p0: it did not replay the case's noise", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Size = "16x16"
+			v := judgeQuality(tc.in)
+			wantErr(t, tc.want, v.Err)
+			assert.Equal(t, tc.failures, v.Summary.Failures)
+			require.Len(t, v.Summary.Requests, len(tc.in.Requests), "every output")
+			assert.Equal(t, "identity/01-profiling-http.png", v.Summary.Requests[1].File)
+			assert.Equal(t, tc.in.PairCase != nil, v.Summary.Pair != nil)
+		})
+	}
+
+	// Stopped before every output was gathered: what was measured is stated, its
+	// failures uncounted, and the stage's own error stands.
+	v := judgeQuality(qualityInput{Size: "16x16", Requests: []qualityCase{req("w0", schema.PhaseWarmup, 0, in)}, Pair: pair, Stopped: true})
+	assert.NoError(t, v.Err)
+	require.Len(t, v.Summary.Requests, 1)
+	assert.NotEmpty(t, v.Summary.Requests[0].Failures)
+	assert.Zero(t, v.Summary.Failures)
+}
+
+func TestJudgeLatents(t *testing.T) {
+	noise := strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		name string
+		l    pairLatents
+		want string
+	}{
+		{"the case's noise", pairLatents{CaseSHA256: noise, Served: noise}, ""},
+		{"no noise file", pairLatents{CaseErr: errors.New("0 paths match")}, "the noise the correctness case drew: 0 paths match"},
+		{"no records", pairLatents{CaseSHA256: noise, RecordsErr: errors.New("server records: open: no such file")}, "the server's records: server records: open"},
+		{"none stated", pairLatents{Field: "obs.sha", CaseSHA256: noise}, "the server's records state no obs.sha for request r1"},
+		{"another noise", pairLatents{File: "/w/q0/latents.raw", CaseSHA256: noise, Served: "bb"},
+			"the server replayed latents sha256 bb, the case drew " + noise + " (latents.raw)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.want, judgeLatents(tc.l, "r1")) })
+	}
+}
