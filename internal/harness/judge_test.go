@@ -2,7 +2,9 @@ package harness
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 )
 
 // The judges are the stages' decisions apart from their commands and files: each runs
@@ -329,4 +332,98 @@ func TestJudgeLatents(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.want, judgeLatents(tc.l, "r1")) })
 	}
+}
+
+// benchmarkCase is a benchmark of 1 warmup and 2 measured requests, each answered with a
+// 16x16 PNG whose body states a Task time of 10 ms, AIPerf's latency 12 ms.
+func benchmarkCase(t *testing.T) benchmarkInput {
+	t.Helper()
+	sent := encodePNG(t, gradient(8, 8))
+	out := encodePNG(t, invert(gradient(16, 16)))
+	var ex Export
+	for i, r := range []struct{ id, phase string }{{"w0", schema.PhaseWarmup}, {"p0", schema.PhaseProfiling}, {"p1", schema.PhaseProfiling}} {
+		var rec RawRecord
+		require.NoError(t, json.Unmarshal([]byte(fmt.Sprintf(`{"metadata": {"x_request_id": %q, "benchmark_phase": %q, "request_start_ns": %d, "request_end_ns": %d},
+			"status": 200, "responses": [{"text": "{\"timing\": {\"task_ms\": 10}}"}]}`, r.id, r.phase, int64(i)*2e9, int64(i)*2e9+1.5e9)), &rec))
+		var p ProfileRecord
+		require.NoError(t, json.Unmarshal([]byte(fmt.Sprintf(`{"metadata": {"x_request_id": %q, "benchmark_phase": %q},
+			"metrics": {"request_latency": {"value": 12, "unit": "ms"}}}`, r.id, r.phase)), &p))
+		ex.Raw, ex.Profile = append(ex.Raw, rec), append(ex.Profile, p)
+	}
+	in := benchmarkInput{Export: &ex, Measured: 2, Warmup: 1, Size: "16x16", Timing: TimingSource{Body: "timing.task_ms"}}
+	for range ex.Raw {
+		in.Responses = append(in.Responses, benchmarkResponse{Sent: wire.Request{Image: sent, Prompt: "invert"}, PNG: out})
+	}
+	return in
+}
+
+func TestJudgeBenchmark(t *testing.T) {
+	records := TimingSource{Records: "task_ms", RecordID: "request_id"}
+	both := TimingSource{Body: "timing.task_ms", Records: "task_ms", RecordID: "request_id"}
+	tasks := map[string]float64{"w0": 10, "p0": 10, "p1": 10}
+	ids := map[string]bool{"w0": true, "p0": true, "p1": true}
+	for _, tc := range []struct {
+		name     string
+		edit     func(in *benchmarkInput)
+		want     string
+		outputs  int
+		timed    bool // the headline timing stated
+		clientEr int
+	}{
+		{"every request answered and timed", func(*benchmarkInput) {}, "", 3, true, 0},
+		{"Task times from the records", func(in *benchmarkInput) { in.Timing, in.RecordTasks = records, tasks }, "", 3, true, 0},
+		{"body and records agree", func(in *benchmarkInput) { in.Timing, in.RecordTasks, in.RecordIDs = both, tasks, ids }, "", 3, true, 0},
+		{"other request counts", func(in *benchmarkInput) { in.Measured = 3 }, "AIPerf recorded 2 measured + 1 warmup requests, the row asks for 3 + 1", 3, true, 0},
+		{"a failed request", func(in *benchmarkInput) {
+			in.Export.Raw[2].Status, in.Export.Raw[2].Error = 500, &RecordError{Type: "HTTPError", Message: "boom"}
+		}, "request p1 (profiling) failed: status 500 HTTPError: boom", 2, true, 1},
+		{"the input sent back", func(in *benchmarkInput) { in.Responses[1].PNG = in.Responses[1].Sent.Image },
+			"request p0 (profiling): output is the input image unchanged (same bytes)", 2, true, 0},
+		{"another size", func(in *benchmarkInput) { in.Responses[1].PNG = encodePNG(t, gradient(8, 9)) },
+			"request p0 (profiling): output is 8x9, the request asked for size 16x16", 2, true, 0},
+		{"no PNG", func(in *benchmarkInput) { in.Responses[0].PNG = []byte("GIF89a") }, "request w0 (warmup): ", 2, true, 0},
+		{"no output", func(in *benchmarkInput) { in.Responses[0].OutputErr = errors.New("no data[0].b64_json") },
+			`request w0 (warmup): "invert": no data[0].b64_json`, 2, true, 0},
+		{"a payload that does not decode", func(in *benchmarkInput) { in.Responses[0].SentErr = errors.New("request w0: not multipart") },
+			"request w0 (warmup): request w0: not multipart", 2, true, 0},
+		{"no client latency", func(in *benchmarkInput) { delete(in.Export.Profile[1].Metrics, "request_latency") },
+			"request p0: AIPerf recorded no request_latency", 3, false, 0},
+		{"no Task time in the body", func(in *benchmarkInput) { in.Export.Raw[1].Responses[0].Text = `{}` },
+			`request p0: server Task time missing from response body timing.task_ms: field "timing.task_ms" is absent`, 3, false, 0},
+		{"no records line", func(in *benchmarkInput) { in.Timing, in.RecordTasks = records, map[string]float64{"p1": 10} },
+			"request p0: server Task time missing from records file task_ms joined on request_id: no records line with request id p0 (does the server honour X-Request-ID?)", 3, false, 0},
+		{"the records unreadable", func(in *benchmarkInput) {
+			in.Timing, in.RecordTasksErr = records, errors.New("server records: open: no such file")
+		},
+			"1 problem(s):\n  - server records: open: no such file", 3, false, 0},
+		{"body and records disagree", func(in *benchmarkInput) {
+			in.Timing, in.RecordTasks, in.RecordIDs = both, map[string]float64{"w0": 10, "p0": 11, "p1": 10}, ids
+		}, "request p0: the response body says timing.task_ms = 10 ms, its records line task_ms = 11 ms", 3, false, 0},
+		{"a request the records miss", func(in *benchmarkInput) {
+			in.Timing, in.RecordTasks, in.RecordIDs = both, tasks, map[string]bool{"p0": true}
+		}, "request p1: no records line with that request id: does the server honour X-Request-ID?", 3, false, 0},
+		{"AIPerf failed, its export whole", func(in *benchmarkInput) { in.RunErr = errors.New("exit status 1") }, "1 problem(s):\n  - aiperf failed: exit status 1", 3, true, 0},
+		{"a torn summary", func(in *benchmarkInput) { in.ExportErr = errors.New("aiperf summary: unexpected end of JSON input") },
+			"aiperf summary: unexpected end of JSON input", 3, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := benchmarkCase(t)
+			tc.edit(&in)
+			v := judgeBenchmark(in)
+			wantErr(t, tc.want, v.Err)
+			assert.Len(t, v.Outputs, tc.outputs, "valid outputs")
+			assert.Equal(t, tc.clientEr, v.ClientErrors)
+			if !assert.Equal(t, tc.timed, v.Timing != nil && v.Timing.HTTP != nil, "headline timing") || !tc.timed {
+				return
+			}
+			assert.Equal(t, 12.0, v.Timing.HTTP.P50)
+			assert.Equal(t, 10.0, v.Timing.Task.P50)
+			assert.Equal(t, 2, v.Timing.Task.Count, "the measured requests")
+			assert.InDelta(t, 2/3.5, v.Timing.ImagesPerS, 1e-9, "2 images from the first start to the last end")
+		})
+	}
+
+	// No export: AIPerf's own error, or why the export could not be read.
+	assert.EqualError(t, judgeBenchmark(benchmarkInput{RunErr: errors.New("exit status 2")}).Err, "aiperf: exit status 2")
+	assert.EqualError(t, judgeBenchmark(benchmarkInput{ExportErr: errors.New("no raw export")}).Err, "no raw export")
 }
