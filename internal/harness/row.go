@@ -33,10 +33,7 @@ type row struct {
 	scratch     string         // the server's scratch folder (ServeSpec.Scratch)
 	proto       wire.Protocol  // how requests travel (the family's, else wire.OpenAI)
 	img         *serving.Image // the family's image, once prepared
-	export      *Export
-	httpPNG     map[string][]byte // request id -> PNG the HTTP response carried
-	clientMs    map[string]float64
-	taskMs      map[string]float64
+	benchmarked *benchmarkResult // what the benchmark stage hands to quality and identity
 	failed      string        // first stage that failed
 	why         string        // what Classify said of it
 	failedAt    time.Duration // how far into that stage

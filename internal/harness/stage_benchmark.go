@@ -45,23 +45,32 @@ func (r *row) benchmark(ctx context.Context) error {
 	if in.Export == nil {
 		return v.Err
 	}
-	r.export = in.Export
+	b := &benchmarkResult{export: in.Export, httpPNG: map[string][]byte{}}
+	r.benchmarked = b
 	r.result.ClientErrors = &v.ClientErrors
-	r.httpPNG = map[string][]byte{}
 	for _, o := range v.Outputs {
-		r.httpPNG[o.RequestID] = o.PNG
+		b.httpPNG[o.RequestID] = o.PNG
 		if err := r.ev.WriteFile(schema.IdentityPNG(o.Index, o.Phase, schema.SideHTTP), o.PNG); err != nil {
 			return err
 		}
 	}
 	if t := v.Timing; t != nil {
-		r.clientMs, r.taskMs = t.ClientMs, t.TaskMs
+		b.clientMs, b.taskMs = t.ClientMs, t.TaskMs
 		if t.HTTP != nil {
 			r.result.HTTP, r.result.Task, r.result.TaskSource = t.HTTP, t.Task, t.Source
 			r.result.Overhead, r.result.ImagesPerS, r.result.FirstRequest = t.Overhead, t.ImagesPerS, t.FirstRequest
 		}
 	}
 	return v.Err
+}
+
+// benchmarkResult is what the benchmark stage hands to the stages after it: AIPerf's
+// export, the PNG each valid HTTP response carried and the measured requests' client
+// and Task times, by request id.
+type benchmarkResult struct {
+	export           *Export
+	httpPNG          map[string][]byte
+	clientMs, taskMs map[string]float64
 }
 
 // gatherBenchmark reads what judging AIPerf's export needs beyond it: what each

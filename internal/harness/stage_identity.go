@@ -50,14 +50,15 @@ func (r *row) identity(ctx context.Context) error {
 	}
 	var replays []*replay
 	at := map[*replay]int{} // each replay's request in in.Requests
-	for i, rec := range r.export.Raw {
+	bench := r.benchmarked
+	for i, rec := range bench.export.Raw {
 		id := rec.Metadata.XRequestID
 		sent, err := r.sent(rec)
 		if err != nil {
 			return stopped(err)
 		}
-		c := identityCase{Req: schema.IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: sent.Prompt, ClientMs: r.clientMs[id], TaskMs: r.taskMs[id]},
-			Input: sent.Image, HTTP: r.httpPNG[id]}
+		c := identityCase{Req: schema.IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: sent.Prompt, ClientMs: bench.clientMs[id], TaskMs: bench.taskMs[id]},
+			Input: sent.Image, HTTP: bench.httpPNG[id]}
 		if c.HTTP == nil {
 			in.Requests = append(in.Requests, c)
 			continue

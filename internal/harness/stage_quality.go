@@ -57,9 +57,10 @@ func (r *row) quality(ctx context.Context) error {
 		}
 		pairSHA = bytesSHA256(b)
 	}
-	for i, rec := range r.export.Raw {
+	bench := r.benchmarked
+	for i, rec := range bench.export.Raw {
 		id := rec.Metadata.XRequestID
-		png, ok := r.httpPNG[id]
+		png, ok := bench.httpPNG[id]
 		if !ok {
 			return stopped(fmt.Errorf("request %s: no HTTP output (the benchmark stage keeps one per request)", id))
 		}
