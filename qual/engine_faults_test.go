@@ -65,9 +65,10 @@ func TestServerOOMKilled(t *testing.T) {
 // unchanged correctness case alone. The row reads correctness-verified (never a passing
 // status), the later stages not-run, and the run's evidence checks (Finish, at cleanup).
 func TestCorrectnessOnlyRun(t *testing.T) {
-	// Not parallel: its case failed once (1 failed, cause unknown) when it ran beside the
-	// parallel tests in a .ci/run on 2026-12-04; 3 runs of the seven together since then
-	// passed. A failure now prints the case's output.
+	// Parallel again: its case's "1 failed" beside the parallel tests was another run
+	// removing the bundle cache entry the case read (fixed: entrylock.go;
+	// TestRunsShareABundleCacheEntry). A failure prints the case's output.
+	t.Parallel() // its own suite and run folder (main_test.go: parallel tests)
 	row := controlRow("refedit-v1", "the reference row, its correctness case alone", func(*harness.Checkpoint, *refedit.Faulty) {})
 	s := isolatedSuite(t, "correctness-only", false, func(c *harness.SuiteConfig) { c.CorrectnessOnly = true })
 	res, err := s.Run(t.Context(), row, t.TempDir(), harness.Reproduce(t.Name()))
@@ -99,28 +100,37 @@ func TestEngineRestartedMidServe(t *testing.T) {
 	t.Parallel() // its own suite, run folder and marker (main_test.go: parallel tests)
 	needContainers(t)
 	eng := startPrivateEngine(t)
-	root := t.TempDir()
-	cmd, out, marker := startChild(t, root, "container", []string{"DOCKER_HOST=" + eng.host()})
+	// -test.v: the child says when its benchmark stage begins.
+	c := startChild(t, t.TempDir(), "container", []string{"DOCKER_HOST=" + eng.host()}, "-test.v")
 	restarted := make(chan error, 1)
 	go func() {
-		if !waitForProcess(root, "aiperf", time.Minute) {
-			restarted <- fmt.Errorf("AIPerf never ran")
+		// Mid-benchmark: the stage runs and the server has answered a request (its
+		// records file has a line); AIPerf sends the next ones.
+		benchmarking := c.waitFor(func() bool {
+			if !strings.Contains(c.out.String(), "=== RUN   TestRefEdit/refedit-v1/benchmark") {
+				return false
+			}
+			recs, _ := filepath.Glob(filepath.Join(c.root, "2*", "refedit-v1", schema.RecordsFile))
+			b, _ := os.ReadFile(strings.Join(recs, ""))
+			return len(recs) == 1 && bytes.Contains(b, []byte("\n"))
+		})
+		if !benchmarking {
+			restarted <- fmt.Errorf("the child ended before its server answered a request of the benchmark")
 			return
 		}
-		time.Sleep(time.Second)
 		restarted <- eng.restart()
 	}()
-	err := cmd.Wait()
+	err := c.wait()
 	require.NoError(t, <-restarted, "restart the engine")
 	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "the run must fail:\n%s", out.String())
+	require.ErrorAs(t, err, &exit, "the run must fail:\n%s", c.out)
 
-	run := childRun(t, root, out)
-	assert.Empty(t, leftoverProcesses(t, marker), "processes of the run")
-	assert.Empty(t, tempLeft(t, cmd), "temp folders of the run")
+	run := c.run(t)
+	assert.Empty(t, leftoverProcesses(t, c.marker), "processes of the run")
+	assert.Empty(t, c.tempLeft(t), "temp folders of the run")
 	assert.Empty(t, eng.leftovers(t, filepath.Base(run)), "containers and images of the run in the restarted engine")
 
-	res := rowResult(t, run, out)
+	res := rowResult(t, run, c.out)
 	assert.Equal(t, schema.StatusFailed, res.Status)
 	assert.Equal(t, schema.KindInfrastructure, res.FailureKind, res.Reason)
 	assert.Regexp(t, `^stage benchmark failed: infrastructure: the Docker engine is gone; the Docker engine was unreachable`, res.Reason)
@@ -131,9 +141,10 @@ func TestEngineRestartedMidServe(t *testing.T) {
 // privateEngine is a second dockerd with its own data, state, socket and containerd
 // namespace, started and stopped by one test.
 type privateEngine struct {
-	dir string
-	cmd *exec.Cmd
-	log *os.File
+	dir    string
+	cmd    *exec.Cmd
+	exited chan error // dockerd's Wait, once it exited
+	log    *os.File
 }
 
 func startPrivateEngine(t *testing.T) *privateEngine {
@@ -182,30 +193,29 @@ func (e *privateEngine) start() error {
 	if err := e.cmd.Start(); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if exec.Command("docker", "-H", e.host(), "version").Run() == nil {
-			return nil
+	exited := make(chan error, 1)
+	go func() { exited <- e.cmd.Wait() }()
+	e.exited = exited
+	// Until it answers, or exits: a loaded host takes longer, go test's -timeout bounds it.
+	for exec.Command("docker", "-H", e.host(), "version").Run() != nil {
+		select {
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("the test's dockerd exited before it answered (%v); log %s:\n%s", err, e.log.Name(), serving.TailFile(e.log.Name(), 2000))
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("the test's dockerd did not answer within 60 s (log %s)", e.log.Name())
+	return nil
 }
 
-// stop ends dockerd (SIGTERM: it stops its containers and unmounts what it mounted),
-// SIGKILL to its group after 30 s.
+// stop ends dockerd (SIGTERM: it stops its containers and unmounts what it mounted) and
+// waits until it exited (go test's -timeout bounds it).
 func (e *privateEngine) stop() error {
 	if e.cmd == nil || e.cmd.Process == nil {
 		return nil
 	}
-	done := make(chan error, 1)
-	go func() { done <- e.cmd.Wait() }()
 	e.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		return fmt.Errorf("dockerd did not stop within 30 s of SIGTERM: killed")
-	}
+	<-e.exited
 	e.cmd = nil
 	return nil
 }
@@ -277,27 +287,26 @@ func TestDiskFullWhileWritingEvidence(t *testing.T) {
 		}
 		os.Remove(root)
 	})
-	cmd, out, marker := startChild(t, root, *runtimeFlag, nil)
+	c := startChild(t, root, *runtimeFlag, nil)
 	filled := make(chan error, 1)
 	go func() {
-		if !waitForProcess(root, "aiperf", time.Minute) {
-			filled <- fmt.Errorf("AIPerf never ran")
+		if _, _, ok := c.waitForProcess("aiperf"); !ok {
+			filled <- fmt.Errorf("the child ended before AIPerf ran")
 			return
 		}
 		filled <- fill(filepath.Join(root, "filler"))
 	}()
-	err = cmd.Wait()
+	err = c.wait()
 	require.NoError(t, <-filled, "fill the evidence disk")
 	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "the run must fail:\n%s", out.String())
+	require.ErrorAs(t, err, &exit, "the run must fail:\n%s", c.out)
 
-	run := childRun(t, root, out)
-	assertNothingLeft(t, marker, filepath.Base(run))
-	assert.Empty(t, tempLeft(t, cmd), "temp folders of the run")
+	run := c.run(t)
+	c.assertNothingLeft(t, filepath.Base(run))
 	left, _ := filepath.Glob(filepath.Join(root, ".qualkit-reserve-*"))
 	assert.Empty(t, left, "the run's reserve")
 
-	res := rowResult(t, run, out)
+	res := rowResult(t, run, c.out)
 	assert.Equal(t, schema.StatusFailed, res.Status)
 	assert.Equal(t, schema.KindInfrastructure, res.FailureKind, res.Reason)
 	assert.Regexp(t, `^stage [a-z]+ failed: infrastructure: the disk is full; no space left on device`, res.Reason)
@@ -392,19 +401,60 @@ func TestInterruptAtEveryStage(t *testing.T) {
 }
 
 // stageTrigger is a suite's progress writer that fires once, at the first line of one
-// row's stage (the heartbeat's, every 20 ms here).
+// row's stage (the heartbeat's, every 20 ms here). A build begun beside preflight (the
+// overlapped order) prints build lines while preflight still runs: the build stage is
+// known to run only once preflight said its order ("order: build early true|false"),
+// and then, for a build begun early, at the line of the stage that takes it over.
 type stageTrigger struct {
 	row, stage string
 	fire       func()
 	once       sync.Once
 	done       atomic.Bool
+	mu         sync.Mutex
+	order      string // "true" or "false" once preflight said whether the build began early
 }
 
 func (w *stageTrigger) Write(p []byte) (int, error) {
-	if bytes.HasPrefix(p, []byte("qualkit: "+w.row+" "+w.stage+" +")) {
-		w.once.Do(func() { w.done.Store(true); w.fire() })
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rest, ok := bytes.CutPrefix(p, []byte("qualkit: "+w.row+" preflight +")); ok {
+		if _, after, ok := bytes.Cut(rest, []byte(": order: build early ")); ok {
+			w.order, _, _ = strings.Cut(string(after), " ")
+		}
 	}
+	if !bytes.HasPrefix(p, []byte("qualkit: "+w.row+" "+w.stage+" +")) {
+		return len(p), nil
+	}
+	if w.stage == schema.StageBuild && (w.order == "" || w.order == "true" && !bytes.Contains(p, []byte("build: begun during preflight"))) {
+		return len(p), nil
+	}
+	w.once.Do(func() { w.done.Store(true); w.fire() })
 	return len(p), nil
 }
 
 func (w *stageTrigger) fired() bool { return w.done.Load() }
+
+// Two runs of two processes on one bundle cache entry at once (two `make test` side by
+// side; the cause of the refedit case's intermittent "1 failed" was one run replacing
+// the entry while the other's case read it): each child run distrusts the other's entry
+// (its evidence is under another root), so each builds; one takes the entry, the other
+// waits or builds its own bundle in its work folder. Both cases pass.
+func TestRunsShareABundleCacheEntry(t *testing.T) {
+	t.Parallel() // its own child runs, run folders and markers (main_test.go: parallel tests)
+	var kids []*child
+	for range 2 {
+		kids = append(kids, startChild(t, t.TempDir(), *runtimeFlag, nil, "-qualkit.correctness-only"))
+	}
+	keys := map[string]bool{}
+	for i, c := range kids {
+		require.NoError(t, c.wait(), "child run %d must pass:\n%s", i+1, c.out)
+		run := c.run(t)
+		res := rowResult(t, run, c.out)
+		assert.Equal(t, schema.StatusCorrectnessOnly, res.Status, "child run %d: %s", i+1, res.Reason)
+		require.NotNil(t, res.Bundle)
+		keys[res.Bundle.CacheKey] = true
+		t.Logf("child run %d: cached %t, private %q, built_by %q", i+1, res.Bundle.Cached, res.Bundle.Private, res.Bundle.BuiltBy)
+		c.assertNothingLeft(t, filepath.Base(run))
+	}
+	assert.Len(t, keys, 1, "both runs used one cache key")
+}

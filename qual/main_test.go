@@ -19,6 +19,7 @@ import (
 
 	"qualkit/internal/attest"
 	"qualkit/internal/harness"
+	"qualkit/internal/harness/serving/reaper"
 	"qualkit/internal/report"
 	"qualkit/internal/schema"
 )
@@ -60,6 +61,10 @@ func envOr(k, def string) string {
 }
 
 func TestMain(m *testing.M) {
+	// This binary also plays its own reaper (session.go): then it runs no test.
+	if reaper.Requested() {
+		os.Exit(reaper.Main())
+	}
 	flag.Parse()
 	// The reaper image cannot be pulled on our machines; the harness removes what it
 	// starts (and sweeps what dead runs left), so testcontainers' reaper stays off.
@@ -76,6 +81,20 @@ func run(m *testing.M) int {
 	if *tablesOut {
 		return printTables(os.Stdout)
 	}
+	rp, tmp, err := startSession()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "qual:", err)
+		return 2
+	}
+	code := runSuite(m, rp)
+	if err := endSession(rp, tmp); err != nil {
+		fmt.Fprintln(os.Stderr, "qual:", err)
+		code = max(code, 1)
+	}
+	return code
+}
+
+func runSuite(m *testing.M, rp *reaper.Reaper) int {
 	root, err := harness.FindRoot(".")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "qual:", err)
@@ -106,7 +125,8 @@ func run(m *testing.M) int {
 		Qualification: !*notQualification, Runtime: *runtimeFlag, Rebuild: *rebuild,
 		GPURead: *gpuread, Progress: progressWriter(), CPURows: *cpuRows,
 		Reporter: report.Evidence{Root: root, Rows: qualRows(), Key: key}, CorrectnessOnly: *corrOnly, Serial: *serial,
-		Venv: harness.Venv{Dir: *venv, Lock: filepath.Join(root, "scripts", "constraints.txt"), Known: filepath.Join(root, filepath.FromSlash(harness.VenvRecordsFile))},
+		Reaper: rp,
+		Venv:   harness.Venv{Dir: *venv, Lock: filepath.Join(root, "scripts", "constraints.txt"), Known: filepath.Join(root, filepath.FromSlash(harness.VenvRecordsFile))},
 	}
 	baseConfig = cfg
 	if err := prepareDouble(context.Background(), root); err != nil {

@@ -64,7 +64,7 @@ func (r *rowCheck) responseImage(rec rawRecord) ([]byte, error) {
 	return r.proto.Output(rec.body(), rec.Metadata.XRequestID, func(rel string) ([]byte, error) {
 		b, ok := r.read(path.Join(schema.ScratchDir, rel))
 		if !ok {
-			return nil, fmt.Errorf("serve/scratch/%s is not in the evidence", rel)
+			return nil, fmt.Errorf("%s is not in the evidence", schema.Scratch(rel))
 		}
 		return b, nil
 	})

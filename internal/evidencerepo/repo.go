@@ -143,13 +143,43 @@ const exportEnv = "QUALKIT_EXPORT_TABLE_ROWS"
 
 // exportShim is added to the commit's qual package: its init, run before any test or
 // TestMain, writes every row of the package's tables (the one list qual walks) and exits.
-// It reads the fields every commit since the tables list began has had.
+// It reads the fields every commit since the tables list began has had; the backend by
+// reflection, since how a family names it changed (Backend() until the family contract,
+// Describe(env, row).Backend since), so the one shim compiles at every commit.
 const exportShim = `package qual
 
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 )
+
+// backendOf is the family's Backend(), or the Backend field of what its
+// Describe(zero values...) returns.
+func backendOf(f any) string {
+	if f == nil {
+		return ""
+	}
+	if b, ok := f.(interface{ Backend() string }); ok {
+		return b.Backend()
+	}
+	m := reflect.ValueOf(f).MethodByName("Describe")
+	if !m.IsValid() {
+		return ""
+	}
+	in := make([]reflect.Value, m.Type().NumIn())
+	for i := range in {
+		in[i] = reflect.Zero(m.Type().In(i))
+	}
+	out := m.Call(in)
+	if len(out) == 0 || out[0].Kind() != reflect.Struct {
+		return ""
+	}
+	if b := out[0].FieldByName("Backend"); b.IsValid() && b.Kind() == reflect.String {
+		return b.String()
+	}
+	return ""
+}
 
 func init() {
 	out := os.Getenv("` + exportEnv + `")
@@ -171,11 +201,7 @@ func init() {
 	rows := []row{}
 	for _, tb := range tables {
 		for _, c := range tb.rows {
-			backend := ""
-			if c.Adapter != nil {
-				backend = c.Adapter.Backend()
-			}
-			rows = append(rows, row{tb.test, c.Name, c.Family, backend, c.Model, c.Profile, c.Smoke, c.Double, c.Bench.Measured, c.Bench.Warmup})
+			rows = append(rows, row{tb.test, c.Name, c.Family, backendOf(c.Adapter), c.Model, c.Profile, c.Smoke, c.Double, c.Bench.Measured, c.Bench.Warmup})
 		}
 	}
 	b, err := json.Marshal(rows)

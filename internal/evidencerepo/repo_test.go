@@ -64,6 +64,15 @@ func TestTablesAtACommit(t *testing.T) {
 
 	_, err = g.Tables("HEAD")
 	assert.ErrorContains(t, err, `"HEAD" is no commit id`)
+
+	// The shim builds at the newest commit too: a change to how tables or families read
+	// (the family contract) must keep it compiling, or every run's table check fails.
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	require.NoError(t, err)
+	rows, err = g.Tables(strings.TrimSpace(string(head)))
+	require.NoError(t, err, "the tables at HEAD")
+	assert.Contains(t, rows, schema.TableRow{Test: "TestRefEdit", Row: "refedit-v1", Family: "refedit", Backend: "refedit",
+		Model: "qualkit/refedit-v1", Profile: "refedit-v1", Measured: 5, Warmup: 1})
 }
 
 // The tables are kept per commit and per the QUALKIT_* variables they were exported in:

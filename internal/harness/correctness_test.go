@@ -96,3 +96,11 @@ func TestFindCaseBundleResolvesPytestsCurrentLink(t *testing.T) {
 	_, _, err = FindCaseBundle(filepath.Join(base, "nothing*", "x.bundle"))
 	assert.ErrorContains(t, err, "0 paths match")
 }
+
+// A case that wrote a result.json its family does not name fails the stage, saying what to
+// set: otherwise the row would pass every stage and fail only the run's evidence check.
+func TestUndeclaredResultFile(t *testing.T) {
+	assert.NoError(t, undeclaredResult([]schema.FileHash{{Path: "correctness/artifacts/out.png"}}))
+	assert.ErrorContains(t, undeclaredResult([]schema.FileHash{{Path: "correctness/artifacts/out.png"}, {Path: "correctness/artifacts/case/result.json"}}),
+		"the correctness case wrote correctness/artifacts/case/result.json, but the family names no result file (CorrectnessCase.Result)")
+}

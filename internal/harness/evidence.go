@@ -3,6 +3,7 @@ package harness
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -56,9 +57,14 @@ func (e *Evidence) Close() {
 	}
 }
 
-// NewRunID is a sortable, collision-resistant run id: UTC time plus process id.
+// NewRunID is a sortable run id: UTC time, process id and a random part. The time and
+// pid alone collide for two runs started in the same second in two PID namespaces (two
+// containers, two CI runners on one engine), whose image tags and Docker filters would
+// then be one.
 func NewRunID(now time.Time) string {
-	return fmt.Sprintf("%s-%d", now.UTC().Format("20060102T150405Z"), os.Getpid())
+	b := make([]byte, 3)
+	rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", now.UTC().Format("20060102T150405Z"), os.Getpid(), hex.EncodeToString(b))
 }
 
 // Row opens the folder of one row.

@@ -142,6 +142,9 @@ func TestJudgeCase(t *testing.T) {
 			`correctness result /r.json: status "fail", want "pass"`, true},
 		{"its result file no JSON", with(func(o *caseOutcome) { o.ResultFile, o.Result = "/r.json", []byte(`pass`) }), "correctness result /r.json: invalid character", true},
 		{"its result file unreadable", with(func(o *caseOutcome) { o.ResultFile, o.ResultErr = "/r.json", errors.New("gone") }), "correctness result: gone", true},
+		{"a result file its family does not name", with(func(o *caseOutcome) {
+			o.Artifacts = []schema.FileHash{{Path: "correctness/artifacts/case/result.json"}}
+		}), "the correctness case wrote correctness/artifacts/case/result.json, but the family names no result file (CorrectnessCase.Result)", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := judgeCase(tc.o)

@@ -30,13 +30,13 @@ type row struct {
 	bundleSHA   string
 	entry       *entryLock // the read lock on the bundle's cache entry, held until the row ends
 	server      serving.Server
-	scratch     string         // the server's scratch folder (ServeSpec.Scratch)
-	proto       wire.Protocol  // how requests travel (the family's, else wire.OpenAI)
-	img         *serving.Image // the family's image, once prepared
+	scratch     string           // the server's scratch folder (ServeSpec.Scratch)
+	proto       wire.Protocol    // how requests travel (the family's, else wire.OpenAI)
+	img         *serving.Image   // the family's image, once prepared
 	benchmarked *benchmarkResult // what the benchmark stage hands to quality and identity
-	failed      string        // first stage that failed
-	why         string        // what Classify said of it
-	failedAt    time.Duration // how far into that stage
+	failed      string           // first stage that failed
+	why         string           // what Classify said of it
+	failedAt    time.Duration    // how far into that stage
 	skipReason  string
 	result      *schema.Result
 	prog        *progress // the running stage's; nil between stages

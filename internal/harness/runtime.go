@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -40,10 +41,18 @@ func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mo
 	if stage == schema.StageBuild && r.earlyBuild != nil {
 		opts = []serving.Option{serving.WithRecorder(buildRecorder{r.ev, r.earlyBuild}, stage)}
 	}
+	if r.s.cfg.Reaper != nil {
+		opts = append(opts, serving.WithGroupTracker(r.s.cfg.Reaper))
+	}
 	if len(gpus) > 0 && stage != schema.StageBenchmark {
 		opts = append(opts, serving.WithGPUs(gpus))
 	}
 	if !r.inImage(stage) {
+		// A process's temp files (a go build's work folder) go with the row's work folder,
+		// even when the process is killed before it removes them.
+		if r.env.Work != "" {
+			opts = append(opts, serving.WithTempDir(filepath.Join(r.env.Work, "tmp")))
+		}
 		return opts, nil
 	}
 	img, err := r.image(ctx, stage)

@@ -292,6 +292,9 @@ func (r *row) startBenchmark(ctx context.Context, during, url string) error {
 	if run.TempDir, err = os.MkdirTemp(aiperfTempBase(), "aiperf-"); err != nil {
 		return fmt.Errorf("AIPerf's temp folder: %w", err)
 	}
+	if rp := r.s.cfg.Reaper; rp != nil {
+		rp.Remove(run.TempDir) // it may lie outside this process's temp folder (aiperfTempBase)
+	}
 	b, err := r.startJob(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), schema.AIPerfLog, limit,
 		func() { os.RemoveAll(run.TempDir) })
 	if err != nil {

@@ -181,7 +181,7 @@ func (r *row) unlockEntry() {
 // .cache/bundles/<key>/: the BundleInfo of the row that built it (not evidence).
 const entryFile = "bundle.json"
 
-// runIDName is what a run id may be as a folder name (20261203T151833Z-3754).
+// runIDName is what a run id may be as a folder name (20261203T151833Z-3754-a1b2c3).
 var runIDName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // trustedEntry reads the bundle cache entry at meta and says whether its bundle may be

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -135,6 +136,7 @@ func (r *row) correctness(ctx context.Context) error {
 	if cc.Result != "" {
 		out.Result, out.ResultErr = os.ReadFile(cc.Result)
 	}
+	out.Artifacts = corr.Artifacts
 	v := judgeCase(out)
 	if v.Counts != nil {
 		corr.CaseCounts = *v.Counts
@@ -199,9 +201,10 @@ type caseOutcome struct {
 	RunErr                    error
 	Counts                    schema.CaseCounts
 	JUnitErr                  error
-	ResultFile                string // "" when the case writes none
+	ResultFile                string // "" when the family names none
 	Result                    []byte
 	ResultErr                 error
+	Artifacts                 []schema.FileHash // every file the case wrote in its artifacts folder
 }
 
 // caseVerdict is the correctness stage's: the counts results.json states (nil when the
@@ -213,7 +216,7 @@ type caseVerdict struct {
 
 // judgeCase passes a case that left the bundle as it was, executed exactly its declared
 // ids, each passing (GateCases), whose command succeeded and whose own result file says
-// "pass".
+// "pass" (or that wrote none its family does not name).
 func judgeCase(o caseOutcome) caseVerdict {
 	if !o.BuildByCase {
 		if o.BundleErr != nil {
@@ -238,6 +241,8 @@ func judgeCase(o caseOutcome) caseVerdict {
 		v.Err = fmt.Errorf("every case passed but the command failed: %w", o.RunErr)
 	case o.ResultFile != "":
 		v.Err = judgeResultFile(o.ResultFile, o.Result, o.ResultErr)
+	default:
+		v.Err = undeclaredResult(o.Artifacts)
 	}
 	return v
 }
@@ -285,4 +290,17 @@ func FindCaseBundle(pattern string) (string, []schema.MatchedPath, error) {
 		return "", nil, fmt.Errorf("the correctness case passed, but %d paths match the bundle it builds (%s), want exactly 1: %v", len(real), pattern, real)
 	}
 	return real[0], matched, nil
+}
+
+// undeclaredResult refuses a case that wrote a result.json its family does not name
+// (CorrectnessCase.Result): its verdict would go unread. The checker holds a run to the
+// same rule; here the row fails at the stage that can say how to fix it.
+func undeclaredResult(artifacts []schema.FileHash) error {
+	for _, a := range artifacts {
+		if path.Base(a.Path) == "result.json" {
+			return fmt.Errorf("the correctness case wrote %s, but the family names no result file (CorrectnessCase.Result): "+
+				"set it so the case's own verdict is read", a.Path)
+		}
+	}
+	return nil
 }

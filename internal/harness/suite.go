@@ -59,10 +59,21 @@ type SuiteConfig struct {
 	// overlapped order: the server starts once the correctness case passed, AIPerf once
 	// the server is ready and the native batch process at identity. It measures what overlapping gains; the gates are the same.
 	Serial bool
+	// Reaper removes, when this process ends without doing so (killed, or go test's
+	// -timeout alarm), what the run made outside Docker: the process groups its rows
+	// started, the evidence reserve. nil: nothing is asked (a process with no reaper;
+	// package reaper).
+	Reaper Reaper
 	// Reporter derives what a reviewer reads from the evidence (pictures, PR.md,
 	// index.html) and checks it. nil derives nothing: such a run folder does not pass
 	// the evidence checker, which requires those files.
 	Reporter Reporter
+}
+
+// Reaper is the process's reaper (package reaper), as a run asks it.
+type Reaper interface {
+	serving.GroupTracker
+	Remove(path string)
 }
 
 // Reporter derives reports from evidence the harness wrote, and checks it. It is
@@ -133,6 +144,9 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 	ev, err := NewEvidence(cfg.EvidenceRoot, cfg.RunID)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Reaper != nil && ev.reserve != nil {
+		cfg.Reaper.Remove(ev.reserve.path)
 	}
 	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), pool: gpu.NewPool(nil, cfg.CPURows)}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())

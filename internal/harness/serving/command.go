@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,15 +56,19 @@ func Run(ctx context.Context, c Command, log string, opts ...Option) (schema.Com
 }
 
 func runProcess(ctx context.Context, c Command, log string, o options) (schema.CommandRecord, error) {
-	c.Env = append(c.Env, o.processGPUEnv()...)
+	c.Env = append(o.processTempEnv(), append(c.Env, o.processGPUEnv()...)...)
 	began := time.Now() // walls from the monotonic clock: a wall-clock step (NTP, a resumed VM) must not stretch them
 	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: log, Start: began.UTC()}
-	cmd, logf, err := startProcess(ctx, c, log)
+	cmd, logf, err := startProcess(ctx, c, log, o)
 	if err != nil {
 		rec.ExitCode, rec.Error = -1, err.Error()
 		return rec, o.record(rec, err)
 	}
 	err = cmd.Wait()
+	// A job leaves no process behind: what it started in its group and left running goes.
+	if gerr := endGroup(cmd.Process.Pid); gerr != nil && err == nil {
+		err = gerr
+	}
 	logf.Close()
 	rec.WallS = time.Since(began).Seconds()
 	rec.ExitCode = exitCode(err)
@@ -77,8 +83,9 @@ func runProcess(ctx context.Context, c Command, log string, o options) (schema.C
 }
 
 // startProcess starts c in its own process group, so that cancelling ctx or stopping it
-// ends every process it spawned, and sends its output to log.
-func startProcess(ctx context.Context, c Command, log string) (*exec.Cmd, *os.File, error) {
+// ends every process it spawned, and sends its output to log. Its environment marks it
+// as this session's (SessionEnv), for the reaper.
+func startProcess(ctx context.Context, c Command, log string, o options) (*exec.Cmd, *os.File, error) {
 	if len(c.Args) == 0 {
 		return nil, nil, errors.New("empty command")
 	}
@@ -88,7 +95,7 @@ func startProcess(ctx context.Context, c Command, log string) (*exec.Cmd, *os.Fi
 	}
 	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
 	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Env = append(append(os.Environ(), Self().sessionEnv()), c.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd, syscall.SIGKILL) }
@@ -96,6 +103,9 @@ func startProcess(ctx context.Context, c Command, log string) (*exec.Cmd, *os.Fi
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, nil, fmt.Errorf("start %s: %w", c.Args[0], err)
+	}
+	if o.groups != nil {
+		o.groups.TrackGroup(groupOf(cmd.Process.Pid))
 	}
 	return cmd, logf, nil
 }
@@ -109,6 +119,65 @@ func killGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 		return err
 	}
 	return nil
+}
+
+// Group is a process group Run or Start created: its id (its leader's pid) and its
+// leader's start time, which tells the group from a later one of the same number.
+type Group struct {
+	ID    int
+	Start string
+}
+
+func groupOf(leader int) Group {
+	start, _ := processStart(leader)
+	return Group{ID: leader, Start: start}
+}
+
+// GroupTracker learns of every process group Run and Start create (WithGroupTracker):
+// the reaper kills the groups a killed process left. Their processes are found by their
+// group, not only by SessionEnv: a program may rewrite the memory its environment is read
+// from (AIPerf's Python services set their process titles over it).
+type GroupTracker interface {
+	TrackGroup(Group)
+}
+
+// endGroup kills what is left of the process group pgid (its leader has been waited
+// for) and waits until none of it runs: a process that got SIGKILL still runs until the
+// kernel schedules it, and a check for leftovers right after the job must not see it.
+func endGroup(pgid int) error {
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	for deadline := time.Now().Add(groupGoneWithin); groupRuns(pgid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process group %d still runs %s after SIGKILL", pgid, groupGoneWithin)
+		}
+	}
+	return nil
+}
+
+// groupGoneWithin bounds the wait for a killed group: the kernel ends a killed process
+// as soon as it runs, so only a host stalled for this long reaches it.
+const groupGoneWithin = 30 * time.Second
+
+// groupRuns says whether a process of group pgid still runs (zombies, which run no
+// more, aside).
+func groupRuns(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range paths {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil {
+			continue
+		}
+		f, err := procStat(pid)
+		if err == nil && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // exitCode is the process's exit status, -1 when it did not exit normally.

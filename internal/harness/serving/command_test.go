@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,35 @@ func TestProcessJob(t *testing.T) {
 
 	_, err = Run(t.Context(), Command{}, log)
 	assert.ErrorContains(t, err, "empty command")
+}
+
+// A process job runs marked as this session's (the reaper finds it by that), in the temp
+// folder it is given unless its command names its own, and leaves no process behind:
+// what it started in its group and left running is gone once Run returns, with no wait.
+func TestProcessJobLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, "tmp")
+	log := filepath.Join(dir, "job.log")
+	var recs records
+	_, err := Run(t.Context(), Command{Args: []string{"/bin/sh", "-c", `echo "$TMPDIR $GOTMPDIR $` + SessionEnv + `"; sleep 600 & echo $! > ` + dir + `/daemon`}},
+		log, WithTempDir(tmp), WithRecorder(&recs, "build"))
+	require.NoError(t, err)
+	b, _ := os.ReadFile(log)
+	assert.Equal(t, tmp+" "+tmp+" "+Self().Session+"\n", string(b))
+	assert.DirExists(t, tmp)
+	assert.Equal(t, []string{"TMPDIR=" + tmp, "GOTMPDIR=" + tmp}, recs.all()[0].Env)
+	pidb, err := os.ReadFile(filepath.Join(dir, "daemon"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidb)))
+	require.NoError(t, err)
+	if st, err := procStat(pid); err == nil {
+		assert.Contains(t, []string{"Z", "X"}, st[0], "the job's sleep %d, left running in its group", pid)
+	}
+
+	_, err = Run(t.Context(), Command{Args: []string{"/bin/sh", "-c", "echo $TMPDIR"}, Env: []string{"TMPDIR=/own"}}, log, WithTempDir(tmp))
+	require.NoError(t, err)
+	b, _ = os.ReadFile(log)
+	assert.True(t, strings.HasSuffix(string(b), "/own\n"), "the command's own TMPDIR wins: %q", b)
 }
 
 // A process server: ready once its ready path answers 200; one that exits or never

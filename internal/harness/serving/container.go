@@ -309,6 +309,8 @@ func (s *containerServer) watch(ctx context.Context) {
 				}
 			case events.ActionOOM:
 				s.seen.oom = true
+			case events.ActionDestroy:
+				s.seen.removed = time.Now()
 			}
 			s.watchMu.Unlock()
 		case err := <-ev.Err:
@@ -334,6 +336,7 @@ type watchedState struct {
 	lostErr  error
 	killedBy string
 	oom      bool
+	removed  time.Time // the engine removed the container (docker rm -f, a sweep)
 }
 
 func (s *containerServer) watched() watchedState {
@@ -365,6 +368,11 @@ func (s *containerServer) Died(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res, err := s.cli.ContainerInspect(ctx, s.c.GetContainerID(), client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) || err != nil && !s.watched().removed.IsZero() {
+		// Only Stop removes it: someone else did, while the row still needed it.
+		return stoppedFromOutside(fmt.Errorf("the server container %s was removed from outside the run (docker rm -f, or a sweep that took it for a dead run's) %.1f s after the server was ready: %v",
+			shortID(s.c.GetContainerID()), time.Since(s.began).Seconds()-s.startup.Seconds(), err))
+	}
 	if err != nil {
 		return engineGone(fmt.Errorf("the Docker engine did not answer for the server container: %w", err))
 	}
@@ -604,6 +612,17 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 	bg := context.WithoutCancel(ctx)
 	defer removeOutlivingEngine(bg, cli, ct)
 	if ct != nil {
+		if err != nil {
+			// Cut before it exited (ctx ended, or the wait failed): it stops now, as a cut
+			// process job is killed, so that its whole log is read once it can write no
+			// more. Read while it still ran, the log would miss what it went on to write
+			// to the files it shares with the row (a batch's report naming replays whose
+			// log lines came after the read).
+			now := time.Duration(0)
+			if serr := ct.Stop(bg, &now); serr != nil && !cerrdefs.IsNotFound(serr) {
+				err = fmt.Errorf("%w (stopping it: %v)", err, serr)
+			}
+		}
 		if res, ierr := cli.ContainerInspect(bg, ct.GetContainerID(), client.ContainerInspectOptions{}); ierr == nil && res.Container.State != nil && !res.Container.State.Running {
 			rec.ExitCode = res.Container.State.ExitCode
 		}

@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -325,6 +326,43 @@ func TestContainerJob(t *testing.T) {
 	}
 }
 
+// A container job cut by its context stops before its log is read: what it wrote to the
+// files it shares with the row, it had written to its log first, and the log kept says
+// so (read while the job still ran, the log missed what came after; a batch's report
+// then named replays its log did not: TestInterruptAtEveryStage/container/identity).
+func TestContainerJobCutKeepsItsWholeLog(t *testing.T) {
+	requireDocker(t)
+	runID := testRun(t)
+	spec, bin := serverImage(t)
+	img := prepared(t, runID, spec, nil)
+	out := t.TempDir()
+	ticks := filepath.Join(out, "ticks")
+	log := filepath.Join(t.TempDir(), "job.log")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		// Cut once the job has ticked a few times (its file says so).
+		for ctx.Err() == nil {
+			if b, _ := os.ReadFile(ticks); bytes.Count(b, []byte("\n")) >= 5 {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	_, err := Run(ctx, Command{Args: []string{bin, "-tick", ticks}}, log, inContainer(t, runID, img, Mount{Host: out, Container: out}))
+	require.ErrorIs(t, err, context.Canceled)
+	requireNoContainers(t, runID)
+	logged, _ := os.ReadFile(log)
+	written, err := os.ReadFile(ticks)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(written)), "\n")
+	require.GreaterOrEqual(t, len(lines), 5)
+	for _, l := range lines {
+		assert.Contains(t, string(logged), l+"\n", "a line the job wrote to its file before it stopped, missing from its log")
+	}
+}
+
 func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
 	requireDocker(t)
 	ctx := t.Context()
@@ -341,7 +379,9 @@ func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	deadLabels := map[string]string{LabelManaged: "true", LabelRun: dead, LabelRow: "row-dead", LabelPID: strconv.Itoa(gone.Process.Pid), LabelHost: host}
+	// The containers are made from the current run's image, whose labels (this session's)
+	// they would inherit: each names a session of its own.
+	deadLabels := map[string]string{LabelManaged: "true", LabelRun: dead, LabelRow: "row-dead", LabelPID: strconv.Itoa(gone.Process.Pid), LabelHost: host, LabelSession: "dead-session"}
 	cli, err := dockerClient(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -362,7 +402,7 @@ func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
 	}
 	deadID := create(deadLabels)
 	// Another host's fresh container: its process cannot be checked, so it stays.
-	foreignID := create(map[string]string{LabelManaged: "true", LabelRun: foreign, LabelRow: "row-foreign", LabelPID: "1", LabelHost: "some-other-host"})
+	foreignID := create(map[string]string{LabelManaged: "true", LabelRun: foreign, LabelRow: "row-foreign", LabelPID: "1", LabelHost: "some-other-host", LabelSession: "foreign-session"})
 
 	removed, err := SweepLeftovers(ctx, current)
 	if err != nil {
@@ -397,11 +437,15 @@ func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
 }
 
 func TestSweepRule(t *testing.T) {
-	me := self{host: "here", pid: 100}
+	me := Owner{Session: "s-me", Host: "here", PID: 100, PIDStart: "5", PIDNS: "pid:[1]"}
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	alive := func(pid int, start string) bool { return pid == 200 && (start == "" || start == "77") }
-	labels := func(run, host, pid, start string) map[string]string {
-		return map[string]string{LabelManaged: "true", LabelRun: run, LabelHost: host, LabelPID: pid, LabelPIDStart: start}
+	labels := func(run, host, pid, start string, more ...string) map[string]string {
+		l := map[string]string{LabelManaged: "true", LabelRun: run, LabelHost: host, LabelPID: pid, LabelPIDStart: start}
+		for i := 0; i+1 < len(more); i += 2 {
+			l[more[i]] = more[i+1]
+		}
+		return l
 	}
 	for _, tc := range []struct {
 		name    string
@@ -410,14 +454,22 @@ func TestSweepRule(t *testing.T) {
 		removed bool
 	}{
 		{"current run, even if its process is gone", labels("cur", "here", "300", ""), 48 * time.Hour, false},
-		{"this process, another run", labels("old", "here", "100", ""), 48 * time.Hour, false},
+		{"this process, another run", labels("old", "here", "100", "5"), 48 * time.Hour, false},
+		{"this session, whatever its pid says", labels("old", "here", "300", "", LabelSession, "s-me"), 48 * time.Hour, false},
+		{"this process's pid, another start: a dead process before it", labels("old", "here", "100", "4"), time.Minute, true},
 		{"this host, live process", labels("old", "here", "200", "77"), 48 * time.Hour, false},
 		{"this host, process gone", labels("old", "here", "300", ""), time.Minute, true},
 		{"this host, pid reused by a later process", labels("old", "here", "200", "12"), time.Minute, true},
+		{"this host and namespace, process gone", labels("old", "here", "300", "", LabelPIDNS, "pid:[1]"), time.Minute, true},
+		{"another PID namespace, young: its pid 300 means nothing here", labels("old", "here", "300", "", LabelPIDNS, "pid:[2]"), time.Hour, false},
+		{"another PID namespace, our own pid, young", labels("old", "here", "100", "5", LabelPIDNS, "pid:[2]", LabelSession, "s-other"), time.Hour, false},
+		{"another PID namespace, older than LeftoverAge", labels("old", "here", "300", "", LabelPIDNS, "pid:[2]"), LeftoverAge + time.Hour, true},
 		{"other host, young", labels("old", "there", "200", ""), time.Hour, false},
 		{"other host, older than LeftoverAge", labels("old", "there", "200", ""), LeftoverAge + time.Hour, true},
 		{"this host, unreadable pid, young", labels("old", "here", "x", ""), time.Hour, false},
 		{"this host, unreadable pid, old", labels("old", "here", "x", ""), LeftoverAge + time.Hour, true},
+		{"a build step every run shares, however old", map[string]string{LabelManaged: "true", LabelHost: "here"}, LeftoverAge + time.Hour, false},
+		{"a build step of a dead process (its pid's label step)", map[string]string{LabelManaged: "true", LabelHost: "here", LabelPID: "300"}, time.Minute, true},
 	} {
 		why, removed := leftoverReason(tc.labels, now.Add(-tc.age), "cur", me, now, alive)
 		if removed != tc.removed {
@@ -429,6 +481,43 @@ func TestSweepRule(t *testing.T) {
 	}
 	if start, err := processStart(os.Getpid()); err != nil || !processAlive(os.Getpid(), start) || processAlive(os.Getpid(), start+"0") {
 		t.Errorf("processStart/processAlive on this process: start %q, err %v", start, err)
+	}
+}
+
+// Owner.owns: the session's label decides; without one (a build step sorted before it),
+// every part of the process's identity the step carries must match.
+func TestOwnerOwns(t *testing.T) {
+	me := Owner{Session: "s-me", Host: "here", PID: 100, PIDStart: "5", PIDNS: "pid:[1]"}
+	step := func(kv ...string) map[string]string {
+		l := map[string]string{LabelManaged: "true", LabelHost: "here", LabelPID: "100", LabelPIDStart: "5", LabelPIDNS: "pid:[1]"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			l[kv[i]] = kv[i+1]
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		owns   bool
+	}{
+		{"its session", step(LabelSession, "s-me"), true},
+		{"another session, the same pid (another PID namespace's)", step(LabelSession, "s-other"), false},
+		{"a build step of this process", step(), true},
+		{"its pid's build step, before the namespace and start labels", map[string]string{LabelManaged: "true", LabelHost: "here", LabelPID: "100"}, true},
+		{"a build step of a pid reused later", step(LabelPIDStart, "6"), false},
+		{"a build step of another PID namespace", step(LabelPIDNS, "pid:[2]"), false},
+		{"a build step of another host", step(LabelHost, "there"), false},
+		{"a build step every run shares", map[string]string{LabelManaged: "true", LabelHost: "here"}, false},
+	} {
+		if got := me.owns(tc.labels); got != tc.owns {
+			t.Errorf("%s: owns = %v, want %v", tc.name, got, tc.owns)
+		}
+	}
+	if l := me.labels("run-1", "row-a"); l[LabelSession] != "s-me" || l[LabelPIDNS] != "pid:[1]" || l[LabelRun] != "run-1" || !me.owns(l) {
+		t.Errorf("labels %v do not name their owner", l)
+	}
+	if s := Self(); s.Session == "" || len(s.Session) != 16 || s.PID != os.Getpid() || s.PIDStart == "" || s.PIDNS == "" || Self() != s {
+		t.Errorf("Self() = %+v: want a 16-hex session, this pid, its start and namespace, the same every call", s)
 	}
 }
 
@@ -639,4 +728,122 @@ func TestTestcontainersAttachesItsNetworkWithoutABridge(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "host", string(res.Container.HostConfig.NetworkMode))
 	assert.Contains(t, res.Container.NetworkSettings.Networks, testcontainers.ReaperDefault, "testcontainers attached its own network")
+}
+
+// A run removes its own images and nothing another may build on: two runs of one
+// Dockerfile FROM a shared base (untouched by qualkit's labels, as the double's Python
+// image is); removing the first run's images leaves the second's image, every parent it
+// has and the base; a sweep of shared build steps removes nothing while a session is
+// alive, and never the base.
+func TestImageRemovalKeepsWhatOthersShare(t *testing.T) {
+	requireDocker(t)
+	ctx := t.Context()
+	cli := dockerAPI(t)
+	spec, _ := serverImage(t)
+	runA, runB := testRun(t)+"-a", testRun(t)+"-b"
+	t.Cleanup(func() { RemoveRunImages(context.Background(), runA); RemoveRunImages(context.Background(), runB) })
+	base := "qualkit-test/shared-base:" + strings.ToLower(Self().Session)
+	_, err := buildImage(ctx, cli, spec, base, nil, filepath.Join(t.TempDir(), "base.log"), options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { cli.ImageRemove(context.Background(), base, client.ImageRemoveOptions{PruneChildren: true}) })
+	df := "FROM " + base + "\nCOPY containerserver /again\n"
+	require.NoError(t, os.WriteFile(filepath.Join(spec.Context, "Dockerfile"), []byte(df), 0o644))
+	imgA := prepared(t, runA, spec, nil)
+	imgB := prepared(t, runB, spec, nil)
+
+	require.NoError(t, RemoveRunImages(ctx, runA))
+	assert.Empty(t, runImages(t, runA), "run A's images")
+	chain := func(id string) []string {
+		all, err := cli.ImageList(ctx, client.ImageListOptions{All: true})
+		require.NoError(t, err)
+		parent := map[string]string{}
+		for _, img := range all.Items {
+			parent[img.ID] = img.ParentID
+		}
+		var ids []string
+		for ; id != ""; id = parent[id] {
+			_, ok := parent[id]
+			require.True(t, ok, "image %s of the chain from %s is gone", id, imgB.ID)
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	before := chain(imgB.ID)
+	baseID, err := cli.ImageInspect(ctx, base)
+	require.NoError(t, err)
+	require.Greater(t, len(before), 3, "run B's image has its build steps as parents")
+	_, err = cli.ImageInspect(ctx, imgA.ID)
+	assert.Error(t, err, "run A's tagged image is gone")
+
+	// This process is alive: for a sweep standing in for another session, it is a live one.
+	other := Owner{Session: "sweeper-" + Self().Session, Host: Self().Host, PID: -1}
+	removed, alive, err := SweepShared(ctx, other)
+	require.NoError(t, err)
+	assert.NotEmpty(t, alive, "this process's images make a live session")
+	assert.Empty(t, removed, "a sweep while a session is alive")
+	assert.Equal(t, before, chain(imgB.ID), "run B's chain after the sweep")
+
+	// The process's end: run B's images, then what the session holds; then a sweep by
+	// this session removes the shared steps unless another session is alive, and never
+	// the base.
+	require.NoError(t, RemoveRunImages(ctx, runB))
+	// No build of this process is in flight: its own steps (pid, start time, namespace,
+	// row) go with its last run's images; the steps every run shares stay.
+	for _, id := range before {
+		if res, err := cli.ImageInspect(ctx, id); err == nil {
+			assert.Empty(t, res.Config.Labels[LabelPID], "build step %s names this process after its last run's images went: %v", shortID(id), res.Config.Labels)
+		}
+	}
+	_, err = RemoveSession(ctx, Self())
+	require.NoError(t, err)
+	removed, alive, err = SweepShared(ctx, Self())
+	require.NoError(t, err)
+	t.Logf("the sweep: alive %q, removed %v", alive, removed)
+	_, err = cli.ImageInspect(ctx, base)
+	assert.NoError(t, err, "the shared base image is never removed")
+	steps := before[1 : len(before)-len(chain(baseID.ID))]
+	for _, id := range steps {
+		_, err := cli.ImageInspect(ctx, id)
+		if alive == "" {
+			assert.Error(t, err, "build step %s with no session alive", id)
+		} else {
+			t.Logf("another session is alive (%s): build step %s stays, as it must", alive, id)
+		}
+	}
+}
+
+// A live session's server survives another session's sweep, wherever that session runs:
+// one in another PID namespace cannot check this process (its pid means nothing there),
+// one in this namespace finds it alive. Removed from outside all the same (docker rm -f),
+// the server says so when asked why it ended (Died), rather than that the engine is gone.
+func TestLiveSessionsServerSurvivesSweeps(t *testing.T) {
+	requireDocker(t)
+	ctx := t.Context()
+	runID := testRun(t)
+	spec, bin := serverImage(t)
+	img := prepared(t, runID, spec, nil)
+	srv, _ := start(t, serverSpec(t, bin), inContainer(t, runID, img))
+	cli := dockerAPI(t)
+	me := Self()
+	for _, sweeper := range []Owner{
+		{Session: "other-namespace", Host: me.Host, PID: me.PID + 1, PIDStart: "1", PIDNS: "pid:[1]"},
+		{Session: "same-namespace", Host: me.Host, PID: -1, PIDNS: me.PIDNS},
+	} {
+		removed, err := sweepLeftovers(ctx, cli, "", sweeper, time.Now())
+		require.NoError(t, err)
+		for _, r := range removed {
+			assert.NotContains(t, r, shortID(srv.ContainerID()), "swept by session %s", sweeper.Session)
+		}
+	}
+	require.Len(t, runContainers(t, runID), 1, "the server's container after the sweeps")
+	require.NoError(t, srv.Died(ctx), "a server that runs has not died")
+
+	_, err := cli.ContainerRemove(ctx, srv.ContainerID(), client.ContainerRemoveOptions{Force: true})
+	require.NoError(t, err)
+	died := srv.Died(ctx)
+	require.Error(t, died)
+	assert.Contains(t, died.Error(), "was removed from outside the run")
+	var f *Failure
+	require.ErrorAs(t, died, &f)
+	assert.Equal(t, schema.KindInfrastructure, f.Kind)
 }

@@ -157,6 +157,9 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 		}})
 		return err
 	}
+	// While it builds, the process's own build steps stay (removeRunImages).
+	processSteps.RLock()
+	defer processSteps.RUnlock()
 	err = build()
 	if err != nil && cacheLayerVanished(err) {
 		// Another run's cleanup removed an image whose layers this build was reusing from

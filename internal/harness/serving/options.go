@@ -2,6 +2,7 @@ package serving
 
 import (
 	"errors"
+	"os"
 	"strings"
 
 	"qualkit/internal/harness/gpu"
@@ -17,6 +18,8 @@ type options struct {
 	gpus      []gpu.Device
 	recorder  Recorder
 	stage     string
+	tempDir   string
+	groups    GroupTracker
 }
 
 func newOptions(opts []Option) options {
@@ -53,6 +56,15 @@ func InContainer(c Container) Option { return func(o *options) { o.container = &
 // container (the daemon must have the nvidia runtime), CUDA_VISIBLE_DEVICES for a process.
 func WithGPUs(devs []gpu.Device) Option { return func(o *options) { o.gpus = devs } }
 
+// WithTempDir gives a process its own temp folder, dir (made if missing), as TMPDIR and
+// GOTMPDIR, unless the command sets them: what a killed process leaves there (a go
+// build's work folder) goes with dir. A container's temp folder goes with the container.
+func WithTempDir(dir string) Option { return func(o *options) { o.tempDir = dir } }
+
+// WithGroupTracker tells g of the process group of every process started (none for a
+// container: its processes go with it).
+func WithGroupTracker(g GroupTracker) Option { return func(o *options) { o.groups = g } }
+
 // WithRecorder records the command, under stage, once it ends.
 func WithRecorder(r Recorder, stage string) Option {
 	return func(o *options) { o.recorder, o.stage = r, stage }
@@ -67,6 +79,15 @@ func (o options) record(rec schema.CommandRecord, err error) error {
 		return errors.Join(err, rerr)
 	}
 	return err
+}
+
+// processTempEnv is a process's TMPDIR and GOTMPDIR (WithTempDir), made if missing; the
+// command's own Env comes after it and wins.
+func (o options) processTempEnv() []string {
+	if o.tempDir == "" || os.MkdirAll(o.tempDir, 0o755) != nil {
+		return nil
+	}
+	return []string{"TMPDIR=" + o.tempDir, "GOTMPDIR=" + o.tempDir}
 }
 
 // processGPUEnv pins a process to the GPUs by UUID, as a container's device request does.

@@ -31,10 +31,10 @@ type processServer struct {
 
 func startProcessServer(ctx context.Context, spec ServerSpec, o options) (Server, error) {
 	c := spec.Cmd
-	c.Env = append(c.Env, o.processGPUEnv()...)
+	c.Env = append(o.processTempEnv(), append(c.Env, o.processGPUEnv()...)...)
 	start := time.Now()
 	// The server must outlive the stage's context: it is stopped explicitly.
-	cmd, logf, err := startProcess(context.WithoutCancel(ctx), c, spec.Log)
+	cmd, logf, err := startProcess(context.WithoutCancel(ctx), c, spec.Log, o)
 	if err != nil {
 		rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC(), ExitCode: -1, Error: err.Error()}
 		return nil, o.record(rec, err)
@@ -90,11 +90,11 @@ func (s *processServer) Stop(context.Context) error {
 		<-s.exited
 	}
 	// Children left in the group (none expected) go too.
-	killGroup(s.cmd, syscall.SIGKILL)
+	err := endGroup(s.cmd.Process.Pid)
 	s.logf.Close()
 	s.rec.WallS = time.Since(s.began).Seconds()
 	s.rec.ExitCode = exitCode(s.waitErr)
-	return s.o.record(s.rec, nil)
+	return s.o.record(s.rec, err)
 }
 
 // stopGrace is how long a server gets between SIGTERM and SIGKILL.

@@ -7,57 +7,65 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
 )
 
-// Labels put on every container and image qualkit creates.
+// Labels put on every container and image qualkit creates (and, without run and row, on
+// a session's presence volume). The engine builds an image's labels as one LABEL step
+// each, in the keys' order: the steps before the pid's (host, managed) are shared by
+// every run on the host, those before the run's by every run of the process, the
+// run's by the run's row alone, and only the last (the session's) is tagged.
 const (
 	LabelManaged  = "qualkit.managed" // always "true"
 	LabelRun      = "qualkit.run"
 	LabelRow      = "qualkit.row"
+	LabelSession  = "qualkit.session"  // the creating process's random session (Owner.Session)
 	LabelPID      = "qualkit.pid"      // the harness process that created it
 	LabelPIDStart = "qualkit.pidstart" // that process's start time (/proc/<pid>/stat field 22), to detect a reused pid
+	LabelPIDNS    = "qualkit.pidns"    // that process's PID namespace: its pid means nothing in another
 	LabelHost     = "qualkit.host"     // hostname of that process
 )
 
-// LeftoverAge is how old a resource labelled by another host must be before SweepLeftovers
-// removes it: the process of another host cannot be checked, and no run lasts a day.
+// LeftoverAge is how old a resource of another host or PID namespace must be before a
+// sweep removes it: its process cannot be checked, and no run lasts a day.
 const LeftoverAge = 24 * time.Hour
 
 // labels are the labels of everything created for row of runID by this process.
-func labels(runID, row string) map[string]string {
-	host, _ := os.Hostname()
-	l := map[string]string{
-		LabelManaged: "true", LabelRun: runID, LabelRow: row,
-		LabelPID: strconv.Itoa(os.Getpid()), LabelHost: host,
-	}
-	if st, err := processStart(os.Getpid()); err == nil {
-		l[LabelPIDStart] = st
-	}
-	return l
-}
+func labels(runID, row string) map[string]string { return Self().labels(runID, row) }
 
 // processStart is field 22 of /proc/<pid>/stat: the process's start time in clock ticks
 // since boot. Together with the pid it names one process; a reused pid has another.
 func processStart(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := procStat(pid)
 	if err != nil {
 		return "", err
+	}
+	return f[19], nil
+}
+
+// procStat is /proc/<pid>/stat's fields from the third (the state) on.
+func procStat(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
 	}
 	// The command name (field 2) may hold spaces and parentheses: count from the last ')'.
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
-		return "", fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return nil, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
-		return "", fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return nil, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
-	return f[19], nil
+	return f, nil
 }
 
 // processAlive says whether pid is still the process that started at start ("" when unknown).
@@ -73,136 +81,273 @@ func processAlive(pid int, start string) bool {
 	return true
 }
 
-// self identifies this harness process for leftoverReason.
-type self struct {
-	host string
-	pid  int
-}
-
 // leftoverReason decides whether a qualkit-labelled resource is a leftover, and why. The rule:
 //   - the current run's resources are never leftovers, nor are those of this very process
-//     (another run in the same process is alive by definition);
-//   - a resource of this host is a leftover when its process is gone: its pid no longer runs,
-//     or runs a process that started at another time (a reused pid);
-//   - a resource of another host (or without a readable pid) is a leftover only once it is
-//     older than LeftoverAge, since a live run elsewhere cannot be told from a dead one.
-func leftoverReason(labels map[string]string, created time.Time, currentRunID string, me self, now time.Time, alive func(pid int, start string) bool) (string, bool) {
-	if labels[LabelRun] == currentRunID {
+//     (its session; another run in the same process is alive by definition);
+//   - a build step that names no run and no process (a label step every run on the host
+//     shares) is no one's leftover: only SweepShared removes it, once no run is alive;
+//   - a resource of this host and PID namespace is a leftover when its process is gone:
+//     its pid no longer runs, or runs a process that started at another time (a reused pid);
+//   - a resource of another host or PID namespace (or without a readable pid) is a
+//     leftover only once it is older than LeftoverAge, since a live run there cannot be
+//     told from a dead one.
+func leftoverReason(labels map[string]string, created time.Time, currentRunID string, me Owner, now time.Time, alive func(pid int, start string) bool) (string, bool) {
+	run := labels[LabelRun]
+	switch {
+	case run != "" && run == currentRunID:
+		return "", false
+	case labels[LabelSession] != "" && labels[LabelSession] == me.Session:
 		return "", false
 	}
 	pid, err := strconv.Atoi(labels[LabelPID])
-	if labels[LabelHost] == me.host && err == nil && pid > 0 {
-		if pid == me.pid {
+	known := err == nil && pid > 0
+	if !known && run == "" {
+		return "", false
+	}
+	ns := labels[LabelPIDNS]
+	if known && labels[LabelHost] == me.Host && (ns == "" || ns == me.PIDNS) {
+		if pid == me.PID && (labels[LabelPIDStart] == "" || labels[LabelPIDStart] == me.PIDStart) {
 			return "", false
 		}
 		if alive(pid, labels[LabelPIDStart]) {
 			return "", false
 		}
-		return fmt.Sprintf("process %d on %s that created it is gone", pid, me.host), true
+		return fmt.Sprintf("process %d on %s that created it is gone", pid, me.Host), true
 	}
 	if age := now.Sub(created); age > LeftoverAge {
-		return fmt.Sprintf("created by %s pid %s %s ago, more than %s", labels[LabelHost], labels[LabelPID], age.Round(time.Minute), LeftoverAge), true
+		where := labels[LabelHost]
+		if known && where == me.Host {
+			where += " (PID namespace " + ns + ")"
+		}
+		return fmt.Sprintf("created by %s pid %s %s ago, more than %s", where, labels[LabelPID], age.Round(time.Minute), LeftoverAge), true
 	}
 	return "", false
 }
 
-// SweepLeftovers removes the containers, then the images, that qualkit created for runs
-// other than currentRunID and that leftoverReason calls leftovers (their process is gone, or
-// they come from another host and are older than LeftoverAge). It returns one line per
-// removed resource. An image still used by a container is kept.
+// managedFilter selects what qualkit labelled, narrowed by more labels ("key=value").
+func managedFilter(more ...string) client.Filters {
+	return make(client.Filters).Add("label", append([]string{LabelManaged + "=true"}, more...)...)
+}
+
+// SweepLeftovers removes the containers, the images and the presence volumes that
+// qualkit created for runs other than currentRunID and that leftoverReason calls
+// leftovers (their process is gone, or they come from another host or PID namespace and
+// are older than LeftoverAge). It returns one line per removed resource. An image
+// still used by a container is kept; no image is removed with its parents (a parent
+// may be a build step another run's build is using: SweepShared's).
 func SweepLeftovers(ctx context.Context, currentRunID string) ([]string, error) {
 	cli, err := dockerClient(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cli.Close()
-	host, _ := os.Hostname()
-	me, now := self{host: host, pid: os.Getpid()}, time.Now()
-	managed := make(client.Filters).Add("label", LabelManaged+"=true")
+	return sweepLeftovers(ctx, cli, currentRunID, Self(), time.Now())
+}
 
+func sweepLeftovers(ctx context.Context, cli *testcontainers.DockerClient, currentRunID string, me Owner, now time.Time) ([]string, error) {
+	why := func(labels map[string]string, created int64) (string, bool) {
+		return leftoverReason(labels, time.Unix(created, 0), currentRunID, me, now, processAlive)
+	}
 	var removed []string
 	var errs []error
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: managed})
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: managedFilter()})
 	if err != nil {
 		return nil, fmt.Errorf("sweep: list containers: %w", err)
 	}
 	for _, c := range cs.Items {
-		why, ok := leftoverReason(c.Labels, time.Unix(c.Created, 0), currentRunID, me, now, processAlive)
+		reason, ok := why(c.Labels, c.Created)
 		if !ok {
 			continue
 		}
-		_, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("sweep: remove container %s: %w", shortID(c.ID), err))
+		if err := removeContainer(ctx, cli, c.ID); err != nil {
+			errs = append(errs, fmt.Errorf("sweep: %w", err))
 			continue
 		}
 		removed = append(removed, fmt.Sprintf("container %s %s (run %s, row %s): %s",
-			shortID(c.ID), strings.TrimPrefix(strings.Join(c.Names, ","), "/"), c.Labels[LabelRun], c.Labels[LabelRow], why))
+			shortID(c.ID), strings.TrimPrefix(strings.Join(c.Names, ","), "/"), c.Labels[LabelRun], c.Labels[LabelRow], reason))
 	}
-	imgs, err := cli.ImageList(ctx, client.ImageListOptions{Filters: managed})
+	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter()})
 	if err != nil {
 		return removed, errors.Join(append(errs, fmt.Errorf("sweep: list images: %w", err))...)
 	}
+	var dead []image.Summary
+	reasons := map[string]string{}
 	for _, img := range imgs.Items {
-		why, ok := leftoverReason(img.Labels, time.Unix(img.Created, 0), currentRunID, me, now, processAlive)
+		if reason, ok := why(img.Labels, img.Created); ok {
+			dead, reasons[img.ID] = append(dead, img), reason
+		}
+	}
+	gone, err := removeImages(ctx, cli, dead)
+	for _, img := range gone {
+		removed = append(removed, describeImage(img)+": "+reasons[img.ID])
+	}
+	var kept *keptImages
+	if err != nil && !errors.As(err, &kept) { // an image a container still uses stays
+		errs = append(errs, fmt.Errorf("sweep: %w", err))
+	}
+	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: managedFilter()})
+	if err != nil {
+		return removed, errors.Join(append(errs, fmt.Errorf("sweep: list volumes: %w", err))...)
+	}
+	for _, v := range vs.Items {
+		created, _ := time.Parse(time.RFC3339, v.CreatedAt)
+		reason, ok := leftoverReason(v.Labels, created, currentRunID, me, now, processAlive)
 		if !ok {
 			continue
 		}
-		_, err := cli.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{PruneChildren: true})
-		switch {
-		case cerrdefs.IsConflict(err):
-			continue // still used by a container that is not a leftover
-		case err != nil && !cerrdefs.IsNotFound(err):
-			errs = append(errs, fmt.Errorf("sweep: remove image %s: %w", shortID(img.ID), err))
+		if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("sweep: remove volume %s: %w", v.Name, err))
 			continue
 		}
-		removed = append(removed, fmt.Sprintf("image %s %s (run %s, row %s): %s",
-			shortID(img.ID), strings.Join(img.RepoTags, ","), img.Labels[LabelRun], img.Labels[LabelRow], why))
+		removed = append(removed, fmt.Sprintf("volume %s (session %s): %s", v.Name, v.Labels[LabelSession], reason))
 	}
 	return removed, errors.Join(errs...)
 }
 
-// RemoveRunImages removes the images built for runID (by any of its rows).
+func removeContainer(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
+	_, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("remove container %s: %w", shortID(id), err)
+	}
+	return nil
+}
+
+// removeImages removes imgs, children before their parents, each alone: never with its
+// parents (PruneChildren), never forced. An image still used by a container, or a
+// parent of an image not in imgs, is kept (the engine refuses it: a conflict). It
+// returns the images removed.
+func removeImages(ctx context.Context, cli *testcontainers.DockerClient, imgs []image.Summary) ([]image.Summary, error) {
+	var removed []image.Summary
+	var errs []error
+	left := imgs
+	for len(left) > 0 {
+		var next []image.Summary
+		var conflicts []error
+		for _, img := range left {
+			_, err := cli.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{})
+			switch {
+			case err == nil || cerrdefs.IsNotFound(err):
+				removed = append(removed, img)
+			case cerrdefs.IsConflict(err):
+				next = append(next, img)
+				conflicts = append(conflicts, fmt.Errorf("keep image %s: %w", describeImage(img), err))
+			default:
+				errs = append(errs, fmt.Errorf("remove image %s: %w", describeImage(img), err))
+			}
+		}
+		if len(next) == len(left) {
+			// No progress: what is left is in use (a container, or a child that is not ours).
+			if len(errs) == 0 && len(conflicts) > 0 {
+				return removed, &keptImages{errors.Join(conflicts...)}
+			}
+			break
+		}
+		left = next
+	}
+	return removed, errors.Join(errs...)
+}
+
+// keptImages: the engine refused to remove images still in use.
+type keptImages struct{ err error }
+
+func (k *keptImages) Error() string { return k.err.Error() }
+func (k *keptImages) Unwrap() error { return k.err }
+
+// tagged says whether img has a name (an older engine names an untagged one <none>:<none>).
+func tagged(img image.Summary) bool {
+	for _, t := range img.RepoTags {
+		if t != "<none>:<none>" {
+			return true
+		}
+	}
+	return false
+}
+
+func describeImage(img image.Summary) string {
+	tags := strings.Join(img.RepoTags, ",")
+	if !tagged(img) {
+		tags = "(a build step)"
+	}
+	return fmt.Sprintf("image %s %s (run %s, row %s)", shortID(img.ID), tags, img.Labels[LabelRun], img.Labels[LabelRow])
+}
+
+// RemoveRunImages removes the images built for runID (by any of its rows) by this
+// process: the tagged image and the build steps that carry the run's label, then the
+// process's own build steps no image needs any more (removeProcessSteps), never a parent
+// another process may build on, never an image another process made with that run id.
 func RemoveRunImages(ctx context.Context, runID string) error {
 	cli, err := dockerClient(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	f := make(client.Filters).Add("label", LabelManaged+"=true", LabelRun+"="+runID)
-	imgs, err := cli.ImageList(ctx, client.ImageListOptions{Filters: f})
+	return removeRunImages(ctx, cli, runID)
+}
+
+func removeRunImages(ctx context.Context, cli *testcontainers.DockerClient, runID string) error {
+	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter(LabelRun + "=" + runID)})
 	if err != nil {
 		return fmt.Errorf("remove images of run %s: %w", runID, err)
 	}
-	var errs []error
+	var mine []image.Summary
 	for _, img := range imgs.Items {
-		_, err := cli.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove image %s %s of run %s: %w", shortID(img.ID), strings.Join(img.RepoTags, ","), runID, err))
+		if Self().owns(img.Labels) {
+			mine = append(mine, img)
 		}
 	}
-	return errors.Join(errs...)
+	if _, err := removeImages(ctx, cli, mine); err != nil {
+		return fmt.Errorf("remove images of run %s: %w", runID, err)
+	}
+	removeProcessSteps(ctx, cli)
+	return nil
 }
 
-// RemoveRunContainers force-removes every container started for runID, then its images:
-// what a run that must exit now (a second signal) leaves to no later sweep.
+// processSteps is held for reading by every build of this process, and for writing
+// while the process removes its own build steps: the label steps that name this process
+// and no run (its pid's, start time's, namespace's, a row's). No other process builds on
+// them, so once no build of this one is in flight, the ones no image still needs (the
+// engine refuses a parent with children) can go.
+var processSteps sync.RWMutex
+
+func removeProcessSteps(ctx context.Context, cli *testcontainers.DockerClient) {
+	if !processSteps.TryLock() {
+		return // a build is in flight: the process's end removes them (RemoveSession)
+	}
+	defer processSteps.Unlock()
+	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter(LabelPID + "=" + strconv.Itoa(Self().PID))})
+	if err != nil {
+		return
+	}
+	var steps []image.Summary
+	for _, img := range imgs.Items {
+		if img.Labels[LabelRun] == "" && !tagged(img) && Self().owns(img.Labels) {
+			steps = append(steps, img)
+		}
+	}
+	removeImages(ctx, cli, steps)
+}
+
+// RemoveRunContainers force-removes every container this process started for runID,
+// then the run's images: what a run that must exit now (a second signal) leaves to no
+// later sweep.
 func RemoveRunContainers(ctx context.Context, runID string) error {
 	cli, err := dockerClient(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	f := make(client.Filters).Add("label", LabelManaged+"=true", LabelRun+"="+runID)
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: managedFilter(LabelRun + "=" + runID)})
 	if err != nil {
 		return fmt.Errorf("remove containers of run %s: %w", runID, err)
 	}
 	var errs []error
 	for _, c := range cs.Items {
-		_, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove container %s of run %s: %w", shortID(c.ID), runID, err))
+		if !Self().owns(c.Labels) {
+			continue
+		}
+		if err := removeContainer(ctx, cli, c.ID); err != nil {
+			errs = append(errs, fmt.Errorf("run %s: %w", runID, err))
 		}
 	}
-	return errors.Join(append(errs, RemoveRunImages(ctx, runID))...)
+	return errors.Join(append(errs, removeRunImages(ctx, cli, runID))...)
 }

@@ -4,7 +4,8 @@
 // It listens on 127.0.0.1:-port only (like TRTMC's server, so only host networking reaches it)
 // and answers GET /health/ready with 503 until -ready-after has passed, then 200; -never-ready
 // keeps answering 503. -show-file prints files' content; -try-write tries to create files and prints
-// whether it could; then -exit-code N exits N before listening (a job). On SIGTERM it
+// whether it could; then -exit-code N exits N before listening (a job); -tick FILE runs
+// until stopped, printing each numbered line before it appends it to FILE. On SIGTERM it
 // prints a last line and exits 0, so a test can check that Stop is graceful and the log complete.
 package main
 
@@ -28,6 +29,7 @@ func main() {
 	say := flag.String("say", "containerserver: hello", "line printed first")
 	showFiles := flag.String("show-file", "", "print the content of these files (comma-separated)")
 	tryWrites := flag.String("try-write", "", "try to create these files (comma-separated) and print whether it worked")
+	tick := flag.String("tick", "", "forever, every 10 ms: print a numbered line, then append it to this file (a job whose log and files must agree)")
 	flag.Parse()
 
 	fmt.Println(*say)
@@ -43,6 +45,18 @@ func main() {
 			fmt.Printf("write %s: error: %v\n", path, err)
 		} else {
 			fmt.Printf("write %s: ok\n", path)
+		}
+	}
+	if *tick != "" {
+		f, err := os.OpenFile(*tick, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "containerserver: tick: %v\n", err)
+			os.Exit(2)
+		}
+		for n := 1; ; n++ {
+			fmt.Printf("tick %d\n", n)
+			fmt.Fprintf(f, "tick %d\n", n)
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	if *exitCode >= 0 {

@@ -1,0 +1,274 @@
+package serving
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/image"
+	"github.com/moby/moby/client"
+)
+
+// A session is one process that creates containers, images and processes (Owner). Its
+// reaper (package reaper) marks it present on the engine while it runs, and once it has
+// ended, however it ended, removes what it left (RemoveSession, KillSession) and, when
+// no other session is alive, the build steps every run shares (SweepShared).
+
+// presenceName is the volume that says a session is alive on this engine.
+func presenceName(o Owner) string { return "qualkit-session-" + o.Session }
+
+// MarkPresent creates o's presence volume: while it exists and o runs, SweepShared
+// removes no shared build step (o may be building on one). A volume needs no image,
+// and an engine sees it whatever host or PID namespace o runs in.
+func MarkPresent(ctx context.Context, o Owner) error {
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if _, err := cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: presenceName(o), Labels: o.ownerLabels()}); err != nil {
+		return fmt.Errorf("mark %s present: %w", o, err)
+	}
+	return nil
+}
+
+// RemoveSession removes what o created and left in the engine: its containers, its
+// images (the tagged ones and the build steps that name o: Owner.owns), its presence
+// volume. It returns one line per removed resource.
+func RemoveSession(ctx context.Context, o Owner) ([]string, error) {
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	var removed []string
+	var errs []error
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: managedFilter(LabelSession + "=" + o.Session)})
+	if err != nil {
+		return nil, fmt.Errorf("remove %s: list containers: %w", o, err)
+	}
+	for _, c := range cs.Items {
+		if err := removeContainer(ctx, cli, c.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, fmt.Sprintf("container %s %s (run %s, row %s)",
+			shortID(c.ID), strings.TrimPrefix(strings.Join(c.Names, ","), "/"), c.Labels[LabelRun], c.Labels[LabelRow]))
+	}
+	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter()})
+	if err != nil {
+		return removed, errors.Join(append(errs, fmt.Errorf("remove %s: list images: %w", o, err))...)
+	}
+	var mine []image.Summary
+	for _, img := range imgs.Items {
+		if o.owns(img.Labels) {
+			mine = append(mine, img)
+		}
+	}
+	gone, err := removeImages(ctx, cli, mine)
+	for _, img := range gone {
+		removed = append(removed, describeImage(img))
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := cli.VolumeRemove(ctx, presenceName(o), client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("remove volume %s: %w", presenceName(o), err))
+	}
+	return removed, errors.Join(errs...)
+}
+
+// SweepShared removes the build steps that name no process (the label steps every run
+// on the host shares, sweep.go, and beneath them the Dockerfile's own steps, which the
+// engine prunes once no other image needs them) when no qualkit session but me is alive
+// on this engine: a live one may be building on them. It removes the leftovers of dead
+// sessions first (SweepLeftovers' rule). alive names a live session's resource when
+// there is one (then nothing shared was removed).
+func SweepShared(ctx context.Context, me Owner) (removed []string, alive string, err error) {
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer cli.Close()
+	now := time.Now()
+	if removed, err = sweepLeftovers(ctx, cli, "", me, now); err != nil {
+		return removed, "", err
+	}
+	other := func(what, id string, labels map[string]string, created time.Time) bool {
+		if me.owns(labels) || labels[LabelSession] == "" && labels[LabelPID] == "" {
+			return false
+		}
+		if _, leftover := leftoverReason(labels, created, "", me, now, processAlive); leftover {
+			return false
+		}
+		alive = fmt.Sprintf("%s %s of session %s (pid %s on %s)", what, id, labels[LabelSession], labels[LabelPID], labels[LabelHost])
+		return true
+	}
+	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: managedFilter()})
+	if err != nil {
+		return removed, "", fmt.Errorf("sweep shared: list volumes: %w", err)
+	}
+	for _, v := range vs.Items {
+		created, _ := time.Parse(time.RFC3339, v.CreatedAt)
+		if other("volume", v.Name, v.Labels, created) {
+			return removed, alive, nil
+		}
+	}
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: managedFilter()})
+	if err != nil {
+		return removed, "", fmt.Errorf("sweep shared: list containers: %w", err)
+	}
+	for _, c := range cs.Items {
+		if other("container", shortID(c.ID), c.Labels, time.Unix(c.Created, 0)) {
+			return removed, alive, nil
+		}
+	}
+	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter()})
+	if err != nil {
+		return removed, "", fmt.Errorf("sweep shared: list images: %w", err)
+	}
+	var shared []image.Summary
+	for _, img := range imgs.Items {
+		if other("image", shortID(img.ID), img.Labels, time.Unix(img.Created, 0)) {
+			return removed, alive, nil
+		}
+		if img.Labels[LabelRun] == "" && img.Labels[LabelPID] == "" && img.Labels[LabelSession] == "" {
+			shared = append(shared, img)
+		}
+	}
+	var errs []error
+	for _, img := range shared {
+		res, err := cli.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{PruneChildren: true})
+		switch {
+		case cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err):
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("sweep shared: remove image %s: %w", shortID(img.ID), err))
+			continue
+		}
+		n := 0
+		for _, d := range res.Items {
+			if d.Deleted != "" {
+				n++
+			}
+		}
+		removed = append(removed, fmt.Sprintf("image %s, a build step no run names, and %d build step(s) beneath it no other image needs (no qualkit session alive)", shortID(img.ID), n-1))
+	}
+	return removed, "", errors.Join(errs...)
+}
+
+// KillSession sends SIGKILL to every process whose environment holds o's SessionEnv
+// (whatever its process group: a server's children moved to their own group keep it)
+// and waits until none is left, within at most; it returns one line per process.
+func KillSession(o Owner, within time.Duration) ([]string, error) {
+	want := []byte(o.sessionEnv())
+	var killed []string
+	seen := map[int]bool{}
+	for deadline := time.Now().Add(within); ; {
+		pids := sessionProcesses(want)
+		if len(pids) == 0 {
+			return killed, nil
+		}
+		for _, pid := range pids {
+			if !seen[pid] { // its command line while it still has one
+				seen[pid] = true
+				killed = append(killed, fmt.Sprintf("process %d: %s", pid, cmdline(pid)))
+			}
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			return killed, fmt.Errorf("%d process(es) of %s still alive %s after SIGKILL: %v", len(pids), o, within, pids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// KillGroups sends SIGKILL to every process of the groups given that is still theirs,
+// and waits until none runs, within at most; it returns one line per process. A group
+// whose number a later process took as its own (its leader alive with another start
+// time) is another's now, and left alone.
+func KillGroups(groups []Group, within time.Duration) ([]string, error) {
+	var killed []string
+	seen := map[int]bool{}
+	for deadline := time.Now().Add(within); ; {
+		pids := groupProcesses(groups)
+		if len(pids) == 0 {
+			return killed, nil
+		}
+		for _, pid := range pids {
+			if !seen[pid] {
+				seen[pid] = true
+				killed = append(killed, fmt.Sprintf("process %d: %s", pid, cmdline(pid)))
+			}
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			return killed, fmt.Errorf("%d process(es) of the session's groups still alive %s after SIGKILL: %v", len(pids), within, pids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// groupProcesses lists the live processes (zombies aside) of the groups that are still
+// theirs.
+func groupProcesses(groups []Group) []int {
+	ours := map[string]bool{}
+	for _, g := range groups {
+		if start, err := processStart(g.ID); err == nil && g.Start != "" && start != g.Start {
+			continue // the number is another process's now
+		}
+		ours[strconv.Itoa(g.ID)] = true
+	}
+	if len(ours) == 0 {
+		return nil
+	}
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, p := range paths {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if f, err := procStat(pid); err == nil && ours[f[2]] && f[0] != "Z" && f[0] != "X" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func cmdline(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+}
+
+// sessionProcesses lists the live processes (zombies aside, which hold no environment)
+// whose environment has the entry want, this one aside.
+func sessionProcesses(want []byte) []int {
+	paths, _ := filepath.Glob("/proc/[0-9]*/environ")
+	var out []int
+	for _, p := range paths {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
