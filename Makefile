@@ -157,7 +157,8 @@ lint:
 # packages changed since BASE (default HEAD: the work not yet committed), then go test
 # -short of those and of every package that imports them: no containers, no AIPerf, no
 # qual rows (-short skips the tests that need them; of qual only the tests that run no
-# row). `make test` stays the whole thing CI runs.
+# row). The stages' judges (the harness's TestJudge tests: each stage's decisions on
+# values alone) run every time, whatever changed. `make test` stays the whole thing CI runs.
 BASE ?= HEAD
 .PHONY: check
 check:

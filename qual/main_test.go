@@ -21,6 +21,7 @@ import (
 	"qualkit/internal/harness"
 	"qualkit/internal/harness/serving/reaper"
 	"qualkit/internal/report"
+	"qualkit/internal/schema"
 )
 
 var (
@@ -150,7 +151,7 @@ func runSuite(m *testing.M, rp *reaper.Reaper) int {
 	}
 	if summary != "" {
 		fmt.Printf("\n%s\nevidence: %s\nsha256 of %s: %s (check the folder against it: make check-evidence DIR=%s SUMS=%s)\n",
-			summary, suite.Evidence.Dir, harness.ChecksumFile, sums, suite.Evidence.Dir, sums)
+			summary, suite.Evidence.Dir, schema.ChecksumFile, sums, suite.Evidence.Dir, sums)
 		latest := filepath.Join(*evidenceRoot, "latest")
 		os.Remove(latest)
 		os.Symlink(suite.Evidence.RunID, latest)

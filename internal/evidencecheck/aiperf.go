@@ -19,15 +19,6 @@ import (
 // one a qualification may use (the harness pins the same).
 const AIPerfVersion = "0.13.0"
 
-// The AIPerf export files, and the server's records, relative to a row folder.
-const (
-	recordsFile   = schema.RecordsFile
-	rawExport     = "aiperf/artifacts/profile_export_raw.jsonl"
-	profileExport = "aiperf/artifacts/profile_export.jsonl"
-	summaryExport = "aiperf/artifacts/profile_export_aiperf.json"
-	phaseManifest = "aiperf/artifacts/phase_manifest.json"
-)
-
 const (
 	phaseWarmup    = "warmup"
 	phaseProfiling = "profiling"
@@ -71,9 +62,9 @@ func (r rawRecord) body() []byte {
 // it: data[0].b64_json, or the file a task result names under the row's serve/scratch/.
 func (r *rowCheck) responseImage(rec rawRecord) ([]byte, error) {
 	return r.proto.Output(rec.body(), rec.Metadata.XRequestID, func(rel string) ([]byte, error) {
-		b, ok := r.read(path.Join("serve/scratch", rel))
+		b, ok := r.read(path.Join(schema.ScratchDir, rel))
 		if !ok {
-			return nil, fmt.Errorf("serve/scratch/%s is not in the evidence", rel)
+			return nil, fmt.Errorf("%s is not in the evidence", schema.Scratch(rel))
 		}
 		return b, nil
 	})

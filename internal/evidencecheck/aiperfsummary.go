@@ -60,39 +60,39 @@ func (r *rowCheck) checkAIPerfRun() {
 		return // a failed benchmark's files may be torn: its stage says why
 	}
 	var s aiperfSummary
-	if b, ok := r.read(summaryExport); !ok || json.Unmarshal(b, &s) != nil {
+	if b, ok := r.read(schema.SummaryExportFile); !ok || json.Unmarshal(b, &s) != nil {
 		return // checkSummary says what is wrong with it
 	}
 	if info := r.c.info; info != nil {
 		want := "/" + info.RunID + "/" + r.name + "/aiperf/artifacts"
-		r.truth(strings.HasSuffix(s.InputConfig.Artifacts.Dir, want), summaryExport, "input_config.artifacts.dir",
+		r.truth(strings.HasSuffix(s.InputConfig.Artifacts.Dir, want), schema.SummaryExportFile, "input_config.artifacts.dir",
 			"a folder ending "+want+" (this run and row)", quote(s.InputConfig.Artifacts.Dir))
 	}
 	if c := r.aiperfCmd; c != nil {
 		if dir := flagValue(c.Args, "--artifact-dir"); dir != "" {
-			r.same(summaryExport, "input_config.artifacts.dir", dir, s.InputConfig.Artifacts.Dir, "commands.jsonl aiperf --artifact-dir")
+			r.same(schema.SummaryExportFile, "input_config.artifacts.dir", dir, s.InputConfig.Artifacts.Dir, "commands.jsonl aiperf --artifact-dir")
 		}
 	}
 	for _, p := range s.InputConfig.Phases {
 		if p.Requests != nil && (p.Kind == phaseWarmup || p.Kind == phaseProfiling) {
-			r.same(summaryExport, "input_config.phases["+p.Name+"].requests", fmt.Sprint(len(r.phase(p.Kind))), fmt.Sprint(*p.Requests), "the "+p.Kind+" records of "+rawExport)
+			r.same(schema.SummaryExportFile, "input_config.phases["+p.Name+"].requests", fmt.Sprint(len(r.phase(p.Kind))), fmt.Sprint(*p.Requests), "the "+p.Kind+" records of "+schema.RawExportFile)
 		}
 	}
-	r.truth(s.IsComplete == nil || *s.IsComplete, summaryExport, "is_complete", "true (stage benchmark passed)", "false")
-	r.truth(emptyJSON(s.ErrorSummary), summaryExport, "error_summary", "none (stage benchmark passed)", compactText(s.ErrorSummary))
+	r.truth(s.IsComplete == nil || *s.IsComplete, schema.SummaryExportFile, "is_complete", "true (stage benchmark passed)", "false")
+	r.truth(emptyJSON(s.ErrorSummary), schema.SummaryExportFile, "error_summary", "none (stage benchmark passed)", compactText(s.ErrorSummary))
 	phases := r.manifestPhases()
 	for _, kind := range sortedKeys(phases) {
 		p := phases[kind]
-		r.truth(!p.WasCancelled, phaseManifest, p.Kind+" was_cancelled", "false (stage benchmark passed)", "true")
-		r.truth(emptyJSON(p.ErrorSummary), phaseManifest, p.Kind+" error_summary", "none (stage benchmark passed)", compactText(p.ErrorSummary))
+		r.truth(!p.WasCancelled, schema.PhaseManifestFile, p.Kind+" was_cancelled", "false (stage benchmark passed)", "true")
+		r.truth(emptyJSON(p.ErrorSummary), schema.PhaseManifestFile, p.Kind+" error_summary", "none (stage benchmark passed)", compactText(p.ErrorSummary))
 		r.checkPhaseSpan(p)
 	}
 	if prof, ok := phases[phaseProfiling]; ok {
-		r.checkSummaryTimes(summaryExport, s, prof)
+		r.checkSummaryTimes(schema.SummaryExportFile, s, prof)
 	}
 	for _, kind := range sortedKeys(phases) {
 		p := phases[kind]
-		file := "aiperf/artifacts/phases/" + kind + "/profile_export_aiperf.json"
+		file := schema.PhaseSummary(kind)
 		var ps aiperfSummary
 		if b, ok := r.read(file); ok && json.Unmarshal(b, &ps) == nil {
 			r.checkSummaryTimes(file, ps, p)
@@ -106,7 +106,7 @@ func (r *rowCheck) manifestPhases() map[string]manifestPhase {
 	var pm struct {
 		Phases []manifestPhase `json:"phases"`
 	}
-	if b, ok := r.read(phaseManifest); ok && json.Unmarshal(b, &pm) == nil {
+	if b, ok := r.read(schema.PhaseManifestFile); ok && json.Unmarshal(b, &pm) == nil {
 		for _, p := range pm.Phases {
 			out[p.Kind] = p
 		}
@@ -126,11 +126,11 @@ func (r *rowCheck) checkPhaseSpan(p manifestPhase) {
 	for _, q := range reqs {
 		first, last = min(first, q.rec.Metadata.RequestStartNs), max(last, q.rec.Metadata.RequestEndNs)
 	}
-	r.truth(p.StartNs <= first+slack && p.EndNs+slack >= last, phaseManifest, p.Kind+" start_ns / end_ns",
-		fmt.Sprintf("around the %s requests of %s, %d to %d", p.Kind, rawExport, first, last), fmt.Sprintf("%d to %d", p.StartNs, p.EndNs))
+	r.truth(p.StartNs <= first+slack && p.EndNs+slack >= last, schema.PhaseManifestFile, p.Kind+" start_ns / end_ns",
+		fmt.Sprintf("around the %s requests of %s, %d to %d", p.Kind, schema.RawExportFile, first, last), fmt.Sprintf("%d to %d", p.StartNs, p.EndNs))
 	if c := r.aiperfCmd; c != nil && !c.Start.IsZero() {
 		from, to := c.Start.Add(-windowSlack).UnixNano(), c.end().Add(windowSlack).UnixNano()
-		r.truth(p.StartNs >= from && p.EndNs <= to, phaseManifest, p.Kind+" start_ns / end_ns",
+		r.truth(p.StartNs >= from && p.EndNs <= to, schema.PhaseManifestFile, p.Kind+" start_ns / end_ns",
 			"inside the AIPerf command's run (commands.jsonl: "+c.Start.Format(time.RFC3339Nano)+", "+fmtNum(c.WallS)+" s)", fmt.Sprintf("%d to %d", p.StartNs, p.EndNs))
 	}
 }
@@ -159,7 +159,7 @@ func (r *rowCheck) checkSummaryTimes(file string, s aiperfSummary, p manifestPha
 	}
 	ok := quarter(offStart) && (offStart-offEnd).Abs() <= 2*µs && offStart.Abs() <= 14*time.Hour
 	r.truth(ok, file, "start_time / end_time",
-		fmt.Sprintf("the %s phase's span in %s, %s to %s UTC, in the host's zone", p.Kind, phaseManifest,
+		fmt.Sprintf("the %s phase's span in %s, %s to %s UTC, in the host's zone", p.Kind, schema.PhaseManifestFile,
 			time.Unix(0, p.StartNs).UTC().Format(layout), time.Unix(0, p.EndNs).UTC().Format(layout)),
 		s.StartTime+" to "+s.EndTime)
 }
@@ -214,9 +214,9 @@ func (r *rowCheck) checkLatencyPercentiles() {
 		return
 	}
 	for _, c := range []struct{ phase, json, csv string }{
-		{phaseProfiling, summaryExport, csvExport},
-		{phaseProfiling, "aiperf/artifacts/phases/profiling/profile_export_aiperf.json", "aiperf/artifacts/phases/profiling/profile_export_aiperf.csv"},
-		{phaseWarmup, "aiperf/artifacts/phases/warmup/profile_export_aiperf.json", "aiperf/artifacts/phases/warmup/profile_export_aiperf.csv"},
+		{phaseProfiling, schema.SummaryExportFile, schema.CSVExportFile},
+		{phaseProfiling, schema.PhaseSummary(phaseProfiling), schema.PhaseCSV(phaseProfiling)},
+		{phaseWarmup, schema.PhaseSummary(phaseWarmup), schema.PhaseCSV(phaseWarmup)},
 	} {
 		var lat []float64
 		for _, q := range r.phase(c.phase) {
@@ -228,7 +228,7 @@ func (r *rowCheck) checkLatencyPercentiles() {
 			continue
 		}
 		sort.Float64s(lat)
-		src := fmt.Sprintf("the %s request_latency values of %s, NumPy's linear percentile", c.phase, profileExport)
+		src := fmt.Sprintf("the %s request_latency values of %s, NumPy's linear percentile", c.phase, schema.ProfileExportFile)
 		var s aiperfSummary
 		if b, ok := r.read(c.json); ok && json.Unmarshal(b, &s) == nil && s.RequestLatency != nil {
 			for _, p := range aiperfPercentiles {
@@ -239,7 +239,7 @@ func (r *rowCheck) checkLatencyPercentiles() {
 					fmtNum(want)+" ms ("+src+")", string(s.RequestLatency[key]))
 			}
 		}
-		if c.csv == csvExport {
+		if c.csv == schema.CSVExportFile {
 			r.checkConsolePercentiles(lat, src)
 		}
 		b, ok := r.read(c.csv)
@@ -260,7 +260,7 @@ func (r *rowCheck) checkLatencyPercentiles() {
 			want[fmt.Sprintf("p%d", p)] = percentileLinear(lat, p)
 		}
 		cols := []string{"p50", "p90", "p99"}
-		if c.csv != csvExport { // the run's CSV's avg, min and max: checkTextExports
+		if c.csv != schema.CSVExportFile { // the run's CSV's avg, min and max: checkTextExports
 			cols = append([]string{"avg", "min", "max"}, cols...)
 		}
 		for _, col := range cols {
@@ -283,19 +283,19 @@ const consoleNumber = `[0-9]{1,3}(?:,[0-9]{3})*\.[0-9]{2}`
 
 // checkConsolePercentiles: the console table's p99, p90 and p50 of the request latency.
 func (r *rowCheck) checkConsolePercentiles(lat []float64, src string) {
-	b, ok := r.read(consoleExport)
+	b, ok := r.read(schema.ConsoleExportFile)
 	if !ok {
 		return
 	}
 	m := consoleLatencyRow.FindSubmatch(b)
-	if !r.truth(consoleColumns.Match(b) && m != nil, consoleExport, "Request Latency (ms) p99 / p90 / p50",
+	if !r.truth(consoleColumns.Match(b) && m != nil, schema.ConsoleExportFile, "Request Latency (ms) p99 / p90 / p50",
 		"a row under the columns avg, min, max, p99, p90, p50 (AIPerf "+AIPerfVersion+")", "none") {
 		return
 	}
 	for i, p := range []int{99, 90, 50} {
 		got, err := strconv.ParseFloat(strings.ReplaceAll(string(m[i+1]), ",", ""), 64)
 		want := percentileLinear(lat, p)
-		r.truth(err == nil && math.Abs(got-want) <= 0.0101, consoleExport, fmt.Sprintf("Request Latency (ms) p%d", p),
+		r.truth(err == nil && math.Abs(got-want) <= 0.0101, schema.ConsoleExportFile, fmt.Sprintf("Request Latency (ms) p%d", p),
 			fmt.Sprintf("%.2f (%s)", want, src), string(m[i+1]))
 	}
 }

@@ -54,13 +54,13 @@ func (e *Error) Error() string {
 // when the run ended, kept outside the folder.
 func (r *Report) Anchor(want string) {
 	r.Claims++
-	b, err := os.ReadFile(filepath.Join(r.Dir, ChecksumFile))
+	b, err := os.ReadFile(filepath.Join(r.Dir, schema.ChecksumFile))
 	got := "unreadable: " + fmt.Sprint(err)
 	if err == nil {
 		got = bytesSHA256(b)
 	}
 	if got != want {
-		r.Problems = append(r.Problems, Problem{File: ChecksumFile, Claim: "sha256 of the checksum list",
+		r.Problems = append(r.Problems, Problem{File: schema.ChecksumFile, Claim: "sha256 of the checksum list",
 			Evidence: quote(want) + " (printed when the run ended)", Got: got})
 	}
 }
@@ -186,7 +186,7 @@ func (c *checker) checkDistinctRows() {
 	for _, r := range c.rows {
 		for _, q := range r.reqs {
 			if other, ok := seen[q.id]; ok && other != r.name {
-				c.fail(r.name+"/"+rawExport, "request "+q.id, "a request of this row alone (AIPerf draws a fresh id per request)", "also in "+other+"/"+rawExport)
+				c.fail(r.name+"/"+schema.RawExportFile, "request "+q.id, "a request of this row alone (AIPerf draws a fresh id per request)", "also in "+other+"/"+schema.RawExportFile)
 				continue
 			}
 			seen[q.id] = r.name

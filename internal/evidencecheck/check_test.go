@@ -25,8 +25,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"qualkit/internal/pictures"
 )
 
 // The committed runs (testdata/README.md): one qualified row, one whose identity failed.
@@ -91,7 +89,7 @@ func junitCopy(t *testing.T) string {
 // checks (and the JUnit anchor) can catch the edit.
 func resum(t *testing.T, dir string) {
 	t.Helper()
-	rows, err := filepath.Glob(filepath.Join(dir, "*", ChecksumFile))
+	rows, err := filepath.Glob(filepath.Join(dir, "*", schema.ChecksumFile))
 	require.NoError(t, err)
 	for _, list := range rows {
 		writeSums(t, filepath.Dir(list))
@@ -107,7 +105,7 @@ func writeSums(t *testing.T, dir string) {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		if rel == ChecksumFile || rel == attest.File {
+		if rel == schema.ChecksumFile || rel == attest.File {
 			return nil
 		}
 		b, err := os.ReadFile(p)
@@ -119,7 +117,7 @@ func writeSums(t *testing.T, dir string) {
 		return nil
 	}))
 	sort.Slice(lines, func(i, j int) bool { return lines[i][66:] < lines[j][66:] })
-	require.NoError(t, os.WriteFile(filepath.Join(dir, ChecksumFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, schema.ChecksumFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
 }
 
 func replaceFirstRe(t *testing.T, path, re, repl string) {
@@ -325,21 +323,21 @@ func tamperings() []tampering {
 			want: []string{q + "/row.md: images/s: evidence says"}},
 		{name: "edited raw latency, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, profileExport), `"request_latency":\{"value":[0-9.]+`, `"request_latency":{"value":1.5`)
+				replaceAllRe(t, filepath.Join(dir, q, schema.ProfileExportFile), `"request_latency":\{"value":[0-9.]+`, `"request_latency":{"value":1.5`)
 			},
 			want: []string{q + "/aiperf/artifacts/profile_export_aiperf.json: request_latency min / max: evidence says 1.5 ms / 1.5 ms",
 				q + "/results.json: http_latency.p50_ms: evidence says 1.5"}},
 		{name: "AIPerf's summary and phase manifest torn in a passed benchmark, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
-				for _, f := range []string{summaryExport, phaseManifest} {
+				for _, f := range []string{schema.SummaryExportFile, schema.PhaseManifestFile} {
 					p := filepath.Join(dir, q, f)
 					b, err := os.ReadFile(p)
 					require.NoError(t, err)
 					require.NoError(t, os.WriteFile(p, b[:len(b)/2], 0o644))
 				}
 			},
-			want: []string{q + "/" + summaryExport + ": valid JSON: evidence says AIPerf's summary, file says unexpected end of JSON input",
-				q + "/" + phaseManifest + ": valid JSON: evidence says AIPerf's phase manifest"}},
+			want: []string{q + "/" + schema.SummaryExportFile + ": valid JSON: evidence says AIPerf's summary, file says unexpected end of JSON input",
+				q + "/" + schema.PhaseManifestFile + ": valid JSON: evidence says AIPerf's phase manifest"}},
 		{name: "Task time source pointed at another field, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
@@ -373,7 +371,7 @@ func tamperings() []tampering {
 			edit: func(t *testing.T, dir, _ string) {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "notes.txt"), []byte("trust me\n"), 0o644))
 			},
-			want: []string{q + "/notes.txt: exact file set: evidence says no entry of evidencecheck.RowLayout admits it in this row, file says present"}},
+			want: []string{q + "/notes.txt: exact file set: evidence says no entry of schema.RowLayout admits it in this row, file says present"}},
 		{name: "extra identity output, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				b, err := os.ReadFile(filepath.Join(dir, q, "identity/05-profiling-http.png"))
@@ -488,7 +486,7 @@ func tamperings() []tampering {
 		{name: "every measured request moved to start together, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				first := int64(0)
-				editJSONL(t, filepath.Join(dir, q, rawExport), func(d map[string]any) {
+				editJSONL(t, filepath.Join(dir, q, schema.RawExportFile), func(d map[string]any) {
 					m := d["metadata"].(map[string]any)
 					if m["benchmark_phase"] != "profiling" {
 						return
@@ -580,7 +578,7 @@ func tamperings() []tampering {
 			want: []string{q + `/identity/native-batch.jsonl: line 2: evidence says {"id", "output", "output_sha256", "task_ms"}, file says "all good"`}},
 		{name: "one request latency changed consistently, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
-				replaceFirstRe(t, filepath.Join(dir, q, profileExport), `"request_latency":\{"value":[0-9.]+`, `"request_latency":{"value":0.5`)
+				replaceFirstRe(t, filepath.Join(dir, q, schema.ProfileExportFile), `"request_latency":\{"value":[0-9.]+`, `"request_latency":{"value":0.5`)
 			},
 			want: []string{q + "/aiperf/artifacts/profile_export.jsonl: request ", " request_latency: evidence says", "(request_end_ns - request_start_ns), file says 0.5 ms"}},
 		{name: "run.json says dirty under a qualified row, checksums fixed", run: "qualified", resum: true,
@@ -619,14 +617,14 @@ func tamperings() []tampering {
 				q + "/results.json: time_budget.wall_s: evidence says at most the lease's span"}},
 		{name: "AIPerf's CSV export edited, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, csvExport), `(?m)^Request Latency \(ms\),[0-9.]+,[0-9.]+,[0-9.]+,`, "Request Latency (ms),1.00,0.50,1.50,")
+				replaceAllRe(t, filepath.Join(dir, q, schema.CSVExportFile), `(?m)^Request Latency \(ms\),[0-9.]+,[0-9.]+,[0-9.]+,`, "Request Latency (ms),1.00,0.50,1.50,")
 			},
-			want: []string{q + "/" + csvExport + ": Request Latency (ms) avg / min / max: evidence says ", "file says 1.00 / 0.50 / 1.50"}},
+			want: []string{q + "/" + schema.CSVExportFile + ": Request Latency (ms) avg / min / max: evidence says ", "file says 1.00 / 0.50 / 1.50"}},
 		{name: "AIPerf's console export edited, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, consoleExport), `Request Latency \(ms\) │ +[0-9.]+ │ +[0-9.]+ │ +[0-9.]+ │`, "Request Latency (ms) │ 1.00 │ 0.50 │ 1.50 │")
+				replaceAllRe(t, filepath.Join(dir, q, schema.ConsoleExportFile), `Request Latency \(ms\) │ +[0-9.]+ │ +[0-9.]+ │ +[0-9.]+ │`, "Request Latency (ms) │ 1.00 │ 0.50 │ 1.50 │")
 			},
-			want: []string{q + "/" + consoleExport + ": Request Latency (ms) avg / min / max: evidence says ", "file says 1.00 / 0.50 / 1.50"}},
+			want: []string{q + "/" + schema.ConsoleExportFile + ": Request Latency (ms) avg / min / max: evidence says ", "file says 1.00 / 0.50 / 1.50"}},
 		{name: "the row names another venv than run.json, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
@@ -768,7 +766,7 @@ func TestJUnitAnchorsTheRowChecksums(t *testing.T) {
 // The sha256 the test log printed anchors the run's checksum list the same way.
 func TestPrintedSumAnchorsTheRun(t *testing.T) {
 	dir := runCopy(t, "qualified")
-	b, err := os.ReadFile(filepath.Join(dir, ChecksumFile))
+	b, err := os.ReadFile(filepath.Join(dir, schema.ChecksumFile))
 	require.NoError(t, err)
 	printed := bytesSHA256(b)
 	rep := Verify(dir, "")
@@ -804,11 +802,11 @@ func setStage(t *testing.T, dir, row, stage, status string) {
 // Flipping the pictures to Required (once the harness writes them) makes a missing
 // picture a missing file.
 func TestPicturesRequiredOnceFlipped(t *testing.T) {
-	saved := append([]File(nil), RowLayout...)
-	t.Cleanup(func() { RowLayout = saved })
-	for i, f := range RowLayout {
-		if strings.HasPrefix(f.Path, "pictures/") {
-			RowLayout[i].Need, RowLayout[i].Stage = Required, "identity"
+	saved := append([]schema.LayoutFile(nil), schema.RowLayout...)
+	t.Cleanup(func() { schema.RowLayout = saved })
+	for i, f := range schema.RowLayout {
+		if strings.HasPrefix(f.Path, schema.PicturesDir+"/") {
+			schema.RowLayout[i].Need, schema.RowLayout[i].Stage = schema.Required, schema.StageIdentity
 		}
 	}
 	dir := runCopy(t, "qualified")
@@ -1031,7 +1029,7 @@ func TestJUnitAnchorsTheWholeRun(t *testing.T) {
 	require.NoError(t, err)
 	fixed, err := junitfix.Fix(raw)
 	require.NoError(t, err)
-	sums, err := os.ReadFile(filepath.Join(dir, ChecksumFile))
+	sums, err := os.ReadFile(filepath.Join(dir, schema.ChecksumFile))
 	require.NoError(t, err)
 	var info schema.RunInfo
 	readJSONFile(t, filepath.Join(dir, schema.RunFile), &info)
@@ -1055,7 +1053,7 @@ func TestJUnitAnchorsTheWholeRun(t *testing.T) {
 // (the picture tamperings).
 func TestPicturesOfEitherVersionCheck(t *testing.T) {
 	dir := runCopy(t, "qualified")
-	sheet := filepath.Join(dir, qualifiedRow, filepath.FromSlash(pictures.ContactSheetFile))
+	sheet := filepath.Join(dir, qualifiedRow, filepath.FromSlash(schema.ContactSheetFile))
 	before, err := os.ReadFile(sheet)
 	require.NoError(t, err)
 	require.NoError(t, WritePictures(filepath.Join(dir, qualifiedRow)))

@@ -19,14 +19,12 @@ import (
 	"qualkit/internal/schema"
 )
 
-const resultsFile = "results.json"
-
 // check verifies every claim of one row.
 func (r *rowCheck) check() {
 	if r.res == nil {
 		return // missing or unreadable: already reported
 	}
-	if b, ok := r.read("build/bundle.json"); ok {
+	if b, ok := r.read(schema.BundleFile); ok {
 		var bi struct {
 			SHA256 string `json:"sha256"`
 		}
@@ -78,10 +76,10 @@ func (r *rowCheck) check() {
 func (r *rowCheck) checkHeader() {
 	res := r.res
 	r.checkSchema()
-	r.same(resultsFile, "row", r.name, res.Row, "the row folder's name")
-	r.same(resultsFile, "checkpoint.name", r.name, res.Checkpoint.Name, "the row folder's name")
+	r.same(schema.ResultsFile, "row", r.name, res.Row, "the row folder's name")
+	r.same(schema.ResultsFile, "checkpoint.name", r.name, res.Checkpoint.Name, "the row folder's name")
 	if r.c.info != nil {
-		r.same(resultsFile, "run_id", r.c.info.RunID, res.RunID, "run.json")
+		r.same(schema.ResultsFile, "run_id", r.c.info.RunID, res.RunID, schema.RunFile)
 	}
 }
 
@@ -94,20 +92,20 @@ func (r *rowCheck) checkStages() {
 	for _, s := range res.Stages {
 		names = append(names, s.Name)
 		switch s.Status {
-		case "pass", "not-run":
-		case "fail":
+		case schema.Pass, schema.NotRun:
+		case schema.Fail:
 			if firstFail == "" {
 				firstFail = s.Name
 			}
 		default:
-			r.fail(resultsFile, "stage "+s.Name+" status", "pass, fail or not-run", quote(s.Status))
+			r.fail(schema.ResultsFile, "stage "+s.Name+" status", "pass, fail or not-run", quote(s.Status))
 		}
 	}
 	if res.Status != schema.StatusNotRun || len(names) > 1 {
-		r.same(resultsFile, "stages", strings.Join(schema.Stages, " "), strings.Join(names, " "), "the pipeline, in order")
+		r.same(schema.ResultsFile, "stages", strings.Join(schema.Stages, " "), strings.Join(names, " "), "the pipeline, in order")
 	}
 	if info := r.c.info; info != nil && info.CorrectnessOnly {
-		r.truth(!schema.Passing(res.Status), resultsFile, "status "+res.Status,
+		r.truth(!schema.Passing(res.Status), schema.ResultsFile, "status "+res.Status,
 			"correctness-verified, failed or not-run (run.json correctness_only: the later stages never ran)", res.Status)
 	}
 	switch res.Status {
@@ -116,30 +114,30 @@ func (r *rowCheck) checkStages() {
 	case schema.StatusQualified, schema.StatusSmoke, schema.StatusPassedNQ, schema.StatusDirty, schema.StatusDouble:
 		var notPassed []string
 		for _, s := range res.Stages {
-			if s.Status != "pass" {
+			if s.Status != schema.Pass {
 				notPassed = append(notPassed, s.Name+"="+s.Status)
 			}
 		}
-		r.truth(len(notPassed) == 0, resultsFile, "status "+res.Status,
+		r.truth(len(notPassed) == 0, schema.ResultsFile, "status "+res.Status,
 			"every stage pass (a "+res.Status+" row passed all of them)", "stages "+strings.Join(notPassed, ", "))
 	case schema.StatusFailed:
-		r.truth(firstFail != "", resultsFile, "status failed", "at least one stage fail", "no stage failed")
+		r.truth(firstFail != "", schema.ResultsFile, "status failed", "at least one stage fail", "no stage failed")
 		if firstFail != "" {
 			r.checkFailureKind(firstFail)
 		}
 	case schema.StatusNotRun:
-		r.truth(res.Reason != "", resultsFile, "status not-run", "a reason", "none")
+		r.truth(res.Reason != "", schema.ResultsFile, "status not-run", "a reason", "none")
 		if r.c.info != nil {
 			listed := false
 			for _, s := range r.c.info.Skips {
 				listed = listed || strings.HasPrefix(s, r.name+": ")
 			}
-			r.truth(listed, resultsFile, "status not-run", "the row in run.json skips", "not listed there")
-			r.truth(!r.c.info.Qualification, resultsFile, "status not-run",
+			r.truth(listed, schema.ResultsFile, "status not-run", "the row in run.json skips", "not listed there")
+			r.truth(!r.c.info.Qualification, schema.ResultsFile, "status not-run",
 				"a skip only in a run started with -qualkit.not-qualification", "qualification_run true in run.json")
 		}
 	default:
-		r.fail(resultsFile, "status", "qualified, smoke-passed, passed-not-qualification, passed-dirty-tree, passed-contract-double, correctness-verified, failed or not-run", quote(res.Status))
+		r.fail(schema.ResultsFile, "status", "qualified, smoke-passed, passed-not-qualification, passed-dirty-tree, passed-contract-double, correctness-verified, failed or not-run", quote(res.Status))
 	}
 }
 
@@ -149,7 +147,7 @@ func (r *rowCheck) checkStages() {
 func (r *rowCheck) checkCorrectnessOnly() {
 	const claim = "status " + schema.StatusCorrectnessOnly
 	info := r.c.info
-	r.truth(info != nil && info.CorrectnessOnly, resultsFile, claim, "a correctness-only run (run.json correctness_only true)", "not one")
+	r.truth(info != nil && info.CorrectnessOnly, schema.ResultsFile, claim, "a correctness-only run (run.json correctness_only true)", "not one")
 	var wrong []string
 	for _, s := range r.res.Stages {
 		want := schema.NotRun
@@ -160,7 +158,7 @@ func (r *rowCheck) checkCorrectnessOnly() {
 			wrong = append(wrong, s.Name+"="+s.Status)
 		}
 	}
-	r.truth(len(wrong) == 0, resultsFile, claim, "preflight, build and correctness pass, every later stage not-run", strings.Join(wrong, ", "))
+	r.truth(len(wrong) == 0, schema.ResultsFile, claim, "preflight, build and correctness pass, every later stage not-run", strings.Join(wrong, ", "))
 	r.checkCasePassed(claim)
 }
 
@@ -168,11 +166,11 @@ func (r *rowCheck) checkCorrectnessOnly() {
 // executed, none skipped, failed or in error.
 func (r *rowCheck) checkCasePassed(claim string) {
 	if !r.corrOK {
-		r.fail(resultsFile, claim, "a readable correctness/junit.xml", "none")
+		r.fail(schema.ResultsFile, claim, "a readable correctness/junit.xml", "none")
 		return
 	}
 	cc := r.corr
-	r.truth(cc.Skipped == 0 && cc.Failed == 0 && cc.Errors == 0 && cc.Executed > 0, resultsFile, claim,
+	r.truth(cc.Skipped == 0 && cc.Failed == 0 && cc.Errors == 0 && cc.Executed > 0, schema.ResultsFile, claim,
 		"correctness executed > 0, 0 skipped, 0 failed, 0 errors (correctness/junit.xml)",
 		fmt.Sprintf("%d executed, %d skipped, %d failed, %d errors", cc.Executed, cc.Skipped, cc.Failed, cc.Errors))
 }
@@ -188,37 +186,37 @@ func (r *rowCheck) checkQualification() {
 	r.checkCasePassed(claim)
 	if r.rawErr == nil {
 		n := r.clientErrors()
-		r.truth(n == 0, resultsFile, claim, "0 failed requests in "+rawExport, fmt.Sprint(n))
+		r.truth(n == 0, schema.ResultsFile, claim, "0 failed requests in "+schema.RawExportFile, fmt.Sprint(n))
 		m, total := r.identityCounts()
 		want := res.Measured + res.Warmup
-		r.truth(m == total && total == want, resultsFile, claim,
+		r.truth(m == total && total == want, schema.ResultsFile, claim,
 			fmt.Sprintf("%d/%d native/HTTP pixel matches (every request, warmup included)", want, want),
 			fmt.Sprintf("%d/%d from the PNGs in identity/", m, total))
 	} else {
-		r.fail(resultsFile, claim, "a readable "+rawExport, "none")
+		r.fail(schema.ResultsFile, claim, "a readable "+schema.RawExportFile, "none")
 	}
 	smoke := res.Checkpoint.Smoke
 	double := res.Checkpoint.Double || r.servedByDouble()
 	if double {
-		r.truth(res.Status == schema.StatusDouble, resultsFile, claim,
+		r.truth(res.Status == schema.StatusDouble, schema.ResultsFile, claim,
 			schema.StatusDouble+" (checkpoint.contract_double, or the server's identity, records or outputs name a contract double)", res.Status)
 	}
 	switch res.Status {
 	case schema.StatusQualified:
-		r.truth(!smoke, resultsFile, claim, "a full profile (a smoke profile is never qualification)", "checkpoint.smoke true")
+		r.truth(!smoke, schema.ResultsFile, claim, "a full profile (a smoke profile is never qualification)", "checkpoint.smoke true")
 		if info := r.c.info; info != nil {
-			r.truth(len(info.Skips) == 0, resultsFile, claim,
+			r.truth(len(info.Skips) == 0, schema.ResultsFile, claim,
 				fmt.Sprintf("a run without skips; run.json records %d: %s", len(info.Skips), strings.Join(info.Skips, "; ")), res.Status)
-			r.truth(info.Qualification, resultsFile, claim, "a qualification run (run.json qualification_run)", "qualification_run false")
-			r.truth(info.AIPerfVersion == AIPerfVersion, resultsFile, claim, "AIPerf "+AIPerfVersion, "run.json aiperf_version "+quote(info.AIPerfVersion))
+			r.truth(info.Qualification, schema.ResultsFile, claim, "a qualification run (run.json qualification_run)", "qualification_run false")
+			r.truth(info.AIPerfVersion == AIPerfVersion, schema.ResultsFile, claim, "AIPerf "+AIPerfVersion, "run.json aiperf_version "+quote(info.AIPerfVersion))
 		}
 	case schema.StatusSmoke:
-		r.truth(smoke, resultsFile, claim, "checkpoint.smoke true", "false")
+		r.truth(smoke, schema.ResultsFile, claim, "checkpoint.smoke true", "false")
 	case schema.StatusDouble:
-		r.truth(res.Checkpoint.Double, resultsFile, claim, "checkpoint.contract_double true", "false")
+		r.truth(res.Checkpoint.Double, schema.ResultsFile, claim, "checkpoint.contract_double true", "false")
 	case schema.StatusPassedNQ:
 		if info := r.c.info; info != nil {
-			r.truth(len(info.Skips) > 0 || !info.Qualification || smoke, resultsFile, claim,
+			r.truth(len(info.Skips) > 0 || !info.Qualification || smoke, schema.ResultsFile, claim,
 				"a run with skips or not a qualification run", "run.json has no skips and is a qualification run: the row would be qualified")
 		}
 	}
@@ -228,9 +226,9 @@ func (r *rowCheck) checkFixtures() {
 	if r.fx == nil {
 		return
 	}
-	const m = "fixtures/manifest.json"
+	const m = schema.FixturesManifest
 	for _, im := range r.fx.Images {
-		f := "fixtures/" + im.File
+		f := schema.Fixture(im.File)
 		b, ok := r.read(f)
 		if !ok {
 			continue // the layout check says it is missing
@@ -248,7 +246,7 @@ func (r *rowCheck) checkFixtures() {
 		for k, v := range r.fx.Settings {
 			want[k] = jsonText(v)
 		}
-		r.same(resultsFile, "settings", settingsText(want), settingsText(r.res.Settings), m+" settings")
+		r.same(schema.ResultsFile, "settings", settingsText(want), settingsText(r.res.Settings), m+" settings")
 	}
 }
 
@@ -256,8 +254,8 @@ func (r *rowCheck) checkBuild() {
 	if r.res.Bundle == nil {
 		return
 	}
-	if r.bundleSHA != "" || r.exists("build/bundle.json") {
-		r.same(resultsFile, "bundle.sha256", r.bundleSHA, r.res.Bundle.SHA256, "build/bundle.json")
+	if r.bundleSHA != "" || r.exists(schema.BundleFile) {
+		r.same(schema.ResultsFile, "bundle.sha256", r.bundleSHA, r.res.Bundle.SHA256, schema.BundleFile)
 	}
 }
 
@@ -267,16 +265,16 @@ func (r *rowCheck) checkCorrectness() {
 		return
 	}
 	if !r.corrOK {
-		r.fail(resultsFile, "correctness", "counts from a readable correctness/junit.xml", "counts without one")
+		r.fail(schema.ResultsFile, "correctness", "counts from a readable correctness/junit.xml", "counts without one")
 		return
 	}
 	want := r.corr
 	const src = "test cases in correctness/junit.xml"
-	r.same(resultsFile, "correctness.total", fmt.Sprint(want.Total), fmt.Sprint(got.Total), src)
-	r.same(resultsFile, "correctness.executed", fmt.Sprint(want.Executed), fmt.Sprint(got.Executed), src)
-	r.same(resultsFile, "correctness.skipped", fmt.Sprint(want.Skipped), fmt.Sprint(got.Skipped), src)
-	r.same(resultsFile, "correctness.failed", fmt.Sprint(want.Failed), fmt.Sprint(got.Failed), src)
-	r.same(resultsFile, "correctness.errors", fmt.Sprint(want.Errors), fmt.Sprint(got.Errors), src)
+	r.same(schema.ResultsFile, "correctness.total", fmt.Sprint(want.Total), fmt.Sprint(got.Total), src)
+	r.same(schema.ResultsFile, "correctness.executed", fmt.Sprint(want.Executed), fmt.Sprint(got.Executed), src)
+	r.same(schema.ResultsFile, "correctness.skipped", fmt.Sprint(want.Skipped), fmt.Sprint(got.Skipped), src)
+	r.same(schema.ResultsFile, "correctness.failed", fmt.Sprint(want.Failed), fmt.Sprint(got.Failed), src)
+	r.same(schema.ResultsFile, "correctness.errors", fmt.Sprint(want.Errors), fmt.Sprint(got.Errors), src)
 	r.checkCaseLog()
 }
 
@@ -291,7 +289,7 @@ var (
 // summary) counts what its JUnit counts: a JUnit or results.json rewritten to all-passed
 // while the log says some failed disagrees with it.
 func (r *rowCheck) checkCaseLog() {
-	const f = "correctness/output.log"
+	const f = schema.CorrectnessLog
 	b, ok := r.read(f)
 	if !ok || !r.passed(schema.StageCorrectness) {
 		return
@@ -312,7 +310,7 @@ func (r *rowCheck) checkCaseLog() {
 }
 
 func (r *rowCheck) checkServe() {
-	b, ok := r.read("serve/startup.json")
+	b, ok := r.read(schema.StartupFile)
 	if !ok {
 		return
 	}
@@ -323,16 +321,16 @@ func (r *rowCheck) checkServe() {
 		} `json:"spec"`
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
-		r.fail("serve/startup.json", "valid JSON", "the server's startup record", err.Error())
+		r.fail(schema.StartupFile, "valid JSON", "the server's startup record", err.Error())
 		return
 	}
-	r.same(resultsFile, "runtime", st.Runtime, r.res.Runtime, "serve/startup.json")
+	r.same(schema.ResultsFile, "runtime", st.Runtime, r.res.Runtime, schema.StartupFile)
 	// The row's identity where the server was started: the model it served is the
 	// checkpoint's, and the bundle it served the one the row built (by file name: the
 	// folder differs from host to host).
-	r.same("serve/startup.json", "spec.Model", r.res.Checkpoint.Model, st.Spec.Model, "results.json checkpoint.model")
+	r.same(schema.StartupFile, "spec.Model", r.res.Checkpoint.Model, st.Spec.Model, "results.json checkpoint.model")
 	if b := r.res.Bundle; b != nil && b.Path != "" {
-		r.same("serve/startup.json", "spec.Bundle", path.Base(b.Path), path.Base(st.Spec.Bundle), "results.json bundle.path")
+		r.same(schema.StartupFile, "spec.Bundle", path.Base(b.Path), path.Base(st.Spec.Bundle), "results.json bundle.path")
 	}
 }
 
@@ -354,7 +352,7 @@ func (c commandRecord) end() time.Time {
 // measured and warmup counts and settings, and in a passing row every command the
 // stages ran (the server aside, which is stopped) exited 0.
 func (r *rowCheck) checkCommands() {
-	const f = "commands.jsonl"
+	const f = schema.CommandsFile
 	if !r.exists(f) {
 		return
 	}
@@ -372,13 +370,13 @@ func (r *rowCheck) checkCommands() {
 	var aiperf *commandRecord
 	r.cmds = recs
 	for i, c := range recs {
-		if c.Stage == "benchmark" && len(c.Args) > 1 && c.Args[1] == "profile" {
+		if c.Stage == schema.StageBenchmark && len(c.Args) > 1 && c.Args[1] == "profile" {
 			aiperf = &recs[i]
 		}
-		if c.Stage == schema.StageIdentity && c.Log == "identity/native-batch.log" {
+		if c.Stage == schema.StageIdentity && c.Log == schema.NativeBatchLog {
 			r.batchWallS, r.batchCmd = c.WallS, &recs[i]
 		}
-		if schema.Passing(r.res.Status) && c.Stage != "serve" {
+		if schema.Passing(r.res.Status) && c.Stage != schema.StageServe {
 			r.truth(c.ExitCode == 0, f, "exit code of "+c.Stage+" command "+baseName(firstArg(c.Args)),
 				"0 (the row claims "+r.res.Status+")", fmt.Sprint(c.ExitCode))
 		}
@@ -386,7 +384,7 @@ func (r *rowCheck) checkCommands() {
 	r.aiperfCmd = aiperf
 	r.checkWindows(recs, aiperf)
 	if aiperf == nil {
-		if r.passed("benchmark") {
+		if r.passed(schema.StageBenchmark) {
 			r.fail(f, "AIPerf command", "an `aiperf profile` command (stage benchmark passed)", "none")
 		}
 		return
@@ -399,8 +397,8 @@ func (r *rowCheck) checkCommands() {
 		}
 	}
 	one := func(flag string) string { return strings.Join(flags[flag], ",") }
-	r.same(resultsFile, "measured", one("--request-count"), fmt.Sprint(r.res.Measured), f+" aiperf --request-count")
-	r.same(resultsFile, "warmup", one("--warmup-request-count"), fmt.Sprint(r.res.Warmup), f+" aiperf --warmup-request-count")
+	r.same(schema.ResultsFile, "measured", one("--request-count"), fmt.Sprint(r.res.Measured), f+" aiperf --request-count")
+	r.same(schema.ResultsFile, "warmup", one("--warmup-request-count"), fmt.Sprint(r.res.Warmup), f+" aiperf --warmup-request-count")
 	r.same(f, "aiperf --concurrency", "1", one("--concurrency"), "the workload")
 	r.same(f, "aiperf --model", r.res.Checkpoint.Model, one("--model"), "results.json checkpoint.model")
 	r.same(f, "aiperf --export-level", "raw", one("--export-level"), "identity replays the raw export")
@@ -472,18 +470,18 @@ func (r *rowCheck) clientErrors() int {
 func (r *rowCheck) checkBenchmark() {
 	res := r.res
 	if r.rawErr != nil {
-		if r.passed("benchmark") {
-			r.fail(rawExport, "readable", "AIPerf's raw export (stage benchmark passed)", "missing or unreadable")
+		if r.passed(schema.StageBenchmark) {
+			r.fail(schema.RawExportFile, "readable", "AIPerf's raw export (stage benchmark passed)", "missing or unreadable")
 		}
-		r.same(resultsFile, "client_errors", "(absent)", intText(res.ClientErrors), "no AIPerf raw export to count failed requests in")
+		r.same(schema.ResultsFile, "client_errors", "(absent)", intText(res.ClientErrors), "no AIPerf raw export to count failed requests in")
 		return
 	}
 	warm, prof := len(r.phase(phaseWarmup)), len(r.phase(phaseProfiling))
-	r.same(resultsFile, "client_errors", fmt.Sprint(r.clientErrors()), intText(res.ClientErrors), "failed records in "+rawExport)
-	if r.passed("benchmark") {
-		r.same(resultsFile, "measured", fmt.Sprint(prof), fmt.Sprint(res.Measured), "profiling records in "+rawExport)
-		r.same(resultsFile, "warmup", fmt.Sprint(warm), fmt.Sprint(res.Warmup), "warmup records in "+rawExport)
-		r.truth(warm+prof == len(r.reqs), rawExport, "benchmark phases", "every record warmup or profiling",
+	r.same(schema.ResultsFile, "client_errors", fmt.Sprint(r.clientErrors()), intText(res.ClientErrors), "failed records in "+schema.RawExportFile)
+	if r.passed(schema.StageBenchmark) {
+		r.same(schema.ResultsFile, "measured", fmt.Sprint(prof), fmt.Sprint(res.Measured), "profiling records in "+schema.RawExportFile)
+		r.same(schema.ResultsFile, "warmup", fmt.Sprint(warm), fmt.Sprint(res.Warmup), "warmup records in "+schema.RawExportFile)
+		r.truth(warm+prof == len(r.reqs), schema.RawExportFile, "benchmark phases", "every record warmup or profiling",
 			fmt.Sprintf("%d records of other phases", len(r.reqs)-warm-prof))
 	}
 	r.checkProfileExport()
@@ -503,49 +501,46 @@ func (r *rowCheck) checkBenchmark() {
 	for _, q := range r.reqs {
 		where := fmt.Sprintf("request %s (%s)", q.id, q.stem)
 		if q.sentErr != nil {
-			r.fail(rawExport, where+" reference image", "the exact image bytes in the payload", q.sentErr.Error())
+			r.fail(schema.RawExportFile, where+" reference image", "the exact image bytes in the payload", q.sentErr.Error())
 			continue
 		}
 		if r.fx != nil {
-			r.truth(pairs[bytesSHA256(q.sent)+"\x00"+q.prompt], rawExport, where+" input",
+			r.truth(pairs[bytesSHA256(q.sent)+"\x00"+q.prompt], schema.RawExportFile, where+" input",
 				"an (image, instruction) pair of fixtures/manifest.json", fmt.Sprintf("image sha256 %s with %q", bytesSHA256(q.sent)[:12], q.prompt))
 		}
 		if res.Settings != nil {
-			r.same(rawExport, where+" settings", settingsText(res.Settings), settingsText(q.settings), "results.json settings")
+			r.same(schema.RawExportFile, where+" settings", settingsText(res.Settings), settingsText(q.settings), "results.json settings")
 		}
 		if ua, ok := q.rec.Headers["User-Agent"]; ok {
-			r.same(rawExport, where+" User-Agent", "aiperf/"+AIPerfVersion, ua, "the pinned AIPerf")
+			r.same(schema.RawExportFile, where+" User-Agent", "aiperf/"+AIPerfVersion, ua, "the pinned AIPerf")
 		}
 		if q.httpFile != nil && q.resp != nil {
 			r.truth(bytes.Equal(q.httpFile, q.resp), q.httpRel(), "the HTTP response's PNG",
-				"the image of the response in "+rawExport+" (sha256 "+bytesSHA256(q.resp)[:12]+")", "sha256 "+bytesSHA256(q.httpFile)[:12])
+				"the image of the response in "+schema.RawExportFile+" (sha256 "+bytesSHA256(q.resp)[:12]+")", "sha256 "+bytesSHA256(q.httpFile)[:12])
 		}
-		if !r.passed("benchmark") || q.rec.failed() {
+		if !r.passed(schema.StageBenchmark) || q.rec.failed() {
 			continue
 		}
 		if q.respErr != nil {
-			r.fail(rawExport, where+" response", "a PNG in the response (stage benchmark passed)", q.respErr.Error())
+			r.fail(schema.RawExportFile, where+" response", "a PNG in the response (stage benchmark passed)", q.respErr.Error())
 			continue
 		}
 		out, err := decodePNG(q.resp)
 		if err != nil {
-			r.fail(rawExport, where+" response", "a PNG (stage benchmark passed)", err.Error())
+			r.fail(schema.RawExportFile, where+" response", "a PNG (stage benchmark passed)", err.Error())
 			continue
 		}
-		r.same(rawExport, where+" output size", size, sizeText(out), "the requested size")
-		r.truth(!bytes.Equal(q.resp, q.sent), rawExport, where+" output", "not the input image's bytes (stage benchmark passed)", "the input's bytes")
+		r.same(schema.RawExportFile, where+" output size", size, sizeText(out), "the requested size")
+		r.truth(!bytes.Equal(q.resp, q.sent), schema.RawExportFile, where+" output", "not the input image's bytes (stage benchmark passed)", "the input's bytes")
 		if r.proto.Traits().ServerKeepsInputs {
 			r.checkServerInput(q, where)
 		}
 	}
-	if r.passed("benchmark") && r.proto.Traits().AIPerfInputsFile {
+	if r.passed(schema.StageBenchmark) && r.proto.Traits().AIPerfInputsFile {
 		// AIPerf writes inputs.json for its image_edit dataset, not for raw payloads.
-		r.truth(r.exists(aiperfInputs), aiperfInputs, "exact file set", "required once stage benchmark passed ("+r.proto.Name()+")", "missing")
+		r.truth(r.exists(schema.DatasetFile), schema.DatasetFile, "exact file set", "required once stage benchmark passed ("+r.proto.Name()+")", "missing")
 	}
 }
-
-// aiperfInputs is what AIPerf wrote of its dataset for the image_edit endpoint.
-const aiperfInputs = "aiperf/artifacts/inputs.json"
 
 // checkServerInput: perf-serve keeps each request's $file input beside its output
 // (<scratch>/<request id>/inputs/input-0000<suffix>, files.py @ c94a23d3), so the image
@@ -555,7 +550,7 @@ const aiperfInputs = "aiperf/artifacts/inputs.json"
 // to what NumPy draws from that seed (recomputed here) and to the sha256 the server's
 // records line states.
 func (r *rowCheck) checkServerInput(q *request, where string) {
-	dir := "serve/scratch/" + q.id + "/inputs/"
+	dir := schema.Scratch(q.id + "/inputs/")
 	var found []string
 	for _, f := range r.files {
 		if strings.HasPrefix(f, dir) && f != dir+latentsFile {
@@ -564,11 +559,11 @@ func (r *rowCheck) checkServerInput(q *request, where string) {
 	}
 	r.checkReplayedNoise(q, where, dir+latentsFile)
 	if len(found) != 1 {
-		r.fail("serve/scratch/"+q.id, where+" server input", "one input file the server kept under "+dir, fmt.Sprintf("%d files", len(found)))
+		r.fail(schema.Scratch(q.id), where+" server input", "one input file the server kept under "+dir, fmt.Sprintf("%d files", len(found)))
 		return
 	}
 	b, _ := r.read(found[0])
-	r.truth(bytes.Equal(b, q.sent), found[0], where+" server input", "the reference image AIPerf sent (sha256 "+bytesSHA256(q.sent)[:12]+", "+rawExport+")",
+	r.truth(bytes.Equal(b, q.sent), found[0], where+" server input", "the reference image AIPerf sent (sha256 "+bytesSHA256(q.sent)[:12]+", "+schema.RawExportFile+")",
 		"sha256 "+bytesSHA256(b)[:12])
 }
 
@@ -596,8 +591,8 @@ func (r *rowCheck) checkReplayedNoise(q *request, where, file string) {
 		fmt.Sprintf("NumPy's default_rng(%d).standard_normal(%d, float32), the noise perf-serve replays for the request's latent_seed", *q.latentSeed, len(b)/4), "other bytes")
 	for _, rec := range r.serverRecords() {
 		if rec.RequestID == q.id {
-			r.truth(rec.Observation.LatentReplay != nil && *rec.Observation.LatentReplay, recordsFile, "request "+q.id+" observation.latent_replay", "true (the request carried latent_seed)", fmt.Sprint(rec.Observation.LatentReplay))
-			r.same(recordsFile, "request "+q.id+" observation.initial_latents_sha256", bytesSHA256(b), rec.Observation.InitialLatents, "the noise file the server kept ("+file+")")
+			r.truth(rec.Observation.LatentReplay != nil && *rec.Observation.LatentReplay, schema.RecordsFile, "request "+q.id+" observation.latent_replay", "true (the request carried latent_seed)", fmt.Sprint(rec.Observation.LatentReplay))
+			r.same(schema.RecordsFile, "request "+q.id+" observation.initial_latents_sha256", bytesSHA256(b), rec.Observation.InitialLatents, "the noise file the server kept ("+file+")")
 		}
 	}
 }
@@ -624,8 +619,8 @@ func (r *rowCheck) checkProfileExport() {
 	}
 	sort.Strings(want)
 	sort.Strings(got)
-	r.truth(reflect.DeepEqual(want, got), profileExport, "requests",
-		fmt.Sprintf("the %d requests of %s (id, phase, start, end)", len(want), rawExport), fmt.Sprintf("%d requests that differ", len(got)))
+	r.truth(reflect.DeepEqual(want, got), schema.ProfileExportFile, "requests",
+		fmt.Sprintf("the %d requests of %s (id, phase, start, end)", len(want), schema.RawExportFile), fmt.Sprintf("%d requests that differ", len(got)))
 }
 
 // checkSummary compares AIPerf's own summary and phase manifest with the records.
@@ -633,34 +628,34 @@ func (r *rowCheck) checkSummary(warm, prof int) {
 	lat, _, _ := r.measuredTimes() // the measured requests' client latencies
 	sort.Float64s(lat)
 	r.checkTextExports(lat)
-	if b, ok := r.read(summaryExport); ok {
+	if b, ok := r.read(schema.SummaryExportFile); ok {
 		var s summary
 		if err := json.Unmarshal(b, &s); err != nil {
 			// A failed benchmark's own files may be torn (AIPerf killed, the disk
 			// full); the stage's failure says why, and nothing is derived from them.
-			if r.passed("benchmark") {
-				r.fail(summaryExport, "valid JSON", "AIPerf's summary", err.Error())
+			if r.passed(schema.StageBenchmark) {
+				r.fail(schema.SummaryExportFile, "valid JSON", "AIPerf's summary", err.Error())
 			}
 		} else {
-			r.same(summaryExport, "aiperf_version", AIPerfVersion, s.AIPerfVersion, "the pin")
+			r.same(schema.SummaryExportFile, "aiperf_version", AIPerfVersion, s.AIPerfVersion, "the pin")
 			if info := r.c.info; info != nil {
-				r.c.same("run.json", "aiperf_version", s.AIPerfVersion, info.AIPerfVersion, r.name+"/"+summaryExport)
+				r.c.same(schema.RunFile, "aiperf_version", s.AIPerfVersion, info.AIPerfVersion, r.name+"/"+schema.SummaryExportFile)
 			}
 			if s.RequestLatency.Count != nil {
-				r.same(summaryExport, "request_latency.count", fmt.Sprint(len(lat)), fmt.Sprint(*s.RequestLatency.Count), "profiling records of "+profileExport)
+				r.same(schema.SummaryExportFile, "request_latency.count", fmt.Sprint(len(lat)), fmt.Sprint(*s.RequestLatency.Count), "profiling records of "+schema.ProfileExportFile)
 			}
 			if len(lat) > 0 && s.RequestLatency.Min != nil && s.RequestLatency.Max != nil {
-				r.truth(nearlyEqual(lat[0], *s.RequestLatency.Min) && nearlyEqual(lat[len(lat)-1], *s.RequestLatency.Max), summaryExport,
-					"request_latency min / max", fmtMs(lat[0])+" / "+fmtMs(lat[len(lat)-1])+" ("+profileExport+")",
+				r.truth(nearlyEqual(lat[0], *s.RequestLatency.Min) && nearlyEqual(lat[len(lat)-1], *s.RequestLatency.Max), schema.SummaryExportFile,
+					"request_latency min / max", fmtMs(lat[0])+" / "+fmtMs(lat[len(lat)-1])+" ("+schema.ProfileExportFile+")",
 					fmtMs(*s.RequestLatency.Min)+" / "+fmtMs(*s.RequestLatency.Max))
 			}
-			if r.passed("benchmark") {
-				r.truth(!s.WasCancelled, summaryExport, "was_cancelled", "false (stage benchmark passed)", "true: AIPerf says its benchmark was cancelled")
+			if r.passed(schema.StageBenchmark) {
+				r.truth(!s.WasCancelled, schema.SummaryExportFile, "was_cancelled", "false (stage benchmark passed)", "true: AIPerf says its benchmark was cancelled")
 			}
 		}
 	}
 	r.checkPhaseExports()
-	b, ok := r.read(phaseManifest)
+	b, ok := r.read(schema.PhaseManifestFile)
 	if !ok {
 		return
 	}
@@ -668,8 +663,8 @@ func (r *rowCheck) checkSummary(warm, prof int) {
 		Phases []phaseEntry `json:"phases"`
 	}
 	if err := json.Unmarshal(b, &pm); err != nil {
-		if r.passed("benchmark") {
-			r.fail(phaseManifest, "valid JSON", "AIPerf's phase manifest", err.Error())
+		if r.passed(schema.StageBenchmark) {
+			r.fail(schema.PhaseManifestFile, "valid JSON", "AIPerf's phase manifest", err.Error())
 		}
 		return
 	}
@@ -679,9 +674,9 @@ func (r *rowCheck) checkSummary(warm, prof int) {
 		counts[p.Kind] += p.Total
 		errs += p.Errors
 	}
-	r.same(phaseManifest, "warmup total_request_count", fmt.Sprint(warm), fmt.Sprint(counts[phaseWarmup]), "warmup records of "+rawExport)
-	r.same(phaseManifest, "profiling total_request_count", fmt.Sprint(prof), fmt.Sprint(counts[phaseProfiling]), "profiling records of "+rawExport)
-	r.same(phaseManifest, "error_request_count", fmt.Sprint(r.clientErrors()), fmt.Sprint(errs), "failed records of "+rawExport)
+	r.same(schema.PhaseManifestFile, "warmup total_request_count", fmt.Sprint(warm), fmt.Sprint(counts[phaseWarmup]), "warmup records of "+schema.RawExportFile)
+	r.same(schema.PhaseManifestFile, "profiling total_request_count", fmt.Sprint(prof), fmt.Sprint(counts[phaseProfiling]), "profiling records of "+schema.RawExportFile)
+	r.same(schema.PhaseManifestFile, "error_request_count", fmt.Sprint(r.clientErrors()), fmt.Sprint(errs), "failed records of "+schema.RawExportFile)
 }
 
 // checkPhaseExports: AIPerf's own per-phase summaries (phases/<phase>/profile_export_aiperf.json,
@@ -690,7 +685,7 @@ func (r *rowCheck) checkSummary(warm, prof int) {
 // request moved from one phase to another, or one removed, in the raw export alone
 // disagree with them.
 func (r *rowCheck) checkPhaseExports() {
-	if r.rawErr != nil || !r.passed("benchmark") {
+	if r.rawErr != nil || !r.passed(schema.StageBenchmark) {
 		return
 	}
 	for _, phase := range []string{phaseWarmup, phaseProfiling} {
@@ -701,7 +696,7 @@ func (r *rowCheck) checkPhaseExports() {
 			}
 		}
 		sort.Float64s(lat)
-		file := "aiperf/artifacts/phases/" + phase + "/profile_export_aiperf.json"
+		file := schema.PhaseSummary(phase)
 		b, ok := r.read(file)
 		if !ok {
 			continue // the layout check says it is missing
@@ -711,7 +706,7 @@ func (r *rowCheck) checkPhaseExports() {
 			r.fail(file, "valid JSON", "AIPerf's "+phase+" summary", err.Error())
 			continue
 		}
-		src := "the " + phase + " records of " + rawExport
+		src := "the " + phase + " records of " + schema.RawExportFile
 		if s.RequestLatency.Count == nil || *s.RequestLatency.Count != len(lat) {
 			got := "none"
 			if s.RequestLatency.Count != nil {
@@ -741,41 +736,41 @@ func fmtNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 func (r *rowCheck) checkTiming() {
 	res := r.res
 	if res.HTTP == nil && res.Task == nil && res.ImagesPerS == 0 && res.Overhead == nil {
-		if r.passed("benchmark") {
-			r.fail(resultsFile, "http_latency, task_time", "both columns (stage benchmark passed)", "none")
+		if r.passed(schema.StageBenchmark) {
+			r.fail(schema.ResultsFile, "http_latency, task_time", "both columns (stage benchmark passed)", "none")
 		}
 		return
 	}
 	if r.rawErr != nil {
-		r.fail(resultsFile, "timing", "a readable "+rawExport+" to derive it from", "timing claims without one")
+		r.fail(schema.ResultsFile, "timing", "a readable "+schema.RawExportFile+" to derive it from", "timing claims without one")
 		return
 	}
 	client, task, problems := r.measuredTimes()
 	if len(problems) > 0 {
-		r.fail(resultsFile, "http_latency, task_time", "no value for every measured request: "+strings.Join(problems, "; "), "values")
+		r.fail(schema.ResultsFile, "http_latency, task_time", "no value for every measured request: "+strings.Join(problems, "; "), "values")
 		return
 	}
 	q := func(name string, got *schema.Quantiles, xs []float64, src string) {
 		if got == nil {
-			r.fail(resultsFile, name, "both timing columns", "none")
+			r.fail(schema.ResultsFile, name, "both timing columns", "none")
 			return
 		}
 		src = schema.PercentileMethod + " over " + src
-		r.same(resultsFile, name+".p50_ms", fmtNum(nearestRank(xs, 50)), fmtNum(got.P50), src)
-		r.same(resultsFile, name+".p95_ms", fmtNum(nearestRank(xs, 95)), fmtNum(got.P95), src)
-		r.same(resultsFile, name+".count", fmt.Sprint(len(xs)), fmt.Sprint(got.Count), "profiling records")
-		r.same(resultsFile, name+".method", schema.PercentileMethod, got.Method, "")
+		r.same(schema.ResultsFile, name+".p50_ms", fmtNum(nearestRank(xs, 50)), fmtNum(got.P50), src)
+		r.same(schema.ResultsFile, name+".p95_ms", fmtNum(nearestRank(xs, 95)), fmtNum(got.P95), src)
+		r.same(schema.ResultsFile, name+".count", fmt.Sprint(len(xs)), fmt.Sprint(got.Count), "profiling records")
+		r.same(schema.ResultsFile, name+".method", schema.PercentileMethod, got.Method, "")
 	}
-	q("http_latency", res.HTTP, client, "request_latency of the profiling records in "+profileExport)
+	q("http_latency", res.HTTP, client, "request_latency of the profiling records in "+schema.ProfileExportFile)
 	q("task_time", res.Task, task, r.taskSrc)
 	ips := r.imagesPerSecond()
-	r.truth(nearlyEqual(ips, res.ImagesPerS), resultsFile, "images_per_s",
-		fmtNum(ips)+" (profiling records / (last request_end_ns - first request_start_ns) in "+rawExport+")", fmtNum(res.ImagesPerS))
+	r.truth(nearlyEqual(ips, res.ImagesPerS), schema.ResultsFile, "images_per_s",
+		fmtNum(ips)+" (profiling records / (last request_end_ns - first request_start_ns) in "+schema.RawExportFile+")", fmtNum(res.ImagesPerS))
 	if res.Overhead != nil && len(client) > 0 {
 		d := nearestRank(client, 50) - nearestRank(task, 50)
-		r.truth(nearlyEqual(d, res.Overhead.P50DiffMs), resultsFile, "http_overhead.client_p50_minus_task_p50_ms", fmtNum(d)+" (the two p50s)", fmtNum(res.Overhead.P50DiffMs))
+		r.truth(nearlyEqual(d, res.Overhead.P50DiffMs), schema.ResultsFile, "http_overhead.client_p50_minus_task_p50_ms", fmtNum(d)+" (the two p50s)", fmtNum(res.Overhead.P50DiffMs))
 		f := d / nearestRank(client, 50)
-		r.truth(nearlyEqual(f, res.Overhead.Fraction), resultsFile, "http_overhead.fraction_of_client_p50", fmtNum(f), fmtNum(res.Overhead.Fraction))
+		r.truth(nearlyEqual(f, res.Overhead.Fraction), schema.ResultsFile, "http_overhead.fraction_of_client_p50", fmtNum(f), fmtNum(res.Overhead.Fraction))
 	}
 }
 
@@ -820,21 +815,21 @@ type pairResult struct {
 
 // checkIdentity compares results.json identity and identity/identity.json with the PNGs.
 func (r *rowCheck) checkIdentity() {
-	if r.res.Identity == nil && !r.exists("identity/identity.json") {
-		if r.passed("identity") {
-			r.fail(resultsFile, "identity", "a native/HTTP comparison (stage identity passed)", "none")
+	if r.res.Identity == nil && !r.exists(schema.IdentityFile) {
+		if r.passed(schema.StageIdentity) {
+			r.fail(schema.ResultsFile, "identity", "a native/HTTP comparison (stage identity passed)", "none")
 		}
 		return
 	}
 	if r.rawErr != nil {
-		r.fail(resultsFile, "identity", "a readable "+rawExport+" naming the requests", "identity claims without one")
+		r.fail(schema.ResultsFile, "identity", "a readable "+schema.RawExportFile+" naming the requests", "identity claims without one")
 		return
 	}
 	var fromFile *schema.IdentitySummary
-	if b, ok := r.read("identity/identity.json"); ok {
+	if b, ok := r.read(schema.IdentityFile); ok {
 		var s schema.IdentitySummary
 		if err := json.Unmarshal(b, &s); err != nil {
-			r.fail("identity/identity.json", "valid JSON", "the identity summary", err.Error())
+			r.fail(schema.IdentityFile, "valid JSON", "the identity summary", err.Error())
 		} else {
 			fromFile = &s
 		}
@@ -842,12 +837,12 @@ func (r *rowCheck) checkIdentity() {
 	for _, c := range []struct {
 		file string
 		s    *schema.IdentitySummary
-	}{{resultsFile, r.res.Identity}, {"identity/identity.json", fromFile}} {
+	}{{schema.ResultsFile, r.res.Identity}, {schema.IdentityFile, fromFile}} {
 		if c.s != nil {
 			r.checkIdentitySummary(c.file, c.s)
 		}
 	}
-	if r.passed("identity") {
+	if r.passed(schema.StageIdentity) {
 		m, total := r.identityCounts()
 		want := r.res.Measured + r.res.Warmup
 		r.truth(m == total && total == want, "identity", "stage identity passed",
@@ -864,21 +859,21 @@ func (r *rowCheck) checkIdentitySummary(file string, s *schema.IdentitySummary) 
 		}
 	}
 	const src = "decoded PNG pairs in identity/"
-	r.same(file, "identity.total", fmt.Sprint(total), fmt.Sprint(s.Total), "records in "+rawExport)
+	r.same(file, "identity.total", fmt.Sprint(total), fmt.Sprint(s.Total), "records in "+schema.RawExportFile)
 	r.same(file, "identity.pixel_matches", fmt.Sprint(m), fmt.Sprint(s.PixelMatches), src)
 	r.same(file, "identity.byte_identical", fmt.Sprint(bytesSame), fmt.Sprint(s.ByteIdentical), "byte-equal PNG pairs in identity/")
 	if len(s.Requests) != len(r.reqs) {
-		r.same(file, "identity.requests", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(s.Requests)), "records in "+rawExport)
+		r.same(file, "identity.requests", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(s.Requests)), "records in "+schema.RawExportFile)
 		return
 	}
 	for i, got := range s.Requests {
 		q := r.reqs[i]
 		at := fmt.Sprintf("identity.requests[%d].", i)
-		r.same(file, at+"request_id", q.id, got.RequestID, rawExport)
-		r.same(file, at+"phase", q.phase, got.Phase, rawExport)
-		r.same(file, at+"prompt", q.prompt, got.Prompt, rawExport)
+		r.same(file, at+"request_id", q.id, got.RequestID, schema.RawExportFile)
+		r.same(file, at+"phase", q.phase, got.Phase, schema.RawExportFile)
+		r.same(file, at+"prompt", q.prompt, got.Prompt, schema.RawExportFile)
 		if got.InputSHA256 != "" && q.sentErr == nil {
-			r.same(file, at+"input_sha256", bytesSHA256(q.sent), got.InputSHA256, "the payload image in "+rawExport)
+			r.same(file, at+"input_sha256", bytesSHA256(q.sent), got.InputSHA256, "the payload image in "+schema.RawExportFile)
 		}
 		if got.HTTPFile != "" {
 			r.same(file, at+"http_file", q.httpRel(), got.HTTPFile, "")
@@ -898,7 +893,7 @@ func (r *rowCheck) checkIdentitySummary(file string, s *schema.IdentitySummary) 
 			r.fail(file, at+"pixels", "no decodable pair to compare", quote(got.Pixels))
 		}
 		if q.phase == phaseProfiling && got.ClientMs != 0 {
-			r.truth(q.client && nearlyEqual(q.clientMs, got.ClientMs), file, at+"client_latency_ms", fmtNum(q.clientMs)+" ("+profileExport+")", fmtNum(got.ClientMs))
+			r.truth(q.client && nearlyEqual(q.clientMs, got.ClientMs), file, at+"client_latency_ms", fmtNum(q.clientMs)+" ("+schema.ProfileExportFile+")", fmtNum(got.ClientMs))
 		}
 		if got.TaskMs != 0 {
 			v, ok := r.tasks[q.id]
@@ -919,7 +914,11 @@ func shaOrNone(b []byte) string {
 func (r *rowCheck) checkInfluence() {
 	var imgs []*imageFile
 	var full []image.Image
-	for _, f := range []string{"influence/a.png", "influence/a-repeat.png", "influence/b.png"} {
+	var pngs []string
+	for _, name := range schema.InfluenceProbes {
+		pngs = append(pngs, schema.InfluencePNG(name))
+	}
+	for _, f := range pngs {
 		b, ok := r.read(f)
 		if !ok {
 			return
@@ -933,12 +932,12 @@ func (r *rowCheck) checkInfluence() {
 		full = append(full, img)
 	}
 	repeat, other := compareFull(full[0], full[1]), compareFull(full[0], full[2])
-	if r.passed("influence") {
-		r.truth(repeat.identical(), "influence/a-repeat.png", "stage influence passed", "pixel-identical to influence/a.png", repeat.String())
+	if r.passed(schema.StageInfluence) {
+		r.truth(repeat.identical(), pngs[1], "stage influence passed", "pixel-identical to "+pngs[0], repeat.String())
 		n := imgs[0].img.Rect.Dx() * imgs[0].img.Rect.Dy()
 		frac := float64(other.differing) / float64(max(n, 1))
-		r.truth(other.sameSize && frac >= minInfluenceFraction && other.meanAbs >= minInfluenceMeanLevels, "influence/b.png", "stage influence passed",
-			fmt.Sprintf("at least %.0f %% of the pixels and a mean of %.2f levels different from influence/a.png (the reference image matters)", 100*minInfluenceFraction, minInfluenceMeanLevels),
+		r.truth(other.sameSize && frac >= minInfluenceFraction && other.meanAbs >= minInfluenceMeanLevels, pngs[2], "stage influence passed",
+			fmt.Sprintf("at least %.0f %% of the pixels and a mean of %.2f levels different from %s (the reference image matters)", 100*minInfluenceFraction, minInfluenceMeanLevels, pngs[0]),
 			fmt.Sprintf("%.2f %% of the pixels, mean %.4f levels", 100*frac, other.meanAbs))
 	}
 	check := func(file string, got *schema.InfluenceResult) {
@@ -947,26 +946,26 @@ func (r *rowCheck) checkInfluence() {
 			want comparison
 			got  schema.PixelDiff
 		}{{"repeat", repeat, got.Repeat}, {"other", other, got.Other}} {
-			src := "influence/a.png vs influence/" + map[string]string{"repeat": "a-repeat.png", "other": "b.png"}[c.name]
+			src := pngs[0] + " vs " + map[string]string{"repeat": pngs[1], "other": pngs[2]}[c.name]
 			r.same(file, "influence."+c.name+".same_size", fmt.Sprint(c.want.sameSize), fmt.Sprint(c.got.SameSize), src)
 			r.same(file, "influence."+c.name+".differing_pixels", fmt.Sprint(c.want.differing), fmt.Sprint(c.got.DifferingPixel), src)
 			r.same(file, "influence."+c.name+".max_abs_diff", fmt.Sprint(c.want.maxAbs), fmt.Sprint(c.got.MaxAbs), src)
 			r.truth(nearlyEqual(c.want.meanAbs, c.got.MeanAbs), file, "influence."+c.name+".mean_abs_diff", fmtNum(c.want.meanAbs)+" ("+src+")", fmtNum(c.got.MeanAbs))
 		}
 		if r.fx != nil {
-			r.same(file, "influence.instruction", r.fx.Influence.Instruction, got.Instruction, "fixtures/manifest.json")
-			r.same(file, "influence.images", strings.Join(r.fx.Influence.Images, " "), strings.Join(got.Images[:], " "), "fixtures/manifest.json")
+			r.same(file, "influence.instruction", r.fx.Influence.Instruction, got.Instruction, schema.FixturesManifest)
+			r.same(file, "influence.images", strings.Join(r.fx.Influence.Images, " "), strings.Join(got.Images[:], " "), schema.FixturesManifest)
 		}
 	}
 	if r.res.Influence != nil {
-		check(resultsFile, r.res.Influence)
+		check(schema.ResultsFile, r.res.Influence)
 	}
-	if b, ok := r.read("influence/influence.json"); ok {
+	if b, ok := r.read(schema.InfluenceFile); ok {
 		var got schema.InfluenceResult
 		if err := json.Unmarshal(b, &got); err != nil {
-			r.fail("influence/influence.json", "influence", "the influence result", err.Error())
+			r.fail(schema.InfluenceFile, "influence", "the influence result", err.Error())
 		} else {
-			check("influence/influence.json", &got)
+			check(schema.InfluenceFile, &got)
 		}
 	}
 }
@@ -984,7 +983,7 @@ var doubleMarker = regexp.MustCompile(`"qualkit_contract_double"\s*:\s*true`)
 // double's marker: such a row can never read as anything but passed-contract-double,
 // whatever its results.json says.
 func (r *rowCheck) servedByDouble() bool {
-	for _, f := range []string{"serve/identity.json", schema.RecordsFile} {
+	for _, f := range []string{schema.ServerIdentityFile, schema.RecordsFile} {
 		if b, ok := r.read(f); ok && doubleMarker.Match(b) {
 			return true
 		}
@@ -1000,27 +999,21 @@ func (r *rowCheck) checkFailureKind(firstFail string) {
 	var kind string
 	for _, s := range res.Stages {
 		if s.Kind != "" {
-			r.truth(s.Status == "fail", resultsFile, "stage "+s.Name+" kind", "a kind only on a failed stage", s.Status+" with kind "+s.Kind)
-			r.truth(slices.Contains(schema.FailureKinds, s.Kind), resultsFile, "stage "+s.Name+" kind", strings.Join(schema.FailureKinds, ", "), s.Kind)
+			r.truth(s.Status == schema.Fail, schema.ResultsFile, "stage "+s.Name+" kind", "a kind only on a failed stage", s.Status+" with kind "+s.Kind)
+			r.truth(slices.Contains(schema.FailureKinds, s.Kind), schema.ResultsFile, "stage "+s.Name+" kind", strings.Join(schema.FailureKinds, ", "), s.Kind)
 		}
 		if s.Name == firstFail {
 			kind = s.Kind
 		}
 	}
-	r.same(resultsFile, "failure_kind", kind, res.FailureKind, "the kind of the first failed stage, "+firstFail)
+	r.same(schema.ResultsFile, "failure_kind", kind, res.FailureKind, "the kind of the first failed stage, "+firstFail)
 	if kind == "" {
-		r.same(resultsFile, "reason", "stage "+firstFail+" failed", res.Reason, "the first failed stage")
+		r.same(schema.ResultsFile, "reason", "stage "+firstFail+" failed", res.Reason, "the first failed stage")
 		return
 	}
 	prefix := "stage " + firstFail + " failed: " + kind + ": "
-	r.truth(strings.HasPrefix(res.Reason, prefix), resultsFile, "reason", quote(prefix+"...")+" (the first failed stage and its kind)", quote(res.Reason))
+	r.truth(strings.HasPrefix(res.Reason, prefix), schema.ResultsFile, "reason", quote(prefix+"...")+" (the first failed stage and its kind)", quote(res.Reason))
 }
-
-// AIPerf's two text exports of the profiling phase: the CSV and the console table.
-const (
-	csvExport     = "aiperf/artifacts/profile_export_aiperf.csv"
-	consoleExport = "aiperf/artifacts/profile_export_console.txt"
-)
 
 var (
 	csvLatency = regexp.MustCompile(`(?m)^Request Latency \(ms\),([0-9.]+),([0-9.]+),([0-9.]+),`)
@@ -1042,11 +1035,11 @@ func (r *rowCheck) checkTextExports(lat []float64) {
 		sum += v
 	}
 	want := fmt.Sprintf("%.2f / %.2f / %.2f", sum/float64(len(lat)), lat[0], lat[len(lat)-1])
-	src := "avg / min / max of the measured request_latency values in " + profileExport
+	src := "avg / min / max of the measured request_latency values in " + schema.ProfileExportFile
 	for _, f := range []struct {
 		file string
 		re   *regexp.Regexp
-	}{{csvExport, csvLatency}, {consoleExport, consoleLatency}} {
+	}{{schema.CSVExportFile, csvLatency}, {schema.ConsoleExportFile, consoleLatency}} {
 		b, ok := r.read(f.file)
 		if !ok {
 			continue // the layout check says it is missing
@@ -1059,9 +1052,9 @@ func (r *rowCheck) checkTextExports(lat []float64) {
 		got := strings.ReplaceAll(fmt.Sprintf("%s / %s / %s", m[1], m[2], m[3]), ",", "")
 		r.truth(sameAt2(want, got), f.file, "Request Latency (ms) avg / min / max", want+" ms ("+src+")", got)
 	}
-	if b, ok := r.read(csvExport); ok {
+	if b, ok := r.read(schema.CSVExportFile); ok {
 		if m := csvCount.FindSubmatch(b); m != nil {
-			r.same(csvExport, "Request Count", fmt.Sprintf("%.2f", float64(len(lat))), string(m[1]), "measured records of "+profileExport)
+			r.same(schema.CSVExportFile, "Request Count", fmt.Sprintf("%.2f", float64(len(lat))), string(m[1]), "measured records of "+schema.ProfileExportFile)
 		}
 	}
 }

@@ -32,14 +32,14 @@ func (r *rowCheck) checkCorrectnessCase() {
 	corr := r.res.Correctness
 	if corr == nil {
 		if r.passed(schema.StageCorrectness) {
-			r.fail(resultsFile, "correctness", "the case's counts, ids and files (stage correctness passed)", "none")
+			r.fail(schema.ResultsFile, "correctness", "the case's counts, ids and files (stage correctness passed)", "none")
 		}
 		return
 	}
 	if r.passed(schema.StageCorrectness) {
-		r.truth(len(corr.Declared) > 0, resultsFile, "correctness.declared_cases", "the test ids the family declared (stage correctness passed)", "none")
+		r.truth(len(corr.Declared) > 0, schema.ResultsFile, "correctness.declared_cases", "the test ids the family declared (stage correctness passed)", "none")
 		if r.corrOK {
-			r.same(resultsFile, "correctness.declared_cases", strings.Join(sorted(r.corrIDs), " "), strings.Join(sorted(corr.Declared), " "),
+			r.same(schema.ResultsFile, "correctness.declared_cases", strings.Join(sorted(r.corrIDs), " "), strings.Join(sorted(corr.Declared), " "),
 				"the executed test cases in correctness/junit.xml")
 		}
 		if corr.ResultFile == "" {
@@ -47,7 +47,7 @@ func (r *rowCheck) checkCorrectnessCase() {
 			// result.json must have it named, so a failing verdict cannot be left unread.
 			for _, a := range corr.Artifacts {
 				if path.Base(a.Path) == "result.json" {
-					r.fail(resultsFile, "correctness.result_file", "the case's own result file "+a.Path+" (stage correctness passed)", "none")
+					r.fail(schema.ResultsFile, "correctness.result_file", "the case's own result file "+a.Path+" (stage correctness passed)", "none")
 				}
 			}
 		}
@@ -59,8 +59,8 @@ func (r *rowCheck) checkCorrectnessCase() {
 }
 
 func (r *rowCheck) checkCaseResult(rel string) {
-	if !strings.HasPrefix(rel, "correctness/artifacts/") {
-		r.fail(resultsFile, "correctness.result_file", "a file under correctness/artifacts/", quote(rel))
+	if !strings.HasPrefix(rel, schema.CorrectnessArtifacts+"/") {
+		r.fail(schema.ResultsFile, "correctness.result_file", "a file under correctness/artifacts/", quote(rel))
 		return
 	}
 	b, ok := r.read(rel)
@@ -120,7 +120,7 @@ func clipText(s string, n int) string {
 // checkArtifacts requires the files under correctness/artifacts to be exactly those
 // results.json lists, as the harness hashed them when the case ended.
 func (r *rowCheck) checkArtifacts(listed []schema.FileHash) {
-	const dir = "correctness/artifacts/"
+	const dir = schema.CorrectnessArtifacts + "/"
 	want := map[string]string{}
 	for _, f := range listed {
 		want[f.Path] = f.SHA256
@@ -151,20 +151,20 @@ func (r *rowCheck) checkArtifacts(listed []schema.FileHash) {
 func (r *rowCheck) checkProvenance() {
 	p := r.res.Provenance
 	if info := r.c.info; info != nil {
-		r.same(resultsFile, "provenance.harness_commit", info.HarnessCommit, p.Commit, "run.json")
-		r.same(resultsFile, "provenance.harness_dirty", fmt.Sprint(info.HarnessDirty), fmt.Sprint(p.Dirty), "run.json")
-		r.same(resultsFile, "provenance.venv_sha256", info.VenvSHA256, p.VenvSHA256, "run.json")
+		r.same(schema.ResultsFile, "provenance.harness_commit", info.HarnessCommit, p.Commit, schema.RunFile)
+		r.same(schema.ResultsFile, "provenance.harness_dirty", fmt.Sprint(info.HarnessDirty), fmt.Sprint(p.Dirty), schema.RunFile)
+		r.same(schema.ResultsFile, "provenance.venv_sha256", info.VenvSHA256, p.VenvSHA256, schema.RunFile)
 	}
 	switch r.res.Status {
 	case schema.StatusQualified:
-		r.truth(!p.Dirty && shaHex.MatchString(p.Commit), resultsFile, "status qualified",
+		r.truth(!p.Dirty && shaHex.MatchString(p.Commit), schema.ResultsFile, "status qualified",
 			"a known commit of a clean tree (provenance)", fmt.Sprintf("commit %q, dirty %t", p.Commit, p.Dirty))
 		if info := r.c.info; info != nil {
-			r.truth(!info.HarnessDirty && shaHex.MatchString(info.HarnessCommit), "run.json", "harness_dirty",
+			r.truth(!info.HarnessDirty && shaHex.MatchString(info.HarnessCommit), schema.RunFile, "harness_dirty",
 				"false with a known commit (row "+r.name+" claims qualified)", fmt.Sprintf("commit %q, dirty %t", info.HarnessCommit, info.HarnessDirty))
 		}
 	case schema.StatusDirty:
-		r.truth(p.Dirty, resultsFile, "status "+schema.StatusDirty, "provenance.harness_dirty true", "false")
+		r.truth(p.Dirty, schema.ResultsFile, "status "+schema.StatusDirty, "provenance.harness_dirty true", "false")
 	}
 }
 
@@ -178,7 +178,7 @@ func (r *rowCheck) checkRecords() {
 	}
 	if r.recordsErr != "" {
 		if r.passed(schema.StageBenchmark) {
-			r.fail(recordsFile, "the server's records", "present and readable (task_time_source joins on "+ts.RecordID+", stage benchmark passed)", r.recordsErr)
+			r.fail(schema.RecordsFile, "the server's records", "present and readable (task_time_source joins on "+ts.RecordID+", stage benchmark passed)", r.recordsErr)
 		}
 		return
 	}
@@ -186,14 +186,14 @@ func (r *rowCheck) checkRecords() {
 		return
 	}
 	for _, q := range r.phase(phaseProfiling) {
-		r.truth(r.recordIDs[q.id], recordsFile, "request "+q.id, "a line with "+ts.RecordID+" "+q.id+" (the server honours X-Request-ID)", "none")
+		r.truth(r.recordIDs[q.id], schema.RecordsFile, "request "+q.id, "a line with "+ts.RecordID+" "+q.id+" (the server honours X-Request-ID)", "none")
 		if ts.Body == "" || ts.Records == "" {
 			continue
 		}
 		body, okB := r.tasks[q.id]
 		rec, okR := r.recordTimes[q.id]
-		r.truth(okB && okR && nearlyEqual(body, rec), recordsFile, "request "+q.id+" "+ts.Records,
-			fmtNum(body)+" ms (response body "+ts.Body+" in "+rawExport+")", fmtNum(rec)+" ms")
+		r.truth(okB && okR && nearlyEqual(body, rec), schema.RecordsFile, "request "+q.id+" "+ts.Records,
+			fmtNum(body)+" ms (response body "+ts.Body+" in "+schema.RawExportFile+")", fmtNum(rec)+" ms")
 	}
 }
 
@@ -202,7 +202,7 @@ func (r *rowCheck) checkRecords() {
 // another program than AIPerf: the image AIPerf sent and the PNG the response carried
 // must be the ones the server says it read and wrote, for every request it recorded.
 func (r *rowCheck) checkRecordHashes() {
-	if r.rawErr != nil || !r.exists(recordsFile) {
+	if r.rawErr != nil || !r.exists(schema.RecordsFile) {
 		return
 	}
 	byID := map[string]*request{}
@@ -216,10 +216,10 @@ func (r *rowCheck) checkRecordHashes() {
 		}
 		at := "request " + q.id + " "
 		if rec.Input != "" && q.sent != nil {
-			r.same(recordsFile, at+"input_sha256", bytesSHA256(q.sent), rec.Input, "the reference image AIPerf sent ("+rawExport+")")
+			r.same(schema.RecordsFile, at+"input_sha256", bytesSHA256(q.sent), rec.Input, "the reference image AIPerf sent ("+schema.RawExportFile+")")
 		}
 		if rec.Output != "" && q.resp != nil {
-			r.same(recordsFile, at+"output_sha256", bytesSHA256(q.resp), rec.Output, "the PNG the response carried ("+rawExport+", "+q.httpRel()+")")
+			r.same(schema.RecordsFile, at+"output_sha256", bytesSHA256(q.resp), rec.Output, "the PNG the response carried ("+schema.RawExportFile+", "+q.httpRel()+")")
 		}
 		r.checkRecordSettings(at, rec.Settings)
 	}
@@ -243,13 +243,13 @@ func (r *rowCheck) checkRecordSettings(at string, got map[string]any) {
 		if err1 != nil || !ok {
 			continue
 		}
-		r.truth(wf == gf, recordsFile, at+"settings."+k, w+" (results.json settings."+k+")", fmtNum(gf))
+		r.truth(wf == gf, schema.RecordsFile, at+"settings."+k, w+" (results.json settings."+k+")", fmtNum(gf))
 	}
 	if size, ok := want["size"]; ok {
 		gw, okw := got["width"].(float64)
 		gh, okh := got["height"].(float64)
 		if okw && okh {
-			r.same(recordsFile, at+"settings.width x height", size, fmt.Sprintf("%dx%d", int(gw), int(gh)), "results.json settings.size")
+			r.same(schema.RecordsFile, at+"settings.width x height", size, fmt.Sprintf("%dx%d", int(gw), int(gh)), "results.json settings.size")
 		}
 	}
 }
@@ -272,10 +272,10 @@ func (r *rowCheck) checkPhysicalTiming() {
 	lastWarmupEnd, firstProfilingStart := int64(0), int64(math.MaxInt64)
 	for i, q := range reqs {
 		m := q.rec.Metadata
-		r.truth(m.RequestEndNs >= m.RequestStartNs, rawExport, "request "+q.id+" span", "request_end_ns at or after request_start_ns", fmt.Sprintf("ends %d ns before it starts", m.RequestStartNs-m.RequestEndNs))
+		r.truth(m.RequestEndNs >= m.RequestStartNs, schema.RawExportFile, "request "+q.id+" span", "request_end_ns at or after request_start_ns", fmt.Sprintf("ends %d ns before it starts", m.RequestStartNs-m.RequestEndNs))
 		if i > 0 {
 			prev := reqs[i-1].rec.Metadata
-			r.truth(m.RequestStartNs+slackNs >= prev.RequestEndNs, rawExport, "request "+q.id+" start",
+			r.truth(m.RequestStartNs+slackNs >= prev.RequestEndNs, schema.RawExportFile, "request "+q.id+" start",
 				"after request "+reqs[i-1].id+" ended (concurrency 1)", fmt.Sprintf("%.3f ms before it ended", float64(prev.RequestEndNs-m.RequestStartNs)/1e6))
 		}
 		switch q.phase {
@@ -286,7 +286,7 @@ func (r *rowCheck) checkPhysicalTiming() {
 		}
 	}
 	if lastWarmupEnd > 0 && firstProfilingStart != math.MaxInt64 {
-		r.truth(firstProfilingStart+slackNs >= lastWarmupEnd, rawExport, "benchmark phases", "every warmup request ended before the first measured one started",
+		r.truth(firstProfilingStart+slackNs >= lastWarmupEnd, schema.RawExportFile, "benchmark phases", "every warmup request ended before the first measured one started",
 			fmt.Sprintf("the first measured request started %.3f ms before the last warmup request ended", float64(lastWarmupEnd-firstProfilingStart)/1e6))
 	}
 	handler := r.recordHandlerMs()
@@ -296,11 +296,11 @@ func (r *rowCheck) checkPhysicalTiming() {
 			continue
 		}
 		if q.client {
-			r.truth(q.clientMs+0.01 >= h, profileExport, "request "+q.id+" request_latency",
-				fmt.Sprintf("at least the server's handler time, %s ms (%s timing.handler_ms)", fmtNum(h), recordsFile), fmtNum(q.clientMs)+" ms")
+			r.truth(q.clientMs+0.01 >= h, schema.ProfileExportFile, "request "+q.id+" request_latency",
+				fmt.Sprintf("at least the server's handler time, %s ms (%s timing.handler_ms)", fmtNum(h), schema.RecordsFile), fmtNum(q.clientMs)+" ms")
 		}
 		if task, ok := r.tasks[q.id]; ok {
-			r.truth(h+0.01 >= task, recordsFile, "request "+q.id+" timing.handler_ms",
+			r.truth(h+0.01 >= task, schema.RecordsFile, "request "+q.id+" timing.handler_ms",
 				fmt.Sprintf("at least the Task time, %s ms (%s)", fmtNum(task), r.taskSrc), fmtNum(h)+" ms")
 		}
 	}
@@ -349,7 +349,7 @@ func (r *rowCheck) serverRecords() []serverRecord {
 	}
 	recs := []serverRecord{}
 	r.records = &recs
-	b, ok := r.read(recordsFile)
+	b, ok := r.read(schema.RecordsFile)
 	if !ok {
 		return recs
 	}
@@ -372,7 +372,7 @@ func (r *rowCheck) checkLatencies() {
 		}
 		m := p.Metadata
 		span := float64(m.RequestEndNs-m.RequestStartNs) / 1e6
-		r.truth(nearlyEqualMs(v, span), profileExport, "request "+m.XRequestID+" request_latency",
+		r.truth(nearlyEqualMs(v, span), schema.ProfileExportFile, "request "+m.XRequestID+" request_latency",
 			fmtNum(span)+" ms (request_end_ns - request_start_ns)", fmtNum(v)+" ms")
 	}
 }
@@ -400,7 +400,7 @@ func (r *rowCheck) checkNativeLogs() {
 		return
 	}
 	for _, q := range r.reqs {
-		if logRel := fmt.Sprintf("identity/%02d-native.log", q.index); required && !r.exists(logRel) {
+		if logRel := schema.NativeLog(q.index); required && !r.exists(logRel) {
 			r.fail(logRel, "exact file set", "the native Task's log of request "+q.id+" (identity passed, native mode "+quote(mode)+")", "missing")
 		}
 	}
@@ -410,11 +410,11 @@ func (r *rowCheck) checkNativeLogs() {
 	}
 	re, err := regexp.Compile(pat)
 	if err != nil {
-		r.fail(resultsFile, "native_output_pattern", "a regular expression", err.Error())
+		r.fail(schema.ResultsFile, "native_output_pattern", "a regular expression", err.Error())
 		return
 	}
 	for _, q := range r.reqs {
-		logRel := fmt.Sprintf("identity/%02d-native.log", q.index)
+		logRel := schema.NativeLog(q.index)
 		log, ok := r.read(logRel)
 		if !ok || q.native == nil {
 			continue // the layout check says what is missing
@@ -445,8 +445,8 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // checkServerIdentity: a row whose server stated its identity keeps the answer.
 func (r *rowCheck) checkServerIdentity() {
-	if r.res.ServerIdentity != "" && r.passed(schema.StageServe) && !r.exists("serve/identity.json") {
-		r.fail("serve/identity.json", "exact file set", "the server's answer at "+r.res.ServerIdentity+" (results.json server_identity)", "missing")
+	if r.res.ServerIdentity != "" && r.passed(schema.StageServe) && !r.exists(schema.ServerIdentityFile) {
+		r.fail(schema.ServerIdentityFile, "exact file set", "the server's answer at "+r.res.ServerIdentity+" (results.json server_identity)", "missing")
 	}
 }
 
@@ -455,8 +455,8 @@ func (r *rowCheck) checkServerIdentity() {
 // identity stage passed: then the report must have a line for every request.
 func (r *rowCheck) checkNativeBatch(required bool) {
 	const report = schema.NativeBatchFile
-	if !r.exists("identity/native-batch.log") {
-		r.fail("identity/native-batch.log", "exact file set", "the batch native Task's log (native mode batch)", "missing")
+	if !r.exists(schema.NativeBatchLog) {
+		r.fail(schema.NativeBatchLog, "exact file set", "the batch native Task's log (native mode batch)", "missing")
 	}
 	if !required && !r.exists(report) {
 		return // the batch failed before it reported
@@ -476,7 +476,7 @@ func (r *rowCheck) checkNativeBatch(required bool) {
 		return
 	}
 	r.batchHead = head.batchHead
-	r.sameFloat(resultsFile, "identity.native_load_ms", *head.LoadMs, r.res.Identity.LoadMs, report+" line 1")
+	r.sameFloat(schema.ResultsFile, "identity.native_load_ms", *head.LoadMs, r.res.Identity.LoadMs, report+" line 1")
 	type batchLine struct {
 		ID     string  `json:"id"`
 		Output string  `json:"output"`
@@ -501,13 +501,13 @@ func (r *rowCheck) checkNativeBatch(required bool) {
 		r.batchSHA[line.ID] = line.SHA256
 	}
 	if required {
-		r.same(report, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(byID)), "one per request in "+rawExport)
+		r.same(report, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(byID)), "one per request in "+schema.RawExportFile)
 	}
 	for _, q := range r.reqs {
 		l, ok := byID[q.id]
 		if !ok {
 			if required {
-				r.fail(report, "replay "+q.id, "a line for every request in "+rawExport, "none")
+				r.fail(report, "replay "+q.id, "a line for every request in "+schema.RawExportFile, "none")
 			}
 			continue
 		}
@@ -531,46 +531,46 @@ func (r *rowCheck) sameFloat(file, claim string, want, got float64, source strin
 func (r *rowCheck) checkTimeBudget() {
 	tb := r.res.TimeBudget
 	if tb == nil {
-		r.truth(r.res.Status == schema.StatusNotRun, resultsFile, "time_budget", "present in every row that ran", "none")
+		r.truth(r.res.Status == schema.StatusNotRun, schema.ResultsFile, "time_budget", "present in every row that ran", "none")
 		return
 	}
 	for _, st := range r.res.Stages {
-		r.sameFloat(resultsFile, "time_budget.stages_s."+st.Name, st.WallS, tb.Stages[st.Name], "stages["+st.Name+"].wall_s")
+		r.sameFloat(schema.ResultsFile, "time_budget.stages_s."+st.Name, st.WallS, tb.Stages[st.Name], "stages["+st.Name+"].wall_s")
 	}
-	r.same(resultsFile, "time_budget.stages_s", fmt.Sprint(len(r.res.Stages)), fmt.Sprint(len(tb.Stages)), "one per stage")
+	r.same(schema.ResultsFile, "time_budget.stages_s", fmt.Sprint(len(r.res.Stages)), fmt.Sprint(len(tb.Stages)), "one per stage")
 	m := tb.Model
 	parts := m.ToolsS + m.BuildS + m.CorrectnessS + m.ServerLoadS + m.NativeLoadS + m.ServedTaskS + m.NativeTaskS
-	r.truth(math.Abs(parts-tb.ModelWorkS) < 0.01, resultsFile, "time_budget.model_work_s", fmt.Sprintf("%.3f, the sum of model_work's parts", parts), fmt.Sprintf("%.3f", tb.ModelWorkS))
-	r.truth(math.Abs(tb.WallS-tb.ModelWorkS-tb.HarnessS) < 0.01, resultsFile, "time_budget.harness_s", fmt.Sprintf("%.3f, wall_s - model_work_s", tb.WallS-tb.ModelWorkS), fmt.Sprintf("%.3f", tb.HarnessS))
+	r.truth(math.Abs(parts-tb.ModelWorkS) < 0.01, schema.ResultsFile, "time_budget.model_work_s", fmt.Sprintf("%.3f, the sum of model_work's parts", parts), fmt.Sprintf("%.3f", tb.ModelWorkS))
+	r.truth(math.Abs(tb.WallS-tb.ModelWorkS-tb.HarnessS) < 0.01, schema.ResultsFile, "time_budget.harness_s", fmt.Sprintf("%.3f, wall_s - model_work_s", tb.WallS-tb.ModelWorkS), fmt.Sprintf("%.3f", tb.HarnessS))
 	if tb.ModelWorkS > 0 {
-		r.truth(math.Abs(tb.WallS/tb.ModelWorkS-tb.Ratio) < 0.01, resultsFile, "time_budget.ratio", fmt.Sprintf("%.3f, wall_s / model_work_s", tb.WallS/tb.ModelWorkS), fmt.Sprintf("%.3f", tb.Ratio))
+		r.truth(math.Abs(tb.WallS/tb.ModelWorkS-tb.Ratio) < 0.01, schema.ResultsFile, "time_budget.ratio", fmt.Sprintf("%.3f, wall_s / model_work_s", tb.WallS/tb.ModelWorkS), fmt.Sprintf("%.3f", tb.Ratio))
 	}
 	var stages float64
 	for _, st := range r.res.Stages {
 		stages += st.WallS
 	}
-	r.truth(tb.WallS+0.001 >= stages, resultsFile, "time_budget.wall_s", fmt.Sprintf("at least the stages' sum, %.3f s", stages), fmt.Sprintf("%.3f", tb.WallS))
+	r.truth(tb.WallS+0.001 >= stages, schema.ResultsFile, "time_budget.wall_s", fmt.Sprintf("at least the stages' sum, %.3f s", stages), fmt.Sprintf("%.3f", tb.WallS))
 	var benchTaskS float64
 	for _, q := range r.reqs {
 		benchTaskS += r.tasks[q.id] / 1000
 	}
-	r.truth(m.ServedTaskS+0.002 >= benchTaskS, resultsFile, "time_budget.model_work.served_task_s",
+	r.truth(m.ServedTaskS+0.002 >= benchTaskS, schema.ResultsFile, "time_budget.model_work.served_task_s",
 		fmt.Sprintf("at least %.3f, the benchmark's Task times (%s)", benchTaskS, r.taskSrc), fmt.Sprintf("%.3f", m.ServedTaskS))
 	if r.passed(schema.StageInfluence) && r.rawErr == nil {
-		r.same(resultsFile, "time_budget.model_work.served_task_calls", fmt.Sprint(len(r.reqs)+3), fmt.Sprint(m.ServedTasks),
-			"every request in "+rawExport+" and the influence probe's three")
+		r.same(schema.ResultsFile, "time_budget.model_work.served_task_calls", fmt.Sprint(len(r.reqs)+3), fmt.Sprint(m.ServedTasks),
+			"every request in "+schema.RawExportFile+" and the influence probe's three")
 	}
 	if r.passed(schema.StageIdentity) && r.res.Identity != nil {
-		r.same(resultsFile, "time_budget.native_mode", r.res.Identity.Mode, tb.NativeMode, "identity.native_mode")
+		r.same(schema.ResultsFile, "time_budget.native_mode", r.res.Identity.Mode, tb.NativeMode, "identity.native_mode")
 		if tb.NativeMode == schema.NativeBatch {
-			r.same(resultsFile, "time_budget.native_loads", "1", fmt.Sprint(tb.NativeLoads), "one batch process")
+			r.same(schema.ResultsFile, "time_budget.native_loads", "1", fmt.Sprint(tb.NativeLoads), "one batch process")
 			load := math.Max(0, r.batchWallS-r.batchTaskS-r.batchHead.WaitedMs/1000)
-			r.truth(math.Abs(load-m.NativeLoadS) < 0.002, resultsFile, "time_budget.model_work.native_load_s",
+			r.truth(math.Abs(load-m.NativeLoadS) < 0.002, schema.ResultsFile, "time_budget.model_work.native_load_s",
 				fmt.Sprintf("%.3f, the batch process's wall in commands.jsonl less its task_ms and waited_ms in %s", load, schema.NativeBatchFile), fmt.Sprintf("%.3f", m.NativeLoadS))
-			r.truth(math.Abs(r.batchTaskS-m.NativeTaskS) < 0.002, resultsFile, "time_budget.model_work.native_task_s",
+			r.truth(math.Abs(r.batchTaskS-m.NativeTaskS) < 0.002, schema.ResultsFile, "time_budget.model_work.native_task_s",
 				fmt.Sprintf("%.3f, the sum of task_ms in %s", r.batchTaskS, schema.NativeBatchFile), fmt.Sprintf("%.3f", m.NativeTaskS))
 		}
-		r.same(resultsFile, "time_budget.model_work.native_task_calls", fmt.Sprint(r.res.Identity.Total), fmt.Sprint(m.NativeTasks), "one per replay")
+		r.same(schema.ResultsFile, "time_budget.model_work.native_task_calls", fmt.Sprint(r.res.Identity.Total), fmt.Sprint(m.NativeTasks), "one per replay")
 	}
 	r.checkOrder()
 }
@@ -583,12 +583,12 @@ const windowSlack = 50 * time.Millisecond
 // fits in its lease, and every request AIPerf timed lies inside the AIPerf command. A
 // stage, or a whole row, cannot be made shorter than the programs it ran say it took.
 func (r *rowCheck) checkWindows(recs []commandRecord, aiperf *commandRecord) {
-	const f = "commands.jsonl"
+	const f = schema.CommandsFile
 	lease := r.res.Lease
 	if lease != nil && !lease.Start.IsZero() && !lease.End.IsZero() {
 		span := lease.End.Sub(lease.Start)
 		if tb := r.res.TimeBudget; tb != nil {
-			r.truth(time.Duration(tb.WallS*float64(time.Second)) <= span+windowSlack, resultsFile, "time_budget.wall_s",
+			r.truth(time.Duration(tb.WallS*float64(time.Second)) <= span+windowSlack, schema.ResultsFile, "time_budget.wall_s",
 				fmt.Sprintf("at most the lease's span, %.3f s (lease.start to lease.end)", span.Seconds()), fmt.Sprintf("%.3f", tb.WallS))
 		}
 		for _, c := range recs {
@@ -619,7 +619,7 @@ func (r *rowCheck) checkWindows(recs []commandRecord, aiperf *commandRecord) {
 	for _, st := range r.res.Stages {
 		if t0, ok := first[st.Name]; ok {
 			span := last[st.Name].Sub(t0)
-			r.truth(span <= time.Duration(st.WallS*float64(time.Second))+windowSlack, resultsFile, "stages["+st.Name+"].wall_s",
+			r.truth(span <= time.Duration(st.WallS*float64(time.Second))+windowSlack, schema.ResultsFile, "stages["+st.Name+"].wall_s",
 				fmt.Sprintf("at least the span of its commands in %s, %.3f s", f, span.Seconds()), fmt.Sprintf("%.3f", st.WallS))
 		}
 	}
@@ -629,7 +629,7 @@ func (r *rowCheck) checkWindows(recs []commandRecord, aiperf *commandRecord) {
 	from, to := aiperf.Start.Add(-windowSlack).UnixNano(), aiperf.end().Add(windowSlack).UnixNano()
 	for _, q := range r.reqs {
 		m := q.rec.Metadata
-		r.truth(m.RequestStartNs >= from && m.RequestEndNs <= to, rawExport, "request "+q.id+" time",
+		r.truth(m.RequestStartNs >= from && m.RequestEndNs <= to, schema.RawExportFile, "request "+q.id+" time",
 			"inside the AIPerf command's run ("+f+": "+aiperf.Start.Format(time.RFC3339Nano)+", "+fmtNum(aiperf.WallS)+" s)",
 			fmt.Sprintf("%d to %d ns", m.RequestStartNs, m.RequestEndNs))
 	}

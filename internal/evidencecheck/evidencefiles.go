@@ -15,7 +15,7 @@ import (
 )
 
 // The checks in this file read the evidence files no claim was derived from before, so
-// that no file of a row is kept unread (RowLayout names each file's reader): what
+// that no file of a row is kept unread (schema.RowLayout names each file's reader): what
 // preflight recorded, the quality stage's own file, AIPerf's logs, its input file and
 // its dataset, its results marker. Each is held to what another file says of the same.
 
@@ -50,7 +50,7 @@ func (r *rowCheck) checkPreflight() {
 		return
 	}
 	if info := r.c.info; info != nil && pf.Qualification != nil {
-		r.same(f, "qualification_run", fmt.Sprint(info.Qualification), fmt.Sprint(*pf.Qualification), "run.json")
+		r.same(f, "qualification_run", fmt.Sprint(info.Qualification), fmt.Sprint(*pf.Qualification), schema.RunFile)
 	}
 	if st, ok := r.res.Stage(schema.StagePreflight); ok && pf.WallS != nil {
 		r.truth(*pf.WallS <= st.WallS+0.001, f, "wall_s", fmt.Sprintf("at most the stage's wall, %.3f s (results.json stages[preflight])", st.WallS), fmt.Sprintf("%.3f", *pf.WallS))
@@ -70,7 +70,7 @@ func (r *rowCheck) checkPreflight() {
 		r.truth(r.exists(p.Log), p.Log, "probe "+p.Name+"'s log", "kept ("+f+" names it)", "missing")
 	}
 	for _, file := range r.files {
-		if strings.HasPrefix(file, "preflight/") {
+		if strings.HasPrefix(file, schema.PreflightDir+"/") {
 			r.truth(logs[file], file, "a probe's log", "one of the probes "+f+" records", "not among them")
 		}
 	}
@@ -86,7 +86,7 @@ func (r *rowCheck) checkPreflight() {
 // checkQualityFile: quality/quality.json is what results.json's quality says, which
 // checkQuality re-derives from the PNGs.
 func (r *rowCheck) checkQualityFile() {
-	const f = "quality/quality.json"
+	const f = schema.QualityFile
 	b, ok := r.read(f)
 	if !ok {
 		return
@@ -161,7 +161,7 @@ func (r *rowCheck) checkAIPerfLogs() {
 	if r.rawErr != nil || !r.passed(schema.StageBenchmark) {
 		return
 	}
-	for _, f := range []string{"aiperf/aiperf.log", "aiperf/artifacts/logs/aiperf.log"} {
+	for _, f := range []string{schema.AIPerfLog, schema.AIPerfOwnLog} {
 		b, ok := r.read(f)
 		if !ok {
 			continue
@@ -186,10 +186,10 @@ func (r *rowCheck) checkAIPerfLogs() {
 				got = fmt.Sprintf("completed=%s, cancelled=%s, errors=%s", d[0], d[1], d[2])
 			}
 			r.same(f, "phase "+phase+" complete", fmt.Sprintf("completed=%d, cancelled=0, errors=%d", len(reqs), failed), got,
-				"the "+phase+" records of "+rawExport+" (stage benchmark passed)")
+				"the "+phase+" records of "+schema.RawExportFile+" (stage benchmark passed)")
 		}
 	}
-	b, ok := r.read("aiperf/artifacts/.aiperf_results_ready.json")
+	b, ok := r.read(schema.ReadyFile)
 	if !ok {
 		return
 	}
@@ -199,7 +199,7 @@ func (r *rowCheck) checkAIPerfLogs() {
 		Partial      bool `json:"partial"`
 	}
 	err := json.Unmarshal(b, &ready)
-	r.truth(err == nil && ready.Ready && !ready.WasCancelled && !ready.Partial, "aiperf/artifacts/.aiperf_results_ready.json", "AIPerf's results",
+	r.truth(err == nil && ready.Ready && !ready.WasCancelled && !ready.Partial, schema.ReadyFile, "AIPerf's results",
 		"ready, not cancelled, not partial (stage benchmark passed)", clipText(string(bytes.TrimSpace(b)), 200))
 }
 
@@ -207,7 +207,7 @@ func (r *rowCheck) checkAIPerfLogs() {
 // writes them (the same bytes, re-derived from fixtures/), and the dataset AIPerf loaded
 // from it (artifacts/inputs.json, image_edit) holds those images and prompts in order.
 func (r *rowCheck) checkAIPerfInputs() {
-	const f = "aiperf/inputs.jsonl"
+	const f = schema.AIPerfInputs
 	got, ok := r.read(f)
 	if !ok || r.fx == nil {
 		return
@@ -224,7 +224,7 @@ func (r *rowCheck) checkAIPerfInputs() {
 	images := map[string][]byte{}
 	var want bytes.Buffer
 	for _, p := range r.fx.Pairs {
-		img, ok := r.read("fixtures/" + p.Image)
+		img, ok := r.read(schema.Fixture(p.Image))
 		if !ok {
 			return // checkFixtures says what is missing
 		}
@@ -237,7 +237,7 @@ func (r *rowCheck) checkAIPerfInputs() {
 		want.Write(line)
 	}
 	r.truth(bytes.Equal(want.Bytes(), got), f, "AIPerf's input", "the fixtures' pairs as the "+proto.Name()+" protocol writes them (fixtures/manifest.json)", firstDiff(want.Bytes(), got))
-	b, ok := r.read(aiperfInputs)
+	b, ok := r.read(schema.DatasetFile)
 	if !ok || !proto.Traits().AIPerfInputsFile {
 		return
 	}
@@ -252,17 +252,17 @@ func (r *rowCheck) checkAIPerfInputs() {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(b, &ds); err != nil {
-		r.fail(aiperfInputs, "valid JSON", "the dataset AIPerf loaded", err.Error())
+		r.fail(schema.DatasetFile, "valid JSON", "the dataset AIPerf loaded", err.Error())
 		return
 	}
-	r.same(aiperfInputs, "entries", fmt.Sprint(len(r.fx.Pairs)), fmt.Sprint(len(ds.Data)), "the lines of "+f)
+	r.same(schema.DatasetFile, "entries", fmt.Sprint(len(r.fx.Pairs)), fmt.Sprint(len(ds.Data)), "the lines of "+f)
 	for i, d := range ds.Data {
 		if i >= len(r.fx.Pairs) || len(d.Payloads) != 1 {
 			break
 		}
 		p, pl := r.fx.Pairs[i], d.Payloads[0]
 		img, err := base64.StdEncoding.DecodeString(pl.Image.B64)
-		r.truth(pl.Prompt == p.Instruction && err == nil && bytes.Equal(img, images[p.ID]), aiperfInputs, fmt.Sprintf("data[%d]", i),
+		r.truth(pl.Prompt == p.Instruction && err == nil && bytes.Equal(img, images[p.ID]), schema.DatasetFile, fmt.Sprintf("data[%d]", i),
 			fmt.Sprintf("pair %s of %s: %q with its image (sha256 %s)", p.ID, f, p.Instruction, prefix(bytesSHA256(images[p.ID]), 12)),
 			fmt.Sprintf("%q with an image of sha256 %s", pl.Prompt, prefix(bytesSHA256(img), 12)))
 	}

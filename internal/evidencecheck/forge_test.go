@@ -37,7 +37,7 @@ func forge(t *testing.T, dir string) {
 		res := &schema.Result{}
 		readJSONFile(t, filepath.Join(dir, row, schema.ResultsFile), res)
 		results = append(results, res)
-		writeFile(t, filepath.Join(dir, row, "row.md"), harness.MarkdownHeader+harness.MarkdownRow(res))
+		writeFile(t, filepath.Join(dir, row, "row.md"), schema.RowMarkdownHeader()+harness.MarkdownRow(res))
 		if err := WritePictures(filepath.Join(dir, row)); err != nil && !errors.Is(err, ErrNoRawExport) {
 			require.NoError(t, err)
 		}
@@ -81,7 +81,7 @@ func TestForgeriesWithOurOwnCode(t *testing.T) {
 		}, []string{q + "/commands.jsonl: aiperf --model: evidence says Qwen/Qwen-Image-Edit-2511 (results.json checkpoint.model), file says qualkit/refedit-v1"}},
 		{"every measured request moved to start at once (images/s up)", func(t *testing.T, dir string) {
 			var first float64
-			editJSONL(t, filepath.Join(dir, q, rawExport), func(d map[string]any) {
+			editJSONL(t, filepath.Join(dir, q, schema.RawExportFile), func(d map[string]any) {
 				m := d["metadata"].(map[string]any)
 				if m["benchmark_phase"] != "profiling" {
 					return
@@ -114,20 +114,20 @@ func TestForgeriesWithOurOwnCode(t *testing.T) {
 				d["checkpoint"].(map[string]any)["name"] = "refedit-v2"
 			})
 			editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["rows"] = append(d["rows"].([]any), "refedit-v2") })
-		}, []string{"a request of this row alone (AIPerf draws a fresh id per request), file says also in " + q + "/" + rawExport}},
+		}, []string{"a request of this row alone (AIPerf draws a fresh id per request), file says also in " + q + "/" + schema.RawExportFile}},
 		{"50 steps claimed, the AIPerf command and payloads edited to match", func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
 				d["settings"].(map[string]any)["num_inference_steps"] = "50"
 			})
 			replaceIn(t, filepath.Join(dir, q, "commands.jsonl"), `\"num_inference_steps\":4`, `\"num_inference_steps\":50`)
-			replaceAllRe(t, filepath.Join(dir, q, rawExport), `\\"num_inference_steps\\":4`, `\"num_inference_steps\":50`)
+			replaceAllRe(t, filepath.Join(dir, q, schema.RawExportFile), `\\"num_inference_steps\\":4`, `\"num_inference_steps\":50`)
 		}, []string{q + "/serve/records.jsonl: request ", "settings.num_inference_steps: evidence says 50 (results.json settings.num_inference_steps), file says 4"}},
 		{"the Task times halved in the records and the results", func(t *testing.T, dir string) {
 			editJSONL(t, filepath.Join(dir, q, "serve/records.jsonl"), func(d map[string]any) {
 				tm := d["timing"].(map[string]any)
 				tm["task_ms"] = tm["task_ms"].(float64) / 2
 			})
-		}, []string{q + "/serve/records.jsonl: request ", "timing.task_ms: evidence says", "(response body timing.task_ms in " + rawExport + ")"}},
+		}, []string{q + "/serve/records.jsonl: request ", "timing.task_ms: evidence says", "(response body timing.task_ms in " + schema.RawExportFile + ")"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -219,7 +219,7 @@ var forgeries = []forgery{
 	{name: "the slowest request removed, from the server's records too", edit: func(t *testing.T, dir string) {
 		slow := slowest(t, dir)
 		removeRequest(t, dir, slow)
-		dropLines(t, filepath.Join(dir, qualifiedRow, recordsFile), slow.id)
+		dropLines(t, filepath.Join(dir, qualifiedRow, schema.RecordsFile), slow.id)
 	}, want: []string{qualifiedRow + "/serve/server.log: line 5: request " + slowestID + ": evidence says a request the server's records hold (serve/records.jsonl), file says none there"}},
 	{name: "an influence image replaced by another request's output", edit: func(t *testing.T, dir string) {
 		b, err := os.ReadFile(filepath.Join(dir, qualifiedRow, "identity/01-profiling-http.png"))
@@ -237,7 +237,7 @@ var forgeries = []forgery{
 		setResponseImage(t, dir, 1, b)
 		sha := bytesSHA256(b)
 		const was = "c38f7fed1e525d797f1d8e5f34a06d09c528f0a44bcb136d43d31551098356c5"
-		replaceIn(t, filepath.Join(row, recordsFile), was, sha)
+		replaceIn(t, filepath.Join(row, schema.RecordsFile), was, sha)
 		replaceIn(t, filepath.Join(row, schema.NativeBatchFile), was, sha)
 	}, want: []string{
 		qualifiedRow + "/identity/native-batch.log: line 2: replay 18f8bcd0-b6e9-40f4-9e0f-419320ab2010 sha256: evidence says ",
@@ -246,7 +246,7 @@ var forgeries = []forgery{
 	}},
 	{name: "native PNGs copied from the HTTP outputs after the batch crashed", edit: func(t *testing.T, dir string) {
 		row := filepath.Join(dir, qualifiedRow)
-		log := filepath.Join(row, nativeBatchLog)
+		log := filepath.Join(row, schema.NativeBatchLog)
 		b, err := os.ReadFile(log)
 		require.NoError(t, err)
 		lines := strings.SplitAfter(string(b), "\n")
@@ -281,7 +281,7 @@ var forgeries = []forgery{
 		qualifiedRow + "/aiperf/artifacts/phase_manifest.json: profiling start_ns / end_ns: evidence says inside the AIPerf command's run",
 	}},
 	{name: "AIPerf's summary says CUDA ran out of memory, the row qualified", edit: func(t *testing.T, dir string) {
-		editJSON(t, filepath.Join(dir, qualifiedRow, summaryExport), func(d map[string]any) {
+		editJSON(t, filepath.Join(dir, qualifiedRow, schema.SummaryExportFile), func(d map[string]any) {
 			d["is_complete"] = false
 			d["error_summary"] = []any{map[string]any{"count": 3, "error_details": map[string]any{"code": 500, "type": "OutOfMemoryError",
 				"message": "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.11 GiB total capacity)"}}}
@@ -292,7 +292,7 @@ var forgeries = []forgery{
 	}},
 	{name: "the warmup request counted as measured", edit: func(t *testing.T, dir string) {
 		row := filepath.Join(dir, qualifiedRow)
-		for _, f := range []string{rawExport, profileExport} {
+		for _, f := range []string{schema.RawExportFile, schema.ProfileExportFile} {
 			lines := jsonLines(t, filepath.Join(row, f))
 			m := lines[0]["metadata"].(map[string]any)
 			m["benchmark_phase"], m["phase_name"], m["phase_kind"], m["phase_index"] = "profiling", "profiling", "profiling", json.Number("1")
@@ -316,7 +316,7 @@ var forgeries = []forgery{
 			tt := d["task_time"].(map[string]any)
 			tt["p50_ms"], tt["p95_ms"] = tt["p50_ms"].(float64)/4, tt["p95_ms"].(float64)/4
 		})
-		raw := jsonLines(t, filepath.Join(row, rawExport))
+		raw := jsonLines(t, filepath.Join(row, schema.RawExportFile))
 		for _, l := range raw {
 			resp := l["responses"].([]any)[0].(map[string]any)
 			var body map[string]any
@@ -327,7 +327,7 @@ var forgeries = []forgery{
 			require.NoError(t, err)
 			resp["text"] = string(text)
 		}
-		writeJSONLines(t, filepath.Join(row, rawExport), raw)
+		writeJSONLines(t, filepath.Join(row, schema.RawExportFile), raw)
 	}, want: []string{
 		qualifiedRow + "/results.json: task_time_source: evidence says one the refedit family's code gives a row: {body timing.task_ms, records timing.task_ms, record_id request_id} or {records timing.task_ms, record_id request_id}, file says {body timing.task_ms}",
 		qualifiedRow + "/serve/records.jsonl: request 71e34701-3c3f-415f-b0cd-3a18012f5d96 timing.task_ms: evidence says 0.337 ms (response body timing.task_ms in aiperf/artifacts/profile_export_raw.jsonl: the server states the Task time in both), file says 1.348 ms",
@@ -337,7 +337,7 @@ var forgeries = []forgery{
 		editJSON(t, filepath.Join(row, "results.json"), func(d map[string]any) {
 			d["task_time_source"] = map[string]any{"records": "timing.task_ms", "record_id": "request_id"}
 		})
-		editJSONL(t, filepath.Join(row, recordsFile), func(d map[string]any) {
+		editJSONL(t, filepath.Join(row, schema.RecordsFile), func(d map[string]any) {
 			tm := d["timing"].(map[string]any)
 			tm["task_ms"] = tm["task_ms"].(float64) / 4
 		})
@@ -359,7 +359,7 @@ var forgeries = []forgery{
 		editJSON(t, filepath.Join(dir, qualifiedRow, "quality/quality.json"), func(d map[string]any) { d["failures"] = 3 })
 	}, want: []string{qualifiedRow + "/quality/quality.json: quality.failures: evidence says 0 (results.json quality, as re-derived from the PNGs), file says 3"}},
 	{name: "server.log rewritten", edit: func(t *testing.T, dir string) {
-		replaceIn(t, filepath.Join(dir, qualifiedRow, serverLog), "POST /v1/images/edits 200 5.7ms", "POST /v1/images/edits 500 5.7ms")
+		replaceIn(t, filepath.Join(dir, qualifiedRow, schema.ServerLog), "POST /v1/images/edits 200 5.7ms", "POST /v1/images/edits 500 5.7ms")
 	}, want: []string{qualifiedRow + "/serve/server.log: request 18f8bcd0-b6e9-40f4-9e0f-419320ab2010 status: evidence says 200 (serve/records.jsonl), file says 500"}},
 	{name: "aiperf.log rewritten", edit: func(t *testing.T, dir string) {
 		replaceIn(t, filepath.Join(dir, qualifiedRow, "aiperf/aiperf.log"), "complete | completed=5, cancelled=0, errors=0", "complete | completed=3, cancelled=2, errors=0")
@@ -384,12 +384,12 @@ func halveLatencies(t *testing.T, dir string) {
 			m[k] = json.Number(fmt.Sprint(start + (v-start)/2))
 		}
 	}
-	raw := jsonLines(t, filepath.Join(row, rawExport))
+	raw := jsonLines(t, filepath.Join(row, schema.RawExportFile))
 	for _, l := range raw {
 		half(l["metadata"].(map[string]any))
 	}
-	writeJSONLines(t, filepath.Join(row, rawExport), raw)
-	prof := jsonLines(t, filepath.Join(row, profileExport))
+	writeJSONLines(t, filepath.Join(row, schema.RawExportFile), raw)
+	prof := jsonLines(t, filepath.Join(row, schema.ProfileExportFile))
 	for _, l := range prof {
 		m := l["metadata"].(map[string]any)
 		half(m)
@@ -397,8 +397,8 @@ func halveLatencies(t *testing.T, dir string) {
 		end, _ := m["request_end_ns"].(json.Number).Int64()
 		l["metrics"].(map[string]any)["request_latency"].(map[string]any)["value"] = json.Number(strconv.FormatFloat(float64(end-start)/1e6, 'f', -1, 64))
 	}
-	writeJSONLines(t, filepath.Join(row, profileExport), prof)
-	editJSON(t, filepath.Join(row, summaryExport), func(d map[string]any) {
+	writeJSONLines(t, filepath.Join(row, schema.ProfileExportFile), prof)
+	editJSON(t, filepath.Join(row, schema.SummaryExportFile), func(d map[string]any) {
 		for k, v := range d["request_latency"].(map[string]any) {
 			if f, ok := v.(float64); ok && k != "count" {
 				d["request_latency"].(map[string]any)[k] = f / 2
@@ -422,15 +422,15 @@ func halveLatencies(t *testing.T, dir string) {
 		})
 		require.NoError(t, os.WriteFile(filepath.Join(row, file), []byte(out), 0o644))
 	}
-	halveCells(csvExport, regexp.MustCompile(`Request Latency \(ms\),([0-9.]+),([0-9.]+),([0-9.]+),([0-9.]+),`))
-	halveCells(consoleExport, regexp.MustCompile(`Request Latency \(ms\) │ +([0-9.]+) │ +([0-9.]+) │ +([0-9.]+) │`))
+	halveCells(schema.CSVExportFile, regexp.MustCompile(`Request Latency \(ms\),([0-9.]+),([0-9.]+),([0-9.]+),([0-9.]+),`))
+	halveCells(schema.ConsoleExportFile, regexp.MustCompile(`Request Latency \(ms\) │ +([0-9.]+) │ +([0-9.]+) │ +([0-9.]+) │`))
 }
 
 // setResponseImage makes the response AIPerf recorded for request i of the qualified row
 // carry png (data[0].b64_json of its body).
 func setResponseImage(t *testing.T, dir string, i int, png []byte) {
 	t.Helper()
-	path := filepath.Join(dir, qualifiedRow, rawExport)
+	path := filepath.Join(dir, qualifiedRow, schema.RawExportFile)
 	raw := jsonLines(t, path)
 	resp := raw[i]["responses"].([]any)[0].(map[string]any)
 	var body map[string]any
@@ -455,7 +455,7 @@ type rawRequest struct {
 // slowest is the measured request of the qualified row that took longest.
 func slowest(t *testing.T, dir string) rawRequest {
 	t.Helper()
-	raw, err := readRaw(filepath.Join(dir, qualifiedRow, rawExport))
+	raw, err := readRaw(filepath.Join(dir, qualifiedRow, schema.RawExportFile))
 	require.NoError(t, err)
 	best, span := rawRequest{index: -1}, int64(0)
 	for i, r := range raw {
@@ -506,17 +506,17 @@ var requestTiming = []string{"credit_issued_ns", "request_start_ns", "request_ac
 func swapRequests(t *testing.T, dir string, i, j int) {
 	t.Helper()
 	row := filepath.Join(dir, qualifiedRow)
-	raw := jsonLines(t, filepath.Join(row, rawExport))
+	raw := jsonLines(t, filepath.Join(row, schema.RawExportFile))
 	raw[i], raw[j] = raw[j], raw[i]
 	mi, mj := raw[i]["metadata"].(map[string]any), raw[j]["metadata"].(map[string]any)
 	for _, k := range requestTiming {
 		mi[k], mj[k] = mj[k], mi[k]
 	}
-	writeJSONLines(t, filepath.Join(row, rawExport), raw)
-	prof := jsonLines(t, filepath.Join(row, profileExport))
+	writeJSONLines(t, filepath.Join(row, schema.RawExportFile), raw)
+	prof := jsonLines(t, filepath.Join(row, schema.ProfileExportFile))
 	pi, pj := prof[i]["metadata"].(map[string]any), prof[j]["metadata"].(map[string]any)
 	pi["x_request_id"], pj["x_request_id"] = pj["x_request_id"], pi["x_request_id"]
-	writeJSONLines(t, filepath.Join(row, profileExport), prof)
+	writeJSONLines(t, filepath.Join(row, schema.ProfileExportFile), prof)
 	stemI, stemJ := fmt.Sprintf("%02d-%s", i, mi["benchmark_phase"]), fmt.Sprintf("%02d-%s", j, mj["benchmark_phase"])
 	for _, kind := range []string{"http", "native"} {
 		a, b := filepath.Join(row, "identity", stemI+"-"+kind+".png"), filepath.Join(row, "identity", stemJ+"-"+kind+".png")
@@ -534,8 +534,8 @@ func swapRequests(t *testing.T, dir string, i, j int) {
 func removeRequest(t *testing.T, dir string, q rawRequest) {
 	t.Helper()
 	row := filepath.Join(dir, qualifiedRow)
-	dropLines(t, filepath.Join(row, rawExport), q.id)
-	dropLines(t, filepath.Join(row, profileExport), q.id)
+	dropLines(t, filepath.Join(row, schema.RawExportFile), q.id)
+	dropLines(t, filepath.Join(row, schema.ProfileExportFile), q.id)
 	for _, kind := range []string{"http", "native"} {
 		require.NoError(t, os.Remove(filepath.Join(row, "identity", q.stem+"-"+kind+".png")))
 	}

@@ -170,10 +170,10 @@ func (c *checker) checkRunAnchor(file string, root junitNode, runID string) {
 			}
 			anchored = true
 			got := "unreadable"
-			if b, ok := c.read(ChecksumFile); ok {
+			if b, ok := c.read(schema.ChecksumFile); ok {
 				got = bytesSHA256(b)
 			}
-			c.same(ChecksumFile, "sha256 of the run's checksum list", sum, got, file+" "+runAnchorProp)
+			c.same(schema.ChecksumFile, "sha256 of the run's checksum list", sum, got, file+" "+runAnchorProp)
 		}
 		for _, s := range n.Suites {
 			walk(s)
@@ -214,11 +214,11 @@ func (c *checker) checkJUnitSkips(file string, reports map[string]junitCase, cas
 	}
 	list := fmt.Sprintf("%d skipped test case(s) in %s: %s", len(skipped), file, strings.Join(skipped, ", "))
 	if c.info != nil && len(c.info.Skips) == 0 {
-		c.fail("run.json", "skips", list, "none")
+		c.fail(schema.RunFile, "skips", list, "none")
 	}
 	for _, r := range c.rows {
 		if r.res != nil && r.res.Status == schema.StatusQualified {
-			r.fail("results.json", "status "+schema.StatusQualified, list+": a run with a skip qualifies nothing", r.res.Status)
+			r.fail(schema.ResultsFile, "status "+schema.StatusQualified, list+": a run with a skip qualifies nothing", r.res.Status)
 		}
 		if tc, ok := reports[r.name]; ok {
 			if st, _ := tc.prop(propStatus); st == schema.StatusQualified {
@@ -243,11 +243,11 @@ func (r *rowCheck) checkJUnitCase(file string, tc junitCase, cases []junitCase) 
 	}
 	prop(propStatus, r.res.Status, r.name+"/results.json")
 	// The anchor: the row's checksum list is the one the JUnit file was written with.
-	if list, ok := r.read(ChecksumFile); ok {
-		prop(propSums, bytesSHA256(list), "sha256 of "+r.name+"/"+ChecksumFile)
+	if list, ok := r.read(schema.ChecksumFile); ok {
+		prop(propSums, bytesSHA256(list), "sha256 of "+r.name+"/"+schema.ChecksumFile)
 	}
 	if r.rawErr == nil {
-		prop(propErrors, fmt.Sprint(r.clientErrors()), "failed records in "+r.name+"/"+rawExport)
+		prop(propErrors, fmt.Sprint(r.clientErrors()), "failed records in "+r.name+"/"+schema.RawExportFile)
 	}
 	if r.bundleSHA != "" {
 		prop(propBundle, r.bundleSHA, r.name+"/build/bundle.json")
@@ -259,13 +259,13 @@ func (r *rowCheck) checkJUnitCase(file string, tc junitCase, cases []junitCase) 
 	if r.res.HTTP != nil && r.res.Task != nil {
 		client, task, problems := r.measuredTimes()
 		if len(problems) == 0 {
-			src := "nearest-rank over " + r.name + "/" + profileExport
+			src := "nearest-rank over " + r.name + "/" + schema.ProfileExportFile
 			prop(propHTTPP50, fmt.Sprintf("%.3f", nearestRank(client, 50)), src)
 			prop(propHTTPP95, fmt.Sprintf("%.3f", nearestRank(client, 95)), src)
 			src = "nearest-rank over " + r.taskSrc
 			prop(propTaskP50, fmt.Sprintf("%.3f", nearestRank(task, 50)), src)
 			prop(propTaskP95, fmt.Sprintf("%.3f", nearestRank(task, 95)), src)
-			prop(propImagesPer, fmt.Sprintf("%.4f", r.imagesPerSecond()), "request_start_ns/request_end_ns in "+r.name+"/"+rawExport)
+			prop(propImagesPer, fmt.Sprintf("%.4f", r.imagesPerSecond()), "request_start_ns/request_end_ns in "+r.name+"/"+schema.RawExportFile)
 		}
 	}
 	prefix := strings.TrimSuffix(tc.Name, "/report")

@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"qualkit/internal/schema"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // unread lists the layout's entries that name no reader and give no reason why none is
 // needed, that give both, or whose readers are no function of funcs.
-func unread(layout []File, funcs map[string]bool) []string {
+func unread(layout []schema.LayoutFile, funcs map[string]bool) []string {
 	var out []string
 	for _, f := range layout {
 		switch {
@@ -57,14 +59,14 @@ func packageFuncs(t *testing.T) map[string]bool {
 // evidence: no file is kept that nothing holds to anything.
 func TestEveryFileIsRead(t *testing.T) {
 	funcs := packageFuncs(t)
-	assert.Empty(t, unread(RunLayout, funcs), "RunLayout")
-	assert.Empty(t, unread(RowLayout, funcs), "RowLayout")
+	assert.Empty(t, unread(schema.RunLayout, funcs), "RunLayout")
+	assert.Empty(t, unread(schema.RowLayout, funcs), "RowLayout")
 
 	// The test can fail: an entry with neither, with both, with a reader that is gone.
-	bad := []File{
-		{Path: "serve/new.log", Need: Optional},
-		{Path: "serve/both.log", Need: Optional, ReadBy: []string{"checkServe"}, NotEvidence: "it is a console"},
-		{Path: "serve/gone.log", Need: Optional, ReadBy: []string{"checkSomethingRemoved"}},
+	bad := []schema.LayoutFile{
+		{Path: "serve/new.log", Need: schema.Optional},
+		{Path: "serve/both.log", Need: schema.Optional, ReadBy: []string{"checkServe"}, NotEvidence: "it is a console"},
+		{Path: "serve/gone.log", Need: schema.Optional, ReadBy: []string{"checkSomethingRemoved"}},
 	}
 	assert.Equal(t, []string{
 		"serve/new.log: no reader and no reason it is not evidence",

@@ -25,7 +25,7 @@ func (c *checker) checkLeases() {
 		if l == nil {
 			continue
 		}
-		r.truth(!l.End.Before(l.Start), resultsFile, "lease.end", "not before lease.start ("+l.Start.Format(time.RFC3339Nano)+")", l.End.Format(time.RFC3339Nano))
+		r.truth(!l.End.Before(l.Start), schema.ResultsFile, "lease.end", "not before lease.start ("+l.Start.Format(time.RFC3339Nano)+")", l.End.Format(time.RFC3339Nano))
 		var want []string
 		for name, o := range leases {
 			if name == r.name || !overlap(l, o) {
@@ -34,7 +34,7 @@ func (c *checker) checkLeases() {
 			want = append(want, name)
 			for _, g := range l.GPUs {
 				if slices.Contains(o.GPUs, g) && !(l.Shared && o.Shared) {
-					r.fail(resultsFile, "lease.gpus", fmt.Sprintf("GPU %s held by one row at a time (rows that do not both share)", g),
+					r.fail(schema.ResultsFile, "lease.gpus", fmt.Sprintf("GPU %s held by one row at a time (rows that do not both share)", g),
 						fmt.Sprintf("held by %s and %s at once", r.name, name))
 				}
 			}
@@ -45,12 +45,12 @@ func (c *checker) checkLeases() {
 			got = append(got, n.Row)
 			if o := leases[n.Row]; o != nil {
 				at := "lease.ran_beside[" + n.Row + "]"
-				r.same(resultsFile, at+".gpus", strings.Join(o.GPUs, " "), strings.Join(n.GPUs, " "), n.Row+"/results.json lease.gpus")
-				r.truth(n.Start.Equal(o.Start), resultsFile, at+".start", o.Start.Format(time.RFC3339Nano)+" ("+n.Row+"/results.json lease.start)", n.Start.Format(time.RFC3339Nano))
+				r.same(schema.ResultsFile, at+".gpus", strings.Join(o.GPUs, " "), strings.Join(n.GPUs, " "), n.Row+"/results.json lease.gpus")
+				r.truth(n.Start.Equal(o.Start), schema.ResultsFile, at+".start", o.Start.Format(time.RFC3339Nano)+" ("+n.Row+"/results.json lease.start)", n.Start.Format(time.RFC3339Nano))
 			}
 		}
 		slices.Sort(got)
-		r.same(resultsFile, "lease.ran_beside", strings.Join(want, " "), strings.Join(got, " "), "the rows of this run whose leases overlapped this row's")
+		r.same(schema.ResultsFile, "lease.ran_beside", strings.Join(want, " "), strings.Join(got, " "), "the rows of this run whose leases overlapped this row's")
 	}
 }
 

@@ -11,16 +11,6 @@ import (
 	"qualkit/internal/schema"
 )
 
-// Columns are the row.md table's columns, in order (the harness's MarkdownHeader).
-var Columns = []string{"checkpoint", "profile", "backend", "runtime", "bundle sha256", "settings",
-	"measured + warmup", "native/HTTP pixel matches", "HTTP edit quality (worst)", "client errors", "HTTP p50 / p95 (s)",
-	"Task p50 / p95 (s)", "images/s", "correctness executed / skipped", "status"}
-
-func headerLines() (string, string) {
-	sep := strings.Repeat("|---", len(Columns)) + "|"
-	return "| " + strings.Join(Columns, " | ") + " |", sep
-}
-
 // splitRow splits a Markdown table line into cells, honouring `\|`.
 func splitRow(line string) ([]string, bool) {
 	if !strings.HasPrefix(line, "| ") || !strings.HasSuffix(line, " |") || len(line) < 4 {
@@ -75,7 +65,7 @@ func numbers(format, source string, vs ...float64) cellWant {
 func (r *rowCheck) expectedCells() []cellWant {
 	res := r.res
 	dash := exact("-", "no claim in results.json")
-	out := make([]cellWant, 0, len(Columns))
+	out := make([]cellWant, 0, len(schema.RowColumns))
 	out = append(out,
 		exact(res.Checkpoint.Name, "results.json checkpoint.name"),
 		exact(res.Checkpoint.Profile, "results.json checkpoint.profile"),
@@ -88,10 +78,10 @@ func (r *rowCheck) expectedCells() []cellWant {
 	case sha == "":
 		out = append(out, exact("`"+prefix(res.Bundle.SHA256, 12)+"`", "results.json bundle.sha256 (no build/bundle.json)"))
 	default:
-		out = append(out, exact("`"+prefix(sha, 12)+"`", "build/bundle.json"))
+		out = append(out, exact("`"+prefix(sha, 12)+"`", schema.BundleFile))
 	}
 	out = append(out,
-		exact(settingsText(res.Settings), "results.json settings, as every request in "+rawExport+" carried them"))
+		exact(settingsText(res.Settings), "results.json settings, as every request in "+schema.RawExportFile+" carried them"))
 	if r.rawErr == nil {
 		out = append(out, exact(fmt.Sprintf("%d + %d", res.Measured, res.Warmup), "results.json measured/warmup, the aiperf command in commands.jsonl"))
 	} else {
@@ -109,7 +99,7 @@ func (r *rowCheck) expectedCells() []cellWant {
 		out = append(out, dash)
 	}
 	if r.rawErr == nil {
-		out = append(out, exact(fmt.Sprint(r.clientErrors()), "failed records in "+rawExport))
+		out = append(out, exact(fmt.Sprint(r.clientErrors()), "failed records in "+schema.RawExportFile))
 	} else {
 		out = append(out, exact("-", "no AIPerf raw export: no request was recorded"))
 	}
@@ -124,10 +114,10 @@ func (r *rowCheck) expectedCells() []cellWant {
 		return numbers("%.4f", schema.PercentileMethod+" p50 / p95 over "+src, nearestRank(xs, 50)/1000, nearestRank(xs, 95)/1000)
 	}
 	out = append(out,
-		timing(res.HTTP, client, fmt.Sprintf("%d request_latency values in %s", len(client), profileExport)),
+		timing(res.HTTP, client, fmt.Sprintf("%d request_latency values in %s", len(client), schema.ProfileExportFile)),
 		timing(res.Task, task, fmt.Sprintf("%d Task times in %s", len(task), r.taskSrc)))
 	if res.ImagesPerS > 0 && r.rawErr == nil {
-		out = append(out, numbers("%.4g", "profiling records / (last request_end_ns - first request_start_ns) in "+rawExport, r.imagesPerSecond()))
+		out = append(out, numbers("%.4g", "profiling records / (last request_end_ns - first request_start_ns) in "+schema.RawExportFile, r.imagesPerSecond()))
 	} else {
 		out = append(out, dash)
 	}
@@ -162,22 +152,22 @@ func orDash(s string) string {
 
 // checkMarkdown compares row.md, cell by cell, with the evidence.
 func (r *rowCheck) checkMarkdown() {
-	const f = "row.md"
+	const f = schema.RowMarkdown
 	b, ok := r.read(f)
 	if !ok {
 		return
 	}
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	head, sep := headerLines()
+	head, sep := schema.RowHeader()
 	if len(lines) != 3 {
 		r.fail(f, "shape", "a header, a separator and one row", fmt.Sprintf("%d lines", len(lines)))
 		return
 	}
-	r.same(f, "header", head, lines[0], "the harness's MarkdownHeader")
+	r.same(f, "header", head, lines[0], "schema.RowHeader")
 	r.same(f, "separator", sep, lines[1], "")
 	cells, ok := splitRow(lines[2])
-	if !ok || len(cells) != len(Columns) {
-		r.fail(f, "row", fmt.Sprintf("%d cells", len(Columns)), fmt.Sprintf("%d cells in %q", len(cells), lines[2]))
+	if !ok || len(cells) != len(schema.RowColumns) {
+		r.fail(f, "row", fmt.Sprintf("%d cells", len(schema.RowColumns)), fmt.Sprintf("%d cells in %q", len(cells), lines[2]))
 		return
 	}
 	r.dataLine = lines[2]
@@ -193,7 +183,7 @@ func (r *rowCheck) checkMarkdown() {
 		if w.source != "" {
 			want += " (" + w.source + ")"
 		}
-		r.fail(f, Columns[i], want, quote(got))
+		r.fail(f, schema.RowColumns[i], want, quote(got))
 	}
 }
 
@@ -212,13 +202,13 @@ func (r *rowCheck) expectedLine() string {
 }
 
 func (c *checker) readRunInfo() {
-	b, ok := c.read("run.json")
+	b, ok := c.read(schema.RunFile)
 	if !ok {
 		return
 	}
 	var info schema.RunInfo
 	if err := json.Unmarshal(b, &info); err != nil {
-		c.fail("run.json", "valid JSON", "the run's run.json", err.Error())
+		c.fail(schema.RunFile, "valid JSON", "the run's run.json", err.Error())
 		return
 	}
 	c.info = &info
@@ -231,21 +221,21 @@ func (c *checker) checkRun() {
 		return
 	}
 	// The run id is run.json's own: a copied or renamed run folder is the same run.
-	c.truth(info.RunID != "", "run.json", "run_id", "a run id", `""`)
+	c.truth(info.RunID != "", schema.RunFile, "run_id", "a run id", `""`)
 	if len(info.VenvSet) > 0 || info.VenvSHA256 != "" {
-		c.same("run.json", "venv_sha256", schema.VenvSetSHA256(info.VenvSet), info.VenvSHA256, "the sha256 of venv_set, one entry per line")
+		c.same(schema.RunFile, "venv_sha256", schema.VenvSetSHA256(info.VenvSet), info.VenvSHA256, "the sha256 of venv_set, one entry per line")
 	}
 	seen := map[string]bool{}
 	for i, row := range info.Rows {
-		c.truth(!seen[row], "run.json", "rows", "each row once", row+" twice")
+		c.truth(!seen[row], schema.RunFile, "rows", "each row once", row+" twice")
 		seen[row] = true
 		if i > 0 {
-			c.truth(info.Rows[i-1] < row, "run.json", "rows", "sorted by name", strings.Join(info.Rows, " "))
+			c.truth(info.Rows[i-1] < row, schema.RunFile, "rows", "sorted by name", strings.Join(info.Rows, " "))
 		}
 	}
 	for _, s := range info.Skips {
 		row, _, ok := strings.Cut(s, ": ")
-		c.truth(ok && seen[row], "run.json", "skips", "\"<row>: <reason>\" naming a row of the run", quote(s))
+		c.truth(ok && seen[row], schema.RunFile, "skips", "\"<row>: <reason>\" naming a row of the run", quote(s))
 	}
 	c.checkSummary()
 	c.checkPR()
@@ -255,7 +245,7 @@ func (c *checker) checkRun() {
 
 func (c *checker) expectedSummary() (string, bool) {
 	var b strings.Builder
-	head, sep := headerLines()
+	head, sep := schema.RowHeader()
 	fmt.Fprintf(&b, "# qualkit run %s\n\n%s\n%s\n", c.info.RunID, head, sep)
 	for _, r := range c.rows {
 		if r.res == nil {
@@ -279,7 +269,7 @@ func (c *checker) expectedSummary() (string, bool) {
 // checkSummary requires SUMMARY.md to be exactly the row.md rows, the rows' commands
 // and the run's skips: a line of its own is a claim no row makes.
 func (c *checker) checkSummary() {
-	got, ok := c.read("SUMMARY.md")
+	got, ok := c.read(schema.SummaryFile)
 	if !ok {
 		return
 	}
@@ -297,7 +287,7 @@ func (c *checker) checkSummary() {
 			g = gl[i]
 		}
 		if w != g {
-			c.fail("SUMMARY.md", fmt.Sprintf("line %d", i+1), quote(w)+" (the rows as the raw records give them, results.json commands, run.json skips)", quote(g))
+			c.fail(schema.SummaryFile, fmt.Sprintf("line %d", i+1), quote(w)+" (the rows as the raw records give them, results.json commands, run.json skips)", quote(g))
 			return
 		}
 	}
@@ -360,7 +350,7 @@ func (c *checker) sameText(file, want, got, source string) {
 // checkPR requires PR.md, when present, to carry every row's row.md line verbatim and
 // no result line that a row.md does not have.
 func (c *checker) checkPR() {
-	b, ok := c.read("PR.md")
+	b, ok := c.read(schema.PRFile)
 	if !ok {
 		return
 	}
@@ -375,15 +365,15 @@ func (c *checker) checkPR() {
 		}
 		want := r.expectedLine()
 		rowLines[want] = true
-		c.truth(lines[want], "PR.md", "result row "+r.name, quote(want)+" ("+r.name+"/row.md, checked against the raw records)", "no such line")
+		c.truth(lines[want], schema.PRFile, "result row "+r.name, quote(want)+" ("+r.name+"/row.md, checked against the raw records)", "no such line")
 		if r.res != nil {
-			c.truth(strings.Contains(string(b), r.res.Command), "PR.md", "command of "+r.name, quote(r.res.Command)+" ("+r.name+"/results.json)", "not there")
+			c.truth(strings.Contains(string(b), r.res.Command), schema.PRFile, "command of "+r.name, quote(r.res.Command)+" ("+r.name+"/results.json)", "not there")
 		}
 	}
-	head, _ := headerLines()
+	head, _ := schema.RowHeader()
 	for _, l := range strings.Split(string(b), "\n") {
-		if cells, ok := splitRow(l); ok && len(cells) == len(Columns) && !rowLines[l] && l != head {
-			c.fail("PR.md", "result row", "only the rows' row.md lines", quote(l))
+		if cells, ok := splitRow(l); ok && len(cells) == len(schema.RowColumns) && !rowLines[l] && l != head {
+			c.fail(schema.PRFile, "result row", "only the rows' row.md lines", quote(l))
 		}
 	}
 }
@@ -392,7 +382,7 @@ var statusAttr = regexp.MustCompile(`data-row="([^"]*)" data-status="([^"]*)"`)
 
 // checkIndex requires index.html, when present, to show each row's status as results.json has it.
 func (c *checker) checkIndex() {
-	b, ok := c.read("index.html")
+	b, ok := c.read(schema.IndexFile)
 	if !ok {
 		return
 	}
@@ -408,10 +398,10 @@ func (c *checker) checkIndex() {
 		if !ok {
 			got = "no entry"
 		}
-		c.same("index.html", "status of "+r.name, r.res.Status, got, r.name+"/results.json")
+		c.same(schema.IndexFile, "status of "+r.name, r.res.Status, got, r.name+"/results.json")
 	}
 	for row := range found {
-		c.truth(c.hasRow(row), "index.html", "rows", "rows of run.json", row)
+		c.truth(c.hasRow(row), schema.IndexFile, "rows", "rows of run.json", row)
 	}
 }
 

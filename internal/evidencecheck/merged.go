@@ -124,12 +124,12 @@ func (c *checker) checkShard(s merged.Shard) {
 	}
 	c.rep.Files += sub.Files
 	c.rep.Claims += sub.Claims
-	sums, _ := fileSHA256(c.path(path.Join(s.Dir, ChecksumFile)))
-	c.same(merged.ManifestFile, "shard "+s.Name+" sha256sums_sha256", sums, s.SumsSHA256, path.Join(s.Dir, ChecksumFile))
+	sums, _ := fileSHA256(c.path(path.Join(s.Dir, schema.ChecksumFile)))
+	c.same(merged.ManifestFile, "shard "+s.Name+" sha256sums_sha256", sums, s.SumsSHA256, path.Join(s.Dir, schema.ChecksumFile))
 	j, _ := fileSHA256(c.path(s.JUnit))
 	c.same(merged.ManifestFile, "shard "+s.Name+" junit_sha256", j, s.JUnitSHA256, s.JUnit)
 	var info schema.RunInfo
-	b, _ := c.read(path.Join(s.Dir, "run.json"))
+	b, _ := c.read(path.Join(s.Dir, schema.RunFile))
 	if json.Unmarshal(b, &info) == nil {
 		c.same(merged.ManifestFile, "shard "+s.Name+" run_id", info.RunID, s.RunID, "its run.json")
 		c.same(merged.ManifestFile, "shard "+s.Name+" harness_commit", info.HarnessCommit, s.Commit, "its run.json")

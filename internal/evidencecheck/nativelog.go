@@ -17,8 +17,6 @@ import (
 // or a PNG rewritten afterwards, or PNGs put where a crashed batch wrote none, leave the
 // log saying otherwise.
 
-const nativeBatchLog = "identity/native-batch.log"
-
 // crashLine is how a program that crashed ends its log: a Go panic or fatal error, a
 // Python traceback (the languages of the native Tasks qualkit runs).
 var crashLine = regexp.MustCompile(`^(panic: |fatal error: |Traceback \(most recent call last\):)`)
@@ -28,9 +26,9 @@ func (r *rowCheck) checkNativeCrash() {
 	if !r.passed(schema.StageIdentity) {
 		return
 	}
-	logs := []string{nativeBatchLog}
+	logs := []string{schema.NativeBatchLog}
 	for _, q := range r.reqs {
-		logs = append(logs, fmt.Sprintf("identity/%02d-native.log", q.index))
+		logs = append(logs, schema.NativeLog(q.index))
 	}
 	for _, f := range logs {
 		b, ok := r.read(f)
@@ -66,7 +64,7 @@ func (r *rowCheck) checkNativeBatchLog() {
 	if !ok || rl.NativeBatchLog == nil {
 		return
 	}
-	b, ok := r.read(nativeBatchLog)
+	b, ok := r.read(schema.NativeBatchLog)
 	if !ok {
 		return // checkNativeBatch says it is missing
 	}
@@ -90,28 +88,28 @@ func (r *rowCheck) checkNativeBatchLog() {
 	}
 	passed := r.passed(schema.StageIdentity)
 	if passed {
-		r.same(nativeBatchLog, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(lines)), "one line per request in "+rawExport+" (stage identity passed)")
+		r.same(schema.NativeBatchLog, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(lines)), "one line per request in "+schema.RawExportFile+" (stage identity passed)")
 	}
 	seen := map[string]bool{}
 	for _, l := range lines {
 		at := fmt.Sprintf("line %d: replay %s", l.line, l.id)
 		q := byID[l.id]
-		if !r.truth(q != nil, nativeBatchLog, at, "a request of "+rawExport, "none") {
+		if !r.truth(q != nil, schema.NativeBatchLog, at, "a request of "+schema.RawExportFile, "none") {
 			continue
 		}
-		r.truth(!seen[l.id], nativeBatchLog, at, "one line per replay", "a second")
+		r.truth(!seen[l.id], schema.NativeBatchLog, at, "one line per replay", "a second")
 		seen[l.id] = true
-		r.same(nativeBatchLog, at+" of", fmt.Sprint(len(r.reqs)), fmt.Sprint(l.total), "the requests in "+rawExport)
+		r.same(schema.NativeBatchLog, at+" of", fmt.Sprint(len(r.reqs)), fmt.Sprint(l.total), "the requests in "+schema.RawExportFile)
 		if q.native != nil {
-			r.truth(strings.HasPrefix(bytesSHA256(q.native), l.sha), nativeBatchLog, at+" sha256",
+			r.truth(strings.HasPrefix(bytesSHA256(q.native), l.sha), schema.NativeBatchLog, at+" sha256",
 				prefix(bytesSHA256(q.native), len(l.sha))+" (the start of "+q.nativeRel()+"'s sha256)", l.sha)
 		}
 		if sha, ok := r.batchSHA[l.id]; ok {
 			r.truth(strings.HasPrefix(sha, l.sha), schema.NativeBatchFile, "replay "+l.id+" output_sha256",
-				"a sha256 starting "+l.sha+" ("+nativeBatchLog+fmt.Sprintf(" line %d)", l.line), sha)
+				"a sha256 starting "+l.sha+" ("+schema.NativeBatchLog+fmt.Sprintf(" line %d)", l.line), sha)
 		}
 	}
 	for _, id := range sortedKeys(r.batchSHA) {
-		r.truth(seen[id], schema.NativeBatchFile, "replay "+id, "a replay the batch logged ("+nativeBatchLog+")", "no line there")
+		r.truth(seen[id], schema.NativeBatchFile, "replay "+id, "a replay the batch logged ("+schema.NativeBatchLog+")", "no line there")
 	}
 }

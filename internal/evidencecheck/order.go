@@ -31,7 +31,7 @@ func (r *rowCheck) stageWindow(name string) (start, end time.Time, ok bool) {
 // started within; AIPerf waiting for the model and the native batch loading beside the
 // server, both during serve, each between that stage's start and its own stage's end.
 func (r *rowCheck) checkEarlyCommand(c commandRecord) {
-	const f = "commands.jsonl"
+	const f = schema.CommandsFile
 	what := c.Stage + " command " + baseName(firstArg(c.Args))
 	if c.Stage == schema.StageBuild {
 		// The build, begun beside preflight's slow checks: started within preflight,
@@ -40,7 +40,7 @@ func (r *rowCheck) checkEarlyCommand(c commandRecord) {
 			return
 		}
 		from, pend, ok := r.stageWindow(schema.StagePreflight)
-		if !r.truth(ok, resultsFile, "stages[preflight].start", "present (a build command started during it)", "absent") {
+		if !r.truth(ok, schema.ResultsFile, "stages[preflight].start", "present (a build command started during it)", "absent") {
 			return
 		}
 		to, where := pend, "preflight's end (the build stage did not run: preflight stopped the build)"
@@ -57,7 +57,7 @@ func (r *rowCheck) checkEarlyCommand(c commandRecord) {
 			return
 		}
 		from, to, ok := r.stageWindow(schema.StageCorrectness)
-		if !r.truth(ok, resultsFile, "stages[correctness].start", "present (the server started during it)", "absent") {
+		if !r.truth(ok, schema.ResultsFile, "stages[correctness].start", "present (the server started during it)", "absent") {
 			return
 		}
 		r.truth(!c.Start.Before(from.Add(-windowSlack)) && !c.Start.After(to.Add(windowSlack)), f, what+" start",
@@ -65,14 +65,14 @@ func (r *rowCheck) checkEarlyCommand(c commandRecord) {
 		return
 	}
 	aiperf := c.Stage == schema.StageBenchmark && len(c.Args) > 1 && c.Args[1] == "profile"
-	batch := c.Stage == schema.StageIdentity && c.Log == "identity/native-batch.log"
+	batch := c.Stage == schema.StageIdentity && c.Log == schema.NativeBatchLog
 	if !r.truth((aiperf || batch) && c.During == schema.StageServe, f, what+" during",
 		"only the server (during correctness), AIPerf or the native batch (during serve) start early", c.During) {
 		return
 	}
 	from, _, ok1 := r.stageWindow(c.During)
 	_, to, ok2 := r.stageWindow(c.Stage)
-	if !r.truth(ok1 && ok2, resultsFile, "stages[].start", "the start of stages "+c.During+" and "+c.Stage+" (a command ran across them)", "absent") {
+	if !r.truth(ok1 && ok2, schema.ResultsFile, "stages[].start", "the start of stages "+c.During+" and "+c.Stage+" (a command ran across them)", "absent") {
 		return
 	}
 	r.truth(!c.Start.Before(from.Add(-windowSlack)) && !c.end().After(to.Add(windowSlack)), f, what,
@@ -82,7 +82,7 @@ func (r *rowCheck) checkEarlyCommand(c commandRecord) {
 
 // isServer says whether the record is the row's server.
 func (c commandRecord) isServer() bool {
-	return c.Stage == schema.StageServe && c.Log == "serve/server.log"
+	return c.Stage == schema.StageServe && c.Log == schema.ServerLog
 }
 
 // checkOrder: the time budget's order is what the commands did, its overlap figures are
@@ -114,27 +114,27 @@ func (r *rowCheck) checkOrder() {
 			continue
 		}
 		end := prev.Start.Add(time.Duration(prev.WallS * float64(time.Second)))
-		r.truth(!st.Start.Before(end.Add(-windowSlack)), resultsFile, "stages["+st.Name+"].start",
+		r.truth(!st.Start.Before(end.Add(-windowSlack)), schema.ResultsFile, "stages["+st.Name+"].start",
 			"at or after stage "+prev.Name+"'s end ("+end.Format(time.RFC3339Nano)+")", st.Start.Format(time.RFC3339Nano))
 	}
 	switch tb.Order {
 	case "":
 		// A run from before there was a choice: serial, and it says nothing more.
-		r.truth(build == nil && server == nil && aiperf == nil && batch == nil && tb.Overlap == nil, resultsFile, "time_budget.order",
+		r.truth(build == nil && server == nil && aiperf == nil && batch == nil && tb.Overlap == nil, schema.ResultsFile, "time_budget.order",
 			"stated whenever a command started early (commands.jsonl during)", "absent")
 		return
 	case schema.OrderSerial:
-		r.truth(tb.Overlap == nil, resultsFile, "time_budget.overlap", "absent in the serial order", "present")
-		r.truth(build == nil && server == nil && aiperf == nil && batch == nil, "commands.jsonl", "during", "no command started early (time_budget.order serial)", "one did")
+		r.truth(tb.Overlap == nil, schema.ResultsFile, "time_budget.overlap", "absent in the serial order", "present")
+		r.truth(build == nil && server == nil && aiperf == nil && batch == nil, schema.CommandsFile, "during", "no command started early (time_budget.order serial)", "one did")
 	case schema.OrderOverlapped:
 		o := tb.Overlap
-		if !r.truth(o != nil, resultsFile, "time_budget.overlap", "present in the overlapped order", "absent") {
+		if !r.truth(o != nil, schema.ResultsFile, "time_budget.overlap", "present in the overlapped order", "absent") {
 			return
 		}
-		r.same(resultsFile, "time_budget.overlap.build_early", fmt.Sprint(build != nil), fmt.Sprint(o.BuildEarly), "the build commands' during in commands.jsonl")
-		r.same(resultsFile, "time_budget.overlap.server_early", fmt.Sprint(server != nil), fmt.Sprint(o.ServerEarly), "the server command's during in commands.jsonl")
-		r.same(resultsFile, "time_budget.overlap.aiperf_early", fmt.Sprint(aiperf != nil), fmt.Sprint(o.AIPerfEarly), "the AIPerf command's during in commands.jsonl")
-		r.same(resultsFile, "time_budget.overlap.native_preload", fmt.Sprint(batch != nil), fmt.Sprint(o.NativePreload), "the native batch command's during in commands.jsonl")
+		r.same(schema.ResultsFile, "time_budget.overlap.build_early", fmt.Sprint(build != nil), fmt.Sprint(o.BuildEarly), "the build commands' during in commands.jsonl")
+		r.same(schema.ResultsFile, "time_budget.overlap.server_early", fmt.Sprint(server != nil), fmt.Sprint(o.ServerEarly), "the server command's during in commands.jsonl")
+		r.same(schema.ResultsFile, "time_budget.overlap.aiperf_early", fmt.Sprint(aiperf != nil), fmt.Sprint(o.AIPerfEarly), "the AIPerf command's during in commands.jsonl")
+		r.same(schema.ResultsFile, "time_budget.overlap.native_preload", fmt.Sprint(batch != nil), fmt.Sprint(o.NativePreload), "the native batch command's during in commands.jsonl")
 		if r.stageRan(schema.StageBuild) {
 			r.checkAhead("build_ahead_s", build, schema.StageBuild, o.BuildAheadS)
 		}
@@ -145,13 +145,13 @@ func (r *rowCheck) checkOrder() {
 			r.checkItemsRead()
 		}
 	default:
-		r.fail(resultsFile, "time_budget.order", schema.OrderSerial+" or "+schema.OrderOverlapped, tb.Order)
+		r.fail(schema.ResultsFile, "time_budget.order", schema.OrderSerial+" or "+schema.OrderOverlapped, tb.Order)
 		return
 	}
 	cp := schema.CriticalPath(tb.Model, batch != nil, server != nil)
-	r.truth(math.Abs(cp-tb.CriticalPathS) < 0.01, resultsFile, "time_budget.critical_path_s",
+	r.truth(math.Abs(cp-tb.CriticalPathS) < 0.01, schema.ResultsFile, "time_budget.critical_path_s",
 		fmt.Sprintf("%.3f, the longest chain of model_work's parts (server load beside the case: %v; native load beside the server: %v)", cp, server != nil, batch != nil), fmt.Sprintf("%.3f", tb.CriticalPathS))
-	r.truth(tb.WallS+0.01 >= tb.CriticalPathS, resultsFile, "time_budget.wall_s",
+	r.truth(tb.WallS+0.01 >= tb.CriticalPathS, schema.ResultsFile, "time_budget.wall_s",
 		fmt.Sprintf("at least the critical path, %.3f s (no row runs faster than its longest chain of dependent work)", tb.CriticalPathS), fmt.Sprintf("%.3f", tb.WallS))
 }
 
@@ -161,12 +161,12 @@ func (r *rowCheck) checkAhead(claim string, c *commandRecord, stage string, got 
 	want := 0.0
 	if c != nil {
 		start, _, ok := r.stageWindow(stage)
-		if !r.truth(ok, resultsFile, "stages["+stage+"].start", "present (a command of it started early)", "absent") {
+		if !r.truth(ok, schema.ResultsFile, "stages["+stage+"].start", "present (a command of it started early)", "absent") {
 			return
 		}
 		want = start.Sub(c.Start).Seconds()
 	}
-	r.truth(math.Abs(want-got) < 0.002, resultsFile, "time_budget.overlap."+claim,
+	r.truth(math.Abs(want-got) < 0.002, schema.ResultsFile, "time_budget.overlap."+claim,
 		fmt.Sprintf("%.3f, stage %s's start less its early command's start", want, stage), fmt.Sprintf("%.3f", got))
 }
 
@@ -186,7 +186,7 @@ func (r *rowCheck) checkItemsRead() {
 			"at or after stage identity's start ("+start.Format(time.RFC3339Nano)+")", read.Format(time.RFC3339Nano))
 	}
 	for _, c := range r.cmds {
-		if c.Stage == schema.StageServe && c.Log == "serve/server.log" {
+		if c.Stage == schema.StageServe && c.Log == schema.ServerLog {
 			r.truth(!read.Before(c.end().Add(-windowSlack)), schema.NativeBatchFile, "items_read_at",
 				"after the server stopped ("+c.end().Format(time.RFC3339Nano)+", commands.jsonl): no replay beside the server", read.Format(time.RFC3339Nano))
 		}

@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 
 	"qualkit/internal/pictures"
+	"qualkit/internal/schema"
 )
 
 // ErrNoRawExport is PictureInputs' and WritePictures' error for a row that has no
 // readable AIPerf raw export (it failed before the benchmark): there is nothing to draw.
-var ErrNoRawExport = errors.New("no readable " + rawExport)
+var ErrNoRawExport = errors.New("no readable " + schema.RawExportFile)
 
 // PictureInputs derives what a row's contact sheet and latency chart show from the
 // row's raw files alone: AIPerf's raw and per-request exports, the identity PNGs and
@@ -94,7 +95,7 @@ func (r *rowCheck) qualityLines(q *request) []pictures.QualityLine {
 	if p := sum.Pair; p != nil && p.RequestID == q.id && q.httpFile != nil {
 		lines = append(lines, pictures.QualityLine{Text: "vs " + path.Base(p.Reference) + ":"})
 		var b []byte
-		ok := pathUnder(p.Reference, "correctness/artifacts/")
+		ok := pathUnder(p.Reference, schema.CorrectnessArtifacts+"/")
 		if ok {
 			b, ok = r.read(p.Reference)
 		}
@@ -122,24 +123,24 @@ func (r *rowCheck) qualityLines(q *request) []pictures.QualityLine {
 // same pixels.
 func (r *rowCheck) checkPictures() {
 	have := map[string]bool{}
-	for _, f := range []string{pictures.ContactSheetFile, pictures.LatencyChartFile} {
+	for _, f := range []string{schema.ContactSheetFile, schema.LatencyChartFile} {
 		have[f] = r.exists(f)
 	}
-	if !have[pictures.ContactSheetFile] && !have[pictures.LatencyChartFile] {
+	if !have[schema.ContactSheetFile] && !have[schema.LatencyChartFile] {
 		return
 	}
 	if r.rawErr != nil {
 		for f, ok := range have {
 			if ok {
-				r.fail(f, "picture of the raw records", "a readable "+rawExport+" to draw from", "a picture")
+				r.fail(f, "picture of the raw records", "a readable "+schema.RawExportFile+" to draw from", "a picture")
 			}
 		}
 		return
 	}
 	sheet, chart := r.pictureInputs()
-	for _, f := range []string{pictures.ContactSheetFile, pictures.LatencyChartFile} {
+	for _, f := range []string{schema.ContactSheetFile, schema.LatencyChartFile} {
 		if have[f] {
-			r.comparePicture(f, f == pictures.ContactSheetFile, sheet, chart)
+			r.comparePicture(f, f == schema.ContactSheetFile, sheet, chart)
 		}
 	}
 }
@@ -159,9 +160,9 @@ func (r *rowCheck) comparePicture(file string, isSheet bool, sheet pictures.Shee
 		chart.Version = v
 		return toNRGBA(pictures.RenderLatencyChart(chart))
 	}
-	what := "the latency chart drawn from " + profileExport + " and " + orDash(r.taskSrc)
+	what := "the latency chart drawn from " + schema.ProfileExportFile + " and " + orDash(r.taskSrc)
 	if isSheet {
-		what = "the contact sheet drawn from " + rawExport + " and the identity PNGs"
+		what = "the contact sheet drawn from " + schema.RawExportFile + " and the identity PNGs"
 	}
 	// The current rendering, or an older one of the same records (runs made before it).
 	want := render(pictures.Version)

@@ -19,7 +19,7 @@ import (
 func (r *rowCheck) checkQuality() {
 	q := r.res.Quality
 	if q == nil {
-		r.truth(!r.ran(schema.StageQuality), resultsFile, "quality", "present once the quality stage ran", "none")
+		r.truth(!r.ran(schema.StageQuality), schema.ResultsFile, "quality", "present once the quality stage ran", "none")
 		return
 	}
 	stated := map[float64]bool{}
@@ -29,7 +29,7 @@ func (r *rowCheck) checkQuality() {
 			r.fail(f.File, "exact file set", "the family's thresholds file "+f.Source+" (results.json quality.files)", "missing")
 			continue
 		}
-		r.same(resultsFile, "quality.files "+f.File+" sha256", bytesSHA256(b), f.SHA256, f.File)
+		r.same(schema.ResultsFile, "quality.files "+f.File+" sha256", bytesSHA256(b), f.SHA256, f.File)
 		var doc any
 		if json.Unmarshal(b, &doc) == nil {
 			jsonNumbers(doc, stated)
@@ -44,7 +44,7 @@ func (r *rowCheck) checkQuality() {
 	}{{"pixel_mean_min", c.MeanMin}, {"pixel_mean_max", c.MeanMax}, {"pixel_std_min", c.StdMin}, {"std_ratio_min", c.StdRatioMin},
 		{"psnr_min", c.PSNRMin}, {"ssim_min", c.SSIMMin}, {"reference_std_ratio_min", c.RefStdRatioMin}} {
 		if b.v != nil {
-			r.truth(stated[*b.v], resultsFile, "quality.criteria."+b.name, "a value the family's thresholds files state", fmt.Sprint(*b.v))
+			r.truth(stated[*b.v], schema.ResultsFile, "quality.criteria."+b.name, "a value the family's thresholds files state", fmt.Sprint(*b.v))
 		}
 	}
 	for _, w := range []struct {
@@ -52,7 +52,7 @@ func (r *rowCheck) checkQuality() {
 		v    float64
 	}{{"std_ratio_when_input_std_at_least", c.StdRatioWhenInputStd}, {"reference_std_ratio_when_reference_std_at_least", c.RefStdRatioWhenRefStd}} {
 		if w.v != 0 {
-			r.truth(stated[w.v], resultsFile, "quality.criteria."+w.name, "a value the family's thresholds files state", fmt.Sprint(w.v))
+			r.truth(stated[w.v], schema.ResultsFile, "quality.criteria."+w.name, "a value the family's thresholds files state", fmt.Sprint(w.v))
 		}
 	}
 	if r.rawErr != nil {
@@ -73,25 +73,25 @@ func (r *rowCheck) checkQuality() {
 		got, ok := byID[req.id]
 		at := "quality.requests[" + req.id + "]."
 		if !ok {
-			r.fail(resultsFile, at, "a measure of every HTTP output in identity/", "none")
+			r.fail(schema.ResultsFile, at, "a measure of every HTTP output in identity/", "none")
 			continue
 		}
-		r.same(resultsFile, at+"file", want.File, got.File, "")
+		r.same(schema.ResultsFile, at+"file", want.File, got.File, "")
 		for _, m := range []struct {
 			name      string
 			want, got float64
 		}{{"mean", want.Mean, got.Mean}, {"std", want.Std, got.Std}, {"input_std", want.InputStd, got.InputStd}, {"std_ratio", want.StdRatio, got.StdRatio}} {
-			r.truth(math.Abs(m.want-m.got) < 2e-6, resultsFile, at+m.name, fmt.Sprintf("%.6f (%s and its input in %s)", m.want, req.httpRel(), rawExport), fmt.Sprintf("%.6f", m.got))
+			r.truth(math.Abs(m.want-m.got) < 2e-6, schema.ResultsFile, at+m.name, fmt.Sprintf("%.6f (%s and its input in %s)", m.want, req.httpRel(), schema.RawExportFile), fmt.Sprintf("%.6f", m.got))
 		}
-		r.same(resultsFile, at+"failures", fmt.Sprint(len(miss)), fmt.Sprint(len(got.Failures)), "the criteria in results.json quality.criteria applied to the re-derived measures")
+		r.same(schema.ResultsFile, at+"failures", fmt.Sprint(len(miss)), fmt.Sprint(len(got.Failures)), "the criteria in results.json quality.criteria applied to the re-derived measures")
 	}
-	r.same(resultsFile, "quality.requests", fmt.Sprint(len(r.derived)), fmt.Sprint(len(q.Requests)), "one per HTTP output in identity/")
+	r.same(schema.ResultsFile, "quality.requests", fmt.Sprint(len(r.derived)), fmt.Sprint(len(q.Requests)), "one per HTTP output in identity/")
 	if p := q.Pair; p != nil {
 		failures += r.checkQualityPair(q.Criteria, p)
 	}
-	r.same(resultsFile, "quality.failures", fmt.Sprint(failures), fmt.Sprint(q.Failures), "the re-derived misses")
+	r.same(schema.ResultsFile, "quality.failures", fmt.Sprint(failures), fmt.Sprint(q.Failures), "the re-derived misses")
 	if r.ran(schema.StageQuality) {
-		r.truth(r.passed(schema.StageQuality) == (failures == 0), resultsFile, "stage quality", fmt.Sprintf("%d criterion(s) missed", failures), "stage "+r.stageStatus(schema.StageQuality))
+		r.truth(r.passed(schema.StageQuality) == (failures == 0), schema.ResultsFile, "stage quality", fmt.Sprintf("%d criterion(s) missed", failures), "stage "+r.stageStatus(schema.StageQuality))
 	}
 }
 
@@ -157,22 +157,22 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 		}
 	}
 	if req == nil || req.httpFile == nil {
-		r.fail(resultsFile, "quality.pair.request_id", "a request of "+rawExport+" with an HTTP output", p.RequestID)
+		r.fail(schema.ResultsFile, "quality.pair.request_id", "a request of "+schema.RawExportFile+" with an HTTP output", p.RequestID)
 		return 0
 	}
-	r.same(resultsFile, "quality.pair.prompt", req.prompt, p.Prompt, rawExport)
-	r.same(resultsFile, "quality.pair.metric", c.PairMetric, p.Metric, "results.json quality.criteria.pair_metric")
+	r.same(schema.ResultsFile, "quality.pair.prompt", req.prompt, p.Prompt, schema.RawExportFile)
+	r.same(schema.ResultsFile, "quality.pair.metric", c.PairMetric, p.Metric, "results.json quality.criteria.pair_metric")
 	if want := r.pairMetricOfBackend(); want != c.PairMetric {
-		r.fail(resultsFile, "quality.criteria.pair_metric", fmt.Sprintf("%q: the formula the %s backend's thresholds were set for (%s)", want, r.res.Checkpoint.Backend, r.layoutNote()), fmt.Sprintf("%q", c.PairMetric))
+		r.fail(schema.ResultsFile, "quality.criteria.pair_metric", fmt.Sprintf("%q: the formula the %s backend's thresholds were set for (%s)", want, r.res.Checkpoint.Backend, r.layoutNote()), fmt.Sprintf("%q", c.PairMetric))
 	}
-	if !pathUnder(p.Reference, "correctness/artifacts/") {
-		r.fail(resultsFile, "quality.pair.reference", "an image the correctness case wrote (correctness/artifacts/)", p.Reference)
+	if !pathUnder(p.Reference, schema.CorrectnessArtifacts+"/") {
+		r.fail(schema.ResultsFile, "quality.pair.reference", "an image the correctness case wrote (correctness/artifacts/)", p.Reference)
 		return 0
 	}
 	if rl, ok := r.rules(); !ok {
 		return 0 // checkRules failed the row
 	} else if want := rl.PairReference(r.layout(), r.res.Checkpoint.Profile); want != "" {
-		r.same(resultsFile, "quality.pair.reference", "correctness/artifacts/"+want, p.Reference,
+		r.same(schema.ResultsFile, "quality.pair.reference", schema.Artifact(want), p.Reference,
 			"where the "+r.res.Checkpoint.Backend+" correctness case writes the pair's reference image")
 	}
 	b, ok := r.read(p.Reference)
@@ -190,12 +190,12 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 		name      string
 		want, got float64
 	}{{"psnr_db", d.PSNR, p.PSNR}, {"ssim", d.SSIM, p.SSIM}, {"windowed_ssim", d.WindowedSSIM, p.WindowedSSIM}, {"std", d.Std, p.Std}, {"reference_std", d.ReferenceStd, p.ReferenceStd}, {"std_ratio", d.StdRatio, p.StdRatio}} {
-		r.truth(math.Abs(m.want-m.got) < 2e-6, resultsFile, "quality.pair."+m.name, fmt.Sprintf("%.6f (%s vs %s)", m.want, req.httpRel(), p.Reference), fmt.Sprintf("%.6f", m.got))
+		r.truth(math.Abs(m.want-m.got) < 2e-6, schema.ResultsFile, "quality.pair."+m.name, fmt.Sprintf("%.6f (%s vs %s)", m.want, req.httpRel(), p.Reference), fmt.Sprintf("%.6f", m.got))
 	}
 	if p.CaseLatentsSHA256 != "" || p.InitialLatentsSHA256 != "" {
 		miss = append(miss, r.checkPairNoise(p, req)...)
 	}
-	r.same(resultsFile, "quality.pair.failures", fmt.Sprint(len(miss)), fmt.Sprint(len(p.Failures)), "the criteria applied to the re-derived PSNR, SSIM and std ratio")
+	r.same(schema.ResultsFile, "quality.pair.failures", fmt.Sprint(len(miss)), fmt.Sprint(len(p.Failures)), "the criteria applied to the re-derived PSNR, SSIM and std ratio")
 	return len(miss)
 }
 
@@ -204,14 +204,14 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 // request, and it is the case's (the noise file the case drew, whose sha256 the harness
 // read): the miss, if they differ.
 func (r *rowCheck) checkPairNoise(p *schema.QualityPair, req *request) []string {
-	r.truth(req.latentSeed != nil, rawExport, "request "+req.id+" latent_seed", "sent: the pair claims the case's replayed noise", "absent")
+	r.truth(req.latentSeed != nil, schema.RawExportFile, "request "+req.id+" latent_seed", "sent: the pair claims the case's replayed noise", "absent")
 	var served string
 	for _, rec := range r.serverRecords() {
 		if rec.RequestID == req.id {
 			served = rec.Observation.InitialLatents
 		}
 	}
-	r.same(resultsFile, "quality.pair.initial_latents_sha256", served, p.InitialLatentsSHA256, recordsFile+" observation.initial_latents_sha256 of request "+req.id)
+	r.same(schema.ResultsFile, "quality.pair.initial_latents_sha256", served, p.InitialLatentsSHA256, schema.RecordsFile+" observation.initial_latents_sha256 of request "+req.id)
 	if served == "" || served != p.CaseLatentsSHA256 {
 		return []string{"the served pair did not start from the case's own noise"}
 	}
@@ -278,7 +278,7 @@ func (r *rowCheck) rules() (evidencerules.Rules, bool) {
 // checkRules: the row's backend is one whose evidence rules the checker knows.
 func (r *rowCheck) checkRules() {
 	if _, ok := r.rules(); !ok {
-		r.fail(resultsFile, "checkpoint.backend", "a backend whose evidence rules the checker knows ("+strings.Join(evidencerules.Backends(), ", ")+
+		r.fail(schema.ResultsFile, "checkpoint.backend", "a backend whose evidence rules the checker knows ("+strings.Join(evidencerules.Backends(), ", ")+
 			"; a family registers its own: evidencerules.Register)", fmt.Sprintf("%q", r.res.Checkpoint.Backend))
 	}
 }

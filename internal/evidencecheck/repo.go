@@ -64,7 +64,7 @@ func (c *checker) checkCommit() bool {
 	}
 	if c.opts.Repo == nil {
 		if c.opts.Strict {
-			c.fail("run.json", "harness_commit", "a commit of the repository the check runs in (strict)", "not verifiable: no repository")
+			c.fail(schema.RunFile, "harness_commit", "a commit of the repository the check runs in (strict)", "not verifiable: no repository")
 		} else {
 			c.rep.Notes = append(c.rep.Notes, NotVerifiable)
 		}
@@ -73,15 +73,15 @@ func (c *checker) checkCommit() bool {
 	commit := c.info.HarnessCommit
 	if !shaHex.MatchString(commit) {
 		// "unknown (not a git checkout)": the row is dirty (checkProvenance holds it there).
-		c.note("run.json", "harness_commit", fmt.Sprintf("%q names no commit", commit))
+		c.note(schema.RunFile, "harness_commit", fmt.Sprintf("%q names no commit", commit))
 		return false
 	}
 	ok, err := c.opts.Repo.HasCommit(commit)
 	switch {
 	case err != nil:
-		c.note("run.json", "harness_commit", "the repository could not be read: "+err.Error())
+		c.note(schema.RunFile, "harness_commit", "the repository could not be read: "+err.Error())
 		return false
-	case !c.truth(ok, "run.json", "harness_commit", "a commit of this repository (git cat-file -e)", commit+": no such commit"):
+	case !c.truth(ok, schema.RunFile, "harness_commit", "a commit of this repository (git cat-file -e)", commit+": no such commit"):
 		return false
 	}
 	return true
@@ -104,7 +104,7 @@ func (c *checker) loadRepo() *repoFiles {
 			rf.paths[p] = true
 		}
 	} else {
-		c.note("run.json", "harness_commit "+prefix(commit, 12)+" files", err.Error())
+		c.note(schema.RunFile, "harness_commit "+prefix(commit, 12)+" files", err.Error())
 	}
 	var err error
 	if rf.tables, err = c.opts.Repo.Tables(commit); err != nil {
@@ -135,7 +135,7 @@ func (r *rowCheck) checkAtCommit(rf *repoFiles) {
 	}
 	if corr := r.res.Correctness; corr != nil {
 		for _, f := range corr.CaseFiles {
-			r.checkHashAtCommit(rf, resultsFile, "correctness.case_files "+f.Path, f.Path, f.SHA256)
+			r.checkHashAtCommit(rf, schema.ResultsFile, "correctness.case_files "+f.Path, f.Path, f.SHA256)
 		}
 		if corr.ResultFile != "" {
 			if b, ok := r.read(corr.ResultFile); ok {
@@ -238,7 +238,7 @@ func (r *rowCheck) changedInRun(rel string) bool {
 func (r *rowCheck) checkTableRow(rf *repoFiles) {
 	short := prefix(rf.commit, 12)
 	if rf.tablesErr != "" {
-		r.c.note(r.rel(resultsFile), "a row of the qual tables at commit "+short, rf.tablesErr)
+		r.c.note(r.rel(schema.ResultsFile), "a row of the qual tables at commit "+short, rf.tablesErr)
 		return
 	}
 	res := r.res
@@ -266,7 +266,7 @@ func (r *rowCheck) checkTableRow(rf *repoFiles) {
 		}
 		want = "the row " + r.name + " of the qual tables at commit " + short + ": " + strings.Join(s, "; ")
 	}
-	r.fail(resultsFile, "checkpoint", want, got.String())
+	r.fail(schema.ResultsFile, "checkpoint", want, got.String())
 }
 
 // sameButCounts: a row that never ran has no request counts to compare.

@@ -18,7 +18,7 @@ import (
 // checkSchema: results.json is of a version this checker knows.
 func (r *rowCheck) checkSchema() {
 	got := r.res.Schema
-	r.truth(got == schema.ResultSchema || got == schema.ResultSchemaV1, resultsFile, "schema",
+	r.truth(got == schema.ResultSchema || got == schema.ResultSchemaV1, schema.ResultsFile, "schema",
 		schema.ResultSchema+" (or "+schema.ResultSchemaV1+", written before it)", quote(got))
 }
 
@@ -34,28 +34,28 @@ func (r *rowCheck) checkResultV2() {
 			if got == nil || (!v2 && got.P99 == 0) {
 				return
 			}
-			r.same(resultsFile, name+".p99_ms", fmtNum(nearestRank(xs, 99)), fmtNum(got.P99), schema.PercentileMethod+" over "+src)
+			r.same(schema.ResultsFile, name+".p99_ms", fmtNum(nearestRank(xs, 99)), fmtNum(got.P99), schema.PercentileMethod+" over "+src)
 		}
-		p99("http_latency", res.HTTP, client, "request_latency of the profiling records in "+profileExport)
+		p99("http_latency", res.HTTP, client, "request_latency of the profiling records in "+schema.ProfileExportFile)
 		p99("task_time", res.Task, task, r.taskSrc)
 	}
 	first := r.firstSent()
 	switch {
 	case res.FirstRequest == nil && v2 && res.HTTP != nil && first != nil && first.client:
-		r.fail(resultsFile, "first_request", "the first request AIPerf sent, "+first.id+" (schema "+res.Schema+" with timing columns)", "none")
+		r.fail(schema.ResultsFile, "first_request", "the first request AIPerf sent, "+first.id+" (schema "+res.Schema+" with timing columns)", "none")
 	case res.FirstRequest == nil:
 	case first == nil:
-		r.fail(resultsFile, "first_request", "a request in a readable "+rawExport, "request "+res.FirstRequest.RequestID)
+		r.fail(schema.ResultsFile, "first_request", "a request in a readable "+schema.RawExportFile, "request "+res.FirstRequest.RequestID)
 	default:
-		src := "the earliest request_start_ns in " + rawExport
+		src := "the earliest request_start_ns in " + schema.RawExportFile
 		got := res.FirstRequest
-		r.same(resultsFile, "first_request.request_id", first.id, got.RequestID, src)
-		r.same(resultsFile, "first_request.phase", first.phase, got.Phase, src)
+		r.same(schema.ResultsFile, "first_request.request_id", first.id, got.RequestID, src)
+		r.same(schema.ResultsFile, "first_request.phase", first.phase, got.Phase, src)
 		want := "no request_latency"
 		if first.client {
 			want = fmtNum(first.clientMs)
 		}
-		r.same(resultsFile, "first_request.client_latency_ms", want, fmtNum(got.ClientMs), "request_latency of "+first.id+" in "+profileExport)
+		r.same(schema.ResultsFile, "first_request.client_latency_ms", want, fmtNum(got.ClientMs), "request_latency of "+first.id+" in "+schema.ProfileExportFile)
 	}
 }
 

@@ -25,8 +25,8 @@ func v2Run(t *testing.T) string {
 	t.Helper()
 	dir := runCopy(t, "qualified")
 	row := filepath.Join(dir, qualifiedRow)
-	first, latency := firstProfiled(t, filepath.Join(row, profileExport))
-	editJSON(t, filepath.Join(row, resultsFile), func(d map[string]any) {
+	first, latency := firstProfiled(t, filepath.Join(row, schema.ProfileExportFile))
+	editJSON(t, filepath.Join(row, schema.ResultsFile), func(d map[string]any) {
 		d["schema"] = schema.ResultSchema
 		for _, col := range []string{"http_latency", "task_time"} {
 			q := d[col].(map[string]any)
@@ -78,39 +78,39 @@ func TestVersion2NumbersAreDerived(t *testing.T) {
 		want string
 	}{
 		{"HTTP p99 halved", func(t *testing.T, dir string) {
-			editJSON(t, filepath.Join(dir, q, resultsFile), func(d map[string]any) {
+			editJSON(t, filepath.Join(dir, q, schema.ResultsFile), func(d map[string]any) {
 				h := d["http_latency"].(map[string]any)
 				h["p99_ms"] = h["p99_ms"].(float64) / 2
 			})
 		}, q + "/results.json: http_latency.p99_ms: evidence says"},
 		{"Task p99 halved", func(t *testing.T, dir string) {
-			editJSON(t, filepath.Join(dir, q, resultsFile), func(d map[string]any) {
+			editJSON(t, filepath.Join(dir, q, schema.ResultsFile), func(d map[string]any) {
 				h := d["task_time"].(map[string]any)
 				h["p99_ms"] = h["p99_ms"].(float64) / 2
 			})
 		}, q + "/results.json: task_time.p99_ms: evidence says"},
 		{"p99 dropped from a version-2 file", func(t *testing.T, dir string) {
-			editJSON(t, filepath.Join(dir, q, resultsFile), func(d map[string]any) {
+			editJSON(t, filepath.Join(dir, q, schema.ResultsFile), func(d map[string]any) {
 				delete(d["http_latency"].(map[string]any), "p99_ms")
 			})
 		}, q + "/results.json: http_latency.p99_ms: evidence says"},
 		{"the first request faster", func(t *testing.T, dir string) {
-			editJSON(t, filepath.Join(dir, q, resultsFile), func(d map[string]any) {
+			editJSON(t, filepath.Join(dir, q, schema.ResultsFile), func(d map[string]any) {
 				f := d["first_request"].(map[string]any)
 				f["client_latency_ms"] = f["client_latency_ms"].(float64) / 2
 			})
 		}, q + "/results.json: first_request.client_latency_ms: evidence says"},
 		{"the first request another one", func(t *testing.T, dir string) {
-			editJSON(t, filepath.Join(dir, q, resultsFile), func(d map[string]any) {
+			editJSON(t, filepath.Join(dir, q, schema.ResultsFile), func(d map[string]any) {
 				f := d["first_request"].(map[string]any)
 				f["request_id"], f["phase"] = "18f8bcd0-b6e9-40f4-9e0f-419320ab2010", "profiling"
 			})
 		}, q + "/results.json: first_request.request_id: evidence says"},
 		{"the first request gone from a version-2 file", func(t *testing.T, dir string) {
-			editJSON(t, filepath.Join(dir, q, resultsFile), func(d map[string]any) { delete(d, "first_request") })
+			editJSON(t, filepath.Join(dir, q, schema.ResultsFile), func(d map[string]any) { delete(d, "first_request") })
 		}, q + "/results.json: first_request: evidence says the first request AIPerf sent"},
 		{"an unknown results.json version", func(t *testing.T, dir string) {
-			editJSON(t, filepath.Join(dir, q, resultsFile), func(d map[string]any) { d["schema"] = "qualkit.result/9" })
+			editJSON(t, filepath.Join(dir, q, schema.ResultsFile), func(d map[string]any) { d["schema"] = "qualkit.result/9" })
 		}, q + "/results.json: schema: evidence says " + schema.ResultSchema},
 		{"another CPU", func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, schema.RunFile), func(d map[string]any) { d["cpu_model"] = "AMD EPYC 9654" })

@@ -86,8 +86,8 @@ type request struct {
 	native     []byte // identity/NN-phase-native.png, nil when absent
 }
 
-func (q *request) httpRel() string   { return "identity/" + q.stem + "-http.png" }
-func (q *request) nativeRel() string { return "identity/" + q.stem + "-native.png" }
+func (q *request) httpRel() string   { return schema.IdentityPNG(q.index, q.phase, schema.SideHTTP) }
+func (q *request) nativeRel() string { return schema.IdentityPNG(q.index, q.phase, schema.SideNative) }
 
 type manifest struct {
 	Settings map[string]json.RawMessage `json:"settings"`
@@ -111,10 +111,10 @@ type manifest struct {
 
 func newRowCheck(c *checker, name string) *rowCheck {
 	r := &rowCheck{c: c, name: name}
-	if b, ok := r.read("results.json"); ok {
+	if b, ok := r.read(schema.ResultsFile); ok {
 		var res schema.Result
 		if err := json.Unmarshal(b, &res); err != nil {
-			r.fail("results.json", "valid JSON", "a results.json the harness wrote", err.Error())
+			r.fail(schema.ResultsFile, "valid JSON", "a results.json the harness wrote", err.Error())
 		} else {
 			r.res = &res
 		}
@@ -123,15 +123,15 @@ func newRowCheck(c *checker, name string) *rowCheck {
 	if r.res != nil {
 		p, err := wire.ByName(r.res.Protocol)
 		if err != nil {
-			r.fail(resultsFile, "wire_protocol", "a protocol qualkit speaks", err.Error())
+			r.fail(schema.ResultsFile, "wire_protocol", "a protocol qualkit speaks", err.Error())
 		} else {
 			r.proto = p
 		}
 	}
-	if b, ok := r.read("fixtures/manifest.json"); ok {
+	if b, ok := r.read(schema.FixturesManifest); ok {
 		var m manifest
 		if err := json.Unmarshal(b, &m); err != nil {
-			r.fail("fixtures/manifest.json", "valid JSON", "the fixtures manifest", err.Error())
+			r.fail(schema.FixturesManifest, "valid JSON", "the fixtures manifest", err.Error())
 		} else {
 			r.fx = &m
 		}
@@ -188,7 +188,7 @@ func (r *rowCheck) passed(stage string) bool {
 	}
 	for _, s := range r.res.Stages {
 		if s.Name == stage {
-			return s.Status == "pass"
+			return s.Status == schema.Pass
 		}
 	}
 	return false
@@ -213,21 +213,21 @@ func (r *rowCheck) expansion() expansion {
 
 // loadRequests reads AIPerf's raw and per-request exports and the identity PNGs.
 func (r *rowCheck) loadRequests() {
-	if !r.exists(rawExport) {
+	if !r.exists(schema.RawExportFile) {
 		r.rawErr = os.ErrNotExist
 		return
 	}
-	r.raw, r.rawErr = readRaw(r.path(rawExport))
+	r.raw, r.rawErr = readRaw(r.path(schema.RawExportFile))
 	if r.rawErr != nil {
-		r.fail(rawExport, "readable AIPerf raw export", "JSON lines", r.rawErr.Error())
+		r.fail(schema.RawExportFile, "readable AIPerf raw export", "JSON lines", r.rawErr.Error())
 		return
 	}
 	latency := map[string]float64{}
 	latencyErr := map[string]string{}
-	if r.exists(profileExport) {
-		prof, err := readProfile(r.path(profileExport))
+	if r.exists(schema.ProfileExportFile) {
+		prof, err := readProfile(r.path(schema.ProfileExportFile))
 		if err != nil {
-			r.fail(profileExport, "readable AIPerf export", "JSON lines", err.Error())
+			r.fail(schema.ProfileExportFile, "readable AIPerf export", "JSON lines", err.Error())
 		} else {
 			r.prof, r.profOK = prof, true
 			for _, p := range prof {
@@ -242,7 +242,7 @@ func (r *rowCheck) loadRequests() {
 	}
 	for i, rec := range r.raw {
 		q := &request{index: i, id: rec.Metadata.XRequestID, phase: rec.Metadata.BenchmarkPhase, rec: rec,
-			stem: fmt.Sprintf("%02d-%s", i, rec.Metadata.BenchmarkPhase)}
+			stem: schema.IdentityStem(i, rec.Metadata.BenchmarkPhase)}
 		if sent, err := r.proto.Decode(rec.Payload); err != nil {
 			q.sentErr = err
 		} else {
@@ -253,9 +253,9 @@ func (r *rowCheck) loadRequests() {
 		}
 		q.clientMs, q.client = latency[q.id]
 		if !q.client {
-			q.clientE = "no request_latency in " + profileExport
+			q.clientE = "no request_latency in " + schema.ProfileExportFile
 			if e, ok := latencyErr[q.id]; ok {
-				q.clientE = e + " in " + profileExport
+				q.clientE = e + " in " + schema.ProfileExportFile
 			}
 		}
 		q.httpFile, _ = r.read(q.httpRel())
@@ -278,17 +278,17 @@ func (r *rowCheck) loadTasks() {
 	ts := *r.res.TaskSource
 	switch {
 	case ts.Body == "" && ts.Records == "":
-		r.fail(resultsFile, "task_time_source", "a body or a records field", "neither")
+		r.fail(schema.ResultsFile, "task_time_source", "a body or a records field", "neither")
 		return
 	case ts.Records != "" && ts.RecordID == "":
-		r.fail(resultsFile, "task_time_source", "a record_id to join the records file on", "none")
+		r.fail(schema.ResultsFile, "task_time_source", "a record_id to join the records file on", "none")
 		return
 	}
 	if ts.RecordID != "" {
 		r.loadRecords(ts)
 	}
 	if ts.Body == "" {
-		r.taskSrc = recordsFile + ", field " + ts.Records + " joined on " + ts.RecordID
+		r.taskSrc = schema.RecordsFile + ", field " + ts.Records + " joined on " + ts.RecordID
 		for _, q := range r.reqs {
 			if v, ok := r.recordTimes[q.id]; ok {
 				r.tasks[q.id] = v
@@ -298,7 +298,7 @@ func (r *rowCheck) loadTasks() {
 		}
 		return
 	}
-	r.taskSrc = "response bodies in " + rawExport + ", field " + ts.Body
+	r.taskSrc = "response bodies in " + schema.RawExportFile + ", field " + ts.Body
 	for _, q := range r.reqs {
 		var doc any
 		if err := json.Unmarshal(q.rec.body(), &doc); err != nil {
@@ -318,11 +318,11 @@ func (r *rowCheck) loadTasks() {
 // ts.Records, the Task time of each.
 func (r *rowCheck) loadRecords(ts schema.TimingSource) {
 	r.recordIDs, r.recordTimes = map[string]bool{}, map[string]float64{}
-	if !r.exists(recordsFile) {
+	if !r.exists(schema.RecordsFile) {
 		r.recordsErr = "missing"
 		return
 	}
-	err := readJSONL(r.path(recordsFile), func(_ int, line []byte) error {
+	err := readJSONL(r.path(schema.RecordsFile), func(_ int, line []byte) error {
 		var doc any
 		if err := json.Unmarshal(line, &doc); err != nil {
 			return err
@@ -341,7 +341,7 @@ func (r *rowCheck) loadRecords(ts schema.TimingSource) {
 	})
 	if err != nil {
 		r.recordsErr = err.Error()
-		r.fail(recordsFile, "readable server records", "JSON lines ("+ts.String()+")", err.Error())
+		r.fail(schema.RecordsFile, "readable server records", "JSON lines ("+ts.String()+")", err.Error())
 	}
 }
 
@@ -404,13 +404,13 @@ func (r *rowCheck) imagesPerSecond() float64 {
 
 // readCorrectness counts the correctness case's JUnit testcases.
 func (r *rowCheck) readCorrectness() {
-	b, ok := r.read("correctness/junit.xml")
+	b, ok := r.read(schema.CorrectnessJUnit)
 	if !ok {
 		return
 	}
 	var root junitNode
 	if err := xml.Unmarshal(b, &root); err != nil {
-		r.fail("correctness/junit.xml", "readable JUnit", "JUnit XML", err.Error())
+		r.fail(schema.CorrectnessJUnit, "readable JUnit", "JUnit XML", err.Error())
 		return
 	}
 	var cc schema.CaseCounts

@@ -20,8 +20,6 @@ import (
 // Two programs, two processes: a request moved, relabelled or removed in AIPerf's
 // exports, or an output replaced, leaves the server's account behind.
 
-const serverLog = "serve/server.log"
-
 // receiptSlack is how far outside AIPerf's span of a request the server's receipt time
 // may lie: both are the host's wall clock, read by two processes, and the records state
 // it to the microsecond (measured on every committed run: 0.36 ms after the request
@@ -36,7 +34,7 @@ type influenceProbe struct {
 func (r *rowCheck) influenceProbes() map[string]influenceProbe {
 	out := map[string]influenceProbe{}
 	for i, name := range schema.InfluenceProbes {
-		p := influenceProbe{name: name, id: schema.InfluenceRequestID(name), png: "influence/" + name + ".png"}
+		p := influenceProbe{name: name, id: schema.InfluenceRequestID(name), png: schema.InfluencePNG(name)}
 		if r.fx != nil && len(r.fx.Influence.Images) == 2 {
 			p.fixture = r.fx.Influence.Images[min(i/2, 1)] // a and a-repeat the first image, b the second
 		}
@@ -50,7 +48,7 @@ func (r *rowCheck) influenceProbes() map[string]influenceProbe {
 // influence files and fixtures are; once the benchmark passed, every request AIPerf
 // sent, warmup too, has one.
 func (r *rowCheck) checkServerRecords() {
-	if r.rawErr != nil || !r.exists(recordsFile) {
+	if r.rawErr != nil || !r.exists(schema.RecordsFile) {
 		return
 	}
 	byID := map[string]*request{}
@@ -63,7 +61,7 @@ func (r *rowCheck) checkServerRecords() {
 	for _, rec := range r.serverRecords() {
 		seen[rec.RequestID]++
 		if seen[rec.RequestID] == 2 {
-			r.fail(recordsFile, "request "+rec.RequestID, "one line per request (the server records each once)", fmt.Sprintf("a second at line %d", rec.line))
+			r.fail(schema.RecordsFile, "request "+rec.RequestID, "one line per request (the server records each once)", fmt.Sprintf("a second at line %d", rec.line))
 		}
 		if q := byID[rec.RequestID]; q != nil {
 			r.checkReceipt(q, rec)
@@ -74,13 +72,13 @@ func (r *rowCheck) checkServerRecords() {
 			continue
 		}
 		if benchPassed {
-			r.fail(recordsFile, fmt.Sprintf("line %d: request %s", rec.line, rec.RequestID),
-				"a request of "+rawExport+" or an influence probe (stage benchmark passed: AIPerf recorded every request it sent)", "neither")
+			r.fail(schema.RecordsFile, fmt.Sprintf("line %d: request %s", rec.line, rec.RequestID),
+				"a request of "+schema.RawExportFile+" or an influence probe (stage benchmark passed: AIPerf recorded every request it sent)", "neither")
 		}
 	}
 	if benchPassed {
 		for _, q := range r.phase(phaseWarmup) { // the measured ones: checkRecords
-			r.truth(seen[q.id] > 0, recordsFile, "request "+q.id, "a line for the warmup request too (the server records every request)", "none")
+			r.truth(seen[q.id] > 0, schema.RecordsFile, "request "+q.id, "a line for the warmup request too (the server records every request)", "none")
 		}
 	}
 }
@@ -114,14 +112,14 @@ func (r *rowCheck) checkReceipt(q *request, rec serverRecord) {
 		return
 	}
 	if err != nil {
-		r.fail(recordsFile, "request "+q.id+" time", "an RFC 3339 time or seconds since the epoch", quote(string(rec.Time)))
+		r.fail(schema.RecordsFile, "request "+q.id+" time", "an RFC 3339 time or seconds since the epoch", quote(string(rec.Time)))
 		return
 	}
 	m := q.rec.Metadata
 	from, to := time.Unix(0, m.RequestStartNs).Add(-receiptSlack), time.Unix(0, m.RequestEndNs).Add(receiptSlack)
-	r.truth(!at.Before(from) && !at.After(to), recordsFile, "request "+q.id+" time",
+	r.truth(!at.Before(from) && !at.After(to), schema.RecordsFile, "request "+q.id+" time",
 		fmt.Sprintf("inside AIPerf's span of the request, %s to %s (%s request_start_ns, request_end_ns, %s either side)",
-			time.Unix(0, m.RequestStartNs).UTC().Format(time.RFC3339Nano), time.Unix(0, m.RequestEndNs).UTC().Format(time.RFC3339Nano), rawExport, receiptSlack),
+			time.Unix(0, m.RequestStartNs).UTC().Format(time.RFC3339Nano), time.Unix(0, m.RequestEndNs).UTC().Format(time.RFC3339Nano), schema.RawExportFile, receiptSlack),
 		strings.Trim(string(rec.Time), `"`))
 }
 
@@ -130,11 +128,11 @@ func (r *rowCheck) checkReceipt(q *request, rec serverRecord) {
 func (r *rowCheck) checkInfluenceRecord(p influenceProbe, rec serverRecord) {
 	at := "request " + p.id + " "
 	if b, ok := r.read(p.png); ok && rec.Output != "" {
-		r.same(recordsFile, at+"output_sha256", bytesSHA256(b), rec.Output, p.png)
+		r.same(schema.RecordsFile, at+"output_sha256", bytesSHA256(b), rec.Output, p.png)
 	}
 	if p.fixture != "" && rec.Input != "" {
-		if b, ok := r.read("fixtures/" + p.fixture); ok {
-			r.same(recordsFile, at+"input_sha256", bytesSHA256(b), rec.Input, "fixtures/"+p.fixture+", the influence image the manifest names")
+		if b, ok := r.read(schema.Fixture(p.fixture)); ok {
+			r.same(schema.RecordsFile, at+"input_sha256", bytesSHA256(b), rec.Input, schema.Fixture(p.fixture)+", the influence image the manifest names")
 		}
 	}
 	if r.fx != nil && len(rec.Prompt) > 0 {
@@ -145,9 +143,9 @@ func (r *rowCheck) checkInfluenceRecord(p influenceProbe, rec serverRecord) {
 		want := r.fx.Influence.Instruction
 		switch {
 		case json.Unmarshal(rec.Prompt, &text) == nil:
-			r.same(recordsFile, at+"prompt", want, text, "fixtures/manifest.json influence.instruction")
+			r.same(schema.RecordsFile, at+"prompt", want, text, "fixtures/manifest.json influence.instruction")
 		case json.Unmarshal(rec.Prompt, &hashed) == nil && hashed.SHA256 != "":
-			r.same(recordsFile, at+"prompt.sha256", bytesSHA256([]byte(want)), hashed.SHA256, "fixtures/manifest.json influence.instruction")
+			r.same(schema.RecordsFile, at+"prompt.sha256", bytesSHA256([]byte(want)), hashed.SHA256, "fixtures/manifest.json influence.instruction")
 		}
 	}
 }
@@ -165,10 +163,10 @@ type serverLogLine struct {
 // influence passed); a family whose server writes no such lines is not held.
 func (r *rowCheck) checkServerLog() {
 	rl, ok := r.rules()
-	if !ok || rl.ServerLog == nil || !r.passed(schema.StageInfluence) || !r.exists(recordsFile) {
+	if !ok || rl.ServerLog == nil || !r.passed(schema.StageInfluence) || !r.exists(schema.RecordsFile) {
 		return
 	}
-	b, ok := r.read(serverLog)
+	b, ok := r.read(schema.ServerLog)
 	if !ok {
 		return // the layout check says it is missing
 	}
@@ -198,23 +196,23 @@ func (r *rowCheck) checkServerLog() {
 		inRecords[rec.RequestID] = true
 		got := byID[rec.RequestID]
 		at := "request " + rec.RequestID
-		if !r.truth(len(got) == 1, serverLog, at, "one line of the server's per-request format (its records hold the request)", fmt.Sprintf("%d lines", len(got))) {
+		if !r.truth(len(got) == 1, schema.ServerLog, at, "one line of the server's per-request format (its records hold the request)", fmt.Sprintf("%d lines", len(got))) {
 			continue
 		}
 		var status int
 		if json.Unmarshal(rec.Status, &status) == nil {
-			r.same(serverLog, at+" status", strconv.Itoa(status), got[0].status, recordsFile)
+			r.same(schema.ServerLog, at+" status", strconv.Itoa(status), got[0].status, schema.RecordsFile)
 		}
 		if got[0].taskMs != "" && tt.Records != "" {
 			if v, err := numberAt(rec.doc, tt.Records); err == nil {
 				logged, _ := strconv.ParseFloat(got[0].taskMs, 64)
-				r.truth(math.Abs(logged-v) <= halfULP(got[0].taskMs)+1e-9, serverLog, at+" Task time",
-					fmtNum(v)+" ms ("+recordsFile+" "+tt.Records+", at the log's precision)", got[0].taskMs+" ms")
+				r.truth(math.Abs(logged-v) <= halfULP(got[0].taskMs)+1e-9, schema.ServerLog, at+" Task time",
+					fmtNum(v)+" ms ("+schema.RecordsFile+" "+tt.Records+", at the log's precision)", got[0].taskMs+" ms")
 			}
 		}
 	}
 	for _, l := range lines {
-		r.truth(inRecords[l.id], serverLog, fmt.Sprintf("line %d: request %s", l.n, l.id), "a request the server's records hold ("+recordsFile+")", "none there")
+		r.truth(inRecords[l.id], schema.ServerLog, fmt.Sprintf("line %d: request %s", l.n, l.id), "a request the server's records hold ("+schema.RecordsFile+")", "none there")
 	}
 }
 

@@ -12,10 +12,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-)
 
-// ChecksumFile is the run folder's checksum list, in sha256sum format.
-const ChecksumFile = "SHA256SUMS"
+	"qualkit/internal/schema"
+)
 
 var sumLine = regexp.MustCompile(`^([0-9a-f]{64}) [ *](.+)$`)
 
@@ -26,7 +25,7 @@ var sumLine = regexp.MustCompile(`^([0-9a-f]{64}) [ *](.+)$`)
 func (c *checker) checkSums(files map[string]bool) {
 	c.checkSumList("", files)
 	for f := range files {
-		if dir, name := path.Split(f); name == ChecksumFile && dir != "" && strings.Count(dir, "/") == 1 {
+		if dir, name := path.Split(f); name == schema.ChecksumFile && dir != "" && strings.Count(dir, "/") == 1 {
 			c.checkSumList(dir, files)
 		}
 	}
@@ -35,7 +34,7 @@ func (c *checker) checkSums(files map[string]bool) {
 // checkSumList checks the list at scope+SHA256SUMS against the files under scope ("" is
 // the whole run folder; "<row>/" one row). Paths in a list are relative to its folder.
 func (c *checker) checkSumList(scope string, files map[string]bool) {
-	list := scope + ChecksumFile
+	list := scope + schema.ChecksumFile
 	raw, ok := c.read(list)
 	if !ok {
 		return // the layout check reports it missing
@@ -54,8 +53,8 @@ func (c *checker) checkSumList(scope string, files map[string]bool) {
 		case path.Clean(m[2]) != m[2] || path.IsAbs(m[2]) || m[2] == ".." || len(m[2]) > 2 && m[2][:3] == "../":
 			c.fail(list, where, "a clean path inside its folder", quote(m[2]))
 			continue
-		case m[2] == ChecksumFile:
-			c.fail(list, where, "every file but SHA256SUMS itself", "lists "+ChecksumFile)
+		case m[2] == schema.ChecksumFile:
+			c.fail(list, where, "every file but SHA256SUMS itself", "lists "+schema.ChecksumFile)
 			continue
 		}
 		f := scope + m[2]

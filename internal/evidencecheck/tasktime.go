@@ -31,7 +31,7 @@ func (r *rowCheck) checkTaskTimeSource() {
 		names = append(names, sourceText(&s))
 		allowed = allowed || ts != nil && *ts == s
 	}
-	r.truth(allowed, resultsFile, "task_time_source", "one the "+r.res.Checkpoint.Backend+" family's code gives a row: "+strings.Join(names, " or "), sourceText(ts))
+	r.truth(allowed, schema.ResultsFile, "task_time_source", "one the "+r.res.Checkpoint.Backend+" family's code gives a row: "+strings.Join(names, " or "), sourceText(ts))
 }
 
 // checkTaskTimeSources: where the family's server states the Task time in the response
@@ -39,7 +39,7 @@ func (r *rowCheck) checkTaskTimeSource() {
 // checkRecords compares when the row names both).
 func (r *rowCheck) checkTaskTimeSources() {
 	rl, ok := r.rules()
-	if !ok || r.rawErr != nil || !r.exists(recordsFile) {
+	if !ok || r.rawErr != nil || !r.exists(schema.RecordsFile) {
 		return
 	}
 	tt := rl.TaskTime(r.ruleRow())
@@ -71,8 +71,8 @@ func (r *rowCheck) checkTaskTimeSources() {
 		if err != nil {
 			continue
 		}
-		r.truth(nearlyEqual(body, rec), recordsFile, "request "+q.id+" "+tt.Records,
-			fmtNum(body)+" ms (response body "+tt.Body+" in "+rawExport+": the server states the Task time in both)", fmtNum(rec)+" ms")
+		r.truth(nearlyEqual(body, rec), schema.RecordsFile, "request "+q.id+" "+tt.Records,
+			fmtNum(body)+" ms (response body "+tt.Body+" in "+schema.RawExportFile+": the server states the Task time in both)", fmtNum(rec)+" ms")
 	}
 }
 

@@ -107,7 +107,7 @@ func anchoredJUnit(t *testing.T, run string, anchor bool) []byte {
 	if !anchor {
 		return fixed
 	}
-	sums, err := os.ReadFile(filepath.Join(run, evidencecheck.ChecksumFile))
+	sums, err := os.ReadFile(filepath.Join(run, schema.ChecksumFile))
 	require.NoError(t, err)
 	var info schema.RunInfo
 	b, err := os.ReadFile(filepath.Join(run, schema.RunFile))
@@ -121,7 +121,7 @@ func anchoredJUnit(t *testing.T, run string, anchor bool) []byte {
 // rowListSHA is the sha256 of a row's SHA256SUMS: its report case's qualkit.sha256sums.
 func rowListSHA(t *testing.T, run, row string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(run, row, evidencecheck.ChecksumFile))
+	b, err := os.ReadFile(filepath.Join(run, row, schema.ChecksumFile))
 	require.NoError(t, err)
 	return sha(b)
 }

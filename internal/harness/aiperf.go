@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"qualkit/internal/schema"
 )
 
 // AIPerfVersion is the only AIPerf release the harness accepts.
@@ -223,7 +225,7 @@ type Export struct {
 // summary that is no JSON (torn: the disk filled) is an error returned with the records.
 func ReadExport(dir string) (*Export, error) {
 	var ex Export
-	if err := readJSONL(filepath.Join(dir, "profile_export_raw.jsonl"), func(b []byte) error {
+	if err := readJSONL(filepath.Join(dir, schema.ExportRaw), func(b []byte) error {
 		var r RawRecord
 		err := json.Unmarshal(b, &r)
 		ex.Raw = append(ex.Raw, r)
@@ -231,7 +233,7 @@ func ReadExport(dir string) (*Export, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := readJSONL(filepath.Join(dir, "profile_export.jsonl"), func(b []byte) error {
+	if err := readJSONL(filepath.Join(dir, schema.ExportProfile), func(b []byte) error {
 		var r ProfileRecord
 		err := json.Unmarshal(b, &r)
 		ex.Profile = append(ex.Profile, r)
@@ -239,7 +241,7 @@ func ReadExport(dir string) (*Export, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "profile_export_aiperf.json")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, schema.ExportSummary)); err == nil {
 		var s Summary
 		if err := json.Unmarshal(b, &s); err != nil {
 			// The records stand: what they say is still counted.

@@ -40,9 +40,9 @@ func (r *row) timeBudget() *schema.TimeBudget {
 		m.ServedTaskS += ms / 1000
 	}
 	tb.NativeMode, tb.NativeLoads = r.nativeWork(m, served)
-	if r.export != nil {
+	if b := r.benchmarked; b != nil {
 		var clientS float64
-		for _, p := range r.export.Profile {
+		for _, p := range b.export.Profile {
 			if ms, ok := p.RequestLatencyMs(); ok {
 				clientS += ms / 1000
 			}
@@ -76,8 +76,8 @@ func (r *row) servedTaskMs() map[string]float64 {
 		}
 		return out
 	}
-	if r.export != nil {
-		for _, rec := range r.export.Raw {
+	if b := r.benchmarked; b != nil {
+		for _, rec := range b.export.Raw {
 			if ms, err := taskFromBody(ts, rec.Body()); err == nil && !rec.Failed() {
 				out[rec.Metadata.XRequestID] = ms
 			}

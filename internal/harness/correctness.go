@@ -117,8 +117,14 @@ func minus(a, b []string) []string {
 // CheckResultFile requires {"status": "pass"} in a case's own result JSON.
 func CheckResultFile(path string) error {
 	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("correctness result: %w", err)
+	return judgeResultFile(path, b, err)
+}
+
+// judgeResultFile requires {"status": "pass"} in b, the case's own result file at path
+// as read (readErr: it could not be).
+func judgeResultFile(path string, b []byte, readErr error) error {
+	if readErr != nil {
+		return fmt.Errorf("correctness result: %w", readErr)
 	}
 	var r struct {
 		Status string `json:"status"`

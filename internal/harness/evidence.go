@@ -22,10 +22,6 @@ import (
 	"qualkit/internal/schema"
 )
 
-// ChecksumFile lists the sha256 of every other file in a run's evidence folder, so a
-// checker can prove nothing was edited afterwards.
-const ChecksumFile = "SHA256SUMS"
-
 // Evidence is one run's evidence folder: evidence/<run id>/, one subfolder per row.
 type Evidence struct {
 	Dir   string
@@ -96,7 +92,7 @@ func WriteChecksums(dir string) (string, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
-		if rel == ChecksumFile || rel == attest.File || !d.Type().IsRegular() {
+		if rel == schema.ChecksumFile || rel == attest.File || !d.Type().IsRegular() {
 			return nil
 		}
 		sum, err := fileSHA256(path)
@@ -111,7 +107,7 @@ func WriteChecksums(dir string) (string, error) {
 	}
 	sort.Slice(lines, func(i, j int) bool { return lines[i][66:] < lines[j][66:] })
 	list := []byte(strings.Join(lines, "\n") + "\n")
-	if err := os.WriteFile(filepath.Join(dir, ChecksumFile), list, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, schema.ChecksumFile), list, 0o644); err != nil {
 		return "", fmt.Errorf("checksum evidence %s: %w", dir, err)
 	}
 	return bytesSHA256(list), nil
@@ -173,7 +169,7 @@ func (r *RowEvidence) flush() error {
 	if len(r.pending) == 0 {
 		return nil
 	}
-	f, err := os.OpenFile(r.Path("commands.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(r.Path(schema.CommandsFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}

@@ -94,5 +94,5 @@ func TestGoldenResultAndRow(t *testing.T) {
 	res.StartupS, res.ImagesPerS = 1.5, 0.25
 	res.HTTP.P50, res.HTTP.P95, res.Task.P50, res.Task.P95 = 4012.3, 4200.9, 3900.1, 4100
 	res.Bundle.SHA256 = strings.Repeat("ab", 32)
-	golden(t, "row.golden.md", []byte(MarkdownHeader+MarkdownRow(res)))
+	golden(t, "row.golden.md", []byte(schema.RowMarkdownHeader()+MarkdownRow(res)))
 }

@@ -308,7 +308,7 @@ func (r *row) startNativePreload(ctx context.Context) error {
 	}
 	os.Remove(spec.Items)
 	r.prog.printf("native batch: started now to load beside the server; it waits for its items until identity")
-	b, err := r.startJob(ctx, schema.StageIdentity, schema.StageServe, cmd, "identity/native-batch.log", wait+time.Duration(total+1)*r.c.Deadline.Native, nil, r.batchMounts(spec)...)
+	b, err := r.startJob(ctx, schema.StageIdentity, schema.StageServe, cmd, schema.NativeBatchLog, wait+time.Duration(total+1)*r.c.Deadline.Native, nil, r.batchMounts(spec)...)
 	if err != nil {
 		return fmt.Errorf("native batch preload: %w", err)
 	}

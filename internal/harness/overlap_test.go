@@ -20,12 +20,12 @@ import (
 // serverRecord is the server's command record in the row's commands.jsonl.
 func serverRecord(t *testing.T, s *Suite, row string) schema.CommandRecord {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, row, "commands.jsonl"))
+	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, row, schema.CommandsFile))
 	require.NoError(t, err)
 	for line := range strings.Lines(string(b)) {
 		var rec schema.CommandRecord
 		require.NoError(t, json.Unmarshal([]byte(line), &rec))
-		if rec.Stage == schema.StageServe && rec.Log == "serve/server.log" {
+		if rec.Stage == schema.StageServe && rec.Log == schema.ServerLog {
 			return rec
 		}
 	}
@@ -163,7 +163,7 @@ func (g gatedChecks) requirements(env Env) []Requirement {
 // buildRecords are the build stage's command records of the row.
 func buildRecords(t *testing.T, s *Suite, row string) []schema.CommandRecord {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, row, "commands.jsonl"))
+	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, row, schema.CommandsFile))
 	require.NoError(t, err)
 	var out []schema.CommandRecord
 	for line := range strings.Lines(string(b)) {

@@ -140,8 +140,8 @@ func TestPipelineQualifiesAGoodRow(t *testing.T) {
 	require.NotNil(t, res.Task)
 	assert.Equal(t, 3, res.HTTP.Count)
 	assert.Equal(t, 3, res.Task.Count)
-	for _, f := range []string{"results.json", "row.md", ChecksumFile, "preflight.json", "build/bundle.json", "serve/startup.json",
-		"aiperf/artifacts/profile_export_raw.jsonl", schema.RecordsFile} {
+	for _, f := range []string{schema.ResultsFile, schema.RowMarkdown, schema.ChecksumFile, schema.PreflightFile, schema.BundleFile, schema.StartupFile,
+		schema.RawExportFile, schema.RecordsFile} {
 		assert.FileExists(t, filepath.Join(s.Evidence.Dir, "good", f))
 	}
 
@@ -161,7 +161,7 @@ func TestAIPerfTempFolderRemoved(t *testing.T) {
 	res, err := s.Run(t.Context(), p.row("good", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.Equal(t, schema.StatusQualified, res.Status, res.Reason)
-	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, "good", "commands.jsonl"))
+	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, "good", schema.CommandsFile))
 	require.NoError(t, err)
 	var tmp string
 	for line := range strings.Lines(string(b)) {
@@ -221,7 +221,7 @@ func TestPipelineFaultsFailTheirStage(t *testing.T) {
 				}
 			}
 			assert.True(t, seen)
-			assert.FileExists(t, filepath.Join(s.Evidence.Dir, "faulty", "results.json"), "a failed row still reports")
+			assert.FileExists(t, filepath.Join(s.Evidence.Dir, "faulty", schema.ResultsFile), "a failed row still reports")
 		})
 	}
 }
@@ -381,7 +381,7 @@ func TestPipelineQualifyRunsEveryStageAsASubtest(t *testing.T) {
 	})
 	assert.Equal(t, schema.Stages, names)
 	assert.Equal(t, schema.StatusQualified, s.results[0].Status)
-	_, err := os.Stat(filepath.Join(s.Evidence.Dir, "subtests", ChecksumFile))
+	_, err := os.Stat(filepath.Join(s.Evidence.Dir, "subtests", schema.ChecksumFile))
 	assert.NoError(t, err)
 	assert.True(t, strings.HasPrefix(s.results[0].Command, "go test ./qual/ -count=1 -v -run '^TestPipelineQualifyRunsEveryStageAsASubtest$/^row$'"), s.results[0].Command)
 }
@@ -453,7 +453,7 @@ func TestRowRunTwiceGetsTwoFolders(t *testing.T) {
 	assert.Equal(t, "twice", first.Row)
 	assert.Equal(t, "twice.2", second.Row)
 	for _, name := range []string{"twice", "twice.2"} {
-		_, err := os.Stat(filepath.Join(s.Evidence.Dir, name, "results.json"))
+		_, err := os.Stat(filepath.Join(s.Evidence.Dir, name, schema.ResultsFile))
 		assert.NoError(t, err, name)
 	}
 	_, err = s.Evidence.Row("twice")

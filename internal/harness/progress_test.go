@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/schema"
 )
 
 // lockedLines collects progress lines from several goroutines.
@@ -48,7 +50,7 @@ func TestHeartbeatQuotesTheLastLogLine(t *testing.T) {
 	var said []string
 	var mu sync.Mutex
 	p := r.beginStage("build", func(s string) { mu.Lock(); said = append(said, s); mu.Unlock() })
-	log := r.ev.Path("build/build.log")
+	log := r.ev.Path(schema.BuildLog)
 	p.watch(log)
 	require.Eventually(t, func() bool { return len(out.all()) > 0 }, 5*time.Second, 5*time.Millisecond)
 	assert.Contains(t, out.all()[0], "qualkit: r1 build +")

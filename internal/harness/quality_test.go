@@ -115,13 +115,13 @@ func TestPairLatentsHeldToTheCase(t *testing.T) {
 			spec, _ := FakeFamily{}.Describe(Env{}, Row{})
 			r := &row{env: Env{Work: work}, ev: &RowEvidence{Dir: t.TempDir()}, spec: spec}
 			require.NoError(t, os.MkdirAll(r.ev.Path("serve"), 0o755))
-			require.NoError(t, os.WriteFile(r.ev.Path("serve/records.jsonl"), []byte(tc.records+"\n"), 0o644))
-			p := &schema.QualityPair{}
-			err := r.pairLatents(pair, "r1", p)
-			assert.Equal(t, noise, p.CaseLatentsSHA256)
+			require.NoError(t, os.WriteFile(r.ev.Path(schema.RecordsFile), []byte(tc.records+"\n"), 0o644))
+			l := r.gatherLatents(pair, "r1")
+			err := judgeLatents(l, "r1")
+			assert.Equal(t, noise, l.CaseSHA256)
 			if tc.want == "" {
 				assert.NoError(t, err)
-				assert.Equal(t, noise, p.InitialLatentsSHA256)
+				assert.Equal(t, noise, l.Served)
 				return
 			}
 			assert.ErrorContains(t, err, tc.want)

@@ -14,10 +14,8 @@ func newOverhead(client, task schema.Quantiles) *schema.Overhead {
 	return &schema.Overhead{P50DiffMs: d, Fraction: d / client.P50}
 }
 
-// MarkdownHeader and Markdown render the stage-7-style result table.
-const MarkdownHeader = "| checkpoint | profile | backend | runtime | bundle sha256 | settings | measured + warmup | native/HTTP pixel matches | HTTP edit quality (worst) | client errors | HTTP p50 / p95 (s) | Task p50 / p95 (s) | images/s | correctness executed / skipped | status |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-
+// MarkdownRow renders a result as one line of row.md's table, one cell per
+// schema.RowColumns.
 func MarkdownRow(r *schema.Result) string {
 	dash := "-"
 	sha, counts, errs, identity, httpq, taskq, ips, corr := dash, dash, dash, dash, dash, dash, dash, dash

@@ -30,16 +30,13 @@ type row struct {
 	bundleSHA   string
 	entry       *entryLock // the read lock on the bundle's cache entry, held until the row ends
 	server      serving.Server
-	scratch     string         // the server's scratch folder (ServeSpec.Scratch)
-	proto       wire.Protocol  // how requests travel (the family's, else wire.OpenAI)
-	img         *serving.Image // the family's image, once prepared
-	export      *Export
-	httpPNG     map[string][]byte // request id -> PNG the HTTP response carried
-	clientMs    map[string]float64
-	taskMs      map[string]float64
-	failed      string        // first stage that failed
-	why         string        // what Classify said of it
-	failedAt    time.Duration // how far into that stage
+	scratch     string           // the server's scratch folder (ServeSpec.Scratch)
+	proto       wire.Protocol    // how requests travel (the family's, else wire.OpenAI)
+	img         *serving.Image   // the family's image, once prepared
+	benchmarked *benchmarkResult // what the benchmark stage hands to quality and identity
+	failed      string           // first stage that failed
+	why         string           // what Classify said of it
+	failedAt    time.Duration    // how far into that stage
 	skipReason  string
 	result      *schema.Result
 	prog        *progress // the running stage's; nil between stages
@@ -77,14 +74,14 @@ type stage struct {
 // Stages is the pipeline, in order. Influence runs while the server is still up, since
 // it needs HTTP, and stops it when done, so the native Task has the GPU to itself.
 var stages = []stage{
-	{"preflight", (*row).preflight},
-	{"build", (*row).build},
-	{"correctness", (*row).correctness},
-	{"serve", (*row).serve},
-	{"benchmark", (*row).benchmark},
-	{"quality", (*row).quality},
-	{"influence", (*row).influence},
-	{"identity", (*row).identity},
+	{schema.StagePreflight, (*row).preflight},
+	{schema.StageBuild, (*row).build},
+	{schema.StageCorrectness, (*row).correctness},
+	{schema.StageServe, (*row).serve},
+	{schema.StageBenchmark, (*row).benchmark},
+	{schema.StageQuality, (*row).quality},
+	{schema.StageInfluence, (*row).influence},
+	{schema.StageIdentity, (*row).identity},
 }
 
 // StageNames lists the subtests every row runs, in order (the report last).
@@ -93,7 +90,7 @@ func StageNames() []string {
 	for _, st := range stages {
 		names = append(names, st.name)
 	}
-	return append(names, "report")
+	return append(names, schema.StageReport)
 }
 
 // runName is the row's name for this run of it: the row's own the first time, then
@@ -275,8 +272,8 @@ func (s subtests) report(body func() error) (ran bool) {
 		err := body()
 		r := s.r
 		r.attrs(t)
-		t.Logf("%s%s", MarkdownHeader, MarkdownRow(r.result))
-		t.Logf("sha256 of %s/%s: %s (the anchor that proves every file of the row)", r.ev.Dir, ChecksumFile, r.sumsSHA)
+		t.Logf("%s%s", schema.RowMarkdownHeader(), MarkdownRow(r.result))
+		t.Logf("sha256 of %s/%s: %s (the anchor that proves every file of the row)", r.ev.Dir, schema.ChecksumFile, r.sumsSHA)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +348,7 @@ func (r *row) beyondCorrectnessOnly(stage string) bool {
 // a skip), times it and records its outcome. The error names stage and row.
 func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 	start := time.Now()
-	res := schema.StageResult{Name: st.name, Status: "not-run", Start: start.UTC()}
+	res := schema.StageResult{Name: st.name, Status: schema.NotRun, Start: start.UTC()}
 	defer func() {
 		res.WallS = time.Since(start).Seconds()
 		r.result.Stages = append(r.result.Stages, res)
@@ -372,7 +369,7 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 		// what began early for a later stage ends with it, as with any failed stage
 		// (nothing will wait for it; the checker bounds it by the stages it ran across).
 		r.stopBackground()
-		res.Status, r.failed = "fail", st.name
+		res.Status, r.failed = schema.Fail, st.name
 		res.Kind, r.why = Classify(ctx, st.name, ctx.Err())
 		res.Error = fmt.Sprintf("%s (%s) before the stage began", res.Kind, r.why)
 		return fmt.Errorf("%s %s: %s", st.name, r.c.Name, res.Error)
@@ -396,12 +393,12 @@ func (r *row) runStage(ctx context.Context, st stage, say func(string)) error {
 		if full := r.s.Evidence.diskFull(); full != nil {
 			err = fmt.Errorf("%v\n%w", full, err)
 		}
-		res.Status, res.Error, r.failed = "fail", err.Error(), st.name
+		res.Status, res.Error, r.failed = schema.Fail, err.Error(), st.name
 		res.Kind, r.why = Classify(ctx, st.name, err)
 		r.failedAt = time.Since(start)
 		return fmt.Errorf("%s %s (%s: %s): %w", st.name, r.c.Name, res.Kind, r.why, err)
 	}
-	res.Status = "pass"
+	res.Status = schema.Pass
 	return nil
 }
 
@@ -451,10 +448,10 @@ func (r *row) writeReport() error {
 		res.Status, res.Reason = schema.StatusQualified, ""
 	}
 	res.TimeBudget = r.timeBudget()
-	if err := r.ev.WriteJSON("results.json", res); err != nil {
+	if err := r.ev.WriteJSON(schema.ResultsFile, res); err != nil {
 		return fmt.Errorf("report %s: %w", r.c.Name, err)
 	}
-	if err := r.ev.WriteFile("row.md", []byte(MarkdownHeader+MarkdownRow(res))); err != nil {
+	if err := r.ev.WriteFile(schema.RowMarkdown, []byte(schema.RowMarkdownHeader()+MarkdownRow(res))); err != nil {
 		return fmt.Errorf("report %s: %w", r.c.Name, err)
 	}
 	if rep := r.s.cfg.Reporter; rep != nil {

@@ -12,9 +12,6 @@ import (
 	"qualkit/internal/schema"
 )
 
-// imageBuildLog is where a row's image build writes, whichever stage needs it first.
-const imageBuildLog = "serve/image-build.log"
-
 // inImage says whether a stage's commands run in the family's container image: the one
 // place that decides. The server, the native Task and the preflight probes of a
 // container row do, and the stages the family's ContainerImage names.
@@ -120,7 +117,7 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 	}
 	r.prog.printf("preparing the image (%s)", orDash(what))
 	unlock := r.s.lockKey("image\x00" + ci.Ref + "\x00" + ci.Context + "\x00" + ci.Dockerfile + "\x00" + strings.Join(ci.CopyRoots, "\x00")) // rows side by side prepare it once at a time
-	img, err := serving.PrepareImage(ctx, spec, r.s.Evidence.RunID, r.c.Name, r.ev.Path(imageBuildLog), serving.WithRecorder(r.ev, stage))
+	img, err := serving.PrepareImage(ctx, spec, r.s.Evidence.RunID, r.c.Name, r.ev.Path(schema.ImageBuildLog), serving.WithRecorder(r.ev, stage))
 	unlock()
 	info := &schema.ContainerInfo{ImageID: img.ID, ImageRef: img.Ref, BuildS: img.BuildS}
 	if img.Context != nil {

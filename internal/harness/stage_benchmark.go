@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 )
 
 // benchmark runs AIPerf, then checks what AIPerf does not: every response is a real PNG
@@ -28,62 +29,181 @@ func (r *row) benchmark(ctx context.Context) error {
 	followed := make(chan struct{})
 	go func() {
 		defer close(followed)
-		r.prog.followRecords(r.ev.Path("serve/records.jsonl"), total, stopFollow)
+		r.prog.followRecords(r.ev.Path(schema.RecordsFile), total, stopFollow)
 	}()
-	r.prog.watch(r.ev.Path("aiperf/aiperf.log"))
+	r.prog.watch(r.ev.Path(schema.AIPerfLog))
 	_, runErr := r.waitBenchmark(ctx)
 	close(stopFollow)
 	<-followed
-	artifacts := filepath.Join(r.ev.Dir, "aiperf", "artifacts")
-	ex, exErr := ReadExport(artifacts)
-	if ex == nil {
-		if runErr != nil {
-			return fmt.Errorf("aiperf: %w", runErr)
-		}
-		return exErr
+	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.AIPerfArtifacts))
+	in := benchmarkInput{RunErr: runErr, Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Size: r.result.Settings["size"], Timing: r.spec.Timing}
+	in.Export, in.ExportErr = ReadExport(artifacts)
+	if in.Export != nil {
+		r.gatherBenchmark(&in)
 	}
-	r.export = ex
-	r.result.ClientErrors = new(int)
+	v := judgeBenchmark(in)
+	if in.Export == nil {
+		return v.Err
+	}
+	b := &benchmarkResult{export: in.Export, httpPNG: map[string][]byte{}}
+	r.benchmarked = b
+	r.result.ClientErrors = &v.ClientErrors
+	for _, o := range v.Outputs {
+		b.httpPNG[o.RequestID] = o.PNG
+		if err := r.ev.WriteFile(schema.IdentityPNG(o.Index, o.Phase, schema.SideHTTP), o.PNG); err != nil {
+			return err
+		}
+	}
+	if t := v.Timing; t != nil {
+		b.clientMs, b.taskMs = t.ClientMs, t.TaskMs
+		if t.HTTP != nil {
+			r.result.HTTP, r.result.Task, r.result.TaskSource = t.HTTP, t.Task, t.Source
+			r.result.Overhead, r.result.ImagesPerS, r.result.FirstRequest = t.Overhead, t.ImagesPerS, t.FirstRequest
+		}
+	}
+	return v.Err
+}
 
+// benchmarkResult is what the benchmark stage hands to the stages after it: AIPerf's
+// export, the PNG each valid HTTP response carried and the measured requests' client
+// and Task times, by request id.
+type benchmarkResult struct {
+	export           *Export
+	httpPNG          map[string][]byte
+	clientMs, taskMs map[string]float64
+}
+
+// gatherBenchmark reads what judging AIPerf's export needs beyond it: what each
+// answered request sent and the PNG its response names (in the body, or a file under
+// the server's scratch folder), and the server's records where the row's Task times
+// come from them or are held to them.
+func (r *row) gatherBenchmark(in *benchmarkInput) {
+	in.Responses = make([]benchmarkResponse, len(in.Export.Raw))
+	for i, rec := range in.Export.Raw {
+		if rec.Failed() {
+			continue
+		}
+		resp := &in.Responses[i]
+		if resp.Sent, resp.SentErr = r.sent(rec); resp.SentErr != nil {
+			continue
+		}
+		resp.PNG, resp.OutputErr = r.output(rec.Body(), rec.Metadata.XRequestID)
+	}
+	ts, records := in.Timing, r.ev.Path(schema.RecordsFile)
+	if ts.Body == "" || ts.Records != "" {
+		in.RecordTasks, in.RecordTasksErr = tasksFromRecords(ts, records)
+	}
+	if ts.Body != "" && ts.RecordID != "" {
+		in.RecordIDs, in.RecordIDsErr = recordIDs(ts, records)
+	}
+}
+
+// benchmarkResponse is what one answered request sent (decoded through the row's
+// protocol) and the PNG its response names, each with the error of reading it.
+type benchmarkResponse struct {
+	Sent      wire.Request
+	SentErr   error
+	PNG       []byte
+	OutputErr error
+}
+
+// benchmarkInput is what the benchmark left: AIPerf's command error and export (nil
+// when it wrote none readable, ExportErr why), a response per raw record (in its
+// order; none for a failed one), the server's records as the row's timing source
+// reads them, and what the row asked for.
+type benchmarkInput struct {
+	RunErr           error
+	Export           *Export
+	ExportErr        error
+	Responses        []benchmarkResponse
+	Measured, Warmup int
+	Size             string
+	Timing           TimingSource
+	RecordTasks      map[string]float64 // Task times by request id, when the records are read for them
+	RecordTasksErr   error
+	RecordIDs        map[string]bool // request ids of the records, when the body is the source and they are joined
+	RecordIDsErr     error
+}
+
+// benchmarkOutput is a valid HTTP output: a PNG of the requested size, not the sent image.
+type benchmarkOutput struct {
+	Index     int // in the raw export
+	RequestID string
+	Phase     string
+	PNG       []byte
+}
+
+// benchmarkTiming is the client latency and server Task time of the measured requests,
+// and, when every one has both, the headline numbers.
+type benchmarkTiming struct {
+	ClientMs, TaskMs map[string]float64
+	HTTP, Task       *schema.Quantiles // nil when a time is missing or two sources disagree
+	Source           *schema.TimingSource
+	Overhead         *schema.Overhead
+	ImagesPerS       float64
+	FirstRequest     *schema.FirstRequest
+}
+
+// benchmarkVerdict is what the benchmark stage states: AIPerf's failed requests, the
+// valid outputs (in the raw export's order), the timing (nil when the server's records
+// could not be read), and why the stage fails.
+type benchmarkVerdict struct {
+	ClientErrors int
+	Outputs      []benchmarkOutput
+	Timing       *benchmarkTiming
+	Err          error
+}
+
+// judgeBenchmark checks what AIPerf does not: the requests the row asked for, none
+// failed, every response a PNG of the requested size that is not the sent image, and
+// every measured request both a client latency and a server Task time.
+func judgeBenchmark(in benchmarkInput) benchmarkVerdict {
+	var v benchmarkVerdict
+	ex := in.Export
+	if ex == nil {
+		if in.RunErr != nil {
+			v.Err = fmt.Errorf("aiperf: %w", in.RunErr)
+		} else {
+			v.Err = in.ExportErr
+		}
+		return v
+	}
 	var problems []string
-	if exErr != nil {
-		problems = append(problems, exErr.Error())
+	if in.ExportErr != nil {
+		problems = append(problems, in.ExportErr.Error())
 	}
 	warm, prof := ex.Phase(schema.PhaseWarmup), ex.Phase(schema.PhaseProfiling)
-	if len(prof) != r.c.Bench.Measured || len(warm) != r.c.Bench.Warmup {
+	if len(prof) != in.Measured || len(warm) != in.Warmup {
 		problems = append(problems, fmt.Sprintf("AIPerf recorded %d measured + %d warmup requests, the row asks for %d + %d",
-			len(prof), len(warm), r.c.Bench.Measured, r.c.Bench.Warmup))
+			len(prof), len(warm), in.Measured, in.Warmup))
 	}
 	for _, rec := range ex.Raw {
 		if rec.Failed() {
-			*r.result.ClientErrors++
+			v.ClientErrors++
 			problems = append(problems, fmt.Sprintf("request %s (%s) failed: status %d %s", rec.Metadata.XRequestID, rec.Metadata.BenchmarkPhase, rec.Status, errorText(rec)))
 		}
 	}
-	size := r.result.Settings["size"]
-	r.httpPNG = map[string][]byte{}
 	for i, rec := range ex.Raw {
 		if rec.Failed() {
 			continue
 		}
-		png, err := r.checkOutput(rec, size)
+		png, err := judgeOutput(in.Responses[i], in.Size)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("request %s (%s): %v", rec.Metadata.XRequestID, rec.Metadata.BenchmarkPhase, err))
 			continue
 		}
-		r.httpPNG[rec.Metadata.XRequestID] = png
-		if err := r.ev.WriteFile(fmt.Sprintf("identity/%02d-%s-http.png", i, rec.Metadata.BenchmarkPhase), png); err != nil {
-			return err
-		}
+		v.Outputs = append(v.Outputs, benchmarkOutput{Index: i, RequestID: rec.Metadata.XRequestID, Phase: rec.Metadata.BenchmarkPhase, PNG: png})
 	}
-	problems = append(problems, r.timing(prof)...)
-	if len(problems) == 0 && runErr != nil {
-		problems = append(problems, "aiperf failed: "+runErr.Error())
+	var timing []string
+	v.Timing, timing = judgeTiming(in, prof)
+	problems = append(problems, timing...)
+	if len(problems) == 0 && in.RunErr != nil {
+		problems = append(problems, "aiperf failed: "+in.RunErr.Error())
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%d problem(s):\n  - %s", len(problems), strings.Join(problems, "\n  - "))
+		v.Err = fmt.Errorf("%d problem(s):\n  - %s", len(problems), strings.Join(problems, "\n  - "))
 	}
-	return nil
+	return v
 }
 
 func errorText(rec RawRecord) string {
@@ -93,28 +213,26 @@ func errorText(rec RawRecord) string {
 	return clip(rec.Body(), 300)
 }
 
-// checkOutput is the format gate on one HTTP response: a PNG of the requested size that
+// judgeOutput is the format gate on one HTTP response: a PNG of the requested size that
 // is not the request's own image. What it shows is the quality stage's to judge.
-func (r *row) checkOutput(rec RawRecord, size string) ([]byte, error) {
-	sent, err := r.sent(rec)
-	if err != nil {
-		return nil, err
+func judgeOutput(resp benchmarkResponse, size string) ([]byte, error) {
+	if resp.SentErr != nil {
+		return nil, resp.SentErr
 	}
-	png, err := r.output(rec.Body(), rec.Metadata.XRequestID)
-	if err != nil {
-		return nil, fmt.Errorf("%q: %w", sent.Prompt, err)
+	if resp.OutputErr != nil {
+		return nil, fmt.Errorf("%q: %w", resp.Sent.Prompt, resp.OutputErr)
 	}
-	if bytes.Equal(png, sent.Image) {
+	if bytes.Equal(resp.PNG, resp.Sent.Image) {
 		return nil, fmt.Errorf("output is the input image unchanged (same bytes)")
 	}
-	out, err := DecodePNG(png)
+	out, err := DecodePNG(resp.PNG)
 	if err != nil {
 		return nil, err
 	}
 	if got := ImageSize(out); got != size {
 		return nil, fmt.Errorf("output is %s, the request asked for size %s", got, size)
 	}
-	return png, nil
+	return resp.PNG, nil
 }
 
 // aiperfAfterServer is how long AIPerf may run on once the server has died.
@@ -155,13 +273,13 @@ func (r *row) startBenchmark(ctx context.Context, during, url string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.ev.WriteFile("aiperf/inputs.jsonl", input); err != nil {
+	if err := r.ev.WriteFile(schema.AIPerfInputs, input); err != nil {
 		return err
 	}
 	run := AIPerfRun{
-		URL: url, Model: r.c.Model, Input: r.ev.Path("aiperf/inputs.jsonl"), Endpoint: r.proto.AIPerfEndpoint(r.fx.ExtraInputs()),
+		URL: url, Model: r.c.Model, Input: r.ev.Path(schema.AIPerfInputs), Endpoint: r.proto.AIPerfEndpoint(r.fx.ExtraInputs()),
 		Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
-		ArtifactDir: filepath.Join(r.ev.Dir, "aiperf", "artifacts"), RequestTimeout: r.c.Deadline.Request,
+		ArtifactDir: filepath.Join(r.ev.Dir, filepath.FromSlash(schema.AIPerfArtifacts)), RequestTimeout: r.c.Deadline.Request,
 	}
 	total := r.c.Bench.Measured + r.c.Bench.Warmup
 	limit := time.Duration(total)*r.c.Deadline.Request + 5*time.Minute
@@ -177,7 +295,7 @@ func (r *row) startBenchmark(ctx context.Context, during, url string) error {
 	if rp := r.s.cfg.Reaper; rp != nil {
 		rp.Remove(run.TempDir) // it may lie outside this process's temp folder (aiperfTempBase)
 	}
-	b, err := r.startJob(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), "aiperf/aiperf.log", limit,
+	b, err := r.startJob(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), schema.AIPerfLog, limit,
 		func() { os.RemoveAll(run.TempDir) })
 	if err != nil {
 		return err
@@ -186,12 +304,13 @@ func (r *row) startBenchmark(ctx context.Context, during, url string) error {
 	return nil
 }
 
-// timing joins AIPerf's client latency with the server's Task time for every measured
-// request. The two stay separate columns: neither is derived from the other.
-func (r *row) timing(prof []RawRecord) []string {
+// judgeTiming joins AIPerf's client latency with the server's Task time for every
+// measured request (prof). The two stay separate columns: neither is derived from the
+// other. It returns no timing when the server's records could not be read.
+func judgeTiming(in benchmarkInput, prof []RawRecord) (*benchmarkTiming, []string) {
 	var problems []string
 	client := map[string]float64{}
-	for _, p := range r.export.Profile {
+	for _, p := range in.Export.Profile {
 		if p.Metadata.BenchmarkPhase != schema.PhaseProfiling {
 			continue
 		}
@@ -199,14 +318,10 @@ func (r *row) timing(prof []RawRecord) []string {
 			client[p.Metadata.XRequestID] = ms
 		}
 	}
-	ts := r.spec.Timing
+	ts := in.Timing
 	task := map[string]float64{}
-	var fromRecords map[string]float64
-	if ts.Body == "" {
-		var err error
-		if fromRecords, err = tasksFromRecords(ts, r.ev.Path("serve/records.jsonl")); err != nil {
-			return []string{err.Error()}
-		}
+	if ts.Body == "" && in.RecordTasksErr != nil {
+		return nil, []string{in.RecordTasksErr.Error()}
 	}
 	var clientMs, taskMs []float64
 	for _, rec := range prof {
@@ -221,7 +336,7 @@ func (r *row) timing(prof []RawRecord) []string {
 			t, err = taskFromBody(ts, rec.Body())
 		} else {
 			var ok bool
-			if t, ok = fromRecords[id]; !ok {
+			if t, ok = in.RecordTasks[id]; !ok {
 				err = fmt.Errorf("no records line with request id %s (does the server honour X-Request-ID?)", id)
 			}
 		}
@@ -235,36 +350,34 @@ func (r *row) timing(prof []RawRecord) []string {
 		}
 	}
 	if ts.Body != "" && ts.RecordID != "" {
-		ids, err := recordIDs(ts, r.ev.Path("serve/records.jsonl"))
-		if err != nil {
-			return append(problems, err.Error())
+		if in.RecordIDsErr != nil {
+			return nil, append(problems, in.RecordIDsErr.Error())
 		}
 		for _, rec := range prof {
-			if id := rec.Metadata.XRequestID; !ids[id] {
+			if id := rec.Metadata.XRequestID; !in.RecordIDs[id] {
 				problems = append(problems, fmt.Sprintf("request %s: no records line with that request id: does the server honour X-Request-ID?", id))
 			}
 		}
 	}
 	if ts.Body != "" && ts.Records != "" {
 		// Two reports of one measurement: the body's and the records line's must agree.
-		fromRecords, err := tasksFromRecords(ts, r.ev.Path("serve/records.jsonl"))
-		if err != nil {
-			return append(problems, err.Error())
+		if in.RecordTasksErr != nil {
+			return nil, append(problems, in.RecordTasksErr.Error())
 		}
 		for _, rec := range prof {
 			id := rec.Metadata.XRequestID
-			if v, ok := fromRecords[id]; ok && !sameMs(v, task[id]) {
+			if v, ok := in.RecordTasks[id]; ok && !sameMs(v, task[id]) {
 				problems = append(problems, fmt.Sprintf("request %s: the response body says %s = %v ms, its records line %s = %v ms", id, ts.Body, task[id], ts.Records, v))
 			}
 		}
 	}
-	r.clientMs, r.taskMs = client, task
+	t := &benchmarkTiming{ClientMs: client, TaskMs: task}
 	if len(problems) == 0 && len(prof) > 0 {
-		h, t := NewQuantiles(clientMs), NewQuantiles(taskMs)
-		r.result.HTTP, r.result.Task, r.result.TaskSource = &h, &t, ts.Schema()
-		r.result.Overhead = newOverhead(h, t)
-		r.result.ImagesPerS = ImagesPerSecond(prof)
-		r.result.FirstRequest = FirstRequest(r.export.Raw, r.export.Profile)
+		h, q := NewQuantiles(clientMs), NewQuantiles(taskMs)
+		t.HTTP, t.Task, t.Source = &h, &q, ts.Schema()
+		t.Overhead = newOverhead(h, q)
+		t.ImagesPerS = ImagesPerSecond(prof)
+		t.FirstRequest = FirstRequest(in.Export.Raw, in.Export.Profile)
 	}
-	return problems
+	return t, problems
 }

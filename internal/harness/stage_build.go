@@ -61,7 +61,7 @@ func (r *row) buildNow(ctx context.Context) error {
 	r.result.Bundle = info
 	dir := filepath.Join(r.s.cfg.Root, ".cache", "bundles", key)
 	final := filepath.Join(dir, r.c.Profile+".bundle")
-	meta := filepath.Join(dir, "bundle.json")
+	meta := filepath.Join(dir, entryFile)
 	partial := filepath.Join(dir, fmt.Sprintf(".partial-%d", os.Getpid()))
 	out := filepath.Join(partial, r.c.Profile+".bundle")
 	ref := r.fx.ImagePath(r.fx.Pairs[0].Image)
@@ -70,7 +70,7 @@ func (r *row) buildNow(ctx context.Context) error {
 		// recorded when that case passed, and never taken from the cache.
 		info.ByCorrectness = true
 		r.buildProg.printf("the bundle is built by the family's correctness case (next stage)")
-		return r.ev.WriteJSON("build/bundle.json", info)
+		return r.ev.WriteJSON(schema.BundleFile, info)
 	}
 
 	// Rows running side by side may build the same bundle: one builds, the others
@@ -123,7 +123,7 @@ func (r *row) buildNow(ctx context.Context) error {
 	}
 	info.Bytes = pathSize(final)
 	r.bundle, r.bundleSHA = final, info.SHA256
-	return r.ev.WriteJSON("build/bundle.json", info)
+	return r.ev.WriteJSON(schema.BundleFile, info)
 }
 
 // buildEntry builds the bundle into the cache entry dir (held with the write lock):
@@ -156,7 +156,7 @@ func (r *row) buildBundle(ctx context.Context, info *schema.BundleInfo, folder, 
 		return fmt.Errorf("bundle: %w", err)
 	}
 	start := time.Now()
-	if _, err := r.job(ctx, schema.StageBuild, cmd, "build/build.log", append(at(false, folder), at(true, filepath.Dir(ref))...)...); err != nil {
+	if _, err := r.job(ctx, schema.StageBuild, cmd, schema.BuildLog, append(at(false, folder), at(true, filepath.Dir(ref))...)...); err != nil {
 		return fmt.Errorf("bundle: %w", err)
 	}
 	info.BuildS = time.Since(start).Seconds()
@@ -176,6 +176,10 @@ func (r *row) unlockEntry() {
 	r.entry.unlock()
 	r.entry = nil
 }
+
+// entryFile is a bundle cache entry's record of its bundle, beside it in
+// .cache/bundles/<key>/: the BundleInfo of the row that built it (not evidence).
+const entryFile = "bundle.json"
 
 // runIDName is what a run id may be as a folder name (20261203T151833Z-3754-a1b2c3).
 var runIDName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
@@ -215,17 +219,17 @@ func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, erro
 		return nil, fmt.Errorf("the entry names no run and row that built it (built_by %q)", entry.BuiltBy)
 	}
 	rowDir := filepath.Join(filepath.Dir(s.Evidence.Dir), run, row)
-	rec, err := os.ReadFile(filepath.Join(rowDir, "build", "bundle.json"))
+	rec, err := os.ReadFile(filepath.Join(rowDir, filepath.FromSlash(schema.BundleFile)))
 	if err != nil {
 		return nil, fmt.Errorf("the run that built it (%s) has no evidence to vouch for it: %w", entry.BuiltBy, err)
 	}
 	var built schema.BundleInfo
 	if err := json.Unmarshal(rec, &built); err != nil || built.SHA256 != entry.SHA256 || built.CacheKey != key {
-		return nil, fmt.Errorf("%s/build/bundle.json records sha256 %q for key %q, not this bundle", entry.BuiltBy, built.SHA256, built.CacheKey)
+		return nil, fmt.Errorf("%s/%s records sha256 %q for key %q, not this bundle", entry.BuiltBy, schema.BundleFile, built.SHA256, built.CacheKey)
 	}
-	sums, err := os.ReadFile(filepath.Join(rowDir, ChecksumFile))
-	if err != nil || !strings.Contains("\n"+string(sums), "\n"+bytesSHA256(rec)+"  build/bundle.json\n") {
-		return nil, fmt.Errorf("%s/%s does not list its build/bundle.json as it is", entry.BuiltBy, ChecksumFile)
+	sums, err := os.ReadFile(filepath.Join(rowDir, schema.ChecksumFile))
+	if err != nil || !strings.Contains("\n"+string(sums), "\n"+bytesSHA256(rec)+"  "+schema.BundleFile+"\n") {
+		return nil, fmt.Errorf("%s/%s does not list its %s as it is", entry.BuiltBy, schema.ChecksumFile, schema.BundleFile)
 	}
 	// Its lists can be recomputed by whoever planted the bundle: the run must pass the
 	// checker whole with its anchor outside the folder (Reporter.Vouch).
@@ -353,7 +357,7 @@ func (s *Suite) markBuilt(key string) {
 func (r *row) tools(ctx context.Context, tools []Command) error {
 	defer r.s.lockKey("tools\x00" + r.c.Family)()
 	for i, cmd := range tools {
-		rec, err := r.job(ctx, schema.StageBuild, cmd, fmt.Sprintf("build/tools-%d.log", i+1))
+		rec, err := r.job(ctx, schema.StageBuild, cmd, schema.ToolsLog(i+1))
 		r.toolsS += rec.WallS
 		if err != nil {
 			return fmt.Errorf("family tools: %w", err)

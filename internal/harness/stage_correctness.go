@@ -77,38 +77,36 @@ func isRegular(p string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// caseScratch is the correctness case's scratch folder in the row's work folder (not
+// evidence): CorrectnessSpec.Scratch.
+const caseScratch = "correctness"
+
 // correctness runs the family's own case, unchanged, on the exact bundle, and proves the
 // bundle was not touched while it ran.
 func (r *row) correctness(ctx context.Context) error {
-	artifacts := filepath.Join(r.ev.Dir, "correctness", "artifacts")
-	scratch := filepath.Join(r.env.Work, "correctness")
+	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.CorrectnessArtifacts))
+	scratch := filepath.Join(r.env.Work, caseScratch)
 	for _, d := range []string{artifacts, scratch} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
-	cc, err := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path("correctness/junit.xml"), Artifacts: artifacts, Scratch: scratch})
+	cc, err := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path(schema.CorrectnessJUnit), Artifacts: artifacts, Scratch: scratch})
 	if err != nil {
 		return fmt.Errorf("correctness case: %w", err)
 	}
 	byCase := r.result.Bundle != nil && r.result.Bundle.ByCorrectness
-	if byCase != (cc.Bundle != "") {
-		return fmt.Errorf("the family's build and correctness case disagree on who builds the bundle (build command empty: %v, case names a bundle: %q)", byCase, cc.Bundle)
-	}
 	// results.json states the case's counts only once its JUnit gave them: a case cut
 	// before it wrote one (interrupted, killed) has none to state.
 	corr := &schema.Correctness{Declared: cc.Cases}
-	if len(cc.Cases) == 0 {
+	d := judgeCaseDeclaration(caseDeclaration{BuildByCase: byCase, Bundle: cc.Bundle, Cases: cc.Cases, Result: cc.Result, RowDir: r.ev.Dir, Artifacts: artifacts})
+	if d.Record {
 		r.result.Correctness = corr
-		return GateCases(schema.CaseCounts{}, nil)
 	}
-	if cc.Result != "" {
-		rel, err := filepath.Rel(r.ev.Dir, cc.Result)
-		if err != nil || !strings.HasPrefix(filepath.ToSlash(rel), "correctness/artifacts/") {
-			return fmt.Errorf("the family's correctness result file %s is not under the case's artifacts folder %s", cc.Result, artifacts)
-		}
-		corr.ResultFile = filepath.ToSlash(rel)
+	if d.Err != nil {
+		return d.Err
 	}
+	corr.ResultFile = d.ResultFile
 	// The case's own code as it ran: its test files and the conftest.py files pytest
 	// loads for them.
 	if corr.CaseFiles, err = caseFiles(cc.TestFiles, cc.Command.Dir); err != nil {
@@ -121,50 +119,132 @@ func (r *row) correctness(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Correctness)
 	defer cancel()
-	mounts := at(false, r.ev.Path("correctness"), scratch)
+	mounts := at(false, r.ev.Path(schema.CorrectnessDir), scratch)
 	if !byCase {
 		mounts = append(mounts, at(true, filepath.Dir(r.bundle))...)
 	}
-	rec, runErr := r.job(ctx, schema.StageCorrectness, cc.Command, "correctness/output.log", mounts...)
+	rec, runErr := r.job(ctx, schema.StageCorrectness, cc.Command, schema.CorrectnessLog, mounts...)
 	r.caseS = rec.WallS
 	if corr.Artifacts, err = treeHashes(r.ev.Dir, artifacts); err != nil {
 		return fmt.Errorf("correctness artifacts: %w", err)
 	}
+	out := caseOutcome{Declared: cc.Cases, BuildByCase: byCase, BundleBefore: r.bundleSHA, RunErr: runErr, ResultFile: cc.Result}
 	if !byCase {
-		after, err := pathSHA256(r.bundle)
-		if err != nil {
-			return fmt.Errorf("bundle after correctness: %w", err)
-		}
-		if after != r.bundleSHA {
-			return fmt.Errorf("bundle changed while the correctness case ran: sha256 %s before, %s after", r.bundleSHA, after)
-		}
+		out.BundleAfter, out.BundleErr = pathSHA256(r.bundle)
 	}
-	counts, err := ReadJUnit(cc.JUnit)
-	if err != nil {
-		if runErr != nil {
-			return fmt.Errorf("%w (and the case wrote no readable JUnit: %v)", runErr, err)
-		}
-		return err
-	}
-	corr.CaseCounts = counts
-	r.result.Correctness = corr
-	if err := GateCases(counts, cc.Cases); err != nil {
-		return err
-	}
-	if runErr != nil {
-		return fmt.Errorf("every case passed but the command failed: %w", runErr)
-	}
+	out.Counts, out.JUnitErr = ReadJUnit(cc.JUnit)
 	if cc.Result != "" {
-		if err := CheckResultFile(cc.Result); err != nil {
-			return err
-		}
-	} else if err := undeclaredResult(corr.Artifacts); err != nil {
-		return err
+		out.Result, out.ResultErr = os.ReadFile(cc.Result)
+	}
+	out.Artifacts = corr.Artifacts
+	v := judgeCase(out)
+	if v.Counts != nil {
+		corr.CaseCounts = *v.Counts
+		r.result.Correctness = corr
+	}
+	if v.Err != nil {
+		return v.Err
 	}
 	if byCase {
 		return r.caseBundle(cc.Bundle)
 	}
 	return nil
+}
+
+// caseDeclaration is what the family's correctness case says of itself before it runs.
+type caseDeclaration struct {
+	BuildByCase bool     // the build stage left the bundle to the case (BundleInfo.ByCorrectness)
+	Bundle      string   // the bundle pattern the case names; "" when it builds none
+	Cases       []string // the JUnit ids it must execute
+	Result      string   // its own result file, absolute; "" when it writes none
+	RowDir      string   // the row's evidence folder
+	Artifacts   string   // the case's artifacts folder in it
+}
+
+// caseDeclarationVerdict is whether the case may run: Err says why not; Record that
+// results.json states the declared cases although the case never ran; ResultFile is the
+// result file relative to the row folder.
+type caseDeclarationVerdict struct {
+	ResultFile string
+	Record     bool
+	Err        error
+}
+
+// judgeCaseDeclaration requires the build and the case to agree on who builds the
+// bundle, the case to declare the ids it must execute, and its result file to lie in its
+// artifacts folder.
+func judgeCaseDeclaration(d caseDeclaration) caseDeclarationVerdict {
+	if d.BuildByCase != (d.Bundle != "") {
+		return caseDeclarationVerdict{Err: fmt.Errorf("the family's build and correctness case disagree on who builds the bundle (build command empty: %v, case names a bundle: %q)", d.BuildByCase, d.Bundle)}
+	}
+	if len(d.Cases) == 0 {
+		return caseDeclarationVerdict{Record: true, Err: GateCases(schema.CaseCounts{}, nil)}
+	}
+	if d.Result == "" {
+		return caseDeclarationVerdict{}
+	}
+	rel, err := filepath.Rel(d.RowDir, d.Result)
+	if err != nil || !strings.HasPrefix(filepath.ToSlash(rel), schema.CorrectnessArtifacts+"/") {
+		return caseDeclarationVerdict{Err: fmt.Errorf("the family's correctness result file %s is not under the case's artifacts folder %s", d.Result, d.Artifacts)}
+	}
+	return caseDeclarationVerdict{ResultFile: filepath.ToSlash(rel)}
+}
+
+// caseOutcome is what the correctness case's run left: its command's error, the
+// bundle's sha256 before and after it (when the case did not build it), its JUnit's
+// counts and its own result file, each with the error of reading it.
+type caseOutcome struct {
+	Declared                  []string
+	BuildByCase               bool
+	BundleBefore, BundleAfter string
+	BundleErr                 error
+	RunErr                    error
+	Counts                    schema.CaseCounts
+	JUnitErr                  error
+	ResultFile                string // "" when the family names none
+	Result                    []byte
+	ResultErr                 error
+	Artifacts                 []schema.FileHash // every file the case wrote in its artifacts folder
+}
+
+// caseVerdict is the correctness stage's: the counts results.json states (nil when the
+// case left no readable JUnit, or changed the bundle), and why the stage fails.
+type caseVerdict struct {
+	Counts *schema.CaseCounts
+	Err    error
+}
+
+// judgeCase passes a case that left the bundle as it was, executed exactly its declared
+// ids, each passing (GateCases), whose command succeeded and whose own result file says
+// "pass" (or that wrote none its family does not name).
+func judgeCase(o caseOutcome) caseVerdict {
+	if !o.BuildByCase {
+		if o.BundleErr != nil {
+			return caseVerdict{Err: fmt.Errorf("bundle after correctness: %w", o.BundleErr)}
+		}
+		if o.BundleAfter != o.BundleBefore {
+			return caseVerdict{Err: fmt.Errorf("bundle changed while the correctness case ran: sha256 %s before, %s after", o.BundleBefore, o.BundleAfter)}
+		}
+	}
+	if o.JUnitErr != nil {
+		if o.RunErr != nil {
+			return caseVerdict{Err: fmt.Errorf("%w (and the case wrote no readable JUnit: %v)", o.RunErr, o.JUnitErr)}
+		}
+		return caseVerdict{Err: o.JUnitErr}
+	}
+	v := caseVerdict{Counts: &o.Counts}
+	if v.Err = GateCases(o.Counts, o.Declared); v.Err != nil {
+		return v
+	}
+	switch {
+	case o.RunErr != nil:
+		v.Err = fmt.Errorf("every case passed but the command failed: %w", o.RunErr)
+	case o.ResultFile != "":
+		v.Err = judgeResultFile(o.ResultFile, o.Result, o.ResultErr)
+	default:
+		v.Err = undeclaredResult(o.Artifacts)
+	}
+	return v
 }
 
 // caseBundle takes the bundle the passed case built as the row's: the one real path the
@@ -182,7 +262,7 @@ func (r *row) caseBundle(pattern string) error {
 	info.Path, info.Bytes = path, pathSize(path)
 	r.bundle, r.bundleSHA = info.Path, info.SHA256
 	r.prog.printf("the case built the bundle %s (sha256 %s)", info.Path, info.SHA256[:12])
-	return r.ev.WriteJSON("build/bundle.json", info)
+	return r.ev.WriteJSON(schema.BundleFile, info)
 }
 
 // FindCaseBundle is the one bundle a passed case built, given the family's pattern: each

@@ -38,77 +38,154 @@ func (r *row) identity(ctx context.Context) error {
 	if sha, err := pathSHA256(r.bundle); err != nil || sha != r.bundleSHA {
 		return fmt.Errorf("the bundle changed while it was served: sha256 %s before, %s after (%v)", r.bundleSHA, sha, err)
 	}
-	fixtureBySHA := map[string]string{}
+	in := identityInput{Fixtures: map[string]bool{}, Want: r.c.Bench.Measured + r.c.Bench.Warmup}
 	for _, im := range r.fx.Images {
-		fixtureBySHA[im.SHA256] = im.File
+		in.Fixtures[im.SHA256] = true
 	}
-	sum := &schema.IdentitySummary{}
-	r.result.Identity = sum
-	var problems []string
+	// A stage stopped before its replays still states the requests it went through.
+	stopped := func(err error) error {
+		v := judgeIdentity(in)
+		r.result.Identity = &v.Summary
+		return err
+	}
 	var replays []*replay
-	for i, rec := range r.export.Raw {
+	at := map[*replay]int{} // each replay's request in in.Requests
+	bench := r.benchmarked
+	for i, rec := range bench.export.Raw {
 		id := rec.Metadata.XRequestID
 		sent, err := r.sent(rec)
 		if err != nil {
-			return err
+			return stopped(err)
 		}
-		req := schema.IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: sent.Prompt, ClientMs: r.clientMs[id], TaskMs: r.taskMs[id]}
-		sum.Total++
-		if _, ok := r.httpPNG[id]; !ok {
-			problems = append(problems, fmt.Sprintf("request %s: no valid HTTP output to compare", id))
-			sum.Requests = append(sum.Requests, req)
+		c := identityCase{Req: schema.IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: sent.Prompt, ClientMs: bench.clientMs[id], TaskMs: bench.taskMs[id]},
+			Input: sent.Image, HTTP: bench.httpPNG[id]}
+		if c.HTTP == nil {
+			in.Requests = append(in.Requests, c)
 			continue
 		}
-		req.InputSHA256 = bytesSHA256(sent.Image)
-		if _, ok := fixtureBySHA[req.InputSHA256]; !ok {
-			problems = append(problems, fmt.Sprintf("request %s: AIPerf sent an image (sha256 %s) that is no fixture: the bytes were re-encoded", id, req.InputSHA256[:12]))
+		c.Req.HTTPFile = schema.IdentityPNG(i, c.Req.Phase, schema.SideHTTP)
+		c.Req.NativeFile = schema.IdentityPNG(i, c.Req.Phase, schema.SideNative)
+		in.Requests = append(in.Requests, c)
+		img := filepath.Join(r.nativeInDir(), fmt.Sprintf("input-%02d", i))
+		if err := os.MkdirAll(filepath.Dir(img), 0o755); err != nil {
+			return stopped(err)
 		}
-		in := filepath.Join(r.nativeInDir(), fmt.Sprintf("input-%02d", i))
-		if err := os.MkdirAll(filepath.Dir(in), 0o755); err != nil {
-			return err
+		if err := os.WriteFile(img, sent.Image, 0o644); err != nil {
+			return stopped(err)
 		}
-		if err := os.WriteFile(in, sent.Image, 0o644); err != nil {
-			return err
-		}
-		req.HTTPFile = fmt.Sprintf("identity/%02d-%s-http.png", i, req.Phase)
-		req.NativeFile = fmt.Sprintf("identity/%02d-%s-native.png", i, req.Phase)
-		replays = append(replays, &replay{index: i, req: req, log: fmt.Sprintf("identity/%02d-native.log", i),
-			spec: NativeSpec{Bundle: r.bundle, Image: in, Prompt: sent.Prompt, Settings: sent.Settings, LatentSeed: sent.LatentSeed, Output: r.ev.Path(req.NativeFile)}})
+		rp := &replay{index: i, req: c.Req, log: schema.NativeLog(i),
+			spec: NativeSpec{Bundle: r.bundle, Image: img, Prompt: sent.Prompt, Settings: sent.Settings, LatentSeed: sent.LatentSeed, Output: r.ev.Path(c.Req.NativeFile)}}
+		replays = append(replays, rp)
+		at[rp] = len(in.Requests) - 1
 	}
 	// A native run that failed as a whole (interrupted, its process gone) leaves each
 	// replay it did not do failed with its error: the summary still lists every request.
-	nativeErr := r.runNatives(ctx, replays, sum)
-	if nativeErr != nil {
+	var native schema.IdentitySummary
+	in.NativeErr = r.runNatives(ctx, replays, &native)
+	if in.NativeErr != nil {
 		for _, rp := range replays {
 			if _, err := os.Stat(rp.spec.Output); rp.err == nil && err != nil {
-				rp.err = nativeErr
+				rp.err = in.NativeErr
 			}
 		}
 	}
 	r.replays = replays
 	for _, rp := range replays {
-		req := rp.req
-		if rp.err != nil {
-			problems = append(problems, fmt.Sprintf("request %s: native task: %v", req.RequestID, rp.err))
+		c := &in.Requests[at[rp]]
+		c.Err, c.Stated = rp.err, rp.stated
+		if rp.err == nil {
+			c.Native, c.NativeErr = os.ReadFile(rp.spec.Output)
+		}
+	}
+	in.Replayed = true
+	v := judgeIdentity(in)
+	v.Summary.Mode, v.Summary.LoadMs = native.Mode, native.LoadMs
+	r.result.Identity = &v.Summary
+	if err := r.ev.WriteJSON(schema.IdentityFile, &v.Summary); err != nil {
+		return err
+	}
+	return v.Err
+}
+
+// identityCase is one request AIPerf sent, as the identity stage compares it: what it
+// sent and the PNG its HTTP response carried (nil: none valid), and, for a request
+// replayed, what its native Task did.
+type identityCase struct {
+	// Req names the request (id, phase, prompt, its client and Task times), and for a
+	// replay its two files.
+	Req    schema.IdentityRequest
+	Input  []byte // the image the request sent
+	HTTP   []byte
+	Err    error  // the native Task failed
+	Native []byte // the PNG the native Task wrote
+	// NativeErr: the PNG could not be read.
+	NativeErr error
+	Stated    string // the sha256 the native Task says it wrote; "" when it states none
+}
+
+// identityInput is every request AIPerf sent (warmup too) in its raw export's order.
+// Replayed says the native Tasks ran (false: the stage stopped before them, and only the
+// requests are counted); NativeErr is the failure of the native run as a whole.
+type identityInput struct {
+	Requests  []identityCase
+	Fixtures  map[string]bool // the sha256 of every fixture image
+	Want      int             // the requests the row asks for, measured and warmup
+	Replayed  bool
+	NativeErr error
+}
+
+// identityVerdict is the comparison summary (every request, the native mode apart) and
+// why the stage fails.
+type identityVerdict struct {
+	Summary schema.IdentitySummary
+	Err     error
+}
+
+// judgeIdentity requires every request to have sent a fixture's exact bytes and to have
+// a valid HTTP output, its native replay to have written what it says it wrote, and the
+// two outputs to decode to the same pixels; and as many requests as the row asks for.
+func judgeIdentity(in identityInput) identityVerdict {
+	var sum schema.IdentitySummary
+	var problems []string
+	for _, c := range in.Requests {
+		sum.Total++
+		if c.HTTP == nil {
+			problems = append(problems, fmt.Sprintf("request %s: no valid HTTP output to compare", c.Req.RequestID))
+			sum.Requests = append(sum.Requests, c.Req)
+			continue
+		}
+		if sha := bytesSHA256(c.Input); !in.Fixtures[sha] {
+			problems = append(problems, fmt.Sprintf("request %s: AIPerf sent an image (sha256 %s) that is no fixture: the bytes were re-encoded", c.Req.RequestID, sha[:12]))
+		}
+	}
+	if !in.Replayed {
+		return identityVerdict{Summary: sum}
+	}
+	for _, c := range in.Requests {
+		if c.HTTP == nil {
+			continue
+		}
+		req := c.Req
+		req.InputSHA256 = bytesSHA256(c.Input)
+		if c.Err != nil {
+			problems = append(problems, fmt.Sprintf("request %s: native task: %v", req.RequestID, c.Err))
 			sum.Requests = append(sum.Requests, req)
 			continue
 		}
-		httpPNG := r.httpPNG[req.RequestID]
-		nativePNG, err := os.ReadFile(rp.spec.Output)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("request %s: the native Task wrote no %s: %v", req.RequestID, req.NativeFile, err))
+		if c.NativeErr != nil {
+			problems = append(problems, fmt.Sprintf("request %s: the native Task wrote no %s: %v", req.RequestID, req.NativeFile, c.NativeErr))
 			sum.Requests = append(sum.Requests, req)
 			continue
 		}
-		req.HTTPSHA256, req.NativeSHA256 = bytesSHA256(httpPNG), bytesSHA256(nativePNG)
-		if rp.stated != "" && rp.stated != req.NativeSHA256 {
-			problems = append(problems, fmt.Sprintf("request %s: the native Task says it wrote sha256 %s, but %s is %s", req.RequestID, rp.stated, req.NativeFile, req.NativeSHA256))
+		req.HTTPSHA256, req.NativeSHA256 = bytesSHA256(c.HTTP), bytesSHA256(c.Native)
+		if c.Stated != "" && c.Stated != req.NativeSHA256 {
+			problems = append(problems, fmt.Sprintf("request %s: the native Task says it wrote sha256 %s, but %s is %s", req.RequestID, c.Stated, req.NativeFile, req.NativeSHA256))
 		}
 		if req.HTTPSHA256 == req.NativeSHA256 {
 			sum.ByteIdentical++
 		}
-		a, _ := DecodePNG(httpPNG)
-		b, err := DecodePNG(nativePNG)
+		a, _ := DecodePNG(c.HTTP)
+		b, err := DecodePNG(c.Native)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("request %s: native %v", req.RequestID, err))
 			sum.Requests = append(sum.Requests, req)
@@ -124,20 +201,17 @@ func (r *row) identity(ctx context.Context) error {
 		}
 		sum.Requests = append(sum.Requests, req)
 	}
-	if err := r.ev.WriteJSON("identity/identity.json", sum); err != nil {
-		return err
+	if sum.Total != in.Want {
+		problems = append(problems, fmt.Sprintf("%d requests to compare, expected %d", sum.Total, in.Want))
 	}
-	want := r.c.Bench.Measured + r.c.Bench.Warmup
-	if sum.Total != want {
-		problems = append(problems, fmt.Sprintf("%d requests to compare, expected %d", sum.Total, want))
+	v := identityVerdict{Summary: sum}
+	switch {
+	case in.NativeErr != nil:
+		v.Err = fmt.Errorf("%d/%d native-HTTP pixel matches: %w", sum.PixelMatches, sum.Total, in.NativeErr)
+	case len(problems) > 0:
+		v.Err = fmt.Errorf("%d/%d native-HTTP pixel matches:\n  - %s", sum.PixelMatches, sum.Total, strings.Join(problems, "\n  - "))
 	}
-	if nativeErr != nil {
-		return fmt.Errorf("%d/%d native-HTTP pixel matches: %w", sum.PixelMatches, sum.Total, nativeErr)
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%d/%d native-HTTP pixel matches:\n  - %s", sum.PixelMatches, sum.Total, strings.Join(problems, "\n  - "))
-	}
-	return nil
+	return v
 }
 
 // runNatives runs the replays' native Tasks in the family's mode. A failed replay is
@@ -153,7 +227,7 @@ func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.Ide
 		}
 		sum.Mode = schema.NativeBatch
 		r.prog.printf("native Task: %d replays handed to the batch process preloaded %s ago (one load)", len(replays), time.Since(r.native.started).Round(time.Second))
-		r.prog.watch(r.ev.Path("identity/native-batch.log"))
+		r.prog.watch(r.ev.Path(schema.NativeBatchLog))
 		return r.readNativeBatch(r.native.wait, r.ev.Path(schema.NativeBatchFile), replays, sum)
 	}
 	if r.spec.Batch {
@@ -257,7 +331,7 @@ func (r *row) nativeBatch(ctx context.Context, cmd Command, spec NativeBatchSpec
 	defer cancel()
 	r.prog.printf("native Task: %d replays in one %s process (one load)", len(replays), schema.NativeBatch)
 	run := func() (schema.CommandRecord, error) {
-		return r.jobOn(ctx, schema.StageIdentity, cmd, "identity/native-batch.log", r.gpus, r.batchMounts(spec)...)
+		return r.jobOn(ctx, schema.StageIdentity, cmd, schema.NativeBatchLog, r.gpus, r.batchMounts(spec)...)
 	}
 	return r.readNativeBatch(run, spec.Report, replays, sum)
 }

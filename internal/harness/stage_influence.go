@@ -54,27 +54,54 @@ func (r *row) probeInfluence(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("influence request %s: %w", names[i], err)
 		}
-		if err := r.ev.WriteFile("influence/"+names[i]+".png", png); err != nil {
+		if err := r.ev.WriteFile(schema.InfluencePNG(names[i]), png); err != nil {
 			return err
 		}
 		outs = append(outs, img)
 	}
-	res := &schema.InfluenceResult{Instruction: inf.Instruction, Images: [2]string{inf.Images[0], inf.Images[1]},
-		Repeat: ComparePixels(outs[0], outs[1]), Other: ComparePixels(outs[0], outs[2])}
-	r.result.Influence = res
-	if err := r.ev.WriteJSON("influence/influence.json", res); err != nil {
+	v := judgeInfluence(influenceInput{Instruction: inf.Instruction, Images: [2]string{inf.Images[0], inf.Images[1]}, Outputs: [3]image.Image(outs)})
+	r.result.Influence = &v.Result
+	if err := r.ev.WriteJSON(schema.InfluenceFile, &v.Result); err != nil {
 		return err
 	}
+	return v.Err
+}
+
+// influenceInput is what the influence probes sent and got back: the instruction, the
+// two fixture images, and the three outputs decoded, in schema.InfluenceProbes order
+// (the first image, the first again, the second).
+type influenceInput struct {
+	Instruction string
+	Images      [2]string
+	Outputs     [3]image.Image
+}
+
+// influenceVerdict is the probes' comparisons, and why the stage fails (nil: it passes).
+type influenceVerdict struct {
+	Result schema.InfluenceResult
+	Err    error
+}
+
+// judgeInfluence requires the same request twice to give pixel-identical outputs (a
+// server deterministic for a fixed seed), and the other reference image an output that
+// differs in at least MinInfluenceFraction of the pixels by a mean of
+// MinInfluenceMeanLevels (a server that reads the image it is given).
+func judgeInfluence(in influenceInput) influenceVerdict {
+	res := schema.InfluenceResult{Instruction: in.Instruction, Images: in.Images,
+		Repeat: ComparePixels(in.Outputs[0], in.Outputs[1]), Other: ComparePixels(in.Outputs[0], in.Outputs[2])}
+	v := influenceVerdict{Result: res}
 	if !res.Repeat.Identical() {
-		return fmt.Errorf("the same request twice gave different outputs (%s): the server is not deterministic for a fixed seed", res.Repeat)
+		v.Err = fmt.Errorf("the same request twice gave different outputs (%s): the server is not deterministic for a fixed seed", res.Repeat)
+		return v
 	}
 	if res.Other.Identical() {
-		return fmt.Errorf("capability gap: two different reference images (%s, %s) gave pixel-identical outputs: the server ignores the reference image", inf.Images[0], inf.Images[1])
+		v.Err = fmt.Errorf("capability gap: two different reference images (%s, %s) gave pixel-identical outputs: the server ignores the reference image", in.Images[0], in.Images[1])
+		return v
 	}
 	if f := float64(res.Other.DifferingPixel) / float64(max(res.Other.Pixels, 1)); f < MinInfluenceFraction || res.Other.MeanAbs < MinInfluenceMeanLevels {
-		return fmt.Errorf("capability gap: two different reference images (%s, %s) gave outputs that barely differ (%s; %.2f %% of the pixels): "+
+		v.Err = fmt.Errorf("capability gap: two different reference images (%s, %s) gave outputs that barely differ (%s; %.2f %% of the pixels): "+
 			"the gate needs %.0f %% of the pixels and a mean of %.2f levels, so the server all but ignores the reference image",
-			inf.Images[0], inf.Images[1], res.Other, 100*f, 100*MinInfluenceFraction, MinInfluenceMeanLevels)
+			in.Images[0], in.Images[1], res.Other, 100*f, 100*MinInfluenceFraction, MinInfluenceMeanLevels)
 	}
-	return nil
+	return v
 }

@@ -196,7 +196,7 @@ func (r *row) preflight(ctx context.Context) error {
 	}
 	fx := rd.fixtures
 	for _, im := range fx.Images {
-		if err := copyFile(r.ev.Path(filepath.Join("fixtures", im.File)), fx.ImagePath(im.File)); err != nil {
+		if err := copyFile(r.ev.Path(schema.Fixture(im.File)), fx.ImagePath(im.File)); err != nil {
 			return err
 		}
 	}
@@ -204,7 +204,7 @@ func (r *row) preflight(ctx context.Context) error {
 	r.planOverlap(rd)
 	r.prog.printf("order: build early %v (%s); AIPerf early %v (%s); native preload %v (%s)", r.plan.buildEarly, r.plan.buildWhy,
 		r.plan.aiperfEarly, r.plan.aiperfWhy, r.plan.preload, r.plan.preloadWhy)
-	return r.ev.WriteJSON("fixtures/manifest.json", fx)
+	return r.ev.WriteJSON(schema.FixturesManifest, fx)
 }
 
 // ProbeResult is what one of the family's probes found.
@@ -226,12 +226,12 @@ func (r *row) probe(ctx context.Context) []ProbeResult {
 	if r.inImage(schema.StagePreflight) {
 		if _, err := r.image(ctx, schema.StagePreflight); err != nil {
 			return []ProbeResult{{Name: "image", What: "the family's image", Error: err.Error(),
-				Fix: "fix the image build (its log is " + r.ev.Path(imageBuildLog) + ")"}}
+				Fix: "fix the image build (its log is " + r.ev.Path(schema.ImageBuildLog) + ")"}}
 		}
 	}
 	var out []ProbeResult
 	for _, p := range r.spec.Probes(r.env) {
-		res := ProbeResult{Name: p.Name, What: p.What, Log: "preflight/probe-" + p.Name + ".log", Fix: p.Fix}
+		res := ProbeResult{Name: p.Name, What: p.What, Log: schema.ProbeLog(p.Name), Fix: p.Fix}
 		start := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		_, runErr := r.job(pctx, schema.StagePreflight, p.Cmd, res.Log)

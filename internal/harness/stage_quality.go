@@ -20,98 +20,86 @@ import (
 // ratio to the input's), and the reference criteria (PSNR, SSIM) for the output of the
 // pair the correctness case also ran, against the reference image that case wrote.
 func (r *row) quality(ctx context.Context) error {
-	sum := &schema.QualitySummary{Requests: []schema.QualityRequest{}}
-	r.result.Quality = sum
+	in := qualityInput{Size: r.result.Settings["size"], Stopped: true}
+	var files []schema.ThresholdsFile
+	// A stage stopped before it measured every output states what it measured, its
+	// failures uncounted.
+	stopped := func(err error) error {
+		v := judgeQuality(in)
+		v.Summary.Files = files
+		r.result.Quality = &v.Summary
+		return err
+	}
 	var spec QualitySpec
 	if judge := r.spec.Quality; judge != nil {
 		var err error
 		if spec, err = judge(r.env); err != nil {
-			return fmt.Errorf("the family's quality criteria: %w", err)
+			return stopped(fmt.Errorf("the family's quality criteria: %w", err))
 		}
 	}
-	sum.Criteria = spec.Criteria
+	in.Criteria, in.Pair = spec.Criteria, spec.Pair
 	for i, f := range spec.Files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return fmt.Errorf("the family's thresholds file: %w", err)
+			return stopped(fmt.Errorf("the family's thresholds file: %w", err))
 		}
-		rel := fmt.Sprintf("%s/%d-%s", schema.QualityThresholdsDir, i+1, filepath.Base(f))
+		rel := schema.ThresholdsCopy(i+1, filepath.Base(f))
 		if err := r.ev.WriteFile(rel, b); err != nil {
-			return err
+			return stopped(err)
 		}
-		sum.Files = append(sum.Files, schema.ThresholdsFile{Source: r.source(f), File: rel, SHA256: bytesSHA256(b)})
+		files = append(files, schema.ThresholdsFile{Source: r.source(f), File: rel, SHA256: bytesSHA256(b)})
 	}
 	var pairSHA string
 	if spec.Pair != nil {
 		b, err := os.ReadFile(spec.Pair.Image)
 		if err != nil {
-			return fmt.Errorf("the quality pair's image: %w", err)
+			return stopped(fmt.Errorf("the quality pair's image: %w", err))
 		}
 		pairSHA = bytesSHA256(b)
 	}
-	var problems []string
-	size := r.result.Settings["size"]
-	for i, rec := range r.export.Raw {
+	bench := r.benchmarked
+	for i, rec := range bench.export.Raw {
 		id := rec.Metadata.XRequestID
-		png, ok := r.httpPNG[id]
+		png, ok := bench.httpPNG[id]
 		if !ok {
-			return fmt.Errorf("request %s: no HTTP output (the benchmark stage keeps one per request)", id)
+			return stopped(fmt.Errorf("request %s: no HTTP output (the benchmark stage keeps one per request)", id))
 		}
 		sent, err := r.sent(rec)
 		if err != nil {
-			return err
+			return stopped(err)
 		}
 		out, err := DecodePNG(png)
 		if err != nil {
-			return err
+			return stopped(err)
 		}
-		in, _, err := image.Decode(bytes.NewReader(sent.Image))
+		img, _, err := image.Decode(bytes.NewReader(sent.Image))
 		if err != nil {
-			return fmt.Errorf("request %s: the sent reference image does not decode: %w", id, err)
+			return stopped(fmt.Errorf("request %s: the sent reference image does not decode: %w", id, err))
 		}
-		outS, inS := quality.Measure(out), quality.Measure(in)
-		q := schema.QualityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, File: fmt.Sprintf("identity/%02d-%s-http.png", i, rec.Metadata.BenchmarkPhase),
-			Mean: round6(outS.Mean), Std: round6(outS.Std), InputStd: round6(inS.Std), StdRatio: round6(quality.Ratio(outS, inS))}
-		q.Failures = notSource(in, out, size)
-		q.Failures = append(q.Failures, quality.Judge(spec.Criteria, outS, inS)...)
-		for _, f := range q.Failures {
-			problems = append(problems, fmt.Sprintf("request %s (%s, %q): %s", id, q.Phase, sent.Prompt, f))
-		}
-		sum.Requests = append(sum.Requests, q)
-		if spec.Pair != nil && sum.Pair == nil && bytesSHA256(sent.Image) == pairSHA && sent.Prompt == spec.Pair.Prompt {
-			p, err := r.judgePair(spec, id, out)
+		in.Requests = append(in.Requests, qualityCase{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Index: i, Prompt: sent.Prompt, Out: out, In: img})
+		if spec.Pair != nil && in.PairCase == nil && bytesSHA256(sent.Image) == pairSHA && sent.Prompt == spec.Pair.Prompt {
+			pc, err := r.gatherPair(spec.Pair, id, out)
 			if err != nil {
-				return err
+				return stopped(err)
 			}
-			sum.Pair = p
-			for _, f := range p.Failures {
-				problems = append(problems, fmt.Sprintf("request %s, the pair the correctness case ran (%s): %s", id, p.Reference, f))
-			}
+			in.PairCase = pc
 		}
 	}
-	if spec.Pair != nil && sum.Pair == nil {
-		problems = append(problems, fmt.Sprintf("no request sent the pair the correctness case ran (%s with %q): the reference criteria were not applied",
-			filepath.Base(spec.Pair.Image), spec.Pair.Prompt))
-	}
-	for _, q := range sum.Requests {
-		sum.Failures += len(q.Failures)
-	}
-	if sum.Pair != nil {
-		sum.Failures += len(sum.Pair.Failures)
-	}
-	if err := r.ev.WriteJSON(schema.QualityFile, sum); err != nil {
+	in.Stopped = false
+	v := judgeQuality(in)
+	v.Summary.Files = files
+	r.result.Quality = &v.Summary
+	if err := r.ev.WriteJSON(schema.QualityFile, &v.Summary); err != nil {
 		return err
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%d criterion(s) missed:\n  - %s", len(problems), strings.Join(problems, "\n  - "))
-	}
-	return nil
+	return v.Err
 }
 
-// judgePair measures the pair's HTTP output against the reference image the correctness
-// case wrote, read from its artifacts.
-func (r *row) judgePair(spec QualitySpec, id string, out image.Image) (*schema.QualityPair, error) {
-	rel := filepath.ToSlash(filepath.Join("correctness", "artifacts", spec.Pair.Reference))
+// gatherPair reads what the pair's output is measured against: the reference image the
+// correctness case wrote, in its artifacts, and when the family states both, the noise
+// the case drew and the noise the server says it replayed for the request.
+func (r *row) gatherPair(pair *QualityPair, id string, out image.Image) (*qualityPairCase, error) {
+	rel := filepath.ToSlash(filepath.Join(filepath.FromSlash(schema.CorrectnessArtifacts), pair.Reference))
 	b, err := os.ReadFile(r.ev.Path(rel))
 	if err != nil {
 		return nil, fmt.Errorf("the reference image of the correctness case: %w", err)
@@ -120,54 +108,168 @@ func (r *row) judgePair(spec QualitySpec, id string, out image.Image) (*schema.Q
 	if err != nil {
 		return nil, fmt.Errorf("the reference image of the correctness case %s: %w", rel, err)
 	}
-	p := &schema.QualityPair{RequestID: id, Image: filepath.Base(spec.Pair.Image), Prompt: spec.Pair.Prompt, Reference: rel, Noise: spec.Pair.Noise}
-	m, err := quality.MeasurePair(spec.Criteria.PairMetric, ref, out)
-	if err != nil {
-		p.Failures = append(p.Failures, err.Error())
-		return p, nil
+	pc := &qualityPairCase{RequestID: id, Reference: rel, Ref: ref, Out: out}
+	if pair.CaseLatents != "" {
+		l := r.gatherLatents(pair, id)
+		pc.Latents = &l
 	}
-	psnr, ssim := m.PSNR, m.SSIM
-	outS, refS := quality.Measure(out), quality.Measure(ref)
-	p.PSNR, p.SSIM = round6(psnr), round6(ssim)
-	if spec.Criteria.PairMetric != "" {
-		p.Metric, p.WindowedSSIM = m.Metric, round6(m.WindowedSSIM)
-	}
-	p.Std, p.ReferenceStd, p.StdRatio = round6(outS.Std), round6(refS.Std), round6(quality.Ratio(outS, refS))
-	p.Failures = quality.JudgePair(spec.Criteria, psnr, ssim, outS, refS)
-	if spec.Pair.CaseLatents != "" {
-		if err := r.pairLatents(spec.Pair, id, p); err != nil {
-			p.Failures = append(p.Failures, err.Error())
-		}
-	}
-	return p, nil
+	return pc, nil
 }
 
-// pairLatents holds the pair's served noise to the case's own: the sha256 the server's
-// records line states for the request, and that of the noise file the case drew.
-func (r *row) pairLatents(pair *QualityPair, id string, p *schema.QualityPair) error {
-	file, _, err := FindCaseBundle(filepath.Join(r.env.Work, "correctness", pair.CaseLatents))
-	if err != nil {
-		return fmt.Errorf("the noise the correctness case drew: %w", err)
+// pairLatents is the noise the correctness case drew (its file, and its sha256) and the
+// sha256 the server's records line states it replayed for the pair's request, each with
+// the error of reading it.
+type pairLatents struct {
+	Field      string // where the records line states it (QualityPair.ServedLatents)
+	File       string
+	CaseSHA256 string
+	CaseErr    error
+	Served     string
+	RecordsErr error
+}
+
+// gatherLatents reads the pair's noise: the case's file (under its scratch, pytest's
+// _qcurrent link resolved), then the server's records line of request id.
+func (r *row) gatherLatents(pair *QualityPair, id string) pairLatents {
+	l := pairLatents{Field: pair.ServedLatents}
+	if l.File, _, l.CaseErr = FindCaseBundle(filepath.Join(r.env.Work, caseScratch, pair.CaseLatents)); l.CaseErr != nil {
+		return l
 	}
-	if p.CaseLatentsSHA256, err = pathSHA256(file); err != nil {
-		return fmt.Errorf("the noise the correctness case drew: %w", err)
+	if l.CaseSHA256, l.CaseErr = pathSHA256(l.File); l.CaseErr != nil {
+		return l
 	}
 	ts := r.spec.Timing
-	err = eachRecord(r.ev.Path("serve/records.jsonl"), func(doc any) {
+	l.RecordsErr = eachRecord(r.ev.Path(schema.RecordsFile), func(doc any) {
 		if rid, err := valueAt(doc, ts.RecordID); err == nil && fmt.Sprint(rid) == id {
 			if v, err := valueAt(doc, pair.ServedLatents); err == nil {
-				p.InitialLatentsSHA256 = fmt.Sprint(v)
+				l.Served = fmt.Sprint(v)
 			}
 		}
 	})
+	return l
+}
+
+// qualityCase is one HTTP output measured: the request's id, phase, index in AIPerf's
+// raw export and instruction, its output and the image it sent, decoded.
+type qualityCase struct {
+	RequestID, Phase, Prompt string
+	Index                    int
+	Out, In                  image.Image
+}
+
+// qualityPairCase is the request that sent the pair the correctness case ran: its
+// output, the case's reference image (Reference, relative to the row folder) and the
+// noise both started from (nil when the family states none).
+type qualityPairCase struct {
+	RequestID string
+	Reference string
+	Ref, Out  image.Image
+	Latents   *pairLatents
+}
+
+// qualityInput is every HTTP output in the raw export's order, with the family's
+// criteria and pair, the size the requests asked for, and the pair's request when one
+// sent it. Stopped: the stage ended before every output was gathered.
+type qualityInput struct {
+	Criteria schema.QualityCriteria
+	Size     string
+	Requests []qualityCase
+	Pair     *QualityPair
+	PairCase *qualityPairCase
+	Stopped  bool
+}
+
+// qualityVerdict is the quality summary (the thresholds files apart) and why the stage
+// fails.
+type qualityVerdict struct {
+	Summary schema.QualitySummary
+	Err     error
+}
+
+// judgeQuality measures every output against its input and the family's criteria, and
+// the pair's against the case's reference: a missed criterion, or a pair no request
+// sent, fails the stage. A stopped stage's summary lists what was measured, no failure
+// counted and no error of its own.
+func judgeQuality(in qualityInput) qualityVerdict {
+	sum := schema.QualitySummary{Criteria: in.Criteria, Requests: []schema.QualityRequest{}}
+	var problems []string
+	for _, c := range in.Requests {
+		outS, inS := quality.Measure(c.Out), quality.Measure(c.In)
+		q := schema.QualityRequest{RequestID: c.RequestID, Phase: c.Phase, File: schema.IdentityPNG(c.Index, c.Phase, schema.SideHTTP),
+			Mean: round6(outS.Mean), Std: round6(outS.Std), InputStd: round6(inS.Std), StdRatio: round6(quality.Ratio(outS, inS))}
+		q.Failures = notSource(c.In, c.Out, in.Size)
+		q.Failures = append(q.Failures, quality.Judge(in.Criteria, outS, inS)...)
+		for _, f := range q.Failures {
+			problems = append(problems, fmt.Sprintf("request %s (%s, %q): %s", c.RequestID, q.Phase, c.Prompt, f))
+		}
+		sum.Requests = append(sum.Requests, q)
+		if pc := in.PairCase; pc != nil && pc.RequestID == c.RequestID {
+			p := judgePair(in.Criteria, in.Pair, pc)
+			sum.Pair = p
+			for _, f := range p.Failures {
+				problems = append(problems, fmt.Sprintf("request %s, the pair the correctness case ran (%s): %s", c.RequestID, p.Reference, f))
+			}
+		}
+	}
+	if in.Stopped {
+		return qualityVerdict{Summary: sum}
+	}
+	if in.Pair != nil && sum.Pair == nil {
+		problems = append(problems, fmt.Sprintf("no request sent the pair the correctness case ran (%s with %q): the reference criteria were not applied",
+			filepath.Base(in.Pair.Image), in.Pair.Prompt))
+	}
+	for _, q := range sum.Requests {
+		sum.Failures += len(q.Failures)
+	}
+	if sum.Pair != nil {
+		sum.Failures += len(sum.Pair.Failures)
+	}
+	v := qualityVerdict{Summary: sum}
+	if len(problems) > 0 {
+		v.Err = fmt.Errorf("%d criterion(s) missed:\n  - %s", len(problems), strings.Join(problems, "\n  - "))
+	}
+	return v
+}
+
+// judgePair measures the pair's HTTP output against the reference image the correctness
+// case wrote (PSNR, SSIM, the deviations' ratio), and holds its noise to the case's.
+func judgePair(c schema.QualityCriteria, pair *QualityPair, pc *qualityPairCase) *schema.QualityPair {
+	p := &schema.QualityPair{RequestID: pc.RequestID, Image: filepath.Base(pair.Image), Prompt: pair.Prompt, Reference: pc.Reference, Noise: pair.Noise}
+	m, err := quality.MeasurePair(c.PairMetric, pc.Ref, pc.Out)
+	if err != nil {
+		p.Failures = append(p.Failures, err.Error())
+		return p
+	}
+	psnr, ssim := m.PSNR, m.SSIM
+	outS, refS := quality.Measure(pc.Out), quality.Measure(pc.Ref)
+	p.PSNR, p.SSIM = round6(psnr), round6(ssim)
+	if c.PairMetric != "" {
+		p.Metric, p.WindowedSSIM = m.Metric, round6(m.WindowedSSIM)
+	}
+	p.Std, p.ReferenceStd, p.StdRatio = round6(outS.Std), round6(refS.Std), round6(quality.Ratio(outS, refS))
+	p.Failures = quality.JudgePair(c, psnr, ssim, outS, refS)
+	if l := pc.Latents; l != nil {
+		p.CaseLatentsSHA256, p.InitialLatentsSHA256 = l.CaseSHA256, l.Served
+		if err := judgeLatents(*l, pc.RequestID); err != nil {
+			p.Failures = append(p.Failures, err.Error())
+		}
+	}
+	return p
+}
+
+// judgeLatents holds the pair's served noise to the case's own: the sha256 the server's
+// records line states for request id, and that of the noise file the case drew.
+func judgeLatents(l pairLatents, id string) error {
 	switch {
-	case err != nil:
-		return fmt.Errorf("the server's records: %w", err)
-	case p.InitialLatentsSHA256 == "":
-		return fmt.Errorf("the server's records state no %s for request %s: it did not replay the case's noise", pair.ServedLatents, id)
-	case p.InitialLatentsSHA256 != p.CaseLatentsSHA256:
+	case l.CaseErr != nil:
+		return fmt.Errorf("the noise the correctness case drew: %w", l.CaseErr)
+	case l.RecordsErr != nil:
+		return fmt.Errorf("the server's records: %w", l.RecordsErr)
+	case l.Served == "":
+		return fmt.Errorf("the server's records state no %s for request %s: it did not replay the case's noise", l.Field, id)
+	case l.Served != l.CaseSHA256:
 		return fmt.Errorf("the served pair did not start from the case's own noise: the server replayed latents sha256 %s, the case drew %s (%s)",
-			p.InitialLatentsSHA256, p.CaseLatentsSHA256, filepath.Base(file))
+			l.Served, l.CaseSHA256, filepath.Base(l.File))
 	}
 	return nil
 }

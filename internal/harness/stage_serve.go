@@ -30,7 +30,7 @@ func (r *row) prepareServer(ctx context.Context, during string) (*serverLaunch, 
 		return nil, err
 	}
 	records := r.ev.Path(schema.RecordsFile)
-	r.scratch = r.ev.Path("serve/scratch")
+	r.scratch = r.ev.Path(schema.ScratchDir)
 	if err := os.MkdirAll(r.scratch, 0o755); err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (r *row) prepareServer(ctx context.Context, during string) (*serverLaunch, 
 	if during != "" {
 		opts = append(opts, serving.WithRecorder(startRecorder{duringRecorder{r.ev, during}, &r.earlyStart}, schema.StageServe))
 	}
-	log := r.ev.Path("serve/server.log")
+	log := r.ev.Path(schema.ServerLog)
 	cmd, err := r.c.Adapter.Serve(r.env, spec)
 	if err != nil {
 		return nil, fmt.Errorf("the family's server: %w", err)
@@ -102,7 +102,7 @@ func (r *row) serve(ctx context.Context) error {
 	if err := r.checkIdentity(ctx, l.spec); err != nil {
 		return err
 	}
-	return r.ev.WriteJSON("serve/startup.json", map[string]any{
+	return r.ev.WriteJSON(schema.StartupFile, map[string]any{
 		"runtime": srv.Runtime(), "runtime_note": r.s.RuntimeNote, "url": srv.URL(), "startup_s": srv.Startup().Seconds(),
 		"ready_path": serving.ReadyPath, "spec": l.spec, "container": r.result.Container, "gpus": r.gpus,
 	})
@@ -129,21 +129,49 @@ func (r *row) checkIdentity(ctx context.Context, spec ServeSpec) error {
 	if err != nil {
 		return fmt.Errorf("server identity (GET %s): %w", ic.Path, err)
 	}
-	if err := r.ev.WriteFile("serve/identity.json", body); err != nil {
+	if err := r.ev.WriteFile(schema.ServerIdentityFile, body); err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("server identity: GET %s answered %d: %s", ic.Path, resp.StatusCode, clip(body, 300))
-	}
-	served, err := ic.Check(body, spec)
-	if err != nil {
-		return fmt.Errorf("server identity (GET %s): %w", ic.Path, err)
-	}
-	if served != r.c.Model {
-		// Every row is held to the checkpoint it names: a row copied under another
-		// model, served by this bundle, would otherwise pass every stage.
-		return fmt.Errorf("server identity (GET %s): the server serves checkpoint %q, the row is for %q", ic.Path, served, r.c.Model)
+	v := judgeServerIdentity(serverIdentity{Check: ic, Status: resp.StatusCode, Body: body, Spec: spec, Model: r.c.Model})
+	if v.Err != nil {
+		return v.Err
 	}
 	r.result.ServerIdentity = ic.Path
 	return nil
+}
+
+// serverIdentity is a ready server's answer at the family's identity path, with what the
+// answer is held to: what the server was started on and the row's checkpoint.
+type serverIdentity struct {
+	Check  IdentityCheck
+	Status int
+	Body   []byte
+	Spec   ServeSpec
+	Model  string
+}
+
+// serverIdentityVerdict is the checkpoint the server says it serves, and why it is not
+// the row's server (nil: it is).
+type serverIdentityVerdict struct {
+	Served string
+	Err    error
+}
+
+// judgeServerIdentity requires a 200 answer that the family's check accepts (the
+// backend and the bundle the server was started on), naming the row's checkpoint.
+func judgeServerIdentity(in serverIdentity) serverIdentityVerdict {
+	path := in.Check.Path
+	if in.Status != http.StatusOK {
+		return serverIdentityVerdict{Err: fmt.Errorf("server identity: GET %s answered %d: %s", path, in.Status, clip(in.Body, 300))}
+	}
+	served, err := in.Check.Check(in.Body, in.Spec)
+	if err != nil {
+		return serverIdentityVerdict{Err: fmt.Errorf("server identity (GET %s): %w", path, err)}
+	}
+	if served != in.Model {
+		// Every row is held to the checkpoint it names: a row copied under another
+		// model, served by this bundle, would otherwise pass every stage.
+		return serverIdentityVerdict{Served: served, Err: fmt.Errorf("server identity (GET %s): the server serves checkpoint %q, the row is for %q", path, served, in.Model)}
+	}
+	return serverIdentityVerdict{Served: served}
 }

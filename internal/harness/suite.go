@@ -313,7 +313,7 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 // of a run that is no qualification run. results are sorted by row.
 func RunSummary(info schema.RunInfo, results []*schema.Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# qualkit run %s\n\n%s", info.RunID, MarkdownHeader)
+	fmt.Fprintf(&b, "# qualkit run %s\n\n%s", info.RunID, schema.RowMarkdownHeader())
 	for _, r := range results {
 		b.WriteString(MarkdownRow(r))
 	}

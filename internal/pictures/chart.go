@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
 // Chart is what a row's latency chart shows: per request, in the order of the raw
@@ -44,7 +46,7 @@ const (
 
 // LatencyChart renders the chart and writes it to <rowDir>/pictures/latency.png.
 func LatencyChart(rowDir string, c Chart) error {
-	return WritePNG(filepath.Join(rowDir, filepath.FromSlash(LatencyChartFile)), RenderLatencyChart(c))
+	return WritePNG(filepath.Join(rowDir, filepath.FromSlash(schema.LatencyChartFile)), RenderLatencyChart(c))
 }
 
 // RenderLatencyChart draws client latency and Task time per request, warmup requests

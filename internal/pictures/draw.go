@@ -17,13 +17,6 @@ import (
 	"golang.org/x/image/math/fixed"
 )
 
-// The files a row's pictures are written to, relative to the row folder.
-const (
-	Dir              = "pictures"
-	ContactSheetFile = Dir + "/contact-sheet.png"
-	LatencyChartFile = Dir + "/latency.png"
-)
-
 var (
 	face       = basicfont.Face7x13
 	charW      = 7

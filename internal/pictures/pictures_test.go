@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden PNGs under testdata/")
@@ -153,7 +155,7 @@ func TestWritesIntoTheRowFolder(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, ContactSheet(dir, sheetFixture(t)))
 	require.NoError(t, LatencyChart(dir, chartFixture()))
-	for _, f := range []string{ContactSheetFile, LatencyChartFile} {
+	for _, f := range []string{schema.ContactSheetFile, schema.LatencyChartFile} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		require.NoError(t, err)
 		_, err = png.Decode(bytes.NewReader(b))

@@ -13,6 +13,8 @@ import (
 	_ "image/png"
 	"path/filepath"
 	"slices"
+
+	"qualkit/internal/schema"
 )
 
 // Sheet is what a row's contact sheet shows: every request AIPerf sent, warmup included,
@@ -71,7 +73,7 @@ const (
 
 // ContactSheet renders the sheet and writes it to <rowDir>/pictures/contact-sheet.png.
 func ContactSheet(rowDir string, s Sheet) error {
-	return WritePNG(filepath.Join(rowDir, filepath.FromSlash(ContactSheetFile)), RenderContactSheet(s))
+	return WritePNG(filepath.Join(rowDir, filepath.FromSlash(schema.ContactSheetFile)), RenderContactSheet(s))
 }
 
 // RenderContactSheet draws the sheet: one line per request with the reference image,

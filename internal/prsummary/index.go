@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"qualkit/internal/schema"
 )
 
 // indexPage is a static page: no script, no server; every link is relative to the run
@@ -116,7 +118,7 @@ func IndexAt(runDir string, v int) ([]byte, error) {
 				ir.Headline = append(ir.Headline, cell)
 			}
 		}
-		for _, p := range []string{"pictures/contact-sheet.png", "pictures/latency.png"} {
+		for _, p := range []string{schema.ContactSheetFile, schema.LatencyChartFile} {
 			if w.has(p) {
 				ir.Pictures = append(ir.Pictures, w.name+"/"+p)
 			}
@@ -156,7 +158,7 @@ func (r *run) page(v int) Page {
 	id := r.info.RunID
 	return Page{
 		Version: v, Title: "qualkit run " + id, Verdict: r.verdict(),
-		RunFiles: []Link{{"PR.md", "PR.md"}, {"SUMMARY.md", "SUMMARY.md"}, {"run.json", "run.json"}, {"SHA256SUMS", "SHA256SUMS"}},
+		RunFiles: []Link{{schema.PRFile, schema.PRFile}, {schema.SummaryFile, schema.SummaryFile}, {schema.RunFile, schema.RunFile}, {schema.ChecksumFile, schema.ChecksumFile}},
 		Check:    "make check-evidence DIR=evidence/" + id,
 		Rows:     r.sections(""),
 		Versions: []VersionBlock{r.versionBlock("Versions")},

@@ -83,7 +83,7 @@ func (r *run) section(w row, prefix string) Section {
 	s.Headline = []string{cell(7), pairMs(res.HTTP), pairMs(res.Task), cell(12), cell(8)}
 	s.Timing = timing(res)
 	s.Hardware = r.hardware(w)
-	for _, p := range []struct{ label, file string }{{"contact sheet", "pictures/contact-sheet.png"}, {"latency chart", "pictures/latency.png"}} {
+	for _, p := range []struct{ label, file string }{{"contact sheet", schema.ContactSheetFile}, {"latency chart", schema.LatencyChartFile}} {
 		if w.has(p.file) {
 			s.Pictures = append(s.Pictures, Link{prefix + w.name + "/" + p.file, p.label + " of " + w.name})
 		}
@@ -100,9 +100,9 @@ func (r *run) section(w row, prefix string) Section {
 }
 
 var evidenceLinks = []struct{ label, file string }{
-	{"results.json", "results.json"}, {"row.md", "row.md"}, {"commands", "commands.jsonl"},
-	{"server log", "serve/server.log"}, {"AIPerf raw export", "aiperf/artifacts/profile_export_raw.jsonl"},
-	{"identity", "identity/identity.json"}, {"correctness JUnit", "correctness/junit.xml"},
+	{schema.ResultsFile, schema.ResultsFile}, {schema.RowMarkdown, schema.RowMarkdown}, {"commands", schema.CommandsFile},
+	{"server log", schema.ServerLog}, {"AIPerf raw export", schema.RawExportFile},
+	{"identity", schema.IdentityFile}, {"correctness JUnit", schema.CorrectnessJUnit},
 }
 
 // timing is a row's timing table: the model work of its build, server load and

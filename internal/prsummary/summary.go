@@ -18,7 +18,7 @@ import (
 const (
 	MarkdownFile    = schema.PRFile
 	IndexFile       = schema.IndexFile
-	CheckpointsFile = "checkpoints.json"
+	CheckpointsFile = schema.CheckpointsFile
 )
 
 // Checkpoints is checkpoints.json: the inventory's view of the checkpoints when the run
@@ -212,7 +212,7 @@ func MarkdownAt(runDir string, v int) ([]byte, error) {
 func (r *run) resultsTable() string {
 	var b strings.Builder
 	if len(r.rows) > 0 {
-		md, _ := os.ReadFile(filepath.Join(r.dir, r.rows[0].name, "row.md"))
+		md, _ := os.ReadFile(filepath.Join(r.dir, r.rows[0].name, schema.RowMarkdown))
 		// row.md is the table's header, its separator and the row: take the first two.
 		if head := strings.SplitN(string(md), "\n", 3); len(head) == 3 {
 			b.WriteString(head[0] + "\n" + head[1] + "\n")
@@ -233,7 +233,7 @@ func (r *run) sectionsV1(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "Reproduce:\n\n```\n%s\n```\n\n", w.res.Command)
 		var pics []string
-		for _, p := range []struct{ alt, file string }{{"contact sheet", "pictures/contact-sheet.png"}, {"latency chart", "pictures/latency.png"}} {
+		for _, p := range []struct{ alt, file string }{{"contact sheet", schema.ContactSheetFile}, {"latency chart", schema.LatencyChartFile}} {
 			if w.has(p.file) {
 				pics = append(pics, fmt.Sprintf("![%s of %s](%s/%s)", p.alt, w.name, w.name, p.file))
 			}

@@ -16,6 +16,7 @@ import (
 
 	"qualkit/internal/inventory"
 	"qualkit/internal/runarchive/runstest"
+	"qualkit/internal/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.*")
@@ -85,7 +86,7 @@ func TestMarkdownCarriesTheRowsVerbatim(t *testing.T) {
 	dir := writtenRun(t, "qualified", goldenOptions(t))
 	md, err := Markdown(dir)
 	require.NoError(t, err)
-	row, err := os.ReadFile(filepath.Join(dir, "refedit-v1", "row.md"))
+	row, err := os.ReadFile(filepath.Join(dir, "refedit-v1", schema.RowMarkdown))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), string(row), "the result table is row.md's header and row")
 	assert.Contains(t, string(md), "| `qwen-image-edit-2511` | full | implemented | - | not in this run |")
@@ -211,7 +212,7 @@ func failedAtQuality(t *testing.T) string {
 	src := committedRun(t, "drift")
 	dir := filepath.Join(t.TempDir(), filepath.Base(src))
 	require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
-	p := filepath.Join(dir, "refedit-v1-native-drift", "results.json")
+	p := filepath.Join(dir, "refedit-v1-native-drift", schema.ResultsFile)
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	var doc map[string]any
@@ -250,5 +251,5 @@ func TestWriteAndResolve(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, err := Markdown(filepath.Join(t.TempDir(), "nothing"))
-	assert.ErrorContains(t, err, "run.json")
+	assert.ErrorContains(t, err, schema.RunFile)
 }

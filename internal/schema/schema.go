@@ -16,25 +16,6 @@ import (
 	"time"
 )
 
-// Files of a run folder, and of each row folder in it.
-const (
-	RunFile      = "run.json"
-	SummaryFile  = "SUMMARY.md"
-	ChecksumFile = "SHA256SUMS" // sha256 of every other file (sha256sum -c format)
-	PRFile       = "PR.md"
-	IndexFile    = "index.html"
-	// HostCPUInfoFile and HostMemInfoFile are /proc/cpuinfo and /proc/meminfo as the run
-	// read them, verbatim: the raw source of run.json cpu_model and mem_total_bytes.
-	HostCPUInfoFile = "host-cpuinfo.txt"
-	HostMemInfoFile = "host-meminfo.txt"
-
-	ResultsFile   = "results.json"
-	RowMarkdown   = "row.md"
-	PreflightFile = "preflight.json"
-	CommandsFile  = "commands.jsonl"
-	RecordsFile   = "serve/records.jsonl"
-)
-
 // ResultSchema is results.json's "schema". Version 2 adds the p99 of both timing
 // columns and the first request (FirstRequest); a version-1 file has neither.
 const ResultSchema = "qualkit.result/2"
@@ -375,10 +356,6 @@ const (
 	NativeParallel = "parallel"
 )
 
-// NativeBatchFile is the report a batch native program writes: a first line
-// {"load_ms": ...}, then one line per replay {"id", "output", "output_sha256", "task_ms"}.
-const NativeBatchFile = "identity/native-batch.jsonl"
-
 // TimeBudget is where a row's wall time went: the model's own work (what qualification
 // cannot do without) and the rest. Model work is the family's tool and bundle builds
 // (zero when cached), its correctness case, one server load, one native load, and every
@@ -598,13 +575,6 @@ func (d PixelDiff) String() string {
 	return fmt.Sprintf("%d pixels differ (max %d, mean %.4f levels); first at (%d,%d): %v vs %v",
 		d.DifferingPixel, d.MaxAbs, d.MeanAbs, d.FirstX, d.FirstY, d.FirstA, d.FirstB)
 }
-
-// QualityFile is the quality evidence folder, and QualityThresholdsDir where the family's
-// thresholds files are copied, each as it was read.
-const (
-	QualityFile          = "quality/quality.json"
-	QualityThresholdsDir = "quality/thresholds"
-)
 
 // QualitySummary is the quality stage's result: the family's own criteria, from its own
 // files, applied to every HTTP output (warmup too), and the reference criteria to the

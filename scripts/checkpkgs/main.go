@@ -3,7 +3,9 @@
 // included) with gofmt, vet and staticcheck, then runs go test -short on those and on
 // every package whose code or tests import one of them. The end-to-end qual package runs
 // only its tests that need no row (qualTests): it is compiled and vetted like any other,
-// and `make test` runs its rows.
+// and `make test` runs its rows. The stages' judges (the harness's TestJudge tests: each
+// stage's decisions on values alone, in well under a second) run every time, whatever
+// changed.
 //
 //	go run ./scripts/checkpkgs [-base REF] [-n]
 package main
@@ -20,6 +22,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+)
+
+// harnessPkg holds the stages; judgeTests selects its tests of the stages' pure judges.
+const (
+	harnessPkg = "qualkit/internal/harness"
+	judgeTests = "^TestJudge"
 )
 
 // qualPkg is the package of the qualification rows: -short skips none of its tests, so
@@ -41,11 +49,14 @@ type pkg struct {
 }
 
 // plan is what make check runs: lint the changed packages, test them and their
-// dependents with -short, and qual's qualTests when qual is among them.
+// dependents with -short, qual's qualTests when qual is among them, and the stages'
+// judges.
 type plan struct {
 	Lint  []string // import paths, qual included when it changed
 	Tests []string // import paths, qual left out
 	Qual  bool     // qual changed or imports a changed package
+	// Judges: run the harness's judge tests alone (its whole -short set is not in Tests).
+	Judges bool
 }
 
 func main() {
@@ -68,9 +79,8 @@ func run(base string, dryRun bool, stdout, stderr io.Writer) int {
 	}
 	p := makePlan(pkgs, changed)
 	cmds := p.commands(pkgs)
-	if len(cmds) == 0 {
+	if len(p.Lint) == 0 {
 		fmt.Fprintf(stdout, "check: no Go package changed since %s (BASE=HEAD~1 checks the last commit)\n", base)
-		return 0
 	}
 	for _, c := range cmds {
 		fmt.Fprintln(stdout, "check:", strings.Join(c, " "))
@@ -118,10 +128,11 @@ func makePlan(pkgs []pkg, changed map[string]bool) plan {
 	}
 	slices.Sort(p.Lint)
 	slices.Sort(p.Tests)
+	p.Judges = !slices.Contains(p.Tests, harnessPkg)
 	return p
 }
 
-// commands are the plan's command lines, in order; none when nothing changed.
+// commands are the plan's command lines, in order: the judges' alone when nothing changed.
 func (p plan) commands(pkgs []pkg) [][]string {
 	var cmds [][]string
 	if len(p.Lint) > 0 {
@@ -140,6 +151,9 @@ func (p plan) commands(pkgs []pkg) [][]string {
 	}
 	if p.Qual {
 		cmds = append(cmds, []string{"go", "test", "-short", "-count=1", "-run", "^(" + strings.Join(qualTests, "|") + ")$", qualPkg})
+	}
+	if p.Judges {
+		cmds = append(cmds, []string{"go", "test", "-short", "-count=1", "-run", judgeTests, harnessPkg})
 	}
 	return cmds
 }

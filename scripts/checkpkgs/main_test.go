@@ -28,12 +28,12 @@ func TestPlanPicksChangedPackagesAndTheirDependents(t *testing.T) {
 		changed []string
 		want    plan
 	}{
-		{"nothing", nil, plan{}},
-		{"a folder of no package", []string{"/r/docs"}, plan{}},
-		{"a leaf", []string{"/r/scripts/tool"}, plan{Lint: []string{"qualkit/scripts/tool"}, Tests: []string{"qualkit/scripts/tool"}}},
+		{"nothing: the judges alone", nil, plan{Judges: true}},
+		{"a folder of no package", []string{"/r/docs"}, plan{Judges: true}},
+		{"a leaf", []string{"/r/scripts/tool"}, plan{Lint: []string{"qualkit/scripts/tool"}, Tests: []string{"qualkit/scripts/tool"}, Judges: true}},
 		{"only qual: linted, and its no-row tests run", []string{"/r/qual"},
-			plan{Lint: []string{qualPkg}, Qual: true}},
-		{"a package qual imports: qual compiled and its no-row tests run", []string{"/r/internal/harness"},
+			plan{Lint: []string{qualPkg}, Qual: true, Judges: true}},
+		{"a package qual imports: qual compiled and its no-row tests run (the judges among the harness's)", []string{"/r/internal/harness"},
 			plan{Lint: []string{"qualkit/internal/harness"}, Tests: []string{"qualkit/internal/harness", "qualkit/internal/report"}, Qual: true}},
 		{"deps through Deps too", []string{"/r/internal/schema"},
 			plan{Lint: []string{"qualkit/internal/schema"}, Tests: []string{"qualkit/internal/harness", "qualkit/internal/schema"}, Qual: true}},
@@ -58,14 +58,37 @@ func TestOnlyQualChangedRunsQualsNoRowTests(t *testing.T) {
 	for _, c := range cmds {
 		lines = append(lines, strings.Join(c, " "))
 	}
-	require.Len(t, lines, 4, "%q", lines)
+	require.Len(t, lines, 5, "%q", lines)
 	assert.Equal(t, "gofmt -l /r/qual", lines[0])
 	assert.Equal(t, "go vet qualkit/qual", lines[1])
 	assert.Equal(t, "go tool staticcheck qualkit/qual", lines[2])
 	assert.True(t, strings.HasPrefix(lines[3], "go test -short -count=1 -run ^(TestTables"), lines[3])
 	assert.True(t, strings.HasSuffix(lines[3], ")$ qualkit/qual"), lines[3])
+	assert.Equal(t, "go test -short -count=1 -run ^TestJudge qualkit/internal/harness", lines[4], "the stages' judges, every time")
 
-	assert.Empty(t, plan{}.commands(testPkgs), "nothing changed: no command")
+	assert.Equal(t, [][]string{{"go", "test", "-short", "-count=1", "-run", "^TestJudge", "qualkit/internal/harness"}},
+		makePlan(testPkgs, nil).commands(testPkgs), "nothing changed: the judges alone")
+}
+
+// The judges make check runs every time are tests of the harness: a rename that left
+// none would silently run nothing.
+func TestJudgeTestsExist(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "internal", "harness", "*_test.go"))
+	require.NoError(t, err)
+	re := regexp.MustCompile(judgeTests)
+	var judges []string
+	for _, f := range files {
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range file.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && re.MatchString(fn.Name.Name) {
+				judges = append(judges, fn.Name.Name)
+			}
+		}
+	}
+	for _, stage := range []string{"CaseDeclaration", "Case", "ServerIdentity", "Benchmark", "Quality", "Latents", "Influence", "Identity"} {
+		assert.Contains(t, judges, "TestJudge"+stage, "the judge tests of %s", stage)
+	}
 }
 
 // Every name in qualTests is a test function of qual, and the -run pattern made of them

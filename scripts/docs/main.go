@@ -54,8 +54,8 @@ var Files = []string{"README.md", "docs/README.md"}
 
 // Pictures maps each picture under docs/ to the row picture it is.
 var Pictures = map[string]string{
-	"docs/refedit-contact-sheet.png": pictures.ContactSheetFile,
-	"docs/refedit-latency.png":       pictures.LatencyChartFile,
+	"docs/refedit-contact-sheet.png": schema.ContactSheetFile,
+	"docs/refedit-latency.png":       schema.LatencyChartFile,
 }
 
 func main() {
@@ -153,7 +153,7 @@ func (s *source) blocks(root string) (map[string]string, error) {
 	if err := rep.Err(); err != nil {
 		return nil, fmt.Errorf("the examples' run does not check: %w", err)
 	}
-	table := harness.MarkdownHeader
+	table := schema.RowMarkdownHeader()
 	var status []string
 	for _, r := range s.results {
 		table += harness.MarkdownRow(r)
@@ -240,7 +240,7 @@ func (s *source) pictures(root string, write bool) ([]string, error) {
 	rendered := map[string]string{}
 	for doc, rel := range Pictures {
 		p := filepath.Join(tmp, filepath.Base(doc))
-		if rel == pictures.ContactSheetFile {
+		if rel == schema.ContactSheetFile {
 			err = pictures.WritePNG(p, pictures.RenderContactSheet(sheet))
 		} else {
 			err = pictures.WritePNG(p, pictures.RenderLatencyChart(chart))

@@ -402,7 +402,7 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 		cli.Close()
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	tcLog, err := os.OpenFile(filepath.Join(filepath.Dir(spec.Log), "testcontainers.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	tcLog, err := os.OpenFile(filepath.Join(filepath.Dir(spec.Log), filepath.Base(schema.TestcontainersLog)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		f.Close()
 		cli.Close()
