@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"qualkit/internal/family"
+	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
 
@@ -474,7 +475,7 @@ func saysDouble(body []byte) (bool, string) {
 // containers share the host's IPC namespace (source-build.md's --ipc=host).
 func (a TRTMC) Image(env family.Env) (family.ContainerImage, error) {
 	ci := family.ContainerImage{Ref: a.Config.Image, IPCHost: true,
-		Stages: []string{"build", "correctness"},
+		Stages: []string{schema.StageBuild, schema.StageCorrectness},
 		Mounts: []family.Mount{
 			{Host: a.Config.Checkout, Container: srcDir},
 			{Host: filepath.Join(env.Root, "families", "qwen_image", "probe"), Container: probeDir, ReadOnly: true},
