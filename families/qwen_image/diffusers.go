@@ -105,9 +105,12 @@ var _ family.Family = Diffusers{}
 // named (else as processes, RUNTIME=process).
 func (d Diffusers) Describe(_ family.Env, row family.Row) (family.Spec, error) {
 	return family.Spec{
-		Backend:             BackendDiffusers,
-		Timing:              d.timing(),
-		Identity:            family.IdentityCheck{Path: "/v1/models", Check: checkDiffusersIdentity},
+		Backend: BackendDiffusers,
+		Timing:  d.timing(),
+		// server.py lists the model under the row's name with the checkpoint its bundle
+		// names (bundle.json "model": the smoke profile is built in the checkpoint's
+		// shape and names it too, labelled smoke).
+		Identity:            family.ModelsWithCheckpoint,
 		Container:           d.BaseImage != "",
 		Batch:               true,
 		BatchWaits:          true, // native.py --batch --wait-items loads the pipeline, then waits
@@ -117,27 +120,6 @@ func (d Diffusers) Describe(_ family.Env, row family.Row) (family.Spec, error) {
 		Probes:              d.probes,
 		Quality:             d.quality,
 	}, nil
-}
-
-// checkDiffusersIdentity: server.py lists the model under the row's name with the
-// checkpoint its bundle names (bundle.json "model": the smoke profile is built in the
-// checkpoint's shape and names it too, labelled smoke).
-func checkDiffusersIdentity(body []byte, spec family.ServeSpec) (string, error) {
-	var doc struct {
-		Data []struct {
-			ID         string `json:"id"`
-			Checkpoint string `json:"checkpoint"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return "", fmt.Errorf("not JSON: %w", err)
-	}
-	for _, m := range doc.Data {
-		if m.ID == spec.Model {
-			return m.Checkpoint, nil
-		}
-	}
-	return "", fmt.Errorf("the server lists no model %q in GET /v1/models: %s", spec.Model, tail(string(body), 300))
 }
 
 // Image is the backend's container image when a base image is named: every stage runs

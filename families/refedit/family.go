@@ -4,8 +4,6 @@
 package refedit
 
 import (
-	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -38,9 +36,13 @@ const Backend = "refedit"
 // names the checkpoint its bundle was built from.
 func (f Family) Describe(family.Env, family.Row) (family.Spec, error) {
 	return family.Spec{
-		Backend:   Backend,
-		Timing:    f.timing(),
-		Identity:  family.IdentityCheck{Path: "/v1/models", Check: checkIdentity},
+		Backend: Backend,
+		Timing:  f.timing(),
+		// GET /v1/models lists the model under the row's name (--model-name) with the
+		// checkpoint its bundle was built from (edit.Bundle.Checkpoint), which the harness
+		// requires to be the row's model: a row copied under another model's name fails at
+		// serve, naming both.
+		Identity:  family.ModelsWithCheckpoint,
 		Container: true,
 		Batch:     true,
 		// `refedit run --batch --wait-items` loads the bundle, then waits for its items.
@@ -158,27 +160,4 @@ func (f Family) timing() family.TimingSource {
 		return family.TimingSource{Records: "timing.task_ms", RecordID: "request_id"}
 	}
 	return family.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
-}
-
-// checkIdentity holds the row to what its server really serves: GET /v1/models lists the
-// model under the row's name (--model-name) with the checkpoint its bundle was built
-// from (edit.Bundle.Checkpoint), which the harness requires to be the row's model. A
-// row copied under another model's name, served by this family's bundle, fails at serve
-// naming both.
-func checkIdentity(body []byte, spec family.ServeSpec) (string, error) {
-	var doc struct {
-		Data []struct {
-			ID         string `json:"id"`
-			Checkpoint string `json:"checkpoint"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return "", fmt.Errorf("not JSON: %w", err)
-	}
-	for _, d := range doc.Data {
-		if d.ID == spec.Model {
-			return d.Checkpoint, nil
-		}
-	}
-	return "", fmt.Errorf("the server lists no model %q in GET /v1/models", spec.Model)
 }

@@ -14,6 +14,7 @@
 package family
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -250,6 +251,32 @@ type NativeItem struct {
 type IdentityCheck struct {
 	Path  string
 	Check func(body []byte, spec ServeSpec) (checkpoint string, err error)
+}
+
+// ModelsWithCheckpoint is the identity of a server whose GET /v1/models lists the row's
+// model (the name it serves it under) with the checkpoint its bundle was built from, in
+// a "checkpoint" field: qualkit's reference servers (refedit, the diffusers reference).
+var ModelsWithCheckpoint = IdentityCheck{Path: "/v1/models", Check: modelsCheckpoint}
+
+func modelsCheckpoint(body []byte, spec ServeSpec) (string, error) {
+	var doc struct {
+		Data []struct {
+			ID         string `json:"id"`
+			Checkpoint string `json:"checkpoint"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return "", fmt.Errorf("not JSON: %w", err)
+	}
+	for _, m := range doc.Data {
+		if m.ID == spec.Model {
+			return m.Checkpoint, nil
+		}
+	}
+	if len(body) > 300 {
+		body = append(body[:300:300], "..."...)
+	}
+	return "", fmt.Errorf("the server lists no model %q in GET /v1/models: %s", spec.Model, body)
 }
 
 // Probe is one quick check: a command, and a function that judges its output (stdout and

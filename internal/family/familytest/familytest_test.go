@@ -135,3 +135,17 @@ func TestConformanceCanFail(t *testing.T) {
 	_, err := os.Stat("/repo/build.py")
 	assert.True(t, os.IsNotExist(err), "the suite runs no command: it only builds them")
 }
+
+// The reference servers' identity: the model listed under the row's name names the
+// checkpoint the server serves; a list without it, or not JSON, is refused.
+func TestModelsWithCheckpoint(t *testing.T) {
+	check := family.ModelsWithCheckpoint.Check
+	spec := family.ServeSpec{Model: "qualkit/refedit-v1"}
+	got, err := check([]byte(`{"object": "list", "data": [{"id": "other"}, {"id": "qualkit/refedit-v1", "checkpoint": "acme/edit-v1"}]}`), spec)
+	require.NoError(t, err)
+	assert.Equal(t, "acme/edit-v1", got, "the checkpoint as the server states it: the harness compares it with the row's model")
+	_, err = check([]byte(`{"data": [{"id": "other", "checkpoint": "qualkit/refedit-v1"}]}`), spec)
+	assert.ErrorContains(t, err, `the server lists no model "qualkit/refedit-v1" in GET /v1/models: {"data"`)
+	_, err = check([]byte(`<html>`), spec)
+	assert.ErrorContains(t, err, "not JSON")
+}
