@@ -112,7 +112,8 @@ qual: setup tables
 	@echo "evidence: $$(readlink -f evidence/latest) (SUMMARY.md, PR.md, index.html)"
 
 # lint and the Python tests run beside go test, at the lower priority of go test's other
-# runs (scripts/gotest.sh): the qual rows come first. Their output follows go test's
+# runs (scripts/gotest.sh): the qual rows come first; when qual ends, gotest.sh raises them
+# back with its own (BESIDE). Their output follows go test's
 # (CHECKS_LOG), and either failing fails make test.
 CHECKS_LOG ?= evidence/checks.log
 test: setup engine double-image browser tables
@@ -125,7 +126,7 @@ test: setup engine double-image browser tables
 	@echo "test: -race on $(RACE_PKGS) (where concurrency lives), the other packages (./qual/ among them) without it (scripts/gotest.sh)"
 	@echo "test: the qual package first; the other packages, lint and the Python tests (make lint pytest) beside it at a lower priority; their output follows ($(CHECKS_LOG))"
 	@rm -f $(PYJUNIT); ( nice -n 10 $(MAKE) --no-print-directory lint pytest > $(CHECKS_LOG) 2>&1; echo $$? > $(CHECKS_LOG).rc ) & checks=$$!; \
-	SKIP="$$($(GO) run ./scripts/testgate skip -tables $(TABLES))" RACE_PKGS="$(RACE_PKGS)" TEST_TIMEOUT=$(TEST_TIMEOUT) TAGS="$(TAGS)" \
+	BESIDE=$$checks SKIP="$$($(GO) run ./scripts/testgate skip -tables $(TABLES))" RACE_PKGS="$(RACE_PKGS)" TEST_TIMEOUT=$(TEST_TIMEOUT) TAGS="$(TAGS)" \
 		$(GO) tool gotestsum --format testname --junitfile $(JUNIT) --raw-command -- bash scripts/gotest.sh; status=$$?; \
 	wait $$checks; echo "--- make lint pytest ($(CHECKS_LOG)):"; cat $(CHECKS_LOG); \
 	if [ "$$(cat $(CHECKS_LOG).rc)" != 0 ]; then echo "test: make lint pytest FAILED"; status=1; fi; \
