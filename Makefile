@@ -189,14 +189,14 @@ inventory: tables
 # serving shape CI drives (also part of `make test`). Its rows read passed-contract-double.
 # With TRTMC_PERF_SERVE the table has the row TRTMC's own perf-serve serves, and the
 # conformance test (qual/conformance_test.go, its build tag) runs too and must pass.
-QWEN_DOUBLE_RUN = ^TestQwenDouble$$$(if $(TRTMC_PERF_SERVE),|^TestPerfServeConformance$$)
+QWEN_DOUBLE_RUN = ^TestTRTMCDouble$$$(if $(TRTMC_PERF_SERVE),|^TestPerfServeConformance$$)
 .PHONY: qwen-double
 qwen-double: setup engine double-image tables
 	@mkdir -p evidence
 	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qwen-double.xml -- \
 		$(TAGS) -count=1 -run '$(QWEN_DOUBLE_RUN)' ./qual/ || { $(GO) run ./scripts/junitfix -junit evidence/junit-qwen-double.xml; exit 1; }
 	$(GO) run ./scripts/junitfix -junit evidence/junit-qwen-double.xml
-	$(GO) run ./scripts/testgate -junit evidence/junit-qwen-double.xml -tables $(TABLES) -table TestQwenDouble \
+	$(GO) run ./scripts/testgate -junit evidence/junit-qwen-double.xml -tables $(TABLES) -table TestTRTMCDouble \
 		$(if $(TRTMC_PERF_SERVE),-test qualkit/qual/TestPerfServeConformance)
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qwen-double.xml
 

@@ -40,7 +40,7 @@ const qualPkg = "qualkit/qual"
 var qualTests = []string{
 	"TestTablesListEveryQualifyingTest", "TestTablesJSONDetails", "TestTablesJSONDeadlineDefaults", "TestTablesReconcileWithTheInventory",
 	"TestDocsLinksResolve", "TestFaultTableNamesItsTests", "TestNegativeControlsTableMatchesREADME",
-	"TestFlagPathsResolveAgainstTheRepositoryRoot", "TestDoctorSelectsRowsLikeRun",
+	"TestFlagPathsResolveAgainstTheRepositoryRoot", "TestDoctorSelectsRowsLikeRun", "TestHeadlineRunSelectsTheCheckpointTables",
 }
 
 type pkg struct {
