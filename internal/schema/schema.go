@@ -525,6 +525,10 @@ type RunInfo struct {
 	Docker        *DaemonInfo `json:"docker,omitempty"`
 	DockerError   string      `json:"docker_error,omitempty"`
 	Swept         []string    `json:"swept_leftovers,omitempty"`
+	// CleanupLeft names the run's own cleanups that failed at its end (an image the
+	// engine would not remove yet): left to the next run's sweep and the reaper, never a
+	// reason to leave the run's evidence unwritten.
+	CleanupLeft []string `json:"cleanup_left,omitempty"`
 	// Interrupted says which signal stopped the run, and when: "SIGINT at +41.2 s".
 	Interrupted string `json:"interrupted,omitempty"`
 	// CorrectnessOnly: the run ran each row's preflight, build and correctness case
