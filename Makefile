@@ -57,7 +57,7 @@ QUALTEST := .cache/bin/qual.test
 # Signing (internal/attest): SIGN_KEY=FILE, or QUALKIT_SIGNING_KEY (the PEM or its path),
 # signs each run `make qual` and `make shard` make, after its check passed; PUBKEY=FILE
 # verifies signatures (check-evidence, merge-evidence); STRICT=1 makes check-evidence
-# refuse an unsigned or unverified run. Make a key pair: go run ./scripts/attest keygen -out ci
+# refuse an unsigned or unverified run. Make a key pair: go run ./scripts/attest keygen (~/.config/qualkit/ci.pem)
 SIGN_KEY ?=
 PUBKEY ?=
 STRICT ?=
@@ -68,7 +68,7 @@ KEY_ENV = $(if $(SIGN_KEY),QUALKIT_SIGNING_KEY=$(abspath $(SIGN_KEY)))
 define sign
 	@if [ -n "$(SIGN_KEY)" ] || [ -n "$$QUALKIT_SIGNING_KEY" ]; then \
 		$(GO) run ./scripts/attest sign -dir $(1) -junit $(2) $(if $(SIGN_KEY),-key $(SIGN_KEY)); \
-	else echo "evidence not signed: give SIGN_KEY=FILE or QUALKIT_SIGNING_KEY to sign it (make one: go run ./scripts/attest keygen -out ci)"; fi
+	else echo "evidence not signed: give SIGN_KEY=FILE or QUALKIT_SIGNING_KEY to sign it (make one: go run ./scripts/attest keygen)"; fi
 endef
 
 setup:

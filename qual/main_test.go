@@ -142,6 +142,9 @@ func runSuite(m *testing.M, rp *reaper.Reaper) int {
 		return 2
 	}
 	fmt.Println("qual:", suite.RuntimeNote)
+	if note := suite.DirtyNote(); note != "" {
+		fmt.Println("qual:", note)
+	}
 	onSignals(suite)
 	code := m.Run()
 	summary, sums, err := suite.Finish(context.Background())

@@ -443,7 +443,7 @@ func (r *row) writeReport() error {
 	case !r.s.cfg.Qualification:
 		res.Status, res.Reason = schema.StatusPassedNQ, "run with -qualkit.not-qualification: it qualifies nothing"
 	case res.Provenance.Dirty:
-		res.Status, res.Reason = schema.StatusDirty, "the harness tree has changes no commit holds ("+res.Provenance.Commit+"): commit them and rerun to qualify"
+		res.Status, res.Reason = schema.StatusDirty, dirtyReason(res.Provenance)
 	default:
 		res.Status, res.Reason = schema.StatusQualified, ""
 	}

@@ -349,6 +349,30 @@ func BuildGPURead(ctx context.Context, root string) (string, error) {
 	return out, nil
 }
 
+// DirtyNote says, before any row runs, why no row of this run can read qualified: the
+// changes no commit holds, named ("" for a clean tree).
+func (s *Suite) DirtyNote() string {
+	if !s.provenance.Dirty {
+		return ""
+	}
+	return dirtyReason(s.provenance)
+}
+
+// dirtyReason names a dirty tree's changes (the first few), so that a key or a matrix
+// left in the tree is seen at once.
+func dirtyReason(p schema.Provenance) string {
+	const shown = 5
+	var names []string
+	for _, ch := range p.Changes[:min(shown, len(p.Changes))] {
+		names = append(names, strings.TrimSpace(ch))
+	}
+	if len(p.Changes) > shown {
+		names = append(names, fmt.Sprintf("and %d more", len(p.Changes)-shown))
+	}
+	return fmt.Sprintf("the harness tree has changes no commit holds (%s: %s): commit them, or move them out of the tree, and rerun to qualify",
+		p.Commit, strings.Join(names, ", "))
+}
+
 // readProvenance is the commit of the repository at root and whether its tree holds
 // anything a commit does not: modified, staged or untracked files (ignored ones aside).
 // A folder that is no git checkout, or a git that fails, counts as dirty.
