@@ -108,8 +108,10 @@ func (t Tasks) Edits() []string {
 type ImageInput struct {
 	Single []string // fields naming one image, in TRTMC's order
 	Multi  []string // fields naming an ordered list of images (a multi-reference edit)
-	Inputs bool     // read from the testcase's inputs object too, not only its top level
-	Source string   // the citation
+	// Explicit: read as task_adapters' _explicit, from the testcase and its inputs object,
+	// more than one of the fields refused; otherwise the first single field that is a path.
+	Explicit bool
+	Source   string // the citation
 }
 
 // EditImageInput says where the edit Task takes its reference images. The legacy
@@ -122,6 +124,6 @@ func EditImageInput(task string) ImageInput {
 	if task == TaskImageEdit {
 		return ImageInput{Single: []string{"test_image", "image"}, Source: "task_adapters.py @ 0dd9052f § _image_path"}
 	}
-	return ImageInput{Single: []string{"image_path", "image", "test_image"}, Multi: []string{"image_paths", "images"}, Inputs: true,
+	return ImageInput{Single: []string{"image_path", "image", "test_image"}, Multi: []string{"image_paths", "images"}, Explicit: true,
 		Source: "task_adapters.py @ 0dd9052f § _semantic_media_request"}
 }

@@ -59,9 +59,9 @@ func TestEditImageInput(t *testing.T) {
 	legacy := EditImageInput(TaskImageEdit)
 	assert.Equal(t, []string{"test_image", "image"}, legacy.Single)
 	assert.Empty(t, legacy.Multi)
-	assert.False(t, legacy.Inputs)
+	assert.False(t, legacy.Explicit)
 	sdk := EditImageInput(TaskImagesTextToImageEdit)
 	assert.Equal(t, []string{"image_path", "image", "test_image"}, sdk.Single)
 	assert.Equal(t, []string{"image_paths", "images"}, sdk.Multi)
-	assert.True(t, sdk.Inputs)
+	assert.True(t, sdk.Explicit)
 }
