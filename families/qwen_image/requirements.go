@@ -14,6 +14,7 @@ import (
 
 	"qualkit/internal/family"
 	"qualkit/internal/harness"
+	"qualkit/internal/trtmc"
 )
 
 // TRTMCRepo is where the checkout comes from.
@@ -128,7 +129,7 @@ func (rs *reqs) manifest(dir string, l Layout) {
 		rs.bad(err.Error(), "restore the file from git in the TRTMC checkout")
 		return
 	}
-	if bad := checkManifest(m, l, EditTasks(dir)); len(bad) > 0 {
+	if bad := checkManifest(m, l, trtmc.ReadTasks(dir)); len(bad) > 0 {
 		rs.bad(fmt.Sprintf("TRTMC manifest %s disagrees with what the row serves: %s", filepath.Join(dir, l.Manifest), strings.Join(bad, "; ")),
 			"check out a TRTMC commit whose manifest matches, or update families/qwen_image to the new manifest")
 		return
