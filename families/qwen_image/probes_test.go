@@ -37,7 +37,7 @@ func TestProbes(t *testing.T) {
 	// perf-serve (the families checkout's contract): its serve --help must show every flag.
 	assert.Equal(t, []string{"python3", "-m", "trtmc_perf_serving", "serve", "--help"}, server.Cmd.Args)
 	assert.Contains(t, strings.Join(server.Cmd.Env, " "), "PYTHONPATH=/src/apps/perf_serving:/src/apps/benchmark:/src/core/builder:/src")
-	help := "--backend --profile --manifest-root --bundle --runtime-root --worker --model-name --host --port --records --scratch --keep-artifacts --request-timeout"
+	help := "--backend --profile --revision --manifest-root --bundle --runtime-root --worker --model-name --host --port --records --scratch --keep-artifacts --request-timeout"
 	assert.NoError(t, server.Check([]byte(help), nil))
 	assert.ErrorContains(t, server.Check([]byte(strings.Replace(help, "--keep-artifacts ", "", 1)), nil), "does not show --keep-artifacts")
 	assert.ErrorContains(t, server.Check([]byte("ModuleNotFoundError: No module named 'fastapi'"), errors.New("exit status 1")), "the image lacks the server's dependencies")

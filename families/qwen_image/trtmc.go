@@ -236,10 +236,18 @@ func (a TRTMC) Serve(env family.Env, spec family.ServeSpec) (family.Command, err
 
 // PerfServeArgs are perf-serve's arguments after `serve`; their flags are what its --help
 // must show. The conformance test of the double's imitation starts both servers with them.
+// --revision is always the row's: perf-serve replays a latent_seed from the checkpoint's
+// configs at `profile.model.hf_revision or --revision` (cli.py @ 3878755c § serve) through
+// snapshot_download(..., local_files_only=True) (latents.py @ d3e1a549 § snapshot), and
+// the manifest need not pin one (qwen-image-edit-2511.json @ d46edb11 has no
+// hf_revision); a cache that `hf download --revision` filled has no refs/main, so without
+// it every request would fail at latent replay. TRTMC's own launcher passes the model's
+// pinned revision so (apps/aiperf_qual/trtmc_aiperf_qual/services.py @ a9ed5f69 § serving).
 func PerfServeArgs(spec family.ServeSpec, runtimeRoot string) []string {
 	return []string{
 		"--backend", "trtmc",
 		"--profile", Profile,
+		"--revision", Revision,
 		"--manifest-root", "families",
 		"--bundle", spec.Bundle,
 		"--runtime-root", runtimeRoot,
