@@ -480,9 +480,15 @@ func saysDouble(body []byte) (bool, string) {
 // Image is where every stage runs: the image the user named, else the one the
 // checkout's dev Dockerfile builds with the checkout as context. The checkout is mounted
 // at /src, the native build folder at its own path, the HF cache read-only, and the
-// containers share the host's IPC namespace (source-build.md's --ipc=host).
+// containers share the host's IPC namespace (source-build.md's --ipc=host). Every command
+// runs under the image's own entrypoint, as `docker run IMAGE CMD` does: TRTMC's dev
+// image is FROM NVIDIA's TensorRT image (Dockerfile.dev.x86 @ 520a0165), whose
+// /opt/nvidia/nvidia_entrypoint.sh checks the driver, sets up CUDA forward
+// compatibility for a driver older than the image's CUDA, then runs its arguments (as
+// NVIDIA's entrypoint of that name does: triton-inference-server/server
+// nvidia_entrypoint.sh @ 0794865d, `exec "$@"`); replaced, torch would see no GPU there.
 func (a TRTMC) Image(env family.Env) (family.ContainerImage, error) {
-	ci := family.ContainerImage{Ref: a.Config.Image, IPCHost: true,
+	ci := family.ContainerImage{Ref: a.Config.Image, IPCHost: true, UnderEntrypoint: true,
 		Stages: []string{schema.StageBuild, schema.StageCorrectness},
 		Mounts: []family.Mount{
 			{Host: a.Config.Checkout, Container: srcDir},
