@@ -63,7 +63,12 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-const cloneFix = "git clone " + TRTMCRepo + " trtmc, check out the commit to qualify (main e9132e79 or a later one with trtmc-server), then export " +
+// cloneFix names the checkout that serves the row: perf-serve (apps/perf_serving) with
+// the worker it drives built from apps/benchmark/native. Neither main e9132e79 (no HTTP
+// server at all) nor trtmc-server can: trtmc-server serves text generation only (its
+// description, cli.py @ a9ed5f69; a worker without the text_generation capability is
+// refused, registry.py @ a4ba28be § _validate_ready).
+const cloneFix = "git clone " + TRTMCRepo + " trtmc and check out " + servingCheckout + ", then export " +
 	EnvCheckout + "=$PWD/trtmc (the harness builds the dev image and the native runtime itself, as source-build.md does)"
 
 const fullCheckoutFix = "point " + EnvCheckout + " at a full git checkout of NVIDIA/TensorRT-Model-Connect, not a data-only copy"

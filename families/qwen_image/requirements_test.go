@@ -27,6 +27,10 @@ func TestRequirementsWithNothingConfigured(t *testing.T) {
 		assert.True(t, q.Absent, "%q is a host piece", q.What)
 	}
 	assert.Contains(t, reqs[0].Fix, "git clone https://github.com/NVIDIA/TensorRT-Model-Connect.git trtmc")
+	// The checkout that serves the row: perf-serve and the worker it drives, never main
+	// e9132e79 (no server) or trtmc-server (text generation only, registry.py @ a4ba28be).
+	assert.Contains(t, reqs[0].Fix, "one with apps/perf_serving (trtmc-perf-serve, the server) and apps/benchmark/native (the trtmc_benchmark_worker it drives)")
+	assert.NotContains(t, reqs[0].Fix, "a later one with trtmc-server")
 	assert.Contains(t, reqs[2].Fix, "HF_HOME="+hf+" hf download Qwen/Qwen-Image-Edit-2511 --revision 6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9")
 }
 

@@ -236,10 +236,18 @@ func (a TRTMC) Serve(env family.Env, spec family.ServeSpec) (family.Command, err
 
 // PerfServeArgs are perf-serve's arguments after `serve`; their flags are what its --help
 // must show. The conformance test of the double's imitation starts both servers with them.
+// --revision is always the row's: perf-serve replays a latent_seed from the checkpoint's
+// configs at `profile.model.hf_revision or --revision` (cli.py @ 3878755c § serve) through
+// snapshot_download(..., local_files_only=True) (latents.py @ d3e1a549 § snapshot), and
+// the manifest need not pin one (qwen-image-edit-2511.json @ d46edb11 has no
+// hf_revision); a cache that `hf download --revision` filled has no refs/main, so without
+// it every request would fail at latent replay. TRTMC's own launcher passes the model's
+// pinned revision so (apps/aiperf_qual/trtmc_aiperf_qual/services.py @ a9ed5f69 § serving).
 func PerfServeArgs(spec family.ServeSpec, runtimeRoot string) []string {
 	return []string{
 		"--backend", "trtmc",
 		"--profile", Profile,
+		"--revision", Revision,
 		"--manifest-root", "families",
 		"--bundle", spec.Bundle,
 		"--runtime-root", runtimeRoot,
@@ -472,9 +480,15 @@ func saysDouble(body []byte) (bool, string) {
 // Image is where every stage runs: the image the user named, else the one the
 // checkout's dev Dockerfile builds with the checkout as context. The checkout is mounted
 // at /src, the native build folder at its own path, the HF cache read-only, and the
-// containers share the host's IPC namespace (source-build.md's --ipc=host).
+// containers share the host's IPC namespace (source-build.md's --ipc=host). Every command
+// runs under the image's own entrypoint, as `docker run IMAGE CMD` does: TRTMC's dev
+// image is FROM NVIDIA's TensorRT image (Dockerfile.dev.x86 @ 520a0165), whose
+// /opt/nvidia/nvidia_entrypoint.sh checks the driver, sets up CUDA forward
+// compatibility for a driver older than the image's CUDA, then runs its arguments (as
+// NVIDIA's entrypoint of that name does: triton-inference-server/server
+// nvidia_entrypoint.sh @ 0794865d, `exec "$@"`); replaced, torch would see no GPU there.
 func (a TRTMC) Image(env family.Env) (family.ContainerImage, error) {
-	ci := family.ContainerImage{Ref: a.Config.Image, IPCHost: true,
+	ci := family.ContainerImage{Ref: a.Config.Image, IPCHost: true, UnderEntrypoint: true,
 		Stages: []string{schema.StageBuild, schema.StageCorrectness},
 		Mounts: []family.Mount{
 			{Host: a.Config.Checkout, Container: srcDir},

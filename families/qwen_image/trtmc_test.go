@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,18 @@ func TestCommandsPerLayout(t *testing.T) {
 			assert.Equal(t, string(want), got+"\n", "the row's commands changed: review, then go test ./families/qwen_image -run TestCommandsPerLayout -update")
 		})
 	}
+}
+
+// perf-serve replays latents from the checkpoint at `profile.model.hf_revision or
+// --revision` (cli.py @ 3878755c § serve); a manifest without hf_revision (@ d46edb11)
+// and a cache `hf download --revision` filled (no refs/main) would fail every request at
+// latent replay, so the row always names its revision.
+func TestPerfServeArgsPinTheRevision(t *testing.T) {
+	args := PerfServeArgs(family.ServeSpec{Bundle: "/b", Model: HFID, Host: "127.0.0.1", Port: 1}, "/rt")
+	i := slices.Index(args, "--revision")
+	require.GreaterOrEqual(t, i, 0, "no --revision in %v", args)
+	assert.Equal(t, Revision, args[i+1])
+	assert.Contains(t, serveFlags(args), "--revision", "the server probe's --help check holds it too")
 }
 
 func TestLayoutDetection(t *testing.T) {
@@ -282,7 +295,7 @@ func TestServeCommandPerContract(t *testing.T) {
 	cmd := must(perf.Serve(env, spec))
 	assert.Equal(t, []string{"python3", "-m", "trtmc_perf_serving", "serve"}, cmd.Args[:4])
 	args := strings.Join(cmd.Args, " ")
-	assert.Contains(t, args, "--backend trtmc --profile qwen-image-edit-2511 --manifest-root families --bundle /b")
+	assert.Contains(t, args, "--backend trtmc --profile qwen-image-edit-2511 --revision "+Revision+" --manifest-root families --bundle /b")
 	assert.Contains(t, args, "--records /r --scratch /s --keep-artifacts")
 	assert.Regexp(t, `--worker \S+/trtmc_benchmark_worker`, args)
 	assert.Equal(t, wire.TRTMCTask, described(perf, env, rowOf(row())).Wire.Name())

@@ -139,6 +139,9 @@ type Env struct {
 	Python  string       // the project venv's python (pytest, AIPerf)
 	GPUs    []gpu.Device // the GPUs chosen for the row, by UUID
 	ImageID string       // the family's image (sha256:...), when the row runs in one
+	// CUDADriverVersion is the CUDA version the host's driver supports, as NVML reports it
+	// (1000*major + 10*minor, gpu.Reading); 0 before preflight read the GPUs, or without any.
+	CUDADriverVersion int
 }
 
 // Command is one program invocation. Env holds only the variables the family adds; the
@@ -324,6 +327,10 @@ type ContainerImage struct {
 	IPCHost bool
 	// MemoryBytes caps each container's memory, swap included; 0: no cap.
 	MemoryBytes int64
+	// UnderEntrypoint runs every command under the image's own ENTRYPOINT, one that ends
+	// by running its arguments (NVIDIA's images: CUDA forward compatibility, then exec
+	// "$@"); without it the command's program replaces the ENTRYPOINT.
+	UnderEntrypoint bool
 }
 
 // QualitySpec is a family's quality criteria, read from its own files.

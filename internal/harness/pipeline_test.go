@@ -429,6 +429,14 @@ func TestPipelineOptionalContracts(t *testing.T) {
 			assert.Contains(t, st.Error, tc.msg)
 		})
 	}
+	t.Run("the probes know the driver's CUDA", func(t *testing.T) {
+		p := newPipeline(t, false)
+		p.cfg.GPURead = fakeGPUReader(t, 1) // NVML says cuda_driver_version 13000
+		c := p.row("cuda", "")
+		c.Adapter = FakeServing{Probe: "cuda", ToolsOK: "ok", Ident: "ok"}
+		res, err := p.start(t).Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
+		require.NoError(t, err, "%+v", res.Stages)
+	})
 	t.Run("a contract double never qualifies", func(t *testing.T) {
 		p := newPipeline(t, false)
 		c := p.row("double", "")
