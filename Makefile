@@ -136,6 +136,14 @@ test: setup engine double-image browser tables
 	$(GO) run ./scripts/testgate failed $(JUNIT) $(PYJUNIT); \
 	if [ $$status != 0 ]; then echo "make test: FAILED (the list above)"; fi; exit $$status
 
+# Rerun only what failed in make test's last JUnit ($(JUNIT)), each failed top-level test
+# once (a row runs whole, so a failed stage reruns its table's test), writing
+# evidence/junit-rerun.xml. Each is reported FAILED again, FLAKY (it passed with the tree
+# unchanged since the failed run: exit 1, never a pass), or passed after changes.
+.PHONY: test-failed
+test-failed: setup engine double-image tables
+	@$(GO) run ./scripts/testgate rerun -junit $(JUNIT) -out evidence/junit-rerun.xml $(if $(GO_TAG_LIST),-tags $(GO_TAG_LIST))
+
 # The Python side: the refedit reference's self-tests (incl. tampered bundles), the
 # openai client's images.edit against the refedit server (it builds the binary with
 # $(GO)), and the fixture manifest checks. Same rule: no skips. They use no pytest
