@@ -201,7 +201,18 @@ func (a TRTMC) Correctness(env family.Env, spec family.CorrectnessSpec) (family.
 			"TRTMC_NATIVE_BUILD_DIR="+n.dir,
 			"TRTMC_QWEN_IMAGE_MODEL_DIR="+SnapshotDir(a.Config.HFHome),
 			"TRTMC_E2E_ARTIFACT_DIR="+spec.Artifacts,
+			// The evidence plugin refuses any value but one 40-hex commit, and cannot ask
+			// git itself inside a container that does not own /src.
 			"TRTMC_E2E_SOURCE_REVISION="+n.Source.Commit)
+		// TRTMC's e2e evidence plugin (tools/e2e_evidence.py @ e2c6fa14, which
+		// test_e2e.py @ f0a1b69f imports) writes the case's verdict to
+		// <artifacts>/evidence/qwen_image/<case>/evidence.json, status "passed" when it
+		// passed; an older checkout has no plugin and writes none.
+		if isFile(filepath.Join(a.Config.Checkout, evidencePlugin)) {
+			cc.Result = filepath.Join(spec.Artifacts, "evidence", "qwen_image", Profile, "evidence.json")
+			cc.ResultPass = "passed"
+			cc.TestFiles = append(cc.TestFiles, filepath.Join(a.Config.Checkout, evidencePlugin))
+		}
 	}
 	cc.Command = family.Command{Args: append(args, "--junitxml="+spec.JUnit), Env: envs, Dir: a.Config.Checkout}
 	return cc, nil

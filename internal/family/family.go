@@ -181,8 +181,11 @@ type CorrectnessCase struct {
 	// --rootdir) of the cases that must run and pass: no fewer, no others.
 	Cases []string
 	// Result, when set, is a JSON file the case writes with a top-level "status" that
-	// must be "pass" (TRTMC's result.json); it must lie under CorrectnessSpec.Artifacts.
+	// must be ResultPass; it must lie under CorrectnessSpec.Artifacts.
 	Result string
+	// ResultPass is the status Result states of a passed case: "pass" when empty (TRTMC's
+	// result.json at e9132e79); "passed" for its newer e2e evidence plugin's evidence.json.
+	ResultPass string
 	// TestFiles are the case's own test files; their sha256, and those of the
 	// conftest.py files pytest loads for them (up to Command.Dir), go into the evidence.
 	TestFiles []string

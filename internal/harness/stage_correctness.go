@@ -107,6 +107,9 @@ func (r *row) correctness(ctx context.Context) error {
 		return d.Err
 	}
 	corr.ResultFile = d.ResultFile
+	if d.ResultFile != "" {
+		corr.ResultPass = cc.ResultPass
+	}
 	// The case's own code as it ran: its test files and the conftest.py files pytest
 	// loads for them.
 	if corr.CaseFiles, err = caseFiles(cc.TestFiles, cc.Command.Dir); err != nil {
@@ -128,7 +131,7 @@ func (r *row) correctness(ctx context.Context) error {
 	if corr.Artifacts, err = treeHashes(r.ev.Dir, artifacts); err != nil {
 		return fmt.Errorf("correctness artifacts: %w", err)
 	}
-	out := caseOutcome{Declared: cc.Cases, BuildByCase: byCase, BundleBefore: r.bundleSHA, RunErr: runErr, ResultFile: cc.Result}
+	out := caseOutcome{Declared: cc.Cases, BuildByCase: byCase, BundleBefore: r.bundleSHA, RunErr: runErr, ResultFile: cc.Result, ResultPass: cc.ResultPass}
 	if !byCase {
 		out.BundleAfter, out.BundleErr = pathSHA256(r.bundle)
 	}
@@ -202,6 +205,7 @@ type caseOutcome struct {
 	Counts                    schema.CaseCounts
 	JUnitErr                  error
 	ResultFile                string // "" when the family names none
+	ResultPass                string // the status it states of a passed case ("" is "pass")
 	Result                    []byte
 	ResultErr                 error
 	Artifacts                 []schema.FileHash // every file the case wrote in its artifacts folder
@@ -240,7 +244,7 @@ func judgeCase(o caseOutcome) caseVerdict {
 	case o.RunErr != nil:
 		v.Err = fmt.Errorf("every case passed but the command failed: %w", o.RunErr)
 	case o.ResultFile != "":
-		v.Err = judgeResultFile(o.ResultFile, o.Result, o.ResultErr)
+		v.Err = judgeResultFile(o.ResultFile, o.Result, o.ResultErr, o.ResultPass)
 	default:
 		v.Err = undeclaredResult(o.Artifacts)
 	}
