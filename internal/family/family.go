@@ -82,6 +82,12 @@ type Spec struct {
 	// BundleByCase: the correctness case builds the bundle (CorrectnessCase.Bundle names
 	// where), which is then the one served; Build is not asked.
 	BundleByCase bool
+	// BundleDir is where the family's bundles go instead of the repository's
+	// .cache/bundles: the harness's bundle cache (<BundleDir>/<key>/, reused across runs
+	// by key) and, under BundleByCase, the correctness case's scratch folder (a fresh
+	// <BundleDir>/case-* per row, removed when the row ends). "": .cache/bundles and the
+	// row's work folder.
+	BundleDir string
 	// Batch: the family's native Task can run every replay in one process (NativeBatch).
 	Batch bool
 	// BatchWaits: the batch program honours NativeBatchSpec.WaitItems (it loads, then

@@ -91,6 +91,16 @@ func (r *row) correctness(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.spec.BundleByCase && r.spec.BundleDir != "" {
+		if err := os.MkdirAll(r.spec.BundleDir, 0o755); err != nil {
+			return err
+		}
+		var err error
+		if scratch, err = os.MkdirTemp(r.spec.BundleDir, "case-"); err != nil {
+			return err
+		}
+		r.caseDir = scratch
+	}
 	cc, err := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path(schema.CorrectnessJUnit), Artifacts: artifacts, Scratch: scratch})
 	if err != nil {
 		return fmt.Errorf("correctness case: %w", err)
