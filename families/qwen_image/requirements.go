@@ -42,6 +42,7 @@ func (a TRTMC) requirements(env family.Env, c family.Row) []family.Requirement {
 	rs.image(a.Config)
 	rs.checkpoint(a.Config)
 	rs.workload(env, c)
+	rs.disk(a, env)
 	return rs
 }
 

@@ -65,6 +65,7 @@ func (a TRTMC) Describe(env family.Env, row family.Row) (family.Spec, error) {
 		Identity:     family.IdentityCheck{Path: a.identityPath(), Check: a.checkIdentity},
 		Container:    true,
 		BundleByCase: lerr == nil && l.buildsOwnBundle(),
+		BundleDir:    a.bundleDir(env),
 		Batch:        lerr == nil && l.Name == LayoutFamilies && WorkerServes(a.Config.Checkout),
 		Deadlines:    a.stageDeadlines,
 		Found:        a.found(),
@@ -85,7 +86,7 @@ func (a TRTMC) env(env family.Env) []string { return a.envWith(env, nil) }
 
 // envWith is env with extra folders of the checkout first on PYTHONPATH (a server's own).
 func (a TRTMC) envWith(env family.Env, first []string) []string {
-	out := []string{"HF_HOME=" + a.Config.HFHome, "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1"}
+	out := []string{"HF_HOME=" + a.Config.HFHome, "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1", "TMPDIR=" + a.tmpDir(env)}
 	if l, err := a.layout(); err == nil {
 		var paths []string
 		for _, p := range append(append([]string{}, first...), l.PythonPath...) {
@@ -494,6 +495,11 @@ func (a TRTMC) Image(env family.Env) (family.ContainerImage, error) {
 	if a.Config.HFHome != "" {
 		ci.Mounts = append(ci.Mounts, family.Mount{Host: a.Config.HFHome, Container: a.Config.HFHome, ReadOnly: true})
 	}
+	// The builder's temporaries (TMPDIR) on the bundles' disk, not Docker's root.
+	if err := os.MkdirAll(a.tmpDir(env), 0o755); err != nil {
+		return family.ContainerImage{}, fmt.Errorf("the builder's temporary folder: %w", err)
+	}
+	ci.Mounts = append(ci.Mounts, family.Mount{Host: a.tmpDir(env), Container: a.tmpDir(env)})
 	if n, err := a.native(env); err == nil && fileExists(n.dir) {
 		// Tools makes the folder; the probes before it need no runtime.
 		ci.Mounts = append(ci.Mounts, family.Mount{Host: n.dir, Container: buildDir})
