@@ -81,25 +81,34 @@ func isRegular(p string) bool {
 // evidence): CorrectnessSpec.Scratch.
 const caseScratch = "correctness"
 
+// caseScratchDir is the case's scratch folder: in the family's BundleDir once the case
+// made one there, else in the row's work folder.
+func (r *row) caseScratchDir() string {
+	if r.caseDir != "" {
+		return r.caseDir
+	}
+	return filepath.Join(r.env.Work, caseScratch)
+}
+
 // correctness runs the family's own case, unchanged, on the exact bundle, and proves the
 // bundle was not touched while it ran.
 func (r *row) correctness(ctx context.Context) error {
 	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.CorrectnessArtifacts))
-	scratch := filepath.Join(r.env.Work, caseScratch)
+	if r.spec.BundleByCase && r.spec.BundleDir != "" && r.caseDir == "" {
+		if err := os.MkdirAll(r.spec.BundleDir, 0o755); err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp(r.spec.BundleDir, "case-")
+		if err != nil {
+			return err
+		}
+		r.caseDir = dir
+	}
+	scratch := r.caseScratchDir()
 	for _, d := range []string{artifacts, scratch} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
-	}
-	if r.spec.BundleByCase && r.spec.BundleDir != "" {
-		if err := os.MkdirAll(r.spec.BundleDir, 0o755); err != nil {
-			return err
-		}
-		var err error
-		if scratch, err = os.MkdirTemp(r.spec.BundleDir, "case-"); err != nil {
-			return err
-		}
-		r.caseDir = scratch
 	}
 	cc, err := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path(schema.CorrectnessJUnit), Artifacts: artifacts, Scratch: scratch})
 	if err != nil {
