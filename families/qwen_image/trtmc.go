@@ -65,6 +65,7 @@ func (a TRTMC) Describe(env family.Env, row family.Row) (family.Spec, error) {
 		Identity:     family.IdentityCheck{Path: a.identityPath(), Check: a.checkIdentity},
 		Container:    true,
 		BundleByCase: lerr == nil && l.buildsOwnBundle(),
+		BundleDir:    a.bundleDir(env),
 		Batch:        lerr == nil && l.Name == LayoutFamilies && WorkerServes(a.Config.Checkout),
 		Deadlines:    a.stageDeadlines,
 		Found:        a.found(),
@@ -85,7 +86,7 @@ func (a TRTMC) env(env family.Env) []string { return a.envWith(env, nil) }
 
 // envWith is env with extra folders of the checkout first on PYTHONPATH (a server's own).
 func (a TRTMC) envWith(env family.Env, first []string) []string {
-	out := []string{"HF_HOME=" + a.Config.HFHome, "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1"}
+	out := []string{"HF_HOME=" + a.Config.HFHome, "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1", "TMPDIR=" + a.tmpDir(env)}
 	if l, err := a.layout(); err == nil {
 		var paths []string
 		for _, p := range append(append([]string{}, first...), l.PythonPath...) {
@@ -201,7 +202,18 @@ func (a TRTMC) Correctness(env family.Env, spec family.CorrectnessSpec) (family.
 			"TRTMC_NATIVE_BUILD_DIR="+n.dir,
 			"TRTMC_QWEN_IMAGE_MODEL_DIR="+SnapshotDir(a.Config.HFHome),
 			"TRTMC_E2E_ARTIFACT_DIR="+spec.Artifacts,
+			// The evidence plugin refuses any value but one 40-hex commit, and cannot ask
+			// git itself inside a container that does not own /src.
 			"TRTMC_E2E_SOURCE_REVISION="+n.Source.Commit)
+		// TRTMC's e2e evidence plugin (tools/e2e_evidence.py @ e2c6fa14, which
+		// test_e2e.py @ f0a1b69f imports) writes the case's verdict to
+		// <artifacts>/evidence/qwen_image/<case>/evidence.json, status "passed" when it
+		// passed; an older checkout has no plugin and writes none.
+		if isFile(filepath.Join(a.Config.Checkout, evidencePlugin)) {
+			cc.Result = filepath.Join(spec.Artifacts, "evidence", "qwen_image", Profile, "evidence.json")
+			cc.ResultPass = "passed"
+			cc.TestFiles = append(cc.TestFiles, filepath.Join(a.Config.Checkout, evidencePlugin))
+		}
 	}
 	cc.Command = family.Command{Args: append(args, "--junitxml="+spec.JUnit), Env: envs, Dir: a.Config.Checkout}
 	return cc, nil
@@ -497,6 +509,11 @@ func (a TRTMC) Image(env family.Env) (family.ContainerImage, error) {
 	if a.Config.HFHome != "" {
 		ci.Mounts = append(ci.Mounts, family.Mount{Host: a.Config.HFHome, Container: a.Config.HFHome, ReadOnly: true})
 	}
+	// The builder's temporaries (TMPDIR) on the bundles' disk, not Docker's root.
+	if err := os.MkdirAll(a.tmpDir(env), 0o755); err != nil {
+		return family.ContainerImage{}, fmt.Errorf("the builder's temporary folder: %w", err)
+	}
+	ci.Mounts = append(ci.Mounts, family.Mount{Host: a.tmpDir(env), Container: a.tmpDir(env)})
 	if n, err := a.native(env); err == nil && fileExists(n.dir) {
 		// Tools makes the folder; the probes before it need no runtime.
 		ci.Mounts = append(ci.Mounts, family.Mount{Host: n.dir, Container: buildDir})

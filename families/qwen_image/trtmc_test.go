@@ -365,3 +365,25 @@ func TestStageDeadlinesPerLayout(t *testing.T) {
 	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)}).stageDeadlines(family.Deadlines{Ready: 30 * time.Minute})
 	assert.Equal(t, 30*time.Minute, edit.Ready, "trtmc-server's --startup-timeout is the row's own (1800 s)")
 }
+
+// TestFamiliesCaseVerdictIsTheEvidencePlugins: a families checkout with TRTMC's e2e
+// evidence plugin (tools/e2e_evidence.py @ e2c6fa14, imported by test_e2e.py @ f0a1b69f)
+// has its case's verdict read where the plugin writes it, "passed" meaning passed, and
+// is given the 40-hex commit the plugin requires; a checkout without it names none.
+func TestFamiliesCaseVerdictIsTheEvidencePlugins(t *testing.T) {
+	dir, root := checkout(t, LayoutFamilies), t.TempDir()
+	env := gpuEnv(t, root)
+	a := New(Config{Checkout: dir, HFHome: fakeHFCache(t)})
+	spec := family.CorrectnessSpec{JUnit: "/ev/correctness/junit.xml", Artifacts: "/ev/correctness/artifacts", Scratch: "/work/correctness"}
+	cc := must(a.Correctness(env, spec))
+	assert.Equal(t, "/ev/correctness/artifacts/evidence/qwen_image/qwen-image-edit-2511/evidence.json", cc.Result)
+	assert.Equal(t, "passed", cc.ResultPass)
+	n, err := a.native(env)
+	require.NoError(t, err)
+	assert.Regexp(t, `^[0-9a-f]{40}$`, n.Source.Commit)
+	assert.Contains(t, cc.Command.Env, "TRTMC_E2E_SOURCE_REVISION="+n.Source.Commit)
+
+	require.NoError(t, os.Remove(filepath.Join(dir, evidencePlugin)))
+	cc = must(a.Correctness(env, spec))
+	assert.Empty(t, cc.Result, "an older checkout writes no evidence")
+}

@@ -178,11 +178,14 @@ type FakeServing struct {
 	ByCase  bool   // the correctness case builds the bundle
 	Ident   string // "ok" or "other": the server says it is another backend
 	Task    bool   // the server speaks the TRTMC task protocol: PNGs under its scratch folder
+	// BundleDir is Spec.BundleDir: where the bundles go instead of .cache/bundles.
+	BundleDir string
 }
 
 func (f FakeServing) Describe(env Env, row Row) (Spec, error) {
 	spec, err := f.FakeFamily.Describe(env, row)
 	spec.BundleByCase = f.ByCase
+	spec.BundleDir = f.BundleDir
 	if f.Task {
 		spec.Wire = wire.Task{}
 	}

@@ -287,6 +287,7 @@ type Correctness struct {
 	CaseCounts
 	Declared   []string   `json:"declared_cases"`        // the JUnit ids that had to run and pass
 	ResultFile string     `json:"result_file,omitempty"` // the case's own result, relative to the row folder
+	ResultPass string     `json:"result_pass,omitempty"` // the status ResultFile states of a passed case; "pass" when empty
 	CaseFiles  []FileHash `json:"case_files"`            // the test files and conftest.py chain, as run
 	Artifacts  []FileHash `json:"artifacts"`             // every file the case wrote under correctness/artifacts
 }
