@@ -256,9 +256,10 @@ shard: setup engine tables
 		echo "shard $(SHARD): the tests made no run folder (evidence/latest did not move): does RUN='$(value RUN)' select a row? (make matrix RUN=...)"; exit 1; fi; \
 	echo "$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml"; \
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml || status=1; \
-	if [ $$status = 0 ] && { [ -n "$(SIGN_KEY)" ] || [ -n "$$QUALKIT_SIGNING_KEY" ]; }; then \
+	if [ $$status != 0 ]; then echo "shard $(SHARD): not signed: the shard failed"; \
+	elif [ -n "$(SIGN_KEY)" ] || [ -n "$$QUALKIT_SIGNING_KEY" ]; then \
 		$(GO) run ./scripts/attest sign -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml $(if $(SIGN_KEY),-key $(SIGN_KEY)) || status=1; \
-	else echo "shard $(SHARD): not signed (failed, or no SIGN_KEY / QUALKIT_SIGNING_KEY)"; fi; \
+	else echo "shard $(SHARD): passed, not signed: give SIGN_KEY=FILE or QUALKIT_SIGNING_KEY to sign it"; fi; \
 	run=$$(readlink -f evidence/latest); cp evidence/junit-shard-$(SHARD).xml "$$run.junit.xml"; \
 	rm -rf evidence/shards/$(SHARD) && mkdir -p evidence/shards/$(SHARD) && \
 		cp -a "$$run" evidence/shards/$(SHARD)/ && cp evidence/junit-shard-$(SHARD).xml evidence/shards/$(SHARD)/junit.xml || exit 1; \
