@@ -41,7 +41,7 @@ const qualPkg = "qualkit/qual"
 var qualTests = []string{
 	"TestTablesListEveryQualifyingTest", "TestTablesJSONDetails", "TestTablesJSONDeadlineDefaults", "TestTablesReconcileWithTheInventory",
 	"TestDocsLinksResolve", "TestFaultTableNamesItsTests", "TestNegativeControlsTableMatchesREADME",
-	"TestFlagPathsResolveAgainstTheRepositoryRoot", "TestDoctorSelectsRowsLikeRun", "TestHeadlineRunSelectsTheCheckpointTables",
+	"TestFlagPathsResolveAgainstTheRepositoryRoot", "TestDoctorSelectsRowsLikeRun", "TestHeadlineRunSelectsTheCheckpointTables", "TestCIDocMatrixIsTheTables",
 }
 
 // asDependent is what a package whose own tests are long runs in make check when it is
