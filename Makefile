@@ -181,17 +181,25 @@ clean-evidence:
 	rm -rf evidence
 
 # Where make test's time went (its JUnit): each package's wall and the slowest tests,
-# written to docs/test-times.md.
+# written to TEST_TIMES (default evidence/test-times.md, ignored; the committed one:
+# TEST_TIMES=docs/test-times.md, from a fresh-clone make test).
+TEST_TIMES ?= evidence/test-times.md
 .PHONY: test-times
 test-times:
 	@{ echo "# Test times"; echo; echo "From \`make test\`'s $(JUNIT_RAW) (\`make test-times\` writes this file)."; echo; \
-		$(GO) run ./scripts/testtimes -junit $(JUNIT_RAW); } > docs/test-times.md
-	@cat docs/test-times.md
+		$(GO) run ./scripts/testtimes -junit $(JUNIT_RAW); } > $(TEST_TIMES)
+	@cat $(TEST_TIMES)
 
 .PHONY: inventory
+# INVENTORY_OUT: where INVENTORY.md and inventory.json go; by default evidence/inventory/
+# (ignored), so inventorying your own checkout leaves the tree clean. The committed files
+# are TRTMC main e9132e79's: make inventory TRTMC=../shared/trtmc-main-e9132e79 INVENTORY_OUT=.
+INVENTORY_OUT ?= evidence/inventory
 inventory: tables
 	@test -n "$(TRTMC)" || { echo "make inventory TRTMC=DIR: name a TRTMC checkout (or ../shared/trtmc-main-e9132e79)"; exit 2; }
-	$(GO) run ./scripts/inventory -trtmc $(TRTMC) -out .
+	@mkdir -p $(INVENTORY_OUT)
+	$(GO) run ./scripts/inventory -trtmc $(TRTMC) -out $(INVENTORY_OUT)
+	@echo "inventory: $(INVENTORY_OUT)/INVENTORY.md and $(INVENTORY_OUT)/inventory.json"
 
 # The real Qwen adapter through every stage against the TRTMC contract double, in each
 # serving shape CI drives (also part of `make test`). Its rows read passed-contract-double.
