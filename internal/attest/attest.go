@@ -5,8 +5,9 @@
 //
 // The Statement's subjects are the run's SHA256SUMS, each row's SHA256SUMS, the run's
 // JUnit file when one is given, and each row's bundle (by the sha256 results.json
-// records); its predicate (PredicateType) states the run id, the harness commit and each
-// row's verdict and time budget. Since the run's SHA256SUMS lists every other file of the
+// records); its predicate (PredicateType) states the run id, the harness commit, each
+// row's verdict and time budget, and for a CI shard's run the shard and the matrix entry it
+// answers (ShardClaim). Verify holds the folder's name to the signed run id. Since the run's SHA256SUMS lists every other file of the
 // folder, a verified signature binds every byte the runner wrote before signing.
 //
 // What a signature proves: these bytes are what the holder of the key signed, and
