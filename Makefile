@@ -241,7 +241,12 @@ matrix: tables
 # and the check's. QUALARGS go to the qual test binary after -args: for a row whose
 # public run met a hardware limit, QUALARGS=-qualkit.correctness-only on a host with the
 # memory runs its unchanged correctness case alone, a shard the merge keeps beside it.
+# Signed, the run's statement names the shard, the matrix entry it answers (MATRIX_ENTRY,
+# default SHARD) and its matrix's created time (MATRIX_CREATED, in the entry's command):
+# the merge refuses it in another shard's folder or for another matrix.
 QUALARGS ?=
+MATRIX_CREATED ?=
+MATRIX_ENTRY ?=
 ifneq ($(filter shard,$(MAKECMDGOALS)),)
 ifeq ($(strip $(value RUN)),)
 $(error make shard: RUN is not set: give the go test -run pattern of the row to run, as `make matrix` prints it, e.g. make shard RUN='^TestRefEdit$$/^refedit-v1$$' SHARD=refedit-v1)
@@ -266,7 +271,8 @@ shard: setup engine tables
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml || status=1; \
 	if [ $$status != 0 ]; then echo "shard $(SHARD): not signed: the shard failed"; \
 	elif [ -n "$(SIGN_KEY)" ] || [ -n "$$QUALKIT_SIGNING_KEY" ]; then \
-		$(GO) run ./scripts/attest sign -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml $(if $(SIGN_KEY),-key $(SIGN_KEY)) || status=1; \
+		$(GO) run ./scripts/attest sign -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml $(if $(SIGN_KEY),-key $(SIGN_KEY)) \
+			-shard $(SHARD) -matrix-created '$(MATRIX_CREATED)' $(if $(MATRIX_ENTRY),-matrix-entry $(MATRIX_ENTRY)) || status=1; \
 	else echo "shard $(SHARD): passed, not signed: give SIGN_KEY=FILE or QUALKIT_SIGNING_KEY to sign it"; fi; \
 	run=$$(readlink -f evidence/latest); cp evidence/junit-shard-$(SHARD).xml "$$run.junit.xml"; \
 	rm -rf evidence/shards/$(SHARD) && mkdir -p evidence/shards/$(SHARD) && \
