@@ -147,6 +147,7 @@ func runSuite(m *testing.M, rp *reaper.Reaper) int {
 	}
 	onSignals(suite)
 	code := m.Run()
+	fmt.Println("qual: finishing the run: its evidence first, then its cleanup")
 	summary, sums, err := suite.Finish(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "qual: evidence:", err)
