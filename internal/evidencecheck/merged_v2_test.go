@@ -36,6 +36,9 @@ func TestMergedPagesReadLikeARunsPages(t *testing.T) {
 	assert.Contains(t, md, "UNSIGNED shards: a, b (merged with UNSIGNED=1)")
 	assert.Contains(t, md, "| UNSIGNED |")
 	assert.Contains(t, md, "\n## Shard a: run ")
+	// The single run's checkpoint ladder, over every shard, each row linked into its shard.
+	assert.Contains(t, md, "\n## Checkpoint status\n\nLadder: planned -> implemented")
+	assert.Contains(t, md, "[`"+qualifiedRow+"`]("+a+"/"+qualifiedRow+"/results.json)")
 
 	page, err := os.ReadFile(filepath.Join(dir, merged.IndexFile))
 	require.NoError(t, err)

@@ -66,4 +66,3 @@ func (inv *Inventory) Group() []Profile {
 	}
 	return g
 }
-

@@ -18,6 +18,7 @@ type pages struct {
 	local  []prsummary.Section // the rows of correctness-only shards
 	shards []prsummary.Folder  // by shard, in m.Shards order
 	byRow  map[string]Shard    // the shard that ran each matrix row
+	ladder string              // the checkpoint status section over every shard
 }
 
 func readPages(dir string, m Manifest, status map[string]string) (*pages, error) {
@@ -41,6 +42,15 @@ func readPages(dir string, m Manifest, status map[string]string) (*pages, error)
 	for _, r := range m.Rows {
 		p.rows = append(p.rows, sections[r])
 	}
+	var dirs, prefixes []string
+	for _, s := range m.Shards {
+		dirs, prefixes = append(dirs, filepath.Join(dir, filepath.FromSlash(s.Dir))), append(prefixes, s.Dir+"/")
+	}
+	ladder, err := prsummary.StatusMarkdown(dirs, prefixes)
+	if err != nil {
+		return nil, err
+	}
+	p.ladder = ladder
 	return p, nil
 }
 
@@ -86,6 +96,7 @@ func (p *pages) markdown(header string, rowLines map[string]string) []byte {
 				"(SHA256SUMS sha256 `%s`, %s). The rows above stay failed.\n", s.Name, s.RunID, strings.Join(s.Rows, ", "), s.SumsSHA256, signature(s))
 		}
 	}
+	b.WriteString("\n" + p.ladder)
 	b.WriteString("\n## Results\n\n" + header)
 	for _, r := range m.Rows {
 		b.WriteString(rowLines[r] + "\n")

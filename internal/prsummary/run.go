@@ -24,6 +24,7 @@ type run struct {
 
 type row struct {
 	name    string
+	href    string // the row folder, relative to the page (a merged run's: shards/<name>/<run id>/<row>)
 	res     schema.Result
 	line    string // row.md's result line
 	files   []string
@@ -55,7 +56,7 @@ func readRun(dir string) (*run, error) {
 	}
 	for _, name := range r.info.Rows {
 		rowDir := filepath.Join(dir, name)
-		w := row{name: name}
+		w := row{name: name, href: name}
 		if err := readJSON(filepath.Join(rowDir, schema.ResultsFile), &w.res); err != nil {
 			return nil, fmt.Errorf("row %s: %w", name, err)
 		}

@@ -172,16 +172,7 @@ func MarkdownAt(runDir string, v int) ([]byte, error) {
 	}
 	fmt.Fprintf(&b, "Verify the folder with `make check-evidence DIR=evidence/%s`.\n\n", r.info.RunID)
 
-	b.WriteString("## Checkpoint status\n\n")
-	b.WriteString("Ladder: planned -> implemented (a qual row exists) -> family-validated (the family's unchanged correctness case passed on the exact bundle) -> aiperf-qualified (every stage passed in one run, zero skips).\n\n")
-	lines, note := statusTable(r)
-	if note != "" {
-		b.WriteString(note + "\n\n")
-	}
-	b.WriteString("| checkpoint | class | inventory status | this run proves | this run |\n|---|---|---|---|---|\n")
-	for _, l := range lines {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", l.checkpoint, l.class, l.inventory, l.thisRun, l.evidence)
-	}
+	b.WriteString(statusSection(r, false))
 
 	b.WriteString("\n## Results\n\n")
 	b.WriteString(r.resultsTable())
@@ -284,38 +275,91 @@ func snapshot(r *run, o Options) Checkpoints {
 	return cp
 }
 
-// statusTable is the snapshot's image-edit group, then this run's rows that the group
-// does not list, each with what this run proves of it.
-func statusTable(r *run) ([]statusLine, string) {
-	inRun := map[string]row{}
-	for _, w := range r.rows {
-		inRun[w.res.Checkpoint.Profile] = w
+// statusSection is PR.md's checkpoint status: the ladder, and where each checkpoint of
+// the inventory's image-edit group (and each row of the run) stands on it.
+func statusSection(r *run, everyRow bool) string {
+	var b strings.Builder
+	b.WriteString("## Checkpoint status\n\n")
+	b.WriteString("Ladder: planned -> implemented (a qual row exists) -> family-validated (the family's unchanged correctness case passed on the exact bundle) -> aiperf-qualified (every stage passed in one run, zero skips).\n\n")
+	lines, note := statusTable(r, everyRow)
+	if note != "" {
+		b.WriteString(note + "\n\n")
 	}
-	thisRun := func(profile string) (string, string) {
-		w, ok := inRun[profile]
-		if !ok {
-			return "-", "not in this run"
+	b.WriteString("| checkpoint | class | inventory status | this run proves | this run |\n|---|---|---|---|---|\n")
+	for _, l := range lines {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", l.checkpoint, l.class, l.inventory, l.thisRun, l.evidence)
+	}
+	return b.String()
+}
+
+// StatusMarkdown is the checkpoint status section over several run folders (a merged
+// run's shards, each linked through its prefix, "shards/<name>/<run id>/"): their rows
+// together, against the first shard's inventory snapshot.
+func StatusMarkdown(dirs, prefixes []string) (string, error) {
+	all := &run{}
+	for i, dir := range dirs {
+		r, err := readRun(dir)
+		if err != nil {
+			return "", err
 		}
-		return w.proves(), fmt.Sprintf("[`%s`](%s/results.json): %s", w.name, w.name, w.res.Status)
+		if all.checkpoints == nil {
+			all.checkpoints = r.checkpoints
+		}
+		for _, w := range r.rows {
+			w.href = prefixes[i] + w.name
+			all.rows = append(all.rows, w)
+		}
+	}
+	return statusSection(all, true), nil
+}
+
+// statusTable is the snapshot's image-edit group, then this run's rows that the group
+// does not list, each with what this run proves of it. everyRow lists every row of a
+// profile two rows ran (a merged run's page); a single run's PR.md (version 2) names
+// one of them, its last, and keeps doing so, so that the runs made with it still check.
+func statusTable(r *run, everyRow bool) ([]statusLine, string) {
+	byProfile := map[string][]row{}
+	for _, w := range r.rows {
+		p := w.res.Checkpoint.Profile
+		if everyRow {
+			byProfile[p] = append(byProfile[p], w)
+		} else {
+			byProfile[p] = []row{w}
+		}
 	}
 	var lines []statusLine
+	add := func(profile, class, inventory string) {
+		if len(byProfile[profile]) == 0 {
+			lines = append(lines, statusLine{"`" + profile + "`", class, inventory, "-", "not in this run"})
+		}
+		for _, w := range byProfile[profile] {
+			lines = append(lines, statusLine{"`" + profile + "`", class, inventory, w.proves(),
+				fmt.Sprintf("[`%s`](%s/results.json): %s", w.name, w.href, w.res.Status)})
+		}
+	}
 	listed := map[string]bool{}
 	note := "No inventory: this run folder has no " + CheckpointsFile + ", so only its rows are listed."
 	if cp := r.checkpoints; cp != nil {
 		note = cp.Note
 		for _, p := range cp.Checkpoints {
 			listed[p.Profile] = true
-			proves, ev := thisRun(p.Profile)
-			lines = append(lines, statusLine{"`" + p.Profile + "`", p.Class, p.Status, proves, ev})
+			add(p.Profile, p.Class, p.Status)
 		}
 	}
 	for _, w := range r.rows {
-		if listed[w.res.Checkpoint.Profile] {
+		p := w.res.Checkpoint.Profile
+		if listed[p] {
 			continue
 		}
-		proves, ev := thisRun(w.res.Checkpoint.Profile)
-		class := "not a TRTMC profile (" + w.res.Checkpoint.Family + " family)"
-		lines = append(lines, statusLine{"`" + w.res.Checkpoint.Profile + "`", class, "-", proves, ev})
+		if everyRow {
+			listed[p] = true
+			add(p, "not a TRTMC profile ("+w.res.Checkpoint.Family+" family)", "-")
+			continue
+		}
+		// Version 2: a line per row the group does not list, each naming the profile's last row.
+		last := byProfile[p][0]
+		lines = append(lines, statusLine{"`" + p + "`", "not a TRTMC profile (" + w.res.Checkpoint.Family + " family)", "-", last.proves(),
+			fmt.Sprintf("[`%s`](%s/results.json): %s", last.name, last.href, last.res.Status)})
 	}
 	return lines, note
 }
