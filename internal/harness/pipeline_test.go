@@ -226,6 +226,27 @@ func TestPipelineFaultsFailTheirStage(t *testing.T) {
 	}
 }
 
+// A fixture changed on disk fails preflight with a reason that leads with what to do and
+// says all the rest: the image, both sha256s, and the fix (issue 48: the reason was cut
+// at 200 bytes, before the pin and the fix). The reason is what results.json, the pages
+// and the JUnit message show.
+func TestPipelineBrokenFixtureReasonLeadsWithTheFix(t *testing.T) {
+	p := newPipeline(t, false)
+	img := filepath.Join(p.root, "fixtures", "fake", "a.png")
+	pinned, err := os.ReadFile(img)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(img, testPNG(t, 24, 16, 200), 0o644))
+	s := p.start(t)
+	res, err := s.Run(context.Background(), p.row("broken", ""), t.TempDir(), Reproduce(t.Name()))
+	require.Error(t, err)
+	assert.Equal(t, schema.StatusFailed, res.Status)
+	assert.NotContains(t, res.Reason, "\n")
+	fix := "fix: restore the fixtures from git (`git checkout -- fixtures/`)"
+	assert.True(t, strings.HasPrefix(res.Reason, "stage preflight failed: "+res.FailureKind+": "+fix+"; 1 requirement(s) not met: "), res.Reason)
+	assert.Contains(t, res.Reason, "image a.png: sha256 ", res.Reason)
+	assert.Contains(t, res.Reason, "manifest pins "+bytesSHA256(pinned)+" (restore the file or regenerate the manifest)")
+}
+
 func TestPipelineStatusRules(t *testing.T) {
 	t.Run("dirty tree", func(t *testing.T) {
 		p := newPipeline(t, true)
