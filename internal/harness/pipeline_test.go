@@ -149,7 +149,13 @@ func TestPipelineQualifiesAGoodRow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, summary, "| good |")
 	assert.Len(t, sums, 64)
-	assert.FileExists(t, filepath.Join(s.Evidence.Dir, schema.RunFile))
+	var info schema.RunInfo
+	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, schema.RunFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &info))
+	require.NotNil(t, info.Load, "run.json states the host's load over the run")
+	assert.Greater(t, info.Load.LoadAvgStart[0]+info.Load.LoadAvgEnd[0], 0.0, "a host running this test is not idle")
+	assert.GreaterOrEqual(t, info.Load.StealS, 0.0)
 }
 
 // AIPerf leaves folders in its temp folder (AIPerf 0.13.0: its IPC sockets' mkdtemp

@@ -537,13 +537,17 @@ type RunInfo struct {
 	// verbatim copies of /proc/cpuinfo and /proc/meminfo the run folder keeps
 	// (HostCPUInfoFile, HostMemInfoFile); absent where there is no /proc, and in runs
 	// made before they were recorded.
-	CPUModel      string      `json:"cpu_model,omitempty"`
-	MemTotalBytes int64       `json:"mem_total_bytes,omitempty"`
-	Hostname      string      `json:"hostname"`
-	RuntimeNote   string      `json:"runtime_note"`
-	Docker        *DaemonInfo `json:"docker,omitempty"`
-	DockerError   string      `json:"docker_error,omitempty"`
-	Swept         []string    `json:"swept_leftovers,omitempty"`
+	CPUModel      string `json:"cpu_model,omitempty"`
+	MemTotalBytes int64  `json:"mem_total_bytes,omitempty"`
+	Hostname      string `json:"hostname"`
+	// Load is how busy the host was around the run, which its timings depend on (make
+	// compare weighs it); absent where there is no /proc, and in runs made before it
+	// was recorded.
+	Load        *HostLoad   `json:"host_load,omitempty"`
+	RuntimeNote string      `json:"runtime_note"`
+	Docker      *DaemonInfo `json:"docker,omitempty"`
+	DockerError string      `json:"docker_error,omitempty"`
+	Swept       []string    `json:"swept_leftovers,omitempty"`
 	// CleanupLeft names the run's own cleanups that failed at its end (an image the
 	// engine would not remove yet): left to the next run's sweep and the reaper, never a
 	// reason to leave the run's evidence unwritten.
@@ -555,6 +559,16 @@ type RunInfo struct {
 	CorrectnessOnly bool     `json:"correctness_only,omitempty"`
 	Skips           []string `json:"skips"`
 	Rows            []string `json:"rows"`
+}
+
+// HostLoad is the host's load over a run, as /proc stated it: the 1, 5 and 15-minute
+// load averages of /proc/loadavg when the run began and when it ended, and the CPU time
+// stolen from this host (the steal column of /proc/stat's cpu line: a hypervisor
+// running others on its CPUs) over the run, in seconds summed over every CPU.
+type HostLoad struct {
+	LoadAvgStart [3]float64 `json:"loadavg_start"`
+	LoadAvgEnd   [3]float64 `json:"loadavg_end"`
+	StealS       float64    `json:"steal_s"`
 }
 
 // CommandRecord is one line of a row's commands.jsonl: enough to rerun the command by
