@@ -26,22 +26,3 @@ func TestTimeBudgetCountsToolsAsHarnessTime(t *testing.T) {
 	assert.InDelta(t, 60-4.2, tb.HarnessS, 1e-9, "the tools are in the harness's time")
 	assert.InDelta(t, tb.ModelWorkS, tb.CriticalPathS, 1e-9)
 }
-
-func TestHostLoadFromProc(t *testing.T) {
-	la, err := LoadAvg([]byte("20.13 11.50 4.02 3/467 12345\n"))
-	require.NoError(t, err)
-	assert.Equal(t, [3]float64{20.13, 11.5, 4.02}, la)
-	_, err = LoadAvg([]byte("0.5\n"))
-	assert.Error(t, err)
-
-	stat := "cpu  4705 356 584 3699176 23060 0 277 1234 0 0\ncpu0 1393280 32966 572056 13343292 6130 0 17875 617 0 0\n"
-	st, err := StealSeconds([]byte(stat))
-	require.NoError(t, err)
-	assert.InDelta(t, 12.34, st, 1e-9, "the aggregate line's eighth value, in USER_HZ ticks")
-
-	l := hostLoad(hostReading{loadavg: la, stealS: 12.34, ok: true}, hostReading{loadavg: [3]float64{1, 2, 3}, stealS: 15.5, ok: true})
-	require.NotNil(t, l)
-	assert.InDelta(t, 3.16, l.StealS, 1e-9)
-	assert.Equal(t, la, l.LoadAvgStart)
-	assert.Nil(t, hostLoad(hostReading{}, hostReading{ok: true}), "no reading at the start: nothing to state")
-}

@@ -253,6 +253,13 @@ func TestPipelineBrokenFixtureReasonLeadsWithTheFix(t *testing.T) {
 	assert.Contains(t, res.Reason, "manifest pins "+bytesSHA256(pinned)+" (restore the file or regenerate the manifest)")
 }
 
+func TestReasonLineLeadsWithTheFixes(t *testing.T) {
+	missing := Missing([]Requirement{{What: "python not found at /x", Fix: "make setup"}, {What: "no GPU", Fix: ""}, {What: "a\nb", Fix: "do c"}})
+	assert.Equal(t, "fix: make setup; do c; 3 requirement(s) not met: python not found at /x; no GPU; a; b", reasonLine(missing.Error()))
+	assert.Equal(t, "2 problem(s): the first (+1 more lines)", reasonLine("2 problem(s):\n- the first\n- the second"))
+	assert.Equal(t, "server exited 1: log tail follows", reasonLine("server exited 1: log tail follows\nline\nline"))
+}
+
 func TestPipelineStatusRules(t *testing.T) {
 	t.Run("dirty tree", func(t *testing.T) {
 		p := newPipeline(t, true)

@@ -628,13 +628,19 @@ func reasonLine(s string) string {
 	if strings.HasSuffix(lines[0], "requirement(s) not met:") {
 		var fixes, what []string
 		for _, l := range lines[1:] {
-			if f, ok := strings.CutPrefix(l, "fix: "); ok {
-				fixes = append(fixes, f)
+			if f, ok := strings.CutPrefix(l, "fix:"); ok {
+				if f = strings.TrimSpace(f); f != "" {
+					fixes = append(fixes, f)
+				}
 			} else if l != "" {
 				what = append(what, l)
 			}
 		}
-		return "fix: " + strings.Join(fixes, "; ") + "; " + lines[0] + " " + strings.Join(what, "; ")
+		s = lines[0] + " " + strings.Join(what, "; ")
+		if len(fixes) > 0 {
+			s = "fix: " + strings.Join(fixes, "; ") + "; " + s
+		}
+		return s
 	}
 	s = lines[0]
 	if strings.HasSuffix(s, ":") && len(lines) > 1 {
