@@ -298,13 +298,22 @@ merge-evidence:
 	$(GO) run ./scripts/mergeevidence -matrix $(MATRIX) -out $(OUT) $(if $(PUBKEY),-pubkey $(PUBKEY)) $(if $(UNSIGNED),-unsigned) $(SHARDS)
 
 # Past runs: every run under evidence/ with its rows' status; B against A (the
-# baseline), exit 1 on a regression. A and B are run ids, run folders, or latest and
-# previous (the newest and second newest of make runs), the defaults.
+# baseline), exit 1 on a regression. A and B are run ids, run folders, or latest (the
+# newest of make runs) and previous (the newest before it with the same rows), the
+# defaults. Two runs may also follow the goal, `make compare latest previous`: the
+# older is the baseline. The words after `compare` are its arguments, not goals: each
+# gets an empty recipe.
+COMPARE_RUNS := $(if $(filter compare,$(firstword $(MAKECMDGOALS))),$(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS)))
+ifneq ($(COMPARE_RUNS),)
+$(eval $(COMPARE_RUNS):;@:)
+endif
 .PHONY: runs compare
 runs:
 	@$(GO) run ./scripts/runs list -root evidence
 compare:
-	@$(GO) run ./scripts/runs compare -root evidence $(if $(ACROSS),-across) '$(or $(A),previous)' '$(or $(B),latest)'
+	@$(if $(filter-out 0 2,$(words $(COMPARE_RUNS))),echo "make compare: name two runs (make compare latest previous) or none"; exit 2)
+	@$(GO) run ./scripts/runs compare -root evidence $(if $(ACROSS),-across) \
+		$(if $(COMPARE_RUNS),-by-age $(foreach r,$(COMPARE_RUNS),'$(r)'),'$(or $(A),previous)' '$(or $(B),latest)')
 
 # Hostile input: each fuzz target for FUZZTIME. Not part of `make test`: the seed
 # corpora under testdata/fuzz run there as ordinary tests.

@@ -544,7 +544,8 @@ func (r *rowCheck) checkTimeBudget() {
 	}
 	r.same(schema.ResultsFile, "time_budget.stages_s", fmt.Sprint(len(r.res.Stages)), fmt.Sprint(len(tb.Stages)), "one per stage")
 	m := tb.Model
-	parts := m.ToolsS + m.BuildS + m.CorrectnessS + m.ServerLoadS + m.NativeLoadS + m.ServedTaskS + m.NativeTaskS
+	r.checkTools(tb)
+	parts := m.LegacyToolsS + m.BuildS + m.CorrectnessS + m.ServerLoadS + m.NativeLoadS + m.ServedTaskS + m.NativeTaskS
 	r.truth(math.Abs(parts-tb.ModelWorkS) < 0.01, schema.ResultsFile, "time_budget.model_work_s", fmt.Sprintf("%.3f, the sum of model_work's parts", parts), fmt.Sprintf("%.3f", tb.ModelWorkS))
 	r.truth(math.Abs(tb.WallS-tb.ModelWorkS-tb.HarnessS) < 0.01, schema.ResultsFile, "time_budget.harness_s", fmt.Sprintf("%.3f, wall_s - model_work_s", tb.WallS-tb.ModelWorkS), fmt.Sprintf("%.3f", tb.HarnessS))
 	if tb.ModelWorkS > 0 {
@@ -579,6 +580,30 @@ func (r *rowCheck) checkTimeBudget() {
 	}
 	r.checkOrder()
 }
+
+// checkTools: the family's tool commands are harness time from results.json schema 3
+// on: time_budget.tools_s is their wall in commands.jsonl, and no part of model work.
+// Schema 1 and 2 counted them as model_work.tools_s, which the sum above holds.
+func (r *rowCheck) checkTools(tb *schema.TimeBudget) {
+	if schema.ToolsAreModelWork(r.res.Schema) {
+		return
+	}
+	r.truth(tb.Model.LegacyToolsS == 0, schema.ResultsFile, "time_budget.model_work.tools_s",
+		"none: the tool commands are harness time (time_budget.tools_s)", fmt.Sprintf("%.3f", tb.Model.LegacyToolsS))
+	if r.cmds == nil {
+		return
+	}
+	var tools float64
+	for _, c := range r.cmds {
+		if c.Stage == schema.StageBuild && toolsLog.MatchString(c.Log) {
+			tools += c.WallS
+		}
+	}
+	r.truth(math.Abs(tools-tb.ToolsS) < 0.002, schema.ResultsFile, "time_budget.tools_s",
+		fmt.Sprintf("%.3f, the wall of the tool commands (%s) in %s", tools, schema.ToolsLog(1), schema.CommandsFile), fmt.Sprintf("%.3f", tb.ToolsS))
+}
+
+var toolsLog = regexp.MustCompile(`^` + regexp.QuoteMeta(schema.BuildDir) + `/tools-[0-9]+\.log$`)
 
 // windowSlack absorbs the gap between two clocks of one host read by two processes.
 const windowSlack = 50 * time.Millisecond

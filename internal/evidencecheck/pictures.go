@@ -58,12 +58,13 @@ func (r *rowCheck) pictureInputs() (pictures.Sheet, pictures.Chart) {
 		chart.TaskSource = r.res.TaskSource.Primary()
 	}
 	for _, q := range r.reqs {
+		sent := pictures.SendOrder{Phase: q.rec.Metadata.PhaseIndex, Index: q.rec.Metadata.SessionNum}
 		sheet.Edits = append(sheet.Edits, pictures.Edit{
-			Label: fmt.Sprintf("%02d %s", q.index, q.phase), Instruction: q.prompt,
-			Sent:      pictures.SendOrder{Phase: q.rec.Metadata.PhaseIndex, Index: q.rec.Metadata.SessionNum},
+			Label: fmt.Sprintf("%02d %s", q.index, q.phase), Phase: q.phase, Instruction: q.prompt,
+			Sent:      sent,
 			Reference: q.sent, HTTP: q.httpFile, Native: q.native, Quality: r.qualityLines(q),
 		})
-		t := pictures.Timing{Label: fmt.Sprintf("%02d", q.index), Warmup: q.phase == phaseWarmup, ClientMs: math.NaN(), TaskMs: math.NaN()}
+		t := pictures.Timing{Label: fmt.Sprintf("%02d", q.index), Sent: sent, Warmup: q.phase == phaseWarmup, ClientMs: math.NaN(), TaskMs: math.NaN()}
 		if q.client {
 			t.ClientMs = q.clientMs
 		}

@@ -27,7 +27,7 @@ func v2Run(t *testing.T) string {
 	row := filepath.Join(dir, qualifiedRow)
 	first, latency := firstProfiled(t, filepath.Join(row, schema.ProfileExportFile))
 	editJSON(t, filepath.Join(row, schema.ResultsFile), func(d map[string]any) {
-		d["schema"] = schema.ResultSchema
+		d["schema"] = schema.ResultSchemaV2
 		for _, col := range []string{"http_latency", "task_time"} {
 			q := d[col].(map[string]any)
 			q["p99_ms"] = q["p95_ms"]
@@ -128,6 +128,63 @@ func TestVersion2NumbersAreDerived(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := v2Run(t)
 			tc.edit(t, dir)
+			forge(t, dir)
+			failsWith(t, Verify(dir, "").Err(), tc.want)
+		})
+	}
+}
+
+// v3Run is v2Run made over as results.json version 3 writes it: the tool commands'
+// wall is time_budget.tools_s, harness time, and no part of model work. It checks.
+func v3Run(t *testing.T) (dir string, toolsS float64) {
+	t.Helper()
+	dir = v2Run(t)
+	editJSON(t, filepath.Join(dir, qualifiedRow, schema.ResultsFile), func(d map[string]any) {
+		d["schema"] = schema.ResultSchema
+		tb := d["time_budget"].(map[string]any)
+		m := tb["model_work"].(map[string]any)
+		toolsS = m["tools_s"].(float64)
+		delete(m, "tools_s")
+		tb["tools_s"] = toolsS
+		moveTools(tb, -toolsS)
+	})
+	require.Greater(t, toolsS, 0.0, "the committed run compiled refedit")
+	forge(t, dir)
+	require.NoError(t, Verify(dir, "").Err())
+	return dir, toolsS
+}
+
+// moveTools moves s seconds into a time budget's model work (out of it when negative).
+func moveTools(tb map[string]any, s float64) {
+	work := tb["model_work_s"].(float64) + s
+	tb["model_work_s"], tb["harness_s"] = work, tb["harness_s"].(float64)-s
+	if c, ok := tb["critical_path_s"].(float64); ok {
+		tb["critical_path_s"] = c + s
+	}
+	tb["ratio"] = tb["wall_s"].(float64) / work
+}
+
+// From version 3 the tool commands are harness time, their wall re-derived from
+// commands.jsonl: counting them as model work again, or stating another wall, fails.
+func TestVersion3ToolsAreHarnessTime(t *testing.T) {
+	q := qualifiedRow
+	for _, tc := range []struct {
+		name string
+		edit func(d map[string]any, toolsS float64)
+		want string
+	}{
+		{"the tools counted as model work", func(d map[string]any, toolsS float64) {
+			tb := d["time_budget"].(map[string]any)
+			tb["model_work"].(map[string]any)["tools_s"] = toolsS
+			moveTools(tb, toolsS)
+		}, q + "/results.json: time_budget.model_work.tools_s: evidence says none: the tool commands are harness time"},
+		{"the tools' wall halved", func(d map[string]any, toolsS float64) {
+			d["time_budget"].(map[string]any)["tools_s"] = toolsS / 2
+		}, q + "/results.json: time_budget.tools_s: evidence says"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, toolsS := v3Run(t)
+			editJSON(t, filepath.Join(dir, q, schema.ResultsFile), func(d map[string]any) { tc.edit(d, toolsS) })
 			forge(t, dir)
 			failsWith(t, Verify(dir, "").Err(), tc.want)
 		})

@@ -28,7 +28,7 @@ func (r *row) timeBudget() *schema.TimeBudget {
 		}
 	}
 	m := &tb.Model
-	m.ToolsS = r.toolsS
+	tb.ToolsS = r.toolsS // harness time: compiling the harness's and the family's programs
 	if b := res.Bundle; b != nil && !b.Cached {
 		m.BuildS = b.BuildS
 	}
@@ -49,9 +49,9 @@ func (r *row) timeBudget() *schema.TimeBudget {
 		}
 		tb.AIPerfS = round3(math.Max(0, benchS-clientS))
 	}
-	tb.ModelWorkS = m.ToolsS + m.BuildS + m.CorrectnessS + m.ServerLoadS + m.NativeLoadS + m.ServedTaskS + m.NativeTaskS
+	tb.ModelWorkS = m.BuildS + m.CorrectnessS + m.ServerLoadS + m.NativeLoadS + m.ServedTaskS + m.NativeTaskS
 	tb.HarnessS = tb.WallS - tb.ModelWorkS
-	for _, v := range []*float64{&m.ToolsS, &m.BuildS, &m.CorrectnessS, &m.ServerLoadS, &m.NativeLoadS, &m.ServedTaskS, &m.NativeTaskS,
+	for _, v := range []*float64{&tb.ToolsS, &m.BuildS, &m.CorrectnessS, &m.ServerLoadS, &m.NativeLoadS, &m.ServedTaskS, &m.NativeTaskS,
 		&tb.ModelWorkS, &tb.HarnessS, &tb.WallS} {
 		*v = round3(*v)
 	}

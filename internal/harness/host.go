@@ -3,6 +3,7 @@ package harness
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -65,4 +66,83 @@ func MemTotalBytes(meminfo []byte) int64 {
 		}
 	}
 	return 0
+}
+
+// hostReading is what /proc says of the host's load at one moment.
+type hostReading struct {
+	loadavg [3]float64
+	stealS  float64 // cumulative since boot, every CPU
+	ok      bool
+}
+
+// readHost reads /proc/loadavg and /proc/stat; ok is false where either is missing
+// (not Linux) or unreadable.
+func readHost() hostReading {
+	la, err1 := os.ReadFile("/proc/loadavg")
+	st, err2 := os.ReadFile("/proc/stat")
+	if err1 != nil || err2 != nil {
+		return hostReading{}
+	}
+	var h hostReading
+	var err error
+	h.loadavg, err = LoadAvg(la)
+	if err != nil {
+		return hostReading{}
+	}
+	if h.stealS, err = StealSeconds(st); err != nil {
+		return hostReading{}
+	}
+	h.ok = true
+	return h
+}
+
+// hostLoad is the load over a run from its first and last readings (nil unless both
+// were read).
+func hostLoad(start, end hostReading) *schema.HostLoad {
+	if !start.ok || !end.ok {
+		return nil
+	}
+	return &schema.HostLoad{LoadAvgStart: start.loadavg, LoadAvgEnd: end.loadavg, StealS: round3(max(0, end.stealS-start.stealS))}
+}
+
+// LoadAvg is the three load averages of a /proc/loadavg ("0.52 0.58 0.59 1/467 12345").
+func LoadAvg(b []byte) ([3]float64, error) {
+	var out [3]float64
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return out, fmt.Errorf("/proc/loadavg: want three load averages, got %q", b)
+	}
+	for i := range out {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return out, fmt.Errorf("/proc/loadavg: %w", err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/stat's times: 100 on every Linux
+// architecture Go runs on (sysconf(_SC_CLK_TCK)).
+const clockTicks = 100
+
+// StealSeconds is the steal time of /proc/stat's aggregate cpu line (its eighth value),
+// in seconds: CPU time a hypervisor gave to others while this host wanted it.
+func StealSeconds(b []byte) (float64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || f[0] != "cpu" {
+			continue
+		}
+		if len(f) < 9 {
+			return 0, nil // a kernel before 2.6.11 states no steal
+		}
+		v, err := strconv.ParseUint(f[8], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat steal: %w", err)
+		}
+		return float64(v) / clockTicks, nil
+	}
+	return 0, fmt.Errorf("/proc/stat: no cpu line")
 }

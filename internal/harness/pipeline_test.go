@@ -149,7 +149,13 @@ func TestPipelineQualifiesAGoodRow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, summary, "| good |")
 	assert.Len(t, sums, 64)
-	assert.FileExists(t, filepath.Join(s.Evidence.Dir, schema.RunFile))
+	var info schema.RunInfo
+	b, err := os.ReadFile(filepath.Join(s.Evidence.Dir, schema.RunFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &info))
+	require.NotNil(t, info.Load, "run.json states the host's load over the run")
+	assert.Greater(t, info.Load.LoadAvgStart[0]+info.Load.LoadAvgEnd[0], 0.0, "a host running this test is not idle")
+	assert.GreaterOrEqual(t, info.Load.StealS, 0.0)
 }
 
 // AIPerf leaves folders in its temp folder (AIPerf 0.13.0: its IPC sockets' mkdtemp
@@ -224,6 +230,34 @@ func TestPipelineFaultsFailTheirStage(t *testing.T) {
 			assert.FileExists(t, filepath.Join(s.Evidence.Dir, "faulty", schema.ResultsFile), "a failed row still reports")
 		})
 	}
+}
+
+// A fixture changed on disk fails preflight with a reason that leads with what to do and
+// says all the rest: the image, both sha256s, and the fix (issue 48: the reason was cut
+// at 200 bytes, before the pin and the fix). The reason is what results.json, the pages
+// and the JUnit message show.
+func TestPipelineBrokenFixtureReasonLeadsWithTheFix(t *testing.T) {
+	p := newPipeline(t, false)
+	img := filepath.Join(p.root, "fixtures", "fake", "a.png")
+	pinned, err := os.ReadFile(img)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(img, testPNG(t, 24, 16, 200), 0o644))
+	s := p.start(t)
+	res, err := s.Run(context.Background(), p.row("broken", ""), t.TempDir(), Reproduce(t.Name()))
+	require.Error(t, err)
+	assert.Equal(t, schema.StatusFailed, res.Status)
+	assert.NotContains(t, res.Reason, "\n")
+	fix := "fix: restore the fixtures from git (`git checkout -- fixtures/`)"
+	assert.True(t, strings.HasPrefix(res.Reason, "stage preflight failed: "+res.FailureKind+": "+fix+"; 1 requirement(s) not met: "), res.Reason)
+	assert.Contains(t, res.Reason, "image a.png: sha256 ", res.Reason)
+	assert.Contains(t, res.Reason, "manifest pins "+bytesSHA256(pinned)+" (restore the file or regenerate the manifest)")
+}
+
+func TestReasonLineLeadsWithTheFixes(t *testing.T) {
+	missing := Missing([]Requirement{{What: "python not found at /x", Fix: "make setup"}, {What: "no GPU", Fix: ""}, {What: "a\nb", Fix: "do c"}})
+	assert.Equal(t, "fix: make setup; do c; 3 requirement(s) not met: python not found at /x; no GPU; a; b", reasonLine(missing.Error()))
+	assert.Equal(t, "2 problem(s): the first (+1 more lines)", reasonLine("2 problem(s):\n- the first\n- the second"))
+	assert.Equal(t, "server exited 1: log tail follows", reasonLine("server exited 1: log tail follows\nline\nline"))
 }
 
 func TestPipelineStatusRules(t *testing.T) {

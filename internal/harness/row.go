@@ -621,7 +621,7 @@ func (r *row) failureReason() string {
 	default:
 		for _, st := range r.result.Stages {
 			if st.Name == r.failed {
-				detail = firstLine(st.Error, 200)
+				detail = reasonLine(st.Error)
 			}
 		}
 		if kind == schema.KindInfrastructure {
@@ -631,19 +631,38 @@ func (r *row) failureReason() string {
 	return "stage " + r.failed + " failed: " + kind + ": " + detail
 }
 
-// firstLine is the first line of an error, with the next line when the first only
-// announces a list ("2 requirement(s) not met:"), clipped to n bytes.
-func firstLine(s string, n int) string {
+// reasonLine is a stage's error as the row's one-line reason, whole, what to do first:
+// a list of unmet requirements (Missing) leads with their fixes, then says every
+// requirement; any other error is its first line, with the next when the first only
+// announces a list ("2 problem(s):"). What follows is a log's tail, left to the log.
+func reasonLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	s = strings.TrimSpace(lines[0])
+	for i := range lines {
+		lines[i] = strings.TrimLeft(strings.TrimSpace(lines[i]), "- ")
+	}
+	if strings.HasSuffix(lines[0], "requirement(s) not met:") {
+		var fixes, what []string
+		for _, l := range lines[1:] {
+			if f, ok := strings.CutPrefix(l, "fix:"); ok {
+				if f = strings.TrimSpace(f); f != "" {
+					fixes = append(fixes, f)
+				}
+			} else if l != "" {
+				what = append(what, l)
+			}
+		}
+		s = lines[0] + " " + strings.Join(what, "; ")
+		if len(fixes) > 0 {
+			s = "fix: " + strings.Join(fixes, "; ") + "; " + s
+		}
+		return s
+	}
+	s = lines[0]
 	if strings.HasSuffix(s, ":") && len(lines) > 1 {
-		s += " " + strings.TrimLeft(strings.TrimSpace(lines[1]), "- ")
+		s += " " + lines[1]
 		if len(lines) > 2 {
 			s += fmt.Sprintf(" (+%d more lines)", len(lines)-2)
 		}
-	}
-	if len(s) > n {
-		s = s[:n] + "..."
 	}
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/schema"
 )
@@ -56,4 +57,23 @@ func TestHostReadings(t *testing.T) {
 	assert.Equal(t, "", CPUModel([]byte("processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd4f\n")), "arm64 names no model")
 	assert.Equal(t, int64(2097152000*1024), MemTotalBytes([]byte("MemTotal:       2097152000 kB\nMemFree:        1 kB\n")))
 	assert.Zero(t, MemTotalBytes([]byte("MemFree:        1 kB\n")))
+}
+
+func TestHostLoadFromProc(t *testing.T) {
+	la, err := LoadAvg([]byte("20.13 11.50 4.02 3/467 12345\n"))
+	require.NoError(t, err)
+	assert.Equal(t, [3]float64{20.13, 11.5, 4.02}, la)
+	_, err = LoadAvg([]byte("0.5\n"))
+	assert.Error(t, err)
+
+	stat := "cpu  4705 356 584 3699176 23060 0 277 1234 0 0\ncpu0 1393280 32966 572056 13343292 6130 0 17875 617 0 0\n"
+	st, err := StealSeconds([]byte(stat))
+	require.NoError(t, err)
+	assert.InDelta(t, 12.34, st, 1e-9, "the aggregate line's eighth value, in USER_HZ ticks")
+
+	l := hostLoad(hostReading{loadavg: la, stealS: 12.34, ok: true}, hostReading{loadavg: [3]float64{1, 2, 3}, stealS: 15.5, ok: true})
+	require.NotNil(t, l)
+	assert.InDelta(t, 3.16, l.StealS, 1e-9)
+	assert.Equal(t, la, l.LoadAvgStart)
+	assert.Nil(t, hostLoad(hostReading{}, hostReading{ok: true}), "no reading at the start: nothing to state")
 }

@@ -100,6 +100,7 @@ type Suite struct {
 	cfg        SuiteConfig
 	Evidence   *Evidence
 	started    time.Time
+	hostStart  hostReading       // the host's load when the run began
 	provenance schema.Provenance // the tree at the start of the run
 	venvSet    []string          // the venv's installed set (run.json venv_set)
 
@@ -148,7 +149,7 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 	if cfg.Reaper != nil && ev.reserve != nil {
 		cfg.Reaper.Remove(ev.reserve.path)
 	}
-	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), pool: gpu.NewPool(nil, cfg.CPURows)}
+	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), hostStart: readHost(), pool: gpu.NewPool(nil, cfg.CPURows)}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.provenance, s.venvSet = venvProvenance(cfg.Venv, readProvenance(context.Background(), cfg.Root))
 	s.resolveRuntime(context.Background())
@@ -271,6 +272,7 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 		}
 	}
 	info.Hostname, _ = os.Hostname()
+	info.Load = hostLoad(s.hostStart, readHost())
 	info.AIPerfVersion, _ = s.cfg.AIPerf.CheckVersion(ctx)
 
 	sort.Slice(s.results, func(i, j int) bool { return s.results[i].Row < s.results[j].Row })

@@ -45,8 +45,10 @@ const (
 
 // Version is the merged run's format Merge writes (Manifest.Version): 2 adds index.html,
 // the per-row sections of PR.md and each shard's signature state. A merged.json without a
-// version is version 1: SUMMARY.md, a PR.md of one table, no index.html.
-const Version = 2
+// version is version 1: SUMMARY.md, a PR.md of one table, no index.html. Version 3
+// renders index.html as prsummary's version 4 does (the rows table fits 1400 px);
+// version 2's index.html is prsummary's version 3.
+const Version = 3
 
 // Manifest is merged.json: which shards the merged run holds and what each claims.
 type Manifest struct {

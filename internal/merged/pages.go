@@ -117,6 +117,14 @@ func (p *pages) markdown(header string, rowLines map[string]string) []byte {
 	return []byte(b.String())
 }
 
+// pageVersion is the index.html version of a merged run of version v (2 or later).
+func pageVersion(v int) int {
+	if v == 2 {
+		return 3
+	}
+	return prsummary.IndexVersion
+}
+
 // html is index.html: the page a single run has (prsummary.Page), over every shard.
 func (p *pages) html() ([]byte, error) {
 	m := p.m
@@ -139,7 +147,7 @@ func (p *pages) html() ([]byte, error) {
 		}
 	}
 	page := prsummary.Page{
-		Version: prsummary.IndexVersion, Title: "qualkit merged run " + m.MergedID, Verdict: verdict, Notes: notes,
+		Version: pageVersion(m.Version), Title: "qualkit merged run " + m.MergedID, Verdict: verdict, Notes: notes,
 		RunFiles: []prsummary.Link{{Href: PRFile, Label: PRFile}, {Href: SummaryFile, Label: SummaryFile}, {Href: ManifestFile, Label: ManifestFile},
 			{Href: MatrixFile, Label: MatrixFile}, {Href: JUnitFile, Label: JUnitFile}, {Href: SumsFile, Label: SumsFile}},
 		Check: "make check-evidence DIR=<this folder>",

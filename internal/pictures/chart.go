@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,8 +14,10 @@ import (
 	"qualkit/internal/schema"
 )
 
-// Chart is what a row's latency chart shows: per request, in the order of the raw
-// export, AIPerf's client latency and the server's Task-call time, two separate bars.
+// Chart is what a row's latency chart shows: per request, in the order AIPerf sent them
+// (numbered in that order, as the contact sheet numbers them; before version 4, in the
+// order of the raw export), AIPerf's client latency and the server's Task-call time, two
+// separate bars.
 type Chart struct {
 	Row        string
 	RunID      string
@@ -27,7 +30,8 @@ type Chart struct {
 
 // Timing is one request. A value that was not recorded is math.NaN().
 type Timing struct {
-	Label    string // "00"
+	Label    string // "00": the raw export's index (versions 1 to 3 draw it)
+	Sent     SendOrder
 	Warmup   bool
 	ClientMs float64
 	TaskMs   float64
@@ -52,6 +56,14 @@ func LatencyChart(rowDir string, c Chart) error {
 // RenderLatencyChart draws client latency and Task time per request, warmup requests
 // on a grey band, and the nearest-rank p50 of the measured requests as dashed lines.
 func RenderLatencyChart(c Chart) *image.RGBA {
+	v := version(c.Version)
+	if v >= 4 {
+		c.Requests = slices.Clone(c.Requests)
+		slices.SortStableFunc(c.Requests, func(a, b Timing) int { return a.Sent.compare(b.Sent) })
+		for i := range c.Requests {
+			c.Requests[i].Label = fmt.Sprintf("%02d", i)
+		}
+	}
 	var client, task []float64
 	vmax := 0.0
 	for _, r := range c.Requests {
@@ -69,7 +81,6 @@ func RenderLatencyChart(c Chart) *image.RGBA {
 			}
 		}
 	}
-	v := version(c.Version)
 	sc := newScale(vmax)
 	title := fmt.Sprintf("%s  run %s: latency per request", c.Row, c.RunID)
 	legends := []string{
@@ -146,7 +157,11 @@ func RenderLatencyChart(c Chart) *image.RGBA {
 	}
 	fill(img, image.Rect(plot.Min.X, plot.Min.Y, plot.Min.X+1, plot.Max.Y+1), black)
 	fill(img, image.Rect(plot.Min.X, plot.Max.Y, plot.Max.X, plot.Max.Y+1), black)
-	text(img, plot.Min.X, plot.Max.Y+4+lineH+2, grey, "request, in AIPerf raw-export order")
+	order := "request, in AIPerf raw-export order"
+	if v >= 4 {
+		order = "request, in the order sent"
+	}
+	text(img, plot.Min.X, plot.Max.Y+4+lineH+2, grey, order)
 	return img
 }
 

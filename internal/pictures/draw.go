@@ -100,9 +100,10 @@ func wrapAt(s string, n int, breaks string) []string {
 	return lines
 }
 
-// Version is the version of the pictures this package draws now (3: the contact sheet in
-// the order AIPerf sent the requests; the latency chart as version 2 drew it).
-const Version = 3
+// Version is the version of the pictures this package draws now (4: both pictures in the
+// order AIPerf sent the requests, numbered in that order; 3: the contact sheet in that
+// order but numbered by the raw export, the latency chart as version 2 drew it).
+const Version = 4
 
 // version is v, or the current version for 0.
 func version(v int) int {

@@ -62,27 +62,27 @@ func sheetFixture(t *testing.T) Sheet {
 	})
 	alpha := synthetic(t, 32, 48, func(x, y int) color.NRGBA { return color.NRGBA{0xff, 0, 0, uint8(x * 8)} })
 	return Sheet{Row: "synthetic-row", RunID: "20260101T000000Z-1", Edits: []Edit{
-		{Label: "00 warmup", Sent: SendOrder{0, 0}, Instruction: "Invert the colours of the picture", Reference: ref, HTTP: out, Native: out,
+		{Label: "00 warmup", Phase: "warmup", Sent: SendOrder{0, 0}, Instruction: "Invert the colours of the picture", Reference: ref, HTTP: out, Native: out,
 			Quality: []QualityLine{{Text: "mean 0.500"}, {Text: "std 0.250"}, {Text: "std ratio 1.000"}, {Text: "meets the criteria"}}},
-		{Label: "01 profiling", Sent: SendOrder{1, 0}, Instruction: "One pixel drifts by one level, which a thumbnail alone would hide", Reference: ref, HTTP: out, Native: fewOff,
+		{Label: "01 profiling", Phase: "profiling", Sent: SendOrder{1, 0}, Instruction: "One pixel drifts by one level, which a thumbnail alone would hide", Reference: ref, HTTP: out, Native: fewOff,
 			Quality: []QualityLine{{Text: "mean 0.500"}, {Text: "std 0.250"}, {Text: "std ratio 1.000"}, {Text: "vs reference-000.png:"}, {Text: "psnr 9.50 dB"},
 				{Text: "ssim 0.0800"}, {Text: "std ratio 1.000"}, {Text: "psnr 9.50 dB < 12", Miss: true}, {Text: "ssim 0.0800 < 0.1", Miss: true},
 				{Text: "a miss long enough to wrap over two lines", Miss: true}}},
-		{Label: "02 profiling", Sent: SendOrder{1, 2}, Instruction: "A supercalifragilisticexpialidocious word wraps", Reference: alpha, HTTP: out, Native: manyOff},
-		{Label: "03 profiling", Sent: SendOrder{1, 1}, Instruction: "Sizes differ", Reference: ref, HTTP: out, Native: ref},
-		{Label: "04 profiling", Sent: SendOrder{1, 3}, Instruction: "No native output", Reference: ref, HTTP: out},
-		{Label: "05 profiling", Sent: SendOrder{1, 4}, Instruction: "Bytes that are no image, and non-ASCII: é", Reference: []byte("not an image"), HTTP: out, Native: []byte("\x89PNG broken")},
+		{Label: "02 profiling", Phase: "profiling", Sent: SendOrder{1, 2}, Instruction: "A supercalifragilisticexpialidocious word wraps", Reference: alpha, HTTP: out, Native: manyOff},
+		{Label: "03 profiling", Phase: "profiling", Sent: SendOrder{1, 1}, Instruction: "Sizes differ", Reference: ref, HTTP: out, Native: ref},
+		{Label: "04 profiling", Phase: "profiling", Sent: SendOrder{1, 3}, Instruction: "No native output", Reference: ref, HTTP: out},
+		{Label: "05 profiling", Phase: "profiling", Sent: SendOrder{1, 4}, Instruction: "Bytes that are no image, and non-ASCII: é", Reference: []byte("not an image"), HTTP: out, Native: []byte("\x89PNG broken")},
 	}}
 }
 
 func chartFixture() Chart {
 	return Chart{Row: "synthetic-row", RunID: "20260101T000000Z-1", TaskSource: "response body timing.task_ms", Requests: []Timing{
-		{Label: "00", Warmup: true, ClientMs: 912.5, TaskMs: 840},
-		{Label: "01", ClientMs: 181.25, TaskMs: 170.5},
-		{Label: "02", ClientMs: 190, TaskMs: 171},
-		{Label: "03", ClientMs: 185.5, TaskMs: math.NaN()},
-		{Label: "04", ClientMs: math.NaN(), TaskMs: 169},
-		{Label: "05", ClientMs: 201.75, TaskMs: 180.25},
+		{Label: "00", Sent: SendOrder{0, 0}, Warmup: true, ClientMs: 912.5, TaskMs: 840},
+		{Label: "01", Sent: SendOrder{1, 0}, ClientMs: 181.25, TaskMs: 170.5},
+		{Label: "02", Sent: SendOrder{1, 2}, ClientMs: 190, TaskMs: 171},
+		{Label: "03", Sent: SendOrder{1, 1}, ClientMs: 185.5, TaskMs: math.NaN()},
+		{Label: "04", Sent: SendOrder{1, 3}, ClientMs: math.NaN(), TaskMs: 169},
+		{Label: "05", Sent: SendOrder{1, 4}, ClientMs: 201.75, TaskMs: 180.25},
 	}}
 }
 
@@ -112,7 +112,7 @@ func golden(t *testing.T, name string, img *image.RGBA) {
 
 func TestContactSheetGolden(t *testing.T) {
 	golden(t, "contact-sheet.png", RenderContactSheet(sheetFixture(t)))
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		old := sheetFixture(t)
 		old.Version = v
 		golden(t, fmt.Sprintf("v%d/contact-sheet.png", v), RenderContactSheet(old))
@@ -133,9 +133,35 @@ func TestContactSheetFollowsTheSendOrder(t *testing.T) {
 
 func TestLatencyChartGolden(t *testing.T) {
 	golden(t, "latency.png", RenderLatencyChart(chartFixture()))
-	v1 := chartFixture()
-	v1.Version = 1
-	golden(t, "v1/latency.png", RenderLatencyChart(v1))
+	for _, v := range []int{1, 3} {
+		old := chartFixture()
+		old.Version = v
+		golden(t, fmt.Sprintf("v%d/latency.png", v), RenderLatencyChart(old))
+	}
+}
+
+// Both pictures number the requests by their place in the order sent, one numbering
+// (issue 48: the sheet read 00, 02, 01 by the raw export's index while the chart read
+// 00-05 in export order). Two exports of the same requests, in other orders and with
+// other indexes, give the same pictures; version 3 did not.
+func TestBothPicturesNumberInTheOrderSent(t *testing.T) {
+	a, b := sheetFixture(t), sheetFixture(t)
+	b.Edits[1], b.Edits[3] = b.Edits[3], b.Edits[1]
+	for i := range b.Edits {
+		b.Edits[i].Label = fmt.Sprintf("%02d %s", 5-i, b.Edits[i].Phase)
+	}
+	assert.Equal(t, RenderContactSheet(a).Pix, RenderContactSheet(b).Pix, "the sheet")
+	a.Version, b.Version = 3, 3
+	assert.NotEqual(t, RenderContactSheet(a).Pix, RenderContactSheet(b).Pix, "version 3 drew the export's index")
+
+	c, d := chartFixture(), chartFixture()
+	d.Requests[2], d.Requests[3] = d.Requests[3], d.Requests[2]
+	for i := range d.Requests {
+		d.Requests[i].Label = fmt.Sprintf("%02d", 5-i)
+	}
+	assert.Equal(t, RenderLatencyChart(c).Pix, RenderLatencyChart(d).Pix, "the chart")
+	c.Version, d.Version = 3, 3
+	assert.NotEqual(t, RenderLatencyChart(c).Pix, RenderLatencyChart(d).Pix, "version 3 drew the export's order and index")
 }
 
 // Rendering twice gives the same bytes: nothing depends on time, maps or memory.

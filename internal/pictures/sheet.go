@@ -18,13 +18,14 @@ import (
 )
 
 // Sheet is what a row's contact sheet shows: every request AIPerf sent, warmup included,
-// in the order AIPerf sent them (Edit.Sent), so that two runs of the same workload line
-// up request by request.
+// in the order AIPerf sent them (Edit.Sent), numbered in that order as the latency chart
+// numbers them, so that two runs of the same workload line up request by request.
 type Sheet struct {
 	Row   string
 	RunID string
 	Edits []Edit
-	// Version is the rendering: 0 or Version (the current); 2 (the edits in the order
+	// Version is the rendering: 0 or Version (the current); 3 (in the order sent, but
+	// labelled by the raw export's index: 00, 02, 01 ...); 2 (the edits in the order
 	// given, the raw export's, which is not always the order sent); or 1 (before the
 	// legend said what an identical pair looks like, and long names wrapped mid-word).
 	// The checker accepts a picture drawn by any of them from the same records.
@@ -37,11 +38,16 @@ type SendOrder struct {
 	Phase, Index int
 }
 
+func (a SendOrder) compare(b SendOrder) int {
+	return cmp.Or(cmp.Compare(a.Phase, b.Phase), cmp.Compare(a.Index, b.Index))
+}
+
 // Edit is one request: the exact reference-image bytes it sent, its instruction, the
 // PNG its HTTP response carried and the PNG the native Task wrote for the same input.
 // A nil output is drawn as missing; bytes that do not decode are drawn as an error.
 type Edit struct {
-	Label       string // "00 warmup", "01 profiling": the raw export's index, which names its files
+	Label       string // "00 warmup", "01 profiling": the raw export's index, which names its files (versions 1 to 3 draw it)
+	Phase       string // "warmup", "profiling": version 4 draws "<place in the order sent> <phase>"
 	Sent        SendOrder
 	Instruction string
 	Reference   []byte
@@ -82,9 +88,12 @@ func RenderContactSheet(s Sheet) *image.RGBA {
 	v := version(s.Version)
 	if v >= 3 {
 		s.Edits = slices.Clone(s.Edits)
-		slices.SortStableFunc(s.Edits, func(a, b Edit) int {
-			return cmp.Or(cmp.Compare(a.Sent.Phase, b.Sent.Phase), cmp.Compare(a.Sent.Index, b.Sent.Index))
-		})
+		slices.SortStableFunc(s.Edits, func(a, b Edit) int { return a.Sent.compare(b.Sent) })
+	}
+	if v >= 4 {
+		for i := range s.Edits {
+			s.Edits[i].Label = fmt.Sprintf("%02d %s", i, s.Edits[i].Phase)
+		}
 	}
 	cells := make([]sheetLine, len(s.Edits))
 	identical := 0

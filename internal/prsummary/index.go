@@ -65,10 +65,10 @@ type indexRow struct {
 }
 
 // IndexVersion is the version Index renders (3: the stage strips, latencies in ms under a
-// second, the per-row timing table and hardware, the venv; Page); PageVersion reads a
-// page's. Versions 1 and 2 are the pages of runs made before, kept so that their
-// evidence still checks.
-const IndexVersion = 3
+// second, the per-row timing table and hardware, the venv; Page; 4: the rows table fits
+// 1400 px, long reasons and stage strips wrapping); PageVersion reads a page's. Versions
+// 1 to 3 are the pages of runs made before, kept so that their evidence still checks.
+const IndexVersion = 4
 
 var generator = regexp.MustCompile(`<meta name="generator" content="qualkit index ([0-9]+)" />`)
 

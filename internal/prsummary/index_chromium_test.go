@@ -34,6 +34,7 @@ import (
 const probe = `<script>window.addEventListener("load", () => {
   for (const img of document.images) img.setAttribute("data-natural-width", img.naturalWidth);
   for (const el of document.querySelectorAll(".stage")) el.setAttribute("data-color", getComputedStyle(el).color);
+  document.body.setAttribute("data-rows-right", Math.ceil(document.getElementById("rows").getBoundingClientRect().right));
   document.body.setAttribute("data-loaded", "yes");
 });</script>`
 
@@ -41,6 +42,7 @@ const probe = `<script>window.addEventListener("load", () => {
 // by more than toleranceLevel in a channel (font hinting and anti-aliasing).
 const (
 	shotW, shotH    = 1280, 1400
+	rowsMaxW        = 1400 // the rows table, long reasons included, fits a window this wide
 	toleranceLevel  = 48
 	tolerancePixels = 0.005
 )
@@ -73,6 +75,8 @@ func TestIndexInChromium(t *testing.T) {
 		{"drift", func(t *testing.T) string { return writtenRun(t, "drift", goldenOptions(t)) }, map[string]string{"refedit-v1-native-drift": "failed"}},
 		// A row that failed at quality: its stage strip shows the two stages after it not run.
 		{"failed-stages", failedAtQuality, map[string]string{"refedit-v1-native-drift": "failed"}},
+		// A row that failed preflight on a broken fixture: its whole reason, fix first.
+		{"broken-fixture", failedAtPreflight, map[string]string{"refedit-v1-native-drift": "failed"}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			// The page as the current code writes it, over a committed run's files.
@@ -103,10 +107,15 @@ func InBrowser(t *testing.T, bin, dir, file string, rows map[string]string, gold
 	probed := filepath.Join(dir, "index-probe.html")
 	require.NoError(t, os.WriteFile(probed, []byte(strings.Replace(string(page), "</body>", probe+"\n</body>", 1)), 0o644))
 	defer os.Remove(probed)
-	out, err := exec.CommandContext(ctx, bin, append(args, "--virtual-time-budget=10000", "--dump-dom", "file://"+probed)...).Output()
+	out, err := exec.CommandContext(ctx, bin, append(args, fmt.Sprintf("--window-size=%d,%d", rowsMaxW, shotH), "--virtual-time-budget=10000",
+		"--dump-dom", "file://"+probed)...).Output()
 	require.NoError(t, err, "chromium --dump-dom")
 	dom := string(out)
 	assert.Contains(t, dom, `data-loaded="yes"`, "the page finished loading")
+	m := regexp.MustCompile(`data-rows-right="(\d+)"`).FindStringSubmatch(dom)
+	require.NotNil(t, m, "the rows table, measured")
+	right, _ := strconv.Atoi(m[1])
+	assert.LessOrEqual(t, right, rowsMaxW, "the rows table fits a %d px window", rowsMaxW)
 	for row, status := range rows {
 		assert.Contains(t, dom, fmt.Sprintf(`data-row="%s" data-status="%s"`, row, status))
 	}

@@ -52,7 +52,9 @@ td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-al
 .stage-not-run { background: #f6f8fa; border-color: #8c959f; border-style: dashed; color: #6e7781; }
 img { max-width: 100%; border: 1px solid #ccc; margin: 4px 0; }
 code { font-size: 90%; }
-</style>
+{{if ge .Version 4}}#rows td:nth-child(2) { overflow-wrap: anywhere; min-width: 8em; }
+#rows .strip { flex-wrap: wrap; }
+{{end}}</style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
@@ -60,13 +62,13 @@ code { font-size: 90%; }
 {{range .Notes}}<p>{{.}}</p>
 {{end}}<table id="rows">
 <tr><th>row</th><th>status</th><th>stages</th><th>native/HTTP pixel matches</th><th>HTTP p50 / p95</th><th>Task p50 / p95</th><th>images/s</th><th>HTTP edit quality (worst)</th><th>reproduce</th></tr>
-{{range .Rows}}<tr data-row="{{.Name}}" data-status="{{.Status}}"><td><a href="#row-{{.Name}}">{{.Name}}</a></td><td class="status-{{.Status}}">{{.Status}}{{if .Reason}}: {{.Reason}}{{end}}</td><td>{{template "strip" .}}</td>{{range .Headline}}<td>{{.}}</td>{{end}}<td><code>{{.Command}}</code></td></tr>
+{{range .Rows}}<tr data-row="{{.Name}}" data-status="{{.Status}}"><td><a href="#row-{{.Name}}">{{.Name}}</a></td><td class="status-{{.Status}}">{{.Status}}{{if .Reason}}: {{.Reason}}{{end}}{{template "more" .}}</td><td>{{template "strip" .}}</td>{{range .Headline}}<td>{{.}}</td>{{end}}<td><code>{{.Command}}</code></td></tr>
 {{end}}</table>
 {{range .Rows}}
 <section id="row-{{.Name}}">
 <h2>{{.Name}}: <span class="status-{{.Status}}">{{.Status}}</span></h2>
 {{if .Shard}}<p>Shard {{.Shard}}: <a href="{{.Href}}/results.json">{{.Href}}</a></p>
-{{end}}{{if .Reason}}<p>{{.Reason}}</p>
+{{end}}{{if .Reason}}<p>{{.Reason}}{{template "more" .}}</p>
 {{end}}{{template "strip" .}}
 <table class="timing">
 <tr><th>timing</th><th></th></tr>
@@ -99,7 +101,7 @@ code { font-size: 90%; }
 {{else}}<p>Venv: not recorded in run.json.</p>
 {{end}}{{end}}</body>
 </html>
-{{define "strip"}}<div class="strip" data-stages="{{.Name}}">{{range .Stages}}<span class="stage stage-{{.Status}}" data-stage="{{.Name}}" data-stage-status="{{.Status}}" title="{{.Title}}">{{.Name}}</span>{{end}}</div>{{end}}`))
+{{define "more"}}{{with .More}} (<a href="{{.Href}}">{{.Label}}</a>){{end}}{{end}}{{define "strip"}}<div class="strip" data-stages="{{.Name}}">{{range .Stages}}<span class="stage stage-{{.Status}}" data-stage="{{.Name}}" data-stage-status="{{.Status}}" title="{{.Title}}">{{.Name}}</span>{{end}}</div>{{end}}`))
 
 // HTML renders a Page.
 func (p Page) HTML() ([]byte, error) {

@@ -15,11 +15,14 @@ import (
 // (results.json, row.md, preflight.json) and its run's run.json, as written; the checker
 // re-derives those, and renders the pages again to compare.
 type Section struct {
-	Name    string // the row
-	Href    string // the row folder, relative to the page: "refedit-v1", "shards/a/<run id>/refedit-v1"
-	Shard   string // the shard that ran it (merged runs only)
-	Status  string
-	Reason  string
+	Name   string // the row
+	Href   string // the row folder, relative to the page: "refedit-v1", "shards/a/<run id>/refedit-v1"
+	Shard  string // the shard that ran it (merged runs only)
+	Status string
+	Reason string
+	// More is the file that says more about the reason, linked beside it: preflight.json
+	// for a row that failed preflight (results.json schema 3 on; none for runs before).
+	More    *Link
 	Command string
 	Stages  []StageMark
 	// Headline is the row's numbers a reviewer wants first (index.html's rows table):
@@ -58,6 +61,9 @@ func (r *run) sections(prefix string) []Section {
 func (r *run) section(w row, prefix string) Section {
 	res := w.res
 	s := Section{Name: w.name, Href: prefix + w.name, Status: res.Status, Reason: res.Reason, Command: res.Command}
+	if st, ok := res.Stage(schema.StagePreflight); ok && st.Status == schema.Fail && res.Schema == schema.ResultSchema && w.has(schema.PreflightFile) {
+		s.More = &Link{prefix + w.name + "/" + schema.PreflightFile, schema.PreflightFile}
+	}
 	for _, name := range schema.Stages {
 		m := StageMark{Name: name, Status: schema.NotRun, Title: name + ": not run"}
 		if st, ok := res.Stage(name); ok && st.Status != schema.NotRun {
@@ -235,7 +241,11 @@ func markdownSection(b *strings.Builder, s Section) {
 		fmt.Fprintf(b, "Shard %s, folder `%s`.\n\n", s.Shard, path.Dir(s.Href))
 	}
 	if s.Reason != "" {
-		fmt.Fprintf(b, "%s\n\n", s.Reason)
+		more := ""
+		if s.More != nil {
+			more = fmt.Sprintf(" ([%s](%s))", s.More.Label, s.More.Href)
+		}
+		fmt.Fprintf(b, "%s%s\n\n", s.Reason, more)
 	}
 	var strip []string
 	for _, m := range s.Stages {

@@ -160,7 +160,10 @@ func TestIndexHeadlineAndVersions(t *testing.T) {
 		old, err := IndexAt(dir, v)
 		require.NoError(t, err)
 		assert.Equal(t, v, PageVersion(old))
-		assert.NotContains(t, string(old), "stage-not-run")
+		if v < 3 {
+			assert.NotContains(t, string(old), "stage-not-run")
+		}
+		assert.NotContains(t, string(old), "overflow-wrap", "version 4 lets the rows table wrap")
 	}
 	committed, err := os.ReadFile(filepath.Join(committedRun(t, "qualified"), IndexFile))
 	require.NoError(t, err)
@@ -236,6 +239,66 @@ func failedAtQuality(t *testing.T) string {
 	o.HTML = true
 	require.NoError(t, Write(dir, o))
 	return dir
+}
+
+// brokenFixtureReason is the reason the harness writes for a row whose fixture image
+// changed on disk (harness TestPipelineBrokenFixtureReasonLeadsWithTheFix): what to do
+// first, then the whole of what preflight found.
+const brokenFixtureReason = "stage preflight failed: gate: fix: restore the fixtures from git (`git checkout -- fixtures/`); " +
+	"1 requirement(s) not met: fixtures manifest /home/someone/src/qualkit/fixtures/refedit/manifest.json: image pool: image " +
+	"house-640x382.png: sha256 49eb23c11734cb1042f9ca2910e5ac17afedf5de6a4c1ae7bdb1e1d1e0d9c2f1, manifest pins " +
+	"c97b697d1e5619896c9653464dd22971634b49bfb7362c73485af52ceb63f615 (restore the file or regenerate the manifest)"
+
+// failedAtPreflight is the committed drift run made over as a row of results.json
+// schema 3 whose preflight failed on a broken fixture, its pages written again.
+func failedAtPreflight(t *testing.T) string {
+	t.Helper()
+	src := committedRun(t, "drift")
+	dir := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
+	p := filepath.Join(dir, "refedit-v1-native-drift", schema.ResultsFile)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	for _, st := range doc["stages"].([]any) {
+		m := st.(map[string]any)
+		if m["name"] == schema.StagePreflight {
+			m["status"], m["kind"], m["error"] = "fail", "gate", "1 requirement(s) not met: ..."
+			continue
+		}
+		m["status"], m["wall_s"] = "not-run", 0.0
+		delete(m, "kind")
+		delete(m, "error")
+	}
+	doc["schema"], doc["reason"], doc["failure_kind"] = schema.ResultSchema, brokenFixtureReason, "gate"
+	out, err := json.MarshalIndent(doc, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, out, 0o644))
+	o := goldenOptions(t)
+	o.HTML = true
+	require.NoError(t, Write(dir, o))
+	return dir
+}
+
+// A broken fixture's reason shows whole, its fix first, on both pages, with preflight.json
+// (every requirement and its fix) linked beside it; the runs before results.json schema 3
+// link nothing there (their pages still render as written).
+func TestBrokenFixtureReasonOnThePages(t *testing.T) {
+	dir := failedAtPreflight(t)
+	md, err := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "### `refedit-v1-native-drift`: failed\n\n"+brokenFixtureReason+
+		" ([preflight.json](refedit-v1-native-drift/preflight.json))\n")
+	page, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	require.NoError(t, err)
+	link := ` (<a href="refedit-v1-native-drift/preflight.json">preflight.json</a>)`
+	assert.True(t, strings.Contains(string(page), `<td class="status-failed">failed: `+brokenFixtureReason+link+`</td>`), "the rows table")
+	assert.True(t, strings.Contains(string(page), `<p>`+brokenFixtureReason+link+`</p>`), "the row's section")
+
+	old, err := os.ReadFile(filepath.Join(failedAtQuality(t), IndexFile))
+	require.NoError(t, err)
+	assert.NotContains(t, string(old), "preflight.json</a>)")
 }
 
 func TestWriteAndResolve(t *testing.T) {

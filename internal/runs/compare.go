@@ -48,8 +48,9 @@ type Comparison struct {
 	A, B  *Run
 	Band  Band
 	Lines []Line
-	// Across judges timings of rows that ran on another host, runtime or GPUs too; by
-	// default their timings are listed and not called regressions.
+	// Across judges timings of rows that ran on another host, runtime or GPUs, or under
+	// another host load, too; by default their timings are listed and not called
+	// regressions.
 	Across bool
 	// Unlike names, per row, how the two runs' setups differ ("" when alike).
 	Unlike map[string]string
@@ -75,9 +76,66 @@ func shortGPUs(ids []string) []string {
 	return out
 }
 
-// unlike says how two rows' setups differ: host, CPU count, runtime, GPUs.
+// Host load: a run's host was busy when its 1-minute load average, at the run's start or
+// end, exceeded BusyLoadPerCPU per CPU, or when more than BusySteal of its CPU time was
+// stolen; timings of a busy run, or of two runs whose loads differ by more than
+// LoadDiffPerCPU per CPU, are not like for like (one run of issue 48 ran inside make
+// test at load ~20 on 2 CPUs: p95 +98.7 ms, called a regression).
+const (
+	BusyLoadPerCPU = 1.0
+	BusySteal      = 0.05
+	LoadDiffPerCPU = 0.5
+)
+
+// load is a run's highest 1-minute load average per CPU and the fraction of its CPU time
+// stolen; ok is false when run.json records no load (runs made before it did).
+func (r *Run) load() (perCPU, steal float64, ok bool) {
+	l := r.Info.Load
+	if l == nil || r.Info.CPUs <= 0 {
+		return 0, 0, false
+	}
+	perCPU = max(l.LoadAvgStart[0], l.LoadAvgEnd[0]) / float64(r.Info.CPUs)
+	if wall := r.Info.Finished.Sub(r.Info.Started).Seconds(); wall > 0 {
+		steal = l.StealS / (wall * float64(r.Info.CPUs))
+	}
+	return perCPU, steal, true
+}
+
+// Load says how busy the run's host was: "load 0.21 per CPU (0.42 on 2 CPUs), 0 % stolen".
+func (r *Run) Load() string {
+	perCPU, steal, ok := r.load()
+	if !ok {
+		return "host load not recorded"
+	}
+	s := fmt.Sprintf("load %.2f per CPU (%.2f on %d CPUs), %.0f %% stolen", perCPU, perCPU*float64(r.Info.CPUs), r.Info.CPUs, 100*steal)
+	if r.busy() {
+		s += ": busy"
+	}
+	return s
+}
+
+func (r *Run) busy() bool {
+	perCPU, steal, ok := r.load()
+	return ok && (perCPU > BusyLoadPerCPU || steal > BusySteal)
+}
+
+// unlikeLoad says how two runs' host loads make their timings unlike ("" when alike, or
+// when either run recorded none).
+func unlikeLoad(a, b *Run) string {
+	la, _, oka := a.load()
+	lb, _, okb := b.load()
+	if !oka || !okb || (!a.busy() && !b.busy() && math.Abs(la-lb) <= LoadDiffPerCPU) {
+		return ""
+	}
+	return "host " + a.Load() + " vs " + b.Load()
+}
+
+// unlike says how two rows' setups differ: host, CPU count, runtime, GPUs, host load.
 func unlike(a *Run, ra schema.Result, b *Run, rb schema.Result) string {
 	var d []string
+	if l := unlikeLoad(a, b); l != "" {
+		d = append(d, l)
+	}
 	if a.Info.Hostname != b.Info.Hostname || a.Info.CPUs != b.Info.CPUs {
 		d = append(d, fmt.Sprintf("host %s (%d CPUs) vs %s (%d CPUs)", orDash(a.Info.Hostname), a.Info.CPUs, orDash(b.Info.Hostname), b.Info.CPUs))
 	}
@@ -241,8 +299,8 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	if len(c.Unlike) > 0 {
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "A: %s (%s, commit %s, %s)\nB: %s (%s, commit %s, %s)\nnoise band: %s\n\n",
-		c.A.Info.RunID, c.A.Started(), c.A.Commit(), c.A.setups(), c.B.Info.RunID, c.B.Started(), c.B.Commit(), c.B.setups(), c.Band)
+	fmt.Fprintf(&b, "A: %s (%s, commit %s, %s; %s)\nB: %s (%s, commit %s, %s; %s)\nnoise band: %s\n\n",
+		c.A.Info.RunID, c.A.Started(), c.A.Commit(), c.A.setups(), c.A.Load(), c.B.Info.RunID, c.B.Started(), c.B.Commit(), c.B.setups(), c.B.Load(), c.Band)
 	b.WriteString("| row | what | A | B | B - A | regression |\n|---|---|---|---|---|---|\n")
 	for _, l := range c.Lines {
 		reg := "-"

@@ -181,3 +181,44 @@ func TestCompareAcrossRuntimesSaysSo(t *testing.T) {
 	b.Status = schema.StatusFailed
 	assert.Equal(t, []string{"a status"}, whats(compare(t, []schema.Result{a}, []schema.Result{b}).Regressions()))
 }
+
+// loaded reads a run written by writeRun with its run.json stating 2 CPUs, a 100 s run
+// and the host's load: 1-minute load averages at start and end, and seconds stolen.
+func loaded(t *testing.T, root, id string, start, end, stealS float64, rows ...schema.Result) *Run {
+	t.Helper()
+	t0 := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
+	dir := writeRun(t, root, id, t0, rows...)
+	r, err := Read(dir)
+	require.NoError(t, err)
+	r.Info.CPUs, r.Info.Finished = 2, t0.Add(100*time.Second)
+	r.Info.Load = &schema.HostLoad{LoadAvgStart: [3]float64{start, 1, 1}, LoadAvgEnd: [3]float64{end, 1, 1}, StealS: stealS}
+	writeJSON(t, filepath.Join(dir, schema.RunFile), r.Info)
+	r, err = Read(dir)
+	require.NoError(t, err)
+	return r
+}
+
+// A run on a busy host (issue 48: one run inside make test at load ~20 on 2 CPUs, p95
+// +98.7 ms) is not like for like with a quiet one: the comparison says so and calls no
+// timing a regression; two quiet runs are judged.
+func TestCompareFlagsADifferentHostLoad(t *testing.T) {
+	root := t.TempDir()
+	a, b := row("a", 25, 60, 21, 56, 25), row("a", 60, 158.7, 50, 150, 12)
+	quiet := loaded(t, root, "quiet", 0.4, 0.6, 0, a)
+	busy := loaded(t, root, "busy", 19.8, 20.4, 0, b)
+	c := Compare(quiet, busy, DefaultBand, false)
+	assert.Empty(t, c.Regressions())
+	assert.Equal(t, "host load 0.30 per CPU (0.60 on 2 CPUs), 0 % stolen vs load 10.20 per CPU (20.40 on 2 CPUs), 0 % stolen: busy", c.Unlike["a"])
+	var out bytes.Buffer
+	require.NoError(t, c.WriteMarkdown(&out))
+	assert.True(t, bytes.HasPrefix(out.Bytes(), []byte("NOT LIKE FOR LIKE: row a ran on another setup in B (host load 0.30 per CPU")), out.String())
+	assert.Contains(t, out.String(), "A: quiet (2026-12-06 04:00:00, commit 0123456789ab, host - (2 CPUs), runtime -, no GPU; load 0.30 per CPU (0.60 on 2 CPUs), 0 % stolen)")
+
+	stolen := loaded(t, root, "stolen", 0.5, 0.5, 30, b) // 30 of 200 CPU seconds
+	assert.Empty(t, Compare(quiet, stolen, DefaultBand, false).Regressions(), "15 % of the CPU time stolen")
+	assert.Contains(t, stolen.Load(), "15 % stolen: busy")
+
+	alsoQuiet := loaded(t, root, "also-quiet", 0.9, 0.2, 0.1, b)
+	assert.NotEmpty(t, Compare(quiet, alsoQuiet, DefaultBand, false).Regressions(), "two quiet hosts: judged")
+	assert.NotEmpty(t, Compare(quiet, busy, DefaultBand, true).Regressions(), "-across judges them")
+}

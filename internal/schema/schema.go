@@ -17,12 +17,24 @@ import (
 )
 
 // ResultSchema is results.json's "schema". Version 2 adds the p99 of both timing
-// columns and the first request (FirstRequest); a version-1 file has neither.
-const ResultSchema = "qualkit.result/2"
+// columns and the first request (FirstRequest); a version-1 file has neither. Version 3
+// counts the family's tool commands as harness time (TimeBudget.ToolsS), no longer as a
+// part of model work, and its pages link preflight.json beside a preflight failure's
+// reason.
+const ResultSchema = "qualkit.result/3"
 
-// ResultSchemaV1 is the schema of results.json written before version 2: still read and
-// checked as it was.
-const ResultSchemaV1 = "qualkit.result/1"
+// ResultSchemaV1 and ResultSchemaV2 are the schemas of results.json written before
+// version 3: still read and checked as they were (their model work holds the tools).
+const (
+	ResultSchemaV1 = "qualkit.result/1"
+	ResultSchemaV2 = "qualkit.result/2"
+)
+
+// ToolsAreModelWork says whether a results.json of that schema counted the family's
+// tool commands in its model work, as versions 1 and 2 did.
+func ToolsAreModelWork(schema string) bool {
+	return schema == ResultSchemaV1 || schema == ResultSchemaV2
+}
 
 // Stage names, in pipeline order. Report is the last subtest of every row; it writes
 // the result and is not a stage of results.json.
@@ -358,21 +370,25 @@ const (
 )
 
 // TimeBudget is where a row's wall time went: the model's own work (what qualification
-// cannot do without) and the rest. Model work is the family's tool and bundle builds
-// (zero when cached), its correctness case, one server load, one native load, and every
-// Task call, served and native; everything else (image builds, container starts, AIPerf
-// start-up and per-request overhead, HTTP, checks, evidence, extra native loads) is the
-// harness's. Ratio is wall over model work.
+// cannot do without) and the rest. Model work is the bundle build (zero when cached),
+// the correctness case, one server load, one native load, and every Task call, served
+// and native; everything else (the family's tool commands, image builds, container
+// starts, AIPerf start-up and per-request overhead, HTTP, checks, evidence, extra native
+// loads) is the harness's. Ratio is wall over model work.
 type TimeBudget struct {
-	WallS       float64            `json:"wall_s"`
-	Stages      map[string]float64 `json:"stages_s"`
-	ModelWorkS  float64            `json:"model_work_s"`
-	HarnessS    float64            `json:"harness_s"`
-	Ratio       float64            `json:"ratio"`
-	Model       ModelWork          `json:"model_work"`
-	AIPerfS     float64            `json:"aiperf_overhead_s"` // benchmark stage wall minus every request's client latency
-	NativeMode  string             `json:"native_mode,omitempty"`
-	NativeLoads int                `json:"native_loads"`
+	WallS      float64            `json:"wall_s"`
+	Stages     map[string]float64 `json:"stages_s"`
+	ModelWorkS float64            `json:"model_work_s"`
+	HarnessS   float64            `json:"harness_s"`
+	// ToolsS is the family's tool commands (build/tools-*.log: compiling the harness's
+	// and the family's own programs), a part of HarnessS. Results of schema 1 and 2
+	// state it as model_work.tools_s, a part of ModelWorkS (ModelWork.LegacyToolsS).
+	ToolsS      float64   `json:"tools_s"`
+	Ratio       float64   `json:"ratio"`
+	Model       ModelWork `json:"model_work"`
+	AIPerfS     float64   `json:"aiperf_overhead_s"` // benchmark stage wall minus every request's client latency
+	NativeMode  string    `json:"native_mode,omitempty"`
+	NativeLoads int       `json:"native_loads"`
 	// Order is how the row's work was laid out: OrderSerial (one thing at a time, asked
 	// for with -qualkit.serial) or OrderOverlapped (independent work began early; Overlap
 	// says what and why). Absent in runs made before there was a choice: serial.
@@ -422,7 +438,8 @@ type Overlap struct {
 }
 
 // CriticalPath is the longest chain of dependent model work in m. Serial, every part
-// waits for the one before (the sum). The tools and the build come first. With the
+// waits for the one before (the sum). The build comes first (after the tools in results
+// of schema 1 and 2). With the
 // server loaded beside the correctness case (serverEarly), the served Tasks wait for
 // the longer of the two, else for both in turn. With the native batch preloaded, its
 // load begins once the case passed and runs beside the server's remaining load and the
@@ -435,14 +452,16 @@ func CriticalPath(m ModelWork, nativePreloaded, serverEarly bool) float64 {
 	}
 	served := caseAndLoad + m.ServedTaskS
 	if !nativePreloaded {
-		return m.ToolsS + m.BuildS + served + m.NativeLoadS + m.NativeTaskS
+		return m.LegacyToolsS + m.BuildS + served + m.NativeLoadS + m.NativeTaskS
 	}
-	return m.ToolsS + m.BuildS + max(served, m.CorrectnessS+m.NativeLoadS) + m.NativeTaskS
+	return m.LegacyToolsS + m.BuildS + max(served, m.CorrectnessS+m.NativeLoadS) + m.NativeTaskS
 }
 
 // ModelWork are the parts of TimeBudget.ModelWorkS.
 type ModelWork struct {
-	ToolsS       float64 `json:"tools_s"`
+	// LegacyToolsS is the family's tool commands as results.json of schema 1 and 2
+	// counted them: a part of model work. Version 3 writes none (TimeBudget.ToolsS).
+	LegacyToolsS float64 `json:"tools_s,omitempty"`
 	BuildS       float64 `json:"build_s"`
 	CorrectnessS float64 `json:"correctness_s"`
 	ServerLoadS  float64 `json:"server_load_s"`
@@ -519,13 +538,17 @@ type RunInfo struct {
 	// verbatim copies of /proc/cpuinfo and /proc/meminfo the run folder keeps
 	// (HostCPUInfoFile, HostMemInfoFile); absent where there is no /proc, and in runs
 	// made before they were recorded.
-	CPUModel      string      `json:"cpu_model,omitempty"`
-	MemTotalBytes int64       `json:"mem_total_bytes,omitempty"`
-	Hostname      string      `json:"hostname"`
-	RuntimeNote   string      `json:"runtime_note"`
-	Docker        *DaemonInfo `json:"docker,omitempty"`
-	DockerError   string      `json:"docker_error,omitempty"`
-	Swept         []string    `json:"swept_leftovers,omitempty"`
+	CPUModel      string `json:"cpu_model,omitempty"`
+	MemTotalBytes int64  `json:"mem_total_bytes,omitempty"`
+	Hostname      string `json:"hostname"`
+	// Load is how busy the host was around the run, which its timings depend on (make
+	// compare weighs it); absent where there is no /proc, and in runs made before it
+	// was recorded.
+	Load        *HostLoad   `json:"host_load,omitempty"`
+	RuntimeNote string      `json:"runtime_note"`
+	Docker      *DaemonInfo `json:"docker,omitempty"`
+	DockerError string      `json:"docker_error,omitempty"`
+	Swept       []string    `json:"swept_leftovers,omitempty"`
 	// CleanupLeft names the run's own cleanups that failed at its end (an image the
 	// engine would not remove yet): left to the next run's sweep and the reaper, never a
 	// reason to leave the run's evidence unwritten.
@@ -537,6 +560,16 @@ type RunInfo struct {
 	CorrectnessOnly bool     `json:"correctness_only,omitempty"`
 	Skips           []string `json:"skips"`
 	Rows            []string `json:"rows"`
+}
+
+// HostLoad is the host's load over a run, as /proc stated it: the 1, 5 and 15-minute
+// load averages of /proc/loadavg when the run began and when it ended, and the CPU time
+// stolen from this host (the steal column of /proc/stat's cpu line: a hypervisor
+// running others on its CPUs) over the run, in seconds summed over every CPU.
+type HostLoad struct {
+	LoadAvgStart [3]float64 `json:"loadavg_start"`
+	LoadAvgEnd   [3]float64 `json:"loadavg_end"`
+	StealS       float64    `json:"steal_s"`
 }
 
 // CommandRecord is one line of a row's commands.jsonl: enough to rerun the command by

@@ -1,12 +1,14 @@
 // Command runs lists past evidence runs, or compares two of them.
 //
 //	go run ./scripts/runs list [-root evidence]
-//	go run ./scripts/runs compare [-root evidence] [-band-rel 0.10] [-band-ms 60] [-across] A B
+//	go run ./scripts/runs compare [-root evidence] [-band-rel 0.10] [-band-ms 60] [-across] [-by-age] A B
 //
 // A and B are run folders, run ids under -root, or `latest` and `previous`: the newest
-// and the second newest run of `list` (B is the newer run, A the baseline).
-// compare prints a table of status, identity, client and Task p50/p95 and time per image
-// for every row, and exits 1 when B regressed against A; exit 2 is a usage error.
+// run of `list`, and the newest run before it with the same rows (B is the newer run, A
+// the baseline). With -by-age the older of the two is the baseline, whichever comes
+// first (`make compare latest previous`). compare prints a table of status, identity,
+// client and Task p50/p95 and time per image for every row, and the host load of both
+// runs, and exits 1 when B regressed against A; exit 2 is a usage error.
 package main
 
 import (
@@ -17,6 +19,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"qualkit/internal/runs"
 )
@@ -35,7 +39,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root := fs.String("root", "evidence", "evidence root holding the run folders")
 	rel := fs.Float64("band-rel", runs.DefaultBand.Rel, "compare: relative part of the noise band (fraction of A)")
 	abs := fs.Float64("band-ms", runs.DefaultBand.Ms, "compare: absolute part of the noise band, in ms")
-	across := fs.Bool("across", false, "compare: judge the timings of rows that ran on another host, runtime or GPUs too")
+	across := fs.Bool("across", false, "compare: judge the timings of rows that ran on another host, runtime or GPUs, or under another host load, too")
+	byAgeFlag := fs.Bool("by-age", false, "compare: the older of the two runs is the baseline, whichever is named first")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -74,6 +79,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "runs:", err)
 			return 2
 		}
+		if *byAgeFlag && b.Info.Started.Before(a.Info.Started) {
+			a, b = b, a
+		}
 		c := runs.Compare(a, b, runs.Band{Rel: *rel, Ms: *abs}, *across)
 		if err := c.WriteMarkdown(stdout); err != nil {
 			fmt.Fprintln(stderr, "runs:", err)
@@ -88,21 +96,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// byAge names runs by their place in List's order (newest first), so that the
-// common comparison needs no typed run id.
-var byAge = map[string]int{"latest": 0, "previous": 1}
-
-// read takes a run folder, a run id under root, or latest/previous.
+// read takes a run folder, a run id under root, or latest (the newest run) or previous
+// (the newest run before it with the same rows), so that the common comparison needs no
+// typed run id and compares like rows.
 func read(root, arg string) (*runs.Run, error) {
-	if i, ok := byAge[arg]; ok {
+	if arg == "latest" || arg == "previous" {
 		list, err := runs.List(root)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", arg, err)
 		}
-		if i >= len(list) {
-			return nil, fmt.Errorf("%s: %s holds %d run(s), %s needs %d (make qual makes one; make runs lists them)", arg, root, len(list), arg, i+1)
+		if need := map[string]int{"latest": 1, "previous": 2}[arg]; len(list) < need {
+			return nil, fmt.Errorf("%s: %s holds %d run(s), %s needs %d (make qual makes one; make runs lists them)", arg, root, len(list), arg, need)
 		}
-		return list[i], nil
+		if arg == "latest" {
+			return list[0], nil
+		}
+		for _, r := range list[1:] {
+			if slices.Equal(r.Info.Rows, list[0].Info.Rows) {
+				return r, nil
+			}
+		}
+		return nil, fmt.Errorf("previous: none of the %d run(s) before the latest, %s, ran its rows (%s): name two runs (make runs lists them)",
+			len(list)-1, list[0].Info.RunID, strings.Join(list[0].Info.Rows, ", "))
 	}
 	dir := arg
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
