@@ -200,6 +200,14 @@ qwen-double: setup engine double-image tables
 		$(if $(TRTMC_PERF_SERVE),-test qualkit/qual/TestPerfServeConformance)
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qwen-double.xml
 
+# The image the Qwen row runs in on capable hardware (families/qwen_image/README.md's
+# example): TRTMC's dev image from QUALKIT_TRTMC_DIR's checkout, built from the context the
+# row stages (never the checkout root, which fails on both layouts), then
+# families/qwen_image/docker/Dockerfile.reference on it, tagged QUALKIT_TRTMC_IMAGE.
+.PHONY: trtmc-image
+trtmc-image:
+	@$(GO) run ./families/qwen_image/cmd/trtmcimage
+
 # Readiness of the rows RUN selects (a go test -run pattern; default all): exit 1 when
 # one is not ready. JSON=1 prints JSON for scripts.
 RUN ?=
