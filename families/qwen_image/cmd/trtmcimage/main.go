@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 
+	tclog "github.com/testcontainers/testcontainers-go/log"
+
 	qwenimage "qualkit/families/qwen_image"
 	"qualkit/internal/harness/serving"
 )
@@ -28,6 +30,7 @@ func main() {
 	reference := flag.String("reference", "families/qwen_image/docker/Dockerfile.reference", "the Dockerfile built on the dev image")
 	logs := flag.String("logs", ".cache/trtmc-image", "the folder of the build logs")
 	flag.Parse()
+	tclog.SetDefault(tclog.NewNoopLogger()) // no banner about the daemon: the build says what it uses
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *devTag, *reference, *logs); err != nil {
@@ -106,4 +109,3 @@ func files(bc *serving.BuildContext) string {
 	}
 	return strings.Join(names, ", ")
 }
-
