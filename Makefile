@@ -159,7 +159,8 @@ lint:
 # -short of those and of every package that imports them: no containers, no AIPerf, no
 # qual rows (-short skips the tests that need them; of qual only the tests that run no
 # row). The stages' judges (the harness's TestJudge tests: each stage's decisions on
-# values alone) run every time, whatever changed. `make test` stays the whole thing CI runs.
+# values alone) and the README recipes' check (each command block equals its script,
+# scripts/recipes) run every time, whatever changed. `make test` stays the whole thing CI runs.
 BASE ?= HEAD
 .PHONY: check
 check:
