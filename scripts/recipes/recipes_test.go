@@ -157,7 +157,6 @@ func runLine(ts *testscript.TestScript, neg bool, args []string) {
 	} else if err != nil {
 		ts.Fatalf("%s: %v", line, err)
 	}
-	ts.Setenv("SH_EXIT", strconv.Itoa(code))
 	if b, err := os.ReadFile(state); err == nil {
 		dir, vars, _ := strings.Cut(string(b), "\n")
 		if dir != "" {
@@ -173,6 +172,7 @@ func runLine(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		os.Remove(state)
 	}
+	ts.Setenv("SH_EXIT", strconv.Itoa(code))
 	switch {
 	case neg && code == 0:
 		ts.Fatalf("%s: succeeded, the script expects it to fail", line)
