@@ -291,10 +291,13 @@ var (
 
 // commandBlocks reads the READMEs' command blocks (```, ```bash, ```sh, ```shell). A
 // block inside a `make docs` region is output that scripts/docs writes, not commands.
-func commandBlocks(root string) ([]block, error) {
+func commandBlocks(root string, files ...string) ([]block, error) {
+	if len(files) == 0 {
+		files = READMEs
+	}
 	var blocks []block
 	var errs []error
-	for _, f := range READMEs {
+	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
 			return nil, err
@@ -410,4 +413,34 @@ func output(dir, name string, args ...string) (string, error) {
 		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, stderr.String())
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// What counts as a command block, and what a block without a recipe comment gets.
+func TestCommandBlocksNeedARecipe(t *testing.T) {
+	root := t.TempDir()
+	doc := "# Title\n\n" +
+		"<!-- recipe: scripts/recipes/a.txtar scripts/recipes/b.txtar -->\n```bash\nmake one  # a comment\n```\n\n" +
+		"<!-- make docs: output -->\n```\nchecker: ok\n```\n<!-- /make docs -->\n\n" +
+		"```json\n{\"not\": \"commands\"}\n```\n\n" +
+		"Text.\n\n```sh\nmake two\n```\n"
+	require.NoError(t, os.WriteFile(filepath.Join(root, "DOC.md"), []byte(doc), 0o644))
+	blocks, err := commandBlocks(root, "DOC.md")
+	require.Len(t, blocks, 2)
+	assert.Equal(t, block{file: "DOC.md", line: 5, lines: []string{"make one  # a comment"}, scripts: []string{"scripts/recipes/a.txtar", "scripts/recipes/b.txtar"}}, blocks[0])
+	assert.Equal(t, []string{"make two"}, blocks[1].lines)
+	assert.EqualError(t, err, "DOC.md:20: a command block without a recipe: put <!-- recipe: scripts/recipes/NAME.txtar --> on the line before it, and its lines in that script (scripts/recipes/README.md)")
+
+	assert.NoError(t, sameLines(blocks[0], "a.txtar", []string{"make one  # a comment"}))
+	assert.ErrorContains(t, sameLines(blocks[0], "a.txtar", []string{"make one # a comment"}), "DOC.md:5 and a.txtar differ at the block's line 1")
+	assert.ErrorContains(t, sameLines(blocks[0], "a.txtar", []string{"make one  # a comment", "make three"}), `README: ""`)
+}
+
+// A script's README lines are its sh, ! sh and ci lines, in order; testscript gets their numbers.
+func TestScriptLinesAreNumbered(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.txtar")
+	require.NoError(t, os.WriteFile(path, []byte("# comment\nsh make 'x' $Y # z\nstdout ok\n! sh false\nci make test\n-- f.txt --\nsh not a line\n"), 0o644))
+	text, lines, err := numbered(path)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"make 'x' $Y # z", "false", "make test"}, lines)
+	assert.Equal(t, "# comment\nsh 0\nstdout ok\n! sh 1\nci 2\n-- f.txt --\nsh not a line\n", string(text))
 }
