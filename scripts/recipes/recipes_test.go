@@ -148,7 +148,7 @@ type linesKey struct{}
 func runLine(ts *testscript.TestScript, neg bool, args []string) {
 	line := readmeLine(ts, args)
 	ts.Logf("$ %s", line)
-	state := ts.MkAbs(".qualkit-line-state")
+	state := filepath.Join(ts.Getenv("WORK"), ".line-state")
 	err := ts.Exec("bash", "-c", line+"\n__qk=$?; { pwd; env -0; } > "+strconv.Quote(state)+"; exit $__qk")
 	code := 0
 	var ee *exec.ExitError
