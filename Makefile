@@ -57,7 +57,7 @@ QUALTEST := .cache/bin/qual.test
 # Signing (internal/attest): SIGN_KEY=FILE, or QUALKIT_SIGNING_KEY (the PEM or its path),
 # signs each run `make qual` and `make shard` make, after its check passed; PUBKEY=FILE
 # verifies signatures (check-evidence, merge-evidence); STRICT=1 makes check-evidence
-# refuse an unsigned or unverified run. Make a key pair: go run ./scripts/attest keygen -out ci
+# refuse an unsigned or unverified run. Make a key pair: go run ./scripts/attest keygen (~/.config/qualkit/ci.pem)
 SIGN_KEY ?=
 PUBKEY ?=
 STRICT ?=
@@ -68,7 +68,7 @@ KEY_ENV = $(if $(SIGN_KEY),QUALKIT_SIGNING_KEY=$(abspath $(SIGN_KEY)))
 define sign
 	@if [ -n "$(SIGN_KEY)" ] || [ -n "$$QUALKIT_SIGNING_KEY" ]; then \
 		$(GO) run ./scripts/attest sign -dir $(1) -junit $(2) $(if $(SIGN_KEY),-key $(SIGN_KEY)); \
-	else echo "evidence not signed: give SIGN_KEY=FILE or QUALKIT_SIGNING_KEY to sign it (make one: go run ./scripts/attest keygen -out ci)"; fi
+	else echo "evidence not signed: give SIGN_KEY=FILE or QUALKIT_SIGNING_KEY to sign it (make one: go run ./scripts/attest keygen)"; fi
 endef
 
 setup:
@@ -136,6 +136,14 @@ test: setup engine double-image browser tables
 	$(GO) run ./scripts/testgate failed $(JUNIT) $(PYJUNIT); \
 	if [ $$status != 0 ]; then echo "make test: FAILED (the list above)"; fi; exit $$status
 
+# Rerun only what failed in make test's last JUnit ($(JUNIT)), each failed top-level test
+# once (a row runs whole, so a failed stage reruns its table's test), writing
+# evidence/junit-rerun.xml. Each is reported FAILED again, FLAKY (it passed with the tree
+# unchanged since the failed run: exit 1, never a pass), or passed after changes.
+.PHONY: test-failed
+test-failed: setup engine double-image tables
+	@$(GO) run ./scripts/testgate rerun -junit $(JUNIT) -out evidence/junit-rerun.xml $(if $(GO_TAG_LIST),-tags $(GO_TAG_LIST))
+
 # The Python side: the refedit reference's self-tests (incl. tampered bundles), the
 # openai client's images.edit against the refedit server (it builds the binary with
 # $(GO)), and the fixture manifest checks. Same rule: no skips. They use no pytest
@@ -190,14 +198,14 @@ inventory: tables
 # serving shape CI drives (also part of `make test`). Its rows read passed-contract-double.
 # With TRTMC_PERF_SERVE the table has the row TRTMC's own perf-serve serves, and the
 # conformance test (qual/conformance_test.go, its build tag) runs too and must pass.
-QWEN_DOUBLE_RUN = ^TestQwenDouble$$$(if $(TRTMC_PERF_SERVE),|^TestPerfServeConformance$$)
+QWEN_DOUBLE_RUN = ^TestTRTMCDouble$$$(if $(TRTMC_PERF_SERVE),|^TestPerfServeConformance$$)
 .PHONY: qwen-double
 qwen-double: setup engine double-image tables
 	@mkdir -p evidence
 	$(GO) tool gotestsum --format standard-verbose --junitfile evidence/junit-qwen-double.xml -- \
 		$(TAGS) -count=1 -run '$(QWEN_DOUBLE_RUN)' ./qual/ || { $(GO) run ./scripts/junitfix -junit evidence/junit-qwen-double.xml; exit 1; }
 	$(GO) run ./scripts/junitfix -junit evidence/junit-qwen-double.xml
-	$(GO) run ./scripts/testgate -junit evidence/junit-qwen-double.xml -tables $(TABLES) -table TestQwenDouble \
+	$(GO) run ./scripts/testgate -junit evidence/junit-qwen-double.xml -tables $(TABLES) -table TestTRTMCDouble \
 		$(if $(TRTMC_PERF_SERVE),-test qualkit/qual/TestPerfServeConformance)
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qwen-double.xml
 

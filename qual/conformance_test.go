@@ -39,6 +39,7 @@ func TestPerfServeConformance(t *testing.T) {
 	root, err := harness.FindRoot(".")
 	require.NoError(t, err)
 	require.NotEmpty(t, os.Getenv(perfServeEnv), "the conformance test needs TRTMC's own perf-serve: give %s", perfServeEnv)
+	needDouble(t)
 	fx := conformanceFixture(t, root)
 	runID := harness.NewRunID(time.Now()) + "-perfserve-conformance"
 	t.Cleanup(func() { serving.RemoveRunImages(context.Background(), runID) })

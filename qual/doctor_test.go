@@ -47,6 +47,12 @@ func printDoctor(root string, cfg harness.SuiteConfig, w io.Writer) int {
 			if !selected(pattern, tb.test, c.Name) {
 				continue
 			}
+			if c.Double {
+				if err := doubleOnce(); err != nil {
+					fmt.Fprintln(os.Stderr, "qual: the TRTMC contract double:", err)
+					return 2
+				}
+			}
 			rd := s.Preflight(context.Background(), c, env)
 			rows = append(rows, doctorRow{Table: tb.test, Row: c.Name, Checkpoint: c.Profile,
 				// An empty list, never null: a ready row has no missing requirement.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,22 +39,31 @@ import (
 // layout and the fake Hugging Face cache.
 func doubleDir(root string) string { return filepath.Join(root, ".cache", "trtmc-double", "current") }
 
-// doubleTests are the tests that need the double prepared.
-var doubleTests = []string{"TestQwenDouble", "TestQwenDoubleE9132e79PredatesTheServer", "TestQwenDoublePerfServeInputForgery", "TestPerfServeConformance"}
+// doubleOnce prepares the double once per test binary, for the first test that uses it:
+// a run that selects none of them (`-run Qwen` on a GPU host, whose engine never built
+// the double's image) never needs the image.
+var doubleOnce = sync.OnceValue(func() error {
+	root, err := harness.FindRoot(".")
+	if err != nil {
+		return err
+	}
+	return prepareDouble(context.Background(), root)
+})
 
-// prepareDouble makes the double ready when the run selects a test that uses it. The
+// needDouble fails t unless the double is ready.
+func needDouble(t *testing.T) {
+	t.Helper()
+	if err := doubleOnce(); err != nil {
+		t.Fatalf("the TRTMC contract double: %v", err)
+	}
+}
+
+// prepareDouble makes the double ready. The
 // folder is named by the sha256 of the double's binary and built under a temporary name,
 // then renamed: concurrent test processes never see a half-written one, and an unchanged
 // double (its checkouts commit with fixed dates) keeps its commit, its native build and
 // its bundles cached.
 func prepareDouble(ctx context.Context, root string) error {
-	sel, err := harness.TestSelection()
-	if err != nil {
-		return err
-	}
-	if !slices.ContainsFunc(doubleTests, sel.Runs) {
-		return nil
-	}
 	image, err := trtmcdouble.PythonImage(root)
 	if err != nil {
 		return err
@@ -205,15 +215,17 @@ func trtmcPerfServeRows() []harness.Checkpoint {
 		"the real Qwen adapter against TRTMC's own trtmc_perf_serving (--backend trtmc, the snapshot named by "+perfServeEnv+") with the contract double's worker and bundle: POST /v1/tasks/generate_image through AIPerf's raw endpoint, the PNG from the kept scratch folder, Task time from the records")}
 }
 
-// TestQwenDouble drives the Qwen row through every stage against the double. `make
+// TestTRTMCDouble drives the Qwen row through every stage against the double. `make
 // qwen-double` runs it alone; `make test` runs it with everything else.
-func TestQwenDouble(t *testing.T) {
+func TestTRTMCDouble(t *testing.T) {
+	needDouble(t)
 	qualifyTable(t)
 }
 
 // On the e9132e79 layout the double, like TRTMC main e9132e79, has no server: the row
 // fails in preflight, in seconds, naming both contracts and where it looked.
-func TestQwenDoubleE9132e79PredatesTheServer(t *testing.T) {
+func TestTRTMCDoubleE9132e79PredatesTheServer(t *testing.T) {
+	needDouble(t)
 	c := doubleRow("qwen-double-e9132e79", "legacy", harness.TimingSource{}, "the e9132e79 layout has no server")
 	s := isolatedSuite(t, "e9132e79-double", false)
 	start := time.Now()
@@ -231,8 +243,9 @@ func TestQwenDoubleE9132e79PredatesTheServer(t *testing.T) {
 // perf-serve keeps each request's input beside its output; the checker holds it to the
 // image AIPerf recorded sending. A forger who swaps the kept input for another fixture
 // and recomputes every checksum list is caught, by name of both sources.
-func TestQwenDoublePerfServeInputForgery(t *testing.T) {
+func TestTRTMCDoublePerfServeInputForgery(t *testing.T) {
 	t.Parallel() // its own suite, run folder and marker (main_test.go: parallel tests)
+	needDouble(t)
 	cfg := baseConfig
 	cfg.EvidenceRoot, cfg.RunID = t.TempDir(), harness.NewRunID(time.Now())+"-nc-perf-serve-forgery"
 	s, err := harness.NewSuite(cfg)
@@ -273,18 +286,18 @@ func TestQwenDoublePerfServeInputForgery(t *testing.T) {
 // the one the double's Python image installs (internal/trtmcdouble/image/requirements.lock).
 const pytestPin = "8.4.2"
 
-// TestQwenDoubleRanTheRealTools holds the evidence TestQwenDouble's rows wrote (it runs
+// TestTRTMCDoubleRanTheRealTools holds the evidence TestTRTMCDouble's rows wrote (it runs
 // after them, in the same go test run) to what the double claims to run for real: pytest
 // at TRTMC's pin ran the correctness case; CMake from PyPI configured the native build;
 // pytest's own --basetemp made the _qcurrent link beside _q0, so the bundle pattern
 // matched twice and the row took the one real folder (D1); and TRTMC's own
 // trtmc_perf_serving served the row named for it, while the double's Go imitation served
 // the other (the shim's start line is TRTMC's code's, never the imitation's).
-func TestQwenDoubleRanTheRealTools(t *testing.T) {
+func TestTRTMCDoubleRanTheRealTools(t *testing.T) {
 	rowDir := func(name string) string {
 		dir := filepath.Join(suite.Evidence.Dir, name)
 		if _, err := os.Stat(filepath.Join(dir, "results.json")); err != nil {
-			t.Fatalf("no evidence of row %s in %s: this test reads what TestQwenDouble wrote, so run both (go test -run '^TestQwenDouble(RanTheRealTools)?$')", name, suite.Evidence.Dir)
+			t.Fatalf("no evidence of row %s in %s: this test reads what TestTRTMCDouble wrote, so run both (go test -run '^TestTRTMCDouble(RanTheRealTools)?$')", name, suite.Evidence.Dir)
 		}
 		return dir
 	}

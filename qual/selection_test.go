@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	qwenimage "qualkit/families/qwen_image"
 	"qualkit/internal/harness"
 )
 
@@ -59,4 +61,27 @@ func TestPartialSelectionsFailAtOnce(t *testing.T) {
 			assert.Less(t, time.Since(start), time.Minute, "fails at once")
 		})
 	}
+}
+
+// The headline `go test ./qual/... -run Qwen` runs the tables that qualify
+// Qwen-Image-Edit-2511 itself, and nothing else: a contract-double, smoke or conformance
+// test whose name said Qwen would be selected too, and on a GPU host (whose engine never
+// built the double's image) fail or hold up the run the user asked for. The list comes
+// from go test's own matcher (-test.list), the tables from their rows.
+func TestHeadlineRunSelectsTheCheckpointTables(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), os.Args[0], "-test.list", "Qwen").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var listed, want []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "Test") {
+			listed = append(listed, line)
+		}
+	}
+	for _, tb := range tables {
+		if slices.ContainsFunc(tb.rows, func(c harness.Checkpoint) bool { return c.Model == qwenimage.HFID && !c.Double && !c.Smoke }) {
+			want = append(want, tb.test)
+		}
+	}
+	require.NotEmpty(t, want, "no table qualifies %s", qwenimage.HFID)
+	assert.Equal(t, want, listed, "-run Qwen must select exactly the tables that qualify %s: name other tests without \"Qwen\"", qwenimage.HFID)
 }

@@ -42,7 +42,7 @@ var tables = []table{
 	{test: "TestReferenceSmoke", rows: qwenReferenceRows, hardware: true},
 	{test: "TestReferenceSmokePool", rows: qwenReferencePoolRows, hardware: true},
 	{test: "TestPerfServeReference", rows: perfServeReferenceRows, hardware: true},
-	{test: "TestQwenDouble", rows: qwenDoubleRows},
+	{test: "TestTRTMCDouble", rows: qwenDoubleRows},
 }
 
 // qualifyTable qualifies every row of the table whose test t is, each as a subtest.

@@ -75,6 +75,9 @@ type Config struct {
 	// = X-Request-ID. Setting a path of the source not chosen is an error, never ignored.
 	// perf-serve's is fixed (its records); setting one for it is an error too.
 	Timing family.TimingSource
+	// BundleCache is the folder for the row's bundles and the builder's temporaries
+	// (QUALKIT_TRTMC_BUNDLE_CACHE; default <repository>/.cache/bundles): see bundleDir.
+	BundleCache string
 	// timingSet: a QUALKIT_TRTMC_TIMING_* variable was given.
 	timingSet bool
 
@@ -100,12 +103,13 @@ func ParseConfig(getenv func(string) string) (Config, error) {
 		return v
 	}
 	c := Config{
-		Checkout:   path(EnvCheckout),
-		Image:      getenv(EnvImage),
-		Dockerfile: getenv(EnvDockerfile),
-		Python:     getenv(EnvPython),
-		HFPython:   getenv(EnvHFPython),
-		Serving:    getenv(EnvServing),
+		Checkout:    path(EnvCheckout),
+		Image:       getenv(EnvImage),
+		Dockerfile:  getenv(EnvDockerfile),
+		Python:      getenv(EnvPython),
+		HFPython:    getenv(EnvHFPython),
+		Serving:     getenv(EnvServing),
+		BundleCache: path(EnvBundleCache),
 	}
 	switch {
 	case getenv(EnvHFCache) != "":

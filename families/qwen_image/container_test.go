@@ -23,10 +23,12 @@ import (
 )
 
 // The container settings the TRTMC row gives every stage (the adapter's Image: the
-// checkout at /src, the HF cache read-only, --ipc=host; the harness adds host networking
-// and the leased GPUs by UUID), applied to a small stand-in image and verified from
-// inside the container by testdata/containerprobe. Everywhere with a Docker engine: the
-// shared /dev/shm, the read-only cache, the host's interfaces, the mounted checkout. With
+// checkout at /src, the HF cache read-only, --ipc=host, the image's own entrypoint; the
+// harness adds host networking and the leased GPUs by UUID), applied to a small stand-in
+// image and verified from inside the container by testdata/containerprobe. Everywhere
+// with a Docker engine: the shared /dev/shm, the read-only cache, the host's interfaces,
+// the mounted checkout, the command run by the image's ENTRYPOINT (NVIDIA's sets up CUDA
+// forward compatibility there; replaced, as `--entrypoint` did, it never ran). With
 // QUALKIT_EXPECT_GPU=1 (the H200 run, scripts/h200/container.sh) the row's GPU is leased
 // by UUID and nvidia-smi inside must list exactly that UUID.
 func TestTRTMCContainerSettings(t *testing.T) {
@@ -61,7 +63,7 @@ func TestTRTMCContainerSettings(t *testing.T) {
 	t.Cleanup(func() { os.Remove(filepath.Join("/dev/shm", marker)) })
 
 	log := filepath.Join(t.TempDir(), "probe.log")
-	c := serving.Container{Image: img, RunID: runID, Row: "trtmc-settings", IPCHost: ci.IPCHost, Mounts: ci.Mounts}
+	c := serving.Container{Image: img, RunID: runID, Row: "trtmc-settings", IPCHost: ci.IPCHost, UnderEntrypoint: ci.UnderEntrypoint, Mounts: ci.Mounts}
 	rec, err := serving.Run(t.Context(), serving.Command{Args: []string{"/containerprobe", marker, hf, srcDir}}, log,
 		serving.InContainer(c), serving.WithGPUs(gpus))
 	out, _ := os.ReadFile(log)
@@ -77,6 +79,7 @@ func TestTRTMCContainerSettings(t *testing.T) {
 		GPUs          []string `json:"gpus"`
 		GPUError      string   `json:"gpu_error"`
 		Devices       []string `json:"devices"`
+		Entrypoint    string   `json:"entrypoint"`
 	}
 	require.NoError(t, json.Unmarshal(lastJSONLine(out), &r), "%s", out)
 	t.Logf("seen from inside the container: %s", lastJSONLine(out))
@@ -86,6 +89,8 @@ func TestTRTMCContainerSettings(t *testing.T) {
 	assert.Equal(t, "EROFS", r.WriteError, "writing into the HF cache fails")
 	assert.Equal(t, hostInterfaces(t), r.Interfaces, "host networking: the host's interfaces")
 	assert.Contains(t, r.SrcEntries, "Dockerfile.dev.x86", "the checkout at /src")
+	assert.Equal(t, "ran", r.Entrypoint, "the command runs under the image's ENTRYPOINT")
+	assert.NotContains(t, rec.Args, "--entrypoint", "docker run as recorded keeps the image's entrypoint")
 	if !expectGPU {
 		assert.Empty(t, r.Devices, "no GPU requested, none given")
 		return
@@ -111,7 +116,7 @@ func probeContext(t *testing.T) string {
 		out, err := build.CombinedOutput()
 		require.NoError(t, err, "%s", out)
 	}
-	df := "FROM scratch\nCOPY containerprobe /containerprobe\n"
+	df := "FROM scratch\nCOPY containerprobe /containerprobe\nENTRYPOINT [\"/containerprobe\", \"--entrypoint\"]\n"
 	for _, lib := range []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libm.so.6",
 		"/lib/x86_64-linux-gnu/libdl.so.2", "/lib/x86_64-linux-gnu/libpthread.so.0", "/lib/x86_64-linux-gnu/librt.so.1"} {
 		b, err := os.ReadFile(lib) // follows the links

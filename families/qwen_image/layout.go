@@ -58,6 +58,10 @@ type Layout struct {
 	PairMetric string
 }
 
+// evidencePlugin is TRTMC's e2e evidence plugin in the families layout, relative to the
+// checkout (tools/e2e_evidence.py @ e2c6fa14).
+const evidencePlugin = "tools/e2e_evidence.py"
+
 var layouts = []Layout{
 	{
 		Name:       LayoutE9132e79,

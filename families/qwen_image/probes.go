@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"qualkit/internal/family"
@@ -13,34 +15,53 @@ import (
 
 // probeResult is what probe/trtmc_probe.py prints.
 type probeResult struct {
-	Python  string `json:"python"`
-	Modules map[string]struct {
-		Version string `json:"version"`
-		File    string `json:"file"`
-		Error   string `json:"error"`
-		CUDA    *bool  `json:"cuda"`
+	Python    string `json:"python"`
+	ImageCUDA string `json:"image_cuda"` // the image's CUDA_VERSION
+	Modules   map[string]struct {
+		Version     string `json:"version"`
+		File        string `json:"file"`
+		Error       string `json:"error"`
+		CUDA        *bool  `json:"cuda"`
+		CUDAVersion string `json:"cuda_version"` // torch.version.cuda; "None" for a CPU build
 	} `json:"modules"`
 }
 
-const imageFix = "use an image that has them: TRTMC's dev image lacks diffusers and ftfy and has a CPU-only torch; build families/qwen_image/docker/Dockerfile.reference on top of it (families/qwen_image/README.md) and set " + EnvImage
+const imageFix = "use an image that has them: TRTMC's dev image has a CPU-only torch and lacks torchvision, diffusers, ftfy and perf-serve's requirements; " +
+	"build families/qwen_image/docker/Dockerfile.reference on top of it with `make trtmc-image` (" + EnvCheckout + " and " + EnvImage + " set: families/qwen_image/README.md)"
+
+// buildModules are what the build and test python imports: the builder (tensorrt and
+// the checkout's own tensorrt_model_connect), pytest, and numpy and PIL, which the
+// correctness case imports itself (test_e2e.py @ f0a1b69f).
+var buildModules = []string{"tensorrt", "tensorrt_model_connect", "pytest", "numpy", "PIL"}
+
+// hfModules are what the HF reference of the correctness case imports: torch with CUDA,
+// diffusers (DiffusionPipeline.from_pretrained, test_e2e.py @ f0a1b69f), ftfy (TRTMC's
+// MODEL.toml preflight @ e9132e79 turns the case into a skip without it or diffusers),
+// accelerate (families/qwen_image/requirements.txt @ 89bc7139), and what loading
+// Qwen-Image-Edit-2511's Qwen2VLProcessor needs: transformers, and torchvision, which
+// transformers' Qwen2-VL image processor imports (transformers 5.25.0
+// models/qwen2_vl/image_processing_qwen2_vl.py: a TorchvisionBackend; 5.2.0, the dev
+// image's pin, falls back to another, slower processor without it,
+// models/auto/image_processing_auto.py).
+var hfModules = []string{"torch", "torchvision", "transformers", "diffusers", "ftfy", "accelerate"}
 
 // Probes check in seconds, in the image and on the row's GPU, what every long stage
-// needs: the build Python imports tensorrt and the checkout's tensorrt_model_connect and
-// runs pytest; the HF python has torch with CUDA, diffusers and ftfy (TRTMC's
-// MODEL.toml preflight would otherwise turn the correctness case into a skip, hours
-// later); and the contract's server runs and shows every flag the row passes.
+// needs: the build Python imports what the builder and pytest need; the HF python what
+// the correctness case's reference needs, torch with CUDA (without diffusers or ftfy
+// TRTMC's MODEL.toml preflight would turn the case into a skip, hours later; without
+// torchvision the case fails an hour in, after the bundle build); and the contract's
+// server runs, shows every flag the row passes, and imports what it serves with.
 func (a TRTMC) probes(env family.Env) []family.Probe {
 	script := filepath.Join(env.Root, "families", "qwen_image", "probe", "trtmc_probe.py")
-	build := []string{"tensorrt", "tensorrt_model_connect", "pytest"}
-	hf := []string{"torch", "diffusers", "ftfy"}
+	check := func(need []string) func([]byte, error) error { return checkModules(need, env.CUDADriverVersion) }
 	pythons := []family.Probe{{Name: "python", What: "the build and test python " + a.Config.Python + " in the image",
 		Cmd:   family.Command{Args: []string{a.Config.Python, script}, Env: a.env(env), Dir: a.Config.Checkout},
-		Check: a.checkModules(append(build, hf...)), Fix: imageFix}}
+		Check: check(append(slices.Clone(buildModules), hfModules...)), Fix: imageFix}}
 	if a.Config.HFPython != a.Config.Python {
-		pythons[0].Check = a.checkModules(build)
+		pythons[0].Check = check(buildModules)
 		pythons = append(pythons, family.Probe{Name: "hf-python", What: "the HF reference python " + a.Config.HFPython + " in the image",
 			Cmd:   family.Command{Args: []string{a.Config.HFPython, script}, Env: a.env(env), Dir: a.Config.Checkout},
-			Check: a.checkModules(hf), Fix: imageFix})
+			Check: check(hfModules), Fix: imageFix})
 	}
 	if server, ok := a.serverProbe(env); ok {
 		pythons = append(pythons, server, a.serverImports(env))
@@ -51,13 +72,25 @@ func (a TRTMC) probes(env family.Env) []family.Probe {
 // serverImportModules are what the contract's server imports only once it serves, which
 // its --help never loads: perf-serve's serve() (cli.py @ 3878755c) imports uvicorn, its
 // app (fastapi, starlette), profiles (the benchmark catalog), backends.trtmc and latents
-// (numpy), and platform.fingerprint() imports torch, latents.snapshot() huggingface_hub;
-// trtmc-server's control plane needs its [serve] extra, fastapi, pydantic and uvicorn
-// (pyproject.toml @ 05348945), and its app.
+// (numpy), and platform.fingerprint() imports torch, latents.snapshot() huggingface_hub,
+// and the media digest of every image it returns PIL (digests.py @ 7d4725ab); trtmc-server's
+// control plane needs its [serve] extra, fastapi, pydantic and uvicorn (pyproject.toml @
+// 05348945), and its app.
 var serverImportModules = map[string][]string{
-	ServingPerfServe: {"uvicorn", "fastapi", "starlette", "numpy", "huggingface_hub", "torch",
+	ServingPerfServe: {"uvicorn", "fastapi", "starlette", "numpy", "PIL", "huggingface_hub", "torch",
 		"trtmc_perf_serving.app", "trtmc_perf_serving.profiles", "trtmc_perf_serving.backends.trtmc", "trtmc_perf_serving.latents"},
 	ServingEditRoute: {"uvicorn", "fastapi", "pydantic", "trtmc_server.app", "trtmc_server.cli"},
+}
+
+// serverFix is how to give the image what the contract's server needs: perf-serve's are
+// the checkout's apps/perf_serving/requirements.txt (requirements/community-ci.txt @
+// 2f5f368e, which the dev image installs, has none of fastapi, uvicorn or pydantic), which
+// docker/Dockerfile.reference installs; torch and transformers come with the TRTMC runtime.
+var serverFix = map[string]string{
+	ServingPerfServe: "install the checkout's apps/perf_serving/requirements.txt into the image's python: families/qwen_image/docker/Dockerfile.reference " +
+		"does (`make trtmc-image` builds it with that folder as its context); " +
+		"torch and transformers come with the TRTMC runtime image",
+	ServingEditRoute: "install trtmc-server's [serve] extra (fastapi, pydantic, uvicorn) into the image's python",
 }
 
 // importProbe imports each module named on its command line and prints one JSON object
@@ -101,7 +134,7 @@ func (a TRTMC) serverImports(env family.Env) family.Probe {
 			}
 			return nil
 		},
-		Fix: "install the server's dependencies into the image's python (perf-serve: apps/perf_serving/requirements.txt and the TRTMC runtime's torch; trtmc-server: the [serve] extra)"}
+		Fix: serverFix[s.Contract]}
 }
 
 // serverProbe runs the contract's server with --help, as the row will start it, and
@@ -141,12 +174,13 @@ func (a TRTMC) serverProbe(env family.Env) (family.Probe, bool) {
 			}
 			return nil
 		},
-		Fix: "install the server's dependencies into the image's python (perf-serve: apps/perf_serving/requirements.txt; trtmc-server: the [serve] extra), or check out the TRTMC commit the row was written for"}, true
+		Fix: serverFix[s.Contract] + ", or check out the TRTMC commit the row was written for"}, true
 }
 
 // checkModules judges the probe's output: every module imports, the checkout's own
-// tensorrt_model_connect is the one imported, and torch sees CUDA.
-func (a TRTMC) checkModules(need []string) func([]byte, error) error {
+// tensorrt_model_connect is the one imported, and torch sees CUDA (when it does not, why,
+// as far as the versions tell: driverCUDA is NVML's, env.CUDADriverVersion).
+func checkModules(need []string, driverCUDA int) func([]byte, error) error {
 	return func(out []byte, runErr error) error {
 		var res probeResult
 		line := lastJSONLine(out)
@@ -162,7 +196,7 @@ func (a TRTMC) checkModules(need []string) func([]byte, error) error {
 			case name == "tensorrt_model_connect" && !strings.HasPrefix(m.File, srcDir+"/"):
 				bad = append(bad, fmt.Sprintf("tensorrt_model_connect comes from %s, not the mounted checkout %s: the bundle would be built by another TRTMC", m.File, srcDir))
 			case name == "torch" && (m.CUDA == nil || !*m.CUDA):
-				bad = append(bad, "torch "+m.Version+" sees no CUDA GPU (the dev image's torch is CPU-only): the HF reference needs one")
+				bad = append(bad, torchWithoutCUDA(m.Version, m.CUDAVersion, res.ImageCUDA, driverCUDA))
 			}
 		}
 		sort.Strings(bad)
@@ -171,6 +205,52 @@ func (a TRTMC) checkModules(need []string) func([]byte, error) error {
 		}
 		return nil
 	}
+}
+
+// torchWithoutCUDA says why torch sees no GPU, as far as the versions tell: a CPU-only
+// build, or a CUDA newer than the host driver's. NVIDIA's images run a driver older than
+// their CUDA through CUDA forward compatibility, which their entrypoint sets up (the
+// row's stages run under the image's entrypoint) and which data-center GPUs support.
+func torchWithoutCUDA(version, torchCUDA, imageCUDA string, driverCUDA int) string {
+	if torchCUDA == "" || torchCUDA == "None" {
+		return "torch " + version + " is a CPU-only build (the dev image's torch is): the HF reference needs a CUDA GPU"
+	}
+	msg := fmt.Sprintf("torch %s (CUDA %s) sees no CUDA GPU", version, torchCUDA)
+	if driverCUDA <= 0 {
+		return msg
+	}
+	driver := fmt.Sprintf("%d.%d", driverCUDA/1000, driverCUDA%1000/10)
+	var newer []string
+	for _, c := range []struct{ what, v string }{{"the image's CUDA_VERSION", imageCUDA}, {"torch's", torchCUDA}} {
+		if cudaNewer(c.v, driverCUDA) {
+			newer = append(newer, c.what+" "+c.v)
+		}
+	}
+	if len(newer) == 0 {
+		return msg + fmt.Sprintf(" though the host driver supports CUDA %s (NVML) and the image's CUDA is %s: check that the container is given the GPU (the NVIDIA Container Toolkit)", driver, orUnset(imageCUDA))
+	}
+	return msg + fmt.Sprintf(": the host driver supports CUDA %s (NVML), older than %s; the image runs there only through its CUDA forward compatibility "+
+		"(NVIDIA's images set it up in their entrypoint, under which the stages run, on data-center GPUs): install a newer driver, or use an image built for CUDA %s",
+		driver, strings.Join(newer, " and "), driver)
+}
+
+// cudaNewer says whether a CUDA version ("13.0", "13.0.1") is newer than NVML's form
+// of the driver's (1000*major + 10*minor).
+func cudaNewer(v string, driver int) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	return err1 == nil && err2 == nil && major*1000+minor*10 > driver
+}
+
+func orUnset(s string) string {
+	if s == "" {
+		return "unset"
+	}
+	return s
 }
 
 func lastJSONLine(out []byte) []byte {

@@ -13,9 +13,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
+
+	"qualkit/internal/trtmc"
 )
 
 // The checkpoint and its TRTMC profile. The revision is the one TRTMC pins
@@ -145,7 +145,7 @@ func ReadThresholds(checkout string, l Layout) (map[string]float64, error) {
 // checkManifest lists every way the checkout's manifest disagrees with what the row
 // serves: a bundle of another checkpoint, precision or output size would make the
 // correctness verdict say nothing about the served one.
-func checkManifest(m *Manifest, l Layout, editTasks []string) []string {
+func checkManifest(m *Manifest, l Layout, tasks trtmc.Tasks) []string {
 	var bad []string
 	differ := func(field string, got, want any) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -164,9 +164,9 @@ func checkManifest(m *Manifest, l Layout, editTasks []string) []string {
 			bad = append(bad, "build_env has no "+conditionEnv+": the checkout's bundles no longer take a condition image")
 		}
 	case LayoutFamilies:
-		if !slices.Contains(editTasks, m.Task) {
-			bad = append(bad, fmt.Sprintf("task is %q, which the checkout's task table (%s) does not map to an image edit (it does: %s)",
-				m.Task, taskTable, strings.Join(editTasks, ", ")))
+		if !tasks.IsEdit(m.Task) {
+			bad = append(bad, fmt.Sprintf("task is %q, which the checkout's task vocabulary (%s) does not map to an image edit (it does: %s)",
+				m.Task, tasks.Source, strings.Join(tasks.Edits(), ", ")))
 		}
 	}
 	tc, ok := m.Testcase()
@@ -201,35 +201,4 @@ func (m *Manifest) conditionImage(checkout string, l Layout) (string, error) {
 		return "", fmt.Errorf("the manifest's testcase has no test_image")
 	}
 	return filepath.Join(checkout, l.FamilyDir, tc.TestImage), nil
-}
-
-// taskTable is where the families layout's benchmark catalog names each task's operation.
-const taskTable = "apps/benchmark/trtmc_benchmark/task_adapters.py"
-
-// knownEditTasks are the image-edit tasks of task_adapters.py @ 0dd9052f: the legacy
-// image_edit (the ITask path) and the Task SDK's images_text_to_image_edit, which takes
-// image_path or image_paths (§ _semantic_media_request).
-var knownEditTasks = []string{"image_edit", "images_text_to_image_edit"}
-
-// taskEntry is one line of the table's _DEFAULTS: "task": ("operation", warmup, iterations).
-var taskEntry = regexp.MustCompile(`"([a-z0-9_]+)":\s*\("generate_image",`)
-
-// EditTasks are the image-edit tasks the checkout's own task table maps to
-// generate_image (a task whose name says edit), so that a newer TRTMC that names the
-// edit task otherwise is read, not refused; a checkout without the table has the known ones.
-func EditTasks(checkout string) []string {
-	b, err := os.ReadFile(filepath.Join(checkout, taskTable))
-	if err != nil {
-		return knownEditTasks
-	}
-	var out []string
-	for _, m := range taskEntry.FindAllStringSubmatch(string(b), -1) {
-		if strings.Contains(m[1], "edit") && !slices.Contains(out, m[1]) {
-			out = append(out, m[1])
-		}
-	}
-	if len(out) == 0 {
-		return knownEditTasks
-	}
-	return out
 }

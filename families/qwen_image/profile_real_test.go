@@ -13,20 +13,6 @@ import (
 	"qualkit/internal/family"
 )
 
-// TRTMC's own task table, from its perf-serve snapshot (built only with -tags
-// trtmcperfserve: make test TRTMC_PERF_SERVE=DIR): both edit tasks it maps to generate_image are read from it.
-func TestEditTasksOfTRTMCsOwnTable(t *testing.T) {
-	snap := os.Getenv("QUALKIT_TRTMC_PERF_SERVE")
-	require.NotEmpty(t, snap, "built with -tags trtmcperfserve: set QUALKIT_TRTMC_PERF_SERVE (make test TRTMC_PERF_SERVE=DIR)")
-	dir := filepath.Join(snap, "snapshot")
-	if _, err := os.Stat(filepath.Join(dir, taskTable)); err != nil {
-		dir = snap
-	}
-	_, err := os.Stat(filepath.Join(dir, taskTable))
-	require.NoError(t, err, "the named snapshot has TRTMC's task table")
-	assert.ElementsMatch(t, []string{"images_text_to_image_edit", "image_edit"}, EditTasks(dir))
-}
-
 // The perf-serve reference row passes only flags TRTMC's own cli.py @ 3878755c defines
 // (its serve subcommand's add_argument lines, in the snapshot).
 func TestPerfServeReferenceFlagsAreTRTMCs(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/trtmc"
 )
 
 // A task table in the shape of task_adapters.py @ 0dd9052f's _DEFAULTS ("task":
@@ -23,10 +25,10 @@ func taskTableOf(editTasks ...string) string {
 
 // L5: the families layout's manifest names its task, and newer TRTMC names the edit task
 // images_text_to_image_edit (task_adapters.py @ 0dd9052f). The row accepts the edit tasks
-// the checkout's own table maps to generate_image, not image_edit by name: a checkout
-// whose table has only the new name serves a manifest with it and refuses the old one,
-// naming the table; a checkout without the table falls back to the two known names.
-func TestEditTasksComeFromTheCheckoutsTaskTable(t *testing.T) {
+// of the checkout's own task vocabulary (internal/trtmc reads it), not image_edit by name:
+// a checkout whose table has only the new name serves a manifest with it and refuses the
+// old one, naming the table; a checkout without the table takes the two known names.
+func TestManifestTaskIsAnEditTaskOfTheCheckout(t *testing.T) {
 	l := layouts[1]
 	require.Equal(t, LayoutFamilies, l.Name)
 	manifest := func(task string) *Manifest {
@@ -36,22 +38,21 @@ func TestEditTasksComeFromTheCheckoutsTaskTable(t *testing.T) {
 	}
 
 	newer := t.TempDir()
-	writeFile(t, filepath.Join(newer, taskTable), taskTableOf("images_text_to_image_edit"))
-	tasks := EditTasks(newer)
-	assert.Equal(t, []string{"images_text_to_image_edit"}, tasks, "only the table's generate_image tasks named as edits")
+	writeFile(t, filepath.Join(newer, trtmc.TaskTable), taskTableOf("images_text_to_image_edit"))
+	tasks := trtmc.ReadTasks(newer)
 	assert.Empty(t, checkManifest(manifest("images_text_to_image_edit"), l, tasks))
 	bad := checkManifest(manifest("image_edit"), l, tasks)
 	require.Len(t, bad, 1)
 	assert.Contains(t, bad[0], `task is "image_edit"`)
-	assert.Contains(t, bad[0], taskTable)
+	assert.Contains(t, bad[0], trtmc.TaskTable)
 	assert.Contains(t, bad[0], "images_text_to_image_edit")
 
 	renamed := t.TempDir()
-	writeFile(t, filepath.Join(renamed, taskTable), taskTableOf("image_edit_v3"))
-	assert.Empty(t, checkManifest(manifest("image_edit_v3"), l, EditTasks(renamed)), "a name qualkit has never seen, read from the table")
+	writeFile(t, filepath.Join(renamed, trtmc.TaskTable), taskTableOf("image_edit_v3"))
+	assert.Empty(t, checkManifest(manifest("image_edit_v3"), l, trtmc.ReadTasks(renamed)), "a name qualkit has never seen, read from the table")
 
-	none := t.TempDir()
-	assert.Equal(t, knownEditTasks, EditTasks(none))
-	assert.Empty(t, checkManifest(manifest("images_text_to_image_edit"), l, EditTasks(none)))
-	assert.NotEmpty(t, checkManifest(manifest("text_to_image"), l, EditTasks(none)), "a generation task is no edit")
+	none := trtmc.ReadTasks(t.TempDir())
+	assert.Empty(t, checkManifest(manifest("images_text_to_image_edit"), l, none))
+	assert.Empty(t, checkManifest(manifest("image_edit"), l, none))
+	assert.NotEmpty(t, checkManifest(manifest("text_to_image"), l, none), "a generation task is no edit")
 }

@@ -14,6 +14,7 @@ import (
 
 	"qualkit/internal/family"
 	"qualkit/internal/harness"
+	"qualkit/internal/trtmc"
 )
 
 // TRTMCRepo is where the checkout comes from.
@@ -41,7 +42,8 @@ func (a TRTMC) requirements(env family.Env, c family.Row) []family.Requirement {
 	rs.checkout(a.Config)
 	rs.image(a.Config)
 	rs.checkpoint(a.Config)
-	rs.workload(env, c, a.Config)
+	rs.workload(env, c)
+	rs.disk(a, env)
 	return rs
 }
 
@@ -62,7 +64,12 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-const cloneFix = "git clone " + TRTMCRepo + " trtmc, check out the commit to qualify (main e9132e79 or a later one with trtmc-server), then export " +
+// cloneFix names the checkout that serves the row: perf-serve (apps/perf_serving) with
+// the worker it drives built from apps/benchmark/native. Neither main e9132e79 (no HTTP
+// server at all) nor trtmc-server can: trtmc-server serves text generation only (its
+// description, cli.py @ a9ed5f69; a worker without the text_generation capability is
+// refused, registry.py @ a4ba28be § _validate_ready).
+const cloneFix = "git clone " + TRTMCRepo + " trtmc and check out " + servingCheckout + ", then export " +
 	EnvCheckout + "=$PWD/trtmc (the harness builds the dev image and the native runtime itself, as source-build.md does)"
 
 const fullCheckoutFix = "point " + EnvCheckout + " at a full git checkout of NVIDIA/TensorRT-Model-Connect, not a data-only copy"
@@ -128,7 +135,7 @@ func (rs *reqs) manifest(dir string, l Layout) {
 		rs.bad(err.Error(), "restore the file from git in the TRTMC checkout")
 		return
 	}
-	if bad := checkManifest(m, l, EditTasks(dir)); len(bad) > 0 {
+	if bad := checkManifest(m, l, trtmc.ReadTasks(dir)); len(bad) > 0 {
 		rs.bad(fmt.Sprintf("TRTMC manifest %s disagrees with what the row serves: %s", filepath.Join(dir, l.Manifest), strings.Join(bad, "; ")),
 			"check out a TRTMC commit whose manifest matches, or update families/qwen_image to the new manifest")
 		return
@@ -279,7 +286,13 @@ func missingWeights(snap string, index []byte) ([]string, error) {
 	return slices.Compact(missing), nil
 }
 
-func (rs *reqs) workload(env family.Env, c family.Row, cfg Config) {
+// workload checks the settings the bundle serves. Reference images of any size are
+// served: TRTMC's Qwen-Image Edit runtime resizes each one (bilinear) to the condition
+// sizes its bundle compiled from the build's condition image (pipeline.cpp @ d46edb11 §
+// preprocess_edit_input_image, compute_edit_image_plan, resolve_edit_vae_size; the sizes:
+// model.py @ b40c8184 § build_components), and TRTMC's own edit suites send other sizes
+// to one bundle (apps/aiperf_qual/config/tasks.yaml @ 058cde12).
+func (rs *reqs) workload(env family.Env, c family.Row) {
 	fx, err := harness.LoadFixtures(filepath.Join(env.Root, c.Fixtures))
 	if err != nil {
 		return // the harness's own preflight reports a broken manifest
@@ -292,25 +305,6 @@ func (rs *reqs) workload(env family.Env, c family.Row, cfg Config) {
 		for _, b := range checkSettings(c.Fixtures+" influence settings", fx.InfluenceSettings()) {
 			rs.bad(b, fix)
 		}
-	}
-	l, err := DetectLayout(cfg.Checkout)
-	if err != nil {
-		return
-	}
-	m, err := ReadManifest(cfg.Checkout, l)
-	if err != nil {
-		return
-	}
-	cond, err := m.conditionImage(cfg.Checkout, l)
-	if err != nil {
-		return
-	}
-	w, h, err := imageSize(cond)
-	if err != nil {
-		return // reported with the checkout
-	}
-	for _, err := range CheckConditionSize(c.Fixtures, fx, cond, w, h) {
-		rs.bad(err.Error(), err.Fix())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/family"
+	"qualkit/internal/trtmc"
 )
 
 // TRTMC main e9132e79's real data (QUALKIT_TRTMC_DATA, e.g. shared/trtmc-main-e9132e79,
@@ -28,7 +29,7 @@ func TestTheRealE9132e79Data(t *testing.T) {
 	assert.Equal(t, LayoutE9132e79, l.Name)
 	m, err := ReadManifest(dir, l)
 	require.NoError(t, err)
-	assert.Empty(t, checkManifest(m, l, knownEditTasks))
+	assert.Empty(t, checkManifest(m, l, trtmc.ReadTasks(dir)))
 	args, env, err := buildArgs(dir, l, m, "/e/qwen-image-edit-2511.bundle", "/a/build_timing.json")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-m", "tensorrt_model_connect.__main__", "build", HFID, "-o", "/e/qwen-image-edit-2511.bundle",

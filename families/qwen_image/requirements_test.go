@@ -27,6 +27,10 @@ func TestRequirementsWithNothingConfigured(t *testing.T) {
 		assert.True(t, q.Absent, "%q is a host piece", q.What)
 	}
 	assert.Contains(t, reqs[0].Fix, "git clone https://github.com/NVIDIA/TensorRT-Model-Connect.git trtmc")
+	// The checkout that serves the row: perf-serve and the worker it drives, never main
+	// e9132e79 (no server) or trtmc-server (text generation only, registry.py @ a4ba28be).
+	assert.Contains(t, reqs[0].Fix, "one with apps/perf_serving (trtmc-perf-serve, the server) and apps/benchmark/native (the trtmc_benchmark_worker it drives)")
+	assert.NotContains(t, reqs[0].Fix, "a later one with trtmc-server")
 	assert.Contains(t, reqs[2].Fix, "HF_HOME="+hf+" hf download Qwen/Qwen-Image-Edit-2511 --revision 6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9")
 }
 
@@ -131,12 +135,24 @@ func TestRequirementsWorkloadTheBundleCannotServe(t *testing.T) {
 	reqs := New(cfg).requirements(family.Env{Root: root}, rowOf(c))
 	requireFixes(t, reqs)
 	got := whats(reqs)
-	require.Len(t, got, 4, "%s", strings.Join(got, "\n"))
+	require.Len(t, got, 3, "%s", strings.Join(got, "\n"))
 	assert.Contains(t, got[0], "fx/manifest.json settings: setting(s) strength have no TRTMC CLI flag")
 	assert.Equal(t, "fx/manifest.json settings: num_inference_steps, true_cfg_scale, guidance_scale, negative_prompt not stated: every generation control is sent explicitly, never left to the server's default", got[1])
 	assert.Equal(t, "fx/manifest.json settings: size 512x512, but the bundle is compiled for 1024x1024 output", got[2])
-	assert.Contains(t, got[3], "fx/manifest.json: reference image b.png is 512x512, but the bundle's condition image "+cfg.Checkout+"/families/qwen_image/tests/data/test_img.jpeg is 640x382")
-	assert.Contains(t, reqs[3].Fix, "resize b.png to 640x382 yourself")
+}
+
+// A reference image of another size than the build's condition image is served: TRTMC's
+// runtime resizes every reference to the bundle's condition sizes (pipeline.cpp @
+// d46edb11 § preprocess_edit_input_image), and its own edit suites send MagicBrush and
+// square-cropped Imagenette images to one bundle (tasks.yaml @ 058cde12).
+func TestRequirementsServeReferenceImagesOfAnySize(t *testing.T) {
+	cfg := Config{Checkout: checkout(t, LayoutFamilies), HFHome: fakeHFCache(t)}
+	root := t.TempDir()
+	writeFixtures(t, filepath.Join(root, "fx"), map[string][2]int{"a.png": {640, 382}, "b.png": {512, 512}},
+		`{"size": "1024x1024", "seed": 42, "num_inference_steps": 20, "true_cfg_scale": 4.0, "guidance_scale": 4.0, "negative_prompt": " "}`)
+	c := row()
+	c.Fixtures = "fx/manifest.json"
+	assert.Empty(t, whats(New(cfg).requirements(family.Env{Root: root}, rowOf(c))))
 }
 
 func TestShippedFixturesCarryThePublishedSettings(t *testing.T) {
@@ -147,7 +163,7 @@ func TestShippedFixturesCarryThePublishedSettings(t *testing.T) {
 	assert.GreaterOrEqual(t, len(fx.Pairs), 6)
 	assert.Equal(t, "Turn the image into a watercolor illustration while preserving the main subject.", fx.Pairs[0].Instruction, "TRTMC's own instruction for the testcase")
 	for _, im := range fx.Images {
-		assert.Equal(t, [2]int{640, 382}, [2]int{im.Width, im.Height}, "the size of TRTMC's test photo, which fixes the condition grid")
+		assert.Equal(t, [2]int{640, 382}, [2]int{im.Width, im.Height}, "the size of TRTMC's test photo, the build's condition image: TRTMC resizes a reference of another aspect to its grid (pipeline.cpp @ d46edb11)")
 	}
 }
 

@@ -100,8 +100,12 @@ func names(found []Serving) []string {
 	return out
 }
 
-const servingFix = "check out a TRTMC commit whose source serves image edits: trtmc-perf-serve (apps/perf_serving, " +
-	"public since the October 2026 layout) or a trtmc-server with POST /v1/images/edits; TRTMC main e9132e79 has no HTTP server at all"
+// servingCheckout is the TRTMC source that serves the row, for the fixes that name it.
+const servingCheckout = "a commit whose source serves image edits: one with apps/perf_serving (trtmc-perf-serve, the server) " +
+	"and apps/benchmark/native (the trtmc_benchmark_worker it drives), the families layout; not main e9132e79, which has " +
+	"no HTTP server at all, and not trtmc-server (apps/server), which serves text generation only"
+
+const servingFix = "check out " + servingCheckout + " (or a trtmc-server with the stage-7 route POST /v1/images/edits, which no public TRTMC source has)"
 
 // serving is the checkout's contract, as configured.
 func (a TRTMC) serving() (Serving, error) {

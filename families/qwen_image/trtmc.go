@@ -65,6 +65,7 @@ func (a TRTMC) Describe(env family.Env, row family.Row) (family.Spec, error) {
 		Identity:     family.IdentityCheck{Path: a.identityPath(), Check: a.checkIdentity},
 		Container:    true,
 		BundleByCase: lerr == nil && l.buildsOwnBundle(),
+		BundleDir:    a.bundleDir(env),
 		Batch:        lerr == nil && l.Name == LayoutFamilies && WorkerServes(a.Config.Checkout),
 		Deadlines:    a.stageDeadlines,
 		Found:        a.found(),
@@ -85,7 +86,7 @@ func (a TRTMC) env(env family.Env) []string { return a.envWith(env, nil) }
 
 // envWith is env with extra folders of the checkout first on PYTHONPATH (a server's own).
 func (a TRTMC) envWith(env family.Env, first []string) []string {
-	out := []string{"HF_HOME=" + a.Config.HFHome, "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1"}
+	out := []string{"HF_HOME=" + a.Config.HFHome, "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1", "TMPDIR=" + a.tmpDir(env)}
 	if l, err := a.layout(); err == nil {
 		var paths []string
 		for _, p := range append(append([]string{}, first...), l.PythonPath...) {
@@ -201,7 +202,18 @@ func (a TRTMC) Correctness(env family.Env, spec family.CorrectnessSpec) (family.
 			"TRTMC_NATIVE_BUILD_DIR="+n.dir,
 			"TRTMC_QWEN_IMAGE_MODEL_DIR="+SnapshotDir(a.Config.HFHome),
 			"TRTMC_E2E_ARTIFACT_DIR="+spec.Artifacts,
+			// The evidence plugin refuses any value but one 40-hex commit, and cannot ask
+			// git itself inside a container that does not own /src.
 			"TRTMC_E2E_SOURCE_REVISION="+n.Source.Commit)
+		// TRTMC's e2e evidence plugin (tools/e2e_evidence.py @ e2c6fa14, which
+		// test_e2e.py @ f0a1b69f imports) writes the case's verdict to
+		// <artifacts>/evidence/qwen_image/<case>/evidence.json, status "passed" when it
+		// passed; an older checkout has no plugin and writes none.
+		if isFile(filepath.Join(a.Config.Checkout, evidencePlugin)) {
+			cc.Result = filepath.Join(spec.Artifacts, "evidence", "qwen_image", Profile, "evidence.json")
+			cc.ResultPass = "passed"
+			cc.TestFiles = append(cc.TestFiles, filepath.Join(a.Config.Checkout, evidencePlugin))
+		}
 	}
 	cc.Command = family.Command{Args: append(args, "--junitxml="+spec.JUnit), Env: envs, Dir: a.Config.Checkout}
 	return cc, nil
@@ -236,10 +248,18 @@ func (a TRTMC) Serve(env family.Env, spec family.ServeSpec) (family.Command, err
 
 // PerfServeArgs are perf-serve's arguments after `serve`; their flags are what its --help
 // must show. The conformance test of the double's imitation starts both servers with them.
+// --revision is always the row's: perf-serve replays a latent_seed from the checkpoint's
+// configs at `profile.model.hf_revision or --revision` (cli.py @ 3878755c § serve) through
+// snapshot_download(..., local_files_only=True) (latents.py @ d3e1a549 § snapshot), and
+// the manifest need not pin one (qwen-image-edit-2511.json @ d46edb11 has no
+// hf_revision); a cache that `hf download --revision` filled has no refs/main, so without
+// it every request would fail at latent replay. TRTMC's own launcher passes the model's
+// pinned revision so (apps/aiperf_qual/trtmc_aiperf_qual/services.py @ a9ed5f69 § serving).
 func PerfServeArgs(spec family.ServeSpec, runtimeRoot string) []string {
 	return []string{
 		"--backend", "trtmc",
 		"--profile", Profile,
+		"--revision", Revision,
 		"--manifest-root", "families",
 		"--bundle", spec.Bundle,
 		"--runtime-root", runtimeRoot,
@@ -472,9 +492,15 @@ func saysDouble(body []byte) (bool, string) {
 // Image is where every stage runs: the image the user named, else the one the
 // checkout's dev Dockerfile builds with the checkout as context. The checkout is mounted
 // at /src, the native build folder at its own path, the HF cache read-only, and the
-// containers share the host's IPC namespace (source-build.md's --ipc=host).
+// containers share the host's IPC namespace (source-build.md's --ipc=host). Every command
+// runs under the image's own entrypoint, as `docker run IMAGE CMD` does: TRTMC's dev
+// image is FROM NVIDIA's TensorRT image (Dockerfile.dev.x86 @ 520a0165), whose
+// /opt/nvidia/nvidia_entrypoint.sh checks the driver, sets up CUDA forward
+// compatibility for a driver older than the image's CUDA, then runs its arguments (as
+// NVIDIA's entrypoint of that name does: triton-inference-server/server
+// nvidia_entrypoint.sh @ 0794865d, `exec "$@"`); replaced, torch would see no GPU there.
 func (a TRTMC) Image(env family.Env) (family.ContainerImage, error) {
-	ci := family.ContainerImage{Ref: a.Config.Image, IPCHost: true,
+	ci := family.ContainerImage{Ref: a.Config.Image, IPCHost: true, UnderEntrypoint: true,
 		Stages: []string{schema.StageBuild, schema.StageCorrectness},
 		Mounts: []family.Mount{
 			{Host: a.Config.Checkout, Container: srcDir},
@@ -483,6 +509,11 @@ func (a TRTMC) Image(env family.Env) (family.ContainerImage, error) {
 	if a.Config.HFHome != "" {
 		ci.Mounts = append(ci.Mounts, family.Mount{Host: a.Config.HFHome, Container: a.Config.HFHome, ReadOnly: true})
 	}
+	// The builder's temporaries (TMPDIR) on the bundles' disk, not Docker's root.
+	if err := os.MkdirAll(a.tmpDir(env), 0o755); err != nil {
+		return family.ContainerImage{}, fmt.Errorf("the builder's temporary folder: %w", err)
+	}
+	ci.Mounts = append(ci.Mounts, family.Mount{Host: a.tmpDir(env), Container: a.tmpDir(env)})
 	if n, err := a.native(env); err == nil && fileExists(n.dir) {
 		// Tools makes the folder; the probes before it need no runtime.
 		ci.Mounts = append(ci.Mounts, family.Mount{Host: n.dir, Container: buildDir})

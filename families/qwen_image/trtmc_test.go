@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,18 @@ func TestCommandsPerLayout(t *testing.T) {
 			assert.Equal(t, string(want), got+"\n", "the row's commands changed: review, then go test ./families/qwen_image -run TestCommandsPerLayout -update")
 		})
 	}
+}
+
+// perf-serve replays latents from the checkpoint at `profile.model.hf_revision or
+// --revision` (cli.py @ 3878755c § serve); a manifest without hf_revision (@ d46edb11)
+// and a cache `hf download --revision` filled (no refs/main) would fail every request at
+// latent replay, so the row always names its revision.
+func TestPerfServeArgsPinTheRevision(t *testing.T) {
+	args := PerfServeArgs(family.ServeSpec{Bundle: "/b", Model: HFID, Host: "127.0.0.1", Port: 1}, "/rt")
+	i := slices.Index(args, "--revision")
+	require.GreaterOrEqual(t, i, 0, "no --revision in %v", args)
+	assert.Equal(t, Revision, args[i+1])
+	assert.Contains(t, serveFlags(args), "--revision", "the server probe's --help check holds it too")
 }
 
 func TestLayoutDetection(t *testing.T) {
@@ -282,7 +295,7 @@ func TestServeCommandPerContract(t *testing.T) {
 	cmd := must(perf.Serve(env, spec))
 	assert.Equal(t, []string{"python3", "-m", "trtmc_perf_serving", "serve"}, cmd.Args[:4])
 	args := strings.Join(cmd.Args, " ")
-	assert.Contains(t, args, "--backend trtmc --profile qwen-image-edit-2511 --manifest-root families --bundle /b")
+	assert.Contains(t, args, "--backend trtmc --profile qwen-image-edit-2511 --revision "+Revision+" --manifest-root families --bundle /b")
 	assert.Contains(t, args, "--records /r --scratch /s --keep-artifacts")
 	assert.Regexp(t, `--worker \S+/trtmc_benchmark_worker`, args)
 	assert.Equal(t, wire.TRTMCTask, described(perf, env, rowOf(row())).Wire.Name())
@@ -351,4 +364,26 @@ func TestStageDeadlinesPerLayout(t *testing.T) {
 	assert.Equal(t, 2*time.Minute, New(Config{Checkout: checkout(t, LayoutFamilies)}).stageDeadlines(row).Ready, "a shorter deadline stays")
 	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)}).stageDeadlines(family.Deadlines{Ready: 30 * time.Minute})
 	assert.Equal(t, 30*time.Minute, edit.Ready, "trtmc-server's --startup-timeout is the row's own (1800 s)")
+}
+
+// TestFamiliesCaseVerdictIsTheEvidencePlugins: a families checkout with TRTMC's e2e
+// evidence plugin (tools/e2e_evidence.py @ e2c6fa14, imported by test_e2e.py @ f0a1b69f)
+// has its case's verdict read where the plugin writes it, "passed" meaning passed, and
+// is given the 40-hex commit the plugin requires; a checkout without it names none.
+func TestFamiliesCaseVerdictIsTheEvidencePlugins(t *testing.T) {
+	dir, root := checkout(t, LayoutFamilies), t.TempDir()
+	env := gpuEnv(t, root)
+	a := New(Config{Checkout: dir, HFHome: fakeHFCache(t)})
+	spec := family.CorrectnessSpec{JUnit: "/ev/correctness/junit.xml", Artifacts: "/ev/correctness/artifacts", Scratch: "/work/correctness"}
+	cc := must(a.Correctness(env, spec))
+	assert.Equal(t, "/ev/correctness/artifacts/evidence/qwen_image/qwen-image-edit-2511/evidence.json", cc.Result)
+	assert.Equal(t, "passed", cc.ResultPass)
+	n, err := a.native(env)
+	require.NoError(t, err)
+	assert.Regexp(t, `^[0-9a-f]{40}$`, n.Source.Commit)
+	assert.Contains(t, cc.Command.Env, "TRTMC_E2E_SOURCE_REVISION="+n.Source.Commit)
+
+	require.NoError(t, os.Remove(filepath.Join(dir, evidencePlugin)))
+	cc = must(a.Correctness(env, spec))
+	assert.Empty(t, cc.Result, "an older checkout writes no evidence")
 }

@@ -518,6 +518,13 @@ func tamperings() []tampering {
 			},
 			want: []string{q + `/correctness/artifacts/result.json: status: evidence says pass (stage correctness passed), file says fail`,
 				q + "/correctness/artifacts/result.json: sha256 (results.json correctness.artifacts)"}},
+		{name: "correctness result says pass where the family's word is passed, checksums fixed", run: "qualified", resum: true,
+			edit: func(t *testing.T, dir, _ string) {
+				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+					d["correctness"].(map[string]any)["result_pass"] = "passed"
+				})
+			},
+			want: []string{q + `/correctness/artifacts/result.json: status: evidence says passed (stage correctness passed), file says pass`}},
 		{name: "correctness result says pass with 7 failed, checksums fixed", run: "qualified", resum: true,
 			edit: func(t *testing.T, dir, _ string) {
 				editJSON(t, filepath.Join(dir, q, "correctness/artifacts/result.json"), func(d map[string]any) {

@@ -53,12 +53,17 @@ func (r *rowCheck) checkCorrectnessCase() {
 		}
 	}
 	if corr.ResultFile != "" {
-		r.checkCaseResult(corr.ResultFile)
+		r.checkCaseResult(corr.ResultFile, corr.ResultPass)
 	}
 	r.checkArtifacts(corr.Artifacts)
 }
 
-func (r *rowCheck) checkCaseResult(rel string) {
+// checkCaseResult holds the case's own result file to its verdict: the status pass
+// ("pass" when the family stated none) when the stage passed.
+func (r *rowCheck) checkCaseResult(rel, pass string) {
+	if pass == "" {
+		pass = "pass"
+	}
 	if !strings.HasPrefix(rel, schema.CorrectnessArtifacts+"/") {
 		r.fail(schema.ResultsFile, "correctness.result_file", "a file under correctness/artifacts/", quote(rel))
 		return
@@ -84,7 +89,7 @@ func (r *rowCheck) checkCaseResult(rel string) {
 	if !r.passed(schema.StageCorrectness) {
 		return
 	}
-	r.same(rel, "status", "pass", res.Status, "stage correctness passed")
+	r.same(rel, "status", pass, res.Status, "stage correctness passed")
 	// A verdict is bound to what it says beside it: the counts it states and the bundle
 	// it names, where the case's result states them (qualkit's reference family's does;
 	// others have their own shape and state neither).

@@ -216,15 +216,19 @@ func hashedFiles(v any, at string) []hashedFile {
 // schema.MaxChanges cannot say a file is not in it.
 func (r *rowCheck) changedInRun(rel string) bool {
 	p := r.res.Provenance
-	if !p.Dirty {
-		return false
-	}
-	if len(p.Changes) >= schema.MaxChanges {
-		return true
-	}
-	for _, ch := range p.Changes {
-		// `git status --porcelain` lines: "XY path" or "XY old -> new".
-		if f := strings.TrimSpace(ch[min(3, len(ch)):]); f == rel || strings.HasSuffix(f, " -> "+rel) || strings.HasPrefix(rel, strings.TrimSuffix(f, "/")+"/") {
+	return p.Dirty && (len(p.Changes) >= schema.MaxChanges || changesName(p.Changes, rel))
+}
+
+// changesName says whether `git status --porcelain` lines ("XY path", "XY old -> new")
+// name rel: the file itself, a folder holding it (an untracked "?? families/x/"), or,
+// for a rel ending in "/", any file under that folder.
+func changesName(changes []string, rel string) bool {
+	for _, ch := range changes {
+		f := strings.TrimSpace(ch[min(3, len(ch)):])
+		if i := strings.LastIndex(f, " -> "); i >= 0 {
+			f = f[i+len(" -> "):]
+		}
+		if f == rel || strings.HasPrefix(rel, strings.TrimSuffix(f, "/")+"/") || strings.HasSuffix(rel, "/") && strings.HasPrefix(f, rel) {
 			return true
 		}
 	}

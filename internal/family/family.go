@@ -82,6 +82,12 @@ type Spec struct {
 	// BundleByCase: the correctness case builds the bundle (CorrectnessCase.Bundle names
 	// where), which is then the one served; Build is not asked.
 	BundleByCase bool
+	// BundleDir is where the family's bundles go instead of the repository's
+	// .cache/bundles: the harness's bundle cache (<BundleDir>/<key>/, reused across runs
+	// by key) and, under BundleByCase, the correctness case's scratch folder (a fresh
+	// <BundleDir>/case-* per row, removed when the row ends). "": .cache/bundles and the
+	// row's work folder.
+	BundleDir string
 	// Batch: the family's native Task can run every replay in one process (NativeBatch).
 	Batch bool
 	// BatchWaits: the batch program honours NativeBatchSpec.WaitItems (it loads, then
@@ -139,6 +145,9 @@ type Env struct {
 	Python  string       // the project venv's python (pytest, AIPerf)
 	GPUs    []gpu.Device // the GPUs chosen for the row, by UUID
 	ImageID string       // the family's image (sha256:...), when the row runs in one
+	// CUDADriverVersion is the CUDA version the host's driver supports, as NVML reports it
+	// (1000*major + 10*minor, gpu.Reading); 0 before preflight read the GPUs, or without any.
+	CUDADriverVersion int
 }
 
 // Command is one program invocation. Env holds only the variables the family adds; the
@@ -181,8 +190,11 @@ type CorrectnessCase struct {
 	// --rootdir) of the cases that must run and pass: no fewer, no others.
 	Cases []string
 	// Result, when set, is a JSON file the case writes with a top-level "status" that
-	// must be "pass" (TRTMC's result.json); it must lie under CorrectnessSpec.Artifacts.
+	// must be ResultPass; it must lie under CorrectnessSpec.Artifacts.
 	Result string
+	// ResultPass is the status Result states of a passed case: "pass" when empty (TRTMC's
+	// result.json at e9132e79); "passed" for its newer e2e evidence plugin's evidence.json.
+	ResultPass string
 	// TestFiles are the case's own test files; their sha256, and those of the
 	// conftest.py files pytest loads for them (up to Command.Dir), go into the evidence.
 	TestFiles []string
@@ -324,6 +336,10 @@ type ContainerImage struct {
 	IPCHost bool
 	// MemoryBytes caps each container's memory, swap included; 0: no cap.
 	MemoryBytes int64
+	// UnderEntrypoint runs every command under the image's own ENTRYPOINT, one that ends
+	// by running its arguments (NVIDIA's images: CUDA forward compatibility, then exec
+	// "$@"); without it the command's program replaces the ENTRYPOINT.
+	UnderEntrypoint bool
 }
 
 // QualitySpec is a family's quality criteria, read from its own files.

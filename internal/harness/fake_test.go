@@ -173,22 +173,31 @@ func (f FakeFamily) with(c Command, args ...string) Command {
 // field's value says how it behaves ("ok", or the fault).
 type FakeServing struct {
 	FakeFamily
-	Probe   string // "ok" or "fail"
+	Probe   string // "ok", "fail", or "cuda": fail unless the probes see NVML's CUDA driver version (13000)
 	ToolsOK string // "ok" or "fail"
 	ByCase  bool   // the correctness case builds the bundle
 	Ident   string // "ok" or "other": the server says it is another backend
 	Task    bool   // the server speaks the TRTMC task protocol: PNGs under its scratch folder
+	// BundleDir is Spec.BundleDir: where the bundles go instead of .cache/bundles.
+	BundleDir string
 }
 
 func (f FakeServing) Describe(env Env, row Row) (Spec, error) {
 	spec, err := f.FakeFamily.Describe(env, row)
 	spec.BundleByCase = f.ByCase
+	spec.BundleDir = f.BundleDir
 	if f.Task {
 		spec.Wire = wire.Task{}
 	}
-	spec.Probes = func(Env) []Probe {
+	spec.Probes = func(env Env) []Probe {
 		return []Probe{{Name: "version", What: "the fake's version", Cmd: f.with(f.program("aiperf"), "--version"),
 			Check: func(out []byte, err error) error {
+				if f.Probe == "cuda" {
+					if env.CUDADriverVersion != 13000 {
+						return fmt.Errorf("the probes see CUDA driver version %d, not NVML's 13000", env.CUDADriverVersion)
+					}
+					return err
+				}
 				if f.Probe != "ok" {
 					return fmt.Errorf("the probe found a fault on purpose (output %q)", strings.TrimSpace(string(out)))
 				}

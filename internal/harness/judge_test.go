@@ -140,6 +140,12 @@ func TestJudgeCase(t *testing.T) {
 		{"every case passed, the command failed", with(func(o *caseOutcome) { o.RunErr = errors.New("exit 2") }), "every case passed but the command failed: exit 2", true},
 		{"its result file says fail", with(func(o *caseOutcome) { o.ResultFile, o.Result = "/r.json", []byte(`{"status": "fail"}`) }),
 			`correctness result /r.json: status "fail", want "pass"`, true},
+		{"its result file says the family's pass word", with(func(o *caseOutcome) {
+			o.ResultFile, o.Result, o.ResultPass = "/evidence.json", []byte(`{"status": "passed"}`), "passed"
+		}), "", true},
+		{"its result file says pass, the family's word is passed", with(func(o *caseOutcome) {
+			o.ResultFile, o.Result, o.ResultPass = "/evidence.json", []byte(`{"status": "pass"}`), "passed"
+		}), `correctness result /evidence.json: status "pass", want "passed"`, true},
 		{"its result file no JSON", with(func(o *caseOutcome) { o.ResultFile, o.Result = "/r.json", []byte(`pass`) }), "correctness result /r.json: invalid character", true},
 		{"its result file unreadable", with(func(o *caseOutcome) { o.ResultFile, o.ResultErr = "/r.json", errors.New("gone") }), "correctness result: gone", true},
 		{"a result file its family does not name", with(func(o *caseOutcome) {

@@ -386,6 +386,30 @@ func TestPipelineQualifyRunsEveryStageAsASubtest(t *testing.T) {
 	assert.True(t, strings.HasPrefix(s.results[0].Command, "go test ./qual/ -count=1 -v -run '^TestPipelineQualifyRunsEveryStageAsASubtest$/^row$'"), s.results[0].Command)
 }
 
+// A family's BundleDir holds its bundles: the harness's cache entry (<dir>/<key>/), and
+// the folder of a case that builds its own, removed once the row ended.
+func TestPipelineBundleDir(t *testing.T) {
+	for _, byCase := range []bool{false, true} {
+		t.Run(fmt.Sprint("by case ", byCase), func(t *testing.T) {
+			p := newPipeline(t, false)
+			dir := t.TempDir()
+			c := p.row("bundledir", "")
+			c.Adapter = FakeServing{Probe: "ok", ToolsOK: "ok", Ident: "ok", ByCase: byCase, BundleDir: dir}
+			res, err := p.start(t).Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
+			require.NoError(t, err, "%+v", res.Stages)
+			rel, err := filepath.Rel(dir, res.Bundle.Path)
+			require.NoError(t, err)
+			assert.False(t, strings.HasPrefix(rel, ".."), "the bundle %s is in %s", res.Bundle.Path, dir)
+			left, err := filepath.Glob(filepath.Join(dir, "case-*"))
+			require.NoError(t, err)
+			assert.Empty(t, left, "the case's folder goes when the row ends")
+			if !byCase {
+				assert.FileExists(t, filepath.Join(dir, res.Bundle.CacheKey, "invert.bundle"), "the cache entry, kept for the next run")
+			}
+		})
+	}
+}
+
 // The optional contracts: probes and a tools check that fail early, a bundle the case
 // builds, a server that must say what it is, images as file URLs, and the double status.
 func TestPipelineOptionalContracts(t *testing.T) {
@@ -429,6 +453,14 @@ func TestPipelineOptionalContracts(t *testing.T) {
 			assert.Contains(t, st.Error, tc.msg)
 		})
 	}
+	t.Run("the probes know the driver's CUDA", func(t *testing.T) {
+		p := newPipeline(t, false)
+		p.cfg.GPURead = fakeGPUReader(t, 1) // NVML says cuda_driver_version 13000
+		c := p.row("cuda", "")
+		c.Adapter = FakeServing{Probe: "cuda", ToolsOK: "ok", Ident: "ok"}
+		res, err := p.start(t).Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
+		require.NoError(t, err, "%+v", res.Stages)
+	})
 	t.Run("a contract double never qualifies", func(t *testing.T) {
 		p := newPipeline(t, false)
 		c := p.row("double", "")

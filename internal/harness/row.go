@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -29,6 +30,7 @@ type row struct {
 	bundle      string
 	bundleSHA   string
 	entry       *entryLock // the read lock on the bundle's cache entry, held until the row ends
+	caseDir     string     // the case's scratch folder in Spec.BundleDir, removed when the row ends
 	server      serving.Server
 	scratch     string           // the server's scratch folder (ServeSpec.Scratch)
 	proto       wire.Protocol    // how requests travel (the family's, else wire.OpenAI)
@@ -203,7 +205,20 @@ func (r *row) end() {
 	r.stopBackground()
 	r.stopServer()
 	r.unlockEntry()
+	r.removeCaseDir()
 	r.release()
+}
+
+// removeCaseDir removes the correctness case's scratch folder made in the family's
+// BundleDir (the bundle it built lives there): the row's work folder is not its home.
+func (r *row) removeCaseDir() {
+	if r.caseDir == "" {
+		return
+	}
+	if err := os.RemoveAll(r.caseDir); err != nil {
+		fmt.Fprintf(os.Stderr, "qualkit: %s: could not remove the case's folder: %v\n", r.c.Name, err)
+	}
+	r.caseDir = ""
 }
 
 // stageRunner runs a row's stages and its report: as subtests under go test (subtests),
@@ -443,7 +458,7 @@ func (r *row) writeReport() error {
 	case !r.s.cfg.Qualification:
 		res.Status, res.Reason = schema.StatusPassedNQ, "run with -qualkit.not-qualification: it qualifies nothing"
 	case res.Provenance.Dirty:
-		res.Status, res.Reason = schema.StatusDirty, "the harness tree has changes no commit holds ("+res.Provenance.Commit+"): commit them and rerun to qualify"
+		res.Status, res.Reason = schema.StatusDirty, dirtyReason(res.Provenance)
 	default:
 		res.Status, res.Reason = schema.StatusQualified, ""
 	}

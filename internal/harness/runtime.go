@@ -65,7 +65,8 @@ func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mo
 	}
 	all := append(slices.Clone(ci.Mounts), mounts...)
 	all = append(all, at(false, r.env.Work)...)
-	c := serving.Container{Image: img, RunID: r.s.Evidence.RunID, Row: r.c.Name, IPCHost: ci.IPCHost, MemoryBytes: ci.MemoryBytes, Mounts: nested(all)}
+	c := serving.Container{Image: img, RunID: r.s.Evidence.RunID, Row: r.c.Name, IPCHost: ci.IPCHost, MemoryBytes: ci.MemoryBytes,
+		UnderEntrypoint: ci.UnderEntrypoint, Mounts: nested(all)}
 	return append(opts, serving.InContainer(c)), nil
 }
 

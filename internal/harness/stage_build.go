@@ -59,7 +59,11 @@ func (r *row) buildNow(ctx context.Context) error {
 	})
 	info := &schema.BundleInfo{CacheKey: key, Builder: builderSHA, Settings: settings}
 	r.result.Bundle = info
-	dir := filepath.Join(r.s.cfg.Root, ".cache", "bundles", key)
+	cache := r.spec.BundleDir
+	if cache == "" {
+		cache = filepath.Join(r.s.cfg.Root, ".cache", "bundles")
+	}
+	dir := filepath.Join(cache, key)
 	final := filepath.Join(dir, r.c.Profile+".bundle")
 	meta := filepath.Join(dir, entryFile)
 	partial := filepath.Join(dir, fmt.Sprintf(".partial-%d", os.Getpid()))

@@ -81,11 +81,30 @@ func isRegular(p string) bool {
 // evidence): CorrectnessSpec.Scratch.
 const caseScratch = "correctness"
 
+// caseScratchDir is the case's scratch folder: in the family's BundleDir once the case
+// made one there, else in the row's work folder.
+func (r *row) caseScratchDir() string {
+	if r.caseDir != "" {
+		return r.caseDir
+	}
+	return filepath.Join(r.env.Work, caseScratch)
+}
+
 // correctness runs the family's own case, unchanged, on the exact bundle, and proves the
 // bundle was not touched while it ran.
 func (r *row) correctness(ctx context.Context) error {
 	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.CorrectnessArtifacts))
-	scratch := filepath.Join(r.env.Work, caseScratch)
+	if r.spec.BundleByCase && r.spec.BundleDir != "" && r.caseDir == "" {
+		if err := os.MkdirAll(r.spec.BundleDir, 0o755); err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp(r.spec.BundleDir, "case-")
+		if err != nil {
+			return err
+		}
+		r.caseDir = dir
+	}
+	scratch := r.caseScratchDir()
 	for _, d := range []string{artifacts, scratch} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -107,6 +126,9 @@ func (r *row) correctness(ctx context.Context) error {
 		return d.Err
 	}
 	corr.ResultFile = d.ResultFile
+	if d.ResultFile != "" {
+		corr.ResultPass = cc.ResultPass
+	}
 	// The case's own code as it ran: its test files and the conftest.py files pytest
 	// loads for them.
 	if corr.CaseFiles, err = caseFiles(cc.TestFiles, cc.Command.Dir); err != nil {
@@ -128,7 +150,7 @@ func (r *row) correctness(ctx context.Context) error {
 	if corr.Artifacts, err = treeHashes(r.ev.Dir, artifacts); err != nil {
 		return fmt.Errorf("correctness artifacts: %w", err)
 	}
-	out := caseOutcome{Declared: cc.Cases, BuildByCase: byCase, BundleBefore: r.bundleSHA, RunErr: runErr, ResultFile: cc.Result}
+	out := caseOutcome{Declared: cc.Cases, BuildByCase: byCase, BundleBefore: r.bundleSHA, RunErr: runErr, ResultFile: cc.Result, ResultPass: cc.ResultPass}
 	if !byCase {
 		out.BundleAfter, out.BundleErr = pathSHA256(r.bundle)
 	}
@@ -202,6 +224,7 @@ type caseOutcome struct {
 	Counts                    schema.CaseCounts
 	JUnitErr                  error
 	ResultFile                string // "" when the family names none
+	ResultPass                string // the status it states of a passed case ("" is "pass")
 	Result                    []byte
 	ResultErr                 error
 	Artifacts                 []schema.FileHash // every file the case wrote in its artifacts folder
@@ -240,7 +263,7 @@ func judgeCase(o caseOutcome) caseVerdict {
 	case o.RunErr != nil:
 		v.Err = fmt.Errorf("every case passed but the command failed: %w", o.RunErr)
 	case o.ResultFile != "":
-		v.Err = judgeResultFile(o.ResultFile, o.Result, o.ResultErr)
+		v.Err = judgeResultFile(o.ResultFile, o.Result, o.ResultErr, o.ResultPass)
 	default:
 		v.Err = undeclaredResult(o.Artifacts)
 	}

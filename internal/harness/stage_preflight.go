@@ -153,6 +153,9 @@ func (r *row) preflight(ctx context.Context) error {
 		rd.Selected = r.lease.Devices
 	}
 	r.gpus, r.env.GPUs = rd.Selected, rd.Selected
+	if rd.GPU != nil {
+		r.env.CUDADriverVersion = rd.GPU.CUDADriverVersion
+	}
 	r.fx = rd.fixtures
 	if len(rd.Selected) > 0 {
 		// The family's facts as they are on the row's GPUs.

@@ -132,7 +132,7 @@ type pairLatents struct {
 // _qcurrent link resolved), then the server's records line of request id.
 func (r *row) gatherLatents(pair *QualityPair, id string) pairLatents {
 	l := pairLatents{Field: pair.ServedLatents}
-	if l.File, _, l.CaseErr = FindCaseBundle(filepath.Join(r.env.Work, caseScratch, pair.CaseLatents)); l.CaseErr != nil {
+	if l.File, _, l.CaseErr = FindCaseBundle(filepath.Join(r.caseScratchDir(), pair.CaseLatents)); l.CaseErr != nil {
 		return l
 	}
 	if l.CaseSHA256, l.CaseErr = pathSHA256(l.File); l.CaseErr != nil {

@@ -262,9 +262,12 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 	if s.dockerErr != nil {
 		info.DockerError = s.dockerErr.Error()
 	}
+	// Evidence first, cleanup second: an image the engine refuses to remove now (a build
+	// cut mid-way leaves "dependent child images") is recorded and left to the sweeps.
 	if s.daemon != nil {
 		if err := serving.RemoveRunImages(ctx, s.Evidence.RunID); err != nil {
-			return "", "", fmt.Errorf("remove this run's images: %w", err)
+			info.CleanupLeft = append(info.CleanupLeft, err.Error())
+			fmt.Fprintf(os.Stderr, "qual: %v: left to the next run's sweep\n", err)
 		}
 	}
 	info.Hostname, _ = os.Hostname()
@@ -344,6 +347,30 @@ func BuildGPURead(ctx context.Context, root string) (string, error) {
 			"build it where Go and a C compiler exist and name it with -qualkit.gpuread or QUALKIT_GPUREAD", err, clip(bytes.TrimSpace(b), 600))
 	}
 	return out, nil
+}
+
+// DirtyNote says, before any row runs, why no row of this run can read qualified: the
+// changes no commit holds, named ("" for a clean tree).
+func (s *Suite) DirtyNote() string {
+	if !s.provenance.Dirty {
+		return ""
+	}
+	return dirtyReason(s.provenance)
+}
+
+// dirtyReason names a dirty tree's changes (the first few), so that a key or a matrix
+// left in the tree is seen at once.
+func dirtyReason(p schema.Provenance) string {
+	const shown = 5
+	var names []string
+	for _, ch := range p.Changes[:min(shown, len(p.Changes))] {
+		names = append(names, strings.TrimSpace(ch))
+	}
+	if len(p.Changes) > shown {
+		names = append(names, fmt.Sprintf("and %d more", len(p.Changes)-shown))
+	}
+	return fmt.Sprintf("the harness tree has changes no commit holds (%s: %s): commit them, or move them out of the tree, and rerun to qualify",
+		p.Commit, strings.Join(names, ", "))
 }
 
 // readProvenance is the commit of the repository at root and whether its tree holds

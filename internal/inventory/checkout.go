@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"qualkit/internal/trtmc"
 )
 
 // checkout is what was read from a TRTMC checkout.
@@ -14,6 +16,7 @@ type checkout struct {
 	root      string // absolute
 	testcases []testcase
 	revisions map[string]string
+	tasks     trtmc.Tasks // the checkout's task vocabulary: its own task table, else the known one
 }
 
 // readCheckout reads every MODEL.toml and every manifest next to it. A directory without
@@ -56,7 +59,7 @@ func readCheckout(dir string) (*checkout, error) {
 		read = func(testsDir string) ([]testcase, error) { return readFamilyDir(root, testsDir) }
 	}
 
-	co := &checkout{root: root}
+	co := &checkout{root: root, tasks: trtmc.ReadTasks(root)}
 	seen := map[string]string{} // profile name -> manifest that defined it
 	for _, modelPath := range models {
 		tcs, err := read(modelPath)
@@ -139,10 +142,9 @@ func readModelDir(root, modelPath string) ([]testcase, error) {
 
 // readFamilyDir reads one family's manifests in the families layout. There is no
 // MODEL.toml: the family's test_e2e.py parametrizes over every manifest of the folder,
-// and takes the reference image of an edit from the testcase's test_image.
+// and the testcase's Task says where its reference image comes from (referenceImage).
 func readFamilyDir(root, testsDir string) ([]testcase, error) {
-	model := ModelFile{ID: filepath.Base(filepath.Dir(testsDir)),
-		Defaults: map[string]StrategyDefaults{"": {InputFields: []InputField{{Input: referenceImageInput, Manifest: familiesRefField}}}}}
+	model := ModelFile{ID: filepath.Base(filepath.Dir(testsDir))}
 	paths, err := filepath.Glob(filepath.Join(testsDir, filepath.FromSlash(manifestGlob)))
 	if err != nil {
 		return nil, err

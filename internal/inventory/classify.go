@@ -19,7 +19,7 @@ func classify(co *checkout) []Profile {
 	rows := make([]*classified, 0, len(co.testcases))
 	byName := map[string]*classified{}
 	for _, t := range co.testcases {
-		c := &classified{Profile: baseProfile(co, t), facts: readFacts(co.root, t)}
+		c := &classified{Profile: baseProfile(co, t), facts: readFacts(co, t)}
 		c.Workload = c.facts.workload
 		c.Parallel = c.facts.parallel
 		c.Quantization = c.facts.quant
@@ -60,21 +60,28 @@ func baseProfile(co *checkout, t testcase) Profile {
 		family = t.model.ID
 	}
 	hf := t.str(fieldHFID)
+	native, _ := t.task()
+	if native == "" {
+		native = t.str(fieldTaskStrategy)
+	}
+	operation, _ := co.tasks.Operation(native)
 	return Profile{
-		Profile:      t.name(),
-		HFID:         hf,
-		Family:       family,
-		Revision:     or(co.revisions[hf], t.str(fieldHFRevision)),
-		Precision:    t.str(fieldPrecision),
-		UserContract: t.str(fieldUserContract),
-		TaskMode:     t.str(fieldTaskMode),
-		CITier:       t.str(fieldCITier),
-		NativeTask:   t.str(fieldTaskStrategy),
-		Controls:     controls(t),
-		Manifest:     t.manifestPath,
-		ModelType:    t.str(fieldModelType),
-		Runtime:      t.str(fieldRuntimeStrategy),
-		Status:       Planned,
+		Profile:           t.name(),
+		HFID:              hf,
+		Family:            family,
+		Revision:          or(co.revisions[hf], t.str(fieldHFRevision)),
+		Precision:         t.str(fieldPrecision),
+		UserContract:      t.str(fieldUserContract),
+		TaskMode:          t.str(fieldTaskMode),
+		CITier:            t.str(fieldCITier),
+		NativeTask:        native,
+		Operation:         operation,
+		Controls:          controls(t),
+		SupportedControls: controlsNotDeclared,
+		Manifest:          t.manifestPath,
+		ModelType:         t.str(fieldModelType),
+		Runtime:           t.str(fieldRuntimeStrategy),
+		Status:            Planned,
 	}
 }
 
@@ -90,7 +97,10 @@ func decideFirst(c *classified) {
 		return
 	}
 	var problems []string
-	if !f.refOK {
+	switch {
+	case f.refMulti != "":
+		problems = append(problems, f.refMulti)
+	case !f.refOK:
 		problems = append(problems, "no usable reference image: "+f.refBy)
 	}
 	problems = append(problems, f.skipBy...)

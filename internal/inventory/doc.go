@@ -2,7 +2,9 @@
 // each, whether it belongs to the image-edit qualification group and why.
 //
 // It owns reading the checkout's data files (tests/e2e/models/*/MODEL.toml, their
-// manifests/*.json and website/data/hf-model-metadata.json), the classification of every
+// manifests/*.json and website/data/hf-model-metadata.json; in the families layout
+// families/*/tests/manifests/*.json, whose TRTMC Tasks internal/trtmc reads against the
+// checkout's own task table), the classification of every
 // testcase profile (full, partial, gap, variant, out_of_group), the status ladder
 // (planned, implemented, family-validated, aiperf-qualified), the reconciliation of the
 // group with the rows of qual/, and the rendering of INVENTORY.md and inventory.json.

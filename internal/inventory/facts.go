@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"qualkit/internal/trtmc"
 )
 
 // facts are the field readings a class is decided from, each with the words that go
@@ -14,6 +16,7 @@ type facts struct {
 	refImage   string // the reference image value, when the inputs name one
 	refBy      string // where the reference image comes from, or why there is none
 	refOK      bool   // named and present (a file in the checkout, or a URL)
+	refMulti   string // why a multi-reference edit is not this workload; "" for one image
 	partialBy  []string
 	skipBy     []string
 	parallel   string
@@ -23,10 +26,10 @@ type facts struct {
 	workloadBy string
 }
 
-func readFacts(root string, t testcase) facts {
+func readFacts(co *checkout, t testcase) facts {
 	var f facts
-	f.editBy, f.notEditBy = editDeclaration(t)
-	f.refImage, f.refBy, f.refOK = referenceImage(root, t)
+	f.editBy, f.notEditBy = editDeclaration(t, co.tasks)
+	f.refImage, f.refBy, f.refOK, f.refMulti = referenceImage(co, t)
 	f.partialBy = partialMarkers(t)
 	f.skipBy = skipMarkers(t)
 	f.parallel = parallelLayout(t)
@@ -42,12 +45,14 @@ func readFacts(root string, t testcase) facts {
 	return f
 }
 
-// editDeclaration checks task_mode and both levels of user_contract: the manifest's is
-// an HF pipeline tag ("image-to-image"), the testcase's an e2e contract, and either may
-// be the one that says "edit". When none does, the second result quotes what was read.
-func editDeclaration(t testcase) (string, string) {
-	if task, where, ok := t.lookup(familiesTaskField); ok && task == familiesTaskEdit {
-		return fmt.Sprintf("%s %q (%s)", familiesTaskField, familiesTaskEdit, where), ""
+// editDeclaration checks the testcase's TRTMC Task against the checkout's task
+// vocabulary, then task_mode and both levels of user_contract: the manifest's is an HF
+// pipeline tag ("image-to-image"), the testcase's an e2e contract, and either may be the
+// one that says "edit". When none does, the second result quotes what was read.
+func editDeclaration(t testcase, tasks trtmc.Tasks) (string, string) {
+	task, taskBy := t.task()
+	if tasks.IsEdit(task) {
+		return fmt.Sprintf("%s, an edit Task of %s", taskBy, tasks.Source), ""
 	}
 	mode, where, ok := t.lookup(fieldTaskMode)
 	if ok && mode == taskModeEdit {
@@ -69,8 +74,8 @@ func editDeclaration(t testcase) (string, string) {
 	if len(read) == 1 {
 		read = append(read, fieldUserContract+" unset")
 	}
-	if task, where, ok := t.lookup(familiesTaskField); ok {
-		read = append(read, fmt.Sprintf("%s %q (%s)", familiesTaskField, fmt.Sprint(task), where))
+	if task != "" {
+		read = append(read, taskBy+", not an edit Task of "+tasks.Source)
 	}
 	return "", strings.Join(read, ", ")
 }
@@ -98,8 +103,8 @@ func workload(t testcase, f facts) (string, string) {
 	if s := t.str(fieldTaskStrategy); s != "" {
 		return s, fmt.Sprintf("%s %q", fieldTaskStrategy, s)
 	}
-	if s := t.str(familiesTaskField); s != "" {
-		return s, fmt.Sprintf("%s %q", familiesTaskField, s)
+	if task, by := t.task(); task != "" {
+		return task, by
 	}
 	return "unknown", fmt.Sprintf("no %s and no %s", fieldUserContract, fieldTaskStrategy)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"qualkit/internal/trtmc"
 )
 
 // testcase is one profile as TRTMC sees it: the testcase object plus the manifest that
@@ -83,6 +85,19 @@ func (t testcase) str(key string) string {
 }
 
 func (t testcase) name() string { s, _ := t.fields[fieldName].(string); return s }
+
+// task is the TRTMC Task the testcase runs: its selected_task, else its manifest's task
+// (catalog.py @ 0dd9052f § selected_task_for_case), with the field and level it was read
+// from; "" when neither names one (the e9132e79 layout has no Task field).
+func (t testcase) task() (task, by string) {
+	if s, _ := t.fields[trtmc.FieldSelectedTask].(string); s != "" {
+		return s, fmt.Sprintf("%s %q (testcase)", trtmc.FieldSelectedTask, s)
+	}
+	if s, _ := t.manifest[trtmc.FieldTask].(string); s != "" {
+		return s, fmt.Sprintf("%s %q (manifest)", trtmc.FieldTask, s)
+	}
+	return "", ""
+}
 
 // object returns a nested object of the testcase or manifest, or nil.
 func (t testcase) object(key string) map[string]any {

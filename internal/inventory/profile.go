@@ -39,23 +39,31 @@ const WorkloadImageEdit = "image_edit"
 // Profile is one TRTMC testcase profile and what the inventory decided about it.
 // The JSON names are the inventory.json / -json contract.
 type Profile struct {
-	Profile      string   `json:"profile"`
-	HFID         string   `json:"hf_id"`
-	Family       string   `json:"family"`
-	Revision     string   `json:"revision"` // from hf-model-metadata.json, else ""
-	Precision    string   `json:"precision"`
-	UserContract string   `json:"user_contract"` // testcase value, else the manifest's
-	TaskMode     string   `json:"task_mode"`
-	CITier       string   `json:"ci_tier"`
-	NativeTask   string   `json:"native_task"` // the TRTMC task strategy the native path runs
-	Controls     []string `json:"controls"`    // native task inputs the profile sets, reference image excluded
-	Workload     string   `json:"workload"`
-	Class        Class    `json:"class"`
-	VariantOf    string   `json:"variant_of,omitempty"`
-	Reason       string   `json:"reason"`
-	Status       Status   `json:"status"`
-	StatusReason string   `json:"status_reason"`
-	Evidence     string   `json:"evidence,omitempty"` // results.json that proves Status, when above implemented
+	Profile      string `json:"profile"`
+	HFID         string `json:"hf_id"`
+	Family       string `json:"family"`
+	Revision     string `json:"revision"` // from hf-model-metadata.json, else ""
+	Precision    string `json:"precision"`
+	UserContract string `json:"user_contract"` // testcase value, else the manifest's
+	TaskMode     string `json:"task_mode"`
+	CITier       string `json:"ci_tier"`
+	// NativeTask is the TRTMC Task the profile runs: its selected_task, else its manifest's
+	// task; in the e9132e79 layout, which has neither, its task_strategy.
+	NativeTask string `json:"native_task"`
+	// Operation is what the checkout's task vocabulary maps NativeTask to (generate_image),
+	// "" when the vocabulary does not know it.
+	Operation string   `json:"operation"`
+	Controls  []string `json:"controls"` // native task inputs the profile sets, reference image excluded
+	// SupportedControls is the controls the profile's family declares it honours; "not declared"
+	// while no family declares them (issue 46 adds the declarations).
+	SupportedControls string `json:"supported_controls"`
+	Workload          string `json:"workload"`
+	Class             Class  `json:"class"`
+	VariantOf         string `json:"variant_of,omitempty"`
+	Reason            string `json:"reason"`
+	Status            Status `json:"status"`
+	StatusReason      string `json:"status_reason"`
+	Evidence          string `json:"evidence,omitempty"` // results.json that proves Status, when above implemented
 
 	Manifest       string `json:"manifest"` // relative to the checkout root
 	ModelType      string `json:"model_type"`

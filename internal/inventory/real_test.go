@@ -96,12 +96,13 @@ func TestRealCheckoutJSONHasTheContractKeys(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b.Bytes(), &rows))
 	require.Len(t, rows, len(inv.Profiles))
 	keys := []string{"profile", "hf_id", "family", "revision", "precision", "user_contract", "task_mode",
-		"ci_tier", "native_task", "controls", "workload", "class", "reason", "status"}
+		"ci_tier", "native_task", "operation", "controls", "supported_controls", "workload", "class", "reason", "status"}
 	for _, r := range rows {
 		for _, k := range keys {
 			assert.Contains(t, r, k, "profile %v", r["profile"])
 		}
 		assert.IsType(t, []any{}, r["controls"], "controls is a list, never null: %v", r["profile"])
+		assert.Equal(t, "not declared", r["supported_controls"], "no family declares its controls yet: %v", r["profile"])
 	}
 }
 

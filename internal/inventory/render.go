@@ -57,11 +57,15 @@ func (inv *Inventory) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "| total | %d | | |\n\n", len(inv.Profiles))
 
 	fmt.Fprintf(&b, "## Image-edit group\n\n")
-	fmt.Fprintf(&b, "| profile | hf_id | revision | precision | parallel | class | variant of | status | reason |\n")
-	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "native Task: the TRTMC Task the profile runs (its testcase's `selected_task`, else its manifest's `task`; "+
+		"in the e9132e79 layout, which has neither, its `task_strategy`), then the operation the checkout's task vocabulary maps it to. "+
+		"supported controls: the controls its family declares it honours; `%s` while the family declares none.\n\n", controlsNotDeclared)
+	fmt.Fprintf(&b, "| profile | hf_id | revision | precision | parallel | native Task | supported controls | class | variant of | status | reason |\n")
+	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, p := range inv.Group() {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			code(p.Profile), cell(p.HFID), cell(p.Revision), cell(p.Precision), cell(p.Parallel),
+			nativeTask(p), cell(or(p.SupportedControls, controlsNotDeclared)),
 			p.Class, code(p.VariantOf), p.Status, cell(p.Reason))
 	}
 
@@ -97,6 +101,14 @@ func (inv *Inventory) WriteFiles(dir string) error {
 		}
 	}
 	return nil
+}
+
+// nativeTask is the native Task cell: the Task, then its operation when known.
+func nativeTask(p Profile) string {
+	if p.Operation == "" {
+		return code(p.NativeTask)
+	}
+	return code(p.NativeTask) + " / " + cell(p.Operation)
 }
 
 // cell makes a value safe inside a Markdown table cell.

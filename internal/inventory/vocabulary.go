@@ -74,17 +74,16 @@ const fieldStatus = "status"
 
 // Checkout layouts. At e9132e79 each model directory has a MODEL.toml listing its
 // manifests; in the newer layout each family keeps its manifests under
-// families/<family>/tests/ with no MODEL.toml, the manifest names its task ("task":
-// "image_edit") and pinned revision, and its test_e2e.py takes the reference image from
-// the testcase's test_image.
+// families/<family>/tests/ with no MODEL.toml, and a manifest names its TRTMC Task, which
+// a testcase may override (internal/trtmc reads that vocabulary and where an edit Task
+// takes its reference images).
 const (
-	modelsGlob         = "tests/e2e/models/*/MODEL.toml"
-	manifestGlob       = "manifests/*.json" // relative to a model directory
-	metadataPath       = "website/data/hf-model-metadata.json"
-	familyTestsGlob    = "families/*/tests"
-	familiesTaskField  = "task"
-	familiesRefField   = "test_image"
-	familiesPremerge   = "premerge"
-	familiesTaskEdit   = "image_edit"
-	familiesLayoutNote = "families layout: no MODEL.toml; " + familiesRefField + " is the reference image"
+	modelsGlob       = "tests/e2e/models/*/MODEL.toml"
+	manifestGlob     = "manifests/*.json" // relative to a model directory
+	metadataPath     = "website/data/hf-model-metadata.json"
+	familyTestsGlob  = "families/*/tests"
+	familiesPremerge = "premerge"
 )
+
+// controlsNotDeclared is the supported controls of a profile whose family declares none.
+const controlsNotDeclared = "not declared"

@@ -26,6 +26,7 @@ package junitfix
 import (
 	"encoding/xml"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,7 +76,7 @@ type Suite struct {
 	Tests      int        `xml:"tests,attr"`
 	Failures   int        `xml:"failures,attr"`
 	Errors     int        `xml:"errors,attr"`
-	Skipped    int        `xml:"skipped,attr,omitempty"`
+	Skipped    int        `xml:"skipped,attr"`
 	Time       string     `xml:"time,attr"`
 	Name       string     `xml:"name,attr"`
 	Timestamp  string     `xml:"timestamp,attr,omitempty"`
@@ -384,14 +385,49 @@ func firstLine(s string) string {
 	return s
 }
 
-// firstMeaningfulLine skips go test's "=== RUN" and "--- FAIL" lines.
+// firstMeaningfulLine is what a failure says, in one line: the first line that is not go
+// test's own ("=== RUN", "--- FAIL"); where that line is a bare "file.go:N:", the
+// testify block under it gives its Error and Messages ("file.go:N: Should be true: no
+// run.json"), not the position alone.
 func firstMeaningfulLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
 		l = strings.TrimSpace(l)
 		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- ") {
 			continue
 		}
-		return l
+		if !positionOnly.MatchString(l) {
+			return l
+		}
+		var said []string
+		for _, field := range []string{"Error:", "Messages:"} {
+			if v := testifyField(lines[i+1:], field); v != "" {
+				said = append(said, v)
+			}
+		}
+		if len(said) == 0 {
+			return l
+		}
+		return l + " " + strings.Join(said, ": ")
+	}
+	return ""
+}
+
+// positionOnly is the line t.Errorf writes before a message that starts on the next
+// line, as testify's does: "name_test.go:76:".
+var positionOnly = regexp.MustCompile(`^\S+\.go:\d+:$`)
+
+// testifyField is the first line of a field of testify's failure block ("Error:",
+// "Messages:"), read until the block ends (the next "file.go:N:" line).
+func testifyField(lines []string, field string) string {
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if positionOnly.MatchString(l) || strings.HasPrefix(l, "--- ") {
+			return ""
+		}
+		if v, ok := strings.CutPrefix(l, field); ok {
+			return strings.TrimSpace(v)
+		}
 	}
 	return ""
 }

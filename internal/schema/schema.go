@@ -287,6 +287,7 @@ type Correctness struct {
 	CaseCounts
 	Declared   []string   `json:"declared_cases"`        // the JUnit ids that had to run and pass
 	ResultFile string     `json:"result_file,omitempty"` // the case's own result, relative to the row folder
+	ResultPass string     `json:"result_pass,omitempty"` // the status ResultFile states of a passed case; "pass" when empty
 	CaseFiles  []FileHash `json:"case_files"`            // the test files and conftest.py chain, as run
 	Artifacts  []FileHash `json:"artifacts"`             // every file the case wrote under correctness/artifacts
 }
@@ -525,6 +526,10 @@ type RunInfo struct {
 	Docker        *DaemonInfo `json:"docker,omitempty"`
 	DockerError   string      `json:"docker_error,omitempty"`
 	Swept         []string    `json:"swept_leftovers,omitempty"`
+	// CleanupLeft names the run's own cleanups that failed at its end (an image the
+	// engine would not remove yet): left to the next run's sweep and the reaper, never a
+	// reason to leave the run's evidence unwritten.
+	CleanupLeft []string `json:"cleanup_left,omitempty"`
 	// Interrupted says which signal stopped the run, and when: "SIGINT at +41.2 s".
 	Interrupted string `json:"interrupted,omitempty"`
 	// CorrectnessOnly: the run ran each row's preflight, build and correctness case

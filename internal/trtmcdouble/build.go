@@ -180,7 +180,8 @@ func builderMain(p *proc) int {
 }
 
 // familiesBuildRequest is the BuildRequest the families case passes (test_e2e.py @
-// 9777fef7 § _build); the double reads the fields a bundle of its own records.
+// f0a1b69f § _build: for image_edit, image_height and image_width are the test photo's);
+// the double reads the fields a bundle of its own records.
 type familiesBuildRequest struct {
 	ModelDir           string `json:"model_dir"`
 	OutputPath         string `json:"output_path"`
@@ -211,15 +212,19 @@ func buildRequestMain(p *proc, path string) int {
 	case r.OutputPath == "":
 		return p.fail(exitFail, "build: output_path is empty")
 	}
-	spec := BundleSpec{Precision: r.Precision, MaxCacheLength: 256, ImageWidth: DefaultSize, ImageHeight: DefaultSize}
-	if r.ImageWidth != nil && r.ImageHeight != nil {
-		spec.ImageWidth, spec.ImageHeight = *r.ImageWidth, *r.ImageHeight
+	// An edit build takes image_height x image_width as its condition image's size and
+	// keeps the bundle's default 1024x1024 output (model.py @ b40c8184 § build:
+	// edit_condition_image_size, no raw geometry), refusing a request without them.
+	if r.ImageWidth == nil || r.ImageHeight == nil {
+		return p.fail(exitFail, "build: Qwen-Image Edit requires image_height and image_width for the condition image")
 	}
+	spec := BundleSpec{Precision: r.Precision, MaxCacheLength: 256, ImageWidth: DefaultSize, ImageHeight: DefaultSize}
 	// A Hugging Face snapshot folder is named by its revision.
 	if dir := filepath.Clean(p.abs(r.ModelDir)); filepath.Base(filepath.Dir(dir)) == "snapshots" {
 		spec.Revision = filepath.Base(dir)
 	}
 	h, err := NewBundleHeader(spec)
+	h.ConditionWidth, h.ConditionHeight = *r.ImageWidth, *r.ImageHeight
 	if err == nil {
 		err = WriteBundle(p.abs(r.OutputPath), h)
 	}

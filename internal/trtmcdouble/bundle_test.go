@@ -113,3 +113,30 @@ func TestDecodeBundleRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildRequestTakesTheEditSizeAsTheCondition: the families case builds its edit
+// bundle at the test photo's size (test_e2e.py @ f0a1b69f § _build), which TRTMC's
+// builder takes as the condition image's size, keeping the 1024x1024 output (model.py @
+// b40c8184 § build); without a size it refuses.
+func TestBuildRequestTakesTheEditSizeAsTheCondition(t *testing.T) {
+	src := shapedCheckout(t, LayoutFamilies)
+	hf := t.TempDir()
+	snapshot, err := HFCache(hf)
+	require.NoError(t, err)
+	r := newRunner(t, src)
+	bundle := filepath.Join(t.TempDir(), Profile+".bundle")
+	request := func(size string) string {
+		return writeFile(t, filepath.Join(t.TempDir(), "request.json"), `{"model_dir": "`+snapshot+`", "output_path": "`+bundle+
+			`", "family": "qwen_image", "task": "image_edit", "precision": "bf16", "tensor_parallel_size": 1`+size+`}`)
+	}
+	res := r.run("tensorrt-model-connect", "build-request", request(`, "image_height": 382, "image_width": 640`))
+	require.Equal(t, 0, res.code, res.stderr)
+	h, err := ReadBundle(bundle)
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{1024, 1024}, [2]int{h.ImageWidth, h.ImageHeight}, "the output geometry stays the bundle's default")
+	assert.Equal(t, [2]int{640, 382}, [2]int{h.ConditionWidth, h.ConditionHeight})
+
+	res = r.run("tensorrt-model-connect", "build-request", request(""))
+	assert.Equal(t, 1, res.code)
+	assert.Contains(t, res.stderr, "Qwen-Image Edit requires image_height and image_width for the condition image")
+}

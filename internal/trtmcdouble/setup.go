@@ -98,7 +98,8 @@ const dockerignore = `# qualkit contract double: shaped like TRTMC's root .docke
 // context in the newer layout (Dockerfile.dev.x86 @ 520a0165), so the double's files lie
 // under requirements/ there. It is the double's Dockerfile, not TRTMC's: it only borrows
 // the name and the COPY shape. It adds qualkit's binary and the stand-in Python modules
-// (torch, tensorrt, diffusers, ftfy and qualkit_double) to the image's Python.
+// (torch, torchvision, transformers, accelerate, tensorrt, diffusers, ftfy and
+// qualkit_double) to the image's Python.
 func doubleDockerfile(layout, base string) string {
 	reqs := "requirements/community-ci.txt"
 	if layout == LayoutFamilies {
@@ -112,7 +113,8 @@ const dockerfileTemplate = `# qualkit contract double: this Dockerfile is the do
 # and copies from where that layout's Dockerfile copies. Its base is real Python with
 # pytest, CMake and perf-serve's dependencies (scripts/double-image.sh); it adds qualkit's
 # Go binary, which the stand-in CMake build copies under TRTMC's program names, and
-# stand-in Python modules for what cannot run here (torch, tensorrt, diffusers, ftfy).
+# stand-in Python modules for what cannot run here (torch, torchvision, transformers,
+# accelerate, tensorrt, diffusers, ftfy).
 # No CUDA, no TensorRT, no model: nothing it produces is a real result.
 FROM {{base}}
 LABEL qualkit.contract-double="true"

@@ -1,6 +1,6 @@
 // Command attest signs a run folder, after checking it, and makes signing keys.
 //
-//	go run ./scripts/attest keygen -out ci            (writes ci.pem, the secret, and ci.pub.pem)
+//	go run ./scripts/attest keygen [-out PREFIX]      (writes PREFIX.pem, the secret, and PREFIX.pub.pem; default ~/.config/qualkit/ci)
 //	go run ./scripts/attest sign -dir evidence/latest -junit evidence/junit-qual.xml -key ci.pem
 //	QUALKIT_SIGNING_KEY=ci.pem go run ./scripts/attest sign -dir evidence/latest
 //
@@ -22,13 +22,14 @@ import (
 	_ "qualkit/families/all" // the families' evidence rules
 	"qualkit/internal/attest"
 	"qualkit/internal/evidencecheck"
+	"qualkit/internal/evidencerepo"
 )
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = "usage: attest keygen -out PREFIX | attest sign -dir RUN [-junit FILE] [-key FILE] (or " + attest.KeyEnv + ")"
+const usage = "usage: attest keygen [-out PREFIX] | attest sign -dir RUN [-junit FILE] [-key FILE] (or " + attest.KeyEnv + ")"
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -45,16 +46,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// defaultKeyPrefix is where keygen writes without -out: the user's qualkit config
+// folder ($XDG_CONFIG_HOME/qualkit/ci, else ~/.config/qualkit/ci), outside any clone.
+func defaultKeyPrefix() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "qualkit", "ci")
+}
+
 func keygen(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("attest keygen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("out", "", "PREFIX: writes PREFIX.pem (private, mode 0600) and PREFIX.pub.pem")
+	out := fs.String("out", defaultKeyPrefix(), "PREFIX: writes PREFIX.pem (private, mode 0600) and PREFIX.pub.pem; never inside a git work tree")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *out == "" {
-		fmt.Fprintln(stderr, "attest keygen: -out PREFIX is required")
+		fmt.Fprintln(stderr, "attest keygen: -out PREFIX is required (no home folder for the default)")
 		return 2
+	}
+	if top := evidencerepo.WorkTree(*out + ".pem"); top != "" {
+		fmt.Fprintf(stderr, "attest keygen: %s.pem would be inside the git work tree %s: a private key there is one `git add` from being published, and makes every run of the tree dirty; give -out outside it (default %s)\n", *out, top, defaultKeyPrefix())
+		return 2
+	}
+	if err := os.MkdirAll(filepath.Dir(*out), 0o700); err != nil {
+		fmt.Fprintln(stderr, "attest keygen:", err)
+		return 1
 	}
 	for _, p := range []string{*out + ".pem", *out + ".pub.pem"} {
 		if _, err := os.Stat(p); err == nil {
@@ -96,7 +115,7 @@ func sign(args []string, stdout, stderr io.Writer) int {
 		key, err = os.ReadFile(*keyFile)
 	}
 	if err == nil && key == nil {
-		err = errors.New("no key: give -key FILE or set " + attest.KeyEnv + " (make one with: go run ./scripts/attest keygen -out ci)")
+		err = errors.New("no key: give -key FILE or set " + attest.KeyEnv + " (make one with: go run ./scripts/attest keygen)")
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "attest sign:", err)

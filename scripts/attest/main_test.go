@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -64,4 +65,23 @@ func TestSignWithoutKey(t *testing.T) {
 	assert.Equal(t, 2, run([]string{"sign", "-dir", committedRun(t, "qualified")}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "no key: give -key FILE or set QUALKIT_SIGNING_KEY")
 	assert.Equal(t, 2, run(nil, &out, &errOut))
+}
+
+// Without -out the key goes to the user's qualkit config folder; a private key is never
+// written inside a git work tree, where it is one `git add` from being published and
+// makes every run of the tree dirty.
+func TestKeygenStaysOutOfWorkTrees(t *testing.T) {
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"keygen"}, &out, &errOut), errOut.String())
+	assert.FileExists(t, filepath.Join(config, "qualkit", "ci.pem"))
+	assert.FileExists(t, filepath.Join(config, "qualkit", "ci.pub.pem"))
+
+	tree := t.TempDir()
+	require.NoError(t, exec.Command("git", "init", "-q", tree).Run())
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"keygen", "-out", filepath.Join(tree, "ci")}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "inside the git work tree")
+	assert.NoFileExists(t, filepath.Join(tree, "ci.pem"))
 }

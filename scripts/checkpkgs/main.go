@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +46,18 @@ const qualPkg = "qualkit/qual"
 var qualTests = []string{
 	"TestTablesListEveryQualifyingTest", "TestTablesJSONDetails", "TestTablesJSONDeadlineDefaults", "TestTablesReconcileWithTheInventory",
 	"TestDocsLinksResolve", "TestFaultTableNamesItsTests", "TestNegativeControlsTableMatchesREADME",
-	"TestFlagPathsResolveAgainstTheRepositoryRoot", "TestDoctorSelectsRowsLikeRun",
+	"TestFlagPathsResolveAgainstTheRepositoryRoot", "TestDoctorSelectsRowsLikeRun", "TestHeadlineRunSelectsTheCheckpointTables",
+}
+
+// asDependent is what a package whose own tests are long runs in make check when it is
+// tested only because it imports a changed package (a new family changes families/all,
+// which the checker imports): the tests a change elsewhere can break (the committed runs
+// still check, the family contract and gates agree). Its own forgery and merge tables,
+// which test its own code, run when it changes, and in make test.
+var asDependent = map[string]string{
+	"qualkit/internal/evidencecheck": "^(TestCommittedRunsPass|TestCommittedH200RunPasses|TestCommittedOrderRunsPass|TestUnknownFamilyFails|TestContractWithTheHarness|TestGateThresholdsAreTheHarnesss)$",
+	"qualkit/scripts/mergeevidence":  "^TestUsage$",
+	"qualkit/scripts/docs":           "^$",
 }
 
 type pkg struct {
@@ -59,7 +71,9 @@ type pkg struct {
 type plan struct {
 	Lint  []string // import paths, qual included when it changed
 	Tests []string // import paths, qual left out
-	Qual  bool     // qual changed or imports a changed package
+	// Subsets: packages tested only as dependents, with their asDependent pattern.
+	Subsets map[string]string
+	Qual    bool // qual changed or imports a changed package
 	// Judges: run the harness's judge tests alone (its whole -short set is not in Tests).
 	Judges bool
 	// Recipes: test the README recipes' package too (it is not in Tests).
@@ -131,6 +145,13 @@ func makePlan(pkgs []pkg, changed map[string]bool) plan {
 			p.Qual = true
 			continue
 		}
+		if run, ok := asDependent[pk.ImportPath]; ok && !changed[pk.Dir] {
+			if p.Subsets == nil {
+				p.Subsets = map[string]string{}
+			}
+			p.Subsets[pk.ImportPath] = run
+			continue
+		}
 		p.Tests = append(p.Tests, pk.ImportPath)
 	}
 	slices.Sort(p.Lint)
@@ -157,6 +178,9 @@ func (p plan) commands(pkgs []pkg) [][]string {
 	}
 	if len(p.Tests) > 0 {
 		cmds = append(cmds, append([]string{"go", "test", "-short", "-count=1"}, p.Tests...))
+	}
+	for _, path := range slices.Sorted(maps.Keys(p.Subsets)) {
+		cmds = append(cmds, []string{"go", "test", "-short", "-count=1", "-run", p.Subsets[path], path})
 	}
 	if p.Qual {
 		cmds = append(cmds, []string{"go", "test", "-short", "-count=1", "-run", "^(" + strings.Join(qualTests, "|") + ")$", qualPkg})

@@ -120,3 +120,48 @@ func TestQualTestsExist(t *testing.T) {
 	assert.False(t, re.MatchString("TestRefEdit"), "the pattern selects no row")
 	assert.False(t, re.MatchString("TestTablesX"), "the pattern selects whole names")
 }
+
+// A package with long tests of its own code runs its asDependent subset when only a
+// package it imports changed (a new family: the checker imports families/all), and its
+// whole -short set when it changed itself.
+func TestDependentsRunTheirSubset(t *testing.T) {
+	const checker = "qualkit/internal/evidencecheck"
+	pkgs := []pkg{
+		{ImportPath: "qualkit/families/all", Dir: "/r/families/all"},
+		{ImportPath: checker, Dir: "/r/internal/evidencecheck", Deps: []string{"qualkit/families/all"}},
+	}
+	p := makePlan(pkgs, map[string]bool{"/r/families/all": true})
+	assert.Equal(t, []string{"qualkit/families/all"}, p.Tests)
+	assert.Equal(t, map[string]string{checker: asDependent[checker]}, p.Subsets)
+	assert.Contains(t, p.commands(pkgs), []string{"go", "test", "-short", "-count=1", "-run", asDependent[checker], checker})
+
+	p = makePlan(pkgs, map[string]bool{"/r/families/all": true, "/r/internal/evidencecheck": true})
+	assert.Equal(t, []string{"qualkit/families/all", checker}, p.Tests, "changed itself: every -short test")
+	assert.Empty(t, p.Subsets)
+}
+
+// Every test an asDependent pattern names is a test of its package: a rename would
+// silently run nothing.
+func TestAsDependentNamesExist(t *testing.T) {
+	for path, run := range asDependent {
+		dir := filepath.Join("..", "..", strings.TrimPrefix(path, "qualkit/"))
+		files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		require.NoError(t, err)
+		tests := map[string]bool{}
+		for _, f := range files {
+			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+			require.NoError(t, err)
+			for _, d := range file.Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok && strings.HasPrefix(fn.Name.Name, "Test") {
+					tests[fn.Name.Name] = true
+				}
+			}
+		}
+		names := strings.Split(strings.Trim(strings.TrimPrefix(strings.TrimSuffix(run, ")$"), "^("), "^$"), "|")
+		for _, name := range names {
+			if name != "" {
+				assert.True(t, tests[name], "asDependent[%s] names %s, which is no test there", path, name)
+			}
+		}
+	}
+}

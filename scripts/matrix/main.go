@@ -37,6 +37,7 @@ import (
 	"strings"
 	"time"
 
+	"qualkit/internal/evidencerepo"
 	"qualkit/internal/harness"
 	"qualkit/internal/schema"
 )
@@ -58,6 +59,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if flags.NArg() > 0 {
 		fmt.Fprintf(stderr, "matrix: unexpected argument %q: every input is a flag (-tables, -run, -skip, -evidence, -out)\n", flags.Arg(0))
+		return 2
+	}
+	if top := evidencerepo.Untracked(*out); *out != "" && top != "" {
+		fmt.Fprintf(stderr, "matrix: -out %s would be an untracked file of the work tree %s and make every run of it dirty: write it under evidence/ (ignored), e.g. -out evidence/matrix.json, or outside the tree\n", *out, top)
 		return 2
 	}
 	rows, err := readTables(*tablesFile)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -116,9 +117,9 @@ var testRows = []Row{
 		Deadlines: Deadlines{Build: 300, Correctness: 300, Ready: 60, Request: 60, Native: 60}},
 	{Row: "qwen-image-edit-2511", Test: "TestQwenImageEdit", GPUs: 1, GPUMemoryBytes: 75 << 30, Container: true, Requests: 6, Hardware: true,
 		Deadlines: Deadlines{Build: 7200, Correctness: 3600, Ready: 1800, Request: 600, Native: 600}},
-	{Row: "qwen-double-b64-body", Test: "TestQwenDouble", Container: true, Requests: 6,
+	{Row: "qwen-double-b64-body", Test: "TestTRTMCDouble", Container: true, Requests: 6,
 		Deadlines: Deadlines{Build: 300, Correctness: 300, Ready: 120, Request: 60, Native: 60}},
-	{Row: "qwen-double-file-records", Test: "TestQwenDouble", Container: true, Requests: 6,
+	{Row: "qwen-double-file-records", Test: "TestTRTMCDouble", Container: true, Requests: 6,
 		Deadlines: Deadlines{Build: 300, Correctness: 300, Ready: 120, Request: 60, Native: 60}},
 }
 
@@ -128,11 +129,11 @@ func TestSelectRows(t *testing.T) {
 		want      []string
 	}{
 		{"", "", []string{"refedit-v1", "qwen-image-edit-2511", "qwen-double-b64-body", "qwen-double-file-records"}},
-		{RunPattern("TestQwenDouble", "qwen-double-b64-body"), "", []string{"qwen-double-b64-body"}},
-		{"^TestQwenDouble$", "", []string{"qwen-double-b64-body", "qwen-double-file-records"}},
-		{"Qwen", "", []string{"qwen-image-edit-2511", "qwen-double-b64-body", "qwen-double-file-records"}},
+		{RunPattern("TestTRTMCDouble", "qwen-double-b64-body"), "", []string{"qwen-double-b64-body"}},
+		{"^TestTRTMCDouble$", "", []string{"qwen-double-b64-body", "qwen-double-file-records"}},
+		{"Qwen", "", []string{"qwen-image-edit-2511"}}, // the headline selects the checkpoint row alone
 		{"", "^TestQwenImageEdit$", []string{"refedit-v1", "qwen-double-b64-body", "qwen-double-file-records"}},
-		{"TestQwenDouble/records", "", []string{"qwen-double-file-records"}},
+		{"TestTRTMCDouble/records", "", []string{"qwen-double-file-records"}},
 		// A pattern deeper than a row (one stage) still selects the row: the unit of the
 		// matrix is a whole row.
 		{"^TestRefEdit$/^refedit-v1$/^build$", "", []string{"refedit-v1"}},
@@ -349,6 +350,14 @@ func TestRunInputErrors(t *testing.T) {
 	stderr.Reset()
 	assert.Equal(t, 2, run([]string{"stray"}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), `unexpected argument "stray"`)
+
+	// A matrix left untracked in a work tree would make its next run dirty.
+	tree := t.TempDir()
+	require.NoError(t, exec.Command("git", "init", "-q", tree).Run())
+	stderr.Reset()
+	assert.Equal(t, 2, run([]string{"-out", filepath.Join(tree, "matrix.json")}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "make every run of it dirty")
+	assert.NoFileExists(t, filepath.Join(tree, "matrix.json"))
 }
 
 // resultTime reads schema.Result's own keys: a key renamed there cannot read as zero here.

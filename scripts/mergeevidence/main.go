@@ -43,7 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *matrix == "" || *out == "" || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "mergeevidence: -matrix FILE, -out DIR and at least one shard folder are required (make merge-evidence MATRIX=matrix.json SHARDS=\"shards/*\" OUT=evidence/merged)")
+		fmt.Fprintln(stderr, "mergeevidence: -matrix FILE, -out DIR and at least one shard folder are required (make merge-evidence MATRIX=evidence/matrix.json SHARDS=\"shards/*\" OUT=evidence/merged)")
 		return 2
 	}
 	if *pubkey == "" && !*unsigned {

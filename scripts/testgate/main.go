@@ -21,7 +21,9 @@
 // `testgate skip -tables FILE` prints the -skip pattern that leaves the hardware tables'
 // tests out of a run (never started, so never a skip). `testgate failed JUNIT...` prints
 // the tests that failed in each file (a parent failed by its subtest left out), what
-// `make test` prints last.
+// `make test` prints last. `testgate rerun -junit FILE` reruns the top-level tests that
+// failed there (make test-failed) and reports each FAILED again, FLAKY (passed with the
+// tree unchanged: never a pass), or passed after changes.
 package main
 
 import (
@@ -30,6 +32,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 )
@@ -73,6 +76,22 @@ func main() {
 		}
 		fmt.Println(skipPattern(tables))
 		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "rerun" {
+		fs := flag.NewFlagSet("rerun", flag.ExitOnError)
+		junit := fs.String("junit", "evidence/junit.xml", "the JUnit of the run whose failures to rerun")
+		out := fs.String("out", "evidence/junit-rerun.xml", "the reruns' JUnit")
+		tags := fs.String("tags", "", "build tags, as the run had them")
+		fs.Parse(os.Args[2:])
+		code, err := rerun(os.Stdout, *junit, *out, *tags, func(args []string) error {
+			cmd := exec.Command("go", append([]string{"tool", "gotestsum"}, args...)...)
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+			return cmd.Run()
+		})
+		if err != nil {
+			fail(err)
+		}
+		os.Exit(code)
 	}
 	if len(os.Args) > 1 && os.Args[1] == "failed" {
 		if err := writeFailed(os.Stdout, os.Args[2:]); err != nil {

@@ -1,19 +1,26 @@
 """qualkit's environment probe for TRTMC's image: which modules this interpreter imports,
-at which version, and whether torch sees CUDA. It prints one JSON object and never fails
-on a missing module (that is what it reports). qualkit runs it in preflight, before
-anything long, with the same interpreter and environment as the stages.
+at which version, whether torch sees CUDA, and the image's CUDA (its CUDA_VERSION, as
+NVIDIA's CUDA images set it). It prints one JSON object and never fails on a missing
+module (that is what it reports). qualkit runs it in preflight, before anything long,
+with the same interpreter, environment and entrypoint as the stages.
 """
 
 import importlib
 import json
+import os
 import platform
 import sys
 
-MODULES = ["tensorrt", "tensorrt_model_connect", "torch", "diffusers", "ftfy", "pytest", "PIL", "numpy"]
+# What the stages import: the builder and pytest; the correctness case's HF reference
+# (diffusers' pipeline loads the checkpoint's Qwen2VLProcessor through transformers, whose
+# Qwen2-VL image processor imports torchvision); numpy and PIL, which both use.
+MODULES = ["tensorrt", "tensorrt_model_connect", "torch", "torchvision", "transformers", "diffusers", "ftfy",
+           "accelerate", "pytest", "PIL", "numpy"]
 
 
 def main() -> int:
-    out = {"python": platform.python_version(), "executable": sys.executable, "modules": {}}
+    out = {"python": platform.python_version(), "executable": sys.executable,
+           "image_cuda": os.environ.get("CUDA_VERSION", ""), "modules": {}}
     for name in MODULES:
         try:
             mod = importlib.import_module(name)

@@ -255,50 +255,35 @@ func TestGuideFamily(t *testing.T) {
 	})
 }
 
-// exportedTable is what the test reads of a table in qual's -qualkit.tables export.
-type exportedTable struct {
-	Test    string
-	Details []struct {
-		Row, Family string
-		Smoke       bool
-	}
-}
-
-// guideRow builds qual with the guide's table, runs its row in process mode, and checks
-// its evidence with the checker built with and without the guide's families/all line.
+// guideRow follows the guide literally, as a newcomer does: in a fresh clone of the tree
+// (its uncommitted changes committed there, so the clone is the tree under test), after
+// `make setup`, it writes the guide's files and runs the guide's last command block line
+// by line, the row and `checkevidence` inside the clone included, so the checker holds
+// the row to the clone's commit and its recorded changes, as it does for the user. Then,
+// with the families/all line taken back, the checker fails the row on its backend.
 func guideRow(t *testing.T, root string, blocks []guideBlock) {
-	_, err := os.Stat(filepath.Join(root, ".venv", "bin", "aiperf"))
-	require.NoError(t, err, "the row needs the project venv with AIPerf: make setup")
-	dir := t.TempDir()
-	ov, err := overlay(root, dir, blocks)
+	clone := cloneTree(t, root)
+	files, err := guideFiles(clone, blocks)
 	require.NoError(t, err)
-	qual := filepath.Join(dir, "qual.test")
-	out, err := execIn(t, root, "go", "test", "-c", "-vet=off", "-overlay", ov, "-o", qual, "./qual")
-	require.NoError(t, err, "build qual with the guide's table:\n%s", out)
-
-	// The registry exports the row as the guide's table states it.
-	out, err = execIn(t, filepath.Join(root, "qual"), qual, "-qualkit.tables")
-	require.NoError(t, err, out)
-	var tables []exportedTable
-	require.NoError(t, json.Unmarshal([]byte(out), &tables), out)
-	i := slices.IndexFunc(tables, func(tb exportedTable) bool { return tb.Test == "TestExample" })
-	require.GreaterOrEqual(t, i, 0, "the tables list TestExample")
-	require.Len(t, tables[i].Details, 1)
-	assert.Equal(t, exampleRow, tables[i].Details[0].Row)
-	assert.Equal(t, "example", tables[i].Details[0].Family)
-	assert.True(t, tables[i].Details[0].Smoke)
-
-	// The row, every stage, as a process; the run's own check of its evidence fails the
-	// binary when it does not hold.
-	evidence := filepath.Join(dir, "evidence")
-	out, err = execIn(t, filepath.Join(root, "qual"), qual, "-test.run", "^TestExample$", "-test.count=1",
-		"-qualkit.runtime", "process", "-qualkit.evidence", evidence)
-	found, _ := filepath.Glob(filepath.Join(evidence, "*", exampleRow, "results.json"))
-	found = slices.DeleteFunc(found, func(p string) bool { return strings.Contains(p, "/latest/") }) // the link to the run
-	if len(found) == 1 {
-		removeBuiltBundle(t, root, found[0])
+	for rel, data := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(clone, rel)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(clone, rel), data, 0o644))
 	}
-	require.NoError(t, err, "the guide's row:\n%s", out)
+	out, err := execIn(t, clone, "make", "setup")
+	require.NoError(t, err, "make setup in the clone:\n%s", out)
+
+	md, err := os.ReadFile(filepath.Join(root, guidePath))
+	require.NoError(t, err)
+	lines := lastBashBlock(string(md))
+	require.Len(t, lines, 3, "the guide ends with the family's tests, the row and the checker")
+	for _, line := range lines {
+		out, err = execIn(t, clone, "bash", "-c", line)
+		require.NoError(t, err, "the guide's %q in a fresh clone:\n%s", line, out)
+	}
+	assert.Contains(t, out, "ok: 1 row(s)", "the checker re-derives the guide's row")
+
+	found, _ := filepath.Glob(filepath.Join(clone, "evidence", "*", exampleRow, "results.json"))
+	found = slices.DeleteFunc(found, func(p string) bool { return strings.Contains(p, "/latest/") }) // the link to the run
 	require.Len(t, found, 1, "one results.json of the row")
 	var res schema.Result
 	b, err := os.ReadFile(found[0])
@@ -311,49 +296,71 @@ func guideRow(t *testing.T, root string, blocks []guideBlock) {
 	for _, st := range res.Stages {
 		assert.Equal(t, schema.Pass, st.Status, "stage %s: %s", st.Name, st.Error)
 	}
-	runDir := filepath.Dir(filepath.Dir(found[0]))
 
-	// The checker, built as the guide says (families/all links the family in), re-derives
-	// the run; without that line it fails the row on its unknown backend. It runs outside
-	// the clone: the overlaid row is in no commit's tables.
-	for _, c := range []struct {
-		name   string
-		blocks []guideBlock
-		ok     bool
-		want   string
-	}{
-		{"with the families/all line", blocks, true, "ok: 1 row(s)"},
-		{"without the families/all line", without(t, blocks, "families/all/all.go", ""), false,
-			`checkpoint.backend: evidence says a backend whose evidence rules the checker knows`},
-	} {
-		cdir := t.TempDir()
-		ov, err := overlay(root, cdir, c.blocks)
-		require.NoError(t, err)
-		bin := filepath.Join(cdir, "checkevidence")
-		out, err := execIn(t, root, "go", "build", "-overlay", ov, "-o", bin, "./scripts/checkevidence")
-		require.NoError(t, err, "build the checker %s:\n%s", c.name, out)
-		out, err = execIn(t, cdir, bin, "-dir", runDir)
-		if c.ok {
-			assert.NoError(t, err, "%s:\n%s", c.name, out)
-		} else {
-			assert.Error(t, err, "%s:\n%s", c.name, out)
-		}
-		assert.Contains(t, out, c.want, c.name)
-	}
+	out, err = execIn(t, clone, "git", "checkout", "--", "families/all/all.go")
+	require.NoError(t, err, out)
+	out, err = execIn(t, clone, "bash", "-c", lines[len(lines)-1])
+	assert.Error(t, err, "without the families/all line:\n%s", out)
+	assert.Contains(t, out, `checkpoint.backend: evidence says a backend whose evidence rules the checker knows`)
 }
 
-// removeBuiltBundle removes the bundle cache entry the row built (.cache/bundles/<key>):
-// the run that built it is gone with the test's folder, so no later run could reuse it.
-func removeBuiltBundle(t *testing.T, root, results string) {
-	t.Helper()
-	var res schema.Result
-	b, err := os.ReadFile(results)
-	if err != nil || json.Unmarshal(b, &res) != nil || res.Bundle == nil || res.Bundle.Cached || res.Bundle.Private != "" || res.Bundle.CacheKey == "" {
-		return
+// lastBashBlock is the command lines of the guide's last bash block, comments dropped.
+func lastBashBlock(md string) []string {
+	var lines []string
+	in := false
+	for _, l := range strings.Split(md, "\n") {
+		switch t := strings.TrimSpace(l); {
+		case t == "```bash":
+			in, lines = true, nil
+		case in && t == "```":
+			in = false
+		case in && t != "":
+			if i := strings.Index(t, " #"); i >= 0 {
+				t = strings.TrimSpace(t[:i])
+			}
+			lines = append(lines, t)
+		}
 	}
-	entry := filepath.Join(root, ".cache", "bundles", res.Bundle.CacheKey)
-	assert.NoError(t, os.RemoveAll(entry))
-	assert.NoError(t, os.Remove(entry+".lock"))
+	return lines
+}
+
+// cloneTree is a fresh clone of root's repository whose one new commit holds root's
+// tracked and untracked (not ignored) files as they are now: the tree under test, clean.
+func cloneTree(t *testing.T, root string) string {
+	t.Helper()
+	clone := filepath.Join(t.TempDir(), "qualkit")
+	git := func(dir string, args ...string) string {
+		out, err := execIn(t, dir, "git", append([]string{"-c", "user.name=qualkit", "-c", "user.email=qualkit@localhost"}, args...)...)
+		require.NoError(t, err, "git %s:\n%s", strings.Join(args, " "), out)
+		return out
+	}
+	git(root, "clone", "-q", root, clone)
+	for _, rel := range strings.Split(git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"), "\x00") {
+		if rel == "" {
+			continue
+		}
+		src, dst := filepath.Join(root, rel), filepath.Join(clone, rel)
+		fi, err := os.Lstat(src)
+		if errors.Is(err, os.ErrNotExist) {
+			os.Remove(dst) // deleted in the tree
+			continue
+		}
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+		os.Remove(dst)
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(src)
+			require.NoError(t, err)
+			require.NoError(t, os.Symlink(target, dst))
+			continue
+		}
+		b, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(dst, b, fi.Mode().Perm()))
+	}
+	git(clone, "add", "-A")
+	git(clone, "commit", "-q", "--allow-empty", "-m", "the tree under test")
+	return clone
 }
 
 // A block the test cannot place where the guide says is an error naming the block and

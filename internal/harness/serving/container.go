@@ -34,11 +34,12 @@ import (
 // run is one container about to be created: its name, labels, mapped command and the
 // docker run command line that would create it (for the record).
 type run struct {
-	name   string
-	labels map[string]string
-	cmd    Command
-	host   func(*container.HostConfig)
-	argv   []string
+	name            string
+	labels          map[string]string
+	cmd             Command
+	underEntrypoint bool // the image's ENTRYPOINT runs cmd (Container.UnderEntrypoint)
+	host            func(*container.HostConfig)
+	argv            []string
 }
 
 func newRun(c *Container, cmd Command, o options) (*run, error) {
@@ -74,7 +75,7 @@ func newRun(c *Container, cmd Command, o options) (*run, error) {
 		}
 		gpus = &req
 	}
-	r := &run{name: containerName(c.Row, c.RunID), labels: labels(c.RunID, c.Row), cmd: newPathMap(c).command(cmd)}
+	r := &run{name: containerName(c.Row, c.RunID), labels: labels(c.RunID, c.Row), cmd: newPathMap(c).command(cmd), underEntrypoint: c.UnderEntrypoint}
 	r.host = hostConfig(c, gpus)
 	r.argv = dockerRunArgs(c, gpus, r.name, r.labels, r.cmd)
 	return r, nil
@@ -87,8 +88,13 @@ func (r *run) opts(image Image, logger *stdlog.Logger) []testcontainers.Containe
 		testcontainers.WithName(r.name),
 		testcontainers.WithLabels(r.labels),
 		testcontainers.WithConfigModifier(func(cfg *container.Config) {
-			cfg.Entrypoint = []string{r.cmd.Args[0]}
-			cfg.Cmd = slices.Clone(r.cmd.Args[1:])
+			if r.underEntrypoint {
+				cfg.Entrypoint = nil // the image's
+				cfg.Cmd = slices.Clone(r.cmd.Args)
+			} else {
+				cfg.Entrypoint = []string{r.cmd.Args[0]}
+				cfg.Cmd = slices.Clone(r.cmd.Args[1:])
+			}
 			cfg.Env = slices.Clone(r.cmd.Env)
 			cfg.WorkingDir = r.cmd.Dir
 		}),
@@ -156,6 +162,9 @@ func dockerRunArgs(c *Container, gpus *gpu.DeviceRequestFields, name string, lab
 	}
 	if gpus != nil {
 		args = append(args, "--gpus", `"device=`+strings.Join(gpus.DeviceIDs, ",")+`"`)
+	}
+	if c.UnderEntrypoint {
+		return append(append(args, c.Image.ID), cmd.Args...)
 	}
 	args = append(args, "--entrypoint", cmd.Args[0], c.Image.ID)
 	return append(args, cmd.Args[1:]...)

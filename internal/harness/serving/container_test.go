@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -857,4 +858,34 @@ func TestLiveSessionsServerSurvivesSweeps(t *testing.T) {
 	var f *Failure
 	require.ErrorAs(t, died, &f)
 	assert.Equal(t, schema.KindInfrastructure, f.Kind)
+}
+
+// UnderEntrypoint runs the command as the image's CMD, under its own ENTRYPOINT (NVIDIA's
+// sets up CUDA forward compatibility, then runs its arguments); otherwise the command's
+// program replaces the ENTRYPOINT. The engine's config and the recorded docker run agree.
+func TestContainerRunUnderTheImagesEntrypoint(t *testing.T) {
+	img := Image{ID: "sha256:abc", Ref: "trtmc-qual"}
+	cmd := Command{Args: []string{"python3", "-m", "pytest", "-v"}}
+	for _, under := range []bool{false, true} {
+		r, err := newRun(&Container{Image: img, RunID: "run", Row: "row", UnderEntrypoint: under}, cmd, options{})
+		require.NoError(t, err)
+		var req testcontainers.GenericContainerRequest
+		for _, o := range r.opts(img, stdlog.New(io.Discard, "", 0)) {
+			require.NoError(t, o.Customize(&req))
+		}
+		var cfg container.Config
+		req.ConfigModifier(&cfg)
+		tail := r.argv[slices.Index(r.argv, img.ID):]
+		if under {
+			assert.Nil(t, cfg.Entrypoint, "the image's entrypoint")
+			assert.Equal(t, cmd.Args, []string(cfg.Cmd))
+			assert.NotContains(t, r.argv, "--entrypoint")
+			assert.Equal(t, append([]string{img.ID}, cmd.Args...), tail)
+		} else {
+			assert.Equal(t, []string{"python3"}, []string(cfg.Entrypoint))
+			assert.Equal(t, cmd.Args[1:], []string(cfg.Cmd))
+			assert.Equal(t, []string{"--entrypoint", "python3"}, r.argv[slices.Index(r.argv, img.ID)-2:slices.Index(r.argv, img.ID)])
+			assert.Equal(t, append([]string{img.ID}, cmd.Args[1:]...), tail)
+		}
+	}
 }

@@ -41,6 +41,12 @@ type Container struct {
 	// MemoryBytes caps the container's memory, swap included (docker run --memory and
 	// --memory-swap); 0: no cap. Past it the kernel OOM-kills the container.
 	MemoryBytes int64
+	// UnderEntrypoint runs each command as the image's CMD, under the image's own
+	// ENTRYPOINT, which must end by running its arguments (NVIDIA's images:
+	// /opt/nvidia/nvidia_entrypoint.sh sets up CUDA forward compatibility, then `exec
+	// "$@"`); an image without one runs the command itself. Otherwise the command's
+	// program replaces the ENTRYPOINT (docker run --entrypoint).
+	UnderEntrypoint bool
 }
 
 // Mount is a bind mount of a host path into the container.

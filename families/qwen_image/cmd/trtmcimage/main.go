@@ -3,8 +3,9 @@
 // image from the checkout QUALKIT_TRTMC_DIR names, built from the context the row itself
 // stages (the dev Dockerfile's COPY sources, from the first of the checkout root and
 // requirements/ that holds them all: qwenimage.Config.DevImage), then
-// docker/Dockerfile.reference on top of it, tagged QUALKIT_TRTMC_IMAGE, which the row
-// then uses as is. A base image of the dev Dockerfile that the engine lacks (TRTMC's NGC
+// docker/Dockerfile.reference on top of it, its context staged the same way from the
+// checkout's apps/perf_serving (whose requirements.txt it installs), tagged
+// QUALKIT_TRTMC_IMAGE, which the row then uses as is. A base image of the dev Dockerfile that the engine lacks (TRTMC's NGC
 // image) is pulled first, as `docker build` would; the row itself never pulls.
 package main
 
@@ -69,8 +70,10 @@ func run(ctx context.Context, devTag, reference, logs string) error {
 		return err
 	}
 	fmt.Printf("trtmc-image: %s built in %.1f s from %s (%d files: %s)\n", dev.Ref, dev.BuildS, dev.Context.Root, len(dev.Context.Files), files(dev.Context))
-	fmt.Printf("trtmc-image: %s: %s on %s (log %s)\n", cfg.Image, reference, dev.Ref, refLog)
-	img, err := serving.BuildTagged(ctx, serving.ImageSpec{Dockerfile: reference, Context: filepath.Dir(reference),
+	// Its context: the checkout's perf-serve, for the requirements.txt it installs.
+	perfServe := filepath.Join(cfg.Checkout, "apps", "perf_serving")
+	fmt.Printf("trtmc-image: %s: %s on %s, its context staged from %s (log %s)\n", cfg.Image, reference, dev.Ref, perfServe, refLog)
+	img, err := serving.BuildTagged(ctx, serving.ImageSpec{Dockerfile: reference, CopyRoots: []string{perfServe},
 		BuildArgs: map[string]string{"TRTMC_DEV_IMAGE": dev.Ref}}, cfg.Image, refLog)
 	if err != nil {
 		return err

@@ -1,9 +1,13 @@
 // Command containerprobe reports, as one JSON object, what a container sees of the
 // settings qualkit's TRTMC row gives its containers: the host's /dev/shm (--ipc=host), a
 // read-only mount, the host's network interfaces, the mounted checkout, and the GPUs
-// nvidia-smi lists. It is built static (CGO_ENABLED=0) for an image FROM scratch.
+// nvidia-smi lists, and whether it ran under the image's ENTRYPOINT. It is built static
+// (CGO_ENABLED=0) for an image FROM scratch, whose ENTRYPOINT is the probe itself playing
+// NVIDIA's entrypoint: it marks the environment, as that one sets up CUDA forward
+// compatibility, then runs its arguments (exec "$@").
 //
 //	containerprobe SHM_MARKER RO_DIR SRC_DIR
+//	containerprobe --entrypoint PROGRAM ARGS...
 package main
 
 import (
@@ -26,15 +30,21 @@ type report struct {
 	NvidiaSMI     string   `json:"nvidia_smi"` // the binary found, "" when none
 	GPUs          []string `json:"gpus"`       // nvidia-smi's UUIDs
 	GPUError      string   `json:"gpu_error,omitempty"`
-	Devices       []string `json:"devices"` // /dev/nvidia*
+	Devices       []string `json:"devices"`    // /dev/nvidia*
+	Entrypoint    string   `json:"entrypoint"` // "ran" when the image's ENTRYPOINT ran first
 }
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == "--entrypoint" {
+		err := syscall.Exec(os.Args[2], os.Args[2:], append(os.Environ(), "QUALKIT_PROBE_ENTRYPOINT=ran"))
+		os.Stderr.WriteString("containerprobe: entrypoint: " + err.Error() + "\n")
+		os.Exit(127)
+	}
 	if len(os.Args) != 4 {
 		os.Stderr.WriteString("usage: containerprobe SHM_MARKER RO_DIR SRC_DIR\n")
 		os.Exit(2)
 	}
-	var r report
+	r := report{Entrypoint: os.Getenv("QUALKIT_PROBE_ENTRYPOINT")}
 	if b, err := os.ReadFile(filepath.Join("/dev/shm", os.Args[1])); err == nil {
 		r.ShmMarker = string(b)
 	}

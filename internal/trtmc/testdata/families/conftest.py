@@ -1,6 +1,10 @@
 """qualkit's stand-in for the root conftest.py of a TRTMC checkout in the families layout,
-not TRTMC's: the three explicit E2E selectors it adds to pytest. Real pytest loads it;
-without one of them the direct E2E case skips itself (test_e2e.py)."""
+not TRTMC's: the three explicit E2E selectors it adds to pytest, and the evidence plugin
+it loads (pytest_plugins = ("tools.e2e_evidence",), as the newest stored families-layout
+root conftest.py does; the index names no commit for that version). Real pytest loads
+it; without one of the selectors the direct E2E case skips itself (test_e2e.py)."""
+
+pytest_plugins = ("tools.e2e_evidence",)
 
 
 def pytest_addoption(parser):

@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 @dataclasses.dataclass(frozen=True)
 class BuildRequest:
-    """The fields the families case passes (test_e2e.py @ 9777fef7 § _build)."""
+    """The fields the families case passes (test_e2e.py @ f0a1b69f § _build)."""
 
     model_dir: os.PathLike
     output_path: os.PathLike

@@ -3,8 +3,9 @@
 The double's image runs real Python, pytest and CMake; what cannot run here (the
 TensorRT build, the native runtime, the 57 GB model, PyPI's multi-GB CUDA torch) stands
 in as qualkit's Go binary, /usr/local/bin/trtmcdouble, and as the stand-in modules beside
-this one (torch, tensorrt, diffusers, ftfy), each marked QUALKIT_CONTRACT_DOUBLE. This
-module is how the stand-in Python files of a double's checkout reach the binary.
+this one (torch, torchvision, transformers, accelerate, tensorrt, diffusers, ftfy), each
+marked QUALKIT_CONTRACT_DOUBLE. This module is how the stand-in Python files of a double's
+checkout reach the binary.
 """
 
 import os

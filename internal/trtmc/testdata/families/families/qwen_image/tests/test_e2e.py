@@ -1,15 +1,20 @@
-"""qualkit's stand-in for TRTMC's families/qwen_image/tests/test_e2e.py (@ 9777fef7), not
+"""qualkit's stand-in for TRTMC's families/qwen_image/tests/test_e2e.py (@ f0a1b69f), not
 TRTMC's code. Real pytest runs it at TRTMC's node id
 
     families/qwen_image/tests/test_e2e.py::test_official_checkpoint_e2e[qwen-image-edit-2511]
 
 and it keeps the real case's shape: one parameter per testcase of the family's manifests,
 skipped without one of the three explicit selectors; the environment asserted as the
-real case asserts it; the bundle built into pytest's tmp_path; the native harness built
-with `cmake --build` and run on NumPy latents drawn from the case's seed (written to
-tmp_path/initial-latents.raw); the diffusers reference on the same latents; TRTMC's
-thresholds asserted; the semantic artifacts written. The model work (builder, harness,
-reference) is qualkit's Go binary through the stand-in modules: nothing is a real result.
+real case asserts it; the edit bundle built into pytest's tmp_path at the test photo's
+size (the builder's condition image; the output stays the manifest's 1024x1024); the
+native harness built with `cmake --build` and run on NumPy latents drawn from the case's
+seed (written to tmp_path/initial-latents.raw); the diffusers reference on the same
+latents; TRTMC's thresholds asserted; the semantic artifacts written; its inputs, stages
+and thresholds recorded through the tools.e2e_evidence plugin (record_evidence,
+evidence_stage), which writes <artifacts>/evidence/qwen_image/<case>/. Not played: the
+paired report views of families/qwen_image/tests/reporting.py (no stored version). The
+model work (builder, harness, reference) is qualkit's Go binary through the stand-in
+modules: nothing is a real result.
 """
 
 import json
@@ -21,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tensorrt_model_connect import BuildRequest, build
+from tools.e2e_evidence import evidence_stage, record_evidence
 
 FAMILY = "qwen_image"
 TEST_ROOT = Path(__file__).resolve().parent
@@ -110,15 +116,35 @@ def _native_harness():
     return executable
 
 
+def _asset(raw):
+    path = TEST_ROOT / raw
+    assert path.is_file(), f"selected {FAMILY} E2E asset does not exist: {path}"
+    record_evidence("inputs", {"asset": path})
+    return path
+
+
 def _image(case):
     from PIL import Image
 
-    return Image.open(TEST_ROOT / case["test_image"]).convert("RGB")
+    return Image.open(_asset(case["test_image"])).convert("RGB")
+
+
+def _build(model_dir, bundle, manifest):
+    height, width = manifest.get("image_height"), manifest.get("image_width")
+    if manifest["task"] == "image_edit":
+        from PIL import Image
+
+        with Image.open(_asset(manifest["testcases"][0]["test_image"])) as image:
+            width, height = image.size
+    build(BuildRequest(model_dir=model_dir, output_path=bundle, family=FAMILY, task=manifest["task"],
+                       precision=manifest["precision"], image_height=height, image_width=width,
+                       tensor_parallel_size=int(manifest["tensor_parallel_size"])))
 
 
 def _native(runtime_root, bundle, manifest, case, tmp_path, latents):
     latents_path = tmp_path / "initial-latents.raw"
     np.ascontiguousarray(latents).tofile(latents_path)
+    record_evidence("inputs", {"raw_file": latents_path})
     output = tmp_path / "native.ppm"
     argv = [str(_native_harness()), str(bundle), str(runtime_root), str(output), manifest["task"], case["prompt"],
             str(latents_path), str(int(manifest["image_height"])), str(int(manifest["image_width"])),
@@ -187,20 +213,25 @@ def test_official_checkpoint_e2e(case_name, tmp_path):
     if os.environ.get("QUALKIT_DOUBLE_CASE") == "fail":
         raise AssertionError("qualkit contract double: the case fails on purpose (QUALKIT_DOUBLE_CASE=fail)")
     manifest, case = CASES[case_name]
+    record_evidence("inputs", {"manifest": manifest, "case": case})
     model_dir = _model_dir(manifest)
+    record_evidence("checkpoint", {"model_dir": str(model_dir), "hf_id": manifest.get("hf_id"),
+                                   "hf_revision": manifest.get("hf_revision")})
     _, runtime_root = _runtime()
     bundle = tmp_path / manifest["bundle"]
-    build(BuildRequest(model_dir=model_dir, output_path=bundle, family=FAMILY, task=manifest["task"],
-                       precision=manifest["precision"], image_height=manifest.get("image_height"),
-                       image_width=manifest.get("image_width"),
-                       tensor_parallel_size=int(manifest["tensor_parallel_size"])))
+    with evidence_stage("build"):
+        _build(model_dir, bundle, manifest)
     latents = _initial_latents(manifest, case)
-    native = _native(runtime_root, bundle, manifest, case, tmp_path, latents)
-    reference = _reference(model_dir, manifest, case, latents)
+    with evidence_stage("native"):
+        native = _native(runtime_root, bundle, manifest, case, tmp_path, latents)
+    record_evidence("native", {"artifact": str(native)})
+    with evidence_stage("reference"):
+        reference = _reference(model_dir, manifest, case, latents)
     from PIL import Image
 
     actual = np.asarray(Image.open(native).convert("RGB"), dtype=np.float32) / 255.0
     expected = np.asarray(reference.convert("RGB"), dtype=np.float32) / 255.0
     thresholds = json.loads((TEST_ROOT / "thresholds" / f"{case_name}.json").read_text())["threshold_overrides"]
-    _assert_parity(actual, expected, thresholds)
-    _write_semantic_artifacts(case, actual, expected)
+    with evidence_stage("compare"):
+        _assert_parity(actual, expected, record_evidence("thresholds", thresholds))
+        _write_semantic_artifacts(case, actual, expected)
