@@ -72,6 +72,10 @@ func run(ctx context.Context, devTag, reference, logs string) error {
 	fmt.Printf("trtmc-image: %s built in %.1f s from %s (%d files: %s)\n", dev.Ref, dev.BuildS, dev.Context.Root, len(dev.Context.Files), files(dev.Context))
 	// Its context: the checkout's perf-serve, for the requirements.txt it installs.
 	perfServe := filepath.Join(cfg.Checkout, "apps", "perf_serving")
+	if _, err := os.Stat(filepath.Join(perfServe, "requirements.txt")); err != nil {
+		return fmt.Errorf("%s: the checkout has no perf-serve requirements (apps/perf_serving/requirements.txt), which %s installs: "+
+			"check out a TRTMC source with apps/perf_serving (TRTMC main e9132e79 has no apps/ at all; families/qwen_image/README.md)", cfg.Image, reference)
+	}
 	fmt.Printf("trtmc-image: %s: %s on %s, its context staged from %s (log %s)\n", cfg.Image, reference, dev.Ref, perfServe, refLog)
 	img, err := serving.BuildTagged(ctx, serving.ImageSpec{Dockerfile: reference, CopyRoots: []string{perfServe},
 		BuildArgs: map[string]string{"TRTMC_DEV_IMAGE": dev.Ref}}, cfg.Image, refLog)
