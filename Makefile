@@ -159,8 +159,8 @@ pytest: setup
 
 lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
-	$(GO) vet -tags trtmcdata,trtmcperfserve ./...
-	$(GO) tool staticcheck -tags trtmcdata,trtmcperfserve ./...
+	$(GO) vet -tags mktestdata,trtmcdata,trtmcperfserve ./...
+	$(GO) tool staticcheck -tags mktestdata,trtmcdata,trtmcperfserve ./...
 
 # The inner loop while working (scripts/checkpkgs): gofmt, vet and staticcheck of the
 # packages changed since BASE (default HEAD: the work not yet committed), then go test
@@ -182,17 +182,25 @@ clean-evidence:
 	rm -rf evidence
 
 # Where make test's time went (its JUnit): each package's wall and the slowest tests,
-# written to docs/test-times.md.
+# written to TEST_TIMES (default evidence/test-times.md, ignored; the committed one:
+# TEST_TIMES=docs/test-times.md, from a fresh-clone make test).
+TEST_TIMES ?= evidence/test-times.md
 .PHONY: test-times
 test-times:
 	@{ echo "# Test times"; echo; echo "From \`make test\`'s $(JUNIT_RAW) (\`make test-times\` writes this file)."; echo; \
-		$(GO) run ./scripts/testtimes -junit $(JUNIT_RAW); } > docs/test-times.md
-	@cat docs/test-times.md
+		$(GO) run ./scripts/testtimes -junit $(JUNIT_RAW); } > $(TEST_TIMES)
+	@cat $(TEST_TIMES)
 
 .PHONY: inventory
+# INVENTORY_OUT: where INVENTORY.md and inventory.json go; by default evidence/inventory/
+# (ignored), so inventorying your own checkout leaves the tree clean. The committed files
+# are TRTMC main e9132e79's: make inventory TRTMC=../shared/trtmc-main-e9132e79 INVENTORY_OUT=.
+INVENTORY_OUT ?= evidence/inventory
 inventory: tables
 	@test -n "$(TRTMC)" || { echo "make inventory TRTMC=DIR: name a TRTMC checkout (or ../shared/trtmc-main-e9132e79)"; exit 2; }
-	$(GO) run ./scripts/inventory -trtmc $(TRTMC) -out .
+	@mkdir -p $(INVENTORY_OUT)
+	$(GO) run ./scripts/inventory -trtmc $(TRTMC) -out $(INVENTORY_OUT)
+	@echo "inventory: $(INVENTORY_OUT)/INVENTORY.md and $(INVENTORY_OUT)/inventory.json"
 
 # The real Qwen adapter through every stage against the TRTMC contract double, in each
 # serving shape CI drives (also part of `make test`). Its rows read passed-contract-double.
@@ -242,7 +250,12 @@ matrix: tables
 # and the check's. QUALARGS go to the qual test binary after -args: for a row whose
 # public run met a hardware limit, QUALARGS=-qualkit.correctness-only on a host with the
 # memory runs its unchanged correctness case alone, a shard the merge keeps beside it.
+# Signed, the run's statement names the shard, the matrix entry it answers (MATRIX_ENTRY,
+# default SHARD) and its matrix's created time (MATRIX_CREATED, in the entry's command):
+# the merge refuses it in another shard's folder or for another matrix.
 QUALARGS ?=
+MATRIX_CREATED ?=
+MATRIX_ENTRY ?=
 ifneq ($(filter shard,$(MAKECMDGOALS)),)
 ifeq ($(strip $(value RUN)),)
 $(error make shard: RUN is not set: give the go test -run pattern of the row to run, as `make matrix` prints it, e.g. make shard RUN='^TestRefEdit$$/^refedit-v1$$' SHARD=refedit-v1)
@@ -265,9 +278,11 @@ shard: setup engine tables
 		echo "shard $(SHARD): the tests made no run folder (evidence/latest did not move): does RUN='$(value RUN)' select a row? (make matrix RUN=...)"; exit 1; fi; \
 	echo "$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml"; \
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml || status=1; \
-	if [ $$status = 0 ] && { [ -n "$(SIGN_KEY)" ] || [ -n "$$QUALKIT_SIGNING_KEY" ]; }; then \
-		$(GO) run ./scripts/attest sign -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml $(if $(SIGN_KEY),-key $(SIGN_KEY)) || status=1; \
-	else echo "shard $(SHARD): not signed (failed, or no SIGN_KEY / QUALKIT_SIGNING_KEY)"; fi; \
+	if [ $$status != 0 ]; then echo "shard $(SHARD): not signed: the shard failed"; \
+	elif [ -n "$(SIGN_KEY)" ] || [ -n "$$QUALKIT_SIGNING_KEY" ]; then \
+		$(GO) run ./scripts/attest sign -dir evidence/latest -junit evidence/junit-shard-$(SHARD).xml $(if $(SIGN_KEY),-key $(SIGN_KEY)) \
+			-shard $(SHARD) -matrix-created '$(MATRIX_CREATED)' $(if $(MATRIX_ENTRY),-matrix-entry $(MATRIX_ENTRY)) || status=1; \
+	else echo "shard $(SHARD): passed, not signed: give SIGN_KEY=FILE or QUALKIT_SIGNING_KEY to sign it"; fi; \
 	run=$$(readlink -f evidence/latest); cp evidence/junit-shard-$(SHARD).xml "$$run.junit.xml"; \
 	rm -rf evidence/shards/$(SHARD) && mkdir -p evidence/shards/$(SHARD) && \
 		cp -a "$$run" evidence/shards/$(SHARD)/ && cp evidence/junit-shard-$(SHARD).xml evidence/shards/$(SHARD)/junit.xml || exit 1; \

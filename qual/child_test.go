@@ -121,6 +121,27 @@ func (c *child) signalWhenRunning(t *testing.T, word string, sigs ...os.Signal) 
 	}
 }
 
+// signalWhen sends sig to the child once cond holds; it fails the test when the child
+// ended first.
+func (c *child) signalWhen(t *testing.T, cond func(*child) bool, sig os.Signal) {
+	if !c.waitFor(func() bool { return cond(c) }) {
+		t.Errorf("the child ended before the moment to signal it: nothing signalled")
+		return
+	}
+	c.cmd.Process.Signal(sig)
+}
+
+// buildingImage: the row's image build has begun (its log exists).
+func (c *child) buildingImage() bool {
+	logs, _ := filepath.Glob(filepath.Join(c.root, "2*", "*", filepath.FromSlash(schema.ImageBuildLog)))
+	return len(logs) > 0
+}
+
+// finishing: the rows are done and the run's Finish has begun (TestMain says so).
+func (c *child) finishing() bool {
+	return strings.Contains(c.out.String(), "qual: finishing the run")
+}
+
 // killWhenRunning sends SIGKILL to the first process whose command line names both the
 // child's evidence root and word, once there is one; it fails the test when the child
 // ended first.

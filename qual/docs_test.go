@@ -1,6 +1,7 @@
 package qual
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,4 +75,38 @@ func TestFaultTableNamesItsTests(t *testing.T) {
 		"TestEngineRestartedMidServe", "TestDiskFullWhileWritingEvidence", "TestServerOOMKilled"} {
 		assert.True(t, named[test], "%s injects a fault the README's table does not list", test)
 	}
+}
+
+// docs/ci.md's matrix is the tables' matrix: one entry per row of every table, in the
+// tables' own names, so a row added or renamed shows there (a row a table adds only when
+// a variable is set, TRTMC's own perf-serve row, is left out, as the example's command
+// leaves it out).
+func TestCIDocMatrixIsTheTables(t *testing.T) {
+	root, err := harness.FindRoot(".")
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(root, "docs", "ci.md"))
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(b), "The matrix of the current tables")
+	require.True(t, ok, "docs/ci.md has the matrix example")
+	_, rest, ok = strings.Cut(rest, "```json\n")
+	require.True(t, ok)
+	block, _, _ := strings.Cut(rest, "```\n")
+	var m struct {
+		Matrix struct {
+			Include []struct{ Name, Test string }
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(block), &m), block)
+	var doc, want []string
+	for _, e := range m.Matrix.Include {
+		doc = append(doc, e.Test+"/"+e.Name)
+	}
+	for _, tb := range tables {
+		for _, c := range tb.rows {
+			if c.Name != "qwen-double-trtmc-perf-serve" {
+				want = append(want, tb.test+"/"+c.Name)
+			}
+		}
+	}
+	assert.ElementsMatch(t, want, doc, "docs/ci.md's matrix: make tables && go run ./scripts/matrix -evidence \"$(mktemp -d)\" prints it")
 }

@@ -116,7 +116,7 @@ func runSuite(m *testing.M, rp *reaper.Reaper) int {
 		*gpuread = inRoot(root, *gpuread, "")
 	}
 	// A bundle another run built is reused only when that run is signed by the key the
-	// runs are signed with, where one is configured (report.Evidence.Vouch).
+	// runs are signed with; with no key configured, never (report.Evidence.Vouch).
 	key, err := attest.KeyFromEnv()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "qual:", err)
@@ -147,6 +147,7 @@ func runSuite(m *testing.M, rp *reaper.Reaper) int {
 	}
 	onSignals(suite)
 	code := m.Run()
+	fmt.Println("qual: finishing the run: its evidence first, then its cleanup")
 	summary, sums, err := suite.Finish(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "qual: evidence:", err)

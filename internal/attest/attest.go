@@ -5,8 +5,9 @@
 //
 // The Statement's subjects are the run's SHA256SUMS, each row's SHA256SUMS, the run's
 // JUnit file when one is given, and each row's bundle (by the sha256 results.json
-// records); its predicate (PredicateType) states the run id, the harness commit and each
-// row's verdict and time budget. Since the run's SHA256SUMS lists every other file of the
+// records); its predicate (PredicateType) states the run id, the harness commit, each
+// row's verdict and time budget, and for a CI shard's run the shard and the matrix entry it
+// answers (ShardClaim). Verify holds the folder's name to the signed run id. Since the run's SHA256SUMS lists every other file of the
 // folder, a verified signature binds every byte the runner wrote before signing.
 //
 // What a signature proves: these bytes are what the holder of the key signed, and
@@ -64,6 +65,17 @@ type Predicate struct {
 	HarnessDirty  bool      `json:"harness_dirty"`
 	SignedAt      time.Time `json:"signed_at"`
 	Rows          []Verdict `json:"rows"`
+	// Shard, for a CI shard's run (make shard), names the shard and the matrix entry it
+	// answers: a merged run refuses the run in another shard's folder or for another matrix.
+	Shard *ShardClaim `json:"shard,omitempty"`
+}
+
+// ShardClaim is what a shard's run answers: the shard's name (its folder in the merged
+// run), the matrix entry (a row) and when its matrix was made (scripts/matrix's created).
+type ShardClaim struct {
+	Name          string    `json:"name"`
+	MatrixEntry   string    `json:"matrix_entry"`
+	MatrixCreated time.Time `json:"matrix_created"`
 }
 
 // Verdict is one row as its results.json states it.
@@ -78,8 +90,8 @@ type Verdict struct {
 }
 
 // Statement builds the in-toto Statement of the run folder dir; junit, when not empty,
-// is the run's JUnit file.
-func Statement(dir, junit string, now time.Time) (*ita.Statement, error) {
+// is the run's JUnit file; shard, when not nil, the shard the run answers.
+func Statement(dir, junit string, shard *ShardClaim, now time.Time) (*ita.Statement, error) {
 	var info schema.RunInfo
 	if err := readJSON(filepath.Join(dir, schema.RunFile), &info); err != nil {
 		return nil, err
@@ -88,7 +100,7 @@ func Statement(dir, junit string, now time.Time) (*ita.Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	pred := Predicate{RunID: info.RunID, HarnessCommit: info.HarnessCommit, HarnessDirty: info.HarnessDirty, SignedAt: now.UTC()}
+	pred := Predicate{RunID: info.RunID, HarnessCommit: info.HarnessCommit, HarnessDirty: info.HarnessDirty, SignedAt: now.UTC(), Shard: shard}
 	for _, row := range info.Rows {
 		var res schema.Result
 		if err := readJSON(filepath.Join(dir, row, "results.json"), &res); err != nil {
@@ -185,11 +197,16 @@ func KeyID(key []byte) (string, error) {
 
 // Sign writes dir/File: the run's Statement signed with the private key.
 func Sign(ctx context.Context, dir, junit string, key []byte) (*dsse.Envelope, error) {
+	return SignShard(ctx, dir, junit, key, nil)
+}
+
+// SignShard is Sign of a shard's run: its Statement names shard too.
+func SignShard(ctx context.Context, dir, junit string, key []byte, shard *ShardClaim) (*dsse.Envelope, error) {
 	sv, err := LoadKey(key)
 	if err != nil {
 		return nil, err
 	}
-	st, err := Statement(dir, junit, time.Now())
+	st, err := Statement(dir, junit, shard, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("statement of %s: %w", dir, err)
 	}
@@ -309,20 +326,9 @@ func Verify(ctx context.Context, dir, junit string, pub []byte) Result {
 		fail("payloadType", PayloadType, env.PayloadType)
 		return r
 	}
-	payload, err := env.DecodeB64Payload()
-	var st ita.Statement
-	if err == nil {
-		err = protojson.Unmarshal(payload, &st)
-	}
-	if err == nil {
-		err = st.Validate()
-	}
+	st, err := statementOf(env)
 	if err != nil {
-		fail("statement", "an in-toto Statement v1", err.Error())
-		return r
-	}
-	if st.GetPredicateType() != PredicateType {
-		fail("predicateType", PredicateType, st.GetPredicateType())
+		fail("statement", "an in-toto Statement v1 of qualkit's run predicate ("+PredicateType+")", err.Error())
 		return r
 	}
 	if b, err := protojson.Marshal(st.GetPredicate()); err != nil || json.Unmarshal(b, &r.Predicate) != nil {
@@ -330,6 +336,15 @@ func Verify(ctx context.Context, dir, junit string, pub []byte) Result {
 		return r
 	}
 	n := len(r.Problems)
+	// The folder is named after its run (evidence/<run id>, shards/<name>/<run id>): an
+	// old signed run copied under a new name is not a new run.
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		real = dir
+	}
+	if name := filepath.Base(real); name != r.Predicate.RunID {
+		fail("run folder", "named after the signed run id "+r.Predicate.RunID, name+" (a signed run under another folder name)")
+	}
 	r.checkSubjects(dir, junit, st.GetSubject())
 	r.checkVerdicts(dir)
 	r.Verified = len(r.Problems) == n
@@ -410,6 +425,47 @@ func (r *Result) checkVerdicts(dir string) {
 			fail("verdict of "+v.Row, v.Status+" "+v.Reason+" (signed)", res.Status+" "+res.Reason+" ("+v.Row+"/results.json)")
 		}
 	}
+}
+
+// statementOf decodes the envelope's in-toto Statement of qualkit's predicate.
+func statementOf(env *dsse.Envelope) (*ita.Statement, error) {
+	if env.PayloadType != PayloadType {
+		return nil, fmt.Errorf("payloadType %s, want %s", env.PayloadType, PayloadType)
+	}
+	payload, err := env.DecodeB64Payload()
+	var st ita.Statement
+	if err == nil {
+		err = protojson.Unmarshal(payload, &st)
+	}
+	if err == nil {
+		err = st.Validate()
+	}
+	if err == nil && st.GetPredicateType() != PredicateType {
+		err = fmt.Errorf("predicateType %s", st.GetPredicateType())
+	}
+	return &st, err
+}
+
+// Claimed is the shard dir's Statement names, as its envelope carries it, without
+// checking the signature (Verify does): nil when the folder is unsigned or names none.
+func Claimed(dir string) (*ShardClaim, error) {
+	env, err := readEnvelope(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := statementOf(env)
+	if err != nil {
+		return nil, err
+	}
+	var p Predicate
+	b, err := protojson.Marshal(st.GetPredicate())
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	return p.Shard, err
 }
 
 func readEnvelope(dir string) (*dsse.Envelope, error) {

@@ -22,7 +22,9 @@ func IsMerged(dir string) bool {
 
 // VerifyMerged checks a merged run as strictly as a single one: every shard is verified
 // whole with its own JUnit (Verify), its checksum list and JUnit must be the ones
-// merged.json recorded, the shards must cover the kept matrix exactly once from one commit,
+// merged.json recorded, each must answer the kept matrix (merged.Answer: begun after it
+// was made, signed for its shard folder and this matrix), the shards must cover the kept
+// matrix exactly once from one commit,
 // the merged SUMMARY.md, PR.md and junit.xml must be what the shards give, and the merged
 // SHA256SUMS must list every file. Problems inside a shard name the file from the merged
 // folder (shards/<name>/<run id>/...).
@@ -48,6 +50,10 @@ func VerifyMergedWith(dir string, opts Options) *Report {
 		c.fail(merged.MatrixFile, "readable", "the matrix the shards ran", fmt.Sprint("missing or unreadable: ", err))
 		return c.rep
 	}
+	created, cerr := merged.MatrixCreated(matrix)
+	if cerr != nil {
+		c.fail(merged.MatrixFile, "created", "when the matrix was made (scripts/matrix)", cerr.Error())
+	}
 	// The exact file set: the merged run's own files and each recorded shard's folder and JUnit.
 	own := map[string]bool{}
 	for _, f := range merged.OwnFiles(m) {
@@ -63,6 +69,11 @@ func VerifyMergedWith(dir string, opts Options) *Report {
 	}
 	for _, s := range m.Shards {
 		c.checkShard(s)
+		if cerr == nil && cleanUnder(s.Dir, merged.ShardsDir) {
+			for _, p := range merged.Answer(rows, created, s.Name, c.path(s.Dir)) {
+				c.fail(path.Join(s.Dir, schema.RunFile), "shard answers the matrix", "a run begun after the matrix was made, signed (if signed) for this shard, entry and matrix", p)
+			}
+		}
 	}
 	c.checkMergedVersion(m)
 	for _, g := range merged.Gaps(rows, m.Shards) {

@@ -44,7 +44,7 @@ func writeMatrix(t *testing.T, rows ...string) string {
 		entries = append(entries, `{"name": "`+r+`", "runner": "cpu"}`)
 	}
 	p := filepath.Join(t.TempDir(), "matrix.json")
-	require.NoError(t, os.WriteFile(p, []byte(`{"matrix": {"include": [`+strings.Join(entries, ", ")+`]}}`), 0o644))
+	require.NoError(t, os.WriteFile(p, []byte(`{"created": "2026-12-01T00:00:00Z", "matrix": {"include": [`+strings.Join(entries, ", ")+`]}}`), 0o644))
 	return p
 }
 

@@ -1,7 +1,6 @@
 package evidencecheck
 
 import (
-	"context"
 	"encoding/xml"
 	"io"
 	"os"
@@ -119,10 +118,7 @@ func TestMergedRunRecordsWhichShardsWereUnsigned(t *testing.T) {
 	priv, pub := testKey(t)
 	shardA := shardCopy(t, "a", "qualified", "junit-qualified.xml")
 	shardB := shardCopy(t, "b", "second", "junit-second.xml")
-	runs, err := filepath.Glob(filepath.Join(shardA, "2*"))
-	require.NoError(t, err)
-	_, err = attest.Sign(context.Background(), runs[0], filepath.Join(shardA, merged.JUnitFile), priv)
-	require.NoError(t, err)
+	signShard(t, shardA, matrixMade, priv)
 	out := filepath.Join(t.TempDir(), "merged")
 	m, err := merged.Merge(out, writeMatrix(t, qualifiedRow, secondRow, besideRow), inputs(t, shardA, shardB), Check)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/stretchr/testify/assert"
@@ -15,6 +16,7 @@ import (
 
 	"qualkit/internal/attest"
 	"qualkit/internal/merged"
+	"qualkit/internal/schema"
 )
 
 // testKey is a fresh ed25519 pair: the CI's key in these tests, which no forger holds.
@@ -36,6 +38,22 @@ func signedCopy(t *testing.T, kind string, priv []byte) (dir, junit string) {
 	_, err := attest.Sign(context.Background(), dir, junit, priv)
 	require.NoError(t, err)
 	return dir, junit
+}
+
+// matrixMade is when writeMatrix's matrices were made.
+var matrixMade = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+// signShard signs the run of the shard folder as `make shard SIGN_KEY=...
+// MATRIX_CREATED=...` does: its statement names the shard (the folder's name less
+// "shard-"), the matrix entry (the run's first row) and the matrix's created time.
+func signShard(t *testing.T, shardDir string, created time.Time, priv []byte) {
+	t.Helper()
+	in, err := merged.ReadInput(shardDir)
+	require.NoError(t, err)
+	var info schema.RunInfo
+	readJSONFile(t, filepath.Join(in.RunDir, schema.RunFile), &info)
+	_, err = attest.SignShard(context.Background(), in.RunDir, in.JUnit, priv, &attest.ShardClaim{Name: in.Name, MatrixEntry: info.Rows[0], MatrixCreated: created})
+	require.NoError(t, err)
 }
 
 func verifySigned(dir, junit string, pub []byte, strict bool) *Report {
@@ -169,8 +187,7 @@ func TestMergedRunVerifiesEachShardsSignature(t *testing.T) {
 		runs, err := filepath.Glob(filepath.Join(s, "2*"))
 		require.NoError(t, err)
 		require.Len(t, runs, 1)
-		_, err = attest.Sign(context.Background(), runs[0], filepath.Join(s, merged.JUnitFile), priv)
-		require.NoError(t, err)
+		signShard(t, s, matrixMade, priv)
 	}
 	out := filepath.Join(t.TempDir(), "merged")
 	_, err := merged.Merge(out, writeMatrix(t, qualifiedRow, secondRow, besideRow), inputs(t, shardA, shardB), Check)
@@ -209,4 +226,68 @@ func writeEnvelope(t *testing.T, dir string, env dsse.Envelope) {
 	b, err := json.Marshal(env)
 	require.NoError(t, err)
 	writeFile(t, filepath.Join(dir, attest.File), string(b))
+}
+
+// The names a signature binds (issue 47), each forged with qualkit's own code and
+// refused with the key: an old signed run copied under a new folder name; two shard
+// folders of a merged run swapped, merged.json and the merged pages rewritten to match;
+// and a shard replaced by another genuine signed run of the same row, signed for an
+// earlier matrix (an earlier CI run's shard).
+func TestSignedNamesAreBound(t *testing.T) {
+	priv, pub := testKey(t)
+	t.Run("an old run under a new folder name", func(t *testing.T) {
+		dir, junit := signedCopy(t, "qualified", priv)
+		require.NoError(t, verifySigned(dir, junit, pub, true).Err())
+		renamed := filepath.Join(t.TempDir(), "20261206T040000Z-1-qualified")
+		require.NoError(t, os.Rename(dir, renamed))
+		failsWith(t, verifySigned(renamed, junit, pub, true).Err(),
+			"attestation.dsse.json: run folder: evidence says named after the signed run id 20261203T151833Z-3754-qualified, file says 20261206T040000Z-1-qualified (a signed run under another folder name)")
+	})
+
+	signedMerge := func(t *testing.T) string {
+		shardA := shardCopy(t, "a", "qualified", "junit-qualified.xml")
+		shardB := shardCopy(t, "b", "second", "junit-second.xml")
+		signShard(t, shardA, matrixMade, priv)
+		signShard(t, shardB, matrixMade, priv)
+		out := filepath.Join(t.TempDir(), "merged")
+		_, err := merged.Merge(out, writeMatrix(t, qualifiedRow, secondRow, besideRow), inputs(t, shardA, shardB), Check)
+		require.NoError(t, err)
+		return out
+	}
+	checkMerged := func(dir string) error {
+		rep := VerifyMerged(dir)
+		rep.VerifySignatures(context.Background(), pub, "", true)
+		return rep.Err()
+	}
+	t.Run("two shard folders swapped", func(t *testing.T) {
+		out := signedMerge(t)
+		require.NoError(t, checkMerged(out))
+		var m merged.Manifest
+		readJSONFile(t, filepath.Join(out, merged.ManifestFile), &m)
+		a, b := m.Shards[0], m.Shards[1]
+		tmp := filepath.Join(out, "swap")
+		require.NoError(t, os.Rename(filepath.Join(out, merged.ShardsDir, a.Name), tmp))
+		require.NoError(t, os.Rename(filepath.Join(out, merged.ShardsDir, b.Name), filepath.Join(out, merged.ShardsDir, a.Name)))
+		require.NoError(t, os.Rename(tmp, filepath.Join(out, merged.ShardsDir, b.Name)))
+		a.Name, b.Name = b.Name, a.Name
+		a.Dir, a.JUnit = merged.ShardPaths(a.Name, a.RunID)
+		b.Dir, b.JUnit = merged.ShardPaths(b.Name, b.RunID)
+		m.Shards = []merged.Shard{b, a}
+		manifest, err := json.MarshalIndent(m, "", "  ")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(out, merged.ManifestFile), append(manifest, '\n'), 0o644))
+		rerenderMerged(t, out)
+		resumMerged(t, out)
+		failsWith(t, checkMerged(out),
+			"shards/a/20261203T151857Z-5216-second/run.json: shard answers the matrix: evidence says a run begun after the matrix was made, signed (if signed) for this shard, entry and matrix, file says shard a holds a run signed as shard b",
+			"file says shard b holds a run signed as shard a")
+	})
+	t.Run("a shard replaced by an earlier signed run of its row", func(t *testing.T) {
+		out := signedMerge(t)
+		// The row's run as an earlier CI run signed it, for its own matrix, in shard a's place.
+		signShard(t, filepath.Join(out, merged.ShardsDir, "a"), matrixMade.Add(-24*time.Hour), priv)
+		resumMerged(t, out)
+		failsWith(t, checkMerged(out),
+			"shards/a/20261203T151833Z-3754-qualified/run.json: shard answers the matrix: evidence says a run begun after the matrix was made, signed (if signed) for this shard, entry and matrix, file says shard a: its run was signed answering the matrix made 2026-11-30T00:00:00Z, this one was made 2026-12-01T00:00:00Z")
+	})
 }

@@ -23,27 +23,29 @@ import (
 
 // A bundle another run built is reused only when that run vouches for it
 // (report.Evidence.Vouch, what the harness's Reporter does before a reuse): the real
-// checker, with the anchor make qual keeps beside the run and, with a key, its
-// signature. A voucher forged with qualkit's own code (the bundle's sha256 edited
-// everywhere, every derived file and list regenerated) checks without the anchor, and
-// vouches for nothing with it; a planter who rewrites the JUnit beside it too is caught
-// only by the signature.
+// checker, with the anchor make qual keeps beside the run and its signature by the
+// configured key. With no key configured no run vouches, not even a genuine one: a
+// planter on the machine rewrites the JUnit beside a forged run as easily as the run
+// (below, the forgery that passes every unsigned check). A voucher forged with qualkit's
+// own code (the bundle's sha256 edited everywhere, every derived file and list
+// regenerated) checks without the anchor, and vouches for nothing with the key.
 func TestAForgedVoucherVouchesForNothing(t *testing.T) {
 	const row = "refedit-v1"
 	run := voucherRun(t)
 	junit := report.JUnitBeside(run)
 	fixed := anchoredJUnit(t, run, false)
-	ev := report.Evidence{}
-
-	require.ErrorContains(t, ev.Vouch(run), "its JUnit file, which anchors it, is not beside it")
-	require.NoError(t, os.WriteFile(junit, fixed, 0o644))
-	require.ErrorContains(t, ev.Vouch(run), "qualkit.run_sha256sums: evidence says", "a JUnit that does not anchor the run")
 	require.NoError(t, os.WriteFile(junit, anchoredJUnit(t, run, true), 0o644))
-	require.NoError(t, ev.Vouch(run), "the run as make qual left it vouches")
+	require.NoError(t, evidencecheck.VerifyWith(run, evidencecheck.Options{JUnit: junit, RequireRunAnchor: true}).Err(), "the run as make qual left it checks with its anchor")
+	require.ErrorContains(t, report.Evidence{}.Vouch(run), "no signing key is configured (QUALKIT_SIGNING_KEY)", "no key: no run vouches")
 
 	priv, pub, err := attest.GenerateKey()
 	require.NoError(t, err)
 	signed := report.Evidence{Key: pub}
+	require.NoError(t, os.Remove(junit))
+	require.ErrorContains(t, signed.Vouch(run), "its JUnit file, which anchors it, is not beside it")
+	require.NoError(t, os.WriteFile(junit, fixed, 0o644))
+	require.ErrorContains(t, signed.Vouch(run), "qualkit.run_sha256sums: evidence says", "a JUnit that does not anchor the run")
+	require.NoError(t, os.WriteFile(junit, anchoredJUnit(t, run, true), 0o644))
 	require.ErrorContains(t, signed.Vouch(run), "a key given means a signature is required", "unsigned, with a key configured")
 	_, err = attest.Sign(context.Background(), run, junit, priv)
 	require.NoError(t, err)
@@ -69,7 +71,7 @@ func TestAForgedVoucherVouchesForNothing(t *testing.T) {
 	})
 	evidencecheck.Forge(t, run)
 	require.NoError(t, evidencecheck.Check(run, ""), "without its anchor the forged voucher checks")
-	err = ev.Vouch(run)
+	err = signed.Vouch(run)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "SHA256SUMS: sha256 of the run's checksum list: evidence says ")
 	assert.Contains(t, err.Error(), "qualkit.run_sha256sums)")
@@ -78,7 +80,9 @@ func TestAForgedVoucherVouchesForNothing(t *testing.T) {
 	// anchors then agree with the forgery, and only the signature is left to catch it.
 	forged := strings.NewReplacer(rowListSHA(t, voucherRun(t), row), rowListSHA(t, run, row), builtSHA, planted).Replace(string(anchoredJUnit(t, run, true)))
 	require.NoError(t, os.WriteFile(junit, []byte(forged), 0o644))
-	require.NoError(t, ev.Vouch(run), "no key configured: a JUnit rewritten on the same machine anchors the forgery")
+	require.NoError(t, evidencecheck.VerifyWith(run, evidencecheck.Options{JUnit: junit, RequireRunAnchor: true}).Err(),
+		"a JUnit rewritten on the same machine anchors the forgery: why no key means no voucher")
+	require.ErrorContains(t, report.Evidence{}.Vouch(run), "no signing key is configured", "the forged voucher, no key configured")
 	err = signed.Vouch(run)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "attestation.dsse.json")

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
 )
 
@@ -45,7 +46,9 @@ func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
 	if _, known := checkedVersions.Load(key); !known {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, a.Bin, "--version").CombinedOutput()
+		cmd := exec.CommandContext(ctx, a.Bin, "--version")
+		cmd.Env = append(os.Environ(), serving.NoBytecodeEnv...)
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return "", fmt.Errorf("aiperf --version: %v: %s", err, bytes.TrimSpace(out))
 		}

@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/csv"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -34,7 +37,8 @@ var venvOwn = map[string]bool{"pip": true, "setuptools": true}
 
 // readVenv lists the venv's installed distributions as "name==version record-sha256"
 // (each *.dist-info's METADATA name and version, and the sha256 of its RECORD, which
-// lists every installed file with its hash), and says where the set departs from the lock.
+// lists every installed file with its hash), and says where the set departs from the lock
+// and which files of site-packages no RECORD lists.
 func readVenv(v Venv) (set []string, problems []string, err error) {
 	lock, err := readLock(v.Lock)
 	if err != nil {
@@ -45,6 +49,7 @@ func readVenv(v Venv) (set []string, problems []string, err error) {
 		return nil, nil, fmt.Errorf("venv %s has no installed distributions (run `make setup`)", v.Dir)
 	}
 	installed := map[string]bool{}
+	owned := map[string]bool{}
 	for _, d := range infos {
 		name, version, err := distMetadata(filepath.Join(d, "METADATA"))
 		if err != nil {
@@ -59,6 +64,9 @@ func readVenv(v Venv) (set []string, problems []string, err error) {
 		s := sha256.Sum256(rec)
 		set = append(set, key+"=="+version+" "+hex.EncodeToString(s[:]))
 		problems = append(problems, recordProblems(filepath.Dir(d), key, rec)...)
+		for _, f := range recordFiles(rec) {
+			owned[f] = true
+		}
 		switch want, pinned := lock[key]; {
 		case venvOwn[key]:
 		case !pinned:
@@ -72,6 +80,7 @@ func readVenv(v Venv) (set []string, problems []string, err error) {
 			problems = append(problems, fmt.Sprintf("venv: %s==%s is pinned in %s but not installed", key, want, filepath.Base(v.Lock)))
 		}
 	}
+	problems = append(problems, unownedFiles(filepath.Dir(infos[0]), owned)...)
 	if v.Known != "" {
 		problems = append(problems, knownRecordProblems(v)...)
 	}
@@ -144,6 +153,47 @@ func venvProvenance(v Venv, p schema.Provenance) (schema.Provenance, []string) {
 		}
 	}
 	return p, set
+}
+
+// recordFiles are the files a RECORD lists, relative to its site-packages, cleaned.
+func recordFiles(rec []byte) []string {
+	r := csv.NewReader(bytes.NewReader(rec))
+	r.FieldsPerRecord = -1
+	rows, _ := r.ReadAll()
+	var out []string
+	for _, f := range rows {
+		if len(f) > 0 && f[0] != "" {
+			out = append(out, path.Clean(f[0]))
+		}
+	}
+	return out
+}
+
+// unownedFiles names every file under site that no distribution's RECORD lists: a
+// module or a .pth file dropped in after install (no RECORD, so neither the lock nor the
+// known digests see it) runs as any installed one does, a .pth file's import lines at
+// every start of Python.
+func unownedFiles(site string, owned map[string]bool) []string {
+	var problems []string
+	err := filepath.WalkDir(site, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(site, p)
+		if rel = filepath.ToSlash(rel); owned[rel] {
+			return nil
+		}
+		if strings.HasSuffix(rel, ".pth") {
+			problems = append(problems, fmt.Sprintf("venv: site-packages/%s is a .pth file no installed distribution's RECORD lists: Python runs its import lines at every start", rel))
+		} else {
+			problems = append(problems, fmt.Sprintf("venv: site-packages/%s is listed in no installed distribution's RECORD (put there after install)", rel))
+		}
+		return nil
+	})
+	if err != nil {
+		problems = append(problems, "venv: "+err.Error())
+	}
+	return problems
 }
 
 // recordChecks caches each RECORD's verdict for the process: a venv's files are hashed

@@ -115,6 +115,30 @@ func TestVenvWithADoctoredVersionIsDirty(t *testing.T) {
 	assert.Contains(t, strings.Join(problems, "\n"), "aiperf/__init__.py, listed in its RECORD, is unreadable")
 }
 
+// A forger's .pth file and the module it imports, dropped into site-packages after
+// install: no RECORD lists them, so the lock, every RECORD and the set's sha256 are as
+// before, yet Python runs the .pth at every start (it rigged the correctness case). Each
+// file no RECORD lists makes the venv dirty, the .pth named as one.
+func TestVenvWithAPlantedFileIsDirty(t *testing.T) {
+	v := Venv{Dir: fakeVenv(t, map[string]string{"aiperf": "0.13.0"}), Lock: writeLock(t, "aiperf==0.13.0\n")}
+	v.Known = knownRecords(t, v.Dir)
+	before, _ := venvProvenance(v, schema.Provenance{Commit: "c"})
+	require.False(t, before.Dirty, "%v", before.Changes)
+
+	site := filepath.Join(v.Dir, "lib", "python3.11", "site-packages")
+	require.NoError(t, os.WriteFile(filepath.Join(site, "zz-rig.pth"), []byte("import rig\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(site, "rig.py"), []byte("import builtins\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(site, "aiperf", "rigged.pyc"), []byte("\x00"), 0o644))
+	p, _ := venvProvenance(v, schema.Provenance{Commit: "c"})
+	assert.Equal(t, before.VenvSHA256, p.VenvSHA256, "the installed set is the same")
+	assert.True(t, p.Dirty)
+	assert.Equal(t, []string{
+		"venv: site-packages/aiperf/rigged.pyc is listed in no installed distribution's RECORD (put there after install)",
+		"venv: site-packages/rig.py is listed in no installed distribution's RECORD (put there after install)",
+		"venv: site-packages/zz-rig.pth is a .pth file no installed distribution's RECORD lists: Python runs its import lines at every start",
+	}, p.Changes)
+}
+
 // The project's own venv matches its lock and the pins' known RECORDs (the venv `make
 // setup` made for this test run, a clean install).
 func TestProjectVenvMatchesItsLock(t *testing.T) {

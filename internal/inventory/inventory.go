@@ -67,12 +67,3 @@ func (inv *Inventory) Group() []Profile {
 	return g
 }
 
-// Find returns the profile with that name.
-func (inv *Inventory) Find(profile string) (Profile, bool) {
-	for _, p := range inv.Profiles {
-		if p.Profile == profile {
-			return p, true
-		}
-	}
-	return Profile{}, false
-}

@@ -137,9 +137,9 @@ func TestOrdinaryFailuresAndTheSuiteWall(t *testing.T) {
 func TestTestifyFailureSaysItsAssertion(t *testing.T) {
 	for text, want := range map[string]string{
 		"=== RUN   TestS\n    interrupt_test.go:76: \n        \tError Trace:\t/r/qual/interrupt_test.go:76\n        \tError:      \tShould be true\n        \tTest:       \tTestS\n        \tMessages:   \tno run.json in /tmp/x\n--- FAIL: TestS (1.00s)\n": "interrupt_test.go:76: Should be true: no run.json in /tmp/x",
-		"    a_test.go:9: \n        \tError Trace:\ta_test.go:9\n        \tError:      \tNot equal: \n        \t            \texpected: 1\n": "a_test.go:9: Not equal:",
+		"    a_test.go:9: \n        \tError Trace:\ta_test.go:9\n        \tError:      \tNot equal: \n        \t            \texpected: 1\n":                                                                                                                 "a_test.go:9: Not equal:",
 		"    a_test.go:9: \n    b_test.go:3: \n        \tError:      \tlater\n": "a_test.go:9:",
-		"    a_test.go:12: want 2, got 3\n": "a_test.go:12: want 2, got 3",
+		"    a_test.go:12: want 2, got 3\n":                                     "a_test.go:12: want 2, got 3",
 	} {
 		assert.Equal(t, want, firstMeaningfulLine(text), text)
 	}

@@ -51,8 +51,8 @@ func isFile(p string) bool {
 }
 
 // Merge writes the merged run of the shards into out (which must not exist yet). Each
-// shard must pass verify (the checker, strictly, with its JUnit) and the shards must cover
-// the matrix exactly once from one commit; otherwise nothing is written and the error
+// shard must pass verify (the checker, strictly, with its JUnit) and answer the matrix
+// (Answer), and the shards must cover the matrix exactly once from one commit; otherwise nothing is written and the error
 // lists every problem. On any failure out is removed.
 func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit string) error) (m *Manifest, err error) {
 	if _, err := os.Stat(out); err == nil {
@@ -63,6 +63,10 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 		return nil, err
 	}
 	rows, err := MatrixRows(matrix)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", matrixPath, err)
+	}
+	created, err := MatrixCreated(matrix)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", matrixPath, err)
 	}
@@ -79,6 +83,7 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 			continue
 		}
 		m.Shards = append(m.Shards, s)
+		problems = append(problems, Answer(rows, created, in.Name, in.RunDir)...)
 	}
 	if len(m.Shards) > 0 {
 		problems = append(problems, Gaps(rows, m.Shards)...)

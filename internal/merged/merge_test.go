@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +28,7 @@ func fakeShard(t *testing.T, root, name, commit string, correctnessOnly bool, ro
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(p, b, 0o644))
 	}
-	write(filepath.Join(run, "run.json"), schema.RunInfo{RunID: runID, HarnessCommit: commit, Rows: []string{row}, CorrectnessOnly: correctnessOnly})
+	write(filepath.Join(run, "run.json"), schema.RunInfo{RunID: runID, Started: time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC), HarnessCommit: commit, Rows: []string{row}, CorrectnessOnly: correctnessOnly})
 	write(filepath.Join(run, row, "results.json"), res)
 	md := "| checkpoint | status |\n|---|---|\n| " + row + " | " + res["status"].(string) + " |\n"
 	require.NoError(t, os.WriteFile(filepath.Join(run, row, "row.md"), []byte(md), 0o644))
@@ -50,7 +51,7 @@ func matrixFile(t *testing.T, dir string, rows ...string) string {
 		inc = append(inc, `{"name": "`+r+`"}`)
 	}
 	p := filepath.Join(dir, "matrix.json")
-	require.NoError(t, os.WriteFile(p, []byte(`{"matrix": {"include": [`+strings.Join(inc, ", ")+`]}}`), 0o644))
+	require.NoError(t, os.WriteFile(p, []byte(`{"created": "2026-12-01T00:00:00Z", "matrix": {"include": [`+strings.Join(inc, ", ")+`]}}`), 0o644))
 	return p
 }
 
@@ -102,4 +103,26 @@ func TestCorrectnessOnlyShardRefused(t *testing.T) {
 			assert.NoDirExists(t, out)
 		})
 	}
+}
+
+// A shard answers the matrix it is merged under only with a run begun after that matrix
+// was made: a genuine run of the same row from an earlier matrix (an earlier CI run's
+// shard put in its place) is refused, and so is a matrix that does not say when it was
+// made. (Signed shards' statements: the checker's tests, internal/evidencecheck.)
+func TestMergeRefusesAShardOlderThanItsMatrix(t *testing.T) {
+	tmp := t.TempDir()
+	pub := fakeShard(t, tmp, "qwen", "c1", false, "qwen", map[string]any{"status": schema.StatusQualified})
+	later := filepath.Join(tmp, "later.json")
+	require.NoError(t, os.WriteFile(later, []byte(`{"created": "2026-12-05T00:00:00Z", "matrix": {"include": [{"name": "qwen"}]}}`), 0o644))
+	_, err := Merge(filepath.Join(tmp, "merged"), later, []Input{pub}, pass)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "shard qwen: its run 20261204T000000Z-1-qwen began 2026-12-04T00:00:00Z, before its matrix was made (2026-12-05T00:00:00Z): a run of an earlier matrix")
+
+	undated := filepath.Join(tmp, "undated.json")
+	require.NoError(t, os.WriteFile(undated, []byte(`{"matrix": {"include": [{"name": "qwen"}]}}`), 0o644))
+	_, err = Merge(filepath.Join(tmp, "merged"), undated, []Input{pub}, pass)
+	require.ErrorContains(t, err, "matrix: no created time")
+
+	_, err = Merge(filepath.Join(tmp, "merged"), matrixFile(t, tmp, "qwen"), []Input{pub}, pass)
+	require.NoError(t, err, "a run begun after its matrix was made")
 }

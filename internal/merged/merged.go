@@ -6,7 +6,9 @@
 //
 // A merged run is refused, at merge time and by the checker alike, when a matrix row has
 // no shard, when a row is in two shards, when a shard ran a row the matrix does not list,
-// or when the shards ran different commits: never a silent gap.
+// or when the shards ran different commits: never a silent gap. So is a shard that does
+// not answer the matrix (Answer): a run begun before the matrix was made, or one signed
+// for another shard or matrix.
 package merged
 
 import (
@@ -23,7 +25,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"qualkit/internal/attest"
 	"qualkit/internal/schema"
 )
 
@@ -119,6 +123,64 @@ func MatrixRows(b []byte) ([]string, error) {
 		return nil, fmt.Errorf("matrix: no include entry")
 	}
 	return rows, nil
+}
+
+// MatrixCreated reads when a matrix was made (scripts/matrix's "created"): without it no
+// shard can be shown to answer this matrix rather than an earlier one.
+func MatrixCreated(b []byte) (time.Time, error) {
+	var m struct {
+		Created time.Time `json:"created"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return time.Time{}, fmt.Errorf("matrix: %w", err)
+	}
+	if m.Created.IsZero() {
+		return time.Time{}, fmt.Errorf("matrix: no created time (scripts/matrix writes one): no shard can be shown to answer it rather than an earlier matrix")
+	}
+	return m.Created, nil
+}
+
+// Answer lists every way the shard name, whose run folder is runDir, fails to answer the
+// matrix of rows made at created: its run began before the matrix was made (a run of an
+// earlier matrix, a genuine one of the same row included), or, signed, its statement
+// (attest.ShardClaim) names another shard, an entry it did not run, or another matrix (a
+// run swapped between shard folders, or one signed for an earlier matrix). The claim is
+// read as the envelope carries it; the signature check verifies the envelope.
+func Answer(rows []string, created time.Time, name, runDir string) []string {
+	var info schema.RunInfo
+	b, err := os.ReadFile(filepath.Join(runDir, schema.RunFile))
+	if err == nil {
+		err = json.Unmarshal(b, &info)
+	}
+	if err != nil {
+		return []string{fmt.Sprintf("shard %s: run.json: %v", name, err)}
+	}
+	var out []string
+	if info.Started.Before(created) {
+		out = append(out, fmt.Sprintf("shard %s: its run %s began %s, before its matrix was made (%s): a run of an earlier matrix",
+			name, info.RunID, info.Started.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339)))
+	}
+	claim, err := attest.Claimed(runDir)
+	switch {
+	case err != nil:
+		out = append(out, fmt.Sprintf("shard %s: %s: %v", name, attest.File, err))
+	case claim == nil:
+		if attest.Inspect(runDir).Signed {
+			out = append(out, fmt.Sprintf("shard %s: its run is signed, but its statement names no shard and matrix entry (make shard SIGN_KEY=... MATRIX_CREATED=... signs them)", name))
+		}
+	default:
+		if claim.Name != name {
+			out = append(out, fmt.Sprintf("shard %s holds a run signed as shard %s", name, claim.Name))
+		}
+		if !slices.Contains(rows, claim.MatrixEntry) || !slices.Contains(info.Rows, claim.MatrixEntry) {
+			out = append(out, fmt.Sprintf("shard %s: its run was signed answering matrix entry %s, which the matrix does not list or the run did not run (%s)", name, claim.MatrixEntry, strings.Join(info.Rows, ", ")))
+		}
+		if !claim.MatrixCreated.Equal(created) {
+			out = append(out, fmt.Sprintf("shard %s: its run was signed answering the matrix made %s, this one was made %s",
+				name, claim.MatrixCreated.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339)))
+		}
+	}
+	return out
 }
 
 // Gaps lists every way the shards fail to cover the matrix exactly once, from one commit.

@@ -31,7 +31,7 @@ func TestIndexInChromiumMerged(t *testing.T) {
 		inputs = append(inputs, in)
 	}
 	matrix := filepath.Join(tmp, "matrix.json")
-	require.NoError(t, os.WriteFile(matrix, []byte(`{"matrix": {"include": [{"name": "refedit-v1"}, {"name": "refedit-v1-second"}, {"name": "refedit-v1-beside"}]}}`), 0o644))
+	require.NoError(t, os.WriteFile(matrix, []byte(`{"created": "2026-12-01T00:00:00Z", "matrix": {"include": [{"name": "refedit-v1"}, {"name": "refedit-v1-second"}, {"name": "refedit-v1-beside"}]}}`), 0o644))
 	out := filepath.Join(tmp, "merged")
 	// The checker's verification of each shard is internal/evidencecheck's to test
 	// (merged_v2_test.go); here only the page is.

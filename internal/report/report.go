@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 
+	"qualkit/internal/attest"
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness"
 	"qualkit/internal/inventory"
@@ -59,17 +60,19 @@ func JUnitBeside(runDir string) string { return runDir + ".junit.xml" }
 
 // Vouch verifies a run that vouches for a bundle another run reuses: whole, with its
 // JUnit file (JUnitBeside), which must anchor the run's checksum list
-// (qualkit.run_sha256sums), and, with a Key, its signature by that key. A planter who
-// edits the run can recompute every list inside the folder; the JUnit file beside it is
-// no harder to rewrite on the same machine, so only the signature anchors against one.
+// (qualkit.run_sha256sums), and its signature by Key. A planter who edits the run can
+// recompute every list inside the folder, and the JUnit file beside it is no harder to
+// rewrite on the same machine: only the signature anchors against one, so with no Key no
+// run vouches (the bundle is built again).
 func (e Evidence) Vouch(runDir string) error {
+	if e.Key == nil {
+		return fmt.Errorf("no signing key is configured (%s), and without a signature nothing on this machine anchors the run against a planter who rewrites it and the JUnit beside it", attest.KeyEnv)
+	}
 	junit := JUnitBeside(runDir)
 	if _, err := os.Stat(junit); err != nil {
 		return fmt.Errorf("its JUnit file, which anchors it, is not beside it (%s; make qual and make shard keep it there): %w", junit, err)
 	}
 	rep := evidencecheck.VerifyWith(runDir, evidencecheck.Options{JUnit: junit, RequireRunAnchor: true})
-	if e.Key != nil {
-		rep.VerifySignatures(context.Background(), e.Key, junit, false)
-	}
+	rep.VerifySignatures(context.Background(), e.Key, junit, false)
 	return rep.Err()
 }

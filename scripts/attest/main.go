@@ -3,14 +3,17 @@
 //	go run ./scripts/attest keygen [-out PREFIX]      (writes PREFIX.pem, the secret, and PREFIX.pub.pem; default ~/.config/qualkit/ci)
 //	go run ./scripts/attest sign -dir evidence/latest -junit evidence/junit-qual.xml -key ci.pem
 //	QUALKIT_SIGNING_KEY=ci.pem go run ./scripts/attest sign -dir evidence/latest
+//	go run ./scripts/attest sign -dir evidence/latest -shard refedit-v1 -matrix-created 2026-12-06T04:30:00Z   (make shard)
 //
 // sign refuses a folder the checker does not accept (internal/evidencecheck), then writes
 // <dir>/attestation.dsse.json: an in-toto Statement over the run's and each row's
-// SHA256SUMS, the JUnit file and the bundles, with the row verdicts, in a DSSE envelope.
+// SHA256SUMS, the JUnit file and the bundles, with the row verdicts, in a DSSE envelope;
+// with -shard, the shard's name and the matrix entry it answers too (attest.ShardClaim).
 // Verify it with `go run ./scripts/checkevidence -dir DIR -pubkey ci.pub.pem`.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -18,6 +21,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	_ "qualkit/families/all" // the families' evidence rules
 	"qualkit/internal/attest"
@@ -29,7 +33,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = "usage: attest keygen [-out PREFIX] | attest sign -dir RUN [-junit FILE] [-key FILE] (or " + attest.KeyEnv + ")"
+const usage = "usage: attest keygen [-out PREFIX] | attest sign -dir RUN [-junit FILE] [-key FILE] (or " + attest.KeyEnv + ") [-shard NAME -matrix-created TIME [-matrix-entry ROW]]"
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -103,8 +107,20 @@ func sign(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "", "the run folder to sign (evidence/latest works)")
 	junit := fs.String("junit", "", "the run's JUnit file, signed as a subject; optional")
 	keyFile := fs.String("key", "", "PEM private key; default: "+attest.KeyEnv+" (the PEM or its path)")
+	shard := fs.String("shard", "", "the shard's name, for a CI shard's run (make shard SHARD=)")
+	entry := fs.String("matrix-entry", "", "the matrix entry (row) the shard answers; default -shard")
+	created := fs.String("matrix-created", "", "with -shard: the matrix's created time (RFC 3339), as its entry's command gives it")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	var claim *attest.ShardClaim
+	if *shard != "" {
+		t, err := time.Parse(time.RFC3339, *created)
+		if err != nil {
+			fmt.Fprintf(stderr, "attest sign: -shard needs -matrix-created, the created time of the matrix the shard answers (RFC 3339; the matrix entry's command gives make shard MATRIX_CREATED=): %v\n", err)
+			return 2
+		}
+		claim = &attest.ShardClaim{Name: *shard, MatrixEntry: cmp.Or(*entry, *shard), MatrixCreated: t.UTC()}
 	}
 	if *dir == "" {
 		fmt.Fprintln(stderr, "attest sign: -dir RUN is required")
@@ -133,7 +149,7 @@ func sign(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "attest sign: %s does not check, so it is not signed:\n%v\n", *dir, err)
 		return 1
 	}
-	env, err := attest.Sign(context.Background(), *dir, *junit, key)
+	env, err := attest.SignShard(context.Background(), *dir, *junit, key, claim)
 	if err != nil {
 		fmt.Fprintln(stderr, "attest sign:", err)
 		return 1

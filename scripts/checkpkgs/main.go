@@ -46,8 +46,13 @@ const qualPkg = "qualkit/qual"
 var qualTests = []string{
 	"TestTablesListEveryQualifyingTest", "TestTablesJSONDetails", "TestTablesJSONDeadlineDefaults", "TestTablesReconcileWithTheInventory",
 	"TestDocsLinksResolve", "TestFaultTableNamesItsTests", "TestNegativeControlsTableMatchesREADME",
-	"TestFlagPathsResolveAgainstTheRepositoryRoot", "TestDoctorSelectsRowsLikeRun", "TestHeadlineRunSelectsTheCheckpointTables",
+	"TestFlagPathsResolveAgainstTheRepositoryRoot", "TestDoctorSelectsRowsLikeRun", "TestHeadlineRunSelectsTheCheckpointTables", "TestCIDocMatrixIsTheTables",
 }
+
+// BuildTags are the module's own build tags, every one: vet and staticcheck see the files
+// behind each (a file only one tag builds rots unseen otherwise). TestBuildTagsAreEveryTag
+// holds the list to the //go:build lines.
+const BuildTags = "mktestdata,trtmcdata,trtmcperfserve"
 
 // asDependent is what a package whose own tests are long runs in make check when it is
 // tested only because it imports a changed package (a new family changes families/all,
@@ -173,8 +178,8 @@ func (p plan) commands(pkgs []pkg) [][]string {
 			}
 		}
 		cmds = append(cmds, gofmt,
-			append([]string{"go", "vet"}, p.Lint...),
-			append([]string{"go", "tool", "staticcheck"}, p.Lint...))
+			append([]string{"go", "vet", "-tags", BuildTags}, p.Lint...),
+			append([]string{"go", "tool", "staticcheck", "-tags", BuildTags}, p.Lint...))
 	}
 	if len(p.Tests) > 0 {
 		cmds = append(cmds, append([]string{"go", "test", "-short", "-count=1"}, p.Tests...))

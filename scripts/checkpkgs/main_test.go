@@ -4,8 +4,11 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,8 +63,8 @@ func TestOnlyQualChangedRunsQualsNoRowTests(t *testing.T) {
 	}
 	require.Len(t, lines, 6, "%q", lines)
 	assert.Equal(t, "gofmt -l /r/qual", lines[0])
-	assert.Equal(t, "go vet qualkit/qual", lines[1])
-	assert.Equal(t, "go tool staticcheck qualkit/qual", lines[2])
+	assert.Equal(t, "go vet -tags "+BuildTags+" qualkit/qual", lines[1])
+	assert.Equal(t, "go tool staticcheck -tags "+BuildTags+" qualkit/qual", lines[2])
 	assert.True(t, strings.HasPrefix(lines[3], "go test -short -count=1 -run ^(TestTables"), lines[3])
 	assert.True(t, strings.HasSuffix(lines[3], ")$ qualkit/qual"), lines[3])
 	assert.Equal(t, "go test -short -count=1 -run ^TestJudge qualkit/internal/harness", lines[4], "the stages' judges, every time")
@@ -164,4 +167,46 @@ func TestAsDependentNamesExist(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BuildTags names every build tag of the module's files (platform tags aside), and the
+// lint of make test uses the same list.
+func TestBuildTagsAreEveryTag(t *testing.T) {
+	root := filepath.Join("..", "..")
+	tags := map[string]bool{}
+	constraint := regexp.MustCompile(`(?m)^//go:build (.+)$`)
+	word := regexp.MustCompile(`[A-Za-z0-9_]+`)
+	platform := map[string]bool{"linux": true, "darwin": true, "windows": true, "unix": true, "cgo": true}
+	require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() && (d.Name() == ".git" || d.Name() == ".cache" || d.Name() == "evidence") {
+			if err == nil {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range constraint.FindAllStringSubmatch(string(b), -1) {
+			for _, w := range word.FindAllString(m[1], -1) {
+				if !platform[w] {
+					tags[w] = true
+				}
+			}
+		}
+		return nil
+	}))
+	var found []string
+	for tag := range tags {
+		found = append(found, tag)
+	}
+	slices.Sort(found)
+	assert.Equal(t, strings.Join(found, ","), BuildTags)
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	require.NoError(t, err)
+	assert.Contains(t, string(mk), "vet -tags "+BuildTags+" ./...", "make lint vets every tag")
 }

@@ -7,7 +7,7 @@
 // The rows come from the tables JSON (`make tables`); -run and -skip are go test's
 // patterns, matched against "TestX/row" as go test matches them. The output is
 //
-//	{"matrix": {"include": [{"name", "test", "run", "command", "runner", "gpus",
+//	{"created": RFC 3339, "matrix": {"include": [{"name", "test", "run", "command", "runner", "gpus",
 //	  "timeout_minutes", "estimate_s", "estimate_from"}, ...]}}
 //
 // ordered as TRTMC's tools/model_ci.py orders its matrix (GitHub starts matrix jobs in
@@ -80,7 +80,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "matrix:", err)
 		return 1
 	}
-	b, err := json.MarshalIndent(Matrix{Matrix: Include{Include: entries(selected, estimates)}}, "", "  ")
+	created := time.Now().UTC().Truncate(time.Second)
+	b, err := json.MarshalIndent(Matrix{Created: created, Matrix: Include{Include: entries(selected, estimates, created)}}, "", "  ")
 	if err != nil {
 		fmt.Fprintln(stderr, "matrix:", err)
 		return 1
@@ -122,7 +123,11 @@ type Deadlines struct {
 
 // Matrix is what the command prints: a GitHub Actions strategy.matrix under "matrix".
 type Matrix struct {
-	Matrix Include `json:"matrix"`
+	// Created is when the matrix was made: a shard answers it only with a run begun
+	// after (internal/merged), signed naming it (make shard MATRIX_CREATED=, in each
+	// entry's command).
+	Created time.Time `json:"created"`
+	Matrix  Include   `json:"matrix"`
 }
 
 // Include is a strategy.matrix made of include entries only.
@@ -225,14 +230,14 @@ func selectRows(rows []Row, runPattern, skipPattern string) ([]Row, error) {
 }
 
 // entries makes one matrix entry per row and orders them (see sortEntries).
-func entries(rows []Row, estimates map[string]Estimate) []Entry {
+func entries(rows []Row, estimates map[string]Estimate, created time.Time) []Entry {
 	out := make([]Entry, 0, len(rows))
 	for _, r := range rows {
 		e := Entry{
 			Name: r.Row, Test: r.Test, Run: RunPattern(r.Test, r.Row),
 			Runner: RunnerClass(r), GPUs: r.GPUs, TimeoutMinutes: TimeoutMinutes(r),
 		}
-		e.Command = fmt.Sprintf("make shard RUN='%s' SHARD=%s", e.Run, r.Row)
+		e.Command = fmt.Sprintf("make shard RUN='%s' SHARD=%s MATRIX_CREATED=%s", e.Run, r.Row, created.Format(time.RFC3339))
 		if est, ok := estimates[r.Row]; ok {
 			wall := est.WallS
 			e.EstimateS, e.EstimateFrom = &wall, est.From

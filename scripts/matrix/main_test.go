@@ -172,11 +172,11 @@ func TestEntries(t *testing.T) {
 	es := entries(testRows, map[string]Estimate{
 		"refedit-v1":           {WallS: 18.4, From: "r2/refedit-v1/results.json"},
 		"qwen-double-b64-body": {WallS: 60, From: "r1/qwen-double-b64-body/results.json"},
-	})
+	}, time.Date(2026, 12, 6, 4, 30, 0, 0, time.UTC))
 	assert.Equal(t, []string{"qwen-image-edit-2511", "qwen-double-file-records", "qwen-double-b64-body", "refedit-v1"}, names(es))
 	assert.Equal(t, Entry{
 		Name: "qwen-image-edit-2511", Test: "TestQwenImageEdit", Run: `^TestQwenImageEdit$/^qwen-image-edit-2511$`,
-		Command: `make shard RUN='^TestQwenImageEdit$/^qwen-image-edit-2511$' SHARD=qwen-image-edit-2511`,
+		Command: `make shard RUN='^TestQwenImageEdit$/^qwen-image-edit-2511$' SHARD=qwen-image-edit-2511 MATRIX_CREATED=2026-12-06T04:30:00Z`,
 		Runner:  "gpu-1x75", GPUs: 1, TimeoutMinutes: 375,
 	}, es[0])
 	ref := es[3]
@@ -317,6 +317,8 @@ func TestRunPrintsTheMatrix(t *testing.T) {
 	var m Matrix
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &m))
 	assert.Equal(t, []string{"qwen-image-edit-2511", "refedit-v1"}, names(m.Matrix.Include))
+	assert.WithinDuration(t, time.Now(), m.Created, time.Minute, "the matrix says when it was made")
+	assert.Contains(t, m.Matrix.Include[0].Command, " MATRIX_CREATED="+m.Created.Format(time.RFC3339), "and each job's command signs it")
 	assert.Equal(t, 18.5, *m.Matrix.Include[1].EstimateS)
 
 	// -run selects one row; -out writes the file.

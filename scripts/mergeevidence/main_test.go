@@ -3,17 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/attest"
+	"qualkit/internal/merged"
 
 	"qualkit/internal/runarchive/runstest"
+	"qualkit/internal/schema"
 )
 
 const testdata = "../../internal/evidencecheck/testdata"
@@ -38,7 +42,7 @@ func TestMergeThenCheck(t *testing.T) {
 	a := shard(t, filepath.Join(tmp, "shard-refedit-v1"), "qualified", "junit-qualified.xml")
 	b := shard(t, filepath.Join(tmp, "shard-second"), "second", "junit-second.xml")
 	matrix := filepath.Join(tmp, "matrix.json")
-	require.NoError(t, os.WriteFile(matrix, []byte(`{"matrix": {"include": [{"name": "refedit-v1"}, {"name": "refedit-v1-second"}, {"name": "refedit-v1-beside"}]}}`), 0o644))
+	require.NoError(t, os.WriteFile(matrix, []byte(`{"created": "2026-12-01T00:00:00Z", "matrix": {"include": [{"name": "refedit-v1"}, {"name": "refedit-v1-second"}, {"name": "refedit-v1-beside"}]}}`), 0o644))
 	out := filepath.Join(tmp, "merged")
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 2, run([]string{"-matrix", matrix, "-out", out, a, b}, &stdout, &stderr), "neither -pubkey nor -unsigned")
@@ -96,21 +100,33 @@ func TestMergeThenCheck(t *testing.T) {
 	assert.Contains(t, string(msg), "attestation.dsse.json: signature verified")
 	assert.Contains(t, string(msg), "not verified: shards/second/20261203T151857Z-5216-second: commit not verifiable")
 
-	require.NoError(t, os.WriteFile(matrix, []byte(`{"matrix": {"include": [{"name": "refedit-v1"}, {"name": "refedit-v1-second"}, {"name": "refedit-v1-beside"}, {"name": "absent"}]}}`), 0o644))
+	require.NoError(t, os.WriteFile(matrix, []byte(`{"created": "2026-12-01T00:00:00Z", "matrix": {"include": [{"name": "refedit-v1"}, {"name": "refedit-v1-second"}, {"name": "refedit-v1-beside"}, {"name": "absent"}]}}`), 0o644))
 	stderr.Reset()
 	again := filepath.Join(tmp, "merged-again")
 	require.Equal(t, 1, run([]string{"-matrix", matrix, "-pubkey", pubFile, "-out", again, a, b}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "matrix row absent: no shard ran it (missing shard)")
 	assert.NoDirExists(t, again)
+
+	// A matrix made after the shards' runs began: they answer an earlier one.
+	require.NoError(t, os.WriteFile(matrix, []byte(`{"created": "2026-12-04T00:00:00Z", "matrix": {"include": [{"name": "refedit-v1"}, {"name": "refedit-v1-second"}, {"name": "refedit-v1-beside"}]}}`), 0o644))
+	stderr.Reset()
+	require.Equal(t, 1, run([]string{"-matrix", matrix, "-pubkey", pubFile, "-out", again, a, b}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "began 2026-12-03T15:18:33Z, before its matrix was made (2026-12-04T00:00:00Z): a run of an earlier matrix")
+	assert.NoDirExists(t, again)
 }
 
-// signShard signs the shard's run as `make shard SIGN_KEY=...` does.
+// signShard signs the shard's run as `make shard SIGN_KEY=... MATRIX_CREATED=...` does:
+// naming the shard, its first row as the matrix entry, and the matrix's created time.
 func signShard(t *testing.T, shard string, priv []byte) {
 	t.Helper()
-	runs, err := filepath.Glob(filepath.Join(shard, "2*"))
+	in, err := merged.ReadInput(shard)
 	require.NoError(t, err)
-	require.Len(t, runs, 1)
-	_, err = attest.Sign(context.Background(), runs[0], filepath.Join(shard, "junit.xml"), priv)
+	var info schema.RunInfo
+	b, err := os.ReadFile(filepath.Join(in.RunDir, schema.RunFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &info))
+	claim := &attest.ShardClaim{Name: in.Name, MatrixEntry: info.Rows[0], MatrixCreated: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	_, err = attest.SignShard(context.Background(), in.RunDir, in.JUnit, priv, claim)
 	require.NoError(t, err)
 }
 

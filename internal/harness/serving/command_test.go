@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +22,47 @@ func TestRedactEnv(t *testing.T) {
 	assert.Equal(t, []string{"HF_TOKEN=<redacted>", "PATH=/bin", "MY_API_KEY=<redacted>"}, RedactEnv([]string{"HF_TOKEN=abc", "PATH=/bin", "MY_API_KEY=k"}))
 }
 
+// A forger's .pyc in a __pycache__ beside the source (git ignores it), compiled from
+// other source and marked never to be checked against it (an unchecked hash pyc): a
+// Python started plainly runs it; every Python the harness starts, with the run's temp
+// folder or none, runs the source.
+func TestPythonRunsNoBytecodeItDidNotWrite(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "mod.py"), []byte("X = 'genuine'\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rig.py"), []byte("X = 'rigged'\n"), 0o644))
+	rig := exec.Command(python, "-c", `import os, py_compile, sys
+os.makedirs("__pycache__", exist_ok=True)
+py_compile.compile("rig.py", cfile="__pycache__/mod." + sys.implementation.cache_tag + ".pyc", doraise=True,
+    invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)`)
+	rig.Dir, rig.Env = dir, []string{"PATH=" + os.Getenv("PATH")}
+	out, err := rig.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.Remove(filepath.Join(dir, "rig.py")))
+
+	importMod := []string{python, "-c", "import mod; print(mod.X)"}
+	plain := exec.Command(importMod[0], importMod[1:]...)
+	plain.Dir, plain.Env = dir, []string{"PATH=" + os.Getenv("PATH")}
+	out, err = plain.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "rigged\n", string(out), "the forgery works on a Python started plainly")
+
+	for name, opts := range map[string][]Option{"run temp folder": {WithTempDir(filepath.Join(t.TempDir(), "tmp"))}, "none": nil} {
+		log := filepath.Join(t.TempDir(), "job.log")
+		_, err := Run(t.Context(), Command{Args: importMod, Dir: dir}, log, opts...)
+		require.NoError(t, err, name)
+		b, _ := os.ReadFile(log)
+		assert.Equal(t, "genuine\n", string(b), name)
+	}
+	// In a container, a folder of the container's own, fresh with it.
+	r, err := newRun(&Container{Image: Image{ID: "sha256:img"}, RunID: "run", Row: "row"}, Command{Args: importMod, Env: []string{"A=1"}}, options{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"PYTHONPYCACHEPREFIX=/tmp/qualkit-pycache", "A=1"}, r.cmd.Env)
+}
+
 // A process job: its output in the log, its exit code and environment in the record
 // (secrets redacted, GPUs pinned by UUID), and a failure that names the log and its tail.
 func TestProcessJob(t *testing.T) {
@@ -33,7 +76,7 @@ func TestProcessJob(t *testing.T) {
 	assert.Equal(t, 0, rec.ExitCode)
 	got := recs.all()
 	require.Len(t, got, 1)
-	assert.Equal(t, []string{"HF_TOKEN=<redacted>", "CUDA_VISIBLE_DEVICES=GPU-a,GPU-b"}, got[0].Env)
+	assert.Equal(t, append(slices.Clone(NoBytecodeEnv), "HF_TOKEN=<redacted>", "CUDA_VISIBLE_DEVICES=GPU-a,GPU-b"), got[0].Env)
 	assert.Equal(t, "build", got[0].Stage)
 
 	_, err = Run(t.Context(), Command{Args: []string{"/bin/sh", "-c", "echo it broke; exit 3"}}, log)
@@ -66,7 +109,7 @@ func TestProcessJobLeavesNothing(t *testing.T) {
 	b, _ := os.ReadFile(log)
 	assert.Equal(t, tmp+" "+tmp+" "+Self().Session+"\n", string(b))
 	assert.DirExists(t, tmp)
-	assert.Equal(t, []string{"TMPDIR=" + tmp, "GOTMPDIR=" + tmp}, recs.all()[0].Env)
+	assert.Equal(t, []string{"TMPDIR=" + tmp, "GOTMPDIR=" + tmp, "PYTHONPYCACHEPREFIX=" + filepath.Join(tmp, "pycache")}, recs.all()[0].Env)
 	pidb, err := os.ReadFile(filepath.Join(dir, "daemon"))
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(pidb)))

@@ -3,6 +3,7 @@ package serving
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"qualkit/internal/harness/gpu"
@@ -87,14 +88,26 @@ func (o options) record(rec schema.CommandRecord, err error) error {
 	return err
 }
 
-// processTempEnv is a process's TMPDIR and GOTMPDIR (WithTempDir), made if missing; the
-// command's own Env comes after it and wins.
+// processTempEnv is a process's TMPDIR and GOTMPDIR (WithTempDir), made if missing, and
+// where its Python keeps bytecode: a folder of the temp folder, which is the run's own, or,
+// with none, nowhere (NoBytecodeEnv). The command's own Env comes after it and wins.
 func (o options) processTempEnv() []string {
 	if o.tempDir == "" || os.MkdirAll(o.tempDir, 0o755) != nil {
-		return nil
+		return NoBytecodeEnv
 	}
-	return []string{"TMPDIR=" + o.tempDir, "GOTMPDIR=" + o.tempDir}
+	return []string{"TMPDIR=" + o.tempDir, "GOTMPDIR=" + o.tempDir, "PYTHONPYCACHEPREFIX=" + filepath.Join(o.tempDir, "pycache")}
 }
+
+// Every Python the harness starts reads only bytecode it wrote in this run: with
+// PYTHONPYCACHEPREFIX set, Python reads and writes a module's bytecode under that folder
+// alone, never in a __pycache__ beside the source, where a forger's .pyc (git ignores
+// them) would run in its place; pytest keeps its rewritten tests there too.
+// NoBytecodeEnv points it where no folder can be made (under a device file) and has it
+// write none: it compiles every module from its source. containerPycache is the
+// container's own folder, fresh with each container.
+var NoBytecodeEnv = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPYCACHEPREFIX=" + os.DevNull + "/pycache"}
+
+const containerPycache = "PYTHONPYCACHEPREFIX=/tmp/qualkit-pycache"
 
 // processGPUEnv pins a process to the GPUs by UUID, as a container's device request does.
 func (o options) processGPUEnv() []string {

@@ -38,31 +38,6 @@ func Root(tb testing.TB) string {
 	}
 }
 
-// Unpack extracts archive (relative to the repository root) into a fresh temporary
-// folder of tb and returns that folder.
-func Unpack(tb testing.TB, archive string) string {
-	tb.Helper()
-	dst := filepath.Join(tb.TempDir(), "runs")
-	if err := runarchive.Extract(filepath.Join(Root(tb), archive), dst); err != nil {
-		tb.Fatal(err)
-	}
-	return dst
-}
-
-// Committed is the run folder rel (e.g. "h200-orders/serial/20261204T135927Z-3913") of
-// DocsArchive, unpacked.
-func Committed(tb testing.TB, rel string) string {
-	tb.Helper()
-	return filepath.Join(Unpack(tb, DocsArchive), filepath.FromSlash(rel))
-}
-
-// Testdata is the folder holding the checker's small runs (*-qualified, *-drift,
-// *-second), unpacked.
-func Testdata(tb testing.TB) string {
-	tb.Helper()
-	return Unpack(tb, TestdataArchive)
-}
-
 var shared struct {
 	sync.Mutex
 	dirs map[string]string // archive -> its one extraction
