@@ -255,8 +255,8 @@ func readmeLine(ts *testscript.TestScript, args []string) string {
 
 // baseEnv is what the scripts' shell inherits from this host beside testscript's own
 // (PATH, WORK, TMPDIR): the machine's caches (Go's, the venv cache under
-// XDG_CACHE_HOME), pip's configuration, the locale, and testcontainers' reaper off as
-// the Makefile sets it.
+// XDG_CACHE_HOME), pip's configuration and the locale. Nothing of make test's own
+// (RUNTIME, TESTCONTAINERS_RYUK_DISABLED, QUALKIT_*): the reader's shell has none.
 func baseEnv(t *testing.T) []string {
 	cache, err := os.UserCacheDir()
 	require.NoError(t, err)
@@ -267,7 +267,7 @@ func baseEnv(t *testing.T) []string {
 		env = append(env, k+"="+v)
 	}
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PIP_") || k == "LANG" || k == "USER" || k == "TESTCONTAINERS_RYUK_DISABLED" {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PIP_") || k == "LANG" || k == "USER" {
 			env = append(env, kv)
 		}
 	}
