@@ -167,7 +167,8 @@ lint:
 # -short of those and of every package that imports them: no containers, no AIPerf, no
 # qual rows (-short skips the tests that need them; of qual only the tests that run no
 # row). The stages' judges (the harness's TestJudge tests: each stage's decisions on
-# values alone) run every time, whatever changed. `make test` stays the whole thing CI runs.
+# values alone) and the README recipes' check (each command block equals its script,
+# scripts/recipes) run every time, whatever changed. `make test` stays the whole thing CI runs.
 BASE ?= HEAD
 .PHONY: check
 check:
@@ -215,6 +216,14 @@ qwen-double: setup engine double-image tables
 	$(GO) run ./scripts/testgate -junit evidence/junit-qwen-double.xml -tables $(TABLES) -table TestTRTMCDouble \
 		$(if $(TRTMC_PERF_SERVE),-test qualkit/qual/TestPerfServeConformance)
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qwen-double.xml
+
+# The image the Qwen row runs in on capable hardware (families/qwen_image/README.md's
+# example): TRTMC's dev image from QUALKIT_TRTMC_DIR's checkout, built from the context the
+# row stages (never the checkout root, which fails on both layouts), then
+# families/qwen_image/docker/Dockerfile.reference on it, tagged QUALKIT_TRTMC_IMAGE.
+.PHONY: trtmc-image
+trtmc-image:
+	@$(GO) run ./families/qwen_image/cmd/trtmcimage
 
 # Readiness of the rows RUN selects (a go test -run pattern; default all): exit 1 when
 # one is not ready. JSON=1 prints JSON for scripts.

@@ -2,7 +2,6 @@ package qual
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,9 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/families/refedit"
+	"qualkit/internal/dockertest"
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness"
-	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
 )
 
@@ -99,9 +98,9 @@ func TestCorrectnessOnlyRun(t *testing.T) {
 func TestEngineRestartedMidServe(t *testing.T) {
 	t.Parallel() // its own suite, run folder and marker (main_test.go: parallel tests)
 	needContainers(t)
-	eng := startPrivateEngine(t)
+	eng := dockertest.Start(t)
 	// -test.v: the child says when its benchmark stage begins.
-	c := startChild(t, t.TempDir(), "container", []string{"DOCKER_HOST=" + eng.host()}, "-test.v")
+	c := startChild(t, t.TempDir(), "container", []string{"DOCKER_HOST=" + eng.Host()}, "-test.v")
 	restarted := make(chan error, 1)
 	go func() {
 		// Mid-benchmark: the stage runs and the server has answered a request (its
@@ -118,7 +117,7 @@ func TestEngineRestartedMidServe(t *testing.T) {
 			restarted <- fmt.Errorf("the child ended before its server answered a request of the benchmark")
 			return
 		}
-		restarted <- eng.restart()
+		restarted <- eng.Restart()
 	}()
 	err := c.wait()
 	require.NoError(t, <-restarted, "restart the engine")
@@ -128,7 +127,7 @@ func TestEngineRestartedMidServe(t *testing.T) {
 	run := c.run(t)
 	assert.Empty(t, leftoverProcesses(t, c.marker), "processes of the run")
 	assert.Empty(t, c.tempLeft(t), "temp folders of the run")
-	assert.Empty(t, eng.leftovers(t, filepath.Base(run)), "containers and images of the run in the restarted engine")
+	assert.Empty(t, eng.Leftovers(t, filepath.Base(run)), "containers and images of the run in the restarted engine")
 
 	res := rowResult(t, run, c.out)
 	assert.Equal(t, schema.StatusFailed, res.Status)
@@ -136,137 +135,6 @@ func TestEngineRestartedMidServe(t *testing.T) {
 	assert.Regexp(t, `^stage benchmark failed: infrastructure: the Docker engine is gone; the Docker engine was unreachable`, res.Reason)
 	require.NoError(t, evidencecheck.Check(run, ""), "the run's evidence checks")
 	t.Logf("%s (exit %d)", res.Reason, exit.ExitCode())
-}
-
-// privateEngine is a second dockerd with its own data, state, socket and containerd
-// namespace, started and stopped by one test.
-type privateEngine struct {
-	dir    string
-	cmd    *exec.Cmd
-	exited chan error // dockerd's Wait, once it exited
-	log    *os.File
-}
-
-func startPrivateEngine(t *testing.T) *privateEngine {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test restarts a Docker engine of its own, which needs root: run the tests as root (as make test and CI do), or with -run that leaves TestEngineRestartedMidServe out")
-	}
-	if _, err := exec.LookPath("dockerd"); err != nil {
-		t.Fatal("this test starts a second dockerd and none is installed: bash scripts/engine.sh installs Debian's docker.io")
-	}
-	// A short path: the engine's and containerd's sockets live under it.
-	dir, err := os.MkdirTemp("", "qk-engine-")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "daemon.json"), []byte("{}\n"), 0o644))
-	e := &privateEngine{dir: dir}
-	e.log, err = os.Create(filepath.Join(dir, "dockerd.log"))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if err := e.stop(); err != nil {
-			t.Errorf("stop the test's engine: %v", err)
-		}
-		e.log.Close()
-		if t.Failed() {
-			t.Logf("the test engine's log:\n%s", serving.TailFile(e.log.Name(), 3000))
-		}
-		unmountUnder(t, dir)
-		if err := os.RemoveAll(dir); err != nil {
-			t.Errorf("remove the test engine's folder: %v", err)
-		}
-	})
-	require.NoError(t, e.start())
-	return e
-}
-
-func (e *privateEngine) host() string { return "unix://" + filepath.Join(e.dir, "docker.sock") }
-
-func (e *privateEngine) start() error {
-	e.cmd = exec.Command("dockerd",
-		"--data-root", filepath.Join(e.dir, "data"), "--exec-root", filepath.Join(e.dir, "exec"),
-		"--pidfile", filepath.Join(e.dir, "dockerd.pid"), "--host", e.host(), "--config-file", filepath.Join(e.dir, "daemon.json"),
-		"--bridge", "none", "--iptables=false", "--ip-masq=false", "--cgroup-parent", "qualkit-engine-test",
-		"--containerd-namespace", "qualkit-engine-test", "--containerd-plugins-namespace", "qualkit-engine-test-plugins",
-		"--shutdown-timeout", "2")
-	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
-	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := e.cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- e.cmd.Wait() }()
-	e.exited = exited
-	// Until it answers, or exits: a loaded host takes longer, go test's -timeout bounds it.
-	for exec.Command("docker", "-H", e.host(), "version").Run() != nil {
-		select {
-		case err := <-exited:
-			exited <- err
-			return fmt.Errorf("the test's dockerd exited before it answered (%v); log %s:\n%s", err, e.log.Name(), serving.TailFile(e.log.Name(), 2000))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// stop ends dockerd (SIGTERM: it stops its containers and unmounts what it mounted) and
-// waits until it exited (go test's -timeout bounds it).
-func (e *privateEngine) stop() error {
-	if e.cmd == nil || e.cmd.Process == nil {
-		return nil
-	}
-	e.cmd.Process.Signal(syscall.SIGTERM)
-	<-e.exited
-	e.cmd = nil
-	return nil
-}
-
-func (e *privateEngine) restart() error {
-	if err := e.stop(); err != nil {
-		return err
-	}
-	return e.start()
-}
-
-// leftovers lists the engine's containers and images labelled with the run.
-func (e *privateEngine) leftovers(t *testing.T, runID string) []string {
-	t.Helper()
-	var left []string
-	for _, what := range [][]string{{"ps", "-a", "-q"}, {"images", "-q"}} {
-		args := append([]string{"-H", e.host()}, what...)
-		args = append(args, "--filter", "label="+serving.LabelRun+"="+runID)
-		b, err := exec.CommandContext(context.Background(), "docker", args...).CombinedOutput()
-		require.NoError(t, err, "docker %s: %s", strings.Join(args, " "), b)
-		for _, id := range strings.Fields(string(b)) {
-			left = append(left, what[0]+" "+id)
-		}
-	}
-	if len(left) > 0 {
-		b, _ := exec.CommandContext(context.Background(), "docker", "-H", e.host(), "ps", "-a", "--no-trunc", "--format", "{{.ID}} {{.Status}} {{.Command}} {{.Labels}}").CombinedOutput()
-		t.Logf("the test engine's containers:\n%s", b)
-	}
-	return left
-}
-
-// unmountUnder detaches what is still mounted under dir, deepest first (dockerd leaves
-// its network namespace's bind mount behind).
-func unmountUnder(t *testing.T, dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Errorf("read mounts: %v", err)
-		return
-	}
-	var under []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			under = append(under, f[4])
-		}
-	}
-	slices.SortFunc(under, func(a, b string) int { return len(b) - len(a) })
-	for _, m := range under {
-		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", m, err)
-		}
-	}
 }
 
 // The disk full while the row writes its evidence: the evidence root is a small tmpfs,

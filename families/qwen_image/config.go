@@ -191,6 +191,18 @@ func (c Config) DockerfilePath() string {
 	return filepath.Join(c.Checkout, c.Dockerfile)
 }
 
+// DevImage is how TRTMC's dev image is built (by the row when Image is empty, and by
+// `make trtmc-image`): the Dockerfile, and the folders its build context is staged from.
+// Not the checkout as context, as source-build.md's `docker build -f Dockerfile.dev.x86 .`
+// does: at e9132e79 the root .dockerignore (`*` and an allow-list) drops requirements/,
+// which that Dockerfile copies from; the newer Dockerfile (@ 520a0165) copies
+// community-ci.txt and expects requirements/ as its context. The context is staged with
+// exactly what the COPY lines name, from the first of these folders that holds them all.
+func (c Config) DevImage() (dockerfile string, copyRoots []string) {
+	c = c.withDefaults()
+	return c.DockerfilePath(), []string{c.Checkout, filepath.Join(c.Checkout, "requirements")}
+}
+
 func or(v, def string) string {
 	if v != "" {
 		return v

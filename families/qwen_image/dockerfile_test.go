@@ -44,8 +44,10 @@ func TestDockerfileReferenceInstallsWhatTheProbesNeed(t *testing.T) {
 	// perf-serve's requirements, from the checkout's apps/perf_serving as the context.
 	assert.Contains(t, df, "COPY requirements.txt /tmp/trtmc-perf-serving-requirements.txt")
 	assert.Contains(t, df, "--requirement /tmp/trtmc-perf-serving-requirements.txt")
-	build := `-f families/qwen_image/docker/Dockerfile.reference "$QUALKIT_TRTMC_DIR/apps/perf_serving"`
-	assert.Contains(t, df, build, "the header's recipe builds with the checkout's apps/perf_serving as the context")
-	assert.Contains(t, serverFix[ServingPerfServe], "docker build "+build, "the probes' fix is the header's recipe")
+	// The header's recipe is the README example's one command, which builds it with the
+	// checkout's apps/perf_serving as the context (scripts/recipes/qwen-example-*.txtar).
+	assert.Contains(t, df, "#   make trtmc-image", "the header's recipe")
+	assert.Contains(t, serverFix[ServingPerfServe], "`make trtmc-image`", "the probes' fix is the header's recipe")
+	assert.Contains(t, imageFix, "`make trtmc-image`", "the probes' fix is the header's recipe")
 	assert.NotRegexp(t, `(?m)^ENTRYPOINT`, df, "the NVIDIA base's entrypoint stays")
 }

@@ -27,7 +27,7 @@ type probeResult struct {
 }
 
 const imageFix = "use an image that has them: TRTMC's dev image has a CPU-only torch and lacks torchvision, diffusers, ftfy and perf-serve's requirements; " +
-	"build families/qwen_image/docker/Dockerfile.reference on top of it (its header and families/qwen_image/README.md say how) and set " + EnvImage
+	"build families/qwen_image/docker/Dockerfile.reference on top of it with `make trtmc-image` (" + EnvCheckout + " and " + EnvImage + " set: families/qwen_image/README.md)"
 
 // buildModules are what the build and test python imports: the builder (tensorrt and
 // the checkout's own tensorrt_model_connect), pytest, and numpy and PIL, which the
@@ -88,7 +88,7 @@ var serverImportModules = map[string][]string{
 // docker/Dockerfile.reference installs; torch and transformers come with the TRTMC runtime.
 var serverFix = map[string]string{
 	ServingPerfServe: "install the checkout's apps/perf_serving/requirements.txt into the image's python: families/qwen_image/docker/Dockerfile.reference " +
-		"does, built with that folder as its context (docker build -f families/qwen_image/docker/Dockerfile.reference \"$" + EnvCheckout + "/apps/perf_serving\"); " +
+		"does (`make trtmc-image` builds it with that folder as its context); " +
 		"torch and transformers come with the TRTMC runtime image",
 	ServingEditRoute: "install trtmc-server's [serve] extra (fastapi, pydantic, uvicorn) into the image's python",
 }

@@ -72,7 +72,7 @@ func TestProbes(t *testing.T) {
 	// fix names that file and the recipe that installs it, with its build context.
 	for _, p := range []family.Probe{server, imports} {
 		assert.Contains(t, p.Fix, "install the checkout's apps/perf_serving/requirements.txt into the image's python", p.Name)
-		assert.Contains(t, p.Fix, `docker build -f families/qwen_image/docker/Dockerfile.reference "$QUALKIT_TRTMC_DIR/apps/perf_serving"`, p.Name)
+		assert.Contains(t, p.Fix, "`make trtmc-image` builds it with that folder as its context", p.Name)
 		assert.NotContains(t, p.Fix, "[serve] extra", "%s: trtmc-server's fix on a perf-serve checkout", p.Name)
 	}
 	assert.ErrorContains(t, imports.Check([]byte("Traceback"), errors.New("exit 1")), "the import probe printed no result")

@@ -519,13 +519,7 @@ func (a TRTMC) Image(env family.Env) (family.ContainerImage, error) {
 		ci.Mounts = append(ci.Mounts, family.Mount{Host: n.dir, Container: buildDir})
 	}
 	if a.Config.Image == "" {
-		// Not the checkout as context, as source-build.md's `docker build -f
-		// Dockerfile.dev.x86 .` does: at e9132e79 the root .dockerignore (`*` and an
-		// allow-list) drops requirements/, which that Dockerfile copies from; the newer
-		// Dockerfile (@ 520a0165) copies community-ci.txt and expects requirements/ as
-		// its context. The context is staged with exactly what the COPY lines name.
-		ci.Dockerfile = a.Config.DockerfilePath()
-		ci.CopyRoots = []string{a.Config.Checkout, filepath.Join(a.Config.Checkout, "requirements")}
+		ci.Dockerfile, ci.CopyRoots = a.Config.DevImage()
 	}
 	return ci, nil
 }

@@ -31,6 +31,11 @@ const (
 	judgeTests = "^TestJudge"
 )
 
+// recipesPkg holds the README recipes: under -short it only checks that every README
+// command block equals its script, which runs every time (a README edit changes no Go
+// package).
+const recipesPkg = "qualkit/scripts/recipes"
+
 // qualPkg is the package of the qualification rows: -short skips none of its tests, so
 // it is tested with qualTests alone.
 const qualPkg = "qualkit/qual"
@@ -76,6 +81,8 @@ type plan struct {
 	Qual    bool // qual changed or imports a changed package
 	// Judges: run the harness's judge tests alone (its whole -short set is not in Tests).
 	Judges bool
+	// Recipes: test the README recipes' package too (it is not in Tests).
+	Recipes bool
 }
 
 func main() {
@@ -155,10 +162,12 @@ func makePlan(pkgs []pkg, changed map[string]bool) plan {
 	slices.Sort(p.Lint)
 	slices.Sort(p.Tests)
 	p.Judges = !slices.Contains(p.Tests, harnessPkg)
+	p.Recipes = !slices.Contains(p.Tests, recipesPkg)
 	return p
 }
 
-// commands are the plan's command lines, in order: the judges' alone when nothing changed.
+// commands are the plan's command lines, in order: the judges' and the recipes' alone
+// when nothing changed.
 func (p plan) commands(pkgs []pkg) [][]string {
 	var cmds [][]string
 	if len(p.Lint) > 0 {
@@ -183,6 +192,9 @@ func (p plan) commands(pkgs []pkg) [][]string {
 	}
 	if p.Judges {
 		cmds = append(cmds, []string{"go", "test", "-short", "-count=1", "-run", judgeTests, harnessPkg})
+	}
+	if p.Recipes {
+		cmds = append(cmds, []string{"go", "test", "-short", "-count=1", recipesPkg})
 	}
 	return cmds
 }

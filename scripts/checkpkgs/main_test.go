@@ -31,15 +31,15 @@ func TestPlanPicksChangedPackagesAndTheirDependents(t *testing.T) {
 		changed []string
 		want    plan
 	}{
-		{"nothing: the judges alone", nil, plan{Judges: true}},
-		{"a folder of no package", []string{"/r/docs"}, plan{Judges: true}},
-		{"a leaf", []string{"/r/scripts/tool"}, plan{Lint: []string{"qualkit/scripts/tool"}, Tests: []string{"qualkit/scripts/tool"}, Judges: true}},
+		{"nothing: the judges and the recipes alone", nil, plan{Judges: true, Recipes: true}},
+		{"a folder of no package", []string{"/r/docs"}, plan{Judges: true, Recipes: true}},
+		{"a leaf", []string{"/r/scripts/tool"}, plan{Lint: []string{"qualkit/scripts/tool"}, Tests: []string{"qualkit/scripts/tool"}, Judges: true, Recipes: true}},
 		{"only qual: linted, and its no-row tests run", []string{"/r/qual"},
-			plan{Lint: []string{qualPkg}, Qual: true, Judges: true}},
+			plan{Lint: []string{qualPkg}, Qual: true, Judges: true, Recipes: true}},
 		{"a package qual imports: qual compiled and its no-row tests run (the judges among the harness's)", []string{"/r/internal/harness"},
-			plan{Lint: []string{"qualkit/internal/harness"}, Tests: []string{"qualkit/internal/harness", "qualkit/internal/report"}, Qual: true}},
+			plan{Lint: []string{"qualkit/internal/harness"}, Tests: []string{"qualkit/internal/harness", "qualkit/internal/report"}, Qual: true, Recipes: true}},
 		{"deps through Deps too", []string{"/r/internal/schema"},
-			plan{Lint: []string{"qualkit/internal/schema"}, Tests: []string{"qualkit/internal/harness", "qualkit/internal/schema"}, Qual: true}},
+			plan{Lint: []string{"qualkit/internal/schema"}, Tests: []string{"qualkit/internal/harness", "qualkit/internal/schema"}, Qual: true, Recipes: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			changed := map[string]bool{}
@@ -61,7 +61,7 @@ func TestOnlyQualChangedRunsQualsNoRowTests(t *testing.T) {
 	for _, c := range cmds {
 		lines = append(lines, strings.Join(c, " "))
 	}
-	require.Len(t, lines, 5, "%q", lines)
+	require.Len(t, lines, 6, "%q", lines)
 	assert.Equal(t, "gofmt -l /r/qual", lines[0])
 	assert.Equal(t, "go vet -tags "+BuildTags+" qualkit/qual", lines[1])
 	assert.Equal(t, "go tool staticcheck -tags "+BuildTags+" qualkit/qual", lines[2])
@@ -69,8 +69,11 @@ func TestOnlyQualChangedRunsQualsNoRowTests(t *testing.T) {
 	assert.True(t, strings.HasSuffix(lines[3], ")$ qualkit/qual"), lines[3])
 	assert.Equal(t, "go test -short -count=1 -run ^TestJudge qualkit/internal/harness", lines[4], "the stages' judges, every time")
 
-	assert.Equal(t, [][]string{{"go", "test", "-short", "-count=1", "-run", "^TestJudge", "qualkit/internal/harness"}},
-		makePlan(testPkgs, nil).commands(testPkgs), "nothing changed: the judges alone")
+	assert.Equal(t, "go test -short -count=1 qualkit/scripts/recipes", lines[5], "the README recipes, every time")
+
+	assert.Equal(t, [][]string{{"go", "test", "-short", "-count=1", "-run", "^TestJudge", "qualkit/internal/harness"},
+		{"go", "test", "-short", "-count=1", "qualkit/scripts/recipes"}},
+		makePlan(testPkgs, nil).commands(testPkgs), "nothing changed: the judges and the recipes alone")
 }
 
 // The judges make check runs every time are tests of the harness: a rename that left

@@ -660,10 +660,10 @@ func TestContainerImageRefNeverPulled(t *testing.T) {
 func TestContainerDockerfileBases(t *testing.T) {
 	df := filepath.Join(t.TempDir(), "Dockerfile")
 	os.WriteFile(df, []byte("ARG BASE=x\nFROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:25.01-py3 AS build\nRUN true\nfrom build as final\nFROM scratch\nFROM ${BASE}\nFROM debian:12\n"), 0o644)
-	got, err := dockerfileBases(df, nil)
+	got, err := DockerfileBases(df, nil)
 	want := []string{"nvcr.io/nvidia/pytorch:25.01-py3", "debian:12"}
 	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("dockerfileBases = %v, %v; want %v", got, err, want)
+		t.Errorf("DockerfileBases = %v, %v; want %v", got, err, want)
 	}
 }
 

@@ -3,10 +3,13 @@ package serving
 import (
 	"archive/tar"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -127,6 +130,30 @@ func TestPrepareImageFromCopyRoots(t *testing.T) {
 	require.NotNil(t, img.Context)
 	assert.Equal(t, "requirements/community-ci.txt", img.Context.Files[0].Path)
 	assert.NotEmpty(t, img.ID)
+}
+
+// BuildTagged (make trtmc-image) builds from the same staged context as the row, under
+// the user's tag (a tag without a version is :latest), with no run label: no run's sweep
+// removes the image the user made.
+func TestBuildTaggedKeepsNoRunLabel(t *testing.T) {
+	requireDocker(t)
+	checkout, err := filepath.Abs(filepath.Join("testdata", "contexts", "e9132e79"))
+	require.NoError(t, err)
+	tag := fmt.Sprintf("qualkit-test/build-tagged-%d", os.Getpid())
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag+":latest").Run() })
+	spec := ImageSpec{Dockerfile: filepath.Join(checkout, "Dockerfile.dev.x86"), CopyRoots: []string{checkout, filepath.Join(checkout, "requirements")}}
+	img, err := BuildTagged(t.Context(), spec, tag, filepath.Join(t.TempDir(), "build.log"))
+	require.NoError(t, err)
+	assert.Equal(t, tag+":latest", img.Ref)
+	require.NotNil(t, img.Context)
+	assert.Equal(t, checkout, img.Context.Root)
+	assert.Equal(t, "requirements/community-ci.txt", img.Context.Files[0].Path)
+	b, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}} {{json .Config.Labels}}", img.Ref).Output()
+	require.NoError(t, err)
+	assert.Equal(t, img.ID+" null", strings.TrimSpace(string(b)))
+
+	_, err = BuildTagged(t.Context(), ImageSpec{Ref: "busybox"}, tag, filepath.Join(t.TempDir(), "build.log"))
+	assert.ErrorContains(t, err, "give a Dockerfile and either a Context or CopyRoots")
 }
 
 func TestCacheLayerVanished(t *testing.T) {

@@ -68,16 +68,41 @@ func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog stri
 		return Image{}, err
 	}
 	defer cli.Close()
-	img := Image{Paths: spec.Paths}
 	if spec.Ref != "" {
 		res, err := cli.ImageInspect(ctx, spec.Ref)
 		if err != nil {
 			return Image{}, fmt.Errorf("image %s: %w (qualkit never pulls: build it or `docker load` it first)", spec.Ref, err)
 		}
-		img.ID, img.Ref = res.ID, spec.Ref
-		return img, nil
+		return Image{ID: res.ID, Ref: spec.Ref, Paths: spec.Paths}, nil
 	}
-	img.Ref = imageTag(row, runID)
+	return build(ctx, cli, spec, imageTag(row, runID), labels(runID, row), buildLog, o)
+}
+
+// BuildTagged builds spec (a Dockerfile with a Context or CopyRoots, never a Ref) as tag,
+// an image the user keeps: it carries no run label, so no run's sweep removes it. The
+// context is staged as PrepareImage stages it; the build output goes to buildLog. A tag
+// without a version is tag:latest.
+func BuildTagged(ctx context.Context, spec ImageSpec, tag, buildLog string) (Image, error) {
+	if spec.Ref != "" || spec.Dockerfile == "" || (spec.Context == "") == (len(spec.CopyRoots) == 0) {
+		return Image{}, fmt.Errorf("image %s: give a Dockerfile and either a Context or CopyRoots", tag)
+	}
+	if i := strings.LastIndex(tag, "/"); !strings.Contains(tag[i+1:], ":") {
+		tag += ":latest"
+	}
+	if err := checkReaperOff(); err != nil {
+		return Image{}, err
+	}
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return Image{}, err
+	}
+	defer cli.Close()
+	return build(ctx, cli, spec, tag, nil, buildLog, newOptions(nil))
+}
+
+// build stages spec's context when it names CopyRoots, then builds it as tag.
+func build(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec, tag string, labels map[string]string, buildLog string, o options) (Image, error) {
+	img := Image{Ref: tag, Paths: spec.Paths}
 	start := time.Now()
 	if len(spec.CopyRoots) > 0 {
 		tmp, err := os.MkdirTemp("", "qualkit-context-")
@@ -92,7 +117,8 @@ func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog stri
 		img.Context = &bc
 		spec.Context, spec.Dockerfile = bc.Dir, filepath.Join(bc.Dir, StagedDockerfile)
 	}
-	img.ID, err = buildImage(ctx, cli, spec, img.Ref, labels(runID, row), buildLog, o)
+	var err error
+	img.ID, err = buildImage(ctx, cli, spec, img.Ref, labels, buildLog, o)
 	img.BuildS = time.Since(start).Seconds()
 	return img, err
 }
@@ -116,7 +142,7 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", fmt.Errorf("build %s: Dockerfile %s is outside the context %s", tag, dockerfile, ctxDir)
 	}
-	bases, err := dockerfileBases(dockerfile, spec.BuildArgs)
+	bases, err := DockerfileBases(dockerfile, spec.BuildArgs)
 	if err != nil {
 		return "", fmt.Errorf("build %s: %w", tag, err)
 	}
@@ -183,10 +209,10 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 	return id, o.record(rec, err)
 }
 
-// dockerfileBases lists the images a Dockerfile starts from, leaving out scratch and
+// DockerfileBases lists the images a Dockerfile starts from, leaving out scratch and
 // earlier stages; a name built from a build argument is checked with the value given
 // (args), and left out only when it has none.
-func dockerfileBases(path string, args map[string]string) ([]string, error) {
+func DockerfileBases(path string, args map[string]string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
