@@ -500,7 +500,7 @@ func saysDouble(body []byte) (bool, string) {
 // NVIDIA's entrypoint of that name does: triton-inference-server/server
 // nvidia_entrypoint.sh @ 0794865d, `exec "$@"`); replaced, torch would see no GPU there.
 func (a TRTMC) Image(env family.Env) (family.ContainerImage, error) {
-	ci := family.ContainerImage{Ref: a.Config.Image, IPCHost: true, UnderEntrypoint: true,
+	ci := family.ContainerImage{Ref: a.Config.Image, RefFix: imageFix, IPCHost: true, UnderEntrypoint: true,
 		Stages: []string{schema.StageBuild, schema.StageCorrectness},
 		Mounts: []family.Mount{
 			{Host: a.Config.Checkout, Container: srcDir},

@@ -315,6 +315,8 @@ type ContainerImage struct {
 	// The image: built here from Dockerfile (default Context/Dockerfile) and Context, or
 	// Ref, an image already present locally (never pulled).
 	Dockerfile, Context, Ref string
+	// RefFix says how to make Ref when the engine lacks it (preflight's fix).
+	RefFix string
 	// CopyRoots, instead of Context: the image is built from a context staged with
 	// exactly what the Dockerfile's COPY lines name, taken from the first of these
 	// folders that holds it all (serving.StageContext), recorded file by file.

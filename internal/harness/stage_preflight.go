@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"qualkit/internal/harness/gpu"
+	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
 )
 
@@ -88,8 +89,10 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env, spec S
 	}
 	if s.rowRuntime(c) == RuntimeContainer {
 		ok := spec.Container
+		var img ContainerImage
 		if ok {
-			img, err := c.Adapter.Image(env)
+			var err error
+			img, err = c.Adapter.Image(env)
 			ok = err == nil && (img.Ref != "" || img.Context != "" || img.Dockerfile != "")
 		}
 		switch {
@@ -102,6 +105,16 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env, spec S
 		case c.Needs.GPU != (gpu.Needs{}) && !s.daemon.NvidiaRuntime:
 			need(true, fmt.Sprintf("the Docker daemon at %s has no nvidia runtime (runtimes: %v): GPU containers cannot start", s.daemon.Endpoint, s.daemon.Runtimes),
 				"install the NVIDIA Container Toolkit and run `nvidia-ctk runtime configure --runtime=docker`, then restart dockerd")
+		}
+		// An image named, not built here, must be in this engine now: qualkit never pulls.
+		if ok && s.dockerErr == nil && img.Ref != "" && img.Dockerfile == "" && img.Context == "" && len(img.CopyRoots) == 0 {
+			if err := serving.ImagePresent(ctx, img.Ref); err != nil {
+				fix := img.RefFix
+				if fix == "" {
+					fix = "build the image (the family's README says how) or `docker load` it; qualkit never pulls"
+				}
+				need(true, fmt.Sprintf("image %s is not in the Docker engine at %s (qualkit never pulls): %v", img.Ref, s.daemon.Endpoint, err), fix)
+			}
 		}
 	}
 	reading, gpuErr := gpu.Read(ctx, s.cfg.GPURead)
