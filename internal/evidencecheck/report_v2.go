@@ -18,8 +18,8 @@ import (
 // checkSchema: results.json is of a version this checker knows.
 func (r *rowCheck) checkSchema() {
 	got := r.res.Schema
-	r.truth(got == schema.ResultSchema || got == schema.ResultSchemaV1, schema.ResultsFile, "schema",
-		schema.ResultSchema+" (or "+schema.ResultSchemaV1+", written before it)", quote(got))
+	r.truth(got == schema.ResultSchema || got == schema.ResultSchemaV2 || got == schema.ResultSchemaV1, schema.ResultsFile, "schema",
+		schema.ResultSchema+" (or "+schema.ResultSchemaV2+" or "+schema.ResultSchemaV1+", written before it)", quote(got))
 }
 
 // checkResultV2 re-derives the p99 of both timing columns and the first request. A
@@ -27,7 +27,7 @@ func (r *rowCheck) checkSchema() {
 // never had them, and a value it states anyway is checked all the same.
 func (r *rowCheck) checkResultV2() {
 	res := r.res
-	v2 := res.Schema == schema.ResultSchema
+	v2 := res.Schema != schema.ResultSchemaV1
 	client, task, problems := r.measuredTimes()
 	if r.rawErr == nil && len(problems) == 0 {
 		p99 := func(name string, got *schema.Quantiles, xs []float64, src string) {

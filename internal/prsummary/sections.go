@@ -58,7 +58,7 @@ func (r *run) sections(prefix string) []Section {
 func (r *run) section(w row, prefix string) Section {
 	res := w.res
 	s := Section{Name: w.name, Href: prefix + w.name, Status: res.Status, Reason: res.Reason, Command: res.Command}
-	for _, name := range schema.Stages {
+	for _, name := range schema.PipelineOf(res.Schema) {
 		m := StageMark{Name: name, Status: schema.NotRun, Title: name + ": not run"}
 		if st, ok := res.Stage(name); ok && st.Status != schema.NotRun {
 			m.Status = st.Status

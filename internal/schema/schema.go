@@ -12,13 +12,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
 
-// ResultSchema is results.json's "schema". Version 2 adds the p99 of both timing
-// columns and the first request (FirstRequest); a version-1 file has neither.
-const ResultSchema = "qualkit.result/2"
+// ResultSchema is results.json's "schema". Version 3 adds the controls stage (and
+// results.json controls); version 2 added the p99 of both timing columns and the first
+// request (FirstRequest); a version-1 file has neither.
+const ResultSchema = "qualkit.result/3"
+
+// ResultSchemaV2 is the schema of results.json written before the controls stage: still
+// read and checked as it was (PipelineOf).
+const ResultSchemaV2 = "qualkit.result/2"
 
 // ResultSchemaV1 is the schema of results.json written before version 2: still read and
 // checked as it was.
@@ -40,7 +46,16 @@ const (
 
 // Stages is the pipeline every row runs, in order; a row passes only if results.json
 // lists exactly these, each "pass".
-var Stages = []string{StagePreflight, StageBuild, StageCorrectness, StageServe, StageBenchmark, StageQuality, StageInfluence, StageIdentity}
+var Stages = []string{StagePreflight, StageBuild, StageCorrectness, StageServe, StageBenchmark, StageQuality, StageInfluence, StageControls, StageIdentity}
+
+// PipelineOf is the pipeline a results.json of that schema ran: Stages, without controls
+// before version 3.
+func PipelineOf(resultSchema string) []string {
+	if resultSchema == ResultSchemaV1 || resultSchema == ResultSchemaV2 {
+		return slices.DeleteFunc(slices.Clone(Stages), func(s string) bool { return s == StageControls })
+	}
+	return Stages
+}
 
 // Stage outcomes.
 const (
@@ -154,6 +169,7 @@ type Result struct {
 	// wrote (one capture group); empty when the family's program states none.
 	NativeOutputPattern string           `json:"native_output_pattern,omitempty"`
 	Influence           *InfluenceResult `json:"influence,omitempty"`
+	Controls            *ControlsResult  `json:"controls,omitempty"`
 	TimeBudget          *TimeBudget      `json:"time_budget,omitempty"`
 	Lease               *Lease           `json:"lease,omitempty"`
 	Command             string           `json:"command"`

@@ -90,7 +90,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	body := &countingReader{r: r.Body}
 	r.Body = body
-	form, apiErr := readForm(r, s.cfg.MaxPromptBytes)
+	form, apiErr := readForm(r, s.cfg.MaxPromptBytes, s.faults.acceptsUnknown())
 	if apiErr == nil {
 		apiErr = body.checkLength(r.ContentLength)
 	}
