@@ -7,7 +7,7 @@ import (
 	"qualkit/internal/schema"
 )
 
-// controls are the settings refedit-v1 supports, read from its own parsers:
+// Controls are the settings refedit-v1 supports, read from its own parsers:
 // edit/settings.go ParseSettings (size, num_inference_steps, guidance_scale, seed, their
 // ranges, and the bundle limits edit/builder.go Build writes), server/openai.go (OpenAI
 // fields accepted without effect, and those refused by name) and server/form.go readForm
@@ -16,7 +16,7 @@ import (
 // grain (edit/grain.go), guidance blends every edit (edit/blend.go). The records
 // (server/records.go) state each request's settings as it ran, precision among them
 // (edit.Precision, fixed: no request sets it).
-func controls() *schema.Controls {
+func Controls() *schema.Controls {
 	d, l := edit.BuiltinDefaults(), edit.Build(edit.BuiltinDefaults()).Limits
 	return &schema.Controls{
 		Source: "families/refedit/edit/settings.go ParseSettings, server/form.go readForm, server/openai.go",
@@ -42,7 +42,7 @@ func controls() *schema.Controls {
 			{Field: "mask", Value: "x", Why: "server/openai.go openAIRefused: refedit edits the whole image"},
 			{Field: "qualkit_unknown_control", Value: "1", Why: "a field no server knows: server/form.go readForm refuses it"},
 		},
-		StepRatio:       [2]float64{1.5, 2.4},
+		StepRatio:       [2]float64{1.4, 2.6},
 		Precision:       edit.Precision,
 		PrecisionRecord: "settings.precision",
 	}

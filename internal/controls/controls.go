@@ -6,6 +6,7 @@
 package controls
 
 import (
+	"cmp"
 	"fmt"
 	"image"
 	"image/draw"
@@ -18,9 +19,10 @@ import (
 	"qualkit/internal/schema"
 )
 
-// StepRepeats is how often each point of the steps measurement is sent: its least Task
-// time counts, so one slow request on a busy host does not move the ratio.
-const StepRepeats = 2
+// StepRepeats is how often each point of the steps measurement is sent, N then 2N
+// back to back each time: the ratio of each such pair is taken over the same moments of
+// a busy host, and the median pair counts.
+const StepRepeats = 3
 
 // Plan is the probes for decl: each control's two values (seed's first twice; steps'
 // each StepRepeats times), each invalid value, each refused field, in that order. base
@@ -232,10 +234,13 @@ func judgeSteps(v *schema.ControlVerdict, c schema.Control, band [2]float64, pro
 		v.Error = fmt.Sprintf("values %q and %q: want two step counts, N and a larger one", c.Values[0], c.Values[1])
 		return
 	}
-	t := [2]float64{math.Inf(1), math.Inf(1)}
-	for i, n := range names {
-		t[i%2] = math.Min(t[i%2], probes[n].TaskMS)
+	// The pair whose ratio is the median of the pairs (N and 2N sent back to back).
+	pairs := make([][2]float64, 0, len(names)/2)
+	for i := 0; i+1 < len(names); i += 2 {
+		pairs = append(pairs, [2]float64{probes[names[i]].TaskMS, probes[names[i+1]].TaskMS})
 	}
+	slices.SortFunc(pairs, func(x, y [2]float64) int { return cmp.Compare(x[1]/x[0], y[1]/y[0]) })
+	t := pairs[len(pairs)/2]
 	v.TaskMS = [2]float64{round3(t[0]), round3(t[1])}
 	if !(t[0] > 0) {
 		v.Error = fmt.Sprintf("no Task time at %s steps", c.Values[0])
@@ -245,8 +250,8 @@ func judgeSteps(v *schema.ControlVerdict, c schema.Control, band [2]float64, pro
 	v.Ratio = round3(t[1] / t[0])
 	v.PerStepMS = round3((t[1] - t[0]) / (n2 - n1))
 	v.FixedMS = round3(t[0] - n1*(t[1]-t[0])/(n2-n1))
-	v.Figure = fmt.Sprintf("Task %.1f ms at %s steps, %.1f ms at %s: ratio %.2f (band %.2f-%.2f); %.2f ms/step + %.1f ms fixed",
-		t[0], c.Values[0], t[1], c.Values[1], v.Ratio, band[0], band[1], v.PerStepMS, v.FixedMS)
+	v.Figure = fmt.Sprintf("Task %.1f ms at %s steps, %.1f ms at %s: ratio %.2f (band %.2f-%.2f, the median of %d pairs); %.2f ms/step + %.1f ms fixed",
+		t[0], c.Values[0], t[1], c.Values[1], v.Ratio, band[0], band[1], len(pairs), v.PerStepMS, v.FixedMS)
 	if v.Ratio < band[0] || v.Ratio > band[1] {
 		v.Error = fmt.Sprintf("the Task time at %s steps is %.2f x that at %s, outside the family's band %.2f-%.2f: the server does not run the steps asked",
 			c.Values[1], v.Ratio, c.Values[0], band[0], band[1])

@@ -98,7 +98,7 @@ func TestJudgeFailsEachWay(t *testing.T) {
 		plant      func(in *Input)
 	}{
 		{"steps ignored", "control num_inference_steps: the Task time at 20 steps is 1.00 x", func(in *Input) {
-			for _, n := range []string{"num_inference_steps-b-1", "num_inference_steps-b-2"} {
+			for _, n := range []string{"num_inference_steps-b-1", "num_inference_steps-b-2", "num_inference_steps-b-3"} {
 				set(in, n, func(p *schema.ControlProbe) { p.TaskMS = 15 })
 			}
 		}},
@@ -146,6 +146,23 @@ func TestJudgeFailsEachWay(t *testing.T) {
 			assert.Contains(t, v.Err.Error(), tc.want)
 		})
 	}
+}
+
+// A host whose load changes between the pairs does not move the verdict: each pair is
+// sent back to back and the median pair's ratio counts (the least time of each point
+// would give 50/15 = 3.33 here, outside the band).
+func TestJudgeStepsMedianPair(t *testing.T) {
+	in := good()
+	times := map[string]float64{"num_inference_steps-a-1": 15, "num_inference_steps-b-1": 50,
+		"num_inference_steps-a-2": 30, "num_inference_steps-b-2": 50, "num_inference_steps-a-3": 30, "num_inference_steps-b-3": 50}
+	for i := range in.Probes {
+		if ms, ok := times[in.Probes[i].Name]; ok {
+			in.Probes[i].TaskMS = ms
+		}
+	}
+	v := Judge(in)
+	require.NoError(t, v.Err)
+	assert.InDelta(t, 50.0/30.0, v.Result.Controls[1].Ratio, 0.001)
 }
 
 func TestJudgeWithoutDeclaration(t *testing.T) {

@@ -93,8 +93,8 @@ type ControlVerdict struct {
 	Verdict string `json:"verdict"` // Pass or Fail
 	Figure  string `json:"figure"`
 	Error   string `json:"error,omitempty"`
-	// Steps only: the Task times at N and 2N (ms, the least of the repeats), their ratio,
-	// and the per-step and fixed cost they imply.
+	// Steps only: the Task times at N and 2N (ms) of the pair whose ratio is the median
+	// of the repeats, their ratio, and the per-step and fixed cost they imply.
 	TaskMS    [2]float64 `json:"task_ms,omitempty"`
 	Ratio     float64    `json:"ratio,omitempty"`
 	PerStepMS float64    `json:"per_step_ms,omitempty"`

@@ -71,6 +71,7 @@ func TestFaultNamesRoundTrip(t *testing.T) {
 		FaultJPEG: true, FaultConstant: true, FaultUnchanged: true, FaultResizeOnly: true, FaultOtherEdit: true, FaultRotate90: true, FaultWeakReference: true,
 		FaultStatus500: false, FaultErrorJSON: false, FaultSlow: false, FaultCrash: false,
 		FaultNoTiming: false, FaultIgnoreRequestID: false, FaultNeverReady: false,
+		FaultIgnoreSteps: true, FaultPinSize: true, FaultDropGuidance: true, FaultAcceptUnknown: false,
 	}, task)
 	assert.False(t, Fault{}.On())
 	assert.Contains(t, Fault{Name: FaultSlow, K: 1, Delay: 3 * time.Second}.Describe(), "sleeps 3s")
