@@ -25,7 +25,7 @@ func TRTMCControls() *schema.Controls {
 			{Field: "size", Effect: schema.EffectSize, Allowed: "WxH (height, width)", Default: "the bundle's image size",
 				Values: [2]string{"1024x1024", "768x1024"}, Source: worker + ": height, width"},
 			{Field: "num_inference_steps", Effect: schema.EffectSteps, Allowed: ">=1", Default: "the bundle's (50)",
-				Values: [2]string{"10", "20"}, Invalid: []string{"0"}, Source: worker + ": num_steps"},
+				Values: [2]string{"10", "20"}, Source: worker + ": num_steps"},
 			{Field: "guidance_scale", Effect: schema.EffectPixels, Allowed: ">0 (true CFG)", Default: "4.0",
 				Values: [2]string{"4.0", "1.5"}, Source: worker + ": guidance_scale"},
 			{Field: "seed", Effect: schema.EffectSeed, Allowed: "integer", Values: [2]string{"42", "7"}, Source: worker + ": seed"},

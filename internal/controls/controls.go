@@ -19,10 +19,11 @@ import (
 	"qualkit/internal/schema"
 )
 
-// StepRepeats is how often each point of the steps measurement is sent, N then 2N
-// back to back each time: the ratio of each such pair is taken over the same moments of
-// a busy host, and the median pair counts.
-const StepRepeats = 3
+// StepRepeats is how often each point of the steps measurement is sent, N and 2N back
+// to back each time (N first, then 2N first, alternately, so a load that rises or falls
+// through the stage biases the pairs both ways): the ratio of each pair is taken over the
+// same moments of a busy host, and the median pair counts.
+const StepRepeats = 5
 
 // Plan is the probes for decl: each control's two values (seed's first twice; steps'
 // each StepRepeats times), each invalid value, each refused field, in that order. base
@@ -33,16 +34,17 @@ func Plan(decl *schema.Controls, base map[string]string, prompt string) []schema
 		return nil
 	}
 	var out []schema.ControlProbe
+	var with map[string]string
 	add := func(name, field, value, instr string) {
-		s := maps.Clone(base)
-		if s == nil {
-			s = map[string]string{}
-		}
+		s := map[string]string{}
+		maps.Copy(s, base)
+		maps.Copy(s, with)
 		s[field] = value
 		out = append(out, schema.ControlProbe{Name: name, RequestID: schema.ControlsRequestID(name), Field: field, Value: value, Prompt: instr, Settings: s})
 	}
 	for _, c := range decl.Controls {
 		instr := cmpOr(c.Prompt, prompt)
+		with = c.With
 		switch c.Effect {
 		case schema.EffectSeed:
 			add(c.Field+"-a", c.Field, c.Values[0], instr)
@@ -50,8 +52,15 @@ func Plan(decl *schema.Controls, base map[string]string, prompt string) []schema
 			add(c.Field+"-b", c.Field, c.Values[1], instr)
 		case schema.EffectSteps:
 			for i := range StepRepeats {
-				add(fmt.Sprintf("%s-a-%d", c.Field, i+1), c.Field, c.Values[0], instr)
-				add(fmt.Sprintf("%s-b-%d", c.Field, i+1), c.Field, c.Values[1], instr)
+				a := func() { add(fmt.Sprintf("%s-a-%d", c.Field, i+1), c.Field, c.Values[0], instr) }
+				b := func() { add(fmt.Sprintf("%s-b-%d", c.Field, i+1), c.Field, c.Values[1], instr) }
+				if i%2 == 0 {
+					a()
+					b()
+				} else {
+					b()
+					a()
+				}
 			}
 		default:
 			add(c.Field+"-a", c.Field, c.Values[0], instr)
@@ -59,10 +68,12 @@ func Plan(decl *schema.Controls, base map[string]string, prompt string) []schema
 		}
 	}
 	for _, c := range decl.Controls {
+		with = c.With
 		for i, v := range c.Invalid {
 			add(fmt.Sprintf("%s-invalid-%d", c.Field, i+1), c.Field, v, cmpOr(c.Prompt, prompt))
 		}
 	}
+	with = nil
 	for _, f := range decl.Refused {
 		add("refused-"+strings.ToLower(f.Field), f.Field, f.Value, prompt)
 	}

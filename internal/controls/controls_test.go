@@ -1,6 +1,7 @@
 package controls
 
 import (
+	"fmt"
 	"image"
 	"image/color"
 	"strings"
@@ -17,7 +18,8 @@ func decl() *schema.Controls {
 	return &schema.Controls{
 		Controls: []schema.Control{
 			{Field: "size", Effect: schema.EffectSize, Allowed: "WxH", Values: [2]string{"4x4", "6x2"}, Recorded: []string{"settings.width", "settings.height"}},
-			{Field: "num_inference_steps", Effect: schema.EffectSteps, Allowed: "1-100", Values: [2]string{"10", "20"}, Invalid: []string{"0"}, Recorded: []string{"settings.num_inference_steps"}},
+			{Field: "num_inference_steps", Effect: schema.EffectSteps, Allowed: "1-100", Values: [2]string{"10", "20"}, Invalid: []string{"0"}, Recorded: []string{"settings.num_inference_steps"},
+				With: map[string]string{"seed": "9"}},
 			{Field: "guidance_scale", Effect: schema.EffectPixels, Allowed: ">0", Values: [2]string{"1", "2"}},
 			{Field: "seed", Effect: schema.EffectSeed, Values: [2]string{"1", "2"}, Recorded: []string{"settings.seed"}},
 			{Field: "quality", Effect: schema.EffectNoop, Values: [2]string{"low", "high"}},
@@ -98,8 +100,8 @@ func TestJudgeFailsEachWay(t *testing.T) {
 		plant      func(in *Input)
 	}{
 		{"steps ignored", "control num_inference_steps: the Task time at 20 steps is 1.00 x", func(in *Input) {
-			for _, n := range []string{"num_inference_steps-b-1", "num_inference_steps-b-2", "num_inference_steps-b-3"} {
-				set(in, n, func(p *schema.ControlProbe) { p.TaskMS = 15 })
+			for i := range StepRepeats {
+				set(in, fmt.Sprintf("num_inference_steps-b-%d", i+1), func(p *schema.ControlProbe) { p.TaskMS = 15 })
 			}
 		}},
 		{"size pinned", "control size: size=6x2 gave a 4x4 PNG", func(in *Input) { in.Outputs["size-b"] = solid(4, 4, 100) }},
@@ -154,7 +156,8 @@ func TestJudgeFailsEachWay(t *testing.T) {
 func TestJudgeStepsMedianPair(t *testing.T) {
 	in := good()
 	times := map[string]float64{"num_inference_steps-a-1": 15, "num_inference_steps-b-1": 50,
-		"num_inference_steps-a-2": 30, "num_inference_steps-b-2": 50, "num_inference_steps-a-3": 30, "num_inference_steps-b-3": 50}
+		"num_inference_steps-a-2": 30, "num_inference_steps-b-2": 50, "num_inference_steps-a-3": 30, "num_inference_steps-b-3": 50,
+		"num_inference_steps-a-4": 90, "num_inference_steps-b-4": 50, "num_inference_steps-a-5": 30, "num_inference_steps-b-5": 50}
 	for i := range in.Probes {
 		if ms, ok := times[in.Probes[i].Name]; ok {
 			in.Probes[i].TaskMS = ms
@@ -163,6 +166,17 @@ func TestJudgeStepsMedianPair(t *testing.T) {
 	v := Judge(in)
 	require.NoError(t, v.Err)
 	assert.InDelta(t, 50.0/30.0, v.Result.Controls[1].Ratio, 0.001)
+}
+
+// The steps pairs alternate which point goes first.
+func TestPlanAlternatesStepPairs(t *testing.T) {
+	var order []string
+	for _, p := range Plan(decl(), nil, "edit") {
+		if p.Field == "num_inference_steps" && !strings.Contains(p.Name, "invalid") {
+			order = append(order, strings.TrimPrefix(p.Name, "num_inference_steps-"))
+		}
+	}
+	assert.Equal(t, []string{"a-1", "b-1", "b-2", "a-2", "a-3", "b-3", "b-4", "a-4", "a-5", "b-5"}, order)
 }
 
 func TestJudgeWithoutDeclaration(t *testing.T) {
@@ -179,6 +193,10 @@ func TestSummary(t *testing.T) {
 func TestPlanChangesOneSettingAtATime(t *testing.T) {
 	base := map[string]string{"size": "4x4", "seed": "1"}
 	for _, p := range Plan(decl(), base, "edit") {
+		if p.Field == "num_inference_steps" {
+			assert.Equal(t, "9", p.Settings["seed"], "%s carries the control's own settings", p.Name)
+			continue
+		}
 		for k, v := range base {
 			if k != p.Field {
 				assert.Equal(t, v, p.Settings[k], "probe %s changes %s too", p.Name, k)

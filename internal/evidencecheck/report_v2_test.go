@@ -27,7 +27,7 @@ func v2Run(t *testing.T) string {
 	row := filepath.Join(dir, qualifiedRow)
 	first, latency := firstProfiled(t, filepath.Join(row, schema.ProfileExportFile))
 	editJSON(t, filepath.Join(row, schema.ResultsFile), func(d map[string]any) {
-		d["schema"] = schema.ResultSchema
+		d["schema"] = schema.ResultSchemaV2
 		for _, col := range []string{"http_latency", "task_time"} {
 			q := d[col].(map[string]any)
 			q["p99_ms"] = q["p95_ms"]
