@@ -57,7 +57,7 @@ func TestMakeTestdata(t *testing.T) {
 	res, _ := s.Run(context.Background(), row("refedit-v1-native-drift", func(f *refedit.Faulty) {
 		f.OneShot = true
 		f.NativeFault, f.RecordsTiming = "drift", true
-	}), t.TempDir())
+	}), t.TempDir(), harness.Reproduce("TestNegativeControls/refedit-v1-native-drift"))
 	if res == nil || res.Status != schema.StatusFailed {
 		t.Fatalf("the drift row should fail identity: %+v", res)
 	}
