@@ -13,9 +13,9 @@ import (
 // fields accepted without effect, and those refused by name) and server/form.go readForm
 // (any other field is refused as unknown). Each control's probe instruction picks the
 // edit where it matters: steps are passes of the blur (edit/blur.go), the seed draws the
-// grain (edit/grain.go), guidance blends every edit (edit/blend.go); steps are measured at
-// 512x512, where a pass costs far more than decoding and encoding, whatever the
-// workload's size. The records
+// grain (edit/grain.go), guidance blends every edit (edit/blend.go). At the workload's
+// 512x512 a blur pass costs far more than decoding and encoding, so 10 and 20 steps give
+// a Task-time ratio near 2. The records
 // (server/records.go) state each request's settings as it ran, precision among them
 // (edit.Precision, fixed: no request sets it).
 func Controls() *schema.Controls {
@@ -27,7 +27,7 @@ func Controls() *schema.Controls {
 				Values: [2]string{"512x512", "384x256"}, Invalid: []string{"9000x9000", "0x512"},
 				Recorded: []string{"settings.width", "settings.height"}, Source: "edit/settings.go parseSize"},
 			{Field: edit.FieldNumInferenceSteps, Effect: schema.EffectSteps, Allowed: "1-" + strconv.Itoa(l.MaxNumInferenceSteps), Default: strconv.Itoa(d.NumInferenceSteps),
-				Values: [2]string{"10", "20"}, Prompt: "Blur the whole image", With: map[string]string{edit.FieldSize: "512x512"}, Invalid: []string{"0", strconv.Itoa(l.MaxNumInferenceSteps + 1)},
+				Values: [2]string{"10", "20"}, Prompt: "Blur the whole image", Invalid: []string{"0", strconv.Itoa(l.MaxNumInferenceSteps + 1)},
 				Recorded: []string{"settings.num_inference_steps"}, Source: "edit/settings.go ParseSettings; edit/blur.go: one blur pass per step"},
 			{Field: edit.FieldGuidanceScale, Effect: schema.EffectPixels, Allowed: "(0, " + strconv.FormatFloat(l.MaxGuidanceScale, 'f', -1, 64) + "]",
 				Default: strconv.FormatFloat(d.GuidanceScale, 'f', -1, 64), Values: [2]string{"1.0", "2.0"}, Invalid: []string{"-1", "0"},

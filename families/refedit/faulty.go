@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"qualkit/internal/family"
+	"qualkit/internal/schema"
 )
 
 // Faulty is the reference family broken on purpose, for the negative controls (README
@@ -20,6 +21,10 @@ type Faulty struct {
 	NoPair      bool          // the quality stage without the pair's reference criteria: the influence gate alone sees a server that ignores the image
 	CaseFault   CaseFault     // a correctness case that proves nothing
 	MemoryBytes int64         // the row's containers get this memory cap: below what the server needs, the kernel OOM-kills it
+	// StepValues, when set, are the two step counts the controls stage measures instead of
+	// the declaration's: a workload shrunk to 64x64 (the checker's testdata) needs more
+	// blur passes than 512x512 for a step's cost to show.
+	StepValues [2]string
 }
 
 var _ family.Family = Faulty{}
@@ -30,6 +35,13 @@ func (f Faulty) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	spec, err := f.Family.Describe(env, row)
 	if f.OneShot {
 		spec.Batch, spec.BatchWaits = false, false
+	}
+	if f.StepValues != ([2]string{}) && spec.Controls != nil {
+		for i, c := range spec.Controls.Controls {
+			if c.Effect == schema.EffectSteps {
+				spec.Controls.Controls[i].Values = f.StepValues
+			}
+		}
 	}
 	if f.NoPair {
 		spec.Quality = func(env family.Env) (family.QualitySpec, error) {

@@ -34,17 +34,14 @@ func Plan(decl *schema.Controls, base map[string]string, prompt string) []schema
 		return nil
 	}
 	var out []schema.ControlProbe
-	var with map[string]string
 	add := func(name, field, value, instr string) {
 		s := map[string]string{}
 		maps.Copy(s, base)
-		maps.Copy(s, with)
 		s[field] = value
 		out = append(out, schema.ControlProbe{Name: name, RequestID: schema.ControlsRequestID(name), Field: field, Value: value, Prompt: instr, Settings: s})
 	}
 	for _, c := range decl.Controls {
 		instr := cmpOr(c.Prompt, prompt)
-		with = c.With
 		switch c.Effect {
 		case schema.EffectSeed:
 			add(c.Field+"-a", c.Field, c.Values[0], instr)
@@ -68,12 +65,10 @@ func Plan(decl *schema.Controls, base map[string]string, prompt string) []schema
 		}
 	}
 	for _, c := range decl.Controls {
-		with = c.With
 		for i, v := range c.Invalid {
 			add(fmt.Sprintf("%s-invalid-%d", c.Field, i+1), c.Field, v, cmpOr(c.Prompt, prompt))
 		}
 	}
-	with = nil
 	for _, f := range decl.Refused {
 		add("refused-"+strings.ToLower(f.Field), f.Field, f.Value, prompt)
 	}

@@ -56,9 +56,6 @@ type Control struct {
 	Values [2]string `json:"values"`
 	// Prompt is the instruction under which the control matters ("": the influence one).
 	Prompt string `json:"prompt,omitempty"`
-	// With are settings the control's probes carry over the base ones (steps measured at
-	// a size where a step's cost shows, whatever the workload's size).
-	With map[string]string `json:"with,omitempty"`
 	// Invalid are out-of-range values: each must get a 4xx naming Field.
 	Invalid []string `json:"invalid,omitempty"`
 	// Recorded are the dotted paths, in the server's records line of a request, of the
