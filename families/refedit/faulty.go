@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"qualkit/internal/family"
-	"qualkit/internal/schema"
 )
 
 // Faulty is the reference family broken on purpose, for the negative controls (README
@@ -21,10 +20,10 @@ type Faulty struct {
 	NoPair      bool          // the quality stage without the pair's reference criteria: the influence gate alone sees a server that ignores the image
 	CaseFault   CaseFault     // a correctness case that proves nothing
 	MemoryBytes int64         // the row's containers get this memory cap: below what the server needs, the kernel OOM-kills it
-	// StepValues, when set, are the two step counts the controls stage measures instead of
-	// the declaration's: a workload shrunk to 64x64 (the checker's testdata) needs more
-	// blur passes than 512x512 for a step's cost to show.
-	StepValues [2]string
+	// ControlValues replace the two values the controls stage sends for a field: the
+	// checker's testdata, shrunk to 64x64, needs more blur passes than 512x512 for a
+	// step's cost to show, and small sizes to stay small.
+	ControlValues map[string][2]string
 }
 
 var _ family.Family = Faulty{}
@@ -36,10 +35,10 @@ func (f Faulty) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	if f.OneShot {
 		spec.Batch, spec.BatchWaits = false, false
 	}
-	if f.StepValues != ([2]string{}) && spec.Controls != nil {
+	if spec.Controls != nil {
 		for i, c := range spec.Controls.Controls {
-			if c.Effect == schema.EffectSteps {
-				spec.Controls.Controls[i].Values = f.StepValues
+			if v, ok := f.ControlValues[c.Field]; ok {
+				spec.Controls.Controls[i].Values = v
 			}
 		}
 	}

@@ -4,15 +4,19 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"qualkit/internal/schema"
 )
 
-// The controls stage is re-derived with the harness's own judge: a figure planted in
+// The committed run *-controls (testdata/runs.tar.zst, the only one with the stage)
+// checks as it is; its controls stage is re-derived with the harness's own judge: a figure planted in
 // controls.json and results.json alike (every derived file and checksum then forged to
 // agree), a refusal turned into an acceptance, or a records line that states other work
 // than its request asked, each fails the check naming what moved.
 func TestControlsAreDerived(t *testing.T) {
 	q := qualifiedRow
+	require.NoError(t, Check(testRun(t, "controls"), ""))
 	both := func(t *testing.T, dir string, edit func(c map[string]any)) {
 		editJSON(t, filepath.Join(dir, q, schema.ControlsFile), edit)
 		editJSON(t, filepath.Join(dir, q, schema.ResultsFile), func(d map[string]any) { edit(d["controls"].(map[string]any)) })
@@ -35,12 +39,12 @@ func TestControlsAreDerived(t *testing.T) {
 			both(t, dir, func(c map[string]any) { control(c, "num_inference_steps")["ratio"] = 2.0 })
 		}, []string{q + "/controls/controls.json: controls.controls[num_inference_steps]: evidence says", "Ratio:"}},
 		{"the steps figure planted", func(t *testing.T, dir string) {
-			both(t, dir, func(c map[string]any) { control(c, "num_inference_steps")["figure"] = "Task 100.0 ms at 10 steps, 200.0 ms at 20: ratio 2.00" })
+			both(t, dir, func(c map[string]any) { control(c, "num_inference_steps")["figure"] = "Task 100.0 ms at 30 steps, 200.0 ms at 60: ratio 2.00" })
 		}, []string{q + "/controls/controls.json: controls.controls[num_inference_steps].figure: evidence says \"Task "}},
 		{"a size the server did not serve claimed", func(t *testing.T, dir string) {
 			both(t, dir, func(c map[string]any) {
 				s := control(c, "size")
-				s["figure"] = "asked 512x512, 384x256; got 512x512, 384x256 (planted)"
+				s["figure"] = "asked 64x64, 48x32; got 64x64, 48x32 (planted)"
 			})
 		}, []string{q + "/controls/controls.json: controls.controls[size].figure"}},
 		{"a refusal turned into a 200", func(t *testing.T, dir string) {
@@ -58,11 +62,11 @@ func TestControlsAreDerived(t *testing.T) {
 					d["settings"].(map[string]any)["num_inference_steps"] = 4.0
 				}
 			})
-		}, []string{q + "/controls/controls.json: controls.work: evidence says", "asked num_inference_steps=20, the server's records say it ran 4"}},
+		}, []string{q + "/controls/controls.json: controls.work: evidence says", "asked num_inference_steps=60, the server's records say it ran 4"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := runCopy(t, "qualified")
+			dir := runCopy(t, "controls")
 			tc.edit(t, dir)
 			forge(t, dir)
 			failsWith(t, Check(dir, ""), tc.want...)

@@ -64,6 +64,20 @@ func TestMakeTestdata(t *testing.T) {
 	finish(t, s)
 }
 
+// TestMakeControlsTestdata makes the run *-controls: the qualified row again, with the
+// controls stage (results.json schema 3), which the runs above predate.
+func TestMakeControlsTestdata(t *testing.T) {
+	cfg, row := mkSetup(t)
+	cfg.RunID = harness.NewRunID(time.Now()) + "-controls"
+	s, err := harness.NewSuite(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := row("refedit-v1", func(*refedit.Faulty) {})
+	t.Run(c.Name, func(t *testing.T) { s.Qualify(t, c) })
+	finish(t, s)
+}
+
 // mkSetup is the suite configuration and the row maker both generators use.
 func mkSetup(t *testing.T) (harness.SuiteConfig, func(string, func(*refedit.Faulty)) harness.Checkpoint) {
 	if *mkOut == "" {
@@ -91,8 +105,9 @@ func mkSetup(t *testing.T) (harness.SuiteConfig, func(string, func(*refedit.Faul
 		// scaled fixtures and 64x64 outputs never send (every real run's self-check
 		// re-derives the pair; the negative controls run it).
 		// Steps at 30 and 60 blur passes: at 64x64 ten passes cost less than decoding and
-		// encoding, and the Task-time ratio would show nothing.
-		f := refedit.Faulty{Family: refedit.Default, NoPair: true, StepValues: [2]string{"30", "60"}}
+		// encoding, and the Task-time ratio would show nothing; sizes near the workload's.
+		f := refedit.Faulty{Family: refedit.Default, NoPair: true,
+			ControlValues: map[string][2]string{"num_inference_steps": {"30", "60"}, "size": {"64x64", "48x32"}}}
 		change(&f)
 		return harness.Checkpoint{
 			Name: name, Family: "refedit", Model: "qualkit/refedit-v1", Profile: "refedit-v1",
