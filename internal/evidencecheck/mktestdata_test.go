@@ -104,10 +104,10 @@ func mkSetup(t *testing.T) (harness.SuiteConfig, func(string, func(*refedit.Faul
 		// No quality pair: the case's pair runs the full-size photo at 512x512, which these
 		// scaled fixtures and 64x64 outputs never send (every real run's self-check
 		// re-derives the pair; the negative controls run it).
-		// Steps at 30 and 60 blur passes: at 64x64 ten passes cost less than decoding and
+		// Steps at 50 and 100 blur passes: at 64x64 ten passes cost less than decoding and
 		// encoding, and the Task-time ratio would show nothing; sizes near the workload's.
 		f := refedit.Faulty{Family: refedit.Default, NoPair: true,
-			ControlValues: map[string][2]string{"num_inference_steps": {"30", "60"}, "size": {"64x64", "48x32"}}}
+			ControlValues: map[string][2]string{"num_inference_steps": {"50", "100"}, "size": {"64x64", "48x32"}}}
 		change(&f)
 		return harness.Checkpoint{
 			Name: name, Family: "refedit", Model: "qualkit/refedit-v1", Profile: "refedit-v1",
