@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image"
 	"reflect"
+	"strings"
 
 	"qualkit/internal/controls"
 	"qualkit/internal/quality"
@@ -98,7 +99,7 @@ func (r *rowCheck) checkControls() {
 	if r.passed(schema.StageControls) {
 		errText := "none"
 		if v.Err != nil {
-			errText = v.Err.Error()
+			errText = strings.ReplaceAll(v.Err.Error(), "\n  - ", " - ")
 		}
 		r.truth(v.Err == nil, schema.ControlsFile, "stage controls passed", "every control honoured and every refusal a 4xx naming its field", errText)
 	}
