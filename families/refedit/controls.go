@@ -13,10 +13,11 @@ import (
 // fields accepted without effect, and those refused by name) and server/form.go readForm
 // (any other field is refused as unknown). Each control's probe instruction picks the
 // edit where it matters: steps are passes of the blur (edit/blur.go), the seed draws the
-// grain (edit/grain.go), guidance blends every edit (edit/blend.go). At the workload's
-// 512x512 a blur pass costs about 20 ms on a shared 2-core host and the rest of the Task
-// 60-120 ms, so 25 and 50 steps give a Task-time ratio near 1.9, far from the 1.0 of a
-// server that ignores the steps even when one request in a pair runs 50 % slow. The records
+// grain (edit/grain.go), guidance blends every edit (edit/blend.go). The steps are
+// measured by the edit's CPU time (server/records.go timing.task_cpu_ms): on a host
+// loaded 5 times over, the wall time of equal work varied from 345 to 2102 ms; at
+// 512x512 a blur pass costs more than decoding and encoding, so 25 and 50 passes give a
+// ratio near 1.9. The records
 // (server/records.go) state each request's settings as it ran, precision among them
 // (edit.Precision, fixed: no request sets it).
 func Controls() *schema.Controls {
@@ -45,7 +46,8 @@ func Controls() *schema.Controls {
 			{Field: "mask", Value: "x", Why: "server/openai.go openAIRefused: refedit edits the whole image"},
 			{Field: "qualkit_unknown_control", Value: "1", Why: "a field no server knows: server/form.go readForm refuses it"},
 		},
-		StepRatio:       [2]float64{1.5, 2.5},
+		StepRatio:       [2]float64{1.6, 2.4},
+		StepTime:        "timing.task_cpu_ms",
 		Precision:       edit.Precision,
 		PrecisionRecord: "settings.precision",
 	}

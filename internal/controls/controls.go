@@ -75,6 +75,16 @@ func Plan(decl *schema.Controls, base map[string]string, prompt string) []schema
 	return out
 }
 
+// ByStepTime says whether probe p's time is read from the records at decl.StepTime
+// rather than being the request's Task time: a steps probe answered 200, of a family
+// that names one.
+func ByStepTime(decl *schema.Controls, p schema.ControlProbe) bool {
+	if decl == nil || decl.StepTime == "" || p.Status != 200 {
+		return false
+	}
+	return slices.ContainsFunc(decl.Controls, func(c schema.Control) bool { return c.Field == p.Field && c.Effect == schema.EffectSteps })
+}
+
 // Input is what the probes got back, and what the server recorded of every request.
 type Input struct {
 	Decl   *schema.Controls
@@ -116,7 +126,7 @@ func Judge(in Input) Verdict {
 	}
 	var problems []string
 	for _, c := range in.Decl.Controls {
-		v := judgeControl(c, in.Decl.StepRatio, byName, in.Outputs)
+		v := judgeControl(c, in.Decl.StepRatio, cmpOr(in.Decl.StepTime, "Task"), byName, in.Outputs)
 		if v.Error != "" {
 			problems = append(problems, fmt.Sprintf("control %s: %s", c.Field, v.Error))
 		}
@@ -157,7 +167,7 @@ func Judge(in Input) Verdict {
 }
 
 // judgeControl judges one control from its probes.
-func judgeControl(c schema.Control, band [2]float64, probes map[string]schema.ControlProbe, outs map[string]image.Image) schema.ControlVerdict {
+func judgeControl(c schema.Control, band [2]float64, measure string, probes map[string]schema.ControlProbe, outs map[string]image.Image) schema.ControlVerdict {
 	v := schema.ControlVerdict{Field: c.Field, Effect: c.Effect, Verdict: schema.Fail}
 	names := []string{c.Field + "-a", c.Field + "-b"}
 	switch c.Effect {
@@ -221,7 +231,7 @@ func judgeControl(c schema.Control, band [2]float64, probes map[string]schema.Co
 		}
 		v.Figure = fmt.Sprintf("asked %s, %s; got %s", c.Values[0], c.Values[1], strings.Join(got, ", "))
 	case schema.EffectSteps:
-		judgeSteps(&v, c, band, probes, names)
+		judgeSteps(&v, c, band, measure, probes, names)
 	default:
 		v.Error = fmt.Sprintf("unknown effect %q", c.Effect)
 	}
@@ -233,7 +243,7 @@ func judgeControl(c schema.Control, band [2]float64, probes map[string]schema.Co
 
 // judgeSteps: the least Task time at 2N steps over that at N lies in the band; the two
 // points give the per-step and the fixed cost.
-func judgeSteps(v *schema.ControlVerdict, c schema.Control, band [2]float64, probes map[string]schema.ControlProbe, names []string) {
+func judgeSteps(v *schema.ControlVerdict, c schema.Control, band [2]float64, measure string, probes map[string]schema.ControlProbe, names []string) {
 	n1, err1 := strconv.ParseFloat(c.Values[0], 64)
 	n2, err2 := strconv.ParseFloat(c.Values[1], 64)
 	if err1 != nil || err2 != nil || !(n2 > n1) || n1 <= 0 {
@@ -256,11 +266,11 @@ func judgeSteps(v *schema.ControlVerdict, c schema.Control, band [2]float64, pro
 	v.Ratio = round3(t[1] / t[0])
 	v.PerStepMS = round3((t[1] - t[0]) / (n2 - n1))
 	v.FixedMS = round3(t[0] - n1*(t[1]-t[0])/(n2-n1))
-	v.Figure = fmt.Sprintf("Task %.1f ms at %s steps, %.1f ms at %s: ratio %.2f (band %.2f-%.2f, the median of %d pairs); %.2f ms/step + %.1f ms fixed",
-		t[0], c.Values[0], t[1], c.Values[1], v.Ratio, band[0], band[1], len(pairs), v.PerStepMS, v.FixedMS)
+	v.Figure = fmt.Sprintf("%s %.1f ms at %s steps, %.1f ms at %s: ratio %.2f (band %.2f-%.2f, the median of %d pairs); %.2f ms/step + %.1f ms fixed",
+		measure, t[0], c.Values[0], t[1], c.Values[1], v.Ratio, band[0], band[1], len(pairs), v.PerStepMS, v.FixedMS)
 	if v.Ratio < band[0] || v.Ratio > band[1] {
-		v.Error = fmt.Sprintf("the Task time at %s steps is %.2f x that at %s, outside the family's band %.2f-%.2f: the server does not run the steps asked",
-			c.Values[1], v.Ratio, c.Values[0], band[0], band[1])
+		v.Error = fmt.Sprintf("the time (%s) at %s steps is %.2f x that at %s, outside the family's band %.2f-%.2f: the server does not run the steps asked",
+			measure, c.Values[1], v.Ratio, c.Values[0], band[0], band[1])
 	}
 }
 

@@ -98,7 +98,7 @@ func TestJudgeFailsEachWay(t *testing.T) {
 		name, want string
 		plant      func(in *Input)
 	}{
-		{"steps ignored", "control num_inference_steps: the Task time at 20 steps is 1.00 x", func(in *Input) {
+		{"steps ignored", "control num_inference_steps: the time (Task) at 20 steps is 1.00 x", func(in *Input) {
 			for i := range StepRepeats {
 				set(in, fmt.Sprintf("num_inference_steps-b-%d", i+1), func(p *schema.ControlProbe) { p.TaskMS = 15 })
 			}
@@ -201,4 +201,15 @@ func TestPlanChangesOneSettingAtATime(t *testing.T) {
 		assert.Equal(t, schema.ControlsRequestID(p.Name), p.RequestID)
 	}
 	assert.Equal(t, "4x4", base["size"], "the base settings are not changed")
+}
+
+// A family that names a StepTime has its steps probes timed by it, and nothing else.
+func TestByStepTime(t *testing.T) {
+	d := decl()
+	steps := schema.ControlProbe{Field: "num_inference_steps", Status: 200}
+	assert.False(t, ByStepTime(d, steps), "no StepTime: the Task time")
+	d.StepTime = "timing.task_cpu_ms"
+	assert.True(t, ByStepTime(d, steps))
+	assert.False(t, ByStepTime(d, schema.ControlProbe{Field: "num_inference_steps", Status: 400}), "a refused value ran nothing")
+	assert.False(t, ByStepTime(d, schema.ControlProbe{Field: "seed", Status: 200}))
 }

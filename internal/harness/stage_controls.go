@@ -83,10 +83,15 @@ func (r *row) probeControls(ctx context.Context) error {
 	}
 	for i := range probes {
 		p := &probes[i]
-		if p.Status == http.StatusOK && ts.Body == "" {
-			if p.TaskMS, err = numberAt(records[p.RequestID], ts.Records); err != nil {
-				return fmt.Errorf("controls probe %s: the Task time in the server's records: %w", p.Name, err)
-			}
+		path := ts.Records
+		switch {
+		case controls.ByStepTime(decl, *p):
+			path = decl.StepTime
+		case p.Status != http.StatusOK || ts.Body != "":
+			continue
+		}
+		if p.TaskMS, err = numberAt(records[p.RequestID], path); err != nil {
+			return fmt.Errorf("controls probe %s: %s in the server's records: %w", p.Name, path, err)
 		}
 	}
 	criteria, err := r.qualityCriteria()

@@ -36,8 +36,12 @@ type Controls struct {
 	// Refused are fields the checkpoint does not support (and one it cannot know): each
 	// must get a 4xx whose message names the field.
 	Refused []Refusal `json:"refused"`
-	// StepRatio is the band the Task-time ratio of 2N steps over N steps must lie in.
+	// StepRatio is the band the ratio of 2N steps' time over N steps' must lie in.
 	StepRatio [2]float64 `json:"step_ratio"`
+	// StepTime is the dotted path, in the server's records line of a request, of the time
+	// the steps are measured by (refedit: the edit's CPU time, which a busy host does not
+	// inflate); "": the row's Task time.
+	StepTime string `json:"step_time,omitempty"`
 	// Precision is the precision the server's records must state for every request
 	// (PrecisionRecord, a dotted path in a records line); "" when the server cannot
 	// report one, NoPrecision then saying why.
@@ -83,7 +87,9 @@ type ControlProbe struct {
 	Status   int               `json:"status"`
 	Message  string            `json:"message,omitempty"` // a refusal's body, clipped
 	File     string            `json:"file,omitempty"`    // the output PNG, once 200
-	TaskMS   float64           `json:"task_ms,omitempty"`
+	// TaskMS is the request's Task time, or for a steps probe the declaration's StepTime
+	// where it names one.
+	TaskMS float64 `json:"task_ms,omitempty"`
 }
 
 // ControlVerdict is one control's verdict and the figure that shows it.
