@@ -39,7 +39,9 @@ func TestControlsAreDerived(t *testing.T) {
 			both(t, dir, func(c map[string]any) { control(c, "num_inference_steps")["ratio"] = 2.0 })
 		}, []string{q + "/controls/controls.json: controls.controls[num_inference_steps]: evidence says", "Ratio:"}},
 		{"the steps figure planted", func(t *testing.T, dir string) {
-			both(t, dir, func(c map[string]any) { control(c, "num_inference_steps")["figure"] = "Task 100.0 ms at 50 steps, 200.0 ms at 100: ratio 2.00" })
+			both(t, dir, func(c map[string]any) {
+				control(c, "num_inference_steps")["figure"] = "Task 100.0 ms at 50 steps, 200.0 ms at 100: ratio 2.00"
+			})
 		}, []string{q + "/controls/controls.json: controls.controls[num_inference_steps].figure: evidence says \"Task "}},
 		{"a size the server did not serve claimed", func(t *testing.T, dir string) {
 			both(t, dir, func(c map[string]any) {
