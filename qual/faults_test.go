@@ -87,7 +87,7 @@ var negativeControls = []negativeControl{
 	{"ignore-reference (no quality pair)", noPair(serveFault("ignore-reference")), "influence", "ignores the reference image"},
 	{"weak-reference (outputs one pixel apart, no quality pair)", noPair(serveFault("weak-reference")), "influence", "all but ignores the reference image"},
 	{"nondeterministic", serveFault("nondeterministic"), "influence", "not deterministic"},
-	{"ignore-steps", serveFault("ignore-steps"), "controls", "control num_inference_steps: the Task time at 50 steps is"},
+	{"ignore-steps", serveFault("ignore-steps"), "controls", "control num_inference_steps: the time (timing.task_cpu_ms) at 50 steps is"},
 	{"pin-size", serveFault("pin-size"), "controls", "control size: size=384x256 gave a 512x512 PNG"},
 	{"drop-guidance", serveFault("drop-guidance"), "controls", "control guidance_scale: guidance_scale 1.0 and 2.0 gave pixel-identical outputs"},
 	{"accept-unknown", serveFault("accept-unknown"), "controls", `field qualkit_unknown_control="1": answered 200`},
