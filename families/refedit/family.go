@@ -51,6 +51,7 @@ func (f Family) Describe(family.Env, family.Row) (family.Spec, error) {
 		ModelsWhenReady:     "families/refedit/server/health.go handleModels: listed once Load gave it a program, as /health/ready",
 		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
 		Quality:             quality,
+		Controls:            Controls(),
 	}, nil
 }
 

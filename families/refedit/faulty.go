@@ -20,6 +20,10 @@ type Faulty struct {
 	NoPair      bool          // the quality stage without the pair's reference criteria: the influence gate alone sees a server that ignores the image
 	CaseFault   CaseFault     // a correctness case that proves nothing
 	MemoryBytes int64         // the row's containers get this memory cap: below what the server needs, the kernel OOM-kills it
+	// ControlValues replace the two values the controls stage sends for a field: the
+	// checker's testdata, shrunk to 64x64, needs more blur passes than 512x512 for a
+	// step's cost to show, and small sizes to stay small.
+	ControlValues map[string][2]string
 }
 
 var _ family.Family = Faulty{}
@@ -30,6 +34,13 @@ func (f Faulty) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	spec, err := f.Family.Describe(env, row)
 	if f.OneShot {
 		spec.Batch, spec.BatchWaits = false, false
+	}
+	if spec.Controls != nil {
+		for i, c := range spec.Controls.Controls {
+			if v, ok := f.ControlValues[c.Field]; ok {
+				spec.Controls.Controls[i].Values = v
+			}
+		}
 	}
 	if f.NoPair {
 		spec.Quality = func(env family.Env) (family.QualitySpec, error) {

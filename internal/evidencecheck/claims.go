@@ -68,6 +68,7 @@ func (r *rowCheck) check() {
 	r.checkTimeBudget()
 	r.checkIdentity()
 	r.checkInfluence()
+	r.checkControls()
 	r.checkQualification()
 	r.checkMarkdown()
 	r.checkPictures()
@@ -102,7 +103,7 @@ func (r *rowCheck) checkStages() {
 		}
 	}
 	if res.Status != schema.StatusNotRun || len(names) > 1 {
-		r.same(schema.ResultsFile, "stages", strings.Join(schema.Stages, " "), strings.Join(names, " "), "the pipeline, in order")
+		r.same(schema.ResultsFile, "stages", strings.Join(schema.PipelineOf(res.Schema), " "), strings.Join(names, " "), "the pipeline, in order")
 	}
 	if info := r.c.info; info != nil && info.CorrectnessOnly {
 		r.truth(!schema.Passing(res.Status), schema.ResultsFile, "status "+res.Status,

@@ -217,7 +217,7 @@ func (r *rowCheck) checkRecordHashes() {
 	for _, rec := range r.serverRecords() {
 		q := byID[rec.RequestID]
 		if q == nil {
-			continue // the influence probes, or a request AIPerf did not record
+			continue // the influence and controls probes, or a request AIPerf did not record
 		}
 		at := "request " + q.id + " "
 		if rec.Input != "" && q.sent != nil {
@@ -531,7 +531,8 @@ func (r *rowCheck) sameFloat(file, claim string, want, got float64, source strin
 // checkTimeBudget: the time budget adds up. Its stages are results.json's stages, its
 // model work is the sum of its parts, harness time the rest of the wall, the ratio wall
 // over model work; the served Task calls are one per request that passed through the
-// server (every AIPerf request and the influence probe's three), and a batch native
+// server (every AIPerf request, the influence probe's three and the controls probes
+// answered 200), and a batch native
 // mode loaded once.
 func (r *rowCheck) checkTimeBudget() {
 	tb := r.res.TimeBudget
@@ -562,9 +563,13 @@ func (r *rowCheck) checkTimeBudget() {
 	}
 	r.truth(m.ServedTaskS+0.002 >= benchTaskS, schema.ResultsFile, "time_budget.model_work.served_task_s",
 		fmt.Sprintf("at least %.3f, the benchmark's Task times (%s)", benchTaskS, r.taskSrc), fmt.Sprintf("%.3f", m.ServedTaskS))
-	if r.passed(schema.StageInfluence) && r.rawErr == nil {
+	if !schema.HasControls(r.res.Schema) && r.passed(schema.StageInfluence) && r.rawErr == nil {
 		r.same(schema.ResultsFile, "time_budget.model_work.served_task_calls", fmt.Sprint(len(r.reqs)+3), fmt.Sprint(m.ServedTasks),
-			"every request in "+schema.RawExportFile+" and the influence probe's three")
+			"every request in "+schema.RawExportFile+" and the influence probe's three (schema "+r.res.Schema+": no controls stage)")
+	}
+	if r.passed(schema.StageControls) && r.rawErr == nil {
+		r.same(schema.ResultsFile, "time_budget.model_work.served_task_calls", fmt.Sprint(len(r.reqs)+3+r.controlsServed()), fmt.Sprint(m.ServedTasks),
+			"every request in "+schema.RawExportFile+", the influence probe's three and the controls probes answered 200 ("+schema.ControlsFile+")")
 	}
 	if r.passed(schema.StageIdentity) && r.res.Identity != nil {
 		r.same(schema.ResultsFile, "time_budget.native_mode", r.res.Identity.Mode, tb.NativeMode, "identity.native_mode")
@@ -609,7 +614,7 @@ var toolsLog = regexp.MustCompile(`^` + regexp.QuoteMeta(schema.BuildDir) + `/to
 const windowSlack = 50 * time.Millisecond
 
 // checkWindows: every command ran inside the row's lease, the commands of a stage fit in
-// that stage's wall (the server aside: it lives from serve to influence), the row's wall
+// that stage's wall (the server aside: it lives from serve to controls), the row's wall
 // fits in its lease, and every request AIPerf timed lies inside the AIPerf command. A
 // stage, or a whole row, cannot be made shorter than the programs it ran say it took.
 func (r *rowCheck) checkWindows(recs []commandRecord, aiperf *commandRecord) {

@@ -215,7 +215,7 @@ var forgeries = []forgery{
 	}, want: []string{qualifiedRow + "/serve/records.jsonl: request " + slowestID + " time: evidence says inside AIPerf's span of the request, 2026-12-03T15:18:42.399505185Z to 2026-12-03T15:18:42.406990316Z (aiperf/artifacts/profile_export_raw.jsonl request_start_ns, request_end_ns, 1ms either side), file says 2026-12-03T15:18:42.425721222Z"}},
 	{name: "the slowest request removed", edit: func(t *testing.T, dir string) {
 		removeRequest(t, dir, slowest(t, dir))
-	}, want: []string{qualifiedRow + "/serve/records.jsonl: line 3: request " + slowestID + ": evidence says a request of aiperf/artifacts/profile_export_raw.jsonl or an influence probe"}},
+	}, want: []string{qualifiedRow + "/serve/records.jsonl: line 3: request " + slowestID + ": evidence says a request of aiperf/artifacts/profile_export_raw.jsonl, an influence probe or a controls probe"}},
 	{name: "the slowest request removed, from the server's records too", edit: func(t *testing.T, dir string) {
 		slow := slowest(t, dir)
 		removeRequest(t, dir, slow)

@@ -269,7 +269,7 @@ func (r *rowCheck) checkJUnitCase(file string, tc junitCase, cases []junitCase) 
 		}
 	}
 	prefix := strings.TrimSuffix(tc.Name, "/report")
-	for _, st := range schema.Stages {
+	for _, st := range schema.PipelineOf(r.res.Schema) {
 		name := prefix + "/" + st
 		var found *junitCase
 		for i := range cases {

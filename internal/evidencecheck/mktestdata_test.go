@@ -57,10 +57,24 @@ func TestMakeTestdata(t *testing.T) {
 	res, _ := s.Run(context.Background(), row("refedit-v1-native-drift", func(f *refedit.Faulty) {
 		f.OneShot = true
 		f.NativeFault, f.RecordsTiming = "drift", true
-	}), t.TempDir(), harness.Reproduce(t.Name()))
+	}), t.TempDir(), harness.Reproduce("TestNegativeControls/refedit-v1-native-drift"))
 	if res == nil || res.Status != schema.StatusFailed {
 		t.Fatalf("the drift row should fail identity: %+v", res)
 	}
+	finish(t, s)
+}
+
+// TestMakeControlsTestdata makes the run *-controls: the qualified row again, with the
+// controls stage (results.json schema 3), which the runs above predate.
+func TestMakeControlsTestdata(t *testing.T) {
+	cfg, row := mkSetup(t)
+	cfg.RunID = harness.NewRunID(time.Now()) + "-controls"
+	s, err := harness.NewSuite(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := row("refedit-v1", func(*refedit.Faulty) {})
+	t.Run(c.Name, func(t *testing.T) { s.Qualify(t, c) })
 	finish(t, s)
 }
 
@@ -90,7 +104,10 @@ func mkSetup(t *testing.T) (harness.SuiteConfig, func(string, func(*refedit.Faul
 		// No quality pair: the case's pair runs the full-size photo at 512x512, which these
 		// scaled fixtures and 64x64 outputs never send (every real run's self-check
 		// re-derives the pair; the negative controls run it).
-		f := refedit.Faulty{Family: refedit.Default, NoPair: true}
+		// Steps at 50 and 100 blur passes: at 64x64 ten passes cost less than decoding and
+		// encoding, and the Task-time ratio would show nothing; sizes near the workload's.
+		f := refedit.Faulty{Family: refedit.Default, NoPair: true,
+			ControlValues: map[string][2]string{"num_inference_steps": {"50", "100"}, "size": {"64x64", "48x32"}}}
 		change(&f)
 		return harness.Checkpoint{
 			Name: name, Family: "refedit", Model: "qualkit/refedit-v1", Profile: "refedit-v1",

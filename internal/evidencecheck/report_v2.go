@@ -18,8 +18,8 @@ import (
 // checkSchema: results.json is of a version this checker knows.
 func (r *rowCheck) checkSchema() {
 	got := r.res.Schema
-	r.truth(got == schema.ResultSchema || got == schema.ResultSchemaV2 || got == schema.ResultSchemaV1, schema.ResultsFile, "schema",
-		schema.ResultSchema+" (or "+schema.ResultSchemaV2+" or "+schema.ResultSchemaV1+", written before it)", quote(got))
+	r.truth(got == schema.ResultSchema || got == schema.ResultSchemaV3 || got == schema.ResultSchemaV2 || got == schema.ResultSchemaV1, schema.ResultsFile, "schema",
+		schema.ResultSchema+" (or "+schema.ResultSchemaV3+", "+schema.ResultSchemaV2+" or "+schema.ResultSchemaV1+", written before it)", quote(got))
 }
 
 // checkResultV2 re-derives the p99 of both timing columns and the first request. A

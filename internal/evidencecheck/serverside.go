@@ -44,7 +44,7 @@ func (r *rowCheck) influenceProbes() map[string]influenceProbe {
 }
 
 // checkServerRecords: every records line is a request of AIPerf's raw export, received
-// inside AIPerf's span of it, or one of the influence probes, with the images the
+// inside AIPerf's span of it, one of the controls probes, or one of the influence probes, with the images the
 // influence files and fixtures are; once the benchmark passed, every request AIPerf
 // sent, warmup too, has one.
 func (r *rowCheck) checkServerRecords() {
@@ -56,6 +56,7 @@ func (r *rowCheck) checkServerRecords() {
 		byID[q.id] = q
 	}
 	probes := r.influenceProbes()
+	controlProbes := r.controlProbeIDs()
 	benchPassed := r.passed(schema.StageBenchmark)
 	seen := map[string]int{}
 	for _, rec := range r.serverRecords() {
@@ -71,9 +72,12 @@ func (r *rowCheck) checkServerRecords() {
 			r.checkInfluenceRecord(p, rec)
 			continue
 		}
+		if controlProbes[rec.RequestID] {
+			continue // checkControls holds it to controls.json
+		}
 		if benchPassed {
 			r.fail(schema.RecordsFile, fmt.Sprintf("line %d: request %s", rec.line, rec.RequestID),
-				"a request of "+schema.RawExportFile+" or an influence probe (stage benchmark passed: AIPerf recorded every request it sent)", "neither")
+				"a request of "+schema.RawExportFile+", an influence probe or a controls probe (stage benchmark passed: AIPerf recorded every request it sent)", "neither")
 		}
 	}
 	if benchPassed {
@@ -160,10 +164,10 @@ type serverLogLine struct {
 // checkServerLog: the server's log has one line per request its records hold, with the
 // same status (and Task time, where the line states one, at its precision), and no
 // request the records lack. The log is whole once the server's last use ended (stage
-// influence passed); a family whose server writes no such lines is not held.
+// controls passed); a family whose server writes no such lines is not held.
 func (r *rowCheck) checkServerLog() {
 	rl, ok := r.rules()
-	if !ok || rl.ServerLog == nil || !r.passed(schema.StageInfluence) || !r.exists(schema.RecordsFile) {
+	if !ok || rl.ServerLog == nil || !r.serverDone() || !r.exists(schema.RecordsFile) {
 		return
 	}
 	b, ok := r.read(schema.ServerLog)
@@ -238,4 +242,13 @@ func (r *rowCheck) taskTimeRule() evidencerules.TaskTime {
 		return evidencerules.TaskTime{}
 	}
 	return rl.TaskTime(r.ruleRow())
+}
+
+// serverDone says whether the server's last use passed: controls, or influence in a
+// results.json written before the controls stage.
+func (r *rowCheck) serverDone() bool {
+	if !schema.HasControls(r.res.Schema) {
+		return r.passed(schema.StageInfluence)
+	}
+	return r.passed(schema.StageControls)
 }

@@ -117,6 +117,11 @@ type Spec struct {
 	// Quality reads the family's criteria from its own files; nil: only the criteria
 	// every family shares.
 	Quality func(Env) (QualitySpec, error)
+	// Controls declares the request settings the row's checkpoint supports, what each
+	// does, and the fields it must refuse (schema.Controls, cited from the server's own
+	// parsers); the controls stage holds the server to it. nil: none declared (the stage
+	// then sends nothing and its result says so).
+	Controls *schema.Controls
 }
 
 // Validate lists what is wrong with a spec, every problem at once.

@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 
 	"qualkit/internal/schema"
@@ -65,13 +66,20 @@ func (r *row) timeBudget() *schema.TimeBudget {
 }
 
 // servedTaskMs are the server's Task times of every request it answered: the benchmark's
-// (warmup too) and the influence probe's, from wherever the family's server reports them.
+// (warmup too), the influence probe's and the controls probes', from wherever the family's server reports them.
 func (r *row) servedTaskMs() map[string]float64 {
 	out := map[string]float64{}
 	ts := r.spec.Timing
 	if ts.Body == "" {
 		all, err := tasksFromRecords(ts, r.ev.Path(schema.RecordsFile))
 		if err == nil {
+			if c := r.result.Controls; c != nil {
+				for _, p := range c.Probes {
+					if p.Status != http.StatusOK {
+						delete(all, p.RequestID) // refused: no Task ran
+					}
+				}
+			}
 			return all
 		}
 		return out
@@ -86,6 +94,11 @@ func (r *row) servedTaskMs() map[string]float64 {
 	for i, body := range r.influenceBodies {
 		if ms, err := taskFromBody(ts, body); err == nil {
 			out[fmt.Sprintf("influence-%d", i)] = ms
+		}
+	}
+	for i, body := range r.controlsBodies {
+		if ms, err := taskFromBody(ts, body); err == nil {
+			out[fmt.Sprintf("controls-%d", i)] = ms
 		}
 	}
 	return out

@@ -54,6 +54,7 @@ type row struct {
 	replays          []*replay // the identity stage's native Tasks
 	nativeBatchWallS float64
 	influenceBodies  [][]byte // the influence responses, for their Task times
+	controlsBodies   [][]byte // the controls probes' 200 responses, for their Task times
 	nativeWaitedS    float64  // how long a preloaded batch waited for its items
 
 	// The overlapped order: what begins early, and the commands it began.
@@ -73,8 +74,9 @@ type stage struct {
 	run  func(r *row, ctx context.Context) error
 }
 
-// Stages is the pipeline, in order. Influence runs while the server is still up, since
-// it needs HTTP, and stops it when done, so the native Task has the GPU to itself.
+// Stages is the pipeline, in order. Influence and controls run while the server is still
+// up, since they need HTTP; controls stops it when done, so the native Task has the GPU to
+// itself.
 var stages = []stage{
 	{schema.StagePreflight, (*row).preflight},
 	{schema.StageBuild, (*row).build},
@@ -83,6 +85,7 @@ var stages = []stage{
 	{schema.StageBenchmark, (*row).benchmark},
 	{schema.StageQuality, (*row).quality},
 	{schema.StageInfluence, (*row).influence},
+	{schema.StageControls, (*row).controls},
 	{schema.StageIdentity, (*row).identity},
 }
 

@@ -29,7 +29,7 @@ type replay struct {
 	err    error
 }
 
-// identity, with the server stopped (influence stops it), replays every request AIPerf sent (warmup too) from
+// identity, with the server stopped (controls stops it), replays every request AIPerf sent (warmup too) from
 // the exact bytes in the raw export through the native Task, and requires the decoded
 // pixels to equal those the HTTP response carried. A family with a batch mode runs every
 // replay in one process (one load); otherwise each replay is its own process, several

@@ -11,21 +11,9 @@ import (
 	"qualkit/internal/wire"
 )
 
-// influence is the last stage that needs the server: it probes, then stops it, so that
-// identity's native Task has the GPU to itself and its wall is the replays' alone.
-func (r *row) influence(ctx context.Context) error {
-	if err := r.probeInfluence(ctx); err != nil {
-		return err
-	}
-	if err := r.server.Stop(ctx); err != nil {
-		return fmt.Errorf("stop server: %w", err)
-	}
-	return nil
-}
-
-// probeInfluence sends the same instruction and seed with the same reference image twice
+// influence sends the same instruction and seed with the same reference image twice
 // (the outputs must match) and with another one (they must differ enough).
-func (r *row) probeInfluence(ctx context.Context) error {
+func (r *row) influence(ctx context.Context) error {
 	inf := r.fx.Influence
 	client := &http.Client{Timeout: r.c.Deadline.Request}
 	settings := r.fx.InfluenceSettings()

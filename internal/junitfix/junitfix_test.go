@@ -54,7 +54,7 @@ func TestFailedPreflightIsOneFailingStage(t *testing.T) {
 	assert.Equal(t, 3, root.Failures, "the stage, the row, the table")
 	assert.Equal(t, 0, root.Errors)
 	s := root.Suites[0]
-	assert.Equal(t, 7, s.Skipped)
+	assert.Equal(t, 8, s.Skipped)
 	const reason = "stage preflight failed: gate: 2 requirement(s) not met:"
 	var names []string
 	for _, c := range s.Cases {
@@ -82,10 +82,10 @@ func TestFailedPreflightIsOneFailingStage(t *testing.T) {
 		assert.Nil(t, c.Properties)
 		assert.Regexp(t, `^[0-9]+\.[0-9]{3}$`, c.Time)
 	}
-	assert.Equal(t, []string{"preflight", "build", "correctness", "serve", "benchmark", "quality", "influence", "identity", "report",
+	assert.Equal(t, []string{"preflight", "build", "correctness", "serve", "benchmark", "quality", "influence", "controls", "identity", "report",
 		"TestRefEdit/refedit-v1", "TestRefEdit"}, names)
-	assert.Equal(t, reason, s.Cases[9].Failure.Message, "the row says its reason")
-	assert.Equal(t, "refedit-v1: "+reason, s.Cases[10].Failure.Message, "the table names the row")
+	assert.Equal(t, reason, s.Cases[10].Failure.Message, "the row says its reason")
+	assert.Equal(t, "refedit-v1: "+reason, s.Cases[11].Failure.Message, "the table names the row")
 	var status string
 	for _, p := range s.Properties {
 		if p.Name == "TestRefEdit/refedit-v1/report qualkit.status" {

@@ -74,7 +74,11 @@ code { font-size: 90%; }
 <tr><th>timing</th><th></th></tr>
 {{range .Timing}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>
 {{end}}</table>
-<table class="hardware">
+{{if .Controls}}<table class="controls">
+<tr><th>controls</th><th></th></tr>
+{{range .Controls}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>
+{{end}}</table>
+{{end}}<table class="hardware">
 <tr><th>hardware</th><th></th></tr>
 {{range .Hardware}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>
 {{end}}</table>

@@ -29,6 +29,10 @@ type Section struct {
 	// native/HTTP pixel matches, HTTP and Task p50 / p95, images/s, the worst edit quality.
 	Headline []string
 	Timing   []Pair
+	// Controls are the controls stage's lines: each declared control with its verdict
+	// and evidence figure, then each refused field with its answer (none before
+	// results.json schema 3).
+	Controls []Pair
 	Hardware []Pair
 	Pictures []Link // the contact sheet and the latency chart, where drawn
 	Evidence []Link // the files a reviewer opens first
@@ -64,7 +68,7 @@ func (r *run) section(w row, prefix string) Section {
 	if st, ok := res.Stage(schema.StagePreflight); ok && st.Status == schema.Fail && res.Schema == schema.ResultSchema && w.has(schema.PreflightFile) {
 		s.More = &Link{prefix + w.name + "/" + schema.PreflightFile, schema.PreflightFile}
 	}
-	for _, name := range schema.Stages {
+	for _, name := range schema.PipelineOf(res.Schema) {
 		m := StageMark{Name: name, Status: schema.NotRun, Title: name + ": not run"}
 		if st, ok := res.Stage(name); ok && st.Status != schema.NotRun {
 			m.Status = st.Status
@@ -88,6 +92,7 @@ func (r *run) section(w row, prefix string) Section {
 	}
 	s.Headline = []string{cell(7), pairMs(res.HTTP), pairMs(res.Task), cell(12), cell(8)}
 	s.Timing = timing(res)
+	s.Controls = controlLines(res.Controls)
 	s.Hardware = r.hardware(w)
 	for _, p := range []struct{ label, file string }{{"contact sheet", schema.ContactSheetFile}, {"latency chart", schema.LatencyChartFile}} {
 		if w.has(p.file) {
@@ -147,6 +152,26 @@ func timing(res schema.Result) []Pair {
 		{"time budget: critical path", path},
 		{"time budget: wall / model work", ratio},
 	}
+}
+
+// controlLines are one line per declared control (its verdict and figure) and per
+// refused field or out-of-range value (its verdict and answer).
+func controlLines(c *schema.ControlsResult) []Pair {
+	if c == nil {
+		return nil
+	}
+	if c.Declared == nil {
+		return []Pair{{"controls", "not declared by the family"}}
+	}
+	var out []Pair
+	for _, v := range c.Controls {
+		out = append(out, Pair{v.Field + " (" + v.Effect + ")", v.Verdict + ": " + v.Figure})
+	}
+	for _, v := range c.Refused {
+		out = append(out, Pair{"refuse " + v.Field + "=" + v.Value, fmt.Sprintf("%s: %d %s", v.Verdict, v.Status, v.Message)})
+	}
+	out = append(out, Pair{"work recorded", fmt.Sprintf("%d values of %d requests held to their records, %d mismatches", c.Work.Values, c.Work.Requests, len(c.Work.Mismatches))})
+	return out
 }
 
 // hardware is what the row ran on: its GPUs (the row's own NVML reading), the host's
@@ -255,6 +280,10 @@ func markdownSection(b *strings.Builder, s Section) {
 	fmt.Fprintf(b, "Reproduce:\n\n```\n%s\n```\n\n", s.Command)
 	table(b, "timing", s.Timing)
 	b.WriteString("\n")
+	if len(s.Controls) > 0 {
+		table(b, "controls", s.Controls)
+		b.WriteString("\n")
+	}
 	table(b, "hardware", s.Hardware)
 	b.WriteString("\n")
 	for _, p := range s.Pictures {

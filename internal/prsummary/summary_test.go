@@ -316,3 +316,22 @@ func TestWriteAndResolve(t *testing.T) {
 	_, err := Markdown(filepath.Join(t.TempDir(), "nothing"))
 	assert.ErrorContains(t, err, schema.RunFile)
 }
+
+// A row with the controls stage shows one line per control (its verdict and evidence
+// figure) and per refusal, in PR.md and index.html alike; a row without it shows none.
+func TestControlsLines(t *testing.T) {
+	dir := writtenRun(t, "controls", goldenOptions(t))
+	md, err := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	require.NoError(t, err)
+	page, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	require.NoError(t, err)
+	for _, want := range []string{"| controls | |", "| num_inference_steps (steps) | pass: Task ", "| size (size) | pass: asked 64x64, 48x32; got 64x64, 48x32 |",
+		"| refuse qualkit_unknown_control=1 | pass: 400 unknown field", "| work recorded | "} {
+		assert.Contains(t, string(md), want)
+	}
+	assert.Contains(t, string(page), `<table class="controls">`)
+	assert.Contains(t, string(page), "<td>seed (seed)</td><td>pass: seed 42 twice: 0 pixels differ")
+	old, err := os.ReadFile(filepath.Join(writtenRun(t, "qualified", goldenOptions(t)), MarkdownFile))
+	require.NoError(t, err)
+	assert.NotContains(t, string(old), "| controls | |", "a run before the stage")
+}

@@ -264,6 +264,9 @@ var RowLayout = []LayoutFile{
 	{"influence/b.png", StageInfluence, Required, []string{"checkInfluence", "checkInfluenceRecord"}, ""},
 	{InfluenceFile, StageInfluence, Required, []string{"checkInfluence"}, ""},
 
+	{"controls/{name}.png", "", Optional, []string{"checkControls"}, ""}, // each control probe answered 200: controls.json names them
+	{ControlsFile, StageControls, Required, []string{"checkControls"}, ""},
+
 	{"identity/{i}-{phase}-http.png", StageBenchmark, Required, []string{"loadRequests", "checkBenchmark", "checkQuality", "checkIdentity"}, ""},
 	{"identity/{i}-{phase}-native.png", StageIdentity, Required, []string{"loadRequests", "checkIdentity", "checkNativeLogs", "checkNativeBatch", "checkNativeBatchLog"}, ""},
 	{"identity/{i}-native.log", "", Optional, []string{"checkNativeLogs", "checkNativeCrash"}, ""}, // one-shot and parallel: required by the native mode claim

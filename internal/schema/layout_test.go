@@ -67,6 +67,8 @@ var named = []struct{ name, got, want string }{
 	{"InfluencePNG(a-repeat)", InfluencePNG("a-repeat"), "influence/a-repeat.png"},
 	{"InfluencePNG(b)", InfluencePNG("b"), "influence/b.png"},
 	{"InfluenceFile", InfluenceFile, "influence/influence.json"},
+	{"ControlsPNG(seed-a)", ControlsPNG("seed-a"), "controls/seed-a.png"},
+	{"ControlsFile", ControlsFile, "controls/controls.json"},
 	{"IdentityPNG(3, warmup, http)", IdentityPNG(3, PhaseWarmup, SideHTTP), "identity/03-warmup-http.png"},
 	{"IdentityPNG(12, profiling, native)", IdentityPNG(12, PhaseProfiling, SideNative), "identity/12-profiling-native.png"},
 	{"NativeLog(7)", NativeLog(7), "identity/07-native.log"},
@@ -126,7 +128,7 @@ func TestLayoutNamesEveryFile(t *testing.T) {
 }
 
 // The row folder's folders, which every path of the layout but the run's own lies in.
-var rowDirs = []string{PreflightDir, FixturesDir, BuildDir, CorrectnessDir, ServeDir, AIPerfDir, QualityDir, InfluenceDir, IdentityDir, PicturesDir}
+var rowDirs = []string{PreflightDir, FixturesDir, BuildDir, CorrectnessDir, ServeDir, AIPerfDir, QualityDir, InfluenceDir, ControlsDir, IdentityDir, PicturesDir}
 
 func TestRowDirsHoldTheLayout(t *testing.T) {
 	for _, e := range RowLayout {

@@ -12,28 +12,37 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
 
-// ResultSchema is results.json's "schema". Version 2 adds the p99 of both timing
-// columns and the first request (FirstRequest); a version-1 file has neither. Version 3
-// counts the family's tool commands as harness time (TimeBudget.ToolsS), no longer as a
-// part of model work, and its pages link preflight.json beside a preflight failure's
-// reason.
-const ResultSchema = "qualkit.result/3"
+// ResultSchema is results.json's "schema". Version 4 counts the family's tool commands
+// as harness time (TimeBudget.ToolsS), no longer a part of model work, and its pages link
+// preflight.json beside a preflight failure's reason; version 3 added the controls stage
+// (and results.json controls); version 2 the p99 of both timing columns and the first
+// request (FirstRequest); a version-1 file has neither.
+const ResultSchema = "qualkit.result/4"
 
-// ResultSchemaV1 and ResultSchemaV2 are the schemas of results.json written before
-// version 3: still read and checked as they were (their model work holds the tools).
+// ResultSchemaV1, V2 and V3 are the schemas of results.json written before version 4:
+// still read and checked as they were (their model work holds the tools; V1 and V2 have
+// no controls stage).
 const (
 	ResultSchemaV1 = "qualkit.result/1"
 	ResultSchemaV2 = "qualkit.result/2"
+	ResultSchemaV3 = "qualkit.result/3"
 )
 
 // ToolsAreModelWork says whether a results.json of that schema counted the family's
-// tool commands in its model work, as versions 1 and 2 did.
+// tool commands in its model work, as versions 1 to 3 did.
 func ToolsAreModelWork(schema string) bool {
-	return schema == ResultSchemaV1 || schema == ResultSchemaV2
+	return schema == ResultSchemaV1 || schema == ResultSchemaV2 || schema == ResultSchemaV3
+}
+
+// HasControls says whether a results.json of that schema was written with the controls
+// stage in its pipeline (version 3 on).
+func HasControls(schema string) bool {
+	return schema != ResultSchemaV1 && schema != ResultSchemaV2
 }
 
 // Stage names, in pipeline order. Report is the last subtest of every row; it writes
@@ -52,7 +61,16 @@ const (
 
 // Stages is the pipeline every row runs, in order; a row passes only if results.json
 // lists exactly these, each "pass".
-var Stages = []string{StagePreflight, StageBuild, StageCorrectness, StageServe, StageBenchmark, StageQuality, StageInfluence, StageIdentity}
+var Stages = []string{StagePreflight, StageBuild, StageCorrectness, StageServe, StageBenchmark, StageQuality, StageInfluence, StageControls, StageIdentity}
+
+// PipelineOf is the pipeline a results.json of that schema ran: Stages, without controls
+// before version 3.
+func PipelineOf(resultSchema string) []string {
+	if !HasControls(resultSchema) {
+		return slices.DeleteFunc(slices.Clone(Stages), func(s string) bool { return s == StageControls })
+	}
+	return Stages
+}
 
 // Stage outcomes.
 const (
@@ -166,6 +184,7 @@ type Result struct {
 	// wrote (one capture group); empty when the family's program states none.
 	NativeOutputPattern string           `json:"native_output_pattern,omitempty"`
 	Influence           *InfluenceResult `json:"influence,omitempty"`
+	Controls            *ControlsResult  `json:"controls,omitempty"`
 	TimeBudget          *TimeBudget      `json:"time_budget,omitempty"`
 	Lease               *Lease           `json:"lease,omitempty"`
 	Command             string           `json:"command"`

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -90,7 +91,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	body := &countingReader{r: r.Body}
 	r.Body = body
-	form, apiErr := readForm(r, s.cfg.MaxPromptBytes)
+	form, apiErr := readForm(r, s.cfg.MaxPromptBytes, s.faults.acceptsUnknown())
 	if apiErr == nil {
 		apiErr = body.checkLength(r.ContentLength)
 	}
@@ -136,9 +137,15 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 		if s.beforeTask != nil {
 			s.beforeTask()
 		}
+		// The edit runs on one thread, held for it, so that thread's CPU time is the
+		// edit's work whatever else the host runs.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		cpu := threadCPU()
 		taskStart := time.Now()
 		result, taskErr = s.faults.apply(p, form.image, chosen, settings)
 		x.rec.Timing.TaskMS = ms(time.Since(taskStart))
+		x.rec.Timing.TaskCPUMS = ms(threadCPU() - cpu)
 		x.taskRan = true
 	})
 	x.rec.Timing.QueueMS = ms(queued)

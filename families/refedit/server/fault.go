@@ -34,7 +34,15 @@ const (
 	FaultNoTiming         = "no-timing"
 	FaultIgnoreRequestID  = "ignore-request-id"
 	FaultNeverReady       = "never-ready"
+	FaultIgnoreSteps      = "ignore-steps"
+	FaultPinSize          = "pin-size"
+	FaultDropGuidance     = "drop-guidance"
+	FaultAcceptUnknown    = "accept-unknown"
 )
+
+// PinnedSize is the size the pin-size fault always edits at: the workload's own, so
+// only a request for another size shows the fault.
+const PinnedSize = 512
 
 // DefaultFaultDelay is how long the slow fault's request sleeps unless told otherwise.
 const DefaultFaultDelay = 10 * time.Second
@@ -68,6 +76,10 @@ var faultKinds = []faultKind{
 	{FaultNoTiming, false, false, `no "timing" in the response body`},
 	{FaultIgnoreRequestID, false, false, "X-Request-ID is not honoured: a fresh id in the header, the body and the records"},
 	{FaultNeverReady, false, false, "/health/ready answers 503 for ever, as if the model never loaded"},
+	{FaultIgnoreSteps, false, true, "runs the bundle's default num_inference_steps whatever the request asks, and records the steps asked"},
+	{FaultPinSize, false, true, "edits at 512x512 whatever size the request asks, and records the size asked"},
+	{FaultDropGuidance, false, true, "runs the bundle's default guidance_scale whatever the request asks, and records the guidance asked"},
+	{FaultAcceptUnknown, false, false, "an unknown form field is dropped and the edit answers 200, instead of a 400 naming it"},
 }
 
 // Fault is one injected fault; the zero value is none.

@@ -83,6 +83,9 @@ func (f *faults) admit(ctx context.Context) *apiError {
 // unready says whether /health/ready must answer 503 although the bundle is loaded.
 func (f *faults) unready() bool { return f != nil && f.Name == FaultNeverReady }
 
+// acceptsUnknown: the accept-unknown fault drops unknown form fields.
+func (f *faults) acceptsUnknown() bool { return f != nil && f.Name == FaultAcceptUnknown }
+
 // apply is the edit call, with a Task fault when there is one.
 func (f *faults) apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings) (edit.Result, error) {
 	if f == nil {

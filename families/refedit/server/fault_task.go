@@ -22,6 +22,10 @@ func (f Fault) Apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings)
 	if !f.Task() {
 		return p.Apply(img, e, s)
 	}
+	switch f.Name {
+	case FaultIgnoreSteps, FaultPinSize, FaultDropGuidance:
+		return ignoreSetting(f.Name, p, img, e, s)
+	}
 	in := img
 	if f.Name == FaultIgnoreReference || f.Name == FaultWeakReference {
 		in = syntheticLike(img, p.Limits().MaxPixels)
@@ -47,6 +51,30 @@ func (f Fault) Apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings)
 		return edit.Result{}, fmt.Errorf("fault %s: %w", f.Name, err)
 	}
 	res.PNG, res.OutputSHA256 = out, edit.SHA256(out)
+	return res, nil
+}
+
+// ignoreSetting runs the edit with one setting the request asked replaced (the bundle's
+// default steps or guidance, or the pinned size), and reports the settings asked, as a
+// server that drops a setting on its way to the model and echoes the request would.
+func ignoreSetting(name string, p *edit.Program, img []byte, e *edit.Edit, asked edit.Settings) (edit.Result, error) {
+	s, d := asked, p.Bundle().Defaults
+	switch name {
+	case FaultIgnoreSteps:
+		s.NumInferenceSteps = d.NumInferenceSteps
+	case FaultPinSize:
+		s.Width, s.Height = PinnedSize, PinnedSize
+	case FaultDropGuidance:
+		s.GuidanceScale = d.GuidanceScale
+	}
+	res, err := p.Apply(img, e, s)
+	if err != nil {
+		return res, err
+	}
+	res.Settings.NumInferenceSteps, res.Settings.GuidanceScale = asked.NumInferenceSteps, asked.GuidanceScale
+	if asked.Width != 0 {
+		res.Settings.Width, res.Settings.Height = asked.Width, asked.Height
+	}
 	return res, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"net/http"
 	"net/http/httptest"
+	"qualkit/families/refedit/edit"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,7 @@ func TestFaultNamesRoundTrip(t *testing.T) {
 		FaultJPEG: true, FaultConstant: true, FaultUnchanged: true, FaultResizeOnly: true, FaultOtherEdit: true, FaultRotate90: true, FaultWeakReference: true,
 		FaultStatus500: false, FaultErrorJSON: false, FaultSlow: false, FaultCrash: false,
 		FaultNoTiming: false, FaultIgnoreRequestID: false, FaultNeverReady: false,
+		FaultIgnoreSteps: true, FaultPinSize: true, FaultDropGuidance: true, FaultAcceptUnknown: false,
 	}, task)
 	assert.False(t, Fault{}.On())
 	assert.Contains(t, Fault{Name: FaultSlow, K: 1, Delay: 3 * time.Second}.Describe(), "sleeps 3s")
@@ -349,4 +351,42 @@ func TestCrashFault(t *testing.T) {
 	assert.Empty(t, exits)
 	faultEdit(t, s, "", img)
 	assert.Equal(t, []int{crashExitCode}, exits)
+}
+
+// The setting faults run the edit as if the setting were not sent (two values give the
+// same pixels) while the result, and so the records, state the value asked.
+func TestSettingFaultsIgnoreTheSettingAndEchoIt(t *testing.T) {
+	p := testProgram(t)
+	img := testPNG(t, 48, 32)
+	for _, tc := range []struct {
+		fault, prompt string
+		field         string
+		a, b          string
+	}{
+		{FaultIgnoreSteps, "blur", "num_inference_steps", "10", "20"},
+		{FaultDropGuidance, "grayscale", "guidance_scale", "1.0", "2.0"},
+		{FaultPinSize, "grayscale", "size", "64x64", "48x32"},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			e, err := p.Match(tc.prompt)
+			require.NoError(t, err)
+			run := func(f Fault, v string) edit.Result {
+				s, err := p.ParseSettings(map[string]string{tc.field: v})
+				require.NoError(t, err)
+				res, err := f.Apply(p, img, e, s)
+				require.NoError(t, err)
+				return res
+			}
+			f := Fault{Name: tc.fault}
+			ra, rb := run(f, tc.a), run(f, tc.b)
+			assert.Equal(t, ra.OutputSHA256, rb.OutputSHA256, "%s=%s and %s give the same pixels", tc.field, tc.a, tc.b)
+			assert.NotEqual(t, run(Fault{}, tc.a).OutputSHA256, run(Fault{}, tc.b).OutputSHA256, "unfaulted, they differ")
+			want, _ := p.ParseSettings(map[string]string{tc.field: tc.b})
+			assert.Equal(t, want.NumInferenceSteps, rb.Settings.NumInferenceSteps)
+			assert.Equal(t, want.GuidanceScale, rb.Settings.GuidanceScale)
+			if want.Width != 0 {
+				assert.Equal(t, [2]int{want.Width, want.Height}, [2]int{rb.Settings.Width, rb.Settings.Height})
+			}
+		})
+	}
 }

@@ -42,7 +42,8 @@ const maxFieldBytes = 1024
 // readForm streams the multipart body (never spilling to disk), rejecting unknown
 // fields, repeated fields, over-long text fields and a second image as they arrive.
 // r.Body must already be bounded by http.MaxBytesReader; hitting the bound is a 413.
-func readForm(r *http.Request, maxPrompt int) (editForm, *apiError) {
+// dropUnknown (the accept-unknown fault only) drops an unknown field instead.
+func readForm(r *http.Request, maxPrompt int, dropUnknown bool) (editForm, *apiError) {
 	f := editForm{fields: map[string]string{}}
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -102,6 +103,10 @@ func readForm(r *http.Request, maxPrompt int) (editForm, *apiError) {
 			f.fields[name] = string(data)
 		case refusedField(name) != "":
 			return f, badRequest(name, refusedField(name))
+		case dropUnknown:
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				return f, bodyError(err, name)
+			}
 		default:
 			clipped := prefix(name, maxQuoted)
 			return f, badRequest(clipped, fmt.Sprintf("unknown field %s", quoteBounded(name)))

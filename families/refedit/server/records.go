@@ -45,10 +45,13 @@ func newPromptRecord(p string) *PromptRecord {
 }
 
 // Timing is where the time of one edit request went, in milliseconds: the wait for
-// the worker, the edit call itself (decode + edit + encode), the whole handler.
+// the worker, the edit call itself (decode + edit + encode), the CPU time the edit
+// call's thread used (the work done, whatever else the host runs; 0 outside Linux), the
+// whole handler.
 type Timing struct {
 	QueueMS   float64 `json:"queue_ms"`
 	TaskMS    float64 `json:"task_ms"`
+	TaskCPUMS float64 `json:"task_cpu_ms"`
 	HandlerMS float64 `json:"handler_ms"`
 }
 
