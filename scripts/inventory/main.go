@@ -17,9 +17,10 @@ import (
 	"io"
 	"os"
 
-	"qualkit/internal/schema"
-
+	"qualkit/families/all"
+	qwenimage "qualkit/families/qwen_image"
 	"qualkit/internal/inventory"
+	"qualkit/internal/schema"
 )
 
 type options struct {
@@ -70,6 +71,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "inventory: note:", n)
 	}
 	inv.ApplyProgress(progress)
+	// Each profile's supported controls are what the family that serves it through TRTMC
+	// declares for its checkpoint (families/all.SupportedControls; "not declared" else).
+	for i, p := range inv.Profiles {
+		inv.Profiles[i].SupportedControls = all.SupportedControls(qwenimage.BackendTRTMC, p.HFID)
+	}
 
 	if o.json {
 		return inv.WriteJSON(stdout)
