@@ -134,11 +134,12 @@ func TestVersion2NumbersAreDerived(t *testing.T) {
 	}
 }
 
-// v3Run is v2Run made over as results.json version 3 writes it: the tool commands'
-// wall is time_budget.tools_s, harness time, and no part of model work. It checks.
-func v3Run(t *testing.T) (dir string, toolsS float64) {
+// v4Run is the committed controls run (version 3) made over as results.json version 4
+// writes it: the tool commands' wall is time_budget.tools_s, harness time, and no part
+// of model work. It checks.
+func v4Run(t *testing.T) (dir string, toolsS float64) {
 	t.Helper()
-	dir = v2Run(t)
+	dir = runCopy(t, "controls")
 	editJSON(t, filepath.Join(dir, qualifiedRow, schema.ResultsFile), func(d map[string]any) {
 		d["schema"] = schema.ResultSchema
 		tb := d["time_budget"].(map[string]any)
@@ -164,9 +165,9 @@ func moveTools(tb map[string]any, s float64) {
 	tb["ratio"] = tb["wall_s"].(float64) / work
 }
 
-// From version 3 the tool commands are harness time, their wall re-derived from
+// From version 4 the tool commands are harness time, their wall re-derived from
 // commands.jsonl: counting them as model work again, or stating another wall, fails.
-func TestVersion3ToolsAreHarnessTime(t *testing.T) {
+func TestVersion4ToolsAreHarnessTime(t *testing.T) {
 	q := qualifiedRow
 	for _, tc := range []struct {
 		name string
@@ -183,7 +184,7 @@ func TestVersion3ToolsAreHarnessTime(t *testing.T) {
 		}, q + "/results.json: time_budget.tools_s: evidence says"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, toolsS := v3Run(t)
+			dir, toolsS := v4Run(t)
 			editJSON(t, filepath.Join(dir, q, schema.ResultsFile), func(d map[string]any) { tc.edit(d, toolsS) })
 			forge(t, dir)
 			failsWith(t, Verify(dir, "").Err(), tc.want)
