@@ -130,7 +130,8 @@ func unlikeLoad(a, b *Run) string {
 	return "host " + a.Load() + " vs " + b.Load()
 }
 
-// unlike says how two rows' setups differ: host, CPU count, runtime, GPUs, host load.
+// unlike says how two rows' setups differ: host, CPU count, runtime, GPUs and their
+// clocks, host load.
 func unlike(a *Run, ra schema.Result, b *Run, rb schema.Result) string {
 	var d []string
 	if l := unlikeLoad(a, b); l != "" {
@@ -151,6 +152,9 @@ func unlike(a *Run, ra schema.Result, b *Run, rb schema.Result) string {
 	}
 	if ga != gb {
 		d = append(d, "other GPUs")
+	}
+	if ca, cb := a.Clocks[ra.Row], b.Clocks[rb.Row]; ca != "" && cb != "" && ca != cb {
+		d = append(d, fmt.Sprintf("GPU max SM clock %s vs %s MHz", ca, cb))
 	}
 	return strings.Join(d, "; ")
 }

@@ -15,8 +15,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
+	"qualkit/internal/harness/gpu"
 	"qualkit/internal/schema"
 )
 
@@ -25,6 +27,10 @@ type Run struct {
 	Dir  string
 	Info schema.RunInfo
 	Rows []schema.Result // sorted by row name
+	// Clocks is, by row, the maximum SM clocks (MHz) of the GPUs it leased, as NVML read
+	// them at its preflight ("1980"; "1980,1755" for two): absent for a row with no GPU,
+	// or whose reading has no clocks.
+	Clocks map[string]string
 }
 
 // Read loads one run folder: run.json and the results.json of every row it names.
@@ -42,9 +48,40 @@ func Read(dir string) (*Run, error) {
 			return nil, fmt.Errorf("run %s: row %s: %w", dir, name, err)
 		}
 		r.Rows = append(r.Rows, res)
+		if c := leasedClocks(filepath.Join(dir, name, schema.PreflightFile), res); c != "" {
+			if r.Clocks == nil {
+				r.Clocks = map[string]string{}
+			}
+			r.Clocks[name] = c
+		}
 	}
 	sort.Slice(r.Rows, func(i, j int) bool { return r.Rows[i].Row < r.Rows[j].Row })
 	return r, nil
+}
+
+// leasedClocks is the maximum SM clocks of the GPUs res leased, from its preflight.json's
+// NVML reading ("" when it has none).
+func leasedClocks(preflight string, res schema.Result) string {
+	if res.Lease == nil || len(res.Lease.GPUs) == 0 {
+		return ""
+	}
+	var pf struct {
+		Readiness struct {
+			GPU *gpu.Reading `json:"gpu_reading"`
+		} `json:"readiness"`
+	}
+	if readJSON(preflight, &pf) != nil || pf.Readiness.GPU == nil {
+		return ""
+	}
+	var mhz []string
+	for _, uuid := range res.Lease.GPUs {
+		for _, d := range pf.Readiness.GPU.Devices {
+			if d.UUID == uuid && d.SMClockMaxMHz > 0 {
+				mhz = append(mhz, fmt.Sprint(d.SMClockMaxMHz))
+			}
+		}
+	}
+	return strings.Join(mhz, ",")
 }
 
 // List reads every run folder directly under root (those holding a run.json), newest

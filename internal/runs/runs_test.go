@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/harness/gpu"
 	"qualkit/internal/schema"
 )
 
@@ -221,4 +222,26 @@ func TestCompareFlagsADifferentHostLoad(t *testing.T) {
 	alsoQuiet := loaded(t, root, "also-quiet", 0.9, 0.2, 0.1, b)
 	assert.NotEmpty(t, Compare(quiet, alsoQuiet, DefaultBand, false).Regressions(), "two quiet hosts: judged")
 	assert.NotEmpty(t, Compare(quiet, busy, DefaultBand, true).Regressions(), "-across judges them")
+}
+
+// A GPU row whose GPU ran at another maximum SM clock (NVML's reading at its preflight)
+// is not like for like: named, and no timing called a regression.
+func TestCompareFlagsOtherGPUClocks(t *testing.T) {
+	root := t.TempDir()
+	a, b := row("a", 25, 60, 21, 56, 25), row("a", 60, 158.7, 50, 150, 12)
+	a.Lease, b.Lease = &schema.Lease{GPUs: []string{"GPU-1"}}, &schema.Lease{GPUs: []string{"GPU-1"}}
+	mk := func(id string, mhz uint32, r schema.Result) *Run {
+		run := loaded(t, root, id, 0.4, 0.6, 0, r)
+		reading := gpu.Reading{Count: 1, Devices: []gpu.Device{{UUID: "GPU-1", Name: "NVIDIA H100 80GB HBM3", SMClockMaxMHz: mhz}}}
+		writeJSON(t, filepath.Join(run.Dir, "a", schema.PreflightFile), map[string]any{"readiness": map[string]any{"gpu_reading": reading}})
+		run, err := Read(run.Dir)
+		require.NoError(t, err)
+		return run
+	}
+	fast, slow := mk("fast", 1980, a), mk("slow", 1410, b)
+	assert.Equal(t, map[string]string{"a": "1980"}, fast.Clocks)
+	c := Compare(fast, slow, DefaultBand, false)
+	assert.Equal(t, "GPU max SM clock 1980 vs 1410 MHz", c.Unlike["a"])
+	assert.Empty(t, c.Regressions())
+	assert.NotEmpty(t, Compare(fast, mk("same", 1980, b), DefaultBand, false).Regressions(), "the same clocks: judged")
 }

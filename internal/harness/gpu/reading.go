@@ -31,6 +31,10 @@ type Device struct {
 	// ComputeCapability is "major.minor", e.g. "9.0" for Hopper.
 	ComputeCapability string `json:"compute_capability"`
 	PCIBusID          string `json:"pci_bus_id"`
+	// SMClockMHz and SMClockMaxMHz are NVML's SM clock when read and its maximum; 0
+	// (absent) where NVML does not report them, and in readings made before they were read.
+	SMClockMHz    uint32 `json:"sm_clock_mhz,omitempty"`
+	SMClockMaxMHz uint32 `json:"sm_clock_max_mhz,omitempty"`
 }
 
 // ParseReading loads a Reading written by Reading.JSON (or any JSON of the

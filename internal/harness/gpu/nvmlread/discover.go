@@ -130,6 +130,15 @@ func readDevice(lib nvmlLibrary, index int) (Device, error) {
 		return Device{}, callError(call("DeviceGetPciInfo"), ret)
 	}
 	d.PCIBusID = cString(pci.BusId[:])
+	// The SM clock now and its maximum: what the device's timings depend on (a GPU held
+	// at a lower clock, power-capped or shared, times slower). A device that does not
+	// report them (NOT_SUPPORTED) reads 0, left out of the JSON.
+	if mhz, ret := h.GetClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
+		d.SMClockMHz = mhz
+	}
+	if mhz, ret := h.GetMaxClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
+		d.SMClockMaxMHz = mhz
+	}
 	return d, nil
 }
 

@@ -16,6 +16,7 @@ func h200GPU(uuid, busID string, free uint64) fakeGPU {
 		memory: nvml.Memory{Total: 150754820096, Free: free, Used: 150754820096 - free},
 		major:  9, minor: 0,
 		busID: busID,
+		smMHz: 345, maxMHz: 1980,
 	}
 }
 
@@ -35,9 +36,9 @@ func TestDiscoverMapsNVMLIntoReading(t *testing.T) {
 		Count:             2,
 		Devices: []Device{
 			{Index: 0, Name: "NVIDIA H200", UUID: "GPU-aaaa", MemoryTotalBytes: 150754820096,
-				MemoryFreeBytes: 150000000000, ComputeCapability: "9.0", PCIBusID: "00000000:19:00.0"},
+				MemoryFreeBytes: 150000000000, ComputeCapability: "9.0", PCIBusID: "00000000:19:00.0", SMClockMHz: 345, SMClockMaxMHz: 1980},
 			{Index: 1, Name: "NVIDIA H200", UUID: "GPU-bbbb", MemoryTotalBytes: 150754820096,
-				MemoryFreeBytes: 1000, ComputeCapability: "9.0", PCIBusID: "00000000:3B:00.0"},
+				MemoryFreeBytes: 1000, ComputeCapability: "9.0", PCIBusID: "00000000:3B:00.0", SMClockMHz: 345, SMClockMaxMHz: 1980},
 		},
 	}
 	assert.Equal(t, want, got)
@@ -177,8 +178,27 @@ func TestDiscoverRejectsAnInconsistentReading(t *testing.T) {
 
 // go-nvml's own DGX H200 mock checks that the adapter drives a full
 // nvml.Interface the way the real library is driven.
+// unclocked is go-nvml's mock server, whose devices have no clock functions (they
+// panic): its devices answer NOT_SUPPORTED, as a GPU without clock reporting does.
+type unclocked struct{ goNVML }
+
+func (u unclocked) DeviceGetHandleByIndex(index int) (nvmlDevice, nvml.Return) {
+	d, ret := u.goNVML.DeviceGetHandleByIndex(index)
+	return unclockedDevice{d}, ret
+}
+
+type unclockedDevice struct{ nvmlDevice }
+
+func (unclockedDevice) GetClockInfo(nvml.ClockType) (uint32, nvml.Return) {
+	return 0, nvml.ERROR_NOT_SUPPORTED
+}
+
+func (unclockedDevice) GetMaxClockInfo(nvml.ClockType) (uint32, nvml.Return) {
+	return 0, nvml.ERROR_NOT_SUPPORTED
+}
+
 func TestDiscoverThroughGoNVMLMockServer(t *testing.T) {
-	got, err := discover(goNVML{dgxh200.New()})
+	got, err := discover(unclocked{goNVML{dgxh200.New()}})
 
 	require.NoError(t, err)
 	assert.Equal(t, "550.54.15", got.DriverVersion)
@@ -204,4 +224,15 @@ func TestCString(t *testing.T) {
 	buf[3] = 'z' // after the NUL: must be ignored
 	assert.Equal(t, "ab", cString(buf[:]))
 	assert.Equal(t, "", cString(nil))
+}
+
+// A device that reports no clocks (NOT_SUPPORTED) is read all the same, its clocks 0.
+func TestDiscoverWithoutClocks(t *testing.T) {
+	lib := newFakeNVML(h200GPU("GPU-aaaa", "00000000:19:00.0", 1000))
+	lib.fail["DeviceGetClockInfo(device 0)"] = nvml.ERROR_NOT_SUPPORTED
+	lib.fail["DeviceGetMaxClockInfo(device 0)"] = nvml.ERROR_NOT_SUPPORTED
+	got, err := discover(lib)
+	require.NoError(t, err)
+	assert.Zero(t, got.Devices[0].SMClockMHz)
+	assert.Zero(t, got.Devices[0].SMClockMaxMHz)
 }

@@ -8,11 +8,12 @@ import (
 
 // fakeGPU is what fakeNVML reports for one device.
 type fakeGPU struct {
-	name         string
-	uuid         string
-	memory       nvml.Memory
-	major, minor int
-	busID        string
+	name          string
+	uuid          string
+	memory        nvml.Memory
+	major, minor  int
+	busID         string
+	smMHz, maxMHz uint32
 }
 
 // fakeNVML is an in-memory nvmlLibrary. fail maps a call, spelled as in the
@@ -107,6 +108,14 @@ func (h fakeHandle) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 
 func (h fakeHandle) GetCudaComputeCapability() (int, int, nvml.Return) {
 	return h.gpu().major, h.gpu().minor, h.ret("DeviceGetCudaComputeCapability")
+}
+
+func (h fakeHandle) GetClockInfo(nvml.ClockType) (uint32, nvml.Return) {
+	return h.gpu().smMHz, h.ret("DeviceGetClockInfo")
+}
+
+func (h fakeHandle) GetMaxClockInfo(nvml.ClockType) (uint32, nvml.Return) {
+	return h.gpu().maxMHz, h.ret("DeviceGetMaxClockInfo")
 }
 
 func (h fakeHandle) GetPciInfo() (nvml.PciInfo, nvml.Return) {

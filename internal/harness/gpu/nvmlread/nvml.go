@@ -24,6 +24,8 @@ type nvmlDevice interface {
 	GetMemoryInfo() (nvml.Memory, nvml.Return)
 	GetCudaComputeCapability() (int, int, nvml.Return)
 	GetPciInfo() (nvml.PciInfo, nvml.Return)
+	GetClockInfo(nvml.ClockType) (uint32, nvml.Return)
+	GetMaxClockInfo(nvml.ClockType) (uint32, nvml.Return)
 }
 
 // goNVML adapts an nvml.Interface (the real library, or go-nvml's mock
