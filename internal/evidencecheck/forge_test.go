@@ -570,7 +570,7 @@ func thisRepo(t *testing.T) Repo {
 // tables they match: checked inside it, every one passes.
 func TestCommittedRunsMatchTheirCommits(t *testing.T) {
 	repo := thisRepo(t)
-	for _, run := range []string{"reference-run/20261204T105656Z-12956", "h200-orders/serial/20261205T180948Z-2707",
+	for _, run := range []string{"reference-run/20261206T050821Z-13114-e7321e", "h200-orders/serial/20261205T180948Z-2707",
 		"h200-orders/overlapped/20261205T181148Z-3952", "h200-perf-serve-reference/20261205T182255Z-1368"} {
 		rep := VerifyWith(committed(t, run), Options{Repo: repo, Strict: true})
 		require.NoError(t, rep.Err(), run)
