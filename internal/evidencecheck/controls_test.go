@@ -75,3 +75,17 @@ func TestControlsAreDerived(t *testing.T) {
 		})
 	}
 }
+
+// A controls stage cut before its verdict lists the probes it sent (the server recorded
+// them) and no verdict; a passed stage that says it was cut is a forgery.
+func TestControlsCutOnAPassedStageFails(t *testing.T) {
+	q := qualifiedRow
+	dir := runCopy(t, "controls")
+	cut := func(c map[string]any) {
+		c["cut"], c["controls"], c["refused"] = true, []any{}, []any{}
+	}
+	editJSON(t, filepath.Join(dir, q, schema.ControlsFile), cut)
+	editJSON(t, filepath.Join(dir, q, schema.ResultsFile), func(d map[string]any) { cut(d["controls"].(map[string]any)) })
+	forge(t, dir)
+	failsWith(t, Check(dir, ""), q+"/"+schema.ControlsFile+": cut: evidence says a controls stage that did not pass, file says a passed one")
+}

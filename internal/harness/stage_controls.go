@@ -30,8 +30,21 @@ func (r *row) controls(ctx context.Context) error {
 	return nil
 }
 
-func (r *row) probeControls(ctx context.Context) error {
+func (r *row) probeControls(ctx context.Context) (err error) {
 	decl := r.spec.Controls
+	// A stage cut before its verdict still says which probes it sent: the server recorded
+	// them, and the checker holds every records line to a request the evidence names.
+	var probes []schema.ControlProbe
+	sent, judged := 0, false
+	defer func() {
+		if err != nil && !judged && sent > 0 {
+			cut := schema.ControlsResult{Declared: decl, Probes: probes[:sent], Cut: true}
+			r.result.Controls = &cut
+			if werr := r.ev.WriteJSON(schema.ControlsFile, &cut); werr != nil {
+				err = fmt.Errorf("%w; and writing what the stage sent: %v", err, werr)
+			}
+		}
+	}()
 	inf := r.fx.Influence
 	data, err := os.ReadFile(r.fx.ImagePath(inf.Images[0]))
 	if err != nil {
@@ -42,12 +55,13 @@ func (r *row) probeControls(ctx context.Context) error {
 		return fmt.Errorf("the influence image %s: %w", inf.Images[0], err)
 	}
 	client := &http.Client{Timeout: r.c.Deadline.Request}
-	probes := controls.Plan(decl, r.fx.InfluenceSettings(), inf.Instruction)
+	probes = controls.Plan(decl, r.fx.InfluenceSettings(), inf.Instruction)
 	outs := map[string]image.Image{}
 	ts := r.spec.Timing
 	for i := range probes {
 		p := &probes[i]
 		req := wire.Request{Image: data, Prompt: p.Prompt, Settings: p.Settings}
+		sent = i + 1
 		status, body, err := Send(ctx, client, r.proto, r.server.URL(), r.c.Model, req, p.RequestID)
 		if err != nil {
 			return fmt.Errorf("controls probe %s (%s=%q): %w", p.Name, p.Field, p.Value, err)
@@ -103,6 +117,7 @@ func (r *row) probeControls(ctx context.Context) error {
 			return append(notSource(src, out, p.Settings["size"]), quality.Judge(criteria, quality.Measure(out), quality.Measure(src))...)
 		},
 		Work: r.askedWork(probes, records)})
+	judged = true
 	r.result.Controls = &v.Result
 	if err := r.ev.WriteJSON(schema.ControlsFile, &v.Result); err != nil {
 		return err

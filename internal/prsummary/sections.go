@@ -163,6 +163,9 @@ func controlLines(c *schema.ControlsResult) []Pair {
 	if c.Declared == nil {
 		return []Pair{{"controls", "not declared by the family"}}
 	}
+	if c.Cut {
+		return []Pair{{"controls", fmt.Sprintf("cut before its verdict, %d probe(s) sent", len(c.Probes))}}
+	}
 	var out []Pair
 	for _, v := range c.Controls {
 		out = append(out, Pair{v.Field + " (" + v.Effect + ")", v.Verdict + ": " + v.Figure})

@@ -136,4 +136,7 @@ type ControlsResult struct {
 	Refused  []RefusalVerdict  `json:"refused"`
 	Work     WorkCheck         `json:"work"`
 	Quality  map[string]string `json:"quality_failures,omitempty"` // probe -> the quality gate it missed
+	// Cut: the stage was stopped (interrupted, a deadline, a probe that failed to send)
+	// before its verdict; Probes lists what it had sent, the last perhaps unanswered.
+	Cut bool `json:"cut,omitempty"`
 }
