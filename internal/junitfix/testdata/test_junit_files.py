@@ -56,9 +56,9 @@ def test_failed_preflight_is_one_failing_stage():
     did not run skipped with the reason, the row's case and its table's failed."""
     xml = JUnitXml.fromfile(str(HERE / "failed-preflight.fixed.xml"))
     xml.update_statistics()
-    assert (xml.tests, xml.failures, xml.errors) == (11, 3, 0)
+    assert (xml.tests, xml.failures, xml.errors) == (12, 3, 0)
     (suite,) = list(xml)
-    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (11, 3, 0, 7)
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (12, 3, 0, 8)
     reason = "stage preflight failed: gate: 2 requirement(s) not met:"
     stage = "TestRefEdit/refedit-v1/"
     failures = {c.name: r for c in suite for r in c.result if isinstance(r, Failure)}
@@ -70,7 +70,7 @@ def test_failed_preflight_is_one_failing_stage():
     assert failures["TestRefEdit"].message == "refedit-v1: " + reason
     assert [f for n, f in failures.items() if n.startswith(stage)] == [failure], "one failing stage"
     skipped = {c.name.rsplit("/", 1)[1]: r for c in suite for r in c.result if isinstance(r, Skipped)}
-    assert sorted(skipped) == sorted(["build", "correctness", "serve", "benchmark", "quality", "influence", "identity"])
+    assert sorted(skipped) == sorted(["build", "correctness", "serve", "benchmark", "quality", "influence", "controls", "identity"])
     assert {(r.type, r.message) for r in skipped.values()} == {("not-run", "not run: " + reason)}
     assert not [r for c in suite for r in c.result if isinstance(r, Error)]
     props = {p.name: p.value for p in suite.properties()}
