@@ -100,19 +100,7 @@ func TestJudgeTestsExist(t *testing.T) {
 // Every name in qualTests is a test function of qual, and the -run pattern made of them
 // selects each whole (a renamed test would otherwise silently stop running).
 func TestQualTestsExist(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "qual", "*_test.go"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	tests := map[string]bool{}
-	for _, f := range files {
-		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
-		for _, d := range file.Decls {
-			if fn, ok := d.(*ast.FuncDecl); ok && strings.HasPrefix(fn.Name.Name, "Test") {
-				tests[fn.Name.Name] = true
-			}
-		}
-	}
+	tests := testFuncs(t, filepath.Join("..", "..", "qual"))
 	p := plan{Qual: true}.commands(nil)
 	require.Len(t, p, 1)
 	re := regexp.MustCompile(p[0][5])
@@ -147,19 +135,7 @@ func TestDependentsRunTheirSubset(t *testing.T) {
 // silently run nothing.
 func TestAsDependentNamesExist(t *testing.T) {
 	for path, run := range asDependent {
-		dir := filepath.Join("..", "..", strings.TrimPrefix(path, "qualkit/"))
-		files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
-		require.NoError(t, err)
-		tests := map[string]bool{}
-		for _, f := range files {
-			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
-			require.NoError(t, err)
-			for _, d := range file.Decls {
-				if fn, ok := d.(*ast.FuncDecl); ok && strings.HasPrefix(fn.Name.Name, "Test") {
-					tests[fn.Name.Name] = true
-				}
-			}
-		}
+		tests := testFuncs(t, filepath.Join("..", "..", strings.TrimPrefix(path, "qualkit/")))
 		names := strings.Split(strings.Trim(strings.TrimPrefix(strings.TrimSuffix(run, ")$"), "^("), "^$"), "|")
 		for _, name := range names {
 			if name != "" {
@@ -209,4 +185,23 @@ func TestBuildTagsAreEveryTag(t *testing.T) {
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	require.NoError(t, err)
 	assert.Contains(t, string(mk), "vet -tags "+BuildTags+" ./...", "make lint vets every tag")
+}
+
+// testFuncs are the Test functions the _test.go files of dir declare.
+func testFuncs(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no test files in %s", dir)
+	tests := map[string]bool{}
+	for _, f := range files {
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range file.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && strings.HasPrefix(fn.Name.Name, "Test") {
+				tests[fn.Name.Name] = true
+			}
+		}
+	}
+	return tests
 }
