@@ -20,7 +20,7 @@ TEST_TIMEOUT ?= 30m
 # order included; under -race the package took 799 s of a 17-minute run at 5a431ba,
 # without it 447 s at 0295a35, docs/test-times.md), and the single-threaded checker,
 # reports and tools (scripts/gotest.sh).
-RACE_PKGS ?= ./internal/harness/... ./internal/trtmcdouble/... ./families/refedit/server/ ./families/refedit/cmd/refedit/
+RACE_PKGS ?= ./internal/harness/... ./families/qwen_image/trtmcdouble/... ./families/refedit/server/ ./families/refedit/cmd/refedit/
 # When make started: `make test` ends by printing its whole wall, set-up included.
 STARTED := $(shell date +%s)
 RUNTIME ?= auto
@@ -150,7 +150,7 @@ test-failed: setup engine double-image tables
 # plugin, so none of the venv's is loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD, as in the
 # refedit case).
 PYJUNIT ?= evidence/junit-python.xml
-PYTESTS := families/refedit/correctness/selftest families/refedit/server/testdata/openai_client fixtures/images fixtures/image_edit internal/quality/testdata internal/junitfix/testdata internal/latents/testdata
+PYTESTS := families/refedit/correctness/selftest families/refedit/server/testdata/openai_client fixtures/images fixtures/image_edit internal/quality/testdata internal/junitfix/testdata families/qwen_image/latents/testdata
 pytest: setup
 	@mkdir -p $(dir $(PYJUNIT))
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest --collect-only -q -p no:cacheprovider --rootdir . $(PYTESTS) > $(PYJUNIT).collected

@@ -15,13 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	qwenimage "qualkit/families/qwen_image"
+	"qualkit/families/qwen_image/trtmcdouble"
 	"qualkit/internal/harness"
-	"qualkit/internal/harness/serving"
-	"qualkit/internal/trtmcdouble"
+	"qualkit/internal/serving"
 )
 
 // TestPerfServeConformance holds the double's Go imitation of trtmc-perf-serve
-// (internal/trtmcdouble/perfserve.go), which serves the perf-serve row in a clone with
+// (families/qwen_image/trtmcdouble/perfserve.go), which serves the perf-serve row in a clone with
 // nothing beside it, to TRTMC's own server (the snapshot QUALKIT_TRTMC_PERF_SERVE names;
 // `make test TRTMC_PERF_SERVE=...` and `make qwen-double TRTMC_PERF_SERVE=...` build this
 // file in, CI does). Both run in the double's image, on the same bundle, worker and fake

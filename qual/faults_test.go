@@ -22,8 +22,8 @@ import (
 
 	"qualkit/families/refedit"
 	"qualkit/internal/harness"
-	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // negativeControl is one fault injected into the reference row, and the stage that

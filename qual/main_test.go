@@ -19,9 +19,9 @@ import (
 
 	"qualkit/internal/attest"
 	"qualkit/internal/harness"
-	"qualkit/internal/harness/serving/reaper"
 	"qualkit/internal/report"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving/reaper"
 )
 
 var (
@@ -32,7 +32,7 @@ var (
 	rebuild     = flag.Bool("qualkit.rebuild", false, "rebuild bundles even when the cache key matches")
 	cpuRows     = flag.Int("qualkit.cpu-rows", 1, "rows without a GPU that run at once; rows with GPUs run side by side as the host's GPUs allow, each on GPUs of its own")
 	venv        = flag.String("qualkit.venv", "", "project venv with aiperf and pytest; a relative path is inside the repository root (default .venv)")
-	gpuread     = flag.String("qualkit.gpuread", os.Getenv("QUALKIT_GPUREAD"), "the NVML reader program (env QUALKIT_GPUREAD); default: built from internal/harness/gpu/cmd/gpuread")
+	gpuread     = flag.String("qualkit.gpuread", os.Getenv("QUALKIT_GPUREAD"), "the NVML reader program (env QUALKIT_GPUREAD); default: built from internal/gpu/cmd/gpuread")
 	doctor      = flag.Bool("qualkit.doctor", false, "print the readiness (preflight only) of every row -run selects, run nothing, and exit 1 if one is not ready")
 	jsonOut     = flag.Bool("qualkit.json", false, "with -qualkit.doctor: print JSON for scripts instead of text")
 	tablesOut   = flag.Bool("qualkit.tables", false, "print the qualification tables as JSON (what the Makefile and scripts/testgate derive from), run nothing")

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	qwenimage "qualkit/families/qwen_image"
+	"qualkit/internal/gpu"
 	"qualkit/internal/harness"
-	"qualkit/internal/harness/gpu"
 )
 
 // perfServeReferenceRows: TRTMC's own trtmc-perf-serve, `serve --backend reference`,

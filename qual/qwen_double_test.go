@@ -20,15 +20,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	qwenimage "qualkit/families/qwen_image"
+	"qualkit/families/qwen_image/trtmcdouble"
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/harness"
-	"qualkit/internal/harness/serving"
 	"qualkit/internal/merged"
 	"qualkit/internal/schema"
-	"qualkit/internal/trtmcdouble"
+	"qualkit/internal/serving"
 )
 
-// The TRTMC contract double: small programs of qualkit's own (internal/trtmcdouble) that
+// The TRTMC contract double: small programs of qualkit's own (families/qwen_image/trtmcdouble) that
 // hold TRTMC's documented contracts for every command the Qwen row runs, refuse anything
 // else, and write TRTMC's formats, in an image built FROM scratch. The real Qwen adapter,
 // unchanged, drives it through every stage on every CI run. Its rows read
@@ -283,7 +283,7 @@ func TestTRTMCDoublePerfServeInputForgery(t *testing.T) {
 }
 
 // pytestPin is the pytest TRTMC's image pins (requirements/community-ci.txt @ 264890fb),
-// the one the double's Python image installs (internal/trtmcdouble/image/requirements.lock).
+// the one the double's Python image installs (families/qwen_image/trtmcdouble/image/requirements.lock).
 const pytestPin = "8.4.2"
 
 // TestTRTMCDoubleRanTheRealTools holds the evidence TestTRTMCDouble's rows wrote (it runs

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	qwenimage "qualkit/families/qwen_image"
+	"qualkit/internal/gpu"
 	"qualkit/internal/harness"
-	"qualkit/internal/harness/gpu"
-	"qualkit/internal/harness/serving"
+	"qualkit/internal/serving"
 )
 
 // qwenImageEditRows is the image-edit group's one full checkpoint, served by TRTMC. Its

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	qwenimage "qualkit/families/qwen_image"
+	"qualkit/internal/gpu"
 	"qualkit/internal/harness"
-	"qualkit/internal/harness/gpu"
 )
 
 // qwenReferenceRows is the diffusers reference backend of Qwen-Image-Edit-2511

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"qualkit/internal/harness/serving/reaper"
+	"qualkit/internal/serving/reaper"
 )
 
 // The test binary's session: its reaper and its temp folder.

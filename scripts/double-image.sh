@@ -7,7 +7,7 @@
 #
 #   1. Debian bookworm with python3, made here with mmdebstrap and `docker import` (no
 #      registry is reachable): qualkit/debian-python:<sha256 of this script>.
-#   2. The wheels of internal/trtmcdouble/image/requirements.lock, every one pinned by its
+#   2. The wheels of families/qwen_image/trtmcdouble/image/requirements.lock, every one pinned by its
 #      sha256, downloaded once into ~/.cache/qualkit/double-wheels-<key>.
 #   3. Both together, built offline (--network none): qualkit/trtmc-double-python:<key>.
 # <key> is the sha256 of this script, the image's Dockerfile and the lock (the Go side,
@@ -20,7 +20,7 @@
 # overrides the Debian mirror.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=internal/trtmcdouble/image
+dir=families/qwen_image/trtmcdouble/image
 key=$(cat scripts/double-image.sh "$dir/Dockerfile" "$dir/requirements.lock" | sha256sum | cut -c1-16)
 base=qualkit/debian-python:$(sha256sum scripts/double-image.sh | cut -c1-16) # the Debian part: this script alone
 image=qualkit/trtmc-double-python:$key

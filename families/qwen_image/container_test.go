@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/harness/gpu"
-	"qualkit/internal/harness/serving"
+	"qualkit/internal/gpu"
+	"qualkit/internal/serving"
 )
 
 // The container settings the TRTMC row gives every stage (the adapter's Image: the

@@ -11,7 +11,7 @@ import "qualkit/internal/schema"
 // base request and validates no operation field, so an unknown key reaches the worker,
 // which reads known keys only (apps/perf_serving/trtmc_perf_serving/app.py @ 3878755c §
 // task). Qwen-Image takes guidance_scale as its true CFG scale and ignores cfg_scale
-// (config/models/qwen-image-edit-2511.yaml @ ca938e40, as internal/trtmcdouble/edit.go
+// (config/models/qwen-image-edit-2511.yaml @ ca938e40, as families/qwen_image/trtmcdouble/edit.go
 // states), so true_cfg_scale is a no-op here.
 //
 // Not yet attached to the rows' Spec (issue 46): the task route answers 200 to an

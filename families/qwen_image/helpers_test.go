@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/family"
+	"qualkit/internal/gpu"
 	"qualkit/internal/harness"
-	"qualkit/internal/harness/gpu"
 )
 
 const repoRoot = "../.."

@@ -87,7 +87,7 @@ func (a PerfServeReference) Describe(_ family.Env, row family.Row) (family.Spec,
 }
 
 // perfServeShim is qualkit's shim for the snapshot's gaps (also the double's).
-const perfServeShim = "internal/trtmcdouble/checkout/perf-serve-shim"
+const perfServeShim = "families/qwen_image/trtmcdouble/checkout/perf-serve-shim"
 
 // staged is the perf-serve tree the row serves from (Tools stages it): the checkout's
 // apps/perf_serving, apps/benchmark and families/qwen_image, plus the shim for a snapshot.

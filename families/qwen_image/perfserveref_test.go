@@ -37,7 +37,7 @@ func TestPerfServeReferenceCommands(t *testing.T) {
 	cmds, builder := tools.Commands, tools.Builder
 	require.Len(t, cmds, 2)
 	assert.Equal(t, []string{"/opt/torch/bin/python", "/repo/families/qwen_image/reference/perfserve_stage.py",
-		"--source", "/shared/trtmc-perf-serve", "--shim", "/repo/internal/trtmcdouble/checkout/perf-serve-shim", "--out", "/work/row/perf-serve"}, cmds[1].Args)
+		"--source", "/shared/trtmc-perf-serve", "--shim", "/repo/families/qwen_image/trtmcdouble/checkout/perf-serve-shim", "--out", "/work/row/perf-serve"}, cmds[1].Args)
 	assert.Equal(t, "/repo/families/qwen_image/reference/pipeline.py", builder)
 
 	out := "/cache/partial/qwen-image-edit-2511-perf-serve-reference-smoke.bundle"

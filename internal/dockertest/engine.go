@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/harness/serving"
+	"qualkit/internal/serving"
 )
 
 // Engine is a second dockerd, started and stopped by one test. It has no bridge network:

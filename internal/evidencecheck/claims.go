@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"qualkit/internal/latents"
+	"qualkit/families/qwen_image/latents"
 	"qualkit/internal/schema"
 )
 

@@ -19,9 +19,9 @@ import (
 	"fmt"
 	"time"
 
-	"qualkit/internal/harness/gpu"
-	"qualkit/internal/harness/serving"
+	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 	"qualkit/internal/wire"
 )
 

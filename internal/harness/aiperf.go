@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // AIPerfVersion is the only AIPerf release the harness accepts.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"qualkit/internal/harness/gpu"
+	"qualkit/internal/gpu"
 )
 
 // Checkpoint is one row of a qualification table: a checkpoint (or reference family)

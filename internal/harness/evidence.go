@@ -18,8 +18,8 @@ import (
 	"sync"
 	"time"
 
-	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // Evidence is one run's evidence folder: evidence/<run id>/, one subfolder per row.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"regexp"
 
-	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // Interrupted is the cause a Suite's context carries once a signal stopped the run.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // Each detector on the tools' own words: the lines are as PyTorch, TensorRT, the NVIDIA

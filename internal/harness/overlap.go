@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // overlapPlan is what the overlapped order begins early for one row, decided once

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // DefaultHeartbeat is the longest a running stage stays silent: builds, model loads and

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"qualkit/internal/harness/gpu"
-	"qualkit/internal/harness/serving"
+	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 	"qualkit/internal/wire"
 )
 

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"qualkit/internal/harness/gpu"
-	"qualkit/internal/harness/serving"
+	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // inImage says whether a stage's commands run in the family's container image: the one

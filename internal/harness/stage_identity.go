@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"qualkit/internal/harness/gpu"
+	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 )
 

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"qualkit/internal/harness/gpu"
-	"qualkit/internal/harness/serving"
+	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // Missing joins requirements into one message listing every missing piece and its fix.

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"qualkit/internal/harness/serving"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // serverLaunch is all a server start needs, settled before it starts.

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"qualkit/internal/harness/gpu"
-	"qualkit/internal/harness/serving"
+	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // Runtime choices for serving.
@@ -36,7 +36,7 @@ type SuiteConfig struct {
 	Qualification bool // false only when told explicitly: then rows whose host requirements are absent may be skipped
 	Runtime       string
 	Rebuild       bool
-	// GPURead is the gpuread program (internal/harness/gpu/cmd/gpuread) that reads the
+	// GPURead is the gpuread program (internal/gpu/cmd/gpuread) that reads the
 	// host's GPUs through NVML; BuildGPURead makes one.
 	GPURead string
 	// Progress receives the progress lines of running stages beside the stage
@@ -341,11 +341,11 @@ func RunSummary(info schema.RunInfo, results []*schema.Result) string {
 // rebuild of an unchanged program take well under a second.
 func BuildGPURead(ctx context.Context, root string) (string, error) {
 	out := filepath.Join(root, ".cache", "bin", "gpuread")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./internal/harness/gpu/cmd/gpuread")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./internal/gpu/cmd/gpuread")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-Wno-deprecated-declarations")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the NVML reader (go build ./internal/harness/gpu/cmd/gpuread): %v: %s; "+
+		return "", fmt.Errorf("build the NVML reader (go build ./internal/gpu/cmd/gpuread): %v: %s; "+
 			"build it where Go and a C compiler exist and name it with -qualkit.gpuread or QUALKIT_GPUREAD", err, clip(bytes.TrimSpace(b), 600))
 	}
 	return out, nil

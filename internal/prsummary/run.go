@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"qualkit/internal/harness/gpu"
+	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 )
 

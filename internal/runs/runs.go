@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"qualkit/internal/harness/gpu"
+	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 )
 

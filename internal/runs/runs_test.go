@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/harness/gpu"
+	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 )
 

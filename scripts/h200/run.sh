@@ -121,7 +121,7 @@ done
 export QUALKIT_GPUREAD=$root/bin/gpuread
 
 step "NVML reading (bin/nvmlread.test TestDiscoverOnGPU)"
-(cd internal/harness/gpu/nvmlread && QUALKIT_EXPECT_GPU=1 QUALKIT_GPU_READING_OUT="$OUT/h200.json" timeout 60 ../../../../bin/nvmlread.test -test.run '^TestDiscoverOnGPU$' -test.v -test.count=1) | tail -n 5 || fail=1
+(cd internal/gpu/nvmlread && QUALKIT_EXPECT_GPU=1 QUALKIT_GPU_READING_OUT="$OUT/h200.json" timeout 60 ../../../../bin/nvmlread.test -test.run '^TestDiscoverOnGPU$' -test.v -test.count=1) | tail -n 5 || fail=1
 
 if [[ ${RUN_RUNTIME:-process} == container ]]; then
   # The same row in a GPU container, before the process run of the same lease: the

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/families/qwen_image/trtmcdouble"
 	"qualkit/internal/dockertest"
-	"qualkit/internal/trtmcdouble"
 )
 
 // READMEs are the documents whose command blocks are recipes, relative to the

@@ -14,7 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"qualkit/internal/latents"
+	"qualkit/families/qwen_image/latents"
 	"regexp"
 	"strconv"
 	"strings"

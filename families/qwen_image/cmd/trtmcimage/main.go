@@ -23,7 +23,7 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	qwenimage "qualkit/families/qwen_image"
-	"qualkit/internal/harness/serving"
+	"qualkit/internal/serving"
 )
 
 func main() {

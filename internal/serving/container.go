@@ -1,0 +1,711 @@
+package serving
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/wait"
+
+	"qualkit/internal/gpu"
+	"qualkit/internal/schema"
+)
+
+// run is one container about to be created: its name, labels, mapped command and the
+// docker run command line that would create it (for the record).
+type run struct {
+	name            string
+	labels          map[string]string
+	cmd             Command
+	underEntrypoint bool // the image's ENTRYPOINT runs cmd (Container.UnderEntrypoint)
+	host            func(*container.HostConfig)
+	argv            []string
+}
+
+func newRun(c *Container, cmd Command, o options) (*run, error) {
+	if c.RunID == "" || c.Row == "" {
+		return nil, errors.New("container: RunID and Row are required (they label what is created)")
+	}
+	if c.Image.ID == "" {
+		return nil, errors.New("container: no image (PrepareImage makes one present)")
+	}
+	var problems []string
+	targets := map[string]bool{}
+	for _, m := range c.Mounts {
+		if !filepath.IsAbs(m.Host) || !filepath.IsAbs(m.Container) {
+			problems = append(problems, fmt.Sprintf("mount %s:%s: both paths must be absolute", m.Host, m.Container))
+			continue
+		}
+		if _, err := os.Stat(m.Host); err != nil {
+			problems = append(problems, fmt.Sprintf("mount %s: %v", m.Host, err))
+		}
+		if targets[m.Container] {
+			problems = append(problems, fmt.Sprintf("mount target %s given twice", m.Container))
+		}
+		targets[m.Container] = true
+	}
+	if len(problems) > 0 {
+		return nil, errors.New("container: " + strings.Join(problems, "; "))
+	}
+	var gpus *gpu.DeviceRequestFields
+	if len(o.gpus) > 0 {
+		req, err := gpu.DeviceRequest(o.gpus)
+		if err != nil {
+			return nil, err
+		}
+		gpus = &req
+	}
+	r := &run{name: containerName(c.Row, c.RunID), labels: labels(c.RunID, c.Row), cmd: newPathMap(c).command(cmd), underEntrypoint: c.UnderEntrypoint}
+	r.cmd.Env = append([]string{containerPycache}, r.cmd.Env...) // NoBytecodeEnv says why
+	r.host = hostConfig(c, gpus)
+	r.argv = dockerRunArgs(c, gpus, r.name, r.labels, r.cmd)
+	return r, nil
+}
+
+// opts are the testcontainers options that create the container as r says.
+func (r *run) opts(image Image, logger *stdlog.Logger) []testcontainers.ContainerCustomizer {
+	return []testcontainers.ContainerCustomizer{
+		testcontainers.WithLogger(logger),
+		testcontainers.WithName(r.name),
+		testcontainers.WithLabels(r.labels),
+		testcontainers.WithConfigModifier(func(cfg *container.Config) {
+			if r.underEntrypoint {
+				cfg.Entrypoint = nil // the image's
+				cfg.Cmd = slices.Clone(r.cmd.Args)
+			} else {
+				cfg.Entrypoint = []string{r.cmd.Args[0]}
+				cfg.Cmd = slices.Clone(r.cmd.Args[1:])
+			}
+			cfg.Env = slices.Clone(r.cmd.Env)
+			cfg.WorkingDir = r.cmd.Dir
+		}),
+		testcontainers.WithHostConfigModifier(r.host),
+	}
+}
+
+// hostConfig is host networking, an init process as PID 1 (it forwards SIGTERM and reaps
+// the server's children), the bind mounts, the IPC namespace, and, with gpus, one device
+// request for exactly those GPUs.
+func hostConfig(c *Container, gpus *gpu.DeviceRequestFields) func(*container.HostConfig) {
+	return func(hc *container.HostConfig) {
+		hc.NetworkMode = "host"
+		withInit := true
+		hc.Init = &withInit
+		if c.IPCHost {
+			hc.IpcMode = "host"
+		}
+		if c.MemoryBytes > 0 {
+			hc.Memory, hc.MemorySwap = c.MemoryBytes, c.MemoryBytes
+		}
+		for _, m := range c.Mounts {
+			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: m.Container, ReadOnly: m.ReadOnly})
+		}
+		if gpus != nil {
+			caps := make([][]string, len(gpus.Capabilities))
+			for i, cp := range gpus.Capabilities {
+				caps[i] = slices.Clone(cp)
+			}
+			hc.DeviceRequests = append(hc.DeviceRequests, container.DeviceRequest{
+				Driver: gpus.Driver, DeviceIDs: slices.Clone(gpus.DeviceIDs), Capabilities: caps,
+			})
+		}
+	}
+}
+
+// dockerRunArgs renders the container as the docker run command that would create it. Env
+// values stay out of argv (they go to the record's redacted Env): `-e NAME` reads them from
+// the caller's environment.
+func dockerRunArgs(c *Container, gpus *gpu.DeviceRequestFields, name string, labels map[string]string, cmd Command) []string {
+	args := []string{"docker", "run", "--name", name, "--network", "host", "--init"}
+	if c.IPCHost {
+		args = append(args, "--ipc", "host")
+	}
+	if c.MemoryBytes > 0 {
+		m := strconv.FormatInt(c.MemoryBytes, 10)
+		args = append(args, "--memory", m, "--memory-swap", m)
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		args = append(args, "--label", k+"="+labels[k])
+	}
+	for _, kv := range cmd.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		args = append(args, "-e", k)
+	}
+	if cmd.Dir != "" {
+		args = append(args, "-w", cmd.Dir)
+	}
+	for _, m := range c.Mounts {
+		opt := "type=bind,source=" + m.Host + ",target=" + m.Container
+		if m.ReadOnly {
+			opt += ",readonly"
+		}
+		args = append(args, "--mount", opt)
+	}
+	if gpus != nil {
+		args = append(args, "--gpus", `"device=`+strings.Join(gpus.DeviceIDs, ",")+`"`)
+	}
+	if c.UnderEntrypoint {
+		return append(append(args, c.Image.ID), cmd.Args...)
+	}
+	args = append(args, "--entrypoint", cmd.Args[0], c.Image.ID)
+	return append(args, cmd.Args[1:]...)
+}
+
+// containerName is unique per start, and readable in `docker ps`.
+func containerName(row, runID string) string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	n := notTagChar.ReplaceAllString(fmt.Sprintf("qualkit-%s-%s-%s", row, runID, hex.EncodeToString(b)), "-")
+	return strings.TrimLeft(n, ".-")
+}
+
+// connect checks the configuration and the daemon, and refuses a GPU request the daemon
+// cannot honour: testcontainers would start the container without its GPUs, and the row
+// would silently measure a CPU.
+func connect(ctx context.Context, o options) (*testcontainers.DockerClient, schema.DaemonInfo, error) {
+	if err := checkReaperOff(); err != nil {
+		return nil, schema.DaemonInfo{}, err
+	}
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return nil, schema.DaemonInfo{}, err
+	}
+	d, err := daemonInfo(ctx, cli)
+	if err == nil && len(o.gpus) > 0 {
+		var req gpu.DeviceRequestFields
+		if req, err = gpu.DeviceRequest(o.gpus); err == nil {
+			err = checkGPURuntime(d, &req)
+		}
+	}
+	if err != nil {
+		cli.Close()
+		return nil, d, err
+	}
+	return cli, d, nil
+}
+
+// logFile receives a container's output as testcontainers streams it.
+type logFile struct {
+	mu    sync.Mutex
+	f     *os.File
+	final bool // rewritten from the stopped container: the stream no longer writes
+}
+
+func (l *logFile) Accept(entry testcontainers.Log) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.final {
+		l.f.Write(entry.Content)
+	}
+}
+
+// rewrite replaces the streamed log with the container's whole log, read once it has
+// stopped: the file is complete even if the stream missed a line.
+func (l *logFile) rewrite(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.final = true
+	rc, err := cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := l.f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = stdcopy.StdCopy(l.f, l.f, rc)
+	return err
+}
+
+// readyStrategy is the wait strategy of a container server: GET ReadyPath on the
+// server's own loopback address until it answers 200, failing as soon as the container
+// stops running. testcontainers' wait.ForHTTP asks the library for the host's address,
+// which inside a container (CI's machines have /.dockerenv) is the Docker bridge's
+// gateway, while a server on the host network listens on the host's loopback:
+// TestContainerServesUntilStop never became ready with it there.
+type readyStrategy struct {
+	url    string
+	last   string           // the last answer, for a message about a server never ready
+	exited *container.State // the container's state when it stopped before it was ready
+}
+
+var _ wait.Strategy = (*readyStrategy)(nil)
+
+func (s *readyStrategy) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	s.last = "no answer yet"
+	for {
+		if st, err := target.State(ctx); err == nil && !st.Running {
+			s.exited = st
+			return fmt.Errorf("container stopped: %s, exit code %d", st.Status, st.ExitCode)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+ReadyPath, nil)
+		resp, err := hc.Do(req)
+		switch {
+		case err == nil:
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			s.last = fmt.Sprintf("%s answered %d", ReadyPath, resp.StatusCode)
+		case ctx.Err() == nil:
+			s.last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// containerServer is a server run in a container.
+type containerServer struct {
+	url     string
+	c       *testcontainers.DockerContainer
+	cli     *testcontainers.DockerClient
+	log     *logFile
+	tcLog   *os.File
+	startup time.Duration
+	rec     schema.CommandRecord
+	began   time.Time // monotonic: the record's wall
+	o       options
+
+	mu      sync.Mutex
+	stopped bool
+
+	// What the engine said of the server while it ran (watch), under watchMu.
+	watchMu   sync.Mutex
+	seen      watchedState
+	stopWatch context.CancelFunc
+}
+
+// watch follows the engine's events for the server's container until ctx ends. The
+// stream ending is the engine going away; a kill before Stop is someone else's.
+func (s *containerServer) watch(ctx context.Context) {
+	f := make(client.Filters).Add("container", s.c.GetContainerID())
+	ev := s.cli.Events(ctx, client.EventsListOptions{Filters: f})
+	for {
+		select {
+		case m := <-ev.Messages:
+			s.watchMu.Lock()
+			switch m.Action {
+			case events.ActionKill:
+				if s.seen.killedBy == "" {
+					s.seen.killedBy = "signal " + m.Actor.Attributes["signal"]
+				}
+			case events.ActionOOM:
+				s.seen.oom = true
+			case events.ActionDestroy:
+				s.seen.removed = time.Now()
+			}
+			s.watchMu.Unlock()
+		case err := <-ev.Err:
+			if ctx.Err() == nil {
+				s.watchMu.Lock()
+				s.seen.lost, s.seen.lostErr = time.Now(), err
+				s.watchMu.Unlock()
+			}
+			return
+		}
+	}
+}
+
+// killSettles is how long Died waits, after a kill from outside, to see whether the
+// engine itself goes away (a shutdown stops its containers first).
+const killSettles = 5 * time.Second
+
+// watchedState is what watch saw so far: the first time the engine stopped answering
+// (an engine that restarts stops its containers) and what it said, a kill the run did
+// not send, an OOM kill.
+type watchedState struct {
+	lost     time.Time
+	lostErr  error
+	killedBy string
+	oom      bool
+	removed  time.Time // the engine removed the container (docker rm -f, a sweep)
+}
+
+func (s *containerServer) watched() watchedState {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	return s.seen
+}
+
+// Died says why the container ended while the row ran: its engine went away (an engine
+// restart stops its containers), someone else stopped it, or it exited (its code, and
+// whether the kernel OOM-killed it).
+func (s *containerServer) Died(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	w := s.watched()
+	// A kill the run did not send is a docker stop, or the engine shutting down: the
+	// engine's own end follows within seconds, and is the cause to report.
+	for wait := time.Now().Add(killSettles); w.killedBy != "" && w.lost.IsZero() && time.Now().Before(wait); {
+		time.Sleep(100 * time.Millisecond)
+		w = s.watched()
+	}
+	if !w.lost.IsZero() {
+		return engineGone(fmt.Errorf("the Docker engine was unreachable %.1f s after the server was ready (restarted or stopped: its containers stop with it): %v",
+			w.lost.Sub(s.began).Seconds()-s.startup.Seconds(), w.lostErr))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := s.cli.ContainerInspect(ctx, s.c.GetContainerID(), client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) || err != nil && !s.watched().removed.IsZero() {
+		// Only Stop removes it: someone else did, while the row still needed it.
+		return stoppedFromOutside(fmt.Errorf("the server container %s was removed from outside the run (docker rm -f, or a sweep that took it for a dead run's) %.1f s after the server was ready: %v",
+			shortID(s.c.GetContainerID()), time.Since(s.began).Seconds()-s.startup.Seconds(), err))
+	}
+	if err != nil {
+		return engineGone(fmt.Errorf("the Docker engine did not answer for the server container: %w", err))
+	}
+	cs := res.Container.State
+	switch {
+	case cs == nil || cs.Running:
+		return nil
+	case cs.OOMKilled || w.oom:
+		return oomKilled(fmt.Errorf("the server container exited with code %d (oom_killed=true) while the row ran", cs.ExitCode))
+	case w.killedBy != "":
+		return stoppedFromOutside(fmt.Errorf("the server container was stopped from outside the run (%s from the Docker engine: docker stop or kill, or the engine shutting down) and exited with code %d", w.killedBy, cs.ExitCode))
+	}
+	return fmt.Errorf("the server container exited with code %d (oom_killed=false) while the row ran", cs.ExitCode)
+}
+
+func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, error) {
+	r, err := newRun(o.container, spec.Cmd, o)
+	if err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	cli, _, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(spec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	tcLog, err := os.OpenFile(filepath.Join(filepath.Dir(spec.Log), filepath.Base(schema.TestcontainersLog)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		f.Close()
+		cli.Close()
+		return nil, fmt.Errorf("open testcontainers log: %w", err)
+	}
+	s := &containerServer{url: spec.URL(), cli: cli, log: &logFile{f: f}, tcLog: tcLog, o: o,
+		began: time.Now()}
+	s.rec = schema.CommandRecord{Stage: o.stage, Args: r.argv, Env: r.cmd.Env, Dir: r.cmd.Dir, Log: spec.Log, Start: s.began.UTC()}
+	// testcontainers waits with our strategy, under the row's own deadline (a model
+	// load's minutes, not the library's default 60 s).
+	ready := &readyStrategy{url: s.url}
+	opts := append(r.opts(o.container.Image, stdlog.New(tcLog, "", stdlog.LstdFlags|stdlog.Lmicroseconds)),
+		testcontainers.WithLogConsumers(s.log),
+		testcontainers.WithWaitStrategyAndDeadline(spec.Ready, ready))
+	c, err := runOnHostNetwork(ctx, o.container.Image.ID, opts...)
+	s.c = c
+	if err != nil {
+		if c == nil {
+			// Nothing was created.
+			s.rec.ExitCode, s.rec.Error = -1, err.Error()
+			s.close()
+			return nil, o.record(s.rec, fmt.Errorf("start container %s from %s: %w", r.name, o.container.Image.Ref, err))
+		}
+		st, rmErr := s.terminate(context.Background())
+		switch {
+		case ready.exited != nil:
+			err = fmt.Errorf("server container exited with code %d (oom_killed=%t) before it was ready", ready.exited.ExitCode, ready.exited.OOMKilled)
+			if ready.exited.OOMKilled {
+				err = oomKilled(err)
+			}
+		case ctx.Err() == nil:
+			err = notReady(spec.Ready, ready.last, err)
+		}
+		s.rec.Error = err.Error()
+		err = fmt.Errorf("%w; log %s:\n%s", err, spec.Log, TailFile(spec.Log, 2000))
+		if rmErr != nil {
+			err = fmt.Errorf("%w\n(removing container %s failed: %v)", err, r.name, rmErr)
+		}
+		return nil, s.finish(st, err)
+	}
+	s.startup = time.Since(s.began)
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopWatch = stop
+	go s.watch(wctx)
+	return s, nil
+}
+
+func (s *containerServer) URL() string            { return s.url }
+func (s *containerServer) Startup() time.Duration { return s.startup }
+func (s *containerServer) Runtime() string        { return "container" }
+func (s *containerServer) ContainerID() string    { return s.c.GetContainerID() }
+
+type containerState struct {
+	code      int
+	exited    bool
+	oomKilled bool
+}
+
+// Stop stops the container (SIGTERM, SIGKILL after a grace period), completes its log,
+// removes it, and records the command with the container's exit code. A second call does
+// nothing. Removal goes on even when ctx is already cancelled.
+func (s *containerServer) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	st, err := s.terminate(ctx)
+	return s.finish(st, err)
+}
+
+func (s *containerServer) finish(st containerState, err error) error {
+	s.rec.WallS = time.Since(s.began).Seconds()
+	s.rec.ExitCode = st.code
+	if err != nil && s.rec.Error == "" {
+		s.rec.Error = err.Error()
+	} else if st.oomKilled && s.rec.Error == "" {
+		s.rec.Error = "oom killed"
+	}
+	return s.o.record(s.rec, err)
+}
+
+// terminate stops the container, completes its log and removes it; it runs once.
+func (s *containerServer) terminate(ctx context.Context) (containerState, error) {
+	s.stopped = true
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
+	defer s.close()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace+2*time.Minute)
+	defer cancel()
+	var errs []error
+	if err := waitForEngine(ctx, s.cli, engineBackWithin); err != nil {
+		errs = append(errs, err)
+	}
+	grace := stopGrace
+	if err := s.c.Stop(ctx, &grace); err != nil && !cerrdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("stop container: %w", err))
+	}
+	if err := s.log.rewrite(ctx, s.cli, s.c.GetContainerID()); err != nil {
+		errs = append(errs, fmt.Errorf("container log: %w", err))
+	}
+	st := containerState{code: -1}
+	if res, err := s.cli.ContainerInspect(ctx, s.c.GetContainerID(), client.ContainerInspectOptions{}); err == nil && res.Container.State != nil {
+		cs := res.Container.State
+		st = containerState{code: cs.ExitCode, exited: !cs.Running, oomKilled: cs.OOMKilled}
+	} else if err != nil {
+		errs = append(errs, fmt.Errorf("inspect container: %w", err))
+	}
+	if err := testcontainers.TerminateContainer(s.c, testcontainers.StopTimeout(grace), testcontainers.StopContext(ctx)); err != nil {
+		errs = append(errs, fmt.Errorf("remove container: %w", err))
+	}
+	return st, errors.Join(errs...)
+}
+
+// removeOutlivingEngine removes a job's container, trying again while the engine comes
+// back (a restart can end the job, and refuse the first removal, while it shuts down).
+func removeOutlivingEngine(ctx context.Context, cli *testcontainers.DockerClient, ct testcontainers.Container) {
+	if ct == nil {
+		return
+	}
+	deadline := time.Now().Add(engineBackWithin)
+	for {
+		waitForEngine(ctx, cli, time.Until(deadline))
+		err := testcontainers.TerminateContainer(ct, testcontainers.StopContext(ctx))
+		if err == nil || cerrdefs.IsNotFound(err) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// engineBackWithin is how long removing a server waits for an engine that does not answer
+// (one that restarts comes back within seconds), so that a restart leaves no container.
+const engineBackWithin = 90 * time.Second
+
+// waitForEngine returns once the engine answers a ping, or an error after within.
+func waitForEngine(ctx context.Context, cli *testcontainers.DockerClient, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := cli.Ping(pctx, client.PingOptions{})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return engineGone(fmt.Errorf("the Docker engine did not answer within %s to remove the server: %w", within, err))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func (s *containerServer) close() {
+	s.log.f.Close()
+	s.tcLog.Close()
+	s.cli.Close()
+}
+
+// runContainer runs c to completion in a container of the image (or until ctx ends),
+// records it, and removes the container whatever happens.
+func runContainer(ctx context.Context, c Command, log string, o options) (schema.CommandRecord, error) {
+	began := time.Now()
+	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Log: log, Start: began.UTC(), ExitCode: -1}
+	finish := func(err error) (schema.CommandRecord, error) {
+		rec.WallS = time.Since(began).Seconds()
+		if err != nil {
+			rec.Error = err.Error()
+			err = fmt.Errorf("%s in container %s exited %d: %w; log %s:\n%s", baseName(c.Args[0]), shortID(o.container.Image.ID), rec.ExitCode, err, log, TailFile(log, 2000))
+		}
+		return rec, o.record(rec, err)
+	}
+	// The log exists from the start: a job stopped before its container ran (an
+	// interrupt, the engine gone) still has the log its record names.
+	f, err := os.Create(log)
+	if err != nil {
+		return finish(err)
+	}
+	defer f.Close()
+	notStarted := func(err error) (schema.CommandRecord, error) {
+		fmt.Fprintf(f, "qualkit: the container did not start: %v\n", err)
+		return finish(err)
+	}
+	r, err := newRun(o.container, c, o)
+	if err != nil {
+		return notStarted(err)
+	}
+	rec.Args, rec.Env, rec.Dir = r.argv, r.cmd.Env, r.cmd.Dir
+	cli, _, err := connect(ctx, o)
+	if err != nil {
+		return notStarted(err)
+	}
+	defer cli.Close()
+	lf := &logFile{f: f}
+	deadline := 24 * time.Hour
+	if d, ok := ctx.Deadline(); ok {
+		deadline = time.Until(d)
+	}
+	// The log streams into the file while the job runs (a long build shows progress),
+	// then is replaced by the container's whole log.
+	ct, err := runOnHostNetwork(ctx, o.container.Image.ID, append(r.opts(o.container.Image, stdlog.New(io.Discard, "", 0)),
+		testcontainers.WithLogConsumers(lf),
+		testcontainers.WithWaitStrategyAndDeadline(deadline, wait.ForExit().WithPollInterval(50*time.Millisecond)))...)
+	// Removal goes on even when ctx is cancelled: nothing is left behind. A long job (a
+	// native batch preloaded beside the server) may outlive an engine restart: its
+	// container is removed once the engine answers again.
+	bg := context.WithoutCancel(ctx)
+	defer removeOutlivingEngine(bg, cli, ct)
+	if ct != nil {
+		if err != nil {
+			// Cut before it exited (ctx ended, or the wait failed): it stops now, as a cut
+			// process job is killed, so that its whole log is read once it can write no
+			// more. Read while it still ran, the log would miss what it went on to write
+			// to the files it shares with the row (a batch's report naming replays whose
+			// log lines came after the read).
+			now := time.Duration(0)
+			if serr := ct.Stop(bg, &now); serr != nil && !cerrdefs.IsNotFound(serr) {
+				err = fmt.Errorf("%w (stopping it: %v)", err, serr)
+			}
+		}
+		if res, ierr := cli.ContainerInspect(bg, ct.GetContainerID(), client.ContainerInspectOptions{}); ierr == nil && res.Container.State != nil && !res.Container.State.Running {
+			rec.ExitCode = res.Container.State.ExitCode
+		}
+		if lerr := lf.rewrite(bg, cli, ct.GetContainerID()); err == nil && lerr != nil {
+			err = fmt.Errorf("container log: %w", lerr)
+		}
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return finish(fmt.Errorf("%w (%v)", ctx.Err(), err))
+	case err != nil:
+		return finish(fmt.Errorf("start: %w", err))
+	case rec.ExitCode != 0:
+		return finish(errors.New("non-zero exit"))
+	}
+	return finish(nil)
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// runOnHostNetwork is testcontainers.Run for a container on the host's network, with
+// nothing else attached. testcontainers attaches every container it creates to its
+// default network unless that network is the engine's "bridge"; on an engine started
+// with "bridge": "none" (the H200 device's, and hardened hosts') it creates a bridge
+// network of its own and attaches the container to it, whatever the HostConfig says,
+// and starting the container then fails. Naming "host" as the provider's default bridge
+// network makes testcontainers attach nothing: the container is on the host network
+// alone, on every engine.
+func runOnHostNetwork(ctx context.Context, image string, opts ...testcontainers.ContainerCustomizer) (*testcontainers.DockerContainer, error) {
+	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: image}, Started: true}
+	for _, opt := range opts {
+		if err := opt.Customize(&req); err != nil {
+			return nil, fmt.Errorf("customize: %w", err)
+		}
+	}
+	popts := []testcontainers.DockerProviderOption{testcontainers.WithDefaultBridgeNetwork(hostNetwork)}
+	if req.Logger != nil {
+		popts = append(popts, testcontainers.WithLogger(req.Logger))
+	}
+	provider, err := testcontainers.NewDockerProvider(popts...)
+	if err != nil {
+		return nil, dockerUnreachable(err)
+	}
+	defer provider.Close()
+	// The create call is not cut by ctx: cut mid-call, the engine may still create the
+	// container while the client gets no id for it, and a container nothing knows of is
+	// left behind ("Created", never removed: an interrupt while a native batch was
+	// starting, TestInterruptAtEveryStage). Once created, ctx decides whether it starts;
+	// the caller removes it either way.
+	ctr, err := provider.CreateContainer(context.WithoutCancel(ctx), req.ContainerRequest)
+	var c *testcontainers.DockerContainer
+	if ctr != nil {
+		c = ctr.(*testcontainers.DockerContainer)
+	}
+	if err != nil {
+		return c, fmt.Errorf("create container: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return c, fmt.Errorf("create container: cancelled before it started: %w", err)
+	}
+	if req.Started {
+		if err := c.Start(ctx); err != nil {
+			return c, fmt.Errorf("start container: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// hostNetwork is the engine's host network, which every engine has.
+const hostNetwork = "host"

@@ -1,0 +1,265 @@
+// Package reaper removes what a qualkit process leaves when it ends without cleaning
+// up: killed (SIGKILL), panicked (go test's -timeout alarm), or exited before its rows
+// stopped. It plays the part of testcontainers' reaper (Ryuk), which is off here (its
+// image cannot be pulled), for containers, images, processes and folders alike.
+//
+// The process starts its reaper once (Start): its own program again, which calls
+// Requested and Main before anything else. The two are joined by a pipe whose write end
+// only the process holds; when the pipe closes, however the process ended, the reaper
+// kills the processes that carry the session's mark (serving.SessionEnv), removes the
+// session's containers and images (serving.RemoveSession) and the paths it was given,
+// then the build steps every run shares when no other session is alive
+// (serving.SweepShared), prints what it removed to the process's stderr, and exits.
+// Since it holds that stderr until it exits, whoever reads the process's output (go
+// test, a test that started a child run) reads to its end only once the reaper is done.
+package reaper
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	tclog "github.com/testcontainers/testcontainers-go/log"
+
+	"qualkit/internal/serving"
+)
+
+// envSpec carries the owner, as JSON, to the reaper: its presence makes a program a
+// reaper (Requested).
+const envSpec = "QUALKIT_REAPER"
+
+// Requested says whether this process was started as a reaper: its main must then call
+// Main and exit with its code before it does anything else.
+func Requested() bool { return os.Getenv(envSpec) != "" }
+
+// Reaper is a running process's reaper, as that process holds it.
+type Reaper struct {
+	mu   sync.Mutex
+	pipe *os.File // the write end: closed when this process ends, or by Close
+	done chan struct{}
+	err  error
+}
+
+// Start starts this process's reaper: program (this process's own executable, whose
+// main honours Requested) run again, in its own process group, ignoring the signals a
+// terminal or a CI cancel sends, so that it outlives this process. It returns once the
+// reaper has marked the session present and listens.
+func Start(program string) (*Reaper, error) {
+	if Requested() {
+		return nil, errors.New("reaper: a reaper starts no reaper (its program runs Main when Requested)")
+	}
+	spec, err := json.Marshal(serving.Self())
+	if err != nil {
+		return nil, err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("reaper: %w", err)
+	}
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, fmt.Errorf("reaper: %w", err)
+	}
+	cmd := exec.Command(program)
+	cmd.Env = append(os.Environ(), envSpec+"="+string(spec))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pr, os.Stderr, os.Stderr
+	cmd.ExtraFiles = []*os.File{readyW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	pr.Close()
+	readyW.Close()
+	if err != nil {
+		pw.Close()
+		ready.Close()
+		return nil, fmt.Errorf("reaper: start %s: %w", program, err)
+	}
+	r := &Reaper{pipe: pw, done: make(chan struct{})}
+	go func() { r.err = cmd.Wait(); close(r.done) }()
+	// It says "ready" once it listens, or closes the pipe unsaid when it exits first.
+	line, _ := bufio.NewReader(ready).ReadString('\n')
+	ready.Close()
+	if line != "ready\n" {
+		pw.Close()
+		<-r.done
+		return nil, fmt.Errorf("reaper: %s did not start as a reaper (%v): its main must call reaper.Requested and reaper.Main first", program, r.err)
+	}
+	return r, nil
+}
+
+// TrackGroup tells the reaper of a process group this process started
+// (serving.GroupTracker): it kills what is left of the group when this process ends.
+// Nil-safe.
+func (r *Reaper) TrackGroup(g serving.Group) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pipe != nil {
+		fmt.Fprintf(r.pipe, "group %d %s\n", g.ID, g.Start)
+	}
+}
+
+// Remove asks the reaper to remove path (a file or a folder) if it is still there when
+// this process ends. Nil-safe: without a reaper nothing is asked.
+func (r *Reaper) Remove(path string) {
+	if r == nil || path == "" || strings.ContainsAny(path, "\n") {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pipe != nil {
+		fmt.Fprintf(r.pipe, "remove %s\n", path)
+	}
+}
+
+// Close is this process's normal end of its session: it removes what the session still
+// holds in the engine (the build steps its runs shared: serving.RemoveSession), then
+// lets the reaper finish (it kills a process the session left, removes the paths still
+// there, sweeps the shared build steps when no other session is alive) and waits for it,
+// so that no reaper outlives this process's output (go test waits a few seconds at most
+// for a test binary's output to close). Nil-safe.
+func (r *Reaper) Close(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
+	var err error
+	if _, derr := serving.Docker(ctx); derr == nil {
+		_, err = serving.RemoveSession(ctx, serving.Self())
+	}
+	r.mu.Lock()
+	if r.pipe != nil {
+		r.pipe.Close()
+		r.pipe = nil
+	}
+	r.mu.Unlock()
+	<-r.done
+	return errors.Join(err, r.err)
+}
+
+// Main is the reaper itself (Requested is true): it marks the session present, listens
+// until the pipe closes, then removes what the session left and returns the exit code.
+func Main() int {
+	// A terminal's Ctrl-C, a CI cancel or a hang-up is for the process it watches over:
+	// it cleans up after that process, whatever stopped it.
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	tclog.SetDefault(tclog.NewNoopLogger()) // no banner about the daemon in the report
+	var o serving.Owner
+	if err := json.Unmarshal([]byte(os.Getenv(envSpec)), &o); err != nil || o.Session == "" {
+		fmt.Fprintf(os.Stderr, "qualkit reaper: %s is no owner (%v)\n", envSpec, err)
+		return 2
+	}
+	ready := os.NewFile(3, "ready")
+	ctx := context.Background()
+	_, dockerErr := serving.Docker(ctx)
+	if dockerErr == nil {
+		if err := serving.MarkPresent(ctx, o); err != nil {
+			fmt.Fprintf(os.Stderr, "qualkit reaper: %v\n", err)
+		}
+	}
+	if ready != nil {
+		fmt.Fprint(ready, "ready\n")
+		ready.Close()
+	}
+	report := Reap(ctx, o, listen(os.Stdin), dockerErr == nil)
+	if report != "" {
+		fmt.Fprint(os.Stderr, report)
+	}
+	return 0
+}
+
+// Left is what the process told its reaper of: the paths to remove and the process
+// groups to kill if they are still there when it ends.
+type Left struct {
+	Paths  []string
+	Groups []serving.Group
+}
+
+// listen reads what the process tells until the pipe closes.
+func listen(in io.Reader) Left {
+	var l Left
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		line := sc.Text()
+		if p, ok := strings.CutPrefix(line, "remove "); ok {
+			l.Paths = append(l.Paths, p)
+		}
+		if g, ok := strings.CutPrefix(line, "group "); ok {
+			id, start, _ := strings.Cut(g, " ")
+			if n, err := strconv.Atoi(id); err == nil && n > 1 {
+				l.Groups = append(l.Groups, serving.Group{ID: n, Start: start})
+			}
+		}
+	}
+	return l
+}
+
+// killWithin bounds the wait for killed processes to end (the kernel ends them as soon
+// as they run); removeWithin bounds the engine's removals, which a stalled engine could
+// hold up forever.
+const (
+	killWithin   = 30 * time.Second
+	removeWithin = 5 * time.Minute
+)
+
+// Reap removes what o left: its processes (its groups', then those its mark names),
+// then (withDocker) its containers, images and presence, then the paths, then the build
+// steps every run shares when no other session is alive. It returns the report to print:
+// what o left, a line per thing and per failure, and one line for the shared build
+// steps; "" when there was nothing to remove.
+func Reap(ctx context.Context, o serving.Owner, l Left, withDocker bool) string {
+	var left []string
+	add := func(what []string, err error) {
+		left = append(left, what...)
+		if err != nil {
+			left = append(left, "FAILED: "+err.Error())
+		}
+	}
+	add(serving.KillGroups(l.Groups, killWithin))
+	add(serving.KillSession(o, killWithin))
+	ctx, cancel := context.WithTimeout(ctx, removeWithin)
+	defer cancel()
+	if withDocker {
+		add(serving.RemoveSession(ctx, o))
+	}
+	for _, p := range l.Paths {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			left = append(left, "FAILED: "+err.Error())
+			continue
+		}
+		left = append(left, "path "+p)
+	}
+	var b strings.Builder
+	if len(left) > 0 {
+		fmt.Fprintf(&b, "qualkit reaper: %s ended and left these; removed:\n", o)
+		for _, l := range left {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+	}
+	if withDocker {
+		shared, _, err := serving.SweepShared(ctx, o)
+		if len(shared) > 0 {
+			fmt.Fprintf(&b, "qualkit reaper: no other qualkit session on the engine: removed %d image(s) of build steps runs share or dead runs left\n", len(shared))
+		}
+		if err != nil {
+			fmt.Fprintf(&b, "qualkit reaper: FAILED: %v\n", err)
+		}
+	}
+	return b.String()
+}
