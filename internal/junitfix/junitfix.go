@@ -26,6 +26,7 @@ package junitfix
 import (
 	"encoding/xml"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -110,9 +111,9 @@ const RunAnchor = "qualkit.run_sha256sums"
 // written after the rows, are anchored in the JUnit file as each row's are. The suite is
 // the one whose properties name a row evidence folder of runID. It is idempotent.
 func AnchorRun(in []byte, runID, sumsSHA string) ([]byte, error) {
-	var root Suites
-	if err := xml.Unmarshal(in, &root); err != nil {
-		return nil, fmt.Errorf("junit: %w", err)
+	root, err := parse(in)
+	if err != nil {
+		return nil, err
 	}
 	found := false
 	for i := range root.Suites {
@@ -149,9 +150,9 @@ func AnchorRun(in []byte, runID, sumsSHA string) ([]byte, error) {
 
 // Fix rewrites a gotestsum JUnit file (see the package comment). It is idempotent.
 func Fix(in []byte) ([]byte, error) {
-	var root Suites
-	if err := xml.Unmarshal(in, &root); err != nil {
-		return nil, fmt.Errorf("junit: %w", err)
+	root, err := parse(in)
+	if err != nil {
+		return nil, err
 	}
 	root.Tests, root.Failures, root.Errors = 0, 0, 0
 	for i := range root.Suites {
@@ -444,6 +445,27 @@ func parseSeconds(s string) float64 {
 // seconds formats a time as junit-10.xsd allows: at most three decimals.
 func seconds(v float64) string {
 	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// Read parses the JUnit file at path: gotestsum's or pytest's, fixed or not.
+func Read(path string) (Suites, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Suites{}, err
+	}
+	root, err := parse(b)
+	if err != nil {
+		return Suites{}, fmt.Errorf("parse JUnit %s: %w", path, err)
+	}
+	return root, nil
+}
+
+func parse(in []byte) (Suites, error) {
+	var root Suites
+	if err := xml.Unmarshal(in, &root); err != nil {
+		return Suites{}, fmt.Errorf("junit: %w", err)
+	}
+	return root, nil
 }
 
 // encode writes the document as Fix and AnchorRun return it.

@@ -1,32 +1,18 @@
 package main
 
 import (
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
+
+	"qualkit/internal/junitfix"
 )
 
 // failedCase is a test case that failed or errored, with the first line of its message.
 type failedCase struct {
 	ID, Message string
-}
-
-// junitCase reads what the failure list needs: the message and type of each failure
-// and error. A stage not run after a failure did not fail, the stage before it did:
-// junitfix writes it skipped, type "not-run" (files written before that, an error of
-// that type, which the list leaves out too).
-type junitCase struct {
-	ClassName string `xml:"classname,attr"`
-	Name      string `xml:"name,attr"`
-	Problems  []struct {
-		XMLName xml.Name
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr"`
-	} `xml:",any"`
 }
 
 // maxMessage keeps one failure to one line of a terminal or so.
@@ -36,28 +22,23 @@ const maxMessage = 160
 // that failed only because a subtest did (gotestsum marks both) is left out: the
 // subtest names the failure.
 func failedCases(path string) ([]failedCase, error) {
-	b, err := os.ReadFile(path)
+	s, err := junitfix.Read(path)
 	if err != nil {
 		return nil, err
 	}
-	var s struct {
-		Suites []struct {
-			Cases []junitCase `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("parse JUnit %s: %w", path, err)
-	}
+	// A stage not run after a failure did not fail, the stage before it did: junitfix
+	// writes it skipped, type "not-run" (files written before that, an error of that
+	// type, which the list leaves out too).
 	var out []failedCase
 	for _, su := range s.Suites {
 		for _, c := range su.Cases {
-			for _, p := range c.Problems {
-				if (p.XMLName.Local == "failure" || p.XMLName.Local == "error") && p.Type != "not-run" {
+			for _, p := range []*junitfix.Result{c.Failure, c.Error} {
+				if p != nil && p.Type != junitfix.NotRun {
 					msg, _, _ := strings.Cut(strings.TrimSpace(p.Message), "\n")
 					if len(msg) > maxMessage {
 						msg = msg[:maxMessage] + "..."
 					}
-					out = append(out, failedCase{ID: c.ClassName + " " + c.Name, Message: msg})
+					out = append(out, failedCase{ID: c.Classname + " " + c.Name, Message: msg})
 					break
 				}
 			}

@@ -28,33 +28,15 @@ package main
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"sort"
 	"strings"
+
+	"qualkit/internal/junitfix"
 )
-
-type testcase struct {
-	ClassName string `xml:"classname,attr"`
-	Name      string `xml:"name,attr"`
-	Skipped   []struct {
-		Type string `xml:"type,attr"`
-	} `xml:"skipped"`
-	Failure []struct{} `xml:"failure"`
-	Error   []struct{} `xml:"error"`
-}
-
-// notRun is junitfix's skip type of a stage that did not run after its row's stage failed.
-const notRun = "not-run"
-
-type suites struct {
-	Suites []struct {
-		Cases []testcase `xml:"testcase"`
-	} `xml:"testsuite"`
-}
 
 // Table is one qualification table as `qual.test -qualkit.tables` prints it.
 type Table struct {
@@ -162,13 +144,9 @@ func fail(err error) {
 // gate checks the JUnit file: nothing failed, errored or skipped, something ran, and
 // every expected test ran and passed. It returns how many test cases passed.
 func gate(path string, expected []string) (int, error) {
-	b, err := os.ReadFile(path)
+	s, err := junitfix.Read(path)
 	if err != nil {
 		return 0, fmt.Errorf("read JUnit: %w (did gotestsum run with --junitfile?)", err)
-	}
-	var s suites
-	if err := xml.Unmarshal(b, &s); err != nil {
-		return 0, fmt.Errorf("parse JUnit %s: %w", path, err)
 	}
 	passed, notRunIDs := map[string]bool{}, map[string]bool{}
 	var skips, failed, notRunStages []string
@@ -177,20 +155,20 @@ func gate(path string, expected []string) (int, error) {
 		// failure's consequence.
 		failedRow := map[string]bool{}
 		for _, c := range su.Cases {
-			if row, _, ok := cutLast(c.Name); ok && (len(c.Failure) > 0 || len(c.Error) > 0) {
+			if row, _, ok := cutLast(c.Name); ok && (c.Failure != nil || c.Error != nil) {
 				failedRow[row] = true
 			}
 		}
 		for _, c := range su.Cases {
-			id := c.ClassName + "/" + c.Name
+			id := c.Classname + "/" + c.Name
 			row, _, _ := cutLast(c.Name)
 			switch {
-			case len(c.Skipped) > 0 && c.Skipped[0].Type == notRun && failedRow[row]:
+			case c.Skipped != nil && c.Skipped.Type == junitfix.NotRun && failedRow[row]:
 				notRunStages = append(notRunStages, id)
 				notRunIDs[id] = true
-			case len(c.Skipped) > 0:
+			case c.Skipped != nil:
 				skips = append(skips, id)
-			case len(c.Failure) > 0 || len(c.Error) > 0:
+			case c.Failure != nil || c.Error != nil:
 				failed = append(failed, id)
 			default:
 				passed[id] = true
