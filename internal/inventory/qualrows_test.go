@@ -29,7 +29,7 @@ func TestReadTablesReadsTheRegistryExport(t *testing.T) {
 func TestReadTablesRefusesWhatItCannotPlace(t *testing.T) {
 	dir := t.TempDir()
 	_, err := ReadTables(filepath.Join(dir, "tables.json"))
-	require.ErrorContains(t, err, "no table registry export at")
+	require.ErrorContains(t, err, "no export of the qual tables at")
 	require.ErrorContains(t, err, "run make tables")
 
 	bad := filepath.Join(dir, "bad.json")

@@ -99,28 +99,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// Row is one row of the tables JSON's "details" (qual/tables_test.go writes it).
-type Row struct {
-	Row               string    `json:"row"`
-	Test              string    `json:"test"`
-	GPUs              int       `json:"gpus"`
-	GPUMemoryBytes    uint64    `json:"gpu_memory_bytes"`
-	ComputeCapability string    `json:"compute_capability"`
-	Container         bool      `json:"container"`
-	Deadlines         Deadlines `json:"deadlines_s"`
-	Requests          int       `json:"requests"` // measured + warmup
-	Hardware          bool      `json:"hardware"`
-}
-
-// Deadlines are a row's stage deadlines after the harness's defaults, in seconds.
-type Deadlines struct {
-	Build       float64 `json:"build"`
-	Correctness float64 `json:"correctness"`
-	Ready       float64 `json:"ready"`
-	Request     float64 `json:"request"` // one HTTP request
-	Native      float64 `json:"native"`  // one native task call
-}
-
 // Matrix is what the command prints: a GitHub Actions strategy.matrix under "matrix".
 type Matrix struct {
 	// Created is when the matrix was made: a shard answers it only with a run begun
@@ -165,21 +143,13 @@ const (
 	InfluenceRequests     = 3
 )
 
-// readTables reads the tables JSON and returns every row of every table, in table order.
-func readTables(file string) ([]Row, error) {
-	b, err := os.ReadFile(file)
+// readTables reads every row of every table, in table order.
+func readTables(file string) ([]schema.RowDetails, error) {
+	tables, err := schema.ReadTables(file)
 	if err != nil {
-		return nil, fmt.Errorf("tables: %w (write it with: make tables)", err)
+		return nil, err
 	}
-	var tables []struct {
-		Test    string   `json:"test"`
-		Rows    []string `json:"rows"`
-		Details []Row    `json:"details"`
-	}
-	if err := json.Unmarshal(b, &tables); err != nil {
-		return nil, fmt.Errorf("tables %s: %w (write it again with: make tables)", file, err)
-	}
-	var rows []Row
+	var rows []schema.RowDetails
 	for _, t := range tables {
 		if len(t.Details) != len(t.Rows) {
 			return nil, fmt.Errorf("tables %s: table %s lists %d rows but %d details: it was written by an older qual.test; write it again with: make tables",
@@ -193,21 +163,18 @@ func readTables(file string) ([]Row, error) {
 		}
 		rows = append(rows, t.Details...)
 	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("tables %s lists no row: write it again with: make tables", file)
-	}
 	return rows, nil
 }
 
 // selectRows keeps the rows whose "TestX/row" the -run and -skip patterns select, the way
 // go test selects subtests. Selecting none is an error naming the patterns, and so is
 // selecting two rows of the same name (each row names its shard).
-func selectRows(rows []Row, runPattern, skipPattern string) ([]Row, error) {
+func selectRows(rows []schema.RowDetails, runPattern, skipPattern string) ([]schema.RowDetails, error) {
 	sel, err := harness.NewSelection(runPattern, skipPattern)
 	if err != nil {
 		return nil, fmt.Errorf("%w: give a go test -run/-skip pattern, such as '^TestRefEdit$/^refedit-v1$'", err)
 	}
-	var out []Row
+	var out []schema.RowDetails
 	seen := map[string]string{}
 	for _, r := range rows {
 		if !sel.Runs(r.Test + "/" + r.Row) {
@@ -230,7 +197,7 @@ func selectRows(rows []Row, runPattern, skipPattern string) ([]Row, error) {
 }
 
 // entries makes one matrix entry per row and orders them (see sortEntries).
-func entries(rows []Row, estimates map[string]Estimate, created time.Time) []Entry {
+func entries(rows []schema.RowDetails, estimates map[string]Estimate, created time.Time) []Entry {
 	out := make([]Entry, 0, len(rows))
 	for _, r := range rows {
 		e := Entry{
@@ -291,7 +258,7 @@ func RunPattern(test, row string) string {
 // "cpu-docker" (no GPU, served only from a container), or "gpu-<count>x<GiB>" (count
 // GPUs of at least that many GiB each, the minimum rounded up; "gpu-<count>x" when the
 // row sets no memory minimum). A GPU runner is expected to have Docker.
-func RunnerClass(r Row) string {
+func RunnerClass(r schema.RowDetails) string {
 	switch {
 	case r.GPUs > 0 && r.GPUMemoryBytes == 0:
 		return fmt.Sprintf("gpu-%dx", r.GPUs)
@@ -313,7 +280,7 @@ func RunnerClass(r Row) string {
 // its native deadline when replayed for identity; the benchmark stage allows AIPerf
 // BenchmarkSlackMinutes beyond its requests, and the influence probe sends
 // InfluenceRequests more.
-func TimeoutMinutes(r Row) int {
+func TimeoutMinutes(r schema.RowDetails) int {
 	d := r.Deadlines
 	s := d.Build + d.Correctness + d.Ready + float64(r.Requests)*(d.Request+d.Native) + BenchmarkSlackMinutes*60 +
 		InfluenceRequests*d.Request + MarginMinutes*60

@@ -67,19 +67,19 @@ func TestSortEntries(t *testing.T) {
 
 func TestRunnerClass(t *testing.T) {
 	cases := []struct {
-		row  Row
+		row  schema.RowDetails
 		want string
 	}{
-		{Row{}, "cpu"},
-		{Row{Container: true}, "cpu-docker"},
-		{Row{GPUs: 1}, "gpu-1x"},
-		{Row{GPUs: 1, GPUMemoryBytes: 75 << 30, Container: true}, "gpu-1x75"},
-		{Row{GPUs: 1, GPUMemoryBytes: 80 << 30}, "gpu-1x80"},
-		{Row{GPUs: 1, GPUMemoryBytes: 80e9}, "gpu-1x75"}, // 74.5 GiB rounds up
-		{Row{GPUs: 1, GPUMemoryBytes: 1}, "gpu-1x1"},
-		{Row{GPUs: 2, GPUMemoryBytes: 40 << 30}, "gpu-2x40"},
-		{Row{GPUs: 8, GPUMemoryBytes: 141 << 30}, "gpu-8x141"},
-		{Row{GPUs: 8}, "gpu-8x"},
+		{schema.RowDetails{}, "cpu"},
+		{schema.RowDetails{Container: true}, "cpu-docker"},
+		{schema.RowDetails{GPUs: 1}, "gpu-1x"},
+		{schema.RowDetails{GPUs: 1, GPUMemoryBytes: 75 << 30, Container: true}, "gpu-1x75"},
+		{schema.RowDetails{GPUs: 1, GPUMemoryBytes: 80 << 30}, "gpu-1x80"},
+		{schema.RowDetails{GPUs: 1, GPUMemoryBytes: 80e9}, "gpu-1x75"}, // 74.5 GiB rounds up
+		{schema.RowDetails{GPUs: 1, GPUMemoryBytes: 1}, "gpu-1x1"},
+		{schema.RowDetails{GPUs: 2, GPUMemoryBytes: 40 << 30}, "gpu-2x40"},
+		{schema.RowDetails{GPUs: 8, GPUMemoryBytes: 141 << 30}, "gpu-8x141"},
+		{schema.RowDetails{GPUs: 8}, "gpu-8x"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, RunnerClass(c.row), "%+v", c.row)
@@ -89,18 +89,18 @@ func TestRunnerClass(t *testing.T) {
 func TestTimeoutMinutes(t *testing.T) {
 	cases := []struct {
 		name string
-		row  Row
+		row  schema.RowDetails
 		want int
 	}{
-		{"the reference row: 5+5+1 + 6*(1+1) + 5 + 3*1 + 10", Row{Requests: 6,
-			Deadlines: Deadlines{Build: 300, Correctness: 300, Ready: 60, Request: 60, Native: 60}}, 41},
-		{"the Qwen row: 120+60+30 + 6*(10+10) + 5 + 3*10 + 10", Row{Requests: 6,
-			Deadlines: Deadlines{Build: 7200, Correctness: 3600, Ready: 1800, Request: 600, Native: 600}}, 375},
-		{"a part of a minute rounds up", Row{Requests: 1,
-			Deadlines: Deadlines{Build: 1, Correctness: 0, Ready: 0, Request: 0.5, Native: 0.5}}, 16},
-		{"whole minutes stay", Row{Requests: 0, Deadlines: Deadlines{Build: 120}}, 17},
-		{"every deadline at the harness default (30 min)", Row{Requests: 2,
-			Deadlines: Deadlines{Build: 1800, Correctness: 1800, Ready: 1800, Request: 1800, Native: 1800}}, 90 + 120 + 5 + 90 + 10},
+		{"the reference row: 5+5+1 + 6*(1+1) + 5 + 3*1 + 10", schema.RowDetails{Requests: 6,
+			Deadlines: schema.RowDeadlines{Build: 300, Correctness: 300, Ready: 60, Request: 60, Native: 60}}, 41},
+		{"the Qwen row: 120+60+30 + 6*(10+10) + 5 + 3*10 + 10", schema.RowDetails{Requests: 6,
+			Deadlines: schema.RowDeadlines{Build: 7200, Correctness: 3600, Ready: 1800, Request: 600, Native: 600}}, 375},
+		{"a part of a minute rounds up", schema.RowDetails{Requests: 1,
+			Deadlines: schema.RowDeadlines{Build: 1, Correctness: 0, Ready: 0, Request: 0.5, Native: 0.5}}, 16},
+		{"whole minutes stay", schema.RowDetails{Requests: 0, Deadlines: schema.RowDeadlines{Build: 120}}, 17},
+		{"every deadline at the harness default (30 min)", schema.RowDetails{Requests: 2,
+			Deadlines: schema.RowDeadlines{Build: 1800, Correctness: 1800, Ready: 1800, Request: 1800, Native: 1800}}, 90 + 120 + 5 + 90 + 10},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, TimeoutMinutes(c.row), c.name)
@@ -112,15 +112,15 @@ func TestRunPatternSelectsTheRowWhole(t *testing.T) {
 	assert.Equal(t, `^TestQwenImageEdit$/^qwen-image\.edit$`, RunPattern("TestQwenImageEdit", "qwen-image.edit"))
 }
 
-var testRows = []Row{
+var testRows = []schema.RowDetails{
 	{Row: "refedit-v1", Test: "TestRefEdit", Requests: 6,
-		Deadlines: Deadlines{Build: 300, Correctness: 300, Ready: 60, Request: 60, Native: 60}},
+		Deadlines: schema.RowDeadlines{Build: 300, Correctness: 300, Ready: 60, Request: 60, Native: 60}},
 	{Row: "qwen-image-edit-2511", Test: "TestQwenImageEdit", GPUs: 1, GPUMemoryBytes: 75 << 30, Container: true, Requests: 6, Hardware: true,
-		Deadlines: Deadlines{Build: 7200, Correctness: 3600, Ready: 1800, Request: 600, Native: 600}},
+		Deadlines: schema.RowDeadlines{Build: 7200, Correctness: 3600, Ready: 1800, Request: 600, Native: 600}},
 	{Row: "qwen-double-b64-body", Test: "TestTRTMCDouble", Container: true, Requests: 6,
-		Deadlines: Deadlines{Build: 300, Correctness: 300, Ready: 120, Request: 60, Native: 60}},
+		Deadlines: schema.RowDeadlines{Build: 300, Correctness: 300, Ready: 120, Request: 60, Native: 60}},
 	{Row: "qwen-double-file-records", Test: "TestTRTMCDouble", Container: true, Requests: 6,
-		Deadlines: Deadlines{Build: 300, Correctness: 300, Ready: 120, Request: 60, Native: 60}},
+		Deadlines: schema.RowDeadlines{Build: 300, Correctness: 300, Ready: 120, Request: 60, Native: 60}},
 }
 
 func TestSelectRows(t *testing.T) {
@@ -161,7 +161,7 @@ func TestSelectRowsErrors(t *testing.T) {
 	_, err = selectRows(testRows, "[", "")
 	assert.ErrorContains(t, err, `-run "["`)
 
-	dup := append(append([]Row{}, testRows...), Row{Row: "refedit-v1", Test: "TestOther"})
+	dup := append(append([]schema.RowDetails{}, testRows...), schema.RowDetails{Row: "refedit-v1", Test: "TestOther"})
 	_, err = selectRows(dup, "", "")
 	assert.ErrorContains(t, err, "TestRefEdit/refedit-v1 and TestOther/refedit-v1 share a name")
 	_, err = selectRows(dup, "^TestOther$", "")

@@ -27,7 +27,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -36,23 +35,15 @@ import (
 	"strings"
 
 	"qualkit/internal/junitfix"
+	"qualkit/internal/schema"
 )
-
-// Table is one qualification table as `qual.test -qualkit.tables` prints it.
-type Table struct {
-	Package  string   `json:"package"`
-	Test     string   `json:"test"`
-	Hardware bool     `json:"hardware"`
-	Rows     []string `json:"rows"`
-	Stages   []string `json:"stages"` // the subtests of every row, in order
-}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "skip" {
 		fs := flag.NewFlagSet("skip", flag.ExitOnError)
 		tablesFile := fs.String("tables", "", "tables JSON (qual.test -qualkit.tables)")
 		fs.Parse(os.Args[2:])
-		tables, err := readTables(*tablesFile)
+		tables, err := schema.ReadTables(*tablesFile)
 		if err != nil {
 			fail(err)
 		}
@@ -91,10 +82,10 @@ func main() {
 	flag.Parse()
 
 	var expected []string
-	var tables []Table
+	var tables []schema.Table
 	if *tablesFile != "" {
 		var err error
-		if tables, err = readTables(*tablesFile); err != nil {
+		if tables, err = schema.ReadTables(*tablesFile); err != nil {
 			fail(err)
 		}
 		rows, err := rowTests(tables, *only)
@@ -213,24 +204,9 @@ func cutLast(name string) (parent, sub string, ok bool) {
 	return name[:i], name[i+1:], true
 }
 
-func readTables(path string) ([]Table, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("tables: %w (write it with: cd qual && ../.cache/bin/qual.test -qualkit.tables)", err)
-	}
-	var tables []Table
-	if err := json.Unmarshal(b, &tables); err != nil {
-		return nil, fmt.Errorf("tables %s: %w", path, err)
-	}
-	if len(tables) == 0 {
-		return nil, fmt.Errorf("tables %s lists no table", path)
-	}
-	return tables, nil
-}
-
 // rowTests are the stage subtests of every row of the tables that run here, or of the
 // one table named only.
-func rowTests(tables []Table, only string) ([]string, error) {
+func rowTests(tables []schema.Table, only string) ([]string, error) {
 	var out []string
 	found := false
 	for _, tb := range tables {
@@ -254,7 +230,7 @@ func rowTests(tables []Table, only string) ([]string, error) {
 }
 
 // withoutHardware drops the tests of hardware tables, which a run here leaves out.
-func withoutHardware(tests []string, tables []Table) []string {
+func withoutHardware(tests []string, tables []schema.Table) []string {
 	hw := map[string]bool{}
 	for _, tb := range tables {
 		if tb.Hardware {
@@ -271,7 +247,7 @@ func withoutHardware(tests []string, tables []Table) []string {
 }
 
 // skipPattern is the go test -skip pattern of the hardware tables' tests.
-func skipPattern(tables []Table) string {
+func skipPattern(tables []schema.Table) string {
 	var names []string
 	for _, tb := range tables {
 		if tb.Hardware {

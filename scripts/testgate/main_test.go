@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/schema"
 )
 
 const sample = `<?xml version="1.0" encoding="UTF-8"?>
@@ -81,7 +83,7 @@ const tablesJSON = `[
 ]`
 
 func TestTablesGiveRowStagesAndTheSkipPattern(t *testing.T) {
-	tables, err := readTables(write(t, "tables.json", tablesJSON))
+	tables, err := schema.ReadTables(write(t, "tables.json", tablesJSON))
 	require.NoError(t, err)
 	rows, err := rowTests(tables, "")
 	require.NoError(t, err)
