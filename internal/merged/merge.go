@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -244,27 +245,23 @@ func Render(dir string, m Manifest) (map[string][]byte, error) {
 	return files, nil
 }
 
-// WriteSums writes dir's SHA256SUMS over every other file under it.
+// WriteSums writes dir's SHA256SUMS over every other file under it, sorted by path.
 func WriteSums(dir string) error {
-	var files []string
+	var lines []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		rel, _ := filepath.Rel(dir, p)
+		if err != nil || d.IsDir() || rel == SumsFile {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel != SumsFile {
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
+		sum, err := fileSHA(p)
+		lines = append(lines, sum+"  "+filepath.ToSlash(rel)+"\n")
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	sums, err := sumList(dir, files)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, SumsFile), sums, 0o644)
+	slices.SortFunc(lines, func(a, b string) int { return strings.Compare(a[66:], b[66:]) })
+	return os.WriteFile(filepath.Join(dir, SumsFile), []byte(strings.Join(lines, "")), 0o644)
 }
 
 func writeJSON(path string, v any) error {

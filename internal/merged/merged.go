@@ -414,21 +414,6 @@ func JUnit(shards [][]byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// sumList is SHA256SUMS over the given files (relative paths, read under dir), sorted.
-func sumList(dir string, files []string) ([]byte, error) {
-	files = slices.Clone(files)
-	sort.Strings(files)
-	var b strings.Builder
-	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(&b, "%s  %s\n", sumHex(data), f)
-	}
-	return []byte(b.String()), nil
-}
-
 // splitRowMD splits a row.md (the rows table's header, its separator and the row's
 // line) into the header (two lines) and the row's line.
 func splitRowMD(rowMD []byte) (header, line string, err error) {

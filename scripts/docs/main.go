@@ -20,7 +20,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"image"
@@ -37,6 +36,7 @@ import (
 	"qualkit/internal/harness"
 	"qualkit/internal/pictures"
 	"qualkit/internal/runarchive"
+	"qualkit/internal/runs"
 	"qualkit/internal/schema"
 )
 
@@ -108,34 +108,19 @@ func readSource(root string) (*source, error) {
 	if err := runarchive.Extract(filepath.Join(root, Archive), filepath.Join(tmp, "runs"), SourceRuns); err != nil {
 		return s, err
 	}
-	runs := evidencecheck.FindRuns(filepath.Join(tmp, "runs", SourceRuns))
-	if len(runs) != 1 {
-		return s, fmt.Errorf("%s holds %d runs under %s/, want exactly one (make docs-run packs one there)", Archive, len(runs), SourceRuns)
+	found := evidencecheck.FindRuns(filepath.Join(tmp, "runs", SourceRuns))
+	if len(found) != 1 {
+		return s, fmt.Errorf("%s holds %d runs under %s/, want exactly one (make docs-run packs one there)", Archive, len(found), SourceRuns)
 	}
-	s.dir = runs[0]
-	var info schema.RunInfo
-	if err := readJSON(filepath.Join(s.dir, schema.RunFile), &info); err != nil {
+	s.dir = found[0]
+	r, err := runs.Read(s.dir)
+	if err != nil {
 		return s, err
 	}
-	for _, row := range info.Rows {
-		var res schema.Result
-		if err := readJSON(filepath.Join(s.dir, row, "results.json"), &res); err != nil {
-			return s, err
-		}
-		s.results = append(s.results, &res)
+	for i := range r.Rows {
+		s.results = append(s.results, &r.Rows[i])
 	}
 	return s, nil
-}
-
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }
 
 // blocks renders every named block from the run.
