@@ -326,15 +326,12 @@ func Verify(ctx context.Context, dir, junit string, pub []byte) Result {
 		fail("payloadType", PayloadType, env.PayloadType)
 		return r
 	}
-	st, err := statementOf(env)
+	st, pred, err := statementOf(env)
 	if err != nil {
 		fail("statement", "an in-toto Statement v1 of qualkit's run predicate ("+PredicateType+")", err.Error())
 		return r
 	}
-	if b, err := protojson.Marshal(st.GetPredicate()); err != nil || json.Unmarshal(b, &r.Predicate) != nil {
-		fail("predicate", "qualkit's run predicate", fmt.Sprint(err))
-		return r
-	}
+	r.Predicate = pred
 	n := len(r.Problems)
 	// The folder is named after its run (evidence/<run id>, shards/<name>/<run id>): an
 	// old signed run copied under a new name is not a new run.
@@ -428,12 +425,13 @@ func (r *Result) checkVerdicts(dir string) {
 }
 
 // statementOf decodes the envelope's in-toto Statement of qualkit's predicate.
-func statementOf(env *dsse.Envelope) (*ita.Statement, error) {
-	if env.PayloadType != PayloadType {
-		return nil, fmt.Errorf("payloadType %s, want %s", env.PayloadType, PayloadType)
-	}
-	payload, err := env.DecodeB64Payload()
+func statementOf(env *dsse.Envelope) (*ita.Statement, Predicate, error) {
 	var st ita.Statement
+	var p Predicate
+	payload, err := env.DecodeB64Payload()
+	if env.PayloadType != PayloadType {
+		err = fmt.Errorf("payloadType %s, want %s", env.PayloadType, PayloadType)
+	}
 	if err == nil {
 		err = protojson.Unmarshal(payload, &st)
 	}
@@ -443,7 +441,14 @@ func statementOf(env *dsse.Envelope) (*ita.Statement, error) {
 	if err == nil && st.GetPredicateType() != PredicateType {
 		err = fmt.Errorf("predicateType %s", st.GetPredicateType())
 	}
-	return &st, err
+	var b []byte
+	if err == nil {
+		b, err = protojson.Marshal(st.GetPredicate())
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	return &st, p, err
 }
 
 // Claimed is the shard dir's Statement names, as its envelope carries it, without
@@ -456,15 +461,7 @@ func Claimed(dir string) (*ShardClaim, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := statementOf(env)
-	if err != nil {
-		return nil, err
-	}
-	var p Predicate
-	b, err := protojson.Marshal(st.GetPredicate())
-	if err == nil {
-		err = json.Unmarshal(b, &p)
-	}
+	_, p, err := statementOf(env)
 	return p.Shard, err
 }
 
