@@ -119,6 +119,11 @@ func readModelDir(root, modelPath string) ([]testcase, error) {
 		}
 	}
 
+	return readManifests(root, paths, listed, model, modelDir)
+}
+
+// readManifests reads the testcases of every manifest of paths, in order.
+func readManifests(root string, paths []string, listed map[string]bool, model ModelFile, modelDir string) ([]testcase, error) {
 	var out []testcase
 	for _, p := range paths {
 		mrel := relTo(root, p)
@@ -127,14 +132,7 @@ func readModelDir(root, modelPath string) ([]testcase, error) {
 			return nil, err
 		}
 		for _, fields := range cases {
-			out = append(out, testcase{
-				manifestPath: mrel,
-				listed:       listed[p],
-				model:        model,
-				modelDir:     modelDir,
-				manifest:     top,
-				fields:       fields,
-			})
+			out = append(out, testcase{manifestPath: mrel, listed: listed == nil || listed[p], model: model, modelDir: modelDir, manifest: top, fields: fields})
 		}
 	}
 	return out, nil
@@ -150,18 +148,7 @@ func readFamilyDir(root, testsDir string) ([]testcase, error) {
 		return nil, err
 	}
 	sort.Strings(paths)
-	var out []testcase
-	for _, p := range paths {
-		mrel := relTo(root, p)
-		cases, top, err := readManifest(p, mrel)
-		if err != nil {
-			return nil, err
-		}
-		for _, fields := range cases {
-			out = append(out, testcase{manifestPath: mrel, listed: true, model: model, modelDir: testsDir, manifest: top, fields: fields})
-		}
-	}
-	return out, nil
+	return readManifests(root, paths, nil, model, testsDir) // every manifest is run: all listed
 }
 
 func relTo(root, path string) string {
