@@ -93,7 +93,7 @@ type Verdict struct {
 // is the run's JUnit file; shard, when not nil, the shard the run answers.
 func Statement(dir, junit string, shard *ShardClaim, now time.Time) (*ita.Statement, error) {
 	var info schema.RunInfo
-	if err := readJSON(filepath.Join(dir, schema.RunFile), &info); err != nil {
+	if err := schema.ReadJSON(filepath.Join(dir, schema.RunFile), &info); err != nil {
 		return nil, err
 	}
 	subjects, err := subjectsOf(dir, info.Rows, junit)
@@ -103,7 +103,7 @@ func Statement(dir, junit string, shard *ShardClaim, now time.Time) (*ita.Statem
 	pred := Predicate{RunID: info.RunID, HarnessCommit: info.HarnessCommit, HarnessDirty: info.HarnessDirty, SignedAt: now.UTC(), Shard: shard}
 	for _, row := range info.Rows {
 		var res schema.Result
-		if err := readJSON(filepath.Join(dir, row, "results.json"), &res); err != nil {
+		if err := schema.ReadJSON(filepath.Join(dir, row, "results.json"), &res); err != nil {
 			return nil, err
 		}
 		v := Verdict{Row: row, Model: res.Checkpoint.Model, Profile: res.Checkpoint.Profile, Status: res.Status, Reason: res.Reason, TimeBudget: res.TimeBudget}
@@ -351,7 +351,7 @@ func Verify(ctx context.Context, dir, junit string, pub []byte) Result {
 func (r *Result) checkSubjects(dir, junit string, subjects []*ita.ResourceDescriptor) {
 	fail := r.fail
 	var info schema.RunInfo
-	if err := readJSON(filepath.Join(dir, schema.RunFile), &info); err != nil {
+	if err := schema.ReadJSON(filepath.Join(dir, schema.RunFile), &info); err != nil {
 		fail("run.json", "readable", err.Error())
 		return
 	}
@@ -386,7 +386,7 @@ func (r *Result) checkSubjects(dir, junit string, subjects []*ita.ResourceDescri
 			row := strings.TrimPrefix(name, bundlePrefix)
 			var res schema.Result
 			got := "no bundle recorded"
-			if err := readJSON(filepath.Join(dir, row, "results.json"), &res); err != nil {
+			if err := schema.ReadJSON(filepath.Join(dir, row, "results.json"), &res); err != nil {
 				got = err.Error()
 			} else if res.Bundle != nil {
 				got = res.Bundle.SHA256
@@ -414,7 +414,7 @@ func (r *Result) checkVerdicts(dir string) {
 	fail := r.fail
 	for _, v := range r.Predicate.Rows {
 		var res schema.Result
-		if err := readJSON(filepath.Join(dir, v.Row, "results.json"), &res); err != nil {
+		if err := schema.ReadJSON(filepath.Join(dir, v.Row, "results.json"), &res); err != nil {
 			fail("verdict of "+v.Row, v.Status+" (signed)", err.Error())
 			continue
 		}
@@ -475,17 +475,6 @@ func readEnvelope(dir string) (*dsse.Envelope, error) {
 		return nil, err
 	}
 	return &env, nil
-}
-
-func readJSON(p string, v any) error {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", p, err)
-	}
-	return nil
 }
 
 func fileSHA256(p string) (string, error) {

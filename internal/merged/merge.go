@@ -157,11 +157,7 @@ func shardByName(shards []Shard, name string) Shard {
 // sha256 of its checksum list and JUnit.
 func describe(in Input) (Shard, error) {
 	var info schema.RunInfo
-	b, err := os.ReadFile(filepath.Join(in.RunDir, "run.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &info)
-	}
-	if err != nil {
+	if err := schema.ReadJSON(filepath.Join(in.RunDir, schema.RunFile), &info); err != nil {
 		return Shard{}, fmt.Errorf("shard %s: run.json: %v", in.Name, err)
 	}
 	sums, err := fileSHA(filepath.Join(in.RunDir, SumsFile))

@@ -239,11 +239,7 @@ type RowResult struct {
 // ReadRowResult reads results.json of row in a run folder.
 func ReadRowResult(runDir, row string) (RowResult, error) {
 	var res RowResult
-	b, err := os.ReadFile(filepath.Join(runDir, row, "results.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &res)
-	}
-	if err != nil {
+	if err := schema.ReadJSON(filepath.Join(runDir, row, schema.ResultsFile), &res); err != nil {
 		return res, fmt.Errorf("row %s: results.json: %v", row, err)
 	}
 	return res, nil

@@ -1,7 +1,6 @@
 package prsummary
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -32,24 +31,13 @@ type row struct {
 	gpuNote string
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
-
 func readRun(dir string) (*run, error) {
 	r := &run{dir: dir}
-	if err := readJSON(filepath.Join(dir, schema.RunFile), &r.info); err != nil {
+	if err := schema.ReadJSON(filepath.Join(dir, schema.RunFile), &r.info); err != nil {
 		return nil, fmt.Errorf("run folder %s: %w", dir, err)
 	}
 	var cp Checkpoints
-	if err := readJSON(filepath.Join(dir, CheckpointsFile), &cp); err == nil {
+	if err := schema.ReadJSON(filepath.Join(dir, CheckpointsFile), &cp); err == nil {
 		r.checkpoints = &cp
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("run folder %s: %w", dir, err)
@@ -57,7 +45,7 @@ func readRun(dir string) (*run, error) {
 	for _, name := range r.info.Rows {
 		rowDir := filepath.Join(dir, name)
 		w := row{name: name, href: name}
-		if err := readJSON(filepath.Join(rowDir, schema.ResultsFile), &w.res); err != nil {
+		if err := schema.ReadJSON(filepath.Join(rowDir, schema.ResultsFile), &w.res); err != nil {
 			return nil, fmt.Errorf("row %s: %w", name, err)
 		}
 		md, err := os.ReadFile(filepath.Join(rowDir, schema.RowMarkdown))
@@ -72,7 +60,7 @@ func readRun(dir string) (*run, error) {
 				GPUError string       `json:"gpu_error"`
 			} `json:"readiness"`
 		}
-		if readJSON(filepath.Join(rowDir, schema.PreflightFile), &pre) == nil {
+		if schema.ReadJSON(filepath.Join(rowDir, schema.PreflightFile), &pre) == nil {
 			w.gpu, w.gpuNote = pre.Readiness.GPU, pre.Readiness.GPUError
 		}
 		filepath.WalkDir(rowDir, func(p string, d fs.DirEntry, err error) error {

@@ -8,7 +8,6 @@
 package runs
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,12 +38,12 @@ func Read(dir string) (*Run, error) {
 		dir = resolved
 	}
 	r := &Run{Dir: dir}
-	if err := readJSON(filepath.Join(dir, schema.RunFile), &r.Info); err != nil {
+	if err := schema.ReadJSON(filepath.Join(dir, schema.RunFile), &r.Info); err != nil {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
 	}
 	for _, name := range r.Info.Rows {
 		var res schema.Result
-		if err := readJSON(filepath.Join(dir, name, schema.ResultsFile), &res); err != nil {
+		if err := schema.ReadJSON(filepath.Join(dir, name, schema.ResultsFile), &res); err != nil {
 			return nil, fmt.Errorf("run %s: row %s: %w", dir, name, err)
 		}
 		r.Rows = append(r.Rows, res)
@@ -70,7 +69,7 @@ func leasedClocks(preflight string, res schema.Result) string {
 			GPU *gpu.Reading `json:"gpu_reading"`
 		} `json:"readiness"`
 	}
-	if readJSON(preflight, &pf) != nil || pf.Readiness.GPU == nil {
+	if schema.ReadJSON(preflight, &pf) != nil || pf.Readiness.GPU == nil {
 		return ""
 	}
 	var mhz []string
@@ -143,15 +142,4 @@ func (r *Run) Started() string {
 		return "-"
 	}
 	return r.Info.Started.UTC().Format(time.DateTime)
-}
-
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }

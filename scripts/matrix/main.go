@@ -388,12 +388,9 @@ func (r resultTime) ranWhole() bool {
 }
 
 func readJSON(file string, v any) error {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return err
+	err := schema.ReadJSON(file, v)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: fix or remove that run folder, or give another evidence root with -evidence DIR", err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w: fix or remove that run folder, or give another evidence root with -evidence DIR", file, err)
-	}
-	return nil
+	return err
 }
