@@ -117,6 +117,25 @@ func Extract(archive, dst string, only ...string) error {
 	if ents, err := os.ReadDir(dst); err == nil && len(ents) > 0 {
 		return fmt.Errorf("runarchive: %s is not empty: extract into a new folder", dst)
 	}
+	return walk(archive, func(hdr *tar.Header, r io.Reader) error {
+		if hdr.Typeflag != tar.TypeReg || !filepath.IsLocal(hdr.Name) || hdr.Name != path.Clean(hdr.Name) || strings.Contains(hdr.Name, "\\") {
+			return fmt.Errorf("runarchive: %s holds %q (type %c): only regular files inside the archive's root are taken", archive, hdr.Name, hdr.Typeflag)
+		}
+		if len(only) > 0 && !slices.ContainsFunc(only, func(d string) bool { return strings.HasPrefix(hdr.Name, strings.TrimSuffix(d, "/")+"/") }) {
+			return nil
+		}
+		if hdr.Size > maxFile {
+			return fmt.Errorf("runarchive: %s holds %s of %d bytes, more than any evidence file (%d)", archive, hdr.Name, hdr.Size, maxFile)
+		}
+		if err := writeFile(filepath.Join(dst, filepath.FromSlash(hdr.Name)), r, hdr); err != nil {
+			return fmt.Errorf("runarchive: %s: %w", archive, err)
+		}
+		return nil
+	})
+}
+
+// walk calls each on every entry of the archive, in order, until it returns an error.
+func walk(archive string, each func(hdr *tar.Header, r io.Reader) error) error {
 	f, err := os.Open(archive)
 	if err != nil {
 		return err
@@ -136,17 +155,8 @@ func Extract(archive, dst string, only ...string) error {
 		if err != nil {
 			return fmt.Errorf("runarchive: %s: %w", archive, err)
 		}
-		if hdr.Typeflag != tar.TypeReg || !filepath.IsLocal(hdr.Name) || hdr.Name != path.Clean(hdr.Name) || strings.Contains(hdr.Name, "\\") {
-			return fmt.Errorf("runarchive: %s holds %q (type %c): only regular files inside the archive's root are taken", archive, hdr.Name, hdr.Typeflag)
-		}
-		if len(only) > 0 && !slices.ContainsFunc(only, func(d string) bool { return strings.HasPrefix(hdr.Name, strings.TrimSuffix(d, "/")+"/") }) {
-			continue
-		}
-		if hdr.Size > maxFile {
-			return fmt.Errorf("runarchive: %s holds %s of %d bytes, more than any evidence file (%d)", archive, hdr.Name, hdr.Size, maxFile)
-		}
-		if err := writeFile(filepath.Join(dst, filepath.FromSlash(hdr.Name)), tr, hdr); err != nil {
-			return fmt.Errorf("runarchive: %s: %w", archive, err)
+		if err := each(hdr, tr); err != nil {
+			return err
 		}
 	}
 }
@@ -171,26 +181,10 @@ func writeFile(p string, r io.Reader, hdr *tar.Header) error {
 
 // List is the archive's file names, in order.
 func List(archive string) ([]string, error) {
-	f, err := os.Open(archive)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	zr, err := zstd.NewReader(f, zstd.WithDecoderMaxWindow(window), zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		return nil, err
-	}
-	defer zr.Close()
-	tr := tar.NewReader(zr)
 	var names []string
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return names, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("runarchive: %s: %w", archive, err)
-		}
+	err := walk(archive, func(hdr *tar.Header, _ io.Reader) error {
 		names = append(names, hdr.Name)
-	}
+		return nil
+	})
+	return names, err
 }
