@@ -218,19 +218,24 @@ func (c *Comparison) compareRow(a, b schema.Result) {
 	}
 	add(id)
 
-	timing := func(what string, qa, qb *schema.Quantiles, pick func(*schema.Quantiles) float64) {
-		l := Line{What: what, A: ms(qa, pick), B: ms(qb, pick)}
-		if qa != nil && qb != nil {
-			va, vb := pick(qa), pick(qb)
-			l.Delta = delta(va, vb)
-			switch {
-			case !judged:
-				l.Delta += "; " + notJudged
-			case c.Band.exceeds(va, vb):
-				l.Regression = "slower than the noise band allows (" + c.Band.String() + ")"
-			}
+	// band adds l, with the delta from va to vb and the regression when the band is exceeded.
+	band := func(l Line, va, vb float64, regression string) {
+		l.Delta = delta(va, vb)
+		switch {
+		case !judged:
+			l.Delta += "; " + notJudged
+		case c.Band.exceeds(va, vb):
+			l.Regression = regression + " than the noise band allows (" + c.Band.String() + ")"
 		}
 		add(l)
+	}
+	timing := func(what string, qa, qb *schema.Quantiles, pick func(*schema.Quantiles) float64) {
+		l := Line{What: what, A: ms(qa, pick), B: ms(qb, pick)}
+		if qa == nil || qb == nil {
+			add(l)
+			return
+		}
+		band(l, pick(qa), pick(qb), "slower")
 	}
 	p50 := func(q *schema.Quantiles) float64 { return q.P50 }
 	p95 := func(q *schema.Quantiles) float64 { return q.P95 }
@@ -242,16 +247,10 @@ func (c *Comparison) compareRow(a, b schema.Result) {
 	// Throughput is compared as time per image, so the same band applies.
 	per := Line{What: "time per image (ms)", A: perImage(a.ImagesPerS), B: perImage(b.ImagesPerS)}
 	if a.ImagesPerS > 0 && b.ImagesPerS > 0 {
-		va, vb := 1000/a.ImagesPerS, 1000/b.ImagesPerS
-		per.Delta = delta(va, vb)
-		switch {
-		case !judged:
-			per.Delta += "; " + notJudged
-		case c.Band.exceeds(va, vb):
-			per.Regression = "fewer images per second than the noise band allows (" + c.Band.String() + ")"
-		}
+		band(per, 1000/a.ImagesPerS, 1000/b.ImagesPerS, "fewer images per second")
+	} else {
+		add(per)
 	}
-	add(per)
 }
 
 type identityCount struct {
