@@ -51,7 +51,6 @@ const (
 	// path of a file holding one.
 	KeyEnv = "QUALKIT_SIGNING_KEY"
 
-	checksumFile = "SHA256SUMS"
 	// JUnitSubject names the run's JUnit file among the subjects (it lives outside the
 	// folder: CI's artifact, or shards/<name>/junit.xml in a merged run).
 	JUnitSubject = "junit.xml"
@@ -131,12 +130,8 @@ func Statement(dir, junit string, shard *ShardClaim, now time.Time) (*ita.Statem
 
 // subjectsOf digests the run's SHA256SUMS, each row's, and the JUnit file.
 func subjectsOf(dir string, rows []string, junit string) ([]*ita.ResourceDescriptor, error) {
-	files := []string{checksumFile}
-	for _, row := range rows {
-		files = append(files, row+"/"+checksumFile)
-	}
 	var out []*ita.ResourceDescriptor
-	for _, f := range files {
+	for _, f := range sumLists(rows) {
 		sum, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(f)))
 		if err != nil {
 			return nil, err
@@ -151,6 +146,15 @@ func subjectsOf(dir string, rows []string, junit string) ([]*ita.ResourceDescrip
 		out = append(out, &ita.ResourceDescriptor{Name: JUnitSubject, Digest: map[string]string{"sha256": sum}})
 	}
 	return out, nil
+}
+
+// sumLists are the run's SHA256SUMS and each row's, the subjects every signature names.
+func sumLists(rows []string) []string {
+	lists := []string{schema.ChecksumFile}
+	for _, row := range rows {
+		lists = append(lists, row+"/"+schema.ChecksumFile)
+	}
+	return lists
 }
 
 // LoadKey reads a PEM key (private for signing, public or private for verifying): ed25519
@@ -359,10 +363,7 @@ func (r *Result) checkSubjects(dir, junit string, subjects []*ita.ResourceDescri
 	for _, s := range subjects {
 		named[s.GetName()] = s.GetDigest()["sha256"]
 	}
-	want := []string{checksumFile}
-	for _, row := range info.Rows {
-		want = append(want, row+"/"+checksumFile)
-	}
+	want := sumLists(info.Rows)
 	for _, f := range want {
 		if _, ok := named[f]; !ok {
 			fail("subject "+f, "a subject (a row of run.json, or the run's list)", "not signed")

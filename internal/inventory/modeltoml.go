@@ -11,7 +11,6 @@ import (
 // Unknown keys are ignored: TRTMC adds plugin-specific ones freely.
 type ModelFile struct {
 	ID            string   `toml:"id"`
-	Plugin        string   `toml:"plugin"`
 	TestManifests []string `toml:"test_manifests"`
 	// Defaults is keyed by task strategy (diffusion_media_generation, ...).
 	Defaults map[string]StrategyDefaults `toml:"e2e_defaults"`
@@ -19,8 +18,7 @@ type ModelFile struct {
 
 // StrategyDefaults is one [e2e_defaults.<task_strategy>] table.
 type StrategyDefaults struct {
-	InputFields          []InputField `toml:"input_fields"`
-	PreflightAssetFields []string     `toml:"preflight_asset_fields"`
+	InputFields []InputField `toml:"input_fields"`
 }
 
 // InputField maps a manifest field onto a native task input. Default applies only when
