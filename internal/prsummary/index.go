@@ -167,9 +167,5 @@ func (r *run) page(v int) Page {
 
 // versionBlock is the run's software, hardware and venv, titled.
 func (r *run) versionBlock(title string) VersionBlock {
-	vb := VersionBlock{Title: title, VenvSHA: r.info.VenvSHA256, Packages: r.venvPackages()}
-	for _, l := range versions(r, MarkdownVersion) {
-		vb.Lines = append(vb.Lines, Pair{l[0], l[1]})
-	}
-	return vb
+	return VersionBlock{Title: title, VenvSHA: r.info.VenvSHA256, Packages: r.venvPackages(), Lines: versions(r, MarkdownVersion)}
 }

@@ -262,8 +262,10 @@ func tripleMs(q *schema.Quantiles) string {
 	return msList(q.P50, q.P95, q.P99) + fmt.Sprintf(" (%d measured)", q.Count)
 }
 
-// markdownSection writes a row's section of PR.md (version 2).
-func markdownSection(b *strings.Builder, s Section) {
+// MarkdownSection is a row's section of PR.md (version 2), a single run's or a merged
+// run's alike.
+func MarkdownSection(s Section) string {
+	b := &strings.Builder{}
 	fmt.Fprintf(b, "\n### `%s`: %s\n\n", s.Name, s.Status)
 	if s.Shard != "" {
 		fmt.Fprintf(b, "Shard %s, folder `%s`.\n\n", s.Shard, path.Dir(s.Href))
@@ -281,13 +283,13 @@ func markdownSection(b *strings.Builder, s Section) {
 	}
 	fmt.Fprintf(b, "Stages: %s\n\n", strings.Join(strip, " · "))
 	fmt.Fprintf(b, "Reproduce:\n\n```\n%s\n```\n\n", s.Command)
-	table(b, "timing", s.Timing)
+	table(b, "| timing | |", s.Timing)
 	b.WriteString("\n")
 	if len(s.Controls) > 0 {
-		table(b, "controls", s.Controls)
+		table(b, "| controls | |", s.Controls)
 		b.WriteString("\n")
 	}
-	table(b, "hardware", s.Hardware)
+	table(b, "| hardware | |", s.Hardware)
 	b.WriteString("\n")
 	for _, p := range s.Pictures {
 		fmt.Fprintf(b, "![%s](%s)\n", p.Label, p.Href)
@@ -300,28 +302,17 @@ func markdownSection(b *strings.Builder, s Section) {
 		links = append(links, fmt.Sprintf("[%s](%s)", l.Label, l.Href))
 	}
 	fmt.Fprintf(b, "Evidence: %s\n", strings.Join(links, " · "))
+	return b.String()
 }
 
 var stageWord = map[string]string{schema.Pass: "passed", schema.Fail: "FAILED", schema.NotRun: "not run"}
 
+// table writes a two-column Markdown table under its header line.
 func table(b *strings.Builder, head string, rows []Pair) {
-	fmt.Fprintf(b, "| %s | |\n|---|---|\n", head)
+	b.WriteString(head + "\n|---|---|\n")
 	for _, p := range rows {
 		fmt.Fprintf(b, "| %s | %s |\n", p.Name, cell(p.Value))
 	}
-}
-
-// venvMarkdown writes the venv's package list, folded (GitHub renders <details>).
-func venvMarkdown(b *strings.Builder, sha string, packages []string) {
-	if len(packages) == 0 {
-		b.WriteString("\nVenv: not recorded in run.json.\n")
-		return
-	}
-	fmt.Fprintf(b, "\n<details><summary>venv: %d packages, sha256 <code>%s</code></summary>\n\n", len(packages), sha)
-	for _, p := range packages {
-		fmt.Fprintf(b, "- `%s`\n", p)
-	}
-	b.WriteString("\n</details>\n")
 }
 
 // Folder is what the pages show of one run folder held inside another page's folder (a
@@ -346,21 +337,21 @@ func ReadFolder(runDir, prefix, shard string) (Folder, error) {
 	return f, nil
 }
 
-// MarkdownSection is a row's section of PR.md (version 2), as a single run's PR.md has it.
-func MarkdownSection(s Section) string {
+// VersionsMarkdown is a versions table and the venv's package list, folded (GitHub
+// renders <details>), as PR.md (version 2) has them.
+func VersionsMarkdown(vb VersionBlock) string {
 	var b strings.Builder
-	markdownSection(&b, s)
+	table(&b, versionsHead, vb.Lines)
+	if len(vb.Packages) == 0 {
+		b.WriteString("\nVenv: not recorded in run.json.\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "\n<details><summary>venv: %d packages, sha256 <code>%s</code></summary>\n\n", len(vb.Packages), vb.VenvSHA)
+	for _, p := range vb.Packages {
+		fmt.Fprintf(&b, "- `%s`\n", p)
+	}
+	b.WriteString("\n</details>\n")
 	return b.String()
 }
 
-// VersionsMarkdown is a versions table and the venv's package list, as PR.md (version 2)
-// has them.
-func VersionsMarkdown(vb VersionBlock) string {
-	var b strings.Builder
-	b.WriteString("| what | version |\n|---|---|\n")
-	for _, l := range vb.Lines {
-		fmt.Fprintf(&b, "| %s | %s |\n", l.Name, cell(l.Value))
-	}
-	venvMarkdown(&b, vb.VenvSHA, vb.Packages)
-	return b.String()
-}
+const versionsHead = "| what | version |"

@@ -178,7 +178,7 @@ func MarkdownAt(runDir string, v int) ([]byte, error) {
 	b.WriteString(r.resultsTable())
 	if v >= 2 {
 		for _, s := range r.sections("") {
-			markdownSection(&b, s)
+			b.WriteString(MarkdownSection(s))
 		}
 	} else {
 		r.sectionsV1(&b)
@@ -188,7 +188,7 @@ func MarkdownAt(runDir string, v int) ([]byte, error) {
 	if v >= 2 {
 		b.WriteString(VersionsMarkdown(r.versionBlock("Versions")))
 	} else {
-		versionsMarkdown(&b, versions(r, v))
+		table(&b, versionsHead, versions(r, v))
 	}
 	if len(r.info.Skips) > 0 {
 		b.WriteString("\n## Skips\n\n")
@@ -239,13 +239,6 @@ func (r *run) sectionsV1(b *strings.Builder) {
 			}
 		}
 		fmt.Fprintf(b, "Evidence: %s\n", strings.Join(links, " · "))
-	}
-}
-
-func versionsMarkdown(b *strings.Builder, lines [][2]string) {
-	b.WriteString("| what | version |\n|---|---|\n")
-	for _, v := range lines {
-		fmt.Fprintf(b, "| %s | %s |\n", v[0], cell(v[1]))
 	}
 }
 
@@ -366,13 +359,13 @@ func statusTable(r *run, everyRow bool) ([]statusLine, string) {
 
 // versions lists the software and hardware the run used (version 2 adds the host's CPU
 // model and memory).
-func versions(r *run, v int) [][2]string {
+func versions(r *run, v int) []Pair {
 	i := r.info
 	commit := i.HarnessCommit
 	if i.HarnessDirty {
 		commit += " (dirty: " + strings.Join(i.Changes, "; ") + ")"
 	}
-	out := [][2]string{
+	out := []Pair{
 		{"Go", i.GoVersion},
 		{"harness commit", commit},
 		{"AIPerf", i.AIPerfVersion},
@@ -383,18 +376,18 @@ func versions(r *run, v int) [][2]string {
 		if i.MemTotalBytes > 0 {
 			mem = fmt.Sprintf("%.1f GiB", float64(i.MemTotalBytes)/(1<<30))
 		}
-		out = append(out, [2]string{"CPU", orDash(i.CPUModel)}, [2]string{"memory", mem})
+		out = append(out, Pair{"CPU", orDash(i.CPUModel)}, Pair{"memory", mem})
 	}
 	if i.Docker != nil {
 		nv := "no nvidia runtime"
 		if i.Docker.NvidiaRuntime {
 			nv = "nvidia runtime"
 		}
-		out = append(out, [2]string{"Docker", fmt.Sprintf("%s on %s, %s", i.Docker.ServerVersion, i.Docker.OS, nv)})
+		out = append(out, Pair{"Docker", fmt.Sprintf("%s on %s, %s", i.Docker.ServerVersion, i.Docker.OS, nv)})
 	} else {
-		out = append(out, [2]string{"Docker", "none: " + orDash(i.DockerError)})
+		out = append(out, Pair{"Docker", "none: " + orDash(i.DockerError)})
 	}
-	out = append(out, [2]string{"serving", orDash(i.RuntimeNote)})
+	out = append(out, Pair{"serving", orDash(i.RuntimeNote)})
 	gpuDone := false
 	for _, w := range r.rows {
 		if w.gpu != nil && !gpuDone {
@@ -403,7 +396,7 @@ func versions(r *run, v int) [][2]string {
 			for _, d := range w.gpu.Devices {
 				devs = append(devs, fmt.Sprintf("%s (%d GiB, cc %s)", d.Name, d.MemoryTotalBytes>>30, d.ComputeCapability))
 			}
-			out = append(out, [2]string{"GPUs", fmt.Sprintf("%d: %s; driver %s, CUDA %d.%d", w.gpu.Count, strings.Join(devs, ", "),
+			out = append(out, Pair{"GPUs", fmt.Sprintf("%d: %s; driver %s, CUDA %d.%d", w.gpu.Count, strings.Join(devs, ", "),
 				w.gpu.DriverVersion, w.gpu.CUDADriverVersion/1000, w.gpu.CUDADriverVersion%1000/10)})
 		}
 	}
@@ -415,14 +408,14 @@ func versions(r *run, v int) [][2]string {
 				break
 			}
 		}
-		out = append(out, [2]string{"GPUs", note})
+		out = append(out, Pair{"GPUs", note})
 	}
 	for _, w := range r.rows {
 		if c := w.res.Container; c != nil {
-			out = append(out, [2]string{"server image (" + w.name + ")", c.ImageID + " (" + c.ImageRef + ")"})
+			out = append(out, Pair{"server image (" + w.name + ")", c.ImageID + " (" + c.ImageRef + ")"})
 		}
 		if bd := w.res.Bundle; bd != nil && bd.SHA256 != "" {
-			out = append(out, [2]string{"bundle (" + w.name + ")", fmt.Sprintf("sha256 %s, %d bytes", bd.SHA256, bd.Bytes)})
+			out = append(out, Pair{"bundle (" + w.name + ")", fmt.Sprintf("sha256 %s, %d bytes", bd.SHA256, bd.Bytes)})
 		}
 	}
 	return out
