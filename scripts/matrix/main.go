@@ -305,20 +305,14 @@ func findEstimates(root string) (map[string]Estimate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evidence root: %w (give another with -evidence DIR)", err)
 	}
-	type found struct {
-		Estimate
+	out := map[string]Estimate{}
+	type from struct {
 		finished time.Time
 		run      string
 	}
-	newer := func(a, b found) bool {
-		if !a.finished.Equal(b.finished) {
-			return a.finished.After(b.finished)
-		}
-		return a.run > b.run
-	}
-	best := map[string]found{}
+	newest := map[string]from{} // by row: the run of its estimate
 	for _, d := range dirs {
-		if !d.IsDir() || d.Type()&fs.ModeSymlink != 0 {
+		if !d.IsDir() { // evidence/latest, a link, is not: it points at a run listed anyway
 			continue
 		}
 		runDir := filepath.Join(root, d.Name())
@@ -345,20 +339,13 @@ func findEstimates(root string) (map[string]Estimate, error) {
 			if res.TimeBudget == nil || !res.ranWhole() {
 				continue
 			}
-			name := res.Row
-			if name == "" {
-				name = rd.Name()
-			}
-			f := found{Estimate: Estimate{WallS: res.TimeBudget.WallS, From: path.Join(d.Name(), rd.Name(), schema.ResultsFile)},
-				finished: info.Finished, run: d.Name()}
-			if old, ok := best[name]; !ok || newer(f, old) {
-				best[name] = f
+			name := cmp.Or(res.Row, rd.Name())
+			old, ok := newest[name]
+			if !ok || info.Finished.After(old.finished) || info.Finished.Equal(old.finished) && d.Name() > old.run {
+				out[name] = Estimate{WallS: res.TimeBudget.WallS, From: path.Join(d.Name(), rd.Name(), schema.ResultsFile)}
+				newest[name] = from{info.Finished, d.Name()}
 			}
 		}
-	}
-	out := make(map[string]Estimate, len(best))
-	for name, f := range best {
-		out[name] = f.Estimate
 	}
 	return out, nil
 }
