@@ -3,10 +3,11 @@ package prsummary
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -162,7 +163,7 @@ func MarkdownAt(runDir string, v int) ([]byte, error) {
 		counts[w.res.Status]++
 	}
 	var parts []string
-	for _, s := range sortedKeys(counts) {
+	for _, s := range slices.Sorted(maps.Keys(counts)) {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 	}
 	fmt.Fprintf(&b, "# qualkit run %s\n\n", r.info.RunID)
@@ -437,13 +438,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

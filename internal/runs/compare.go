@@ -3,6 +3,7 @@ package runs
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -292,7 +293,7 @@ func delta(a, b float64) string {
 // WriteMarkdown prints the comparison as a table, regressions marked, then a verdict.
 func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	for _, row := range sortedKeys(c.Unlike) {
+	for _, row := range slices.Sorted(maps.Keys(c.Unlike)) {
 		verdict := "its timings are listed, not judged (-across judges them)"
 		if c.Across {
 			verdict = "its timings are judged all the same (-across)"
@@ -366,13 +367,4 @@ func (r *Run) setups() string {
 		return fmt.Sprintf("host %s (%d CPUs)", orDash(r.Info.Hostname), r.Info.CPUs)
 	}
 	return strings.Join(out, "; ")
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +56,7 @@ func rerunVerdicts(before rerunPlan, after []failedCase, changed []string) []ver
 		}
 	}
 	var out []verdict
-	for _, pkg := range sortedKeys(before) {
+	for _, pkg := range slices.Sorted(maps.Keys(before)) {
 		for _, test := range before[pkg] {
 			id := pkg + " " + test
 			switch msg, failed := failedAgain[id]; {
@@ -69,15 +70,6 @@ func rerunVerdicts(before rerunPlan, after []failedCase, changed []string) []ver
 		}
 	}
 	return out
-}
-
-func sortedKeys(p rerunPlan) []string {
-	var keys []string
-	for k := range p {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // changedSince lists the files of the work tree (tracked and untracked, not ignored)
@@ -121,7 +113,7 @@ func rerun(w io.Writer, junit, out, tags string, gotestsum func(args []string) e
 		return 2, err
 	}
 	code := 0
-	pkgs := sortedKeys(plan)
+	pkgs := slices.Sorted(maps.Keys(plan))
 	for i, pkg := range pkgs {
 		file := out
 		if len(pkgs) > 1 {
