@@ -24,10 +24,11 @@ import (
 	"fmt"
 	"image"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	_ "qualkit/families/all" // the families' evidence rules
@@ -95,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // JUnit, and rows' results.
 type source struct {
 	dir, junit, tmp string
-	results         []*schema.Result
+	results         []schema.Result
 }
 
 // readSource unpacks the committed run; the caller removes s.tmp.
@@ -114,13 +115,10 @@ func readSource(root string) (*source, error) {
 	}
 	s.dir = found[0]
 	r, err := runs.Read(s.dir)
-	if err != nil {
-		return s, err
+	if err == nil {
+		s.results = r.Rows
 	}
-	for i := range r.Rows {
-		s.results = append(s.results, &r.Rows[i])
-	}
-	return s, nil
+	return s, err
 }
 
 // blocks renders every named block from the run.
@@ -140,8 +138,8 @@ func (s *source) blocks(root string) (map[string]string, error) {
 	}
 	table := schema.RowMarkdownHeader()
 	var status []string
-	for _, r := range s.results {
-		table += harness.MarkdownRow(r)
+	for i, r := range s.results {
+		table += harness.MarkdownRow(&s.results[i])
 		status = append(status, fmt.Sprintf("%s %s", r.Row, r.Status))
 	}
 	return map[string]string{
@@ -222,10 +220,10 @@ func (s *source) pictures(root string, write bool) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	rendered := map[string]string{}
-	for doc, rel := range Pictures {
+	var stale []string
+	for _, doc := range slices.Sorted(maps.Keys(Pictures)) {
 		p := filepath.Join(tmp, filepath.Base(doc))
-		if rel == schema.ContactSheetFile {
+		if Pictures[doc] == schema.ContactSheetFile {
 			err = pictures.WritePNG(p, pictures.RenderContactSheet(sheet))
 		} else {
 			err = pictures.WritePNG(p, pictures.RenderLatencyChart(chart))
@@ -233,26 +231,17 @@ func (s *source) pictures(root string, write bool) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		rendered[doc] = p
-	}
-	var stale []string
-	docs := make([]string, 0, len(rendered))
-	for doc := range rendered {
-		docs = append(docs, doc)
-	}
-	sort.Strings(docs)
-	for _, doc := range docs {
-		same, err := samePixels(rendered[doc], filepath.Join(root, doc))
-		if err != nil || !same {
-			stale = append(stale, doc)
-			if write {
-				b, err := os.ReadFile(rendered[doc])
-				if err != nil {
-					return nil, err
-				}
-				if err := os.WriteFile(filepath.Join(root, doc), b, 0o644); err != nil {
-					return nil, err
-				}
+		if same, err := samePixels(p, filepath.Join(root, doc)); err == nil && same {
+			continue
+		}
+		stale = append(stale, doc)
+		if write {
+			b, err := os.ReadFile(p)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(root, doc), b, 0o644)
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
 	}
