@@ -17,7 +17,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -150,11 +149,7 @@ func MatrixCreated(b []byte) (time.Time, error) {
 // read as the envelope carries it; the signature check verifies the envelope.
 func Answer(rows []string, created time.Time, name, runDir string) []string {
 	var info schema.RunInfo
-	b, err := os.ReadFile(filepath.Join(runDir, schema.RunFile))
-	if err == nil {
-		err = json.Unmarshal(b, &info)
-	}
-	if err != nil {
+	if err := schema.ReadJSON(filepath.Join(runDir, schema.RunFile), &info); err != nil {
 		return []string{fmt.Sprintf("shard %s: run.json: %v", name, err)}
 	}
 	var out []string
