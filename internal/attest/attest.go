@@ -467,15 +467,8 @@ func Claimed(dir string) (*ShardClaim, error) {
 }
 
 func readEnvelope(dir string) (*dsse.Envelope, error) {
-	b, err := os.ReadFile(filepath.Join(dir, File))
-	if err != nil {
-		return nil, err
-	}
 	var env dsse.Envelope
-	if err := json.Unmarshal(b, &env); err != nil {
-		return nil, err
-	}
-	return &env, nil
+	return &env, schema.ReadJSON(filepath.Join(dir, File), &env)
 }
 
 func fileSHA256(p string) (string, error) {

@@ -1,10 +1,10 @@
 package inventory
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
+
+	"qualkit/internal/schema"
 )
 
 // Inventory is every testcase profile of one TRTMC checkout, classified.
@@ -31,13 +31,9 @@ func Load(trtmcDir string) (*Inventory, error) {
 // written by `make inventory`), so reports need no TRTMC checkout beside the clone.
 // Statuses start planned again: ApplyProgress re-derives them from qual/ and evidence/.
 func ReadJSON(path string) (*Inventory, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("inventory: %w", err)
-	}
 	var profiles []Profile
-	if err := json.Unmarshal(b, &profiles); err != nil {
-		return nil, fmt.Errorf("inventory %s: %w", path, err)
+	if err := schema.ReadJSON(path, &profiles); err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
 	}
 	inv := &Inventory{Source: filepath.Base(path), Profiles: profiles}
 	inv.ApplyProgress(&Progress{})

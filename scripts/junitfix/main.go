@@ -13,13 +13,13 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"qualkit/internal/junitfix"
+	"qualkit/internal/schema"
 )
 
 func main() {
@@ -49,17 +49,11 @@ func main() {
 // anchor adds the run folder's anchor: its run id (from run.json) and the sha256 of its
 // SHA256SUMS.
 func anchor(b []byte, dir string) ([]byte, error) {
-	var info struct {
-		RunID string `json:"run_id"`
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err == nil {
-		err = json.Unmarshal(raw, &info)
-	}
-	if err != nil {
+	var info schema.RunInfo
+	if err := schema.ReadJSON(filepath.Join(dir, schema.RunFile), &info); err != nil {
 		return nil, fmt.Errorf("-run %s: %w", dir, err)
 	}
-	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	sums, err := os.ReadFile(filepath.Join(dir, schema.ChecksumFile))
 	if err != nil {
 		return nil, fmt.Errorf("-run %s: %w", dir, err)
 	}
