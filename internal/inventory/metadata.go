@@ -1,12 +1,12 @@
 package inventory
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
+
+	"qualkit/internal/schema"
 )
 
 // hfMetadata is website/data/hf-model-metadata.json: pinned Hugging Face revisions.
@@ -20,17 +20,13 @@ type hfMetadata struct {
 // readRevisions maps hf_id to its pinned revision. A checkout without the file has no
 // revisions (every profile then reads ""); a file that is there but unreadable is an error.
 func readRevisions(root string) (map[string]string, error) {
-	path := filepath.Join(root, metadataPath)
-	raw, err := os.ReadFile(path)
+	var md hfMetadata
+	err := schema.ReadJSON(filepath.Join(root, metadataPath), &md)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]string{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", metadataPath, err)
-	}
-	var md hfMetadata
-	if err := json.Unmarshal(raw, &md); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", metadataPath, err)
 	}
 	revs := make(map[string]string, len(md.Checkpoints))
 	for _, c := range md.Checkpoints {
