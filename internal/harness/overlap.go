@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 )
@@ -156,7 +157,7 @@ type background struct {
 // output in logRel; its record says During. The options (and the image) are settled
 // here, in the calling stage; the goroutine only runs the command, then after (if not
 // nil), before wait returns. after runs also when the job cannot start.
-func (r *row) startJob(ctx context.Context, stage, during string, c Command, logRel string, limit time.Duration, after func(), mounts ...Mount) (*background, error) {
+func (r *row) startJob(ctx context.Context, stage, during string, c family.Command, logRel string, limit time.Duration, after func(), mounts ...family.Mount) (*background, error) {
 	if after == nil {
 		after = func() {}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 )
 
@@ -138,26 +139,26 @@ type gatedChecks struct {
 	fail bool
 }
 
-func (g gatedChecks) Describe(env Env, row Row) (Spec, error) {
+func (g gatedChecks) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	spec, err := g.FakeFamily.Describe(env, row)
 	spec.Requirements = g.requirements
 	return spec, err
 }
 
-func (g gatedChecks) requirements(env Env) []Requirement {
+func (g gatedChecks) requirements(env family.Env) []family.Requirement {
 	// Bounded only so that a build that never began early fails the test, not hangs it.
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
 		started, _ := filepath.Glob(filepath.Join(env.Root, ".cache", "bundles", "*", ".partial-*", "*.started"))
 		if len(started) > 0 {
 			if g.fail {
-				return []Requirement{{What: "a slow check found a fault on purpose, while the build ran", Fix: "nothing: a test fault"}}
+				return []family.Requirement{{What: "a slow check found a fault on purpose, while the build ran", Fix: "nothing: a test fault"}}
 			}
 			os.WriteFile(strings.TrimSuffix(started[0], ".started")+".release", nil, 0o644)
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return []Requirement{{What: "the build's command never began while preflight's checks ran", Fix: "nothing: the test's finding"}}
+	return []family.Requirement{{What: "the build's command never began while preflight's checks ran", Fix: "nothing: the test's finding"}}
 }
 
 // buildRecords are the build stage's command records of the row.

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
@@ -254,7 +255,7 @@ func TestPipelineBrokenFixtureReasonLeadsWithTheFix(t *testing.T) {
 }
 
 func TestReasonLineLeadsWithTheFixes(t *testing.T) {
-	missing := Missing([]Requirement{{What: "python not found at /x", Fix: "make setup"}, {What: "no GPU", Fix: ""}, {What: "a\nb", Fix: "do c"}})
+	missing := Missing([]family.Requirement{{What: "python not found at /x", Fix: "make setup"}, {What: "no GPU", Fix: ""}, {What: "a\nb", Fix: "do c"}})
 	assert.Equal(t, "fix: make setup; do c; 3 requirement(s) not met: python not found at /x; no GPU; a; b", reasonLine(missing.Error()))
 	assert.Equal(t, "2 problem(s): the first (+1 more lines)", reasonLine("2 problem(s):\n- the first\n- the second"))
 	assert.Equal(t, "server exited 1: log tail follows", reasonLine("server exited 1: log tail follows\nline\nline"))

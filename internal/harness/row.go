@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"qualkit/internal/family"
 	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
@@ -20,9 +21,9 @@ import (
 type row struct {
 	s    *Suite
 	c    Checkpoint
-	spec Spec // the family's facts for the row (Describe), as of the last env
+	spec family.Spec // the family's facts for the row (Describe), as of the last env
 	ev   *RowEvidence
-	env  Env
+	env  family.Env
 	fx   *Fixtures
 
 	describeErr error        // what the family's Describe said was wrong, failed in preflight
@@ -123,7 +124,7 @@ func (s *Suite) newRow(c Checkpoint, work, reproduce string) (*row, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &row{s: s, c: c.withDefaults(), ev: ev, env: Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}, started: time.Now()}
+	r := &row{s: s, c: c.withDefaults(), ev: ev, env: family.Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}, started: time.Now()}
 	// A family that cannot describe the row fails its preflight, saying why
 	// (r.describeErr); the rest of the row reads the facts it did state.
 	r.describeErr = r.describe()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"qualkit/internal/family"
 	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
@@ -32,11 +33,11 @@ func (r *row) inImage(stage string) bool {
 // options are the serving options of a stage's commands: the command record, the row's
 // GPUs by UUID, and, when the stage runs in the image, the container with the family's
 // mounts and mounts, which the harness adds at their host paths.
-func (r *row) options(ctx context.Context, stage string, mounts ...Mount) ([]serving.Option, error) {
+func (r *row) options(ctx context.Context, stage string, mounts ...family.Mount) ([]serving.Option, error) {
 	return r.optionsOn(ctx, stage, r.gpus, mounts...)
 }
 
-func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mounts ...Mount) ([]serving.Option, error) {
+func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mounts ...family.Mount) ([]serving.Option, error) {
 	opts := []serving.Option{serving.WithRecorder(r.ev, stage)}
 	if stage == schema.StageBuild && r.earlyBuild != nil {
 		opts = []serving.Option{serving.WithRecorder(buildRecorder{r.ev, r.earlyBuild}, stage)}
@@ -74,8 +75,8 @@ func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mo
 // one path, and a folder inside a folder mounted at its own path needs no mount of its
 // own when the outer one gives at least its access. Of two mounts of one path with the
 // same access, the first stays.
-func nested(ms []Mount) []Mount {
-	var out []Mount
+func nested(ms []family.Mount) []family.Mount {
+	var out []family.Mount
 	for i, m := range ms {
 		if !covered(m, i, ms) {
 			out = append(out, m)
@@ -84,7 +85,7 @@ func nested(ms []Mount) []Mount {
 	return out
 }
 
-func covered(m Mount, i int, ms []Mount) bool {
+func covered(m family.Mount, i int, ms []family.Mount) bool {
 	if m.Host != m.Container {
 		return false
 	}
@@ -138,12 +139,12 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 
 // job runs one command of a stage to completion, where the stage runs, with its output in
 // logRel (the log the stage's heartbeat quotes).
-func (r *row) job(ctx context.Context, stage string, c Command, logRel string, mounts ...Mount) (schema.CommandRecord, error) {
+func (r *row) job(ctx context.Context, stage string, c family.Command, logRel string, mounts ...family.Mount) (schema.CommandRecord, error) {
 	return r.jobOn(ctx, stage, c, logRel, r.gpus, mounts...)
 }
 
 // jobOn is job on the given GPUs (a subset of the row's).
-func (r *row) jobOn(ctx context.Context, stage string, c Command, logRel string, gpus []gpu.Device, mounts ...Mount) (schema.CommandRecord, error) {
+func (r *row) jobOn(ctx context.Context, stage string, c family.Command, logRel string, gpus []gpu.Device, mounts ...family.Mount) (schema.CommandRecord, error) {
 	opts, err := r.optionsOn(ctx, stage, gpus, mounts...)
 	if err != nil {
 		return schema.CommandRecord{}, err
@@ -159,10 +160,10 @@ func (r *row) jobOn(ctx context.Context, stage string, c Command, logRel string,
 
 // at mounts host paths at the same paths: the bundle, records, artifacts and files the
 // harness hands a command need no mapping inside the container.
-func at(readOnly bool, paths ...string) []Mount {
-	out := make([]Mount, len(paths))
+func at(readOnly bool, paths ...string) []family.Mount {
+	out := make([]family.Mount, len(paths))
 	for i, p := range paths {
-		out[i] = Mount{Host: p, Container: p, ReadOnly: readOnly}
+		out[i] = family.Mount{Host: p, Container: p, ReadOnly: readOnly}
 	}
 	return out
 }

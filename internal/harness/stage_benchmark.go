@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
@@ -118,7 +119,7 @@ type benchmarkInput struct {
 	Responses        []benchmarkResponse
 	Measured, Warmup int
 	Size             string
-	Timing           TimingSource
+	Timing           family.TimingSource
 	RecordTasks      map[string]float64 // Task times by request id, when the records are read for them
 	RecordTasksErr   error
 	RecordIDs        map[string]bool // request ids of the records, when the body is the source and they are joined

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 )
 
@@ -155,7 +156,7 @@ func (r *row) buildBundle(ctx context.Context, info *schema.BundleInfo, folder, 
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return err
 	}
-	cmd, err := r.c.Adapter.Build(r.env, BuildSpec{Out: out, Reference: ref})
+	cmd, err := r.c.Adapter.Build(r.env, family.BuildSpec{Out: out, Reference: ref})
 	if err != nil {
 		return fmt.Errorf("bundle: %w", err)
 	}
@@ -358,7 +359,7 @@ func (s *Suite) markBuilt(key string) {
 
 // tools runs the family's tool commands and checks them. They write shared caches, so
 // rows side by side run them one at a time.
-func (r *row) tools(ctx context.Context, tools []Command) error {
+func (r *row) tools(ctx context.Context, tools []family.Command) error {
 	defer r.s.lockKey("tools\x00" + r.c.Family)()
 	for i, cmd := range tools {
 		rec, err := r.job(ctx, schema.StageBuild, cmd, schema.ToolsLog(i+1))

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 )
 
@@ -110,7 +111,7 @@ func (r *row) correctness(ctx context.Context) error {
 			return err
 		}
 	}
-	cc, err := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path(schema.CorrectnessJUnit), Artifacts: artifacts, Scratch: scratch})
+	cc, err := r.c.Adapter.Correctness(r.env, family.CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path(schema.CorrectnessJUnit), Artifacts: artifacts, Scratch: scratch})
 	if err != nil {
 		return fmt.Errorf("correctness case: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"qualkit/internal/family"
 	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 )
@@ -21,7 +22,7 @@ import (
 type replay struct {
 	index  int
 	req    schema.IdentityRequest
-	spec   NativeSpec
+	spec   family.NativeSpec
 	log    string  // the one-shot Task's log, relative to the row
 	wallS  float64 // the one-shot process's wall
 	taskMs float64 // the native Task call, as the program reports it; 0 when it does not
@@ -74,7 +75,7 @@ func (r *row) identity(ctx context.Context) error {
 			return stopped(err)
 		}
 		rp := &replay{index: i, req: c.Req, log: schema.NativeLog(i),
-			spec: NativeSpec{Bundle: r.bundle, Image: img, Prompt: sent.Prompt, Settings: sent.Settings, LatentSeed: sent.LatentSeed, Output: r.ev.Path(c.Req.NativeFile)}}
+			spec: family.NativeSpec{Bundle: r.bundle, Image: img, Prompt: sent.Prompt, Settings: sent.Settings, LatentSeed: sent.LatentSeed, Output: r.ev.Path(c.Req.NativeFile)}}
 		replays = append(replays, rp)
 		at[rp] = len(in.Requests) - 1
 	}
@@ -298,13 +299,13 @@ func (r *row) itemsPath() string { return filepath.Join(r.env.Work, "native-item
 func (r *row) nativeInDir() string { return filepath.Join(r.env.Work, "native-in") }
 
 // batchSpec is the row's batch: its bundle, its items and where it reports.
-func (r *row) batchSpec() NativeBatchSpec {
-	return NativeBatchSpec{Bundle: r.bundle, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile)}
+func (r *row) batchSpec() family.NativeBatchSpec {
+	return family.NativeBatchSpec{Bundle: r.bundle, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile)}
 }
 
 // batchMounts are what a batch reads (the bundle, the request images) and where it
 // writes (its report's folder, which holds the native PNGs too).
-func (r *row) batchMounts(spec NativeBatchSpec) []Mount {
+func (r *row) batchMounts(spec family.NativeBatchSpec) []family.Mount {
 	return append(at(true, spec.Bundle, r.nativeInDir()), at(false, filepath.Dir(spec.Report))...)
 }
 
@@ -314,7 +315,7 @@ func (r *row) writeItems(replays []*replay) error {
 	var items bytes.Buffer
 	enc := json.NewEncoder(&items)
 	for _, rp := range replays {
-		if err := enc.Encode(NativeItem{ID: rp.req.RequestID, Image: rp.spec.Image, Prompt: rp.spec.Prompt, Settings: rp.spec.Settings, LatentSeed: rp.spec.LatentSeed, Output: rp.spec.Output}); err != nil {
+		if err := enc.Encode(family.NativeItem{ID: rp.req.RequestID, Image: rp.spec.Image, Prompt: rp.spec.Prompt, Settings: rp.spec.Settings, LatentSeed: rp.spec.LatentSeed, Output: rp.spec.Output}); err != nil {
 			return err
 		}
 	}
@@ -326,7 +327,7 @@ func (r *row) writeItems(replays []*replay) error {
 }
 
 // nativeBatch runs every replay in the family's one batch process and reads its report.
-func (r *row) nativeBatch(ctx context.Context, cmd Command, spec NativeBatchSpec, replays []*replay, sum *schema.IdentitySummary) error {
+func (r *row) nativeBatch(ctx context.Context, cmd family.Command, spec family.NativeBatchSpec, replays []*replay, sum *schema.IdentitySummary) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(len(replays)+1)*r.c.Deadline.Native)
 	defer cancel()
 	r.prog.printf("native Task: %d replays in one %s process (one load)", len(replays), schema.NativeBatch)

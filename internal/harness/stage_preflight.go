@@ -9,13 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"qualkit/internal/family"
 	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 )
 
 // Missing joins requirements into one message listing every missing piece and its fix.
-func Missing(reqs []Requirement) error {
+func Missing(reqs []family.Requirement) error {
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -30,11 +31,11 @@ func Missing(reqs []Requirement) error {
 // Readiness is what preflight found: every unmet requirement, the fixtures, and the
 // GPUs (the NVML reading, and the devices chosen for the row by UUID).
 type Readiness struct {
-	Requirements []Requirement `json:"requirements"`
-	Probes       []ProbeResult `json:"probes,omitempty"`
-	GPU          *gpu.Reading  `json:"gpu_reading,omitempty"`
-	GPUError     string        `json:"gpu_error,omitempty"`
-	Selected     []gpu.Device  `json:"gpus_selected,omitempty"`
+	Requirements []family.Requirement `json:"requirements"`
+	Probes       []ProbeResult        `json:"probes,omitempty"`
+	GPU          *gpu.Reading         `json:"gpu_reading,omitempty"`
+	GPUError     string               `json:"gpu_error,omitempty"`
+	Selected     []gpu.Device         `json:"gpus_selected,omitempty"`
 	// Found is what the family found on the host and names (Spec.Found): which serving
 	// contract a checkout supports and why.
 	Found    []string `json:"found,omitempty"`
@@ -43,7 +44,7 @@ type Readiness struct {
 
 // Preflight lists what the row needs and the host lacks, without starting anything.
 // `make doctor` prints it for every row.
-func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness {
+func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env family.Env) Readiness {
 	spec, err := c.Adapter.Describe(env, c.Row())
 	if err == nil {
 		err = spec.Validate()
@@ -65,10 +66,10 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 // preflightHost is what the build may need of preflight: the family's findings, the
 // fixtures, the runtime, and the GPUs (NVML's reading and the devices chosen). No program
 // of the family's runs here but the NVML reader.
-func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env, spec Spec, describeErr error) Readiness {
+func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env family.Env, spec family.Spec, describeErr error) Readiness {
 	rd := Readiness{Found: spec.Found}
 	need := func(absent bool, what, fix string) {
-		rd.Requirements = append(rd.Requirements, Requirement{What: what, Fix: fix, Absent: absent})
+		rd.Requirements = append(rd.Requirements, family.Requirement{What: what, Fix: fix, Absent: absent})
 	}
 	if describeErr != nil {
 		need(false, describeErr.Error(), "fix the family adapter (its Describe and Spec: internal/family)")
@@ -89,7 +90,7 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env, spec S
 	}
 	if s.rowRuntime(c) == RuntimeContainer {
 		ok := spec.Container
-		var img ContainerImage
+		var img family.ContainerImage
 		if ok {
 			var err error
 			img, err = c.Adapter.Image(env)
@@ -142,9 +143,9 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env, spec S
 // preflightChecks are preflight's slow parts, which the build needs none of: AIPerf's
 // interpreter and the family's own checks, each a program start, side by side; their
 // findings are listed in a fixed order after preflightHost's.
-func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env Env, spec Spec, rd *Readiness) {
+func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env family.Env, spec family.Spec, rd *Readiness) {
 	var aiperfErr error
-	var familyReqs []Requirement
+	var familyReqs []family.Requirement
 	var wg sync.WaitGroup
 	wg.Go(func() { _, aiperfErr = s.cfg.AIPerf.CheckVersion(ctx) })
 	if spec.Requirements != nil {
@@ -152,7 +153,7 @@ func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env Env, spec
 	}
 	wg.Wait()
 	if aiperfErr != nil {
-		rd.Requirements = append(rd.Requirements, Requirement{What: aiperfErr.Error(), Fix: "make setup", Absent: true})
+		rd.Requirements = append(rd.Requirements, family.Requirement{What: aiperfErr.Error(), Fix: "make setup", Absent: true})
 	}
 	rd.Requirements = append(rd.Requirements, familyReqs...)
 }
@@ -173,7 +174,7 @@ func (r *row) preflight(ctx context.Context) error {
 	if len(rd.Selected) > 0 {
 		// The family's facts as they are on the row's GPUs.
 		if err := r.describe(); err != nil {
-			rd.Requirements = append(rd.Requirements, Requirement{What: err.Error(), Fix: "fix the family adapter (its Describe and Spec: internal/family)"})
+			rd.Requirements = append(rd.Requirements, family.Requirement{What: err.Error(), Fix: "fix the family adapter (its Describe and Spec: internal/family)"})
 		}
 	}
 	if len(rd.Requirements) == 0 {
@@ -187,7 +188,7 @@ func (r *row) preflight(ctx context.Context) error {
 		rd.Probes = r.probe(ctx)
 		for _, p := range rd.Probes {
 			if p.Error != "" {
-				rd.Requirements = append(rd.Requirements, Requirement{What: p.What + ": " + p.Error, Fix: p.Fix})
+				rd.Requirements = append(rd.Requirements, family.Requirement{What: p.What + ": " + p.Error, Fix: p.Fix})
 			}
 		}
 	}
@@ -265,7 +266,7 @@ func (r *row) probe(ctx context.Context) []ProbeResult {
 	return out
 }
 
-func allAbsent(reqs []Requirement) bool {
+func allAbsent(reqs []family.Requirement) bool {
 	for _, q := range reqs {
 		if !q.Absent {
 			return false

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"qualkit/internal/family"
 	"qualkit/internal/quality"
 	"qualkit/internal/schema"
 )
@@ -30,7 +31,7 @@ func (r *row) quality(ctx context.Context) error {
 		r.result.Quality = &v.Summary
 		return err
 	}
-	var spec QualitySpec
+	var spec family.QualitySpec
 	if judge := r.spec.Quality; judge != nil {
 		var err error
 		if spec, err = judge(r.env); err != nil {
@@ -98,7 +99,7 @@ func (r *row) quality(ctx context.Context) error {
 // gatherPair reads what the pair's output is measured against: the reference image the
 // correctness case wrote, in its artifacts, and when the family states both, the noise
 // the case drew and the noise the server says it replayed for the request.
-func (r *row) gatherPair(pair *QualityPair, id string, out image.Image) (*qualityPairCase, error) {
+func (r *row) gatherPair(pair *family.QualityPair, id string, out image.Image) (*qualityPairCase, error) {
 	rel := filepath.ToSlash(filepath.Join(filepath.FromSlash(schema.CorrectnessArtifacts), pair.Reference))
 	b, err := os.ReadFile(r.ev.Path(rel))
 	if err != nil {
@@ -130,7 +131,7 @@ type pairLatents struct {
 
 // gatherLatents reads the pair's noise: the case's file (under its scratch, pytest's
 // _qcurrent link resolved), then the server's records line of request id.
-func (r *row) gatherLatents(pair *QualityPair, id string) pairLatents {
+func (r *row) gatherLatents(pair *family.QualityPair, id string) pairLatents {
 	l := pairLatents{Field: pair.ServedLatents}
 	if l.File, _, l.CaseErr = FindCaseBundle(filepath.Join(r.caseScratchDir(), pair.CaseLatents)); l.CaseErr != nil {
 		return l
@@ -174,7 +175,7 @@ type qualityInput struct {
 	Criteria schema.QualityCriteria
 	Size     string
 	Requests []qualityCase
-	Pair     *QualityPair
+	Pair     *family.QualityPair
 	PairCase *qualityPairCase
 	Stopped  bool
 }
@@ -233,7 +234,7 @@ func judgeQuality(in qualityInput) qualityVerdict {
 
 // judgePair measures the pair's HTTP output against the reference image the correctness
 // case wrote (PSNR, SSIM, the deviations' ratio), and holds its noise to the case's.
-func judgePair(c schema.QualityCriteria, pair *QualityPair, pc *qualityPairCase) *schema.QualityPair {
+func judgePair(c schema.QualityCriteria, pair *family.QualityPair, pc *qualityPairCase) *schema.QualityPair {
 	p := &schema.QualityPair{RequestID: pc.RequestID, Image: filepath.Base(pair.Image), Prompt: pair.Prompt, Reference: pc.Reference, Noise: pair.Noise}
 	m, err := quality.MeasurePair(c.PairMetric, pc.Ref, pc.Out)
 	if err != nil {

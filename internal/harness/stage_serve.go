@@ -9,13 +9,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 )
 
 // serverLaunch is all a server start needs, settled before it starts.
 type serverLaunch struct {
-	spec    ServeSpec
+	spec    family.ServeSpec
 	ss      serving.ServerSpec
 	opts    []serving.Option
 	runtime string
@@ -39,7 +40,7 @@ func (r *row) prepareServer(ctx context.Context, during string) (*serverLaunch, 
 	if err != nil {
 		return nil, err
 	}
-	spec := ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: records, Scratch: r.scratch, MaxRequestBytes: largest}
+	spec := family.ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: records, Scratch: r.scratch, MaxRequestBytes: largest}
 	opts, err := r.options(ctx, schema.StageServe, append(at(true, r.bundle), at(false, filepath.Dir(records), r.scratch)...)...)
 	if err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func (r *row) serve(ctx context.Context) error {
 // and keeps the answer as serve/identity.json: a server that is another backend, serves
 // another bundle or another checkpoint than the row's fails here, before any request is
 // measured.
-func (r *row) checkIdentity(ctx context.Context, spec ServeSpec) error {
+func (r *row) checkIdentity(ctx context.Context, spec family.ServeSpec) error {
 	ic := r.spec.Identity
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -143,10 +144,10 @@ func (r *row) checkIdentity(ctx context.Context, spec ServeSpec) error {
 // serverIdentity is a ready server's answer at the family's identity path, with what the
 // answer is held to: what the server was started on and the row's checkpoint.
 type serverIdentity struct {
-	Check  IdentityCheck
+	Check  family.IdentityCheck
 	Status int
 	Body   []byte
-	Spec   ServeSpec
+	Spec   family.ServeSpec
 	Model  string
 }
 
