@@ -28,6 +28,7 @@ import (
 
 	"qualkit/families/refedit"
 	"qualkit/internal/family"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/harness"
 	"qualkit/internal/report"
 	"qualkit/internal/schema"
@@ -167,7 +168,7 @@ func shrinkFixtures(t *testing.T, root string) string {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fx, err := harness.LoadFixtures(filepath.Join(root, "fixtures", "image_edit", "manifest.json"))
+	fx, err := fixtures.Load(filepath.Join(root, "fixtures", "image_edit", "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

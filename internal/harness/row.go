@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"qualkit/internal/family"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
@@ -24,7 +25,7 @@ type row struct {
 	spec family.Spec // the family's facts for the row (Describe), as of the last env
 	ev   *RowEvidence
 	env  family.Env
-	fx   *Fixtures
+	fx   *fixtures.Workload
 
 	describeErr error        // what the family's Describe said was wrong, failed in preflight
 	gpus        []gpu.Device // chosen in preflight, passed to the server by UUID

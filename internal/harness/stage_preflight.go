@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"qualkit/internal/family"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
@@ -38,8 +39,8 @@ type Readiness struct {
 	Selected     []gpu.Device         `json:"gpus_selected,omitempty"`
 	// Found is what the family found on the host and names (Spec.Found): which serving
 	// contract a checkout supports and why.
-	Found    []string `json:"found,omitempty"`
-	fixtures *Fixtures
+	Found []string `json:"found,omitempty"`
+	fx    *fixtures.Workload
 }
 
 // Preflight lists what the row needs and the host lacks, without starting anything.
@@ -74,13 +75,13 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env family.Env,
 	if describeErr != nil {
 		need(false, describeErr.Error(), "fix the family adapter (its Describe and Spec: internal/family)")
 	}
-	fx, err := LoadFixtures(filepath.Join(s.cfg.Root, c.Fixtures))
+	fx, err := fixtures.Load(filepath.Join(s.cfg.Root, c.Fixtures))
 	if err != nil {
 		need(false, err.Error(), "restore the fixtures from git (`git checkout -- fixtures/`)")
 	} else if _, ok := fx.Settings["size"]; !ok {
 		need(false, "fixtures settings have no \"size\": the output size gate needs it", "add settings.size to "+c.Fixtures)
 	}
-	rd.fixtures = fx
+	rd.fx = fx
 	if _, err := os.Stat(s.cfg.Python); err != nil {
 		need(true, "python for the correctness case not found at "+s.cfg.Python, "make setup")
 	}
@@ -170,7 +171,7 @@ func (r *row) preflight(ctx context.Context) error {
 	if rd.GPU != nil {
 		r.env.CUDADriverVersion = rd.GPU.CUDADriverVersion
 	}
-	r.fx = rd.fixtures
+	r.fx = rd.fx
 	if len(rd.Selected) > 0 {
 		// The family's facts as they are on the row's GPUs.
 		if err := r.describe(); err != nil {
@@ -211,7 +212,7 @@ func (r *row) preflight(ctx context.Context) error {
 		}
 		return err
 	}
-	fx := rd.fixtures
+	fx := rd.fx
 	for _, im := range fx.Images {
 		if err := copyFile(r.ev.Path(schema.Fixture(im.File)), fx.ImagePath(im.File)); err != nil {
 			return err
