@@ -117,7 +117,7 @@ func TestPairLatentsHeldToTheCase(t *testing.T) {
 			r := &row{env: family.Env{Work: work}, ev: &RowEvidence{Dir: t.TempDir()}, spec: spec}
 			require.NoError(t, os.MkdirAll(r.ev.Path("serve"), 0o755))
 			require.NoError(t, os.WriteFile(r.ev.Path(schema.RecordsFile), []byte(tc.records+"\n"), 0o644))
-			l := r.gatherLatents(pair, "r1")
+			l := r.gatherLatents(pair, filepath.Join(work, caseScratch), "r1")
 			err := judgeLatents(l, "r1")
 			assert.Equal(t, noise, l.CaseSHA256)
 			if tc.want == "" {

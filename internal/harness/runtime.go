@@ -30,18 +30,15 @@ func (r *row) inImage(stage string) bool {
 	return err != nil || slices.Contains(ci.Stages, stage)
 }
 
-// options are the serving options of a stage's commands: the command record, the row's
-// GPUs by UUID, and, when the stage runs in the image, the container with the family's
-// mounts and mounts, which the harness adds at their host paths.
-func (r *row) options(ctx context.Context, stage string, mounts ...family.Mount) ([]serving.Option, error) {
-	return r.optionsOn(ctx, stage, r.gpus, mounts...)
-}
-
-func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mounts ...family.Mount) ([]serving.Option, error) {
-	opts := []serving.Option{serving.WithRecorder(r.ev, stage)}
-	if stage == schema.StageBuild && r.earlyBuild != nil {
-		opts = []serving.Option{serving.WithRecorder(buildRecorder{r.ev, r.earlyBuild}, stage)}
+// options are the serving options of a stage's commands: the command record (rec, nil
+// for the row's evidence as is), the GPUs by UUID, and, when the stage runs in the image,
+// the container with the family's mounts and mounts, which the harness adds at their
+// host paths.
+func (r *row) options(ctx context.Context, stage string, gpus []gpu.Device, rec serving.Recorder, mounts ...family.Mount) ([]serving.Option, error) {
+	if rec == nil {
+		rec = r.ev
 	}
+	opts := []serving.Option{serving.WithRecorder(rec, stage)}
 	if r.s.cfg.Reaper != nil {
 		opts = append(opts, serving.WithGroupTracker(r.s.cfg.Reaper))
 	}
@@ -103,10 +100,17 @@ func covered(m family.Mount, i int, ms []family.Mount) bool {
 	return false
 }
 
-// image makes the family's image present, once per row, and records it in the result.
+// rowImage is the family's image as the row prepared it, and what results.json says of it.
+type rowImage struct {
+	img  serving.Image
+	info *schema.ContainerInfo
+	err  error
+}
+
+// image makes the family's image present, once per row.
 func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
-	if r.img != nil {
-		return *r.img, nil
+	if r.img != nil && r.img.err == nil {
+		return r.img.img, nil
 	}
 	ci, err := r.c.Adapter.Image(r.env)
 	if err != nil {
@@ -128,33 +132,24 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 	if d := r.s.daemon; d != nil {
 		info.DockerEndpoint, info.DockerVersion = d.Endpoint, d.ServerVersion
 	}
-	r.result.Container = info
+	r.img = &rowImage{img: img, info: info, err: err}
 	if err != nil {
 		return img, fmt.Errorf("image: %w", err)
 	}
-	r.img = &img
 	r.env.ImageID = img.ID
 	return img, nil
 }
 
-// job runs one command of a stage to completion, where the stage runs, with its output in
-// logRel (the log the stage's heartbeat quotes).
-func (r *row) job(ctx context.Context, stage string, c family.Command, logRel string, mounts ...family.Mount) (schema.CommandRecord, error) {
-	return r.jobOn(ctx, stage, c, logRel, r.gpus, mounts...)
-}
-
-// jobOn is job on the given GPUs (a subset of the row's).
-func (r *row) jobOn(ctx context.Context, stage string, c family.Command, logRel string, gpus []gpu.Device, mounts ...family.Mount) (schema.CommandRecord, error) {
-	opts, err := r.optionsOn(ctx, stage, gpus, mounts...)
+// job runs one command of the stage p reports for to completion, where the stage runs,
+// on gpus (the row's, or some of them), with its output in logRel (the log the stage's
+// heartbeat quotes).
+func (r *row) job(ctx context.Context, p *progress, c family.Command, logRel string, gpus []gpu.Device, mounts ...family.Mount) (schema.CommandRecord, error) {
+	opts, err := r.options(ctx, p.stage, gpus, p.recorder(), mounts...)
 	if err != nil {
 		return schema.CommandRecord{}, err
 	}
 	log := r.ev.Path(logRel)
-	if stage == schema.StageBuild {
-		r.buildProg.watch(log) // the build may have begun during preflight, beside its stage's progress
-	} else {
-		r.prog.watch(log)
-	}
+	p.watch(log)
 	return serving.Run(ctx, c, log, opts...)
 }
 

@@ -159,29 +159,45 @@ func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env family.En
 	rd.Requirements = append(rd.Requirements, familyReqs...)
 }
 
-func (r *row) preflight(ctx context.Context) error {
-	start := time.Now()
-	rd := r.s.preflightHost(ctx, r.c, r.env, r.spec, r.describeErr)
+// preflight checks the host has what the row needs, and begins the build beside its
+// slow checks when the order allows: it returns the fixtures and the build, begun or not
+// (with its own progress when begun).
+func (r *row) preflight(ctx context.Context) (*fixtures.Workload, *future[bundle], *progress, error) {
+	began := time.Now()
+	rd := r.s.preflightHost(ctx, r.c, r.env, r.spec, r.describe())
 	if r.lease != nil && len(r.lease.Devices) > 0 {
 		// The GPUs the row leased for its whole life, not a fresh pick: other rows of
 		// the run may hold the rest.
 		rd.Selected = r.lease.Devices
 	}
-	r.gpus, r.env.GPUs = rd.Selected, rd.Selected
+	r.env.GPUs = rd.Selected
 	if rd.GPU != nil {
 		r.env.CUDADriverVersion = rd.GPU.CUDADriverVersion
 	}
-	r.fx = rd.fx
 	if len(rd.Selected) > 0 {
 		// The family's facts as they are on the row's GPUs.
 		if err := r.describe(); err != nil {
 			rd.Requirements = append(rd.Requirements, family.Requirement{What: err.Error(), Fix: "fix the family adapter (its Describe and Spec: internal/family)"})
 		}
 	}
+	var build *future[bundle]
+	var buildProg *progress
 	if len(rd.Requirements) == 0 {
 		// What the build needs of the host is there: it starts now, beside the checks
-		// it needs none of, when the order allows (startBuildEarly says why not).
-		r.startBuildEarly(ctx)
+		// it needs none of, when the order allows (buildEarly says why not).
+		early := r.buildEarly()
+		if early {
+			buildProg = r.newProgress(schema.StageBuild, nil, true)
+			r.prog.printf("build: started now, beside preflight's slow checks")
+		}
+		build = start(ctx, early, func(ctx context.Context) (bundle, error) {
+			p := buildProg
+			if p == nil {
+				p = r.prog // the build stage's: the build begins when it waits
+			}
+			return r.build(ctx, p, rd.fx)
+		})
+		r.stops.add(func() { build.stop(func(b bundle) { b.entry.unlock() }) })
 	}
 	r.s.preflightChecks(ctx, r.c, r.env, r.spec, &rd)
 	if len(rd.Requirements) == 0 {
@@ -194,35 +210,34 @@ func (r *row) preflight(ctx context.Context) error {
 		}
 	}
 	if err := r.ev.WriteJSON(schema.PreflightFile, map[string]any{"readiness": rd, "qualification_run": r.s.cfg.Qualification,
-		"wall_s": time.Since(start).Seconds()}); err != nil {
-		return err
+		"wall_s": time.Since(began).Seconds()}); err != nil {
+		return nil, build, buildProg, err
 	}
 	for _, f := range rd.Found {
 		r.prog.printf("preflight: %s", f)
 	}
-	r.prog.printf("preflight took %.1f s", time.Since(start).Seconds())
+	r.prog.printf("preflight took %.1f s", time.Since(began).Seconds())
 	if err := Missing(rd.Requirements); err != nil {
 		// Nothing will take the build that began early: a row that does not pass
 		// preflight builds nothing.
-		r.stopEarlyBuild()
+		build.stop(nil)
 		if !r.s.cfg.Qualification && allAbsent(rd.Requirements) {
-			r.skipReason = strings.Join(strings.Fields(err.Error()), " ")
-			r.s.recordSkip(r.c.Name, r.skipReason)
-			return nil
+			r.st.skip = strings.Join(strings.Fields(err.Error()), " ")
+			r.s.recordSkip(r.c.Name, r.st.skip)
+			return nil, build, buildProg, nil
 		}
-		return err
+		return nil, build, buildProg, err
 	}
 	fx := rd.fx
 	for _, im := range fx.Images {
 		if err := copyFile(r.ev.Path(schema.Fixture(im.File)), fx.ImagePath(im.File)); err != nil {
-			return err
+			return nil, build, buildProg, err
 		}
 	}
-	r.result.Settings = fx.FormSettings()
 	r.planOverlap(rd)
 	r.prog.printf("order: build early %v (%s); AIPerf early %v (%s); native preload %v (%s)", r.plan.buildEarly, r.plan.buildWhy,
 		r.plan.aiperfEarly, r.plan.aiperfWhy, r.plan.preload, r.plan.preloadWhy)
-	return r.ev.WriteJSON(schema.FixturesManifest, fx)
+	return fx, build, buildProg, r.ev.WriteJSON(schema.FixturesManifest, fx)
 }
 
 // ProbeResult is what one of the family's probes found.
@@ -252,7 +267,7 @@ func (r *row) probe(ctx context.Context) []ProbeResult {
 		res := ProbeResult{Name: p.Name, What: p.What, Log: schema.ProbeLog(p.Name), Fix: p.Fix}
 		start := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_, runErr := r.job(pctx, schema.StagePreflight, p.Cmd, res.Log)
+		_, runErr := r.job(pctx, r.prog, p.Cmd, res.Log, r.env.GPUs)
 		cancel()
 		res.WallS = time.Since(start).Seconds()
 		output, err := os.ReadFile(r.ev.Path(res.Log))
