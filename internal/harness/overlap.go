@@ -1,12 +1,9 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"qualkit/internal/family"
@@ -128,19 +125,13 @@ func gib(b uint64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
 // memAvailable is the host's MemAvailable (/proc/meminfo) in bytes.
 func memAvailable() (uint64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
+	b, err := os.ReadFile("/proc/meminfo")
+	if n := memInfo(b, "MemAvailable"); err == nil && n > 0 {
+		return uint64(n), nil
+	} else if err == nil {
+		err = fmt.Errorf("/proc/meminfo has no MemAvailable")
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("/proc/meminfo has no MemAvailable")
+	return 0, err
 }
 
 // serverEarly says whether the server starts with the correctness case: when the plan

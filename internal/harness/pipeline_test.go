@@ -624,11 +624,7 @@ func TestPipelineBundleVoucherMustCheck(t *testing.T) {
 	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.False(t, first.Bundle.Cached)
-	anotherProcess := func() { // as if a process other than this one had built it
-		bundleMu.Lock()
-		delete(builtHere, filepath.Dir(first.Bundle.Path))
-		bundleMu.Unlock()
-	}
+	anotherProcess := func() { builtHere.Delete(filepath.Dir(first.Bundle.Path)) } // as if a process other than this one had built it
 
 	anotherProcess()
 	p.cfg.RunID = "no-checker"
@@ -675,9 +671,7 @@ func TestABundleInUseIsNeverReplacedUnderIt(t *testing.T) {
 	defer held.unlock()
 	before, err := os.Stat(first.Bundle.Path)
 	require.NoError(t, err)
-	bundleMu.Lock()
-	delete(builtHere, entry) // as if another process had built it: this one trusts it not
-	bundleMu.Unlock()
+	builtHere.Delete(entry) // as if another process had built it: this one trusts it not
 	p.cfg.RunID = "beside"
 	res, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)

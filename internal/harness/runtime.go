@@ -122,7 +122,7 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 		what = ci.Dockerfile + ", its context staged from its COPY lines"
 	}
 	r.prog.printf("preparing the image (%s)", orDash(what))
-	unlock := r.s.lockKey("image\x00" + ci.Ref + "\x00" + ci.Context + "\x00" + ci.Dockerfile + "\x00" + strings.Join(ci.CopyRoots, "\x00")) // rows side by side prepare it once at a time
+	unlock := r.s.keys.lock("image\x00" + ci.Ref + "\x00" + ci.Context + "\x00" + ci.Dockerfile + "\x00" + strings.Join(ci.CopyRoots, "\x00")) // rows side by side prepare it once at a time
 	img, err := serving.PrepareImage(ctx, spec, r.s.Evidence.RunID, r.c.Name, r.ev.Path(schema.ImageBuildLog), serving.WithRecorder(r.ev, stage))
 	unlock()
 	info := &schema.ContainerInfo{ImageID: img.ID, ImageRef: img.Ref, BuildS: img.BuildS}

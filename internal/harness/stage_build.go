@@ -82,7 +82,7 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 	// Rows running side by side may build the same bundle: one builds, the others
 	// wait and take it from the cache. Rows of other processes are kept apart by the
 	// entry's lock (entrylock.go), held until the row ends.
-	defer lockBundle(dir)()
+	defer bundleLocks.lock(dir)()
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return b, err
 	}
@@ -90,7 +90,8 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 	if b.entry, err = lockEntry(ctx, lockPath, false, true); err != nil {
 		return b, fmt.Errorf("bundle cache: %w", err)
 	}
-	if !r.s.cfg.Rebuild || r.s.builtThisRun(key) {
+	// With -rebuild, the rows after the first take this run's fresh build from the cache.
+	if _, fresh := r.s.built.Load(key); !r.s.cfg.Rebuild || fresh {
 		entry, err := r.s.trustedEntry(meta, final, key)
 		if err == nil {
 			info.Path, info.SHA256, info.Cached = final, entry.SHA256, true
@@ -110,8 +111,8 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 			if err := b.entry.share(); err != nil {
 				return b, fmt.Errorf("bundle cache: %w", err)
 			}
-			r.s.markBuilt(key)
-			markBuiltHere(dir, info.SHA256)
+			r.s.built.Store(key, true)
+			builtHere.Store(dir, info.SHA256)
 		case errors.Is(err, errEntryBusy):
 			info.Private = "cache entry " + key + " is held by another run, which may be reading it: this row built its own bundle in its work folder and cached nothing"
 			p.printf("bundle: %s", info.Private)
@@ -208,7 +209,7 @@ func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, erro
 	if sha != entry.SHA256 {
 		return nil, fmt.Errorf("the bundle hashes to %s, its entry recorded %s when it was built", sha, entry.SHA256)
 	}
-	if builtHereSHA(filepath.Dir(meta)) == entry.SHA256 {
+	if sha, _ := builtHere.Load(filepath.Dir(meta)); sha == entry.SHA256 {
 		return &entry, nil // this process built it: its rows need no evidence to trust it
 	}
 	run, row, ok := strings.Cut(entry.BuiltBy, "/")
@@ -283,76 +284,38 @@ func pathSize(path string) int64 {
 
 // The bundle cache is shared by every suite of the process (the negative controls run
 // one suite per fault, side by side): its entries are locked, and what the process built
-// is remembered, process-wide.
+// is remembered (cache entry folder -> the sha256 built there), process-wide.
 var (
-	bundleMu    sync.Mutex
-	bundleLocks = map[string]*sync.Mutex{}
-	builtHere   = map[string]string{} // cache entry folder -> the sha256 this process built there
+	bundleLocks keyLocks
+	builtHere   sync.Map
 )
 
-// lockBundle holds the cache entry folder dir until the returned func is called.
-func lockBundle(dir string) func() {
-	bundleMu.Lock()
-	m, ok := bundleLocks[dir]
+// keyLocks holds a mutex per key, made on first use.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+// lock holds key until the returned func is called.
+func (k *keyLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*sync.Mutex{}
+	}
+	m, ok := k.m[key]
 	if !ok {
 		m = &sync.Mutex{}
-		bundleLocks[dir] = m
+		k.m[key] = m
 	}
-	bundleMu.Unlock()
+	k.mu.Unlock()
 	m.Lock()
 	return m.Unlock
-}
-
-func markBuiltHere(dir, sha string) {
-	bundleMu.Lock()
-	defer bundleMu.Unlock()
-	builtHere[dir] = sha
-}
-
-func builtHereSHA(dir string) string {
-	bundleMu.Lock()
-	defer bundleMu.Unlock()
-	return builtHere[dir]
-}
-
-// lockKey holds the bundle cache entry key for one row of the run until the returned
-// func is called.
-func (s *Suite) lockKey(key string) func() {
-	s.mu.Lock()
-	if s.keyLocks == nil {
-		s.keyLocks = map[string]*sync.Mutex{}
-	}
-	m, ok := s.keyLocks[key]
-	if !ok {
-		m = &sync.Mutex{}
-		s.keyLocks[key] = m
-	}
-	s.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
-
-// builtThisRun says whether a row of this run built the bundle already: with -rebuild,
-// the rows after the first take that fresh build from the cache.
-func (s *Suite) builtThisRun(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.built[key]
-}
-
-func (s *Suite) markBuilt(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.built == nil {
-		s.built = map[string]bool{}
-	}
-	s.built[key] = true
 }
 
 // tools runs the family's tool commands and checks them. They write shared caches, so
 // rows side by side run them one at a time.
 func (r *row) tools(ctx context.Context, p *progress, tools []family.Command) (wallS float64, err error) {
-	defer r.s.lockKey("tools\x00" + r.c.Family)()
+	defer r.s.keys.lock("tools\x00" + r.c.Family)()
 	for i, cmd := range tools {
 		rec, err := r.job(ctx, p, cmd, schema.ToolsLog(i+1), r.env.GPUs)
 		wallS += rec.WallS
