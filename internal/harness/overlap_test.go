@@ -243,3 +243,21 @@ func TestFailedPreflightStopsTheEarlyBuild(t *testing.T) {
 	require.NotNil(t, res.TimeBudget.Overlap)
 	assert.True(t, res.TimeBudget.Overlap.BuildEarly)
 }
+
+// Every stage's heartbeat ends with its stage, the build's begun during preflight too:
+// once the row reported, no progress line comes (a heartbeat left running would log into
+// a subtest that has ended, and print on forever).
+func TestNoHeartbeatOutlivesItsStage(t *testing.T) {
+	p := newPipeline(t, false)
+	var out lockedLines
+	p.cfg.Progress, p.cfg.Heartbeat = &out, 20*time.Millisecond
+	s := p.start(t)
+	c := p.row("heartbeats", "")
+	c.Adapter = gatedChecks{FakeFamily: FakeFamily{Fault: faultGatedBuild}}
+	res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
+	require.NoError(t, err)
+	require.True(t, res.TimeBudget.Overlap.BuildEarly, res.TimeBudget.Overlap.BuildWhy)
+	n := len(out.all())
+	time.Sleep(200 * time.Millisecond)
+	assert.Equal(t, out.all()[:n], out.all(), "no line after the row reported")
+}

@@ -234,12 +234,14 @@ func (r *row) runStage(ctx context.Context, m *made, st stage, say func(string))
 		res.Error = fmt.Sprintf("%s (%s) before the stage began", res.Kind, r.st.why)
 		return fmt.Errorf("%s %s: %s", st.name, r.c.Name, res.Error)
 	}
-	p := r.newProgress(st.name, say, false)
+	var p *progress
 	if st.held != nil && *st.held != nil {
 		// Its work began during an earlier stage: its lines so far go into this stage's
 		// log, and the rest as they come.
 		p = *st.held
 		p.attach(say)
+	} else {
+		p = r.newProgress(st.name, say, false)
 	}
 	r.prog = p
 	err := st.run(ctx)
@@ -293,6 +295,26 @@ func start[T any](ctx context.Context, early bool, run func(context.Context) (T,
 		f.begin()
 	}
 	return f
+}
+
+// later is a future whose work is settled by prepare (its command, options, files):
+// settled now and begun when early, else both when first waited for.
+func later[T any](ctx context.Context, early bool, prepare func(context.Context) (func(context.Context) (T, error), error)) (*future[T], error) {
+	if !early {
+		return start(ctx, false, func(ctx context.Context) (T, error) {
+			run, err := prepare(ctx)
+			if err != nil {
+				var zero T
+				return zero, err
+			}
+			return run(ctx)
+		}), nil
+	}
+	run, err := prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return start(ctx, true, run), nil
 }
 
 func (f *future[T]) begin() {

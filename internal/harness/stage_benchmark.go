@@ -22,8 +22,6 @@ import (
 func (r *row) benchmark(ctx context.Context, fx *fixtures.Workload, srv serving.Server, bench *future[schema.CommandRecord]) (*benchmarkResult, error) {
 	if bench.early {
 		r.prog.printf("AIPerf: started with the server %s ago; waiting for it", time.Since(bench.begun).Round(time.Second))
-	} else {
-		r.prog.printf("AIPerf: %d measured + %d warmup requests, concurrency 1", r.c.Bench.Measured, r.c.Bench.Warmup)
 	}
 	total := r.c.Bench.Measured + r.c.Bench.Warmup
 	stopFollow := make(chan struct{})
@@ -263,49 +261,59 @@ func (r *row) waitBenchmark(ctx context.Context, srv serving.Server, bench *futu
 	}
 }
 
-// aiperf settles AIPerf's run against url and returns it, begun now when early (from
-// serve, while the server loads: AIPerf waits for the model to be listed before its
-// first request), else when the benchmark stage waits for it.
+// aiperf is AIPerf's run against url: begun now when early (from serve, while the
+// server loads: AIPerf waits for the model to be listed before its first request), else
+// when the benchmark stage waits for it.
 func (r *row) aiperf(ctx context.Context, fx *fixtures.Workload, url string, early bool) (*future[schema.CommandRecord], error) {
-	input, err := fx.AIPerfInput(r.proto())
-	if err != nil {
-		return nil, err
-	}
-	if err := r.ev.WriteFile(schema.AIPerfInputs, input); err != nil {
-		return nil, err
-	}
-	run := AIPerfRun{
-		URL: url, Model: r.c.Model, Input: r.ev.Path(schema.AIPerfInputs), Endpoint: r.proto().AIPerfEndpoint(fx.ExtraInputs()),
-		Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
-		ArtifactDir: filepath.Join(r.ev.Dir, filepath.FromSlash(schema.AIPerfArtifacts)), RequestTimeout: r.c.Deadline.Request,
-	}
-	total := r.c.Bench.Measured + r.c.Bench.Warmup
-	limit := time.Duration(total)*r.c.Deadline.Request + 5*time.Minute
-	during := ""
-	if early {
-		during, run.WaitForModel = schema.StageServe, r.c.Deadline.Ready+time.Minute
-		limit += run.WaitForModel
-	}
-	if run.TempDir, err = os.MkdirTemp(aiperfTempBase(), "aiperf-"); err != nil {
-		return nil, fmt.Errorf("AIPerf's temp folder: %w", err)
-	}
-	if rp := r.s.cfg.Reaper; rp != nil {
-		rp.Remove(run.TempDir) // it may lie outside this process's temp folder (aiperfTempBase)
-	}
-	cmd, err := r.command(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), schema.AIPerfLog, limit)
-	if err != nil {
-		os.RemoveAll(run.TempDir)
-		return nil, err
-	}
-	if early {
-		r.prog.printf("AIPerf: started now, while the server loads; it waits up to %s for GET /v1/models to list %s", run.WaitForModel, r.c.Model)
+	var tmp string
+	f, err := later(ctx, early, func(ctx context.Context) (func(context.Context) (schema.CommandRecord, error), error) {
+		input, err := fx.AIPerfInput(r.proto())
+		if err != nil {
+			return nil, err
+		}
+		if err := r.ev.WriteFile(schema.AIPerfInputs, input); err != nil {
+			return nil, err
+		}
+		run := AIPerfRun{
+			URL: url, Model: r.c.Model, Input: r.ev.Path(schema.AIPerfInputs), Endpoint: r.proto().AIPerfEndpoint(fx.ExtraInputs()),
+			Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
+			ArtifactDir: filepath.Join(r.ev.Dir, filepath.FromSlash(schema.AIPerfArtifacts)), RequestTimeout: r.c.Deadline.Request,
+		}
+		total := r.c.Bench.Measured + r.c.Bench.Warmup
+		limit := time.Duration(total)*r.c.Deadline.Request + 5*time.Minute
+		during := ""
+		if early {
+			during, run.WaitForModel = schema.StageServe, r.c.Deadline.Ready+time.Minute
+			limit += run.WaitForModel
+			r.prog.printf("AIPerf: started now, while the server loads; it waits up to %s for GET /v1/models to list %s", run.WaitForModel, r.c.Model)
+		}
 		r.prog.printf("AIPerf: %d measured + %d warmup requests, concurrency 1", r.c.Bench.Measured, r.c.Bench.Warmup)
-	}
-	f := start(ctx, early, func(ctx context.Context) (schema.CommandRecord, error) {
-		defer os.RemoveAll(run.TempDir)
-		return cmd(ctx)
+		if run.TempDir, err = os.MkdirTemp(aiperfTempBase(), "aiperf-"); err != nil {
+			return nil, fmt.Errorf("AIPerf's temp folder: %w", err)
+		}
+		tmp = run.TempDir
+		if rp := r.s.cfg.Reaper; rp != nil {
+			rp.Remove(run.TempDir) // it may lie outside this process's temp folder (aiperfTempBase)
+		}
+		cmd, err := r.command(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), schema.AIPerfLog, limit)
+		if err != nil {
+			os.RemoveAll(run.TempDir)
+			return nil, err
+		}
+		return func(ctx context.Context) (schema.CommandRecord, error) {
+			defer os.RemoveAll(run.TempDir)
+			return cmd(ctx)
+		}, nil
 	})
-	r.stops.add(func() { f.stop(nil); os.RemoveAll(run.TempDir) })
+	if err != nil {
+		return nil, err
+	}
+	r.stops.add(func() {
+		f.stop(nil)
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+	})
 	return f, nil
 }
 

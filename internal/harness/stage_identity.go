@@ -301,44 +301,49 @@ func (r *row) itemsPath() string { return filepath.Join(r.env.Work, "native-item
 // nativeInDir holds the request images the native Task replays.
 func (r *row) nativeInDir() string { return filepath.Join(r.env.Work, "native-in") }
 
-// nativeBatch settles the family's batch program on the bundle (nil for a family with
-// none for the row) and returns it, begun now when early (it loads the model beside the
-// server and waits for its items, which identity writes once the server has stopped),
-// else when identity waits for it.
+// nativeBatch is the family's batch program on the bundle (nil for a family with none
+// for the row): begun now when early (it loads the model beside the server and waits for
+// its items, which identity writes once the server has stopped), else when identity
+// waits for it.
 func (r *row) nativeBatch(ctx context.Context, b bundle, early bool) (*future[schema.CommandRecord], error) {
 	if !r.spec.Batch {
 		return nil, nil
 	}
-	total := r.c.Bench.Measured + r.c.Bench.Warmup
-	spec := family.NativeBatchSpec{Bundle: b.path, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile)}
-	limit := time.Duration(total+1) * r.c.Deadline.Native
-	during := ""
-	if early {
-		spec.WaitItems = r.c.Deadline.Ready + time.Duration(total+3)*r.c.Deadline.Request + 10*time.Minute
-		limit += spec.WaitItems
-		during = schema.StageServe
-	}
-	cmd, err := r.c.Adapter.NativeBatch(r.env, spec)
-	if err != nil {
-		return nil, fmt.Errorf("native batch: %w", err)
-	}
-	for _, d := range []string{r.nativeInDir(), filepath.Dir(spec.Report)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
+	f, err := later(ctx, early, func(ctx context.Context) (func(context.Context) (schema.CommandRecord, error), error) {
+		total := r.c.Bench.Measured + r.c.Bench.Warmup
+		spec := family.NativeBatchSpec{Bundle: b.path, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile)}
+		limit := time.Duration(total+1) * r.c.Deadline.Native
+		during := ""
+		if early {
+			spec.WaitItems = r.c.Deadline.Ready + time.Duration(total+3)*r.c.Deadline.Request + 10*time.Minute
+			limit += spec.WaitItems
+			during = schema.StageServe
+			os.Remove(spec.Items) // it waits for them: never a stale file
 		}
-	}
-	os.Remove(spec.Items)
-	// It reads the bundle and the request images, and writes its report's folder,
-	// which holds the native PNGs too.
-	mounts := append(at(true, spec.Bundle, r.nativeInDir()), at(false, filepath.Dir(spec.Report))...)
-	run, err := r.command(ctx, schema.StageIdentity, during, cmd, schema.NativeBatchLog, limit, mounts...)
+		cmd, err := r.c.Adapter.NativeBatch(r.env, spec)
+		if err != nil {
+			return nil, fmt.Errorf("native batch: %w", err)
+		}
+		for _, d := range []string{r.nativeInDir(), filepath.Dir(spec.Report)} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		// It reads the bundle and the request images, and writes its report's folder,
+		// which holds the native PNGs too.
+		mounts := append(at(true, spec.Bundle, r.nativeInDir()), at(false, filepath.Dir(spec.Report))...)
+		run, err := r.command(ctx, schema.StageIdentity, during, cmd, schema.NativeBatchLog, limit, mounts...)
+		if err != nil {
+			return nil, fmt.Errorf("native batch: %w", err)
+		}
+		if early {
+			r.prog.printf("native batch: started now to load beside the server; it waits for its items until identity")
+		}
+		return run, nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("native batch: %w", err)
+		return nil, err
 	}
-	if early {
-		r.prog.printf("native batch: started now to load beside the server; it waits for its items until identity")
-	}
-	f := start(ctx, early, run)
 	r.stops.add(func() { f.stop(nil) })
 	return f, nil
 }
