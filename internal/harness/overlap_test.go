@@ -261,3 +261,14 @@ func TestNoHeartbeatOutlivesItsStage(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	assert.Equal(t, out.all()[:n], out.all(), "no line after the row reported")
 }
+
+// The pipeline wires exactly schema.Stages, in order: the subtests (StageNames) and the
+// rule that a passing row passed every stage read that list.
+func TestPipelineWiresSchemaStages(t *testing.T) {
+	var names []string
+	for _, st := range (&row{res: &schema.Result{}}).stages(&made{}) {
+		names = append(names, st.name)
+	}
+	assert.Equal(t, schema.Stages, names)
+	assert.Equal(t, append(slices.Clone(schema.Stages), schema.StageReport), StageNames())
+}

@@ -107,6 +107,9 @@ func (r *row) stages(m *made) []stage {
 			m.server = start(ctx, early, func(ctx context.Context) (serving.Server, error) {
 				return serving.Start(ctx, m.launch.ss, m.launch.opts...)
 			})
+			m.caseOut, err = r.correctness(ctx, m.bundle)
+			res.Correctness, m.bundle = m.caseOut.corr, m.caseOut.bundle
+			// Stopped before the case's folder goes, which may hold the bundle it serves.
 			r.stops.add(func() {
 				m.server.stop(func(srv serving.Server) {
 					if srv != nil {
@@ -114,8 +117,6 @@ func (r *row) stages(m *made) []stage {
 					}
 				})
 			})
-			m.caseOut, err = r.correctness(ctx, m.bundle)
-			res.Correctness, m.bundle = m.caseOut.corr, m.caseOut.bundle
 			return err
 		}},
 		{schema.StageServe, nil, func(ctx context.Context) (err error) {
