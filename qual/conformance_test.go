@@ -16,6 +16,7 @@ import (
 
 	qwenimage "qualkit/families/qwen_image"
 	"qualkit/families/qwen_image/trtmcdouble"
+	"qualkit/internal/family"
 	"qualkit/internal/harness"
 	"qualkit/internal/serving"
 )
@@ -44,7 +45,7 @@ func TestPerfServeConformance(t *testing.T) {
 	runID := harness.NewRunID(time.Now()) + "-perfserve-conformance"
 	t.Cleanup(func() { serving.RemoveRunImages(context.Background(), runID) })
 	image := func(co string) serving.Image {
-		ci, err := qwenimage.New(qwenimage.Config{Checkout: filepath.Join(doubleDir(root), co)}).Image(harness.Env{Root: root})
+		ci, err := qwenimage.New(qwenimage.Config{Checkout: filepath.Join(doubleDir(root), co)}).Image(family.Env{Root: root})
 		require.NoError(t, err, "the image of checkout %s", co)
 		img, err := serving.PrepareImage(t.Context(), serving.ImageSpec{Dockerfile: ci.Dockerfile, CopyRoots: ci.CopyRoots}, runID, co, filepath.Join(t.TempDir(), "build.log"))
 		require.NoError(t, err, "the image of checkout %s", co)
@@ -122,7 +123,7 @@ func (fx conformanceServer) command(t *testing.T, img serving.Image, co, runID s
 	}
 	port, err := serving.FreePort()
 	require.NoError(t, err)
-	spec := harness.ServeSpec{Bundle: "/conf/bundle/" + qwenimage.Profile + ".bundle", Model: qwenimage.HFID, Host: "127.0.0.1", Port: port,
+	spec := family.ServeSpec{Bundle: "/conf/bundle/" + qwenimage.Profile + ".bundle", Model: qwenimage.HFID, Host: "127.0.0.1", Port: port,
 		Records: "/conf/records/records.jsonl", Scratch: "/conf/scratch"}
 	srv.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
 	checkout := filepath.Join(doubleDir(fx.root), co)

@@ -10,17 +10,18 @@ import (
 	"regexp"
 	"strings"
 
+	"qualkit/internal/family"
 	"qualkit/internal/harness"
 )
 
 // doctorRow is one row's readiness, as -qualkit.doctor -qualkit.json prints it.
 type doctorRow struct {
-	Table        string                `json:"table"`
-	Row          string                `json:"row"`
-	Checkpoint   string                `json:"profile"` // not "Profile": the inventory reads qual/ literals with that key as rows
-	Ready        bool                  `json:"ready"`
-	Requirements []harness.Requirement `json:"requirements"`
-	GPUError     string                `json:"gpu_error,omitempty"`
+	Table        string               `json:"table"`
+	Row          string               `json:"row"`
+	Checkpoint   string               `json:"profile"` // not "Profile": the inventory reads qual/ literals with that key as rows
+	Ready        bool                 `json:"ready"`
+	Requirements []family.Requirement `json:"requirements"`
+	GPUError     string               `json:"gpu_error,omitempty"`
 }
 
 // printDoctor prints, for every row -run selects, what it needs and the host lacks. It
@@ -40,7 +41,7 @@ func printDoctor(root string, cfg harness.SuiteConfig, w io.Writer) int {
 	}
 	defer os.RemoveAll(work)
 	pattern := flag.Lookup("test.run").Value.String()
-	env := harness.Env{Root: root, Work: work, Python: cfg.Python}
+	env := family.Env{Root: root, Work: work, Python: cfg.Python}
 	var rows []doctorRow
 	for _, tb := range tables {
 		for _, c := range tb.rows {
@@ -56,7 +57,7 @@ func printDoctor(root string, cfg harness.SuiteConfig, w io.Writer) int {
 			rd := s.Preflight(context.Background(), c, env)
 			rows = append(rows, doctorRow{Table: tb.test, Row: c.Name, Checkpoint: c.Profile,
 				// An empty list, never null: a ready row has no missing requirement.
-				Ready: len(rd.Requirements) == 0, Requirements: append([]harness.Requirement{}, rd.Requirements...), GPUError: rd.GPUError})
+				Ready: len(rd.Requirements) == 0, Requirements: append([]family.Requirement{}, rd.Requirements...), GPUError: rd.GPUError})
 		}
 	}
 	if len(rows) == 0 {

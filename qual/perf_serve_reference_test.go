@@ -6,6 +6,7 @@ import (
 	"time"
 
 	qwenimage "qualkit/families/qwen_image"
+	"qualkit/internal/family"
 	"qualkit/internal/gpu"
 	"qualkit/internal/harness"
 )
@@ -35,7 +36,7 @@ var perfServeReferenceRows = harness.NewTable(
 		// The reference-smoke row's sizes (under 1 GiB, qual/reference_smoke_test.go): the
 		// same pipeline, served by perf-serve's backend.
 		Needs:    harness.Needs{GPU: gpu.Needs{Count: 1}, ResidentBytes: 1 << 30, CaseResidentBytes: 1 << 30},
-		Deadline: harness.Deadlines{Build: 5 * time.Minute, Correctness: 10 * time.Minute, Ready: 5 * time.Minute, Request: 2 * time.Minute, Native: 3 * time.Minute},
+		Deadline: family.Deadlines{Build: 5 * time.Minute, Correctness: 10 * time.Minute, Ready: 5 * time.Minute, Request: 2 * time.Minute, Native: 3 * time.Minute},
 	},
 )
 

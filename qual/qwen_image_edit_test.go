@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	qwenimage "qualkit/families/qwen_image"
+	"qualkit/internal/family"
 	"qualkit/internal/gpu"
 	"qualkit/internal/harness"
 	"qualkit/internal/serving"
@@ -43,7 +44,7 @@ var qwenImageEditRows = harness.NewTable(
 			},
 			Container: true, // every stage runs in TRTMC's dev image (TensorRT, CUDA 13 stack)
 		},
-		Deadline: harness.Deadlines{Build: 2 * time.Hour, Correctness: time.Hour, Ready: 30 * time.Minute, Request: 10 * time.Minute, Native: 10 * time.Minute},
+		Deadline: family.Deadlines{Build: 2 * time.Hour, Correctness: time.Hour, Ready: 30 * time.Minute, Request: 10 * time.Minute, Native: 10 * time.Minute},
 	},
 )
 
@@ -70,7 +71,7 @@ func TestTRTMCRowPreflightOnThisHost(t *testing.T) {
 	})
 	root, err := harness.FindRoot(".")
 	require.NoError(t, err)
-	env := harness.Env{Root: root, Work: t.TempDir(), Python: filepath.Join(root, ".venv", "bin", "python")}
+	env := family.Env{Root: root, Work: t.TempDir(), Python: filepath.Join(root, ".venv", "bin", "python")}
 
 	rd := suite.Preflight(t.Context(), row, env)
 	err = harness.Missing(rd.Requirements)

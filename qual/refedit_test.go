@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"qualkit/families/refedit"
+	"qualkit/internal/family"
 	"qualkit/internal/harness"
 )
 
@@ -25,7 +26,7 @@ var refeditRows = harness.NewTable(
 		// (getrusage RUSAGE_CHILDREN max RSS, 2026-12-04); 128 MiB bounds it. So the server
 		// loads beside the case with 192 MiB free, the native batch beside the server with 128.
 		Needs:    harness.Needs{ResidentBytes: 64 << 20, CaseResidentBytes: 128 << 20},
-		Deadline: harness.Deadlines{Build: 5 * time.Minute, Correctness: 5 * time.Minute, Ready: time.Minute, Request: time.Minute, Native: time.Minute},
+		Deadline: family.Deadlines{Build: 5 * time.Minute, Correctness: 5 * time.Minute, Ready: time.Minute, Request: time.Minute, Native: time.Minute},
 	},
 )
 

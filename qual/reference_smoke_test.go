@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	qwenimage "qualkit/families/qwen_image"
+	"qualkit/internal/family"
 	"qualkit/internal/gpu"
 	"qualkit/internal/harness"
 )
@@ -36,7 +37,7 @@ var qwenReferenceRows = harness.NewTable(
 		// peak not measured apart): 1 GiB bounds it too, so the server loads beside the
 		// case when the GPU has 2 GiB free.
 		Needs:    harness.Needs{GPU: gpu.Needs{Count: 1}, ResidentBytes: 1 << 30, CaseResidentBytes: 1 << 30},
-		Deadline: harness.Deadlines{Build: 5 * time.Minute, Correctness: 10 * time.Minute, Ready: 5 * time.Minute, Request: 2 * time.Minute, Native: 3 * time.Minute},
+		Deadline: family.Deadlines{Build: 5 * time.Minute, Correctness: 10 * time.Minute, Ready: 5 * time.Minute, Request: 2 * time.Minute, Native: 3 * time.Minute},
 	},
 )
 
@@ -74,7 +75,7 @@ func TestReferenceSmokePreflightOnThisHost(t *testing.T) {
 	row := qwenReferenceRows[0]
 	root, err := harness.FindRoot(".")
 	require.NoError(t, err)
-	env := harness.Env{Root: root, Work: t.TempDir(), Python: filepath.Join(root, ".venv", "bin", "python")}
+	env := family.Env{Root: root, Work: t.TempDir(), Python: filepath.Join(root, ".venv", "bin", "python")}
 	rd := suite.Preflight(t.Context(), row, env)
 	for _, q := range rd.Requirements {
 		assert.NotEmpty(t, q.Fix, "requirement %q has no fix", q.What)

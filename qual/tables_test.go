@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/harness"
 	"qualkit/internal/inventory"
 )
@@ -95,7 +96,7 @@ type rowJSON struct {
 	Hardware bool `json:"hardware"`
 }
 
-// deadlinesJSON is a row's harness.Deadlines after defaults, in seconds.
+// deadlinesJSON is a row's family.Deadlines after defaults, in seconds.
 type deadlinesJSON struct {
 	Build       float64 `json:"build"`
 	Correctness float64 `json:"correctness"`
@@ -225,9 +226,9 @@ func TestTablesJSONDetails(t *testing.T) {
 // A zero deadline takes the harness's default in the JSON, as it does when the row runs.
 func TestTablesJSONDeadlineDefaults(t *testing.T) {
 	c := refeditRows[0]
-	c.Deadline = harness.Deadlines{Build: time.Minute}
+	c.Deadline = family.Deadlines{Build: time.Minute}
 	d := rowDetails(table{test: "TestX"}, c).Deadlines
-	def := harness.Deadlines{}.WithDefaults()
+	def := family.Deadlines{}.WithDefaults()
 	assert.Equal(t, deadlinesJSON{Build: 60, Correctness: def.Correctness.Seconds(), Ready: def.Ready.Seconds(),
 		Request: def.Request.Seconds(), Native: def.Native.Seconds()}, d)
 }

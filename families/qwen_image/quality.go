@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"qualkit/internal/family"
-	"qualkit/internal/harness"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/schema"
 )
 
@@ -71,12 +71,12 @@ func (a TRTMC) qualityPair(env family.Env, c family.Row, l Layout) (*family.Qual
 	}
 	sum := sha256.Sum256(b)
 	testSHA := hex.EncodeToString(sum[:])
-	fx, err := harness.LoadFixtures(filepath.Join(env.Root, c.Fixtures))
+	fx, err := fixtures.Load(filepath.Join(env.Root, c.Fixtures))
 	if err != nil {
 		return nil, err
 	}
 	fix := fmt.Sprintf("add to %s a pair with the case's prompt and an image decoded from %s (fixtures/images/generate.py --photo), sent with the case's settings", c.Fixtures, testImage)
-	var found *harness.Pair
+	var found *fixtures.Pair
 	for i, p := range fx.Pairs {
 		if p.Instruction == tc.Prompt && strings.Contains(fx.Image(p.Image).Provenance, testSHA) {
 			found = &fx.Pairs[i]

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"qualkit/internal/family"
-	"qualkit/internal/harness"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/trtmc"
 )
 
@@ -293,7 +293,7 @@ func missingWeights(snap string, index []byte) ([]string, error) {
 // model.py @ b40c8184 § build_components), and TRTMC's own edit suites send other sizes
 // to one bundle (apps/aiperf_qual/config/tasks.yaml @ 058cde12).
 func (rs *reqs) workload(env family.Env, c family.Row) {
-	fx, err := harness.LoadFixtures(filepath.Join(env.Root, c.Fixtures))
+	fx, err := fixtures.Load(filepath.Join(env.Root, c.Fixtures))
 	if err != nil {
 		return // the harness's own preflight reports a broken manifest
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/family"
-	"qualkit/internal/harness"
+	"qualkit/internal/fixtures"
 )
 
 func TestRequirementsWithNothingConfigured(t *testing.T) {
@@ -156,7 +156,7 @@ func TestRequirementsServeReferenceImagesOfAnySize(t *testing.T) {
 }
 
 func TestShippedFixturesCarryThePublishedSettings(t *testing.T) {
-	fx, err := harness.LoadFixtures(filepath.Join(repoRoot, "fixtures/qwen_image_edit/manifest.json"))
+	fx, err := fixtures.Load(filepath.Join(repoRoot, "fixtures/qwen_image_edit/manifest.json"))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"size": "1024x1024", "seed": "42", "num_inference_steps": "20", "true_cfg_scale": "4.0", "guidance_scale": "4.0", "negative_prompt": " "}, fx.FormSettings())
 	assert.Empty(t, checkSettings("shipped", fx.FormSettings()))

@@ -14,6 +14,7 @@ import (
 	xdraw "golang.org/x/image/draw"
 
 	"qualkit/families/refedit/edit"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/harness"
 )
 
@@ -21,7 +22,7 @@ import (
 // thresholds"): every request of the reference row's workload changes enough of its
 // image to pass, and a server that only resizes the input, with any common kernel, fails.
 func TestOutputGateSeparatesEditsFromResizes(t *testing.T) {
-	fx, err := harness.LoadFixtures(filepath.Join("..", "..", "fixtures", "image_edit", "manifest.json"))
+	fx, err := fixtures.Load(filepath.Join("..", "..", "fixtures", "image_edit", "manifest.json"))
 	require.NoError(t, err)
 	data, err := edit.Build(edit.BuiltinDefaults()).Encode()
 	require.NoError(t, err)

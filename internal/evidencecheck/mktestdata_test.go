@@ -27,6 +27,8 @@ import (
 	xdraw "golang.org/x/image/draw"
 
 	"qualkit/families/refedit"
+	"qualkit/internal/family"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/harness"
 	"qualkit/internal/report"
 	"qualkit/internal/schema"
@@ -113,7 +115,7 @@ func mkSetup(t *testing.T) (harness.SuiteConfig, func(string, func(*refedit.Faul
 			Name: name, Family: "refedit", Model: "qualkit/refedit-v1", Profile: "refedit-v1",
 			Reason: "testdata for internal/evidencecheck", Adapter: f, Fixtures: fixtures,
 			Bench:    harness.Bench{Measured: 5, Warmup: 1, Seed: 0},
-			Deadline: harness.Deadlines{Build: 5 * time.Minute, Correctness: 5 * time.Minute, Ready: time.Minute, Request: time.Minute, Native: time.Minute},
+			Deadline: family.Deadlines{Build: 5 * time.Minute, Correctness: 5 * time.Minute, Ready: time.Minute, Request: time.Minute, Native: time.Minute},
 		}
 	}
 
@@ -166,7 +168,7 @@ func shrinkFixtures(t *testing.T, root string) string {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fx, err := harness.LoadFixtures(filepath.Join(root, "fixtures", "image_edit", "manifest.json"))
+	fx, err := fixtures.Load(filepath.Join(root, "fixtures", "image_edit", "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 )
@@ -107,7 +108,7 @@ type AIPerfRun struct {
 
 // Command is the exact argv: concurrency 1, sequential sampling, raw export, no UI, no
 // telemetry, and the local tokenizer.
-func (a AIPerf) Command(r AIPerfRun) Command {
+func (a AIPerf) Command(r AIPerfRun) family.Command {
 	args := append([]string{a.Bin, "profile"}, r.Endpoint...)
 	args = append(args,
 		"--url", r.URL,
@@ -137,7 +138,7 @@ func (a AIPerf) Command(r AIPerfRun) Command {
 	if r.TempDir != "" {
 		env = append(env, "TMPDIR="+r.TempDir)
 	}
-	return Command{Args: args, Env: env}
+	return family.Command{Args: args, Env: env}
 }
 
 // RawRecord is one line of profile_export_raw.jsonl: what AIPerf sent and received.

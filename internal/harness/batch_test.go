@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 )
 
@@ -33,13 +34,13 @@ type FakeBatch struct {
 	Preload bool
 }
 
-func (f FakeBatch) Describe(env Env, row Row) (Spec, error) {
+func (f FakeBatch) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	spec, err := f.FakeFamily.Describe(env, row)
 	spec.Batch, spec.BatchWaits = f.Mode != "none", f.Preload
 	return spec, err
 }
 
-func (f FakeBatch) NativeBatch(_ Env, spec NativeBatchSpec) (Command, error) {
+func (f FakeBatch) NativeBatch(_ family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	c := f.program("native-batch")
 	c.Env = append(c.Env, "QUALKIT_FAKE_BATCH="+f.Mode)
 	args := []string{"-bundle", spec.Bundle, "-items", spec.Items, "-report", spec.Report}
@@ -53,7 +54,7 @@ func (f FakeBatch) NativeBatch(_ Env, spec NativeBatchSpec) (Command, error) {
 // with the server in the overlapped order.
 type FakeEarly struct{ FakeBatch }
 
-func (f FakeEarly) Describe(env Env, row Row) (Spec, error) {
+func (f FakeEarly) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	spec, err := f.FakeBatch.Describe(env, row)
 	spec.ModelsWhenReady = "fakeServe's /v1/models"
 	return spec, err
@@ -95,11 +96,11 @@ func fakeNativeBatch(args []string) error {
 	defer rep.Close()
 	enc := json.NewEncoder(rep)
 	enc.Encode(head)
-	var all []NativeItem
+	var all []family.NativeItem
 	sc := bufio.NewScanner(bytes.NewReader(in))
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
-		var it NativeItem
+		var it family.NativeItem
 		if err := json.Unmarshal(sc.Bytes(), &it); err != nil {
 			return err
 		}

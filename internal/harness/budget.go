@@ -11,16 +11,16 @@ import (
 
 // timeBudget says where the row's wall time went (schema.TimeBudget): the model's own
 // work, from what the stages recorded, and the rest. The wall runs from the row's start
-// to its end (r.ended: every stage and process done, just before the lease is given
+// to its end (r.st.ended: every stage and process done, just before the lease is given
 // back), so it lies inside the lease the checker holds it to, however long the report's
 // own writes take on a loaded or full disk.
-func (r *row) timeBudget() *schema.TimeBudget {
-	res := r.result
-	end := r.ended
+func (r *row) timeBudget(mk *made) *schema.TimeBudget {
+	res := r.res
+	end := r.st.ended
 	if end.IsZero() {
 		end = time.Now()
 	}
-	tb := &schema.TimeBudget{WallS: end.Sub(r.started).Seconds(), Stages: map[string]float64{}}
+	tb := &schema.TimeBudget{WallS: end.Sub(r.st.started).Seconds(), Stages: map[string]float64{}}
 	var benchS float64
 	for _, st := range res.Stages {
 		tb.Stages[st.Name] = round3(st.WallS)
@@ -29,19 +29,19 @@ func (r *row) timeBudget() *schema.TimeBudget {
 		}
 	}
 	m := &tb.Model
-	tb.ToolsS = r.toolsS // harness time: compiling the harness's and the family's programs
+	tb.ToolsS = mk.bundle.toolsS // harness time: compiling the harness's and the family's programs
 	if b := res.Bundle; b != nil && !b.Cached {
 		m.BuildS = b.BuildS
 	}
-	m.CorrectnessS = r.caseS
+	m.CorrectnessS = mk.caseOut.wallS
 	m.ServerLoadS = res.StartupS
-	served := r.servedTaskMs()
+	served := r.servedTaskMs(mk)
 	for _, ms := range served {
 		m.ServedTasks++
 		m.ServedTaskS += ms / 1000
 	}
-	tb.NativeMode, tb.NativeLoads = r.nativeWork(m, served)
-	if b := r.benchmarked; b != nil {
+	tb.NativeMode, tb.NativeLoads = r.nativeWork(mk.identity, m, served)
+	if b := mk.benchmarked; b != nil {
 		var clientS float64
 		for _, p := range b.export.Profile {
 			if ms, ok := p.RequestLatencyMs(); ok {
@@ -56,7 +56,7 @@ func (r *row) timeBudget() *schema.TimeBudget {
 		&tb.ModelWorkS, &tb.HarnessS, &tb.WallS} {
 		*v = round3(*v)
 	}
-	r.order(tb)
+	r.order(mk, tb)
 	// From the figures as written, so that a reader who divides them gets the ratio (a
 	// row stopped early has little model work, where rounding moves the ratio most).
 	if tb.ModelWorkS > 0 {
@@ -67,13 +67,13 @@ func (r *row) timeBudget() *schema.TimeBudget {
 
 // servedTaskMs are the server's Task times of every request it answered: the benchmark's
 // (warmup too), the influence probe's and the controls probes', from wherever the family's server reports them.
-func (r *row) servedTaskMs() map[string]float64 {
+func (r *row) servedTaskMs(mk *made) map[string]float64 {
 	out := map[string]float64{}
 	ts := r.spec.Timing
 	if ts.Body == "" {
 		all, err := tasksFromRecords(ts, r.ev.Path(schema.RecordsFile))
 		if err == nil {
-			if c := r.result.Controls; c != nil {
+			if c := r.res.Controls; c != nil {
 				for _, p := range c.Probes {
 					if p.Status != http.StatusOK {
 						delete(all, p.RequestID) // refused: no Task ran
@@ -84,19 +84,19 @@ func (r *row) servedTaskMs() map[string]float64 {
 		}
 		return out
 	}
-	if b := r.benchmarked; b != nil {
+	if b := mk.benchmarked; b != nil {
 		for _, rec := range b.export.Raw {
 			if ms, err := taskFromBody(ts, rec.Body()); err == nil && !rec.Failed() {
 				out[rec.Metadata.XRequestID] = ms
 			}
 		}
 	}
-	for i, body := range r.influenceBodies {
+	for i, body := range mk.influence {
 		if ms, err := taskFromBody(ts, body); err == nil {
 			out[fmt.Sprintf("influence-%d", i)] = ms
 		}
 	}
-	for i, body := range r.controlsBodies {
+	for i, body := range mk.controls {
 		if ms, err := taskFromBody(ts, body); err == nil {
 			out[fmt.Sprintf("controls-%d", i)] = ms
 		}
@@ -108,9 +108,9 @@ func (r *row) servedTaskMs() map[string]float64 {
 // A batch program reports its Task calls; its load is its wall less them. A one-shot replay's Task time is its own report, else
 // the server's for the same request (the same code path); its load is its wall minus
 // that, and only the smallest one counts: the others are loads qualification did not need.
-func (r *row) nativeWork(m *schema.ModelWork, served map[string]float64) (mode string, loads int) {
-	sum := r.result.Identity
-	if sum == nil || len(r.replays) == 0 {
+func (r *row) nativeWork(id identityRun, m *schema.ModelWork, served map[string]float64) (mode string, loads int) {
+	sum := id.sum
+	if sum == nil || len(id.replays) == 0 {
 		return "", 0
 	}
 	taskMs := func(rp *replay) float64 {
@@ -120,7 +120,7 @@ func (r *row) nativeWork(m *schema.ModelWork, served map[string]float64) (mode s
 		return served[rp.req.RequestID]
 	}
 	if sum.Mode == schema.NativeBatch {
-		for _, rp := range r.replays {
+		for _, rp := range id.replays {
 			if rp.err == nil {
 				m.NativeTasks++
 				m.NativeTaskS += taskMs(rp) / 1000
@@ -130,11 +130,11 @@ func (r *row) nativeWork(m *schema.ModelWork, served map[string]float64) (mode s
 		// the weights, writing the PNGs), as a server's is its start-to-ready: the
 		// program's own load_ms (identity.native_load_ms) leaves its imports out.
 		// A preloaded batch also idled, waiting for its items: that is no load.
-		m.NativeLoadS = math.Max(0, r.nativeBatchWallS-m.NativeTaskS-r.nativeWaitedS)
+		m.NativeLoadS = math.Max(0, id.batchWallS-m.NativeTaskS-id.batchWaitedS)
 		return sum.Mode, 1
 	}
 	first := true
-	for _, rp := range r.replays {
+	for _, rp := range id.replays {
 		if rp.err != nil || rp.wallS == 0 {
 			continue
 		}
@@ -152,14 +152,14 @@ func (r *row) nativeWork(m *schema.ModelWork, served map[string]float64) (mode s
 // order states how the row's work was laid out: what began early, by how much (from the
 // stage starts and command records as written, which the checker re-derives it from),
 // and the critical path that follows.
-func (r *row) order(tb *schema.TimeBudget) {
+func (r *row) order(mk *made, tb *schema.TimeBudget) {
 	tb.Order = schema.OrderOverlapped
 	if r.s.cfg.Serial {
 		tb.Order = schema.OrderSerial
 	}
 	o := &schema.Overlap{BuildWhy: r.plan.buildWhy, ServerWhy: r.plan.serverWhy, AIPerfWhy: r.plan.aiperfWhy, NativeWhy: r.plan.preloadWhy}
 	stageStart := map[string]time.Time{}
-	for _, st := range r.result.Stages {
+	for _, st := range r.res.Stages {
 		stageStart[st.Name] = st.Start
 	}
 	ahead := func(started time.Time, stage string) float64 {
@@ -169,15 +169,16 @@ func (r *row) order(tb *schema.TimeBudget) {
 		}
 		return round3(t0.Sub(started).Seconds())
 	}
-	background := func(b *background, stage string) (bool, float64) {
-		if b == nil {
+	// What began early claims what its command record says (stopped or waited for by now).
+	early := func(f *future[schema.CommandRecord], stage string) (bool, float64) {
+		if f == nil || !f.early {
 			return false, 0
 		}
-		<-b.done // stopped or waited for by now
-		return true, ahead(b.rec.Start, stage)
+		rec, _ := f.wait()
+		return true, ahead(rec.Start, stage)
 	}
 	// The build's claim is what its command records say: one began during preflight.
-	if t := r.earlyBuild.firstEarlyStart(); !t.IsZero() {
+	if t := mk.buildProg.earlyStart(); !t.IsZero() {
 		o.BuildEarly, o.BuildAheadS = true, ahead(t, schema.StageBuild)
 	} else if r.plan.buildEarly {
 		o.BuildWhy = "begun during preflight, but no command of the build started before its stage: " + o.BuildWhy
@@ -185,15 +186,13 @@ func (r *row) order(tb *schema.TimeBudget) {
 	// The claim is what the server's record says: it is written when the server stops,
 	// which it has by now, or when its start failed; a row stopped before the start
 	// began has none.
-	if !r.earlyStart.IsZero() {
-		o.ServerEarly, o.ServerAheadS = true, ahead(r.earlyStart, schema.StageServe)
+	if !mk.serverStart.IsZero() {
+		o.ServerEarly, o.ServerAheadS = true, ahead(mk.serverStart, schema.StageServe)
 	} else if r.plan.serverEarly {
 		o.ServerWhy = "planned beside the correctness case, but the row stopped before the server started: " + o.ServerWhy
 	}
-	if r.plan.aiperfEarly {
-		o.AIPerfEarly, o.AIPerfAheadS = background(r.bench, schema.StageBenchmark)
-	}
-	o.NativePreload, o.NativeAheadS = background(r.native, schema.StageIdentity)
+	o.AIPerfEarly, o.AIPerfAheadS = early(mk.bench, schema.StageBenchmark)
+	o.NativePreload, o.NativeAheadS = early(mk.native, schema.StageIdentity)
 	if tb.Order == schema.OrderOverlapped {
 		tb.Overlap = o
 	}

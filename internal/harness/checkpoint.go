@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"qualkit/internal/family"
 	"qualkit/internal/gpu"
 )
 
@@ -25,11 +26,11 @@ type Checkpoint struct {
 	// and read "passed-contract-double", never qualified.
 	Double bool
 
-	Adapter  Family
+	Adapter  family.Family
 	Fixtures string // path to the fixtures manifest, relative to the repository root
 	Bench    Bench
 	Needs    Needs
-	Deadline Deadlines
+	Deadline family.Deadlines
 }
 
 // Bench is the AIPerf workload shape of a row.
@@ -60,20 +61,20 @@ type Needs struct {
 // Deadlines are the deadlines the row runs with: its own, defaults filled, as the
 // family adjusts them (Spec.Deadlines; a family that cannot describe the row without its
 // host, a checkout that is not there, keeps them).
-func (c Checkpoint) Deadlines() Deadlines {
+func (c Checkpoint) Deadlines() family.Deadlines {
 	d := c.Deadline.WithDefaults()
 	if c.Adapter == nil {
 		return d
 	}
-	if spec, err := c.Adapter.Describe(Env{}, c.Row()); err == nil && spec.Deadlines != nil {
+	if spec, err := c.Adapter.Describe(family.Env{}, c.Row()); err == nil && spec.Deadlines != nil {
 		d = spec.Deadlines(d)
 	}
 	return d
 }
 
 // Row is what the family knows of the row.
-func (c Checkpoint) Row() Row {
-	return Row{Name: c.Name, Model: c.Model, Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke, Double: c.Double, Fixtures: c.Fixtures}
+func (c Checkpoint) Row() family.Row {
+	return family.Row{Name: c.Name, Model: c.Model, Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke, Double: c.Double, Fixtures: c.Fixtures}
 }
 
 var rowName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
@@ -89,7 +90,7 @@ func (c Checkpoint) Validate() error {
 	case c.Reason == "":
 		return fmt.Errorf("checkpoint %q: no reason: say why this row is in the group", c.Name)
 	case c.Adapter == nil:
-		return fmt.Errorf("checkpoint %q: no adapter: set Adapter to the family's harness.Family", c.Name)
+		return fmt.Errorf("checkpoint %q: no adapter: set Adapter to the family's family.Family", c.Name)
 	case c.Model == "" || c.Profile == "":
 		return fmt.Errorf("checkpoint %q: Model and Profile are required", c.Name)
 	case c.Fixtures == "":

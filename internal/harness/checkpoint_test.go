@@ -5,9 +5,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/family"
 )
 
-type nopFamily struct{ Family }
+type nopFamily struct{ family.Family }
 
 func validRow(name string) Checkpoint {
 	return Checkpoint{Name: name, Family: "nop", Model: "m", Profile: "p", Reason: "test", Adapter: nopFamily{},

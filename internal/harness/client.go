@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
 
@@ -34,9 +35,17 @@ func Send(ctx context.Context, client *http.Client, proto wire.Protocol, url, mo
 	return resp.StatusCode, b, err
 }
 
+// proto is how the row's requests travel: the family's protocol, else wire.OpenAI.
+func (r *row) proto() wire.Protocol {
+	if r.spec.Wire != nil {
+		return r.spec.Wire
+	}
+	return wire.OpenAI{}
+}
+
 // sent is what a recorded request carried, read through the row's protocol.
 func (r *row) sent(rec RawRecord) (wire.Request, error) {
-	req, err := r.proto.Decode(rec.Payload)
+	req, err := r.proto().Decode(rec.Payload)
 	if err != nil {
 		return req, fmt.Errorf("request %s: %w", rec.Metadata.XRequestID, err)
 	}
@@ -46,15 +55,14 @@ func (r *row) sent(rec RawRecord) (wire.Request, error) {
 // output is the PNG a response names, read through the row's protocol (from the body,
 // or under the server's scratch folder).
 func (r *row) output(body []byte, requestID string) ([]byte, error) {
-	return r.proto.Output(body, requestID, r.readScratch)
+	return r.proto().Output(body, requestID, r.readScratch)
 }
 
 // readScratch reads a file the server wrote under its scratch folder; rel must stay
 // inside it.
 func (r *row) readScratch(rel string) ([]byte, error) {
-	p := filepath.Join(r.scratch, filepath.FromSlash(rel))
-	if r.scratch == "" || !filepath.IsLocal(filepath.FromSlash(rel)) {
+	if !filepath.IsLocal(filepath.FromSlash(rel)) {
 		return nil, fmt.Errorf("%q is not a file inside the server's scratch folder", rel)
 	}
-	return os.ReadFile(p)
+	return os.ReadFile(filepath.Join(r.ev.Path(schema.ScratchDir), filepath.FromSlash(rel)))
 }

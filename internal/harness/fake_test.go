@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"qualkit/internal/family"
 	"qualkit/internal/wire"
 	"strconv"
 	"strings"
@@ -93,22 +94,22 @@ const fakeCaseID = "fake.correctness.test_fake"
 // by this test binary.
 type FakeFamily struct {
 	Fault    string
-	Settings map[string]string // build settings (part of the cache key)
-	Img      *ContainerImage   // runs in this image when set (Spec.Container)
+	Settings map[string]string      // build settings (part of the cache key)
+	Img      *family.ContainerImage // runs in this image when set (Spec.Container)
 }
 
 // fakeCheckpoint is the one checkpoint the fake serves (its /v1/models says so).
 const fakeCheckpoint = "fake/invert"
 
-var _ Family = FakeFamily{}
+var _ family.Family = FakeFamily{}
 
-func (f FakeFamily) Describe(Env, Row) (Spec, error) {
-	return Spec{
+func (f FakeFamily) Describe(family.Env, family.Row) (family.Spec, error) {
+	return family.Spec{
 		Backend:             "fake",
-		Timing:              TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"},
+		Timing:              family.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"},
 		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
 		Container:           f.Img != nil,
-		Identity: IdentityCheck{Path: "/v1/models", Check: func(body []byte, _ ServeSpec) (string, error) {
+		Identity: family.IdentityCheck{Path: "/v1/models", Check: func(body []byte, _ family.ServeSpec) (string, error) {
 			var doc struct {
 				Data []struct{ ID, Checkpoint string } `json:"data"`
 			}
@@ -120,50 +121,50 @@ func (f FakeFamily) Describe(Env, Row) (Spec, error) {
 	}, nil
 }
 
-func (f FakeFamily) Tools(Env) (Tools, error) {
+func (f FakeFamily) Tools(family.Env) (family.Tools, error) {
 	settings := f.Settings
 	if settings == nil {
 		settings = map[string]string{"edit": "invert"}
 	}
-	return Tools{Builder: os.Args[0], Settings: settings}, nil
+	return family.Tools{Builder: os.Args[0], Settings: settings}, nil
 }
 
-func (f FakeFamily) Image(Env) (ContainerImage, error) {
+func (f FakeFamily) Image(family.Env) (family.ContainerImage, error) {
 	if f.Img == nil {
-		return ContainerImage{}, errors.New("the fake family has no image")
+		return family.ContainerImage{}, errors.New("the fake family has no image")
 	}
 	return *f.Img, nil
 }
 
-func (f FakeFamily) Build(_ Env, spec BuildSpec) (Command, error) {
+func (f FakeFamily) Build(_ family.Env, spec family.BuildSpec) (family.Command, error) {
 	return f.with(f.program("build"), "-o", spec.Out, "-reference", spec.Reference), nil
 }
 
-func (f FakeFamily) Correctness(env Env, spec CorrectnessSpec) (CorrectnessCase, error) {
-	return CorrectnessCase{
+func (f FakeFamily) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
+	return family.CorrectnessCase{
 		Command: f.with(f.program("correctness"), "-bundle", spec.Bundle, "-junit", spec.JUnit, "-artifacts", spec.Artifacts),
 		JUnit:   spec.JUnit, Cases: []string{fakeCaseID}, Result: filepath.Join(spec.Artifacts, "result.json"),
 	}, nil
 }
 
-func (f FakeFamily) Serve(_ Env, spec ServeSpec) (Command, error) {
+func (f FakeFamily) Serve(_ family.Env, spec family.ServeSpec) (family.Command, error) {
 	return f.with(f.program("serve"), "-bundle", spec.Bundle, "-port", strconv.Itoa(spec.Port), "-records", spec.Records), nil
 }
 
-func (f FakeFamily) Native(_ Env, spec NativeSpec) (Command, error) {
+func (f FakeFamily) Native(_ family.Env, spec family.NativeSpec) (family.Command, error) {
 	return f.with(f.program("native"), "-bundle", spec.Bundle, "-image", spec.Image, "-output", spec.Output, "-size", spec.Settings["size"]), nil
 }
 
-func (FakeFamily) NativeBatch(Env, NativeBatchSpec) (Command, error) {
-	return Command{}, errors.New("the fake family has no batch mode (FakeBatch has)")
+func (FakeFamily) NativeBatch(family.Env, family.NativeBatchSpec) (family.Command, error) {
+	return family.Command{}, errors.New("the fake family has no batch mode (FakeBatch has)")
 }
 
-func (f FakeFamily) program(prog string) Command {
+func (f FakeFamily) program(prog string) family.Command {
 	// The race detector sleeps a second before a race binary exits, unless told not to.
-	return Command{Args: []string{os.Args[0]}, Env: []string{"QUALKIT_FAKE=" + prog, "QUALKIT_FAKE_FAULT=" + f.Fault, "GORACE=atexit_sleep_ms=0"}}
+	return family.Command{Args: []string{os.Args[0]}, Env: []string{"QUALKIT_FAKE=" + prog, "QUALKIT_FAKE_FAULT=" + f.Fault, "GORACE=atexit_sleep_ms=0"}}
 }
 
-func (f FakeFamily) with(c Command, args ...string) Command {
+func (f FakeFamily) with(c family.Command, args ...string) family.Command {
 	c.Args = append(c.Args, args...)
 	return c
 }
@@ -182,15 +183,15 @@ type FakeServing struct {
 	BundleDir string
 }
 
-func (f FakeServing) Describe(env Env, row Row) (Spec, error) {
+func (f FakeServing) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	spec, err := f.FakeFamily.Describe(env, row)
 	spec.BundleByCase = f.ByCase
 	spec.BundleDir = f.BundleDir
 	if f.Task {
 		spec.Wire = wire.Task{}
 	}
-	spec.Probes = func(env Env) []Probe {
-		return []Probe{{Name: "version", What: "the fake's version", Cmd: f.with(f.program("aiperf"), "--version"),
+	spec.Probes = func(env family.Env) []family.Probe {
+		return []family.Probe{{Name: "version", What: "the fake's version", Cmd: f.with(f.program("aiperf"), "--version"),
 			Check: func(out []byte, err error) error {
 				if f.Probe == "cuda" {
 					if env.CUDADriverVersion != 13000 {
@@ -204,13 +205,13 @@ func (f FakeServing) Describe(env Env, row Row) (Spec, error) {
 				return err
 			}, Fix: "nothing: a test fault"}}
 	}
-	spec.CheckTools = func(Env) error {
+	spec.CheckTools = func(family.Env) error {
 		if f.ToolsOK != "ok" {
 			return fmt.Errorf("the tools lack a library on purpose")
 		}
 		return nil
 	}
-	spec.Identity = IdentityCheck{Path: "/v1/serving/info", Check: func(body []byte, ss ServeSpec) (string, error) {
+	spec.Identity = family.IdentityCheck{Path: "/v1/serving/info", Check: func(body []byte, ss family.ServeSpec) (string, error) {
 		var info struct{ Backend, Bundle, Checkpoint string }
 		if err := json.Unmarshal(body, &info); err != nil {
 			return "", err
@@ -223,14 +224,14 @@ func (f FakeServing) Describe(env Env, row Row) (Spec, error) {
 	return spec, err
 }
 
-func (f FakeServing) Build(env Env, spec BuildSpec) (Command, error) {
+func (f FakeServing) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
 	if f.ByCase {
-		return Command{}, errors.New("the fake's case builds its bundle (Spec.BundleByCase): Build is never asked")
+		return family.Command{}, errors.New("the fake's case builds its bundle (Spec.BundleByCase): Build is never asked")
 	}
 	return f.FakeFamily.Build(env, spec)
 }
 
-func (f FakeServing) Correctness(env Env, spec CorrectnessSpec) (CorrectnessCase, error) {
+func (f FakeServing) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
 	cc, err := f.FakeFamily.Correctness(env, spec)
 	if f.ByCase {
 		out := filepath.Join(spec.Scratch, "case-0", "invert.bundle")
@@ -240,7 +241,7 @@ func (f FakeServing) Correctness(env Env, spec CorrectnessSpec) (CorrectnessCase
 	return cc, err
 }
 
-func (f FakeServing) Serve(env Env, spec ServeSpec) (Command, error) {
+func (f FakeServing) Serve(env family.Env, spec family.ServeSpec) (family.Command, error) {
 	c, err := f.FakeFamily.Serve(env, spec)
 	c.Env = append(c.Env, "QUALKIT_FAKE_IDENTITY="+f.Ident)
 	if f.Task {

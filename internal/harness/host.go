@@ -34,7 +34,7 @@ func recordHost(dir string, info *schema.RunInfo) error {
 		case schema.HostCPUInfoFile:
 			info.CPUModel = CPUModel(b)
 		case schema.HostMemInfoFile:
-			info.MemTotalBytes = MemTotalBytes(b)
+			info.MemTotalBytes = memInfo(b, "MemTotal")
 		}
 	}
 	return nil
@@ -52,16 +52,14 @@ func CPUModel(cpuinfo []byte) string {
 	return ""
 }
 
-// MemTotalBytes is /proc/meminfo's MemTotal in bytes (0 when it states none).
-func MemTotalBytes(meminfo []byte) int64 {
-	sc := bufio.NewScanner(bytes.NewReader(meminfo))
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 && f[1] == "kB" {
-				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return kb * 1024
-				}
+// memInfo is a field of /proc/meminfo (MemTotal, MemAvailable) in bytes; 0 when it
+// states none.
+func memInfo(meminfo []byte, field string) int64 {
+	for line := range strings.Lines(string(meminfo)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			if f := strings.Fields(rest); len(f) == 2 && f[1] == "kB" {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb * 1024
 			}
 		}
 	}

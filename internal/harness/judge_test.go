@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
@@ -163,7 +164,7 @@ func TestJudgeCase(t *testing.T) {
 }
 
 func TestJudgeServerIdentity(t *testing.T) {
-	spec, err := FakeFamily{}.Describe(Env{}, Row{})
+	spec, err := FakeFamily{}.Describe(family.Env{}, family.Row{})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name   string
@@ -268,7 +269,7 @@ func TestJudgeQuality(t *testing.T) {
 	in := gradient(16, 16)
 	edited := invert(in)
 	bound := func(v float64) *float64 { return &v }
-	pair := &QualityPair{Image: "/fixtures/a.png", Prompt: "invert", Reference: "reference/a-invert.png"}
+	pair := &family.QualityPair{Image: "/fixtures/a.png", Prompt: "invert", Reference: "reference/a-invert.png"}
 	req := func(id, phase string, i int, out image.Image) qualityCase {
 		return qualityCase{RequestID: id, Phase: phase, Prompt: "invert", Index: i, Out: out, In: in}
 	}
@@ -359,7 +360,7 @@ func benchmarkCase(t *testing.T) benchmarkInput {
 			"metrics": {"request_latency": {"value": 12, "unit": "ms"}}}`, r.id, r.phase)), &p))
 		ex.Raw, ex.Profile = append(ex.Raw, rec), append(ex.Profile, p)
 	}
-	in := benchmarkInput{Export: &ex, Measured: 2, Warmup: 1, Size: "16x16", Timing: TimingSource{Body: "timing.task_ms"}}
+	in := benchmarkInput{Export: &ex, Measured: 2, Warmup: 1, Size: "16x16", Timing: family.TimingSource{Body: "timing.task_ms"}}
 	for range ex.Raw {
 		in.Responses = append(in.Responses, benchmarkResponse{Sent: wire.Request{Image: sent, Prompt: "invert"}, PNG: out})
 	}
@@ -367,8 +368,8 @@ func benchmarkCase(t *testing.T) benchmarkInput {
 }
 
 func TestJudgeBenchmark(t *testing.T) {
-	records := TimingSource{Records: "task_ms", RecordID: "request_id"}
-	both := TimingSource{Body: "timing.task_ms", Records: "task_ms", RecordID: "request_id"}
+	records := family.TimingSource{Records: "task_ms", RecordID: "request_id"}
+	both := family.TimingSource{Body: "timing.task_ms", Records: "task_ms", RecordID: "request_id"}
 	tasks := map[string]float64{"w0": 10, "p0": 10, "p1": 10}
 	ids := map[string]bool{"w0": true, "p0": true, "p1": true}
 	for _, tc := range []struct {

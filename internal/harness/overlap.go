@@ -1,16 +1,12 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 )
@@ -96,7 +92,8 @@ func (r *row) preloadFits(rd Readiness) (bool, string) {
 // (NVML's free memory at preflight), or on the host for a row without GPUs
 // (MemAvailable); where says which, whyNot why it is unknown.
 func (r *row) freeMemory(rd Readiness) (least uint64, where, whyNot string) {
-	if len(r.gpus) == 0 {
+	gpus := r.env.GPUs
+	if len(gpus) == 0 {
 		avail, err := memAvailable()
 		if err != nil {
 			return 0, "", "the host's free memory is unknown (" + err.Error() + ")"
@@ -109,7 +106,7 @@ func (r *row) freeMemory(rd Readiness) (least uint64, where, whyNot string) {
 			free[d.UUID] = d.MemoryFreeBytes
 		}
 	}
-	for i, g := range r.gpus {
+	for i, g := range gpus {
 		f, ok := free[g.UUID]
 		if !ok {
 			return 0, "", "NVML gave no free memory for GPU " + g.UUID
@@ -118,8 +115,8 @@ func (r *row) freeMemory(rd Readiness) (least uint64, where, whyNot string) {
 			least = f
 		}
 	}
-	if len(r.gpus) == 1 {
-		return least, "GPU " + r.gpus[0].UUID + " had (NVML, at preflight)", ""
+	if len(gpus) == 1 {
+		return least, "GPU " + gpus[0].UUID + " had (NVML, at preflight)", ""
 	}
 	return least, "each GPU of the row had at least (NVML, at preflight)", ""
 }
@@ -128,292 +125,76 @@ func gib(b uint64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
 // memAvailable is the host's MemAvailable (/proc/meminfo) in bytes.
 func memAvailable() (uint64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
+	b, err := os.ReadFile("/proc/meminfo")
+	if n := memInfo(b, "MemAvailable"); err == nil && n > 0 {
+		return uint64(n), nil
+	} else if err == nil {
+		err = fmt.Errorf("/proc/meminfo has no MemAvailable")
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("/proc/meminfo has no MemAvailable")
+	return 0, err
 }
 
-// background is a command started in one stage and waited for in a later one.
-type background struct {
-	started time.Time
-	cancel  context.CancelFunc
-	done    chan struct{}
-	rec     schema.CommandRecord
-	err     error
-}
-
-// startJob starts c for stage while the stage during runs, on the row's GPUs, with its
-// output in logRel; its record says During. The options (and the image) are settled
-// here, in the calling stage; the goroutine only runs the command, then after (if not
-// nil), before wait returns. after runs also when the job cannot start.
-func (r *row) startJob(ctx context.Context, stage, during string, c Command, logRel string, limit time.Duration, after func(), mounts ...Mount) (*background, error) {
-	if after == nil {
-		after = func() {}
-	}
-	opts, err := r.optionsOn(ctx, stage, r.gpus, mounts...)
-	if err != nil {
-		after()
-		return nil, err
-	}
-	opts = append(opts, serving.WithRecorder(duringRecorder{r.ev, during}, stage))
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	b := &background{started: time.Now(), cancel: cancel, done: make(chan struct{})}
-	log := r.ev.Path(logRel)
-	go func() {
-		defer close(b.done)
-		defer after()
-		b.rec, b.err = serving.Run(ctx, c, log, opts...)
-	}()
-	return b, nil
-}
-
-// wait waits for the command and returns what it did.
-func (b *background) wait() (schema.CommandRecord, error) {
-	<-b.done
-	b.cancel()
-	return b.rec, b.err
-}
-
-// stop ends the command, if it still runs, and waits for it.
-func (b *background) stop() {
-	if b != nil {
-		b.cancel()
-		<-b.done
-	}
-}
-
-// stopBackground stops what the row started early and nothing waited for: a row that
-// failed before the stage that needed it, or was interrupted.
-func (r *row) stopBackground() {
-	r.stopEarlyBuild()
-	r.bench.stop()
-	r.native.stop()
-	r.early.stop()
-	r.early = nil
-}
-
-// earlyServer is the server the overlapped order starts with the correctness case: it
-// loads beside the case, and the serve stage takes it once the case passed.
-type earlyServer struct {
-	l      *serverLaunch
-	cancel context.CancelFunc
-	done   chan struct{}
-	srv    serving.Server
-	err    error
-}
-
-// startServerEarly starts the server as the correctness case begins, when the plan says
-// it fits and the bundle already exists (a case that builds the bundle the server serves
-// comes first); ctx is the row's, as the server outlives the case.
-func (r *row) startServerEarly(ctx context.Context, byCase bool) error {
+// serverEarly says whether the server starts with the correctness case: when the plan
+// says it fits, and the bundle already exists (a case that builds the bundle the server
+// serves comes first), and the run serves at all.
+func (r *row) serverEarly(b bundle) bool {
 	switch {
 	case !r.plan.serverEarly:
-		return nil
-	case byCase:
+	case b.info != nil && b.info.ByCorrectness:
 		r.plan.serverEarly, r.plan.serverWhy = false, "the correctness case builds the bundle the server serves: the server starts once the case passed"
-		return nil
 	case r.s.cfg.CorrectnessOnly:
 		r.plan.serverEarly, r.plan.serverWhy = false, "a correctness-only run serves nothing"
-		return nil
 	}
-	l, err := r.prepareServer(ctx, schema.StageCorrectness)
-	if err != nil {
-		return fmt.Errorf("the server's start beside the correctness case: %w", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	e := &earlyServer{l: l, cancel: cancel, done: make(chan struct{})}
-	r.prog.printf("server: started now (%s runtime) to load beside the correctness case; the benchmark waits for the case", l.runtime)
-	go func() {
-		defer close(e.done)
-		e.srv, e.err = serving.Start(ctx, l.ss, l.opts...)
-	}()
-	r.early = e
-	return nil
-}
-
-// launch is what the early server was started with; nil when none was.
-func (e *earlyServer) launch() *serverLaunch {
-	if e == nil {
-		return nil
-	}
-	return e.l
-}
-
-// wait waits until the server is ready, or failed to be.
-func (e *earlyServer) wait() (serving.Server, error) {
-	<-e.done
-	return e.srv, e.err
-}
-
-// stop ends a start still waiting for readiness, and stops a server nothing took.
-func (e *earlyServer) stop() {
-	if e == nil {
-		return
-	}
-	e.cancel()
-	<-e.done
-	if e.srv != nil {
-		e.srv.Stop(context.Background())
-	}
-}
-
-// duringRecorder records a command with the stage it started in.
-type duringRecorder struct {
-	serving.Recorder
-	during string
-}
-
-func (d duringRecorder) Record(rec schema.CommandRecord) error {
-	rec.During = d.during
-	return d.Recorder.Record(rec)
-}
-
-// startRecorder is a duringRecorder that keeps the command's start, as written.
-type startRecorder struct {
-	duringRecorder
-	start *time.Time
-}
-
-func (s startRecorder) Record(rec schema.CommandRecord) error {
-	*s.start = rec.Start
-	return s.duringRecorder.Record(rec)
-}
-
-// startNativePreload starts the family's batch program with the serve stage: it loads
-// the model beside the server and waits for its items, which identity writes once the
-// server has stopped.
-func (r *row) startNativePreload(ctx context.Context) error {
-	total := r.c.Bench.Measured + r.c.Bench.Warmup
-	wait := r.c.Deadline.Ready + time.Duration(total+3)*r.c.Deadline.Request + 10*time.Minute
-	spec := r.batchSpec()
-	spec.WaitItems = wait
-	cmd, err := r.c.Adapter.NativeBatch(r.env, spec)
-	if err != nil {
-		return fmt.Errorf("native batch preload: %w", err)
-	}
-	for _, d := range []string{r.nativeInDir(), filepath.Dir(spec.Report)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
-	os.Remove(spec.Items)
-	r.prog.printf("native batch: started now to load beside the server; it waits for its items until identity")
-	b, err := r.startJob(ctx, schema.StageIdentity, schema.StageServe, cmd, schema.NativeBatchLog, wait+time.Duration(total+1)*r.c.Deadline.Native, nil, r.batchMounts(spec)...)
-	if err != nil {
-		return fmt.Errorf("native batch preload: %w", err)
-	}
-	r.native = b
-	return nil
-}
-
-// earlyBuild is the build stage's work, begun during preflight: the build stage takes
-// its outcome.
-type earlyBuild struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
-
-	mu         sync.Mutex
-	stageStart time.Time // when the build stage began; zero while preflight runs
-	firstEarly time.Time // the start of the first command recorded During preflight
-}
-
-// began marks the build stage's start: a command of the build starting after it is no
-// longer early.
-func (b *earlyBuild) began(t time.Time) {
-	b.mu.Lock()
-	b.stageStart = t
-	b.mu.Unlock()
-}
-
-// early says whether a command that started at t started before the build stage.
-func (b *earlyBuild) early(t time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.stageStart.IsZero() || t.Before(b.stageStart)
+	return r.plan.serverEarly
 }
 
 const buildEarlyWhy = "the build started beside preflight's slow checks (AIPerf's version, the family's own checks and probes), which it needs none of; a failed preflight stops it"
 
-// startBuildEarly begins the build stage's work during preflight, once what the build
-// needs of the host is known (the fixtures, the runtime, the GPUs), when the order allows
-// and the build runs as processes: a build in the family's image waits for the image,
-// which preflight's probes prepare.
-func (r *row) startBuildEarly(ctx context.Context) {
+// buildEarly says whether the build begins during preflight, once what the build needs
+// of the host is known (the fixtures, the runtime, the GPUs): when the order allows and
+// the build runs as processes (a build in the family's image waits for the image, which
+// preflight's probes prepare).
+func (r *row) buildEarly() bool {
 	switch {
 	case r.s.cfg.Serial:
 		r.plan.buildWhy = serialWhy
-		return
 	case r.inImage(schema.StageBuild):
 		r.plan.buildWhy = "the build runs in the family's image, which preflight's probes prepare: it starts once preflight passed"
-		return
-	case r.preparesImage():
+	case r.spec.Probes != nil && r.inImage(schema.StagePreflight):
 		r.plan.buildWhy = "preflight prepares the family's image for its probes, whose context the build's tools may write: the build starts once preflight passed"
-		return
+	default:
+		r.plan.buildEarly, r.plan.buildWhy = true, buildEarlyWhy
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	b := &earlyBuild{cancel: cancel, done: make(chan struct{})}
-	// Its own progress, whose lines the build stage's subtest logs once it begins.
-	r.buildProg = r.newProgress(schema.StageBuild, nil, true)
-	r.earlyBuild = b
-	r.plan.buildEarly, r.plan.buildWhy = true, buildEarlyWhy
-	r.prog.printf("build: started now, beside preflight's slow checks")
-	go func() {
-		defer close(b.done)
-		b.err = r.buildNow(ctx)
-	}()
+	return r.plan.buildEarly
 }
 
-// preparesImage says whether preflight prepares the family's image (to run its probes there).
-func (r *row) preparesImage() bool {
-	return r.spec.Probes != nil && r.inImage(schema.StagePreflight)
-}
-
-// stopEarlyBuild stops a build begun during preflight that nothing will take, and waits
-// for it: its commands end, its partial bundle is removed.
-func (r *row) stopEarlyBuild() {
-	if b := r.earlyBuild; b != nil {
-		b.cancel()
-		<-b.done
+// command settles, in the calling stage, how c runs for stage (its options, and the
+// image) and returns the run, for a future: on the row's GPUs, its output in logRel,
+// within limit, its record saying the stage during which it started (during).
+func (r *row) command(ctx context.Context, stage, during string, c family.Command, logRel string, limit time.Duration, mounts ...family.Mount) (func(context.Context) (schema.CommandRecord, error), error) {
+	opts, err := r.options(ctx, stage, r.env.GPUs, duringRecorder{r.ev, during, nil}, mounts...)
+	if err != nil {
+		return nil, err
 	}
+	return func(ctx context.Context) (schema.CommandRecord, error) {
+		ctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		return serving.Run(ctx, c, r.ev.Path(logRel), opts...)
+	}, nil
 }
 
-// buildRecorder records the build's commands, those begun before the build stage with
-// During preflight.
-type buildRecorder struct {
+// duringRecorder records a command with the stage it started in ("" for its own), and
+// keeps its start as written when start is not nil.
+type duringRecorder struct {
 	serving.Recorder
-	b *earlyBuild
+	during string
+	start  *time.Time
 }
 
-func (d buildRecorder) Record(rec schema.CommandRecord) error {
-	if d.b.early(rec.Start) {
-		rec.During = schema.StagePreflight
-		d.b.mu.Lock()
-		if d.b.firstEarly.IsZero() || rec.Start.Before(d.b.firstEarly) {
-			d.b.firstEarly = rec.Start
-		}
-		d.b.mu.Unlock()
+func (d duringRecorder) Record(rec schema.CommandRecord) error {
+	rec.During = d.during
+	if d.start != nil {
+		*d.start = rec.Start
 	}
 	return d.Recorder.Record(rec)
-}
-
-// firstEarlyStart is when the first command recorded During preflight started; zero for
-// none (the build ran none before its stage began).
-func (b *earlyBuild) firstEarlyStart() time.Time {
-	if b == nil {
-		return time.Time{}
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.firstEarly
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 )
 
@@ -138,26 +139,26 @@ type gatedChecks struct {
 	fail bool
 }
 
-func (g gatedChecks) Describe(env Env, row Row) (Spec, error) {
+func (g gatedChecks) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	spec, err := g.FakeFamily.Describe(env, row)
 	spec.Requirements = g.requirements
 	return spec, err
 }
 
-func (g gatedChecks) requirements(env Env) []Requirement {
+func (g gatedChecks) requirements(env family.Env) []family.Requirement {
 	// Bounded only so that a build that never began early fails the test, not hangs it.
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
 		started, _ := filepath.Glob(filepath.Join(env.Root, ".cache", "bundles", "*", ".partial-*", "*.started"))
 		if len(started) > 0 {
 			if g.fail {
-				return []Requirement{{What: "a slow check found a fault on purpose, while the build ran", Fix: "nothing: a test fault"}}
+				return []family.Requirement{{What: "a slow check found a fault on purpose, while the build ran", Fix: "nothing: a test fault"}}
 			}
 			os.WriteFile(strings.TrimSuffix(started[0], ".started")+".release", nil, 0o644)
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return []Requirement{{What: "the build's command never began while preflight's checks ran", Fix: "nothing: the test's finding"}}
+	return []family.Requirement{{What: "the build's command never began while preflight's checks ran", Fix: "nothing: the test's finding"}}
 }
 
 // buildRecords are the build stage's command records of the row.
@@ -241,4 +242,33 @@ func TestFailedPreflightStopsTheEarlyBuild(t *testing.T) {
 	assert.Empty(t, entries, "no partial bundle left")
 	require.NotNil(t, res.TimeBudget.Overlap)
 	assert.True(t, res.TimeBudget.Overlap.BuildEarly)
+}
+
+// Every stage's heartbeat ends with its stage, the build's begun during preflight too:
+// once the row reported, no progress line comes (a heartbeat left running would log into
+// a subtest that has ended, and print on forever).
+func TestNoHeartbeatOutlivesItsStage(t *testing.T) {
+	p := newPipeline(t, false)
+	var out lockedLines
+	p.cfg.Progress, p.cfg.Heartbeat = &out, 20*time.Millisecond
+	s := p.start(t)
+	c := p.row("heartbeats", "")
+	c.Adapter = gatedChecks{FakeFamily: FakeFamily{Fault: faultGatedBuild}}
+	res, err := s.Run(context.Background(), c, t.TempDir(), Reproduce(t.Name()))
+	require.NoError(t, err)
+	require.True(t, res.TimeBudget.Overlap.BuildEarly, res.TimeBudget.Overlap.BuildWhy)
+	n := len(out.all())
+	time.Sleep(200 * time.Millisecond)
+	assert.Equal(t, out.all()[:n], out.all(), "no line after the row reported")
+}
+
+// The pipeline wires exactly schema.Stages, in order: the subtests (StageNames) and the
+// rule that a passing row passed every stage read that list.
+func TestPipelineWiresSchemaStages(t *testing.T) {
+	var names []string
+	for _, st := range (&row{res: &schema.Result{}}).stages(&made{}) {
+		names = append(names, st.name)
+	}
+	assert.Equal(t, schema.Stages, names)
+	assert.Equal(t, append(slices.Clone(schema.Stages), schema.StageReport), StageNames())
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
@@ -254,7 +255,7 @@ func TestPipelineBrokenFixtureReasonLeadsWithTheFix(t *testing.T) {
 }
 
 func TestReasonLineLeadsWithTheFixes(t *testing.T) {
-	missing := Missing([]Requirement{{What: "python not found at /x", Fix: "make setup"}, {What: "no GPU", Fix: ""}, {What: "a\nb", Fix: "do c"}})
+	missing := Missing([]family.Requirement{{What: "python not found at /x", Fix: "make setup"}, {What: "no GPU", Fix: ""}, {What: "a\nb", Fix: "do c"}})
 	assert.Equal(t, "fix: make setup; do c; 3 requirement(s) not met: python not found at /x; no GPU; a; b", reasonLine(missing.Error()))
 	assert.Equal(t, "2 problem(s): the first (+1 more lines)", reasonLine("2 problem(s):\n- the first\n- the second"))
 	assert.Equal(t, "server exited 1: log tail follows", reasonLine("server exited 1: log tail follows\nline\nline"))
@@ -623,11 +624,7 @@ func TestPipelineBundleVoucherMustCheck(t *testing.T) {
 	first, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)
 	require.False(t, first.Bundle.Cached)
-	anotherProcess := func() { // as if a process other than this one had built it
-		bundleMu.Lock()
-		delete(builtHere, filepath.Dir(first.Bundle.Path))
-		bundleMu.Unlock()
-	}
+	anotherProcess := func() { builtHere.Delete(filepath.Dir(first.Bundle.Path)) } // as if a process other than this one had built it
 
 	anotherProcess()
 	p.cfg.RunID = "no-checker"
@@ -674,9 +671,7 @@ func TestABundleInUseIsNeverReplacedUnderIt(t *testing.T) {
 	defer held.unlock()
 	before, err := os.Stat(first.Bundle.Path)
 	require.NoError(t, err)
-	bundleMu.Lock()
-	delete(builtHere, entry) // as if another process had built it: this one trusts it not
-	bundleMu.Unlock()
+	builtHere.Delete(entry) // as if another process had built it: this one trusts it not
 	p.cfg.RunID = "beside"
 	res, err := p.start(t).Run(context.Background(), p.row("one", ""), t.TempDir(), Reproduce(t.Name()))
 	require.NoError(t, err)

@@ -33,6 +33,11 @@ type progress struct {
 	// hold keeps the lines printed before the stage's subtest began (pending), for attach.
 	hold    bool
 	pending []string
+	// early: the stage's work began during the stage before it (the build, during
+	// preflight); attached is when its own stage began, firstEarly the start of its
+	// first command recorded as begun before.
+	early                bool
+	attached, firstEarly time.Time
 }
 
 // attach hands the stage's subtest log to a progress begun before it: the lines so far,
@@ -45,32 +50,13 @@ func (p *progress) attach(say func(string)) {
 			say(line)
 		}
 	}
-	p.say, p.hold, p.pending = say, false, nil
-}
-
-// beginStage starts the heartbeat of one stage; end stops it before the stage returns,
-// so no line is logged after its subtest has finished.
-func (r *row) beginStage(name string, say func(string)) *progress {
-	if name == schema.StageBuild && r.buildProg != nil {
-		// The build began during preflight: its progress so far goes into this
-		// stage's log, and the rest as it comes.
-		r.earlyBuild.began(time.Now())
-		r.buildProg.attach(say)
-		r.prog = r.buildProg
-		return r.buildProg
-	}
-	p := r.newProgress(name, say, false)
-	r.prog = p
-	if name == schema.StageBuild {
-		r.buildProg = p
-	}
-	return p
+	p.say, p.hold, p.pending, p.attached = say, false, nil, time.Now()
 }
 
 // newProgress starts a stage's heartbeat; with hold (a stage's work begun before its
 // subtest) its lines wait for attach.
 func (r *row) newProgress(name string, say func(string), hold bool) *progress {
-	p := &progress{say: say, r: r, stage: name, start: time.Now(), done: make(chan struct{}), hold: hold}
+	p := &progress{say: say, r: r, stage: name, start: time.Now(), done: make(chan struct{}), hold: hold, early: hold}
 	every := r.s.cfg.Heartbeat
 	if every <= 0 {
 		every = DefaultHeartbeat
@@ -98,6 +84,40 @@ func (p *progress) end() {
 	p.mu.Lock()
 	p.say = nil
 	p.mu.Unlock()
+}
+
+// recorder records the stage's commands: those of work begun early that started before
+// its stage began, with During preflight.
+func (p *progress) recorder() serving.Recorder {
+	if !p.early {
+		return p.r.ev
+	}
+	return earlyRecorder{p}
+}
+
+type earlyRecorder struct{ p *progress }
+
+func (e earlyRecorder) Record(rec schema.CommandRecord) error {
+	p := e.p
+	p.mu.Lock()
+	if p.attached.IsZero() || rec.Start.Before(p.attached) {
+		rec.During = schema.StagePreflight
+		if p.firstEarly.IsZero() || rec.Start.Before(p.firstEarly) {
+			p.firstEarly = rec.Start
+		}
+	}
+	p.mu.Unlock()
+	return p.r.ev.Record(rec)
+}
+
+// earlyStart is when the first command recorded as begun early started; zero for none.
+func (p *progress) earlyStart() time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.firstEarly
 }
 
 // watch makes heartbeats quote the last line of path.

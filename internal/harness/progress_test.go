@@ -49,7 +49,7 @@ func TestHeartbeatQuotesTheLastLogLine(t *testing.T) {
 	r := progressRow(t, &out)
 	var said []string
 	var mu sync.Mutex
-	p := r.beginStage("build", func(s string) { mu.Lock(); said = append(said, s); mu.Unlock() })
+	p := r.newProgress("build", func(s string) { mu.Lock(); said = append(said, s); mu.Unlock() }, false)
 	log := r.ev.Path(schema.BuildLog)
 	p.watch(log)
 	require.Eventually(t, func() bool { return len(out.all()) > 0 }, 5*time.Second, 5*time.Millisecond)
@@ -74,7 +74,7 @@ func TestFollowRecordsPrintsOneLinePerRequest(t *testing.T) {
 	var out lockedLines
 	r := progressRow(t, &out)
 	r.s.cfg.Heartbeat = time.Hour
-	p := r.beginStage("benchmark", nil)
+	p := r.newProgress("benchmark", nil, false)
 	defer p.end()
 	path := filepath.Join(t.TempDir(), "records.jsonl")
 	stop := make(chan struct{})

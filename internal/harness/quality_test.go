@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 )
 
@@ -21,27 +22,27 @@ type FakeJudged struct {
 	Prompt string // the pair's instruction; "invert" is one the benchmark sends
 }
 
-func (f FakeJudged) Describe(env Env, row Row) (Spec, error) {
+func (f FakeJudged) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	spec, err := f.FakeFamily.Describe(env, row)
 	spec.Quality = f.quality
 	return spec, err
 }
 
-func (f FakeJudged) quality(env Env) (QualitySpec, error) {
+func (f FakeJudged) quality(env family.Env) (family.QualitySpec, error) {
 	file := filepath.Join(env.Root, "fixtures", "fake", "quality.json")
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return QualitySpec{}, err
+		return family.QualitySpec{}, err
 	}
 	var c schema.QualityCriteria
 	if err := json.Unmarshal(b, &c); err != nil {
-		return QualitySpec{}, err
+		return family.QualitySpec{}, err
 	}
-	return QualitySpec{Files: []string{file}, Criteria: c,
-		Pair: &QualityPair{Image: filepath.Join(env.Root, "fixtures", "fake", "a.png"), Prompt: f.Prompt, Reference: "reference/a-invert.png"}}, nil
+	return family.QualitySpec{Files: []string{file}, Criteria: c,
+		Pair: &family.QualityPair{Image: filepath.Join(env.Root, "fixtures", "fake", "a.png"), Prompt: f.Prompt, Reference: "reference/a-invert.png"}}, nil
 }
 
-func (f FakeJudged) Correctness(env Env, spec CorrectnessSpec) (CorrectnessCase, error) {
+func (f FakeJudged) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
 	cc, err := f.FakeFamily.Correctness(env, spec)
 	cc.Command.Env = append(cc.Command.Env, "QUALKIT_FAKE_PAIR="+filepath.Join(env.Root, "fixtures", "fake", "a.png"))
 	return cc, err
@@ -104,7 +105,7 @@ func TestPairLatentsHeldToTheCase(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(caseDir, "initial-latents.raw"), []byte("the case's noise"), 0o644))
 	require.NoError(t, os.Symlink(caseDir, filepath.Join(work, "correctness", "basetemp", "test_x_qcurrent")))
 	noise := bytesSHA256([]byte("the case's noise"))
-	pair := &QualityPair{CaseLatents: "basetemp/test_x*/initial-latents.raw", ServedLatents: "observation.initial_latents_sha256"}
+	pair := &family.QualityPair{CaseLatents: "basetemp/test_x*/initial-latents.raw", ServedLatents: "observation.initial_latents_sha256"}
 	for _, tc := range []struct{ name, records, want string }{
 		{"the case's noise", `{"request_id": "r1", "observation": {"initial_latents_sha256": "` + noise + `"}}`, ""},
 		{"another noise", `{"request_id": "r1", "observation": {"initial_latents_sha256": "` + bytesSHA256([]byte("x")) + `"}}`, "did not start from the case's own noise"},
@@ -112,11 +113,11 @@ func TestPairLatentsHeldToTheCase(t *testing.T) {
 		{"another request's", `{"request_id": "r2", "observation": {"initial_latents_sha256": "` + noise + `"}}`, "state no"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec, _ := FakeFamily{}.Describe(Env{}, Row{})
-			r := &row{env: Env{Work: work}, ev: &RowEvidence{Dir: t.TempDir()}, spec: spec}
+			spec, _ := FakeFamily{}.Describe(family.Env{}, family.Row{})
+			r := &row{env: family.Env{Work: work}, ev: &RowEvidence{Dir: t.TempDir()}, spec: spec}
 			require.NoError(t, os.MkdirAll(r.ev.Path("serve"), 0o755))
 			require.NoError(t, os.WriteFile(r.ev.Path(schema.RecordsFile), []byte(tc.records+"\n"), 0o644))
-			l := r.gatherLatents(pair, "r1")
+			l := r.gatherLatents(pair, filepath.Join(work, caseScratch), "r1")
 			err := judgeLatents(l, "r1")
 			assert.Equal(t, noise, l.CaseSHA256)
 			if tc.want == "" {

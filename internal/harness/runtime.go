@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"qualkit/internal/family"
 	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
@@ -29,18 +30,15 @@ func (r *row) inImage(stage string) bool {
 	return err != nil || slices.Contains(ci.Stages, stage)
 }
 
-// options are the serving options of a stage's commands: the command record, the row's
-// GPUs by UUID, and, when the stage runs in the image, the container with the family's
-// mounts and mounts, which the harness adds at their host paths.
-func (r *row) options(ctx context.Context, stage string, mounts ...Mount) ([]serving.Option, error) {
-	return r.optionsOn(ctx, stage, r.gpus, mounts...)
-}
-
-func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mounts ...Mount) ([]serving.Option, error) {
-	opts := []serving.Option{serving.WithRecorder(r.ev, stage)}
-	if stage == schema.StageBuild && r.earlyBuild != nil {
-		opts = []serving.Option{serving.WithRecorder(buildRecorder{r.ev, r.earlyBuild}, stage)}
+// options are the serving options of a stage's commands: the command record (rec, nil
+// for the row's evidence as is), the GPUs by UUID, and, when the stage runs in the image,
+// the container with the family's mounts and mounts, which the harness adds at their
+// host paths.
+func (r *row) options(ctx context.Context, stage string, gpus []gpu.Device, rec serving.Recorder, mounts ...family.Mount) ([]serving.Option, error) {
+	if rec == nil {
+		rec = r.ev
 	}
+	opts := []serving.Option{serving.WithRecorder(rec, stage)}
 	if r.s.cfg.Reaper != nil {
 		opts = append(opts, serving.WithGroupTracker(r.s.cfg.Reaper))
 	}
@@ -74,8 +72,8 @@ func (r *row) optionsOn(ctx context.Context, stage string, gpus []gpu.Device, mo
 // one path, and a folder inside a folder mounted at its own path needs no mount of its
 // own when the outer one gives at least its access. Of two mounts of one path with the
 // same access, the first stays.
-func nested(ms []Mount) []Mount {
-	var out []Mount
+func nested(ms []family.Mount) []family.Mount {
+	var out []family.Mount
 	for i, m := range ms {
 		if !covered(m, i, ms) {
 			out = append(out, m)
@@ -84,7 +82,7 @@ func nested(ms []Mount) []Mount {
 	return out
 }
 
-func covered(m Mount, i int, ms []Mount) bool {
+func covered(m family.Mount, i int, ms []family.Mount) bool {
 	if m.Host != m.Container {
 		return false
 	}
@@ -102,10 +100,17 @@ func covered(m Mount, i int, ms []Mount) bool {
 	return false
 }
 
-// image makes the family's image present, once per row, and records it in the result.
+// rowImage is the family's image as the row prepared it, and what results.json says of it.
+type rowImage struct {
+	img  serving.Image
+	info *schema.ContainerInfo
+	err  error
+}
+
+// image makes the family's image present, once per row.
 func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
-	if r.img != nil {
-		return *r.img, nil
+	if r.img != nil && r.img.err == nil {
+		return r.img.img, nil
 	}
 	ci, err := r.c.Adapter.Image(r.env)
 	if err != nil {
@@ -117,7 +122,7 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 		what = ci.Dockerfile + ", its context staged from its COPY lines"
 	}
 	r.prog.printf("preparing the image (%s)", orDash(what))
-	unlock := r.s.lockKey("image\x00" + ci.Ref + "\x00" + ci.Context + "\x00" + ci.Dockerfile + "\x00" + strings.Join(ci.CopyRoots, "\x00")) // rows side by side prepare it once at a time
+	unlock := r.s.keys.lock("image\x00" + ci.Ref + "\x00" + ci.Context + "\x00" + ci.Dockerfile + "\x00" + strings.Join(ci.CopyRoots, "\x00")) // rows side by side prepare it once at a time
 	img, err := serving.PrepareImage(ctx, spec, r.s.Evidence.RunID, r.c.Name, r.ev.Path(schema.ImageBuildLog), serving.WithRecorder(r.ev, stage))
 	unlock()
 	info := &schema.ContainerInfo{ImageID: img.ID, ImageRef: img.Ref, BuildS: img.BuildS}
@@ -127,42 +132,33 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 	if d := r.s.daemon; d != nil {
 		info.DockerEndpoint, info.DockerVersion = d.Endpoint, d.ServerVersion
 	}
-	r.result.Container = info
+	r.img = &rowImage{img: img, info: info, err: err}
 	if err != nil {
 		return img, fmt.Errorf("image: %w", err)
 	}
-	r.img = &img
 	r.env.ImageID = img.ID
 	return img, nil
 }
 
-// job runs one command of a stage to completion, where the stage runs, with its output in
-// logRel (the log the stage's heartbeat quotes).
-func (r *row) job(ctx context.Context, stage string, c Command, logRel string, mounts ...Mount) (schema.CommandRecord, error) {
-	return r.jobOn(ctx, stage, c, logRel, r.gpus, mounts...)
-}
-
-// jobOn is job on the given GPUs (a subset of the row's).
-func (r *row) jobOn(ctx context.Context, stage string, c Command, logRel string, gpus []gpu.Device, mounts ...Mount) (schema.CommandRecord, error) {
-	opts, err := r.optionsOn(ctx, stage, gpus, mounts...)
+// job runs one command of the stage p reports for to completion, where the stage runs,
+// on gpus (the row's, or some of them), with its output in logRel (the log the stage's
+// heartbeat quotes).
+func (r *row) job(ctx context.Context, p *progress, c family.Command, logRel string, gpus []gpu.Device, mounts ...family.Mount) (schema.CommandRecord, error) {
+	opts, err := r.options(ctx, p.stage, gpus, p.recorder(), mounts...)
 	if err != nil {
 		return schema.CommandRecord{}, err
 	}
 	log := r.ev.Path(logRel)
-	if stage == schema.StageBuild {
-		r.buildProg.watch(log) // the build may have begun during preflight, beside its stage's progress
-	} else {
-		r.prog.watch(log)
-	}
+	p.watch(log)
 	return serving.Run(ctx, c, log, opts...)
 }
 
 // at mounts host paths at the same paths: the bundle, records, artifacts and files the
 // harness hands a command need no mapping inside the container.
-func at(readOnly bool, paths ...string) []Mount {
-	out := make([]Mount, len(paths))
+func at(readOnly bool, paths ...string) []family.Mount {
+	out := make([]family.Mount, len(paths))
 	for i, p := range paths {
-		out[i] = Mount{Host: p, Container: p, ReadOnly: readOnly}
+		out[i] = family.Mount{Host: p, Container: p, ReadOnly: readOnly}
 	}
 	return out
 }

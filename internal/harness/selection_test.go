@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/family"
 )
 
 // Selection matches the way go test does: per slash-separated element, alternatives
@@ -41,11 +43,11 @@ func TestSelectionMatchesLikeGoTest(t *testing.T) {
 }
 
 func TestNestedMountsKeepOnePerPath(t *testing.T) {
-	ro := func(p string) Mount { return Mount{Host: p, Container: p, ReadOnly: true} }
-	rw := func(p string) Mount { return Mount{Host: p, Container: p} }
-	got := nested([]Mount{rw("/w"), rw("/w/scratch"), ro("/w/ro"), ro("/b"), rw("/b"), ro("/c"), ro("/c"),
+	ro := func(p string) family.Mount { return family.Mount{Host: p, Container: p, ReadOnly: true} }
+	rw := func(p string) family.Mount { return family.Mount{Host: p, Container: p} }
+	got := nested([]family.Mount{rw("/w"), rw("/w/scratch"), ro("/w/ro"), ro("/b"), rw("/b"), ro("/c"), ro("/c"),
 		{Host: "/src", Container: "/src"}, {Host: "/cache/x", Container: "/src/build"}, ro("/other/rw-under-ro"), ro("/other")})
-	assert.Equal(t, []Mount{rw("/w"), rw("/b"), ro("/c"), {Host: "/src", Container: "/src"}, {Host: "/cache/x", Container: "/src/build"}, ro("/other")}, got)
+	assert.Equal(t, []family.Mount{rw("/w"), rw("/b"), ro("/c"), {Host: "/src", Container: "/src"}, {Host: "/cache/x", Container: "/src/build"}, ro("/other")}, got)
 }
 
 // Selection is a re-implementation of go test's matcher (the testing package exports

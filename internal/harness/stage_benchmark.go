@@ -9,20 +9,19 @@ import (
 	"strings"
 	"time"
 
+	"qualkit/internal/family"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 	"qualkit/internal/wire"
 )
 
-// benchmark runs AIPerf, then checks what AIPerf does not: every response is a real PNG
-// of the requested size, and every measured request has both a client latency and a
-// server Task time.
-func (r *row) benchmark(ctx context.Context) error {
-	if r.bench == nil {
-		if err := r.startBenchmark(ctx, "", r.server.URL()); err != nil {
-			return err
-		}
-	} else {
-		r.prog.printf("AIPerf: started with the server %s ago; waiting for it", time.Since(r.bench.started).Round(time.Second))
+// benchmark waits for AIPerf (begun with the server, or now), then checks what AIPerf
+// does not: every response is a real PNG of the requested size, and every measured
+// request has both a client latency and a server Task time.
+func (r *row) benchmark(ctx context.Context, fx *fixtures.Workload, srv serving.Server, bench *future[schema.CommandRecord]) (*benchmarkResult, error) {
+	if bench.early {
+		r.prog.printf("AIPerf: started with the server %s ago; waiting for it", time.Since(bench.begun).Round(time.Second))
 	}
 	total := r.c.Bench.Measured + r.c.Bench.Warmup
 	stopFollow := make(chan struct{})
@@ -32,45 +31,41 @@ func (r *row) benchmark(ctx context.Context) error {
 		r.prog.followRecords(r.ev.Path(schema.RecordsFile), total, stopFollow)
 	}()
 	r.prog.watch(r.ev.Path(schema.AIPerfLog))
-	_, runErr := r.waitBenchmark(ctx)
+	_, runErr := r.waitBenchmark(ctx, srv, bench)
 	close(stopFollow)
 	<-followed
 	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.AIPerfArtifacts))
-	in := benchmarkInput{RunErr: runErr, Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Size: r.result.Settings["size"], Timing: r.spec.Timing}
+	in := benchmarkInput{RunErr: runErr, Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Size: fx.FormSettings()["size"], Timing: r.spec.Timing}
 	in.Export, in.ExportErr = ReadExport(artifacts)
 	if in.Export != nil {
 		r.gatherBenchmark(&in)
 	}
 	v := judgeBenchmark(in)
 	if in.Export == nil {
-		return v.Err
+		return nil, v.Err
 	}
-	b := &benchmarkResult{export: in.Export, httpPNG: map[string][]byte{}}
-	r.benchmarked = b
-	r.result.ClientErrors = &v.ClientErrors
+	b := &benchmarkResult{export: in.Export, httpPNG: map[string][]byte{}, clientErrors: v.ClientErrors, timing: v.Timing}
 	for _, o := range v.Outputs {
 		b.httpPNG[o.RequestID] = o.PNG
 		if err := r.ev.WriteFile(schema.IdentityPNG(o.Index, o.Phase, schema.SideHTTP), o.PNG); err != nil {
-			return err
+			return b, err
 		}
 	}
 	if t := v.Timing; t != nil {
 		b.clientMs, b.taskMs = t.ClientMs, t.TaskMs
-		if t.HTTP != nil {
-			r.result.HTTP, r.result.Task, r.result.TaskSource = t.HTTP, t.Task, t.Source
-			r.result.Overhead, r.result.ImagesPerS, r.result.FirstRequest = t.Overhead, t.ImagesPerS, t.FirstRequest
-		}
 	}
-	return v.Err
+	return b, v.Err
 }
 
 // benchmarkResult is what the benchmark stage hands to the stages after it: AIPerf's
-// export, the PNG each valid HTTP response carried and the measured requests' client
-// and Task times, by request id.
+// export, the PNG each valid HTTP response carried, the measured requests' client and
+// Task times by request id, the failed requests and the timing results.json states.
 type benchmarkResult struct {
 	export           *Export
 	httpPNG          map[string][]byte
 	clientMs, taskMs map[string]float64
+	clientErrors     int
+	timing           *benchmarkTiming
 }
 
 // gatherBenchmark reads what judging AIPerf's export needs beyond it: what each
@@ -118,7 +113,7 @@ type benchmarkInput struct {
 	Responses        []benchmarkResponse
 	Measured, Warmup int
 	Size             string
-	Timing           TimingSource
+	Timing           family.TimingSource
 	RecordTasks      map[string]float64 // Task times by request id, when the records are read for them
 	RecordTasksErr   error
 	RecordIDs        map[string]bool // request ids of the records, when the body is the source and they are joined
@@ -241,67 +236,85 @@ const aiperfAfterServer = 5 * time.Second
 // waitBenchmark waits for AIPerf, and stops it once the server has died: AIPerf waiting
 // for a model that will never be listed, or sending to a port nobody answers, would run
 // on until its own limits.
-func (r *row) waitBenchmark(ctx context.Context) (schema.CommandRecord, error) {
+func (r *row) waitBenchmark(ctx context.Context, srv serving.Server, bench *future[schema.CommandRecord]) (schema.CommandRecord, error) {
+	bench.begin()
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
-		case <-r.bench.done:
-			return r.bench.wait()
+		case <-bench.done:
+			return bench.wait()
 		case <-tick.C:
-			if died := r.server.Died(context.WithoutCancel(ctx)); died != nil {
+			if died := srv.Died(context.WithoutCancel(ctx)); died != nil {
 				// AIPerf sending to a dead port ends by itself within a moment, its
 				// errors exported; one still probing for the model does not.
 				r.prog.printf("the server died while AIPerf ran (%v): AIPerf has %s to end", died, aiperfAfterServer)
 				select {
-				case <-r.bench.done:
+				case <-bench.done:
 				case <-time.After(aiperfAfterServer):
 					r.prog.printf("stopping AIPerf: the server it waits for is gone")
-					r.bench.stop()
+					bench.stop(nil)
 				}
-				return r.bench.wait()
+				return bench.wait()
 			}
 		}
 	}
 }
 
-// startBenchmark starts AIPerf against url, in the background: from the benchmark stage
-// (during ""), or from serve while the server loads (during serve), when AIPerf waits
-// for the model to be listed before its first request.
-func (r *row) startBenchmark(ctx context.Context, during, url string) error {
-	input, err := r.fx.AIPerfInput(r.proto)
+// aiperf is AIPerf's run against url: begun now when early (from serve, while the
+// server loads: AIPerf waits for the model to be listed before its first request), else
+// when the benchmark stage waits for it.
+func (r *row) aiperf(ctx context.Context, fx *fixtures.Workload, url string, early bool) (*future[schema.CommandRecord], error) {
+	var tmp string
+	f, err := later(ctx, early, func(ctx context.Context) (func(context.Context) (schema.CommandRecord, error), error) {
+		input, err := fx.AIPerfInput(r.proto())
+		if err != nil {
+			return nil, err
+		}
+		if err := r.ev.WriteFile(schema.AIPerfInputs, input); err != nil {
+			return nil, err
+		}
+		run := AIPerfRun{
+			URL: url, Model: r.c.Model, Input: r.ev.Path(schema.AIPerfInputs), Endpoint: r.proto().AIPerfEndpoint(fx.ExtraInputs()),
+			Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
+			ArtifactDir: filepath.Join(r.ev.Dir, filepath.FromSlash(schema.AIPerfArtifacts)), RequestTimeout: r.c.Deadline.Request,
+		}
+		total := r.c.Bench.Measured + r.c.Bench.Warmup
+		limit := time.Duration(total)*r.c.Deadline.Request + 5*time.Minute
+		during := ""
+		if early {
+			during, run.WaitForModel = schema.StageServe, r.c.Deadline.Ready+time.Minute
+			limit += run.WaitForModel
+			r.prog.printf("AIPerf: started now, while the server loads; it waits up to %s for GET /v1/models to list %s", run.WaitForModel, r.c.Model)
+		}
+		r.prog.printf("AIPerf: %d measured + %d warmup requests, concurrency 1", r.c.Bench.Measured, r.c.Bench.Warmup)
+		if run.TempDir, err = os.MkdirTemp(aiperfTempBase(), "aiperf-"); err != nil {
+			return nil, fmt.Errorf("AIPerf's temp folder: %w", err)
+		}
+		tmp = run.TempDir
+		if rp := r.s.cfg.Reaper; rp != nil {
+			rp.Remove(run.TempDir) // it may lie outside this process's temp folder (aiperfTempBase)
+		}
+		cmd, err := r.command(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), schema.AIPerfLog, limit)
+		if err != nil {
+			os.RemoveAll(run.TempDir)
+			return nil, err
+		}
+		return func(ctx context.Context) (schema.CommandRecord, error) {
+			defer os.RemoveAll(run.TempDir)
+			return cmd(ctx)
+		}, nil
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := r.ev.WriteFile(schema.AIPerfInputs, input); err != nil {
-		return err
-	}
-	run := AIPerfRun{
-		URL: url, Model: r.c.Model, Input: r.ev.Path(schema.AIPerfInputs), Endpoint: r.proto.AIPerfEndpoint(r.fx.ExtraInputs()),
-		Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Seed: r.c.Bench.Seed,
-		ArtifactDir: filepath.Join(r.ev.Dir, filepath.FromSlash(schema.AIPerfArtifacts)), RequestTimeout: r.c.Deadline.Request,
-	}
-	total := r.c.Bench.Measured + r.c.Bench.Warmup
-	limit := time.Duration(total)*r.c.Deadline.Request + 5*time.Minute
-	if during != "" {
-		run.WaitForModel = r.c.Deadline.Ready + time.Minute
-		limit += run.WaitForModel
-		r.prog.printf("AIPerf: started now, while the server loads; it waits up to %s for GET /v1/models to list %s", run.WaitForModel, r.c.Model)
-	}
-	r.prog.printf("AIPerf: %d measured + %d warmup requests, concurrency 1", r.c.Bench.Measured, r.c.Bench.Warmup)
-	if run.TempDir, err = os.MkdirTemp(aiperfTempBase(), "aiperf-"); err != nil {
-		return fmt.Errorf("AIPerf's temp folder: %w", err)
-	}
-	if rp := r.s.cfg.Reaper; rp != nil {
-		rp.Remove(run.TempDir) // it may lie outside this process's temp folder (aiperfTempBase)
-	}
-	b, err := r.startJob(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), schema.AIPerfLog, limit,
-		func() { os.RemoveAll(run.TempDir) })
-	if err != nil {
-		return err
-	}
-	r.bench = b
-	return nil
+	r.stops.add(func() {
+		f.stop(nil)
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+	})
+	return f, nil
 }
 
 // judgeTiming joins AIPerf's client latency with the server's Task time for every

@@ -16,41 +16,43 @@ import (
 	"sync"
 	"time"
 
+	"qualkit/internal/family"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/schema"
 )
 
-// build makes the family's programs, then the bundle, reusing a cached bundle only when
-// its key (checkpoint, revision, profile, build settings, builder hash) matches.
-func (r *row) build(ctx context.Context) error {
-	if b := r.earlyBuild; b != nil {
-		r.prog.printf("build: begun during preflight; waiting for it")
-		<-b.done
-		return b.err
-	}
-	return r.buildNow(ctx)
+// bundle is what the build made: the bundle's path and sha256 (empty when the
+// correctness case builds it), what results.json says of it, and the read lock on its
+// cache entry, held until the row ends.
+type bundle struct {
+	path, sha string
+	info      *schema.BundleInfo
+	entry     *entryLock
+	toolsS    float64 // the family's tool commands
 }
 
-// buildNow is the build stage's work: the family's tools, then the bundle from the cache
-// or built. It may begin during preflight (startBuildEarly): its lines go to r.buildProg.
-func (r *row) buildNow(ctx context.Context) error {
+// build makes the family's programs, then the bundle, reusing a cached bundle only when
+// its key (checkpoint, revision, profile, build settings, builder hash) matches. It may
+// begin during preflight: it reports through p, its own progress.
+func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b bundle, err error) {
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Build)
 	defer cancel()
 	if r.inImage(schema.StageBuild) {
 		// The image first: the family's tools and settings may depend on it.
 		if _, err := r.image(ctx, schema.StageBuild); err != nil {
-			return err
+			return b, err
 		}
 	}
 	tools, err := r.c.Adapter.Tools(r.env)
 	if err != nil {
-		return fmt.Errorf("family tools: %w", err)
+		return b, fmt.Errorf("family tools: %w", err)
 	}
-	if err := r.tools(ctx, tools.Commands); err != nil {
-		return err
+	if b.toolsS, err = r.tools(ctx, p, tools.Commands); err != nil {
+		return b, err
 	}
 	builderSHA, err := pathSHA256(tools.Builder)
 	if err != nil {
-		return fmt.Errorf("builder %s: %w", tools.Builder, err)
+		return b, fmt.Errorf("builder %s: %w", tools.Builder, err)
 	}
 	settings := tools.Settings
 	key := cacheKey(map[string]any{
@@ -58,7 +60,7 @@ func (r *row) buildNow(ctx context.Context) error {
 		"revision": r.c.Revision, "build_settings": settings, "builder_sha256": builderSHA,
 	})
 	info := &schema.BundleInfo{CacheKey: key, Builder: builderSHA, Settings: settings}
-	r.result.Bundle = info
+	b.info = info
 	cache := r.spec.BundleDir
 	if cache == "" {
 		cache = filepath.Join(r.s.cfg.Root, ".cache", "bundles")
@@ -68,74 +70,72 @@ func (r *row) buildNow(ctx context.Context) error {
 	meta := filepath.Join(dir, entryFile)
 	partial := filepath.Join(dir, fmt.Sprintf(".partial-%d", os.Getpid()))
 	out := filepath.Join(partial, r.c.Profile+".bundle")
-	ref := r.fx.ImagePath(r.fx.Pairs[0].Image)
+	ref := fx.ImagePath(fx.Pairs[0].Image)
 	if r.spec.BundleByCase {
 		// The family's correctness case builds the bundle: it is found, hashed and
 		// recorded when that case passed, and never taken from the cache.
 		info.ByCorrectness = true
-		r.buildProg.printf("the bundle is built by the family's correctness case (next stage)")
-		return r.ev.WriteJSON(schema.BundleFile, info)
+		p.printf("the bundle is built by the family's correctness case (next stage)")
+		return b, r.ev.WriteJSON(schema.BundleFile, info)
 	}
 
 	// Rows running side by side may build the same bundle: one builds, the others
 	// wait and take it from the cache. Rows of other processes are kept apart by the
-	// entry's lock (entrylock.go), held until the row ends (unlockEntry).
-	defer lockBundle(dir)()
+	// entry's lock (entrylock.go), held until the row ends.
+	defer bundleLocks.lock(dir)()
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return err
+		return b, err
 	}
 	lockPath := dir + ".lock"
-	use, err := lockEntry(ctx, lockPath, false, true)
-	if err != nil {
-		return fmt.Errorf("bundle cache: %w", err)
+	if b.entry, err = lockEntry(ctx, lockPath, false, true); err != nil {
+		return b, fmt.Errorf("bundle cache: %w", err)
 	}
-	r.entry = use
-	if !r.s.cfg.Rebuild || r.s.builtThisRun(key) {
+	// With -rebuild, the rows after the first take this run's fresh build from the cache.
+	if _, fresh := r.s.built.Load(key); !r.s.cfg.Rebuild || fresh {
 		entry, err := r.s.trustedEntry(meta, final, key)
 		if err == nil {
 			info.Path, info.SHA256, info.Cached = final, entry.SHA256, true
 			info.BuiltBy, info.EntrySHA256 = entry.BuiltBy, entry.EntrySHA256
 		} else if !errors.Is(err, os.ErrNotExist) {
-			r.buildProg.printf("bundle cache entry %s not reused: %v; building it again", key, err)
+			p.printf("bundle cache entry %s not reused: %v; building it again", key, err)
 		}
 	}
 	if !info.Cached {
 		// Building it again replaces the entry: only when no other row holds it.
-		r.unlockEntry()
-		switch use, err := lockEntry(ctx, lockPath, true, false); {
+		b.entry.unlock()
+		switch b.entry, err = lockEntry(ctx, lockPath, true, false); {
 		case err == nil:
-			r.entry = use
-			if err := r.buildEntry(ctx, info, dir, partial, out, final, meta, ref); err != nil {
-				return err
+			if err := r.buildEntry(ctx, p, info, dir, partial, out, final, meta, ref); err != nil {
+				return b, err
 			}
-			if err := use.share(); err != nil {
-				return fmt.Errorf("bundle cache: %w", err)
+			if err := b.entry.share(); err != nil {
+				return b, fmt.Errorf("bundle cache: %w", err)
 			}
-			r.s.markBuilt(key)
-			markBuiltHere(dir, info.SHA256)
+			r.s.built.Store(key, true)
+			builtHere.Store(dir, info.SHA256)
 		case errors.Is(err, errEntryBusy):
 			info.Private = "cache entry " + key + " is held by another run, which may be reading it: this row built its own bundle in its work folder and cached nothing"
-			r.buildProg.printf("bundle: %s", info.Private)
+			p.printf("bundle: %s", info.Private)
 			own := filepath.Join(r.env.Work, "bundle")
 			final = filepath.Join(own, r.c.Profile+".bundle")
-			if err := r.buildBundle(ctx, info, own, final, ref); err != nil {
-				return err
+			if err := r.buildBundle(ctx, p, info, own, final, ref); err != nil {
+				return b, err
 			}
 		default:
-			return fmt.Errorf("bundle cache: %w", err)
+			return b, fmt.Errorf("bundle cache: %w", err)
 		}
 	}
 	info.Bytes = pathSize(final)
-	r.bundle, r.bundleSHA = final, info.SHA256
-	return r.ev.WriteJSON(schema.BundleFile, info)
+	b.path, b.sha = final, info.SHA256
+	return b, r.ev.WriteJSON(schema.BundleFile, info)
 }
 
 // buildEntry builds the bundle into the cache entry dir (held with the write lock):
 // into a partial folder first, then renamed to final, then its bundle.json.
-func (r *row) buildEntry(ctx context.Context, info *schema.BundleInfo, dir, partial, out, final, meta, ref string) error {
+func (r *row) buildEntry(ctx context.Context, p *progress, info *schema.BundleInfo, dir, partial, out, final, meta, ref string) error {
 	os.RemoveAll(dir)
 	defer os.RemoveAll(partial)
-	if err := r.buildBundle(ctx, info, partial, out, ref); err != nil {
+	if err := r.buildBundle(ctx, p, info, partial, out, ref); err != nil {
 		return err
 	}
 	if err := os.Rename(out, final); err != nil {
@@ -151,16 +151,16 @@ func (r *row) buildEntry(ctx context.Context, info *schema.BundleInfo, dir, part
 }
 
 // buildBundle runs the family's build command writing out inside folder, then hashes it.
-func (r *row) buildBundle(ctx context.Context, info *schema.BundleInfo, folder, out, ref string) error {
+func (r *row) buildBundle(ctx context.Context, p *progress, info *schema.BundleInfo, folder, out, ref string) error {
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return err
 	}
-	cmd, err := r.c.Adapter.Build(r.env, BuildSpec{Out: out, Reference: ref})
+	cmd, err := r.c.Adapter.Build(r.env, family.BuildSpec{Out: out, Reference: ref})
 	if err != nil {
 		return fmt.Errorf("bundle: %w", err)
 	}
 	start := time.Now()
-	if _, err := r.job(ctx, schema.StageBuild, cmd, schema.BuildLog, append(at(false, folder), at(true, filepath.Dir(ref))...)...); err != nil {
+	if _, err := r.job(ctx, p, cmd, schema.BuildLog, r.env.GPUs, append(at(false, folder), at(true, filepath.Dir(ref))...)...); err != nil {
 		return fmt.Errorf("bundle: %w", err)
 	}
 	info.BuildS = time.Since(start).Seconds()
@@ -173,12 +173,6 @@ func (r *row) buildBundle(ctx context.Context, info *schema.BundleInfo, folder, 
 	}
 	info.Path, info.SHA256 = out, sha
 	return nil
-}
-
-// unlockEntry drops the row's lock on its bundle cache entry: when the row ends.
-func (r *row) unlockEntry() {
-	r.entry.unlock()
-	r.entry = nil
 }
 
 // entryFile is a bundle cache entry's record of its bundle, beside it in
@@ -215,7 +209,7 @@ func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, erro
 	if sha != entry.SHA256 {
 		return nil, fmt.Errorf("the bundle hashes to %s, its entry recorded %s when it was built", sha, entry.SHA256)
 	}
-	if builtHereSHA(filepath.Dir(meta)) == entry.SHA256 {
+	if sha, _ := builtHere.Load(filepath.Dir(meta)); sha == entry.SHA256 {
 		return &entry, nil // this process built it: its rows need no evidence to trust it
 	}
 	run, row, ok := strings.Cut(entry.BuiltBy, "/")
@@ -290,89 +284,51 @@ func pathSize(path string) int64 {
 
 // The bundle cache is shared by every suite of the process (the negative controls run
 // one suite per fault, side by side): its entries are locked, and what the process built
-// is remembered, process-wide.
+// is remembered (cache entry folder -> the sha256 built there), process-wide.
 var (
-	bundleMu    sync.Mutex
-	bundleLocks = map[string]*sync.Mutex{}
-	builtHere   = map[string]string{} // cache entry folder -> the sha256 this process built there
+	bundleLocks keyLocks
+	builtHere   sync.Map
 )
 
-// lockBundle holds the cache entry folder dir until the returned func is called.
-func lockBundle(dir string) func() {
-	bundleMu.Lock()
-	m, ok := bundleLocks[dir]
+// keyLocks holds a mutex per key, made on first use.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+// lock holds key until the returned func is called.
+func (k *keyLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*sync.Mutex{}
+	}
+	m, ok := k.m[key]
 	if !ok {
 		m = &sync.Mutex{}
-		bundleLocks[dir] = m
+		k.m[key] = m
 	}
-	bundleMu.Unlock()
+	k.mu.Unlock()
 	m.Lock()
 	return m.Unlock
-}
-
-func markBuiltHere(dir, sha string) {
-	bundleMu.Lock()
-	defer bundleMu.Unlock()
-	builtHere[dir] = sha
-}
-
-func builtHereSHA(dir string) string {
-	bundleMu.Lock()
-	defer bundleMu.Unlock()
-	return builtHere[dir]
-}
-
-// lockKey holds the bundle cache entry key for one row of the run until the returned
-// func is called.
-func (s *Suite) lockKey(key string) func() {
-	s.mu.Lock()
-	if s.keyLocks == nil {
-		s.keyLocks = map[string]*sync.Mutex{}
-	}
-	m, ok := s.keyLocks[key]
-	if !ok {
-		m = &sync.Mutex{}
-		s.keyLocks[key] = m
-	}
-	s.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
-
-// builtThisRun says whether a row of this run built the bundle already: with -rebuild,
-// the rows after the first take that fresh build from the cache.
-func (s *Suite) builtThisRun(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.built[key]
-}
-
-func (s *Suite) markBuilt(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.built == nil {
-		s.built = map[string]bool{}
-	}
-	s.built[key] = true
 }
 
 // tools runs the family's tool commands and checks them. They write shared caches, so
 // rows side by side run them one at a time.
-func (r *row) tools(ctx context.Context, tools []Command) error {
-	defer r.s.lockKey("tools\x00" + r.c.Family)()
+func (r *row) tools(ctx context.Context, p *progress, tools []family.Command) (wallS float64, err error) {
+	defer r.s.keys.lock("tools\x00" + r.c.Family)()
 	for i, cmd := range tools {
-		rec, err := r.job(ctx, schema.StageBuild, cmd, schema.ToolsLog(i+1))
-		r.toolsS += rec.WallS
+		rec, err := r.job(ctx, p, cmd, schema.ToolsLog(i+1), r.env.GPUs)
+		wallS += rec.WallS
 		if err != nil {
-			return fmt.Errorf("family tools: %w", err)
+			return wallS, fmt.Errorf("family tools: %w", err)
 		}
 	}
 	if check := r.spec.CheckTools; check != nil {
 		if err := check(r.env); err != nil {
-			return fmt.Errorf("family tools: %w", err)
+			return wallS, fmt.Errorf("family tools: %w", err)
 		}
 	}
-	return nil
+	return wallS, nil
 }
 
 // vouches checks a finished run that would vouch for a reused bundle with the suite's

@@ -10,8 +10,10 @@ import (
 	"os"
 
 	"qualkit/internal/controls"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/quality"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 	"qualkit/internal/wire"
 )
 
@@ -20,17 +22,19 @@ import (
 // and out-of-range value, then judges what came back (controls.Judge) with the records
 // of every request held to what it asked; then it stops the server, so that identity's
 // native Task has the GPU to itself and its wall is the replays' alone.
-func (r *row) controls(ctx context.Context) error {
-	if err := r.probeControls(ctx); err != nil {
-		return err
+// It returns what it found and the 200 responses (for their Task times).
+func (r *row) controls(ctx context.Context, fx *fixtures.Workload, srv serving.Server, bench *benchmarkResult) (*schema.ControlsResult, [][]byte, error) {
+	res, bodies, err := r.probeControls(ctx, fx, srv, bench)
+	if err != nil {
+		return res, bodies, err
 	}
-	if err := r.server.Stop(ctx); err != nil {
-		return fmt.Errorf("stop server: %w", err)
+	if err := srv.Stop(ctx); err != nil {
+		return res, bodies, fmt.Errorf("stop server: %w", err)
 	}
-	return nil
+	return res, bodies, nil
 }
 
-func (r *row) probeControls(ctx context.Context) (err error) {
+func (r *row) probeControls(ctx context.Context, fx *fixtures.Workload, srv serving.Server, bench *benchmarkResult) (res *schema.ControlsResult, bodies [][]byte, err error) {
 	decl := r.spec.Controls
 	// A stage cut before its verdict still says which probes it sent: the server recorded
 	// them, and the checker holds every records line to a request the evidence names.
@@ -38,62 +42,61 @@ func (r *row) probeControls(ctx context.Context) (err error) {
 	sent, judged := 0, false
 	defer func() {
 		if err != nil && !judged && sent > 0 {
-			cut := schema.ControlsResult{Declared: decl, Probes: probes[:sent], Cut: true}
-			r.result.Controls = &cut
-			if werr := r.ev.WriteJSON(schema.ControlsFile, &cut); werr != nil {
+			res = &schema.ControlsResult{Declared: decl, Probes: probes[:sent], Cut: true}
+			if werr := r.ev.WriteJSON(schema.ControlsFile, res); werr != nil {
 				err = fmt.Errorf("%w; and writing what the stage sent: %v", err, werr)
 			}
 		}
 	}()
-	inf := r.fx.Influence
-	data, err := os.ReadFile(r.fx.ImagePath(inf.Images[0]))
+	inf := fx.Influence
+	data, err := os.ReadFile(fx.ImagePath(inf.Images[0]))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	src, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("the influence image %s: %w", inf.Images[0], err)
+		return nil, nil, fmt.Errorf("the influence image %s: %w", inf.Images[0], err)
 	}
 	client := &http.Client{Timeout: r.c.Deadline.Request}
-	probes = controls.Plan(decl, r.fx.InfluenceSettings(), inf.Instruction)
+	probes = controls.Plan(decl, fx.InfluenceSettings(), inf.Instruction)
 	outs := map[string]image.Image{}
 	ts := r.spec.Timing
 	for i := range probes {
 		p := &probes[i]
 		req := wire.Request{Image: data, Prompt: p.Prompt, Settings: p.Settings}
 		sent = i + 1
-		status, body, err := Send(ctx, client, r.proto, r.server.URL(), r.c.Model, req, p.RequestID)
+		status, body, err := Send(ctx, client, r.proto(), srv.URL(), r.c.Model, req, p.RequestID)
 		if err != nil {
-			return fmt.Errorf("controls probe %s (%s=%q): %w", p.Name, p.Field, p.Value, err)
+			return nil, bodies, fmt.Errorf("controls probe %s (%s=%q): %w", p.Name, p.Field, p.Value, err)
 		}
 		p.Status = status
 		if status != http.StatusOK {
 			p.Message = refusalMessage(body)
 			continue
 		}
-		r.controlsBodies = append(r.controlsBodies, body)
+		bodies = append(bodies, body)
 		png, err := r.output(body, p.RequestID)
 		if err != nil {
-			return fmt.Errorf("controls probe %s: %w", p.Name, err)
+			return nil, bodies, fmt.Errorf("controls probe %s: %w", p.Name, err)
 		}
 		img, err := DecodePNG(png)
 		if err != nil {
-			return fmt.Errorf("controls probe %s: %w", p.Name, err)
+			return nil, bodies, fmt.Errorf("controls probe %s: %w", p.Name, err)
 		}
 		p.File = schema.ControlsPNG(p.Name)
 		if err := r.ev.WriteFile(p.File, png); err != nil {
-			return err
+			return nil, bodies, err
 		}
 		outs[p.Name] = img
 		if ts.Body != "" {
 			if p.TaskMS, err = taskFromBody(ts, body); err != nil {
-				return fmt.Errorf("controls probe %s: the Task time: %w", p.Name, err)
+				return nil, bodies, fmt.Errorf("controls probe %s: the Task time: %w", p.Name, err)
 			}
 		}
 	}
 	records, err := r.recordLines()
 	if err != nil && decl != nil {
-		return err
+		return nil, bodies, err
 	}
 	for i := range probes {
 		p := &probes[i]
@@ -105,24 +108,23 @@ func (r *row) probeControls(ctx context.Context) (err error) {
 			continue
 		}
 		if p.TaskMS, err = numberAt(records[p.RequestID], path); err != nil {
-			return fmt.Errorf("controls probe %s: %s in the server's records: %w", p.Name, path, err)
+			return nil, bodies, fmt.Errorf("controls probe %s: %s in the server's records: %w", p.Name, path, err)
 		}
 	}
 	criteria, err := r.qualityCriteria()
 	if err != nil {
-		return err
+		return nil, bodies, err
 	}
 	v := controls.Judge(controls.Input{Decl: decl, Probes: probes, Outputs: outs,
 		Gate: func(p schema.ControlProbe, out image.Image) []string {
 			return append(notSource(src, out, p.Settings["size"]), quality.Judge(criteria, quality.Measure(out), quality.Measure(src))...)
 		},
-		Work: r.askedWork(probes, records)})
+		Work: r.askedWork(bench, probes, records)})
 	judged = true
-	r.result.Controls = &v.Result
 	if err := r.ev.WriteJSON(schema.ControlsFile, &v.Result); err != nil {
-		return err
+		return &v.Result, bodies, err
 	}
-	return v.Err
+	return &v.Result, bodies, v.Err
 }
 
 // refusalMessage is what a refusal says: an OpenAI-style error's message and param, else
@@ -151,9 +153,9 @@ func refusalMessage(body []byte) string {
 
 // askedWork is every request that ran, the benchmark's and the controls probes' answered
 // 200, with what it asked and its records line.
-func (r *row) askedWork(probes []schema.ControlProbe, records map[string]any) []controls.Asked {
+func (r *row) askedWork(b *benchmarkResult, probes []schema.ControlProbe, records map[string]any) []controls.Asked {
 	var out []controls.Asked
-	if b := r.benchmarked; b != nil {
+	if b != nil {
 		for _, rec := range b.export.Raw {
 			if rec.Failed() {
 				continue

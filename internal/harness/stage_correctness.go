@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"qualkit/internal/family"
 	"qualkit/internal/schema"
 )
 
@@ -81,49 +82,57 @@ func isRegular(p string) bool {
 // evidence): CorrectnessSpec.Scratch.
 const caseScratch = "correctness"
 
-// caseScratchDir is the case's scratch folder: in the family's BundleDir once the case
-// made one there, else in the row's work folder.
-func (r *row) caseScratchDir() string {
-	if r.caseDir != "" {
-		return r.caseDir
-	}
-	return filepath.Join(r.env.Work, caseScratch)
+// caseRun is what the correctness stage made: what results.json states of the case (nil
+// before its JUnit gave counts), the row's bundle (the case's own when it builds it), its
+// scratch folder and how long its command ran.
+type caseRun struct {
+	corr    *schema.Correctness
+	bundle  bundle
+	scratch string
+	wallS   float64
 }
 
 // correctness runs the family's own case, unchanged, on the exact bundle, and proves the
 // bundle was not touched while it ran.
-func (r *row) correctness(ctx context.Context) error {
+func (r *row) correctness(ctx context.Context, b bundle) (out caseRun, err error) {
+	out.bundle = b
 	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.CorrectnessArtifacts))
-	if r.spec.BundleByCase && r.spec.BundleDir != "" && r.caseDir == "" {
+	out.scratch = filepath.Join(r.env.Work, caseScratch)
+	if r.spec.BundleByCase && r.spec.BundleDir != "" {
+		// The case builds the bundle in the family's BundleDir: its scratch goes there
+		// (the row's work folder is not the bundle's home), removed when the row ends.
 		if err := os.MkdirAll(r.spec.BundleDir, 0o755); err != nil {
-			return err
+			return out, err
 		}
-		dir, err := os.MkdirTemp(r.spec.BundleDir, "case-")
-		if err != nil {
-			return err
+		if out.scratch, err = os.MkdirTemp(r.spec.BundleDir, "case-"); err != nil {
+			return out, err
 		}
-		r.caseDir = dir
+		dir := out.scratch
+		r.stops.add(func() {
+			if err := os.RemoveAll(dir); err != nil {
+				fmt.Fprintf(os.Stderr, "qualkit: %s: could not remove the case's folder: %v\n", r.c.Name, err)
+			}
+		})
 	}
-	scratch := r.caseScratchDir()
-	for _, d := range []string{artifacts, scratch} {
+	for _, d := range []string{artifacts, out.scratch} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
+			return out, err
 		}
 	}
-	cc, err := r.c.Adapter.Correctness(r.env, CorrectnessSpec{Bundle: r.bundle, JUnit: r.ev.Path(schema.CorrectnessJUnit), Artifacts: artifacts, Scratch: scratch})
+	cc, err := r.c.Adapter.Correctness(r.env, family.CorrectnessSpec{Bundle: b.path, JUnit: r.ev.Path(schema.CorrectnessJUnit), Artifacts: artifacts, Scratch: out.scratch})
 	if err != nil {
-		return fmt.Errorf("correctness case: %w", err)
+		return out, fmt.Errorf("correctness case: %w", err)
 	}
-	byCase := r.result.Bundle != nil && r.result.Bundle.ByCorrectness
+	byCase := b.info != nil && b.info.ByCorrectness
 	// results.json states the case's counts only once its JUnit gave them: a case cut
 	// before it wrote one (interrupted, killed) has none to state.
 	corr := &schema.Correctness{Declared: cc.Cases}
 	d := judgeCaseDeclaration(caseDeclaration{BuildByCase: byCase, Bundle: cc.Bundle, Cases: cc.Cases, Result: cc.Result, RowDir: r.ev.Dir, Artifacts: artifacts})
 	if d.Record {
-		r.result.Correctness = corr
+		out.corr = corr
 	}
 	if d.Err != nil {
-		return d.Err
+		return out, d.Err
 	}
 	corr.ResultFile = d.ResultFile
 	if d.ResultFile != "" {
@@ -132,45 +141,40 @@ func (r *row) correctness(ctx context.Context) error {
 	// The case's own code as it ran: its test files and the conftest.py files pytest
 	// loads for them.
 	if corr.CaseFiles, err = caseFiles(cc.TestFiles, cc.Command.Dir); err != nil {
-		return fmt.Errorf("correctness case files: %w", err)
-	}
-	// The overlapped order loads the server beside the case when both fit; the case's
-	// failure stops it (runStage stops what began early).
-	if err := r.startServerEarly(ctx, byCase); err != nil {
-		return err
+		return out, fmt.Errorf("correctness case files: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Correctness)
 	defer cancel()
-	mounts := at(false, r.ev.Path(schema.CorrectnessDir), scratch)
+	mounts := at(false, r.ev.Path(schema.CorrectnessDir), out.scratch)
 	if !byCase {
-		mounts = append(mounts, at(true, filepath.Dir(r.bundle))...)
+		mounts = append(mounts, at(true, filepath.Dir(b.path))...)
 	}
-	rec, runErr := r.job(ctx, schema.StageCorrectness, cc.Command, schema.CorrectnessLog, mounts...)
-	r.caseS = rec.WallS
+	rec, runErr := r.job(ctx, r.prog, cc.Command, schema.CorrectnessLog, r.env.GPUs, mounts...)
+	out.wallS = rec.WallS
 	if corr.Artifacts, err = treeHashes(r.ev.Dir, artifacts); err != nil {
-		return fmt.Errorf("correctness artifacts: %w", err)
+		return out, fmt.Errorf("correctness artifacts: %w", err)
 	}
-	out := caseOutcome{Declared: cc.Cases, BuildByCase: byCase, BundleBefore: r.bundleSHA, RunErr: runErr, ResultFile: cc.Result, ResultPass: cc.ResultPass}
+	o := caseOutcome{Declared: cc.Cases, BuildByCase: byCase, BundleBefore: b.sha, RunErr: runErr, ResultFile: cc.Result, ResultPass: cc.ResultPass}
 	if !byCase {
-		out.BundleAfter, out.BundleErr = pathSHA256(r.bundle)
+		o.BundleAfter, o.BundleErr = pathSHA256(b.path)
 	}
-	out.Counts, out.JUnitErr = ReadJUnit(cc.JUnit)
+	o.Counts, o.JUnitErr = ReadJUnit(cc.JUnit)
 	if cc.Result != "" {
-		out.Result, out.ResultErr = os.ReadFile(cc.Result)
+		o.Result, o.ResultErr = os.ReadFile(cc.Result)
 	}
-	out.Artifacts = corr.Artifacts
-	v := judgeCase(out)
+	o.Artifacts = corr.Artifacts
+	v := judgeCase(o)
 	if v.Counts != nil {
 		corr.CaseCounts = *v.Counts
-		r.result.Correctness = corr
+		out.corr = corr
 	}
 	if v.Err != nil {
-		return v.Err
+		return out, v.Err
 	}
 	if byCase {
-		return r.caseBundle(cc.Bundle)
+		out.bundle, err = r.caseBundle(b, cc.Bundle)
 	}
-	return nil
+	return out, err
 }
 
 // caseDeclaration is what the family's correctness case says of itself before it runs.
@@ -272,20 +276,20 @@ func judgeCase(o caseOutcome) caseVerdict {
 
 // caseBundle takes the bundle the passed case built as the row's: the one real path the
 // family's pattern matches (FindCaseBundle), hashed now and again once the server stopped.
-func (r *row) caseBundle(pattern string) error {
+func (r *row) caseBundle(b bundle, pattern string) (bundle, error) {
 	path, matched, err := FindCaseBundle(pattern)
 	if err != nil {
-		return err
+		return b, err
 	}
-	info := r.result.Bundle
+	info := b.info
 	info.Matched = matched
 	if info.SHA256, err = pathSHA256(path); err != nil {
-		return fmt.Errorf("the bundle the case built: %w", err)
+		return b, fmt.Errorf("the bundle the case built: %w", err)
 	}
 	info.Path, info.Bytes = path, pathSize(path)
-	r.bundle, r.bundleSHA = info.Path, info.SHA256
+	b.path, b.sha = info.Path, info.SHA256
 	r.prog.printf("the case built the bundle %s (sha256 %s)", info.Path, info.SHA256[:12])
-	return r.ev.WriteJSON(schema.BundleFile, info)
+	return b, r.ev.WriteJSON(schema.BundleFile, info)
 }
 
 // FindCaseBundle is the one bundle a passed case built, given the family's pattern: each

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"qualkit/internal/family"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 )
@@ -21,7 +23,7 @@ import (
 type replay struct {
 	index  int
 	req    schema.IdentityRequest
-	spec   NativeSpec
+	spec   family.NativeSpec
 	log    string  // the one-shot Task's log, relative to the row
 	wallS  float64 // the one-shot process's wall
 	taskMs float64 // the native Task call, as the program reports it; 0 when it does not
@@ -34,23 +36,21 @@ type replay struct {
 // pixels to equal those the HTTP response carried. A family with a batch mode runs every
 // replay in one process (one load); otherwise each replay is its own process, several
 // at once when the row has more than one GPU.
-func (r *row) identity(ctx context.Context) error {
-	if sha, err := pathSHA256(r.bundle); err != nil || sha != r.bundleSHA {
-		return fmt.Errorf("the bundle changed while it was served: sha256 %s before, %s after (%v)", r.bundleSHA, sha, err)
+func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, bench *benchmarkResult, batch *future[schema.CommandRecord]) (out identityRun, err error) {
+	if sha, err := pathSHA256(b.path); err != nil || sha != b.sha {
+		return out, fmt.Errorf("the bundle changed while it was served: sha256 %s before, %s after (%v)", b.sha, sha, err)
 	}
 	in := identityInput{Fixtures: map[string]bool{}, Want: r.c.Bench.Measured + r.c.Bench.Warmup}
-	for _, im := range r.fx.Images {
+	for _, im := range fx.Images {
 		in.Fixtures[im.SHA256] = true
 	}
 	// A stage stopped before its replays still states the requests it went through.
-	stopped := func(err error) error {
+	stopped := func(err error) (identityRun, error) {
 		v := judgeIdentity(in)
-		r.result.Identity = &v.Summary
-		return err
+		out.sum = &v.Summary
+		return out, err
 	}
-	var replays []*replay
 	at := map[*replay]int{} // each replay's request in in.Requests
-	bench := r.benchmarked
 	for i, rec := range bench.export.Raw {
 		id := rec.Metadata.XRequestID
 		sent, err := r.sent(rec)
@@ -74,23 +74,22 @@ func (r *row) identity(ctx context.Context) error {
 			return stopped(err)
 		}
 		rp := &replay{index: i, req: c.Req, log: schema.NativeLog(i),
-			spec: NativeSpec{Bundle: r.bundle, Image: img, Prompt: sent.Prompt, Settings: sent.Settings, LatentSeed: sent.LatentSeed, Output: r.ev.Path(c.Req.NativeFile)}}
-		replays = append(replays, rp)
+			spec: family.NativeSpec{Bundle: b.path, Image: img, Prompt: sent.Prompt, Settings: sent.Settings, LatentSeed: sent.LatentSeed, Output: r.ev.Path(c.Req.NativeFile)}}
+		out.replays = append(out.replays, rp)
 		at[rp] = len(in.Requests) - 1
 	}
 	// A native run that failed as a whole (interrupted, its process gone) leaves each
 	// replay it did not do failed with its error: the summary still lists every request.
 	var native schema.IdentitySummary
-	in.NativeErr = r.runNatives(ctx, replays, &native)
+	in.NativeErr = r.runNatives(ctx, b, batch, &out, &native)
 	if in.NativeErr != nil {
-		for _, rp := range replays {
+		for _, rp := range out.replays {
 			if _, err := os.Stat(rp.spec.Output); rp.err == nil && err != nil {
 				rp.err = in.NativeErr
 			}
 		}
 	}
-	r.replays = replays
-	for _, rp := range replays {
+	for _, rp := range out.replays {
 		c := &in.Requests[at[rp]]
 		c.Err, c.Stated = rp.err, rp.stated
 		if rp.err == nil {
@@ -100,11 +99,20 @@ func (r *row) identity(ctx context.Context) error {
 	in.Replayed = true
 	v := judgeIdentity(in)
 	v.Summary.Mode, v.Summary.LoadMs = native.Mode, native.LoadMs
-	r.result.Identity = &v.Summary
+	out.sum = &v.Summary
 	if err := r.ev.WriteJSON(schema.IdentityFile, &v.Summary); err != nil {
-		return err
+		return out, err
 	}
-	return v.Err
+	return out, v.Err
+}
+
+// identityRun is what the identity stage made: its summary and the replays, with what
+// a batch process reported of its wall and its wait for its items.
+type identityRun struct {
+	sum          *schema.IdentitySummary
+	replays      []*replay
+	batchWallS   float64
+	batchWaitedS float64
 }
 
 // identityCase is one request AIPerf sent, as the identity stage compares it: what it
@@ -214,41 +222,37 @@ func judgeIdentity(in identityInput) identityVerdict {
 	return v
 }
 
-// runNatives runs the replays' native Tasks in the family's mode. A failed replay is
+// runNatives runs the replays' native Tasks in the family's mode: its batch program
+// (begun with the serve stage, or now), else one process per replay. A failed replay is
 // recorded on it; the error is for what stops the stage.
-func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.IdentitySummary) error {
+func (r *row) runNatives(ctx context.Context, b bundle, batch *future[schema.CommandRecord], out *identityRun, sum *schema.IdentitySummary) error {
+	replays := out.replays
 	if len(replays) == 0 {
 		return nil
 	}
-	if r.native != nil {
-		// Preloaded with the serve stage: the server is stopped, so its items go now.
+	if batch != nil {
+		// The server is stopped, so the items go now: a batch preloaded with the serve
+		// stage was waiting for them.
 		if err := r.writeItems(replays); err != nil {
 			return err
 		}
 		sum.Mode = schema.NativeBatch
-		r.prog.printf("native Task: %d replays handed to the batch process preloaded %s ago (one load)", len(replays), time.Since(r.native.started).Round(time.Second))
+		if batch.early {
+			r.prog.printf("native Task: %d replays handed to the batch process preloaded %s ago (one load)", len(replays), time.Since(batch.begun).Round(time.Second))
+		} else {
+			r.prog.printf("native Task: %d replays in one %s process (one load)", len(replays), schema.NativeBatch)
+		}
 		r.prog.watch(r.ev.Path(schema.NativeBatchLog))
-		return r.readNativeBatch(r.native.wait, r.ev.Path(schema.NativeBatchFile), replays, sum)
-	}
-	if r.spec.Batch {
-		spec := r.batchSpec()
-		cmd, err := r.c.Adapter.NativeBatch(r.env, spec)
-		if err != nil {
-			return fmt.Errorf("native batch: %w", err)
-		}
-		if err := r.writeItems(replays); err != nil {
-			return err
-		}
-		sum.Mode = schema.NativeBatch
-		return r.nativeBatch(ctx, cmd, spec, replays, sum)
+		return r.readNativeBatch(batch, out, sum)
 	}
 	r.prog.printf("native Task: the family has no batch mode for this row (Spec.Batch); one process per replay")
 	sum.Mode = schema.NativeOneShot
-	slots := [][]gpu.Device{r.gpus}
-	if len(r.gpus) > 1 {
+	gpus := r.env.GPUs
+	slots := [][]gpu.Device{gpus}
+	if len(gpus) > 1 {
 		// One replay per GPU at a time: each process loads the model on its own GPU.
 		sum.Mode, slots = schema.NativeParallel, nil
-		for _, g := range r.gpus {
+		for _, g := range gpus {
 			slots = append(slots, []gpu.Device{g})
 		}
 	}
@@ -259,7 +263,7 @@ func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.Ide
 		go func() {
 			defer wg.Done()
 			for rp := range work {
-				r.nativeOne(ctx, rp, gpus)
+				r.nativeOne(ctx, b, rp, gpus)
 			}
 		}()
 	}
@@ -273,16 +277,16 @@ func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.Ide
 }
 
 // nativeOne runs one replay as its own process on gpus, and reads what its log states.
-func (r *row) nativeOne(ctx context.Context, rp *replay, gpus []gpu.Device) {
+func (r *row) nativeOne(ctx context.Context, b bundle, rp *replay, gpus []gpu.Device) {
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Native)
 	defer cancel()
-	mounts := append(at(true, r.bundle, filepath.Dir(rp.spec.Image)), at(false, filepath.Dir(rp.spec.Output))...)
+	mounts := append(at(true, b.path, filepath.Dir(rp.spec.Image)), at(false, filepath.Dir(rp.spec.Output))...)
 	cmd, err := r.c.Adapter.Native(r.env, rp.spec)
 	if err != nil {
 		rp.err = fmt.Errorf("native task: %w", err)
 		return
 	}
-	rec, err := r.jobOn(ctx, schema.StageIdentity, cmd, rp.log, gpus, mounts...)
+	rec, err := r.job(ctx, r.prog, cmd, rp.log, gpus, mounts...)
 	rp.wallS = rec.WallS
 	if err != nil {
 		rp.err = err
@@ -297,15 +301,51 @@ func (r *row) itemsPath() string { return filepath.Join(r.env.Work, "native-item
 // nativeInDir holds the request images the native Task replays.
 func (r *row) nativeInDir() string { return filepath.Join(r.env.Work, "native-in") }
 
-// batchSpec is the row's batch: its bundle, its items and where it reports.
-func (r *row) batchSpec() NativeBatchSpec {
-	return NativeBatchSpec{Bundle: r.bundle, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile)}
-}
-
-// batchMounts are what a batch reads (the bundle, the request images) and where it
-// writes (its report's folder, which holds the native PNGs too).
-func (r *row) batchMounts(spec NativeBatchSpec) []Mount {
-	return append(at(true, spec.Bundle, r.nativeInDir()), at(false, filepath.Dir(spec.Report))...)
+// nativeBatch is the family's batch program on the bundle (nil for a family with none
+// for the row): begun now when early (it loads the model beside the server and waits for
+// its items, which identity writes once the server has stopped), else when identity
+// waits for it.
+func (r *row) nativeBatch(ctx context.Context, b bundle, early bool) (*future[schema.CommandRecord], error) {
+	if !r.spec.Batch {
+		return nil, nil
+	}
+	f, err := later(ctx, early, func(ctx context.Context) (func(context.Context) (schema.CommandRecord, error), error) {
+		total := r.c.Bench.Measured + r.c.Bench.Warmup
+		spec := family.NativeBatchSpec{Bundle: b.path, Items: r.itemsPath(), Report: r.ev.Path(schema.NativeBatchFile)}
+		limit := time.Duration(total+1) * r.c.Deadline.Native
+		during := ""
+		if early {
+			spec.WaitItems = r.c.Deadline.Ready + time.Duration(total+3)*r.c.Deadline.Request + 10*time.Minute
+			limit += spec.WaitItems
+			during = schema.StageServe
+			os.Remove(spec.Items) // it waits for them: never a stale file
+		}
+		cmd, err := r.c.Adapter.NativeBatch(r.env, spec)
+		if err != nil {
+			return nil, fmt.Errorf("native batch: %w", err)
+		}
+		for _, d := range []string{r.nativeInDir(), filepath.Dir(spec.Report)} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		// It reads the bundle and the request images, and writes its report's folder,
+		// which holds the native PNGs too.
+		mounts := append(at(true, spec.Bundle, r.nativeInDir()), at(false, filepath.Dir(spec.Report))...)
+		run, err := r.command(ctx, schema.StageIdentity, during, cmd, schema.NativeBatchLog, limit, mounts...)
+		if err != nil {
+			return nil, fmt.Errorf("native batch: %w", err)
+		}
+		if early {
+			r.prog.printf("native batch: started now to load beside the server; it waits for its items until identity")
+		}
+		return run, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.stops.add(func() { f.stop(nil) })
+	return f, nil
 }
 
 // writeItems writes the replays as a batch's items, one NativeItem per line, whole (a
@@ -314,7 +354,7 @@ func (r *row) writeItems(replays []*replay) error {
 	var items bytes.Buffer
 	enc := json.NewEncoder(&items)
 	for _, rp := range replays {
-		if err := enc.Encode(NativeItem{ID: rp.req.RequestID, Image: rp.spec.Image, Prompt: rp.spec.Prompt, Settings: rp.spec.Settings, LatentSeed: rp.spec.LatentSeed, Output: rp.spec.Output}); err != nil {
+		if err := enc.Encode(family.NativeItem{ID: rp.req.RequestID, Image: rp.spec.Image, Prompt: rp.spec.Prompt, Settings: rp.spec.Settings, LatentSeed: rp.spec.LatentSeed, Output: rp.spec.Output}); err != nil {
 			return err
 		}
 	}
@@ -325,31 +365,19 @@ func (r *row) writeItems(replays []*replay) error {
 	return os.Rename(tmp, r.itemsPath())
 }
 
-// nativeBatch runs every replay in the family's one batch process and reads its report.
-func (r *row) nativeBatch(ctx context.Context, cmd Command, spec NativeBatchSpec, replays []*replay, sum *schema.IdentitySummary) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(len(replays)+1)*r.c.Deadline.Native)
-	defer cancel()
-	r.prog.printf("native Task: %d replays in one %s process (one load)", len(replays), schema.NativeBatch)
-	run := func() (schema.CommandRecord, error) {
-		return r.jobOn(ctx, schema.StageIdentity, cmd, schema.NativeBatchLog, r.gpus, r.batchMounts(spec)...)
-	}
-	return r.readNativeBatch(run, spec.Report, replays, sum)
-}
-
-// readNativeBatch runs (or waits for) the batch process and reads its report.
-func (r *row) readNativeBatch(run func() (schema.CommandRecord, error), report string, replays []*replay, sum *schema.IdentitySummary) error {
-	rec, runErr := run()
-	r.nativeBatchWallS = rec.WallS
-	head, lines, err := readBatchReport(report)
+// readNativeBatch waits for the batch process and reads its report.
+func (r *row) readNativeBatch(batch *future[schema.CommandRecord], out *identityRun, sum *schema.IdentitySummary) error {
+	rec, runErr := batch.wait()
+	out.batchWallS = rec.WallS
+	head, lines, err := readBatchReport(r.ev.Path(schema.NativeBatchFile))
 	if err != nil {
 		if runErr != nil {
 			return fmt.Errorf("native batch: %w (and its report: %v)", runErr, err)
 		}
 		return fmt.Errorf("native batch report: %w", err)
 	}
-	sum.LoadMs = head.LoadMs
-	r.nativeWaitedS = head.WaitedMs / 1000
-	for _, rp := range replays {
+	sum.LoadMs, out.batchWaitedS = head.LoadMs, head.WaitedMs/1000
+	for _, rp := range out.replays {
 		line, ok := lines[rp.req.RequestID]
 		switch {
 		case !ok && runErr != nil:
@@ -419,7 +447,7 @@ func readBatchReport(path string) (head batchHead, lines map[string]batchLine, e
 // nativeStated is the sha256 a native Task's log says it wrote, by the family's pattern;
 // "" when the family's program states none.
 func (r *row) nativeStated(logPath string) (string, error) {
-	pat := r.result.NativeOutputPattern
+	pat := r.res.NativeOutputPattern
 	if pat == "" {
 		return "", nil
 	}

@@ -7,52 +7,55 @@ import (
 	"net/http"
 	"os"
 
+	"qualkit/internal/fixtures"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 	"qualkit/internal/wire"
 )
 
 // influence sends the same instruction and seed with the same reference image twice
 // (the outputs must match) and with another one (they must differ enough).
-func (r *row) influence(ctx context.Context) error {
-	inf := r.fx.Influence
+// It returns the comparisons and the responses (for their Task times).
+func (r *row) influence(ctx context.Context, fx *fixtures.Workload, srv serving.Server) (*schema.InfluenceResult, [][]byte, error) {
+	inf := fx.Influence
 	client := &http.Client{Timeout: r.c.Deadline.Request}
-	settings := r.fx.InfluenceSettings()
+	settings := fx.InfluenceSettings()
 	names := schema.InfluenceProbes
 	files := []string{inf.Images[0], inf.Images[0], inf.Images[1]}
 	var outs []image.Image
+	var bodies [][]byte
 	for i, f := range files {
-		data, err := os.ReadFile(r.fx.ImagePath(f))
+		data, err := os.ReadFile(fx.ImagePath(f))
 		if err != nil {
-			return err
+			return nil, bodies, err
 		}
 		id := schema.InfluenceRequestID(names[i])
-		status, body, err := Send(ctx, client, r.proto, r.server.URL(), r.c.Model, wire.Request{Image: data, Prompt: inf.Instruction, Settings: settings}, id)
+		status, body, err := Send(ctx, client, r.proto(), srv.URL(), r.c.Model, wire.Request{Image: data, Prompt: inf.Instruction, Settings: settings}, id)
 		if err != nil {
-			return err
+			return nil, bodies, err
 		}
 		if status != http.StatusOK {
-			return fmt.Errorf("influence request %s (%s): status %d: %s", names[i], f, status, clip(body, 300))
+			return nil, bodies, fmt.Errorf("influence request %s (%s): status %d: %s", names[i], f, status, clip(body, 300))
 		}
-		r.influenceBodies = append(r.influenceBodies, body)
+		bodies = append(bodies, body)
 		png, err := r.output(body, id)
 		if err != nil {
-			return fmt.Errorf("influence request %s: %w", names[i], err)
+			return nil, bodies, fmt.Errorf("influence request %s: %w", names[i], err)
 		}
 		img, err := DecodePNG(png)
 		if err != nil {
-			return fmt.Errorf("influence request %s: %w", names[i], err)
+			return nil, bodies, fmt.Errorf("influence request %s: %w", names[i], err)
 		}
 		if err := r.ev.WriteFile(schema.InfluencePNG(names[i]), png); err != nil {
-			return err
+			return nil, bodies, err
 		}
 		outs = append(outs, img)
 	}
 	v := judgeInfluence(influenceInput{Instruction: inf.Instruction, Images: [2]string{inf.Images[0], inf.Images[1]}, Outputs: [3]image.Image(outs)})
-	r.result.Influence = &v.Result
 	if err := r.ev.WriteJSON(schema.InfluenceFile, &v.Result); err != nil {
-		return err
+		return &v.Result, bodies, err
 	}
-	return v.Err
+	return &v.Result, bodies, v.Err
 }
 
 // influenceInput is what the influence probes sent and got back: the instruction, the

@@ -9,13 +9,15 @@ import (
 	"sync"
 	"time"
 
+	"qualkit/internal/family"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 )
 
 // Missing joins requirements into one message listing every missing piece and its fix.
-func Missing(reqs []Requirement) error {
+func Missing(reqs []family.Requirement) error {
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -30,20 +32,20 @@ func Missing(reqs []Requirement) error {
 // Readiness is what preflight found: every unmet requirement, the fixtures, and the
 // GPUs (the NVML reading, and the devices chosen for the row by UUID).
 type Readiness struct {
-	Requirements []Requirement `json:"requirements"`
-	Probes       []ProbeResult `json:"probes,omitempty"`
-	GPU          *gpu.Reading  `json:"gpu_reading,omitempty"`
-	GPUError     string        `json:"gpu_error,omitempty"`
-	Selected     []gpu.Device  `json:"gpus_selected,omitempty"`
+	Requirements []family.Requirement `json:"requirements"`
+	Probes       []ProbeResult        `json:"probes,omitempty"`
+	GPU          *gpu.Reading         `json:"gpu_reading,omitempty"`
+	GPUError     string               `json:"gpu_error,omitempty"`
+	Selected     []gpu.Device         `json:"gpus_selected,omitempty"`
 	// Found is what the family found on the host and names (Spec.Found): which serving
 	// contract a checkout supports and why.
-	Found    []string `json:"found,omitempty"`
-	fixtures *Fixtures
+	Found []string `json:"found,omitempty"`
+	fx    *fixtures.Workload
 }
 
 // Preflight lists what the row needs and the host lacks, without starting anything.
 // `make doctor` prints it for every row.
-func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness {
+func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env family.Env) Readiness {
 	spec, err := c.Adapter.Describe(env, c.Row())
 	if err == nil {
 		err = spec.Validate()
@@ -65,21 +67,21 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env Env) Readiness 
 // preflightHost is what the build may need of preflight: the family's findings, the
 // fixtures, the runtime, and the GPUs (NVML's reading and the devices chosen). No program
 // of the family's runs here but the NVML reader.
-func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env, spec Spec, describeErr error) Readiness {
+func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env family.Env, spec family.Spec, describeErr error) Readiness {
 	rd := Readiness{Found: spec.Found}
 	need := func(absent bool, what, fix string) {
-		rd.Requirements = append(rd.Requirements, Requirement{What: what, Fix: fix, Absent: absent})
+		rd.Requirements = append(rd.Requirements, family.Requirement{What: what, Fix: fix, Absent: absent})
 	}
 	if describeErr != nil {
 		need(false, describeErr.Error(), "fix the family adapter (its Describe and Spec: internal/family)")
 	}
-	fx, err := LoadFixtures(filepath.Join(s.cfg.Root, c.Fixtures))
+	fx, err := fixtures.Load(filepath.Join(s.cfg.Root, c.Fixtures))
 	if err != nil {
 		need(false, err.Error(), "restore the fixtures from git (`git checkout -- fixtures/`)")
 	} else if _, ok := fx.Settings["size"]; !ok {
 		need(false, "fixtures settings have no \"size\": the output size gate needs it", "add settings.size to "+c.Fixtures)
 	}
-	rd.fixtures = fx
+	rd.fx = fx
 	if _, err := os.Stat(s.cfg.Python); err != nil {
 		need(true, "python for the correctness case not found at "+s.cfg.Python, "make setup")
 	}
@@ -89,7 +91,7 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env, spec S
 	}
 	if s.rowRuntime(c) == RuntimeContainer {
 		ok := spec.Container
-		var img ContainerImage
+		var img family.ContainerImage
 		if ok {
 			var err error
 			img, err = c.Adapter.Image(env)
@@ -142,9 +144,9 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env Env, spec S
 // preflightChecks are preflight's slow parts, which the build needs none of: AIPerf's
 // interpreter and the family's own checks, each a program start, side by side; their
 // findings are listed in a fixed order after preflightHost's.
-func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env Env, spec Spec, rd *Readiness) {
+func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env family.Env, spec family.Spec, rd *Readiness) {
 	var aiperfErr error
-	var familyReqs []Requirement
+	var familyReqs []family.Requirement
 	var wg sync.WaitGroup
 	wg.Go(func() { _, aiperfErr = s.cfg.AIPerf.CheckVersion(ctx) })
 	if spec.Requirements != nil {
@@ -152,34 +154,50 @@ func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env Env, spec
 	}
 	wg.Wait()
 	if aiperfErr != nil {
-		rd.Requirements = append(rd.Requirements, Requirement{What: aiperfErr.Error(), Fix: "make setup", Absent: true})
+		rd.Requirements = append(rd.Requirements, family.Requirement{What: aiperfErr.Error(), Fix: "make setup", Absent: true})
 	}
 	rd.Requirements = append(rd.Requirements, familyReqs...)
 }
 
-func (r *row) preflight(ctx context.Context) error {
-	start := time.Now()
-	rd := r.s.preflightHost(ctx, r.c, r.env, r.spec, r.describeErr)
+// preflight checks the host has what the row needs, and begins the build beside its
+// slow checks when the order allows: it returns the fixtures and the build, begun or not
+// (with its own progress when begun).
+func (r *row) preflight(ctx context.Context) (*fixtures.Workload, *future[bundle], *progress, error) {
+	began := time.Now()
+	rd := r.s.preflightHost(ctx, r.c, r.env, r.spec, r.describe())
 	if r.lease != nil && len(r.lease.Devices) > 0 {
 		// The GPUs the row leased for its whole life, not a fresh pick: other rows of
 		// the run may hold the rest.
 		rd.Selected = r.lease.Devices
 	}
-	r.gpus, r.env.GPUs = rd.Selected, rd.Selected
+	r.env.GPUs = rd.Selected
 	if rd.GPU != nil {
 		r.env.CUDADriverVersion = rd.GPU.CUDADriverVersion
 	}
-	r.fx = rd.fixtures
 	if len(rd.Selected) > 0 {
 		// The family's facts as they are on the row's GPUs.
 		if err := r.describe(); err != nil {
-			rd.Requirements = append(rd.Requirements, Requirement{What: err.Error(), Fix: "fix the family adapter (its Describe and Spec: internal/family)"})
+			rd.Requirements = append(rd.Requirements, family.Requirement{What: err.Error(), Fix: "fix the family adapter (its Describe and Spec: internal/family)"})
 		}
 	}
+	var build *future[bundle]
+	var buildProg *progress
 	if len(rd.Requirements) == 0 {
 		// What the build needs of the host is there: it starts now, beside the checks
-		// it needs none of, when the order allows (startBuildEarly says why not).
-		r.startBuildEarly(ctx)
+		// it needs none of, when the order allows (buildEarly says why not).
+		early := r.buildEarly()
+		if early {
+			buildProg = r.newProgress(schema.StageBuild, nil, true)
+			r.prog.printf("build: started now, beside preflight's slow checks")
+		}
+		build = start(ctx, early, func(ctx context.Context) (bundle, error) {
+			p := buildProg
+			if p == nil {
+				p = r.prog // the build stage's: the build begins when it waits
+			}
+			return r.build(ctx, p, rd.fx)
+		})
+		r.stops.add(func() { build.stop(func(b bundle) { b.entry.unlock() }) })
 	}
 	r.s.preflightChecks(ctx, r.c, r.env, r.spec, &rd)
 	if len(rd.Requirements) == 0 {
@@ -187,40 +205,39 @@ func (r *row) preflight(ctx context.Context) error {
 		rd.Probes = r.probe(ctx)
 		for _, p := range rd.Probes {
 			if p.Error != "" {
-				rd.Requirements = append(rd.Requirements, Requirement{What: p.What + ": " + p.Error, Fix: p.Fix})
+				rd.Requirements = append(rd.Requirements, family.Requirement{What: p.What + ": " + p.Error, Fix: p.Fix})
 			}
 		}
 	}
 	if err := r.ev.WriteJSON(schema.PreflightFile, map[string]any{"readiness": rd, "qualification_run": r.s.cfg.Qualification,
-		"wall_s": time.Since(start).Seconds()}); err != nil {
-		return err
+		"wall_s": time.Since(began).Seconds()}); err != nil {
+		return nil, build, buildProg, err
 	}
 	for _, f := range rd.Found {
 		r.prog.printf("preflight: %s", f)
 	}
-	r.prog.printf("preflight took %.1f s", time.Since(start).Seconds())
+	r.prog.printf("preflight took %.1f s", time.Since(began).Seconds())
 	if err := Missing(rd.Requirements); err != nil {
 		// Nothing will take the build that began early: a row that does not pass
 		// preflight builds nothing.
-		r.stopEarlyBuild()
+		build.stop(nil)
 		if !r.s.cfg.Qualification && allAbsent(rd.Requirements) {
-			r.skipReason = strings.Join(strings.Fields(err.Error()), " ")
-			r.s.recordSkip(r.c.Name, r.skipReason)
-			return nil
+			r.st.skip = strings.Join(strings.Fields(err.Error()), " ")
+			r.s.recordSkip(r.c.Name, r.st.skip)
+			return nil, build, buildProg, nil
 		}
-		return err
+		return nil, build, buildProg, err
 	}
-	fx := rd.fixtures
+	fx := rd.fx
 	for _, im := range fx.Images {
 		if err := copyFile(r.ev.Path(schema.Fixture(im.File)), fx.ImagePath(im.File)); err != nil {
-			return err
+			return nil, build, buildProg, err
 		}
 	}
-	r.result.Settings = fx.FormSettings()
 	r.planOverlap(rd)
 	r.prog.printf("order: build early %v (%s); AIPerf early %v (%s); native preload %v (%s)", r.plan.buildEarly, r.plan.buildWhy,
 		r.plan.aiperfEarly, r.plan.aiperfWhy, r.plan.preload, r.plan.preloadWhy)
-	return r.ev.WriteJSON(schema.FixturesManifest, fx)
+	return fx, build, buildProg, r.ev.WriteJSON(schema.FixturesManifest, fx)
 }
 
 // ProbeResult is what one of the family's probes found.
@@ -250,7 +267,7 @@ func (r *row) probe(ctx context.Context) []ProbeResult {
 		res := ProbeResult{Name: p.Name, What: p.What, Log: schema.ProbeLog(p.Name), Fix: p.Fix}
 		start := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_, runErr := r.job(pctx, schema.StagePreflight, p.Cmd, res.Log)
+		_, runErr := r.job(pctx, r.prog, p.Cmd, res.Log, r.env.GPUs)
 		cancel()
 		res.WallS = time.Since(start).Seconds()
 		output, err := os.ReadFile(r.ev.Path(res.Log))
@@ -265,7 +282,7 @@ func (r *row) probe(ctx context.Context) []ProbeResult {
 	return out
 }
 
-func allAbsent(reqs []Requirement) bool {
+func allAbsent(reqs []family.Requirement) bool {
 	for _, q := range reqs {
 		if !q.Absent {
 			return false

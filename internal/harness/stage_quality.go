@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"image"
 	"math"
@@ -10,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"qualkit/internal/family"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/quality"
 	"qualkit/internal/schema"
 )
@@ -19,18 +20,17 @@ import (
 // family's own criteria from its own files (pixel mean and deviation, the deviation's
 // ratio to the input's), and the reference criteria (PSNR, SSIM) for the output of the
 // pair the correctness case also ran, against the reference image that case wrote.
-func (r *row) quality(ctx context.Context) error {
-	in := qualityInput{Size: r.result.Settings["size"], Stopped: true}
+func (r *row) quality(fx *fixtures.Workload, caseScratch string, bench *benchmarkResult) (*schema.QualitySummary, error) {
+	in := qualityInput{Size: fx.FormSettings()["size"], Stopped: true}
 	var files []schema.ThresholdsFile
 	// A stage stopped before it measured every output states what it measured, its
 	// failures uncounted.
-	stopped := func(err error) error {
+	stopped := func(err error) (*schema.QualitySummary, error) {
 		v := judgeQuality(in)
 		v.Summary.Files = files
-		r.result.Quality = &v.Summary
-		return err
+		return &v.Summary, err
 	}
-	var spec QualitySpec
+	var spec family.QualitySpec
 	if judge := r.spec.Quality; judge != nil {
 		var err error
 		if spec, err = judge(r.env); err != nil {
@@ -57,7 +57,6 @@ func (r *row) quality(ctx context.Context) error {
 		}
 		pairSHA = bytesSHA256(b)
 	}
-	bench := r.benchmarked
 	for i, rec := range bench.export.Raw {
 		id := rec.Metadata.XRequestID
 		png, ok := bench.httpPNG[id]
@@ -78,7 +77,7 @@ func (r *row) quality(ctx context.Context) error {
 		}
 		in.Requests = append(in.Requests, qualityCase{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Index: i, Prompt: sent.Prompt, Out: out, In: img})
 		if spec.Pair != nil && in.PairCase == nil && bytesSHA256(sent.Image) == pairSHA && sent.Prompt == spec.Pair.Prompt {
-			pc, err := r.gatherPair(spec.Pair, id, out)
+			pc, err := r.gatherPair(spec.Pair, caseScratch, id, out)
 			if err != nil {
 				return stopped(err)
 			}
@@ -88,17 +87,16 @@ func (r *row) quality(ctx context.Context) error {
 	in.Stopped = false
 	v := judgeQuality(in)
 	v.Summary.Files = files
-	r.result.Quality = &v.Summary
 	if err := r.ev.WriteJSON(schema.QualityFile, &v.Summary); err != nil {
-		return err
+		return &v.Summary, err
 	}
-	return v.Err
+	return &v.Summary, v.Err
 }
 
 // gatherPair reads what the pair's output is measured against: the reference image the
 // correctness case wrote, in its artifacts, and when the family states both, the noise
 // the case drew and the noise the server says it replayed for the request.
-func (r *row) gatherPair(pair *QualityPair, id string, out image.Image) (*qualityPairCase, error) {
+func (r *row) gatherPair(pair *family.QualityPair, caseScratch, id string, out image.Image) (*qualityPairCase, error) {
 	rel := filepath.ToSlash(filepath.Join(filepath.FromSlash(schema.CorrectnessArtifacts), pair.Reference))
 	b, err := os.ReadFile(r.ev.Path(rel))
 	if err != nil {
@@ -110,7 +108,7 @@ func (r *row) gatherPair(pair *QualityPair, id string, out image.Image) (*qualit
 	}
 	pc := &qualityPairCase{RequestID: id, Reference: rel, Ref: ref, Out: out}
 	if pair.CaseLatents != "" {
-		l := r.gatherLatents(pair, id)
+		l := r.gatherLatents(pair, caseScratch, id)
 		pc.Latents = &l
 	}
 	return pc, nil
@@ -130,9 +128,9 @@ type pairLatents struct {
 
 // gatherLatents reads the pair's noise: the case's file (under its scratch, pytest's
 // _qcurrent link resolved), then the server's records line of request id.
-func (r *row) gatherLatents(pair *QualityPair, id string) pairLatents {
+func (r *row) gatherLatents(pair *family.QualityPair, caseScratch, id string) pairLatents {
 	l := pairLatents{Field: pair.ServedLatents}
-	if l.File, _, l.CaseErr = FindCaseBundle(filepath.Join(r.caseScratchDir(), pair.CaseLatents)); l.CaseErr != nil {
+	if l.File, _, l.CaseErr = FindCaseBundle(filepath.Join(caseScratch, pair.CaseLatents)); l.CaseErr != nil {
 		return l
 	}
 	if l.CaseSHA256, l.CaseErr = pathSHA256(l.File); l.CaseErr != nil {
@@ -174,7 +172,7 @@ type qualityInput struct {
 	Criteria schema.QualityCriteria
 	Size     string
 	Requests []qualityCase
-	Pair     *QualityPair
+	Pair     *family.QualityPair
 	PairCase *qualityPairCase
 	Stopped  bool
 }
@@ -233,7 +231,7 @@ func judgeQuality(in qualityInput) qualityVerdict {
 
 // judgePair measures the pair's HTTP output against the reference image the correctness
 // case wrote (PSNR, SSIM, the deviations' ratio), and holds its noise to the case's.
-func judgePair(c schema.QualityCriteria, pair *QualityPair, pc *qualityPairCase) *schema.QualityPair {
+func judgePair(c schema.QualityCriteria, pair *family.QualityPair, pc *qualityPairCase) *schema.QualityPair {
 	p := &schema.QualityPair{RequestID: pc.RequestID, Image: filepath.Base(pair.Image), Prompt: pair.Prompt, Reference: pc.Reference, Noise: pair.Noise}
 	m, err := quality.MeasurePair(c.PairMetric, pc.Ref, pc.Out)
 	if err != nil {

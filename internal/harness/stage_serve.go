@@ -9,13 +9,15 @@ import (
 	"path/filepath"
 	"time"
 
+	"qualkit/internal/family"
+	"qualkit/internal/fixtures"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 )
 
 // serverLaunch is all a server start needs, settled before it starts.
 type serverLaunch struct {
-	spec    ServeSpec
+	spec    family.ServeSpec
 	ss      serving.ServerSpec
 	opts    []serving.Option
 	runtime string
@@ -23,88 +25,61 @@ type serverLaunch struct {
 
 // prepareServer settles the server's port, folders, command and options. during names
 // the stage it starts in when that is not serve (the overlapped order's early start),
-// for its command record.
-func (r *row) prepareServer(ctx context.Context, during string) (*serverLaunch, error) {
+// for its command record, whose start goes to started.
+func (r *row) prepareServer(ctx context.Context, b bundle, fx *fixtures.Workload, during string, started *time.Time) (*serverLaunch, error) {
 	port, err := serving.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	records := r.ev.Path(schema.RecordsFile)
-	r.scratch = r.ev.Path(schema.ScratchDir)
-	if err := os.MkdirAll(r.scratch, 0o755); err != nil {
+	records, scratch := r.ev.Path(schema.RecordsFile), r.ev.Path(schema.ScratchDir)
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
 		return nil, err
 	}
-	r.result.Output, r.result.Protocol = r.proto.OutputSource(), r.proto.Name()
-	largest, err := r.fx.LargestRequest(r.proto, r.c.Model)
+	largest, err := fx.LargestRequest(r.proto(), r.c.Model)
 	if err != nil {
 		return nil, err
 	}
-	spec := ServeSpec{Bundle: r.bundle, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: records, Scratch: r.scratch, MaxRequestBytes: largest}
-	opts, err := r.options(ctx, schema.StageServe, append(at(true, r.bundle), at(false, filepath.Dir(records), r.scratch)...)...)
-	if err != nil {
-		return nil, err
-	}
+	spec := family.ServeSpec{Bundle: b.path, Model: r.c.Model, Host: "127.0.0.1", Port: port, Records: records, Scratch: scratch, MaxRequestBytes: largest}
+	var rec serving.Recorder
 	if during != "" {
-		opts = append(opts, serving.WithRecorder(startRecorder{duringRecorder{r.ev, during}, &r.earlyStart}, schema.StageServe))
+		rec = duringRecorder{r.ev, during, started}
 	}
-	log := r.ev.Path(schema.ServerLog)
+	opts, err := r.options(ctx, schema.StageServe, r.env.GPUs, rec, append(at(true, b.path), at(false, filepath.Dir(records), scratch)...)...)
+	if err != nil {
+		return nil, err
+	}
 	cmd, err := r.c.Adapter.Serve(r.env, spec)
 	if err != nil {
 		return nil, fmt.Errorf("the family's server: %w", err)
 	}
-	ss := serving.ServerSpec{Cmd: cmd, Port: port, Ready: r.c.Deadline.Ready, Log: log}
+	ss := serving.ServerSpec{Cmd: cmd, Port: port, Ready: r.c.Deadline.Ready, Log: r.ev.Path(schema.ServerLog)}
 	return &serverLaunch{spec: spec, ss: ss, opts: opts, runtime: r.s.rowRuntime(r.c)}, nil
 }
 
-// serve starts the family's server on the bundle, where the row runs it, and waits
-// until it is ready (or takes the one the overlapped order started with the correctness
-// case, once ready); the load time is recorded apart from any request time.
-func (r *row) serve(ctx context.Context) error {
-	l := r.early.launch()
-	if l == nil {
-		var err error
-		if l, err = r.prepareServer(ctx, ""); err != nil {
-			return err
-		}
-	}
-	r.prog.watch(l.ss.Log)
-	// The overlapped order: what needs only the bundle, or only the server's address,
-	// starts now and waits (planOverlap says what, and why).
-	if r.plan.preload {
-		if err := r.startNativePreload(ctx); err != nil {
-			return err
-		}
-	}
-	if r.plan.aiperfEarly {
-		if err := r.startBenchmark(ctx, schema.StageServe, l.ss.URL()); err != nil {
-			return err
-		}
-	}
-	var srv serving.Server
-	var err error
-	if r.early != nil {
+// serve waits until the family's server on the bundle, started where the row runs it,
+// is ready (begun with the correctness case, or now), and asks it what it serves; the
+// load time is recorded apart from any request time.
+func (r *row) serve(ctx context.Context, l *serverLaunch, server *future[serving.Server]) (serving.Server, error) {
+	if server.early {
 		r.prog.printf("the server (%s runtime) started with the correctness case; waiting up to %s from its start for %s", l.runtime, r.c.Deadline.Ready, serving.ReadyPath)
-		srv, err = r.early.wait()
-		r.early = nil
 	} else {
 		r.prog.printf("starting the server (%s runtime), waiting up to %s for %s", l.runtime, r.c.Deadline.Ready, serving.ReadyPath)
-		srv, err = serving.Start(ctx, l.ss, l.opts...)
 	}
+	srv, err := server.wait()
 	if err != nil {
-		return fmt.Errorf("start server (%s; %s): %w", l.runtime, r.s.RuntimeNote, err)
+		return nil, fmt.Errorf("start server (%s; %s): %w", l.runtime, r.s.RuntimeNote, err)
 	}
-	r.server = srv
-	r.result.Runtime = srv.Runtime()
-	r.result.StartupS = srv.Startup().Seconds()
-	if c := r.result.Container; c != nil {
-		c.ContainerID = srv.ContainerID()
+	var container *schema.ContainerInfo
+	if r.img != nil {
+		container = r.img.info
+		container.ContainerID = srv.ContainerID()
 	}
-	if err := r.checkIdentity(ctx, l.spec); err != nil {
-		return err
+	if err := r.checkIdentity(ctx, srv, l.spec); err != nil {
+		return srv, err
 	}
-	return r.ev.WriteJSON(schema.StartupFile, map[string]any{
+	return srv, r.ev.WriteJSON(schema.StartupFile, map[string]any{
 		"runtime": srv.Runtime(), "runtime_note": r.s.RuntimeNote, "url": srv.URL(), "startup_s": srv.Startup().Seconds(),
-		"ready_path": serving.ReadyPath, "spec": l.spec, "container": r.result.Container, "gpus": r.gpus,
+		"ready_path": serving.ReadyPath, "spec": l.spec, "container": container, "gpus": r.env.GPUs,
 	})
 }
 
@@ -112,11 +87,11 @@ func (r *row) serve(ctx context.Context) error {
 // and keeps the answer as serve/identity.json: a server that is another backend, serves
 // another bundle or another checkpoint than the row's fails here, before any request is
 // measured.
-func (r *row) checkIdentity(ctx context.Context, spec ServeSpec) error {
+func (r *row) checkIdentity(ctx context.Context, srv serving.Server, spec family.ServeSpec) error {
 	ic := r.spec.Identity
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.server.URL()+ic.Path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL()+ic.Path, nil)
 	if err != nil {
 		return err
 	}
@@ -133,20 +108,16 @@ func (r *row) checkIdentity(ctx context.Context, spec ServeSpec) error {
 		return err
 	}
 	v := judgeServerIdentity(serverIdentity{Check: ic, Status: resp.StatusCode, Body: body, Spec: spec, Model: r.c.Model})
-	if v.Err != nil {
-		return v.Err
-	}
-	r.result.ServerIdentity = ic.Path
-	return nil
+	return v.Err
 }
 
 // serverIdentity is a ready server's answer at the family's identity path, with what the
 // answer is held to: what the server was started on and the row's checkpoint.
 type serverIdentity struct {
-	Check  IdentityCheck
+	Check  family.IdentityCheck
 	Status int
 	Body   []byte
-	Spec   ServeSpec
+	Spec   family.ServeSpec
 	Model  string
 }
 

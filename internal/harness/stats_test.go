@@ -55,8 +55,8 @@ func TestHostReadings(t *testing.T) {
 	cpuinfo := []byte("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n\nprocessor\t: 1\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n")
 	assert.Equal(t, "Intel(R) Xeon(R) Platinum 8480+", CPUModel(cpuinfo))
 	assert.Equal(t, "", CPUModel([]byte("processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd4f\n")), "arm64 names no model")
-	assert.Equal(t, int64(2097152000*1024), MemTotalBytes([]byte("MemTotal:       2097152000 kB\nMemFree:        1 kB\n")))
-	assert.Zero(t, MemTotalBytes([]byte("MemFree:        1 kB\n")))
+	assert.Equal(t, int64(2097152000*1024), memInfo([]byte("MemTotal:       2097152000 kB\nMemFree:        1 kB\n"), "MemTotal"))
+	assert.Zero(t, memInfo([]byte("MemFree:        1 kB\n"), "MemTotal"))
 }
 
 func TestHostLoadFromProc(t *testing.T) {

@@ -132,8 +132,8 @@ type Suite struct {
 	pool     *gpu.Pool
 	poolGPUs sync.Once
 
-	keyLocks map[string]*sync.Mutex // bundle cache keys being built or read
-	built    map[string]bool        // bundle cache keys this run built
+	keys  keyLocks // what rows side by side do one at a time: a family's tools, preparing an image
+	built sync.Map // bundle cache keys this run built
 }
 
 func NewSuite(cfg SuiteConfig) (*Suite, error) {

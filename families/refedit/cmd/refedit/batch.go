@@ -16,7 +16,7 @@ import (
 	"qualkit/families/refedit/server"
 )
 
-// batchItem is one line of --batch ITEMS (harness.NativeItem).
+// batchItem is one line of --batch ITEMS (family.NativeItem).
 type batchItem struct {
 	ID       string            `json:"id"`
 	Image    string            `json:"image"`
