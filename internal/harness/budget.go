@@ -202,6 +202,10 @@ func (r *row) order(mk *made, tb *schema.TimeBudget) {
 	if o.NativePreload || o.ServerEarly {
 		tb.CriticalPathS = round3(schema.CriticalPath(tb.Model, o.NativePreload, o.ServerEarly))
 	}
+	tb.PhysicalLimitS = round3(schema.PhysicalLimit(tb.Model))
+	if tb.PhysicalLimitS > 0 {
+		tb.PhysicalRatio = round3(tb.WallS / tb.PhysicalLimitS)
+	}
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

@@ -417,6 +417,20 @@ type TimeBudget struct {
 	// shortest wall the row could have had. Serial, it is ModelWorkS; overlapped, work
 	// that ran beside other work leaves it, so a Ratio below 1 is explained by it.
 	CriticalPathS float64 `json:"critical_path_s"`
+	// PhysicalLimitS is the model work that must run one after another on the row's GPU
+	// whatever the order (PhysicalLimit): no wall can be shorter. PhysicalRatio is WallS
+	// over it, how far the row is from that limit. Absent in runs made before it was
+	// stated.
+	PhysicalLimitS float64 `json:"physical_limit_s,omitempty"`
+	PhysicalRatio  float64 `json:"physical_ratio,omitempty"`
+}
+
+// PhysicalLimit is the model work of m that no order can overlap: the build, the
+// correctness case, every served Task (the benchmark's, the influence and controls
+// probes') and every native Task, each of which holds the one GPU. The loads are left
+// out: the server's can run beside the case and the native one beside the served Tasks.
+func PhysicalLimit(m ModelWork) float64 {
+	return m.LegacyToolsS + m.BuildS + m.CorrectnessS + m.ServedTaskS + m.NativeTaskS
 }
 
 // Orders of a row's work (TimeBudget.Order).
