@@ -35,7 +35,7 @@ func golden(t *testing.T, name string, got []byte) {
 // volatile are the keys whose values differ between runs of the same row (times, the
 // test binary's hash in the cache key, whether the build's first command won the race
 // with preflight's checks); the golden file holds their names, not values.
-var volatile = regexp.MustCompile(`(_s|_ms|^p50|^p95|^mean.*|^wall.*|^images_per_s|^cache_key|^builder.*|^harness_commit|^fraction.*|ratio$|^start|^end|^build_early|^build_why)$`)
+var volatile = regexp.MustCompile(`(_s|_ms|^p50|^p95|^mean.*|^wall.*|^images_per_s|^cache_key|^builder.*|^harness_commit|^fraction.*|^ratio|^physical_ratio|^start|^end|^build_early|^build_why)$`)
 
 var cachePath = regexp.MustCompile(`bundles/[0-9a-f]{32}/`)
 
