@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,9 +43,13 @@ var recordPerfServe = flag.Bool("qualkit.record-perf-serve", false,
 func TestPerfServeConformance(t *testing.T) {
 	require.NotEmpty(t, os.Getenv(perfServeEnv), "the recording is made from TRTMC's own perf-serve: give %s", perfServeEnv)
 	row := filepath.Join(suite.Evidence.Dir, "qwen-double-trtmc-perf-serve")
-	if _, err := os.Stat(filepath.Join(row, schema.ScratchDir, trtmcdouble.ExchangesFile)); err != nil {
-		t.Fatalf("no exchanges of TRTMC's perf-serve in %s: this test reads what TestTRTMCDouble's row qwen-double-trtmc-perf-serve recorded, so run both (%s)", row, trtmcdouble.RecordCommand)
+	var res struct{ Status string }
+	b, err := os.ReadFile(filepath.Join(row, schema.ResultsFile))
+	if err != nil {
+		t.Fatalf("no evidence of the row qwen-double-trtmc-perf-serve in %s: this test reads what TestTRTMCDouble's row recorded, so run both (%s)", row, trtmcdouble.RecordCommand)
 	}
+	require.NoError(t, json.Unmarshal(b, &res))
+	require.True(t, schema.Passing(res.Status), "the row qwen-double-trtmc-perf-serve is %s: what it recorded is no recording of the row", res.Status)
 	dir := t.TempDir()
 	fresh := makeRecording(t, row, dir)
 	root, err := harness.FindRoot(".")
@@ -97,17 +102,14 @@ func makeRecording(t *testing.T, row, dir string) trtmcdouble.Recording {
 	require.NoError(t, dec.Decode(&start))
 	shape, values := trtmcdouble.ServeArgs(start.Args)
 	rec := trtmcdouble.Recording{Command: shape, Help: start.Help}
-	var pairs []string // value -> placeholder, the longest first
-	for ph, v := range values {
-		if strings.HasPrefix(v, "/") {
-			pairs = append(pairs, v, ph)
-		}
-	}
-	for i := 0; i < len(pairs); i += 2 {
-		for j := i + 2; j < len(pairs); j += 2 {
-			if len(pairs[j]) > len(pairs[i]) {
-				pairs[i], pairs[i+1], pairs[j], pairs[j+1] = pairs[j], pairs[j+1], pairs[i], pairs[i+1]
-			}
+	// Each path the flags name becomes its placeholder, the longest first (the worker's
+	// path holds the runtime root's).
+	paths := slices.Collect(maps.Keys(values))
+	slices.SortFunc(paths, func(a, b string) int { return len(values[b]) - len(values[a]) })
+	var pairs []string
+	for _, ph := range paths {
+		if strings.HasPrefix(values[ph], "/") {
+			pairs = append(pairs, values[ph], ph)
 		}
 	}
 	records := map[string][]string{}
