@@ -37,7 +37,7 @@ export QUALKIT_TRTMC_DATA := $(abspath $(TRTMC))
 endif
 # TRTMC_PERF_SERVE=DIR: a snapshot of TRTMC's own perf-serve (../shared/trtmc-perf-serve,
 # which CI gives): the Qwen double table then gains the row TRTMC's own trtmc_perf_serving
-# serves, and the conformance test holds the double's Go imitation to it.
+# serves, and the conformance test holds the recording the double replays to it.
 TRTMC_PERF_SERVE ?=
 ifneq ($(TRTMC_PERF_SERVE),)
 GO_TAGS += trtmcperfserve
@@ -205,7 +205,8 @@ inventory: tables
 # The real Qwen adapter through every stage against the TRTMC contract double, in each
 # serving shape CI drives (also part of `make test`). Its rows read passed-contract-double.
 # With TRTMC_PERF_SERVE the table has the row TRTMC's own perf-serve serves, and the
-# conformance test (qual/conformance_test.go, its build tag) runs too and must pass.
+# conformance test (qual/recording_test.go, its build tag: the recording the perf-serve
+# row replays is current) runs too and must pass.
 QWEN_DOUBLE_RUN = ^TestTRTMCDouble$$$(if $(TRTMC_PERF_SERVE),|^TestPerfServeConformance$$)
 .PHONY: qwen-double
 qwen-double: setup engine double-image tables
@@ -216,6 +217,15 @@ qwen-double: setup engine double-image tables
 	$(GO) run ./scripts/testgate -junit evidence/junit-qwen-double.xml -tables $(TABLES) -table TestTRTMCDouble \
 		$(if $(TRTMC_PERF_SERVE),-test qualkit/qual/TestPerfServeConformance)
 	$(GO) run ./scripts/checkevidence -dir evidence/latest -junit evidence/junit-qwen-double.xml
+
+# Re-records what TRTMC's own perf-serve answers the double's perf-serve row, which the
+# double replays without it (families/qwen_image/trtmcdouble/testdata/perfserve): the row
+# qwen-double-trtmc-perf-serve, then TestPerfServeConformance writing the recording.
+.PHONY: perf-serve-recording
+perf-serve-recording: setup engine double-image tables
+	@test -n "$(TRTMC_PERF_SERVE)" || { echo "make perf-serve-recording TRTMC_PERF_SERVE=DIR: name TRTMC's perf-serve (../shared/trtmc-perf-serve)"; exit 2; }
+	$(GO) test $(TAGS) -count=1 -run '^(TestTRTMCDouble|TestPerfServeConformance)$$/^qwen-double-trtmc-perf-serve$$' ./qual/ -args -qualkit.record-perf-serve
+	@du -sh families/qwen_image/trtmcdouble/testdata/perfserve
 
 # The image the Qwen row runs in on capable hardware (families/qwen_image/README.md's
 # example): TRTMC's dev image from QUALKIT_TRTMC_DIR's checkout, built from the context the

@@ -160,11 +160,12 @@ func doubleSHA256(root, bin, snapshot string) (string, error) {
 // perfServeEnv names a snapshot of TRTMC's own perf-serve (make ... TRTMC_PERF_SERVE=DIR
 // exports it; CI gives ../shared/trtmc-perf-serve). With it the table gains the row
 // that TRTMC's own trtmc_perf_serving serves; without it (a clone with nothing beside
-// it) the double's Go imitation serves the perf-serve row alone.
+// it) the perf-serve row alone, served by the double's replay of what TRTMC's server
+// answered (families/qwen_image/trtmcdouble/testdata/perfserve, TestPerfServeConformance).
 const perfServeEnv = "QUALKIT_TRTMC_PERF_SERVE"
 
 // doubleCheckouts are the double's TRTMC-shaped checkouts: the families layout with
-// each serving contract (perf-serve twice when TRTMC's own is named: the imitation's and
+// each serving contract (perf-serve twice when TRTMC's own is named: the replay's and
 // TRTMC's), and the e9132e79 layout, which (like TRTMC main e9132e79) has no server at all.
 func doubleCheckouts(snapshot string) []struct{ dir, layout, serving, perfServe string } {
 	cos := []struct{ dir, layout, serving, perfServe string }{
@@ -202,7 +203,7 @@ func doubleRow(name, co string, timing family.TimingSource, reason string) harne
 // trtmc-server started as its native binary.
 var qwenDoubleRows = harness.NewTable(append([]harness.Checkpoint{
 	doubleRow("qwen-double-perf-serve", "families-perf-serve", family.TimingSource{},
-		"the real Qwen adapter against the TRTMC contract double (families layout, trtmc-perf-serve played by the double's Go imitation): POST /v1/tasks/generate_image through AIPerf's raw endpoint, the PNG from the kept scratch folder, Task time from the records"),
+		"the real Qwen adapter against the TRTMC contract double (families layout, trtmc-perf-serve replayed from the exchanges recorded from TRTMC's own): POST /v1/tasks/generate_image through AIPerf's raw endpoint, the PNG from the kept scratch folder, Task time from the records"),
 	doubleRow("qwen-double-edit-route", "families-edit-route", family.TimingSource{Body: qwenimage.DefaultTimingBody},
 		"the real Qwen adapter against the TRTMC contract double (families layout, native trtmc-server): POST /v1/images/edits as the stage-7 report describes it, image as data[0].b64_json, Task time from trtmc_timing.model_call_ms in the body"),
 }, trtmcPerfServeRows()...)...)
@@ -292,8 +293,9 @@ const pytestPin = "8.4.2"
 // at TRTMC's pin ran the correctness case; CMake from PyPI configured the native build;
 // pytest's own --basetemp made the _qcurrent link beside _q0, so the bundle pattern
 // matched twice and the row took the one real folder (D1); and TRTMC's own
-// trtmc_perf_serving served the row named for it, while the double's Go imitation served
-// the other (the shim's start line is TRTMC's code's, never the imitation's).
+// trtmc_perf_serving served the row named for it, through the recorder, while the
+// double's replay of it served the other (the shim's start line is TRTMC's code's, never
+// the replay's).
 func TestTRTMCDoubleRanTheRealTools(t *testing.T) {
 	rowDir := func(name string) string {
 		dir := filepath.Join(suite.Evidence.Dir, name)
@@ -338,11 +340,12 @@ func TestTRTMCDoubleRanTheRealTools(t *testing.T) {
 			switch c.Name {
 			case "qwen-double-trtmc-perf-serve":
 				assert.Contains(t, server, shim, "TRTMC's own perf-serve served this row")
-				assert.NotContains(t, server, "Go imitation")
+				assert.Contains(t, server, "perf-serve recorder (qualkit): TRTMC's perf-serve on", "through the recorder")
+				assert.NotContains(t, server, "qualkit contract double, replay")
 			case "qwen-double-perf-serve":
-				// Its /v1/serving/info is TRTMC's, field for field (the conformance test holds
-				// it there): only its start line says which server answered.
-				assert.Contains(t, server, "trtmc-perf-serve (qualkit contract double, Go imitation)", "the Go imitation served this row")
+				// Its /v1/serving/info is TRTMC's, as recorded: only its start line says which
+				// server answered.
+				assert.Contains(t, server, "trtmc-perf-serve (qualkit contract double, replay of TRTMC's perf-serve", "the replay served this row")
 				assert.NotContains(t, server, "trtmc_perf_serving.cli.main")
 			}
 		})

@@ -2,7 +2,6 @@ package trtmcdouble
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,16 +47,6 @@ func isFile(path string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// writeExecutable copies the running executable to dst (through a temporary file and a
-// rename, so a running copy at dst is replaced, not overwritten).
-func writeExecutable(self, dst string) error {
-	b, err := os.ReadFile(self)
-	if err != nil {
-		return fmt.Errorf("reading own executable: %w", err)
-	}
-	return writeFileAtomic(dst, b, 0o755)
-}
-
 func writeFileAtomic(dst string, b []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
@@ -86,19 +75,6 @@ func hfSnapshot(hfHome, revision string) string {
 	return filepath.Join(hfHome, "hub", "models--"+strings.ReplaceAll(HFID, "/", "--"), "snapshots", revision)
 }
 
-// hfHome is the Hugging Face cache root huggingface_hub would use.
-func (p *proc) hfHome() string {
-	switch {
-	case p.getenv("HF_HOME") != "":
-		return p.getenv("HF_HOME")
-	case p.getenv("XDG_CACHE_HOME") != "":
-		return filepath.Join(p.getenv("XDG_CACHE_HOME"), "huggingface")
-	case p.getenv("HOME") != "":
-		return filepath.Join(p.getenv("HOME"), ".cache", "huggingface")
-	}
-	return ""
-}
-
 // readCMakeCache reads KEY:TYPE=VALUE lines into KEY -> VALUE.
 func readCMakeCache(buildDir string) (map[string]string, error) {
 	b, err := os.ReadFile(filepath.Join(buildDir, "CMakeCache.txt"))
@@ -123,30 +99,4 @@ func readCMakeCache(buildDir string) (map[string]string, error) {
 func isDir(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.IsDir()
-}
-
-// manifest is the fields of a TRTMC test manifest the double reads.
-type manifest struct {
-	Name       string `json:"name"`
-	HFID       string `json:"hf_id"`
-	HFRevision string `json:"hf_revision"`
-	Bundle     string `json:"bundle"`
-	Family     string `json:"family"`
-	Task       string `json:"task"`
-	Precision  string `json:"precision"`
-	// ImageHeight and ImageWidth are the output size (the families layout states it
-	// once for the manifest).
-	ImageHeight int        `json:"image_height"`
-	ImageWidth  int        `json:"image_width"`
-	Testcases   []testcase `json:"testcases"`
-}
-
-type testcase struct {
-	Name              string   `json:"name"`
-	Prompt            string   `json:"prompt"`
-	TestImage         string   `json:"test_image"`
-	NegativePrompt    *string  `json:"negative_prompt"`
-	NumInferenceSteps int      `json:"num_inference_steps"`
-	CFGScale          *float64 `json:"cfg_scale"`
-	Seed              int64    `json:"seed"`
 }

@@ -47,7 +47,8 @@ var programs = map[string]func(*proc) int{
 	"qwen_image_e2e_harness":     harnessMain,
 	"tensorrt-model-connect":     builderMain,
 	"trtmc-server-control-plane": func(p *proc) int { return serverMain(p, p.args[1:]) },
-	"trtmc-perf-serve":           func(p *proc) int { return perfServeMain(p, p.args[1:]) },
+	"trtmc-perf-serve":           replayMain,
+	"perf-serve-recorder":        recorderMain,
 	"diffusers-reference":        referenceMain,
 }
 

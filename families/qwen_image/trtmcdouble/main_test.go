@@ -24,7 +24,7 @@ func TestDispatch(t *testing.T) {
 
 	res = r.run("/x/trtmcdouble")
 	assert.Equal(t, 2, res.code)
-	assert.Contains(t, res.stdout, "diffusers-reference, qwen_image_e2e_harness, tensorrt-model-connect, trtmc, trtmc-perf-serve, trtmc-server, trtmc-server-control-plane, trtmc_benchmark_worker")
+	assert.Contains(t, res.stdout, "diffusers-reference, perf-serve-recorder, qwen_image_e2e_harness, tensorrt-model-connect, trtmc, trtmc-perf-serve, trtmc-server, trtmc-server-control-plane, trtmc_benchmark_worker")
 	for _, gone := range []string{"cmake", "python3", "pytest"} {
 		res := r.run("/usr/bin/"+gone, "--version")
 		assert.Equal(t, 2, res.code, "%s is real in the double's image, never played", gone)

@@ -498,7 +498,9 @@ func TestNativeServerPassesItsWorkerBinary(t *testing.T) {
 	build := t.TempDir()
 	native := filepath.Join(build, "trtmc-server")
 	r := newRunner(t, e.p.wd)
-	require.NoError(t, writeExecutable(r.self, native))
+	self, err := os.ReadFile(r.self)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(native, self, 0o755))
 	r.self = native // the process's own executable: the native binary
 	r = r.with("PATH", filepath.Join(bin, "notpython")+":"+bin, "PYTHONPATH", "/site/extra", "HOME", "/home/q")
 

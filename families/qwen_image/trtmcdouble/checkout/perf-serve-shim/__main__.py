@@ -10,10 +10,21 @@ without editing a TRTMC file:
 2. No stored apps/benchmark/trtmc_benchmark/types.py has ResolvedCase.selected_task,
    which catalog.py @ 0dd9052f passes; qualkit_gaps.py adds that one optional field.
 
+3. `serve` is handed to qualkit's recorder (the double's binary, trtmcdouble/record.go),
+   which starts TRTMC's server again through this file (QUALKIT_PERF_SERVE_UPSTREAM set, so
+   TRTMC's cli.main runs), passes every request through unchanged and logs each exchange
+   under the scratch folder: the replay of the double's perf-serve row is made from it.
+
 Its first line on stderr (the row's serve/server.log) says what it did and which code runs.
 """
 
+import os
 import sys
+
+if sys.argv[1:2] == ["serve"] and not {"-h", "--help"} & set(sys.argv) and not os.environ.get("QUALKIT_PERF_SERVE_UPSTREAM"):
+    from qualkit_double import become
+
+    become("perf-serve-recorder", [sys.executable, *sys.argv[1:]])
 
 from trtmc_perf_serving import qualkit_gaps  # first: catalog.py binds ResolvedCase when imported
 

@@ -1,0 +1,288 @@
+package trtmcdouble
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Without TRTMC's own perf-serve beside the clone, the double's perf-serve row is served
+// by a replay of what TRTMC's server answered the same requests: exchanges recorded from
+// TRTMC's trtmc_perf_serving (the row qwen-double-trtmc-perf-serve, through the recorder,
+// record.go) and kept in testdata/perfserve (RecordingDir): for each request, by its
+// digest, the status, headers and body, the records lines and the files the server wrote
+// under <scratch>/<request id>/. Nothing of TRTMC's server is imitated here: a request
+// the recording has not is answered 500, naming its digest and RecordCommand.
+
+// RecordingDir is where the recording is kept, relative to this package.
+const RecordingDir = "testdata/perfserve"
+
+// RecordCommand re-records the exchanges (it needs TRTMC's perf-serve snapshot).
+const RecordCommand = "make perf-serve-recording TRTMC_PERF_SERVE=../shared/trtmc-perf-serve"
+
+//go:embed testdata/perfserve
+var recorded embed.FS
+
+// Recording is what TRTMC's perf-serve answered, with the values of one run (paths,
+// request ids, the clock) as placeholders (Placeholders).
+type Recording struct {
+	// Command is `serve`'s arguments, the path and port values as placeholders: the
+	// replay serves only this command line.
+	Command []string `json:"command"`
+	Help    string   `json:"help"`    // what `serve --help` printed
+	Startup []File   `json:"startup"` // the files under <scratch> once the server was ready
+	// Exchanges are in the order they were first seen; one per request digest.
+	Exchanges []Exchange `json:"exchanges"`
+}
+
+// Exchange is one request's answer and what the server wrote for it.
+type Exchange struct {
+	Digest string            `json:"digest"` // RequestDigest of the request
+	Method string            `json:"method"`
+	Path   string            `json:"path"`
+	Status int               `json:"status"`
+	Header map[string]string `json:"header"` // lower-case names; none of the transport's
+	Body   string            `json:"body"`
+	// Ms is how long TRTMC's server took to answer; the replay takes as long, so every
+	// timing the server reports stays within what the client measures.
+	Ms      float64  `json:"ms"`
+	Records []string `json:"records,omitempty"` // the records lines of the request
+	Files   []File   `json:"files,omitempty"`   // under <scratch>, {{request_id}}/...
+}
+
+// File is a file the server wrote: its path under <scratch> and its blob (the sha256 of
+// its recorded bytes, in blobs/); Text files have their placeholders filled.
+type File struct {
+	Path string `json:"path"`
+	Blob string `json:"blob"`
+	Text bool   `json:"text,omitempty"`
+}
+
+// Placeholders stand for a run's values in a recording: the serve flags' paths and
+// port, the request id, and a records line's time (seconds since the epoch).
+var Placeholders = map[string]string{"--bundle": "{{bundle}}", "--runtime-root": "{{runtime_root}}", "--worker": "{{worker}}",
+	"--records": "{{records}}", "--scratch": "{{scratch}}", "--port": "{{port}}"}
+
+const (
+	idPlaceholder   = "{{request_id}}"
+	timePlaceholder = "{{time}}"
+)
+
+// RequestDigest names a request by what TRTMC's server reads of it: the method, the path
+// and the body. app.py @ 3878755c reads no header but x-request-id (§ request_id_of,
+// which only names the request: its scratch folder, the id echoed) and no query; the body
+// through Starlette's request.json(), json.loads, to which whitespace between tokens is
+// nothing: a JSON body is compacted (its keys in their order, numbers as spelled), any
+// other is taken as it is. AIPerf gives every request a fresh x-request-id, so the id is
+// never part of the digest.
+func RequestDigest(method, urlPath string, body []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, body) != nil {
+		b.Reset()
+		b.Write(body)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s %s\n", method, urlPath)
+	h.Write(b.Bytes())
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ServeArgs splits serve's arguments into the recorded shape (path and port values as
+// Placeholders) and the values it stands for, by placeholder.
+func ServeArgs(args []string) (shape []string, values map[string]string) {
+	values = map[string]string{}
+	for i := 0; i < len(args); i++ {
+		shape = append(shape, args[i])
+		if ph, ok := Placeholders[args[i]]; ok && i+1 < len(args) {
+			values[ph] = args[i+1]
+			shape = append(shape, ph)
+			i++
+		}
+	}
+	return shape, values
+}
+
+// Blob reads a recorded blob (blobs/<sha256>, or <sha256>.gz compressed).
+func Blob(fsys fs.FS, sum string) ([]byte, error) {
+	if b, err := fs.ReadFile(fsys, path.Join("blobs", sum)); err == nil {
+		return b, nil
+	}
+	z, err := fs.ReadFile(fsys, path.Join("blobs", sum+".gz"))
+	if err != nil {
+		return nil, fmt.Errorf("recording: no blob %s: %w", sum, err)
+	}
+	r, err := gzip.NewReader(bytes.NewReader(z))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(r)
+}
+
+// LoadRecording reads a recording (recording.json and blobs/) from fsys.
+func LoadRecording(fsys fs.FS) (Recording, error) {
+	var rec Recording
+	b, err := fs.ReadFile(fsys, "recording.json")
+	if err != nil {
+		return rec, err
+	}
+	return rec, json.Unmarshal(b, &rec)
+}
+
+// replayer serves one Recording.
+type replayer struct {
+	p       *proc
+	rec     Recording
+	blobs   fs.FS
+	byKey   map[string]*Exchange
+	fill    map[string]string // placeholder -> this run's value
+	records *os.File
+	mu      sync.Mutex // one request at a time, as TRTMC's one execution lane
+}
+
+// replayMain plays `python -m trtmc_perf_serving serve ARGS` from the recording.
+func replayMain(p *proc) int {
+	blobs, err := fs.Sub(recorded, RecordingDir)
+	if err != nil {
+		return p.fail(exitFail, "trtmc-perf-serve (qualkit contract double, replay): %v", err)
+	}
+	return replay(p, blobs)
+}
+
+// replay serves the recording in blobs (recording.json, blobs/).
+func replay(p *proc, blobs fs.FS) int {
+	rec, err := LoadRecording(blobs)
+	if err != nil {
+		return p.fail(exitFail, "trtmc-perf-serve (qualkit contract double, replay): the recording: %v", err)
+	}
+	if len(p.args) < 2 || p.args[1] != "serve" {
+		return p.fail(exitUsage, "trtmc-perf-serve (qualkit contract double, replay): only `serve` was recorded")
+	}
+	args := p.args[2:]
+	if slices.Contains(args, "--help") || slices.Contains(args, "-h") {
+		fmt.Fprint(p.stdout, rec.Help)
+		return exitOK
+	}
+	shape, values := ServeArgs(args)
+	if !slices.Equal(shape, rec.Command) {
+		return p.fail(exitUsage, "trtmc-perf-serve (qualkit contract double, replay): no recording of this command line\n  given:    %s\n  recorded: %s\nre-record TRTMC's perf-serve with `%s`",
+			strings.Join(shape, " "), strings.Join(rec.Command, " "), RecordCommand)
+	}
+	r := &replayer{p: p, rec: rec, blobs: blobs, byKey: map[string]*Exchange{}, fill: values}
+	for i := range rec.Exchanges {
+		r.byKey[rec.Exchanges[i].Digest] = &rec.Exchanges[i]
+	}
+	scratch := p.abs(values["{{scratch}}"])
+	for _, f := range rec.Startup {
+		if err := r.write(scratch, f, ""); err != nil {
+			return p.fail(exitFail, "trtmc-perf-serve (qualkit contract double, replay): %v", err)
+		}
+	}
+	records := p.abs(values["{{records}}"])
+	if err := os.MkdirAll(filepath.Dir(records), 0o755); err != nil {
+		return p.fail(exitFail, "trtmc-perf-serve (qualkit contract double, replay): %v", err)
+	}
+	if r.records, err = os.OpenFile(records, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err != nil {
+		return p.fail(exitFail, "trtmc-perf-serve (qualkit contract double, replay): %v", err)
+	}
+	defer r.records.Close()
+	host := "127.0.0.1"
+	if i := slices.Index(args, "--host"); i >= 0 && i+1 < len(args) {
+		host = args[i+1]
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, values["{{port}}"]))
+	if err != nil {
+		return p.fail(exitFail, "trtmc-perf-serve (qualkit contract double, replay): %v", err)
+	}
+	fmt.Fprintf(p.stderr, "trtmc-perf-serve (qualkit contract double, replay of TRTMC's perf-serve recorded in %s: %d exchanges) on http://%s\n",
+		RecordingDir, len(rec.Exchanges), ln.Addr())
+	return serveUntilDone(p, ln, r, "trtmc-perf-serve", "trtmc-perf-serve: ")
+}
+
+// filled is s with the placeholders of this run and request filled in.
+func (r *replayer) filled(s, id string) string {
+	kv := []string{idPlaceholder, id, timePlaceholder, strconv.FormatFloat(float64(time.Now().UnixNano())/1e9, 'f', -1, 64)}
+	for ph, v := range r.fill {
+		kv = append(kv, ph, v)
+	}
+	return strings.NewReplacer(kv...).Replace(s)
+}
+
+// write writes a recorded file under scratch, for request id.
+func (r *replayer) write(scratch string, f File, id string) error {
+	b, err := Blob(r.blobs, f.Blob)
+	if err != nil {
+		return err
+	}
+	if f.Text {
+		b = []byte(r.filled(string(b), id))
+	}
+	dst := filepath.Join(scratch, filepath.FromSlash(r.filled(f.Path, id)))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}
+
+func (r *replayer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	digest := RequestDigest(req.Method, req.URL.Path, body)
+	ex := r.byKey[digest]
+	if ex == nil {
+		msg := fmt.Sprintf("qualkit contract double: TRTMC's perf-serve was never recorded answering this request (%s %s, digest %s): re-record with `%s`",
+			req.Method, req.URL.Path, digest, RecordCommand)
+		fmt.Fprintln(r.p.stderr, msg)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg, "type": "server_error", "code": "qualkit_not_recorded"}})
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := ""
+	if _, ok := ex.Header["x-request-id"]; ok {
+		id = requestID(req.Header.Get("X-Request-ID"))
+	}
+	select {
+	case <-time.After(time.Duration(ex.Ms * float64(time.Millisecond))):
+	case <-req.Context().Done():
+		return
+	}
+	scratch := r.p.abs(r.fill["{{scratch}}"])
+	for _, f := range ex.Files {
+		if err := r.write(scratch, f, id); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	for _, line := range ex.Records {
+		if _, err := r.records.WriteString(r.filled(line, id) + "\n"); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	for k, v := range ex.Header {
+		w.Header().Set(k, r.filled(v, id))
+	}
+	w.WriteHeader(ex.Status)
+	io.WriteString(w, r.filled(ex.Body, id))
+}
