@@ -44,9 +44,8 @@ func TestPerfServeConformance(t *testing.T) {
 	runID := harness.NewRunID(time.Now()) + "-perfserve-conformance"
 	t.Cleanup(func() { serving.RemoveRunImages(context.Background(), runID) })
 	image := func(co string) serving.Image {
-		ci, err := qwenimage.New(qwenimage.Config{Checkout: filepath.Join(doubleDir(root), co)}).Image(harness.Env{Root: root})
-		require.NoError(t, err, "the image of checkout %s", co)
-		img, err := serving.PrepareImage(t.Context(), serving.ImageSpec{Dockerfile: ci.Dockerfile, CopyRoots: ci.CopyRoots}, runID, co, filepath.Join(t.TempDir(), "build.log"))
+		dockerfile, copyRoots := qwenimage.New(qwenimage.Config{Checkout: filepath.Join(doubleDir(root), co)}).Config.DevImage()
+		img, err := serving.PrepareImage(t.Context(), serving.ImageSpec{Dockerfile: dockerfile, CopyRoots: copyRoots}, runID, co, filepath.Join(t.TempDir(), "build.log"))
 		require.NoError(t, err, "the image of checkout %s", co)
 		return img
 	}

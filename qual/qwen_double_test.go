@@ -215,13 +215,6 @@ func trtmcPerfServeRows() []harness.Checkpoint {
 		"the real Qwen adapter against TRTMC's own trtmc_perf_serving (--backend trtmc, the snapshot named by "+perfServeEnv+") with the contract double's worker and bundle: POST /v1/tasks/generate_image through AIPerf's raw endpoint, the PNG from the kept scratch folder, Task time from the records")}
 }
 
-// TestTRTMCDouble drives the Qwen row through every stage against the double. `make
-// qwen-double` runs it alone; `make test` runs it with everything else.
-func TestTRTMCDouble(t *testing.T) {
-	needDouble(t)
-	qualifyTable(t)
-}
-
 // On the e9132e79 layout the double, like TRTMC main e9132e79, has no server: the row
 // fails in preflight, in seconds, naming both contracts and where it looked.
 func TestTRTMCDoubleE9132e79PredatesTheServer(t *testing.T) {

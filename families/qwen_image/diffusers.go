@@ -104,32 +104,33 @@ var _ family.Family = Diffusers{}
 // server that lists the model only once loaded; in an image only when a base image is
 // named (else as processes, RUNTIME=process).
 func (d Diffusers) Describe(_ family.Env, row family.Row) (family.Spec, error) {
-	return family.Spec{
+	spec := family.Spec{
 		Backend: BackendDiffusers,
 		Timing:  d.timing(),
 		// server.py lists the model under the row's name with the checkpoint its bundle
 		// names (bundle.json "model": the smoke profile is built in the checkpoint's
 		// shape and names it too, labelled smoke).
 		Identity:            family.ModelsWithCheckpoint,
-		Container:           d.BaseImage != "",
-		Batch:               true,
+		Build:               d.build,
+		NativeBatch:         d.nativeBatch,
 		BatchWaits:          true, // native.py --batch --wait-items loads the pipeline, then waits
 		ModelsWhenReady:     "families/qwen_image/reference/server.py models_body: an empty list until the pipeline is loaded, as /health/ready",
 		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
 		Requirements:        func(env family.Env) []family.Requirement { return d.requirements(env, row) },
 		Probes:              d.probes,
 		Quality:             d.quality,
-	}, nil
+	}
+	if d.BaseImage != "" {
+		spec.Image = d.image
+	}
+	return spec, nil
 }
 
-// Image is the backend's container image when a base image is named: every stage runs
+// image is the backend's container image when a base image is named: every stage runs
 // in it (one environment, as a GPU host would run the backend), the repository mounted
 // read-only at its own path (the programs under reference/, the fixtures). Without a
-// base image there is none (Spec.Container is false).
-func (d Diffusers) Image(env family.Env) (family.ContainerImage, error) {
-	if d.BaseImage == "" {
-		return family.ContainerImage{}, errors.New("no base image named (" + EnvDiffusersBaseImage + "): the backend runs as processes")
-	}
+// base image there is none: the backend runs as processes.
+func (d Diffusers) image(env family.Env) (family.ContainerImage, error) {
 	return family.ContainerImage{
 		Dockerfile: filepath.Join(env.Root, diffusersDockerfile),
 		CopyRoots:  []string{env.Root},
@@ -207,9 +208,9 @@ func (d Diffusers) buildSettings() map[string]string {
 	return s
 }
 
-// Build writes the bundle: a JSON naming what the server loads (the smoke construction
+// build writes the bundle: a JSON naming what the server loads (the smoke construction
 // seed, config and weights hashes; or the snapshot, its revision and its files' blobs).
-func (d Diffusers) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
+func (d Diffusers) build(env family.Env, spec family.BuildSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "pipeline.py"), "bundle"}
 	if d.Smoke {
 		args = append(args, "--smoke")
@@ -285,9 +286,9 @@ func (d Diffusers) Native(env family.Env, spec family.NativeSpec) (family.Comman
 	return family.Command{Args: args, Dir: env.Root}, nil
 }
 
-// NativeBatch runs every replay after one pipeline load: native.py --batch, which puts
+// nativeBatch runs every replay after one pipeline load: native.py --batch, which puts
 // each item through the one-edit path.
-func (d Diffusers) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
+func (d Diffusers) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "native.py"), spec.Bundle, "--batch", spec.Items, "--report", spec.Report, "--device", d.device()}
 	if spec.WaitItems > 0 {
 		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))
@@ -297,8 +298,8 @@ func (d Diffusers) NativeBatch(env family.Env, spec family.NativeBatchSpec) (fam
 
 // timing: the Task call's wall time is in the body; the records file must also carry
 // every measured request id (X-Request-ID honoured).
-func (Diffusers) timing() family.TimingSource {
-	return family.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}
+func (Diffusers) timing() schema.TimingSource {
+	return schema.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}
 }
 
 // diffusersProbe prints what preflight needs in one interpreter start: package versions

@@ -2,7 +2,6 @@ package qwenimage
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"qualkit/internal/family"
+	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
 
@@ -60,18 +60,19 @@ const BackendPerfServeReference = "trtmc-perf-serve-reference"
 
 // perfServeTiming: perf-serve's records, timing.model_call_ms by request_id (app.py @
 // 3878755c § execute); for the reference backend that is its task-call wall (describe()).
-var perfServeTiming = family.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
+var perfServeTiming = schema.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
 
 // Describe: TRTMC's perf-serve on the task route, the seed replayed as latent_seed, Task
 // time from its records, /v1/serving/info as its identity; the native Task the same
 // backend in one process that loads, then waits for its items; processes, not an image.
 func (a PerfServeReference) Describe(_ family.Env, row family.Row) (family.Spec, error) {
 	return family.Spec{
-		Backend:  BackendPerfServeReference,
-		Timing:   perfServeTiming,
-		Wire:     wire.Task{LatentSeed: true},
-		Identity: family.IdentityCheck{Path: "/v1/serving/info", Check: a.checkIdentity},
-		Batch:    true,
+		Backend:     BackendPerfServeReference,
+		Timing:      perfServeTiming,
+		Wire:        wire.Task{LatentSeed: true},
+		Identity:    family.IdentityCheck{Path: "/v1/serving/info", Check: a.checkIdentity},
+		Build:       a.build,
+		NativeBatch: a.nativeBatch,
 		// perfserve_native.py --wait-items loads the backend, then waits.
 		BatchWaits: true,
 		// perf-serve loads its backend before uvicorn binds the port (cli.py @ 3878755c §
@@ -107,16 +108,11 @@ func (a PerfServeReference) Tools(env family.Env) (family.Tools, error) {
 	return tools, err
 }
 
-// Build saves the smoke pipeline as a folder: perf-serve's --reference-model.
-func (a PerfServeReference) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
-	cmd, err := a.Pipeline.Build(env, spec)
+// build saves the smoke pipeline as a folder: perf-serve's --reference-model.
+func (a PerfServeReference) build(env family.Env, spec family.BuildSpec) (family.Command, error) {
+	cmd, err := a.Pipeline.build(env, spec)
 	cmd.Args = append(cmd.Args, "--save-pipeline")
 	return cmd, err
-}
-
-// Image: the row runs as processes (Spec.Container is false).
-func (PerfServeReference) Image(family.Env) (family.ContainerImage, error) {
-	return family.ContainerImage{}, errors.New("the perf-serve reference row runs as processes: it has no image")
 }
 
 // caseLatents is where the correctness case keeps the noise it drew, relative to its
@@ -192,8 +188,8 @@ func (a PerfServeReference) Native(env family.Env, spec family.NativeSpec) (fami
 		Env: perfServeEnv(), Dir: a.staged(env)}, nil
 }
 
-// NativeBatch replays every request after one load of the backend.
-func (a PerfServeReference) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
+// nativeBatch replays every request after one load of the backend.
+func (a PerfServeReference) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := append(a.nativeArgs(env, spec.Bundle), "--batch", spec.Items, "--report", spec.Report)
 	if spec.WaitItems > 0 {
 		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))

@@ -16,9 +16,9 @@ func TestConformance(t *testing.T) {
 	row := family.Row{Name: "refedit-v1", Model: "qualkit/refedit-v1", Profile: "refedit-v1"}
 	env := family.Env{Root: "/repo", Python: "/repo/.venv/bin/python"}
 	spec := familytest.Conformance(t, Default, env, row)
-	assert.True(t, spec.Batch && spec.BatchWaits && spec.Container)
+	assert.True(t, spec.NativeBatch != nil && spec.BatchWaits && spec.Image != nil && spec.Build != nil)
 	oneShot := familytest.Conformance(t, Faulty{Family: Default, OneShot: true}, env, row)
-	assert.False(t, oneShot.Batch, "OneShot: one refedit run per replay")
+	assert.Nil(t, oneShot.NativeBatch, "OneShot: one refedit run per replay")
 }
 
 // The server names the checkpoint its bundle was built from under the row's name; the

@@ -1,16 +1,13 @@
 // Package family is the contract between the harness and a model family's adapter: what
-// an adapter author implements to add a family, and nothing else. A family states its
-// facts once per row (Describe: its backend, where Task time comes from, its wire
-// protocol, whether it runs in an image, who builds the bundle, whether it batches and
-// preloads, its checks), and builds the argv of every program the pipeline runs, each
-// builder returning an error instead of a command that cannot run. The harness runs the
-// commands, times them and keeps their output as evidence; a family never starts a
-// program itself.
-//
-// The harness asks for a builder only where the family's Spec says it has one (Image
-// when Container, Build unless BundleByCase, NativeBatch when Batch); familytest's
-// Conformance holds a family to its Spec. docs/adding-a-family.md walks through a
-// minimal family.
+// an adapter author implements to add a family, and nothing else. A family is one value:
+// Describe states its facts for a row (its backend, where Task time comes from, its wire
+// protocol, its checks) and hands over the builders it has, nil for those it lacks (no
+// image: processes; no Build: the correctness case builds the bundle; no NativeBatch:
+// one native process per replay); the methods are the builders every family has. Each
+// builder returns the argv of a program, or an error instead of a command that cannot
+// run. The harness runs the commands, times them and keeps their output as evidence; a
+// family never starts a program itself. familytest's Conformance holds a family to its
+// Spec; docs/adding-a-family.md walks through a minimal family.
 package family
 
 import (
@@ -35,19 +32,12 @@ type Family interface {
 	// when they are installed already), the program whose sha256 identifies the builder
 	// in the bundle cache key, and what else the bundle depends on.
 	Tools(env Env) (Tools, error)
-	// Image is the container image the family runs in; asked only when Spec.Container.
-	Image(env Env) (ContainerImage, error)
-	// Build writes the bundle to spec.Out; asked only unless Spec.BundleByCase.
-	Build(env Env, spec BuildSpec) (Command, error)
 	// Correctness is the family's own correctness case, run unchanged on the bundle.
 	Correctness(env Env, spec CorrectnessSpec) (CorrectnessCase, error)
 	// Serve starts the server on spec.Port, bound to spec.Host, writing spec.Records.
 	Serve(env Env, spec ServeSpec) (Command, error)
 	// Native runs the Task once, outside the server, writing a PNG to spec.Output.
 	Native(env Env, spec NativeSpec) (Command, error)
-	// NativeBatch runs every replay in one process (one load, each replay through the
-	// one-shot path, nothing carried between them); asked only when Spec.Batch.
-	NativeBatch(env Env, spec NativeBatchSpec) (Command, error)
 }
 
 // Row is what a family knows of the table row it serves.
@@ -67,8 +57,13 @@ type Spec struct {
 	// Backend names the serving stack ("refedit", "trtmc", "diffusers"); the evidence
 	// checker looks its rules up by it (internal/evidencerules).
 	Backend string
-	// Timing says where the server reports the wall time of the Task call.
-	Timing TimingSource
+	// Timing says where the server reports the wall time of the Task call, in ms. AIPerf
+	// never records response headers, so only the body or a records file will do: Body
+	// (a dotted path in the response body), Records (in one line of the server's records
+	// JSONL) with RecordID (the request id's path there, joined on X-Request-ID). With
+	// Body, a RecordID still makes the harness prove that the server honours
+	// X-Request-ID, and Records too makes every records line agree with its response.
+	Timing schema.TimingSource
 	// Wire is how requests travel (package wire); nil is the OpenAI images route.
 	Wire wire.Protocol
 	// Identity is where the server states what it serves; required. The harness GETs
@@ -76,20 +71,21 @@ type Spec struct {
 	// when Check rejects it or names a checkpoint other than the row's model.
 	Identity IdentityCheck
 
-	// Container: the family runs in its image (Image): the server and the native Task
-	// always, and the stages ContainerImage.Stages names.
-	Container bool
-	// BundleByCase: the correctness case builds the bundle (CorrectnessCase.Bundle names
-	// where), which is then the one served; Build is not asked.
-	BundleByCase bool
+	// Image is the container image the family runs in: the server and the native Task
+	// always, and the stages ContainerImage.Stages names. nil: the family runs as processes.
+	Image func(Env) (ContainerImage, error)
+	// Build writes the bundle to spec.Out. nil: the correctness case builds the bundle
+	// (CorrectnessCase.Bundle names where), which is then the one served.
+	Build func(Env, BuildSpec) (Command, error)
 	// BundleDir is where the family's bundles go instead of the repository's
 	// .cache/bundles: the harness's bundle cache (<BundleDir>/<key>/, reused across runs
-	// by key) and, under BundleByCase, the correctness case's scratch folder (a fresh
+	// by key) and, without Build, the correctness case's scratch folder (a fresh
 	// <BundleDir>/case-* per row, removed when the row ends). "": .cache/bundles and the
 	// row's work folder.
 	BundleDir string
-	// Batch: the family's native Task can run every replay in one process (NativeBatch).
-	Batch bool
+	// NativeBatch runs every replay in one process (one load, each replay through the
+	// one-shot path, nothing carried between them). nil: one Native process per replay.
+	NativeBatch func(Env, NativeBatchSpec) (Command, error)
 	// BatchWaits: the batch program honours NativeBatchSpec.WaitItems (it loads, then
 	// waits for its items): the overlapped order starts it beside the server.
 	BatchWaits bool
@@ -130,14 +126,17 @@ func (s Spec) Validate() error {
 	if s.Backend == "" {
 		bad = append(bad, errors.New("Spec.Backend is empty"))
 	}
-	if err := s.Timing.Validate(); err != nil {
-		bad = append(bad, fmt.Errorf("Spec.Timing: %w", err))
+	switch ts := s.Timing; {
+	case ts.Body == "" && ts.Records == "":
+		bad = append(bad, errors.New("Spec.Timing names neither a body field nor a records field"))
+	case ts.Records != "" && ts.RecordID == "":
+		bad = append(bad, fmt.Errorf("Spec.Timing reads the records field %q but names no request-id field to join on", ts.Records))
 	}
 	if s.Identity.Path == "" || s.Identity.Check == nil {
 		bad = append(bad, errors.New("Spec.Identity needs a Path and a Check: the row must be held to what its server serves"))
 	}
-	if s.BatchWaits && !s.Batch {
-		bad = append(bad, errors.New("Spec.BatchWaits without Spec.Batch: only a batch program can wait for its items"))
+	if s.BatchWaits && s.NativeBatch == nil {
+		bad = append(bad, errors.New("Spec.BatchWaits without Spec.NativeBatch: only a batch program can wait for its items"))
 	}
 	return errors.Join(bad...)
 }
@@ -179,7 +178,7 @@ type BuildSpec struct {
 }
 
 type CorrectnessSpec struct {
-	Bundle    string // empty when the case builds the bundle itself (Spec.BundleByCase)
+	Bundle    string // empty when the case builds the bundle itself (no Spec.Build)
 	JUnit     string // where the case must write its JUnit XML
 	Artifacts string // where the case may write its own artifacts
 	Scratch   string // an empty folder the case may use (pytest's --basetemp), kept until the row ends
@@ -203,7 +202,7 @@ type CorrectnessCase struct {
 	// TestFiles are the case's own test files; their sha256, and those of the
 	// conftest.py files pytest loads for them (up to Command.Dir), go into the evidence.
 	TestFiles []string
-	// Bundle, for a case that builds its own bundle (Spec.BundleByCase), is where it
+	// Bundle, for a case that builds its own bundle (no Spec.Build), is where it
 	// writes it: a path, or a glob that must match exactly one file or folder once the
 	// case passed. That bundle is the one the row serves.
 	Bundle string
@@ -370,38 +369,6 @@ type QualityPair struct {
 	// server's records line of a request, of the sha256 of the noise it replayed: the two
 	// must be the same bytes, or the pair did not start where the case's reference did.
 	CaseLatents, ServedLatents string
-}
-
-// TimingSource says where a server reports the wall time of its Task call, in ms.
-// AIPerf never records response headers, so only the body or a records file will do.
-// Paths are dotted JSON keys ("timing.task_ms", "trtmc_timing.model_call_ms").
-//
-// With Body set, the time comes from the body; a RecordID then still makes the harness
-// prove that the server honours X-Request-ID (every measured request id must appear in
-// the records file), which the body alone cannot show, and Records set too makes every
-// records line's time agree with its response's.
-type TimingSource struct {
-	Body     string // path in the response body
-	Records  string // path in one line of the server's records JSONL
-	RecordID string // path of the request id in a records line, joined on X-Request-ID
-}
-
-// Schema is the source as results.json records it.
-func (ts TimingSource) Schema() *schema.TimingSource {
-	return &schema.TimingSource{Body: ts.Body, Records: ts.Records, RecordID: ts.RecordID}
-}
-
-func (ts TimingSource) String() string { return ts.Schema().String() }
-
-// Validate rejects a source that names neither place, or a records source without a join key.
-func (ts TimingSource) Validate() error {
-	switch {
-	case ts.Body == "" && ts.Records == "":
-		return fmt.Errorf("timing source names neither a body field nor a records field")
-	case ts.Records != "" && ts.RecordID == "":
-		return fmt.Errorf("timing source %q reads the records file but names no request-id field to join on", ts.Records)
-	}
-	return nil
 }
 
 // Deadlines bound each long stage of a row. Zero fields take the defaults.

@@ -12,7 +12,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -94,7 +93,7 @@ const fakeCaseID = "fake.correctness.test_fake"
 type FakeFamily struct {
 	Fault    string
 	Settings map[string]string // build settings (part of the cache key)
-	Img      *ContainerImage   // runs in this image when set (Spec.Container)
+	Img      *ContainerImage   // runs in this image when set (Spec.Image)
 }
 
 // fakeCheckpoint is the one checkpoint the fake serves (its /v1/models says so).
@@ -103,11 +102,11 @@ const fakeCheckpoint = "fake/invert"
 var _ Family = FakeFamily{}
 
 func (f FakeFamily) Describe(Env, Row) (Spec, error) {
-	return Spec{
+	spec := Spec{
 		Backend:             "fake",
 		Timing:              TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"},
 		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
-		Container:           f.Img != nil,
+		Build:               f.Build,
 		Identity: IdentityCheck{Path: "/v1/models", Check: func(body []byte, _ ServeSpec) (string, error) {
 			var doc struct {
 				Data []struct{ ID, Checkpoint string } `json:"data"`
@@ -117,7 +116,11 @@ func (f FakeFamily) Describe(Env, Row) (Spec, error) {
 			}
 			return doc.Data[0].Checkpoint, nil
 		}},
-	}, nil
+	}
+	if f.Img != nil {
+		spec.Image = func(Env) (ContainerImage, error) { return *f.Img, nil }
+	}
+	return spec, nil
 }
 
 func (f FakeFamily) Tools(Env) (Tools, error) {
@@ -126,13 +129,6 @@ func (f FakeFamily) Tools(Env) (Tools, error) {
 		settings = map[string]string{"edit": "invert"}
 	}
 	return Tools{Builder: os.Args[0], Settings: settings}, nil
-}
-
-func (f FakeFamily) Image(Env) (ContainerImage, error) {
-	if f.Img == nil {
-		return ContainerImage{}, errors.New("the fake family has no image")
-	}
-	return *f.Img, nil
 }
 
 func (f FakeFamily) Build(_ Env, spec BuildSpec) (Command, error) {
@@ -152,10 +148,6 @@ func (f FakeFamily) Serve(_ Env, spec ServeSpec) (Command, error) {
 
 func (f FakeFamily) Native(_ Env, spec NativeSpec) (Command, error) {
 	return f.with(f.program("native"), "-bundle", spec.Bundle, "-image", spec.Image, "-output", spec.Output, "-size", spec.Settings["size"]), nil
-}
-
-func (FakeFamily) NativeBatch(Env, NativeBatchSpec) (Command, error) {
-	return Command{}, errors.New("the fake family has no batch mode (FakeBatch has)")
 }
 
 func (f FakeFamily) program(prog string) Command {
@@ -184,7 +176,9 @@ type FakeServing struct {
 
 func (f FakeServing) Describe(env Env, row Row) (Spec, error) {
 	spec, err := f.FakeFamily.Describe(env, row)
-	spec.BundleByCase = f.ByCase
+	if f.ByCase {
+		spec.Build = nil
+	}
 	spec.BundleDir = f.BundleDir
 	if f.Task {
 		spec.Wire = wire.Task{}
@@ -221,13 +215,6 @@ func (f FakeServing) Describe(env Env, row Row) (Spec, error) {
 		return info.Checkpoint, nil
 	}}
 	return spec, err
-}
-
-func (f FakeServing) Build(env Env, spec BuildSpec) (Command, error) {
-	if f.ByCase {
-		return Command{}, errors.New("the fake's case builds its bundle (Spec.BundleByCase): Build is never asked")
-	}
-	return f.FakeFamily.Build(env, spec)
 }
 
 func (f FakeServing) Correctness(env Env, spec CorrectnessSpec) (CorrectnessCase, error) {

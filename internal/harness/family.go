@@ -2,6 +2,7 @@ package harness
 
 import (
 	"qualkit/internal/family"
+	"qualkit/internal/schema"
 )
 
 // The family contract lives in package family (what an adapter author reads); the
@@ -27,6 +28,6 @@ type (
 	ContainerImage  = family.ContainerImage
 	QualitySpec     = family.QualitySpec
 	QualityPair     = family.QualityPair
-	TimingSource    = family.TimingSource
+	TimingSource    = schema.TimingSource
 	Deadlines       = family.Deadlines
 )

@@ -48,7 +48,7 @@ func (r *row) planOverlap(rd Readiness) {
 		p.aiperfWhy = "the family does not state that its server lists the model in GET /v1/models only once it can serve (Spec.ModelsWhenReady): AIPerf starts once " +
 			serving.ReadyPath + " answers"
 	}
-	if !r.spec.Batch || !r.spec.BatchWaits {
+	if r.spec.NativeBatch == nil || !r.spec.BatchWaits {
 		p.preloadWhy = "the family's batch program cannot load first and wait for its items (Spec.BatchWaits): it starts at identity"
 		return
 	}
@@ -297,7 +297,7 @@ func (r *row) startNativePreload(ctx context.Context) error {
 	wait := r.c.Deadline.Ready + time.Duration(total+3)*r.c.Deadline.Request + 10*time.Minute
 	spec := r.batchSpec()
 	spec.WaitItems = wait
-	cmd, err := r.c.Adapter.NativeBatch(r.env, spec)
+	cmd, err := r.spec.NativeBatch(r.env, spec)
 	if err != nil {
 		return fmt.Errorf("native batch preload: %w", err)
 	}

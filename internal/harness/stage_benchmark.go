@@ -374,7 +374,7 @@ func judgeTiming(in benchmarkInput, prof []RawRecord) (*benchmarkTiming, []strin
 	t := &benchmarkTiming{ClientMs: client, TaskMs: task}
 	if len(problems) == 0 && len(prof) > 0 {
 		h, q := NewQuantiles(clientMs), NewQuantiles(taskMs)
-		t.HTTP, t.Task, t.Source = &h, &q, ts.Schema()
+		t.HTTP, t.Task, t.Source = &h, &q, &ts
 		t.Overhead = newOverhead(h, q)
 		t.ImagesPerS = ImagesPerSecond(prof)
 		t.FirstRequest = FirstRequest(in.Export.Raw, in.Export.Profile)

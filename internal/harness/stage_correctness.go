@@ -94,7 +94,7 @@ func (r *row) caseScratchDir() string {
 // bundle was not touched while it ran.
 func (r *row) correctness(ctx context.Context) error {
 	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.CorrectnessArtifacts))
-	if r.spec.BundleByCase && r.spec.BundleDir != "" && r.caseDir == "" {
+	if r.spec.Build == nil && r.spec.BundleDir != "" && r.caseDir == "" {
 		if err := os.MkdirAll(r.spec.BundleDir, 0o755); err != nil {
 			return err
 		}

@@ -230,9 +230,9 @@ func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.Ide
 		r.prog.watch(r.ev.Path(schema.NativeBatchLog))
 		return r.readNativeBatch(r.native.wait, r.ev.Path(schema.NativeBatchFile), replays, sum)
 	}
-	if r.spec.Batch {
+	if r.spec.NativeBatch != nil {
 		spec := r.batchSpec()
-		cmd, err := r.c.Adapter.NativeBatch(r.env, spec)
+		cmd, err := r.spec.NativeBatch(r.env, spec)
 		if err != nil {
 			return fmt.Errorf("native batch: %w", err)
 		}
@@ -242,7 +242,7 @@ func (r *row) runNatives(ctx context.Context, replays []*replay, sum *schema.Ide
 		sum.Mode = schema.NativeBatch
 		return r.nativeBatch(ctx, cmd, spec, replays, sum)
 	}
-	r.prog.printf("native Task: the family has no batch mode for this row (Spec.Batch); one process per replay")
+	r.prog.printf("native Task: the family has no batch mode for this row (no Spec.NativeBatch); one process per replay")
 	sum.Mode = schema.NativeOneShot
 	slots := [][]gpu.Device{r.gpus}
 	if len(r.gpus) > 1 {

@@ -43,10 +43,3 @@ func TestTimingFromRecordsJoinsOnRequestID(t *testing.T) {
 	_, err = tasksFromRecords(ts, p)
 	require.ErrorContains(t, err, "line 1")
 }
-
-func TestTimingSourceValidate(t *testing.T) {
-	require.Error(t, TimingSource{}.Validate())
-	require.ErrorContains(t, TimingSource{Records: "x"}.Validate(), "no request-id field")
-	require.NoError(t, TimingSource{Body: "timing.task_ms"}.Validate())
-	assert.Equal(t, "records file t.ms joined on id", TimingSource{Records: "t.ms", RecordID: "id"}.String())
-}
