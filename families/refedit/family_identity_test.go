@@ -42,3 +42,18 @@ func TestIdentityNamesTheServedCheckpoint(t *testing.T) {
 	_, err = check([]byte(`<html>`), family.ServeSpec{})
 	assert.ErrorContains(t, err, "not JSON")
 }
+
+// Faulty breaks the builders its family hands over: the batch gets the native fault and
+// the state leak, the image the memory cap; OneShot takes the batch away.
+func TestFaultyWrapsTheSpecsBuilders(t *testing.T) {
+	env := family.Env{Root: "/repo", Work: "/work"}
+	spec, err := Faulty{Family: Default, NativeFault: "drift", LeakState: true, MemoryBytes: 10 << 20}.Describe(env, family.Row{})
+	require.NoError(t, err)
+	batch, err := spec.NativeBatch(env, family.NativeBatchSpec{Bundle: "/b", Items: "/i", Report: "/r"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/work/image/refedit", "run", "/b", "--batch", "/i", "--report", "/r", "--fault", "drift", "--leak-state"}, batch.Args)
+	img, err := spec.Image(env)
+	require.NoError(t, err)
+	assert.Equal(t, int64(10<<20), img.MemoryBytes)
+	assert.NotNil(t, spec.Build, "the harness builds the bundle")
+}
