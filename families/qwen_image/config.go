@@ -1,6 +1,7 @@
 package qwenimage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -147,13 +148,13 @@ func timingFromEnv(getenv func(string) string) (schema.TimingSource, error) {
 			return schema.TimingSource{Body: DefaultTimingBody}, fmt.Errorf("%s or %s is set but %s is %q (body): set %s=records to read the records file",
 				EnvTimingRecords, EnvTimingID, EnvTimingSource, "body", EnvTimingSource)
 		}
-		return schema.TimingSource{Body: or(body, DefaultTimingBody)}, nil
+		return schema.TimingSource{Body: cmp.Or(body, DefaultTimingBody)}, nil
 	case "records":
 		if body != "" {
 			return schema.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID},
 				fmt.Errorf("%s is set but %s=records: unset one of them", EnvTimingBody, EnvTimingSource)
 		}
-		return schema.TimingSource{Records: or(records, DefaultTimingRecords), RecordID: or(id, DefaultTimingRecordID)}, nil
+		return schema.TimingSource{Records: cmp.Or(records, DefaultTimingRecords), RecordID: cmp.Or(id, DefaultTimingRecordID)}, nil
 	default:
 		return schema.TimingSource{Body: DefaultTimingBody}, fmt.Errorf("%s=%q: choose body or records", EnvTimingSource, src)
 	}
@@ -173,10 +174,10 @@ func devDockerfile(goarch string) string {
 
 // withDefaults fills the fields a user may leave empty.
 func (c Config) withDefaults() Config {
-	c.Dockerfile = or(c.Dockerfile, devDockerfile(runtime.GOARCH))
-	c.Python = or(c.Python, "python3")
-	c.HFPython = or(c.HFPython, c.Python)
-	c.Serving = or(c.Serving, ServingAuto)
+	c.Dockerfile = cmp.Or(c.Dockerfile, devDockerfile(runtime.GOARCH))
+	c.Python = cmp.Or(c.Python, "python3")
+	c.HFPython = cmp.Or(c.HFPython, c.Python)
+	c.Serving = cmp.Or(c.Serving, ServingAuto)
 	if c.Timing == (schema.TimingSource{}) {
 		c.Timing = schema.TimingSource{Body: DefaultTimingBody}
 	}
@@ -201,11 +202,4 @@ func (c Config) DockerfilePath() string {
 func (c Config) DevImage() (dockerfile string, copyRoots []string) {
 	c = c.withDefaults()
 	return c.DockerfilePath(), []string{c.Checkout, filepath.Join(c.Checkout, "requirements")}
-}
-
-func or(v, def string) string {
-	if v != "" {
-		return v
-	}
-	return def
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"qualkit/internal/family"
@@ -133,21 +132,7 @@ func (a PerfServeReference) Correctness(env family.Env, spec family.CorrectnessS
 // apply_deterministic_numerics), so that the served edit, the native replay and the
 // parity case's GPU run are the same numerics.
 func PerfServeReferenceArgs(spec family.ServeSpec, precision string) []string {
-	return []string{
-		"--backend", "reference",
-		"--profile", Profile,
-		"--manifest-root", "families",
-		"--reference-model", spec.Bundle,
-		"--precision", precision,
-		"--deterministic",
-		"--model-name", spec.Model,
-		"--host", spec.Host,
-		"--port", strconv.Itoa(spec.Port),
-		"--records", spec.Records,
-		"--scratch", spec.Scratch,
-		"--keep-artifacts",
-		"--request-timeout", serverTimeoutS,
-	}
+	return perfServeArgs(spec, "reference", nil, "--reference-model", spec.Bundle, "--precision", precision, "--deterministic")
 }
 
 // perfServeEnv is what perf-serve and the native Task run with: perf-serve's PYTHONPATH
@@ -315,28 +300,11 @@ func (a PerfServeReference) probes(env family.Env) []family.Probe {
 		return nil
 	}
 	root := a.root()
-	return []family.Probe{{Name: "perf-serve-imports", What: "what trtmc_perf_serving serve --backend reference imports, with " + a.Pipeline.python(),
-		Cmd: family.Command{Args: append([]string{a.Pipeline.python(), "-c", importProbe}, perfServeImports...),
-			Env: []string{"PYTHONPATH=" + filepath.Join(root, "apps/perf_serving") + ":" + filepath.Join(root, "apps/benchmark")}, Dir: root},
-		Check: func(out []byte, runErr error) error {
-			var res struct {
-				Failed map[string]string `json:"failed"`
-			}
-			if err := json.Unmarshal(lastJSONLine(out), &res); err != nil {
-				return fmt.Errorf("the import probe printed no result (%v): %s", runErr, clip(out))
-			}
-			var bad []string
-			for _, m := range perfServeImports {
-				if why, ok := res.Failed[m]; ok {
-					bad = append(bad, m+" ("+why+")")
-				}
-			}
-			if len(bad) > 0 {
-				return fmt.Errorf("perf-serve would not serve: %s does not import %s", a.Pipeline.python(), strings.Join(bad, "; "))
-			}
-			return nil
-		},
-		Fix: "install perf-serve's dependencies (apps/perf_serving/requirements.txt: fastapi, uvicorn, pillow, numpy, python-multipart) into " + EnvDiffusersPython + "'s interpreter (on the H200, scripts/h200/run.sh carries them)"}}
+	return []family.Probe{importsProbe("perf-serve-imports", "what trtmc_perf_serving serve --backend reference imports, with "+a.Pipeline.python(), "perf-serve would not serve",
+		family.Command{Args: []string{a.Pipeline.python()}, Dir: root,
+			Env: []string{"PYTHONPATH=" + filepath.Join(root, "apps/perf_serving") + ":" + filepath.Join(root, "apps/benchmark")}},
+		perfServeImports,
+		"install perf-serve's dependencies (apps/perf_serving/requirements.txt: fastapi, uvicorn, pillow, numpy, python-multipart) into "+EnvDiffusersPython+"'s interpreter (on the H200, scripts/h200/run.sh carries them)")}
 }
 
 // Found says which perf-serve the row serves from.

@@ -257,22 +257,17 @@ func (a TRTMC) Serve(env family.Env, spec family.ServeSpec) (family.Command, err
 // it every request would fail at latent replay. TRTMC's own launcher passes the model's
 // pinned revision so (apps/aiperf_qual/trtmc_aiperf_qual/services.py @ a9ed5f69 § serving).
 func PerfServeArgs(spec family.ServeSpec, runtimeRoot string) []string {
-	return []string{
-		"--backend", "trtmc",
-		"--profile", Profile,
-		"--revision", Revision,
-		"--manifest-root", "families",
-		"--bundle", spec.Bundle,
-		"--runtime-root", runtimeRoot,
-		"--worker", filepath.Join(runtimeRoot, "trtmc_benchmark_worker"),
-		"--model-name", spec.Model,
-		"--host", spec.Host,
-		"--port", strconv.Itoa(spec.Port),
-		"--records", spec.Records,
-		"--scratch", spec.Scratch,
-		"--keep-artifacts",
-		"--request-timeout", serverTimeoutS,
-	}
+	return perfServeArgs(spec, "trtmc", []string{"--revision", Revision},
+		"--bundle", spec.Bundle, "--runtime-root", runtimeRoot, "--worker", filepath.Join(runtimeRoot, "trtmc_benchmark_worker"))
+}
+
+// perfServeArgs are perf-serve's arguments after `serve` for either backend: the backend,
+// the profile, the backend's own (revision before the manifest root, the model after),
+// then the model's name and where it listens and writes.
+func perfServeArgs(spec family.ServeSpec, backend string, revision []string, model ...string) []string {
+	args := append(append([]string{"--backend", backend, "--profile", Profile}, revision...), "--manifest-root", "families")
+	return append(append(args, model...), "--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port),
+		"--records", spec.Records, "--scratch", spec.Scratch, "--keep-artifacts", "--request-timeout", serverTimeoutS)
 }
 
 // serverArgs are trtmc-server's arguments (cli.py @ a9ed5f69); --worker-binary is the

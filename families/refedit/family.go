@@ -5,7 +5,8 @@ package refedit
 
 import (
 	"path/filepath"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -130,12 +131,7 @@ func (f Family) Serve(env family.Env, spec family.ServeSpec) (family.Command, er
 // (num_inference_steps -> --num-inference-steps); an unknown one fails the run loudly.
 func (f Family) Native(env family.Env, spec family.NativeSpec) (family.Command, error) {
 	args := []string{binary(env), "run", spec.Bundle, "--image", spec.Image, "--prompt", spec.Prompt, "--output", spec.Output}
-	keys := make([]string, 0, len(spec.Settings))
-	for k := range spec.Settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(spec.Settings)) {
 		args = append(args, "--"+strings.ReplaceAll(k, "_", "-"), spec.Settings[k])
 	}
 	return family.Command{Args: args}, nil

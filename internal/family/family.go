@@ -11,6 +11,7 @@
 package family
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -382,15 +383,7 @@ type Deadlines struct {
 
 // WithDefaults is the deadlines with each zero field set to its default (30 minutes).
 func (d Deadlines) WithDefaults() Deadlines {
-	def := func(v *time.Duration, x time.Duration) {
-		if *v == 0 {
-			*v = x
-		}
-	}
-	def(&d.Build, 30*time.Minute)
-	def(&d.Correctness, 30*time.Minute)
-	def(&d.Ready, 30*time.Minute)
-	def(&d.Request, 30*time.Minute)
-	def(&d.Native, 30*time.Minute)
-	return d
+	const def = 30 * time.Minute
+	return Deadlines{Build: cmp.Or(d.Build, def), Correctness: cmp.Or(d.Correctness, def), Ready: cmp.Or(d.Ready, def),
+		Request: cmp.Or(d.Request, def), Native: cmp.Or(d.Native, def)}
 }
