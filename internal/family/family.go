@@ -224,16 +224,16 @@ type ServeSpec struct {
 }
 
 // NativeSpec is one native Task call, run where the server ran (in its image for a
-// containerized family).
+// containerized family); its JSON form, without the bundle, is a batch item's.
 type NativeSpec struct {
-	Bundle   string
-	Image    string
-	Prompt   string
-	Settings map[string]string // the exact extra inputs the HTTP request carried
+	Bundle   string            `json:"-"`
+	Image    string            `json:"image"`
+	Prompt   string            `json:"prompt"`
+	Settings map[string]string `json:"settings"` // the exact extra inputs the HTTP request carried
 	// LatentSeed is the seed of the initial noise the HTTP request had the server replay
 	// (wire.Request.LatentSeed): the native Task must draw the same noise from it.
-	LatentSeed *int64
-	Output     string
+	LatentSeed *int64 `json:"latent_seed,omitempty"`
+	Output     string `json:"output"`
 }
 
 // NativeBatchSpec is one batch of native replays. Items is a JSONL file of NativeItem,
@@ -251,14 +251,10 @@ type NativeBatchSpec struct {
 	WaitItems time.Duration
 }
 
-// NativeItem is one replay of a batch: the same fields as NativeSpec, and the request id.
+// NativeItem is one replay of a batch: its request id and its NativeSpec.
 type NativeItem struct {
-	ID         string            `json:"id"`
-	Image      string            `json:"image"`
-	Prompt     string            `json:"prompt"`
-	Settings   map[string]string `json:"settings"`
-	LatentSeed *int64            `json:"latent_seed,omitempty"`
-	Output     string            `json:"output"`
+	ID string `json:"id"`
+	NativeSpec
 }
 
 // IdentityCheck is where a server states its identity and what it must say. Check gets

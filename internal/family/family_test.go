@@ -1,6 +1,7 @@
 package family
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,4 +26,14 @@ func TestSpecValidate(t *testing.T) {
 
 	bad.Timing = schema.TimingSource{}
 	assert.ErrorContains(t, bad.Validate(), "Spec.Timing names neither a body field nor a records field")
+}
+
+// A batch item is its request id and its NativeSpec, without the bundle: the JSON the
+// batch programs read (refedit run --batch, trtmc-batch, native.py --batch).
+func TestNativeItemJSON(t *testing.T) {
+	seed := int64(7)
+	b, err := json.Marshal(NativeItem{ID: "r1", NativeSpec: NativeSpec{Bundle: "/b", Image: "/in.png", Prompt: "p",
+		Settings: map[string]string{"seed": "42"}, LatentSeed: &seed, Output: "/out.png"}})
+	assert.NoError(t, err)
+	assert.JSONEq(t, `{"id":"r1","image":"/in.png","prompt":"p","settings":{"seed":"42"},"latent_seed":7,"output":"/out.png"}`, string(b))
 }

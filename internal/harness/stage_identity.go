@@ -314,7 +314,7 @@ func (r *row) writeItems(replays []*replay) error {
 	var items bytes.Buffer
 	enc := json.NewEncoder(&items)
 	for _, rp := range replays {
-		if err := enc.Encode(NativeItem{ID: rp.req.RequestID, Image: rp.spec.Image, Prompt: rp.spec.Prompt, Settings: rp.spec.Settings, LatentSeed: rp.spec.LatentSeed, Output: rp.spec.Output}); err != nil {
+		if err := enc.Encode(NativeItem{ID: rp.req.RequestID, NativeSpec: rp.spec}); err != nil {
 			return err
 		}
 	}
