@@ -83,16 +83,8 @@ func buildArgs(checkout string, l Layout, m *Manifest, out, timing string) (args
 		args = append(args, "--precision", m.Precision)
 	}
 	args = append(args, "--build-timing-json", timing)
-	for name, spec := range m.BuildEnv {
-		path := spec.Path
-		if !filepath.IsAbs(path) {
-			base := checkout
-			if spec.RelativeTo == "model" {
-				base = filepath.Join(checkout, l.FamilyDir)
-			}
-			path = filepath.Join(base, path)
-		}
-		env = append(env, name+"="+path)
+	for name := range m.BuildEnv {
+		env = append(env, name+"="+m.buildEnvPath(checkout, l, name))
 	}
 	sort.Strings(env)
 	return args, env, nil

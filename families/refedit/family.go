@@ -4,8 +4,8 @@
 package refedit
 
 import (
-	"path/filepath"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
