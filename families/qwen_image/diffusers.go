@@ -17,6 +17,7 @@ import (
 
 	"qualkit/internal/family"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // The diffusers reference backend: QwenImageEditPlusPipeline served by
@@ -131,12 +132,11 @@ func (d Diffusers) Describe(_ family.Env, row family.Row) (family.Spec, error) {
 // base image there is none: the backend runs as processes.
 func (d Diffusers) image(env family.Env) (family.ContainerImage, error) {
 	return family.ContainerImage{
-		Dockerfile: filepath.Join(env.Root, diffusersDockerfile),
-		CopyRoots:  []string{env.Root},
-		BuildArgs:  map[string]string{"BASE_IMAGE": d.BaseImage, "BASE_PYTHON": cmp.Or(d.BasePython, "python3")},
-		Mounts:     []family.Mount{{Host: env.Root, Container: env.Root, ReadOnly: true}},
-		Stages:     []string{schema.StageBuild, schema.StageCorrectness},
-		IPCHost:    true,
+		ImageSpec: serving.ImageSpec{Dockerfile: filepath.Join(env.Root, diffusersDockerfile), CopyRoots: []string{env.Root},
+			BuildArgs: map[string]string{"BASE_IMAGE": d.BaseImage, "BASE_PYTHON": cmp.Or(d.BasePython, "python3")}},
+		Mounts:  []family.Mount{{Host: env.Root, Container: env.Root, ReadOnly: true}},
+		Stages:  []string{schema.StageBuild, schema.StageCorrectness},
+		IPCHost: true,
 	}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"qualkit/internal/family"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 	"qualkit/internal/wire"
 )
 
@@ -496,7 +497,7 @@ func saysDouble(body []byte) (bool, string) {
 // NVIDIA's entrypoint of that name does: triton-inference-server/server
 // nvidia_entrypoint.sh @ 0794865d, `exec "$@"`); replaced, torch would see no GPU there.
 func (a TRTMC) image(env family.Env) (family.ContainerImage, error) {
-	ci := family.ContainerImage{Ref: a.Config.Image, RefFix: imageFix, IPCHost: true, UnderEntrypoint: true,
+	ci := family.ContainerImage{ImageSpec: serving.ImageSpec{Ref: a.Config.Image}, RefFix: imageFix, IPCHost: true, UnderEntrypoint: true,
 		Stages: []string{schema.StageBuild, schema.StageCorrectness},
 		Mounts: []family.Mount{
 			{Host: a.Config.Checkout, Container: srcDir},

@@ -12,6 +12,7 @@ import (
 
 	"qualkit/internal/family"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // Family is the reference family with the build settings baked into its bundle.
@@ -150,8 +151,8 @@ func (f Family) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family
 // image is the FROM scratch image around the binary Tools built; the binary's host path
 // names the image's copy.
 func (Family) image(env family.Env) (family.ContainerImage, error) {
-	return family.ContainerImage{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile"),
-		Paths: map[string]string{binary(env): inImage}}, nil
+	return family.ContainerImage{ImageSpec: serving.ImageSpec{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile"),
+		Paths: map[string]string{binary(env): inImage}}}, nil
 }
 
 func (f Family) timing() schema.TimingSource {

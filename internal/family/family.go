@@ -313,20 +313,12 @@ type Requirement struct {
 
 // ContainerImage is the image a family runs in, and how.
 type ContainerImage struct {
-	// The image: built here from Dockerfile (default Context/Dockerfile) and Context, or
-	// Ref, an image already present locally (never pulled).
-	Dockerfile, Context, Ref string
+	// The image: built here from Dockerfile and Context (or a context staged from
+	// CopyRoots) with BuildArgs, or Ref, an image already present locally (never pulled);
+	// Paths maps host paths to the image's copies of the same files.
+	serving.ImageSpec
 	// RefFix says how to make Ref when the engine lacks it (preflight's fix).
 	RefFix string
-	// CopyRoots, instead of Context: the image is built from a context staged with
-	// exactly what the Dockerfile's COPY lines name, taken from the first of these
-	// folders that holds it all (serving.StageContext), recorded file by file.
-	CopyRoots []string
-	// BuildArgs are the Dockerfile's build arguments (ARG), a base image among them.
-	BuildArgs map[string]string
-	// Paths maps host paths to where the image holds the same files (a program its
-	// Dockerfile copies in), so commands that name the host path run the image's copy.
-	Paths map[string]string
 	// Mounts are host folders the family's commands need inside (a source checkout at
 	// the path its docs use); the harness mounts the bundle, records, artifacts and native
 	// inputs and outputs itself, at their host paths.
