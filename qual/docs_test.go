@@ -103,13 +103,13 @@ func TestCIDocMatrixIsTheTables(t *testing.T) {
 	for _, e := range m.Matrix.Include {
 		doc = append(doc, e.Test+"/"+e.Name)
 	}
-	for _, tb := range tables {
-		if !slices.Contains(ciDocTables, tb.test) {
+	for _, tb := range tables() {
+		if !slices.Contains(ciDocTables, tb.name()) {
 			continue
 		}
 		for _, c := range tb.rows {
 			if c.Name != "qwen-double-trtmc-perf-serve" {
-				want = append(want, tb.test+"/"+c.Name)
+				want = append(want, tb.name()+"/"+c.Name)
 			}
 		}
 	}

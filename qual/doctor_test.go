@@ -43,9 +43,9 @@ func printDoctor(root string, cfg harness.SuiteConfig, w io.Writer) int {
 	pattern := flag.Lookup("test.run").Value.String()
 	env := family.Env{Root: root, Work: work, Python: cfg.Python}
 	var rows []doctorRow
-	for _, tb := range tables {
+	for _, tb := range tables() {
 		for _, c := range tb.rows {
-			if !selected(pattern, tb.test, c.Name) {
+			if !selected(pattern, tb.name(), c.Name) {
 				continue
 			}
 			if c.Double {
@@ -55,7 +55,7 @@ func printDoctor(root string, cfg harness.SuiteConfig, w io.Writer) int {
 				}
 			}
 			rd := s.Preflight(context.Background(), c, env)
-			rows = append(rows, doctorRow{Table: tb.test, Row: c.Name, Checkpoint: c.Profile,
+			rows = append(rows, doctorRow{Table: tb.name(), Row: c.Name, Checkpoint: c.Profile,
 				// An empty list, never null: a ready row has no missing requirement.
 				Ready: len(rd.Requirements) == 0, Requirements: append([]family.Requirement{}, rd.Requirements...), GPUError: rd.GPUError})
 		}
@@ -135,8 +135,8 @@ func splitPattern(p string) []string {
 
 func tableTests() []string {
 	var out []string
-	for _, tb := range tables {
-		out = append(out, tb.test)
+	for _, tb := range tables() {
+		out = append(out, tb.name())
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package qual
 
 import (
 	"os"
-	"testing"
 	"time"
 
 	qwenimage "qualkit/families/qwen_image"
@@ -39,9 +38,3 @@ var perfServeReferenceRows = harness.NewTable(
 		Deadline: family.Deadlines{Build: 5 * time.Minute, Correctness: 10 * time.Minute, Ready: 5 * time.Minute, Request: 2 * time.Minute, Native: 3 * time.Minute},
 	},
 )
-
-// TestPerfServeReference qualifies the smoke row served by TRTMC's perf-serve reference
-// backend. A CPU host fails it in preflight, so `make test` leaves it out (a hardware table).
-func TestPerfServeReference(t *testing.T) {
-	qualifyTable(t)
-}

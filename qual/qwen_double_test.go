@@ -183,7 +183,7 @@ func doubleCheckouts(snapshot string) []struct{ dir, layout, serving, perfServe 
 // row: Double (the status), no GPU need and the adapter's test hooks (the SM to build for,
 // a server that says it is the double). Everything else is the real row's: the adapter
 // reads the serving contract from the checkout as it would from TRTMC's.
-func doubleRow(name, co string, timing family.TimingSource, reason string) harness.Checkpoint {
+func doubleRow(name, co string, timing schema.TimingSource, reason string) harness.Checkpoint {
 	root, _ := harness.FindRoot(".")
 	c := qwenImageEditRows[0]
 	c.Name, c.Double, c.Reason = name, true, reason
@@ -202,9 +202,9 @@ func doubleRow(name, co string, timing family.TimingSource, reason string) harne
 // perf-serve's task route (the server public TRTMC has), and the stage-7 edit route on
 // trtmc-server started as its native binary.
 var qwenDoubleRows = harness.NewTable(append([]harness.Checkpoint{
-	doubleRow("qwen-double-perf-serve", "families-perf-serve", family.TimingSource{},
+	doubleRow("qwen-double-perf-serve", "families-perf-serve", schema.TimingSource{},
 		"the real Qwen adapter against the TRTMC contract double (families layout, trtmc-perf-serve replayed from the exchanges recorded from TRTMC's own): POST /v1/tasks/generate_image through AIPerf's raw endpoint, the PNG from the kept scratch folder, Task time from the records"),
-	doubleRow("qwen-double-edit-route", "families-edit-route", family.TimingSource{Body: qwenimage.DefaultTimingBody},
+	doubleRow("qwen-double-edit-route", "families-edit-route", schema.TimingSource{Body: qwenimage.DefaultTimingBody},
 		"the real Qwen adapter against the TRTMC contract double (families layout, native trtmc-server): POST /v1/images/edits as the stage-7 report describes it, image as data[0].b64_json, Task time from trtmc_timing.model_call_ms in the body"),
 }, trtmcPerfServeRows()...)...)
 
@@ -213,22 +213,15 @@ func trtmcPerfServeRows() []harness.Checkpoint {
 	if os.Getenv(perfServeEnv) == "" {
 		return nil
 	}
-	return []harness.Checkpoint{doubleRow("qwen-double-trtmc-perf-serve", "families-trtmc-perf-serve", family.TimingSource{},
+	return []harness.Checkpoint{doubleRow("qwen-double-trtmc-perf-serve", "families-trtmc-perf-serve", schema.TimingSource{},
 		"the real Qwen adapter against TRTMC's own trtmc_perf_serving (--backend trtmc, the snapshot named by "+perfServeEnv+") with the contract double's worker and bundle: POST /v1/tasks/generate_image through AIPerf's raw endpoint, the PNG from the kept scratch folder, Task time from the records")}
-}
-
-// TestTRTMCDouble drives the Qwen row through every stage against the double. `make
-// qwen-double` runs it alone; `make test` runs it with everything else.
-func TestTRTMCDouble(t *testing.T) {
-	needDouble(t)
-	qualifyTable(t)
 }
 
 // On the e9132e79 layout the double, like TRTMC main e9132e79, has no server: the row
 // fails in preflight, in seconds, naming both contracts and where it looked.
 func TestTRTMCDoubleE9132e79PredatesTheServer(t *testing.T) {
 	needDouble(t)
-	c := doubleRow("qwen-double-e9132e79", "legacy", family.TimingSource{}, "the e9132e79 layout has no server")
+	c := doubleRow("qwen-double-e9132e79", "legacy", schema.TimingSource{}, "the e9132e79 layout has no server")
 	s := isolatedSuite(t, "e9132e79-double", false)
 	start := time.Now()
 	res, err := s.Run(t.Context(), c, t.TempDir(), harness.Reproduce(t.Name()))

@@ -48,12 +48,6 @@ var qwenImageEditRows = harness.NewTable(
 	},
 )
 
-// TestQwenImageEdit qualifies the row. It needs the GPU host described in
-// families/qwen_image/README.md; `make test` leaves it out (-skip '^TestQwenImageEdit$').
-func TestQwenImageEdit(t *testing.T) {
-	qualifyTable(t)
-}
-
 // TestTRTMCRowPreflightOnThisHost runs only the row's preflight and checks that a host
 // without the row's pieces gets one message naming every missing piece with its fix. The
 // family's pieces are judged on an empty configuration (no QUALKIT_* variables, an empty

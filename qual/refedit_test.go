@@ -1,7 +1,6 @@
 package qual
 
 import (
-	"testing"
 	"time"
 
 	"qualkit/families/refedit"
@@ -29,7 +28,3 @@ var refeditRows = harness.NewTable(
 		Deadline: family.Deadlines{Build: 5 * time.Minute, Correctness: 5 * time.Minute, Ready: time.Minute, Request: time.Minute, Native: time.Minute},
 	},
 )
-
-func TestRefEdit(t *testing.T) {
-	qualifyTable(t)
-}

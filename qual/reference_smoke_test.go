@@ -55,18 +55,6 @@ func poolRow(name string) harness.Checkpoint {
 	return c
 }
 
-// TestReferenceSmokePool qualifies the two pool rows, side by side as the GPUs allow.
-func TestReferenceSmokePool(t *testing.T) {
-	qualifyTable(t)
-}
-
-// TestReferenceSmoke qualifies the smoke row. It needs a CUDA GPU and QUALKIT_QWEN_PYTHON;
-// a CPU host fails it in preflight, so `make test` leaves it out
-// (-skip '^TestReferenceSmoke$'). scripts/h200/run.sh runs it on the H200.
-func TestReferenceSmoke(t *testing.T) {
-	qualifyTable(t)
-}
-
 // TestReferenceSmokePreflightOnThisHost runs only the smoke row's preflight: on a host
 // without a GPU it must fail with the GPU it needs and how to get one, and every missing
 // piece must carry a fix.

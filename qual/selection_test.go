@@ -77,9 +77,9 @@ func TestHeadlineRunSelectsTheCheckpointTables(t *testing.T) {
 			listed = append(listed, line)
 		}
 	}
-	for _, tb := range tables {
+	for _, tb := range tables() {
 		if slices.ContainsFunc(tb.rows, func(c harness.Checkpoint) bool { return c.Model == qwenimage.HFID && !c.Double && !c.Smoke }) {
-			want = append(want, tb.test)
+			want = append(want, tb.name())
 		}
 	}
 	require.NotEmpty(t, want, "no table qualifies %s", qwenimage.HFID)

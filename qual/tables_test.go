@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"slices"
-	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,37 +22,55 @@ import (
 	"qualkit/internal/inventory"
 )
 
-// table is one qualification table: the test function that walks it, and its rows.
+// table is one qualification table: the test that walks it, its rows, and whether they
+// need hardware CI never has (a GPU, TRTMC): `make test` leaves such a test out (never
+// started, so never a skip) and runs the rows' preflight unit tests instead.
 type table struct {
-	test string
-	rows harness.Table
-	// hardware marks tables whose rows need what CI never has (a GPU, TRTMC): `make
-	// test` leaves their test out (never started, so never a skip) and runs the rows'
-	// preflight unit tests instead.
+	run      func(*testing.T)
+	rows     harness.Table
 	hardware bool
 }
 
-// tables lists every qualification table. It is the one list: doctor reads it, each
-// table's test function walks its rows through qualifyTable, and the Makefile derives
-// the -skip pattern and the expected stage subtests from `qual.test -qualkit.tables`.
-// A new table is a rows variable, a test function calling qualifyTable, and a line here.
-var tables = []table{
-	{test: "TestRefEdit", rows: refeditRows},
-	{test: "TestQwenImageEdit", rows: qwenImageEditRows, hardware: true},
-	{test: "TestReferenceSmoke", rows: qwenReferenceRows, hardware: true},
-	{test: "TestReferenceSmokePool", rows: qwenReferencePoolRows, hardware: true},
-	{test: "TestPerfServeReference", rows: perfServeReferenceRows, hardware: true},
-	{test: "TestTRTMCDouble", rows: qwenDoubleRows},
+// tables lists every qualification table, one line each. It is the one list: doctor
+// reads it, the Makefile derives the -skip pattern and the expected stage subtests from
+// its export (`qual.test -qualkit.tables`), and each table is named by its test function,
+// whose name go test's -run, the JUnit files and the evidence know it by (`go test
+// ./qual/... -run Qwen` selects the Qwen checkpoint's table alone). The compiler holds
+// every listed test to exist; qualify fails a test that walks a table not listed. A
+// function, not a variable: the tests it names refer back to it.
+func tables() []table {
+	return []table{
+		{TestRefEdit, refeditRows, false},
+		{TestQwenImageEdit, qwenImageEditRows, true},  // the GPU host of families/qwen_image/README.md
+		{TestReferenceSmoke, qwenReferenceRows, true}, // a CUDA GPU and QUALKIT_QWEN_PYTHON; scripts/h200/run.sh runs it
+		{TestReferenceSmokePool, qwenReferencePoolRows, true},
+		{TestPerfServeReference, perfServeReferenceRows, true},
+		{TestTRTMCDouble, qwenDoubleRows, false}, // `make qwen-double` runs it alone
+	}
 }
 
-// qualifyTable qualifies every row of the table whose test t is, each as a subtest.
-func qualifyTable(t *testing.T) {
+// The tables' tests: each qualifies the rows its line in tables gives it.
+func TestRefEdit(t *testing.T)            { qualify(t) }
+func TestQwenImageEdit(t *testing.T)      { qualify(t) }
+func TestReferenceSmoke(t *testing.T)     { qualify(t) }
+func TestReferenceSmokePool(t *testing.T) { qualify(t) }
+func TestPerfServeReference(t *testing.T) { qualify(t) }
+func TestTRTMCDouble(t *testing.T)        { needDouble(t); qualify(t) }
+
+// name is the table's name: its test function's.
+func (tb table) name() string {
+	fn := runtime.FuncForPC(reflect.ValueOf(tb.run).Pointer()).Name()
+	return fn[strings.LastIndex(fn, ".")+1:]
+}
+
+// qualify qualifies every row of the table whose test t is, each as a subtest.
+func qualify(t *testing.T) {
 	t.Helper()
-	i := slices.IndexFunc(tables, func(tb table) bool { return tb.test == t.Name() })
+	i := slices.IndexFunc(tables(), func(tb table) bool { return tb.name() == t.Name() })
 	if i < 0 {
 		t.Fatalf("%s is not in the tables list (qual/tables_test.go): add it there, so that doctor and `make test` know it", t.Name())
 	}
-	for _, c := range tables[i].rows {
+	for _, c := range tables()[i].rows {
 		t.Run(c.Name, func(t *testing.T) {
 			// Rows run side by side as the run's pool allows: each leases its GPUs (or a
 			// CPU row slot, -qualkit.cpu-rows) for its whole life, and its evidence names
@@ -108,7 +125,7 @@ type deadlinesJSON struct {
 func rowDetails(tb table, c harness.Checkpoint) rowJSON {
 	d := c.Deadlines()
 	return rowJSON{
-		Row: c.Name, Test: tb.test, Family: c.Family, Model: c.Model, Profile: c.Profile, Smoke: c.Smoke, Double: c.Double,
+		Row: c.Name, Test: tb.name(), Family: c.Family, Model: c.Model, Profile: c.Profile, Smoke: c.Smoke, Double: c.Double,
 		GPUs: c.Needs.GPU.Count, GPUMemoryBytes: c.Needs.GPU.MinMemoryBytes,
 		ComputeCapability: c.Needs.GPU.MinComputeCapability, Container: c.Needs.Container,
 		Deadlines: deadlinesJSON{
@@ -125,9 +142,9 @@ func rowDetails(tb table, c harness.Checkpoint) rowJSON {
 // export).
 func qualRows() []inventory.QualRow {
 	var out []inventory.QualRow
-	for _, tb := range tables {
+	for _, tb := range tables() {
 		for _, c := range tb.rows {
-			out = append(out, inventory.QualRow{Test: tb.test, Name: c.Name, Family: c.Family, Profile: c.Profile, Smoke: c.Smoke, Double: c.Double})
+			out = append(out, inventory.QualRow{Test: tb.name(), Name: c.Name, Family: c.Family, Profile: c.Profile, Smoke: c.Smoke, Double: c.Double})
 		}
 	}
 	return out
@@ -136,8 +153,8 @@ func qualRows() []inventory.QualRow {
 // printTables writes the tables as JSON for the Makefile, the test gate and the CI matrix.
 func printTables(w io.Writer) int {
 	var out []tableJSON
-	for _, tb := range tables {
-		j := tableJSON{Package: "qualkit/qual", Test: tb.test, Hardware: tb.hardware, Stages: harness.StageNames()}
+	for _, tb := range tables() {
+		j := tableJSON{Package: "qualkit/qual", Test: tb.name(), Hardware: tb.hardware, Stages: harness.StageNames()}
 		for _, c := range tb.rows {
 			j.Rows = append(j.Rows, c.Name)
 			j.Details = append(j.Details, rowDetails(tb, c))
@@ -153,39 +170,6 @@ func printTables(w io.Writer) int {
 	return 0
 }
 
-// The tables list and the test functions agree: every table's test exists and walks it
-// through qualifyTable, and every function calling qualifyTable is listed.
-func TestTablesListEveryQualifyingTest(t *testing.T) {
-	files, err := filepath.Glob("*_test.go")
-	require.NoError(t, err)
-	var callers []string
-	for _, f := range files {
-		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
-		for _, d := range file.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Body == nil || fn.Name.Name == "qualifyTable" {
-				continue
-			}
-			ast.Inspect(fn.Body, func(n ast.Node) bool {
-				if call, ok := n.(*ast.CallExpr); ok {
-					if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "qualifyTable" {
-						callers = append(callers, fn.Name.Name)
-					}
-				}
-				return true
-			})
-		}
-	}
-	sort.Strings(callers)
-	listed := tableTests()
-	sort.Strings(listed)
-	assert.Equal(t, listed, callers, "qual/tables_test.go's tables and the test functions calling qualifyTable differ")
-	for _, tb := range tables {
-		assert.NotEmpty(t, tb.rows, "table %s has no rows", tb.test)
-	}
-}
-
 // -qualkit.tables prints, for every row of every table, its details in row order, with
 // the deadlines after the harness's defaults: what scripts/matrix plans CI jobs from.
 func TestTablesJSONDetails(t *testing.T) {
@@ -193,16 +177,17 @@ func TestTablesJSONDetails(t *testing.T) {
 	require.Equal(t, 0, printTables(&b))
 	var got []tableJSON
 	require.NoError(t, json.Unmarshal(b.Bytes(), &got))
-	require.Len(t, got, len(tables))
-	for i, tb := range tables {
+	require.Len(t, got, len(tables()))
+	for i, tb := range tables() {
 		j := got[i]
-		assert.Equal(t, tb.test, j.Test)
-		require.Len(t, j.Details, len(j.Rows), "table %s: one detail per row", tb.test)
+		assert.Equal(t, tb.name(), j.Test)
+		assert.NotEmpty(t, tb.rows, "table %s has no rows", tb.name())
+		require.Len(t, j.Details, len(j.Rows), "table %s: one detail per row", tb.name())
 		for k, c := range tb.rows {
 			d := j.Details[k]
 			assert.Equal(t, c.Name, j.Rows[k])
-			assert.Equal(t, c.Name, d.Row, "table %s: details in the order of rows", tb.test)
-			assert.Equal(t, tb.test, d.Test)
+			assert.Equal(t, c.Name, d.Row, "table %s: details in the order of rows", tb.name())
+			assert.Equal(t, tb.name(), d.Test)
 			assert.Equal(t, tb.hardware, d.Hardware)
 			assert.Equal(t, c.Needs.GPU.Count, d.GPUs)
 			assert.Equal(t, c.Needs.Container, d.Container)
@@ -227,7 +212,7 @@ func TestTablesJSONDetails(t *testing.T) {
 func TestTablesJSONDeadlineDefaults(t *testing.T) {
 	c := refeditRows[0]
 	c.Deadline = family.Deadlines{Build: time.Minute}
-	d := rowDetails(table{test: "TestX"}, c).Deadlines
+	d := rowDetails(table{run: TestRefEdit}, c).Deadlines
 	def := family.Deadlines{}.WithDefaults()
 	assert.Equal(t, deadlinesJSON{Build: 60, Correctness: def.Correctness.Seconds(), Ready: def.Ready.Seconds(),
 		Request: def.Request.Seconds(), Native: def.Native.Seconds()}, d)

@@ -1,6 +1,7 @@
 package qwenimage
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -67,7 +68,7 @@ func buildArgs(checkout string, l Layout, m *Manifest, out, timing string) (args
 	} else if v, ok := m.raw["max_cache_length"]; ok {
 		args = append(args, "--max-cache-length", jsonText(v))
 	}
-	args = append(args, "--model-revision", or(m.HFRevision, Revision))
+	args = append(args, "--model-revision", cmp.Or(m.HFRevision, Revision))
 	for _, a := range def.BuildCLIArgs {
 		v, ok := inputs[a.Input]
 		switch {
@@ -82,16 +83,8 @@ func buildArgs(checkout string, l Layout, m *Manifest, out, timing string) (args
 		args = append(args, "--precision", m.Precision)
 	}
 	args = append(args, "--build-timing-json", timing)
-	for name, spec := range m.BuildEnv {
-		path := spec.Path
-		if !filepath.IsAbs(path) {
-			base := checkout
-			if spec.RelativeTo == "model" {
-				base = filepath.Join(checkout, l.FamilyDir)
-			}
-			path = filepath.Join(base, path)
-		}
-		env = append(env, name+"="+path)
+	for name := range m.BuildEnv {
+		env = append(env, name+"="+m.buildEnvPath(checkout, l, name))
 	}
 	sort.Strings(env)
 	return args, env, nil

@@ -1,13 +1,14 @@
 package qwenimage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
 
-	"qualkit/internal/family"
+	"qualkit/internal/schema"
 )
 
 // Environment variables read by ParseConfig.
@@ -74,7 +75,7 @@ type Config struct {
 	// timing.model_call_ms), joined on QUALKIT_TRTMC_TIMING_RECORD_ID (default request_id)
 	// = X-Request-ID. Setting a path of the source not chosen is an error, never ignored.
 	// perf-serve's is fixed (its records); setting one for it is an error too.
-	Timing family.TimingSource
+	Timing schema.TimingSource
 	// BundleCache is the folder for the row's bundles and the builder's temporaries
 	// (QUALKIT_TRTMC_BUNDLE_CACHE; default <repository>/.cache/bundles): see bundleDir.
 	BundleCache string
@@ -139,23 +140,23 @@ func ParseConfig(getenv func(string) string) (Config, error) {
 	return c, errors.Join(errs...)
 }
 
-func timingFromEnv(getenv func(string) string) (family.TimingSource, error) {
+func timingFromEnv(getenv func(string) string) (schema.TimingSource, error) {
 	body, records, id := getenv(EnvTimingBody), getenv(EnvTimingRecords), getenv(EnvTimingID)
 	switch src := strings.ToLower(getenv(EnvTimingSource)); src {
 	case "", "body":
 		if records != "" || id != "" {
-			return family.TimingSource{Body: DefaultTimingBody}, fmt.Errorf("%s or %s is set but %s is %q (body): set %s=records to read the records file",
+			return schema.TimingSource{Body: DefaultTimingBody}, fmt.Errorf("%s or %s is set but %s is %q (body): set %s=records to read the records file",
 				EnvTimingRecords, EnvTimingID, EnvTimingSource, "body", EnvTimingSource)
 		}
-		return family.TimingSource{Body: or(body, DefaultTimingBody)}, nil
+		return schema.TimingSource{Body: cmp.Or(body, DefaultTimingBody)}, nil
 	case "records":
 		if body != "" {
-			return family.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID},
+			return schema.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID},
 				fmt.Errorf("%s is set but %s=records: unset one of them", EnvTimingBody, EnvTimingSource)
 		}
-		return family.TimingSource{Records: or(records, DefaultTimingRecords), RecordID: or(id, DefaultTimingRecordID)}, nil
+		return schema.TimingSource{Records: cmp.Or(records, DefaultTimingRecords), RecordID: cmp.Or(id, DefaultTimingRecordID)}, nil
 	default:
-		return family.TimingSource{Body: DefaultTimingBody}, fmt.Errorf("%s=%q: choose body or records", EnvTimingSource, src)
+		return schema.TimingSource{Body: DefaultTimingBody}, fmt.Errorf("%s=%q: choose body or records", EnvTimingSource, src)
 	}
 }
 
@@ -173,12 +174,12 @@ func devDockerfile(goarch string) string {
 
 // withDefaults fills the fields a user may leave empty.
 func (c Config) withDefaults() Config {
-	c.Dockerfile = or(c.Dockerfile, devDockerfile(runtime.GOARCH))
-	c.Python = or(c.Python, "python3")
-	c.HFPython = or(c.HFPython, c.Python)
-	c.Serving = or(c.Serving, ServingAuto)
-	if c.Timing == (family.TimingSource{}) {
-		c.Timing = family.TimingSource{Body: DefaultTimingBody}
+	c.Dockerfile = cmp.Or(c.Dockerfile, devDockerfile(runtime.GOARCH))
+	c.Python = cmp.Or(c.Python, "python3")
+	c.HFPython = cmp.Or(c.HFPython, c.Python)
+	c.Serving = cmp.Or(c.Serving, ServingAuto)
+	if c.Timing == (schema.TimingSource{}) {
+		c.Timing = schema.TimingSource{Body: DefaultTimingBody}
 	}
 	return c
 }
@@ -201,11 +202,4 @@ func (c Config) DockerfilePath() string {
 func (c Config) DevImage() (dockerfile string, copyRoots []string) {
 	c = c.withDefaults()
 	return c.DockerfilePath(), []string{c.Checkout, filepath.Join(c.Checkout, "requirements")}
-}
-
-func or(v, def string) string {
-	if v != "" {
-		return v
-	}
-	return def
 }

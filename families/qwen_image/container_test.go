@@ -42,7 +42,7 @@ func TestTRTMCContainerSettings(t *testing.T) {
 	a := New(Config{Checkout: src, HFHome: hf})
 	root, err := filepath.Abs(repoRoot)
 	require.NoError(t, err)
-	ci := must(a.Image(gpuEnv(t, root))) // the probe folder it mounts is the repository's
+	ci := must(a.image(gpuEnv(t, root))) // the probe folder it mounts is the repository's
 	require.True(t, ci.IPCHost)
 	require.Contains(t, ci.Mounts, serving.Mount{Host: hf, Container: hf, ReadOnly: true})
 

@@ -1,20 +1,23 @@
 package qwenimage
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"qualkit/internal/family"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // The diffusers reference backend: QwenImageEditPlusPipeline served by
@@ -85,13 +88,10 @@ const (
 )
 
 func (d Diffusers) python() string {
-	switch {
-	case d.BaseImage != "":
+	if d.BaseImage != "" {
 		return ContainerPython
-	case d.Python == "":
-		return "python3"
 	}
-	return d.Python
+	return cmp.Or(d.Python, "python3")
 }
 
 // BackendDiffusers is the name the evidence checker knows the diffusers reference's rules by.
@@ -104,64 +104,49 @@ var _ family.Family = Diffusers{}
 // server that lists the model only once loaded; in an image only when a base image is
 // named (else as processes, RUNTIME=process).
 func (d Diffusers) Describe(_ family.Env, row family.Row) (family.Spec, error) {
-	return family.Spec{
+	spec := family.Spec{
 		Backend: BackendDiffusers,
 		Timing:  d.timing(),
 		// server.py lists the model under the row's name with the checkpoint its bundle
 		// names (bundle.json "model": the smoke profile is built in the checkpoint's
 		// shape and names it too, labelled smoke).
 		Identity:            family.ModelsWithCheckpoint,
-		Container:           d.BaseImage != "",
-		Batch:               true,
+		Build:               d.build,
+		NativeBatch:         d.nativeBatch,
 		BatchWaits:          true, // native.py --batch --wait-items loads the pipeline, then waits
 		ModelsWhenReady:     "families/qwen_image/reference/server.py models_body: an empty list until the pipeline is loaded, as /health/ready",
 		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
 		Requirements:        func(env family.Env) []family.Requirement { return d.requirements(env, row) },
 		Probes:              d.probes,
 		Quality:             d.quality,
-	}, nil
+	}
+	if d.BaseImage != "" {
+		spec.Image = d.image
+	}
+	return spec, nil
 }
 
-// Image is the backend's container image when a base image is named: every stage runs
+// image is the backend's container image when a base image is named: every stage runs
 // in it (one environment, as a GPU host would run the backend), the repository mounted
 // read-only at its own path (the programs under reference/, the fixtures). Without a
-// base image there is none (Spec.Container is false).
-func (d Diffusers) Image(env family.Env) (family.ContainerImage, error) {
-	if d.BaseImage == "" {
-		return family.ContainerImage{}, errors.New("no base image named (" + EnvDiffusersBaseImage + "): the backend runs as processes")
-	}
+// base image there is none: the backend runs as processes.
+func (d Diffusers) image(env family.Env) (family.ContainerImage, error) {
 	return family.ContainerImage{
-		Dockerfile: filepath.Join(env.Root, diffusersDockerfile),
-		CopyRoots:  []string{env.Root},
-		BuildArgs:  map[string]string{"BASE_IMAGE": d.BaseImage, "BASE_PYTHON": d.basePython()},
-		Mounts:     []family.Mount{{Host: env.Root, Container: env.Root, ReadOnly: true}},
-		Stages:     []string{schema.StageBuild, schema.StageCorrectness},
-		IPCHost:    true,
+		ImageSpec: serving.ImageSpec{Dockerfile: filepath.Join(env.Root, diffusersDockerfile), CopyRoots: []string{env.Root},
+			BuildArgs: map[string]string{"BASE_IMAGE": d.BaseImage, "BASE_PYTHON": cmp.Or(d.BasePython, "python3")}},
+		Mounts:  []family.Mount{{Host: env.Root, Container: env.Root, ReadOnly: true}},
+		Stages:  []string{schema.StageBuild, schema.StageCorrectness},
+		IPCHost: true,
 	}, nil
 }
 
-func (d Diffusers) basePython() string {
-	if d.BasePython == "" {
-		return "python3"
-	}
-	return d.BasePython
-}
-
-func (d Diffusers) device() string {
-	if d.Device == "" {
-		return "cuda"
-	}
-	return d.Device
-}
+func (d Diffusers) device() string { return cmp.Or(d.Device, "cuda") }
 
 func (d Diffusers) precision() string {
-	switch {
-	case d.Precision != "":
-		return d.Precision
-	case d.Smoke:
-		return "fp32"
+	if d.Smoke {
+		return cmp.Or(d.Precision, "fp32")
 	}
-	return "bf16"
+	return cmp.Or(d.Precision, "bf16")
 }
 
 func (d Diffusers) profile() string {
@@ -169,13 +154,6 @@ func (d Diffusers) profile() string {
 		return "smoke"
 	}
 	return "checkpoint"
-}
-
-func (d Diffusers) parity() string {
-	if d.Parity == "" {
-		return "parity.json"
-	}
-	return d.Parity
 }
 
 func script(env family.Env, name string) string {
@@ -207,9 +185,9 @@ func (d Diffusers) buildSettings() map[string]string {
 	return s
 }
 
-// Build writes the bundle: a JSON naming what the server loads (the smoke construction
+// build writes the bundle: a JSON naming what the server loads (the smoke construction
 // seed, config and weights hashes; or the snapshot, its revision and its files' blobs).
-func (d Diffusers) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
+func (d Diffusers) build(env family.Env, spec family.BuildSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "pipeline.py"), "bundle"}
 	if d.Smoke {
 		args = append(args, "--smoke")
@@ -270,12 +248,7 @@ var diffusersFlags = map[string]string{
 func (d Diffusers) Native(env family.Env, spec family.NativeSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "native.py"), spec.Bundle,
 		"--image", spec.Image, "--prompt=" + spec.Prompt, "--output", spec.Output, "--device", d.device()}
-	keys := make([]string, 0, len(spec.Settings))
-	for k := range spec.Settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(spec.Settings)) {
 		flag, ok := diffusersFlags[k]
 		if !ok {
 			flag = "--" + strings.ReplaceAll(k, "_", "-")
@@ -285,9 +258,9 @@ func (d Diffusers) Native(env family.Env, spec family.NativeSpec) (family.Comman
 	return family.Command{Args: args, Dir: env.Root}, nil
 }
 
-// NativeBatch runs every replay after one pipeline load: native.py --batch, which puts
+// nativeBatch runs every replay after one pipeline load: native.py --batch, which puts
 // each item through the one-edit path.
-func (d Diffusers) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
+func (d Diffusers) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "native.py"), spec.Bundle, "--batch", spec.Items, "--report", spec.Report, "--device", d.device()}
 	if spec.WaitItems > 0 {
 		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))
@@ -297,8 +270,8 @@ func (d Diffusers) NativeBatch(env family.Env, spec family.NativeBatchSpec) (fam
 
 // timing: the Task call's wall time is in the body; the records file must also carry
 // every measured request id (X-Request-ID honoured).
-func (Diffusers) timing() family.TimingSource {
-	return family.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}
+func (Diffusers) timing() schema.TimingSource {
+	return schema.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}
 }
 
 // diffusersProbe prints what preflight needs in one interpreter start: package versions
@@ -350,13 +323,26 @@ func (d Diffusers) requirements(env family.Env, c family.Row) []family.Requireme
 	if d.BaseImage != "" {
 		return rs // the interpreter is the image's: Probes checks it there
 	}
-	host, err := d.probe(env)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, d.python(), "-c", diffusersProbe)
+	cmd.Dir = env.Root
+	host, err := readHost(cmd.Output())
 	if err != nil {
 		rs.absent(fmt.Sprintf("python for the diffusers backend (%s=%q): %v", EnvDiffusersPython, d.python(), err),
 			fmt.Sprintf("set %s to an interpreter with torch, torchvision, transformers, diffusers==%s and pytest", EnvDiffusersPython, DiffusersVersion))
 		return rs
 	}
 	return append(rs, d.judgeHost(host)...)
+}
+
+// readHost reads what diffusersProbe printed: its last JSON line.
+func readHost(out []byte, runErr error) (diffusersHost, error) {
+	var h diffusersHost
+	if err := json.Unmarshal(lastJSONLine(out), &h); err != nil {
+		return h, fmt.Errorf("the probe printed no result (%v): %s", runErr, clip(out))
+	}
+	return h, nil
 }
 
 // probes: in the image (a base image named), the same interpreter check the host
@@ -368,9 +354,9 @@ func (d Diffusers) probes(env family.Env) []family.Probe {
 	return []family.Probe{{Name: "python", What: "the backend's interpreter " + d.python() + " in the image",
 		Cmd: family.Command{Args: []string{d.python(), "-c", diffusersProbe}, Dir: env.Root},
 		Check: func(out []byte, runErr error) error {
-			var h diffusersHost
-			if err := json.Unmarshal(lastJSONLine(out), &h); err != nil {
-				return fmt.Errorf("the probe printed no result (%v): %s", runErr, clip(out))
+			h, err := readHost(out, runErr)
+			if err != nil {
+				return err
 			}
 			var bad []string
 			for _, r := range d.judgeHost(h) {
@@ -413,26 +399,6 @@ func (d Diffusers) judgeHost(host diffusersHost) []family.Requirement {
 	return rs
 }
 
-func (d Diffusers) probe(env family.Env) (diffusersHost, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, d.python(), "-c", diffusersProbe)
-	cmd.Dir = env.Root
-	out, err := cmd.Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			return diffusersHost{}, fmt.Errorf("%w: %s", err, tail(strings.TrimSpace(string(ee.Stderr)), 500))
-		}
-		return diffusersHost{}, err
-	}
-	var h diffusersHost
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &h); err != nil {
-		return diffusersHost{}, fmt.Errorf("probe output %q: %w", tail(string(out), 300), err)
-	}
-	return h, nil
-}
-
 func deref(s *string) string {
 	if s == nil {
 		return "none"
@@ -440,19 +406,12 @@ func deref(s *string) string {
 	return *s
 }
 
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
-}
-
 // quality reads the reference backend's criteria: pixel bounds from reference/quality.json,
 // and the pair's from its parity file, whose case is the workload's first pair (same image,
 // instruction and settings): its thresholds for the bundle's profile and precision, held
 // against the case's CPU float32 image (cpu.png).
 func (d Diffusers) quality(env family.Env) (family.QualitySpec, error) {
-	qpath, ppath := script(env, "quality.json"), script(env, d.parity())
+	qpath, ppath := script(env, "quality.json"), script(env, cmp.Or(d.Parity, "parity.json"))
 	var q struct {
 		PixelMean struct{ Min, Max *float64 } `json:"pixel_mean"`
 		PixelStd  struct{ Min *float64 }      `json:"pixel_std"`
@@ -476,11 +435,7 @@ func (d Diffusers) quality(env family.Env) (family.QualitySpec, error) {
 			return family.QualitySpec{}, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	profile := "checkpoint"
-	if d.Smoke {
-		profile = "smoke"
-	}
-	key := profile + "/" + d.precision()
+	key := d.profile() + "/" + d.precision()
 	th, ok := p.Thresholds[key]
 	if !ok || th.PSNR.Min == nil || th.SSIM.Min == nil || q.PixelMean.Min == nil || q.PixelMean.Max == nil || q.PixelStd.Min == nil {
 		return family.QualitySpec{}, fmt.Errorf("%s and %s: pixel_mean, pixel_std and %s psnr_db/ssim minimums are required", qpath, ppath, key)

@@ -1,6 +1,7 @@
 package qwenimage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,7 +22,7 @@ const EnvBundleCache = "QUALKIT_TRTMC_BUNDLE_CACHE"
 // always builds into tmp_path, and no variable or option hands it a built bundle, so
 // there it is built on every run, and removed when the row ends).
 func (a TRTMC) bundleDir(env family.Env) string {
-	return or(a.Config.BundleCache, filepath.Join(env.Root, ".cache", "bundles"))
+	return cmp.Or(a.Config.BundleCache, filepath.Join(env.Root, ".cache", "bundles"))
 }
 
 // tmpDir is where TRTMC's builder writes its temporaries: TMPDIR in every container of the

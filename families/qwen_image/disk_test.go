@@ -65,7 +65,7 @@ func TestBundleCacheFolder(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, spec.BundleDir)
 		tmp := filepath.Join(tc.want, ".tmp")
-		ci, err := a.Image(env)
+		ci, err := a.image(env)
 		require.NoError(t, err)
 		assert.Contains(t, ci.Mounts, family.Mount{Host: tmp, Container: tmp})
 		assert.DirExists(t, tmp)

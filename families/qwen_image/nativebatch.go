@@ -2,7 +2,6 @@ package qwenimage
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -22,20 +21,13 @@ func WorkerServes(checkout string) bool {
 	return err == nil && bytes.Contains(b, []byte(`"--serve"`))
 }
 
-// NativeBatch runs every identity replay through TRTMC's persistent worker,
+// nativeBatch runs every identity replay through TRTMC's persistent worker,
 // `trtmc_benchmark_worker --serve` (one load, then one request line per replay through
 // the same dispatch and timing as a one-shot call), driven by qualkit's trtmc-batch
 // (cmd/trtmcbatch), built here into the row's work folder, which every container of the
-// row mounts. A checkout without that worker has no batch mode (Describe says so): the
-// harness then runs `trtmc` once per replay, in parallel on the row's GPUs.
-func (a TRTMC) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
-	l, err := a.layout()
-	if err != nil {
-		return family.Command{}, err
-	}
-	if l.Name != LayoutFamilies || !WorkerServes(a.Config.Checkout) {
-		return family.Command{}, fmt.Errorf("the checkout has no persistent worker with --serve (%s): no batch mode (Spec.Batch)", workerSource)
-	}
+// row mounts. A checkout without that worker has no batch mode (Describe gives none):
+// the harness then runs `trtmc` once per replay, in parallel on the row's GPUs.
+func (a TRTMC) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	n, err := a.native(env)
 	if err != nil {
 		return family.Command{}, err

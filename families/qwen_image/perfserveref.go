@@ -2,14 +2,13 @@ package qwenimage
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"qualkit/internal/family"
+	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
 
@@ -60,18 +59,19 @@ const BackendPerfServeReference = "trtmc-perf-serve-reference"
 
 // perfServeTiming: perf-serve's records, timing.model_call_ms by request_id (app.py @
 // 3878755c § execute); for the reference backend that is its task-call wall (describe()).
-var perfServeTiming = family.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
+var perfServeTiming = schema.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
 
 // Describe: TRTMC's perf-serve on the task route, the seed replayed as latent_seed, Task
 // time from its records, /v1/serving/info as its identity; the native Task the same
 // backend in one process that loads, then waits for its items; processes, not an image.
 func (a PerfServeReference) Describe(_ family.Env, row family.Row) (family.Spec, error) {
 	return family.Spec{
-		Backend:  BackendPerfServeReference,
-		Timing:   perfServeTiming,
-		Wire:     wire.Task{LatentSeed: true},
-		Identity: family.IdentityCheck{Path: "/v1/serving/info", Check: a.checkIdentity},
-		Batch:    true,
+		Backend:     BackendPerfServeReference,
+		Timing:      perfServeTiming,
+		Wire:        wire.Task{LatentSeed: true},
+		Identity:    family.IdentityCheck{Path: "/v1/serving/info", Check: a.checkIdentity},
+		Build:       a.build,
+		NativeBatch: a.nativeBatch,
 		// perfserve_native.py --wait-items loads the backend, then waits.
 		BatchWaits: true,
 		// perf-serve loads its backend before uvicorn binds the port (cli.py @ 3878755c §
@@ -107,16 +107,11 @@ func (a PerfServeReference) Tools(env family.Env) (family.Tools, error) {
 	return tools, err
 }
 
-// Build saves the smoke pipeline as a folder: perf-serve's --reference-model.
-func (a PerfServeReference) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
-	cmd, err := a.Pipeline.Build(env, spec)
+// build saves the smoke pipeline as a folder: perf-serve's --reference-model.
+func (a PerfServeReference) build(env family.Env, spec family.BuildSpec) (family.Command, error) {
+	cmd, err := a.Pipeline.build(env, spec)
 	cmd.Args = append(cmd.Args, "--save-pipeline")
 	return cmd, err
-}
-
-// Image: the row runs as processes (Spec.Container is false).
-func (PerfServeReference) Image(family.Env) (family.ContainerImage, error) {
-	return family.ContainerImage{}, errors.New("the perf-serve reference row runs as processes: it has no image")
 }
 
 // caseLatents is where the correctness case keeps the noise it drew, relative to its
@@ -137,21 +132,7 @@ func (a PerfServeReference) Correctness(env family.Env, spec family.CorrectnessS
 // apply_deterministic_numerics), so that the served edit, the native replay and the
 // parity case's GPU run are the same numerics.
 func PerfServeReferenceArgs(spec family.ServeSpec, precision string) []string {
-	return []string{
-		"--backend", "reference",
-		"--profile", Profile,
-		"--manifest-root", "families",
-		"--reference-model", spec.Bundle,
-		"--precision", precision,
-		"--deterministic",
-		"--model-name", spec.Model,
-		"--host", spec.Host,
-		"--port", strconv.Itoa(spec.Port),
-		"--records", spec.Records,
-		"--scratch", spec.Scratch,
-		"--keep-artifacts",
-		"--request-timeout", serverTimeoutS,
-	}
+	return perfServeArgs(spec, "reference", nil, "--reference-model", spec.Bundle, "--precision", precision, "--deterministic")
 }
 
 // perfServeEnv is what perf-serve and the native Task run with: perf-serve's PYTHONPATH
@@ -192,8 +173,8 @@ func (a PerfServeReference) Native(env family.Env, spec family.NativeSpec) (fami
 		Env: perfServeEnv(), Dir: a.staged(env)}, nil
 }
 
-// NativeBatch replays every request after one load of the backend.
-func (a PerfServeReference) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
+// nativeBatch replays every request after one load of the backend.
+func (a PerfServeReference) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := append(a.nativeArgs(env, spec.Bundle), "--batch", spec.Items, "--report", spec.Report)
 	if spec.WaitItems > 0 {
 		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))
@@ -319,28 +300,11 @@ func (a PerfServeReference) probes(env family.Env) []family.Probe {
 		return nil
 	}
 	root := a.root()
-	return []family.Probe{{Name: "perf-serve-imports", What: "what trtmc_perf_serving serve --backend reference imports, with " + a.Pipeline.python(),
-		Cmd: family.Command{Args: append([]string{a.Pipeline.python(), "-c", importProbe}, perfServeImports...),
-			Env: []string{"PYTHONPATH=" + filepath.Join(root, "apps/perf_serving") + ":" + filepath.Join(root, "apps/benchmark")}, Dir: root},
-		Check: func(out []byte, runErr error) error {
-			var res struct {
-				Failed map[string]string `json:"failed"`
-			}
-			if err := json.Unmarshal(lastJSONLine(out), &res); err != nil {
-				return fmt.Errorf("the import probe printed no result (%v): %s", runErr, clip(out))
-			}
-			var bad []string
-			for _, m := range perfServeImports {
-				if why, ok := res.Failed[m]; ok {
-					bad = append(bad, m+" ("+why+")")
-				}
-			}
-			if len(bad) > 0 {
-				return fmt.Errorf("perf-serve would not serve: %s does not import %s", a.Pipeline.python(), strings.Join(bad, "; "))
-			}
-			return nil
-		},
-		Fix: "install perf-serve's dependencies (apps/perf_serving/requirements.txt: fastapi, uvicorn, pillow, numpy, python-multipart) into " + EnvDiffusersPython + "'s interpreter (on the H200, scripts/h200/run.sh carries them)"}}
+	return []family.Probe{importsProbe("perf-serve-imports", "what trtmc_perf_serving serve --backend reference imports, with "+a.Pipeline.python(), "perf-serve would not serve",
+		family.Command{Args: []string{a.Pipeline.python()}, Dir: root,
+			Env: []string{"PYTHONPATH=" + filepath.Join(root, "apps/perf_serving") + ":" + filepath.Join(root, "apps/benchmark")}},
+		perfServeImports,
+		"install perf-serve's dependencies (apps/perf_serving/requirements.txt: fastapi, uvicorn, pillow, numpy, python-multipart) into "+EnvDiffusersPython+"'s interpreter (on the H200, scripts/h200/run.sh carries them)")}
 }
 
 // Found says which perf-serve the row serves from.

@@ -13,6 +13,7 @@ import (
 
 	"qualkit/internal/family"
 	"qualkit/internal/harness"
+	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
 
@@ -42,7 +43,7 @@ func TestPerfServeReferenceCommands(t *testing.T) {
 
 	out := "/cache/partial/qwen-image-edit-2511-perf-serve-reference-smoke.bundle"
 	assert.Equal(t, []string{"/opt/torch/bin/python", "/repo/families/qwen_image/reference/pipeline.py", "bundle", "--smoke",
-		"--precision", "fp32", "-o", out, "--save-pipeline"}, must(a.Build(psrEnv, family.BuildSpec{Out: out})).Args)
+		"--precision", "fp32", "-o", out, "--save-pipeline"}, must(a.build(psrEnv, family.BuildSpec{Out: out})).Args)
 
 	cc := must(a.Correctness(psrEnv, family.CorrectnessSpec{Bundle: "/b", JUnit: "/ev/j.xml", Artifacts: "/ev/art", Scratch: "/work/row/correctness"}))
 	assert.Equal(t, []string{"--parity=/repo/families/qwen_image/reference/parity-128.json", "--latents-file=/work/row/correctness/initial-latents.f32"},
@@ -65,12 +66,12 @@ func TestPerfServeReferenceCommands(t *testing.T) {
 		"--checkout", "/work/row/perf-serve", "--profile", Profile, "--precision", "fp32", "--deterministic", "--scratch", "/work/row/native-scratch",
 		"--item", `{"id":"00-warmup-native","image":"/in.png","latent_seed":42,"prompt":"p","settings":{"seed":"42"}}`, "--output", "/ev/identity/00-warmup-native.png"}, native.Args)
 	assert.Equal(t, "/work/row/perf-serve", native.Dir)
-	batch := must(a.NativeBatch(psrEnv, family.NativeBatchSpec{Bundle: "/b", Items: "/w/items.jsonl", Report: "/w/report.jsonl", WaitItems: 300e9}))
+	batch := must(a.nativeBatch(psrEnv, family.NativeBatchSpec{Bundle: "/b", Items: "/w/items.jsonl", Report: "/w/report.jsonl", WaitItems: 300e9}))
 	assert.Equal(t, []string{"--batch", "/w/items.jsonl", "--report", "/w/report.jsonl", "--wait-items=300"}, batch.Args[len(batch.Args)-5:])
 
-	assert.Equal(t, family.TimingSource{Records: "timing.model_call_ms", RecordID: "request_id"}, spec.Timing)
+	assert.Equal(t, schema.TimingSource{Records: "timing.model_call_ms", RecordID: "request_id"}, spec.Timing)
 	assert.Equal(t, wire.Task{LatentSeed: true}, spec.Wire)
-	assert.True(t, spec.Batch && spec.BatchWaits)
+	assert.True(t, spec.NativeBatch != nil && spec.BatchWaits)
 	assert.Contains(t, spec.ModelsWhenReady, "cli.py @ 3878755c")
 }
 

@@ -113,9 +113,16 @@ func (a TRTMC) serverImports(env family.Env) family.Probe {
 	if s.Contract == ServingPerfServe {
 		envs = a.envWith(env, perfServePythonPath)
 	}
-	mods := serverImportModules[s.Contract]
-	return family.Probe{Name: "server-imports", What: "the imports the server needs to serve, in the image (" + s.Contract + ")",
-		Cmd: family.Command{Args: append([]string{a.Config.Python, "-c", importProbe}, mods...), Env: envs, Dir: a.Config.Checkout},
+	return importsProbe("server-imports", "the imports the server needs to serve, in the image ("+s.Contract+")", "the server would not serve",
+		family.Command{Args: []string{a.Config.Python}, Env: envs, Dir: a.Config.Checkout}, serverImportModules[s.Contract], serverFix[s.Contract])
+}
+
+// importsProbe runs importProbe with the python of py (its Env and Dir) on mods, and
+// fails naming each module that does not import, and why.
+func importsProbe(name, what, failure string, py family.Command, mods []string, fix string) family.Probe {
+	python := py.Args[0]
+	py.Args = append([]string{python, "-c", importProbe}, mods...)
+	return family.Probe{Name: name, What: what, Cmd: py, Fix: fix,
 		Check: func(out []byte, runErr error) error {
 			var res struct {
 				Failed map[string]string `json:"failed"`
@@ -130,11 +137,10 @@ func (a TRTMC) serverImports(env family.Env) family.Probe {
 				}
 			}
 			if len(bad) > 0 {
-				return fmt.Errorf("the server would not serve: %s does not import %s", a.Config.Python, strings.Join(bad, "; "))
+				return fmt.Errorf("%s: %s does not import %s", failure, python, strings.Join(bad, "; "))
 			}
 			return nil
-		},
-		Fix: serverFix[s.Contract]}
+		}}
 }
 
 // serverProbe runs the contract's server with --help, as the row will start it, and

@@ -181,20 +181,28 @@ func checkManifest(m *Manifest, l Layout, tasks trtmc.Tasks) []string {
 	return bad
 }
 
+// buildEnvPath is the path a build_env entry names: as given when absolute, else relative
+// to the checkout, or to the family folder when relative_to is "model".
+func (m *Manifest) buildEnvPath(checkout string, l Layout, name string) string {
+	spec := m.BuildEnv[name]
+	if filepath.IsAbs(spec.Path) {
+		return spec.Path
+	}
+	if spec.RelativeTo == "model" {
+		return filepath.Join(checkout, l.FamilyDir, spec.Path)
+	}
+	return filepath.Join(checkout, spec.Path)
+}
+
 // conditionImage is the image whose size the bundle's condition grid takes: the
 // e9132e79 build's condition image (build_env, relative to the family folder), and in
 // the newer layout the testcase's test image (test_e2e.py builds with its size).
 func (m *Manifest) conditionImage(checkout string, l Layout) (string, error) {
 	if l.Name == LayoutE9132e79 {
-		spec, ok := m.BuildEnv[conditionEnv]
-		if !ok {
+		if _, ok := m.BuildEnv[conditionEnv]; !ok {
 			return "", fmt.Errorf("the manifest's build_env has no %s", conditionEnv)
 		}
-		base := checkout
-		if spec.RelativeTo == "model" {
-			base = filepath.Join(checkout, l.FamilyDir)
-		}
-		return filepath.Join(base, spec.Path), nil
+		return m.buildEnvPath(checkout, l, conditionEnv), nil
 	}
 	tc, ok := m.Testcase()
 	if !ok || tc.TestImage == "" {

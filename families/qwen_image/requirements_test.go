@@ -11,6 +11,7 @@ import (
 
 	"qualkit/internal/family"
 	"qualkit/internal/fixtures"
+	"qualkit/internal/schema"
 )
 
 func TestRequirementsWithNothingConfigured(t *testing.T) {
@@ -180,7 +181,7 @@ func TestParseConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Config{Checkout: "/src/trtmc", Image: "trtmc-qual:local", Dockerfile: "docker/Dockerfile.qual", HFHome: "/models/hf",
 		Python: "/opt/venv/bin/python", HFPython: "/opt/ref/bin/python", Serving: ServingEditRoute,
-		Timing: family.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}, timingSet: true}, cfg)
+		Timing: schema.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}, timingSet: true}, cfg)
 	assert.Equal(t, "/src/trtmc/docker/Dockerfile.qual", cfg.DockerfilePath())
 
 	d := FromEnv(envOf(map[string]string{EnvCheckout: "/src/trtmc", "HOME": "/home/u"})).Config

@@ -55,7 +55,7 @@ func init() {
 		// (reference/server.py § success_body, record); the row reads the body.
 		TaskTime: func(evidencerules.Row) evidencerules.TaskTime {
 			ts := Diffusers{}.timing()
-			return evidencerules.TaskTime{Sources: []schema.TimingSource{*ts.Schema()}, Body: ts.Body, Records: ts.Body, RecordID: ts.RecordID}
+			return evidencerules.TaskTime{Sources: []schema.TimingSource{ts}, Body: ts.Body, Records: ts.Body, RecordID: ts.RecordID}
 		},
 		ServerLog:      diffusersServerLine,
 		NativeBatchLog: diffusersBatchLine,
@@ -69,7 +69,7 @@ func init() {
 		PairMetric:    func(string) string { return "" },
 		TaskTime: func(evidencerules.Row) evidencerules.TaskTime {
 			ts := perfServeTiming
-			return evidencerules.TaskTime{Sources: []schema.TimingSource{*ts.Schema()}, Records: ts.Records, RecordID: ts.RecordID}
+			return evidencerules.TaskTime{Sources: []schema.TimingSource{ts}, Records: ts.Records, RecordID: ts.RecordID}
 		},
 		NativeBatchLog: perfServeNativeBatchLine,
 	})

@@ -19,14 +19,14 @@ func TestCheckerTaskTimeIsTheAdapters(t *testing.T) {
 	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)})
 	for _, a := range []TRTMC{perf, edit} {
 		tt := trtmc.TaskTime(evidencerules.Row{Protocol: a.protocol().Name()})
-		assert.Contains(t, tt.Sources, *a.timing().Schema(), a.protocol().Name())
+		assert.Contains(t, tt.Sources, a.timing(), a.protocol().Name())
 	}
 	assert.Len(t, trtmc.TaskTime(evidencerules.Row{Protocol: perf.protocol().Name()}).Sources, 1, "perf-serve: its records alone")
 
 	diffusers, ok := evidencerules.For(BackendDiffusers)
 	require.True(t, ok)
 	tt := diffusers.TaskTime(evidencerules.Row{})
-	assert.Equal(t, *smokeAdapter().timing().Schema(), tt.Sources[0])
+	assert.Equal(t, smokeAdapter().timing(), tt.Sources[0])
 	assert.Equal(t, "timing.task_ms", tt.Records, "the records line states the body's timing.task_ms (reference/server.py § record)")
 }
 

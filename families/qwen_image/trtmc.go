@@ -11,6 +11,7 @@ import (
 
 	"qualkit/internal/family"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 	"qualkit/internal/wire"
 )
 
@@ -63,16 +64,20 @@ func (a TRTMC) Describe(env family.Env, row family.Row) (family.Spec, error) {
 		Timing:       a.timing(),
 		Wire:         a.protocol(),
 		Identity:     family.IdentityCheck{Path: a.identityPath(), Check: a.checkIdentity},
-		Container:    true,
-		BundleByCase: lerr == nil && l.buildsOwnBundle(),
+		Image:        a.image,
 		BundleDir:    a.bundleDir(env),
-		Batch:        lerr == nil && l.Name == LayoutFamilies && WorkerServes(a.Config.Checkout),
 		Deadlines:    a.stageDeadlines,
 		Found:        a.found(),
 		Requirements: func(env family.Env) []family.Requirement { return a.requirements(env, row) },
 		Probes:       a.probes,
 		CheckTools:   a.checkTools,
 		Quality:      func(env family.Env) (family.QualitySpec, error) { return a.quality(env, row) },
+	}
+	if lerr != nil || !l.buildsOwnBundle() {
+		spec.Build = a.build
+	}
+	if lerr == nil && l.Name == LayoutFamilies && WorkerServes(a.Config.Checkout) {
+		spec.NativeBatch = a.nativeBatch
 	}
 	return spec, nil
 }
@@ -135,15 +140,12 @@ func (a TRTMC) buildSettings(env family.Env) map[string]string {
 	return s
 }
 
-// Build runs TRTMC's Python builder as its e2e orchestrator does (e9132e79 layout). In
-// the newer layout the family's case builds its bundle itself: no command.
-func (a TRTMC) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
+// build runs TRTMC's Python builder as its e2e orchestrator does (e9132e79 layout; in
+// the newer layout the family's case builds its bundle itself: Describe gives no Build).
+func (a TRTMC) build(env family.Env, spec family.BuildSpec) (family.Command, error) {
 	l, err := a.layout()
 	if err != nil {
 		return family.Command{}, err
-	}
-	if l.buildsOwnBundle() {
-		return family.Command{}, fmt.Errorf("in the %s layout the family's case builds its bundle (Spec.BundleByCase)", l.Name)
 	}
 	m, err := ReadManifest(a.Config.Checkout, l)
 	if err != nil {
@@ -256,22 +258,17 @@ func (a TRTMC) Serve(env family.Env, spec family.ServeSpec) (family.Command, err
 // it every request would fail at latent replay. TRTMC's own launcher passes the model's
 // pinned revision so (apps/aiperf_qual/trtmc_aiperf_qual/services.py @ a9ed5f69 § serving).
 func PerfServeArgs(spec family.ServeSpec, runtimeRoot string) []string {
-	return []string{
-		"--backend", "trtmc",
-		"--profile", Profile,
-		"--revision", Revision,
-		"--manifest-root", "families",
-		"--bundle", spec.Bundle,
-		"--runtime-root", runtimeRoot,
-		"--worker", filepath.Join(runtimeRoot, "trtmc_benchmark_worker"),
-		"--model-name", spec.Model,
-		"--host", spec.Host,
-		"--port", strconv.Itoa(spec.Port),
-		"--records", spec.Records,
-		"--scratch", spec.Scratch,
-		"--keep-artifacts",
-		"--request-timeout", serverTimeoutS,
-	}
+	return perfServeArgs(spec, "trtmc", []string{"--revision", Revision},
+		"--bundle", spec.Bundle, "--runtime-root", runtimeRoot, "--worker", filepath.Join(runtimeRoot, "trtmc_benchmark_worker"))
+}
+
+// perfServeArgs are perf-serve's arguments after `serve` for either backend: the backend,
+// the profile, the backend's own (revision before the manifest root, the model after),
+// then the model's name and where it listens and writes.
+func perfServeArgs(spec family.ServeSpec, backend string, revision []string, model ...string) []string {
+	args := append(append([]string{"--backend", backend, "--profile", Profile}, revision...), "--manifest-root", "families")
+	return append(append(args, model...), "--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port),
+		"--records", spec.Records, "--scratch", spec.Scratch, "--keep-artifacts", "--request-timeout", serverTimeoutS)
 }
 
 // serverArgs are trtmc-server's arguments (cli.py @ a9ed5f69); --worker-binary is the
@@ -343,9 +340,9 @@ func (a TRTMC) Native(env family.Env, spec family.NativeSpec) (family.Command, e
 // Timing is where the server reports the Task call: perf-serve's records (timing.
 // model_call_ms by request_id, app.py @ 3878755c § execute); for the edit route, as
 // configured (its shape is not public).
-func (a TRTMC) timing() family.TimingSource {
+func (a TRTMC) timing() schema.TimingSource {
 	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
-		return family.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
+		return schema.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
 	}
 	return a.Config.Timing
 }
@@ -489,7 +486,7 @@ func saysDouble(body []byte) (bool, string) {
 	return false, ""
 }
 
-// Image is where every stage runs: the image the user named, else the one the
+// image is where every stage runs: the image the user named, else the one the
 // checkout's dev Dockerfile builds with the checkout as context. The checkout is mounted
 // at /src, the native build folder at its own path, the HF cache read-only, and the
 // containers share the host's IPC namespace (source-build.md's --ipc=host). Every command
@@ -499,8 +496,8 @@ func saysDouble(body []byte) (bool, string) {
 // compatibility for a driver older than the image's CUDA, then runs its arguments (as
 // NVIDIA's entrypoint of that name does: triton-inference-server/server
 // nvidia_entrypoint.sh @ 0794865d, `exec "$@"`); replaced, torch would see no GPU there.
-func (a TRTMC) Image(env family.Env) (family.ContainerImage, error) {
-	ci := family.ContainerImage{Ref: a.Config.Image, RefFix: imageFix, IPCHost: true, UnderEntrypoint: true,
+func (a TRTMC) image(env family.Env) (family.ContainerImage, error) {
+	ci := family.ContainerImage{ImageSpec: serving.ImageSpec{Ref: a.Config.Image}, RefFix: imageFix, IPCHost: true, UnderEntrypoint: true,
 		Stages: []string{schema.StageBuild, schema.StageCorrectness},
 		Mounts: []family.Mount{
 			{Host: a.Config.Checkout, Container: srcDir},

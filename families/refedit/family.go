@@ -4,12 +4,15 @@
 package refedit
 
 import (
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
 	"qualkit/internal/family"
+	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // Family is the reference family with the build settings baked into its bundle.
@@ -42,9 +45,10 @@ func (f Family) Describe(family.Env, family.Row) (family.Spec, error) {
 		// checkpoint its bundle was built from (edit.Bundle.Checkpoint), which the harness
 		// requires to be the row's model: a row copied under another model's name fails at
 		// serve, naming both.
-		Identity:  family.ModelsWithCheckpoint,
-		Container: true,
-		Batch:     true,
+		Identity:    family.ModelsWithCheckpoint,
+		Image:       f.image,
+		Build:       f.build,
+		NativeBatch: f.nativeBatch,
 		// `refedit run --batch --wait-items` loads the bundle, then waits for its items.
 		BatchWaits: true,
 		// The server lists the model in GET /v1/models only once it has loaded the bundle.
@@ -79,7 +83,7 @@ func (f Family) Tools(env family.Env) (family.Tools, error) {
 	}}, nil
 }
 
-func (f Family) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
+func (f Family) build(env family.Env, spec family.BuildSpec) (family.Command, error) {
 	return family.Command{Args: []string{binary(env), "build", "-o", spec.Out,
 		"--num-inference-steps", strconv.Itoa(f.NumInferenceSteps),
 		"--guidance-scale", strconv.FormatFloat(f.GuidanceScale, 'f', -1, 64),
@@ -128,20 +132,15 @@ func (f Family) Serve(env family.Env, spec family.ServeSpec) (family.Command, er
 // (num_inference_steps -> --num-inference-steps); an unknown one fails the run loudly.
 func (f Family) Native(env family.Env, spec family.NativeSpec) (family.Command, error) {
 	args := []string{binary(env), "run", spec.Bundle, "--image", spec.Image, "--prompt", spec.Prompt, "--output", spec.Output}
-	keys := make([]string, 0, len(spec.Settings))
-	for k := range spec.Settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(spec.Settings)) {
 		args = append(args, "--"+strings.ReplaceAll(k, "_", "-"), spec.Settings[k])
 	}
 	return family.Command{Args: args}, nil
 }
 
-// NativeBatch runs every replay with one load: `refedit run --batch`, which puts each
+// nativeBatch runs every replay with one load: `refedit run --batch`, which puts each
 // item through exactly what `refedit run` does for one.
-func (f Family) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
+func (f Family) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := []string{binary(env), "run", spec.Bundle, "--batch", spec.Items, "--report", spec.Report}
 	if spec.WaitItems > 0 {
 		args = append(args, "--wait-items", spec.WaitItems.String())
@@ -149,16 +148,16 @@ func (f Family) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family
 	return family.Command{Args: args}, nil
 }
 
-// Image is the FROM scratch image around the binary Tools built; the binary's host path
+// image is the FROM scratch image around the binary Tools built; the binary's host path
 // names the image's copy.
-func (Family) Image(env family.Env) (family.ContainerImage, error) {
-	return family.ContainerImage{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile"),
-		Paths: map[string]string{binary(env): inImage}}, nil
+func (Family) image(env family.Env) (family.ContainerImage, error) {
+	return family.ContainerImage{ImageSpec: serving.ImageSpec{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile"),
+		Paths: map[string]string{binary(env): inImage}}}, nil
 }
 
-func (f Family) timing() family.TimingSource {
+func (f Family) timing() schema.TimingSource {
 	if f.RecordsTiming {
-		return family.TimingSource{Records: "timing.task_ms", RecordID: "request_id"}
+		return schema.TimingSource{Records: "timing.task_ms", RecordID: "request_id"}
 	}
-	return family.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
+	return schema.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
 }

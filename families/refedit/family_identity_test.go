@@ -16,9 +16,9 @@ func TestConformance(t *testing.T) {
 	row := family.Row{Name: "refedit-v1", Model: "qualkit/refedit-v1", Profile: "refedit-v1"}
 	env := family.Env{Root: "/repo", Python: "/repo/.venv/bin/python"}
 	spec := familytest.Conformance(t, Default, env, row)
-	assert.True(t, spec.Batch && spec.BatchWaits && spec.Container)
+	assert.True(t, spec.NativeBatch != nil && spec.BatchWaits && spec.Image != nil && spec.Build != nil)
 	oneShot := familytest.Conformance(t, Faulty{Family: Default, OneShot: true}, env, row)
-	assert.False(t, oneShot.Batch, "OneShot: one refedit run per replay")
+	assert.Nil(t, oneShot.NativeBatch, "OneShot: one refedit run per replay")
 }
 
 // The server names the checkpoint its bundle was built from under the row's name; the
@@ -41,4 +41,19 @@ func TestIdentityNamesTheServedCheckpoint(t *testing.T) {
 	assert.ErrorContains(t, err, `lists no model "qualkit/refedit-v1"`)
 	_, err = check([]byte(`<html>`), family.ServeSpec{})
 	assert.ErrorContains(t, err, "not JSON")
+}
+
+// Faulty breaks the builders its family hands over: the batch gets the native fault and
+// the state leak, the image the memory cap; OneShot takes the batch away.
+func TestFaultyWrapsTheSpecsBuilders(t *testing.T) {
+	env := family.Env{Root: "/repo", Work: "/work"}
+	spec, err := Faulty{Family: Default, NativeFault: "drift", LeakState: true, MemoryBytes: 10 << 20}.Describe(env, family.Row{})
+	require.NoError(t, err)
+	batch, err := spec.NativeBatch(env, family.NativeBatchSpec{Bundle: "/b", Items: "/i", Report: "/r"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/work/image/refedit", "run", "/b", "--batch", "/i", "--report", "/r", "--fault", "drift", "--leak-state"}, batch.Args)
+	img, err := spec.Image(env)
+	require.NoError(t, err)
+	assert.Equal(t, int64(10<<20), img.MemoryBytes)
+	assert.NotNil(t, spec.Build, "the harness builds the bundle")
 }

@@ -28,12 +28,28 @@ type Faulty struct {
 
 var _ family.Family = Faulty{}
 
-// Describe is the family's, without the batch when OneShot asks and without the pair when
-// NoPair asks.
+// Describe is the family's, its commands broken as the fields ask: without the batch when
+// OneShot asks, without the pair when NoPair asks.
 func (f Faulty) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	spec, err := f.Family.Describe(env, row)
+	image, batch := spec.Image, spec.NativeBatch
+	spec.Image = func(env family.Env) (family.ContainerImage, error) {
+		ci, err := image(env)
+		ci.MemoryBytes = f.MemoryBytes
+		return ci, err
+	}
+	spec.NativeBatch = func(env family.Env, s family.NativeBatchSpec) (family.Command, error) {
+		c, err := batch(env, s)
+		if f.NativeFault != "" {
+			c.Args = append(c.Args, "--fault", f.NativeFault)
+		}
+		if f.LeakState {
+			c.Args = append(c.Args, "--leak-state")
+		}
+		return c, err
+	}
 	if f.OneShot {
-		spec.Batch, spec.BatchWaits = false, false
+		spec.NativeBatch, spec.BatchWaits = nil, false
 	}
 	if spec.Controls != nil {
 		for i, c := range spec.Controls.Controls {
@@ -64,13 +80,6 @@ const (
 	CaseSelectsNone CaseFault = "select-none"
 )
 
-// Image is the family's image, with the memory cap when MemoryBytes asks.
-func (f Faulty) Image(env family.Env) (family.ContainerImage, error) {
-	ci, err := f.Family.Image(env)
-	ci.MemoryBytes = f.MemoryBytes
-	return ci, err
-}
-
 func (f Faulty) Serve(env family.Env, spec family.ServeSpec) (family.Command, error) {
 	c, err := f.Family.Serve(env, spec)
 	if f.Fault != "" {
@@ -86,18 +95,6 @@ func (f Faulty) Native(env family.Env, spec family.NativeSpec) (family.Command, 
 	c, err := f.Family.Native(env, spec)
 	if f.NativeFault != "" {
 		c.Args = append(c.Args, "--fault", f.NativeFault)
-	}
-	return c, err
-}
-
-// NativeBatch is the family's batch, with the native fault and the leak when asked.
-func (f Faulty) NativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
-	c, err := f.Family.NativeBatch(env, spec)
-	if f.NativeFault != "" {
-		c.Args = append(c.Args, "--fault", f.NativeFault)
-	}
-	if f.LeakState {
-		c.Args = append(c.Args, "--leak-state")
 	}
 	return c, err
 }

@@ -30,7 +30,7 @@ func init() {
 		PairMetric:    func(string) string { return "" },
 		TaskTime: func(evidencerules.Row) evidencerules.TaskTime {
 			both, records := Family{}.timing(), Family{RecordsTiming: true}.timing()
-			return evidencerules.TaskTime{Sources: []schema.TimingSource{*both.Schema(), *records.Schema()},
+			return evidencerules.TaskTime{Sources: []schema.TimingSource{both, records},
 				Body: both.Body, Records: both.Records, RecordID: both.RecordID}
 		},
 		ServerLog:      serverLogLine,

@@ -16,8 +16,8 @@ func TestCheckerRulesAreTheFamilys(t *testing.T) {
 	rules, ok := evidencerules.For(Backend)
 	require.True(t, ok)
 	tt := rules.TaskTime(evidencerules.Row{})
-	assert.Contains(t, tt.Sources, *Family{}.timing().Schema())
-	assert.Contains(t, tt.Sources, *Family{RecordsTiming: true}.timing().Schema())
+	assert.Contains(t, tt.Sources, Family{}.timing())
+	assert.Contains(t, tt.Sources, Family{RecordsTiming: true}.timing())
 	assert.Equal(t, []string{"timing.task_ms", "timing.task_ms", "request_id"}, []string{tt.Body, tt.Records, tt.RecordID})
 
 	m := rules.ServerLog.FindStringSubmatch("refedit: 2026/12/04 10:57:04.236550 POST /v1/images/edits 200 35.0ms request_id=d02e4abc-045d-4c21-a982-a24f721d5463")

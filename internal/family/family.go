@@ -1,19 +1,17 @@
 // Package family is the contract between the harness and a model family's adapter: what
-// an adapter author implements to add a family, and nothing else. A family states its
-// facts once per row (Describe: its backend, where Task time comes from, its wire
-// protocol, whether it runs in an image, who builds the bundle, whether it batches and
-// preloads, its checks), and builds the argv of every program the pipeline runs, each
-// builder returning an error instead of a command that cannot run. The harness runs the
-// commands, times them and keeps their output as evidence; a family never starts a
-// program itself.
-//
-// The harness asks for a builder only where the family's Spec says it has one (Image
-// when Container, Build unless BundleByCase, NativeBatch when Batch); familytest's
-// Conformance holds a family to its Spec. docs/adding-a-family.md walks through a
-// minimal family.
+// an adapter author implements to add a family, and nothing else. A family is one value:
+// Describe states its facts for a row (its backend, where Task time comes from, its wire
+// protocol, its checks) and hands over the builders it has, nil for those it lacks (no
+// image: processes; no Build: the correctness case builds the bundle; no NativeBatch:
+// one native process per replay); the methods are the builders every family has. Each
+// builder returns the argv of a program, or an error instead of a command that cannot
+// run. The harness runs the commands, times them and keeps their output as evidence; a
+// family never starts a program itself. familytest's Conformance holds a family to its
+// Spec; docs/adding-a-family.md walks through a minimal family.
 package family
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,19 +33,12 @@ type Family interface {
 	// when they are installed already), the program whose sha256 identifies the builder
 	// in the bundle cache key, and what else the bundle depends on.
 	Tools(env Env) (Tools, error)
-	// Image is the container image the family runs in; asked only when Spec.Container.
-	Image(env Env) (ContainerImage, error)
-	// Build writes the bundle to spec.Out; asked only unless Spec.BundleByCase.
-	Build(env Env, spec BuildSpec) (Command, error)
 	// Correctness is the family's own correctness case, run unchanged on the bundle.
 	Correctness(env Env, spec CorrectnessSpec) (CorrectnessCase, error)
 	// Serve starts the server on spec.Port, bound to spec.Host, writing spec.Records.
 	Serve(env Env, spec ServeSpec) (Command, error)
 	// Native runs the Task once, outside the server, writing a PNG to spec.Output.
 	Native(env Env, spec NativeSpec) (Command, error)
-	// NativeBatch runs every replay in one process (one load, each replay through the
-	// one-shot path, nothing carried between them); asked only when Spec.Batch.
-	NativeBatch(env Env, spec NativeBatchSpec) (Command, error)
 }
 
 // Row is what a family knows of the table row it serves.
@@ -67,8 +58,13 @@ type Spec struct {
 	// Backend names the serving stack ("refedit", "trtmc", "diffusers"); the evidence
 	// checker looks its rules up by it (internal/evidencerules).
 	Backend string
-	// Timing says where the server reports the wall time of the Task call.
-	Timing TimingSource
+	// Timing says where the server reports the wall time of the Task call, in ms. AIPerf
+	// never records response headers, so only the body or a records file will do: Body
+	// (a dotted path in the response body), Records (in one line of the server's records
+	// JSONL) with RecordID (the request id's path there, joined on X-Request-ID). With
+	// Body, a RecordID still makes the harness prove that the server honours
+	// X-Request-ID, and Records too makes every records line agree with its response.
+	Timing schema.TimingSource
 	// Wire is how requests travel (package wire); nil is the OpenAI images route.
 	Wire wire.Protocol
 	// Identity is where the server states what it serves; required. The harness GETs
@@ -76,20 +72,21 @@ type Spec struct {
 	// when Check rejects it or names a checkpoint other than the row's model.
 	Identity IdentityCheck
 
-	// Container: the family runs in its image (Image): the server and the native Task
-	// always, and the stages ContainerImage.Stages names.
-	Container bool
-	// BundleByCase: the correctness case builds the bundle (CorrectnessCase.Bundle names
-	// where), which is then the one served; Build is not asked.
-	BundleByCase bool
+	// Image is the container image the family runs in: the server and the native Task
+	// always, and the stages ContainerImage.Stages names. nil: the family runs as processes.
+	Image func(Env) (ContainerImage, error)
+	// Build writes the bundle to spec.Out. nil: the correctness case builds the bundle
+	// (CorrectnessCase.Bundle names where), which is then the one served.
+	Build func(Env, BuildSpec) (Command, error)
 	// BundleDir is where the family's bundles go instead of the repository's
 	// .cache/bundles: the harness's bundle cache (<BundleDir>/<key>/, reused across runs
-	// by key) and, under BundleByCase, the correctness case's scratch folder (a fresh
+	// by key) and, without Build, the correctness case's scratch folder (a fresh
 	// <BundleDir>/case-* per row, removed when the row ends). "": .cache/bundles and the
 	// row's work folder.
 	BundleDir string
-	// Batch: the family's native Task can run every replay in one process (NativeBatch).
-	Batch bool
+	// NativeBatch runs every replay in one process (one load, each replay through the
+	// one-shot path, nothing carried between them). nil: one Native process per replay.
+	NativeBatch func(Env, NativeBatchSpec) (Command, error)
 	// BatchWaits: the batch program honours NativeBatchSpec.WaitItems (it loads, then
 	// waits for its items): the overlapped order starts it beside the server.
 	BatchWaits bool
@@ -130,14 +127,17 @@ func (s Spec) Validate() error {
 	if s.Backend == "" {
 		bad = append(bad, errors.New("Spec.Backend is empty"))
 	}
-	if err := s.Timing.Validate(); err != nil {
-		bad = append(bad, fmt.Errorf("Spec.Timing: %w", err))
+	switch ts := s.Timing; {
+	case ts.Body == "" && ts.Records == "":
+		bad = append(bad, errors.New("Spec.Timing names neither a body field nor a records field"))
+	case ts.Records != "" && ts.RecordID == "":
+		bad = append(bad, fmt.Errorf("Spec.Timing reads the records field %q but names no request-id field to join on", ts.Records))
 	}
 	if s.Identity.Path == "" || s.Identity.Check == nil {
 		bad = append(bad, errors.New("Spec.Identity needs a Path and a Check: the row must be held to what its server serves"))
 	}
-	if s.BatchWaits && !s.Batch {
-		bad = append(bad, errors.New("Spec.BatchWaits without Spec.Batch: only a batch program can wait for its items"))
+	if s.BatchWaits && s.NativeBatch == nil {
+		bad = append(bad, errors.New("Spec.BatchWaits without Spec.NativeBatch: only a batch program can wait for its items"))
 	}
 	return errors.Join(bad...)
 }
@@ -179,7 +179,7 @@ type BuildSpec struct {
 }
 
 type CorrectnessSpec struct {
-	Bundle    string // empty when the case builds the bundle itself (Spec.BundleByCase)
+	Bundle    string // empty when the case builds the bundle itself (no Spec.Build)
 	JUnit     string // where the case must write its JUnit XML
 	Artifacts string // where the case may write its own artifacts
 	Scratch   string // an empty folder the case may use (pytest's --basetemp), kept until the row ends
@@ -203,7 +203,7 @@ type CorrectnessCase struct {
 	// TestFiles are the case's own test files; their sha256, and those of the
 	// conftest.py files pytest loads for them (up to Command.Dir), go into the evidence.
 	TestFiles []string
-	// Bundle, for a case that builds its own bundle (Spec.BundleByCase), is where it
+	// Bundle, for a case that builds its own bundle (no Spec.Build), is where it
 	// writes it: a path, or a glob that must match exactly one file or folder once the
 	// case passed. That bundle is the one the row serves.
 	Bundle string
@@ -224,16 +224,16 @@ type ServeSpec struct {
 }
 
 // NativeSpec is one native Task call, run where the server ran (in its image for a
-// containerized family).
+// containerized family); its JSON form, without the bundle, is a batch item's.
 type NativeSpec struct {
-	Bundle   string
-	Image    string
-	Prompt   string
-	Settings map[string]string // the exact extra inputs the HTTP request carried
+	Bundle   string            `json:"-"`
+	Image    string            `json:"image"`
+	Prompt   string            `json:"prompt"`
+	Settings map[string]string `json:"settings"` // the exact extra inputs the HTTP request carried
 	// LatentSeed is the seed of the initial noise the HTTP request had the server replay
 	// (wire.Request.LatentSeed): the native Task must draw the same noise from it.
-	LatentSeed *int64
-	Output     string
+	LatentSeed *int64 `json:"latent_seed,omitempty"`
+	Output     string `json:"output"`
 }
 
 // NativeBatchSpec is one batch of native replays. Items is a JSONL file of NativeItem,
@@ -251,14 +251,10 @@ type NativeBatchSpec struct {
 	WaitItems time.Duration
 }
 
-// NativeItem is one replay of a batch: the same fields as NativeSpec, and the request id.
+// NativeItem is one replay of a batch: its request id and its NativeSpec.
 type NativeItem struct {
-	ID         string            `json:"id"`
-	Image      string            `json:"image"`
-	Prompt     string            `json:"prompt"`
-	Settings   map[string]string `json:"settings"`
-	LatentSeed *int64            `json:"latent_seed,omitempty"`
-	Output     string            `json:"output"`
+	ID string `json:"id"`
+	NativeSpec
 }
 
 // IdentityCheck is where a server states its identity and what it must say. Check gets
@@ -317,20 +313,12 @@ type Requirement struct {
 
 // ContainerImage is the image a family runs in, and how.
 type ContainerImage struct {
-	// The image: built here from Dockerfile (default Context/Dockerfile) and Context, or
-	// Ref, an image already present locally (never pulled).
-	Dockerfile, Context, Ref string
+	// The image: built here from Dockerfile and Context (or a context staged from
+	// CopyRoots) with BuildArgs, or Ref, an image already present locally (never pulled);
+	// Paths maps host paths to the image's copies of the same files.
+	serving.ImageSpec
 	// RefFix says how to make Ref when the engine lacks it (preflight's fix).
 	RefFix string
-	// CopyRoots, instead of Context: the image is built from a context staged with
-	// exactly what the Dockerfile's COPY lines name, taken from the first of these
-	// folders that holds it all (serving.StageContext), recorded file by file.
-	CopyRoots []string
-	// BuildArgs are the Dockerfile's build arguments (ARG), a base image among them.
-	BuildArgs map[string]string
-	// Paths maps host paths to where the image holds the same files (a program its
-	// Dockerfile copies in), so commands that name the host path run the image's copy.
-	Paths map[string]string
 	// Mounts are host folders the family's commands need inside (a source checkout at
 	// the path its docs use); the harness mounts the bundle, records, artifacts and native
 	// inputs and outputs itself, at their host paths.
@@ -372,38 +360,6 @@ type QualityPair struct {
 	CaseLatents, ServedLatents string
 }
 
-// TimingSource says where a server reports the wall time of its Task call, in ms.
-// AIPerf never records response headers, so only the body or a records file will do.
-// Paths are dotted JSON keys ("timing.task_ms", "trtmc_timing.model_call_ms").
-//
-// With Body set, the time comes from the body; a RecordID then still makes the harness
-// prove that the server honours X-Request-ID (every measured request id must appear in
-// the records file), which the body alone cannot show, and Records set too makes every
-// records line's time agree with its response's.
-type TimingSource struct {
-	Body     string // path in the response body
-	Records  string // path in one line of the server's records JSONL
-	RecordID string // path of the request id in a records line, joined on X-Request-ID
-}
-
-// Schema is the source as results.json records it.
-func (ts TimingSource) Schema() *schema.TimingSource {
-	return &schema.TimingSource{Body: ts.Body, Records: ts.Records, RecordID: ts.RecordID}
-}
-
-func (ts TimingSource) String() string { return ts.Schema().String() }
-
-// Validate rejects a source that names neither place, or a records source without a join key.
-func (ts TimingSource) Validate() error {
-	switch {
-	case ts.Body == "" && ts.Records == "":
-		return fmt.Errorf("timing source names neither a body field nor a records field")
-	case ts.Records != "" && ts.RecordID == "":
-		return fmt.Errorf("timing source %q reads the records file but names no request-id field to join on", ts.Records)
-	}
-	return nil
-}
-
 // Deadlines bound each long stage of a row. Zero fields take the defaults.
 type Deadlines struct {
 	Build       time.Duration
@@ -415,15 +371,7 @@ type Deadlines struct {
 
 // WithDefaults is the deadlines with each zero field set to its default (30 minutes).
 func (d Deadlines) WithDefaults() Deadlines {
-	def := func(v *time.Duration, x time.Duration) {
-		if *v == 0 {
-			*v = x
-		}
-	}
-	def(&d.Build, 30*time.Minute)
-	def(&d.Correctness, 30*time.Minute)
-	def(&d.Ready, 30*time.Minute)
-	def(&d.Request, 30*time.Minute)
-	def(&d.Native, 30*time.Minute)
-	return d
+	const def = 30 * time.Minute
+	return Deadlines{Build: cmp.Or(d.Build, def), Correctness: cmp.Or(d.Correctness, def), Ready: cmp.Or(d.Ready, def),
+		Request: cmp.Or(d.Request, def), Native: cmp.Or(d.Native, def)}
 }

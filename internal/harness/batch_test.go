@@ -36,7 +36,10 @@ type FakeBatch struct {
 
 func (f FakeBatch) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	spec, err := f.FakeFamily.Describe(env, row)
-	spec.Batch, spec.BatchWaits = f.Mode != "none", f.Preload
+	if f.Mode != "none" {
+		spec.NativeBatch = f.NativeBatch
+	}
+	spec.BatchWaits = f.Preload
 	return spec, err
 }
 

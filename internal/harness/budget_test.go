@@ -16,7 +16,7 @@ import (
 func TestTimeBudgetCountsToolsAsHarnessTime(t *testing.T) {
 	t0 := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
 	r := &row{s: &Suite{cfg: SuiteConfig{Serial: true}}, st: rowState{started: t0, ended: t0.Add(60 * time.Second)},
-		spec: family.Spec{Timing: family.TimingSource{Body: "timing.task_ms"}},
+		spec: family.Spec{Timing: schema.TimingSource{Body: "timing.task_ms"}},
 		res: &schema.Result{StartupS: 1.5, Bundle: &schema.BundleInfo{BuildS: 0.7},
 			Stages: []schema.StageResult{{Name: schema.StageBuild, WallS: 52}, {Name: schema.StageCorrectness, WallS: 2.5}}}}
 	tb := r.timeBudget(&made{bundle: bundle{toolsS: 50.8}, caseOut: caseRun{wallS: 2}})

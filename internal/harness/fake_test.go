@@ -12,7 +12,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -24,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"qualkit/internal/family"
+	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 	"strconv"
 	"strings"
@@ -95,7 +95,7 @@ const fakeCaseID = "fake.correctness.test_fake"
 type FakeFamily struct {
 	Fault    string
 	Settings map[string]string      // build settings (part of the cache key)
-	Img      *family.ContainerImage // runs in this image when set (Spec.Container)
+	Img      *family.ContainerImage // runs in this image when set (Spec.Image)
 }
 
 // fakeCheckpoint is the one checkpoint the fake serves (its /v1/models says so).
@@ -104,11 +104,11 @@ const fakeCheckpoint = "fake/invert"
 var _ family.Family = FakeFamily{}
 
 func (f FakeFamily) Describe(family.Env, family.Row) (family.Spec, error) {
-	return family.Spec{
+	spec := family.Spec{
 		Backend:             "fake",
-		Timing:              family.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"},
+		Timing:              schema.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"},
 		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
-		Container:           f.Img != nil,
+		Build:               f.Build,
 		Identity: family.IdentityCheck{Path: "/v1/models", Check: func(body []byte, _ family.ServeSpec) (string, error) {
 			var doc struct {
 				Data []struct{ ID, Checkpoint string } `json:"data"`
@@ -118,7 +118,11 @@ func (f FakeFamily) Describe(family.Env, family.Row) (family.Spec, error) {
 			}
 			return doc.Data[0].Checkpoint, nil
 		}},
-	}, nil
+	}
+	if f.Img != nil {
+		spec.Image = func(family.Env) (family.ContainerImage, error) { return *f.Img, nil }
+	}
+	return spec, nil
 }
 
 func (f FakeFamily) Tools(family.Env) (family.Tools, error) {
@@ -127,13 +131,6 @@ func (f FakeFamily) Tools(family.Env) (family.Tools, error) {
 		settings = map[string]string{"edit": "invert"}
 	}
 	return family.Tools{Builder: os.Args[0], Settings: settings}, nil
-}
-
-func (f FakeFamily) Image(family.Env) (family.ContainerImage, error) {
-	if f.Img == nil {
-		return family.ContainerImage{}, errors.New("the fake family has no image")
-	}
-	return *f.Img, nil
 }
 
 func (f FakeFamily) Build(_ family.Env, spec family.BuildSpec) (family.Command, error) {
@@ -153,10 +150,6 @@ func (f FakeFamily) Serve(_ family.Env, spec family.ServeSpec) (family.Command, 
 
 func (f FakeFamily) Native(_ family.Env, spec family.NativeSpec) (family.Command, error) {
 	return f.with(f.program("native"), "-bundle", spec.Bundle, "-image", spec.Image, "-output", spec.Output, "-size", spec.Settings["size"]), nil
-}
-
-func (FakeFamily) NativeBatch(family.Env, family.NativeBatchSpec) (family.Command, error) {
-	return family.Command{}, errors.New("the fake family has no batch mode (FakeBatch has)")
 }
 
 func (f FakeFamily) program(prog string) family.Command {
@@ -185,7 +178,9 @@ type FakeServing struct {
 
 func (f FakeServing) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	spec, err := f.FakeFamily.Describe(env, row)
-	spec.BundleByCase = f.ByCase
+	if f.ByCase {
+		spec.Build = nil
+	}
 	spec.BundleDir = f.BundleDir
 	if f.Task {
 		spec.Wire = wire.Task{}
@@ -222,13 +217,6 @@ func (f FakeServing) Describe(env family.Env, row family.Row) (family.Spec, erro
 		return info.Checkpoint, nil
 	}}
 	return spec, err
-}
-
-func (f FakeServing) Build(env family.Env, spec family.BuildSpec) (family.Command, error) {
-	if f.ByCase {
-		return family.Command{}, errors.New("the fake's case builds its bundle (Spec.BundleByCase): Build is never asked")
-	}
-	return f.FakeFamily.Build(env, spec)
 }
 
 func (f FakeServing) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {

@@ -360,7 +360,7 @@ func benchmarkCase(t *testing.T) benchmarkInput {
 			"metrics": {"request_latency": {"value": 12, "unit": "ms"}}}`, r.id, r.phase)), &p))
 		ex.Raw, ex.Profile = append(ex.Raw, rec), append(ex.Profile, p)
 	}
-	in := benchmarkInput{Export: &ex, Measured: 2, Warmup: 1, Size: "16x16", Timing: family.TimingSource{Body: "timing.task_ms"}}
+	in := benchmarkInput{Export: &ex, Measured: 2, Warmup: 1, Size: "16x16", Timing: schema.TimingSource{Body: "timing.task_ms"}}
 	for range ex.Raw {
 		in.Responses = append(in.Responses, benchmarkResponse{Sent: wire.Request{Image: sent, Prompt: "invert"}, PNG: out})
 	}
@@ -368,8 +368,8 @@ func benchmarkCase(t *testing.T) benchmarkInput {
 }
 
 func TestJudgeBenchmark(t *testing.T) {
-	records := family.TimingSource{Records: "task_ms", RecordID: "request_id"}
-	both := family.TimingSource{Body: "timing.task_ms", Records: "task_ms", RecordID: "request_id"}
+	records := schema.TimingSource{Records: "task_ms", RecordID: "request_id"}
+	both := schema.TimingSource{Body: "timing.task_ms", Records: "task_ms", RecordID: "request_id"}
 	tasks := map[string]float64{"w0": 10, "p0": 10, "p1": 10}
 	ids := map[string]bool{"w0": true, "p0": true, "p1": true}
 	for _, tc := range []struct {

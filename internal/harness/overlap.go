@@ -44,7 +44,7 @@ func (r *row) planOverlap(rd Readiness) {
 		p.aiperfWhy = "the family does not state that its server lists the model in GET /v1/models only once it can serve (Spec.ModelsWhenReady): AIPerf starts once " +
 			serving.ReadyPath + " answers"
 	}
-	if !r.spec.Batch || !r.spec.BatchWaits {
+	if r.spec.NativeBatch == nil || !r.spec.BatchWaits {
 		p.preloadWhy = "the family's batch program cannot load first and wait for its items (Spec.BatchWaits): it starts at identity"
 		return
 	}

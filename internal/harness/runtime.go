@@ -17,14 +17,14 @@ import (
 // place that decides. The server, the native Task and the preflight probes of a
 // container row do, and the stages the family's ContainerImage names.
 func (r *row) inImage(stage string) bool {
-	if !r.spec.Container || r.s.rowRuntime(r.c) != RuntimeContainer {
+	if r.spec.Image == nil || r.s.rowRuntime(r.c) != RuntimeContainer {
 		return false
 	}
 	switch stage {
 	case schema.StagePreflight, schema.StageServe, schema.StageIdentity:
 		return true
 	}
-	ci, err := r.c.Adapter.Image(r.env)
+	ci, err := r.spec.Image(r.env)
 	// An image the family cannot state fails where the stage prepares it (image), never
 	// runs the stage on the host instead.
 	return err != nil || slices.Contains(ci.Stages, stage)
@@ -57,7 +57,7 @@ func (r *row) options(ctx context.Context, stage string, gpus []gpu.Device, rec 
 	if err != nil {
 		return nil, err
 	}
-	ci, err := r.c.Adapter.Image(r.env)
+	ci, err := r.spec.Image(r.env)
 	if err != nil {
 		return nil, fmt.Errorf("the family's image: %w", err)
 	}
@@ -112,7 +112,7 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 	if r.img != nil && r.img.err == nil {
 		return r.img.img, nil
 	}
-	ci, err := r.c.Adapter.Image(r.env)
+	ci, err := r.spec.Image(r.env)
 	if err != nil {
 		return serving.Image{}, fmt.Errorf("the family's image: %w", err)
 	}

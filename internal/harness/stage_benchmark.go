@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"qualkit/internal/family"
 	"qualkit/internal/fixtures"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
@@ -113,7 +112,7 @@ type benchmarkInput struct {
 	Responses        []benchmarkResponse
 	Measured, Warmup int
 	Size             string
-	Timing           family.TimingSource
+	Timing           schema.TimingSource
 	RecordTasks      map[string]float64 // Task times by request id, when the records are read for them
 	RecordTasksErr   error
 	RecordIDs        map[string]bool // request ids of the records, when the body is the source and they are joined
@@ -387,7 +386,7 @@ func judgeTiming(in benchmarkInput, prof []RawRecord) (*benchmarkTiming, []strin
 	t := &benchmarkTiming{ClientMs: client, TaskMs: task}
 	if len(problems) == 0 && len(prof) > 0 {
 		h, q := NewQuantiles(clientMs), NewQuantiles(taskMs)
-		t.HTTP, t.Task, t.Source = &h, &q, ts.Schema()
+		t.HTTP, t.Task, t.Source = &h, &q, &ts
 		t.Overhead = newOverhead(h, q)
 		t.ImagesPerS = ImagesPerSecond(prof)
 		t.FirstRequest = FirstRequest(in.Export.Raw, in.Export.Profile)

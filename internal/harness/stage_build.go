@@ -71,7 +71,7 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 	partial := filepath.Join(dir, fmt.Sprintf(".partial-%d", os.Getpid()))
 	out := filepath.Join(partial, r.c.Profile+".bundle")
 	ref := fx.ImagePath(fx.Pairs[0].Image)
-	if r.spec.BundleByCase {
+	if r.spec.Build == nil {
 		// The family's correctness case builds the bundle: it is found, hashed and
 		// recorded when that case passed, and never taken from the cache.
 		info.ByCorrectness = true
@@ -155,7 +155,7 @@ func (r *row) buildBundle(ctx context.Context, p *progress, info *schema.BundleI
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return err
 	}
-	cmd, err := r.c.Adapter.Build(r.env, family.BuildSpec{Out: out, Reference: ref})
+	cmd, err := r.spec.Build(r.env, family.BuildSpec{Out: out, Reference: ref})
 	if err != nil {
 		return fmt.Errorf("bundle: %w", err)
 	}

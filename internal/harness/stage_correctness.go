@@ -98,7 +98,7 @@ func (r *row) correctness(ctx context.Context, b bundle) (out caseRun, err error
 	out.bundle = b
 	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.CorrectnessArtifacts))
 	out.scratch = filepath.Join(r.env.Work, caseScratch)
-	if r.spec.BundleByCase && r.spec.BundleDir != "" {
+	if r.spec.Build == nil && r.spec.BundleDir != "" {
 		// The case builds the bundle in the family's BundleDir: its scratch goes there
 		// (the row's work folder is not the bundle's home), removed when the row ends.
 		if err := os.MkdirAll(r.spec.BundleDir, 0o755); err != nil {

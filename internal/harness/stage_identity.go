@@ -245,7 +245,7 @@ func (r *row) runNatives(ctx context.Context, b bundle, batch *future[schema.Com
 		r.prog.watch(r.ev.Path(schema.NativeBatchLog))
 		return r.readNativeBatch(batch, out, sum)
 	}
-	r.prog.printf("native Task: the family has no batch mode for this row (Spec.Batch); one process per replay")
+	r.prog.printf("native Task: the family has no batch mode for this row (no Spec.NativeBatch); one process per replay")
 	sum.Mode = schema.NativeOneShot
 	gpus := r.env.GPUs
 	slots := [][]gpu.Device{gpus}
@@ -306,7 +306,7 @@ func (r *row) nativeInDir() string { return filepath.Join(r.env.Work, "native-in
 // its items, which identity writes once the server has stopped), else when identity
 // waits for it.
 func (r *row) nativeBatch(ctx context.Context, b bundle, early bool) (*future[schema.CommandRecord], error) {
-	if !r.spec.Batch {
+	if r.spec.NativeBatch == nil {
 		return nil, nil
 	}
 	f, err := later(ctx, early, func(ctx context.Context) (func(context.Context) (schema.CommandRecord, error), error) {
@@ -320,7 +320,7 @@ func (r *row) nativeBatch(ctx context.Context, b bundle, early bool) (*future[sc
 			during = schema.StageServe
 			os.Remove(spec.Items) // it waits for them: never a stale file
 		}
-		cmd, err := r.c.Adapter.NativeBatch(r.env, spec)
+		cmd, err := r.spec.NativeBatch(r.env, spec)
 		if err != nil {
 			return nil, fmt.Errorf("native batch: %w", err)
 		}
@@ -354,7 +354,7 @@ func (r *row) writeItems(replays []*replay) error {
 	var items bytes.Buffer
 	enc := json.NewEncoder(&items)
 	for _, rp := range replays {
-		if err := enc.Encode(family.NativeItem{ID: rp.req.RequestID, Image: rp.spec.Image, Prompt: rp.spec.Prompt, Settings: rp.spec.Settings, LatentSeed: rp.spec.LatentSeed, Output: rp.spec.Output}); err != nil {
+		if err := enc.Encode(family.NativeItem{ID: rp.req.RequestID, NativeSpec: rp.spec}); err != nil {
 			return err
 		}
 	}

@@ -90,11 +90,11 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env family.Env,
 			"run with RUNTIME=container (or auto) on a host with a Docker engine")
 	}
 	if s.rowRuntime(c) == RuntimeContainer {
-		ok := spec.Container
+		ok := spec.Image != nil
 		var img family.ContainerImage
 		if ok {
 			var err error
-			img, err = c.Adapter.Image(env)
+			img, err = spec.Image(env)
 			ok = err == nil && (img.Ref != "" || img.Context != "" || img.Dockerfile != "")
 		}
 		switch {
@@ -103,7 +103,7 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env family.Env,
 				"install and start Docker (`apt-get install docker.io && dockerd &`), or RUNTIME=process for rows that allow it")
 		case !ok:
 			need(false, "family "+c.Family+" gives no container image, and row "+c.Name+" is to be served from a container",
-				"give the family an Image() or run with RUNTIME=process")
+				"give the family's Spec an Image, or run with RUNTIME=process")
 		case c.Needs.GPU != (gpu.Needs{}) && !s.daemon.NvidiaRuntime:
 			need(true, fmt.Sprintf("the Docker daemon at %s has no nvidia runtime (runtimes: %v): GPU containers cannot start", s.daemon.Endpoint, s.daemon.Runtimes),
 				"install the NVIDIA Container Toolkit and run `nvidia-ctk runtime configure --runtime=docker`, then restart dockerd")

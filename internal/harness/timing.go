@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"qualkit/internal/schema"
 	"strconv"
 	"strings"
-
-	"qualkit/internal/family"
 )
 
 // taskFromBody reads the Task time from one response body.
-func taskFromBody(ts family.TimingSource, body []byte) (float64, error) {
+func taskFromBody(ts schema.TimingSource, body []byte) (float64, error) {
 	var doc any
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return 0, fmt.Errorf("response body is not JSON: %w", err)
@@ -22,7 +21,7 @@ func taskFromBody(ts family.TimingSource, body []byte) (float64, error) {
 }
 
 // recordIDs lists the request ids of every line of a records file that carries one.
-func recordIDs(ts family.TimingSource, path string) (map[string]bool, error) {
+func recordIDs(ts schema.TimingSource, path string) (map[string]bool, error) {
 	ids := map[string]bool{}
 	err := eachRecord(path, func(doc any) {
 		if id, err := valueAt(doc, ts.RecordID); err == nil {
@@ -34,7 +33,7 @@ func recordIDs(ts family.TimingSource, path string) (map[string]bool, error) {
 
 // tasksFromRecords reads every Task time in a records JSONL file, keyed by request id.
 // Lines without the timing field (failed requests, other routes) are left out.
-func tasksFromRecords(ts family.TimingSource, path string) (map[string]float64, error) {
+func tasksFromRecords(ts schema.TimingSource, path string) (map[string]float64, error) {
 	out := map[string]float64{}
 	err := eachRecord(path, func(doc any) {
 		id, err := valueAt(doc, ts.RecordID)

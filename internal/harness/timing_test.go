@@ -3,16 +3,15 @@ package harness
 import (
 	"os"
 	"path/filepath"
+	"qualkit/internal/schema"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"qualkit/internal/family"
 )
 
 func TestTimingFromBody(t *testing.T) {
-	ts := family.TimingSource{Body: "trtmc_timing.model_call_ms"}
+	ts := schema.TimingSource{Body: "trtmc_timing.model_call_ms"}
 	ms, err := taskFromBody(ts, []byte(`{"data":[],"trtmc_timing":{"model_call_ms":22111.9,"queue_ms":0.1}}`))
 	require.NoError(t, err)
 	assert.Equal(t, 22111.9, ms)
@@ -36,7 +35,7 @@ func TestTimingFromRecordsJoinsOnRequestID(t *testing.T) {
 
 {"request_id":"c","timing":{"model_call_ms":30.5}}
 `), 0o644))
-	ts := family.TimingSource{Records: "timing.model_call_ms", RecordID: "request_id"}
+	ts := schema.TimingSource{Records: "timing.model_call_ms", RecordID: "request_id"}
 	got, err := tasksFromRecords(ts, p)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]float64{"a": 10, "c": 30.5}, got)
@@ -44,11 +43,4 @@ func TestTimingFromRecordsJoinsOnRequestID(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte("{broken\n"), 0o644))
 	_, err = tasksFromRecords(ts, p)
 	require.ErrorContains(t, err, "line 1")
-}
-
-func TestTimingSourceValidate(t *testing.T) {
-	require.Error(t, family.TimingSource{}.Validate())
-	require.ErrorContains(t, family.TimingSource{Records: "x"}.Validate(), "no request-id field")
-	require.NoError(t, family.TimingSource{Body: "timing.task_ms"}.Validate())
-	assert.Equal(t, "records file t.ms joined on id", family.TimingSource{Records: "t.ms", RecordID: "id"}.String())
 }

@@ -44,7 +44,7 @@ const qualPkg = "qualkit/qual"
 // tables and their JSON export, the docs' tables and links, flag paths and the doctor's
 // selection. TestQualTestsExist keeps every name a test of qual.
 var qualTests = []string{
-	"TestTablesListEveryQualifyingTest", "TestTablesJSONDetails", "TestTablesJSONDeadlineDefaults", "TestTablesReconcileWithTheInventory",
+	"TestTablesJSONDetails", "TestTablesJSONDeadlineDefaults", "TestTablesReconcileWithTheInventory",
 	"TestDocsLinksResolve", "TestFaultTableNamesItsTests", "TestNegativeControlsTableMatchesREADME",
 	"TestFlagPathsResolveAgainstTheRepositoryRoot", "TestDoctorSelectsRowsLikeRun", "TestHeadlineRunSelectsTheCheckpointTables", "TestCIDocMatrixIsTheTables",
 }

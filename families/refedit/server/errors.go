@@ -32,25 +32,17 @@ type errorDetail struct {
 	Code string `json:"code"`
 }
 
-// errorCode names a status the way OpenAI-compatible servers fill `code`.
+// errorCodes name statuses the way OpenAI-compatible servers fill `code`; any other
+// status is "server_error" from 500 up, else "invalid_request".
+var errorCodes = map[int]string{
+	http.StatusNotFound: "not_found", http.StatusMethodNotAllowed: "method_not_allowed", http.StatusRequestTimeout: "request_timeout",
+	http.StatusRequestEntityTooLarge: "request_too_large", http.StatusUnsupportedMediaType: "unsupported_media_type",
+	http.StatusTooManyRequests: "server_busy", http.StatusServiceUnavailable: "not_ready",
+}
+
 func errorCode(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return "invalid_request"
-	case http.StatusNotFound:
-		return "not_found"
-	case http.StatusMethodNotAllowed:
-		return "method_not_allowed"
-	case http.StatusRequestTimeout:
-		return "request_timeout"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusUnsupportedMediaType:
-		return "unsupported_media_type"
-	case http.StatusTooManyRequests:
-		return "server_busy"
-	case http.StatusServiceUnavailable:
-		return "not_ready"
+	if c, ok := errorCodes[status]; ok {
+		return c
 	}
 	if status >= 500 {
 		return "server_error"

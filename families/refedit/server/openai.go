@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,7 +72,7 @@ func refusedField(name string) string {
 // ignored: field -> the value as recorded.
 func checkOpenAI(fields map[string]string) (map[string]string, *apiError) {
 	ignored := map[string]string{}
-	for _, name := range sortedKeys(openAIChoices) {
+	for _, name := range slices.Sorted(maps.Keys(openAIChoices)) {
 		v, ok := fields[name]
 		if !ok {
 			continue
@@ -115,13 +116,4 @@ func parsePercent(v string) (int, error) {
 		return 0, fmt.Errorf("not in 0..%d", maxOutputCompression)
 	}
 	return n, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

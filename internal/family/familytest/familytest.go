@@ -22,7 +22,8 @@ type T interface {
 }
 
 // Conformance checks that f describes row on env with a valid Spec, that the checker
-// knows the rules of its backend and accepts the Task-time source the Spec declares, and that every builder its Spec says it has gives a
+// knows the rules of its backend and accepts the Task-time source the Spec declares, and
+// that every builder the family has (its methods and the Spec's non-nil ones) gives a
 // command that can run (an argv), or an error, never an empty command and no error: an
 // empty command carries no meaning in the contract.
 func Conformance(t T, f family.Family, env family.Env, row family.Row) family.Spec {
@@ -41,7 +42,7 @@ func Conformance(t T, f family.Family, env family.Env, row family.Row) family.Sp
 			proto = spec.Wire.Name()
 		}
 		allowed := rules.TaskTime(evidencerules.Row{Profile: row.Profile, Protocol: proto}).Sources
-		assert.Contains(t, allowed, *spec.Timing.Schema(), "Spec.Timing %s is a Task-time source the checker's rules for %q accept (%v): the checker would fail every run of the row", spec.Timing, spec.Backend, allowed)
+		assert.Contains(t, allowed, spec.Timing, "Spec.Timing %s is a Task-time source the checker's rules for %q accept (%v): the checker would fail every run of the row", spec.Timing, spec.Backend, allowed)
 	}
 
 	scratch := t.TempDir()
@@ -59,29 +60,29 @@ func Conformance(t T, f family.Family, env family.Env, row family.Row) family.Sp
 			assert.NotEmpty(t, c.Args, "tool command %d is empty", i+1)
 		}
 	}
-	if spec.Container {
-		img, err := f.Image(env)
+	if spec.Image != nil {
+		img, err := spec.Image(env)
 		if err == nil {
 			assert.True(t, img.Ref != "" || img.Context != "" || img.Dockerfile != "", "Image names a Ref, a Context or a Dockerfile")
 		}
 	}
-	if !spec.BundleByCase {
-		c, err := f.Build(env, family.BuildSpec{Out: path("x.bundle"), Reference: path("ref.png")})
+	if spec.Build != nil {
+		c, err := spec.Build(env, family.BuildSpec{Out: path("x.bundle"), Reference: path("ref.png")})
 		built("Build", c, err)
 	}
 	cc, err := f.Correctness(env, family.CorrectnessSpec{Bundle: path("x.bundle"), JUnit: path("junit.xml"), Artifacts: path("artifacts"), Scratch: path("case")})
 	if err == nil {
 		built("Correctness", cc.Command, nil)
 		assert.NotEmpty(t, cc.Cases, "the correctness case names the JUnit ids it must execute")
-		assert.Equal(t, spec.BundleByCase, cc.Bundle != "", "CorrectnessCase.Bundle is set exactly when Spec.BundleByCase")
+		assert.Equal(t, spec.Build == nil, cc.Bundle != "", "CorrectnessCase.Bundle is set exactly when the Spec has no Build")
 	}
 	c, err := f.Serve(env, family.ServeSpec{Bundle: path("x.bundle"), Model: row.Model, Host: "127.0.0.1", Port: 8000, Records: path("records.jsonl"), Scratch: path("scratch")})
 	built("Serve", c, err)
 	seed := int64(42)
 	c, err = f.Native(env, family.NativeSpec{Bundle: path("x.bundle"), Image: path("in.png"), Prompt: "p", Settings: map[string]string{"seed": "42"}, LatentSeed: &seed, Output: path("out.png")})
 	built("Native", c, err)
-	if spec.Batch {
-		c, err := f.NativeBatch(env, family.NativeBatchSpec{Bundle: path("x.bundle"), Items: path("items.jsonl"), Report: path("report.jsonl")})
+	if spec.NativeBatch != nil {
+		c, err := spec.NativeBatch(env, family.NativeBatchSpec{Bundle: path("x.bundle"), Items: path("items.jsonl"), Report: path("report.jsonl")})
 		built("NativeBatch", c, err)
 	}
 	return spec

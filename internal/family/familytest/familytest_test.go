@@ -2,7 +2,6 @@ package familytest
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -33,13 +32,18 @@ type minimal struct {
 	noIdentity   bool
 	emptyServe   bool // Serve gives an empty command and no error
 	noBuilder    bool
-	bundleByCase bool // Spec.BundleByCase, but the case names no bundle
+	bundleByCase bool // no Spec.Build, but the case names no bundle
 }
 
 func (m minimal) Describe(family.Env, family.Row) (family.Spec, error) {
 	timing := cmp.Or(m.timing, "timing.ms")
-	s := family.Spec{Backend: m.backend, Timing: family.TimingSource{Body: timing}, BundleByCase: m.bundleByCase,
+	s := family.Spec{Backend: m.backend, Timing: schema.TimingSource{Body: timing},
 		Identity: family.IdentityCheck{Path: "/v1/models", Check: func([]byte, family.ServeSpec) (string, error) { return "m", nil }}}
+	if !m.bundleByCase {
+		s.Build = func(_ family.Env, s family.BuildSpec) (family.Command, error) {
+			return family.Command{Args: []string{"build", s.Out}}, nil
+		}
+	}
 	if m.noIdentity {
 		s.Identity = family.IdentityCheck{}
 	}
@@ -51,14 +55,6 @@ func (m minimal) Tools(family.Env) (family.Tools, error) {
 		return family.Tools{}, nil
 	}
 	return family.Tools{Builder: "/repo/build.py"}, nil
-}
-
-func (minimal) Image(family.Env) (family.ContainerImage, error) {
-	return family.ContainerImage{}, errors.New("no image: a process family")
-}
-
-func (minimal) Build(_ family.Env, s family.BuildSpec) (family.Command, error) {
-	return family.Command{Args: []string{"build", s.Out}}, nil
 }
 
 func (minimal) Correctness(_ family.Env, s family.CorrectnessSpec) (family.CorrectnessCase, error) {
@@ -74,10 +70,6 @@ func (m minimal) Serve(_ family.Env, s family.ServeSpec) (family.Command, error)
 
 func (minimal) Native(_ family.Env, s family.NativeSpec) (family.Command, error) {
 	return family.Command{Args: []string{"native", s.Output}}, nil
-}
-
-func (minimal) NativeBatch(family.Env, family.NativeBatchSpec) (family.Command, error) {
-	return family.Command{}, errors.New("no batch")
 }
 
 // recorder is a T that keeps what failed; FailNow ends the suite where it is.
@@ -126,7 +118,7 @@ func TestConformanceCanFail(t *testing.T) {
 		"empty serve":                {minimal{backend: ok.backend, emptyServe: true}, "Serve gave an empty command and no error"},
 		"no builder":                 {minimal{backend: ok.backend, noBuilder: true}, "Tools names the builder program"},
 		"timing the checker refuses": {minimal{backend: ok.backend, timing: "took_ms"}, "Spec.Timing response body took_ms is a Task-time source the checker"},
-		"case names no bundle":       {minimal{backend: ok.backend, bundleByCase: true}, "CorrectnessCase.Bundle is set exactly when Spec.BundleByCase"},
+		"case names no bundle":       {minimal{backend: ok.backend, bundleByCase: true}, "CorrectnessCase.Bundle is set exactly when the Spec has no Build"},
 	} {
 		got := run(t, c.f)
 		require.NotEmpty(t, got, name)
