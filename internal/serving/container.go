@@ -67,13 +67,9 @@ func newRun(c *Container, cmd Command, o options) (*run, error) {
 	if len(problems) > 0 {
 		return nil, errors.New("container: " + strings.Join(problems, "; "))
 	}
-	var gpus *gpu.DeviceRequestFields
-	if len(o.gpus) > 0 {
-		req, err := gpu.DeviceRequest(o.gpus)
-		if err != nil {
-			return nil, err
-		}
-		gpus = &req
+	gpus, err := gpuRequest(o.gpus)
+	if err != nil {
+		return nil, err
 	}
 	r := &run{name: containerName(c.Row, c.RunID), labels: labels(c.RunID, c.Row), cmd: newPathMap(c).command(cmd), underEntrypoint: c.UnderEntrypoint}
 	r.cmd.Env = append([]string{containerPycache}, r.cmd.Env...) // NoBytecodeEnv says why
@@ -103,10 +99,29 @@ func (r *run) opts(image Image, logger *stdlog.Logger) []testcontainers.Containe
 	}
 }
 
+// gpuRequest pins a container to exactly these GPUs, by UUID (indexes can change between
+// boots), without Count (Docker rejects Count beside DeviceIDs); nil for none.
+func gpuRequest(devs []gpu.Device) (*container.DeviceRequest, error) {
+	if len(devs) == 0 {
+		return nil, nil
+	}
+	req := &container.DeviceRequest{Driver: "nvidia", Capabilities: [][]string{{"gpu"}}}
+	for _, d := range devs {
+		if d.UUID == "" {
+			return nil, fmt.Errorf("device request: GPU %d (%s) has no UUID", d.Index, d.Name)
+		}
+		if slices.Contains(req.DeviceIDs, d.UUID) {
+			return nil, fmt.Errorf("device request: GPU %d (%s) selected twice", d.Index, d.UUID)
+		}
+		req.DeviceIDs = append(req.DeviceIDs, d.UUID)
+	}
+	return req, nil
+}
+
 // hostConfig is host networking, an init process as PID 1 (it forwards SIGTERM and reaps
 // the server's children), the bind mounts, the IPC namespace, and, with gpus, one device
 // request for exactly those GPUs.
-func hostConfig(c *Container, gpus *gpu.DeviceRequestFields) func(*container.HostConfig) {
+func hostConfig(c *Container, gpus *container.DeviceRequest) func(*container.HostConfig) {
 	return func(hc *container.HostConfig) {
 		hc.NetworkMode = "host"
 		withInit := true
@@ -121,13 +136,9 @@ func hostConfig(c *Container, gpus *gpu.DeviceRequestFields) func(*container.Hos
 			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: m.Container, ReadOnly: m.ReadOnly})
 		}
 		if gpus != nil {
-			caps := make([][]string, len(gpus.Capabilities))
-			for i, cp := range gpus.Capabilities {
-				caps[i] = slices.Clone(cp)
-			}
-			hc.DeviceRequests = append(hc.DeviceRequests, container.DeviceRequest{
-				Driver: gpus.Driver, DeviceIDs: slices.Clone(gpus.DeviceIDs), Capabilities: caps,
-			})
+			req := *gpus
+			req.DeviceIDs = slices.Clone(req.DeviceIDs)
+			hc.DeviceRequests = append(hc.DeviceRequests, req)
 		}
 	}
 }
@@ -135,7 +146,7 @@ func hostConfig(c *Container, gpus *gpu.DeviceRequestFields) func(*container.Hos
 // dockerRunArgs renders the container as the docker run command that would create it. Env
 // values stay out of argv (they go to the record's redacted Env): `-e NAME` reads them from
 // the caller's environment.
-func dockerRunArgs(c *Container, gpus *gpu.DeviceRequestFields, name string, labels map[string]string, cmd Command) []string {
+func dockerRunArgs(c *Container, gpus *container.DeviceRequest, name string, labels map[string]string, cmd Command) []string {
 	args := []string{"docker", "run", "--name", name, "--network", "host", "--init"}
 	if c.IPCHost {
 		args = append(args, "--ipc", "host")
@@ -191,11 +202,8 @@ func connect(ctx context.Context, o options) (*testcontainers.DockerClient, sche
 		return nil, schema.DaemonInfo{}, err
 	}
 	d, err := daemonInfo(ctx, cli)
-	if err == nil && len(o.gpus) > 0 {
-		var req gpu.DeviceRequestFields
-		if req, err = gpu.DeviceRequest(o.gpus); err == nil {
-			err = checkGPURuntime(d, &req)
-		}
+	if err == nil {
+		err = checkGPURuntime(d, o.gpus)
 	}
 	if err != nil {
 		cli.Close()

@@ -535,9 +535,9 @@ func TestOwnerOwns(t *testing.T) {
 
 func TestContainerGPUWithoutToolkitCreatesNothing(t *testing.T) {
 	d := requireDocker(t)
-	gpus := &gpu.DeviceRequestFields{Driver: "nvidia", DeviceIDs: []string{"GPU-00000000-0000-0000-0000-000000000000"}, Capabilities: [][]string{{"gpu"}}}
+	dev := []gpu.Device{{Index: 0, Name: "NVIDIA H200", UUID: "GPU-00000000-0000-0000-0000-000000000000"}}
 	noToolkit := schema.DaemonInfo{Endpoint: d.Endpoint, Runtimes: []string{"runc"}}
-	if err := checkGPURuntime(noToolkit, gpus); err == nil || !strings.Contains(err.Error(), "NVIDIA Container Toolkit") {
+	if err := checkGPURuntime(noToolkit, dev); err == nil || !strings.Contains(err.Error(), "NVIDIA Container Toolkit") {
 		t.Errorf("checkGPURuntime without nvidia runtime: %v, want the toolkit message", err)
 	}
 	if err := checkGPURuntime(noToolkit, nil); err != nil {
@@ -548,7 +548,6 @@ func TestContainerGPUWithoutToolkitCreatesNothing(t *testing.T) {
 	spec, bin := serverImage(t)
 	img := prepared(t, runID, spec, nil)
 	sspec := serverSpec(t, bin)
-	dev := []gpu.Device{{Index: 0, Name: "NVIDIA H200", UUID: gpus.DeviceIDs[0]}}
 	srv, err := Start(t.Context(), sspec, inContainer(t, runID, img), WithGPUs(dev))
 	if srv != nil {
 		srv.Stop(context.Background())
@@ -567,9 +566,24 @@ func TestContainerGPUWithoutToolkitCreatesNothing(t *testing.T) {
 	}
 }
 
+func TestGPURequestRefuses(t *testing.T) {
+	if _, err := gpuRequest([]gpu.Device{{Index: 2, Name: "NVIDIA H200"}}); err == nil || !strings.Contains(err.Error(), "GPU 2 (NVIDIA H200) has no UUID") {
+		t.Errorf("a GPU without UUID: %v", err)
+	}
+	if _, err := gpuRequest([]gpu.Device{{UUID: "GPU-a"}, {UUID: "GPU-a"}}); err == nil || !strings.Contains(err.Error(), "GPU 0 (GPU-a) selected twice") {
+		t.Errorf("the same GPU twice: %v", err)
+	}
+	if req, err := gpuRequest(nil); req != nil || err != nil {
+		t.Errorf("gpuRequest(nil) = %v, %v: a CPU-only command has no request", req, err)
+	}
+}
+
 func TestContainerHostConfig(t *testing.T) {
 	c := &Container{IPCHost: true, Mounts: []Mount{{Host: "/models", Container: "/m", ReadOnly: true}, {Host: "/out", Container: "/o"}}}
-	gpus := &gpu.DeviceRequestFields{Driver: "nvidia", DeviceIDs: []string{"GPU-a", "GPU-b"}, Capabilities: [][]string{{"gpu"}}}
+	gpus, err := gpuRequest([]gpu.Device{{UUID: "GPU-a"}, {UUID: "GPU-b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var hc container.HostConfig
 	hostConfig(c, gpus)(&hc)
 	wantDR := []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: []string{"GPU-a", "GPU-b"}, Capabilities: [][]string{{"gpu"}}}}
@@ -680,7 +694,8 @@ func TestContainerCreateRequestAsTheEngineSeesIt(t *testing.T) {
 	img := prepared(t, runID, spec, &records{})
 	mountDir := t.TempDir()
 	c := &Container{Image: img, RunID: runID, Row: rowOf(t), IPCHost: true, Mounts: []Mount{{Host: mountDir, Container: "/hf", ReadOnly: true}}}
-	gpus := &gpu.DeviceRequestFields{Driver: "nvidia", DeviceIDs: []string{"GPU-1a29d95f-1341-bec7-5719-3b85680c6198"}, Capabilities: [][]string{{"gpu"}}}
+	gpus, err := gpuRequest([]gpu.Device{{UUID: "GPU-1a29d95f-1341-bec7-5719-3b85680c6198"}})
+	require.NoError(t, err)
 	r, err := newRun(c, Command{Args: []string{"/containerserver", "-never-ready"}}, options{})
 	require.NoError(t, err)
 	r.host = hostConfig(c, gpus)

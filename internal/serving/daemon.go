@@ -69,14 +69,14 @@ func daemonInfo(ctx context.Context, cli *testcontainers.DockerClient) (schema.D
 
 // checkGPURuntime refuses a GPU request the daemon cannot honour: testcontainers would start
 // the container without its GPUs, and the row would silently measure a CPU.
-func checkGPURuntime(d schema.DaemonInfo, g *gpu.DeviceRequestFields) error {
-	if g == nil || d.NvidiaRuntime {
+func checkGPURuntime(d schema.DaemonInfo, gpus []gpu.Device) error {
+	if len(gpus) == 0 || d.NvidiaRuntime {
 		return nil
 	}
 	return fmt.Errorf("GPUs %s requested, but the Docker daemon at %s has no \"nvidia\" runtime (runtimes: %s): "+
 		"the NVIDIA Container Toolkit is missing or not configured; install nvidia-container-toolkit, "+
 		"run `nvidia-ctk runtime configure --runtime=docker` and restart dockerd",
-		strings.Join(g.DeviceIDs, ","), d.Endpoint, strings.Join(d.Runtimes, ", "))
+		strings.Join(uuids(gpus), ","), d.Endpoint, strings.Join(d.Runtimes, ", "))
 }
 
 // checkReaperOff refuses to start anything with testcontainers' reaper on (its image

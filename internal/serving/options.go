@@ -114,9 +114,13 @@ func (o options) processGPUEnv() []string {
 	if len(o.gpus) == 0 {
 		return nil
 	}
-	ids := make([]string, len(o.gpus))
-	for i, d := range o.gpus {
+	return []string{"CUDA_VISIBLE_DEVICES=" + strings.Join(uuids(o.gpus), ",")}
+}
+
+func uuids(devs []gpu.Device) []string {
+	ids := make([]string, len(devs))
+	for i, d := range devs {
 		ids[i] = d.UUID
 	}
-	return []string{"CUDA_VISIBLE_DEVICES=" + strings.Join(ids, ",")}
+	return ids
 }
