@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -166,18 +165,7 @@ func groupRuns(pgid int) bool {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}
-	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range paths {
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err != nil {
-			continue
-		}
-		f, err := procStat(pid)
-		if err == nil && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
-			return true
-		}
-	}
-	return false
+	return len(processes(func(_ int, stat []string) bool { return stat[2] == strconv.Itoa(pgid) })) > 0
 }
 
 // exitCode is the process's exit status, -1 when it did not exit normally.

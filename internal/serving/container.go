@@ -9,7 +9,6 @@ import (
 	"io"
 	stdlog "log"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -262,48 +261,24 @@ type readyStrategy struct {
 
 var _ wait.Strategy = (*readyStrategy)(nil)
 
-func (s *readyStrategy) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
-	hc := &http.Client{Timeout: 5 * time.Second}
-	s.last = "no answer yet"
-	for {
+func (s *readyStrategy) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) (err error) {
+	s.last, err = pollReady(ctx, s.url, func() error {
 		if st, err := target.State(ctx); err == nil && !st.Running {
 			s.exited = st
 			return fmt.Errorf("container stopped: %s, exit code %d", st.Status, st.ExitCode)
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+ReadyPath, nil)
-		resp, err := hc.Do(req)
-		switch {
-		case err == nil:
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			s.last = fmt.Sprintf("%s answered %d", ReadyPath, resp.StatusCode)
-		case ctx.Err() == nil:
-			s.last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return nil
+	})
+	return err
 }
 
 // containerServer is a server run in a container.
 type containerServer struct {
-	url     string
-	c       *testcontainers.DockerContainer
-	cli     *testcontainers.DockerClient
-	log     *logFile
-	tcLog   *os.File
-	startup time.Duration
-	rec     schema.CommandRecord
-	began   time.Time // monotonic: the record's wall
-	o       options
-
-	mu      sync.Mutex
-	stopped bool
+	served
+	c     *testcontainers.DockerContainer
+	cli   *testcontainers.DockerClient
+	log   *logFile
+	tcLog *os.File
 
 	// What the engine said of the server while it ran (watch), under watchMu.
 	watchMu   sync.Mutex
@@ -426,8 +401,7 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 		cli.Close()
 		return nil, fmt.Errorf("open testcontainers log: %w", err)
 	}
-	s := &containerServer{url: spec.URL(), cli: cli, log: &logFile{f: f}, tcLog: tcLog, o: o,
-		began: time.Now()}
+	s := &containerServer{served: served{url: spec.URL(), o: o, began: time.Now()}, cli: cli, log: &logFile{f: f}, tcLog: tcLog}
 	s.rec = schema.CommandRecord{Stage: o.stage, Args: r.argv, Env: r.cmd.Env, Dir: r.cmd.Dir, Log: spec.Log, Start: s.began.UTC()}
 	// testcontainers waits with our strategy, under the row's own deadline (a model
 	// load's minutes, not the library's default 60 s).
@@ -444,7 +418,7 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 			s.close()
 			return nil, o.record(s.rec, fmt.Errorf("start container %s from %s: %w", r.name, o.container.Image.Ref, err))
 		}
-		st, rmErr := s.terminate(context.Background())
+		code, oom, rmErr := s.terminate(context.Background())
 		switch {
 		case ready.exited != nil:
 			err = fmt.Errorf("server container exited with code %d (oom_killed=%t) before it was ready", ready.exited.ExitCode, ready.exited.OOMKilled)
@@ -459,7 +433,7 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 		if rmErr != nil {
 			err = fmt.Errorf("%w\n(removing container %s failed: %v)", err, r.name, rmErr)
 		}
-		return nil, s.finish(st, err)
+		return nil, s.finish(code, oom, err)
 	}
 	s.startup = time.Since(s.began)
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -468,16 +442,8 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 	return s, nil
 }
 
-func (s *containerServer) URL() string            { return s.url }
-func (s *containerServer) Startup() time.Duration { return s.startup }
-func (s *containerServer) Runtime() string        { return "container" }
-func (s *containerServer) ContainerID() string    { return s.c.GetContainerID() }
-
-type containerState struct {
-	code      int
-	exited    bool
-	oomKilled bool
-}
+func (s *containerServer) Runtime() string     { return "container" }
+func (s *containerServer) ContainerID() string { return s.c.GetContainerID() }
 
 // Stop stops the container (SIGTERM, SIGKILL after a grace period), completes its log,
 // removes it, and records the command with the container's exit code. A second call does
@@ -488,23 +454,22 @@ func (s *containerServer) Stop(ctx context.Context) error {
 	if s.stopped {
 		return nil
 	}
-	st, err := s.terminate(ctx)
-	return s.finish(st, err)
+	return s.finish(s.terminate(ctx))
 }
 
-func (s *containerServer) finish(st containerState, err error) error {
+func (s *containerServer) finish(code int, oomKilled bool, err error) error {
 	s.rec.WallS = time.Since(s.began).Seconds()
-	s.rec.ExitCode = st.code
+	s.rec.ExitCode = code
 	if err != nil && s.rec.Error == "" {
 		s.rec.Error = err.Error()
-	} else if st.oomKilled && s.rec.Error == "" {
+	} else if oomKilled && s.rec.Error == "" {
 		s.rec.Error = "oom killed"
 	}
 	return s.o.record(s.rec, err)
 }
 
 // terminate stops the container, completes its log and removes it; it runs once.
-func (s *containerServer) terminate(ctx context.Context) (containerState, error) {
+func (s *containerServer) terminate(ctx context.Context) (code int, oomKilled bool, err error) {
 	s.stopped = true
 	if s.stopWatch != nil {
 		s.stopWatch()
@@ -523,17 +488,16 @@ func (s *containerServer) terminate(ctx context.Context) (containerState, error)
 	if err := s.log.rewrite(ctx, s.cli, s.c.GetContainerID()); err != nil {
 		errs = append(errs, fmt.Errorf("container log: %w", err))
 	}
-	st := containerState{code: -1}
+	code = -1
 	if res, err := s.cli.ContainerInspect(ctx, s.c.GetContainerID(), client.ContainerInspectOptions{}); err == nil && res.Container.State != nil {
-		cs := res.Container.State
-		st = containerState{code: cs.ExitCode, exited: !cs.Running, oomKilled: cs.OOMKilled}
+		code, oomKilled = res.Container.State.ExitCode, res.Container.State.OOMKilled
 	} else if err != nil {
 		errs = append(errs, fmt.Errorf("inspect container: %w", err))
 	}
 	if err := testcontainers.TerminateContainer(s.c, testcontainers.StopTimeout(grace), testcontainers.StopContext(ctx)); err != nil {
 		errs = append(errs, fmt.Errorf("remove container: %w", err))
 	}
-	return st, errors.Join(errs...)
+	return code, oomKilled, errors.Join(errs...)
 }
 
 // removeOutlivingEngine removes a job's container, trying again while the engine comes

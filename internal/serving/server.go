@@ -74,34 +74,50 @@ func FreePort() (int, error) {
 var errExited = errors.New("server exited")
 
 // waitReady polls url+ReadyPath until it answers 200, exited closes (the server is
-// gone: errExited) or the deadline passes. The request cut short by the deadline is not
-// an answer, so the error keeps the last answer the server really gave.
+// gone: errExited) or the deadline passes.
 func waitReady(ctx context.Context, url string, deadline time.Duration, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
+	last, err := pollReady(ctx, url, func() error {
+		select {
+		case <-exited:
+			return errExited
+		default:
+			return nil
+		}
+	})
+	if err != nil && !errors.Is(err, errExited) {
+		return notReady(deadline, last, err)
+	}
+	return err
+}
+
+// pollReady GETs url+ReadyPath until it answers 200, gone returns an error (the server
+// stopped) or ctx ends. A request cut short by ctx is not an answer, so last is the last
+// answer the server really gave.
+func pollReady(ctx context.Context, url string, gone func() error) (last string, err error) {
 	hc := &http.Client{Timeout: 5 * time.Second}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	last := "no answer yet"
+	last = "no answer yet"
 	for {
+		if err := gone(); err != nil {
+			return last, err
+		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+ReadyPath, nil)
 		resp, err := hc.Do(req)
 		switch {
 		case err == nil:
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				return last, nil
 			}
 			last = fmt.Sprintf("%s answered %d", ReadyPath, resp.StatusCode)
 		case ctx.Err() == nil:
 			last = err.Error()
 		}
 		select {
-		case <-exited:
-			return errExited
 		case <-ctx.Done():
-			return notReady(deadline, last, ctx.Err())
-		case <-tick.C:
+			return last, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -170,25 +171,12 @@ func SweepShared(ctx context.Context, me Owner) (removed []string, alive string,
 // and waits until none is left, within at most; it returns one line per process.
 func KillSession(o Owner, within time.Duration) ([]string, error) {
 	want := []byte(o.sessionEnv())
-	var killed []string
-	seen := map[int]bool{}
-	for deadline := time.Now().Add(within); ; {
-		pids := sessionProcesses(want)
-		if len(pids) == 0 {
-			return killed, nil
-		}
-		for _, pid := range pids {
-			if !seen[pid] { // its command line while it still has one
-				seen[pid] = true
-				killed = append(killed, fmt.Sprintf("process %d: %s", pid, cmdline(pid)))
-			}
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		if time.Now().After(deadline) {
-			return killed, fmt.Errorf("%d process(es) of %s still alive %s after SIGKILL: %v", len(pids), o, within, pids)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return killAll(o.String(), within, func() []int {
+		return processes(func(pid int, _ []string) bool {
+			env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			return slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, want) })
+		})
+	})
 }
 
 // KillGroups sends SIGKILL to every process of the groups given that is still theirs,
@@ -196,40 +184,47 @@ func KillSession(o Owner, within time.Duration) ([]string, error) {
 // whose number a later process took as its own (its leader alive with another start
 // time) is another's now, and left alone.
 func KillGroups(groups []Group, within time.Duration) ([]string, error) {
+	ours := map[string]bool{}
+	for _, g := range groups {
+		if start, err := processStart(g.ID); err != nil || g.Start == "" || start == g.Start {
+			ours[strconv.Itoa(g.ID)] = true
+		}
+	}
+	return killAll("the session's groups", within, func() []int {
+		if len(ours) == 0 {
+			return nil
+		}
+		return processes(func(_ int, stat []string) bool { return ours[stat[2]] })
+	})
+}
+
+// killAll sends SIGKILL to the processes list names until it names none, within at most.
+func killAll(whose string, within time.Duration, list func() []int) ([]string, error) {
 	var killed []string
 	seen := map[int]bool{}
 	for deadline := time.Now().Add(within); ; {
-		pids := groupProcesses(groups)
+		pids := list()
 		if len(pids) == 0 {
 			return killed, nil
 		}
 		for _, pid := range pids {
-			if !seen[pid] {
+			if !seen[pid] { // its command line while it still has one
 				seen[pid] = true
-				killed = append(killed, fmt.Sprintf("process %d: %s", pid, cmdline(pid)))
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				killed = append(killed, fmt.Sprintf("process %d: %s", pid, strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))))
 			}
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 		if time.Now().After(deadline) {
-			return killed, fmt.Errorf("%d process(es) of the session's groups still alive %s after SIGKILL: %v", len(pids), within, pids)
+			return killed, fmt.Errorf("%d process(es) of %s still alive %s after SIGKILL: %v", len(pids), whose, within, pids)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// groupProcesses lists the live processes (zombies aside) of the groups that are still
-// theirs.
-func groupProcesses(groups []Group) []int {
-	ours := map[string]bool{}
-	for _, g := range groups {
-		if start, err := processStart(g.ID); err == nil && g.Start != "" && start != g.Start {
-			continue // the number is another process's now
-		}
-		ours[strconv.Itoa(g.ID)] = true
-	}
-	if len(ours) == 0 {
-		return nil
-	}
+// processes lists the live processes (zombies aside) but this one that keep accepts,
+// given the pid and its /proc/<pid>/stat fields (procStat).
+func processes(keep func(pid int, stat []string) bool) []int {
 	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []int
 	for _, p := range paths {
@@ -237,37 +232,8 @@ func groupProcesses(groups []Group) []int {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		if f, err := procStat(pid); err == nil && ours[f[2]] && f[0] != "Z" && f[0] != "X" {
+		if f, err := procStat(pid); err == nil && f[0] != "Z" && f[0] != "X" && keep(pid, f) {
 			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-func cmdline(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
-}
-
-// sessionProcesses lists the live processes (zombies aside, which hold no environment)
-// whose environment has the entry want, this one aside.
-func sessionProcesses(want []byte) []int {
-	paths, _ := filepath.Glob("/proc/[0-9]*/environ")
-	var out []int
-	for _, p := range paths {
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if bytes.Equal(kv, want) {
-				out = append(out, pid)
-				break
-			}
 		}
 	}
 	return out
