@@ -396,7 +396,8 @@ func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	deadImage, err := buildImage(ctx, cli, spec, imageTag("row-dead", dead), deadLabels, filepath.Join(t.TempDir(), "build.log"), options{})
+	deadImg, err := build(ctx, cli, spec, imageTag("row-dead", dead), deadLabels, filepath.Join(t.TempDir(), "build.log"), options{})
+	deadImage := deadImg.ID
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -770,7 +771,7 @@ func TestImageRemovalKeepsWhatOthersShare(t *testing.T) {
 	runA, runB := testRun(t)+"-a", testRun(t)+"-b"
 	t.Cleanup(func() { RemoveRunImages(context.Background(), runA); RemoveRunImages(context.Background(), runB) })
 	base := "qualkit-test/shared-base:" + strings.ToLower(Self().Session)
-	_, err := buildImage(ctx, cli, spec, base, nil, filepath.Join(t.TempDir(), "base.log"), options{})
+	_, err := build(ctx, cli, spec, base, nil, filepath.Join(t.TempDir(), "base.log"), options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { cli.ImageRemove(context.Background(), base, client.ImageRemoveOptions{PruneChildren: true}) })
 	df := "FROM " + base + "\nCOPY containerserver /again\n"

@@ -20,12 +20,18 @@ import (
 // tried and how to start dockerd. testcontainers resolves the daemon once per process and
 // keeps the answer, a failure included: start dockerd before the first call.
 func Docker(ctx context.Context) (schema.DaemonInfo, error) {
+	return withEngine(ctx, func(cli *testcontainers.DockerClient) (schema.DaemonInfo, error) { return daemonInfo(ctx, cli) })
+}
+
+// withEngine runs f with a client of the engine, closed after.
+func withEngine[T any](ctx context.Context, f func(*testcontainers.DockerClient) (T, error)) (T, error) {
 	cli, err := dockerClient(ctx)
 	if err != nil {
-		return schema.DaemonInfo{}, err
+		var zero T
+		return zero, err
 	}
 	defer cli.Close()
-	return daemonInfo(ctx, cli)
+	return f(cli)
 }
 
 func dockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {

@@ -100,7 +100,8 @@ func BuildTagged(ctx context.Context, spec ImageSpec, tag, buildLog string) (Ima
 	return build(ctx, cli, spec, tag, nil, buildLog, newOptions(nil))
 }
 
-// build stages spec's context when it names CopyRoots, then builds it as tag.
+// build builds spec as tag with labels, its output in buildLog, from a context staged
+// first when spec names CopyRoots.
 func build(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec, tag string, labels map[string]string, buildLog string, o options) (Image, error) {
 	img := Image{Ref: tag, Paths: spec.Paths}
 	start := time.Now()
@@ -117,43 +118,35 @@ func build(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec
 		img.Context = &bc
 		spec.Context, spec.Dockerfile = bc.Dir, filepath.Join(bc.Dir, StagedDockerfile)
 	}
-	var err error
-	img.ID, err = buildImage(ctx, cli, spec, img.Ref, labels, buildLog, o)
-	img.BuildS = time.Since(start).Seconds()
-	return img, err
-}
-
-// buildImage builds spec as tag with labels, its output in buildLog, and returns the
-// image id. The base images must already be present: the daemon would pull them.
-func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec, tag string, labels map[string]string, buildLog string, o options) (string, error) {
+	// The base images must already be present: the daemon would pull them.
 	ctxDir, err := filepath.Abs(spec.Context)
 	if err != nil {
-		return "", fmt.Errorf("build %s: %w", tag, err)
+		return Image{}, fmt.Errorf("build %s: %w", tag, err)
 	}
 	dockerfile := spec.Dockerfile
 	if dockerfile == "" {
 		dockerfile = filepath.Join(ctxDir, "Dockerfile")
 	} else if !filepath.IsAbs(dockerfile) {
 		if dockerfile, err = filepath.Abs(dockerfile); err != nil {
-			return "", fmt.Errorf("build %s: %w", tag, err)
+			return Image{}, fmt.Errorf("build %s: %w", tag, err)
 		}
 	}
 	rel, err := filepath.Rel(ctxDir, dockerfile)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("build %s: Dockerfile %s is outside the context %s", tag, dockerfile, ctxDir)
+		return Image{}, fmt.Errorf("build %s: Dockerfile %s is outside the context %s", tag, dockerfile, ctxDir)
 	}
 	bases, err := DockerfileBases(dockerfile, spec.BuildArgs)
 	if err != nil {
-		return "", fmt.Errorf("build %s: %w", tag, err)
+		return Image{}, fmt.Errorf("build %s: %w", tag, err)
 	}
 	for _, b := range bases {
 		if _, err := cli.ImageInspect(ctx, b); err != nil {
-			return "", fmt.Errorf("build %s: base image %s of %s is not present locally (qualkit never pulls: `docker load` it first): %w", tag, b, dockerfile, err)
+			return Image{}, fmt.Errorf("build %s: base image %s of %s is not present locally (qualkit never pulls: `docker load` it first): %w", tag, b, dockerfile, err)
 		}
 	}
 	logf, err := os.OpenFile(buildLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return "", fmt.Errorf("build %s: open log: %w", tag, err)
+		return Image{}, fmt.Errorf("build %s: open log: %w", tag, err)
 	}
 	defer logf.Close()
 	repo, version, _ := strings.Cut(tag, ":")
@@ -172,7 +165,7 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 
 	provider, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(stdlog.New(logf, "testcontainers: ", stdlog.LstdFlags)))
 	if err != nil {
-		return "", dockerUnreachable(err)
+		return Image{}, dockerUnreachable(err)
 	}
 	defer provider.Close()
 	build := func() error {
@@ -194,19 +187,19 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 		fmt.Fprintf(logf, "qualkit: a cached layer vanished during the build (%v); building once more\n", err)
 		err = build()
 	}
-	var id string
 	if err == nil {
 		var res client.ImageInspectResult
 		if res, err = cli.ImageInspect(ctx, tag); err == nil {
-			id = res.ID
+			img.ID = res.ID
 		}
 	}
 	rec.WallS = time.Since(began).Seconds()
+	img.BuildS = time.Since(start).Seconds()
 	if err != nil {
 		rec.ExitCode, rec.Error = 1, err.Error()
 		err = fmt.Errorf("build image %s: %w; log %s:\n%s", tag, err, buildLog, TailFile(buildLog, 2000))
 	}
-	return id, o.record(rec, err)
+	return img, o.record(rec, err)
 }
 
 // DockerfileBases lists the images a Dockerfile starts from, leaving out scratch and

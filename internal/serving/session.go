@@ -16,6 +16,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
 )
 
 // A session is one process that creates containers, images and processes (Owner). Its
@@ -30,12 +31,10 @@ func presenceName(o Owner) string { return "qualkit-session-" + o.Session }
 // removes no shared build step (o may be building on one). A volume needs no image,
 // and an engine sees it whatever host or PID namespace o runs in.
 func MarkPresent(ctx context.Context, o Owner) error {
-	cli, err := dockerClient(ctx)
+	_, err := withEngine(ctx, func(cli *testcontainers.DockerClient) (client.VolumeCreateResult, error) {
+		return cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: presenceName(o), Labels: o.ownerLabels()})
+	})
 	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	if _, err := cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: presenceName(o), Labels: o.ownerLabels()}); err != nil {
 		return fmt.Errorf("mark %s present: %w", o, err)
 	}
 	return nil
@@ -50,31 +49,16 @@ func RemoveSession(ctx context.Context, o Owner) ([]string, error) {
 		return nil, err
 	}
 	defer cli.Close()
-	var removed []string
 	var errs []error
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: managedFilter(LabelSession + "=" + o.Session)})
+	removed, err := removeContainers(ctx, cli, managedFilter(LabelSession+"="+o.Session), func(map[string]string, int64) (string, bool) { return "", true })
 	if err != nil {
-		return nil, fmt.Errorf("remove %s: list containers: %w", o, err)
-	}
-	for _, c := range cs.Items {
-		if err := removeContainer(ctx, cli, c.ID); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed = append(removed, fmt.Sprintf("container %s %s (run %s, row %s)",
-			shortID(c.ID), strings.TrimPrefix(strings.Join(c.Names, ","), "/"), c.Labels[LabelRun], c.Labels[LabelRow]))
+		errs = append(errs, fmt.Errorf("remove %s: %w", o, err))
 	}
 	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter()})
 	if err != nil {
 		return removed, errors.Join(append(errs, fmt.Errorf("remove %s: list images: %w", o, err))...)
 	}
-	var mine []image.Summary
-	for _, img := range imgs.Items {
-		if o.owns(img.Labels) {
-			mine = append(mine, img)
-		}
-	}
-	gone, err := removeImages(ctx, cli, mine)
+	gone, err := removeImages(ctx, cli, slices.DeleteFunc(imgs.Items, func(img image.Summary) bool { return !o.owns(img.Labels) }))
 	for _, img := range gone {
 		removed = append(removed, describeImage(img))
 	}

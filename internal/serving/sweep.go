@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,35 +137,19 @@ func managedFilter(more ...string) client.Filters {
 // still used by a container is kept; no image is removed with its parents (a parent
 // may be a build step another run's build is using: SweepShared's).
 func SweepLeftovers(ctx context.Context, currentRunID string) ([]string, error) {
-	cli, err := dockerClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cli.Close()
-	return sweepLeftovers(ctx, cli, currentRunID, Self(), time.Now())
+	return withEngine(ctx, func(cli *testcontainers.DockerClient) ([]string, error) {
+		return sweepLeftovers(ctx, cli, currentRunID, Self(), time.Now())
+	})
 }
 
 func sweepLeftovers(ctx context.Context, cli *testcontainers.DockerClient, currentRunID string, me Owner, now time.Time) ([]string, error) {
 	why := func(labels map[string]string, created int64) (string, bool) {
 		return leftoverReason(labels, time.Unix(created, 0), currentRunID, me, now, processAlive)
 	}
-	var removed []string
 	var errs []error
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: managedFilter()})
+	removed, err := removeContainers(ctx, cli, managedFilter(), why)
 	if err != nil {
-		return nil, fmt.Errorf("sweep: list containers: %w", err)
-	}
-	for _, c := range cs.Items {
-		reason, ok := why(c.Labels, c.Created)
-		if !ok {
-			continue
-		}
-		if err := removeContainer(ctx, cli, c.ID); err != nil {
-			errs = append(errs, fmt.Errorf("sweep: %w", err))
-			continue
-		}
-		removed = append(removed, fmt.Sprintf("container %s %s (run %s, row %s): %s",
-			shortID(c.ID), strings.TrimPrefix(strings.Join(c.Names, ","), "/"), c.Labels[LabelRun], c.Labels[LabelRow], reason))
+		errs = append(errs, fmt.Errorf("sweep: %w", err))
 	}
 	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter()})
 	if err != nil {
@@ -204,12 +189,31 @@ func sweepLeftovers(ctx context.Context, cli *testcontainers.DockerClient, curre
 	return removed, errors.Join(errs...)
 }
 
-func removeContainer(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
-	_, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("remove container %s: %w", shortID(id), err)
+// removeContainers force-removes the containers filter selects whose labels and creation
+// time why accepts, and returns a line for each: what it was, then why said so.
+func removeContainers(ctx context.Context, cli *testcontainers.DockerClient, filter client.Filters, why func(map[string]string, int64) (string, bool)) ([]string, error) {
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	return nil
+	var removed []string
+	var errs []error
+	for _, c := range cs.Items {
+		reason, ok := why(c.Labels, c.Created)
+		if !ok {
+			continue
+		}
+		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
+			continue
+		}
+		line := fmt.Sprintf("container %s %s (run %s, row %s)", shortID(c.ID), strings.TrimPrefix(strings.Join(c.Names, ","), "/"), c.Labels[LabelRun], c.Labels[LabelRow])
+		if reason != "" {
+			line += ": " + reason
+		}
+		removed = append(removed, line)
+	}
+	return removed, errors.Join(errs...)
 }
 
 // removeImages removes imgs, children before their parents, each alone: never with its
@@ -276,12 +280,8 @@ func describeImage(img image.Summary) string {
 // process's own build steps no image needs any more (removeProcessSteps), never a parent
 // another process may build on, never an image another process made with that run id.
 func RemoveRunImages(ctx context.Context, runID string) error {
-	cli, err := dockerClient(ctx)
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	return removeRunImages(ctx, cli, runID)
+	_, err := withEngine(ctx, func(cli *testcontainers.DockerClient) (any, error) { return nil, removeRunImages(ctx, cli, runID) })
+	return err
 }
 
 func removeRunImages(ctx context.Context, cli *testcontainers.DockerClient, runID string) error {
@@ -289,13 +289,7 @@ func removeRunImages(ctx context.Context, cli *testcontainers.DockerClient, runI
 	if err != nil {
 		return fmt.Errorf("remove images of run %s: %w", runID, err)
 	}
-	var mine []image.Summary
-	for _, img := range imgs.Items {
-		if Self().owns(img.Labels) {
-			mine = append(mine, img)
-		}
-	}
-	if _, err := removeImages(ctx, cli, mine); err != nil {
+	if _, err := removeImages(ctx, cli, slices.DeleteFunc(imgs.Items, func(img image.Summary) bool { return !Self().owns(img.Labels) })); err != nil {
 		return fmt.Errorf("remove images of run %s: %w", runID, err)
 	}
 	removeProcessSteps(ctx, cli)
@@ -318,13 +312,9 @@ func removeProcessSteps(ctx context.Context, cli *testcontainers.DockerClient) {
 	if err != nil {
 		return
 	}
-	var steps []image.Summary
-	for _, img := range imgs.Items {
-		if img.Labels[LabelRun] == "" && !tagged(img) && Self().owns(img.Labels) {
-			steps = append(steps, img)
-		}
-	}
-	removeImages(ctx, cli, steps)
+	removeImages(ctx, cli, slices.DeleteFunc(imgs.Items, func(img image.Summary) bool {
+		return img.Labels[LabelRun] != "" || tagged(img) || !Self().owns(img.Labels)
+	}))
 }
 
 // RemoveRunContainers force-removes every container this process started for runID,
@@ -336,18 +326,9 @@ func RemoveRunContainers(ctx context.Context, runID string) error {
 		return err
 	}
 	defer cli.Close()
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: managedFilter(LabelRun + "=" + runID)})
+	_, err = removeContainers(ctx, cli, managedFilter(LabelRun+"="+runID), func(l map[string]string, _ int64) (string, bool) { return "", Self().owns(l) })
 	if err != nil {
-		return fmt.Errorf("remove containers of run %s: %w", runID, err)
+		err = fmt.Errorf("run %s: %w", runID, err)
 	}
-	var errs []error
-	for _, c := range cs.Items {
-		if !Self().owns(c.Labels) {
-			continue
-		}
-		if err := removeContainer(ctx, cli, c.ID); err != nil {
-			errs = append(errs, fmt.Errorf("run %s: %w", runID, err))
-		}
-	}
-	return errors.Join(append(errs, removeRunImages(ctx, cli, runID))...)
+	return errors.Join(err, removeRunImages(ctx, cli, runID))
 }
