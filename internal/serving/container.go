@@ -30,13 +30,13 @@ import (
 	"qualkit/internal/schema"
 )
 
-// run is one container about to be created: its name, labels, mapped command and the
-// docker run command line that would create it (for the record).
+// run is one container about to be created, and the docker run line that would create
+// it (for the record).
 type run struct {
 	name            string
 	labels          map[string]string
-	cmd             Command
-	underEntrypoint bool // the image's ENTRYPOINT runs cmd (Container.UnderEntrypoint)
+	cmd             Command // mapped into the container
+	underEntrypoint bool
 	host            func(*container.HostConfig)
 	argv            []string
 }
@@ -77,8 +77,7 @@ func newRun(c *Container, cmd Command, o options) (*run, error) {
 	return r, nil
 }
 
-// opts are the testcontainers options that create the container as r says.
-func (r *run) opts(image Image, logger *stdlog.Logger) []testcontainers.ContainerCustomizer {
+func (r *run) opts(logger *stdlog.Logger) []testcontainers.ContainerCustomizer {
 	return []testcontainers.ContainerCustomizer{
 		testcontainers.WithLogger(logger),
 		testcontainers.WithName(r.name),
@@ -117,9 +116,8 @@ func gpuRequest(devs []gpu.Device) (*container.DeviceRequest, error) {
 	return req, nil
 }
 
-// hostConfig is host networking, an init process as PID 1 (it forwards SIGTERM and reaps
-// the server's children), the bind mounts, the IPC namespace, and, with gpus, one device
-// request for exactly those GPUs.
+// hostConfig: host networking, an init as PID 1 (it forwards SIGTERM and reaps the
+// server's children), the mounts, and the options Container names.
 func hostConfig(c *Container, gpus *container.DeviceRequest) func(*container.HostConfig) {
 	return func(hc *container.HostConfig) {
 		hc.NetworkMode = "host"
@@ -142,9 +140,8 @@ func hostConfig(c *Container, gpus *container.DeviceRequest) func(*container.Hos
 	}
 }
 
-// dockerRunArgs renders the container as the docker run command that would create it. Env
-// values stay out of argv (they go to the record's redacted Env): `-e NAME` reads them from
-// the caller's environment.
+// dockerRunArgs is the docker run line that would create the container. Env values stay
+// out of it (the record's Env holds them, redacted): `-e NAME` reads them from the caller.
 func dockerRunArgs(c *Container, gpus *container.DeviceRequest, name string, labels map[string]string, cmd Command) []string {
 	args := []string{"docker", "run", "--name", name, "--network", "host", "--init"}
 	if c.IPCHost {
@@ -189,16 +186,14 @@ func containerName(row, runID string) string {
 	return strings.TrimLeft(n, ".-")
 }
 
-// connect checks the configuration and the daemon, and refuses a GPU request the daemon
-// cannot honour: testcontainers would start the container without its GPUs, and the row
-// would silently measure a CPU.
-func connect(ctx context.Context, o options) (*testcontainers.DockerClient, schema.DaemonInfo, error) {
+// connect checks the configuration and the daemon, GPU runtime included.
+func connect(ctx context.Context, o options) (*testcontainers.DockerClient, error) {
 	if err := checkReaperOff(); err != nil {
-		return nil, schema.DaemonInfo{}, err
+		return nil, err
 	}
 	cli, err := dockerClient(ctx)
 	if err != nil {
-		return nil, schema.DaemonInfo{}, err
+		return nil, err
 	}
 	d, err := daemonInfo(ctx, cli)
 	if err == nil {
@@ -206,9 +201,9 @@ func connect(ctx context.Context, o options) (*testcontainers.DockerClient, sche
 	}
 	if err != nil {
 		cli.Close()
-		return nil, d, err
+		return nil, err
 	}
-	return cli, d, nil
+	return cli, nil
 }
 
 // logFile receives a container's output as testcontainers streams it.
@@ -226,8 +221,8 @@ func (l *logFile) Accept(entry testcontainers.Log) {
 	}
 }
 
-// rewrite replaces the streamed log with the container's whole log, read once it has
-// stopped: the file is complete even if the stream missed a line.
+// rewrite replaces the streamed log with the stopped container's whole log, which a
+// stream may have missed lines of.
 func (l *logFile) rewrite(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -247,19 +242,15 @@ func (l *logFile) rewrite(ctx context.Context, cli *testcontainers.DockerClient,
 	return err
 }
 
-// readyStrategy is the wait strategy of a container server: GET ReadyPath on the
-// server's own loopback address until it answers 200, failing as soon as the container
-// stops running. testcontainers' wait.ForHTTP asks the library for the host's address,
-// which inside a container (CI's machines have /.dockerenv) is the Docker bridge's
-// gateway, while a server on the host network listens on the host's loopback:
+// readyStrategy polls the server's own loopback address (pollReady), failing once the
+// container stops. wait.ForHTTP would ask for the host's address, which inside a
+// container (CI's machines) is the bridge's gateway, not the host network's loopback:
 // TestContainerServesUntilStop never became ready with it there.
 type readyStrategy struct {
 	url    string
-	last   string           // the last answer, for a message about a server never ready
-	exited *container.State // the container's state when it stopped before it was ready
+	last   string           // the last answer
+	exited *container.State // its state when it stopped before it was ready
 }
-
-var _ wait.Strategy = (*readyStrategy)(nil)
 
 func (s *readyStrategy) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) (err error) {
 	s.last, err = pollReady(ctx, s.url, func() error {
@@ -280,8 +271,7 @@ type containerServer struct {
 	log   *logFile
 	tcLog *os.File
 
-	// What the engine said of the server while it ran (watch), under watchMu.
-	watchMu   sync.Mutex
+	watchMu   sync.Mutex // guards seen
 	seen      watchedState
 	stopWatch context.CancelFunc
 }
@@ -317,13 +307,11 @@ func (s *containerServer) watch(ctx context.Context) {
 	}
 }
 
-// killSettles is how long Died waits, after a kill from outside, to see whether the
-// engine itself goes away (a shutdown stops its containers first).
+// killSettles is how long Died waits, after a kill from outside, for the engine's own
+// end (a shutdown stops its containers first).
 const killSettles = 5 * time.Second
 
-// watchedState is what watch saw so far: the first time the engine stopped answering
-// (an engine that restarts stops its containers) and what it said, a kill the run did
-// not send, an OOM kill.
+// watchedState is what watch saw: the engine gone, a kill the run did not send, an OOM.
 type watchedState struct {
 	lost     time.Time
 	lostErr  error
@@ -386,7 +374,7 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 	if err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
 	}
-	cli, _, err := connect(ctx, o)
+	cli, err := connect(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -403,17 +391,15 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 	}
 	s := &containerServer{served: served{url: spec.URL(), o: o, began: time.Now()}, cli: cli, log: &logFile{f: f}, tcLog: tcLog}
 	s.rec = schema.CommandRecord{Stage: o.stage, Args: r.argv, Env: r.cmd.Env, Dir: r.cmd.Dir, Log: spec.Log, Start: s.began.UTC()}
-	// testcontainers waits with our strategy, under the row's own deadline (a model
-	// load's minutes, not the library's default 60 s).
+	// Under the row's own deadline, not the library's default 60 s.
 	ready := &readyStrategy{url: s.url}
-	opts := append(r.opts(o.container.Image, stdlog.New(tcLog, "", stdlog.LstdFlags|stdlog.Lmicroseconds)),
+	opts := append(r.opts(stdlog.New(tcLog, "", stdlog.LstdFlags|stdlog.Lmicroseconds)),
 		testcontainers.WithLogConsumers(s.log),
 		testcontainers.WithWaitStrategyAndDeadline(spec.Ready, ready))
 	c, err := runOnHostNetwork(ctx, o.container.Image.ID, opts...)
 	s.c = c
 	if err != nil {
-		if c == nil {
-			// Nothing was created.
+		if c == nil { // nothing was created
 			s.rec.ExitCode, s.rec.Error = -1, err.Error()
 			s.close()
 			return nil, o.record(s.rec, fmt.Errorf("start container %s from %s: %w", r.name, o.container.Image.Ref, err))
@@ -573,7 +559,7 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 		return notStarted(err)
 	}
 	rec.Args, rec.Env, rec.Dir = r.argv, r.cmd.Env, r.cmd.Dir
-	cli, _, err := connect(ctx, o)
+	cli, err := connect(ctx, o)
 	if err != nil {
 		return notStarted(err)
 	}
@@ -585,7 +571,7 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 	}
 	// The log streams into the file while the job runs (a long build shows progress),
 	// then is replaced by the container's whole log.
-	ct, err := runOnHostNetwork(ctx, o.container.Image.ID, append(r.opts(o.container.Image, stdlog.New(io.Discard, "", 0)),
+	ct, err := runOnHostNetwork(ctx, o.container.Image.ID, append(r.opts(stdlog.New(io.Discard, "", 0)),
 		testcontainers.WithLogConsumers(lf),
 		testcontainers.WithWaitStrategyAndDeadline(deadline, wait.ForExit().WithPollInterval(50*time.Millisecond)))...)
 	// Removal goes on even when ctx is cancelled: nothing is left behind. A long job (a

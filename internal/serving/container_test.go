@@ -700,7 +700,7 @@ func TestContainerCreateRequestAsTheEngineSeesIt(t *testing.T) {
 	r, err := newRun(c, Command{Args: []string{"/containerserver", "-never-ready"}}, options{})
 	require.NoError(t, err)
 	r.host = hostConfig(c, gpus)
-	ct, err := runOnHostNetwork(t.Context(), img.ID, append(r.opts(img, stdlog.New(io.Discard, "", 0)), testcontainers.WithNoStart())...)
+	ct, err := runOnHostNetwork(t.Context(), img.ID, append(r.opts(stdlog.New(io.Discard, "", 0)), testcontainers.WithNoStart())...)
 	t.Cleanup(func() { testcontainers.TerminateContainer(ct) })
 	require.NoError(t, err)
 
@@ -742,7 +742,7 @@ func TestTestcontainersAttachesItsNetworkWithoutABridge(t *testing.T) {
 	require.NoError(t, err)
 	defer provider.Close()
 	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: img.ID}}
-	for _, o := range r.opts(img, stdlog.New(io.Discard, "", 0)) {
+	for _, o := range r.opts(stdlog.New(io.Discard, "", 0)) {
 		require.NoError(t, o.Customize(&req))
 	}
 	api := dockerAPI(t)
@@ -886,7 +886,7 @@ func TestContainerRunUnderTheImagesEntrypoint(t *testing.T) {
 		r, err := newRun(&Container{Image: img, RunID: "run", Row: "row", UnderEntrypoint: under}, cmd, options{})
 		require.NoError(t, err)
 		var req testcontainers.GenericContainerRequest
-		for _, o := range r.opts(img, stdlog.New(io.Discard, "", 0)) {
+		for _, o := range r.opts(stdlog.New(io.Discard, "", 0)) {
 			require.NoError(t, o.Customize(&req))
 		}
 		var cfg container.Config
