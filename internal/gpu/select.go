@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -23,11 +24,9 @@ func (n Needs) String() string {
 	if n == (Needs{}) {
 		return "no GPU (CPU only)"
 	}
-	var b strings.Builder
+	s := fmt.Sprintf("%d GPUs", n.Count)
 	if n.Count == 1 {
-		b.WriteString("1 GPU")
-	} else {
-		fmt.Fprintf(&b, "%d GPUs", n.Count)
+		s = "1 GPU"
 	}
 	var with []string
 	if n.MinMemoryBytes > 0 {
@@ -37,10 +36,9 @@ func (n Needs) String() string {
 		with = append(with, "compute capability >= "+n.MinComputeCapability)
 	}
 	if len(with) > 0 {
-		b.WriteString(" with ")
-		b.WriteString(strings.Join(with, " and "))
+		s += " with " + strings.Join(with, " and ")
 	}
-	return b.String()
+	return s
 }
 
 // ErrNotEnoughGPUs is matched by errors.Is on every *ShortageError.
@@ -52,41 +50,21 @@ type Rejection struct {
 	Reasons []string
 }
 
-// ShortageError is returned by Select when fewer GPUs match than the needs
-// ask for. Its message lists every GPU of the reading with its verdict, so a
-// failed row explains itself without a second look at the host.
+// ShortageError is returned by Select when fewer GPUs match than the needs ask for. Its
+// message gives every GPU of the reading its verdict, so a failed row explains itself.
 type ShortageError struct {
 	Needs    Needs
 	Matching []Device    // in index order
 	Rejected []Rejection // in index order
+	verdicts []string    // one per GPU, in index order
 }
 
 func (e *ShortageError) Error() string {
-	var b strings.Builder
-	visible := len(e.Matching) + len(e.Rejected)
-	fmt.Fprintf(&b, "select GPUs: need %s; %d of %d visible GPUs match", e.Needs, len(e.Matching), visible)
-	if visible == 0 {
-		b.WriteString(" (the reading lists no GPU)")
-		return b.String()
+	msg := fmt.Sprintf("select GPUs: need %s; %d of %d visible GPUs match", e.Needs, len(e.Matching), len(e.verdicts))
+	if len(e.verdicts) == 0 {
+		return msg + " (the reading lists no GPU)"
 	}
-	b.WriteString(":")
-	type line struct {
-		index int
-		text  string
-	}
-	lines := make([]line, 0, visible)
-	for _, d := range e.Matching {
-		lines = append(lines, line{d.Index, describe(d) + ": matches"})
-	}
-	for _, r := range e.Rejected {
-		lines = append(lines, line{r.Device.Index, describe(r.Device) + ": " + strings.Join(r.Reasons, "; ")})
-	}
-	slices.SortFunc(lines, func(a, b line) int { return a.index - b.index })
-	for _, l := range lines {
-		b.WriteString("\n  ")
-		b.WriteString(l.text)
-	}
-	return b.String()
+	return msg + ":\n  " + strings.Join(e.verdicts, "\n  ")
 }
 
 // Is lets callers test for a shortage without naming the type.
@@ -118,13 +96,7 @@ func Select(r Reading, n Needs) ([]Device, error) {
 
 	chosen := slices.Clone(shortage.Matching)
 	slices.SortStableFunc(chosen, func(a, b Device) int {
-		switch {
-		case a.MemoryFreeBytes > b.MemoryFreeBytes:
-			return -1
-		case a.MemoryFreeBytes < b.MemoryFreeBytes:
-			return 1
-		}
-		return a.Index - b.Index
+		return cmp.Or(cmp.Compare(b.MemoryFreeBytes, a.MemoryFreeBytes), a.Index-b.Index)
 	})
 	return chosen[:n.Count], nil
 }
@@ -139,9 +111,11 @@ func match(devices []Device, n Needs, minCap *capability) *ShortageError {
 	for _, d := range devices {
 		if reasons := rejectionReasons(d, n, minCap); len(reasons) > 0 {
 			shortage.Rejected = append(shortage.Rejected, Rejection{Device: d, Reasons: reasons})
+			shortage.verdicts = append(shortage.verdicts, describe(d)+": "+strings.Join(reasons, "; "))
 			continue
 		}
 		shortage.Matching = append(shortage.Matching, d)
+		shortage.verdicts = append(shortage.verdicts, describe(d)+": matches")
 	}
 	return shortage
 }
