@@ -70,7 +70,7 @@ func newRun(c *Container, cmd Command, o options) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{name: containerName(c.Row, c.RunID), labels: labels(c.RunID, c.Row), cmd: newPathMap(c).command(cmd), underEntrypoint: c.UnderEntrypoint}
+	r := &run{name: containerName(c.Row, c.RunID), labels: Self().labels(c.RunID, c.Row), cmd: newPathMap(c).command(cmd), underEntrypoint: c.UnderEntrypoint}
 	r.cmd.Env = append([]string{containerPycache}, r.cmd.Env...) // NoBytecodeEnv says why
 	r.host = hostConfig(c, gpus)
 	r.argv = dockerRunArgs(c, gpus, r.name, r.labels, r.cmd)

@@ -75,7 +75,7 @@ func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog stri
 		}
 		return Image{ID: res.ID, Ref: spec.Ref, Paths: spec.Paths}, nil
 	}
-	return build(ctx, cli, spec, imageTag(row, runID), labels(runID, row), buildLog, o)
+	return build(ctx, cli, spec, imageTag(row, runID), Self().labels(runID, row), buildLog, o)
 }
 
 // BuildTagged builds spec (a Dockerfile with a Context or CopyRoots, never a Ref) as tag,
