@@ -188,10 +188,7 @@ func containerName(row, runID string) string {
 
 // connect checks the configuration and the daemon, GPU runtime included.
 func connect(ctx context.Context, o options) (*testcontainers.DockerClient, error) {
-	if err := checkReaperOff(); err != nil {
-		return nil, err
-	}
-	cli, err := dockerClient(ctx)
+	cli, err := safeClient(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -17,25 +17,16 @@ import (
 	"qualkit/internal/schema"
 )
 
-// A build context staged from a Dockerfile's COPY lines.
-//
-// Some projects' documented `docker build -f F .` fails as written: TRTMC's root
-// .dockerignore at e9132e79 is `*` plus an allow-list that leaves out requirements/, while
-// its Dockerfile.dev.x86 does `COPY requirements/community-ci.txt`; newer versions of that
-// Dockerfile do `COPY community-ci.txt` and expect requirements/ as the context. Instead
-// of trusting a context folder and its .dockerignore, StageContext lays out a context that
-// holds exactly what the Dockerfile copies, found under the first candidate root that has
-// every source, and records each file with its sha256.
+// A build context staged from a Dockerfile's COPY lines. Some projects' documented
+// `docker build -f F .` fails as written: TRTMC's root .dockerignore at e9132e79 is `*`
+// plus an allow-list that leaves out requirements/, while its Dockerfile.dev.x86 does
+// `COPY requirements/community-ci.txt`. StageContext lays out a context of exactly what
+// the Dockerfile copies, from the first candidate root that has it all, with sha256s.
 
 // StagedDockerfile is the Dockerfile's name inside a staged context.
 const StagedDockerfile = ".qualkit-Dockerfile"
 
-// ContextFile is one file of a staged build context.
-type ContextFile = schema.ContextFile
-
-// BuildContext is a staged build context (schema.ImageContext: the Dockerfile, the root
-// its files were taken from, the sources, the files, one sha256 over the list) and Dir,
-// where it was staged.
+// BuildContext is a staged build context and Dir, where it was staged.
 type BuildContext struct {
 	schema.ImageContext
 	Dir string
@@ -136,10 +127,9 @@ func instructions(r io.Reader) []instruction {
 	return out
 }
 
-// StageContext lays out in dir (which must not exist) the build context of dockerfile:
-// every file its COPY and ADD sources name (globs as Docker matches them, folders whole),
-// taken from the first of roots under which every source exists, and the Dockerfile as
-// StagedDockerfile. Nothing else: no .dockerignore applies, because none is needed.
+// StageContext lays out in dir (which must not exist) every file dockerfile's COPY and
+// ADD sources name (globs, folders whole), from the first of roots that has them all,
+// and the Dockerfile as StagedDockerfile. No .dockerignore applies.
 func StageContext(dockerfile string, roots []string, dir string) (BuildContext, error) {
 	srcs, err := CopySources(dockerfile)
 	if err != nil {
@@ -222,30 +212,30 @@ func contextRoot(dockerfile string, srcs, roots []string) (string, error) {
 
 // copyInto copies the regular file src to dst (making its folder), keeping its mode, and
 // returns its size and sha256. Symlinks are followed: the context holds their targets.
-func copyInto(src, dst string) (ContextFile, error) {
+func copyInto(src, dst string) (schema.ContextFile, error) {
 	in, err := os.Open(src)
 	if err != nil {
-		return ContextFile{}, err
+		return schema.ContextFile{}, err
 	}
 	defer in.Close()
 	st, err := in.Stat()
 	if err != nil {
-		return ContextFile{}, err
+		return schema.ContextFile{}, err
 	}
 	if !st.Mode().IsRegular() {
-		return ContextFile{}, fmt.Errorf("%s is not a regular file", src)
+		return schema.ContextFile{}, fmt.Errorf("%s is not a regular file", src)
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return ContextFile{}, err
+		return schema.ContextFile{}, err
 	}
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, st.Mode().Perm())
 	if err != nil {
-		return ContextFile{}, err
+		return schema.ContextFile{}, err
 	}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(out, h), in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	return ContextFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, err
+	return schema.ContextFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, err
 }

@@ -85,6 +85,14 @@ func checkGPURuntime(d schema.DaemonInfo, gpus []gpu.Device) error {
 		strings.Join(uuids(gpus), ","), d.Endpoint, strings.Join(d.Runtimes, ", "))
 }
 
+// safeClient is a client of the engine once checkReaperOff passes.
+func safeClient(ctx context.Context) (*testcontainers.DockerClient, error) {
+	if err := checkReaperOff(); err != nil {
+		return nil, err
+	}
+	return dockerClient(ctx)
+}
+
 // checkReaperOff refuses to start anything with testcontainers' reaper on (its image
 // cannot be pulled here, and qualkit removes what it starts itself), or with an image
 // name prefix that would turn local image names into pulls.

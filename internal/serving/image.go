@@ -1,7 +1,6 @@
 package serving
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	stdlog "log"
@@ -45,9 +44,8 @@ type Image struct {
 	Context *BuildContext // the staged context it was built from (ImageSpec.CopyRoots)
 }
 
-// PrepareImage makes spec's image present: it builds it as qualkit/<row>:<run id>,
-// labelled for the sweep, with the build output in buildLog, or checks that the given
-// Ref is present. The build is recorded like any command.
+// PrepareImage builds spec's image as qualkit/<row>:<run id>, labelled for the sweep, its
+// output in buildLog and recorded like any command, or checks that Ref is present.
 func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog string, opts ...Option) (Image, error) {
 	o := newOptions(opts)
 	switch {
@@ -60,10 +58,7 @@ func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog stri
 	case spec.Ref == "" && spec.Context == "" && len(spec.CopyRoots) == 0:
 		return Image{}, fmt.Errorf("image: neither Ref nor Context given")
 	}
-	if err := checkReaperOff(); err != nil {
-		return Image{}, err
-	}
-	cli, err := dockerClient(ctx)
+	cli, err := safeClient(ctx)
 	if err != nil {
 		return Image{}, err
 	}
@@ -78,10 +73,8 @@ func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog stri
 	return build(ctx, cli, spec, imageTag(row, runID), Self().labels(runID, row), buildLog, o)
 }
 
-// BuildTagged builds spec (a Dockerfile with a Context or CopyRoots, never a Ref) as tag,
-// an image the user keeps: it carries no run label, so no run's sweep removes it. The
-// context is staged as PrepareImage stages it; the build output goes to buildLog. A tag
-// without a version is tag:latest.
+// BuildTagged builds spec (never a Ref) as tag (default version latest), an image the
+// user keeps: no run label, so no sweep removes it.
 func BuildTagged(ctx context.Context, spec ImageSpec, tag, buildLog string) (Image, error) {
 	if spec.Ref != "" || spec.Dockerfile == "" || (spec.Context == "") == (len(spec.CopyRoots) == 0) {
 		return Image{}, fmt.Errorf("image %s: give a Dockerfile and either a Context or CopyRoots", tag)
@@ -89,10 +82,7 @@ func BuildTagged(ctx context.Context, spec ImageSpec, tag, buildLog string) (Ima
 	if i := strings.LastIndex(tag, "/"); !strings.Contains(tag[i+1:], ":") {
 		tag += ":latest"
 	}
-	if err := checkReaperOff(); err != nil {
-		return Image{}, err
-	}
-	cli, err := dockerClient(ctx)
+	cli, err := safeClient(ctx)
 	if err != nil {
 		return Image{}, err
 	}
@@ -181,9 +171,8 @@ func build(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec
 	defer processSteps.RUnlock()
 	err = build()
 	if err != nil && cacheLayerVanished(err) {
-		// Another run's cleanup removed an image whose layers this build was reusing from
-		// the cache, between the cache lookup and the step that needed it (seen with rows
-		// side by side). The build itself is sound: once more, against the cache as it is.
+		// Another run's cleanup removed an image whose layers this build reused from the
+		// cache (seen with rows side by side): once more, against the cache as it is.
 		fmt.Fprintf(logf, "qualkit: a cached layer vanished during the build (%v); building once more\n", err)
 		err = build()
 	}
@@ -213,9 +202,8 @@ func DockerfileBases(path string, args map[string]string) ([]string, error) {
 	defer f.Close()
 	stages := map[string]bool{}
 	var bases []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
+	for _, in := range instructions(f) {
+		fields := strings.Fields(in.text)
 		if len(fields) < 2 || !strings.EqualFold(fields[0], "FROM") {
 			continue
 		}
@@ -243,7 +231,7 @@ func DockerfileBases(path string, args map[string]string) ([]string, error) {
 			bases = append(bases, image)
 		}
 	}
-	return bases, sc.Err()
+	return bases, nil
 }
 
 var (

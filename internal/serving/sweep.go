@@ -37,7 +37,6 @@ const (
 // sweep removes it: its process cannot be checked, and no run lasts a day.
 const LeftoverAge = 24 * time.Hour
 
-
 // processStart is field 22 of /proc/<pid>/stat, the start time: a reused pid has another.
 func processStart(pid int) (string, error) {
 	f, err := procStat(pid)
