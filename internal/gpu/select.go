@@ -8,12 +8,10 @@ import (
 	"strings"
 )
 
-// Needs is what one row asks of the host's GPUs. The zero value means the
-// row runs on CPU only: Select then picks nothing and reports no error.
+// Needs is what one row asks of the host's GPUs; zero is CPU only (Select picks nothing).
 type Needs struct {
 	Count int
-	// MinMemoryBytes is checked against total memory, not free memory:
-	// free memory is only a snapshot, and is used to rank the matches.
+	// MinMemoryBytes is checked against total memory; free memory, a snapshot, ranks matches.
 	MinMemoryBytes uint64
 	// MinComputeCapability is "major.minor", e.g. "9.0"; empty means any.
 	MinComputeCapability string
@@ -72,11 +70,8 @@ func (e *ShortageError) Is(target error) bool {
 	return target == ErrNotEnoughGPUs
 }
 
-// Select picks n.Count GPUs of r that have at least n.MinMemoryBytes of total
-// memory and at least n.MinComputeCapability. Among the matches it prefers
-// the most free memory, then the lower index, so the same reading always
-// gives the same choice. The result is in that order; use Device.UUID to pin
-// a container. Fewer matches than asked for is a *ShortageError.
+// Select picks n.Count GPUs of r that meet n, preferring the most free memory, then the
+// lower index, in that order. Fewer matches than asked for is a *ShortageError.
 func Select(r Reading, n Needs) ([]Device, error) {
 	if n == (Needs{}) {
 		return nil, nil
@@ -101,9 +96,8 @@ func Select(r Reading, n Needs) ([]Device, error) {
 	return chosen[:n.Count], nil
 }
 
-// match sorts devices by index into those that meet n (Matching) and those that do not,
-// each with its reasons (Rejected): the ShortageError a caller returns when Matching
-// holds fewer than n.Count.
+// match sorts devices by index into those that meet n and those that do not: the
+// ShortageError to return when fewer than n.Count match.
 func match(devices []Device, n Needs, minCap *capability) *ShortageError {
 	devices = slices.Clone(devices)
 	slices.SortFunc(devices, func(a, b Device) int { return a.Index - b.Index })
@@ -120,9 +114,8 @@ func match(devices []Device, n Needs, minCap *capability) *ShortageError {
 	return shortage
 }
 
-// validate rejects needs that cannot come from a sane row. A zero Count with
-// other fields set is refused rather than read as CPU-only, since it most
-// likely means the row forgot its GPU count.
+// validate rejects needs no sane row has: a zero Count with other fields set is a
+// forgotten count, not CPU only.
 func (n Needs) validate() (*capability, error) {
 	if n.Count < 0 {
 		return nil, fmt.Errorf("select GPUs: needs count %d is negative", n.Count)
@@ -161,8 +154,7 @@ func describe(d Device) string {
 		d.Index, d.Name, d.UUID, formatBytes(d.MemoryTotalBytes), formatBytes(d.MemoryFreeBytes), d.ComputeCapability)
 }
 
-// formatBytes keeps the exact byte count next to the GiB figure, because a
-// rounded "80.0 GiB < 80.0 GiB" would not explain a rejection.
+// formatBytes keeps the exact count: "80.0 GiB < 80.0 GiB" would explain nothing.
 func formatBytes(n uint64) string {
 	return fmt.Sprintf("%.1f GiB (%d bytes)", float64(n)/(1<<30), n)
 }

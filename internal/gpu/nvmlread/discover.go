@@ -13,13 +13,10 @@ import (
 	"qualkit/internal/gpu"
 )
 
-// Discover reads this host's GPUs through NVML. Without the NVIDIA driver it
-// returns an error matching ErrNoDriver (errors.Is); every other NVML failure
-// is an error naming the NVML call and wrapping its nvml.Return. On error the
-// Reading is zero.
+// Discover reads this host's GPUs through NVML (its own library handle, not go-nvml's
+// package-level one). Without the driver the error matches gpu.ErrNoDriver or
+// gpu.ErrDriverNotLoaded; any other names the NVML call and wraps its nvml.Return.
 func Discover() (gpu.Reading, error) {
-	// nvml.New gives this call its own library handle instead of go-nvml's
-	// package-level one.
 	return discover(goNVML{nvml.New()})
 }
 
@@ -58,8 +55,7 @@ func initError(ret nvml.Return) error {
 	}
 }
 
-// callError names the NVML call and keeps its nvml.Return in the chain, so
-// callers can test for a code with errors.Is.
+// callError names the call and keeps its nvml.Return for errors.Is.
 func callError(call string, ret nvml.Return) error {
 	return fmt.Errorf("nvml.%s: %w", call, ret)
 }
@@ -118,9 +114,7 @@ func readDevice(lib nvmlLibrary, index int) (gpu.Device, error) {
 		return gpu.Device{}, callError(call("DeviceGetPciInfo"), ret)
 	}
 	d.PCIBusID = cString(pci.BusId[:])
-	// The SM clock now and its maximum: what the device's timings depend on (a GPU held
-	// at a lower clock, power-capped or shared, times slower). A device that does not
-	// report them (NOT_SUPPORTED) reads 0, left out of the JSON.
+	// The SM clock now and its maximum, which timings depend on; 0 where not reported.
 	if mhz, ret := h.GetClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
 		d.SMClockMHz = mhz
 	}
