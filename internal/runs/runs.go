@@ -1,10 +1,6 @@
 // Package runs reads past evidence runs for people: it lists the runs under an evidence
-// root with each row's status, and compares two runs row by row (status, identity,
-// client and Task p50/p95, time per image) against a noise band, naming every
-// regression.
-//
-// It reads run.json and each row's results.json as the harness wrote them and checks
-// nothing: proving a run is the evidence checker's job (make check-evidence).
+// root, and compares two runs row by row against a noise band, naming every regression.
+// It checks nothing: proving a run is the evidence checker's job.
 package runs
 
 import (
@@ -26,9 +22,7 @@ type Run struct {
 	Dir  string
 	Info schema.RunInfo
 	Rows []schema.Result // sorted by row name
-	// Clocks is, by row, the maximum SM clocks (MHz) of the GPUs it leased, as NVML read
-	// them at its preflight ("1980"; "1980,1755" for two): absent for a row with no GPU,
-	// or whose reading has no clocks.
+	// Clocks is, by row, the max SM clocks (MHz) of its leased GPUs at preflight ("1980,1755").
 	Clocks map[string]string
 }
 
@@ -83,9 +77,7 @@ func leasedClocks(preflight string, res schema.Result) string {
 	return strings.Join(mhz, ",")
 }
 
-// List reads every run folder directly under root (those holding a run.json), newest
-// first. Folders that are not runs are left out; a run.json that cannot be read is an
-// error naming it.
+// List reads every run folder (holding a run.json) directly under root, newest first.
 func List(root string) ([]*Run, error) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
