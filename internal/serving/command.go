@@ -15,8 +15,8 @@ import (
 	"qualkit/internal/schema"
 )
 
-// Command is one program invocation. Env holds only the variables the caller adds: a
-// process gets them on top of this process's environment, a container gets them alone.
+// Command is one program invocation. Env is what the caller adds: on top of this
+// process's environment for a process, alone for a container.
 type Command struct {
 	Args []string
 	Env  []string
@@ -43,9 +43,8 @@ func RedactEnv(env []string) []string {
 	return out
 }
 
-// Run runs c to completion with its stdout and stderr in the file log: as a process group
-// by default, in a container with InContainer. It records the command, and on failure
-// returns an error that carries the exit code, the log path and the log's tail.
+// Run runs c to completion, its output in log, records it, and on failure returns an
+// error with the exit code, the log path and the log's tail.
 func Run(ctx context.Context, c Command, log string, opts ...Option) (schema.CommandRecord, error) {
 	o := newOptions(opts)
 	if o.container != nil {
@@ -81,9 +80,8 @@ func runProcess(ctx context.Context, c Command, log string, o options) (schema.C
 	return rec, o.record(rec, err)
 }
 
-// startProcess starts c in its own process group, so that cancelling ctx or stopping it
-// ends every process it spawned, and sends its output to log. Its environment marks it
-// as this session's (SessionEnv), for the reaper.
+// startProcess starts c in a process group of its own (ending ctx kills the group), its
+// output in log, marked as this session's (SessionEnv).
 func startProcess(ctx context.Context, c Command, log string, o options) (*exec.Cmd, *os.File, error) {
 	if len(c.Args) == 0 {
 		return nil, nil, errors.New("empty command")
@@ -120,8 +118,8 @@ func killGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 	return nil
 }
 
-// Group is a process group Run or Start created: its id (its leader's pid) and its
-// leader's start time, which tells the group from a later one of the same number.
+// Group is a process group Run or Start created: its leader's pid and start time, which
+// tells it from a later group of the same number.
 type Group struct {
 	ID    int
 	Start string
@@ -132,17 +130,15 @@ func groupOf(leader int) Group {
 	return Group{ID: leader, Start: start}
 }
 
-// GroupTracker learns of every process group Run and Start create (WithGroupTracker):
-// the reaper kills the groups a killed process left. Their processes are found by their
-// group, not only by SessionEnv: a program may rewrite the memory its environment is read
-// from (AIPerf's Python services set their process titles over it).
+// GroupTracker learns of every process group Run and Start create, for the reaper: a
+// program may overwrite its environment (AIPerf's services set their titles over it),
+// so SessionEnv alone does not find them all.
 type GroupTracker interface {
 	TrackGroup(Group)
 }
 
-// endGroup kills what is left of the process group pgid (its leader has been waited
-// for) and waits until none of it runs: a process that got SIGKILL still runs until the
-// kernel schedules it, and a check for leftovers right after the job must not see it.
+// endGroup kills what is left of group pgid and waits until none of it runs: a killed
+// process runs until the kernel schedules it, and a leftover check must not see it.
 func endGroup(pgid int) error {
 	if err := syscall.Kill(-pgid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
 		return nil
@@ -155,12 +151,10 @@ func endGroup(pgid int) error {
 	return nil
 }
 
-// groupGoneWithin bounds the wait for a killed group: the kernel ends a killed process
-// as soon as it runs, so only a host stalled for this long reaches it.
+// groupGoneWithin bounds the wait for a killed group: only a stalled host reaches it.
 const groupGoneWithin = 30 * time.Second
 
-// groupRuns says whether a process of group pgid still runs (zombies, which run no
-// more, aside).
+// groupRuns says whether a process of group pgid still runs (zombies aside).
 func groupRuns(pgid int) bool {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false

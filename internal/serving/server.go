@@ -24,14 +24,13 @@ type Server interface {
 	Runtime() string
 	// ContainerID is the server's container, "" for a process.
 	ContainerID() string
-	// Died says how the server ended when it ended on its own (exit code, OOM kill, its
-	// Docker engine gone) while the row still needed it; nil while it runs or once Stop
-	// was called. A stage that failed asks it, so that the cause is the server's.
+	// Died says how the server ended on its own (exit code, OOM kill, engine gone) while
+	// the row needed it; nil while it runs or once stopped. A failed stage asks it.
 	Died(ctx context.Context) error
 }
 
-// ServerSpec is a server to start: its command, the loopback port it listens on, how long
-// it may take to answer GET ReadyPath with 200, and the file its output goes to.
+// ServerSpec is a server to start: its command, loopback port, how long it may take to
+// answer GET ReadyPath with 200, and its log.
 type ServerSpec struct {
 	Cmd   Command
 	Port  int
@@ -39,14 +38,11 @@ type ServerSpec struct {
 	Log   string
 }
 
-// URL is where the server will answer once it listens (both runtimes serve on the host's
-// loopback): known before it starts, for a client that waits for it.
+// URL is where the server will answer, on the host's loopback, known before it starts.
 func (s ServerSpec) URL() string { return fmt.Sprintf("http://127.0.0.1:%d", s.Port) }
 
-// Start starts spec's server, as a process group by default or in a container with
-// InContainer, and waits until GET ReadyPath answers 200, the server exits, or spec.Ready
-// passes. Whatever fails, nothing it started is left running. Once ready, the server
-// outlives ctx: Stop ends it.
+// Start starts spec's server and waits until GET ReadyPath answers 200, the server exits,
+// or spec.Ready passes; on failure nothing is left running. Once ready it outlives ctx.
 func Start(ctx context.Context, spec ServerSpec, opts ...Option) (Server, error) {
 	if len(spec.Cmd.Args) == 0 || spec.Cmd.Args[0] == "" {
 		return nil, errors.New("start server: empty command")

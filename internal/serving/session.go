@@ -19,17 +19,11 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 )
 
-// A session is one process that creates containers, images and processes (Owner). Its
-// reaper (package reaper) marks it present on the engine while it runs, and once it has
-// ended, however it ended, removes what it left (RemoveSession, KillSession) and, when
-// no other session is alive, the build steps every run shares (SweepShared).
-
 // presenceName is the volume that says a session is alive on this engine.
 func presenceName(o Owner) string { return "qualkit-session-" + o.Session }
 
-// MarkPresent creates o's presence volume: while it exists and o runs, SweepShared
-// removes no shared build step (o may be building on one). A volume needs no image,
-// and an engine sees it whatever host or PID namespace o runs in.
+// MarkPresent creates o's presence volume (it needs no image, and any host sees it):
+// while o runs, SweepShared removes no shared build step o may build on.
 func MarkPresent(ctx context.Context, o Owner) error {
 	_, err := withEngine(ctx, func(cli *testcontainers.DockerClient) (client.VolumeCreateResult, error) {
 		return cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: presenceName(o), Labels: o.ownerLabels()})
@@ -40,9 +34,7 @@ func MarkPresent(ctx context.Context, o Owner) error {
 	return nil
 }
 
-// RemoveSession removes what o created and left in the engine: its containers, its
-// images (the tagged ones and the build steps that name o: Owner.owns), its presence
-// volume. It returns one line per removed resource.
+// RemoveSession removes o's containers, images and presence volume, one line each.
 func RemoveSession(ctx context.Context, o Owner) ([]string, error) {
 	cli, err := dockerClient(ctx)
 	if err != nil {
@@ -71,12 +63,9 @@ func RemoveSession(ctx context.Context, o Owner) ([]string, error) {
 	return removed, errors.Join(errs...)
 }
 
-// SweepShared removes the build steps that name no process (the label steps every run
-// on the host shares, sweep.go, and beneath them the Dockerfile's own steps, which the
-// engine prunes once no other image needs them) when no qualkit session but me is alive
-// on this engine: a live one may be building on them. It removes the leftovers of dead
-// sessions first (SweepLeftovers' rule). alive names a live session's resource when
-// there is one (then nothing shared was removed).
+// SweepShared removes dead sessions' leftovers, then, when no session but me is alive on
+// the engine, the build steps that name no process (and beneath them those no other
+// image needs). alive names a live session's resource when one stopped it.
 func SweepShared(ctx context.Context, me Owner) (removed []string, alive string, err error) {
 	cli, err := dockerClient(ctx)
 	if err != nil {
@@ -150,9 +139,8 @@ func SweepShared(ctx context.Context, me Owner) (removed []string, alive string,
 	return removed, "", errors.Join(errs...)
 }
 
-// KillSession sends SIGKILL to every process whose environment holds o's SessionEnv
-// (whatever its process group: a server's children moved to their own group keep it)
-// and waits until none is left, within at most; it returns one line per process.
+// KillSession kills every process whose environment holds o's SessionEnv, whatever its
+// group, and waits until none is left, within at most; one line per process.
 func KillSession(o Owner, within time.Duration) ([]string, error) {
 	want := []byte(o.sessionEnv())
 	return killAll(o.String(), within, func() []int {
@@ -163,10 +151,8 @@ func KillSession(o Owner, within time.Duration) ([]string, error) {
 	})
 }
 
-// KillGroups sends SIGKILL to every process of the groups given that is still theirs,
-// and waits until none runs, within at most; it returns one line per process. A group
-// whose number a later process took as its own (its leader alive with another start
-// time) is another's now, and left alone.
+// KillGroups kills every process of groups, and waits until none runs, within at most;
+// one line per process. A group whose leader's pid now has another start is left alone.
 func KillGroups(groups []Group, within time.Duration) ([]string, error) {
 	ours := map[string]bool{}
 	for _, g := range groups {
