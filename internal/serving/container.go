@@ -323,9 +323,8 @@ func (s *containerServer) watched() watchedState {
 	return s.seen
 }
 
-// Died says why the container ended while the row ran: its engine went away (an engine
-// restart stops its containers), someone else stopped it, or it exited (its code, and
-// whether the kernel OOM-killed it).
+// Died says why the container ended while the row ran: its engine went away, someone
+// else stopped it, or it exited (its code, whether OOM-killed).
 func (s *containerServer) Died(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -333,8 +332,7 @@ func (s *containerServer) Died(ctx context.Context) error {
 		return nil
 	}
 	w := s.watched()
-	// A kill the run did not send is a docker stop, or the engine shutting down: the
-	// engine's own end follows within seconds, and is the cause to report.
+	// A kill the run did not send may be the engine shutting down: report its end instead.
 	for wait := time.Now().Add(killSettles); w.killedBy != "" && w.lost.IsZero() && time.Now().Before(wait); {
 		time.Sleep(100 * time.Millisecond)
 		w = s.watched()
@@ -428,9 +426,8 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 func (s *containerServer) Runtime() string     { return "container" }
 func (s *containerServer) ContainerID() string { return s.c.GetContainerID() }
 
-// Stop stops the container (SIGTERM, SIGKILL after a grace period), completes its log,
-// removes it, and records the command with the container's exit code. A second call does
-// nothing. Removal goes on even when ctx is already cancelled.
+// Stop stops the container (SIGTERM, SIGKILL after stopGrace), completes its log,
+// removes it even when ctx is cancelled, and records it; a second call does nothing.
 func (s *containerServer) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -483,8 +480,7 @@ func (s *containerServer) terminate(ctx context.Context) (code int, oomKilled bo
 	return code, oomKilled, errors.Join(errs...)
 }
 
-// removeOutlivingEngine removes a job's container, trying again while the engine comes
-// back (a restart can end the job, and refuse the first removal, while it shuts down).
+// removeOutlivingEngine removes a job's container, again while a restarting engine comes back.
 func removeOutlivingEngine(ctx context.Context, cli *testcontainers.DockerClient, ct testcontainers.Container) {
 	if ct == nil {
 		return
@@ -500,8 +496,7 @@ func removeOutlivingEngine(ctx context.Context, cli *testcontainers.DockerClient
 	}
 }
 
-// engineBackWithin is how long removing a server waits for an engine that does not answer
-// (one that restarts comes back within seconds), so that a restart leaves no container.
+// engineBackWithin is how long a removal waits for an engine that restarts (seconds, as a rule).
 const engineBackWithin = 90 * time.Second
 
 // waitForEngine returns once the engine answers a ping, or an error after within.
@@ -527,8 +522,8 @@ func (s *containerServer) close() {
 	s.cli.Close()
 }
 
-// runContainer runs c to completion in a container of the image (or until ctx ends),
-// records it, and removes the container whatever happens.
+// runContainer runs c to completion (or until ctx ends), records it, and removes the
+// container whatever happens.
 func runContainer(ctx context.Context, c Command, log string, o options) (schema.CommandRecord, error) {
 	began := time.Now()
 	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Log: log, Start: began.UTC(), ExitCode: -1}
@@ -540,8 +535,7 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 		}
 		return rec, o.record(rec, err)
 	}
-	// The log exists from the start: a job stopped before its container ran (an
-	// interrupt, the engine gone) still has the log its record names.
+	// The log exists from the start: a job stopped before it ran still has its log.
 	f, err := os.Create(log)
 	if err != nil {
 		return finish(err)
@@ -566,23 +560,18 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 	if d, ok := ctx.Deadline(); ok {
 		deadline = time.Until(d)
 	}
-	// The log streams into the file while the job runs (a long build shows progress),
-	// then is replaced by the container's whole log.
+	// The log streams while the job runs (a long build shows progress), then is rewritten.
 	ct, err := runOnHostNetwork(ctx, o.container.Image.ID, append(r.opts(stdlog.New(io.Discard, "", 0)),
 		testcontainers.WithLogConsumers(lf),
 		testcontainers.WithWaitStrategyAndDeadline(deadline, wait.ForExit().WithPollInterval(50*time.Millisecond)))...)
-	// Removal goes on even when ctx is cancelled: nothing is left behind. A long job (a
-	// native batch preloaded beside the server) may outlive an engine restart: its
-	// container is removed once the engine answers again.
+	// Removal goes on when ctx is cancelled, and after an engine restart a long job (a
+	// native batch beside the server) may outlive.
 	bg := context.WithoutCancel(ctx)
 	defer removeOutlivingEngine(bg, cli, ct)
 	if ct != nil {
 		if err != nil {
-			// Cut before it exited (ctx ended, or the wait failed): it stops now, as a cut
-			// process job is killed, so that its whole log is read once it can write no
-			// more. Read while it still ran, the log would miss what it went on to write
-			// to the files it shares with the row (a batch's report naming replays whose
-			// log lines came after the read).
+			// Cut before it exited: it stops now, so that its log is read once it can write
+			// no more (else a batch's report could name replays the log lacks).
 			now := time.Duration(0)
 			if serr := ct.Stop(bg, &now); serr != nil && !cerrdefs.IsNotFound(serr) {
 				err = fmt.Errorf("%w (stopping it: %v)", err, serr)
@@ -614,14 +603,10 @@ func shortID(id string) string {
 	return id
 }
 
-// runOnHostNetwork is testcontainers.Run for a container on the host's network, with
-// nothing else attached. testcontainers attaches every container it creates to its
-// default network unless that network is the engine's "bridge"; on an engine started
-// with "bridge": "none" (the H200 device's, and hardened hosts') it creates a bridge
-// network of its own and attaches the container to it, whatever the HostConfig says,
-// and starting the container then fails. Naming "host" as the provider's default bridge
-// network makes testcontainers attach nothing: the container is on the host network
-// alone, on every engine.
+// runOnHostNetwork is testcontainers.Run on the host network alone. testcontainers
+// attaches every container to its default network unless that is the engine's
+// "bridge"; on an engine with "bridge": "none" (the H200 device's) it creates one of its
+// own, and the start fails. Naming "host" the default bridge network attaches nothing.
 func runOnHostNetwork(ctx context.Context, image string, opts ...testcontainers.ContainerCustomizer) (*testcontainers.DockerContainer, error) {
 	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: image}, Started: true}
 	for _, opt := range opts {
@@ -629,7 +614,7 @@ func runOnHostNetwork(ctx context.Context, image string, opts ...testcontainers.
 			return nil, fmt.Errorf("customize: %w", err)
 		}
 	}
-	popts := []testcontainers.DockerProviderOption{testcontainers.WithDefaultBridgeNetwork(hostNetwork)}
+	popts := []testcontainers.DockerProviderOption{testcontainers.WithDefaultBridgeNetwork("host")}
 	if req.Logger != nil {
 		popts = append(popts, testcontainers.WithLogger(req.Logger))
 	}
@@ -638,11 +623,8 @@ func runOnHostNetwork(ctx context.Context, image string, opts ...testcontainers.
 		return nil, dockerUnreachable(err)
 	}
 	defer provider.Close()
-	// The create call is not cut by ctx: cut mid-call, the engine may still create the
-	// container while the client gets no id for it, and a container nothing knows of is
-	// left behind ("Created", never removed: an interrupt while a native batch was
-	// starting, TestInterruptAtEveryStage). Once created, ctx decides whether it starts;
-	// the caller removes it either way.
+	// Create is not cut by ctx: cut mid-call, the engine may create a container whose id
+	// the client never gets (TestInterruptAtEveryStage). ctx decides whether it starts.
 	ctr, err := provider.CreateContainer(context.WithoutCancel(ctx), req.ContainerRequest)
 	var c *testcontainers.DockerContainer
 	if ctr != nil {
@@ -661,6 +643,3 @@ func runOnHostNetwork(ctx context.Context, image string, opts ...testcontainers.
 	}
 	return c, nil
 }
-
-// hostNetwork is the engine's host network, which every engine has.
-const hostNetwork = "host"

@@ -32,10 +32,8 @@ type BuildContext struct {
 	Dir string
 }
 
-// CopySources lists the sources of the Dockerfile's COPY and ADD instructions that read
-// the build context, in order and without repeats: not those copying from another stage
-// or image (--from=), URLs, or heredocs. A source that names a build argument ($VAR)
-// cannot be resolved before the build and is an error.
+// CopySources lists the build-context sources of the Dockerfile's COPY and ADD lines, in
+// order, once each (not --from=, URLs or heredocs); a $VAR source is an error.
 func CopySources(dockerfile string) ([]string, error) {
 	f, err := os.Open(dockerfile)
 	if err != nil {
@@ -210,8 +208,8 @@ func contextRoot(dockerfile string, srcs, roots []string) (string, error) {
 		dockerfile, strings.Join(srcs, ", "), strings.Join(tried, "; "))
 }
 
-// copyInto copies the regular file src to dst (making its folder), keeping its mode, and
-// returns its size and sha256. Symlinks are followed: the context holds their targets.
+// copyInto copies the regular file src (links followed) to dst with its mode, and
+// returns its size and sha256.
 func copyInto(src, dst string) (schema.ContextFile, error) {
 	in, err := os.Open(src)
 	if err != nil {

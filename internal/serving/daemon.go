@@ -16,9 +16,8 @@ import (
 	"qualkit/internal/schema"
 )
 
-// Docker reports the daemon that testcontainers connects to, or an error that says what was
-// tried and how to start dockerd. testcontainers resolves the daemon once per process and
-// keeps the answer, a failure included: start dockerd before the first call.
+// Docker reports the daemon testcontainers connects to, or how to start dockerd.
+// testcontainers resolves it once per process, a failure included.
 func Docker(ctx context.Context) (schema.DaemonInfo, error) {
 	return withEngine(ctx, func(cli *testcontainers.DockerClient) (schema.DaemonInfo, error) { return daemonInfo(ctx, cli) })
 }
@@ -93,9 +92,8 @@ func safeClient(ctx context.Context) (*testcontainers.DockerClient, error) {
 	return dockerClient(ctx)
 }
 
-// checkReaperOff refuses to start anything with testcontainers' reaper on (its image
-// cannot be pulled here, and qualkit removes what it starts itself), or with an image
-// name prefix that would turn local image names into pulls.
+// checkReaperOff refuses testcontainers' reaper (its image cannot be pulled here) and an
+// image name prefix (it would turn local names into pulls).
 func checkReaperOff() error {
 	cfg := testcontainers.ReadConfig()
 	if !cfg.RyukDisabled {

@@ -18,21 +18,17 @@ import (
 	"qualkit/internal/schema"
 )
 
-// ImageSpec is the image a family runs in: built here from a Dockerfile and a context
-// folder, or Ref, an image already present locally (it is never pulled).
+// ImageSpec is the image a family runs in: built from a Dockerfile, or Ref, present
+// locally (never pulled).
 type ImageSpec struct {
 	Dockerfile string // path of the Dockerfile, inside Context; default Context/Dockerfile
 	Context    string
 	Ref        string
-	// Paths maps host paths to where the image holds the same files (a program the
-	// Dockerfile copies in): commands that name them run the image's copy.
+	// Paths maps host paths to the image's copies of them: commands run those.
 	Paths map[string]string
-	// CopyRoots, when set, replace Context: the image is built from a context staged with
-	// exactly the files the Dockerfile's COPY and ADD lines name, taken from the first of
-	// these folders that holds them all (StageContext). No .dockerignore is read.
+	// CopyRoots, when set, replace Context: the context is staged (StageContext).
 	CopyRoots []string
-	// BuildArgs are the build's --build-arg values; a FROM naming one is checked like any
-	// other base image (present locally, never pulled).
+	// BuildArgs are --build-arg values; a FROM naming one is checked like any base.
 	BuildArgs map[string]string
 }
 
@@ -191,9 +187,8 @@ func build(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec
 	return img, o.record(rec, err)
 }
 
-// DockerfileBases lists the images a Dockerfile starts from, leaving out scratch and
-// earlier stages; a name built from a build argument is checked with the value given
-// (args), and left out only when it has none.
+// DockerfileBases lists the images a Dockerfile starts from (not scratch nor earlier
+// stages), build arguments expanded from args; one without a value is left out.
 func DockerfileBases(path string, args map[string]string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
