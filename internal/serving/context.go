@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -138,41 +139,39 @@ func StageContext(dockerfile string, roots []string, dir string) (BuildContext, 
 		return BuildContext{}, err
 	}
 	bc := BuildContext{ImageContext: schema.ImageContext{Dockerfile: dockerfile, Root: root, Sources: srcs}, Dir: dir}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
-	}
-	var files []string
-	for _, src := range srcs {
-		matches, _ := filepath.Glob(filepath.Join(root, filepath.FromSlash(src)))
-		for _, m := range matches {
-			err := filepath.WalkDir(m, func(p string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
+	files := map[string]bool{}
+	stage := func() error {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+		for _, src := range srcs {
+			matches, _ := filepath.Glob(filepath.Join(root, filepath.FromSlash(src)))
+			for _, m := range matches {
+				err := filepath.WalkDir(m, func(p string, d fs.DirEntry, err error) error {
+					if err != nil || d.IsDir() {
+						return err
+					}
+					rel, err := filepath.Rel(root, p)
+					files[rel] = true
 					return err
-				}
-				rel, err := filepath.Rel(root, p)
+				})
 				if err != nil {
 					return err
 				}
-				if !slices.Contains(files, rel) {
-					files = append(files, rel)
-				}
-				return nil
-			})
-			if err != nil {
-				return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
 			}
 		}
-	}
-	slices.Sort(files)
-	for _, rel := range files {
-		cf, err := copyInto(filepath.Join(root, rel), filepath.Join(dir, rel))
-		if err != nil {
-			return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
+		for _, rel := range slices.Sorted(maps.Keys(files)) {
+			cf, err := copyInto(filepath.Join(root, rel), filepath.Join(dir, rel))
+			if err != nil {
+				return err
+			}
+			cf.Path = filepath.ToSlash(rel)
+			bc.Files = append(bc.Files, cf)
 		}
-		cf.Path = filepath.ToSlash(rel)
-		bc.Files = append(bc.Files, cf)
+		_, err := copyInto(dockerfile, filepath.Join(dir, StagedDockerfile))
+		return err
 	}
-	if _, err := copyInto(dockerfile, filepath.Join(dir, StagedDockerfile)); err != nil {
+	if err := stage(); err != nil {
 		return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
 	}
 	bc.SHA256 = bc.ListSHA256()

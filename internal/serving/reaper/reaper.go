@@ -93,26 +93,23 @@ func Start(program string) (*Reaper, error) {
 
 // TrackGroup has the reaper kill what is left of g when this process ends
 // (serving.GroupTracker). Nil-safe.
-func (r *Reaper) TrackGroup(g serving.Group) {
+func (r *Reaper) TrackGroup(g serving.Group) { r.send(fmt.Sprintf("group %d %s", g.ID, g.Start)) }
+
+// Remove has the reaper remove path if it is still there when this process ends. Nil-safe.
+func (r *Reaper) Remove(path string) {
+	if path != "" && !strings.ContainsAny(path, "\n") {
+		r.send("remove " + path)
+	}
+}
+
+func (r *Reaper) send(line string) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pipe != nil {
-		fmt.Fprintf(r.pipe, "group %d %s\n", g.ID, g.Start)
-	}
-}
-
-// Remove has the reaper remove path if it is still there when this process ends. Nil-safe.
-func (r *Reaper) Remove(path string) {
-	if r == nil || path == "" || strings.ContainsAny(path, "\n") {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pipe != nil {
-		fmt.Fprintf(r.pipe, "remove %s\n", path)
+		fmt.Fprintln(r.pipe, line)
 	}
 }
 
