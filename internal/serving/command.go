@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -75,7 +76,7 @@ func runProcess(ctx context.Context, c Command, log string, o options) (schema.C
 	}
 	if err != nil {
 		rec.Error = err.Error()
-		err = fmt.Errorf("%s exited %d: %w; log %s:\n%s", baseName(c.Args[0]), rec.ExitCode, err, log, TailFile(log, 2000))
+		err = fmt.Errorf("%s exited %d: %w; log %s:\n%s", filepath.Base(c.Args[0]), rec.ExitCode, err, log, TailFile(log, 2000))
 	}
 	return rec, o.record(rec, err)
 }
@@ -191,11 +192,4 @@ func TailFile(path string, n int64) string {
 		return ""
 	}
 	return strings.TrimSpace(string(buf))
-}
-
-func baseName(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[i+1:]
-	}
-	return p
 }

@@ -531,7 +531,7 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 		rec.WallS = time.Since(began).Seconds()
 		if err != nil {
 			rec.Error = err.Error()
-			err = fmt.Errorf("%s in container %s exited %d: %w; log %s:\n%s", baseName(c.Args[0]), shortID(o.container.Image.ID), rec.ExitCode, err, log, TailFile(log, 2000))
+			err = fmt.Errorf("%s in container %s exited %d: %w; log %s:\n%s", filepath.Base(c.Args[0]), shortID(o.container.Image.ID), rec.ExitCode, err, log, TailFile(log, 2000))
 		}
 		return rec, o.record(rec, err)
 	}
