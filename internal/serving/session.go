@@ -46,16 +46,10 @@ func RemoveSession(ctx context.Context, o Owner) ([]string, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("remove %s: %w", o, err))
 	}
-	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter()})
+	gone, err := removeLabelled(ctx, cli, managedFilter(), func(img image.Summary) (string, bool) { return "", o.owns(img.Labels) })
+	removed = append(removed, gone...)
 	if err != nil {
-		return removed, errors.Join(append(errs, fmt.Errorf("remove %s: list images: %w", o, err))...)
-	}
-	gone, err := removeImages(ctx, cli, slices.DeleteFunc(imgs.Items, func(img image.Summary) bool { return !o.owns(img.Labels) }))
-	for _, img := range gone {
-		removed = append(removed, describeImage(img))
-	}
-	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("remove %s: %w", o, err))
 	}
 	if _, err := cli.VolumeRemove(ctx, presenceName(o), client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("remove volume %s: %w", presenceName(o), err))

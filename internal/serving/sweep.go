@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,21 +138,8 @@ func sweepLeftovers(ctx context.Context, cli *testcontainers.DockerClient, curre
 	if err != nil {
 		errs = append(errs, fmt.Errorf("sweep: %w", err))
 	}
-	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter()})
-	if err != nil {
-		return removed, errors.Join(append(errs, fmt.Errorf("sweep: list images: %w", err))...)
-	}
-	var dead []image.Summary
-	reasons := map[string]string{}
-	for _, img := range imgs.Items {
-		if reason, ok := why(img.Labels, img.Created); ok {
-			dead, reasons[img.ID] = append(dead, img), reason
-		}
-	}
-	gone, err := removeImages(ctx, cli, dead)
-	for _, img := range gone {
-		removed = append(removed, describeImage(img)+": "+reasons[img.ID])
-	}
+	gone, err := removeLabelled(ctx, cli, managedFilter(), func(img image.Summary) (string, bool) { return why(img.Labels, img.Created) })
+	removed = append(removed, gone...)
 	var kept *keptImages
 	if err != nil && !errors.As(err, &kept) { // an image a container still uses stays
 		errs = append(errs, fmt.Errorf("sweep: %w", err))
@@ -202,6 +188,28 @@ func removeContainers(ctx context.Context, cli *testcontainers.DockerClient, fil
 		removed = append(removed, line)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// removeLabelled removes the images filter selects that why accepts (removeImages), one
+// line each: what it was, then why said so.
+func removeLabelled(ctx context.Context, cli *testcontainers.DockerClient, filter client.Filters, why func(image.Summary) (string, bool)) ([]string, error) {
+	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: filter})
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	var these []image.Summary
+	reasons := map[string]string{}
+	for _, img := range imgs.Items {
+		if reason, ok := why(img); ok {
+			these, reasons[img.ID] = append(these, img), reason
+		}
+	}
+	gone, err := removeImages(ctx, cli, these)
+	var removed []string
+	for _, img := range gone {
+		removed = append(removed, strings.TrimSuffix(describeImage(img)+": "+reasons[img.ID], ": "))
+	}
+	return removed, err
 }
 
 // removeImages removes imgs, children first, each alone (no PruneChildren, no force): the
@@ -269,11 +277,7 @@ func RemoveRunImages(ctx context.Context, runID string) error {
 }
 
 func removeRunImages(ctx context.Context, cli *testcontainers.DockerClient, runID string) error {
-	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter(LabelRun + "=" + runID)})
-	if err != nil {
-		return fmt.Errorf("remove images of run %s: %w", runID, err)
-	}
-	if _, err := removeImages(ctx, cli, slices.DeleteFunc(imgs.Items, func(img image.Summary) bool { return !Self().owns(img.Labels) })); err != nil {
+	if _, err := removeLabelled(ctx, cli, managedFilter(LabelRun+"="+runID), func(img image.Summary) (string, bool) { return "", Self().owns(img.Labels) }); err != nil {
 		return fmt.Errorf("remove images of run %s: %w", runID, err)
 	}
 	removeProcessSteps(ctx, cli)
@@ -289,13 +293,9 @@ func removeProcessSteps(ctx context.Context, cli *testcontainers.DockerClient) {
 		return // a build is in flight: the process's end removes them (RemoveSession)
 	}
 	defer processSteps.Unlock()
-	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter(LabelPID + "=" + strconv.Itoa(Self().PID))})
-	if err != nil {
-		return
-	}
-	removeImages(ctx, cli, slices.DeleteFunc(imgs.Items, func(img image.Summary) bool {
-		return img.Labels[LabelRun] != "" || tagged(img) || !Self().owns(img.Labels)
-	}))
+	removeLabelled(ctx, cli, managedFilter(LabelPID+"="+strconv.Itoa(Self().PID)), func(img image.Summary) (string, bool) {
+		return "", img.Labels[LabelRun] == "" && !tagged(img) && Self().owns(img.Labels)
+	})
 }
 
 // RemoveRunContainers force-removes this process's containers and images of runID: a run
