@@ -103,7 +103,8 @@ func startProcess(ctx context.Context, c Command, log string, o options) (*exec.
 		return nil, nil, fmt.Errorf("start %s: %w", c.Args[0], err)
 	}
 	if o.groups != nil {
-		o.groups.TrackGroup(groupOf(cmd.Process.Pid))
+		start, _ := processStart(cmd.Process.Pid)
+		o.groups.TrackGroup(Group{ID: cmd.Process.Pid, Start: start})
 	}
 	return cmd, logf, nil
 }
@@ -124,11 +125,6 @@ func killGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 type Group struct {
 	ID    int
 	Start string
-}
-
-func groupOf(leader int) Group {
-	start, _ := processStart(leader)
-	return Group{ID: leader, Start: start}
 }
 
 // GroupTracker learns of every process group Run and Start create, for the reaper: a

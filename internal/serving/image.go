@@ -83,7 +83,7 @@ func BuildTagged(ctx context.Context, spec ImageSpec, tag, buildLog string) (Ima
 		return Image{}, err
 	}
 	defer cli.Close()
-	return build(ctx, cli, spec, tag, nil, buildLog, newOptions(nil))
+	return build(ctx, cli, spec, tag, nil, buildLog, options{})
 }
 
 // build builds spec as tag with labels, its output in buildLog, from a context staged

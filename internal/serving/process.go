@@ -40,14 +40,14 @@ func startProcessServer(ctx context.Context, spec ServerSpec, o options) (Server
 	c := spec.Cmd
 	c.Env = append(o.processTempEnv(), append(c.Env, o.processGPUEnv()...)...)
 	start := time.Now()
+	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC()}
 	// The server must outlive the stage's context: it is stopped explicitly.
 	cmd, logf, err := startProcess(context.WithoutCancel(ctx), c, spec.Log, o)
 	if err != nil {
-		rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC(), ExitCode: -1, Error: err.Error()}
+		rec.ExitCode, rec.Error = -1, err.Error()
 		return nil, o.record(rec, err)
 	}
-	s := &processServer{cmd: cmd, logf: logf, exited: make(chan struct{}), served: served{url: spec.URL(), o: o, began: start,
-		rec: schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC()}}}
+	s := &processServer{cmd: cmd, logf: logf, exited: make(chan struct{}), served: served{url: spec.URL(), o: o, began: start, rec: rec}}
 	go func() { s.waitErr = cmd.Wait(); close(s.exited) }()
 	if err := waitReady(ctx, s.url, spec.Ready, s.exited); err != nil {
 		s.Stop(context.Background())
