@@ -4,12 +4,13 @@
 package runs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,7 +49,7 @@ func Read(dir string) (*Run, error) {
 			r.Clocks[name] = c
 		}
 	}
-	sort.Slice(r.Rows, func(i, j int) bool { return r.Rows[i].Row < r.Rows[j].Row })
+	slices.SortFunc(r.Rows, func(a, b schema.Result) int { return cmp.Compare(a.Row, b.Row) })
 	return r, nil
 }
 
@@ -98,23 +99,19 @@ func List(root string) ([]*Run, error) {
 		}
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Info.Started.Equal(out[j].Info.Started) {
-			return out[i].Info.Started.After(out[j].Info.Started)
-		}
-		return out[i].Info.RunID > out[j].Info.RunID
+	slices.SortFunc(out, func(a, b *Run) int {
+		return cmp.Or(b.Info.Started.Compare(a.Info.Started), cmp.Compare(b.Info.RunID, a.Info.RunID))
 	})
 	return out, nil
 }
 
 // Row returns the run's row of that name.
 func (r *Run) Row(name string) (schema.Result, bool) {
-	for _, res := range r.Rows {
-		if res.Row == name {
-			return res, true
-		}
+	i := slices.IndexFunc(r.Rows, func(res schema.Result) bool { return res.Row == name })
+	if i < 0 {
+		return schema.Result{}, false
 	}
-	return schema.Result{}, false
+	return r.Rows[i], true
 }
 
 // Commit is the harness commit, marked when the tree was not clean.
