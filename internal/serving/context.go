@@ -36,13 +36,12 @@ type BuildContext struct {
 // CopySources lists the build-context sources of the Dockerfile's COPY and ADD lines, in
 // order, once each (not --from=, URLs or heredocs); a $VAR source is an error.
 func CopySources(dockerfile string) ([]string, error) {
-	f, err := os.Open(dockerfile)
+	ins, err := instructions(dockerfile)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var out []string
-	for _, in := range instructions(f) {
+	for _, in := range ins {
 		fields := strings.Fields(in.text)
 		if len(fields) == 0 {
 			continue
@@ -96,13 +95,18 @@ type instruction struct {
 	text string
 }
 
-// instructions joins a Dockerfile's continuation lines (a trailing backslash) and drops
-// comments and blank lines.
-func instructions(r io.Reader) []instruction {
+// instructions reads a Dockerfile, its continuation lines (a trailing backslash) joined,
+// comments and blank lines dropped.
+func instructions(dockerfile string) ([]instruction, error) {
+	f, err := os.Open(dockerfile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	var out []instruction
 	var cur strings.Builder
 	start := 0
-	sc := bufio.NewScanner(r)
+	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -123,7 +127,7 @@ func instructions(r io.Reader) []instruction {
 	if cur.Len() > 0 {
 		out = append(out, instruction{start, strings.TrimSpace(cur.String())})
 	}
-	return out
+	return out, sc.Err()
 }
 
 // StageContext lays out in dir (which must not exist) every file dockerfile's COPY and

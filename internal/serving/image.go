@@ -190,14 +190,13 @@ func build(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec
 // DockerfileBases lists the images a Dockerfile starts from (not scratch nor earlier
 // stages), build arguments expanded from args; one without a value is left out.
 func DockerfileBases(path string, args map[string]string) ([]string, error) {
-	f, err := os.Open(path)
+	ins, err := instructions(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	stages := map[string]bool{}
 	var bases []string
-	for _, in := range instructions(f) {
+	for _, in := range ins {
 		fields := strings.Fields(in.text)
 		if len(fields) < 2 || !strings.EqualFold(fields[0], "FROM") {
 			continue
