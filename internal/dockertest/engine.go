@@ -47,9 +47,7 @@ func Start(t testing.TB) *Engine {
 	e.log, err = os.Create(filepath.Join(dir, "dockerd.log"))
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		if err := e.stop(); err != nil {
-			t.Errorf("stop the test's engine: %v", err)
-		}
+		e.stop()
 		e.log.Close()
 		if t.Failed() {
 			t.Logf("the test engine's log:\n%s", serving.TailFile(e.log.Name(), 3000))
@@ -95,21 +93,17 @@ func (e *Engine) start() error {
 
 // stop ends dockerd (SIGTERM: it stops its containers and unmounts what it mounted) and
 // waits until it exited (go test's -timeout bounds it).
-func (e *Engine) stop() error {
-	if e.cmd == nil || e.cmd.Process == nil {
-		return nil
+func (e *Engine) stop() {
+	if e.cmd != nil && e.cmd.Process != nil {
+		e.cmd.Process.Signal(syscall.SIGTERM)
+		<-e.exited
+		e.cmd = nil
 	}
-	e.cmd.Process.Signal(syscall.SIGTERM)
-	<-e.exited
-	e.cmd = nil
-	return nil
 }
 
 // Restart stops the engine and starts it again on the same data.
 func (e *Engine) Restart() error {
-	if err := e.stop(); err != nil {
-		return err
-	}
+	e.stop()
 	return e.start()
 }
 

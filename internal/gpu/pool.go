@@ -8,14 +8,10 @@ import (
 	"time"
 )
 
-// Pool hands a host's GPUs to the rows of one run: each row leases the GPUs it needs, by
-// UUID, for its whole life (build, correctness, serving, native Task), and no other row
-// gets them until it releases them, unless both rows say they may share. Rows without a
-// GPU lease one of CPURows slots instead, so that CPU rows keep their own limit. Acquire
-// blocks until the lease fits; it never hands out a GPU twice.
-//
-// Every lease is kept after its release, so a row can say which other rows ran beside it
-// (Beside): its timing columns are honest only next to that list.
+// Pool hands a host's GPUs to the rows of one run: a row leases its GPUs for its whole
+// life, and no other row gets them until it releases them, unless both may share. A CPU
+// row leases one of the CPU slots. Every lease is kept after its release, so a row can
+// say which rows ran beside it (Beside): its timings are honest only next to that list.
 type Pool struct {
 	mu       sync.Mutex
 	devices  []Device
@@ -37,8 +33,7 @@ type Lease struct {
 	pool    *Pool
 }
 
-// Neighbour is a row whose lease overlapped another's life: its GPUs by UUID (none for a
-// CPU row) and when it held them.
+// Neighbour is a row whose lease overlapped another's: its GPUs and when it held them.
 type Neighbour struct {
 	Row   string    `json:"row"`
 	GPUs  []string  `json:"gpus,omitempty"`
@@ -46,15 +41,13 @@ type Neighbour struct {
 	End   time.Time `json:"end,omitzero"` // zero: still running when this list was made
 }
 
-// NewPool makes a pool of the devices a reading found, with cpuSlots rows without a GPU
-// at a time (at least 1).
+// NewPool makes a pool of devices with cpuSlots (at least 1) CPU rows at a time.
 func NewPool(devices []Device, cpuSlots int) *Pool {
 	return &Pool{devices: slices.Clone(devices), cpuSlots: max(cpuSlots, 1), holders: map[string][]*Lease{},
 		changed: make(chan struct{}), now: time.Now}
 }
 
-// SetDevices gives a pool made without devices the host's GPUs (a run reads them only
-// once a row needs one). A pool that has devices keeps them.
+// SetDevices gives a pool made without devices the host's GPUs; one that has some keeps them.
 func (p *Pool) SetDevices(devices []Device) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -63,11 +56,9 @@ func (p *Pool) SetDevices(devices []Device) {
 	}
 }
 
-// Acquire leases what row needs: n.Count GPUs that meet n, or one CPU slot when n is zero.
-// It waits while the fitting GPUs are held by other rows, and fails at once when the host
-// has too few fitting GPUs to ever satisfy n (the ShortageError names each rejection).
-// When it has to wait, it calls onWait (if not nil) once with the rows holding what it
-// needs.
+// Acquire leases n.Count GPUs that meet n, or a CPU slot when n is zero, waiting while
+// other rows hold them; it fails at once (ShortageError) when the host can never satisfy
+// n. When it has to wait, it calls onWait (if not nil) once with the rows holding leases.
 func (p *Pool) Acquire(ctx context.Context, row string, n Needs, share bool, onWait func(holders []string)) (*Lease, error) {
 	var matching []Device // the host's GPUs that meet n, by index
 	if n != (Needs{}) {
@@ -85,16 +76,11 @@ func (p *Pool) Acquire(ctx context.Context, row string, n Needs, share bool, onW
 	}
 	for waited := false; ; waited = true {
 		p.mu.Lock()
-		if l := p.tryLease(row, n.Count, share, matching); l != nil {
-			p.mu.Unlock()
+		l, wait, holders := p.tryLease(row, n.Count, share, matching), p.changed, p.liveRows()
+		p.mu.Unlock()
+		if l != nil {
 			return l, nil
 		}
-		wait := p.changed
-		var holders []string
-		if !waited && onWait != nil {
-			holders = p.liveRows()
-		}
-		p.mu.Unlock()
 		if !waited && onWait != nil {
 			onWait(holders)
 		}
@@ -106,8 +92,7 @@ func (p *Pool) Acquire(ctx context.Context, row string, n Needs, share bool, onW
 	}
 }
 
-// Wanted says what a row with these needs waits for in a pool: its GPUs, or a CPU row
-// slot when it needs none.
+// Wanted says what a row with these needs waits for in a pool.
 func (n Needs) Wanted() string {
 	if n == (Needs{}) {
 		return "a CPU row slot"
@@ -188,9 +173,8 @@ func (l *Lease) UUIDs() []string {
 	return out
 }
 
-// Beside lists the other rows whose leases overlapped this one's life so far, in the
-// order they started. Call it once the lease is released, so that two rows' lists agree:
-// A lists B exactly when B lists A.
+// Beside lists the other rows whose leases overlapped this one so far, in start order.
+// Called once the lease is released, A lists B exactly when B lists A.
 func (l *Lease) Beside() []Neighbour {
 	p := l.pool
 	p.mu.Lock()

@@ -10,6 +10,16 @@ import (
 	"time"
 )
 
+// ErrNoDriver means NVML could not be loaded: go-nvml dlopens libnvidia-ml.so.1, which
+// the driver installs.
+var ErrNoDriver = errors.New("libnvidia-ml.so.1 not found: no NVIDIA driver on this host; " +
+	"GPU discovery needs the NVIDIA driver installed on the host " +
+	"(inside a container, the NVIDIA Container Toolkit must mount libnvidia-ml.so.1)")
+
+// ErrDriverNotLoaded means libnvidia-ml.so.1 is present but the kernel driver is not running.
+var ErrDriverNotLoaded = errors.New("libnvidia-ml.so.1 loaded but the NVIDIA kernel driver is not running on this host; " +
+	"GPU discovery needs the nvidia kernel module loaded (nvidia-smi must work)")
+
 // Exit codes of the gpuread program beside 0 (a reading on stdout) and 1 (any other
 // failure, explained on stderr).
 const (

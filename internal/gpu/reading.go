@@ -8,8 +8,7 @@ import (
 	"io"
 )
 
-// Reading is what NVML reported about this host's GPUs at one moment. It is
-// written to the evidence folder as JSON, so its tags are part of the format.
+// Reading is what NVML reported of this host's GPUs at one moment; its JSON is evidence.
 type Reading struct {
 	NVMLVersion   string `json:"nvml_version"`
 	DriverVersion string `json:"driver_version"`
@@ -20,8 +19,7 @@ type Reading struct {
 	Devices           []Device `json:"devices"`
 }
 
-// Device is one GPU of a Reading. UUID is the identity the harness uses to
-// pin a container to a GPU; Index is NVML's enumeration order on this host.
+// Device is one GPU of a Reading; UUID pins it, Index is NVML's order on this host.
 type Device struct {
 	Index            int    `json:"index"`
 	Name             string `json:"name"`
@@ -37,10 +35,8 @@ type Device struct {
 	SMClockMaxMHz uint32 `json:"sm_clock_max_mhz,omitempty"`
 }
 
-// ParseReading loads a Reading written by Reading.JSON (or any JSON of the
-// same shape). It is strict: unknown fields, trailing data and readings that
-// fail Validate are errors, because a silently misread fixture would make
-// selection tests pass for the wrong reason.
+// ParseReading loads a Reading's JSON strictly (unknown fields, trailing data and a
+// reading that fails Validate are errors): a misread fixture would pass tests wrongly.
 func ParseReading(data []byte) (Reading, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -60,8 +56,7 @@ func ParseReading(data []byte) (Reading, error) {
 	return r, nil
 }
 
-// JSON returns the reading as indented JSON with a trailing newline: the one
-// form the harness writes, so evidence files diff cleanly.
+// JSON is the reading as indented JSON with a trailing newline, the form evidence keeps.
 func (r Reading) JSON() ([]byte, error) {
 	if r.Devices == nil {
 		r.Devices = []Device{}
@@ -73,10 +68,7 @@ func (r Reading) JSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Validate reports the first inconsistency that would make the reading
-// unusable for selection: a count that disagrees with the devices, a missing
-// or repeated UUID or index, a malformed compute capability, or free memory
-// above total memory.
+// Validate reports the first inconsistency that makes the reading unusable for selection.
 func (r Reading) Validate() error {
 	if r.DriverVersion == "" {
 		return errors.New("reading: driver_version is empty")

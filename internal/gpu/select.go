@@ -1,18 +1,17 @@
 package gpu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 )
 
-// Needs is what one row asks of the host's GPUs. The zero value means the
-// row runs on CPU only: Select then picks nothing and reports no error.
+// Needs is what one row asks of the host's GPUs; zero is CPU only (Select picks nothing).
 type Needs struct {
 	Count int
-	// MinMemoryBytes is checked against total memory, not free memory:
-	// free memory is only a snapshot, and is used to rank the matches.
+	// MinMemoryBytes is checked against total memory; free memory, a snapshot, ranks matches.
 	MinMemoryBytes uint64
 	// MinComputeCapability is "major.minor", e.g. "9.0"; empty means any.
 	MinComputeCapability string
@@ -23,11 +22,9 @@ func (n Needs) String() string {
 	if n == (Needs{}) {
 		return "no GPU (CPU only)"
 	}
-	var b strings.Builder
+	s := fmt.Sprintf("%d GPUs", n.Count)
 	if n.Count == 1 {
-		b.WriteString("1 GPU")
-	} else {
-		fmt.Fprintf(&b, "%d GPUs", n.Count)
+		s = "1 GPU"
 	}
 	var with []string
 	if n.MinMemoryBytes > 0 {
@@ -37,10 +34,9 @@ func (n Needs) String() string {
 		with = append(with, "compute capability >= "+n.MinComputeCapability)
 	}
 	if len(with) > 0 {
-		b.WriteString(" with ")
-		b.WriteString(strings.Join(with, " and "))
+		s += " with " + strings.Join(with, " and ")
 	}
-	return b.String()
+	return s
 }
 
 // ErrNotEnoughGPUs is matched by errors.Is on every *ShortageError.
@@ -52,41 +48,21 @@ type Rejection struct {
 	Reasons []string
 }
 
-// ShortageError is returned by Select when fewer GPUs match than the needs
-// ask for. Its message lists every GPU of the reading with its verdict, so a
-// failed row explains itself without a second look at the host.
+// ShortageError is returned by Select when fewer GPUs match than the needs ask for. Its
+// message gives every GPU of the reading its verdict, so a failed row explains itself.
 type ShortageError struct {
 	Needs    Needs
 	Matching []Device    // in index order
 	Rejected []Rejection // in index order
+	verdicts []string    // one per GPU, in index order
 }
 
 func (e *ShortageError) Error() string {
-	var b strings.Builder
-	visible := len(e.Matching) + len(e.Rejected)
-	fmt.Fprintf(&b, "select GPUs: need %s; %d of %d visible GPUs match", e.Needs, len(e.Matching), visible)
-	if visible == 0 {
-		b.WriteString(" (the reading lists no GPU)")
-		return b.String()
+	msg := fmt.Sprintf("select GPUs: need %s; %d of %d visible GPUs match", e.Needs, len(e.Matching), len(e.verdicts))
+	if len(e.verdicts) == 0 {
+		return msg + " (the reading lists no GPU)"
 	}
-	b.WriteString(":")
-	type line struct {
-		index int
-		text  string
-	}
-	lines := make([]line, 0, visible)
-	for _, d := range e.Matching {
-		lines = append(lines, line{d.Index, describe(d) + ": matches"})
-	}
-	for _, r := range e.Rejected {
-		lines = append(lines, line{r.Device.Index, describe(r.Device) + ": " + strings.Join(r.Reasons, "; ")})
-	}
-	slices.SortFunc(lines, func(a, b line) int { return a.index - b.index })
-	for _, l := range lines {
-		b.WriteString("\n  ")
-		b.WriteString(l.text)
-	}
-	return b.String()
+	return msg + ":\n  " + strings.Join(e.verdicts, "\n  ")
 }
 
 // Is lets callers test for a shortage without naming the type.
@@ -94,11 +70,8 @@ func (e *ShortageError) Is(target error) bool {
 	return target == ErrNotEnoughGPUs
 }
 
-// Select picks n.Count GPUs of r that have at least n.MinMemoryBytes of total
-// memory and at least n.MinComputeCapability. Among the matches it prefers
-// the most free memory, then the lower index, so the same reading always
-// gives the same choice. The result is in that order; use Device.UUID to pin
-// a container. Fewer matches than asked for is a *ShortageError.
+// Select picks n.Count GPUs of r that meet n, preferring the most free memory, then the
+// lower index, in that order. Fewer matches than asked for is a *ShortageError.
 func Select(r Reading, n Needs) ([]Device, error) {
 	if n == (Needs{}) {
 		return nil, nil
@@ -118,20 +91,13 @@ func Select(r Reading, n Needs) ([]Device, error) {
 
 	chosen := slices.Clone(shortage.Matching)
 	slices.SortStableFunc(chosen, func(a, b Device) int {
-		switch {
-		case a.MemoryFreeBytes > b.MemoryFreeBytes:
-			return -1
-		case a.MemoryFreeBytes < b.MemoryFreeBytes:
-			return 1
-		}
-		return a.Index - b.Index
+		return cmp.Or(cmp.Compare(b.MemoryFreeBytes, a.MemoryFreeBytes), a.Index-b.Index)
 	})
 	return chosen[:n.Count], nil
 }
 
-// match sorts devices by index into those that meet n (Matching) and those that do not,
-// each with its reasons (Rejected): the ShortageError a caller returns when Matching
-// holds fewer than n.Count.
+// match sorts devices by index into those that meet n and those that do not: the
+// ShortageError to return when fewer than n.Count match.
 func match(devices []Device, n Needs, minCap *capability) *ShortageError {
 	devices = slices.Clone(devices)
 	slices.SortFunc(devices, func(a, b Device) int { return a.Index - b.Index })
@@ -139,16 +105,17 @@ func match(devices []Device, n Needs, minCap *capability) *ShortageError {
 	for _, d := range devices {
 		if reasons := rejectionReasons(d, n, minCap); len(reasons) > 0 {
 			shortage.Rejected = append(shortage.Rejected, Rejection{Device: d, Reasons: reasons})
+			shortage.verdicts = append(shortage.verdicts, describe(d)+": "+strings.Join(reasons, "; "))
 			continue
 		}
 		shortage.Matching = append(shortage.Matching, d)
+		shortage.verdicts = append(shortage.verdicts, describe(d)+": matches")
 	}
 	return shortage
 }
 
-// validate rejects needs that cannot come from a sane row. A zero Count with
-// other fields set is refused rather than read as CPU-only, since it most
-// likely means the row forgot its GPU count.
+// validate rejects needs no sane row has: a zero Count with other fields set is a
+// forgotten count, not CPU only.
 func (n Needs) validate() (*capability, error) {
 	if n.Count < 0 {
 		return nil, fmt.Errorf("select GPUs: needs count %d is negative", n.Count)
@@ -187,8 +154,7 @@ func describe(d Device) string {
 		d.Index, d.Name, d.UUID, formatBytes(d.MemoryTotalBytes), formatBytes(d.MemoryFreeBytes), d.ComputeCapability)
 }
 
-// formatBytes keeps the exact byte count next to the GiB figure, because a
-// rounded "80.0 GiB < 80.0 GiB" would not explain a rejection.
+// formatBytes keeps the exact count: "80.0 GiB < 80.0 GiB" would explain nothing.
 func formatBytes(n uint64) string {
 	return fmt.Sprintf("%.1f GiB (%d bytes)", float64(n)/(1<<30), n)
 }

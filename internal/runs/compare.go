@@ -11,11 +11,9 @@ import (
 	"qualkit/internal/schema"
 )
 
-// Band is how far a timing may move between two runs before it counts as a regression:
-// a change counts only when it exceeds both the relative and the absolute part. The
-// relative part scales with the workload; the absolute part is the host's own jitter,
-// which dominates millisecond requests. The defaults and the measurements behind them
-// are in docs/operations.md ("Past runs").
+// Band is how far a timing may move before it counts as a regression: beyond both the
+// relative part (the workload's scale) and the absolute part (the host's own jitter,
+// which dominates millisecond requests). docs/operations.md ("Past runs") has the data.
 type Band struct {
 	Rel float64 // fraction of run A's value
 	Ms  float64 // milliseconds
@@ -49,9 +47,8 @@ type Comparison struct {
 	A, B  *Run
 	Band  Band
 	Lines []Line
-	// Across judges timings of rows that ran on another host, runtime or GPUs, or under
-	// another host load, too; by default their timings are listed and not called
-	// regressions.
+	// Across judges timings of rows that ran on another setup (host, runtime, GPUs,
+	// load) too; by default they are listed, not judged.
 	Across bool
 	// Unlike names, per row, how the two runs' setups differ ("" when alike).
 	Unlike map[string]string
@@ -60,21 +57,27 @@ type Comparison struct {
 // Setup is where a row ran: what its timings depend on besides the code.
 func Setup(run *Run, r schema.Result) string {
 	gpus := "no GPU"
-	if r.Lease != nil && len(r.Lease.GPUs) > 0 {
-		gpus = fmt.Sprintf("%d GPU(s) %s", len(r.Lease.GPUs), strings.Join(shortGPUs(r.Lease.GPUs), ","))
+	if ids := leased(r); len(ids) > 0 {
+		gpus = fmt.Sprintf("%d GPU(s) %s", len(ids), shortGPUs(ids))
 	}
 	return fmt.Sprintf("host %s (%d CPUs), runtime %s, %s", orDash(run.Info.Hostname), run.Info.CPUs, orDash(r.Runtime), gpus)
 }
 
-func shortGPUs(ids []string) []string {
+func leased(r schema.Result) []string {
+	if r.Lease == nil {
+		return nil
+	}
+	return r.Lease.GPUs
+}
+
+// shortGPUs are the UUIDs' first 8 characters after GPU-, "-" for none.
+func shortGPUs(ids []string) string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = strings.TrimPrefix(id, "GPU-")
-		if len(out[i]) > 8 {
-			out[i] = out[i][:8]
-		}
+		out[i] = out[i][:min(8, len(out[i]))]
 	}
-	return out
+	return orDash(strings.Join(out, ","))
 }
 
 // Host load: a run's host was busy when its 1-minute load average, at the run's start or
@@ -88,8 +91,8 @@ const (
 	LoadDiffPerCPU = 0.5
 )
 
-// load is a run's highest 1-minute load average per CPU and the fraction of its CPU time
-// stolen; ok is false when run.json records no load (runs made before it did).
+// load is a run's highest 1-minute load average per CPU and the share of CPU time
+// stolen; ok is false when run.json records none.
 func (r *Run) load() (perCPU, steal float64, ok bool) {
 	l := r.Info.Load
 	if l == nil || r.Info.CPUs <= 0 {
@@ -120,8 +123,7 @@ func (r *Run) busy() bool {
 	return ok && (perCPU > BusyLoadPerCPU || steal > BusySteal)
 }
 
-// unlikeLoad says how two runs' host loads make their timings unlike ("" when alike, or
-// when either run recorded none).
+// unlikeLoad says how two runs' host loads make their timings unlike ("" if not).
 func unlikeLoad(a, b *Run) string {
 	la, _, oka := a.load()
 	lb, _, okb := b.load()
@@ -131,8 +133,7 @@ func unlikeLoad(a, b *Run) string {
 	return "host " + a.Load() + " vs " + b.Load()
 }
 
-// unlike says how two rows' setups differ: host, CPU count, runtime, GPUs and their
-// clocks, host load.
+// unlike says how two rows' setups differ ("" when alike).
 func unlike(a *Run, ra schema.Result, b *Run, rb schema.Result) string {
 	var d []string
 	if l := unlikeLoad(a, b); l != "" {
@@ -144,14 +145,7 @@ func unlike(a *Run, ra schema.Result, b *Run, rb schema.Result) string {
 	if ra.Runtime != rb.Runtime {
 		d = append(d, fmt.Sprintf("runtime %s vs %s", orDash(ra.Runtime), orDash(rb.Runtime)))
 	}
-	ga, gb := "", ""
-	if ra.Lease != nil {
-		ga = strings.Join(ra.Lease.GPUs, ",")
-	}
-	if rb.Lease != nil {
-		gb = strings.Join(rb.Lease.GPUs, ",")
-	}
-	if ga != gb {
+	if !slices.Equal(leased(ra), leased(rb)) {
 		d = append(d, "other GPUs")
 	}
 	if ca, cb := a.Clocks[ra.Row], b.Clocks[rb.Row]; ca != "" && cb != "" && ca != cb {
@@ -210,11 +204,12 @@ func (c *Comparison) compareRow(a, b schema.Result) {
 	}
 	add(st)
 
-	ia, ib := identity(a), identity(b)
-	id := Line{What: "native/HTTP pixel matches", A: ia.text, B: ib.text}
-	if ia.ok && ib.ok && ib.fraction < ia.fraction {
+	ta, fa, oka := identity(a)
+	tb, fb, okb := identity(b)
+	id := Line{What: "native/HTTP pixel matches", A: ta, B: tb}
+	if oka && okb && fb < fa {
 		id.Regression = "fewer native/HTTP pixel matches"
-	} else if ia.ok && ia.fraction == 1 && !ib.ok {
+	} else if oka && fa == 1 && !okb {
 		id.Regression = "identity was not established in run B"
 	}
 	add(id)
@@ -254,18 +249,12 @@ func (c *Comparison) compareRow(a, b schema.Result) {
 	}
 }
 
-type identityCount struct {
-	text     string
-	fraction float64
-	ok       bool
-}
-
-func identity(r schema.Result) identityCount {
+// identity is the row's native/HTTP pixel matches as text and as a fraction.
+func identity(r schema.Result) (text string, fraction float64, ok bool) {
 	if r.Identity == nil || r.Identity.Total == 0 {
-		return identityCount{text: "-"}
+		return "-", 0, false
 	}
-	return identityCount{text: fmt.Sprintf("%d/%d", r.Identity.PixelMatches, r.Identity.Total),
-		fraction: float64(r.Identity.PixelMatches) / float64(r.Identity.Total), ok: true}
+	return fmt.Sprintf("%d/%d", r.Identity.PixelMatches, r.Identity.Total), float64(r.Identity.PixelMatches) / float64(r.Identity.Total), true
 }
 
 func ms(q *schema.Quantiles, pick func(*schema.Quantiles) float64) string {
@@ -336,12 +325,9 @@ func WriteList(w io.Writer, runs []*Run) error {
 			if res.HTTP != nil {
 				p50 = fmt.Sprintf("%.1f", res.HTTP.P50)
 			}
-			gpus := "-"
-			if res.Lease != nil && len(res.Lease.GPUs) > 0 {
-				gpus = strings.Join(shortGPUs(res.Lease.GPUs), ",")
-			}
+			gpus := shortGPUs(leased(res))
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				r.Info.RunID, r.Started(), r.Commit(), host, res.Row, orDash(res.Runtime), gpus, res.Status, identity(res).text, p50)
+				r.Info.RunID, r.Started(), r.Commit(), host, res.Row, orDash(res.Runtime), gpus, res.Status, idText(res), p50)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -368,3 +354,5 @@ func (r *Run) setups() string {
 	}
 	return strings.Join(out, "; ")
 }
+
+func idText(r schema.Result) string { t, _, _ := identity(r); return t }

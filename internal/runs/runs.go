@@ -1,19 +1,16 @@
 // Package runs reads past evidence runs for people: it lists the runs under an evidence
-// root with each row's status, and compares two runs row by row (status, identity,
-// client and Task p50/p95, time per image) against a noise band, naming every
-// regression.
-//
-// It reads run.json and each row's results.json as the harness wrote them and checks
-// nothing: proving a run is the evidence checker's job (make check-evidence).
+// root, and compares two runs row by row against a noise band, naming every regression.
+// It checks nothing: proving a run is the evidence checker's job.
 package runs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,9 +23,7 @@ type Run struct {
 	Dir  string
 	Info schema.RunInfo
 	Rows []schema.Result // sorted by row name
-	// Clocks is, by row, the maximum SM clocks (MHz) of the GPUs it leased, as NVML read
-	// them at its preflight ("1980"; "1980,1755" for two): absent for a row with no GPU,
-	// or whose reading has no clocks.
+	// Clocks is, by row, the max SM clocks (MHz) of its leased GPUs at preflight ("1980,1755").
 	Clocks map[string]string
 }
 
@@ -54,7 +49,7 @@ func Read(dir string) (*Run, error) {
 			r.Clocks[name] = c
 		}
 	}
-	sort.Slice(r.Rows, func(i, j int) bool { return r.Rows[i].Row < r.Rows[j].Row })
+	slices.SortFunc(r.Rows, func(a, b schema.Result) int { return cmp.Compare(a.Row, b.Row) })
 	return r, nil
 }
 
@@ -83,9 +78,7 @@ func leasedClocks(preflight string, res schema.Result) string {
 	return strings.Join(mhz, ",")
 }
 
-// List reads every run folder directly under root (those holding a run.json), newest
-// first. Folders that are not runs are left out; a run.json that cannot be read is an
-// error naming it.
+// List reads every run folder (holding a run.json) directly under root, newest first.
 func List(root string) ([]*Run, error) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -106,23 +99,19 @@ func List(root string) ([]*Run, error) {
 		}
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Info.Started.Equal(out[j].Info.Started) {
-			return out[i].Info.Started.After(out[j].Info.Started)
-		}
-		return out[i].Info.RunID > out[j].Info.RunID
+	slices.SortFunc(out, func(a, b *Run) int {
+		return cmp.Or(b.Info.Started.Compare(a.Info.Started), cmp.Compare(b.Info.RunID, a.Info.RunID))
 	})
 	return out, nil
 }
 
 // Row returns the run's row of that name.
 func (r *Run) Row(name string) (schema.Result, bool) {
-	for _, res := range r.Rows {
-		if res.Row == name {
-			return res, true
-		}
+	i := slices.IndexFunc(r.Rows, func(res schema.Result) bool { return res.Row == name })
+	if i < 0 {
+		return schema.Result{}, false
 	}
-	return schema.Result{}, false
+	return r.Rows[i], true
 }
 
 // Commit is the harness commit, marked when the tree was not clean.

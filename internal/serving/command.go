@@ -16,8 +16,8 @@ import (
 	"qualkit/internal/schema"
 )
 
-// Command is one program invocation. Env holds only the variables the caller adds: a
-// process gets them on top of this process's environment, a container gets them alone.
+// Command is one program invocation. Env is what the caller adds: on top of this
+// process's environment for a process, alone for a container.
 type Command struct {
 	Args []string
 	Env  []string
@@ -44,9 +44,8 @@ func RedactEnv(env []string) []string {
 	return out
 }
 
-// Run runs c to completion with its stdout and stderr in the file log: as a process group
-// by default, in a container with InContainer. It records the command, and on failure
-// returns an error that carries the exit code, the log path and the log's tail.
+// Run runs c to completion, its output in log, records it, and on failure returns an
+// error with the exit code, the log path and the log's tail.
 func Run(ctx context.Context, c Command, log string, opts ...Option) (schema.CommandRecord, error) {
 	o := newOptions(opts)
 	if o.container != nil {
@@ -77,14 +76,13 @@ func runProcess(ctx context.Context, c Command, log string, o options) (schema.C
 	}
 	if err != nil {
 		rec.Error = err.Error()
-		err = fmt.Errorf("%s exited %d: %w; log %s:\n%s", baseName(c.Args[0]), rec.ExitCode, err, log, TailFile(log, 2000))
+		err = fmt.Errorf("%s exited %d: %w; log %s:\n%s", filepath.Base(c.Args[0]), rec.ExitCode, err, log, TailFile(log, 2000))
 	}
 	return rec, o.record(rec, err)
 }
 
-// startProcess starts c in its own process group, so that cancelling ctx or stopping it
-// ends every process it spawned, and sends its output to log. Its environment marks it
-// as this session's (SessionEnv), for the reaper.
+// startProcess starts c in a process group of its own (ending ctx kills the group), its
+// output in log, marked as this session's (SessionEnv).
 func startProcess(ctx context.Context, c Command, log string, o options) (*exec.Cmd, *os.File, error) {
 	if len(c.Args) == 0 {
 		return nil, nil, errors.New("empty command")
@@ -105,7 +103,8 @@ func startProcess(ctx context.Context, c Command, log string, o options) (*exec.
 		return nil, nil, fmt.Errorf("start %s: %w", c.Args[0], err)
 	}
 	if o.groups != nil {
-		o.groups.TrackGroup(groupOf(cmd.Process.Pid))
+		start, _ := processStart(cmd.Process.Pid)
+		o.groups.TrackGroup(Group{ID: cmd.Process.Pid, Start: start})
 	}
 	return cmd, logf, nil
 }
@@ -121,29 +120,22 @@ func killGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 	return nil
 }
 
-// Group is a process group Run or Start created: its id (its leader's pid) and its
-// leader's start time, which tells the group from a later one of the same number.
+// Group is a process group Run or Start created: its leader's pid and start time, which
+// tells it from a later group of the same number.
 type Group struct {
 	ID    int
 	Start string
 }
 
-func groupOf(leader int) Group {
-	start, _ := processStart(leader)
-	return Group{ID: leader, Start: start}
-}
-
-// GroupTracker learns of every process group Run and Start create (WithGroupTracker):
-// the reaper kills the groups a killed process left. Their processes are found by their
-// group, not only by SessionEnv: a program may rewrite the memory its environment is read
-// from (AIPerf's Python services set their process titles over it).
+// GroupTracker learns of every process group Run and Start create, for the reaper: a
+// program may overwrite its environment (AIPerf's services set their titles over it),
+// so SessionEnv alone does not find them all.
 type GroupTracker interface {
 	TrackGroup(Group)
 }
 
-// endGroup kills what is left of the process group pgid (its leader has been waited
-// for) and waits until none of it runs: a process that got SIGKILL still runs until the
-// kernel schedules it, and a check for leftovers right after the job must not see it.
+// endGroup kills what is left of group pgid and waits until none of it runs: a killed
+// process runs until the kernel schedules it, and a leftover check must not see it.
 func endGroup(pgid int) error {
 	if err := syscall.Kill(-pgid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
 		return nil
@@ -156,28 +148,15 @@ func endGroup(pgid int) error {
 	return nil
 }
 
-// groupGoneWithin bounds the wait for a killed group: the kernel ends a killed process
-// as soon as it runs, so only a host stalled for this long reaches it.
+// groupGoneWithin bounds the wait for a killed group: only a stalled host reaches it.
 const groupGoneWithin = 30 * time.Second
 
-// groupRuns says whether a process of group pgid still runs (zombies, which run no
-// more, aside).
+// groupRuns says whether a process of group pgid still runs (zombies aside).
 func groupRuns(pgid int) bool {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}
-	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range paths {
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err != nil {
-			continue
-		}
-		f, err := procStat(pid)
-		if err == nil && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
-			return true
-		}
-	}
-	return false
+	return len(processes(func(_ int, stat []string) bool { return stat[2] == strconv.Itoa(pgid) })) > 0
 }
 
 // exitCode is the process's exit status, -1 when it did not exit normally.
@@ -209,11 +188,4 @@ func TailFile(path string, n int64) string {
 		return ""
 	}
 	return strings.TrimSpace(string(buf))
-}
-
-func baseName(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[i+1:]
-	}
-	return p
 }

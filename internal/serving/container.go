@@ -9,7 +9,6 @@ import (
 	"io"
 	stdlog "log"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,13 +30,13 @@ import (
 	"qualkit/internal/schema"
 )
 
-// run is one container about to be created: its name, labels, mapped command and the
-// docker run command line that would create it (for the record).
+// run is one container about to be created, and the docker run line that would create
+// it (for the record).
 type run struct {
 	name            string
 	labels          map[string]string
-	cmd             Command
-	underEntrypoint bool // the image's ENTRYPOINT runs cmd (Container.UnderEntrypoint)
+	cmd             Command // mapped into the container
+	underEntrypoint bool
 	host            func(*container.HostConfig)
 	argv            []string
 }
@@ -67,23 +66,18 @@ func newRun(c *Container, cmd Command, o options) (*run, error) {
 	if len(problems) > 0 {
 		return nil, errors.New("container: " + strings.Join(problems, "; "))
 	}
-	var gpus *gpu.DeviceRequestFields
-	if len(o.gpus) > 0 {
-		req, err := gpu.DeviceRequest(o.gpus)
-		if err != nil {
-			return nil, err
-		}
-		gpus = &req
+	gpus, err := gpuRequest(o.gpus)
+	if err != nil {
+		return nil, err
 	}
-	r := &run{name: containerName(c.Row, c.RunID), labels: labels(c.RunID, c.Row), cmd: newPathMap(c).command(cmd), underEntrypoint: c.UnderEntrypoint}
+	r := &run{name: containerName(c.Row, c.RunID), labels: Self().labels(c.RunID, c.Row), cmd: newPathMap(c).command(cmd), underEntrypoint: c.UnderEntrypoint}
 	r.cmd.Env = append([]string{containerPycache}, r.cmd.Env...) // NoBytecodeEnv says why
 	r.host = hostConfig(c, gpus)
 	r.argv = dockerRunArgs(c, gpus, r.name, r.labels, r.cmd)
 	return r, nil
 }
 
-// opts are the testcontainers options that create the container as r says.
-func (r *run) opts(image Image, logger *stdlog.Logger) []testcontainers.ContainerCustomizer {
+func (r *run) opts(logger *stdlog.Logger) []testcontainers.ContainerCustomizer {
 	return []testcontainers.ContainerCustomizer{
 		testcontainers.WithLogger(logger),
 		testcontainers.WithName(r.name),
@@ -103,10 +97,28 @@ func (r *run) opts(image Image, logger *stdlog.Logger) []testcontainers.Containe
 	}
 }
 
-// hostConfig is host networking, an init process as PID 1 (it forwards SIGTERM and reaps
-// the server's children), the bind mounts, the IPC namespace, and, with gpus, one device
-// request for exactly those GPUs.
-func hostConfig(c *Container, gpus *gpu.DeviceRequestFields) func(*container.HostConfig) {
+// gpuRequest pins a container to exactly these GPUs, by UUID (indexes can change between
+// boots), without Count (Docker rejects Count beside DeviceIDs); nil for none.
+func gpuRequest(devs []gpu.Device) (*container.DeviceRequest, error) {
+	if len(devs) == 0 {
+		return nil, nil
+	}
+	req := &container.DeviceRequest{Driver: "nvidia", Capabilities: [][]string{{"gpu"}}}
+	for _, d := range devs {
+		if d.UUID == "" {
+			return nil, fmt.Errorf("device request: GPU %d (%s) has no UUID", d.Index, d.Name)
+		}
+		if slices.Contains(req.DeviceIDs, d.UUID) {
+			return nil, fmt.Errorf("device request: GPU %d (%s) selected twice", d.Index, d.UUID)
+		}
+		req.DeviceIDs = append(req.DeviceIDs, d.UUID)
+	}
+	return req, nil
+}
+
+// hostConfig: host networking, an init as PID 1 (it forwards SIGTERM and reaps the
+// server's children), the mounts, and the options Container names.
+func hostConfig(c *Container, gpus *container.DeviceRequest) func(*container.HostConfig) {
 	return func(hc *container.HostConfig) {
 		hc.NetworkMode = "host"
 		withInit := true
@@ -121,21 +133,16 @@ func hostConfig(c *Container, gpus *gpu.DeviceRequestFields) func(*container.Hos
 			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: m.Container, ReadOnly: m.ReadOnly})
 		}
 		if gpus != nil {
-			caps := make([][]string, len(gpus.Capabilities))
-			for i, cp := range gpus.Capabilities {
-				caps[i] = slices.Clone(cp)
-			}
-			hc.DeviceRequests = append(hc.DeviceRequests, container.DeviceRequest{
-				Driver: gpus.Driver, DeviceIDs: slices.Clone(gpus.DeviceIDs), Capabilities: caps,
-			})
+			req := *gpus
+			req.DeviceIDs = slices.Clone(req.DeviceIDs)
+			hc.DeviceRequests = append(hc.DeviceRequests, req)
 		}
 	}
 }
 
-// dockerRunArgs renders the container as the docker run command that would create it. Env
-// values stay out of argv (they go to the record's redacted Env): `-e NAME` reads them from
-// the caller's environment.
-func dockerRunArgs(c *Container, gpus *gpu.DeviceRequestFields, name string, labels map[string]string, cmd Command) []string {
+// dockerRunArgs is the docker run line that would create the container. Env values stay
+// out of it (the record's Env holds them, redacted): `-e NAME` reads them from the caller.
+func dockerRunArgs(c *Container, gpus *container.DeviceRequest, name string, labels map[string]string, cmd Command) []string {
 	args := []string{"docker", "run", "--name", name, "--network", "host", "--init"}
 	if c.IPCHost {
 		args = append(args, "--ipc", "host")
@@ -179,29 +186,21 @@ func containerName(row, runID string) string {
 	return strings.TrimLeft(n, ".-")
 }
 
-// connect checks the configuration and the daemon, and refuses a GPU request the daemon
-// cannot honour: testcontainers would start the container without its GPUs, and the row
-// would silently measure a CPU.
-func connect(ctx context.Context, o options) (*testcontainers.DockerClient, schema.DaemonInfo, error) {
-	if err := checkReaperOff(); err != nil {
-		return nil, schema.DaemonInfo{}, err
-	}
-	cli, err := dockerClient(ctx)
+// connect checks the configuration and the daemon, GPU runtime included.
+func connect(ctx context.Context, o options) (*testcontainers.DockerClient, error) {
+	cli, err := safeClient(ctx)
 	if err != nil {
-		return nil, schema.DaemonInfo{}, err
+		return nil, err
 	}
 	d, err := daemonInfo(ctx, cli)
-	if err == nil && len(o.gpus) > 0 {
-		var req gpu.DeviceRequestFields
-		if req, err = gpu.DeviceRequest(o.gpus); err == nil {
-			err = checkGPURuntime(d, &req)
-		}
+	if err == nil {
+		err = checkGPURuntime(d, o.gpus)
 	}
 	if err != nil {
 		cli.Close()
-		return nil, d, err
+		return nil, err
 	}
-	return cli, d, nil
+	return cli, nil
 }
 
 // logFile receives a container's output as testcontainers streams it.
@@ -219,8 +218,8 @@ func (l *logFile) Accept(entry testcontainers.Log) {
 	}
 }
 
-// rewrite replaces the streamed log with the container's whole log, read once it has
-// stopped: the file is complete even if the stream missed a line.
+// rewrite replaces the streamed log with the stopped container's whole log, which a
+// stream may have missed lines of.
 func (l *logFile) rewrite(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -240,65 +239,36 @@ func (l *logFile) rewrite(ctx context.Context, cli *testcontainers.DockerClient,
 	return err
 }
 
-// readyStrategy is the wait strategy of a container server: GET ReadyPath on the
-// server's own loopback address until it answers 200, failing as soon as the container
-// stops running. testcontainers' wait.ForHTTP asks the library for the host's address,
-// which inside a container (CI's machines have /.dockerenv) is the Docker bridge's
-// gateway, while a server on the host network listens on the host's loopback:
+// readyStrategy polls the server's own loopback address (pollReady), failing once the
+// container stops. wait.ForHTTP would ask for the host's address, which inside a
+// container (CI's machines) is the bridge's gateway, not the host network's loopback:
 // TestContainerServesUntilStop never became ready with it there.
 type readyStrategy struct {
 	url    string
-	last   string           // the last answer, for a message about a server never ready
-	exited *container.State // the container's state when it stopped before it was ready
+	last   string           // the last answer
+	exited *container.State // its state when it stopped before it was ready
 }
 
-var _ wait.Strategy = (*readyStrategy)(nil)
-
-func (s *readyStrategy) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
-	hc := &http.Client{Timeout: 5 * time.Second}
-	s.last = "no answer yet"
-	for {
+func (s *readyStrategy) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) (err error) {
+	s.last, err = pollReady(ctx, s.url, func() error {
 		if st, err := target.State(ctx); err == nil && !st.Running {
 			s.exited = st
 			return fmt.Errorf("container stopped: %s, exit code %d", st.Status, st.ExitCode)
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+ReadyPath, nil)
-		resp, err := hc.Do(req)
-		switch {
-		case err == nil:
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			s.last = fmt.Sprintf("%s answered %d", ReadyPath, resp.StatusCode)
-		case ctx.Err() == nil:
-			s.last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return nil
+	})
+	return err
 }
 
 // containerServer is a server run in a container.
 type containerServer struct {
-	url     string
-	c       *testcontainers.DockerContainer
-	cli     *testcontainers.DockerClient
-	log     *logFile
-	tcLog   *os.File
-	startup time.Duration
-	rec     schema.CommandRecord
-	began   time.Time // monotonic: the record's wall
-	o       options
+	served
+	c     *testcontainers.DockerContainer
+	cli   *testcontainers.DockerClient
+	log   *logFile
+	tcLog *os.File
 
-	mu      sync.Mutex
-	stopped bool
-
-	// What the engine said of the server while it ran (watch), under watchMu.
-	watchMu   sync.Mutex
+	watchMu   sync.Mutex // guards seen
 	seen      watchedState
 	stopWatch context.CancelFunc
 }
@@ -334,13 +304,11 @@ func (s *containerServer) watch(ctx context.Context) {
 	}
 }
 
-// killSettles is how long Died waits, after a kill from outside, to see whether the
-// engine itself goes away (a shutdown stops its containers first).
+// killSettles is how long Died waits, after a kill from outside, for the engine's own
+// end (a shutdown stops its containers first).
 const killSettles = 5 * time.Second
 
-// watchedState is what watch saw so far: the first time the engine stopped answering
-// (an engine that restarts stops its containers) and what it said, a kill the run did
-// not send, an OOM kill.
+// watchedState is what watch saw: the engine gone, a kill the run did not send, an OOM.
 type watchedState struct {
 	lost     time.Time
 	lostErr  error
@@ -355,9 +323,8 @@ func (s *containerServer) watched() watchedState {
 	return s.seen
 }
 
-// Died says why the container ended while the row ran: its engine went away (an engine
-// restart stops its containers), someone else stopped it, or it exited (its code, and
-// whether the kernel OOM-killed it).
+// Died says why the container ended while the row ran: its engine went away, someone
+// else stopped it, or it exited (its code, whether OOM-killed).
 func (s *containerServer) Died(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -365,8 +332,7 @@ func (s *containerServer) Died(ctx context.Context) error {
 		return nil
 	}
 	w := s.watched()
-	// A kill the run did not send is a docker stop, or the engine shutting down: the
-	// engine's own end follows within seconds, and is the cause to report.
+	// A kill the run did not send may be the engine shutting down: report its end instead.
 	for wait := time.Now().Add(killSettles); w.killedBy != "" && w.lost.IsZero() && time.Now().Before(wait); {
 		time.Sleep(100 * time.Millisecond)
 		w = s.watched()
@@ -403,7 +369,7 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 	if err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
 	}
-	cli, _, err := connect(ctx, o)
+	cli, err := connect(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -418,25 +384,22 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 		cli.Close()
 		return nil, fmt.Errorf("open testcontainers log: %w", err)
 	}
-	s := &containerServer{url: spec.URL(), cli: cli, log: &logFile{f: f}, tcLog: tcLog, o: o,
-		began: time.Now()}
+	s := &containerServer{served: served{url: spec.URL(), o: o, began: time.Now()}, cli: cli, log: &logFile{f: f}, tcLog: tcLog}
 	s.rec = schema.CommandRecord{Stage: o.stage, Args: r.argv, Env: r.cmd.Env, Dir: r.cmd.Dir, Log: spec.Log, Start: s.began.UTC()}
-	// testcontainers waits with our strategy, under the row's own deadline (a model
-	// load's minutes, not the library's default 60 s).
+	// Under the row's own deadline, not the library's default 60 s.
 	ready := &readyStrategy{url: s.url}
-	opts := append(r.opts(o.container.Image, stdlog.New(tcLog, "", stdlog.LstdFlags|stdlog.Lmicroseconds)),
+	opts := append(r.opts(stdlog.New(tcLog, "", stdlog.LstdFlags|stdlog.Lmicroseconds)),
 		testcontainers.WithLogConsumers(s.log),
 		testcontainers.WithWaitStrategyAndDeadline(spec.Ready, ready))
 	c, err := runOnHostNetwork(ctx, o.container.Image.ID, opts...)
 	s.c = c
 	if err != nil {
-		if c == nil {
-			// Nothing was created.
+		if c == nil { // nothing was created
 			s.rec.ExitCode, s.rec.Error = -1, err.Error()
 			s.close()
 			return nil, o.record(s.rec, fmt.Errorf("start container %s from %s: %w", r.name, o.container.Image.Ref, err))
 		}
-		st, rmErr := s.terminate(context.Background())
+		code, oom, rmErr := s.terminate(context.Background())
 		switch {
 		case ready.exited != nil:
 			err = fmt.Errorf("server container exited with code %d (oom_killed=%t) before it was ready", ready.exited.ExitCode, ready.exited.OOMKilled)
@@ -451,7 +414,7 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 		if rmErr != nil {
 			err = fmt.Errorf("%w\n(removing container %s failed: %v)", err, r.name, rmErr)
 		}
-		return nil, s.finish(st, err)
+		return nil, s.finish(code, oom, err)
 	}
 	s.startup = time.Since(s.began)
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -460,43 +423,33 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 	return s, nil
 }
 
-func (s *containerServer) URL() string            { return s.url }
-func (s *containerServer) Startup() time.Duration { return s.startup }
-func (s *containerServer) Runtime() string        { return "container" }
-func (s *containerServer) ContainerID() string    { return s.c.GetContainerID() }
+func (s *containerServer) Runtime() string     { return "container" }
+func (s *containerServer) ContainerID() string { return s.c.GetContainerID() }
 
-type containerState struct {
-	code      int
-	exited    bool
-	oomKilled bool
-}
-
-// Stop stops the container (SIGTERM, SIGKILL after a grace period), completes its log,
-// removes it, and records the command with the container's exit code. A second call does
-// nothing. Removal goes on even when ctx is already cancelled.
+// Stop stops the container (SIGTERM, SIGKILL after stopGrace), completes its log,
+// removes it even when ctx is cancelled, and records it; a second call does nothing.
 func (s *containerServer) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
 		return nil
 	}
-	st, err := s.terminate(ctx)
-	return s.finish(st, err)
+	return s.finish(s.terminate(ctx))
 }
 
-func (s *containerServer) finish(st containerState, err error) error {
+func (s *containerServer) finish(code int, oomKilled bool, err error) error {
 	s.rec.WallS = time.Since(s.began).Seconds()
-	s.rec.ExitCode = st.code
+	s.rec.ExitCode = code
 	if err != nil && s.rec.Error == "" {
 		s.rec.Error = err.Error()
-	} else if st.oomKilled && s.rec.Error == "" {
+	} else if oomKilled && s.rec.Error == "" {
 		s.rec.Error = "oom killed"
 	}
 	return s.o.record(s.rec, err)
 }
 
 // terminate stops the container, completes its log and removes it; it runs once.
-func (s *containerServer) terminate(ctx context.Context) (containerState, error) {
+func (s *containerServer) terminate(ctx context.Context) (code int, oomKilled bool, err error) {
 	s.stopped = true
 	if s.stopWatch != nil {
 		s.stopWatch()
@@ -515,21 +468,19 @@ func (s *containerServer) terminate(ctx context.Context) (containerState, error)
 	if err := s.log.rewrite(ctx, s.cli, s.c.GetContainerID()); err != nil {
 		errs = append(errs, fmt.Errorf("container log: %w", err))
 	}
-	st := containerState{code: -1}
+	code = -1
 	if res, err := s.cli.ContainerInspect(ctx, s.c.GetContainerID(), client.ContainerInspectOptions{}); err == nil && res.Container.State != nil {
-		cs := res.Container.State
-		st = containerState{code: cs.ExitCode, exited: !cs.Running, oomKilled: cs.OOMKilled}
+		code, oomKilled = res.Container.State.ExitCode, res.Container.State.OOMKilled
 	} else if err != nil {
 		errs = append(errs, fmt.Errorf("inspect container: %w", err))
 	}
 	if err := testcontainers.TerminateContainer(s.c, testcontainers.StopTimeout(grace), testcontainers.StopContext(ctx)); err != nil {
 		errs = append(errs, fmt.Errorf("remove container: %w", err))
 	}
-	return st, errors.Join(errs...)
+	return code, oomKilled, errors.Join(errs...)
 }
 
-// removeOutlivingEngine removes a job's container, trying again while the engine comes
-// back (a restart can end the job, and refuse the first removal, while it shuts down).
+// removeOutlivingEngine removes a job's container, again while a restarting engine comes back.
 func removeOutlivingEngine(ctx context.Context, cli *testcontainers.DockerClient, ct testcontainers.Container) {
 	if ct == nil {
 		return
@@ -545,8 +496,7 @@ func removeOutlivingEngine(ctx context.Context, cli *testcontainers.DockerClient
 	}
 }
 
-// engineBackWithin is how long removing a server waits for an engine that does not answer
-// (one that restarts comes back within seconds), so that a restart leaves no container.
+// engineBackWithin is how long a removal waits for an engine that restarts (seconds, as a rule).
 const engineBackWithin = 90 * time.Second
 
 // waitForEngine returns once the engine answers a ping, or an error after within.
@@ -572,8 +522,8 @@ func (s *containerServer) close() {
 	s.cli.Close()
 }
 
-// runContainer runs c to completion in a container of the image (or until ctx ends),
-// records it, and removes the container whatever happens.
+// runContainer runs c to completion (or until ctx ends), records it, and removes the
+// container whatever happens.
 func runContainer(ctx context.Context, c Command, log string, o options) (schema.CommandRecord, error) {
 	began := time.Now()
 	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Log: log, Start: began.UTC(), ExitCode: -1}
@@ -581,12 +531,11 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 		rec.WallS = time.Since(began).Seconds()
 		if err != nil {
 			rec.Error = err.Error()
-			err = fmt.Errorf("%s in container %s exited %d: %w; log %s:\n%s", baseName(c.Args[0]), shortID(o.container.Image.ID), rec.ExitCode, err, log, TailFile(log, 2000))
+			err = fmt.Errorf("%s in container %s exited %d: %w; log %s:\n%s", filepath.Base(c.Args[0]), shortID(o.container.Image.ID), rec.ExitCode, err, log, TailFile(log, 2000))
 		}
 		return rec, o.record(rec, err)
 	}
-	// The log exists from the start: a job stopped before its container ran (an
-	// interrupt, the engine gone) still has the log its record names.
+	// The log exists from the start: a job stopped before it ran still has its log.
 	f, err := os.Create(log)
 	if err != nil {
 		return finish(err)
@@ -601,7 +550,7 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 		return notStarted(err)
 	}
 	rec.Args, rec.Env, rec.Dir = r.argv, r.cmd.Env, r.cmd.Dir
-	cli, _, err := connect(ctx, o)
+	cli, err := connect(ctx, o)
 	if err != nil {
 		return notStarted(err)
 	}
@@ -611,23 +560,18 @@ func runContainer(ctx context.Context, c Command, log string, o options) (schema
 	if d, ok := ctx.Deadline(); ok {
 		deadline = time.Until(d)
 	}
-	// The log streams into the file while the job runs (a long build shows progress),
-	// then is replaced by the container's whole log.
-	ct, err := runOnHostNetwork(ctx, o.container.Image.ID, append(r.opts(o.container.Image, stdlog.New(io.Discard, "", 0)),
+	// The log streams while the job runs (a long build shows progress), then is rewritten.
+	ct, err := runOnHostNetwork(ctx, o.container.Image.ID, append(r.opts(stdlog.New(io.Discard, "", 0)),
 		testcontainers.WithLogConsumers(lf),
 		testcontainers.WithWaitStrategyAndDeadline(deadline, wait.ForExit().WithPollInterval(50*time.Millisecond)))...)
-	// Removal goes on even when ctx is cancelled: nothing is left behind. A long job (a
-	// native batch preloaded beside the server) may outlive an engine restart: its
-	// container is removed once the engine answers again.
+	// Removal goes on when ctx is cancelled, and after an engine restart a long job (a
+	// native batch beside the server) may outlive.
 	bg := context.WithoutCancel(ctx)
 	defer removeOutlivingEngine(bg, cli, ct)
 	if ct != nil {
 		if err != nil {
-			// Cut before it exited (ctx ended, or the wait failed): it stops now, as a cut
-			// process job is killed, so that its whole log is read once it can write no
-			// more. Read while it still ran, the log would miss what it went on to write
-			// to the files it shares with the row (a batch's report naming replays whose
-			// log lines came after the read).
+			// Cut before it exited: it stops now, so that its log is read once it can write
+			// no more (else a batch's report could name replays the log lacks).
 			now := time.Duration(0)
 			if serr := ct.Stop(bg, &now); serr != nil && !cerrdefs.IsNotFound(serr) {
 				err = fmt.Errorf("%w (stopping it: %v)", err, serr)
@@ -659,14 +603,10 @@ func shortID(id string) string {
 	return id
 }
 
-// runOnHostNetwork is testcontainers.Run for a container on the host's network, with
-// nothing else attached. testcontainers attaches every container it creates to its
-// default network unless that network is the engine's "bridge"; on an engine started
-// with "bridge": "none" (the H200 device's, and hardened hosts') it creates a bridge
-// network of its own and attaches the container to it, whatever the HostConfig says,
-// and starting the container then fails. Naming "host" as the provider's default bridge
-// network makes testcontainers attach nothing: the container is on the host network
-// alone, on every engine.
+// runOnHostNetwork is testcontainers.Run on the host network alone. testcontainers
+// attaches every container to its default network unless that is the engine's
+// "bridge"; on an engine with "bridge": "none" (the H200 device's) it creates one of its
+// own, and the start fails. Naming "host" the default bridge network attaches nothing.
 func runOnHostNetwork(ctx context.Context, image string, opts ...testcontainers.ContainerCustomizer) (*testcontainers.DockerContainer, error) {
 	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: image}, Started: true}
 	for _, opt := range opts {
@@ -674,7 +614,7 @@ func runOnHostNetwork(ctx context.Context, image string, opts ...testcontainers.
 			return nil, fmt.Errorf("customize: %w", err)
 		}
 	}
-	popts := []testcontainers.DockerProviderOption{testcontainers.WithDefaultBridgeNetwork(hostNetwork)}
+	popts := []testcontainers.DockerProviderOption{testcontainers.WithDefaultBridgeNetwork("host")}
 	if req.Logger != nil {
 		popts = append(popts, testcontainers.WithLogger(req.Logger))
 	}
@@ -683,11 +623,8 @@ func runOnHostNetwork(ctx context.Context, image string, opts ...testcontainers.
 		return nil, dockerUnreachable(err)
 	}
 	defer provider.Close()
-	// The create call is not cut by ctx: cut mid-call, the engine may still create the
-	// container while the client gets no id for it, and a container nothing knows of is
-	// left behind ("Created", never removed: an interrupt while a native batch was
-	// starting, TestInterruptAtEveryStage). Once created, ctx decides whether it starts;
-	// the caller removes it either way.
+	// Create is not cut by ctx: cut mid-call, the engine may create a container whose id
+	// the client never gets (TestInterruptAtEveryStage). ctx decides whether it starts.
 	ctr, err := provider.CreateContainer(context.WithoutCancel(ctx), req.ContainerRequest)
 	var c *testcontainers.DockerContainer
 	if ctr != nil {
@@ -706,6 +643,3 @@ func runOnHostNetwork(ctx context.Context, image string, opts ...testcontainers.
 	}
 	return c, nil
 }
-
-// hostNetwork is the engine's host network, which every engine has.
-const hostNetwork = "host"

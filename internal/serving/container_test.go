@@ -396,7 +396,8 @@ func TestSweepLeftoversRemovesDeadRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	deadImage, err := buildImage(ctx, cli, spec, imageTag("row-dead", dead), deadLabels, filepath.Join(t.TempDir(), "build.log"), options{})
+	deadImg, err := build(ctx, cli, spec, imageTag("row-dead", dead), deadLabels, filepath.Join(t.TempDir(), "build.log"), options{})
+	deadImage := deadImg.ID
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,9 +536,9 @@ func TestOwnerOwns(t *testing.T) {
 
 func TestContainerGPUWithoutToolkitCreatesNothing(t *testing.T) {
 	d := requireDocker(t)
-	gpus := &gpu.DeviceRequestFields{Driver: "nvidia", DeviceIDs: []string{"GPU-00000000-0000-0000-0000-000000000000"}, Capabilities: [][]string{{"gpu"}}}
+	dev := []gpu.Device{{Index: 0, Name: "NVIDIA H200", UUID: "GPU-00000000-0000-0000-0000-000000000000"}}
 	noToolkit := schema.DaemonInfo{Endpoint: d.Endpoint, Runtimes: []string{"runc"}}
-	if err := checkGPURuntime(noToolkit, gpus); err == nil || !strings.Contains(err.Error(), "NVIDIA Container Toolkit") {
+	if err := checkGPURuntime(noToolkit, dev); err == nil || !strings.Contains(err.Error(), "NVIDIA Container Toolkit") {
 		t.Errorf("checkGPURuntime without nvidia runtime: %v, want the toolkit message", err)
 	}
 	if err := checkGPURuntime(noToolkit, nil); err != nil {
@@ -548,7 +549,6 @@ func TestContainerGPUWithoutToolkitCreatesNothing(t *testing.T) {
 	spec, bin := serverImage(t)
 	img := prepared(t, runID, spec, nil)
 	sspec := serverSpec(t, bin)
-	dev := []gpu.Device{{Index: 0, Name: "NVIDIA H200", UUID: gpus.DeviceIDs[0]}}
 	srv, err := Start(t.Context(), sspec, inContainer(t, runID, img), WithGPUs(dev))
 	if srv != nil {
 		srv.Stop(context.Background())
@@ -567,9 +567,24 @@ func TestContainerGPUWithoutToolkitCreatesNothing(t *testing.T) {
 	}
 }
 
+func TestGPURequestRefuses(t *testing.T) {
+	if _, err := gpuRequest([]gpu.Device{{Index: 2, Name: "NVIDIA H200"}}); err == nil || !strings.Contains(err.Error(), "GPU 2 (NVIDIA H200) has no UUID") {
+		t.Errorf("a GPU without UUID: %v", err)
+	}
+	if _, err := gpuRequest([]gpu.Device{{UUID: "GPU-a"}, {UUID: "GPU-a"}}); err == nil || !strings.Contains(err.Error(), "GPU 0 (GPU-a) selected twice") {
+		t.Errorf("the same GPU twice: %v", err)
+	}
+	if req, err := gpuRequest(nil); req != nil || err != nil {
+		t.Errorf("gpuRequest(nil) = %v, %v: a CPU-only command has no request", req, err)
+	}
+}
+
 func TestContainerHostConfig(t *testing.T) {
 	c := &Container{IPCHost: true, Mounts: []Mount{{Host: "/models", Container: "/m", ReadOnly: true}, {Host: "/out", Container: "/o"}}}
-	gpus := &gpu.DeviceRequestFields{Driver: "nvidia", DeviceIDs: []string{"GPU-a", "GPU-b"}, Capabilities: [][]string{{"gpu"}}}
+	gpus, err := gpuRequest([]gpu.Device{{UUID: "GPU-a"}, {UUID: "GPU-b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var hc container.HostConfig
 	hostConfig(c, gpus)(&hc)
 	wantDR := []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: []string{"GPU-a", "GPU-b"}, Capabilities: [][]string{{"gpu"}}}}
@@ -680,11 +695,12 @@ func TestContainerCreateRequestAsTheEngineSeesIt(t *testing.T) {
 	img := prepared(t, runID, spec, &records{})
 	mountDir := t.TempDir()
 	c := &Container{Image: img, RunID: runID, Row: rowOf(t), IPCHost: true, Mounts: []Mount{{Host: mountDir, Container: "/hf", ReadOnly: true}}}
-	gpus := &gpu.DeviceRequestFields{Driver: "nvidia", DeviceIDs: []string{"GPU-1a29d95f-1341-bec7-5719-3b85680c6198"}, Capabilities: [][]string{{"gpu"}}}
+	gpus, err := gpuRequest([]gpu.Device{{UUID: "GPU-1a29d95f-1341-bec7-5719-3b85680c6198"}})
+	require.NoError(t, err)
 	r, err := newRun(c, Command{Args: []string{"/containerserver", "-never-ready"}}, options{})
 	require.NoError(t, err)
 	r.host = hostConfig(c, gpus)
-	ct, err := runOnHostNetwork(t.Context(), img.ID, append(r.opts(img, stdlog.New(io.Discard, "", 0)), testcontainers.WithNoStart())...)
+	ct, err := runOnHostNetwork(t.Context(), img.ID, append(r.opts(stdlog.New(io.Discard, "", 0)), testcontainers.WithNoStart())...)
 	t.Cleanup(func() { testcontainers.TerminateContainer(ct) })
 	require.NoError(t, err)
 
@@ -726,7 +742,7 @@ func TestTestcontainersAttachesItsNetworkWithoutABridge(t *testing.T) {
 	require.NoError(t, err)
 	defer provider.Close()
 	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: img.ID}}
-	for _, o := range r.opts(img, stdlog.New(io.Discard, "", 0)) {
+	for _, o := range r.opts(stdlog.New(io.Discard, "", 0)) {
 		require.NoError(t, o.Customize(&req))
 	}
 	api := dockerAPI(t)
@@ -755,7 +771,7 @@ func TestImageRemovalKeepsWhatOthersShare(t *testing.T) {
 	runA, runB := testRun(t)+"-a", testRun(t)+"-b"
 	t.Cleanup(func() { RemoveRunImages(context.Background(), runA); RemoveRunImages(context.Background(), runB) })
 	base := "qualkit-test/shared-base:" + strings.ToLower(Self().Session)
-	_, err := buildImage(ctx, cli, spec, base, nil, filepath.Join(t.TempDir(), "base.log"), options{})
+	_, err := build(ctx, cli, spec, base, nil, filepath.Join(t.TempDir(), "base.log"), options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { cli.ImageRemove(context.Background(), base, client.ImageRemoveOptions{PruneChildren: true}) })
 	df := "FROM " + base + "\nCOPY containerserver /again\n"
@@ -870,7 +886,7 @@ func TestContainerRunUnderTheImagesEntrypoint(t *testing.T) {
 		r, err := newRun(&Container{Image: img, RunID: "run", Row: "row", UnderEntrypoint: under}, cmd, options{})
 		require.NoError(t, err)
 		var req testcontainers.GenericContainerRequest
-		for _, o := range r.opts(img, stdlog.New(io.Discard, "", 0)) {
+		for _, o := range r.opts(stdlog.New(io.Discard, "", 0)) {
 			require.NoError(t, o.Customize(&req))
 		}
 		var cfg container.Config

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -17,42 +18,30 @@ import (
 	"qualkit/internal/schema"
 )
 
-// A build context staged from a Dockerfile's COPY lines.
-//
-// Some projects' documented `docker build -f F .` fails as written: TRTMC's root
-// .dockerignore at e9132e79 is `*` plus an allow-list that leaves out requirements/, while
-// its Dockerfile.dev.x86 does `COPY requirements/community-ci.txt`; newer versions of that
-// Dockerfile do `COPY community-ci.txt` and expect requirements/ as the context. Instead
-// of trusting a context folder and its .dockerignore, StageContext lays out a context that
-// holds exactly what the Dockerfile copies, found under the first candidate root that has
-// every source, and records each file with its sha256.
+// A build context staged from a Dockerfile's COPY lines. Some projects' documented
+// `docker build -f F .` fails as written: TRTMC's root .dockerignore at e9132e79 is `*`
+// plus an allow-list that leaves out requirements/, while its Dockerfile.dev.x86 does
+// `COPY requirements/community-ci.txt`. StageContext lays out a context of exactly what
+// the Dockerfile copies, from the first candidate root that has it all, with sha256s.
 
 // StagedDockerfile is the Dockerfile's name inside a staged context.
 const StagedDockerfile = ".qualkit-Dockerfile"
 
-// ContextFile is one file of a staged build context.
-type ContextFile = schema.ContextFile
-
-// BuildContext is a staged build context (schema.ImageContext: the Dockerfile, the root
-// its files were taken from, the sources, the files, one sha256 over the list) and Dir,
-// where it was staged.
+// BuildContext is a staged build context and Dir, where it was staged.
 type BuildContext struct {
 	schema.ImageContext
 	Dir string
 }
 
-// CopySources lists the sources of the Dockerfile's COPY and ADD instructions that read
-// the build context, in order and without repeats: not those copying from another stage
-// or image (--from=), URLs, or heredocs. A source that names a build argument ($VAR)
-// cannot be resolved before the build and is an error.
+// CopySources lists the build-context sources of the Dockerfile's COPY and ADD lines, in
+// order, once each (not --from=, URLs or heredocs); a $VAR source is an error.
 func CopySources(dockerfile string) ([]string, error) {
-	f, err := os.Open(dockerfile)
+	ins, err := instructions(dockerfile)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var out []string
-	for _, in := range instructions(f) {
+	for _, in := range ins {
 		fields := strings.Fields(in.text)
 		if len(fields) == 0 {
 			continue
@@ -106,13 +95,18 @@ type instruction struct {
 	text string
 }
 
-// instructions joins a Dockerfile's continuation lines (a trailing backslash) and drops
-// comments and blank lines.
-func instructions(r io.Reader) []instruction {
+// instructions reads a Dockerfile, its continuation lines (a trailing backslash) joined,
+// comments and blank lines dropped.
+func instructions(dockerfile string) ([]instruction, error) {
+	f, err := os.Open(dockerfile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	var out []instruction
 	var cur strings.Builder
 	start := 0
-	sc := bufio.NewScanner(r)
+	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -133,13 +127,12 @@ func instructions(r io.Reader) []instruction {
 	if cur.Len() > 0 {
 		out = append(out, instruction{start, strings.TrimSpace(cur.String())})
 	}
-	return out
+	return out, sc.Err()
 }
 
-// StageContext lays out in dir (which must not exist) the build context of dockerfile:
-// every file its COPY and ADD sources name (globs as Docker matches them, folders whole),
-// taken from the first of roots under which every source exists, and the Dockerfile as
-// StagedDockerfile. Nothing else: no .dockerignore applies, because none is needed.
+// StageContext lays out in dir (which must not exist) every file dockerfile's COPY and
+// ADD sources name (globs, folders whole), from the first of roots that has them all,
+// and the Dockerfile as StagedDockerfile. No .dockerignore applies.
 func StageContext(dockerfile string, roots []string, dir string) (BuildContext, error) {
 	srcs, err := CopySources(dockerfile)
 	if err != nil {
@@ -150,41 +143,39 @@ func StageContext(dockerfile string, roots []string, dir string) (BuildContext, 
 		return BuildContext{}, err
 	}
 	bc := BuildContext{ImageContext: schema.ImageContext{Dockerfile: dockerfile, Root: root, Sources: srcs}, Dir: dir}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
-	}
-	var files []string
-	for _, src := range srcs {
-		matches, _ := filepath.Glob(filepath.Join(root, filepath.FromSlash(src)))
-		for _, m := range matches {
-			err := filepath.WalkDir(m, func(p string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
+	files := map[string]bool{}
+	stage := func() error {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+		for _, src := range srcs {
+			matches, _ := filepath.Glob(filepath.Join(root, filepath.FromSlash(src)))
+			for _, m := range matches {
+				err := filepath.WalkDir(m, func(p string, d fs.DirEntry, err error) error {
+					if err != nil || d.IsDir() {
+						return err
+					}
+					rel, err := filepath.Rel(root, p)
+					files[rel] = true
 					return err
-				}
-				rel, err := filepath.Rel(root, p)
+				})
 				if err != nil {
 					return err
 				}
-				if !slices.Contains(files, rel) {
-					files = append(files, rel)
-				}
-				return nil
-			})
-			if err != nil {
-				return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
 			}
 		}
-	}
-	slices.Sort(files)
-	for _, rel := range files {
-		cf, err := copyInto(filepath.Join(root, rel), filepath.Join(dir, rel))
-		if err != nil {
-			return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
+		for _, rel := range slices.Sorted(maps.Keys(files)) {
+			cf, err := copyInto(filepath.Join(root, rel), filepath.Join(dir, rel))
+			if err != nil {
+				return err
+			}
+			cf.Path = filepath.ToSlash(rel)
+			bc.Files = append(bc.Files, cf)
 		}
-		cf.Path = filepath.ToSlash(rel)
-		bc.Files = append(bc.Files, cf)
+		_, err := copyInto(dockerfile, filepath.Join(dir, StagedDockerfile))
+		return err
 	}
-	if _, err := copyInto(dockerfile, filepath.Join(dir, StagedDockerfile)); err != nil {
+	if err := stage(); err != nil {
 		return BuildContext{}, fmt.Errorf("stage the build context: %w", err)
 	}
 	bc.SHA256 = bc.ListSHA256()
@@ -220,32 +211,32 @@ func contextRoot(dockerfile string, srcs, roots []string) (string, error) {
 		dockerfile, strings.Join(srcs, ", "), strings.Join(tried, "; "))
 }
 
-// copyInto copies the regular file src to dst (making its folder), keeping its mode, and
-// returns its size and sha256. Symlinks are followed: the context holds their targets.
-func copyInto(src, dst string) (ContextFile, error) {
+// copyInto copies the regular file src (links followed) to dst with its mode, and
+// returns its size and sha256.
+func copyInto(src, dst string) (schema.ContextFile, error) {
 	in, err := os.Open(src)
 	if err != nil {
-		return ContextFile{}, err
+		return schema.ContextFile{}, err
 	}
 	defer in.Close()
 	st, err := in.Stat()
 	if err != nil {
-		return ContextFile{}, err
+		return schema.ContextFile{}, err
 	}
 	if !st.Mode().IsRegular() {
-		return ContextFile{}, fmt.Errorf("%s is not a regular file", src)
+		return schema.ContextFile{}, fmt.Errorf("%s is not a regular file", src)
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return ContextFile{}, err
+		return schema.ContextFile{}, err
 	}
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, st.Mode().Perm())
 	if err != nil {
-		return ContextFile{}, err
+		return schema.ContextFile{}, err
 	}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(out, h), in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	return ContextFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, err
+	return schema.ContextFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, err
 }

@@ -16,16 +16,21 @@ import (
 	"qualkit/internal/schema"
 )
 
-// Docker reports the daemon that testcontainers connects to, or an error that says what was
-// tried and how to start dockerd. testcontainers resolves the daemon once per process and
-// keeps the answer, a failure included: start dockerd before the first call.
+// Docker reports the daemon testcontainers connects to, or how to start dockerd.
+// testcontainers resolves it once per process, a failure included.
 func Docker(ctx context.Context) (schema.DaemonInfo, error) {
+	return withEngine(ctx, func(cli *testcontainers.DockerClient) (schema.DaemonInfo, error) { return daemonInfo(ctx, cli) })
+}
+
+// withEngine runs f with a client of the engine, closed after.
+func withEngine[T any](ctx context.Context, f func(*testcontainers.DockerClient) (T, error)) (T, error) {
 	cli, err := dockerClient(ctx)
 	if err != nil {
-		return schema.DaemonInfo{}, err
+		var zero T
+		return zero, err
 	}
 	defer cli.Close()
-	return daemonInfo(ctx, cli)
+	return f(cli)
 }
 
 func dockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {
@@ -69,19 +74,26 @@ func daemonInfo(ctx context.Context, cli *testcontainers.DockerClient) (schema.D
 
 // checkGPURuntime refuses a GPU request the daemon cannot honour: testcontainers would start
 // the container without its GPUs, and the row would silently measure a CPU.
-func checkGPURuntime(d schema.DaemonInfo, g *gpu.DeviceRequestFields) error {
-	if g == nil || d.NvidiaRuntime {
+func checkGPURuntime(d schema.DaemonInfo, gpus []gpu.Device) error {
+	if len(gpus) == 0 || d.NvidiaRuntime {
 		return nil
 	}
 	return fmt.Errorf("GPUs %s requested, but the Docker daemon at %s has no \"nvidia\" runtime (runtimes: %s): "+
 		"the NVIDIA Container Toolkit is missing or not configured; install nvidia-container-toolkit, "+
 		"run `nvidia-ctk runtime configure --runtime=docker` and restart dockerd",
-		strings.Join(g.DeviceIDs, ","), d.Endpoint, strings.Join(d.Runtimes, ", "))
+		strings.Join(uuids(gpus), ","), d.Endpoint, strings.Join(d.Runtimes, ", "))
 }
 
-// checkReaperOff refuses to start anything with testcontainers' reaper on (its image
-// cannot be pulled here, and qualkit removes what it starts itself), or with an image
-// name prefix that would turn local image names into pulls.
+// safeClient is a client of the engine once checkReaperOff passes.
+func safeClient(ctx context.Context) (*testcontainers.DockerClient, error) {
+	if err := checkReaperOff(); err != nil {
+		return nil, err
+	}
+	return dockerClient(ctx)
+}
+
+// checkReaperOff refuses testcontainers' reaper (its image cannot be pulled here) and an
+// image name prefix (it would turn local names into pulls).
 func checkReaperOff() error {
 	cfg := testcontainers.ReadConfig()
 	if !cfg.RyukDisabled {

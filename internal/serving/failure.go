@@ -2,10 +2,8 @@ package serving
 
 import "qualkit/internal/schema"
 
-// Failure is an error whose kind the serving layer knows first-hand (it read it from
-// the engine, not from a log): the container was OOM-killed, the Docker engine went away,
-// the server was stopped from outside the run. The harness classifies it by type
-// (errors.As), never by its words, so a reworded message keeps its kind.
+// Failure is an error whose kind serving read from the engine (OOM kill, engine gone,
+// stopped from outside): the harness classifies it by type, never by its words.
 type Failure struct {
 	Kind string // schema.KindHardware or schema.KindInfrastructure
 	What string // the short reason the evidence records

@@ -1,7 +1,6 @@
 package serving
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	stdlog "log"
@@ -19,21 +18,17 @@ import (
 	"qualkit/internal/schema"
 )
 
-// ImageSpec is the image a family runs in: built here from a Dockerfile and a context
-// folder, or Ref, an image already present locally (it is never pulled).
+// ImageSpec is the image a family runs in: built from a Dockerfile, or Ref, present
+// locally (never pulled).
 type ImageSpec struct {
 	Dockerfile string // path of the Dockerfile, inside Context; default Context/Dockerfile
 	Context    string
 	Ref        string
-	// Paths maps host paths to where the image holds the same files (a program the
-	// Dockerfile copies in): commands that name them run the image's copy.
+	// Paths maps host paths to the image's copies of them: commands run those.
 	Paths map[string]string
-	// CopyRoots, when set, replace Context: the image is built from a context staged with
-	// exactly the files the Dockerfile's COPY and ADD lines name, taken from the first of
-	// these folders that holds them all (StageContext). No .dockerignore is read.
+	// CopyRoots, when set, replace Context: the context is staged (StageContext).
 	CopyRoots []string
-	// BuildArgs are the build's --build-arg values; a FROM naming one is checked like any
-	// other base image (present locally, never pulled).
+	// BuildArgs are --build-arg values; a FROM naming one is checked like any base.
 	BuildArgs map[string]string
 }
 
@@ -45,9 +40,8 @@ type Image struct {
 	Context *BuildContext // the staged context it was built from (ImageSpec.CopyRoots)
 }
 
-// PrepareImage makes spec's image present: it builds it as qualkit/<row>:<run id>,
-// labelled for the sweep, with the build output in buildLog, or checks that the given
-// Ref is present. The build is recorded like any command.
+// PrepareImage builds spec's image as qualkit/<row>:<run id>, labelled for the sweep, its
+// output in buildLog and recorded like any command, or checks that Ref is present.
 func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog string, opts ...Option) (Image, error) {
 	o := newOptions(opts)
 	switch {
@@ -60,10 +54,7 @@ func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog stri
 	case spec.Ref == "" && spec.Context == "" && len(spec.CopyRoots) == 0:
 		return Image{}, fmt.Errorf("image: neither Ref nor Context given")
 	}
-	if err := checkReaperOff(); err != nil {
-		return Image{}, err
-	}
-	cli, err := dockerClient(ctx)
+	cli, err := safeClient(ctx)
 	if err != nil {
 		return Image{}, err
 	}
@@ -75,13 +66,11 @@ func PrepareImage(ctx context.Context, spec ImageSpec, runID, row, buildLog stri
 		}
 		return Image{ID: res.ID, Ref: spec.Ref, Paths: spec.Paths}, nil
 	}
-	return build(ctx, cli, spec, imageTag(row, runID), labels(runID, row), buildLog, o)
+	return build(ctx, cli, spec, imageTag(row, runID), Self().labels(runID, row), buildLog, o)
 }
 
-// BuildTagged builds spec (a Dockerfile with a Context or CopyRoots, never a Ref) as tag,
-// an image the user keeps: it carries no run label, so no run's sweep removes it. The
-// context is staged as PrepareImage stages it; the build output goes to buildLog. A tag
-// without a version is tag:latest.
+// BuildTagged builds spec (never a Ref) as tag (default version latest), an image the
+// user keeps: no run label, so no sweep removes it.
 func BuildTagged(ctx context.Context, spec ImageSpec, tag, buildLog string) (Image, error) {
 	if spec.Ref != "" || spec.Dockerfile == "" || (spec.Context == "") == (len(spec.CopyRoots) == 0) {
 		return Image{}, fmt.Errorf("image %s: give a Dockerfile and either a Context or CopyRoots", tag)
@@ -89,18 +78,16 @@ func BuildTagged(ctx context.Context, spec ImageSpec, tag, buildLog string) (Ima
 	if i := strings.LastIndex(tag, "/"); !strings.Contains(tag[i+1:], ":") {
 		tag += ":latest"
 	}
-	if err := checkReaperOff(); err != nil {
-		return Image{}, err
-	}
-	cli, err := dockerClient(ctx)
+	cli, err := safeClient(ctx)
 	if err != nil {
 		return Image{}, err
 	}
 	defer cli.Close()
-	return build(ctx, cli, spec, tag, nil, buildLog, newOptions(nil))
+	return build(ctx, cli, spec, tag, nil, buildLog, options{})
 }
 
-// build stages spec's context when it names CopyRoots, then builds it as tag.
+// build builds spec as tag with labels, its output in buildLog, from a context staged
+// first when spec names CopyRoots.
 func build(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec, tag string, labels map[string]string, buildLog string, o options) (Image, error) {
 	img := Image{Ref: tag, Paths: spec.Paths}
 	start := time.Now()
@@ -117,43 +104,35 @@ func build(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec
 		img.Context = &bc
 		spec.Context, spec.Dockerfile = bc.Dir, filepath.Join(bc.Dir, StagedDockerfile)
 	}
-	var err error
-	img.ID, err = buildImage(ctx, cli, spec, img.Ref, labels, buildLog, o)
-	img.BuildS = time.Since(start).Seconds()
-	return img, err
-}
-
-// buildImage builds spec as tag with labels, its output in buildLog, and returns the
-// image id. The base images must already be present: the daemon would pull them.
-func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec, tag string, labels map[string]string, buildLog string, o options) (string, error) {
+	// The base images must already be present: the daemon would pull them.
 	ctxDir, err := filepath.Abs(spec.Context)
 	if err != nil {
-		return "", fmt.Errorf("build %s: %w", tag, err)
+		return Image{}, fmt.Errorf("build %s: %w", tag, err)
 	}
 	dockerfile := spec.Dockerfile
 	if dockerfile == "" {
 		dockerfile = filepath.Join(ctxDir, "Dockerfile")
 	} else if !filepath.IsAbs(dockerfile) {
 		if dockerfile, err = filepath.Abs(dockerfile); err != nil {
-			return "", fmt.Errorf("build %s: %w", tag, err)
+			return Image{}, fmt.Errorf("build %s: %w", tag, err)
 		}
 	}
 	rel, err := filepath.Rel(ctxDir, dockerfile)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("build %s: Dockerfile %s is outside the context %s", tag, dockerfile, ctxDir)
+		return Image{}, fmt.Errorf("build %s: Dockerfile %s is outside the context %s", tag, dockerfile, ctxDir)
 	}
 	bases, err := DockerfileBases(dockerfile, spec.BuildArgs)
 	if err != nil {
-		return "", fmt.Errorf("build %s: %w", tag, err)
+		return Image{}, fmt.Errorf("build %s: %w", tag, err)
 	}
 	for _, b := range bases {
 		if _, err := cli.ImageInspect(ctx, b); err != nil {
-			return "", fmt.Errorf("build %s: base image %s of %s is not present locally (qualkit never pulls: `docker load` it first): %w", tag, b, dockerfile, err)
+			return Image{}, fmt.Errorf("build %s: base image %s of %s is not present locally (qualkit never pulls: `docker load` it first): %w", tag, b, dockerfile, err)
 		}
 	}
 	logf, err := os.OpenFile(buildLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return "", fmt.Errorf("build %s: open log: %w", tag, err)
+		return Image{}, fmt.Errorf("build %s: open log: %w", tag, err)
 	}
 	defer logf.Close()
 	repo, version, _ := strings.Cut(tag, ":")
@@ -172,7 +151,7 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 
 	provider, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(stdlog.New(logf, "testcontainers: ", stdlog.LstdFlags)))
 	if err != nil {
-		return "", dockerUnreachable(err)
+		return Image{}, dockerUnreachable(err)
 	}
 	defer provider.Close()
 	build := func() error {
@@ -188,41 +167,37 @@ func buildImage(ctx context.Context, cli *testcontainers.DockerClient, spec Imag
 	defer processSteps.RUnlock()
 	err = build()
 	if err != nil && cacheLayerVanished(err) {
-		// Another run's cleanup removed an image whose layers this build was reusing from
-		// the cache, between the cache lookup and the step that needed it (seen with rows
-		// side by side). The build itself is sound: once more, against the cache as it is.
+		// Another run's cleanup removed an image whose layers this build reused from the
+		// cache (seen with rows side by side): once more, against the cache as it is.
 		fmt.Fprintf(logf, "qualkit: a cached layer vanished during the build (%v); building once more\n", err)
 		err = build()
 	}
-	var id string
 	if err == nil {
 		var res client.ImageInspectResult
 		if res, err = cli.ImageInspect(ctx, tag); err == nil {
-			id = res.ID
+			img.ID = res.ID
 		}
 	}
 	rec.WallS = time.Since(began).Seconds()
+	img.BuildS = time.Since(start).Seconds()
 	if err != nil {
 		rec.ExitCode, rec.Error = 1, err.Error()
 		err = fmt.Errorf("build image %s: %w; log %s:\n%s", tag, err, buildLog, TailFile(buildLog, 2000))
 	}
-	return id, o.record(rec, err)
+	return img, o.record(rec, err)
 }
 
-// DockerfileBases lists the images a Dockerfile starts from, leaving out scratch and
-// earlier stages; a name built from a build argument is checked with the value given
-// (args), and left out only when it has none.
+// DockerfileBases lists the images a Dockerfile starts from (not scratch nor earlier
+// stages), build arguments expanded from args; one without a value is left out.
 func DockerfileBases(path string, args map[string]string) ([]string, error) {
-	f, err := os.Open(path)
+	ins, err := instructions(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	stages := map[string]bool{}
 	var bases []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
+	for _, in := range ins {
+		fields := strings.Fields(in.text)
 		if len(fields) < 2 || !strings.EqualFold(fields[0], "FROM") {
 			continue
 		}
@@ -250,7 +225,7 @@ func DockerfileBases(path string, args map[string]string) ([]string, error) {
 			bases = append(bases, image)
 		}
 	}
-	return bases, sc.Err()
+	return bases, nil
 }
 
 var (

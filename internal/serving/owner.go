@@ -9,10 +9,9 @@ import (
 	"sync"
 )
 
-// Owner is the process that creates containers, images and processes: what their labels
-// (and a process's environment, SessionEnv) say, and what a sweep checks before it
-// removes anything. Session alone tells two processes apart everywhere; the rest lets a
-// sweep on the same host and PID namespace ask whether the owner still runs.
+// Owner is the process that creates containers, images and processes, as their labels
+// say. Session tells two processes apart; the rest lets a sweep on the same host and PID
+// namespace ask whether the owner still runs.
 type Owner struct {
 	Session  string // random, made once per process
 	Host     string
@@ -21,9 +20,8 @@ type Owner struct {
 	PIDNS    string // the PID namespace (/proc/self/ns/pid): a pid means nothing in another
 }
 
-// SessionEnv is in the environment of every process Run and Start start, with the
-// session of the process that started it: the reaper finds them all by it (their own
-// children inherit it), whatever their command line.
+// SessionEnv holds the session in every process Run and Start start (their children
+// inherit it): the reaper finds them by it.
 const SessionEnv = "QUALKIT_SESSION"
 
 // Self is this process as an Owner, the same for its whole life.
@@ -39,10 +37,8 @@ var Self = sync.OnceValue(func() Owner {
 
 // labels are the labels of what o creates for row of runID.
 func (o Owner) labels(runID, row string) map[string]string {
-	l := map[string]string{LabelManaged: "true", LabelRun: runID, LabelRow: row}
-	for k, v := range o.ownerLabels() {
-		l[k] = v
-	}
+	l := o.ownerLabels()
+	l[LabelRun], l[LabelRow] = runID, row
 	return l
 }
 
@@ -58,9 +54,8 @@ func (o Owner) ownerLabels() map[string]string {
 	return l
 }
 
-// owns says whether labels name o as their creator: its session, or, on the build steps
-// before the session's label (sweep.go: the engine adds labels in key order), its host
-// and pid with whatever of its start time and PID namespace they carry yet.
+// owns says whether labels name o: its session, or, on the build steps before the
+// session's label, its host and pid with what they carry yet of its start and namespace.
 func (o Owner) owns(labels map[string]string) bool {
 	if s := labels[LabelSession]; s != "" {
 		return s == o.Session

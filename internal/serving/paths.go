@@ -5,9 +5,8 @@ import (
 	"strings"
 )
 
-// pathMap turns host paths into the paths a container sees: each host prefix becomes its
-// container prefix, the longest prefix first. It comes from the container's mounts and
-// from the paths its image bakes in (a program copied in at build time).
+// pathMap turns host paths into a container's, longest prefix first: its mounts and the
+// paths its image bakes in.
 type pathMap []Mount
 
 func newPathMap(c *Container) pathMap {

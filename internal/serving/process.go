@@ -15,34 +15,39 @@ import (
 
 // processServer is a server run as a local process group.
 type processServer struct {
-	url     string
+	served
 	cmd     *exec.Cmd
 	logf    *os.File
 	exited  chan struct{}
 	waitErr error
+}
+
+// served is what a server keeps, whatever runs it.
+type served struct {
+	url     string
 	startup time.Duration
 	rec     schema.CommandRecord
 	began   time.Time // monotonic: the record's wall
 	o       options
-
 	mu      sync.Mutex
 	stopped bool
 }
+
+func (s *served) URL() string            { return s.url }
+func (s *served) Startup() time.Duration { return s.startup }
 
 func startProcessServer(ctx context.Context, spec ServerSpec, o options) (Server, error) {
 	c := spec.Cmd
 	c.Env = append(o.processTempEnv(), append(c.Env, o.processGPUEnv()...)...)
 	start := time.Now()
+	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC()}
 	// The server must outlive the stage's context: it is stopped explicitly.
 	cmd, logf, err := startProcess(context.WithoutCancel(ctx), c, spec.Log, o)
 	if err != nil {
-		rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC(), ExitCode: -1, Error: err.Error()}
+		rec.ExitCode, rec.Error = -1, err.Error()
 		return nil, o.record(rec, err)
 	}
-	s := &processServer{
-		url: spec.URL(), cmd: cmd, logf: logf, exited: make(chan struct{}), o: o,
-		rec: schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Dir: c.Dir, Log: spec.Log, Start: start.UTC()}, began: start,
-	}
+	s := &processServer{cmd: cmd, logf: logf, exited: make(chan struct{}), served: served{url: spec.URL(), o: o, began: start, rec: rec}}
 	go func() { s.waitErr = cmd.Wait(); close(s.exited) }()
 	if err := waitReady(ctx, s.url, spec.Ready, s.exited); err != nil {
 		s.Stop(context.Background())
@@ -55,10 +60,8 @@ func startProcessServer(ctx context.Context, spec ServerSpec, o options) (Server
 	return s, nil
 }
 
-func (s *processServer) URL() string            { return s.url }
-func (s *processServer) Startup() time.Duration { return s.startup }
-func (s *processServer) Runtime() string        { return "process" }
-func (s *processServer) ContainerID() string    { return "" }
+func (s *processServer) Runtime() string     { return "process" }
+func (s *processServer) ContainerID() string { return "" }
 
 func (s *processServer) Died(context.Context) error {
 	s.mu.Lock()

@@ -24,14 +24,13 @@ type Server interface {
 	Runtime() string
 	// ContainerID is the server's container, "" for a process.
 	ContainerID() string
-	// Died says how the server ended when it ended on its own (exit code, OOM kill, its
-	// Docker engine gone) while the row still needed it; nil while it runs or once Stop
-	// was called. A stage that failed asks it, so that the cause is the server's.
+	// Died says how the server ended on its own (exit code, OOM kill, engine gone) while
+	// the row needed it; nil while it runs or once stopped. A failed stage asks it.
 	Died(ctx context.Context) error
 }
 
-// ServerSpec is a server to start: its command, the loopback port it listens on, how long
-// it may take to answer GET ReadyPath with 200, and the file its output goes to.
+// ServerSpec is a server to start: its command, loopback port, how long it may take to
+// answer GET ReadyPath with 200, and its log.
 type ServerSpec struct {
 	Cmd   Command
 	Port  int
@@ -39,14 +38,11 @@ type ServerSpec struct {
 	Log   string
 }
 
-// URL is where the server will answer once it listens (both runtimes serve on the host's
-// loopback): known before it starts, for a client that waits for it.
+// URL is where the server will answer, on the host's loopback, known before it starts.
 func (s ServerSpec) URL() string { return fmt.Sprintf("http://127.0.0.1:%d", s.Port) }
 
-// Start starts spec's server, as a process group by default or in a container with
-// InContainer, and waits until GET ReadyPath answers 200, the server exits, or spec.Ready
-// passes. Whatever fails, nothing it started is left running. Once ready, the server
-// outlives ctx: Stop ends it.
+// Start starts spec's server and waits until GET ReadyPath answers 200, the server exits,
+// or spec.Ready passes; on failure nothing is left running. Once ready it outlives ctx.
 func Start(ctx context.Context, spec ServerSpec, opts ...Option) (Server, error) {
 	if len(spec.Cmd.Args) == 0 || spec.Cmd.Args[0] == "" {
 		return nil, errors.New("start server: empty command")
@@ -74,34 +70,50 @@ func FreePort() (int, error) {
 var errExited = errors.New("server exited")
 
 // waitReady polls url+ReadyPath until it answers 200, exited closes (the server is
-// gone: errExited) or the deadline passes. The request cut short by the deadline is not
-// an answer, so the error keeps the last answer the server really gave.
+// gone: errExited) or the deadline passes.
 func waitReady(ctx context.Context, url string, deadline time.Duration, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
+	last, err := pollReady(ctx, url, func() error {
+		select {
+		case <-exited:
+			return errExited
+		default:
+			return nil
+		}
+	})
+	if err != nil && !errors.Is(err, errExited) {
+		return notReady(deadline, last, err)
+	}
+	return err
+}
+
+// pollReady GETs url+ReadyPath until it answers 200, gone returns an error (the server
+// stopped) or ctx ends. A request cut short by ctx is not an answer, so last is the last
+// answer the server really gave.
+func pollReady(ctx context.Context, url string, gone func() error) (last string, err error) {
 	hc := &http.Client{Timeout: 5 * time.Second}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	last := "no answer yet"
+	last = "no answer yet"
 	for {
+		if err := gone(); err != nil {
+			return last, err
+		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+ReadyPath, nil)
 		resp, err := hc.Do(req)
 		switch {
 		case err == nil:
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				return last, nil
 			}
 			last = fmt.Sprintf("%s answered %d", ReadyPath, resp.StatusCode)
 		case ctx.Err() == nil:
 			last = err.Error()
 		}
 		select {
-		case <-exited:
-			return errExited
 		case <-ctx.Done():
-			return notReady(deadline, last, ctx.Err())
-		case <-tick.C:
+			return last, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,70 +16,40 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
 )
-
-// A session is one process that creates containers, images and processes (Owner). Its
-// reaper (package reaper) marks it present on the engine while it runs, and once it has
-// ended, however it ended, removes what it left (RemoveSession, KillSession) and, when
-// no other session is alive, the build steps every run shares (SweepShared).
 
 // presenceName is the volume that says a session is alive on this engine.
 func presenceName(o Owner) string { return "qualkit-session-" + o.Session }
 
-// MarkPresent creates o's presence volume: while it exists and o runs, SweepShared
-// removes no shared build step (o may be building on one). A volume needs no image,
-// and an engine sees it whatever host or PID namespace o runs in.
+// MarkPresent creates o's presence volume (it needs no image, and any host sees it):
+// while o runs, SweepShared removes no shared build step o may build on.
 func MarkPresent(ctx context.Context, o Owner) error {
-	cli, err := dockerClient(ctx)
+	_, err := withEngine(ctx, func(cli *testcontainers.DockerClient) (client.VolumeCreateResult, error) {
+		return cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: presenceName(o), Labels: o.ownerLabels()})
+	})
 	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	if _, err := cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: presenceName(o), Labels: o.ownerLabels()}); err != nil {
 		return fmt.Errorf("mark %s present: %w", o, err)
 	}
 	return nil
 }
 
-// RemoveSession removes what o created and left in the engine: its containers, its
-// images (the tagged ones and the build steps that name o: Owner.owns), its presence
-// volume. It returns one line per removed resource.
+// RemoveSession removes o's containers, images and presence volume, one line each.
 func RemoveSession(ctx context.Context, o Owner) ([]string, error) {
 	cli, err := dockerClient(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cli.Close()
-	var removed []string
 	var errs []error
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: managedFilter(LabelSession + "=" + o.Session)})
+	removed, err := removeContainers(ctx, cli, managedFilter(LabelSession+"="+o.Session), func(map[string]string, int64) (string, bool) { return "", true })
 	if err != nil {
-		return nil, fmt.Errorf("remove %s: list containers: %w", o, err)
+		errs = append(errs, fmt.Errorf("remove %s: %w", o, err))
 	}
-	for _, c := range cs.Items {
-		if err := removeContainer(ctx, cli, c.ID); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed = append(removed, fmt.Sprintf("container %s %s (run %s, row %s)",
-			shortID(c.ID), strings.TrimPrefix(strings.Join(c.Names, ","), "/"), c.Labels[LabelRun], c.Labels[LabelRow]))
-	}
-	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter()})
+	gone, err := removeLabelled(ctx, cli, managedFilter(), func(img image.Summary) (string, bool) { return "", o.owns(img.Labels) })
+	removed = append(removed, gone...)
 	if err != nil {
-		return removed, errors.Join(append(errs, fmt.Errorf("remove %s: list images: %w", o, err))...)
-	}
-	var mine []image.Summary
-	for _, img := range imgs.Items {
-		if o.owns(img.Labels) {
-			mine = append(mine, img)
-		}
-	}
-	gone, err := removeImages(ctx, cli, mine)
-	for _, img := range gone {
-		removed = append(removed, describeImage(img))
-	}
-	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("remove %s: %w", o, err))
 	}
 	if _, err := cli.VolumeRemove(ctx, presenceName(o), client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("remove volume %s: %w", presenceName(o), err))
@@ -86,12 +57,9 @@ func RemoveSession(ctx context.Context, o Owner) ([]string, error) {
 	return removed, errors.Join(errs...)
 }
 
-// SweepShared removes the build steps that name no process (the label steps every run
-// on the host shares, sweep.go, and beneath them the Dockerfile's own steps, which the
-// engine prunes once no other image needs them) when no qualkit session but me is alive
-// on this engine: a live one may be building on them. It removes the leftovers of dead
-// sessions first (SweepLeftovers' rule). alive names a live session's resource when
-// there is one (then nothing shared was removed).
+// SweepShared removes dead sessions' leftovers, then, when no session but me is alive on
+// the engine, the build steps that name no process (and beneath them those no other
+// image needs). alive names a live session's resource when one stopped it.
 func SweepShared(ctx context.Context, me Owner) (removed []string, alive string, err error) {
 	cli, err := dockerClient(ctx)
 	if err != nil {
@@ -165,71 +133,62 @@ func SweepShared(ctx context.Context, me Owner) (removed []string, alive string,
 	return removed, "", errors.Join(errs...)
 }
 
-// KillSession sends SIGKILL to every process whose environment holds o's SessionEnv
-// (whatever its process group: a server's children moved to their own group keep it)
-// and waits until none is left, within at most; it returns one line per process.
+// KillSession kills every process whose environment holds o's SessionEnv, whatever its
+// group, and waits until none is left, within at most; one line per process.
 func KillSession(o Owner, within time.Duration) ([]string, error) {
 	want := []byte(o.sessionEnv())
+	return killAll(o.String(), within, func() []int {
+		return processes(func(pid int, _ []string) bool {
+			env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			return slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, want) })
+		})
+	})
+}
+
+// KillGroups kills every process of groups, and waits until none runs, within at most;
+// one line per process. A group whose leader's pid now has another start is left alone.
+func KillGroups(groups []Group, within time.Duration) ([]string, error) {
+	ours := map[string]bool{}
+	for _, g := range groups {
+		if start, err := processStart(g.ID); err != nil || g.Start == "" || start == g.Start {
+			ours[strconv.Itoa(g.ID)] = true
+		}
+	}
+	return killAll("the session's groups", within, func() []int {
+		if len(ours) == 0 {
+			return nil
+		}
+		return processes(func(_ int, stat []string) bool { return ours[stat[2]] })
+	})
+}
+
+// killAll sends SIGKILL to the processes list names until it names none, within at most.
+func killAll(whose string, within time.Duration, list func() []int) ([]string, error) {
 	var killed []string
 	seen := map[int]bool{}
 	for deadline := time.Now().Add(within); ; {
-		pids := sessionProcesses(want)
+		pids := list()
 		if len(pids) == 0 {
 			return killed, nil
 		}
 		for _, pid := range pids {
 			if !seen[pid] { // its command line while it still has one
 				seen[pid] = true
-				killed = append(killed, fmt.Sprintf("process %d: %s", pid, cmdline(pid)))
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				killed = append(killed, fmt.Sprintf("process %d: %s", pid, strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))))
 			}
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 		if time.Now().After(deadline) {
-			return killed, fmt.Errorf("%d process(es) of %s still alive %s after SIGKILL: %v", len(pids), o, within, pids)
+			return killed, fmt.Errorf("%d process(es) of %s still alive %s after SIGKILL: %v", len(pids), whose, within, pids)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// KillGroups sends SIGKILL to every process of the groups given that is still theirs,
-// and waits until none runs, within at most; it returns one line per process. A group
-// whose number a later process took as its own (its leader alive with another start
-// time) is another's now, and left alone.
-func KillGroups(groups []Group, within time.Duration) ([]string, error) {
-	var killed []string
-	seen := map[int]bool{}
-	for deadline := time.Now().Add(within); ; {
-		pids := groupProcesses(groups)
-		if len(pids) == 0 {
-			return killed, nil
-		}
-		for _, pid := range pids {
-			if !seen[pid] {
-				seen[pid] = true
-				killed = append(killed, fmt.Sprintf("process %d: %s", pid, cmdline(pid)))
-			}
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		if time.Now().After(deadline) {
-			return killed, fmt.Errorf("%d process(es) of the session's groups still alive %s after SIGKILL: %v", len(pids), within, pids)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// groupProcesses lists the live processes (zombies aside) of the groups that are still
-// theirs.
-func groupProcesses(groups []Group) []int {
-	ours := map[string]bool{}
-	for _, g := range groups {
-		if start, err := processStart(g.ID); err == nil && g.Start != "" && start != g.Start {
-			continue // the number is another process's now
-		}
-		ours[strconv.Itoa(g.ID)] = true
-	}
-	if len(ours) == 0 {
-		return nil
-	}
+// processes lists the live processes (zombies aside) but this one that keep accepts,
+// given the pid and its /proc/<pid>/stat fields (procStat).
+func processes(keep func(pid int, stat []string) bool) []int {
 	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []int
 	for _, p := range paths {
@@ -237,37 +196,8 @@ func groupProcesses(groups []Group) []int {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		if f, err := procStat(pid); err == nil && ours[f[2]] && f[0] != "Z" && f[0] != "X" {
+		if f, err := procStat(pid); err == nil && f[0] != "Z" && f[0] != "X" && keep(pid, f) {
 			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-func cmdline(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
-}
-
-// sessionProcesses lists the live processes (zombies aside, which hold no environment)
-// whose environment has the entry want, this one aside.
-func sessionProcesses(want []byte) []int {
-	paths, _ := filepath.Glob("/proc/[0-9]*/environ")
-	var out []int
-	for _, p := range paths {
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if bytes.Equal(kv, want) {
-				out = append(out, pid)
-				break
-			}
 		}
 	}
 	return out

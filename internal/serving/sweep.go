@@ -17,31 +17,26 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 )
 
-// Labels put on every container and image qualkit creates (and, without run and row, on
-// a session's presence volume). The engine builds an image's labels as one LABEL step
-// each, in the keys' order: the steps before the pid's (host, managed) are shared by
-// every run on the host, those before the run's by every run of the process, the
-// run's by the run's row alone, and only the last (the session's) is tagged.
+// Labels of every container and image qualkit creates (and, without run and row, of a
+// session's presence volume). The engine builds them as one LABEL step each, in key
+// order: the steps before the pid's are shared by every run on the host, those before
+// the run's by every run of the process, and only the last (the session's) is tagged.
 const (
 	LabelManaged  = "qualkit.managed" // always "true"
 	LabelRun      = "qualkit.run"
 	LabelRow      = "qualkit.row"
-	LabelSession  = "qualkit.session"  // the creating process's random session (Owner.Session)
-	LabelPID      = "qualkit.pid"      // the harness process that created it
-	LabelPIDStart = "qualkit.pidstart" // that process's start time (/proc/<pid>/stat field 22), to detect a reused pid
-	LabelPIDNS    = "qualkit.pidns"    // that process's PID namespace: its pid means nothing in another
-	LabelHost     = "qualkit.host"     // hostname of that process
+	LabelSession  = "qualkit.session" // Owner's fields, in order
+	LabelPID      = "qualkit.pid"
+	LabelPIDStart = "qualkit.pidstart"
+	LabelPIDNS    = "qualkit.pidns"
+	LabelHost     = "qualkit.host"
 )
 
 // LeftoverAge is how old a resource of another host or PID namespace must be before a
 // sweep removes it: its process cannot be checked, and no run lasts a day.
 const LeftoverAge = 24 * time.Hour
 
-// labels are the labels of everything created for row of runID by this process.
-func labels(runID, row string) map[string]string { return Self().labels(runID, row) }
-
-// processStart is field 22 of /proc/<pid>/stat: the process's start time in clock ticks
-// since boot. Together with the pid it names one process; a reused pid has another.
+// processStart is field 22 of /proc/<pid>/stat, the start time: a reused pid has another.
 func processStart(pid int) (string, error) {
 	f, err := procStat(pid)
 	if err != nil {
@@ -81,16 +76,12 @@ func processAlive(pid int, start string) bool {
 	return true
 }
 
-// leftoverReason decides whether a qualkit-labelled resource is a leftover, and why. The rule:
-//   - the current run's resources are never leftovers, nor are those of this very process
-//     (its session; another run in the same process is alive by definition);
-//   - a build step that names no run and no process (a label step every run on the host
-//     shares) is no one's leftover: only SweepShared removes it, once no run is alive;
-//   - a resource of this host and PID namespace is a leftover when its process is gone:
-//     its pid no longer runs, or runs a process that started at another time (a reused pid);
-//   - a resource of another host or PID namespace (or without a readable pid) is a
-//     leftover only once it is older than LeftoverAge, since a live run there cannot be
-//     told from a dead one.
+// leftoverReason says whether a qualkit-labelled resource is a leftover, and why:
+//   - never the current run's, nor this process's (its session);
+//   - never a build step that names no run and no process (SweepShared's);
+//   - one of this host and PID namespace when its process is gone (its pid runs no more,
+//     or runs a process that started at another time);
+//   - one of another host or PID namespace (or with no pid) once older than LeftoverAge.
 func leftoverReason(labels map[string]string, created time.Time, currentRunID string, me Owner, now time.Time, alive func(pid int, start string) bool) (string, bool) {
 	run := labels[LabelRun]
 	switch {
@@ -129,58 +120,26 @@ func managedFilter(more ...string) client.Filters {
 	return make(client.Filters).Add("label", append([]string{LabelManaged + "=true"}, more...)...)
 }
 
-// SweepLeftovers removes the containers, the images and the presence volumes that
-// qualkit created for runs other than currentRunID and that leftoverReason calls
-// leftovers (their process is gone, or they come from another host or PID namespace and
-// are older than LeftoverAge). It returns one line per removed resource. An image
-// still used by a container is kept; no image is removed with its parents (a parent
-// may be a build step another run's build is using: SweepShared's).
+// SweepLeftovers removes the containers, images and presence volumes of runs other than
+// currentRunID that leftoverReason calls leftovers, one line each. An image a container
+// uses stays, and no image goes with its parents (another run may build on them).
 func SweepLeftovers(ctx context.Context, currentRunID string) ([]string, error) {
-	cli, err := dockerClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cli.Close()
-	return sweepLeftovers(ctx, cli, currentRunID, Self(), time.Now())
+	return withEngine(ctx, func(cli *testcontainers.DockerClient) ([]string, error) {
+		return sweepLeftovers(ctx, cli, currentRunID, Self(), time.Now())
+	})
 }
 
 func sweepLeftovers(ctx context.Context, cli *testcontainers.DockerClient, currentRunID string, me Owner, now time.Time) ([]string, error) {
 	why := func(labels map[string]string, created int64) (string, bool) {
 		return leftoverReason(labels, time.Unix(created, 0), currentRunID, me, now, processAlive)
 	}
-	var removed []string
 	var errs []error
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: managedFilter()})
+	removed, err := removeContainers(ctx, cli, managedFilter(), why)
 	if err != nil {
-		return nil, fmt.Errorf("sweep: list containers: %w", err)
+		errs = append(errs, fmt.Errorf("sweep: %w", err))
 	}
-	for _, c := range cs.Items {
-		reason, ok := why(c.Labels, c.Created)
-		if !ok {
-			continue
-		}
-		if err := removeContainer(ctx, cli, c.ID); err != nil {
-			errs = append(errs, fmt.Errorf("sweep: %w", err))
-			continue
-		}
-		removed = append(removed, fmt.Sprintf("container %s %s (run %s, row %s): %s",
-			shortID(c.ID), strings.TrimPrefix(strings.Join(c.Names, ","), "/"), c.Labels[LabelRun], c.Labels[LabelRow], reason))
-	}
-	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter()})
-	if err != nil {
-		return removed, errors.Join(append(errs, fmt.Errorf("sweep: list images: %w", err))...)
-	}
-	var dead []image.Summary
-	reasons := map[string]string{}
-	for _, img := range imgs.Items {
-		if reason, ok := why(img.Labels, img.Created); ok {
-			dead, reasons[img.ID] = append(dead, img), reason
-		}
-	}
-	gone, err := removeImages(ctx, cli, dead)
-	for _, img := range gone {
-		removed = append(removed, describeImage(img)+": "+reasons[img.ID])
-	}
+	gone, err := removeLabelled(ctx, cli, managedFilter(), func(img image.Summary) (string, bool) { return why(img.Labels, img.Created) })
+	removed = append(removed, gone...)
 	var kept *keptImages
 	if err != nil && !errors.As(err, &kept) { // an image a container still uses stays
 		errs = append(errs, fmt.Errorf("sweep: %w", err))
@@ -204,18 +163,57 @@ func sweepLeftovers(ctx context.Context, cli *testcontainers.DockerClient, curre
 	return removed, errors.Join(errs...)
 }
 
-func removeContainer(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
-	_, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("remove container %s: %w", shortID(id), err)
+// removeContainers force-removes the containers filter selects whose labels and creation
+// time why accepts, and returns a line for each: what it was, then why said so.
+func removeContainers(ctx context.Context, cli *testcontainers.DockerClient, filter client.Filters, why func(map[string]string, int64) (string, bool)) ([]string, error) {
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	return nil
+	var removed []string
+	var errs []error
+	for _, c := range cs.Items {
+		reason, ok := why(c.Labels, c.Created)
+		if !ok {
+			continue
+		}
+		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
+			continue
+		}
+		line := fmt.Sprintf("container %s %s (run %s, row %s)", shortID(c.ID), strings.TrimPrefix(strings.Join(c.Names, ","), "/"), c.Labels[LabelRun], c.Labels[LabelRow])
+		if reason != "" {
+			line += ": " + reason
+		}
+		removed = append(removed, line)
+	}
+	return removed, errors.Join(errs...)
 }
 
-// removeImages removes imgs, children before their parents, each alone: never with its
-// parents (PruneChildren), never forced. An image still used by a container, or a
-// parent of an image not in imgs, is kept (the engine refuses it: a conflict). It
-// returns the images removed.
+// removeLabelled removes the images filter selects that why accepts (removeImages), one
+// line each: what it was, then why said so.
+func removeLabelled(ctx context.Context, cli *testcontainers.DockerClient, filter client.Filters, why func(image.Summary) (string, bool)) ([]string, error) {
+	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: filter})
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	var these []image.Summary
+	reasons := map[string]string{}
+	for _, img := range imgs.Items {
+		if reason, ok := why(img); ok {
+			these, reasons[img.ID] = append(these, img), reason
+		}
+	}
+	gone, err := removeImages(ctx, cli, these)
+	var removed []string
+	for _, img := range gone {
+		removed = append(removed, strings.TrimSuffix(describeImage(img)+": "+reasons[img.ID], ": "))
+	}
+	return removed, err
+}
+
+// removeImages removes imgs, children first, each alone (no PruneChildren, no force): the
+// engine keeps one in use or a parent of another image (a conflict). It returns those removed.
 func removeImages(ctx context.Context, cli *testcontainers.DockerClient, imgs []image.Summary) ([]image.Summary, error) {
 	var removed []image.Summary
 	var errs []error
@@ -271,42 +269,23 @@ func describeImage(img image.Summary) string {
 	return fmt.Sprintf("image %s %s (run %s, row %s)", shortID(img.ID), tags, img.Labels[LabelRun], img.Labels[LabelRow])
 }
 
-// RemoveRunImages removes the images built for runID (by any of its rows) by this
-// process: the tagged image and the build steps that carry the run's label, then the
-// process's own build steps no image needs any more (removeProcessSteps), never a parent
-// another process may build on, never an image another process made with that run id.
+// RemoveRunImages removes the images this process built for runID (tagged, and the build
+// steps with the run's label), then its own steps no image needs (removeProcessSteps).
 func RemoveRunImages(ctx context.Context, runID string) error {
-	cli, err := dockerClient(ctx)
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	return removeRunImages(ctx, cli, runID)
+	_, err := withEngine(ctx, func(cli *testcontainers.DockerClient) (any, error) { return nil, removeRunImages(ctx, cli, runID) })
+	return err
 }
 
 func removeRunImages(ctx context.Context, cli *testcontainers.DockerClient, runID string) error {
-	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter(LabelRun + "=" + runID)})
-	if err != nil {
-		return fmt.Errorf("remove images of run %s: %w", runID, err)
-	}
-	var mine []image.Summary
-	for _, img := range imgs.Items {
-		if Self().owns(img.Labels) {
-			mine = append(mine, img)
-		}
-	}
-	if _, err := removeImages(ctx, cli, mine); err != nil {
+	if _, err := removeLabelled(ctx, cli, managedFilter(LabelRun+"="+runID), func(img image.Summary) (string, bool) { return "", Self().owns(img.Labels) }); err != nil {
 		return fmt.Errorf("remove images of run %s: %w", runID, err)
 	}
 	removeProcessSteps(ctx, cli)
 	return nil
 }
 
-// processSteps is held for reading by every build of this process, and for writing
-// while the process removes its own build steps: the label steps that name this process
-// and no run (its pid's, start time's, namespace's, a row's). No other process builds on
-// them, so once no build of this one is in flight, the ones no image still needs (the
-// engine refuses a parent with children) can go.
+// processSteps is held for reading by every build of this process, and for writing while
+// it removes its own label steps (naming it and no run): no other process builds on them.
 var processSteps sync.RWMutex
 
 func removeProcessSteps(ctx context.Context, cli *testcontainers.DockerClient) {
@@ -314,40 +293,22 @@ func removeProcessSteps(ctx context.Context, cli *testcontainers.DockerClient) {
 		return // a build is in flight: the process's end removes them (RemoveSession)
 	}
 	defer processSteps.Unlock()
-	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: managedFilter(LabelPID + "=" + strconv.Itoa(Self().PID))})
-	if err != nil {
-		return
-	}
-	var steps []image.Summary
-	for _, img := range imgs.Items {
-		if img.Labels[LabelRun] == "" && !tagged(img) && Self().owns(img.Labels) {
-			steps = append(steps, img)
-		}
-	}
-	removeImages(ctx, cli, steps)
+	removeLabelled(ctx, cli, managedFilter(LabelPID+"="+strconv.Itoa(Self().PID)), func(img image.Summary) (string, bool) {
+		return "", img.Labels[LabelRun] == "" && !tagged(img) && Self().owns(img.Labels)
+	})
 }
 
-// RemoveRunContainers force-removes every container this process started for runID,
-// then the run's images: what a run that must exit now (a second signal) leaves to no
-// later sweep.
+// RemoveRunContainers force-removes this process's containers and images of runID: a run
+// that must exit now (a second signal) leaves them to no later sweep.
 func RemoveRunContainers(ctx context.Context, runID string) error {
 	cli, err := dockerClient(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: managedFilter(LabelRun + "=" + runID)})
+	_, err = removeContainers(ctx, cli, managedFilter(LabelRun+"="+runID), func(l map[string]string, _ int64) (string, bool) { return "", Self().owns(l) })
 	if err != nil {
-		return fmt.Errorf("remove containers of run %s: %w", runID, err)
+		err = fmt.Errorf("run %s: %w", runID, err)
 	}
-	var errs []error
-	for _, c := range cs.Items {
-		if !Self().owns(c.Labels) {
-			continue
-		}
-		if err := removeContainer(ctx, cli, c.ID); err != nil {
-			errs = append(errs, fmt.Errorf("run %s: %w", runID, err))
-		}
-	}
-	return errors.Join(append(errs, removeRunImages(ctx, cli, runID))...)
+	return errors.Join(err, removeRunImages(ctx, cli, runID))
 }

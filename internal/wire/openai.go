@@ -24,14 +24,11 @@ func (OpenAI) OutputSource() string { return "b64_json" }
 // its image_edit dataset; the server keeps no input.
 func (OpenAI) Traits() Traits { return Traits{AIPerfInputsFile: true} }
 
-// AIPerfEndpoint: the image_edit endpoint, single-turn inputs, and the settings as one
-// --extra-inputs JSON object (extra), which AIPerf adds to every request as form fields.
-//
-// Every prompt comes from the input file, so the synthetic-prompt corpus is `random`
-// (drawn from the tokenizer's vocabulary when asked for, never here): with the default,
-// AIPerf 0.13.0 tokenizes its sonnet corpus at start-up, 1.2 of the 7.3 CPU seconds of a
-// reference-row run (measured 2026-12-04, the same export either way). The Task protocol
-// keeps the default: AIPerf refuses `random` with mooncake_trace.
+// AIPerfEndpoint: image_edit, single-turn inputs, the settings as --extra-inputs form
+// fields. Every prompt comes from the input file, so the synthetic corpus is `random`:
+// with the default, AIPerf 0.13.0 tokenizes its sonnet corpus at start-up, 1.2 of the 7.3
+// CPU seconds of a reference-row run (measured 2026-12-04, the same export either way).
+// The Task protocol keeps the default: AIPerf refuses `random` with mooncake_trace.
 func (OpenAI) AIPerfEndpoint(extra string) []string {
 	return []string{"--endpoint-type", "image_edit", "--custom-dataset-type", "single_turn", "--extra-inputs", extra,
 		"--prompt-corpus", "random"}

@@ -1,8 +1,7 @@
 // Package wire is how a row's edit requests travel between AIPerf (or the harness's own
-// client) and the server: how a request is written for AIPerf, how the sent image, the
-// instruction and the settings are read back from the exact payload in AIPerf's raw
-// export, and where a response's output PNG is. The harness and the evidence checker both
-// read requests through it, so the stages and the checks stay protocol-free.
+// client) and the server: how a request is written for AIPerf, read back from the exact
+// payload in AIPerf's raw export, and where a response's PNG is. The harness and the
+// checker both read requests through it, so that they stay protocol-free.
 //
 // Two protocols:
 //
@@ -17,16 +16,16 @@
 //     is written under the server's scratch folder, <scratch>/<request id>/<name>, its
 //     name in trtmc_observation.image_artifacts. AIPerf drives it with its raw endpoint.
 //
-// Settings are always spelled the OpenAI way (size, seed, num_inference_steps,
-// true_cfg_scale, guidance_scale, negative_prompt): the canonical form every stage and
-// the native Task compare. A protocol maps them to its own fields and back.
+// Settings are always spelled the OpenAI way (size, seed, num_inference_steps, ...): a
+// protocol maps them to its own fields and back.
 package wire
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // Protocol names, as results.json records them.
@@ -35,55 +34,39 @@ const (
 	TRTMCTask    = "trtmc-task"
 )
 
-// Request is one edit: the reference image's exact bytes, the instruction and the
-// settings (canonical spelling).
+// Request is one edit: the image's exact bytes, the instruction and the settings.
 type Request struct {
 	Image    []byte
 	Prompt   string
 	Settings map[string]string
-	// LatentSeed is the seed of the initial noise the request asks the server to replay
-	// (perf-serve's latent_seed, Task.LatentSeed), nil when the model draws its own.
+	// LatentSeed is the initial noise's seed to replay (perf-serve's latent_seed), or nil.
 	LatentSeed *int64
 }
 
 // Protocol is one wire protocol.
 type Protocol interface {
-	// Name is the protocol's name (OpenAIImages, TRTMCTask).
-	Name() string
-	// Route is the HTTP path edits are POSTed to.
-	Route() string
-	// AIPerfEndpoint are the aiperf profile flags that choose the endpoint, the dataset
-	// type of the input file, and the --extra-inputs every request needs; extra is the
-	// settings as one JSON object, each value spelled as the workload states it.
+	Name() string  // OpenAIImages, TRTMCTask
+	Route() string // the HTTP path edits are POSTed to
+	// AIPerfEndpoint are the aiperf profile flags that choose the endpoint, the input
+	// file's dataset type and the --extra-inputs; extra is the settings as one JSON object.
 	AIPerfEndpoint(extra string) []string
 	// AIPerfInput is one line of AIPerf's input file for req.
 	AIPerfInput(req Request) ([]byte, error)
-	// Decode reads back what a request carried from its payload as AIPerf's raw export
-	// records it (the exact body it sent, as JSON).
+	// Decode reads a request back from its payload in AIPerf's raw export.
 	Decode(payload json.RawMessage) (Request, error)
-	// Encode is the HTTP body of req, and its content type, for the harness's own
-	// requests (the influence probes), byte for byte what AIPerf would send.
+	// Encode is req's HTTP body and content type, byte for byte what AIPerf would send.
 	Encode(model string, req Request) (body []byte, contentType string, err error)
-	// Output is the PNG a successful response names: in its body, or the file it names
-	// under the server's scratch folder, read with scratch(relative path).
+	// Output is a successful response's PNG: in its body, or read with scratch(rel path).
 	Output(body []byte, requestID string, scratch func(rel string) ([]byte, error)) ([]byte, error)
-	// OutputSource names where the image is, as results.json records it
-	// ("b64_json", "scratch").
-	OutputSource() string
-	// Traits are what else the protocol decides of a run's files, for the checker.
-	Traits() Traits
+	OutputSource() string // where the image is, as results.json records it
+	Traits() Traits       // what else it decides of a run's files, for the checker
 }
 
 // Traits are what a protocol decides of a run's evidence besides its requests.
 type Traits struct {
-	// SettingsInPayload: every setting travels in each request's payload, so AIPerf gets
-	// no --extra-inputs.
-	SettingsInPayload bool
-	// ServerKeepsInputs: the server keeps each request's image input beside its output in
-	// its scratch folder, so the checker compares it with what AIPerf sent.
-	ServerKeepsInputs bool
-	// AIPerfInputsFile: AIPerf writes its dataset as aiperf/artifacts/inputs.json.
-	AIPerfInputsFile bool
+	SettingsInPayload bool // every setting is in the payload: no --extra-inputs
+	ServerKeepsInputs bool // the server keeps each input image beside its output
+	AIPerfInputsFile  bool // AIPerf writes aiperf/artifacts/inputs.json
 }
 
 // ByName is the protocol of that name; "" is OpenAIImages (evidence written before the
@@ -118,14 +101,7 @@ func jsonText(v json.RawMessage) string {
 	return string(bytes.TrimSpace(v))
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func clip(b []byte, n int) string {
 	if len(b) > n {

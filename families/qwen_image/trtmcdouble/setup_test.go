@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 	"runtime"
 	"slices"
@@ -190,7 +191,7 @@ func TestCheckout(t *testing.T) {
 				}
 			}
 			assert.ElementsMatch(t, []string{tc.reqs, bin}, staged)
-			assert.Contains(t, bc.Files, bc.Files[slices.IndexFunc(bc.Files, func(f serving.ContextFile) bool {
+			assert.Contains(t, bc.Files, bc.Files[slices.IndexFunc(bc.Files, func(f schema.ContextFile) bool {
 				return strings.HasSuffix(f.Path, "site/torch/__init__.py")
 			})], "the stand-in modules are staged")
 			ignore, err := os.ReadFile(filepath.Join(dir, ".dockerignore"))

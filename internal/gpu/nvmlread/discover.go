@@ -13,48 +13,33 @@ import (
 	"qualkit/internal/gpu"
 )
 
-type (
-	Reading = gpu.Reading
-	Device  = gpu.Device
-)
-
-// The two "no usable driver" failures are the gpu package's, so that a reading taken
-// through the gpuread program fails the same way.
-var (
-	ErrNoDriver        = gpu.ErrNoDriver
-	ErrDriverNotLoaded = gpu.ErrDriverNotLoaded
-)
-
-// Discover reads this host's GPUs through NVML. Without the NVIDIA driver it
-// returns an error matching ErrNoDriver (errors.Is); every other NVML failure
-// is an error naming the NVML call and wrapping its nvml.Return. On error the
-// Reading is zero.
-func Discover() (Reading, error) {
-	// nvml.New gives this call its own library handle instead of go-nvml's
-	// package-level one.
+// Discover reads this host's GPUs through NVML (its own library handle, not go-nvml's
+// package-level one). Without the driver the error matches gpu.ErrNoDriver or
+// gpu.ErrDriverNotLoaded; any other names the NVML call and wraps its nvml.Return.
+func Discover() (gpu.Reading, error) {
 	return discover(goNVML{nvml.New()})
 }
 
-func discover(lib nvmlLibrary) (reading Reading, err error) {
+func discover(lib nvmlLibrary) (reading gpu.Reading, err error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
 		// NVML needs no Shutdown after a failed Init.
-		return Reading{}, fmt.Errorf("discover GPUs: %w", initError(ret))
+		return gpu.Reading{}, fmt.Errorf("discover GPUs: %w", initError(ret))
 	}
 	defer func() {
 		if ret := lib.Shutdown(); ret != nvml.SUCCESS {
 			err = errors.Join(err, fmt.Errorf("discover GPUs: %w", callError("Shutdown", ret)))
 		}
 		if err != nil {
-			reading = Reading{}
+			reading = gpu.Reading{}
 		}
 	}()
 
 	r, err := read(lib)
 	if err != nil {
-		return Reading{}, fmt.Errorf("discover GPUs: %w", err)
+		return gpu.Reading{}, fmt.Errorf("discover GPUs: %w", err)
 	}
 	if err := r.Validate(); err != nil {
-		return Reading{}, fmt.Errorf("discover GPUs: NVML reported an unusable %w", err)
+		return gpu.Reading{}, fmt.Errorf("discover GPUs: NVML reported an unusable %w", err)
 	}
 	return r, nil
 }
@@ -62,77 +47,74 @@ func discover(lib nvmlLibrary) (reading Reading, err error) {
 func initError(ret nvml.Return) error {
 	switch ret {
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
-		return fmt.Errorf("nvml.Init: %w: %w", ret, ErrNoDriver)
+		return fmt.Errorf("nvml.Init: %w: %w", ret, gpu.ErrNoDriver)
 	case nvml.ERROR_DRIVER_NOT_LOADED:
-		return fmt.Errorf("nvml.Init: %w: %w", ret, ErrDriverNotLoaded)
+		return fmt.Errorf("nvml.Init: %w: %w", ret, gpu.ErrDriverNotLoaded)
 	default:
 		return callError("Init", ret)
 	}
 }
 
-// callError names the NVML call and keeps its nvml.Return in the chain, so
-// callers can test for a code with errors.Is.
+// callError names the call and keeps its nvml.Return for errors.Is.
 func callError(call string, ret nvml.Return) error {
 	return fmt.Errorf("nvml.%s: %w", call, ret)
 }
 
-func read(lib nvmlLibrary) (Reading, error) {
-	var r Reading
+func read(lib nvmlLibrary) (gpu.Reading, error) {
+	var r gpu.Reading
 	var ret nvml.Return
 	if r.DriverVersion, ret = lib.SystemGetDriverVersion(); ret != nvml.SUCCESS {
-		return Reading{}, callError("SystemGetDriverVersion", ret)
+		return gpu.Reading{}, callError("SystemGetDriverVersion", ret)
 	}
 	if r.NVMLVersion, ret = lib.SystemGetNVMLVersion(); ret != nvml.SUCCESS {
-		return Reading{}, callError("SystemGetNVMLVersion", ret)
+		return gpu.Reading{}, callError("SystemGetNVMLVersion", ret)
 	}
 	if r.CUDADriverVersion, ret = lib.SystemGetCudaDriverVersion(); ret != nvml.SUCCESS {
-		return Reading{}, callError("SystemGetCudaDriverVersion", ret)
+		return gpu.Reading{}, callError("SystemGetCudaDriverVersion", ret)
 	}
 	if r.Count, ret = lib.DeviceGetCount(); ret != nvml.SUCCESS {
-		return Reading{}, callError("DeviceGetCount", ret)
+		return gpu.Reading{}, callError("DeviceGetCount", ret)
 	}
-	r.Devices = make([]Device, 0, r.Count)
+	r.Devices = make([]gpu.Device, 0, r.Count)
 	for i := range r.Count {
 		d, err := readDevice(lib, i)
 		if err != nil {
-			return Reading{}, err
+			return gpu.Reading{}, err
 		}
 		r.Devices = append(r.Devices, d)
 	}
 	return r, nil
 }
 
-func readDevice(lib nvmlLibrary, index int) (Device, error) {
+func readDevice(lib nvmlLibrary, index int) (gpu.Device, error) {
 	call := func(name string) string { return fmt.Sprintf("%s(device %d)", name, index) }
 	h, ret := lib.DeviceGetHandleByIndex(index)
 	if ret != nvml.SUCCESS {
-		return Device{}, callError(call("DeviceGetHandleByIndex"), ret)
+		return gpu.Device{}, callError(call("DeviceGetHandleByIndex"), ret)
 	}
-	d := Device{Index: index}
+	d := gpu.Device{Index: index}
 	if d.Name, ret = h.GetName(); ret != nvml.SUCCESS {
-		return Device{}, callError(call("DeviceGetName"), ret)
+		return gpu.Device{}, callError(call("DeviceGetName"), ret)
 	}
 	if d.UUID, ret = h.GetUUID(); ret != nvml.SUCCESS {
-		return Device{}, callError(call("DeviceGetUUID"), ret)
+		return gpu.Device{}, callError(call("DeviceGetUUID"), ret)
 	}
 	mem, ret := h.GetMemoryInfo()
 	if ret != nvml.SUCCESS {
-		return Device{}, callError(call("DeviceGetMemoryInfo"), ret)
+		return gpu.Device{}, callError(call("DeviceGetMemoryInfo"), ret)
 	}
 	d.MemoryTotalBytes, d.MemoryFreeBytes = mem.Total, mem.Free
 	major, minor, ret := h.GetCudaComputeCapability()
 	if ret != nvml.SUCCESS {
-		return Device{}, callError(call("DeviceGetCudaComputeCapability"), ret)
+		return gpu.Device{}, callError(call("DeviceGetCudaComputeCapability"), ret)
 	}
 	d.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
 	pci, ret := h.GetPciInfo()
 	if ret != nvml.SUCCESS {
-		return Device{}, callError(call("DeviceGetPciInfo"), ret)
+		return gpu.Device{}, callError(call("DeviceGetPciInfo"), ret)
 	}
 	d.PCIBusID = cString(pci.BusId[:])
-	// The SM clock now and its maximum: what the device's timings depend on (a GPU held
-	// at a lower clock, power-capped or shared, times slower). A device that does not
-	// report them (NOT_SUPPORTED) reads 0, left out of the JSON.
+	// The SM clock now and its maximum, which timings depend on; 0 where not reported.
 	if mhz, ret := h.GetClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
 		d.SMClockMHz = mhz
 	}

@@ -78,11 +78,11 @@ func TestDiscoverOnGPU(t *testing.T) {
 func requireNoDriverError(t *testing.T, err error) {
 	t.Helper()
 	switch {
-	case errors.Is(err, ErrNoDriver):
+	case errors.Is(err, gpu.ErrNoDriver):
 		assert.ErrorIs(t, err, nvml.ERROR_LIBRARY_NOT_FOUND)
 		assert.Contains(t, err.Error(), "libnvidia-ml.so.1 not found: no NVIDIA driver on this host")
 		assert.Contains(t, err.Error(), "needs the NVIDIA driver installed")
-	case errors.Is(err, ErrDriverNotLoaded):
+	case errors.Is(err, gpu.ErrDriverNotLoaded):
 		assert.ErrorIs(t, err, nvml.ERROR_DRIVER_NOT_LOADED)
 		assert.Contains(t, err.Error(), "needs the nvidia kernel module loaded")
 	default:
@@ -90,7 +90,7 @@ func requireNoDriverError(t *testing.T, err error) {
 	}
 }
 
-func requireSaneReading(t *testing.T, r Reading) {
+func requireSaneReading(t *testing.T, r gpu.Reading) {
 	t.Helper()
 	require.NoError(t, r.Validate())
 	assert.NotEmpty(t, r.DriverVersion)
@@ -104,7 +104,7 @@ func requireSaneReading(t *testing.T, r Reading) {
 
 // writeReading saves the reading where QUALKIT_GPU_READING_OUT says, and
 // proves the saved file loads back as the same reading.
-func writeReading(t *testing.T, r Reading) {
+func writeReading(t *testing.T, r gpu.Reading) {
 	t.Helper()
 	path := os.Getenv("QUALKIT_GPU_READING_OUT")
 	if path == "" {

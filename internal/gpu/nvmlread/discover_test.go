@@ -7,6 +7,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/gpu"
 )
 
 func h200GPU(uuid, busID string, free uint64) fakeGPU {
@@ -29,12 +31,12 @@ func TestDiscoverMapsNVMLIntoReading(t *testing.T) {
 	got, err := discover(lib)
 
 	require.NoError(t, err)
-	want := Reading{
+	want := gpu.Reading{
 		NVMLVersion:       "13.580.159.04",
 		DriverVersion:     "580.159.04",
 		CUDADriverVersion: 13000,
 		Count:             2,
-		Devices: []Device{
+		Devices: []gpu.Device{
 			{Index: 0, Name: "NVIDIA H200", UUID: "GPU-aaaa", MemoryTotalBytes: 150754820096,
 				MemoryFreeBytes: 150000000000, ComputeCapability: "9.0", PCIBusID: "00000000:19:00.0", SMClockMHz: 345, SMClockMaxMHz: 1980},
 			{Index: 1, Name: "NVIDIA H200", UUID: "GPU-bbbb", MemoryTotalBytes: 150754820096,
@@ -68,13 +70,13 @@ func TestDiscoverInitFailures(t *testing.T) {
 		{
 			name:     "library missing is ErrNoDriver",
 			ret:      nvml.ERROR_LIBRARY_NOT_FOUND,
-			sentinel: ErrNoDriver,
+			sentinel: gpu.ErrNoDriver,
 			message:  "discover GPUs: nvml.Init: ERROR_LIBRARY_NOT_FOUND: libnvidia-ml.so.1 not found: no NVIDIA driver on this host",
 		},
 		{
 			name:     "kernel driver not loaded is ErrDriverNotLoaded",
 			ret:      nvml.ERROR_DRIVER_NOT_LOADED,
-			sentinel: ErrDriverNotLoaded,
+			sentinel: gpu.ErrDriverNotLoaded,
 			message:  "discover GPUs: nvml.Init: ERROR_DRIVER_NOT_LOADED: libnvidia-ml.so.1 loaded but the NVIDIA kernel driver is not running",
 		},
 		{
@@ -96,8 +98,8 @@ func TestDiscoverInitFailures(t *testing.T) {
 			if tt.sentinel != nil {
 				assert.ErrorIs(t, err, tt.sentinel)
 			} else {
-				assert.NotErrorIs(t, err, ErrNoDriver)
-				assert.NotErrorIs(t, err, ErrDriverNotLoaded)
+				assert.NotErrorIs(t, err, gpu.ErrNoDriver)
+				assert.NotErrorIs(t, err, gpu.ErrDriverNotLoaded)
 			}
 			assert.Contains(t, err.Error(), tt.message)
 			assert.Equal(t, 0, lib.shutdowns, "no Shutdown after a failed Init")

@@ -2,8 +2,7 @@ package nvmlread
 
 import "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-// nvmlLibrary is the part of NVML that discovery calls. It exists so that
-// discovery's logic and error handling are tested without a GPU.
+// nvmlLibrary is the part of NVML discovery calls, so that tests need no GPU.
 type nvmlLibrary interface {
 	Init() nvml.Return
 	Shutdown() nvml.Return
@@ -14,10 +13,8 @@ type nvmlLibrary interface {
 	DeviceGetHandleByIndex(index int) (nvmlDevice, nvml.Return)
 }
 
-// nvmlDevice is the part of an NVML device handle that discovery reads.
-// Discovery calls the handle's methods rather than the library's
-// DeviceGetX(handle) forms because go-nvml's mock server implements only the
-// former.
+// nvmlDevice is the part of a device handle discovery reads: the handle's methods, which
+// go-nvml's mock server implements, not the library's DeviceGetX(handle) forms.
 type nvmlDevice interface {
 	GetName() (string, nvml.Return)
 	GetUUID() (string, nvml.Return)
@@ -28,11 +25,8 @@ type nvmlDevice interface {
 	GetMaxClockInfo(nvml.ClockType) (uint32, nvml.Return)
 }
 
-// goNVML adapts an nvml.Interface (the real library, or go-nvml's mock
-// server) to nvmlLibrary; only the device handle's type needs narrowing.
-type goNVML struct {
-	nvml.Interface
-}
+// goNVML adapts an nvml.Interface (the library, or go-nvml's mock) to nvmlLibrary.
+type goNVML struct{ nvml.Interface }
 
 func (g goNVML) DeviceGetHandleByIndex(index int) (nvmlDevice, nvml.Return) {
 	return g.Interface.DeviceGetHandleByIndex(index)

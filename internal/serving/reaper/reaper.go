@@ -1,17 +1,13 @@
-// Package reaper removes what a qualkit process leaves when it ends without cleaning
-// up: killed (SIGKILL), panicked (go test's -timeout alarm), or exited before its rows
-// stopped. It plays the part of testcontainers' reaper (Ryuk), which is off here (its
-// image cannot be pulled), for containers, images, processes and folders alike.
+// Package reaper removes what a qualkit process leaves when it ends without cleaning up
+// (SIGKILL, go test's -timeout panic, an early exit): containers, images, processes and
+// folders. It plays testcontainers' Ryuk, which is off here (its image cannot be pulled).
 //
-// The process starts its reaper once (Start): its own program again, which calls
-// Requested and Main before anything else. The two are joined by a pipe whose write end
-// only the process holds; when the pipe closes, however the process ended, the reaper
-// kills the processes that carry the session's mark (serving.SessionEnv), removes the
-// session's containers and images (serving.RemoveSession) and the paths it was given,
-// then the build steps every run shares when no other session is alive
-// (serving.SweepShared), prints what it removed to the process's stderr, and exits.
-// Since it holds that stderr until it exits, whoever reads the process's output (go
-// test, a test that started a child run) reads to its end only once the reaper is done.
+// Start runs the process's own program again as its reaper (its main calls Requested
+// and Main first), joined by a pipe only the process writes to. When the pipe closes,
+// however the process ended, the reaper kills the session's processes, removes its
+// containers, images and paths, sweeps the shared build steps when no other session is
+// alive, prints what it removed to the process's stderr, and exits. It holds that stderr
+// until then, so whoever reads the process's output reads to its end once it is done.
 package reaper
 
 import (
@@ -35,12 +31,10 @@ import (
 	"qualkit/internal/serving"
 )
 
-// envSpec carries the owner, as JSON, to the reaper: its presence makes a program a
-// reaper (Requested).
+// envSpec carries the owner, as JSON, to the reaper; it makes a program a reaper.
 const envSpec = "QUALKIT_REAPER"
 
-// Requested says whether this process was started as a reaper: its main must then call
-// Main and exit with its code before it does anything else.
+// Requested says whether this process is a reaper: its main must then exit with Main's code.
 func Requested() bool { return os.Getenv(envSpec) != "" }
 
 // Reaper is a running process's reaper, as that process holds it.
@@ -51,10 +45,8 @@ type Reaper struct {
 	err  error
 }
 
-// Start starts this process's reaper: program (this process's own executable, whose
-// main honours Requested) run again, in its own process group, ignoring the signals a
-// terminal or a CI cancel sends, so that it outlives this process. It returns once the
-// reaper has marked the session present and listens.
+// Start starts this process's reaper, program (its own executable) in a process group of
+// its own, so that it outlives this process; it returns once the reaper listens.
 func Start(program string) (*Reaper, error) {
 	if Requested() {
 		return nil, errors.New("reaper: a reaper starts no reaper (its program runs Main when Requested)")
@@ -99,39 +91,31 @@ func Start(program string) (*Reaper, error) {
 	return r, nil
 }
 
-// TrackGroup tells the reaper of a process group this process started
-// (serving.GroupTracker): it kills what is left of the group when this process ends.
-// Nil-safe.
-func (r *Reaper) TrackGroup(g serving.Group) {
+// TrackGroup has the reaper kill what is left of g when this process ends
+// (serving.GroupTracker). Nil-safe.
+func (r *Reaper) TrackGroup(g serving.Group) { r.send(fmt.Sprintf("group %d %s", g.ID, g.Start)) }
+
+// Remove has the reaper remove path if it is still there when this process ends. Nil-safe.
+func (r *Reaper) Remove(path string) {
+	if path != "" && !strings.ContainsAny(path, "\n") {
+		r.send("remove " + path)
+	}
+}
+
+func (r *Reaper) send(line string) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pipe != nil {
-		fmt.Fprintf(r.pipe, "group %d %s\n", g.ID, g.Start)
+		fmt.Fprintln(r.pipe, line)
 	}
 }
 
-// Remove asks the reaper to remove path (a file or a folder) if it is still there when
-// this process ends. Nil-safe: without a reaper nothing is asked.
-func (r *Reaper) Remove(path string) {
-	if r == nil || path == "" || strings.ContainsAny(path, "\n") {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pipe != nil {
-		fmt.Fprintf(r.pipe, "remove %s\n", path)
-	}
-}
-
-// Close is this process's normal end of its session: it removes what the session still
-// holds in the engine (the build steps its runs shared: serving.RemoveSession), then
-// lets the reaper finish (it kills a process the session left, removes the paths still
-// there, sweeps the shared build steps when no other session is alive) and waits for it,
-// so that no reaper outlives this process's output (go test waits a few seconds at most
-// for a test binary's output to close). Nil-safe.
+// Close is the session's normal end: it removes what the session holds in the engine,
+// then lets the reaper finish and waits for it, so that no reaper outlives this
+// process's output (go test waits a few seconds at most for it to close). Nil-safe.
 func (r *Reaper) Close(ctx context.Context) error {
 	if r == nil {
 		return nil
@@ -150,11 +134,10 @@ func (r *Reaper) Close(ctx context.Context) error {
 	return errors.Join(err, r.err)
 }
 
-// Main is the reaper itself (Requested is true): it marks the session present, listens
-// until the pipe closes, then removes what the session left and returns the exit code.
+// Main is the reaper: it marks the session present, listens until the pipe closes, then
+// removes what the session left.
 func Main() int {
-	// A terminal's Ctrl-C, a CI cancel or a hang-up is for the process it watches over:
-	// it cleans up after that process, whatever stopped it.
+	// A Ctrl-C, a CI cancel or a hang-up is for the process it watches over.
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	tclog.SetDefault(tclog.NewNoopLogger()) // no banner about the daemon in the report
 	var o serving.Owner
@@ -181,8 +164,7 @@ func Main() int {
 	return 0
 }
 
-// Left is what the process told its reaper of: the paths to remove and the process
-// groups to kill if they are still there when it ends.
+// Left is what the process told its reaper to remove if still there when it ends.
 type Left struct {
 	Paths  []string
 	Groups []serving.Group
@@ -207,19 +189,15 @@ func listen(in io.Reader) Left {
 	return l
 }
 
-// killWithin bounds the wait for killed processes to end (the kernel ends them as soon
-// as they run); removeWithin bounds the engine's removals, which a stalled engine could
-// hold up forever.
+// killWithin bounds the wait for killed processes; removeWithin, a stalled engine's removals.
 const (
 	killWithin   = 30 * time.Second
 	removeWithin = 5 * time.Minute
 )
 
-// Reap removes what o left: its processes (its groups', then those its mark names),
-// then (withDocker) its containers, images and presence, then the paths, then the build
-// steps every run shares when no other session is alive. It returns the report to print:
-// what o left, a line per thing and per failure, and one line for the shared build
-// steps; "" when there was nothing to remove.
+// Reap removes what o left: its processes (its groups', then those its mark names), its
+// containers, images and presence (withDocker), the paths, then the shared build steps
+// when no other session is alive. It returns the report to print, "" for nothing.
 func Reap(ctx context.Context, o serving.Owner, l Left, withDocker bool) string {
 	var left []string
 	add := func(what []string, err error) {

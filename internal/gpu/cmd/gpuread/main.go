@@ -1,8 +1,6 @@
-// Command gpuread prints this host's GPU reading as indented JSON, the form the harness
-// keeps as evidence. It is the one program that links NVML (cgo); the harness runs it
-// (gpu.Read) so that the harness and the test binaries need no cgo. Without the NVIDIA
-// driver it exits 3 (no libnvidia-ml.so.1) or 4 (driver not loaded), any other failure
-// exits 1; the reason goes to stderr.
+// Command gpuread prints this host's GPU reading as JSON. It is the one program that
+// links NVML (cgo), run by gpu.Read so that nothing else needs cgo. Without the driver
+// it exits gpu.ExitNoDriver or gpu.ExitDriverNotLoaded, on any other failure 1.
 package main
 
 import (
