@@ -38,6 +38,13 @@ type Rules struct {
 	// total (the batch's size), id (the request id) and sha (a prefix of the PNG's
 	// sha256). nil: the family has no batch mode.
 	NativeBatchLog *regexp.Regexp
+	// CaseGates is the repository path of the gates file the family's correctness case
+	// judges its metrics against; "" when the gates live in another checkout. The checker
+	// reads that file at the run's commit and judges the case's kept result
+	// (correctness/results_file) again with JudgeCase.
+	CaseGates string
+	// JudgeCase lists every gate of gates the case's kept result misses ("" none).
+	JudgeCase func(result, gates []byte) ([]string, error)
 }
 
 // Row is what the checker knows of a row when it asks a rule.
@@ -71,8 +78,8 @@ func Register(backend string, r Rules) {
 	if _, dup := rules[backend]; dup {
 		panic(fmt.Sprintf("evidencerules: backend %q registered twice", backend))
 	}
-	if r.PairReference == nil || r.PairMetric == nil || r.TaskTime == nil {
-		panic(fmt.Sprintf("evidencerules: backend %q: PairReference, PairMetric and TaskTime are required", backend))
+	if r.PairReference == nil || r.PairMetric == nil || r.TaskTime == nil || (r.CaseGates == "") != (r.JudgeCase == nil) {
+		panic(fmt.Sprintf("evidencerules: backend %q: PairReference, PairMetric and TaskTime are required, JudgeCase with CaseGates", backend))
 	}
 	for _, p := range []struct {
 		name   string
