@@ -22,17 +22,17 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run("trtmc/"+tc.name, func(t *testing.T) {
 			a := New(Config{Checkout: checkoutNoServer(t, tc.layout, tc.serving), HFHome: fakeHFCache(t)})
-			spec := familytest.Conformance(t, a, gpuEnv(t, t.TempDir()), rowOf(row()))
+			spec := familytest.Conformance(t, a, Rules, gpuEnv(t, t.TempDir()), rowOf(row()))
 			assert.True(t, spec.Container, "TRTMC runs in its image")
 			assert.Equal(t, tc.layout == LayoutFamilies, spec.BundleByCase, "the families layout's case builds its bundle")
 		})
 	}
 	t.Run("diffusers", func(t *testing.T) {
-		spec := familytest.Conformance(t, smokeAdapter(), rootEnv(t), rowOf(row()))
+		spec := familytest.Conformance(t, smokeAdapter(), Rules, rootEnv(t), rowOf(row()))
 		assert.True(t, spec.Batch)
 	})
 	t.Run("perf-serve-reference", func(t *testing.T) {
-		spec := familytest.Conformance(t, perfServeRefAdapter("/shared/trtmc-perf-serve"), psrEnv, rowOf(row()))
+		spec := familytest.Conformance(t, perfServeRefAdapter("/shared/trtmc-perf-serve"), Rules, psrEnv, rowOf(row()))
 		assert.True(t, spec.Batch && spec.BatchWaits)
 	})
 }

@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"qualkit/internal/evidencerules"
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
@@ -27,63 +27,63 @@ var (
 // quality pair's reference image (its CPU float32 run), under its artifacts folder.
 const diffusersPairReference = "cpu.png"
 
-// The checker's rules for this package's backends (evidencerules). TRTMC's come from
-// its layout table (layouts: the file each layout's case writes, the formula its
-// thresholds bound); the diffusers reference's pair is its CPU image, judged with
-// qualkit's own formula.
-func init() {
-	evidencerules.Register(BackendTRTMC, evidencerules.Rules{
-		PairReference: func(layout, _ string) string {
-			if l, ok := layoutNamed(layout); ok {
-				return l.PairReference
-			}
-			return ""
-		},
-		PairMetric: func(layout string) string {
-			if l, ok := layoutNamed(layout); ok {
-				return l.PairMetric
-			}
-			return "the metric of a TRTMC layout (" + strings.Join(layoutNames(), ", ") + ")"
-		},
-		TaskTime:       trtmcTaskTime,
-		NativeBatchLog: trtmcBatchLine,
-	})
-	evidencerules.Register(BackendDiffusers, evidencerules.Rules{
-		PairReference: func(string, string) string { return diffusersPairReference },
-		PairMetric:    func(string) string { return "" },
-		// The server states timing.task_ms in the body and in its records line alike
-		// (reference/server.py § success_body, record); the row reads the body.
-		TaskTime: func(evidencerules.Row) evidencerules.TaskTime {
-			ts := Diffusers{}.timing()
-			return evidencerules.TaskTime{Sources: []schema.TimingSource{*ts.Schema()}, Body: ts.Body, Records: ts.Body, RecordID: ts.RecordID}
-		},
-		ServerLog:      diffusersServerLine,
-		NativeBatchLog: diffusersBatchLine,
-	})
+// Rules are what the checker holds this package's backends to (families/all lists
+// them). TRTMC's come from its layout table (layouts: the file each layout's case
+// writes, the formula its thresholds bound); the diffusers reference's pair is its CPU
+// image, judged with qualkit's own formula. Their cases' gates live in other checkouts
+// (TRTMC's, the reference's parity file), so no CaseGates.
+var Rules = []judge.Rules{{
+	Backend: BackendTRTMC,
+	PairReference: func(layout, _ string) string {
+		if l, ok := layoutNamed(layout); ok {
+			return l.PairReference
+		}
+		return ""
+	},
+	PairMetric: func(layout string) string {
+		if l, ok := layoutNamed(layout); ok {
+			return l.PairMetric
+		}
+		return "the metric of a TRTMC layout (" + strings.Join(layoutNames(), ", ") + ")"
+	},
+	TaskTime:       trtmcTaskTime,
+	NativeBatchLog: trtmcBatchLine,
+}, {
+	Backend:       BackendDiffusers,
+	PairReference: func(string, string) string { return diffusersPairReference },
+	PairMetric:    func(string) string { return "" },
+	// The server states timing.task_ms in the body and in its records line alike
+	// (reference/server.py § success_body, record); the row reads the body.
+	TaskTime: func(judge.Row) judge.TaskTime {
+		ts := Diffusers{}.timing()
+		return judge.TaskTime{Sources: []schema.TimingSource{*ts.Schema()}, Body: ts.Body, Records: ts.Body, RecordID: ts.RecordID}
+	},
+	ServerLog:      diffusersServerLine,
+	NativeBatchLog: diffusersBatchLine,
+}, {
 	// TRTMC's perf-serve serving the diffusers reference's pipeline (PerfServeReference):
 	// the pair is the same parity case's, judged the same way; the Task time is perf-serve's
 	// records line (uvicorn at warning level writes no line per request); the batch native
 	// Task writes reference/perfserve_native.py's line per replay.
-	evidencerules.Register(BackendPerfServeReference, evidencerules.Rules{
-		PairReference: func(string, string) string { return diffusersPairReference },
-		PairMetric:    func(string) string { return "" },
-		TaskTime: func(evidencerules.Row) evidencerules.TaskTime {
-			ts := perfServeTiming
-			return evidencerules.TaskTime{Sources: []schema.TimingSource{*ts.Schema()}, Records: ts.Records, RecordID: ts.RecordID}
-		},
-		NativeBatchLog: perfServeNativeBatchLine,
-	})
-}
+	Backend:       BackendPerfServeReference,
+	PairReference: func(string, string) string { return diffusersPairReference },
+	PairMetric:    func(string) string { return "" },
+	TaskTime: func(judge.Row) judge.TaskTime {
+		ts := perfServeTiming
+		return judge.TaskTime{Sources: []schema.TimingSource{*ts.Schema()}, Records: ts.Records, RecordID: ts.RecordID}
+	},
+	NativeBatchLog: perfServeNativeBatchLine,
+}}
 
 // trtmcTaskTime: perf-serve's records (timing.model_call_ms by request_id) on its task
 // route; on the edit route what Config's defaults name (the body's
 // trtmc_timing.model_call_ms, or the records' timing.model_call_ms: timingFromEnv).
-func trtmcTaskTime(row evidencerules.Row) evidencerules.TaskTime {
+func trtmcTaskTime(row judge.Row) judge.TaskTime {
 	records := schema.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
 	if row.Protocol == wire.TRTMCTask {
-		return evidencerules.TaskTime{Sources: []schema.TimingSource{records}, Records: records.Records, RecordID: records.RecordID}
+		return judge.TaskTime{Sources: []schema.TimingSource{records}, Records: records.Records, RecordID: records.RecordID}
 	}
-	return evidencerules.TaskTime{Sources: []schema.TimingSource{{Body: DefaultTimingBody}, records},
+	return judge.TaskTime{Sources: []schema.TimingSource{{Body: DefaultTimingBody}, records},
 		Body: DefaultTimingBody, Records: records.Records, RecordID: records.RecordID}
 }
 

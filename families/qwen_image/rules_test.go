@@ -6,26 +6,26 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/evidencerules"
+	"qualkit/internal/judge"
 )
 
 // The Task time sources the checker allows are the ones the adapters give a row, by
 // its protocol: perf-serve's records on the task route, the edit route's configured
 // default, the diffusers server's body (its records state the same field).
 func TestCheckerTaskTimeIsTheAdapters(t *testing.T) {
-	trtmc, ok := evidencerules.For(BackendTRTMC)
+	trtmc, ok := judge.Find(Rules, BackendTRTMC)
 	require.True(t, ok)
 	perf := New(Config{Checkout: checkout(t, LayoutFamilies)})
 	edit := New(Config{Checkout: checkout(t, LayoutFamilies, ServingEditRoute)})
 	for _, a := range []TRTMC{perf, edit} {
-		tt := trtmc.TaskTime(evidencerules.Row{Protocol: a.protocol().Name()})
+		tt := trtmc.TaskTime(judge.Row{Protocol: a.protocol().Name()})
 		assert.Contains(t, tt.Sources, *a.timing().Schema(), a.protocol().Name())
 	}
-	assert.Len(t, trtmc.TaskTime(evidencerules.Row{Protocol: perf.protocol().Name()}).Sources, 1, "perf-serve: its records alone")
+	assert.Len(t, trtmc.TaskTime(judge.Row{Protocol: perf.protocol().Name()}).Sources, 1, "perf-serve: its records alone")
 
-	diffusers, ok := evidencerules.For(BackendDiffusers)
+	diffusers, ok := judge.Find(Rules, BackendDiffusers)
 	require.True(t, ok)
-	tt := diffusers.TaskTime(evidencerules.Row{})
+	tt := diffusers.TaskTime(judge.Row{})
 	assert.Equal(t, *smokeAdapter().timing().Schema(), tt.Sources[0])
 	assert.Equal(t, "timing.task_ms", tt.Records, "the records line states the body's timing.task_ms (reference/server.py § record)")
 }
@@ -33,7 +33,7 @@ func TestCheckerTaskTimeIsTheAdapters(t *testing.T) {
 // The per-request lines the checker reads are the ones these programs write (lines from
 // the committed H200 run, docs/evidence/h200-orders/serial, and batch/batch.go's format).
 func TestCheckerLogLinesAreThePrograms(t *testing.T) {
-	diffusers, _ := evidencerules.For(BackendDiffusers)
+	diffusers, _ := judge.Find(Rules, BackendDiffusers)
 	re := diffusers.ServerLog
 	m := re.FindStringSubmatch("2026-12-04T14:00:40.425+00:00 3634700e-2cce-4bd6-9676-45c8ddf74e05 200 task 1062.7 ms queue 0.3 ms")
 	require.NotNil(t, m)
@@ -50,7 +50,7 @@ func TestCheckerLogLinesAreThePrograms(t *testing.T) {
 	require.NotNil(t, m)
 	assert.Equal(t, "a042f133f212", m[diffusers.NativeBatchLog.SubexpIndex("sha")])
 
-	trtmc, _ := evidencerules.For(BackendTRTMC)
+	trtmc, _ := judge.Find(Rules, BackendTRTMC)
 	assert.Nil(t, trtmc.ServerLog, "TRTMC's servers write no per-request line to join on")
 	m = trtmc.NativeBatchLog.FindStringSubmatch("trtmc-batch: 3/6 req-3: 0123456789ab (12.5 ms)")
 	require.NotNil(t, m)

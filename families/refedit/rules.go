@@ -10,7 +10,7 @@ import (
 	"strconv"
 
 	"qualkit/families/refedit/server"
-	"qualkit/internal/evidencerules"
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 )
 
@@ -27,24 +27,24 @@ var (
 	batchLogLine  = regexp.MustCompile(`^refedit: batch (?P<n>\d+)/(?P<total>\d+) (?P<id>\S+): (?P<sha>[0-9a-f]{12}) \(`)
 )
 
-// The checker's rules for this family's evidence (evidencerules): the pair's reference
-// is pairReference, its formula qualkit's own; the Task time is timing.task_ms of the
-// response body and of the records line, one or both as Timing picks.
-func init() {
-	evidencerules.Register(Backend, evidencerules.Rules{
-		PairReference: func(string, string) string { return pairReference },
-		PairMetric:    func(string) string { return "" },
-		TaskTime: func(evidencerules.Row) evidencerules.TaskTime {
-			both, records := Family{}.timing(), Family{RecordsTiming: true}.timing()
-			return evidencerules.TaskTime{Sources: []schema.TimingSource{*both.Schema(), *records.Schema()},
-				Body: both.Body, Records: both.Records, RecordID: both.RecordID}
-		},
-		ServerLog:      serverLogLine,
-		NativeBatchLog: batchLogLine,
-		CaseGates:      "families/refedit/correctness/thresholds.json",
-		JudgeCase:      judgeCase,
-	})
-}
+// Rules are what the checker holds this family's evidence to (families/all lists them):
+// the pair's reference is pairReference, its formula qualkit's own; the Task time is
+// timing.task_ms of the response body and of the records line, one or both as Timing
+// picks; the case's metrics are judged against its thresholds.json at the run's commit.
+var Rules = []judge.Rules{{
+	Backend:       Backend,
+	PairReference: func(string, string) string { return pairReference },
+	PairMetric:    func(string) string { return "" },
+	TaskTime: func(judge.Row) judge.TaskTime {
+		both, records := Family{}.timing(), Family{RecordsTiming: true}.timing()
+		return judge.TaskTime{Sources: []schema.TimingSource{*both.Schema(), *records.Schema()},
+			Body: both.Body, Records: both.Records, RecordID: both.RecordID}
+	},
+	ServerLog:      serverLogLine,
+	NativeBatchLog: batchLogLine,
+	CaseGates:      "families/refedit/correctness/thresholds.json",
+	JudgeCase:      judgeCase,
+}}
 
 // judgeCase is the correctness case's judge (correctness/metrics.py violations) in Go:
 // each case's kept metrics against the gates of its edit (an edit's overrides merged

@@ -7,16 +7,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/evidencerules"
+	"qualkit/internal/judge"
 )
 
 // The checker's rules for the family are its code's: the Task time sources Timing gives,
 // and the log lines its server and batch program write (lines from the committed
 // reference run, docs/evidence/reference-run).
 func TestCheckerRulesAreTheFamilys(t *testing.T) {
-	rules, ok := evidencerules.For(Backend)
+	rules, ok := judge.Find(Rules, Backend)
 	require.True(t, ok)
-	tt := rules.TaskTime(evidencerules.Row{})
+	tt := rules.TaskTime(judge.Row{})
 	assert.Contains(t, tt.Sources, *Family{}.timing().Schema())
 	assert.Contains(t, tt.Sources, *Family{RecordsTiming: true}.timing().Schema())
 	assert.Equal(t, []string{"timing.task_ms", "timing.task_ms", "request_id"}, []string{tt.Body, tt.Records, tt.RecordID})

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"qualkit/internal/attest"
-	"qualkit/internal/evidencerules"
 	"qualkit/internal/junitfix"
 	"qualkit/internal/runarchive/runstest"
 	"qualkit/internal/schema"
@@ -1080,8 +1079,7 @@ func TestUnknownFamilyFails(t *testing.T) {
 	})
 	resum(t, dir)
 	failsWith(t, Verify(dir, "").Err(),
-		qualifiedRow+`/results.json: checkpoint.backend: evidence says a backend whose evidence rules the checker knows (`+
-			strings.Join(evidencerules.Backends(), ", ")+`; a family registers its own: evidencerules.Register), file says "acme"`)
+		qualifiedRow+`/results.json: checkpoint.backend: evidence says a backend whose evidence rules the checker knows (diffusers, refedit, trtmc, trtmc-perf-serve-reference; a family lists its own in families/all), file says "acme"`)
 }
 
 // Sources the checker did not read before, now cross-checked (issue 38): each edit, with

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"strings"
 
-	"qualkit/internal/evidencerules"
+	"qualkit/families/all"
+
+	"qualkit/internal/judge"
 	"qualkit/internal/quality"
 	"qualkit/internal/schema"
 )
@@ -268,18 +271,23 @@ func jsonNumbers(v any, into map[float64]bool) {
 	}
 }
 
-// rules are the row's family's evidence rules (evidencerules): where its case writes the
+// rules are the row's family's evidence rules (families/all): where its case writes the
 // quality pair's reference, the formula its thresholds were set for. A backend that
-// registered none fails the row (checkRules): its pair cannot be held to anything.
-func (r *rowCheck) rules() (evidencerules.Rules, bool) {
-	return evidencerules.For(r.res.Checkpoint.Backend)
+// declared none fails the row (checkRules): its pair cannot be held to anything.
+func (r *rowCheck) rules() (judge.Rules, bool) {
+	return judge.Find(all.Rules, r.res.Checkpoint.Backend)
 }
 
 // checkRules: the row's backend is one whose evidence rules the checker knows.
 func (r *rowCheck) checkRules() {
 	if _, ok := r.rules(); !ok {
-		r.fail(schema.ResultsFile, "checkpoint.backend", "a backend whose evidence rules the checker knows ("+strings.Join(evidencerules.Backends(), ", ")+
-			"; a family registers its own: evidencerules.Register)", fmt.Sprintf("%q", r.res.Checkpoint.Backend))
+		var known []string
+		for _, rl := range all.Rules {
+			known = append(known, rl.Backend)
+		}
+		slices.Sort(known)
+		r.fail(schema.ResultsFile, "checkpoint.backend", "a backend whose evidence rules the checker knows ("+strings.Join(known, ", ")+
+			"; a family lists its own in families/all)", fmt.Sprintf("%q", r.res.Checkpoint.Backend))
 	}
 }
 
