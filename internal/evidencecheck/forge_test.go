@@ -472,7 +472,7 @@ type rawRequest struct {
 // slowest is the measured request of the qualified row that took longest.
 func slowest(t *testing.T, dir string) rawRequest {
 	t.Helper()
-	raw, err := readRaw(filepath.Join(dir, qualifiedRow, schema.RawExportFile))
+	raw, err := schema.ReadRaw(filepath.Join(dir, qualifiedRow, schema.RawExportFile))
 	require.NoError(t, err)
 	best, span := rawRequest{index: -1}, int64(0)
 	for i, r := range raw {
@@ -657,7 +657,7 @@ func TestTamperingsSurviveForge(t *testing.T) {
 		"index.html text changed, checksums fixed":   true,
 	}
 	n := 0
-	for _, tt := range tamperings() {
+	for _, tt := range tamperings {
 		if !tt.resum || tt.junit {
 			continue
 		}

@@ -3,6 +3,7 @@ package evidencecheck
 import (
 	"encoding/json"
 	"fmt"
+	"image"
 	"math"
 	"path"
 	"slices"
@@ -143,9 +144,9 @@ func measureRequest(req *request, c schema.QualityCriteria) (schema.QualityReque
 	m := schema.QualityRequest{RequestID: req.id, Phase: req.phase, File: req.httpRel(),
 		Mean: outS.Mean, Std: outS.Std, InputStd: inS.Std, StdRatio: quality.Ratio(outS, inS)}
 	miss := quality.Judge(c, outS, inS)
-	if isConstant(out) {
+	if judge.IsConstant(out) {
 		miss = append(miss, "output is a constant image")
-	} else if changedFraction(in, out) < minChangedFraction {
+	} else if judge.ChangedFraction(in, out) < judge.MinChangedFraction {
 		miss = append(miss, "output is the input image unchanged or only resized")
 	}
 	return m, miss, true
@@ -314,4 +315,13 @@ func (r *rowCheck) layoutNote() string {
 		return "layout " + l + " in bundle.build_settings"
 	}
 	return "no layout in bundle.build_settings"
+}
+
+// decodePNG decodes bytes that must be a PNG into the 8-bit form the checker measures.
+func decodePNG(b []byte) (*image.NRGBA, error) {
+	img, err := judge.DecodePNG(b)
+	if err != nil {
+		return nil, err
+	}
+	return judge.ToNRGBA(img), nil
 }

@@ -110,7 +110,7 @@ func recordTime(raw json.RawMessage) (t time.Time, ok bool, err error) {
 // flight.
 func (r *rowCheck) checkReceipt(q *request, rec serverRecord) {
 	at, ok, err := recordTime(rec.Time)
-	if !ok || q.rec.failed() {
+	if !ok || q.rec.Failed() {
 		// No time stated; or a request AIPerf recorded as failed, whose span it may not
 		// time (a 500 of the status-500 negative control: its start and end one instant).
 		return

@@ -64,7 +64,7 @@ func (r *rowCheck) checkTaskTimeSources() {
 		}
 		rec, okR := recorded[q.id]
 		var doc any
-		if !okR || q.rec.failed() || json.Unmarshal(q.rec.body(), &doc) != nil {
+		if !okR || q.rec.Failed() || json.Unmarshal(q.rec.Body(), &doc) != nil {
 			continue
 		}
 		body, err := numberAt(doc, tt.Body)

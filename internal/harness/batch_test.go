@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 )
 
@@ -126,8 +127,8 @@ func fakeNativeBatch(args []string) error {
 			return err
 		}
 		if mode == "leak" && n > 0 {
-			img, _ := DecodePNG(png)
-			nrgba := toNRGBA(img)
+			img, _ := judge.DecodePNG(png)
+			nrgba := judge.ToNRGBA(img)
 			nrgba.Pix[0] ^= previous | 1
 			var buf bytes.Buffer
 			pngEncode(&buf, nrgba)

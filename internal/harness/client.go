@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"qualkit/internal/schema"
 
 	"qualkit/internal/wire"
 )
@@ -35,7 +36,7 @@ func Send(ctx context.Context, client *http.Client, proto wire.Protocol, url, mo
 }
 
 // sent is what a recorded request carried, read through the row's protocol.
-func (r *row) sent(rec RawRecord) (wire.Request, error) {
+func (r *row) sent(rec schema.RawRecord) (wire.Request, error) {
 	req, err := r.proto.Decode(rec.Payload)
 	if err != nil {
 		return req, fmt.Errorf("request %s: %w", rec.Metadata.XRequestID, err)

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"qualkit/internal/judge"
 	"qualkit/internal/wire"
 	"strconv"
 	"strings"
@@ -491,8 +492,8 @@ func fakeNative(args []string) error {
 		return err
 	}
 	if fault == faultDrift {
-		img, _ := DecodePNG(png)
-		n := toNRGBA(img)
+		img, _ := judge.DecodePNG(png)
+		n := judge.ToNRGBA(img)
 		n.Pix[0]++
 		var buf bytes.Buffer
 		pngEncode(&buf, n)

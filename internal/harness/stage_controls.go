@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"qualkit/internal/controls"
+	"qualkit/internal/judge"
 	"qualkit/internal/quality"
 	"qualkit/internal/schema"
 	"qualkit/internal/wire"
@@ -76,7 +77,7 @@ func (r *row) probeControls(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("controls probe %s: %w", p.Name, err)
 		}
-		img, err := DecodePNG(png)
+		img, err := judge.DecodePNG(png)
 		if err != nil {
 			return fmt.Errorf("controls probe %s: %w", p.Name, err)
 		}

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/judge"
 	"qualkit/internal/family"
+	"qualkit/internal/judge"
 	"qualkit/internal/wire"
 )
 
