@@ -1,6 +1,8 @@
 package qwenimage
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,4 +57,29 @@ func TestCheckerLogLinesAreThePrograms(t *testing.T) {
 	m = trtmc.NativeBatchLog.FindStringSubmatch("trtmc-batch: 3/6 req-3: 0123456789ab (12.5 ms)")
 	require.NotNil(t, m)
 	assert.Equal(t, []string{"3", "6", "req-3", "0123456789ab"}, []string{m[1], m[2], m[3], m[4]})
+}
+
+// The checker's parity judge is the case's own (reference/test_parity.py): the committed
+// H200 smoke row's result meets parity.json; a GPU output below the PSNR gate, or a
+// control that passes too, does not.
+func TestJudgeParityIsTheCases(t *testing.T) {
+	gates, err := os.ReadFile("reference/parity.json")
+	require.NoError(t, err)
+	result, err := os.ReadFile("../../docs/evidence/h200-reference-smoke/parity-result.json")
+	require.NoError(t, err)
+	missed, err := judgeParity(result, gates)
+	require.NoError(t, err)
+	assert.Empty(t, missed)
+
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(result, &doc))
+	m := doc["metrics"].(map[string]any)
+	m["gpu_vs_cpu"].(map[string]any)["psnr_db"] = 40.0
+	m["gpu_vs_cpu_mirrored"].(map[string]any)["ssim"] = 1.0
+	m["gpu_vs_cpu_mirrored"].(map[string]any)["psnr_db"] = nil
+	edited, err := json.Marshal(doc)
+	require.NoError(t, err)
+	missed, err = judgeParity(edited, gates)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"GPU vs CPU float32: PSNR 40.00 dB < 55", "control: the GPU output also passes against the CPU output of the mirrored reference"}, missed)
 }
