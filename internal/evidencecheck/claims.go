@@ -341,35 +341,20 @@ func (r *rowCheck) checkServe() {
 // stages ran (the server aside, which is stopped) exited 0.
 func (r *rowCheck) checkCommands() {
 	const f = schema.CommandsFile
+	if r.cmdsErr != nil {
+		r.fail(f, "readable command log", "JSON lines", r.cmdsErr.Error())
+		return
+	}
 	if !r.exists(f) {
 		return
 	}
-	var recs []schema.CommandRecord
-	err := schema.ReadJSONL(r.path(f), func(line []byte) error {
-		var c schema.CommandRecord
-		err := json.Unmarshal(line, &c)
-		recs = append(recs, c)
-		return err
-	})
-	if err != nil {
-		r.fail(f, "readable command log", "JSON lines", err.Error())
-		return
-	}
-	var aiperf *schema.CommandRecord
-	r.cmds = recs
-	for i, c := range recs {
-		if c.Stage == schema.StageBenchmark && len(c.Args) > 1 && c.Args[1] == "profile" {
-			aiperf = &recs[i]
-		}
-		if c.Stage == schema.StageIdentity && c.Log == schema.NativeBatchLog {
-			r.batchWallS, r.batchCmd = c.WallS, &recs[i]
-		}
+	recs, aiperf := r.cmds, r.aiperfCmd
+	for _, c := range recs {
 		if schema.Passing(r.res.Status) && c.Stage != schema.StageServe {
 			r.truth(c.ExitCode == 0, f, "exit code of "+c.Stage+" command "+baseName(firstArg(c.Args)),
 				"0 (the row claims "+r.res.Status+")", fmt.Sprint(c.ExitCode))
 		}
 	}
-	r.aiperfCmd = aiperf
 	r.checkWindows(recs, aiperf)
 	if aiperf == nil {
 		if r.passed(schema.StageBenchmark) {

@@ -44,6 +44,7 @@ type rowCheck struct {
 	// the batch native Task's, when present.
 	cmds                []schema.CommandRecord
 	aiperfCmd, batchCmd *schema.CommandRecord
+	cmdsErr             error // why commands.jsonl could not be read
 	// derived and derivedPair are the quality measures re-derived from the PNGs.
 	derived     []schema.QualityRequest
 	derivedPair *schema.QualityPair
@@ -137,7 +138,34 @@ func newRowCheck(c *checker, name string) *rowCheck {
 		}
 	}
 	r.loadRequests()
+	r.loadCommands()
 	return r
+}
+
+// loadCommands reads commands.jsonl (absent: no records), finding the AIPerf command and
+// the batch native Task's.
+func (r *rowCheck) loadCommands() {
+	if !r.exists(schema.CommandsFile) {
+		return
+	}
+	var recs []schema.CommandRecord
+	if r.cmdsErr = schema.ReadJSONL(r.path(schema.CommandsFile), func(line []byte) error {
+		var c schema.CommandRecord
+		err := json.Unmarshal(line, &c)
+		recs = append(recs, c)
+		return err
+	}); r.cmdsErr != nil {
+		return
+	}
+	r.cmds = recs
+	for i, c := range recs {
+		if c.Stage == schema.StageBenchmark && len(c.Args) > 1 && c.Args[1] == "profile" {
+			r.aiperfCmd = &recs[i]
+		}
+		if c.Stage == schema.StageIdentity && c.Log == schema.NativeBatchLog {
+			r.batchWallS, r.batchCmd = c.WallS, &recs[i]
+		}
+	}
 }
 
 func (r *rowCheck) rel(p string) string { return r.name + "/" + p }
