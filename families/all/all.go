@@ -1,9 +1,17 @@
-// Package all links every family into a program, so that what each registers is there:
-// the evidence checker's rules for its evidence (internal/evidencerules). The commands
-// that check evidence import it; a new family adds its import here.
+// Package all lists every family's rules for the evidence checker (internal/judge
+// Rules, each declared beside its family's code): the checker holds a row to its
+// backend's. A new family adds its list here.
 package all
 
 import (
-	_ "qualkit/families/qwen_image" // backends trtmc and diffusers
-	_ "qualkit/families/refedit"    // backend refedit
+	"slices"
+
+	qwenimage "qualkit/families/qwen_image"
+	"qualkit/families/refedit"
+)
+
+// Rules are every family's, by backend.
+var Rules = slices.Concat(
+	qwenimage.Rules,
+	refedit.Rules,
 )

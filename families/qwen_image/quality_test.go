@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/evidencerules"
+	"qualkit/internal/judge"
 	"qualkit/internal/wire"
 )
 
@@ -75,11 +75,11 @@ func replaceIn(t *testing.T, path, old, new string) {
 	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
 }
 
-// The rules this package registers for the checker (evidencerules) are its layout
+// The rules this package declares for the checker (Rules) are its layout
 // table's: each layout's pair reference and formula, the diffusers case's CPU image; a
 // layout it does not know has no reference and a formula no row names.
 func TestPairReferenceIsTheCheckersRule(t *testing.T) {
-	trtmc, ok := evidencerules.For(BackendTRTMC)
+	trtmc, ok := judge.Find(Rules, BackendTRTMC)
 	require.True(t, ok)
 	for _, l := range layouts {
 		assert.Equal(t, l.PairReference, trtmc.PairReference(l.Name, Profile), l.Name)
@@ -87,7 +87,7 @@ func TestPairReferenceIsTheCheckersRule(t *testing.T) {
 	}
 	assert.Empty(t, trtmc.PairReference("other", Profile))
 	assert.Contains(t, trtmc.PairMetric("other"), "the metric of a TRTMC layout")
-	diffusers, ok := evidencerules.For(BackendDiffusers)
+	diffusers, ok := judge.Find(Rules, BackendDiffusers)
 	require.True(t, ok)
 	spec, err := qualityOf(smokeAdapter(), rootEnv(t), rowOf(row()))
 	require.NoError(t, err)

@@ -15,9 +15,9 @@ import (
 func TestConformance(t *testing.T) {
 	row := family.Row{Name: "refedit-v1", Model: "qualkit/refedit-v1", Profile: "refedit-v1"}
 	env := family.Env{Root: "/repo", Python: "/repo/.venv/bin/python"}
-	spec := familytest.Conformance(t, Default, env, row)
+	spec := familytest.Conformance(t, Default, Rules, env, row)
 	assert.True(t, spec.NativeBatch != nil && spec.BatchWaits && spec.Image != nil && spec.Build != nil)
-	oneShot := familytest.Conformance(t, Faulty{Family: Default, OneShot: true}, env, row)
+	oneShot := familytest.Conformance(t, Faulty{Family: Default, OneShot: true}, Rules, env, row)
 	assert.Nil(t, oneShot.NativeBatch, "OneShot: one refedit run per replay")
 }
 

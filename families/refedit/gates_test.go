@@ -15,7 +15,7 @@ import (
 
 	"qualkit/families/refedit/edit"
 	"qualkit/internal/fixtures"
-	"qualkit/internal/harness"
+	"qualkit/internal/judge"
 )
 
 // The output gate's thresholds, from this family's side (README "Gates and their
@@ -41,8 +41,8 @@ func TestOutputGateSeparatesEditsFromResizes(t *testing.T) {
 		require.NoError(t, err)
 		res, err := p.Apply(in, e, settings)
 		require.NoError(t, err)
-		f := harness.ChangedFraction(decode(t, in), decode(t, res.PNG))
-		assert.GreaterOrEqual(t, f, harness.MinChangedFraction, "pair %s (%s)", pair.ID, e.Name)
+		f := judge.ChangedFraction(decode(t, in), decode(t, res.PNG))
+		assert.GreaterOrEqual(t, f, judge.MinChangedFraction, "pair %s (%s)", pair.ID, e.Name)
 		weakest = min(weakest, f)
 	}
 	t.Logf("weakest edit of the workload: %.1f %% of the pixels changed", 100*weakest)
@@ -54,8 +54,8 @@ func TestOutputGateSeparatesEditsFromResizes(t *testing.T) {
 			"bilinear": xdraw.BiLinear, "catmull-rom": xdraw.CatmullRom} {
 			out := image.NewNRGBA(image.Rect(0, 0, w, h))
 			k.Scale(out, out.Rect, in, in.Bounds(), xdraw.Src, nil)
-			f := harness.ChangedFraction(in, out)
-			assert.Less(t, f, harness.MinChangedFraction, "%s resized with %s", im.File, name)
+			f := judge.ChangedFraction(in, out)
+			assert.Less(t, f, judge.MinChangedFraction, "%s resized with %s", im.File, name)
 			strongest = max(strongest, f)
 		}
 	}

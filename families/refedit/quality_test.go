@@ -7,11 +7,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/evidencerules"
 	"qualkit/internal/family"
+	"qualkit/internal/judge"
 )
 
-// The rules this family registers for the checker (evidencerules) name where its case
+// The rules this family declares for the checker (Rules) name where its case
 // writes the pair's reference image: the path its quality spec names, and qualkit's own
 // formula.
 func TestPairReferenceIsTheCheckersRule(t *testing.T) {
@@ -20,8 +20,8 @@ func TestPairReferenceIsTheCheckersRule(t *testing.T) {
 	spec, err := quality(family.Env{Root: root})
 	require.NoError(t, err)
 	require.NotNil(t, spec.Pair)
-	rules, ok := evidencerules.For(Backend)
-	require.True(t, ok, "the family registers its evidence rules")
+	rules, ok := judge.Find(Rules, Backend)
+	require.True(t, ok, "the family declares its evidence rules")
 	assert.Equal(t, spec.Pair.Reference, rules.PairReference("", ""))
 	assert.Equal(t, spec.Criteria.PairMetric, rules.PairMetric(""))
 }

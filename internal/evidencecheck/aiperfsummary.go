@@ -129,7 +129,7 @@ func (r *rowCheck) checkPhaseSpan(p manifestPhase) {
 	r.truth(p.StartNs <= first+slack && p.EndNs+slack >= last, schema.PhaseManifestFile, p.Kind+" start_ns / end_ns",
 		fmt.Sprintf("around the %s requests of %s, %d to %d", p.Kind, schema.RawExportFile, first, last), fmt.Sprintf("%d to %d", p.StartNs, p.EndNs))
 	if c := r.aiperfCmd; c != nil && !c.Start.IsZero() {
-		from, to := c.Start.Add(-windowSlack).UnixNano(), c.end().Add(windowSlack).UnixNano()
+		from, to := c.Start.Add(-windowSlack).UnixNano(), c.End().Add(windowSlack).UnixNano()
 		r.truth(p.StartNs >= from && p.EndNs <= to, schema.PhaseManifestFile, p.Kind+" start_ns / end_ns",
 			"inside the AIPerf command's run (commands.jsonl: "+c.Start.Format(time.RFC3339Nano)+", "+fmtNum(c.WallS)+" s)", fmt.Sprintf("%d to %d", p.StartNs, p.EndNs))
 	}

@@ -6,14 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"image"
-	"image/color"
 	"image/png"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"qualkit/internal/attest"
-	"qualkit/internal/evidencerules"
 	"qualkit/internal/junitfix"
 	"qualkit/internal/runarchive/runstest"
 	"qualkit/internal/schema"
@@ -31,6 +28,8 @@ import (
 const (
 	qualifiedRow = "refedit-v1"
 	driftRow     = "refedit-v1-native-drift"
+	// q is qualifiedRow, short for the tables of edits.
+	q = qualifiedRow
 )
 
 // testRun is the committed run *-<kind> (testdata/runs.tar.zst), unpacked once per
@@ -239,7 +238,7 @@ func TestMissingFolder(t *testing.T) {
 // Each tamper is an edit of a committed run. With resum the checksum list is fixed too,
 // so what catches it is the claim the edit breaks.
 func TestTamperingFails(t *testing.T) {
-	for _, tt := range tamperings() {
+	for _, tt := range tamperings {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := runCopy(t, tt.run) // untouched, it passes: TestCommittedRunsPass
@@ -267,495 +266,492 @@ type tampering struct {
 }
 
 // tamperings are the forgeries TestTamperingFails catches from the folder alone, and
-// TestSignedForgeriesFail again through the signature.
-func tamperings() []tampering {
-	q := qualifiedRow
-	return []tampering{
-		{name: "edited native PNG", run: "qualified",
-			edit: func(t *testing.T, dir, _ string) {
-				editPNG(t, filepath.Join(dir, q, "identity/03-profiling-native.png"))
-			},
-			want: []string{q + "/identity/03-profiling-native.png: sha256 (SHA256SUMS): evidence says "}},
-		{name: "edited native PNG, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editPNG(t, filepath.Join(dir, q, "identity/03-profiling-native.png"))
-			},
-			want: []string{
-				q + `/row.md: native/HTTP pixel matches: evidence says 5/6 (decoded PNG pairs in identity/), file says 6/6`,
-				q + "/results.json: identity.pixel_matches: evidence says 5",
-				q + "/results.json: identity.requests[3].native_sha256",
-				q + "/results.json: status qualified: evidence says 6/6 native/HTTP pixel matches",
-				q + "/pictures/contact-sheet.png: picture of the raw records",
-			}},
-		{name: "edited HTTP PNG, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "identity/02-profiling-http.png")) },
-			want: []string{q + "/identity/02-profiling-http.png: the HTTP response's PNG: evidence says the image of the response in"}},
-		{name: "a contract double's server, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				writeFile(t, filepath.Join(dir, q, "serve/identity.json"), `{"backend": "trtmc", "qualkit_contract_double": true}`)
-			},
-			want: []string{q + "/results.json: status qualified: evidence says passed-contract-double"}},
-		{name: "edited fixture image, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "fixtures/house-640x382.png")) },
-			want: []string{q + "/fixtures/house-640x382.png: sha256 (fixtures/manifest.json)"}},
-		{name: "edited influence PNG, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "influence/a-repeat.png")) },
-			want: []string{q + "/influence/a-repeat.png: stage influence passed: evidence says pixel-identical to influence/a.png",
-				q + "/results.json: influence.repeat.differing_pixels: evidence says 1"}},
-		{name: "edited picture, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "pictures/latency.png")) },
-			want: []string{q + "/pictures/latency.png: picture of the raw records: evidence says the latency chart drawn from"}},
+// TestSignedForgeriesFail again through the signature (q is the qualified row).
+var tamperings = []tampering{
+	{name: "edited native PNG", run: "qualified",
+		edit: func(t *testing.T, dir, _ string) {
+			editPNG(t, filepath.Join(dir, q, "identity/03-profiling-native.png"))
+		},
+		want: []string{q + "/identity/03-profiling-native.png: sha256 (SHA256SUMS): evidence says "}},
+	{name: "edited native PNG, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editPNG(t, filepath.Join(dir, q, "identity/03-profiling-native.png"))
+		},
+		want: []string{
+			q + `/row.md: native/HTTP pixel matches: evidence says 5/6 (decoded PNG pairs in identity/), file says 6/6`,
+			q + "/results.json: identity.pixel_matches: evidence says 5",
+			q + "/results.json: identity.requests[3].native_sha256",
+			q + "/results.json: status qualified: evidence says 6/6 native/HTTP pixel matches",
+			q + "/pictures/contact-sheet.png: picture of the raw records",
+		}},
+	{name: "edited HTTP PNG, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "identity/02-profiling-http.png")) },
+		want: []string{q + "/identity/02-profiling-http.png: the HTTP response's PNG: evidence says the image of the response in"}},
+	{name: "a contract double's server, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			writeFile(t, filepath.Join(dir, q, "serve/identity.json"), `{"backend": "trtmc", "qualkit_contract_double": true}`)
+		},
+		want: []string{q + "/results.json: status qualified: evidence says passed-contract-double"}},
+	{name: "edited fixture image, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "fixtures/house-640x382.png")) },
+		want: []string{q + "/fixtures/house-640x382.png: sha256 (fixtures/manifest.json)"}},
+	{name: "edited influence PNG, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "influence/a-repeat.png")) },
+		want: []string{q + "/influence/a-repeat.png: stage influence passed: evidence says pixel-identical to influence/a.png",
+			q + "/results.json: influence.repeat.differing_pixels: evidence says 1"}},
+	{name: "edited picture, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) { editPNG(t, filepath.Join(dir, q, "pictures/latency.png")) },
+		want: []string{q + "/pictures/latency.png: picture of the raw records: evidence says the latency chart drawn from"}},
 
-		{name: "edited latency in row.md", run: "qualified",
-			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 10, "0.0001 / 0.0002") },
-			want: []string{q + "/row.md: sha256 (SHA256SUMS)"}},
-		{name: "edited latency in row.md, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 10, "0.0001 / 0.0002") },
-			want: []string{q + `/row.md: HTTP p50 / p95 (s): evidence says "`, `(nearest-rank p50 / p95 over 5 request_latency values in aiperf/artifacts/profile_export.jsonl), file says "0.0001 / 0.0002"`,
-				"SUMMARY.md: line 5", "PR.md: result row"}},
-		{name: "edited Task time in results.json, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["task_time"].(map[string]any)["p95_ms"] = 0.5 })
-			},
-			want: []string{q + "/results.json: task_time.p95_ms: evidence says", "(nearest-rank over response bodies in aiperf/artifacts/profile_export_raw.jsonl, field timing.task_ms), file says 0.5"}},
-		{name: "edited images/s in row.md, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 12, "999.9") },
-			want: []string{q + "/row.md: images/s: evidence says"}},
-		{name: "edited raw latency, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, schema.ProfileExportFile), `"request_latency":\{"value":[0-9.]+`, `"request_latency":{"value":1.5`)
-			},
-			want: []string{q + "/aiperf/artifacts/profile_export_aiperf.json: request_latency min / max: evidence says 1.5 ms / 1.5 ms",
-				q + "/results.json: http_latency.p50_ms: evidence says 1.5"}},
-		{name: "AIPerf's summary and phase manifest torn in a passed benchmark, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				for _, f := range []string{schema.SummaryExportFile, schema.PhaseManifestFile} {
-					p := filepath.Join(dir, q, f)
-					b, err := os.ReadFile(p)
-					require.NoError(t, err)
-					require.NoError(t, os.WriteFile(p, b[:len(b)/2], 0o644))
+	{name: "edited latency in row.md", run: "qualified",
+		edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 10, "0.0001 / 0.0002") },
+		want: []string{q + "/row.md: sha256 (SHA256SUMS)"}},
+	{name: "edited latency in row.md, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 10, "0.0001 / 0.0002") },
+		want: []string{q + `/row.md: HTTP p50 / p95 (s): evidence says "`, `(nearest-rank p50 / p95 over 5 request_latency values in aiperf/artifacts/profile_export.jsonl), file says "0.0001 / 0.0002"`,
+			"SUMMARY.md: line 5", "PR.md: result row"}},
+	{name: "edited Task time in results.json, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["task_time"].(map[string]any)["p95_ms"] = 0.5 })
+		},
+		want: []string{q + "/results.json: task_time.p95_ms: evidence says", "(nearest-rank over response bodies in aiperf/artifacts/profile_export_raw.jsonl, field timing.task_ms), file says 0.5"}},
+	{name: "edited images/s in row.md, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) { setCell(t, dir, q, 12, "999.9") },
+		want: []string{q + "/row.md: images/s: evidence says"}},
+	{name: "edited raw latency, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceAllRe(t, filepath.Join(dir, q, schema.ProfileExportFile), `"request_latency":\{"value":[0-9.]+`, `"request_latency":{"value":1.5`)
+		},
+		want: []string{q + "/aiperf/artifacts/profile_export_aiperf.json: request_latency min / max: evidence says 1.5 ms / 1.5 ms",
+			q + "/results.json: http_latency.p50_ms: evidence says 1.5"}},
+	{name: "AIPerf's summary and phase manifest torn in a passed benchmark, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			for _, f := range []string{schema.SummaryExportFile, schema.PhaseManifestFile} {
+				p := filepath.Join(dir, q, f)
+				b, err := os.ReadFile(p)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(p, b[:len(b)/2], 0o644))
+			}
+		},
+		want: []string{q + "/" + schema.SummaryExportFile + ": valid JSON: evidence says AIPerf's summary, file says unexpected end of JSON input",
+			q + "/" + schema.PhaseManifestFile + ": valid JSON: evidence says AIPerf's phase manifest"}},
+	{name: "Task time source pointed at another field, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				d["task_time_source"].(map[string]any)["body"] = "timing.handler_ms"
+			})
+		},
+		want: []string{q + "/results.json: task_time.p50_ms: evidence says",
+			q + "/serve/records.jsonl: request ", "timing.task_ms: evidence says"}},
+
+	{name: "deleted file", run: "qualified",
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/native-batch.jsonl")))
+		},
+		want: []string{q + "/identity/native-batch.jsonl: listed in SHA256SUMS: evidence says listed with sha256"}},
+	{name: "deleted file, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/native-batch.jsonl")))
+		},
+		want: []string{q + "/identity/native-batch.jsonl: exact file set: evidence says the batch native Task's report (native mode batch), file says missing"}},
+	{name: "deleted AIPerf export, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.Remove(filepath.Join(dir, q, "aiperf/artifacts/profile_export_console.txt")))
+		},
+		want: []string{q + "/aiperf/artifacts/profile_export_console.txt: exact file set: evidence says required once stage benchmark passed"}},
+	{name: "extra file", run: "qualified",
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, q, "notes.txt"), []byte("trust me\n"), 0o644))
+		},
+		want: []string{q + "/notes.txt: listed in SHA256SUMS: evidence says every file of the run folder listed, file says not listed (added after the run)"}},
+	{name: "extra file, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, q, "notes.txt"), []byte("trust me\n"), 0o644))
+		},
+		want: []string{q + "/notes.txt: exact file set: evidence says no entry of schema.RowLayout admits it in this row, file says present"}},
+	{name: "extra identity output, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			b, err := os.ReadFile(filepath.Join(dir, q, "identity/05-profiling-http.png"))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, q, "identity/06-profiling-http.png"), b, 0o644))
+		},
+		want: []string{q + "/identity/06-profiling-http.png: exact file set"}},
+	{name: "extra run file, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.md"), []byte("all good\n"), 0o644))
+		},
+		want: []string{"notes.md: exact file set: evidence says no such file in a run folder"}},
+	{name: "a symlink", run: "qualified",
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.Symlink("row.md", filepath.Join(dir, q, "link.md")))
+		},
+		want: []string{q + "/link.md: regular file"}},
+
+	{name: "skip recorded in run.json, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["skips"] = []any{q + ": no GPU on this host"} })
+		},
+		want: []string{q + "/results.json: status qualified: evidence says a run without skips; run.json records 1: " + q + ": no GPU on this host, file says qualified",
+			"SUMMARY.md: line"}},
+	{name: "stage not-run with status qualified, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) { setStage(t, dir, q, "influence", "not-run") },
+		want: []string{q + "/results.json: status qualified: evidence says every stage pass (a qualified row passed all of them), file says stages influence=not-run"}},
+	{name: "stage status skip with status qualified, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) { setStage(t, dir, q, "identity", "skip") },
+		want: []string{q + `/results.json: stage identity status: evidence says pass, fail or not-run, file says skip`,
+			q + "/results.json: status qualified: evidence says every stage pass"}},
+	{name: "stage dropped from the list, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				st := d["stages"].([]any)
+				d["stages"] = st[:len(st)-1]
+			})
+		},
+		want: []string{q + `/results.json: stages: evidence says "preflight build correctness serve benchmark quality influence identity" (the pipeline, in order)`}},
+	{name: "skipped correctness case, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceAllRe(t, filepath.Join(dir, q, "correctness/junit.xml"), `name="test_refedit_e2e" time="[0-9.]+" */>`, `name="test_refedit_e2e" time="0"><skipped message="no GPU"/></testcase>`)
+		},
+		want: []string{q + "/results.json: correctness.skipped: evidence says 1 (test cases in correctness/junit.xml), file says 0",
+			q + "/results.json: status qualified: evidence says correctness executed > 0, 0 skipped",
+			q + "/row.md: correctness executed / skipped"}},
+	{name: "warmup count changed, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["warmup"] = 2 })
+			setCell(t, dir, q, 6, "5 + 2")
+		},
+		want: []string{q + "/results.json: warmup: evidence says 1 (commands.jsonl aiperf --warmup-request-count), file says 2",
+			q + "/results.json: warmup: evidence says 1 (warmup records in aiperf/artifacts/profile_export_raw.jsonl), file says 2"}},
+	{name: "measured count in the AIPerf command changed, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceIn(t, filepath.Join(dir, q, "commands.jsonl"), `"--request-count","5"`, `"--request-count","6"`)
+		},
+		want: []string{q + "/results.json: measured: evidence says 6 (commands.jsonl aiperf --request-count), file says 5"}},
+	{name: "edited SUMMARY.md status, checksums fixed", run: "drift", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceIn(t, filepath.Join(dir, "SUMMARY.md"), "| failed: stage identity failed |", "| qualified |")
+		},
+		want: []string{"SUMMARY.md: line 5: evidence says"}},
+	{name: "edited index.html status, checksums fixed", run: "drift", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceIn(t, filepath.Join(dir, "index.html"), `data-status="failed"`, `data-status="qualified"`)
+		},
+		want: []string{"index.html: status of " + driftRow + ": evidence says failed"}},
+	{name: "failed row relabelled qualified, checksums fixed", run: "drift", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, driftRow, "results.json"), func(d map[string]any) { d["status"], d["reason"] = "qualified", "" })
+			setCell(t, dir, driftRow, 13, "qualified")
+		},
+		want: []string{driftRow + "/results.json: status qualified: evidence says every stage pass",
+			driftRow + "/results.json: status qualified: evidence says 6/6 native/HTTP pixel matches (every request, warmup included), file says 0/6 from the PNGs in identity/"}},
+	{name: "edited server records, checksums fixed", run: "drift", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceAllRe(t, filepath.Join(dir, driftRow, "serve/records.jsonl"), `"task_ms":[0-9.]+`, `"task_ms":0.25`)
+		},
+		want: []string{driftRow + "/results.json: task_time.p50_ms: evidence says 0.25 (nearest-rank over serve/records.jsonl, field timing.task_ms joined on request_id)"}},
+
+	{name: "server records name another output, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"output_sha256":"[0-9a-f]{64}"`, `"output_sha256":"`+strings.Repeat("ab", 32)+`"`)
+		},
+		want: []string{q + "/serve/records.jsonl: request ", "output_sha256: evidence says ", "(the PNG the response carried (aiperf/artifacts/profile_export_raw.jsonl, identity/", "file says " + strings.Repeat("ab", 32)}},
+	{name: "server records name another input, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"input_sha256":"[0-9a-f]{64}"`, `"input_sha256":"`+strings.Repeat("cd", 32)+`"`)
+		},
+		want: []string{q + "/serve/records.jsonl: request ", "input_sha256: evidence says ", "(the reference image AIPerf sent (aiperf/artifacts/profile_export_raw.jsonl))", "file says " + strings.Repeat("cd", 32)}},
+
+	{name: "the row's checkpoint renamed in results.json, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				d["checkpoint"].(map[string]any)["model"] = "Qwen/Qwen-Image-Edit-2511"
+			})
+		},
+		want: []string{q + "/commands.jsonl: aiperf --model: evidence says Qwen/Qwen-Image-Edit-2511 (results.json checkpoint.model), file says qualkit/refedit-v1",
+			q + "/serve/startup.json: spec.Model: evidence says Qwen/Qwen-Image-Edit-2511 (results.json checkpoint.model), file says qualkit/refedit-v1"}},
+	{name: "a row folder copied as a second row, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.CopyFS(filepath.Join(dir, "refedit-v2"), os.DirFS(filepath.Join(dir, q))))
+			editJSON(t, filepath.Join(dir, "refedit-v2", "results.json"), func(d map[string]any) {
+				d["row"] = "refedit-v2"
+				d["checkpoint"].(map[string]any)["name"] = "refedit-v2"
+			})
+			editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["rows"] = append(d["rows"].([]any), "refedit-v2") })
+		},
+		want: []string{"refedit-v2/aiperf/artifacts/profile_export_raw.jsonl: request ", "a request of this row alone (AIPerf draws a fresh id per request), file says also in refedit-v1/aiperf/artifacts/profile_export_raw.jsonl"}},
+
+	{name: "every measured request moved to start together, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			first := int64(0)
+			editJSONL(t, filepath.Join(dir, q, schema.RawExportFile), func(d map[string]any) {
+				m := d["metadata"].(map[string]any)
+				if m["benchmark_phase"] != "profiling" {
+					return
 				}
-			},
-			want: []string{q + "/" + schema.SummaryExportFile + ": valid JSON: evidence says AIPerf's summary, file says unexpected end of JSON input",
-				q + "/" + schema.PhaseManifestFile + ": valid JSON: evidence says AIPerf's phase manifest"}},
-		{name: "Task time source pointed at another field, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					d["task_time_source"].(map[string]any)["body"] = "timing.handler_ms"
-				})
-			},
-			want: []string{q + "/results.json: task_time.p50_ms: evidence says",
-				q + "/serve/records.jsonl: request ", "timing.task_ms: evidence says"}},
-
-		{name: "deleted file", run: "qualified",
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/native-batch.jsonl")))
-			},
-			want: []string{q + "/identity/native-batch.jsonl: listed in SHA256SUMS: evidence says listed with sha256"}},
-		{name: "deleted file, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/native-batch.jsonl")))
-			},
-			want: []string{q + "/identity/native-batch.jsonl: exact file set: evidence says the batch native Task's report (native mode batch), file says missing"}},
-		{name: "deleted AIPerf export, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.Remove(filepath.Join(dir, q, "aiperf/artifacts/profile_export_console.txt")))
-			},
-			want: []string{q + "/aiperf/artifacts/profile_export_console.txt: exact file set: evidence says required once stage benchmark passed"}},
-		{name: "extra file", run: "qualified",
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "notes.txt"), []byte("trust me\n"), 0o644))
-			},
-			want: []string{q + "/notes.txt: listed in SHA256SUMS: evidence says every file of the run folder listed, file says not listed (added after the run)"}},
-		{name: "extra file, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "notes.txt"), []byte("trust me\n"), 0o644))
-			},
-			want: []string{q + "/notes.txt: exact file set: evidence says no entry of schema.RowLayout admits it in this row, file says present"}},
-		{name: "extra identity output, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				b, err := os.ReadFile(filepath.Join(dir, q, "identity/05-profiling-http.png"))
-				require.NoError(t, err)
-				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "identity/06-profiling-http.png"), b, 0o644))
-			},
-			want: []string{q + "/identity/06-profiling-http.png: exact file set"}},
-		{name: "extra run file, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.md"), []byte("all good\n"), 0o644))
-			},
-			want: []string{"notes.md: exact file set: evidence says no such file in a run folder"}},
-		{name: "a symlink", run: "qualified",
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.Symlink("row.md", filepath.Join(dir, q, "link.md")))
-			},
-			want: []string{q + "/link.md: regular file"}},
-
-		{name: "skip recorded in run.json, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["skips"] = []any{q + ": no GPU on this host"} })
-			},
-			want: []string{q + "/results.json: status qualified: evidence says a run without skips; run.json records 1: " + q + ": no GPU on this host, file says qualified",
-				"SUMMARY.md: line"}},
-		{name: "stage not-run with status qualified, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) { setStage(t, dir, q, "influence", "not-run") },
-			want: []string{q + "/results.json: status qualified: evidence says every stage pass (a qualified row passed all of them), file says stages influence=not-run"}},
-		{name: "stage status skip with status qualified, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) { setStage(t, dir, q, "identity", "skip") },
-			want: []string{q + `/results.json: stage identity status: evidence says pass, fail or not-run, file says skip`,
-				q + "/results.json: status qualified: evidence says every stage pass"}},
-		{name: "stage dropped from the list, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					st := d["stages"].([]any)
-					d["stages"] = st[:len(st)-1]
-				})
-			},
-			want: []string{q + `/results.json: stages: evidence says "preflight build correctness serve benchmark quality influence identity" (the pipeline, in order)`}},
-		{name: "skipped correctness case, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, "correctness/junit.xml"), `name="test_refedit_e2e" time="[0-9.]+" */>`, `name="test_refedit_e2e" time="0"><skipped message="no GPU"/></testcase>`)
-			},
-			want: []string{q + "/results.json: correctness.skipped: evidence says 1 (test cases in correctness/junit.xml), file says 0",
-				q + "/results.json: status qualified: evidence says correctness executed > 0, 0 skipped",
-				q + "/row.md: correctness executed / skipped"}},
-		{name: "warmup count changed, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["warmup"] = 2 })
-				setCell(t, dir, q, 6, "5 + 2")
-			},
-			want: []string{q + "/results.json: warmup: evidence says 1 (commands.jsonl aiperf --warmup-request-count), file says 2",
-				q + "/results.json: warmup: evidence says 1 (warmup records in aiperf/artifacts/profile_export_raw.jsonl), file says 2"}},
-		{name: "measured count in the AIPerf command changed, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceIn(t, filepath.Join(dir, q, "commands.jsonl"), `"--request-count","5"`, `"--request-count","6"`)
-			},
-			want: []string{q + "/results.json: measured: evidence says 6 (commands.jsonl aiperf --request-count), file says 5"}},
-		{name: "edited SUMMARY.md status, checksums fixed", run: "drift", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceIn(t, filepath.Join(dir, "SUMMARY.md"), "| failed: stage identity failed |", "| qualified |")
-			},
-			want: []string{"SUMMARY.md: line 5: evidence says"}},
-		{name: "edited index.html status, checksums fixed", run: "drift", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceIn(t, filepath.Join(dir, "index.html"), `data-status="failed"`, `data-status="qualified"`)
-			},
-			want: []string{"index.html: status of " + driftRow + ": evidence says failed"}},
-		{name: "failed row relabelled qualified, checksums fixed", run: "drift", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, driftRow, "results.json"), func(d map[string]any) { d["status"], d["reason"] = "qualified", "" })
-				setCell(t, dir, driftRow, 13, "qualified")
-			},
-			want: []string{driftRow + "/results.json: status qualified: evidence says every stage pass",
-				driftRow + "/results.json: status qualified: evidence says 6/6 native/HTTP pixel matches (every request, warmup included), file says 0/6 from the PNGs in identity/"}},
-		{name: "edited server records, checksums fixed", run: "drift", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, driftRow, "serve/records.jsonl"), `"task_ms":[0-9.]+`, `"task_ms":0.25`)
-			},
-			want: []string{driftRow + "/results.json: task_time.p50_ms: evidence says 0.25 (nearest-rank over serve/records.jsonl, field timing.task_ms joined on request_id)"}},
-
-		{name: "server records name another output, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"output_sha256":"[0-9a-f]{64}"`, `"output_sha256":"`+strings.Repeat("ab", 32)+`"`)
-			},
-			want: []string{q + "/serve/records.jsonl: request ", "output_sha256: evidence says ", "(the PNG the response carried (aiperf/artifacts/profile_export_raw.jsonl, identity/", "file says " + strings.Repeat("ab", 32)}},
-		{name: "server records name another input, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"input_sha256":"[0-9a-f]{64}"`, `"input_sha256":"`+strings.Repeat("cd", 32)+`"`)
-			},
-			want: []string{q + "/serve/records.jsonl: request ", "input_sha256: evidence says ", "(the reference image AIPerf sent (aiperf/artifacts/profile_export_raw.jsonl))", "file says " + strings.Repeat("cd", 32)}},
-
-		{name: "the row's checkpoint renamed in results.json, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					d["checkpoint"].(map[string]any)["model"] = "Qwen/Qwen-Image-Edit-2511"
-				})
-			},
-			want: []string{q + "/commands.jsonl: aiperf --model: evidence says Qwen/Qwen-Image-Edit-2511 (results.json checkpoint.model), file says qualkit/refedit-v1",
-				q + "/serve/startup.json: spec.Model: evidence says Qwen/Qwen-Image-Edit-2511 (results.json checkpoint.model), file says qualkit/refedit-v1"}},
-		{name: "a row folder copied as a second row, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.CopyFS(filepath.Join(dir, "refedit-v2"), os.DirFS(filepath.Join(dir, q))))
-				editJSON(t, filepath.Join(dir, "refedit-v2", "results.json"), func(d map[string]any) {
-					d["row"] = "refedit-v2"
-					d["checkpoint"].(map[string]any)["name"] = "refedit-v2"
-				})
-				editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["rows"] = append(d["rows"].([]any), "refedit-v2") })
-			},
-			want: []string{"refedit-v2/aiperf/artifacts/profile_export_raw.jsonl: request ", "a request of this row alone (AIPerf draws a fresh id per request), file says also in refedit-v1/aiperf/artifacts/profile_export_raw.jsonl"}},
-
-		{name: "every measured request moved to start together, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				first := int64(0)
-				editJSONL(t, filepath.Join(dir, q, schema.RawExportFile), func(d map[string]any) {
-					m := d["metadata"].(map[string]any)
-					if m["benchmark_phase"] != "profiling" {
-						return
-					}
-					start := int64(m["request_start_ns"].(float64))
-					if first == 0 {
-						first = start
-					}
-					m["request_end_ns"] = m["request_end_ns"].(float64) - float64(start-first)
-					m["request_start_ns"] = float64(first)
-				})
-			},
-			want: []string{q + "/aiperf/artifacts/profile_export_raw.jsonl: request ", " start: evidence says after request ", "ended (concurrency 1), file says "}},
-		{name: "client latency below the server's handler time, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"handler_ms":[0-9.]+`, `"handler_ms":900000`)
-			},
-			want: []string{q + "/aiperf/artifacts/profile_export.jsonl: request ", "request_latency: evidence says at least the server's handler time, 900000 ms (serve/records.jsonl timing.handler_ms)"}},
-		{name: "a handler shorter than its Task call, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"handler_ms":[0-9.]+`, `"handler_ms":0.001`)
-			},
-			want: []string{q + "/serve/records.jsonl: request ", "timing.handler_ms: evidence says at least the Task time"}},
-
-		// The forgeries of issue 11, each with every SHA256SUMS recomputed.
-		{name: "correctness result says fail, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "correctness/artifacts/result.json"), func(d map[string]any) { d["status"] = "fail" })
-			},
-			want: []string{q + `/correctness/artifacts/result.json: status: evidence says pass (stage correctness passed), file says fail`,
-				q + "/correctness/artifacts/result.json: sha256 (results.json correctness.artifacts)"}},
-		{name: "correctness result says pass where the family's word is passed, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					d["correctness"].(map[string]any)["result_pass"] = "passed"
-				})
-			},
-			want: []string{q + `/correctness/artifacts/result.json: status: evidence says passed (stage correctness passed), file says pass`}},
-		{name: "correctness result says pass with 7 failed, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "correctness/artifacts/result.json"), func(d map[string]any) {
-					d["cases_passed"], d["failures"] = 30, []any{"blur", "sharpen", "invert", "grayscale", "sepia", "rotate", "mirror"}
-				})
-				fixArtifactHash(t, dir, q, "correctness/artifacts/result.json")
-			},
-			want: []string{q + "/correctness/artifacts/result.json: cases_passed: evidence says 37 (cases_total in the same file (status pass)), file says 30",
-				q + `/correctness/artifacts/result.json: failures: evidence says none (status pass), file says ["blur"`}},
-		{name: "correctness result names another bundle, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "correctness/artifacts/result.json"), func(d map[string]any) {
-					d["bundle"].(map[string]any)["sha256_before"] = strings.Repeat("ef", 32)
-				})
-				fixArtifactHash(t, dir, q, "correctness/artifacts/result.json")
-			},
-			want: []string{q + "/correctness/artifacts/result.json: bundle.sha256_before: evidence says 8be1439b9a1d", "(the bundle the row built and served (results.json bundle.sha256)), file says " + strings.Repeat("ef", 32)}},
-		{name: "correctness artifacts deleted, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.RemoveAll(filepath.Join(dir, q, "correctness/artifacts")))
-			},
-			want: []string{q + "/correctness/artifacts/result.json: the correctness case's result: evidence says present (results.json names it, stage correctness passed), file says missing",
-				q + "/correctness/artifacts/outputs/blur.png: a correctness artifact: evidence says present"}},
-		{name: "a file added to the correctness artifacts, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "correctness/artifacts/extra.json"), []byte(`{"status":"pass"}`), 0o644))
-			},
-			want: []string{q + "/correctness/artifacts/extra.json: a correctness artifact: evidence says only the files the case wrote (results.json correctness.artifacts), file says not listed there"}},
-		{name: "JUnit in which another test passed, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceIn(t, filepath.Join(dir, q, "correctness/junit.xml"), `name="test_refedit_e2e"`, `name="test_something_easier"`)
-			},
-			want: []string{q + `/results.json: correctness.declared_cases: evidence says families.refedit.correctness.test_refedit_e2e.test_something_easier (the executed test cases in correctness/junit.xml), file says families.refedit.correctness.test_refedit_e2e.test_refedit_e2e`}},
-		{name: "no declared correctness case, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["correctness"].(map[string]any)["declared_cases"] = []any{} })
-			},
-			want: []string{q + "/results.json: correctness.declared_cases: evidence says the test ids the family declared (stage correctness passed), file says none"}},
-		{name: "server records deleted, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.Remove(filepath.Join(dir, q, "serve/records.jsonl")))
-			},
-			want: []string{q + "/serve/records.jsonl: the server's records: evidence says present and readable (task_time_source joins on request_id, stage benchmark passed), file says missing"}},
-		{name: "server records edited to agree with nothing, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"task_ms":[0-9.]+`, `"task_ms":0.25`)
-			},
-			want: []string{q + "/serve/records.jsonl: request ", "timing.task_ms: evidence says", "ms (response body timing.task_ms in aiperf/artifacts/profile_export_raw.jsonl), file says 0.25 ms"}},
-		{name: "one-shot native log replaced, checksums fixed", run: "drift", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, driftRow, "identity/02-native.log"), []byte("all good\n"), 0o644))
-			},
-			want: []string{driftRow + `/identity/02-native.log: the sha256 the native Task wrote: evidence says a line matching "output_sha256":\s*"([0-9a-f]{64})", file says none`}},
-		{name: "native batch report replaced, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, q, "identity/native-batch.jsonl"), []byte(`{"load_ms": 1}`+"\nall good\n"), 0o644))
-			},
-			want: []string{q + `/identity/native-batch.jsonl: line 2: evidence says {"id", "output", "output_sha256", "task_ms"}, file says "all good"`}},
-		{name: "one request latency changed consistently, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceFirstRe(t, filepath.Join(dir, q, schema.ProfileExportFile), `"request_latency":\{"value":[0-9.]+`, `"request_latency":{"value":0.5`)
-			},
-			want: []string{q + "/aiperf/artifacts/profile_export.jsonl: request ", " request_latency: evidence says", "(request_end_ns - request_start_ns), file says 0.5 ms"}},
-		{name: "run.json says dirty under a qualified row, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["harness_dirty"] = true })
-			},
-			want: []string{q + "/results.json: provenance.harness_dirty: evidence says true (run.json), file says false",
-				"run.json: harness_dirty: evidence says false with a known commit (row " + q + " claims qualified)"}},
-		{name: "the benchmark stage shortened and the time budget recomputed, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					shortenStage(d, "benchmark", 3)
-				})
-			},
-			want: []string{q + "/results.json: stages[benchmark].wall_s: evidence says at least the span of its commands in commands.jsonl"}},
-		{name: "the benchmark stage and the AIPerf command shortened together, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { shortenStage(d, "benchmark", 3) })
-				editJSONL(t, filepath.Join(dir, q, "commands.jsonl"), func(d map[string]any) {
-					if d["stage"] == "benchmark" {
-						d["wall_s"] = d["wall_s"].(float64) - 3
-					}
-				})
-			},
-			want: []string{q + "/aiperf/artifacts/profile_export_raw.jsonl: request ", "time: evidence says inside the AIPerf command's run"}},
-		{name: "the lease shortened to match a shorter row, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					l := d["lease"].(map[string]any)
-					start, err := time.Parse(time.RFC3339Nano, l["start"].(string))
-					require.NoError(t, err)
-					l["start"] = start.Add(2 * time.Second).Format(time.RFC3339Nano)
-				})
-			},
-			want: []string{q + "/commands.jsonl: build command go: evidence says inside the row's lease",
-				q + "/results.json: time_budget.wall_s: evidence says at most the lease's span"}},
-		{name: "AIPerf's CSV export edited, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, schema.CSVExportFile), `(?m)^Request Latency \(ms\),[0-9.]+,[0-9.]+,[0-9.]+,`, "Request Latency (ms),1.00,0.50,1.50,")
-			},
-			want: []string{q + "/" + schema.CSVExportFile + ": Request Latency (ms) avg / min / max: evidence says ", "file says 1.00 / 0.50 / 1.50"}},
-		{name: "AIPerf's console export edited, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceAllRe(t, filepath.Join(dir, q, schema.ConsoleExportFile), `Request Latency \(ms\) │ +[0-9.]+ │ +[0-9.]+ │ +[0-9.]+ │`, "Request Latency (ms) │ 1.00 │ 0.50 │ 1.50 │")
-			},
-			want: []string{q + "/" + schema.ConsoleExportFile + ": Request Latency (ms) avg / min / max: evidence says ", "file says 1.00 / 0.50 / 1.50"}},
-		{name: "the row names another venv than run.json, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					d["provenance"].(map[string]any)["venv_sha256"] = strings.Repeat("ab", 32)
-				})
-			},
-			want: []string{q + `/results.json: provenance.venv_sha256: evidence says "" (run.json), file says ` + strings.Repeat("ab", 32)}},
-		{name: "run.json's venv set edited, its sha256 kept, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) {
-					d["venv_set"], d["venv_sha256"] = []any{"aiperf==0.13.0 " + strings.Repeat("cd", 32)}, strings.Repeat("ef", 32)
-				})
-			},
-			want: []string{"run.json: venv_sha256: evidence says ", "(the sha256 of venv_set, one entry per line), file says " + strings.Repeat("ef", 32)}},
-		{name: "dirty provenance on a qualified row, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["provenance"].(map[string]any)["harness_dirty"] = true })
-				editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["harness_dirty"] = true })
-			},
-			want: []string{q + "/results.json: status qualified: evidence says a known commit of a clean tree (provenance)"}},
-		{name: "PR.md prose changed, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceIn(t, filepath.Join(dir, "PR.md"), "## Checkpoint status", "## Checkpoint status (all reviewed and approved)")
-			},
-			want: []string{"PR.md: line ", `file says "## Checkpoint status (all reviewed and approved)"`}},
-		{name: "index.html text changed, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceIn(t, filepath.Join(dir, "index.html"), "<h1>qualkit run", "<h1>Approved: qualkit run")
-			},
-			want: []string{"index.html: line ", "Approved: qualkit run"}},
-		{name: "failed row made qualified by copying HTTP PNGs over native ones, checksums fixed", run: "drift", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				d := driftRow
-				natives, err := filepath.Glob(filepath.Join(dir, d, "identity", "*-native.png"))
-				require.NoError(t, err)
-				for _, n := range natives {
-					b, err := os.ReadFile(strings.Replace(n, "-native.png", "-http.png", 1))
-					require.NoError(t, err)
-					require.NoError(t, os.WriteFile(n, b, 0o644))
+				start := int64(m["request_start_ns"].(float64))
+				if first == 0 {
+					first = start
 				}
-			},
-			want: []string{driftRow + "/identity/00-warmup-native.png: sha256: evidence says", "(what the native Task's log says it wrote (identity/00-native.log))"}},
-		{name: "a batch report without its native log", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/native-batch.log")))
-			},
-			want: []string{q + "/identity/native-batch.log: exact file set: evidence says the batch native Task's log (native mode batch), file says missing"}},
-		{name: "a replay dropped from the batch report, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				path := filepath.Join(dir, q, "identity/native-batch.jsonl")
-				b, err := os.ReadFile(path)
-				require.NoError(t, err)
-				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-				writeFile(t, path, strings.Join(lines[:len(lines)-1], "\n")+"\n")
-			},
-			want: []string{q + "/identity/native-batch.jsonl: replays: evidence says 6 (one per request in aiperf/artifacts/profile_export_raw.jsonl), file says 5"}},
-		{name: "a quality measure edited, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					d["quality"].(map[string]any)["requests"].([]any)[0].(map[string]any)["std"] = 0.9
-				})
-			},
-			want: []string{q + "/results.json: quality.requests[", "].std: evidence says"}},
-		{name: "quality criteria loosened in results.json, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					d["quality"].(map[string]any)["criteria"].(map[string]any)["pixel_std_min"] = 0.001
-				})
-			},
-			want: []string{q + "/results.json: quality.criteria.pixel_std_min: evidence says a value the family's thresholds files state, file says 0.001"}},
-		{name: "the family's thresholds copy edited, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				replaceIn(t, filepath.Join(dir, q, "quality/thresholds/1-quality.json"), `"psnr_min": 50.0`, `"psnr_min": 5.0`)
-			},
-			want: []string{q + "/results.json: quality.files quality/thresholds/1-quality.json sha256: evidence says"}},
-		{name: "a time budget's ratio lowered, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["time_budget"].(map[string]any)["ratio"] = 1.0 })
-			},
-			want: []string{q + "/results.json: time_budget.ratio: evidence says"}},
-		{name: "model work inflated and the budget recomputed, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					tb := d["time_budget"].(map[string]any)
-					m := tb["model_work"].(map[string]any)
-					m["native_task_s"] = m["native_task_s"].(float64) + 5
-					tb["model_work_s"] = tb["model_work_s"].(float64) + 5
-					tb["harness_s"] = tb["harness_s"].(float64) - 5
-					tb["ratio"] = tb["wall_s"].(float64) / tb["model_work_s"].(float64)
-				})
-			},
-			want: []string{q + "/results.json: time_budget.model_work.native_task_s: evidence says", "the sum of task_ms in identity/native-batch.jsonl"}},
-		{name: "served Task time shrunk, checksums fixed", run: "qualified", resum: true,
-			edit: func(t *testing.T, dir, _ string) {
-				editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
-					d["time_budget"].(map[string]any)["model_work"].(map[string]any)["served_task_s"] = 0.0
-				})
-			},
-			want: []string{q + "/results.json: time_budget.model_work.served_task_s: evidence says at least"}},
+				m["request_end_ns"] = m["request_end_ns"].(float64) - float64(start-first)
+				m["request_start_ns"] = float64(first)
+			})
+		},
+		want: []string{q + "/aiperf/artifacts/profile_export_raw.jsonl: request ", " start: evidence says after request ", "ended (concurrency 1), file says "}},
+	{name: "client latency below the server's handler time, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"handler_ms":[0-9.]+`, `"handler_ms":900000`)
+		},
+		want: []string{q + "/aiperf/artifacts/profile_export.jsonl: request ", "request_latency: evidence says at least the server's handler time, 900000 ms (serve/records.jsonl timing.handler_ms)"}},
+	{name: "a handler shorter than its Task call, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"handler_ms":[0-9.]+`, `"handler_ms":0.001`)
+		},
+		want: []string{q + "/serve/records.jsonl: request ", "timing.handler_ms: evidence says at least the Task time"}},
 
-		{name: "edited JUnit property", run: "qualified", junit: true,
-			edit: func(t *testing.T, _, junit string) {
-				replaceAllRe(t, junit, `name="qualkit.http_p50_ms" value="[0-9.]+"`, `name="qualkit.http_p50_ms" value="0.001"`)
-			},
-			want: []string{"/report qualkit.http_p50_ms: evidence says", `(nearest-rank over refedit-v1/aiperf/artifacts/profile_export.jsonl), file says 0.001`}},
-		{name: "edited JUnit status", run: "qualified", junit: true,
-			edit: func(t *testing.T, _, junit string) {
-				replaceIn(t, junit, `name="qualkit.status" value="qualified"`, `name="qualkit.status" value="smoke-passed"`)
-			},
-			want: []string{"/report qualkit.status: evidence says qualified (refedit-v1/results.json), file says smoke-passed"}},
-		{name: "a skipped test case in the JUnit", run: "qualified", junit: true,
-			edit: func(t *testing.T, _, junit string) {
-				replaceAllRe(t, junit, `name="TestMakeTestdata/refedit-v1/influence" time="[0-9.]+"></testcase>`,
-					`name="TestMakeTestdata/refedit-v1/influence" time="0"><skipped message="skip"></skipped></testcase>`)
-			},
-			want: []string{"run.json: skips: evidence says 1 skipped test case(s)",
-				q + "/results.json: status qualified: evidence says 1 skipped test case(s)",
-				"TestMakeTestdata/refedit-v1/influence: evidence says stage influence passed", "file says skipped"}},
-		{name: "a stage case missing from the JUnit", run: "qualified", junit: true,
-			edit: func(t *testing.T, _, junit string) {
-				replaceAllRe(t, junit, `<testcase [^>]*name="TestMakeTestdata/refedit-v1/serve"[^>]*></testcase>`, ``)
-			},
-			want: []string{"TestMakeTestdata/refedit-v1/serve: evidence says stage serve passed", "file says no such test case"}},
-	}
+	// The forgeries of issue 11, each with every SHA256SUMS recomputed.
+	{name: "correctness result says fail, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "correctness/artifacts/result.json"), func(d map[string]any) { d["status"] = "fail" })
+		},
+		want: []string{q + `/correctness/artifacts/result.json: status: evidence says pass (stage correctness passed), file says fail`,
+			q + "/correctness/artifacts/result.json: sha256 (results.json correctness.artifacts)"}},
+	{name: "correctness result says pass where the family's word is passed, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				d["correctness"].(map[string]any)["result_pass"] = "passed"
+			})
+		},
+		want: []string{q + `/correctness/artifacts/result.json: status: evidence says passed (stage correctness passed), file says pass`}},
+	{name: "correctness result says pass with 7 failed, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "correctness/artifacts/result.json"), func(d map[string]any) {
+				d["cases_passed"], d["failures"] = 30, []any{"blur", "sharpen", "invert", "grayscale", "sepia", "rotate", "mirror"}
+			})
+			fixArtifactHash(t, dir, q, "correctness/artifacts/result.json")
+		},
+		want: []string{q + "/correctness/artifacts/result.json: cases_passed: evidence says 37 (cases_total in the same file (status pass)), file says 30",
+			q + `/correctness/artifacts/result.json: failures: evidence says none (status pass), file says ["blur"`}},
+	{name: "correctness result names another bundle, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "correctness/artifacts/result.json"), func(d map[string]any) {
+				d["bundle"].(map[string]any)["sha256_before"] = strings.Repeat("ef", 32)
+			})
+			fixArtifactHash(t, dir, q, "correctness/artifacts/result.json")
+		},
+		want: []string{q + "/correctness/artifacts/result.json: bundle.sha256_before: evidence says 8be1439b9a1d", "(the bundle the row built and served (results.json bundle.sha256)), file says " + strings.Repeat("ef", 32)}},
+	{name: "correctness artifacts deleted, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(dir, q, "correctness/artifacts")))
+		},
+		want: []string{q + "/correctness/artifacts/result.json: the correctness case's result: evidence says present (results.json names it, stage correctness passed), file says missing",
+			q + "/correctness/artifacts/outputs/blur.png: a correctness artifact: evidence says present"}},
+	{name: "a file added to the correctness artifacts, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, q, "correctness/artifacts/extra.json"), []byte(`{"status":"pass"}`), 0o644))
+		},
+		want: []string{q + "/correctness/artifacts/extra.json: a correctness artifact: evidence says only the files the case wrote (results.json correctness.artifacts), file says not listed there"}},
+	{name: "JUnit in which another test passed, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceIn(t, filepath.Join(dir, q, "correctness/junit.xml"), `name="test_refedit_e2e"`, `name="test_something_easier"`)
+		},
+		want: []string{q + `/results.json: correctness.declared_cases: evidence says families.refedit.correctness.test_refedit_e2e.test_something_easier (the executed test cases in correctness/junit.xml), file says families.refedit.correctness.test_refedit_e2e.test_refedit_e2e`}},
+	{name: "no declared correctness case, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["correctness"].(map[string]any)["declared_cases"] = []any{} })
+		},
+		want: []string{q + "/results.json: correctness.declared_cases: evidence says the test ids the family declared (stage correctness passed), file says none"}},
+	{name: "server records deleted, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.Remove(filepath.Join(dir, q, "serve/records.jsonl")))
+		},
+		want: []string{q + "/serve/records.jsonl: the server's records: evidence says present and readable (task_time_source joins on request_id, stage benchmark passed), file says missing"}},
+	{name: "server records edited to agree with nothing, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceAllRe(t, filepath.Join(dir, q, "serve/records.jsonl"), `"task_ms":[0-9.]+`, `"task_ms":0.25`)
+		},
+		want: []string{q + "/serve/records.jsonl: request ", "timing.task_ms: evidence says", "ms (response body timing.task_ms in aiperf/artifacts/profile_export_raw.jsonl), file says 0.25 ms"}},
+	{name: "one-shot native log replaced, checksums fixed", run: "drift", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, driftRow, "identity/02-native.log"), []byte("all good\n"), 0o644))
+		},
+		want: []string{driftRow + `/identity/02-native.log: the sha256 the native Task wrote: evidence says a line matching "output_sha256":\s*"([0-9a-f]{64})", file says none`}},
+	{name: "native batch report replaced, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, q, "identity/native-batch.jsonl"), []byte(`{"load_ms": 1}`+"\nall good\n"), 0o644))
+		},
+		want: []string{q + `/identity/native-batch.jsonl: line 2: evidence says {"id", "output", "output_sha256", "task_ms"}, file says "all good"`}},
+	{name: "one request latency changed consistently, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceFirstRe(t, filepath.Join(dir, q, schema.ProfileExportFile), `"request_latency":\{"value":[0-9.]+`, `"request_latency":{"value":0.5`)
+		},
+		want: []string{q + "/aiperf/artifacts/profile_export.jsonl: request ", " request_latency: evidence says", "(request_end_ns - request_start_ns), file says 0.5 ms"}},
+	{name: "run.json says dirty under a qualified row, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["harness_dirty"] = true })
+		},
+		want: []string{q + "/results.json: provenance.harness_dirty: evidence says true (run.json), file says false",
+			"run.json: harness_dirty: evidence says false with a known commit (row " + q + " claims qualified)"}},
+	{name: "the benchmark stage shortened and the time budget recomputed, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				shortenStage(d, "benchmark", 3)
+			})
+		},
+		want: []string{q + "/results.json: stages[benchmark].wall_s: evidence says at least the span of its commands in commands.jsonl"}},
+	{name: "the benchmark stage and the AIPerf command shortened together, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { shortenStage(d, "benchmark", 3) })
+			editJSONL(t, filepath.Join(dir, q, "commands.jsonl"), func(d map[string]any) {
+				if d["stage"] == "benchmark" {
+					d["wall_s"] = d["wall_s"].(float64) - 3
+				}
+			})
+		},
+		want: []string{q + "/aiperf/artifacts/profile_export_raw.jsonl: request ", "time: evidence says inside the AIPerf command's run"}},
+	{name: "the lease shortened to match a shorter row, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				l := d["lease"].(map[string]any)
+				start, err := time.Parse(time.RFC3339Nano, l["start"].(string))
+				require.NoError(t, err)
+				l["start"] = start.Add(2 * time.Second).Format(time.RFC3339Nano)
+			})
+		},
+		want: []string{q + "/commands.jsonl: build command go: evidence says inside the row's lease",
+			q + "/results.json: time_budget.wall_s: evidence says at most the lease's span"}},
+	{name: "AIPerf's CSV export edited, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceAllRe(t, filepath.Join(dir, q, schema.CSVExportFile), `(?m)^Request Latency \(ms\),[0-9.]+,[0-9.]+,[0-9.]+,`, "Request Latency (ms),1.00,0.50,1.50,")
+		},
+		want: []string{q + "/" + schema.CSVExportFile + ": Request Latency (ms) avg / min / max: evidence says ", "file says 1.00 / 0.50 / 1.50"}},
+	{name: "AIPerf's console export edited, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceAllRe(t, filepath.Join(dir, q, schema.ConsoleExportFile), `Request Latency \(ms\) │ +[0-9.]+ │ +[0-9.]+ │ +[0-9.]+ │`, "Request Latency (ms) │ 1.00 │ 0.50 │ 1.50 │")
+		},
+		want: []string{q + "/" + schema.ConsoleExportFile + ": Request Latency (ms) avg / min / max: evidence says ", "file says 1.00 / 0.50 / 1.50"}},
+	{name: "the row names another venv than run.json, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				d["provenance"].(map[string]any)["venv_sha256"] = strings.Repeat("ab", 32)
+			})
+		},
+		want: []string{q + `/results.json: provenance.venv_sha256: evidence says "" (run.json), file says ` + strings.Repeat("ab", 32)}},
+	{name: "run.json's venv set edited, its sha256 kept, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) {
+				d["venv_set"], d["venv_sha256"] = []any{"aiperf==0.13.0 " + strings.Repeat("cd", 32)}, strings.Repeat("ef", 32)
+			})
+		},
+		want: []string{"run.json: venv_sha256: evidence says ", "(the sha256 of venv_set, one entry per line), file says " + strings.Repeat("ef", 32)}},
+	{name: "dirty provenance on a qualified row, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["provenance"].(map[string]any)["harness_dirty"] = true })
+			editJSON(t, filepath.Join(dir, "run.json"), func(d map[string]any) { d["harness_dirty"] = true })
+		},
+		want: []string{q + "/results.json: status qualified: evidence says a known commit of a clean tree (provenance)"}},
+	{name: "PR.md prose changed, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceIn(t, filepath.Join(dir, "PR.md"), "## Checkpoint status", "## Checkpoint status (all reviewed and approved)")
+		},
+		want: []string{"PR.md: line ", `file says "## Checkpoint status (all reviewed and approved)"`}},
+	{name: "index.html text changed, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceIn(t, filepath.Join(dir, "index.html"), "<h1>qualkit run", "<h1>Approved: qualkit run")
+		},
+		want: []string{"index.html: line ", "Approved: qualkit run"}},
+	{name: "failed row made qualified by copying HTTP PNGs over native ones, checksums fixed", run: "drift", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			d := driftRow
+			natives, err := filepath.Glob(filepath.Join(dir, d, "identity", "*-native.png"))
+			require.NoError(t, err)
+			for _, n := range natives {
+				b, err := os.ReadFile(strings.Replace(n, "-native.png", "-http.png", 1))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(n, b, 0o644))
+			}
+		},
+		want: []string{driftRow + "/identity/00-warmup-native.png: sha256: evidence says", "(what the native Task's log says it wrote (identity/00-native.log))"}},
+	{name: "a batch report without its native log", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			require.NoError(t, os.Remove(filepath.Join(dir, q, "identity/native-batch.log")))
+		},
+		want: []string{q + "/identity/native-batch.log: exact file set: evidence says the batch native Task's log (native mode batch), file says missing"}},
+	{name: "a replay dropped from the batch report, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			path := filepath.Join(dir, q, "identity/native-batch.jsonl")
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			writeFile(t, path, strings.Join(lines[:len(lines)-1], "\n")+"\n")
+		},
+		want: []string{q + "/identity/native-batch.jsonl: replays: evidence says 6 (one per request in aiperf/artifacts/profile_export_raw.jsonl), file says 5"}},
+	{name: "a quality measure edited, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				d["quality"].(map[string]any)["requests"].([]any)[0].(map[string]any)["std"] = 0.9
+			})
+		},
+		want: []string{q + "/results.json: quality.requests[", "].std: evidence says"}},
+	{name: "quality criteria loosened in results.json, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				d["quality"].(map[string]any)["criteria"].(map[string]any)["pixel_std_min"] = 0.001
+			})
+		},
+		want: []string{q + "/results.json: quality.criteria.pixel_std_min: evidence says a value the family's thresholds files state, file says 0.001"}},
+	{name: "the family's thresholds copy edited, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			replaceIn(t, filepath.Join(dir, q, "quality/thresholds/1-quality.json"), `"psnr_min": 50.0`, `"psnr_min": 5.0`)
+		},
+		want: []string{q + "/results.json: quality.files quality/thresholds/1-quality.json sha256: evidence says"}},
+	{name: "a time budget's ratio lowered, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) { d["time_budget"].(map[string]any)["ratio"] = 1.0 })
+		},
+		want: []string{q + "/results.json: time_budget.ratio: evidence says"}},
+	{name: "model work inflated and the budget recomputed, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				tb := d["time_budget"].(map[string]any)
+				m := tb["model_work"].(map[string]any)
+				m["native_task_s"] = m["native_task_s"].(float64) + 5
+				tb["model_work_s"] = tb["model_work_s"].(float64) + 5
+				tb["harness_s"] = tb["harness_s"].(float64) - 5
+				tb["ratio"] = tb["wall_s"].(float64) / tb["model_work_s"].(float64)
+			})
+		},
+		want: []string{q + "/results.json: time_budget.model_work.native_task_s: evidence says", "the sum of task_ms in identity/native-batch.jsonl"}},
+	{name: "served Task time shrunk, checksums fixed", run: "qualified", resum: true,
+		edit: func(t *testing.T, dir, _ string) {
+			editJSON(t, filepath.Join(dir, q, "results.json"), func(d map[string]any) {
+				d["time_budget"].(map[string]any)["model_work"].(map[string]any)["served_task_s"] = 0.0
+			})
+		},
+		want: []string{q + "/results.json: time_budget.model_work.served_task_s: evidence says at least"}},
+
+	{name: "edited JUnit property", run: "qualified", junit: true,
+		edit: func(t *testing.T, _, junit string) {
+			replaceAllRe(t, junit, `name="qualkit.http_p50_ms" value="[0-9.]+"`, `name="qualkit.http_p50_ms" value="0.001"`)
+		},
+		want: []string{"/report qualkit.http_p50_ms: evidence says", `(nearest-rank over refedit-v1/aiperf/artifacts/profile_export.jsonl), file says 0.001`}},
+	{name: "edited JUnit status", run: "qualified", junit: true,
+		edit: func(t *testing.T, _, junit string) {
+			replaceIn(t, junit, `name="qualkit.status" value="qualified"`, `name="qualkit.status" value="smoke-passed"`)
+		},
+		want: []string{"/report qualkit.status: evidence says qualified (refedit-v1/results.json), file says smoke-passed"}},
+	{name: "a skipped test case in the JUnit", run: "qualified", junit: true,
+		edit: func(t *testing.T, _, junit string) {
+			replaceAllRe(t, junit, `name="TestMakeTestdata/refedit-v1/influence" time="[0-9.]+"></testcase>`,
+				`name="TestMakeTestdata/refedit-v1/influence" time="0"><skipped message="skip"></skipped></testcase>`)
+		},
+		want: []string{"run.json: skips: evidence says 1 skipped test case(s)",
+			q + "/results.json: status qualified: evidence says 1 skipped test case(s)",
+			"TestMakeTestdata/refedit-v1/influence: evidence says stage influence passed", "file says skipped"}},
+	{name: "a stage case missing from the JUnit", run: "qualified", junit: true,
+		edit: func(t *testing.T, _, junit string) {
+			replaceAllRe(t, junit, `<testcase [^>]*name="TestMakeTestdata/refedit-v1/serve"[^>]*></testcase>`, ``)
+		},
+		want: []string{"TestMakeTestdata/refedit-v1/serve: evidence says stage serve passed", "file says no such test case"}},
 }
 
 // The JUnit file is the anchor outside the folder: with every SHA256SUMS recomputed
@@ -984,18 +980,6 @@ func editJSONL(t *testing.T, path string, edit func(map[string]any)) {
 	require.NoError(t, os.WriteFile(path, out, 0o644))
 }
 
-// The checker compares identity pairs at their full depth too.
-func TestCompareFullDepth(t *testing.T) {
-	a := image.NewNRGBA64(image.Rect(0, 0, 2, 2))
-	b := image.NewNRGBA64(image.Rect(0, 0, 2, 2))
-	b.SetNRGBA64(1, 1, color.NRGBA64{R: 1})
-	assert.True(t, comparePixels(toNRGBA(a), toNRGBA(b)).identical(), "8 bits cannot see it")
-	d := compareFull(a, b)
-	assert.False(t, d.identical())
-	assert.Equal(t, 1, d.differing)
-	assert.Equal(t, [2]int{1, 1}, [2]int{d.firstX, d.firstY})
-}
-
 // shortenStage takes by seconds off a stage's wall in results.json and recomputes the
 // time budget from it, as a forger who keeps the budget consistent would.
 func shortenStage(d map[string]any, stage string, by float64) {
@@ -1080,8 +1064,7 @@ func TestUnknownFamilyFails(t *testing.T) {
 	})
 	resum(t, dir)
 	failsWith(t, Verify(dir, "").Err(),
-		qualifiedRow+`/results.json: checkpoint.backend: evidence says a backend whose evidence rules the checker knows (`+
-			strings.Join(evidencerules.Backends(), ", ")+`; a family registers its own: evidencerules.Register), file says "acme"`)
+		qualifiedRow+`/results.json: checkpoint.backend: evidence says a backend whose evidence rules the checker knows (diffusers, refedit, trtmc, trtmc-perf-serve-reference; a family lists its own in families/all), file says "acme"`)
 }
 
 // Sources the checker did not read before, now cross-checked (issue 38): each edit, with

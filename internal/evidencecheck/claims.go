@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	_ "image/jpeg" // a fixture may be a JPEG
 	"math"
 	"path"
 	"reflect"
@@ -13,9 +14,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"qualkit/families/qwen_image/latents"
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 )
 
@@ -335,54 +336,25 @@ func (r *rowCheck) checkServe() {
 	}
 }
 
-type commandRecord struct {
-	Stage    string    `json:"stage"`
-	Args     []string  `json:"args"`
-	Log      string    `json:"log"`
-	Start    time.Time `json:"start"`
-	WallS    float64   `json:"wall_s"`
-	ExitCode int       `json:"exit_code"`
-	During   string    `json:"during"`
-}
-
-func (c commandRecord) end() time.Time {
-	return c.Start.Add(time.Duration(c.WallS * float64(time.Second)))
-}
-
 // checkCommands reads commands.jsonl: the AIPerf command must ask for the row's
 // measured and warmup counts and settings, and in a passing row every command the
 // stages ran (the server aside, which is stopped) exited 0.
 func (r *rowCheck) checkCommands() {
 	const f = schema.CommandsFile
+	if r.cmdsErr != nil {
+		r.fail(f, "readable command log", "JSON lines", r.cmdsErr.Error())
+		return
+	}
 	if !r.exists(f) {
 		return
 	}
-	var recs []commandRecord
-	err := readJSONL(r.path(f), func(_ int, line []byte) error {
-		var c commandRecord
-		err := json.Unmarshal(line, &c)
-		recs = append(recs, c)
-		return err
-	})
-	if err != nil {
-		r.fail(f, "readable command log", "JSON lines", err.Error())
-		return
-	}
-	var aiperf *commandRecord
-	r.cmds = recs
-	for i, c := range recs {
-		if c.Stage == schema.StageBenchmark && len(c.Args) > 1 && c.Args[1] == "profile" {
-			aiperf = &recs[i]
-		}
-		if c.Stage == schema.StageIdentity && c.Log == schema.NativeBatchLog {
-			r.batchWallS, r.batchCmd = c.WallS, &recs[i]
-		}
+	recs, aiperf := r.cmds, r.aiperfCmd
+	for _, c := range recs {
 		if schema.Passing(r.res.Status) && c.Stage != schema.StageServe {
 			r.truth(c.ExitCode == 0, f, "exit code of "+c.Stage+" command "+baseName(firstArg(c.Args)),
 				"0 (the row claims "+r.res.Status+")", fmt.Sprint(c.ExitCode))
 		}
 	}
-	r.aiperfCmd = aiperf
 	r.checkWindows(recs, aiperf)
 	if aiperf == nil {
 		if r.passed(schema.StageBenchmark) {
@@ -458,7 +430,7 @@ func firstArg(args []string) string {
 func (r *rowCheck) clientErrors() int {
 	n := 0
 	for _, q := range r.reqs {
-		if q.rec.failed() {
+		if q.rec.Failed() {
 			n++
 		}
 	}
@@ -519,7 +491,7 @@ func (r *rowCheck) checkBenchmark() {
 			r.truth(bytes.Equal(q.httpFile, q.resp), q.httpRel(), "the HTTP response's PNG",
 				"the image of the response in "+schema.RawExportFile+" (sha256 "+bytesSHA256(q.resp)[:12]+")", "sha256 "+bytesSHA256(q.httpFile)[:12])
 		}
-		if !r.passed(schema.StageBenchmark) || q.rec.failed() {
+		if !r.passed(schema.StageBenchmark) || q.rec.Failed() {
 			continue
 		}
 		if q.respErr != nil {
@@ -531,7 +503,7 @@ func (r *rowCheck) checkBenchmark() {
 			r.fail(schema.RawExportFile, where+" response", "a PNG (stage benchmark passed)", err.Error())
 			continue
 		}
-		r.same(schema.RawExportFile, where+" output size", size, sizeText(out), "the requested size")
+		r.same(schema.RawExportFile, where+" output size", size, judge.ImageSize(out), "the requested size")
 		r.truth(!bytes.Equal(q.resp, q.sent), schema.RawExportFile, where+" output", "not the input image's bytes (stage benchmark passed)", "the input's bytes")
 		if r.proto.Traits().ServerKeepsInputs {
 			r.checkServerInput(q, where)
@@ -608,7 +580,7 @@ func (r *rowCheck) checkProfileExport() {
 	if !r.profOK {
 		return
 	}
-	key := func(m recordMeta) string {
+	key := func(m schema.RecordMeta) string {
 		return fmt.Sprintf("%s %s %d..%d", m.XRequestID, m.BenchmarkPhase, m.RequestStartNs, m.RequestEndNs)
 	}
 	var want, got []string
@@ -779,7 +751,7 @@ func (r *rowCheck) checkTiming() {
 func (r *rowCheck) identityCounts() (int, int) {
 	m := 0
 	for _, q := range r.reqs {
-		if d, ok := r.pairDiff(q); ok && d.identical() {
+		if d, ok := r.pairDiff(q); ok && d.Identical() {
 			m++
 		}
 	}
@@ -788,7 +760,7 @@ func (r *rowCheck) identityCounts() (int, int) {
 
 // pairDiff compares one request's HTTP and native PNGs; false when either is missing
 // or does not decode. Decoding is cached: the pair is compared once.
-func (r *rowCheck) pairDiff(q *request) (comparison, bool) {
+func (r *rowCheck) pairDiff(q *request) (schema.PixelDiff, bool) {
 	if r.diffs == nil {
 		r.diffs = map[int]*pairResult{}
 	}
@@ -800,17 +772,17 @@ func (r *rowCheck) pairDiff(q *request) (comparison, bool) {
 	if q.httpFile == nil || q.native == nil {
 		return p.d, false
 	}
-	a, err1 := decodeFull(q.httpFile)
-	b, err2 := decodeFull(q.native)
+	a, err1 := judge.DecodePNG(q.httpFile)
+	b, err2 := judge.DecodePNG(q.native)
 	if err1 != nil || err2 != nil {
 		return p.d, false
 	}
-	p.d, p.ok = compareFull(a, b), true
+	p.d, p.ok = judge.ComparePixels(a, b), true
 	return p.d, p.ok
 }
 
 type pairResult struct {
-	d  comparison
+	d  schema.PixelDiff
 	ok bool
 }
 
@@ -818,7 +790,7 @@ type pairResult struct {
 func (r *rowCheck) checkIdentity() {
 	if r.res.Identity == nil && !r.exists(schema.IdentityFile) {
 		if r.passed(schema.StageIdentity) {
-			r.fail(schema.ResultsFile, "identity", "a native/HTTP comparison (stage identity passed)", "none")
+			r.fail(schema.ResultsFile, "identity", "a native/HTTP schema.PixelDiff (stage identity passed)", "none")
 		}
 		return
 	}
@@ -889,7 +861,7 @@ func (r *rowCheck) checkIdentitySummary(file string, s *schema.IdentitySummary) 
 			r.same(file, at+"native_sha256", shaOrNone(q.native), got.NativeSHA256, q.nativeRel())
 		}
 		if d, ok := r.pairDiff(q); ok {
-			r.truth(d.identical() == (got.Pixels == "pixel-identical"), file, at+"pixels", d.String()+" ("+q.httpRel()+" vs "+q.nativeRel()+")", quote(got.Pixels))
+			r.truth(d.Identical() == (got.Pixels == "pixel-identical"), file, at+"pixels", d.String()+" ("+q.httpRel()+" vs "+q.nativeRel()+")", quote(got.Pixels))
 		} else if got.Pixels == "pixel-identical" {
 			r.fail(file, at+"pixels", "no decodable pair to compare", quote(got.Pixels))
 		}
@@ -924,34 +896,34 @@ func (r *rowCheck) checkInfluence() {
 		if !ok {
 			return
 		}
-		img, err := decodeFull(b)
+		img, err := judge.DecodePNG(b)
 		if err != nil {
 			r.fail(f, "an influence output", "a PNG", err.Error())
 			return
 		}
-		imgs = append(imgs, &imageFile{f, toNRGBA(img)})
+		imgs = append(imgs, &imageFile{f, judge.ToNRGBA(img)})
 		full = append(full, img)
 	}
-	repeat, other := compareFull(full[0], full[1]), compareFull(full[0], full[2])
+	repeat, other := judge.ComparePixels(full[0], full[1]), judge.ComparePixels(full[0], full[2])
 	if r.passed(schema.StageInfluence) {
-		r.truth(repeat.identical(), pngs[1], "stage influence passed", "pixel-identical to "+pngs[0], repeat.String())
+		r.truth(repeat.Identical(), pngs[1], "stage influence passed", "pixel-identical to "+pngs[0], repeat.String())
 		n := imgs[0].img.Rect.Dx() * imgs[0].img.Rect.Dy()
-		frac := float64(other.differing) / float64(max(n, 1))
-		r.truth(other.sameSize && frac >= minInfluenceFraction && other.meanAbs >= minInfluenceMeanLevels, pngs[2], "stage influence passed",
-			fmt.Sprintf("at least %.0f %% of the pixels and a mean of %.2f levels different from %s (the reference image matters)", 100*minInfluenceFraction, minInfluenceMeanLevels, pngs[0]),
-			fmt.Sprintf("%.2f %% of the pixels, mean %.4f levels", 100*frac, other.meanAbs))
+		frac := float64(other.DifferingPixel) / float64(max(n, 1))
+		r.truth(other.SameSize && frac >= judge.MinInfluenceFraction && other.MeanAbs >= judge.MinInfluenceMeanLevels, pngs[2], "stage influence passed",
+			fmt.Sprintf("at least %.0f %% of the pixels and a mean of %.2f levels different from %s (the reference image matters)", 100*judge.MinInfluenceFraction, judge.MinInfluenceMeanLevels, pngs[0]),
+			fmt.Sprintf("%.2f %% of the pixels, mean %.4f levels", 100*frac, other.MeanAbs))
 	}
 	check := func(file string, got *schema.InfluenceResult) {
 		for _, c := range []struct {
 			name string
-			want comparison
+			want schema.PixelDiff
 			got  schema.PixelDiff
 		}{{"repeat", repeat, got.Repeat}, {"other", other, got.Other}} {
 			src := pngs[0] + " vs " + map[string]string{"repeat": pngs[1], "other": pngs[2]}[c.name]
-			r.same(file, "influence."+c.name+".same_size", fmt.Sprint(c.want.sameSize), fmt.Sprint(c.got.SameSize), src)
-			r.same(file, "influence."+c.name+".differing_pixels", fmt.Sprint(c.want.differing), fmt.Sprint(c.got.DifferingPixel), src)
-			r.same(file, "influence."+c.name+".max_abs_diff", fmt.Sprint(c.want.maxAbs), fmt.Sprint(c.got.MaxAbs), src)
-			r.truth(nearlyEqual(c.want.meanAbs, c.got.MeanAbs), file, "influence."+c.name+".mean_abs_diff", fmtNum(c.want.meanAbs)+" ("+src+")", fmtNum(c.got.MeanAbs))
+			r.same(file, "influence."+c.name+".same_size", fmt.Sprint(c.want.SameSize), fmt.Sprint(c.got.SameSize), src)
+			r.same(file, "influence."+c.name+".differing_pixels", fmt.Sprint(c.want.DifferingPixel), fmt.Sprint(c.got.DifferingPixel), src)
+			r.same(file, "influence."+c.name+".max_abs_diff", fmt.Sprint(c.want.MaxAbs), fmt.Sprint(c.got.MaxAbs), src)
+			r.truth(nearlyEqual(c.want.MeanAbs, c.got.MeanAbs), file, "influence."+c.name+".mean_abs_diff", fmtNum(c.want.MeanAbs)+" ("+src+")", fmtNum(c.got.MeanAbs))
 		}
 		if r.fx != nil {
 			r.same(file, "influence.instruction", r.fx.Influence.Instruction, got.Instruction, schema.FixturesManifest)

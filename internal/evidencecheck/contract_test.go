@@ -18,12 +18,3 @@ func TestContractWithTheHarness(t *testing.T) {
 	assert.Equal(t, "report", names[len(names)-1])
 	assert.Equal(t, harness.AIPerfVersion, evidencecheck.AIPerfVersion)
 }
-
-// The checker's content-gate thresholds are the harness's.
-func TestGateThresholdsAreTheHarnesss(t *testing.T) {
-	levels, changed, influence, mean := evidencecheck.ChangeGate()
-	assert.Equal(t, harness.ChangeLevels, levels)
-	assert.Equal(t, harness.MinChangedFraction, changed)
-	assert.Equal(t, harness.MinInfluenceFraction, influence)
-	assert.Equal(t, harness.MinInfluenceMeanLevels, mean)
-}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"qualkit/internal/controls"
+	"qualkit/internal/judge"
 	"qualkit/internal/quality"
 	"qualkit/internal/schema"
 )
@@ -69,7 +70,7 @@ func (r *rowCheck) checkControls() {
 			r.fail(p.File, "probe "+p.Name+" output", "the PNG controls.json names", "missing")
 			continue
 		}
-		img, err := decodeFull(png)
+		img, err := judge.DecodePNG(png)
 		if err != nil {
 			r.fail(p.File, "probe "+p.Name+" output", "a PNG", err.Error())
 			continue
@@ -81,7 +82,7 @@ func (r *rowCheck) checkControls() {
 	}
 	var work []controls.Asked
 	for _, q := range r.reqs {
-		if q.rec.failed() || q.sentErr != nil {
+		if q.rec.Failed() || q.sentErr != nil {
 			continue
 		}
 		work = append(work, controls.Asked{RequestID: q.id, Settings: q.settings, Record: recordDoc(records, q.id)})
@@ -135,7 +136,7 @@ func (r *rowCheck) controlsGate() func(schema.ControlProbe, image.Image) []strin
 	if !ok {
 		return nil
 	}
-	src, err := decodeFull(b)
+	src, err := judge.DecodePNG(b)
 	if err != nil {
 		return nil
 	}
@@ -144,11 +145,11 @@ func (r *rowCheck) controlsGate() func(schema.ControlProbe, image.Image) []strin
 		c = r.res.Quality.Criteria
 	}
 	return func(_ schema.ControlProbe, out image.Image) []string {
-		o := toNRGBA(out)
+		o := judge.ToNRGBA(out)
 		var miss []string
-		if isConstant(o) {
+		if judge.IsConstant(o) {
 			miss = append(miss, "output is a constant image")
-		} else if f := changedFraction(src, o); f < minChangedFraction {
+		} else if f := judge.ChangedFraction(src, o); f < judge.MinChangedFraction {
 			miss = append(miss, fmt.Sprintf("output is the input image unchanged or only resized: %.1f %% of its pixels differ", 100*f))
 		}
 		return append(miss, quality.Judge(c, quality.Measure(out), quality.Measure(src))...)

@@ -371,7 +371,7 @@ func (r *rowCheck) serverRecords() []serverRecord {
 // checkLatencies: AIPerf's request_latency of every record is its own end - start.
 func (r *rowCheck) checkLatencies() {
 	for _, p := range r.prof {
-		v, err := p.latencyMs()
+		v, err := p.RequestLatencyMs()
 		if err != nil {
 			continue // measuredTimes reports it where it matters
 		}
@@ -617,7 +617,7 @@ const windowSlack = 50 * time.Millisecond
 // that stage's wall (the server aside: it lives from serve to controls), the row's wall
 // fits in its lease, and every request AIPerf timed lies inside the AIPerf command. A
 // stage, or a whole row, cannot be made shorter than the programs it ran say it took.
-func (r *rowCheck) checkWindows(recs []commandRecord, aiperf *commandRecord) {
+func (r *rowCheck) checkWindows(recs []schema.CommandRecord, aiperf *schema.CommandRecord) {
 	const f = schema.CommandsFile
 	lease := r.res.Lease
 	if lease != nil && !lease.Start.IsZero() && !lease.End.IsZero() {
@@ -630,9 +630,9 @@ func (r *rowCheck) checkWindows(recs []commandRecord, aiperf *commandRecord) {
 			if c.Start.IsZero() {
 				continue
 			}
-			r.truth(!c.Start.Before(lease.Start.Add(-windowSlack)) && !c.end().After(lease.End.Add(windowSlack)), f,
+			r.truth(!c.Start.Before(lease.Start.Add(-windowSlack)) && !c.End().After(lease.End.Add(windowSlack)), f,
 				c.Stage+" command "+baseName(firstArg(c.Args)), "inside the row's lease ("+lease.Start.Format(time.RFC3339Nano)+" to "+lease.End.Format(time.RFC3339Nano)+")",
-				c.Start.Format(time.RFC3339Nano)+" to "+c.end().Format(time.RFC3339Nano))
+				c.Start.Format(time.RFC3339Nano)+" to "+c.End().Format(time.RFC3339Nano))
 		}
 	}
 	first, last := map[string]time.Time{}, map[string]time.Time{}
@@ -647,8 +647,8 @@ func (r *rowCheck) checkWindows(recs []commandRecord, aiperf *commandRecord) {
 		if t, ok := first[c.Stage]; !ok || c.Start.Before(t) {
 			first[c.Stage] = c.Start
 		}
-		if t, ok := last[c.Stage]; !ok || c.end().After(t) {
-			last[c.Stage] = c.end()
+		if t, ok := last[c.Stage]; !ok || c.End().After(t) {
+			last[c.Stage] = c.End()
 		}
 	}
 	for _, st := range r.res.Stages {
@@ -661,7 +661,7 @@ func (r *rowCheck) checkWindows(recs []commandRecord, aiperf *commandRecord) {
 	if aiperf == nil || aiperf.Start.IsZero() || r.rawErr != nil {
 		return
 	}
-	from, to := aiperf.Start.Add(-windowSlack).UnixNano(), aiperf.end().Add(windowSlack).UnixNano()
+	from, to := aiperf.Start.Add(-windowSlack).UnixNano(), aiperf.End().Add(windowSlack).UnixNano()
 	for _, q := range r.reqs {
 		m := q.rec.Metadata
 		r.truth(m.RequestStartNs >= from && m.RequestEndNs <= to, schema.RawExportFile, "request "+q.id+" time",

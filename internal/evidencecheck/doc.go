@@ -6,7 +6,10 @@
 //
 // It owns the evidence contract as a reader: the file layout (Layout), the stage list
 // (schema.Stages), the percentile method, and the derivation of the pictures' inputs from raw
-// files. It must not import the harness, whose numbers it checks: it has its own parsers,
-// so a bug in the harness's arithmetic cannot vouch for itself. Every problem reads
+// files. It must not import the harness, whose numbers it checks. Each file format is read
+// once (internal/schema: AIPerf's records, command records) and each rule written once
+// (internal/judge: pixel comparison, the content gates, what each family is held to),
+// both the harness's and the checker's: the checker re-judges the raw files with the
+// same judges and requires results.json to say what they say. Every problem reads
 // "<file>: <claim>: evidence says X, file says Y", with paths relative to the run folder.
 package evidencecheck

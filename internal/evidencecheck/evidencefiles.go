@@ -177,7 +177,7 @@ func (r *rowCheck) checkAIPerfLogs() {
 			}
 			failed := 0
 			for _, q := range reqs {
-				if q.rec.failed() {
+				if q.rec.Failed() {
 					failed++
 				}
 			}

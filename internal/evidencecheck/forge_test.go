@@ -187,6 +187,23 @@ var forgeries = []forgery{
 		fixArtifactHash(t, dir, qualifiedRow, "correctness/artifacts/result.json")
 		setDirty(t, dir, false)
 	}, want: []string{qualifiedRow + "/correctness/artifacts/result.json: thresholds.sha256: evidence says 6059006deb4d89cd2f1b5e468ac6fdae9dea5d9a62270d108fd243a0fa77e3e0 (families/refedit/correctness/thresholds.json at commit ce54dca7c5fd)"}},
+	// The case's kept metrics judged again against the gates at the run's commit (issue 45):
+	// a metric rewritten to what a failing program measures, its verdict left passing.
+	{name: "a correctness metric rewritten below its gate (psnr identical -> 40 dB), the verdict kept", repo: true, edit: func(t *testing.T, dir string) {
+		editJSON(t, filepath.Join(dir, qualifiedRow, "correctness/artifacts/result.json"), func(d map[string]any) {
+			caseMetrics(t, d, "sepia")["psnr_db"] = 40.0
+		})
+		fixArtifactHash(t, dir, qualifiedRow, "correctness/artifacts/result.json")
+	}, want: []string{qualifiedRow + "/correctness/artifacts/result.json: the case's metrics against families/refedit/correctness/thresholds.json: evidence says every gate met (the file at commit ce54dca7c5fd; stage correctness passed), file says case sepia (sepia): psnr_db=40 < min 55"}},
+	// ... or judged with a loosened gate that records the committed gate file's sha256.
+	{name: "the correctness gate loosened (psnr min 55 -> 30), the committed sha256 recorded", repo: true, edit: func(t *testing.T, dir string) {
+		editJSON(t, filepath.Join(dir, qualifiedRow, "correctness/artifacts/result.json"), func(d map[string]any) {
+			th := d["thresholds"].(map[string]any)
+			th["gates"].(map[string]any)["gates"].(map[string]any)["psnr_db"].(map[string]any)["min"] = 30.0
+			caseMetrics(t, d, "sepia")["psnr_db"] = 40.0
+		})
+		fixArtifactHash(t, dir, qualifiedRow, "correctness/artifacts/result.json")
+	}, want: []string{"file says case sepia (sepia): psnr_db=40 < min 55"}},
 	{name: "the quality gates loosened in the copy the row keeps", repo: true, edit: func(t *testing.T, dir string) {
 		f := filepath.Join(dir, qualifiedRow, "quality/thresholds/1-quality.json")
 		replaceIn(t, f, `"min": 0.03,`, `"min": 0.003,`)
@@ -455,7 +472,7 @@ type rawRequest struct {
 // slowest is the measured request of the qualified row that took longest.
 func slowest(t *testing.T, dir string) rawRequest {
 	t.Helper()
-	raw, err := readRaw(filepath.Join(dir, qualifiedRow, schema.RawExportFile))
+	raw, err := schema.ReadRaw(filepath.Join(dir, qualifiedRow, schema.RawExportFile))
 	require.NoError(t, err)
 	best, span := rawRequest{index: -1}, int64(0)
 	for i, r := range raw {
@@ -640,7 +657,7 @@ func TestTamperingsSurviveForge(t *testing.T) {
 		"index.html text changed, checksums fixed":   true,
 	}
 	n := 0
-	for _, tt := range tamperings() {
+	for _, tt := range tamperings {
 		if !tt.resum || tt.junit {
 			continue
 		}
@@ -659,4 +676,16 @@ func TestTamperingsSurviveForge(t *testing.T) {
 		})
 	}
 	require.Greater(t, n, 40)
+}
+
+// caseMetrics is the metrics of the case id in a decoded refedit correctness result.
+func caseMetrics(t *testing.T, result map[string]any, id string) map[string]any {
+	t.Helper()
+	for _, c := range result["cases"].([]any) {
+		if c := c.(map[string]any); c["id"] == id {
+			return c["metrics"].(map[string]any)
+		}
+	}
+	require.FailNow(t, "no case "+id)
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"os"
 	"testing"
 
-	_ "qualkit/families/all" // the families' evidence rules, as the checker's commands link them
 	"qualkit/internal/runarchive/runstest"
 )
 

@@ -13,7 +13,7 @@ import (
 
 // The checks in this file hold the native Task's report to its log: the batch program
 // writes one line per replay to its log as it goes (the family's format,
-// evidencerules.NativeBatchLog) and its report (native-batch.jsonl) at the end. A report
+// judge.NativeBatchLog) and its report (native-batch.jsonl) at the end. A report
 // or a PNG rewritten afterwards, or PNGs put where a crashed batch wrote none, leave the
 // log saying otherwise.
 

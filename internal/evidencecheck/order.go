@@ -30,7 +30,7 @@ func (r *rowCheck) stageWindow(name string) (start, end time.Time, ok bool) {
 // the overlapped order begins early: the server, during the correctness case, which it
 // started within; AIPerf waiting for the model and the native batch loading beside the
 // server, both during serve, each between that stage's start and its own stage's end.
-func (r *rowCheck) checkEarlyCommand(c commandRecord) {
+func (r *rowCheck) checkEarlyCommand(c schema.CommandRecord) {
 	const f = schema.CommandsFile
 	what := c.Stage + " command " + baseName(firstArg(c.Args))
 	if c.Stage == schema.StageBuild {
@@ -47,12 +47,12 @@ func (r *rowCheck) checkEarlyCommand(c commandRecord) {
 		if _, bend, ok := r.stageWindow(schema.StageBuild); ok && r.stageRan(schema.StageBuild) {
 			to, where = bend, "stage build's end"
 		}
-		r.truth(!c.Start.Before(from.Add(-windowSlack)) && !c.Start.After(pend.Add(windowSlack)) && !c.end().After(to.Add(windowSlack)), f, what,
+		r.truth(!c.Start.Before(from.Add(-windowSlack)) && !c.Start.After(pend.Add(windowSlack)) && !c.End().After(to.Add(windowSlack)), f, what,
 			"starting within stage preflight ("+from.Format(time.RFC3339Nano)+" to "+pend.Format(time.RFC3339Nano)+"), ending by "+where+" ("+to.Format(time.RFC3339Nano)+")",
-			c.Start.Format(time.RFC3339Nano)+" to "+c.end().Format(time.RFC3339Nano))
+			c.Start.Format(time.RFC3339Nano)+" to "+c.End().Format(time.RFC3339Nano))
 		return
 	}
-	if c.isServer() {
+	if c.IsServer() {
 		if !r.truth(c.During == schema.StageCorrectness, f, what+" during", "the server starts early only during correctness", c.During) {
 			return
 		}
@@ -75,14 +75,9 @@ func (r *rowCheck) checkEarlyCommand(c commandRecord) {
 	if !r.truth(ok1 && ok2, schema.ResultsFile, "stages[].start", "the start of stages "+c.During+" and "+c.Stage+" (a command ran across them)", "absent") {
 		return
 	}
-	r.truth(!c.Start.Before(from.Add(-windowSlack)) && !c.end().After(to.Add(windowSlack)), f, what,
+	r.truth(!c.Start.Before(from.Add(-windowSlack)) && !c.End().After(to.Add(windowSlack)), f, what,
 		"from stage "+c.During+"'s start ("+from.Format(time.RFC3339Nano)+") to stage "+c.Stage+"'s end ("+to.Format(time.RFC3339Nano)+")",
-		c.Start.Format(time.RFC3339Nano)+" to "+c.end().Format(time.RFC3339Nano))
-}
-
-// isServer says whether the record is the row's server.
-func (c commandRecord) isServer() bool {
-	return c.Stage == schema.StageServe && c.Log == schema.ServerLog
+		c.Start.Format(time.RFC3339Nano)+" to "+c.End().Format(time.RFC3339Nano))
 }
 
 // checkOrder: the time budget's order is what the commands did, its overlap figures are
@@ -91,16 +86,16 @@ func (c commandRecord) isServer() bool {
 // is the longest chain of the model work as stated, which no wall can beat.
 func (r *rowCheck) checkOrder() {
 	tb := r.res.TimeBudget
-	early := func(c *commandRecord) *commandRecord {
+	early := func(c *schema.CommandRecord) *schema.CommandRecord {
 		if c != nil && c.During == schema.StageServe {
 			return c
 		}
 		return nil
 	}
 	aiperf, batch := early(r.aiperfCmd), early(r.batchCmd)
-	var server, build *commandRecord
+	var server, build *schema.CommandRecord
 	for i, c := range r.cmds {
-		if c.isServer() && c.During == schema.StageCorrectness {
+		if c.IsServer() && c.During == schema.StageCorrectness {
 			server = &r.cmds[i]
 		}
 		if c.Stage == schema.StageBuild && c.During == schema.StagePreflight && (build == nil || c.Start.Before(build.Start)) {
@@ -157,7 +152,7 @@ func (r *rowCheck) checkOrder() {
 
 // checkAhead: how long before its stage an early command began, from the stage's start
 // and the command's, as written.
-func (r *rowCheck) checkAhead(claim string, c *commandRecord, stage string, got float64) {
+func (r *rowCheck) checkAhead(claim string, c *schema.CommandRecord, stage string, got float64) {
 	want := 0.0
 	if c != nil {
 		start, _, ok := r.stageWindow(stage)
@@ -187,8 +182,8 @@ func (r *rowCheck) checkItemsRead() {
 	}
 	for _, c := range r.cmds {
 		if c.Stage == schema.StageServe && c.Log == schema.ServerLog {
-			r.truth(!read.Before(c.end().Add(-windowSlack)), schema.NativeBatchFile, "items_read_at",
-				"after the server stopped ("+c.end().Format(time.RFC3339Nano)+", commands.jsonl): no replay beside the server", read.Format(time.RFC3339Nano))
+			r.truth(!read.Before(c.End().Add(-windowSlack)), schema.NativeBatchFile, "items_read_at",
+				"after the server stopped ("+c.End().Format(time.RFC3339Nano)+", commands.jsonl): no replay beside the server", read.Format(time.RFC3339Nano))
 		}
 	}
 }

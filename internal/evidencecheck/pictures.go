@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"qualkit/internal/judge"
 	"qualkit/internal/pictures"
 	"qualkit/internal/schema"
 )
@@ -156,10 +157,10 @@ func (r *rowCheck) comparePicture(file string, isSheet bool, sheet pictures.Shee
 	render := func(v int) *image.NRGBA {
 		if isSheet {
 			sheet.Version = v
-			return toNRGBA(pictures.RenderContactSheet(sheet))
+			return judge.ToNRGBA(pictures.RenderContactSheet(sheet))
 		}
 		chart.Version = v
-		return toNRGBA(pictures.RenderLatencyChart(chart))
+		return judge.ToNRGBA(pictures.RenderLatencyChart(chart))
 	}
 	what := "the latency chart drawn from " + schema.ProfileExportFile + " and " + orDash(r.taskSrc)
 	if isSheet {
@@ -167,17 +168,17 @@ func (r *rowCheck) comparePicture(file string, isSheet bool, sheet pictures.Shee
 	}
 	// The current rendering, or an older one of the same records (runs made before it).
 	want := render(pictures.Version)
-	d := comparePixels(want, got)
-	for v := pictures.Version - 1; v >= 1 && (!d.sameSize || d.differing > 0); v-- {
-		if old := comparePixels(render(v), got); old.sameSize && old.differing == 0 {
+	d := judge.Compare8(want, got)
+	for v := pictures.Version - 1; v >= 1 && (!d.SameSize || d.DifferingPixel > 0); v-- {
+		if old := judge.Compare8(render(v), got); old.SameSize && old.DifferingPixel == 0 {
 			d = old
 		}
 	}
 	switch {
-	case !d.sameSize:
-		r.fail(file, "picture of the raw records", what+" ("+sizeText(want)+")", sizeText(got))
-	case d.differing > 0:
-		r.fail(file, "picture of the raw records", what, fmt.Sprintf("%d pixel(s) differ, first at (%d,%d)", d.differing, d.firstX, d.firstY))
+	case !d.SameSize:
+		r.fail(file, "picture of the raw records", what+" ("+judge.ImageSize(want)+")", judge.ImageSize(got))
+	case d.DifferingPixel > 0:
+		r.fail(file, "picture of the raw records", what, fmt.Sprintf("%d pixel(s) differ, first at (%d,%d)", d.DifferingPixel, d.FirstX, d.FirstY))
 	default:
 		r.c.rep.Claims++
 	}

@@ -3,11 +3,15 @@ package evidencecheck
 import (
 	"encoding/json"
 	"fmt"
+	"image"
 	"math"
 	"path"
+	"slices"
 	"strings"
 
-	"qualkit/internal/evidencerules"
+	"qualkit/families/all"
+
+	"qualkit/internal/judge"
 	"qualkit/internal/quality"
 	"qualkit/internal/schema"
 )
@@ -140,9 +144,9 @@ func measureRequest(req *request, c schema.QualityCriteria) (schema.QualityReque
 	m := schema.QualityRequest{RequestID: req.id, Phase: req.phase, File: req.httpRel(),
 		Mean: outS.Mean, Std: outS.Std, InputStd: inS.Std, StdRatio: quality.Ratio(outS, inS)}
 	miss := quality.Judge(c, outS, inS)
-	if isConstant(out) {
+	if judge.IsConstant(out) {
 		miss = append(miss, "output is a constant image")
-	} else if changedFraction(in, out) < minChangedFraction {
+	} else if judge.ChangedFraction(in, out) < judge.MinChangedFraction {
 		miss = append(miss, "output is the input image unchanged or only resized")
 	}
 	return m, miss, true
@@ -268,18 +272,23 @@ func jsonNumbers(v any, into map[float64]bool) {
 	}
 }
 
-// rules are the row's family's evidence rules (evidencerules): where its case writes the
+// rules are the row's family's evidence rules (families/all): where its case writes the
 // quality pair's reference, the formula its thresholds were set for. A backend that
-// registered none fails the row (checkRules): its pair cannot be held to anything.
-func (r *rowCheck) rules() (evidencerules.Rules, bool) {
-	return evidencerules.For(r.res.Checkpoint.Backend)
+// declared none fails the row (checkRules): its pair cannot be held to anything.
+func (r *rowCheck) rules() (judge.Rules, bool) {
+	return judge.Find(all.Rules, r.res.Checkpoint.Backend)
 }
 
 // checkRules: the row's backend is one whose evidence rules the checker knows.
 func (r *rowCheck) checkRules() {
 	if _, ok := r.rules(); !ok {
-		r.fail(schema.ResultsFile, "checkpoint.backend", "a backend whose evidence rules the checker knows ("+strings.Join(evidencerules.Backends(), ", ")+
-			"; a family registers its own: evidencerules.Register)", fmt.Sprintf("%q", r.res.Checkpoint.Backend))
+		var known []string
+		for _, rl := range all.Rules {
+			known = append(known, rl.Backend)
+		}
+		slices.Sort(known)
+		r.fail(schema.ResultsFile, "checkpoint.backend", "a backend whose evidence rules the checker knows ("+strings.Join(known, ", ")+
+			"; a family lists its own in families/all)", fmt.Sprintf("%q", r.res.Checkpoint.Backend))
 	}
 }
 
@@ -306,4 +315,13 @@ func (r *rowCheck) layoutNote() string {
 		return "layout " + l + " in bundle.build_settings"
 	}
 	return "no layout in bundle.build_settings"
+}
+
+// decodePNG decodes bytes that must be a PNG into the 8-bit form the checker measures.
+func decodePNG(b []byte) (*image.NRGBA, error) {
+	img, err := judge.DecodePNG(b)
+	if err != nil {
+		return nil, err
+	}
+	return judge.ToNRGBA(img), nil
 }

@@ -148,7 +148,36 @@ func (r *rowCheck) checkAtCommit(rf *repoFiles) {
 			}
 		}
 	}
+	r.judgeCaseAtCommit(rf)
 	r.checkTableRow(rf)
+}
+
+// judgeCaseAtCommit judges the correctness case's kept metrics again against the
+// family's gates file as committed at the run's commit (not the copy the case recorded,
+// nor its sha256): a passed stage holds only when they meet every gate. A dirty run that
+// changed the gates file is not held to the commit's.
+func (r *rowCheck) judgeCaseAtCommit(rf *repoFiles) {
+	rl, ok := r.rules()
+	corr := r.res.Correctness
+	if !ok || rl.CaseGates == "" || corr == nil || corr.ResultFile == "" || !r.passed(schema.StageCorrectness) || r.changedInRun(rl.CaseGates) {
+		return
+	}
+	result, ok := r.read(corr.ResultFile)
+	if !ok {
+		return // checkCaseResult says so
+	}
+	short := prefix(rf.commit, 12)
+	gates, err := r.c.opts.Repo.File(rf.commit, rl.CaseGates)
+	if err != nil {
+		r.c.note(r.rel(corr.ResultFile), "the gates at commit "+short, err.Error())
+		return
+	}
+	missed, err := rl.JudgeCase(result, gates)
+	if err != nil {
+		missed = []string{err.Error()}
+	}
+	r.truth(len(missed) == 0, corr.ResultFile, "the case's metrics against "+rl.CaseGates,
+		"every gate met (the file at commit "+short+"; stage correctness passed)", strings.Join(missed, "; "))
 }
 
 // checkHashAtCommit: a file of the tree a program hashed at run time (abs, its absolute

@@ -21,9 +21,9 @@ type rowCheck struct {
 
 	res    *schema.Result // results.json; nil when unreadable
 	proto  wire.Protocol  // how the row's requests travelled (results.json wire_protocol)
-	raw    []rawRecord
+	raw    []schema.RawRecord
 	rawErr error
-	prof   []profileRecord
+	prof   []schema.ProfileRecord
 	profOK bool
 	fx     *manifest
 
@@ -42,8 +42,9 @@ type rowCheck struct {
 	batchSHA map[string]string
 	// cmds are commands.jsonl's records; aiperfCmd and batchCmd the AIPerf command's and
 	// the batch native Task's, when present.
-	cmds                []commandRecord
-	aiperfCmd, batchCmd *commandRecord
+	cmds                []schema.CommandRecord
+	aiperfCmd, batchCmd *schema.CommandRecord
+	cmdsErr             error // why commands.jsonl could not be read
 	// derived and derivedPair are the quality measures re-derived from the PNGs.
 	derived     []schema.QualityRequest
 	derivedPair *schema.QualityPair
@@ -70,7 +71,7 @@ type request struct {
 	id       string
 	phase    string
 	stem     string // "00-warmup": the identity file names' stem
-	rec      rawRecord
+	rec      schema.RawRecord
 	sent     []byte // the reference image's exact bytes, from the payload
 	prompt   string
 	settings map[string]string
@@ -137,7 +138,34 @@ func newRowCheck(c *checker, name string) *rowCheck {
 		}
 	}
 	r.loadRequests()
+	r.loadCommands()
 	return r
+}
+
+// loadCommands reads commands.jsonl (absent: no records), finding the AIPerf command and
+// the batch native Task's.
+func (r *rowCheck) loadCommands() {
+	if !r.exists(schema.CommandsFile) {
+		return
+	}
+	var recs []schema.CommandRecord
+	if r.cmdsErr = schema.ReadJSONL(r.path(schema.CommandsFile), func(line []byte) error {
+		var c schema.CommandRecord
+		err := json.Unmarshal(line, &c)
+		recs = append(recs, c)
+		return err
+	}); r.cmdsErr != nil {
+		return
+	}
+	r.cmds = recs
+	for i, c := range recs {
+		if c.Stage == schema.StageBenchmark && len(c.Args) > 1 && c.Args[1] == "profile" {
+			r.aiperfCmd = &recs[i]
+		}
+		if c.Stage == schema.StageIdentity && c.Log == schema.NativeBatchLog {
+			r.batchWallS, r.batchCmd = c.WallS, &recs[i]
+		}
+	}
 }
 
 func (r *rowCheck) rel(p string) string { return r.name + "/" + p }
@@ -217,7 +245,7 @@ func (r *rowCheck) loadRequests() {
 		r.rawErr = os.ErrNotExist
 		return
 	}
-	r.raw, r.rawErr = readRaw(r.path(schema.RawExportFile))
+	r.raw, r.rawErr = schema.ReadRaw(r.path(schema.RawExportFile))
 	if r.rawErr != nil {
 		r.fail(schema.RawExportFile, "readable AIPerf raw export", "JSON lines", r.rawErr.Error())
 		return
@@ -225,13 +253,13 @@ func (r *rowCheck) loadRequests() {
 	latency := map[string]float64{}
 	latencyErr := map[string]string{}
 	if r.exists(schema.ProfileExportFile) {
-		prof, err := readProfile(r.path(schema.ProfileExportFile))
+		prof, err := schema.ReadProfile(r.path(schema.ProfileExportFile))
 		if err != nil {
 			r.fail(schema.ProfileExportFile, "readable AIPerf export", "JSON lines", err.Error())
 		} else {
 			r.prof, r.profOK = prof, true
 			for _, p := range prof {
-				v, err := p.latencyMs()
+				v, err := p.RequestLatencyMs()
 				if err != nil {
 					latencyErr[p.Metadata.XRequestID] = err.Error()
 					continue
@@ -248,7 +276,7 @@ func (r *rowCheck) loadRequests() {
 		} else {
 			q.sent, q.prompt, q.settings, q.latentSeed = sent.Image, sent.Prompt, sent.Settings, sent.LatentSeed
 		}
-		if !rec.failed() {
+		if !rec.Failed() {
 			q.resp, q.respErr = r.responseImage(rec)
 		}
 		q.clientMs, q.client = latency[q.id]
@@ -301,7 +329,7 @@ func (r *rowCheck) loadTasks() {
 	r.taskSrc = "response bodies in " + schema.RawExportFile + ", field " + ts.Body
 	for _, q := range r.reqs {
 		var doc any
-		if err := json.Unmarshal(q.rec.body(), &doc); err != nil {
+		if err := json.Unmarshal(q.rec.Body(), &doc); err != nil {
 			r.taskWhy[q.id] = "the response body is not JSON"
 			continue
 		}
@@ -322,7 +350,7 @@ func (r *rowCheck) loadRecords(ts schema.TimingSource) {
 		r.recordsErr = "missing"
 		return
 	}
-	err := readJSONL(r.path(schema.RecordsFile), func(_ int, line []byte) error {
+	err := schema.ReadJSONL(r.path(schema.RecordsFile), func(line []byte) error {
 		var doc any
 		if err := json.Unmarshal(line, &doc); err != nil {
 			return err

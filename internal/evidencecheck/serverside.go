@@ -10,13 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"qualkit/internal/evidencerules"
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 )
 
 // The checks in this file hold AIPerf's account of the requests to the server's: its
 // records (one line per request it received, with the time it received it) and its log
-// (one line per request it answered, in the family's format: evidencerules.ServerLog).
+// (one line per request it answered, in the family's format: judge.ServerLog).
 // Two programs, two processes: a request moved, relabelled or removed in AIPerf's
 // exports, or an output replaced, leaves the server's account behind.
 
@@ -110,7 +110,7 @@ func recordTime(raw json.RawMessage) (t time.Time, ok bool, err error) {
 // flight.
 func (r *rowCheck) checkReceipt(q *request, rec serverRecord) {
 	at, ok, err := recordTime(rec.Time)
-	if !ok || q.rec.failed() {
+	if !ok || q.rec.Failed() {
 		// No time stated; or a request AIPerf recorded as failed, whose span it may not
 		// time (a 500 of the status-500 negative control: its start and end one instant).
 		return
@@ -230,16 +230,16 @@ func halfULP(printed string) float64 {
 }
 
 // ruleRow is what the family's rules are asked about the row.
-func (r *rowCheck) ruleRow() evidencerules.Row {
-	return evidencerules.Row{Layout: r.layout(), Profile: r.res.Checkpoint.Profile, Protocol: r.proto.Name()}
+func (r *rowCheck) ruleRow() judge.Row {
+	return judge.Row{Layout: r.layout(), Profile: r.res.Checkpoint.Profile, Protocol: r.proto.Name()}
 }
 
 // taskTimeRule is where the row's family reports the Task time; zero when it registered
 // no rules (checkRules fails the row).
-func (r *rowCheck) taskTimeRule() evidencerules.TaskTime {
+func (r *rowCheck) taskTimeRule() judge.TaskTime {
 	rl, ok := r.rules()
 	if !ok {
-		return evidencerules.TaskTime{}
+		return judge.TaskTime{}
 	}
 	return rl.TaskTime(r.ruleRow())
 }

@@ -86,7 +86,7 @@ func TestSignedRunVerifies(t *testing.T) {
 func TestSignedForgeriesFail(t *testing.T) {
 	priv, pub := testKey(t)
 	n := 0
-	for _, tt := range tamperings() {
+	for _, tt := range tamperings {
 		if !tt.resum && !tt.junit {
 			continue
 		}

@@ -8,7 +8,7 @@ import (
 )
 
 // The Task time is the one column no client can measure: the server states it, in the
-// response body or its records file, as its family's code says (evidencerules.TaskTime).
+// response body or its records file, as its family's code says (judge.TaskTime).
 // A row may not name another source, and where both carry it, both must agree, whichever
 // the row names: a body rewritten while the records keep the true time, or the reverse,
 // is caught even when results.json names one source alone.
@@ -64,7 +64,7 @@ func (r *rowCheck) checkTaskTimeSources() {
 		}
 		rec, okR := recorded[q.id]
 		var doc any
-		if !okR || q.rec.failed() || json.Unmarshal(q.rec.body(), &doc) != nil {
+		if !okR || q.rec.Failed() || json.Unmarshal(q.rec.Body(), &doc) != nil {
 			continue
 		}
 		body, err := numberAt(doc, tt.Body)

@@ -56,7 +56,7 @@ type Row struct {
 // by trying. The zero value of each optional field means the family lacks it.
 type Spec struct {
 	// Backend names the serving stack ("refedit", "trtmc", "diffusers"); the evidence
-	// checker looks its rules up by it (internal/evidencerules).
+	// checker looks its rules up by it (families/all).
 	Backend string
 	// Timing says where the server reports the wall time of the Task call, in ms. AIPerf
 	// never records response headers, so only the body or a records file will do: Body

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -141,143 +140,38 @@ func (a AIPerf) Command(r AIPerfRun) family.Command {
 	return family.Command{Args: args, Env: env}
 }
 
-// RawRecord is one line of profile_export_raw.jsonl: what AIPerf sent and received.
-// Absent fields are zero values (AIPerf omits nulls).
-type RawRecord struct {
-	Metadata  RecordMeta              `json:"metadata"`
-	Status    int                     `json:"status"`
-	Responses []struct{ Text string } `json:"responses"`
-	Payload   json.RawMessage         `json:"payload"`
-	Error     *RecordError            `json:"error"`
-}
-
-type RecordMeta struct {
-	XRequestID     string `json:"x_request_id"`
-	ConversationID string `json:"conversation_id"`
-	BenchmarkPhase string `json:"benchmark_phase"`
-	RequestStartNs int64  `json:"request_start_ns"`
-	RequestEndNs   int64  `json:"request_end_ns"`
-	WasCancelled   bool   `json:"was_cancelled"`
-}
-
-type RecordError struct {
-	Code    int    `json:"code"`
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-// Body is the full response body (AIPerf may split it across several response entries).
-func (r RawRecord) Body() []byte {
-	var b strings.Builder
-	for _, x := range r.Responses {
-		b.WriteString(x.Text)
-	}
-	return []byte(b.String())
-}
-
-// Failed says whether AIPerf counted the request as an error, or it was not a 2xx.
-func (r RawRecord) Failed() bool {
-	return r.Error != nil || r.Metadata.WasCancelled || r.Status < 200 || r.Status > 299
-}
-
-// ProfileRecord is one line of profile_export.jsonl.
-type ProfileRecord struct {
-	Metadata RecordMeta `json:"metadata"`
-	Metrics  map[string]struct {
-		Value json.RawMessage `json:"value"`
-		Unit  string          `json:"unit"`
-	} `json:"metrics"`
-	Error *RecordError `json:"error"`
-}
-
-// RequestLatencyMs is AIPerf's client end-to-end latency of the request.
-func (p ProfileRecord) RequestLatencyMs() (float64, bool) {
-	m, ok := p.Metrics["request_latency"]
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(string(m.Value), 64)
-	return v, err == nil && m.Unit == "ms"
-}
-
-// Summary is the part of profile_export_aiperf.json the harness reads.
-type Summary struct {
-	AIPerfVersion  string          `json:"aiperf_version"`
-	RequestLatency SummaryMetric   `json:"request_latency"`
-	RequestCount   SummaryMetric   `json:"request_count"`
-	ErrorSummary   json.RawMessage `json:"error_summary"`
-	WasCancelled   bool            `json:"was_cancelled"`
-}
-
-type SummaryMetric struct {
-	Unit  string  `json:"unit"`
-	Avg   float64 `json:"avg"`
-	P50   float64 `json:"p50"`
-	P95   float64 `json:"p95"`
-	Count int     `json:"count"`
-}
-
 // Export is everything parsed from one AIPerf artifact directory.
 type Export struct {
-	Raw     []RawRecord
-	Profile []ProfileRecord
-	Summary *Summary // nil when AIPerf wrote none (every request failed)
+	Raw     []schema.RawRecord
+	Profile []schema.ProfileRecord
 }
 
-// ReadExport parses an AIPerf artifact directory. The summary is optional (AIPerf does
-// not write it when every request failed); the raw and profile exports are required. A
-// summary that is no JSON (torn: the disk filled) is an error returned with the records.
+// ReadExport parses an AIPerf artifact directory's records; the raw and profile exports
+// are required. The summary is the checker's to read and optional (AIPerf does not write
+// it when every request failed), but one that is no JSON (torn: the disk filled) is an
+// error returned with the records.
 func ReadExport(dir string) (*Export, error) {
 	var ex Export
-	if err := readJSONL(filepath.Join(dir, schema.ExportRaw), func(b []byte) error {
-		var r RawRecord
-		err := json.Unmarshal(b, &r)
-		ex.Raw = append(ex.Raw, r)
-		return err
-	}); err != nil {
-		return nil, err
+	var err error
+	if ex.Raw, err = schema.ReadRaw(filepath.Join(dir, schema.ExportRaw)); err != nil {
+		return nil, fmt.Errorf("aiperf export %s: %w", schema.ExportRaw, err)
 	}
-	if err := readJSONL(filepath.Join(dir, schema.ExportProfile), func(b []byte) error {
-		var r ProfileRecord
-		err := json.Unmarshal(b, &r)
-		ex.Profile = append(ex.Profile, r)
-		return err
-	}); err != nil {
-		return nil, err
+	if ex.Profile, err = schema.ReadProfile(filepath.Join(dir, schema.ExportProfile)); err != nil {
+		return nil, fmt.Errorf("aiperf export %s: %w", schema.ExportProfile, err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, schema.ExportSummary)); err == nil {
-		var s Summary
-		if err := json.Unmarshal(b, &s); err != nil {
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
 			// The records stand: what they say is still counted.
 			return &ex, fmt.Errorf("aiperf summary: %w", err)
 		}
-		ex.Summary = &s
 	}
 	return &ex, nil
 }
 
-func readJSONL(path string, each func([]byte) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("aiperf export: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 512<<20)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		if err := each(sc.Bytes()); err != nil {
-			return fmt.Errorf("%s line %d: %w", filepath.Base(path), n, err)
-		}
-	}
-	return sc.Err()
-}
-
 // Phase returns the raw records of one benchmark phase, in file order.
-func (ex *Export) Phase(phase string) []RawRecord {
-	var out []RawRecord
+func (ex *Export) Phase(phase string) []schema.RawRecord {
+	var out []schema.RawRecord
 	for _, r := range ex.Raw {
 		if r.Metadata.BenchmarkPhase == phase {
 			out = append(out, r)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/internal/family"
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 )
 
@@ -130,8 +131,8 @@ func fakeNativeBatch(args []string) error {
 			return err
 		}
 		if mode == "leak" && n > 0 {
-			img, _ := DecodePNG(png)
-			nrgba := toNRGBA(img)
+			img, _ := judge.DecodePNG(png)
+			nrgba := judge.ToNRGBA(img)
 			nrgba.Pix[0] ^= previous | 1
 			var buf bytes.Buffer
 			pngEncode(&buf, nrgba)

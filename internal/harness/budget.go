@@ -44,7 +44,7 @@ func (r *row) timeBudget(mk *made) *schema.TimeBudget {
 	if b := mk.benchmarked; b != nil {
 		var clientS float64
 		for _, p := range b.export.Profile {
-			if ms, ok := p.RequestLatencyMs(); ok {
+			if ms, err := p.RequestLatencyMs(); err == nil {
 				clientS += ms / 1000
 			}
 		}

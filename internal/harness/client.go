@@ -44,7 +44,7 @@ func (r *row) proto() wire.Protocol {
 }
 
 // sent is what a recorded request carried, read through the row's protocol.
-func (r *row) sent(rec RawRecord) (wire.Request, error) {
+func (r *row) sent(rec schema.RawRecord) (wire.Request, error) {
 	req, err := r.proto().Decode(rec.Payload)
 	if err != nil {
 		return req, fmt.Errorf("request %s: %w", rec.Metadata.XRequestID, err)

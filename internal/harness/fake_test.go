@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"qualkit/internal/family"
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 	"strconv"
@@ -480,8 +481,8 @@ func fakeNative(args []string) error {
 		return err
 	}
 	if fault == faultDrift {
-		img, _ := DecodePNG(png)
-		n := toNRGBA(img)
+		img, _ := judge.DecodePNG(png)
+		n := judge.ToNRGBA(img)
 		n.Pix[0]++
 		var buf bytes.Buffer
 		pngEncode(&buf, n)

@@ -71,7 +71,7 @@ func TestJudgeInfluence(t *testing.T) {
 			"the same request twice gave different outputs (1 pixels differ", false},
 		{"the other image changes nothing", [3]image.Image{a, a, a},
 			"capability gap: two different reference images (x.png, y.png) gave pixel-identical outputs", true},
-		// 4 of 400 pixels: 1 %, under MinInfluenceFraction.
+		// 4 of 400 pixels: 1 %, under judge.MinInfluenceFraction.
 		{"the other image barely changes it", [3]image.Image{a, a, withSquare(a, 2, white)},
 			"gave outputs that barely differ (4 pixels differ", true},
 		// Outputs of two sizes are no comparison: none of the pixels counts as changed.
@@ -352,10 +352,10 @@ func benchmarkCase(t *testing.T) benchmarkInput {
 	out := encodePNG(t, invert(gradient(16, 16)))
 	var ex Export
 	for i, r := range []struct{ id, phase string }{{"w0", schema.PhaseWarmup}, {"p0", schema.PhaseProfiling}, {"p1", schema.PhaseProfiling}} {
-		var rec RawRecord
+		var rec schema.RawRecord
 		require.NoError(t, json.Unmarshal([]byte(fmt.Sprintf(`{"metadata": {"x_request_id": %q, "benchmark_phase": %q, "request_start_ns": %d, "request_end_ns": %d},
 			"status": 200, "responses": [{"text": "{\"timing\": {\"task_ms\": 10}}"}]}`, r.id, r.phase, int64(i)*2e9, int64(i)*2e9+1.5e9)), &rec))
-		var p ProfileRecord
+		var p schema.ProfileRecord
 		require.NoError(t, json.Unmarshal([]byte(fmt.Sprintf(`{"metadata": {"x_request_id": %q, "benchmark_phase": %q},
 			"metrics": {"request_latency": {"value": 12, "unit": "ms"}}}`, r.id, r.phase)), &p))
 		ex.Raw, ex.Profile = append(ex.Raw, rec), append(ex.Profile, p)
@@ -385,7 +385,7 @@ func TestJudgeBenchmark(t *testing.T) {
 		{"body and records agree", func(in *benchmarkInput) { in.Timing, in.RecordTasks, in.RecordIDs = both, tasks, ids }, "", 3, true, 0},
 		{"other request counts", func(in *benchmarkInput) { in.Measured = 3 }, "AIPerf recorded 2 measured + 1 warmup requests, the row asks for 3 + 1", 3, true, 0},
 		{"a failed request", func(in *benchmarkInput) {
-			in.Export.Raw[2].Status, in.Export.Raw[2].Error = 500, &RecordError{Type: "HTTPError", Message: "boom"}
+			in.Export.Raw[2].Status, in.Export.Raw[2].Error = 500, &schema.RecordError{Type: "HTTPError", Message: "boom"}
 		}, "request p1 (profiling) failed: status 500 HTTPError: boom", 2, true, 1},
 		{"the input sent back", func(in *benchmarkInput) { in.Responses[1].PNG = in.Responses[1].Sent.Image },
 			"request p0 (profiling): output is the input image unchanged (same bytes)", 2, true, 0},

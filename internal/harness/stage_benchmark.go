@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"qualkit/internal/fixtures"
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 	"qualkit/internal/wire"
@@ -200,7 +201,7 @@ func judgeBenchmark(in benchmarkInput) benchmarkVerdict {
 	return v
 }
 
-func errorText(rec RawRecord) string {
+func errorText(rec schema.RawRecord) string {
 	if rec.Error != nil {
 		return fmt.Sprintf("%s: %s", rec.Error.Type, clip([]byte(rec.Error.Message), 300))
 	}
@@ -219,11 +220,11 @@ func judgeOutput(resp benchmarkResponse, size string) ([]byte, error) {
 	if bytes.Equal(resp.PNG, resp.Sent.Image) {
 		return nil, fmt.Errorf("output is the input image unchanged (same bytes)")
 	}
-	out, err := DecodePNG(resp.PNG)
+	out, err := judge.DecodePNG(resp.PNG)
 	if err != nil {
 		return nil, err
 	}
-	if got := ImageSize(out); got != size {
+	if got := judge.ImageSize(out); got != size {
 		return nil, fmt.Errorf("output is %s, the request asked for size %s", got, size)
 	}
 	return resp.PNG, nil
@@ -319,14 +320,14 @@ func (r *row) aiperf(ctx context.Context, fx *fixtures.Workload, url string, ear
 // judgeTiming joins AIPerf's client latency with the server's Task time for every
 // measured request (prof). The two stay separate columns: neither is derived from the
 // other. It returns no timing when the server's records could not be read.
-func judgeTiming(in benchmarkInput, prof []RawRecord) (*benchmarkTiming, []string) {
+func judgeTiming(in benchmarkInput, prof []schema.RawRecord) (*benchmarkTiming, []string) {
 	var problems []string
 	client := map[string]float64{}
 	for _, p := range in.Export.Profile {
 		if p.Metadata.BenchmarkPhase != schema.PhaseProfiling {
 			continue
 		}
-		if ms, ok := p.RequestLatencyMs(); ok {
+		if ms, err := p.RequestLatencyMs(); err == nil {
 			client[p.Metadata.XRequestID] = ms
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"qualkit/internal/controls"
 	"qualkit/internal/fixtures"
+	"qualkit/internal/judge"
 	"qualkit/internal/quality"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
@@ -79,7 +80,7 @@ func (r *row) probeControls(ctx context.Context, fx *fixtures.Workload, srv serv
 		if err != nil {
 			return nil, bodies, fmt.Errorf("controls probe %s: %w", p.Name, err)
 		}
-		img, err := DecodePNG(png)
+		img, err := judge.DecodePNG(png)
 		if err != nil {
 			return nil, bodies, fmt.Errorf("controls probe %s: %w", p.Name, err)
 		}

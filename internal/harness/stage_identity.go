@@ -16,6 +16,7 @@ import (
 	"qualkit/internal/family"
 	"qualkit/internal/fixtures"
 	"qualkit/internal/gpu"
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 )
 
@@ -192,14 +193,14 @@ func judgeIdentity(in identityInput) identityVerdict {
 		if req.HTTPSHA256 == req.NativeSHA256 {
 			sum.ByteIdentical++
 		}
-		a, _ := DecodePNG(c.HTTP)
-		b, err := DecodePNG(c.Native)
+		a, _ := judge.DecodePNG(c.HTTP)
+		b, err := judge.DecodePNG(c.Native)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("request %s: native %v", req.RequestID, err))
 			sum.Requests = append(sum.Requests, req)
 			continue
 		}
-		d := ComparePixels(a, b)
+		d := judge.ComparePixels(a, b)
 		req.Pixels = d.String()
 		if d.Identical() {
 			sum.PixelMatches++

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"qualkit/internal/fixtures"
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 	"qualkit/internal/wire"
@@ -42,7 +43,7 @@ func (r *row) influence(ctx context.Context, fx *fixtures.Workload, srv serving.
 		if err != nil {
 			return nil, bodies, fmt.Errorf("influence request %s: %w", names[i], err)
 		}
-		img, err := DecodePNG(png)
+		img, err := judge.DecodePNG(png)
 		if err != nil {
 			return nil, bodies, fmt.Errorf("influence request %s: %w", names[i], err)
 		}
@@ -75,11 +76,11 @@ type influenceVerdict struct {
 
 // judgeInfluence requires the same request twice to give pixel-identical outputs (a
 // server deterministic for a fixed seed), and the other reference image an output that
-// differs in at least MinInfluenceFraction of the pixels by a mean of
-// MinInfluenceMeanLevels (a server that reads the image it is given).
+// differs in at least judge.MinInfluenceFraction of the pixels by a mean of
+// judge.MinInfluenceMeanLevels (a server that reads the image it is given).
 func judgeInfluence(in influenceInput) influenceVerdict {
 	res := schema.InfluenceResult{Instruction: in.Instruction, Images: in.Images,
-		Repeat: ComparePixels(in.Outputs[0], in.Outputs[1]), Other: ComparePixels(in.Outputs[0], in.Outputs[2])}
+		Repeat: judge.ComparePixels(in.Outputs[0], in.Outputs[1]), Other: judge.ComparePixels(in.Outputs[0], in.Outputs[2])}
 	v := influenceVerdict{Result: res}
 	if !res.Repeat.Identical() {
 		v.Err = fmt.Errorf("the same request twice gave different outputs (%s): the server is not deterministic for a fixed seed", res.Repeat)
@@ -89,10 +90,10 @@ func judgeInfluence(in influenceInput) influenceVerdict {
 		v.Err = fmt.Errorf("capability gap: two different reference images (%s, %s) gave pixel-identical outputs: the server ignores the reference image", in.Images[0], in.Images[1])
 		return v
 	}
-	if f := float64(res.Other.DifferingPixel) / float64(max(res.Other.Pixels, 1)); f < MinInfluenceFraction || res.Other.MeanAbs < MinInfluenceMeanLevels {
+	if f := float64(res.Other.DifferingPixel) / float64(max(res.Other.Pixels, 1)); f < judge.MinInfluenceFraction || res.Other.MeanAbs < judge.MinInfluenceMeanLevels {
 		v.Err = fmt.Errorf("capability gap: two different reference images (%s, %s) gave outputs that barely differ (%s; %.2f %% of the pixels): "+
 			"the gate needs %.0f %% of the pixels and a mean of %.2f levels, so the server all but ignores the reference image",
-			in.Images[0], in.Images[1], res.Other, 100*f, 100*MinInfluenceFraction, MinInfluenceMeanLevels)
+			in.Images[0], in.Images[1], res.Other, 100*f, 100*judge.MinInfluenceFraction, judge.MinInfluenceMeanLevels)
 	}
 	return v
 }

@@ -11,6 +11,7 @@ import (
 
 	"qualkit/internal/family"
 	"qualkit/internal/fixtures"
+	"qualkit/internal/judge"
 	"qualkit/internal/quality"
 	"qualkit/internal/schema"
 )
@@ -67,7 +68,7 @@ func (r *row) quality(fx *fixtures.Workload, caseScratch string, bench *benchmar
 		if err != nil {
 			return stopped(err)
 		}
-		out, err := DecodePNG(png)
+		out, err := judge.DecodePNG(png)
 		if err != nil {
 			return stopped(err)
 		}
@@ -102,7 +103,7 @@ func (r *row) gatherPair(pair *family.QualityPair, caseScratch, id string, out i
 	if err != nil {
 		return nil, fmt.Errorf("the reference image of the correctness case: %w", err)
 	}
-	ref, err := DecodePNG(b)
+	ref, err := judge.DecodePNG(b)
 	if err != nil {
 		return nil, fmt.Errorf("the reference image of the correctness case %s: %w", rel, err)
 	}
@@ -276,12 +277,12 @@ func judgeLatents(l pairLatents, id string) error {
 // only resized, and not one flat colour. (An output that is the input's very bytes the
 // benchmark stage has refused already.)
 func notSource(in, out image.Image, size string) []string {
-	if IsConstant(out) {
+	if judge.IsConstant(out) {
 		return []string{"output is a constant image"}
 	}
-	if f := ChangedFraction(in, out); f < MinChangedFraction {
+	if f := judge.ChangedFraction(in, out); f < judge.MinChangedFraction {
 		return []string{fmt.Sprintf("output is the input image unchanged or only resized: %.1f %% of its pixels differ by more than %d levels from the input resized to %s, the gate needs %.0f %%",
-			100*f, ChangeLevels, size, 100*MinChangedFraction)}
+			100*f, judge.ChangeLevels, size, 100*judge.MinChangedFraction)}
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ func NewQuantiles(ms []float64) schema.Quantiles {
 // FirstRequest is the request AIPerf sent first, any phase (the earliest
 // request_start_ns of its raw export), with its client latency from the per-request
 // export; nil when there is no such request or AIPerf recorded no latency for it.
-func FirstRequest(raw []RawRecord, profile []ProfileRecord) *schema.FirstRequest {
+func FirstRequest(raw []schema.RawRecord, profile []schema.ProfileRecord) *schema.FirstRequest {
 	if len(raw) == 0 {
 		return nil
 	}
@@ -41,7 +41,7 @@ func FirstRequest(raw []RawRecord, profile []ProfileRecord) *schema.FirstRequest
 		if p.Metadata.XRequestID != first.XRequestID {
 			continue
 		}
-		if ms, ok := p.RequestLatencyMs(); ok {
+		if ms, err := p.RequestLatencyMs(); err == nil {
 			return &schema.FirstRequest{RequestID: first.XRequestID, Phase: first.BenchmarkPhase, ClientMs: ms}
 		}
 	}
@@ -50,7 +50,7 @@ func FirstRequest(raw []RawRecord, profile []ProfileRecord) *schema.FirstRequest
 
 // ImagesPerSecond is measured images / (last request end - first request start) over the
 // profiling records: steady state, warmup excluded.
-func ImagesPerSecond(recs []RawRecord) float64 {
+func ImagesPerSecond(recs []schema.RawRecord) float64 {
 	if len(recs) == 0 {
 		return 0
 	}

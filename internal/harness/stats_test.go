@@ -24,10 +24,10 @@ func TestPercentileNearestRank(t *testing.T) {
 }
 
 func TestImagesPerSecondUsesFirstStartToLastEnd(t *testing.T) {
-	rec := func(start, end int64) RawRecord {
-		return RawRecord{Metadata: RecordMeta{RequestStartNs: start, RequestEndNs: end}}
+	rec := func(start, end int64) schema.RawRecord {
+		return schema.RawRecord{Metadata: schema.RecordMeta{RequestStartNs: start, RequestEndNs: end}}
 	}
-	recs := []RawRecord{rec(1e9, 2e9), rec(2e9, 3e9), rec(3e9, 5e9)}
+	recs := []schema.RawRecord{rec(1e9, 2e9), rec(2e9, 3e9), rec(3e9, 5e9)}
 	assert.InDelta(t, 0.75, ImagesPerSecond(recs), 1e-12) // 3 images over 4 s
 	assert.Zero(t, ImagesPerSecond(nil))
 }
@@ -35,19 +35,19 @@ func TestImagesPerSecondUsesFirstStartToLastEnd(t *testing.T) {
 // The first request is the one sent first, whatever its place in the raw export (a
 // warmup record written after a profiling one still came first).
 func TestFirstRequestIsTheEarliestSent(t *testing.T) {
-	raw := []RawRecord{
-		{Metadata: RecordMeta{XRequestID: "b", BenchmarkPhase: "profiling", RequestStartNs: 2e9}},
-		{Metadata: RecordMeta{XRequestID: "a", BenchmarkPhase: "warmup", RequestStartNs: 1e9}},
+	raw := []schema.RawRecord{
+		{Metadata: schema.RecordMeta{XRequestID: "b", BenchmarkPhase: "profiling", RequestStartNs: 2e9}},
+		{Metadata: schema.RecordMeta{XRequestID: "a", BenchmarkPhase: "warmup", RequestStartNs: 1e9}},
 	}
-	latency := func(id, ms string) ProfileRecord {
-		var p ProfileRecord
+	latency := func(id, ms string) schema.ProfileRecord {
+		var p schema.ProfileRecord
 		p.Metadata.XRequestID = id
 		assert.NoError(t, json.Unmarshal([]byte(`{"request_latency": {"value": `+ms+`, "unit": "ms"}}`), &p.Metrics))
 		return p
 	}
-	got := FirstRequest(raw, []ProfileRecord{latency("b", "20"), latency("a", "312.5")})
+	got := FirstRequest(raw, []schema.ProfileRecord{latency("b", "20"), latency("a", "312.5")})
 	assert.Equal(t, &schema.FirstRequest{RequestID: "a", Phase: "warmup", ClientMs: 312.5}, got)
-	assert.Nil(t, FirstRequest(raw, []ProfileRecord{latency("b", "20")}), "no latency for the first request")
+	assert.Nil(t, FirstRequest(raw, []schema.ProfileRecord{latency("b", "20")}), "no latency for the first request")
 	assert.Nil(t, FirstRequest(nil, nil))
 }
 

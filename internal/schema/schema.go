@@ -623,6 +623,16 @@ type CommandRecord struct {
 	During string `json:"during,omitempty"`
 }
 
+// End is when the command ended: its start plus its wall.
+func (c CommandRecord) End() time.Time {
+	return c.Start.Add(time.Duration(c.WallS * float64(time.Second)))
+}
+
+// IsServer says whether the record is the row's server.
+func (c CommandRecord) IsServer() bool {
+	return c.Stage == StageServe && c.Log == ServerLog
+}
+
 // DaemonInfo describes the Docker daemon actually used.
 type DaemonInfo struct {
 	Endpoint, ServerVersion, OS, StorageDriver, CgroupVersion string

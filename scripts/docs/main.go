@@ -35,6 +35,7 @@ import (
 	"qualkit/internal/evidencecheck"
 	"qualkit/internal/evidencerepo"
 	"qualkit/internal/harness"
+	"qualkit/internal/judge"
 	"qualkit/internal/pictures"
 	"qualkit/internal/runarchive"
 	"qualkit/internal/runs"
@@ -257,9 +258,9 @@ func samePixels(a, b string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if imgs[i], err = harness.DecodePNG(data); err != nil {
+		if imgs[i], err = judge.DecodePNG(data); err != nil {
 			return false, fmt.Errorf("%s: %w", p, err)
 		}
 	}
-	return harness.ComparePixels(imgs[0], imgs[1]).Identical(), nil
+	return judge.ComparePixels(imgs[0], imgs[1]).Identical(), nil
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/evidencerules"
 	"qualkit/internal/family"
+	"qualkit/internal/judge"
 	"qualkit/internal/wire"
 )
 
@@ -21,12 +21,11 @@ type T interface {
 	TempDir() string
 }
 
-// Conformance checks that f describes row on env with a valid Spec, that the checker
-// knows the rules of its backend and accepts the Task-time source the Spec declares, and
-// that every builder the family has (its methods and the Spec's non-nil ones) gives a
+// Conformance checks that f describes row on env with a valid Spec, that rules (the
+// family's, as families/all lists them) hold its backend's and accept the Task-time source the Spec declares, and that every builder the family has (its methods and the Spec's non-nil ones) gives a
 // command that can run (an argv), or an error, never an empty command and no error: an
 // empty command carries no meaning in the contract.
-func Conformance(t T, f family.Family, env family.Env, row family.Row) family.Spec {
+func Conformance(t T, f family.Family, rules []judge.Rules, env family.Env, row family.Row) family.Spec {
 	t.Helper()
 	if env.Work == "" {
 		env.Work = t.TempDir()
@@ -34,14 +33,14 @@ func Conformance(t T, f family.Family, env family.Env, row family.Row) family.Sp
 	spec, err := f.Describe(env, row)
 	require.NoError(t, err, "Describe")
 	require.NoError(t, spec.Validate(), "the Spec Describe gives")
-	rules, ok := evidencerules.For(spec.Backend)
-	assert.True(t, ok, "backend %q registers its evidence rules (evidencerules.Register, in the family's package, linked into the checker by families/all)", spec.Backend)
-	if ok && rules.TaskTime != nil {
+	rl, ok := judge.Find(rules, spec.Backend)
+	assert.True(t, ok, "backend %q declares its evidence rules (the family's Rules, listed in families/all)", spec.Backend)
+	if ok && rl.TaskTime != nil {
 		proto := wire.OpenAIImages
 		if spec.Wire != nil {
 			proto = spec.Wire.Name()
 		}
-		allowed := rules.TaskTime(evidencerules.Row{Profile: row.Profile, Protocol: proto}).Sources
+		allowed := rl.TaskTime(judge.Row{Profile: row.Profile, Protocol: proto}).Sources
 		assert.Contains(t, allowed, spec.Timing, "Spec.Timing %s is a Task-time source the checker's rules for %q accept (%v): the checker would fail every run of the row", spec.Timing, spec.Backend, allowed)
 	}
 

@@ -10,20 +10,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"qualkit/internal/evidencerules"
 	"qualkit/internal/family"
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 )
 
-func init() {
-	evidencerules.Register("familytest-minimal", evidencerules.Rules{
-		PairReference: func(string, string) string { return "pair/reference.png" },
-		PairMetric:    func(string) string { return "" },
-		TaskTime: func(evidencerules.Row) evidencerules.TaskTime {
-			return evidencerules.TaskTime{Sources: []schema.TimingSource{{Body: "timing.ms"}}, Body: "timing.ms"}
-		},
-	})
-}
+var minimalRules = []judge.Rules{{
+	Backend:       "familytest-minimal",
+	PairReference: func(string, string) string { return "pair/reference.png" },
+	PairMetric:    func(string) string { return "" },
+	TaskTime: func(judge.Row) judge.TaskTime {
+		return judge.TaskTime{Sources: []schema.TimingSource{{Body: "timing.ms"}}, Body: "timing.ms"}
+	},
+}}
 
 // minimal is the smallest family the contract accepts; each field breaks one thing.
 type minimal struct {
@@ -98,7 +97,7 @@ func run(t *testing.T, f family.Family) string {
 				}
 			}
 		}()
-		Conformance(r, f, family.Env{Root: "/repo"}, family.Row{Name: "r", Model: "m"})
+		Conformance(r, f, minimalRules, family.Env{Root: "/repo"}, family.Row{Name: "r", Model: "m"})
 	}()
 	return strings.Join(r.errors, "\n")
 }
@@ -113,7 +112,7 @@ func TestConformanceCanFail(t *testing.T) {
 		want string
 	}{
 		"no backend":                 {minimal{}, "Spec.Backend is empty"},
-		"unregistered backend":       {minimal{backend: "nobody-registered-me"}, `backend "nobody-registered-me" registers its evidence rules`},
+		"unregistered backend":       {minimal{backend: "nobody-registered-me"}, `backend "nobody-registered-me" declares its evidence rules`},
 		"no identity":                {minimal{backend: ok.backend, noIdentity: true}, "Spec.Identity needs a Path and a Check"},
 		"empty serve":                {minimal{backend: ok.backend, emptyServe: true}, "Serve gave an empty command and no error"},
 		"no builder":                 {minimal{backend: ok.backend, noBuilder: true}, "Tools names the builder program"},

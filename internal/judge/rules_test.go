@@ -1,4 +1,4 @@
-package evidencerules
+package judge
 
 import (
 	"regexp"
@@ -9,21 +9,26 @@ import (
 
 // A family's rules are whole: the pair's, the Task time's, and log patterns with the
 // groups the checker joins on.
-func TestRegisterRefusesPartialRules(t *testing.T) {
+func TestValidateRefusesPartialRules(t *testing.T) {
 	whole := Rules{
+		Backend:       "partial",
 		PairReference: func(string, string) string { return "" },
 		PairMetric:    func(string) string { return "" },
 		TaskTime:      func(Row) TaskTime { return TaskTime{} },
 	}
+	assert.NoError(t, whole.Validate())
 	noTask := whole
 	noTask.TaskTime = nil
-	assert.PanicsWithValue(t, `evidencerules: backend "partial": PairReference, PairMetric and TaskTime are required`, func() { Register("partial", noTask) })
+	assert.EqualError(t, noTask.Validate(), `backend "partial": Backend, PairReference, PairMetric and TaskTime are required, JudgeCase with CaseGates`)
+	noJudge := whole
+	noJudge.CaseGates = "gates.json"
+	assert.Error(t, noJudge.Validate())
 	noID := whole
 	noID.ServerLog = regexp.MustCompile(`(?P<status>\d{3})`)
-	assert.PanicsWithValue(t, `evidencerules: backend "partial": ServerLog has no group "id"`, func() { Register("partial", noID) })
+	assert.EqualError(t, noID.Validate(), `backend "partial": ServerLog has no group "id"`)
 	noSHA := whole
 	noSHA.NativeBatchLog = regexp.MustCompile(`(?P<n>\d+)/(?P<total>\d+) (?P<id>\S+)`)
-	assert.PanicsWithValue(t, `evidencerules: backend "partial": NativeBatchLog has no group "sha"`, func() { Register("partial", noSHA) })
-	_, ok := For("partial")
+	assert.EqualError(t, noSHA.Validate(), `backend "partial": NativeBatchLog has no group "sha"`)
+	_, ok := Find([]Rules{whole}, "other")
 	assert.False(t, ok)
 }

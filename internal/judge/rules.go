@@ -1,22 +1,26 @@
-// Package evidencerules holds what the evidence checker must know of each family that
-// the evidence cannot be trusted to say of itself: a forger who rewrites results.json
-// and recomputes every checksum could point the quality pair at any file, or name
-// another formula for it. Each family registers its rules (from its own package, next
-// to the code that writes that evidence); the checker looks them up by the row's
-// backend and fails a row whose backend registered none.
-package evidencerules
+// Package judge holds what decides pass or fail from measured values, for the harness at
+// stage time and for the evidence checker again on what it re-derives from the raw
+// files: the content gates and what the checker holds each family to.
+//
+// Rules are what the checker must know of a family that the evidence cannot be trusted
+// to say of itself: a forger who rewrites results.json and recomputes every checksum
+// could point the quality pair at any file, name another formula, or keep a case's
+// verdict beside metrics that miss its gates. Each family declares its rules beside the
+// code that writes that evidence; families/all lists them for the checker, which fails
+// a row whose backend has none.
+package judge
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
-	"slices"
-	"sync"
 
 	"qualkit/internal/schema"
 )
 
 // Rules are one backend's.
 type Rules struct {
+	Backend string
 	// PairReference is where the family's correctness case writes the reference image
 	// of the quality pair, under correctness/artifacts/, for the bundle's layout (its
 	// build setting "layout", "" when it has none) and the row's profile: the pair is
@@ -38,6 +42,13 @@ type Rules struct {
 	// total (the batch's size), id (the request id) and sha (a prefix of the PNG's
 	// sha256). nil: the family has no batch mode.
 	NativeBatchLog *regexp.Regexp
+	// CaseGates is the repository path of the gates file the family's correctness case
+	// judges its metrics against; "" when the gates live in another checkout. The checker
+	// reads that file at the run's commit and judges the case's kept result
+	// (correctness/results_file) again with JudgeCase.
+	CaseGates string
+	// JudgeCase lists every gate of gates the case's kept result misses ("" none).
+	JudgeCase func(result, gates []byte) ([]string, error)
 }
 
 // Row is what the checker knows of a row when it asks a rule.
@@ -59,21 +70,14 @@ type TaskTime struct {
 	Body, Records, RecordID string
 }
 
-var (
-	mu    sync.RWMutex
-	rules = map[string]Rules{}
-)
-
-// Register records backend's rules; a backend registers once.
-func Register(backend string, r Rules) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := rules[backend]; dup {
-		panic(fmt.Sprintf("evidencerules: backend %q registered twice", backend))
+// Validate says what a checker could not use of r: the pair's, the Task time's and
+// JudgeCase are required (JudgeCase with CaseGates), and the log patterns need the
+// groups the checker joins on.
+func (r Rules) Validate() error {
+	if r.Backend == "" || r.PairReference == nil || r.PairMetric == nil || r.TaskTime == nil || (r.CaseGates == "") != (r.JudgeCase == nil) {
+		return fmt.Errorf("backend %q: Backend, PairReference, PairMetric and TaskTime are required, JudgeCase with CaseGates", r.Backend)
 	}
-	if r.PairReference == nil || r.PairMetric == nil || r.TaskTime == nil {
-		panic(fmt.Sprintf("evidencerules: backend %q: PairReference, PairMetric and TaskTime are required", backend))
-	}
+	var errs []error
 	for _, p := range []struct {
 		name   string
 		re     *regexp.Regexp
@@ -81,29 +85,19 @@ func Register(backend string, r Rules) {
 	}{{"ServerLog", r.ServerLog, []string{"id", "status"}}, {"NativeBatchLog", r.NativeBatchLog, []string{"n", "total", "id", "sha"}}} {
 		for _, g := range p.groups {
 			if p.re != nil && p.re.SubexpIndex(g) < 0 {
-				panic(fmt.Sprintf("evidencerules: backend %q: %s has no group %q", backend, p.name, g))
+				errs = append(errs, fmt.Errorf("backend %q: %s has no group %q", r.Backend, p.name, g))
 			}
 		}
 	}
-	rules[backend] = r
+	return errors.Join(errs...)
 }
 
-// For is backend's rules, if it registered any.
-func For(backend string) (Rules, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	r, ok := rules[backend]
-	return r, ok
-}
-
-// Backends lists the registered backends, sorted.
-func Backends() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	var out []string
-	for b := range rules {
-		out = append(out, b)
+// Find is backend's rules in list.
+func Find(list []Rules, backend string) (Rules, bool) {
+	for _, r := range list {
+		if r.Backend == backend {
+			return r, true
+		}
 	}
-	slices.Sort(out)
-	return out
+	return Rules{}, false
 }
