@@ -3,6 +3,7 @@ package trtmcdouble
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -159,7 +160,40 @@ func editImage(img image.Image, prompt string, s Settings) (*image.NRGBA, error)
 			px[3] = 0xff
 		}
 	}
+	denoise(out.Pix, s.Steps, lk.noise)
 	return out, nil
+}
+
+// denoise is the double's sampler loop, the work a diffusion model does once per step:
+// the image starts as noise and moves toward target in steps shares, one pass over
+// every value and its neighbours per step, so the Task time grows with the steps asked as the model's does
+// (the controls stage measures it at N and 2N steps). The shares are integers and the
+// last is the whole remainder, with no smoothing, so the loop ends exactly on target: the pixels are the
+// look's, whatever the step count.
+func denoise(target []uint8, steps int, noise [32]byte) {
+	x := make([]int32, len(target))
+	r := binary.LittleEndian.Uint64(noise[:8]) | 1
+	for i := range x {
+		r ^= r << 13
+		r ^= r >> 7
+		r ^= r << 17
+		x[i] = int32(r & 0xff)
+	}
+	for k := range steps {
+		// A share of what is left to the target, and, on every step but the last, a
+		// smoothing of each value with its neighbours of the same channel (4 apart).
+		left := int32(steps - k)
+		for i, t := range target {
+			d := (int32(t) - x[i]) / left
+			if i >= 4 && i+4 < len(x) {
+				d += (x[i-4] + x[i+4] - 2*x[i]) * (left - 1) / (4 * left)
+			}
+			x[i] += d
+		}
+	}
+	for i, v := range x {
+		target[i] = uint8(v)
+	}
 }
 
 // look is the colour transform one prompt and settings select.
@@ -168,6 +202,7 @@ type look struct {
 	lut    [3][256]uint8 // gamma, then inversion, per output channel
 	stripe []int8        // additive stripe pattern over one period
 	fx, fy int           // stripe direction
+	noise  [32]byte      // where the sampler loop starts (denoise)
 }
 
 func lookFor(prompt string, s Settings) look {
@@ -183,7 +218,7 @@ func lookFor(prompt string, s Settings) look {
 	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%g\x00%s", prompt, s.Steps, s.TrueCFG(), s.NegativePrompt))
 	n := sha256.Sum256([]byte(noise))
 	rotations := [][3]int{{1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}} // never the identity
-	lk := look{perm: rotations[int(h[0])%len(rotations)], fx: 1 + int(h[9])%3, fy: int(h[10]) % 3}
+	lk := look{perm: rotations[int(h[0])%len(rotations)], fx: 1 + int(h[9])%3, fy: int(h[10]) % 3, noise: n}
 	invert := 1 + int(h[1])%7 // a non-empty set of inverted channels
 	for c := range 3 {
 		gamma := 0.45 + float64(h[2+c])/255*0.35 // 0.45..0.8, or its inverse 1.25..2.2

@@ -254,12 +254,10 @@ func (w *worker) handle(line workerLine) workerReply {
 	if len(line.Request) == 0 {
 		return workerReply{ID: line.ID, OK: false, Error: "request: the line has no request object"}
 	}
-	start := time.Now()
 	obs, err := w.run(line)
 	if err != nil {
 		return workerReply{ID: line.ID, OK: false, Error: err.Error()}
 	}
-	obs["runtime_e2e_wall_ms"] = ms(time.Since(start))
 	return workerReply{ID: line.ID, OK: true, Observation: obs}
 }
 
@@ -291,7 +289,7 @@ func (w *worker) run(line workerLine) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read image %s", *r.ImagePath)
 	}
-	png, err := w.edit(src, *r.Prompt, st)
+	png, wall, err := w.edit(src, *r.Prompt, st)
 	if err != nil {
 		return nil, err
 	}
@@ -304,20 +302,23 @@ func (w *worker) run(line workerLine) (map[string]any, error) {
 		"generated_images": 1, "batch_size": 1, "generated_frames": 1, "media_count": 1,
 		"output_elements": st.Width * st.Height * 3, "height": st.Height, "width": st.Width,
 		"channels": 3, "num_frames": 1, "media_type": "image",
-		"image_artifacts": []string{filepath.Base(out)}, Marker: true,
+		"image_artifacts": []string{filepath.Base(out)}, "runtime_e2e_wall_ms": ms(wall), Marker: true,
 	}, nil
 }
 
 // edit is Edit, except that with QUALKIT_DOUBLE_LEAK=1 the previous output bleeds into
-// this one.
-func (w *worker) edit(src []byte, prompt string, st Settings) ([]byte, error) {
+// this one; wall is the edit's own time, runtime_e2e_wall_ms: as § measure times the
+// Task call alone, the image read before it and the PNG written after.
+func (w *worker) edit(src []byte, prompt string, st Settings) (png []byte, wall time.Duration, err error) {
 	img, err := decodeImage(src)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read image (%v)", err)
+		return nil, 0, fmt.Errorf("cannot read image (%v)", err)
 	}
+	start := time.Now()
 	out, err := editImage(img, prompt, st)
+	wall = time.Since(start)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if w.leak {
 		if w.prev != nil {
@@ -327,14 +328,19 @@ func (w *worker) edit(src []byte, prompt string, st Settings) ([]byte, error) {
 		}
 		w.prev = out
 	}
-	return encodePNG(out)
+	png, err = encodePNG(out)
+	return png, wall, err
 }
 
+// settings are the request's over the bundle's. A step count of 0 or less, or a size
+// of 0 or less, is the bundle's (pipeline.cpp @ d46edb11 § resolve_generate_knobs:
+// resolve_qwen_image_requested_steps, height and width "> 0 ? ... : default"), as a
+// guidance below 0 is (TrueCFG).
 func (r workerRequest) settings(st Settings) Settings {
 	if r.Seed != nil {
 		st.Seed = *r.Seed
 	}
-	if r.NumSteps != nil {
+	if r.NumSteps != nil && *r.NumSteps > 0 {
 		st.Steps = *r.NumSteps
 	}
 	if r.GuidanceScale != nil {
@@ -346,10 +352,10 @@ func (r workerRequest) settings(st Settings) Settings {
 	if r.NegativePrompt != nil {
 		st.NegativePrompt = *r.NegativePrompt
 	}
-	if r.Height != nil {
+	if r.Height != nil && *r.Height > 0 {
 		st.Height = *r.Height
 	}
-	if r.Width != nil {
+	if r.Width != nil && *r.Width > 0 {
 		st.Width = *r.Width
 	}
 	return st

@@ -251,7 +251,7 @@ func TestWorkerRequestErrors(t *testing.T) {
 		{`{"id":"c","request":{"prompt":"p","image_path":"` + e.imageA + `"}}`, "c", "key '_artifact_prefix' not found"},
 		{`{"id":"e","request":{"prompt":"p","image_path":"/nowhere.png"},"artifact_base":"` + e.dir + `/out/e"}`, "e", "cannot read image /nowhere.png"},
 		{`{"id":"f","request":{"prompt":"p","image_path":"` + e.session + `"},"artifact_base":"` + e.dir + `/out/f"}`, "f", "neither PNG nor JPEG"},
-		{`{"id":"g","request":{"prompt":"p","image_path":"` + e.imageA + `","width":0},"artifact_base":"` + e.dir + `/out/g"}`, "g", "width and height must be"},
+		{`{"id":"g","request":{"prompt":"p","image_path":"` + e.imageA + `","width":5000},"artifact_base":"` + e.dir + `/out/g"}`, "g", "width and height must be"},
 		{`{"id":"h","request":{"prompt":"p","image_path":"` + e.imageA + `"},"artifact_base":"/nowhere/dir/h"}`, "h", "artifact:"},
 		{`{"id":"i","type":"reload"}`, "i", "the line has no request object"},
 		{`{"id":"j","request":{},"surprise":1}`, "j", "key 'prompt' not found"},
@@ -273,6 +273,26 @@ func TestWorkerRequestErrors(t *testing.T) {
 	for _, base := range []string{"a", "b", "c", "e", "f", "g", "j", "k", "l"} {
 		assert.NoFileExists(t, filepath.Join(e.dir, "out", base+".image.1.0.png"))
 	}
+}
+
+// Steps, height and width of 0 or less, and a guidance below 0, are the bundle's, as in
+// TRTMC's Qwen-Image pipeline (pipeline.cpp @ d46edb11 § resolve_generate_knobs): the
+// request is served, not refused, and its edit is the one that sets none of them.
+func TestWorkerUnsetKnobsAreTheBundles(t *testing.T) {
+	e := newWorkerEnv(t)
+	line := func(id, knobs string) string {
+		return fmt.Sprintf(`{"id":%q,"request":{"prompt":"Make it autumn.","image_path":%q,"seed":42%s},"artifact_base":%q}`,
+			id, e.imageA, knobs, filepath.Join(e.dir, "out", id))
+	}
+	res, out := e.serve(t, e.r, line("none", ""), line("zero", `,"num_steps":0,"height":0,"width":0`),
+		line("negative", `,"num_steps":-1,"guidance_scale":-1.0`))
+	require.Equal(t, 0, res.code, res.stderr)
+	for _, o := range out[1:] {
+		require.Equal(t, true, o["ok"], o)
+		assert.Equal(t, map[string]any{"height": 48.0, "width": 64.0}, map[string]any{"height": o["observation"].(map[string]any)["height"], "width": o["observation"].(map[string]any)["width"]})
+	}
+	assert.Equal(t, e.artifact(t, "none"), e.artifact(t, "zero"))
+	assert.Equal(t, e.artifact(t, "none"), e.artifact(t, "negative"))
 }
 
 func TestWorkerIgnoresUnknownFields(t *testing.T) {
