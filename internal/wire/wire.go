@@ -44,6 +44,9 @@ type Request struct {
 	// LatentSeed is the seed of the initial noise the request asks the server to replay
 	// (perf-serve's latent_seed, Task.LatentSeed), nil when the model draws its own.
 	LatentSeed *int64
+	// Raw are fields sent as they are, past the settings' mapping: the controls stage's
+	// refused and accepted fields that no setting names (a mapping would refuse them).
+	Raw map[string]string
 }
 
 // Protocol is one wire protocol.
