@@ -70,6 +70,7 @@ func (a PerfServeReference) Describe(_ family.Env, row family.Row) (family.Spec,
 		Backend:  BackendPerfServeReference,
 		Timing:   perfServeTiming,
 		Wire:     wire.Task{LatentSeed: true},
+		Controls: PerfServeReferenceControls(),
 		Identity: family.IdentityCheck{Path: "/v1/serving/info", Check: a.checkIdentity},
 		Batch:    true,
 		// perfserve_native.py --wait-items loads the backend, then waits.

@@ -74,6 +74,9 @@ func (a TRTMC) Describe(env family.Env, row family.Row) (family.Spec, error) {
 		CheckTools:   a.checkTools,
 		Quality:      func(env family.Env) (family.QualitySpec, error) { return a.quality(env, row) },
 	}
+	if s, err := a.serving(); err == nil {
+		spec.Controls = TRTMCControls(s.Contract)
+	}
 	return spec, nil
 }
 

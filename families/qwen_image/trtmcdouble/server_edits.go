@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	"io"
 	"net/http"
 	"regexp"
@@ -115,9 +116,19 @@ func (s *server) edits(w http.ResponseWriter, r *http.Request) {
 	if s.beforeEdit != nil {
 		s.beforeEdit()
 	}
+	// The model call is the edit, as the worker times it: not the image's decoding
+	// before, nor the PNG's encoding after.
+	img, err := decodeImage(req.image)
 	callStart := time.Now()
-	png, err := Edit(req.image, req.prompt, req.settings)
+	var out *image.NRGBA
+	if err == nil {
+		out, err = editImage(img, req.prompt, req.settings)
+	}
 	callEnd := time.Now()
+	var png []byte
+	if err == nil {
+		png, err = encodePNG(out)
+	}
 	if err != nil {
 		serverError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
