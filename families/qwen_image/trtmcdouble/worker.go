@@ -16,6 +16,10 @@ import (
 // with the previous one): a deliberately faulty worker for negative controls.
 const EnvLeak = "QUALKIT_DOUBLE_LEAK"
 
+// EnvIgnoreSteps set to "1" makes the worker run the bundle's step count whatever a
+// request asks: a deliberately faulty worker for the controls stage's negative control.
+const EnvIgnoreSteps = "QUALKIT_DOUBLE_IGNORE_STEPS"
+
 // EnvHold names a folder where the worker holds a request whose id (its artifact folder's
 // name, <scratch>/<id>/output) has a file <id>.hold: it writes <id>.held, then waits for
 // <id>.release and answers, or, when that file says "garble", writes a line that is no
@@ -110,6 +114,8 @@ type worker struct {
 	header  BundleHeader
 	leak    bool
 	prev    *image.NRGBA
+	// ignoreSteps: EnvIgnoreSteps.
+	ignoreSteps bool
 }
 
 // workerMain plays `trtmc_benchmark_worker --serve SESSION.json`.
@@ -158,7 +164,7 @@ func newWorker(p *proc, path string) (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	w := &worker{p: p, leak: p.getenv(EnvLeak) == "1"}
+	w := &worker{p: p, leak: p.getenv(EnvLeak) == "1", ignoreSteps: p.getenv(EnvIgnoreSteps) == "1"}
 	if err := json.Unmarshal(b, &w.session); err != nil {
 		return nil, fmt.Errorf("session %s: %w", path, err)
 	}
@@ -279,6 +285,9 @@ func (w *worker) run(line workerLine) (map[string]any, error) {
 		return nil, errors.New("loaded task does not implement IImageGeneration: the qualkit contract double plays image edits only (image_path)")
 	}
 	st := r.settings(DefaultSettings(w.header))
+	if w.ignoreSteps {
+		st.Steps = DefaultSettings(w.header).Steps
+	}
 	if r.InitialLatents != nil {
 		var err error
 		if st.Latents, err = readLatents(w.p.abs(*r.InitialLatents), st.Height, st.Width); err != nil {

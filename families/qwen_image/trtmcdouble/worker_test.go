@@ -5,12 +5,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"image"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	qwenimage "qualkit/families/qwen_image"
 	"qualkit/families/qwen_image/latents"
+	"qualkit/internal/controls"
+	"qualkit/internal/schema"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -428,4 +433,44 @@ func TestWorkerHold(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Equal(t, true, got[1]["ok"])
 	assert.NoFileExists(t, filepath.Join(hold, "r1.held"))
+}
+
+// The controls stage's judge, on the steps probes it plans for TRTMC, holds the worker's
+// Task time (runtime_e2e_wall_ms, perf-serve's model_call_ms) to the steps asked: the
+// honest worker's time grows with them; one that runs the bundle's step count whatever
+// is asked (QUALKIT_DOUBLE_IGNORE_STEPS=1) fails, naming num_inference_steps.
+func TestWorkerStepsControl(t *testing.T) {
+	e := newWorkerEnv(t)
+	decl := qwenimage.TRTMCControls(qwenimage.ServingPerfServe)
+	decl.Controls = slices.DeleteFunc(decl.Controls, func(c schema.Control) bool { return c.Effect != schema.EffectSteps })
+	decl.Accepted = nil
+	judge := func(r *runner) controls.Verdict {
+		probes := controls.Plan(decl, map[string]string{}, "Make it autumn.")
+		var lines []string
+		for _, p := range probes {
+			lines = append(lines, fmt.Sprintf(`{"id":%q,"request":{"prompt":"Make it autumn.","image_path":%q,"seed":42,"num_steps":%s,"height":512,"width":512},"artifact_base":%q}`,
+				p.Name, e.imageB, p.Value, filepath.Join(e.dir, "out", p.Name)))
+		}
+		res, out := e.serve(t, r, lines...)
+		require.Equal(t, 0, res.code, res.stderr)
+		in := controls.Input{Decl: decl, Outputs: map[string]image.Image{}}
+		for i, p := range probes {
+			obs, ok := out[i+1]["observation"].(map[string]any)
+			require.True(t, ok, out[i+1])
+			p.Status, p.TaskMS = 200, obs["runtime_e2e_wall_ms"].(float64)
+			in.Outputs[p.Name] = decodeTestPNG(t, e.artifact(t, p.Name))
+			in.Probes = append(in.Probes, p)
+		}
+		return controls.Judge(in)
+	}
+	honest := judge(e.r)
+	steps := honest.Result.Controls[0]
+	assert.Greater(t, steps.Ratio, 1.3, steps.Figure)
+	assert.Greater(t, steps.PerStepMS, 0.0, steps.Figure)
+	t.Log(steps.Figure)
+
+	faulty := judge(e.r.with(EnvIgnoreSteps, "1"))
+	require.Error(t, faulty.Err)
+	assert.Contains(t, faulty.Err.Error(), "control num_inference_steps")
+	assert.Contains(t, faulty.Err.Error(), "the server does not run the steps asked")
 }
