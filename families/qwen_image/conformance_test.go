@@ -37,6 +37,7 @@ func TestConformance(t *testing.T) {
 			default:
 				assert.Equal(t, []string{"qualkit_unknown_control"}, fields(spec.Controls.Refused))
 				assert.Equal(t, []string{"0"}, spec.Controls.Controls[1].Invalid)
+				assert.Empty(t, spec.Controls.Controls[0].Recorded, "the route's records are not public")
 			}
 		})
 	}

@@ -20,7 +20,7 @@ import "qualkit/internal/schema"
 // (apps/perf_serving/trtmc_perf_serving/app.py @ 3878755c § task): declared gaps. On the
 // edit route (the stage-7 report's, played by trtmcdouble/server_edits.go; TRTMC has
 // none) the form is checked: an unknown field, steps below 1 and a side over 4096 are
-// 400s naming the field. A size the bundle's engines cannot serve fails in the engine,
+// 400s naming the field, and no records shape is known to hold the size to. A size the bundle's engines cannot serve fails in the engine,
 // with a message we have not read: it is not probed.
 func TRTMCControls(contract string) *schema.Controls {
 	const worker = "apps/benchmark/native/benchmark_worker.cpp @ ca938e40 § image_config"
@@ -51,6 +51,7 @@ func TRTMCControls(contract string) *schema.Controls {
 		const form = "families/qwen_image/trtmcdouble/server_edits.go"
 		d.Source += "; " + form + " (the edit route)"
 		d.Controls[0].Invalid = []string{"5000x5000"}
+		d.Controls[0].Recorded = nil // the route's records are not public: its timing is configured (Config.Timing)
 		d.Controls[1].Invalid = []string{"0"}
 		d.Refused = []schema.Refusal{{Field: "qualkit_unknown_control", Value: "1", Why: form + " unknownFields: unsupported fields"}}
 		return d
