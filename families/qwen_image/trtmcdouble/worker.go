@@ -316,16 +316,14 @@ func (w *worker) run(line workerLine) (map[string]any, error) {
 }
 
 // edit is Edit, except that with QUALKIT_DOUBLE_LEAK=1 the previous output bleeds into
-// this one; wall is the edit's own time, runtime_e2e_wall_ms: as § measure times the
-// Task call alone, the image read before it and the PNG written after.
+// this one; wall is the edit's own time, runtime_e2e_wall_ms (editCPU): as § measure
+// times the Task call alone, not the image read before it nor the PNG written after.
 func (w *worker) edit(src []byte, prompt string, st Settings) (png []byte, wall time.Duration, err error) {
 	img, err := decodeImage(src)
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot read image (%v)", err)
 	}
-	start := time.Now()
-	out, err := editImage(img, prompt, st)
-	wall = time.Since(start)
+	out, wall, err := editCPU(img, prompt, st)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -436,8 +436,8 @@ func TestWorkerHold(t *testing.T) {
 }
 
 // The controls stage's judge, on the steps probes it plans for TRTMC, holds the worker's
-// Task time (runtime_e2e_wall_ms, perf-serve's model_call_ms) to the steps asked: the
-// honest worker's time grows with them; one that runs the bundle's step count whatever
+// Task time (runtime_e2e_wall_ms, perf-serve's model_call_ms: the edit's CPU time) to
+// the steps asked: the honest worker's time grows with them, in the band; one that runs the bundle's step count whatever
 // is asked (QUALKIT_DOUBLE_IGNORE_STEPS=1) fails, naming num_inference_steps.
 func TestWorkerStepsControl(t *testing.T) {
 	e := newWorkerEnv(t)
@@ -464,10 +464,8 @@ func TestWorkerStepsControl(t *testing.T) {
 		return controls.Judge(in)
 	}
 	honest := judge(e.r)
-	steps := honest.Result.Controls[0]
-	assert.Greater(t, steps.Ratio, 1.3, steps.Figure)
-	assert.Greater(t, steps.PerStepMS, 0.0, steps.Figure)
-	t.Log(steps.Figure)
+	require.NoError(t, honest.Err, "the edit's CPU time grows with the steps, however busy the host")
+	t.Log(honest.Result.Controls[0].Figure)
 
 	faulty := judge(e.r.with(EnvIgnoreSteps, "1"))
 	require.Error(t, faulty.Err)
