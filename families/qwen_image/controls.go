@@ -32,7 +32,7 @@ func TRTMCControls(contract string) *schema.Controls {
 				Values: [2]string{"1024x1024", "768x1024"}, Recorded: []string{"observation.width", "observation.height"},
 				Source: worker + ": height, width; § image_observation"},
 			{Field: "num_inference_steps", Effect: schema.EffectSteps, Allowed: ">=1 (0 or less: the bundle's)", Default: "the bundle's (50)",
-				Values: [2]string{"10", "20"}, Source: worker + ": num_steps"},
+				Values: [2]string{"20", "40"}, Source: worker + ": num_steps"},
 			{Field: "guidance_scale", Effect: schema.EffectPixels, Allowed: ">=0 (true CFG; below 0: the bundle's)", Default: "4.0",
 				Values: [2]string{"4.0", "1.5"}, Source: worker + ": guidance_scale"},
 			{Field: "seed", Effect: schema.EffectSeed, Allowed: "integer", Values: [2]string{"42", "7"}, Source: worker + ": seed"},
