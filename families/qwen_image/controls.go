@@ -2,31 +2,38 @@ package qwenimage
 
 import "qualkit/internal/schema"
 
-// TRTMCControls are the settings TRTMC serves for Qwen-Image-Edit through perf-serve's
-// task route, spelled the canonical way (wire.Task maps them to the worker's fields).
-// The worker reads, for generate_image with an edit, prompt, image_path,
-// negative_prompt, seed, num_steps, guidance_scale, cfg_scale, height and width
+// TRTMCControls are the settings TRTMC serves for Qwen-Image-Edit on the row's serving
+// contract, spelled the canonical way (wire.Task maps them to the worker's fields). The
+// worker reads, for generate_image with an edit, prompt, image_path, negative_prompt,
+// seed, num_steps, guidance_scale, cfg_scale, height and width, and nothing else
 // (apps/benchmark/native/benchmark_worker.cpp @ ca938e40 § image_config,
-// run_generate_image); perf-serve's task route merges the request over the profile's
-// base request and validates no operation field, so an unknown key reaches the worker,
-// which reads known keys only (apps/perf_serving/trtmc_perf_serving/app.py @ 3878755c §
-// task). Qwen-Image takes guidance_scale as its true CFG scale and ignores cfg_scale
-// (config/models/qwen-image-edit-2511.yaml @ ca938e40, as families/qwen_image/trtmcdouble/edit.go
-// states), so true_cfg_scale is a no-op here.
+// run_generate_image); its records state the size it made and nothing of the steps,
+// seed or guidance (§ image_observation: height, width, channels, num_frames), so only
+// the size is held to the records. Qwen-Image takes guidance_scale as its true CFG scale
+// and ignores cfg_scale (config/models/qwen-image-edit-2511.yaml @ ca938e40, as
+// trtmcdouble/edit.go states), so true_cfg_scale is a no-op.
 //
-// Not yet attached to the rows' Spec (issue 46): the task route answers 200 to an
-// unknown field (no refusal is possible there, so Refused is empty and says why in
-// NoRefusal), and the double's worker does not yet scale its Task time with the steps.
-func TRTMCControls() *schema.Controls {
+// No out-of-range value is refused: the pipeline serves steps 0 and a guidance below 0
+// at the bundle's defaults (families/qwen_image/runtime/pipeline.cpp @ d46edb11 §
+// resolve_generate_knobs), and perf-serve's task route merges the request over the
+// profile's base and validates no operation field, so an unknown field gets 200
+// (apps/perf_serving/trtmc_perf_serving/app.py @ 3878755c § task): declared gaps. On the
+// edit route (the stage-7 report's, played by trtmcdouble/server_edits.go; TRTMC has
+// none) the form is checked: an unknown field, steps below 1 and a side over 4096 are
+// 400s naming the field, and no records shape is known to hold the size to. A size the bundle's engines cannot serve fails in the engine,
+// with a message we have not read: it is not probed.
+func TRTMCControls(contract string) *schema.Controls {
 	const worker = "apps/benchmark/native/benchmark_worker.cpp @ ca938e40 § image_config"
-	return &schema.Controls{
-		Source: worker + "; apps/perf_serving/trtmc_perf_serving/app.py @ 3878755c § task",
+	const knobs = "families/qwen_image/runtime/pipeline.cpp @ d46edb11 § resolve_generate_knobs"
+	d := &schema.Controls{
+		Source: worker + "; " + knobs + "; apps/perf_serving/trtmc_perf_serving/app.py @ 3878755c § task",
 		Controls: []schema.Control{
 			{Field: "size", Effect: schema.EffectSize, Allowed: "WxH (height, width)", Default: "the bundle's image size",
-				Values: [2]string{"1024x1024", "768x1024"}, Source: worker + ": height, width"},
-			{Field: "num_inference_steps", Effect: schema.EffectSteps, Allowed: ">=1", Default: "the bundle's (50)",
-				Values: [2]string{"10", "20"}, Source: worker + ": num_steps"},
-			{Field: "guidance_scale", Effect: schema.EffectPixels, Allowed: ">0 (true CFG)", Default: "4.0",
+				Values: [2]string{"1024x1024", "768x1024"}, Recorded: []string{"observation.width", "observation.height"},
+				Source: worker + ": height, width; § image_observation"},
+			{Field: "num_inference_steps", Effect: schema.EffectSteps, Allowed: ">=1 (0 or less: the bundle's)", Default: "the bundle's (50)",
+				Values: [2]string{"20", "40"}, Source: worker + ": num_steps"},
+			{Field: "guidance_scale", Effect: schema.EffectPixels, Allowed: ">=0 (true CFG; below 0: the bundle's)", Default: "4.0",
 				Values: [2]string{"4.0", "1.5"}, Source: worker + ": guidance_scale"},
 			{Field: "seed", Effect: schema.EffectSeed, Allowed: "integer", Values: [2]string{"42", "7"}, Source: worker + ": seed"},
 			{Field: "negative_prompt", Effect: schema.EffectPixels, Allowed: "text", Default: `" "`,
@@ -34,7 +41,91 @@ func TRTMCControls() *schema.Controls {
 			{Field: "true_cfg_scale", Effect: schema.EffectNoop, Allowed: "number (ignored by Qwen-Image)",
 				Values: [2]string{"4.0", "1.5"}, Source: worker + ": cfg_scale; config/models/qwen-image-edit-2511.yaml @ ca938e40"},
 		},
+		Accepted: []schema.Refusal{
+			{Field: "guidance_scale", Value: "-1", Why: knobs + ": a guidance below 0 is the bundle's"},
+		},
 		StepRatio:   [2]float64{1.6, 2.4},
 		NoPrecision: "perf-serve's records state no precision per request; the bundle's build states it",
+	}
+	if contract == ServingEditRoute {
+		const form = "families/qwen_image/trtmcdouble/server_edits.go"
+		d.Source += "; " + form + " (the edit route)"
+		d.Controls[0].Invalid = []string{"5000x5000"}
+		d.Controls[0].Recorded = nil // the route's records are not public: its timing is configured (Config.Timing)
+		d.Controls[1].Invalid = []string{"0"}
+		d.Refused = []schema.Refusal{{Field: "qualkit_unknown_control", Value: "1", Why: form + " unknownFields: unsupported fields"}}
+		return d
+	}
+	d.Accepted = append(d.Accepted,
+		schema.Refusal{Field: "num_inference_steps", Value: "0", Why: knobs + ": 0 steps are the bundle's"},
+		schema.Refusal{Field: "qualkit_unknown_control", Value: "1", Why: "app.py @ 3878755c § task validates no operation field; " + worker + " reads known keys only"})
+	return d
+}
+
+// DiffusersControls are the settings the diffusers reference server takes, read from its
+// own parser (reference/server.py validate, reference/pipeline.py parse_settings and
+// LIMITS): size (each side a multiple of 16 in 16..2048), num_inference_steps 1..100,
+// true_cfg_scale 1..20, seed 0..2^63-1 and negative_prompt; any other field is a 400
+// naming it (guidance_scale among them: the reference takes Qwen-Image's true CFG by its
+// own name). Its records state each request's settings as it ran, precision among them
+// (Editor.effective).
+func DiffusersControls(precision string) *schema.Controls {
+	const parser = "families/qwen_image/reference/pipeline.py parse_settings"
+	return &schema.Controls{
+		Source: parser + ", LIMITS; reference/server.py validate",
+		Controls: []schema.Control{
+			{Field: "size", Effect: schema.EffectSize, Allowed: "WxH, sides a multiple of 16 in 16..2048", Default: "the bundle's",
+				Values: [2]string{"512x512", "384x256"}, Invalid: []string{"500x500", "4096x4096"},
+				Recorded: []string{"settings.width", "settings.height"}, Source: parser + ": parse_size"},
+			{Field: "num_inference_steps", Effect: schema.EffectSteps, Allowed: "1-100", Default: "the bundle's",
+				Values: [2]string{"16", "32"}, Invalid: []string{"0", "101"}, Recorded: []string{"settings.num_inference_steps"}, Source: parser},
+			{Field: "true_cfg_scale", Effect: schema.EffectPixels, Allowed: "1-20", Default: "4.0",
+				Values: [2]string{"4.0", "1.5"}, Invalid: []string{"0.5"}, Recorded: []string{"settings.true_cfg_scale"}, Source: parser},
+			{Field: "seed", Effect: schema.EffectSeed, Allowed: "0-9223372036854775807", Values: [2]string{"42", "7"}, Invalid: []string{"-1"},
+				Recorded: []string{"settings.seed"}, Source: parser},
+			{Field: "negative_prompt", Effect: schema.EffectPixels, Allowed: "text, at most 4096 characters", Default: `" "`,
+				Values: [2]string{" ", "blurry, low quality"}, Recorded: []string{"settings.negative_prompt"}, Source: parser},
+		},
+		Refused: []schema.Refusal{
+			{Field: "guidance_scale", Value: "4.0", Why: "reference/server.py validate: not among pipeline.SETTING_FIELDS, an unknown field"},
+			{Field: "qualkit_unknown_control", Value: "1", Why: "reference/server.py validate: an unknown field"},
+		},
+		StepRatio:       [2]float64{1.6, 2.4},
+		Precision:       precision,
+		PrecisionRecord: "settings.precision",
+	}
+}
+
+// PerfServeReferenceControls are the settings TRTMC's perf-serve passes to the diffusers
+// pipeline of its reference backend (apps/perf_serving/trtmc_perf_serving/backends/
+// reference/media.py @ ca938e40 § Diffusion.invoke): height and width, num_steps (0 or
+// -1: the pipeline's default), negative_prompt, cfg_scale as true_cfg_scale (when above
+// 0), seed as the generator's (here also latent_seed's noise). guidance_scale goes to the
+// pipeline as it is, and what Qwen-Image-Edit's pipeline does with it we have not read:
+// it is not declared. The task route validates no operation field (app.py @ 3878755c §
+// task), so nothing is refused: an unknown field and steps 0 are declared gaps. Its
+// records state the output as an array's shape (backends/reference/common.py @ 7b798a32
+// § tensor_observation), which no dotted path reads: nothing is held to the records.
+func PerfServeReferenceControls() *schema.Controls {
+	const invoke = "apps/perf_serving/trtmc_perf_serving/backends/reference/media.py @ ca938e40 § Diffusion.invoke"
+	return &schema.Controls{
+		Source: invoke + "; apps/perf_serving/trtmc_perf_serving/app.py @ 3878755c § task",
+		Controls: []schema.Control{
+			{Field: "size", Effect: schema.EffectSize, Allowed: "WxH (height, width)", Default: "the pipeline's",
+				Values: [2]string{"128x128", "96x128"}, Source: invoke + ": height, width"},
+			{Field: "num_inference_steps", Effect: schema.EffectSteps, Allowed: ">=1 (0 or -1: the pipeline's)", Default: "the pipeline's",
+				Values: [2]string{"16", "32"}, Source: invoke + ": num_steps"},
+			{Field: "true_cfg_scale", Effect: schema.EffectPixels, Allowed: ">0 (else the pipeline's)", Default: "4.0",
+				Values: [2]string{"4.0", "1.5"}, Source: invoke + ": cfg_scale as true_cfg_scale"},
+			{Field: "seed", Effect: schema.EffectSeed, Allowed: "integer (below 0: 0)", Values: [2]string{"42", "7"}, Source: invoke + ": seed; latent_seed"},
+			{Field: "negative_prompt", Effect: schema.EffectPixels, Allowed: "text", Default: `" "`,
+				Values: [2]string{" ", "blurry, low quality"}, Source: invoke + ": negative_prompt"},
+		},
+		Accepted: []schema.Refusal{
+			{Field: "num_inference_steps", Value: "0", Why: invoke + ": num_steps 0 is the pipeline's default"},
+			{Field: "qualkit_unknown_control", Value: "1", Why: "app.py @ 3878755c § task validates no operation field; " + invoke + " reads known keys only"},
+		},
+		StepRatio:   [2]float64{1.6, 2.4},
+		NoPrecision: "perf-serve's records state no precision per request; --reference-dtype sets it for the server",
 	}
 }

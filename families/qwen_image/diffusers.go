@@ -105,8 +105,9 @@ var _ family.Family = Diffusers{}
 // named (else as processes, RUNTIME=process).
 func (d Diffusers) Describe(_ family.Env, row family.Row) (family.Spec, error) {
 	spec := family.Spec{
-		Backend: BackendDiffusers,
-		Timing:  d.timing(),
+		Backend:  BackendDiffusers,
+		Timing:   d.timing(),
+		Controls: DiffusersControls(d.precision()),
 		// server.py lists the model under the row's name with the checkpoint its bundle
 		// names (bundle.json "model": the smoke profile is built in the checkpoint's
 		// shape and names it too, labelled smoke).

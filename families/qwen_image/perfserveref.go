@@ -72,6 +72,7 @@ func (a PerfServeReference) Describe(_ family.Env, row family.Row) (family.Spec,
 		Identity:    family.IdentityCheck{Path: "/v1/serving/info", Check: a.checkIdentity},
 		Build:       a.build,
 		NativeBatch: a.nativeBatch,
+		Controls:    PerfServeReferenceControls(),
 		// perfserve_native.py --wait-items loads the backend, then waits.
 		BatchWaits: true,
 		// perf-serve loads its backend before uvicorn binds the port (cli.py @ 3878755c §

@@ -79,6 +79,9 @@ func (a TRTMC) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	if lerr == nil && l.Name == LayoutFamilies && WorkerServes(a.Config.Checkout) {
 		spec.NativeBatch = a.nativeBatch
 	}
+	if s, err := a.serving(); err == nil {
+		spec.Controls = TRTMCControls(s.Contract)
+	}
 	return spec, nil
 }
 

@@ -72,6 +72,9 @@ func Plan(decl *schema.Controls, base map[string]string, prompt string) []schema
 	for _, f := range decl.Refused {
 		add("refused-"+strings.ToLower(f.Field), f.Field, f.Value, prompt)
 	}
+	for _, f := range decl.Accepted {
+		add("accepted-"+strings.ToLower(f.Field), f.Field, f.Value, prompt)
+	}
 	return out
 }
 
@@ -133,10 +136,15 @@ func Judge(in Input) Verdict {
 		res.Controls = append(res.Controls, v)
 	}
 	for _, p := range in.Probes {
-		if !strings.Contains(p.Name, "-invalid-") && !strings.HasPrefix(p.Name, "refused-") {
+		var v schema.RefusalVerdict
+		switch {
+		case strings.Contains(p.Name, "-invalid-") || strings.HasPrefix(p.Name, "refused-"):
+			v = judgeRefusal(p)
+		case strings.HasPrefix(p.Name, "accepted-"):
+			v = judgeAccepted(p, in.Decl.Accepted)
+		default:
 			continue
 		}
-		v := judgeRefusal(p)
 		if v.Error != "" {
 			problems = append(problems, fmt.Sprintf("field %s=%q: %s", p.Field, p.Value, v.Error))
 		}
@@ -286,6 +294,19 @@ func judgeRefusal(p schema.ControlProbe) schema.RefusalVerdict {
 		v.Error = fmt.Sprintf("answered %d, and the message does not name %s: %s", p.Status, p.Field, p.Message)
 	default:
 		v.Verdict = schema.Pass
+	}
+	return v
+}
+
+// judgeAccepted: a declared gap is answered 200, as the declaration says.
+func judgeAccepted(p schema.ControlProbe, accepted []schema.Refusal) schema.RefusalVerdict {
+	v := schema.RefusalVerdict{Field: p.Field, Value: p.Value, Status: p.Status, Message: p.Message, Verdict: schema.Gap}
+	if i := slices.IndexFunc(accepted, func(a schema.Refusal) bool { return a.Field == p.Field && a.Value == p.Value }); i >= 0 {
+		v.Gap = accepted[i].Why
+	}
+	if p.Status != 200 {
+		v.Verdict = schema.Fail
+		v.Error = fmt.Sprintf("declared accepted with 200 (%s), and answered %d: the declaration no longer says what the server does", v.Gap, p.Status)
 	}
 	return v
 }

@@ -213,3 +213,33 @@ func TestByStepTime(t *testing.T) {
 	assert.False(t, ByStepTime(d, schema.ControlProbe{Field: "num_inference_steps", Status: 400}), "a refused value ran nothing")
 	assert.False(t, ByStepTime(d, schema.ControlProbe{Field: "seed", Status: 200}))
 }
+
+// A declared gap (a field the server answers 200 where a refusal is wanted) is sent,
+// recorded with its citation, and passes only while the server still answers 200.
+func TestJudgeDeclaredGap(t *testing.T) {
+	d := decl()
+	d.Refused = nil
+	d.Accepted = []schema.Refusal{{Field: "qualkit_unknown_control", Value: "1", Why: "app.py § task validates no operation field"}}
+	probes := Plan(d, map[string]string{"size": "4x4"}, "edit")
+	last := probes[len(probes)-1]
+	require.Equal(t, "accepted-qualkit_unknown_control", last.Name)
+	assert.Equal(t, "1", last.Settings["qualkit_unknown_control"])
+
+	in := good()
+	in.Decl = d
+	gap := last
+	gap.Status = 200
+	in.Probes = append(in.Probes[:len(in.Probes)-1], gap) // good()'s last probe is its refusal
+	v := Judge(in)
+	require.NoError(t, v.Err)
+	require.Len(t, v.Result.Refused, 2) // steps 0, and the gap
+	assert.Equal(t, schema.RefusalVerdict{Field: "qualkit_unknown_control", Value: "1", Status: 200, Verdict: schema.Gap,
+		Gap: "app.py § task validates no operation field"}, v.Result.Refused[1])
+
+	gap.Status, gap.Message = 400, "unsupported fields: qualkit_unknown_control"
+	in.Probes[len(in.Probes)-1] = gap
+	v = Judge(in)
+	require.Error(t, v.Err)
+	assert.Contains(t, v.Err.Error(), "field qualkit_unknown_control=\"1\": declared accepted with 200")
+	assert.Equal(t, schema.Fail, v.Result.Refused[1].Verdict)
+}

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 
 	"qualkit/internal/controls"
 	"qualkit/internal/fixtures"
@@ -65,6 +67,12 @@ func (r *row) probeControls(ctx context.Context, fx *fixtures.Workload, srv serv
 	for i := range probes {
 		p := &probes[i]
 		req := wire.Request{Image: data, Prompt: p.Prompt, Settings: p.Settings}
+		if !slices.ContainsFunc(decl.Controls, func(c schema.Control) bool { return c.Field == p.Field }) {
+			// A refused or accepted field no control names travels as it is.
+			req.Settings = maps.Clone(p.Settings)
+			delete(req.Settings, p.Field)
+			req.Raw = map[string]string{p.Field: p.Value}
+		}
 		sent = i + 1
 		status, body, err := Send(ctx, client, r.proto(), srv.URL(), r.c.Model, req, p.RequestID)
 		if err != nil {

@@ -171,6 +171,10 @@ func controlLines(c *schema.ControlsResult) []Pair {
 		out = append(out, Pair{v.Field + " (" + v.Effect + ")", v.Verdict + ": " + v.Figure})
 	}
 	for _, v := range c.Refused {
+		if v.Gap != "" {
+			out = append(out, Pair{"accepts " + v.Field + "=" + v.Value, fmt.Sprintf("%s: %d (%s)", v.Verdict, v.Status, v.Gap)})
+			continue
+		}
 		out = append(out, Pair{"refuse " + v.Field + "=" + v.Value, fmt.Sprintf("%s: %d %s", v.Verdict, v.Status, v.Message)})
 	}
 	out = append(out, Pair{"work recorded", fmt.Sprintf("%d values of %d requests held to their records, %d mismatches", c.Work.Values, c.Work.Requests, len(c.Work.Mismatches))})

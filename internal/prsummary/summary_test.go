@@ -335,3 +335,10 @@ func TestControlsLines(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(old), "| controls | |", "a run before the stage")
 }
+
+// A declared gap shows as what the server accepts, with the declaration's citation.
+func TestControlLinesDeclaredGap(t *testing.T) {
+	lines := controlLines(&schema.ControlsResult{Declared: &schema.Controls{}, Refused: []schema.RefusalVerdict{
+		{Field: "qualkit_unknown_control", Value: "1", Status: 200, Verdict: schema.Gap, Gap: "app.py @ 3878755c § task validates no operation field"}}})
+	assert.Contains(t, lines, Pair{"accepts qualkit_unknown_control=1", "declared gap: 200 (app.py @ 3878755c § task validates no operation field)"})
+}

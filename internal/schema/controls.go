@@ -36,6 +36,11 @@ type Controls struct {
 	// Refused are fields the checkpoint does not support (and one it cannot know): each
 	// must get a 4xx whose message names the field.
 	Refused []Refusal `json:"refused"`
+	// Accepted are fields and out-of-range values a refusal is wanted for that the
+	// server's code answers 200 (Why cites it): a declared gap. The stage sends each and
+	// records its answer; a 200 is the gap as declared, anything else fails (the
+	// declaration no longer says what the server does).
+	Accepted []Refusal `json:"accepted,omitempty"`
 	// StepRatio is the band the ratio of 2N steps' time over N steps' must lie in.
 	StepRatio [2]float64 `json:"step_ratio"`
 	// StepTime is the dotted path, in the server's records line of a request, of the time
@@ -115,9 +120,14 @@ type RefusalVerdict struct {
 	Value   string `json:"value"`
 	Status  int    `json:"status"`
 	Message string `json:"message"`
-	Verdict string `json:"verdict"`
+	Verdict string `json:"verdict"` // Pass, Fail, or Gap for a declared Accepted one answered 200
 	Error   string `json:"error,omitempty"`
+	Gap     string `json:"gap,omitempty"` // an Accepted one's Why
 }
+
+// Gap is the verdict of a declared gap: a field the server accepts where a refusal is
+// wanted, as the family's declaration says it does.
+const Gap = "declared gap"
 
 // WorkCheck is the records held to what the requests asked: every request of the
 // benchmark and of this stage that ran, each declared control's recorded value.

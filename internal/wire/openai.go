@@ -99,9 +99,11 @@ func (OpenAI) Encode(model string, req Request) ([]byte, string, error) {
 		return nil, "", err
 	}
 	fw.Write(req.Image)
-	for _, k := range sortedKeys(req.Settings) {
-		if err := mw.WriteField(k, req.Settings[k]); err != nil {
-			return nil, "", err
+	for _, m := range []map[string]string{req.Settings, req.Raw} {
+		for _, k := range sortedKeys(m) {
+			if err := mw.WriteField(k, m[k]); err != nil {
+				return nil, "", err
+			}
 		}
 	}
 	if err := mw.Close(); err != nil {

@@ -138,6 +138,11 @@ func (t Task) Encode(_ string, req Request) ([]byte, string, error) {
 			}
 		}
 	}
+	for k, v := range req.Raw {
+		if err := put(k, v); err != nil {
+			return nil, "", err
+		}
+	}
 	var b bytes.Buffer
 	b.WriteString(`{"request":{`)
 	for i, k := range sortedKeys(fields) {

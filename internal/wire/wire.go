@@ -41,6 +41,9 @@ type Request struct {
 	Settings map[string]string
 	// LatentSeed is the initial noise's seed to replay (perf-serve's latent_seed), or nil.
 	LatentSeed *int64
+	// Raw are fields sent as they are, past the settings' mapping: the controls stage's
+	// refused and accepted fields that no setting names (a mapping would refuse them).
+	Raw map[string]string
 }
 
 // Protocol is one wire protocol.

@@ -58,6 +58,24 @@ func TestTaskRefusesWhatItCannotCarry(t *testing.T) {
 	assert.ErrorContains(t, err, "not a short file extension")
 }
 
+// A raw field (the controls stage's refused or accepted one) travels as it is, in either
+// protocol, where a setting of that name would be refused.
+func TestRawFieldsTravelAsTheyAre(t *testing.T) {
+	req := Request{Image: png, Prompt: "p", Settings: map[string]string{"seed": "42"}, Raw: map[string]string{"qualkit_unknown_control": "1"}}
+	body, _, err := Task{}.Encode("", req)
+	require.NoError(t, err)
+	assert.Contains(t, string(body), `"qualkit_unknown_control":"1"`)
+	assert.Contains(t, string(body), `"seed":42`)
+	body, ct, err := OpenAI{}.Encode("m", req)
+	require.NoError(t, err)
+	_, params, err := mime.ParseMediaType(ct)
+	require.NoError(t, err)
+	form, err := multipart.NewReader(bytes.NewReader(body), params["boundary"]).ReadForm(1 << 20)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"1"}, form.Value["qualkit_unknown_control"])
+	assert.Equal(t, []string{"42"}, form.Value["seed"])
+}
+
 func TestTaskOutputFromScratch(t *testing.T) {
 	files := map[string][]byte{"rid-1/output.image.1.0.png": png}
 	read := func(rel string) ([]byte, error) {

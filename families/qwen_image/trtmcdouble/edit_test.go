@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,5 +187,19 @@ func BenchmarkEdit1024(b *testing.B) {
 		if _, err := Edit(src, "Make it autumn.", s); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The sampler loop ends exactly on its target at any step count: the pixels are the
+// look's, and only the time depends on the steps.
+func TestDenoiseEndsOnTheTarget(t *testing.T) {
+	target := make([]uint8, 4*37*23)
+	for i := range target {
+		target[i] = uint8(i*7 + i/5)
+	}
+	for _, steps := range []int{1, 2, 7, 20, 50} {
+		got := slices.Clone(target)
+		denoise(got, 4*37, steps, [32]byte{byte(steps)})
+		assert.Equal(t, target, got, "%d steps", steps)
 	}
 }

@@ -16,6 +16,10 @@ import (
 // with the previous one): a deliberately faulty worker for negative controls.
 const EnvLeak = "QUALKIT_DOUBLE_LEAK"
 
+// EnvIgnoreSteps set to "1" makes the worker run the bundle's step count whatever a
+// request asks: a deliberately faulty worker for the controls stage's negative control.
+const EnvIgnoreSteps = "QUALKIT_DOUBLE_IGNORE_STEPS"
+
 // EnvHold names a folder where the worker holds a request whose id (its artifact folder's
 // name, <scratch>/<id>/output) has a file <id>.hold: it writes <id>.held, then waits for
 // <id>.release and answers, or, when that file says "garble", writes a line that is no
@@ -110,6 +114,8 @@ type worker struct {
 	header  BundleHeader
 	leak    bool
 	prev    *image.NRGBA
+	// ignoreSteps: EnvIgnoreSteps.
+	ignoreSteps bool
 }
 
 // workerMain plays `trtmc_benchmark_worker --serve SESSION.json`.
@@ -158,7 +164,7 @@ func newWorker(p *proc, path string) (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	w := &worker{p: p, leak: p.getenv(EnvLeak) == "1"}
+	w := &worker{p: p, leak: p.getenv(EnvLeak) == "1", ignoreSteps: p.getenv(EnvIgnoreSteps) == "1"}
 	if err := json.Unmarshal(b, &w.session); err != nil {
 		return nil, fmt.Errorf("session %s: %w", path, err)
 	}
@@ -254,12 +260,10 @@ func (w *worker) handle(line workerLine) workerReply {
 	if len(line.Request) == 0 {
 		return workerReply{ID: line.ID, OK: false, Error: "request: the line has no request object"}
 	}
-	start := time.Now()
 	obs, err := w.run(line)
 	if err != nil {
 		return workerReply{ID: line.ID, OK: false, Error: err.Error()}
 	}
-	obs["runtime_e2e_wall_ms"] = ms(time.Since(start))
 	return workerReply{ID: line.ID, OK: true, Observation: obs}
 }
 
@@ -281,6 +285,9 @@ func (w *worker) run(line workerLine) (map[string]any, error) {
 		return nil, errors.New("loaded task does not implement IImageGeneration: the qualkit contract double plays image edits only (image_path)")
 	}
 	st := r.settings(DefaultSettings(w.header))
+	if w.ignoreSteps {
+		st.Steps = DefaultSettings(w.header).Steps
+	}
 	if r.InitialLatents != nil {
 		var err error
 		if st.Latents, err = readLatents(w.p.abs(*r.InitialLatents), st.Height, st.Width); err != nil {
@@ -291,7 +298,7 @@ func (w *worker) run(line workerLine) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read image %s", *r.ImagePath)
 	}
-	png, err := w.edit(src, *r.Prompt, st)
+	png, wall, err := w.edit(src, *r.Prompt, st)
 	if err != nil {
 		return nil, err
 	}
@@ -304,20 +311,21 @@ func (w *worker) run(line workerLine) (map[string]any, error) {
 		"generated_images": 1, "batch_size": 1, "generated_frames": 1, "media_count": 1,
 		"output_elements": st.Width * st.Height * 3, "height": st.Height, "width": st.Width,
 		"channels": 3, "num_frames": 1, "media_type": "image",
-		"image_artifacts": []string{filepath.Base(out)}, Marker: true,
+		"image_artifacts": []string{filepath.Base(out)}, "runtime_e2e_wall_ms": ms(wall), Marker: true,
 	}, nil
 }
 
 // edit is Edit, except that with QUALKIT_DOUBLE_LEAK=1 the previous output bleeds into
-// this one.
-func (w *worker) edit(src []byte, prompt string, st Settings) ([]byte, error) {
+// this one; wall is the edit's own time, runtime_e2e_wall_ms (editCPU): as § measure
+// times the Task call alone, not the image read before it nor the PNG written after.
+func (w *worker) edit(src []byte, prompt string, st Settings) (png []byte, wall time.Duration, err error) {
 	img, err := decodeImage(src)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read image (%v)", err)
+		return nil, 0, fmt.Errorf("cannot read image (%v)", err)
 	}
-	out, err := editImage(img, prompt, st)
+	out, wall, err := editCPU(img, prompt, st)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if w.leak {
 		if w.prev != nil {
@@ -327,14 +335,19 @@ func (w *worker) edit(src []byte, prompt string, st Settings) ([]byte, error) {
 		}
 		w.prev = out
 	}
-	return encodePNG(out)
+	png, err = encodePNG(out)
+	return png, wall, err
 }
 
+// settings are the request's over the bundle's. A step count of 0 or less, or a size
+// of 0 or less, is the bundle's (pipeline.cpp @ d46edb11 § resolve_generate_knobs:
+// resolve_qwen_image_requested_steps, height and width "> 0 ? ... : default"), as a
+// guidance below 0 is (TrueCFG).
 func (r workerRequest) settings(st Settings) Settings {
 	if r.Seed != nil {
 		st.Seed = *r.Seed
 	}
-	if r.NumSteps != nil {
+	if r.NumSteps != nil && *r.NumSteps > 0 {
 		st.Steps = *r.NumSteps
 	}
 	if r.GuidanceScale != nil {
@@ -346,10 +359,10 @@ func (r workerRequest) settings(st Settings) Settings {
 	if r.NegativePrompt != nil {
 		st.NegativePrompt = *r.NegativePrompt
 	}
-	if r.Height != nil {
+	if r.Height != nil && *r.Height > 0 {
 		st.Height = *r.Height
 	}
-	if r.Width != nil {
+	if r.Width != nil && *r.Width > 0 {
 		st.Width = *r.Width
 	}
 	return st

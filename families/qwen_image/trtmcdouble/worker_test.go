@@ -5,12 +5,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"image"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	qwenimage "qualkit/families/qwen_image"
 	"qualkit/families/qwen_image/latents"
+	"qualkit/internal/controls"
+	"qualkit/internal/schema"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -251,7 +256,7 @@ func TestWorkerRequestErrors(t *testing.T) {
 		{`{"id":"c","request":{"prompt":"p","image_path":"` + e.imageA + `"}}`, "c", "key '_artifact_prefix' not found"},
 		{`{"id":"e","request":{"prompt":"p","image_path":"/nowhere.png"},"artifact_base":"` + e.dir + `/out/e"}`, "e", "cannot read image /nowhere.png"},
 		{`{"id":"f","request":{"prompt":"p","image_path":"` + e.session + `"},"artifact_base":"` + e.dir + `/out/f"}`, "f", "neither PNG nor JPEG"},
-		{`{"id":"g","request":{"prompt":"p","image_path":"` + e.imageA + `","width":0},"artifact_base":"` + e.dir + `/out/g"}`, "g", "width and height must be"},
+		{`{"id":"g","request":{"prompt":"p","image_path":"` + e.imageA + `","width":5000},"artifact_base":"` + e.dir + `/out/g"}`, "g", "width and height must be"},
 		{`{"id":"h","request":{"prompt":"p","image_path":"` + e.imageA + `"},"artifact_base":"/nowhere/dir/h"}`, "h", "artifact:"},
 		{`{"id":"i","type":"reload"}`, "i", "the line has no request object"},
 		{`{"id":"j","request":{},"surprise":1}`, "j", "key 'prompt' not found"},
@@ -273,6 +278,26 @@ func TestWorkerRequestErrors(t *testing.T) {
 	for _, base := range []string{"a", "b", "c", "e", "f", "g", "j", "k", "l"} {
 		assert.NoFileExists(t, filepath.Join(e.dir, "out", base+".image.1.0.png"))
 	}
+}
+
+// Steps, height and width of 0 or less, and a guidance below 0, are the bundle's, as in
+// TRTMC's Qwen-Image pipeline (pipeline.cpp @ d46edb11 § resolve_generate_knobs): the
+// request is served, not refused, and its edit is the one that sets none of them.
+func TestWorkerUnsetKnobsAreTheBundles(t *testing.T) {
+	e := newWorkerEnv(t)
+	line := func(id, knobs string) string {
+		return fmt.Sprintf(`{"id":%q,"request":{"prompt":"Make it autumn.","image_path":%q,"seed":42%s},"artifact_base":%q}`,
+			id, e.imageA, knobs, filepath.Join(e.dir, "out", id))
+	}
+	res, out := e.serve(t, e.r, line("none", ""), line("zero", `,"num_steps":0,"height":0,"width":0`),
+		line("negative", `,"num_steps":-1,"guidance_scale":-1.0`))
+	require.Equal(t, 0, res.code, res.stderr)
+	for _, o := range out[1:] {
+		require.Equal(t, true, o["ok"], o)
+		assert.Equal(t, map[string]any{"height": 48.0, "width": 64.0}, map[string]any{"height": o["observation"].(map[string]any)["height"], "width": o["observation"].(map[string]any)["width"]})
+	}
+	assert.Equal(t, e.artifact(t, "none"), e.artifact(t, "zero"))
+	assert.Equal(t, e.artifact(t, "none"), e.artifact(t, "negative"))
 }
 
 func TestWorkerIgnoresUnknownFields(t *testing.T) {
@@ -408,4 +433,42 @@ func TestWorkerHold(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Equal(t, true, got[1]["ok"])
 	assert.NoFileExists(t, filepath.Join(hold, "r1.held"))
+}
+
+// The controls stage's judge, on the steps probes it plans for TRTMC, holds the worker's
+// Task time (runtime_e2e_wall_ms, perf-serve's model_call_ms: the edit's CPU time) to
+// the steps asked: the honest worker's time grows with them, in the band; one that runs the bundle's step count whatever
+// is asked (QUALKIT_DOUBLE_IGNORE_STEPS=1) fails, naming num_inference_steps.
+func TestWorkerStepsControl(t *testing.T) {
+	e := newWorkerEnv(t)
+	decl := qwenimage.TRTMCControls(qwenimage.ServingPerfServe)
+	decl.Controls = slices.DeleteFunc(decl.Controls, func(c schema.Control) bool { return c.Effect != schema.EffectSteps })
+	decl.Accepted = nil
+	judge := func(r *runner) controls.Verdict {
+		probes := controls.Plan(decl, map[string]string{}, "Make it autumn.")
+		var lines []string
+		for _, p := range probes {
+			lines = append(lines, fmt.Sprintf(`{"id":%q,"request":{"prompt":"Make it autumn.","image_path":%q,"seed":42,"num_steps":%s,"height":512,"width":512},"artifact_base":%q}`,
+				p.Name, e.imageB, p.Value, filepath.Join(e.dir, "out", p.Name)))
+		}
+		res, out := e.serve(t, r, lines...)
+		require.Equal(t, 0, res.code, res.stderr)
+		in := controls.Input{Decl: decl, Outputs: map[string]image.Image{}}
+		for i, p := range probes {
+			obs, ok := out[i+1]["observation"].(map[string]any)
+			require.True(t, ok, out[i+1])
+			p.Status, p.TaskMS = 200, obs["runtime_e2e_wall_ms"].(float64)
+			in.Outputs[p.Name] = decodeTestPNG(t, e.artifact(t, p.Name))
+			in.Probes = append(in.Probes, p)
+		}
+		return controls.Judge(in)
+	}
+	honest := judge(e.r)
+	require.NoError(t, honest.Err, "the edit's CPU time grows with the steps, however busy the host")
+	t.Log(honest.Result.Controls[0].Figure)
+
+	faulty := judge(e.r.with(EnvIgnoreSteps, "1"))
+	require.Error(t, faulty.Err)
+	assert.Contains(t, faulty.Err.Error(), "control num_inference_steps")
+	assert.Contains(t, faulty.Err.Error(), "the server does not run the steps asked")
 }
