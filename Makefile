@@ -205,7 +205,7 @@ inventory: tables
 # The real Qwen adapter through every stage against the TRTMC contract double, in each
 # serving shape CI drives (also part of `make test`). Its rows read passed-contract-double.
 # With TRTMC_PERF_SERVE the table has the row TRTMC's own perf-serve serves, and the
-# conformance test (qual/recording_test.go, its build tag: the recording the perf-serve
+# conformance test (qual/trtmc_recording_test.go, its build tag: the recording the perf-serve
 # row replays is current) runs too and must pass.
 QWEN_DOUBLE_RUN = ^TestTRTMCDouble$$$(if $(TRTMC_PERF_SERVE),|^TestPerfServeConformance$$)
 .PHONY: qwen-double

@@ -1,5 +1,8 @@
 //go:build trtmcperfserve
 
+// This file's name sorts after tables_test.go on purpose: go test runs a package's tests
+// in file order, and TestPerfServeConformance reads what TestTRTMCDouble's row recorded.
+
 package qual
 
 import (
