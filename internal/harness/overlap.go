@@ -36,7 +36,11 @@ func (r *row) planOverlap(rd Readiness) {
 		p.serverWhy, p.aiperfWhy, p.preloadWhy = serialWhy, serialWhy, serialWhy
 		return
 	}
-	p.serverEarly, p.serverWhy = r.serverFits(rd)
+	n := r.c.Needs
+	p.serverEarly, p.serverWhy = r.fits(rd, n.ResidentBytes, n.CaseResidentBytes, "the server and the correctness case", "the server starts once the case passed")
+	if p.serverEarly {
+		p.serverWhy = "the server loaded beside the correctness case: " + p.serverWhy + "; the benchmark's first request still waited for the case to pass"
+	}
 	if where := r.spec.ModelsWhenReady; where != "" {
 		p.aiperfEarly = true
 		p.aiperfWhy = "AIPerf started with the server and waited for GET /v1/models to list the model, which the server does only once it can serve (" + where + ")"
@@ -48,44 +52,31 @@ func (r *row) planOverlap(rd Readiness) {
 		p.preloadWhy = "the family's batch program cannot load first and wait for its items (Spec.BatchWaits): it starts at identity"
 		return
 	}
-	p.preload, p.preloadWhy = r.preloadFits(rd)
+	p.preload, p.preloadWhy = r.fits(rd, n.ResidentBytes, n.ResidentBytes, "the server and the native batch", "the native batch starts at identity")
+	if p.preload {
+		p.preloadWhy = "the native batch loaded beside the server: " + p.preloadWhy
+	}
 }
 
-// serverFits says whether the server can load while the correctness case runs: the
-// free memory (freeMemory) holds the server's resident size and the case's at once. Whether
-// the bundle exists before the case is settled when the case starts (startServerEarly).
-func (r *row) serverFits(rd Readiness) (bool, string) {
-	srv, cs := r.c.Needs.ResidentBytes, r.c.Needs.CaseResidentBytes
-	if srv == 0 || cs == 0 {
-		return false, "the row states no resident size of the server or of the correctness case (Needs.ResidentBytes, Needs.CaseResidentBytes), so whether both fit at once is unknown: the server starts once the case passed"
+// fits says whether the free memory (freeMemory) holds what both parts need at once,
+// the server and what loads beside it (the correctness case's or the native batch's
+// size, zero: unknown, so never): why says so in words, late what then starts later.
+func (r *row) fits(rd Readiness, server, beside uint64, both, late string) (bool, string) {
+	if server == 0 || beside == 0 {
+		return false, "the row states no resident size of " + both + ", so whether both fit at once is unknown: " + late
 	}
-	need := srv + cs
+	need := fmt.Sprintf("%s + %s", gib(server), gib(beside))
+	if server == beside {
+		need = "2 x " + gib(server)
+	}
 	least, where, err := r.freeMemory(rd)
-	if err != "" {
-		return false, err + ": the server starts once the correctness case passed"
+	switch {
+	case err != "":
+		return false, err + ": " + late
+	case least < server+beside:
+		return false, fmt.Sprintf("%s %s free, %s need %s: %s", where, gib(least), both, need, late)
 	}
-	if least < need {
-		return false, fmt.Sprintf("%s %s free, the server and the correctness case need %s + %s: the server starts once the case passed", where, gib(least), gib(srv), gib(cs))
-	}
-	return true, fmt.Sprintf("the server loaded beside the correctness case: %s %s free, both need %s + %s; the benchmark's first request still waited for the case to pass", where, gib(least), gib(srv), gib(cs))
-}
-
-// preloadFits says whether the server and the native batch fit in memory at once
-// (freeMemory): twice the model's resident size the row states.
-func (r *row) preloadFits(rd Readiness) (bool, string) {
-	res := r.c.Needs.ResidentBytes
-	if res == 0 {
-		return false, "the row states no resident size (Needs.ResidentBytes), so whether the server and the native batch fit at once is unknown: it starts at identity"
-	}
-	need := 2 * res
-	least, where, err := r.freeMemory(rd)
-	if err != "" {
-		return false, err + ": the native batch starts at identity"
-	}
-	if least < need {
-		return false, fmt.Sprintf("%s %s free, the server and the native batch need 2 x %s: the native batch starts at identity", where, gib(least), gib(res))
-	}
-	return true, fmt.Sprintf("the native batch loaded beside the server: %s %s free, both need 2 x %s", where, gib(least), gib(res))
+	return true, fmt.Sprintf("%s %s free, both need %s", where, gib(least), need)
 }
 
 // freeMemory is the least free memory the row can load into: on each of its GPUs

@@ -179,7 +179,7 @@ func (r *row) stages(m *made) []stage {
 // drive runs the row's stages in order, then its report, through run. A stage after a
 // failure, or beyond a correctness-only run, is recorded "not-run" without a subtest, so
 // the one failure that matters is not buried under a FAIL line per later stage.
-func (r *row) drive(ctx context.Context, run stageRunner) error {
+func (r *row) drive(ctx context.Context, run runner) error {
 	m := &made{}
 	for _, st := range r.stages(m) {
 		if r.st.failed != "" || r.beyondCorrectnessOnly(st.name) {

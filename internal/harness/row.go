@@ -14,32 +14,25 @@ import (
 	"qualkit/internal/schema"
 )
 
-// runName is the row's name for this run of it: the row's own the first time, then
-// <row>.2, <row>.3, ... (go test -count=N): no row is ever written twice into one folder.
-func (s *Suite) runName(name string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.rowRuns == nil {
-		s.rowRuns = map[string]int{}
-	}
-	s.rowRuns[name]++
-	if n := s.rowRuns[name]; n > 1 {
-		return fmt.Sprintf("%s.%d", name, n)
-	}
-	return name
-}
-
-// newRow opens the row's evidence folder and registers its result with the suite.
+// newRow opens the row's evidence folder and registers its result with the suite. A
+// row's second run in one suite (go test -count=N) is <row>.2, and so on: no row is
+// ever written twice into one folder.
 func (s *Suite) newRow(c Checkpoint, work, reproduce string) (*row, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	c.Name = s.runName(c.Name)
+	s.mu.Lock()
+	s.rowRuns[c.Name]++
+	if n := s.rowRuns[c.Name]; n > 1 {
+		c.Name = fmt.Sprintf("%s.%d", c.Name, n)
+	}
+	s.mu.Unlock()
 	ev, err := s.Evidence.Row(c.Name)
 	if err != nil {
 		return nil, err
 	}
-	r := &row{s: s, c: c.withDefaults(), ev: ev, env: family.Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}, st: rowState{started: time.Now()}}
+	c.Deadline = c.Deadlines()
+	r := &row{s: s, c: c, ev: ev, env: family.Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}, st: rowState{started: time.Now()}}
 	// A family that cannot describe the row fails its preflight, saying why (preflight
 	// asks again); the rest of the row reads the facts it did state.
 	r.describe()
@@ -51,21 +44,27 @@ func (s *Suite) newRow(c Checkpoint, work, reproduce string) (*row, error) {
 		Command: reproduce, Provenance: s.provenance,
 		NativeOutputPattern: r.spec.NativeOutputPattern,
 	}
-	s.register(r.res)
+	s.mu.Lock()
+	s.results = append(s.results, r.res)
+	s.mu.Unlock()
 	return r, nil
 }
 
 // describe asks the family for its facts on the row's env as it stands, and checks them.
-func (r *row) describe() error {
-	spec, err := r.c.Adapter.Describe(r.env, r.c.Row())
+func (r *row) describe() (err error) {
+	r.spec, err = describe(r.c, r.env)
+	return err
+}
+
+func describe(c Checkpoint, env family.Env) (family.Spec, error) {
+	spec, err := c.Adapter.Describe(env, c.Row())
 	if err == nil {
 		err = spec.Validate()
 	}
-	r.spec = spec
 	if err != nil {
-		return fmt.Errorf("family %s cannot describe row %s: %w", r.c.Family, r.c.Name, err)
+		return spec, fmt.Errorf("family %s cannot describe row %s: %w", c.Family, c.Name, err)
 	}
-	return nil
+	return spec, nil
 }
 
 // Qualify runs every stage of one row as a subtest of t, then the report. A row runs
@@ -83,7 +82,7 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	t.Cleanup(r.end)
 	ctx, cancel := s.rowContext(t.Context(), t)
 	defer cancel()
-	r.drive(ctx, subtests{t: t, r: r})
+	r.drive(ctx, runner{t: t, r: r})
 }
 
 // Run qualifies one row without subtests, the same way: the stages in order, each after
@@ -98,7 +97,7 @@ func (s *Suite) Run(ctx context.Context, c Checkpoint, work, reproduce string) (
 		return nil, err
 	}
 	defer r.end()
-	return r.res, r.drive(ctx, calls{})
+	return r.res, r.drive(ctx, runner{r: r})
 }
 
 // start leases what the row needs and opens it; on an error nothing is held.
@@ -106,7 +105,9 @@ func (s *Suite) start(ctx context.Context, c Checkpoint, work, reproduce string,
 	lease, waitS := s.lease(ctx, c, say)
 	r, err := s.newRow(c, work, reproduce)
 	if err != nil {
-		releaseLease(lease)
+		if lease != nil {
+			lease.Release()
+		}
 		return nil, err
 	}
 	r.lease, r.st.leaseWaitS = lease, waitS
@@ -120,25 +121,19 @@ func (r *row) end() {
 	r.release()
 }
 
-// stageRunner runs a row's stages and its report: as subtests under go test (subtests),
-// or as plain calls (calls). Each says whether the body ran: a -run/-skip selection can
-// leave a subtest out.
-type stageRunner interface {
-	stage(name string, body func(say func(string)) error) (ran bool)
-	report(body func() error) (ran bool)
-	// skipped ends the row's test as skipped (a row that is not run, and says why).
-	skipped(why string)
-	// missed fails the row's test: a stage or the report did not run.
-	missed(format string, args ...any)
-}
-
-// subtests runs each stage as a subtest of t and the report as its last.
-type subtests struct {
+// runner runs a row's stages and its report: as subtests of t under go test, else (t
+// nil) as plain calls. Each says whether the body ran: a -run/-skip selection can leave
+// a subtest out.
+type runner struct {
 	t *testing.T
 	r *row
 }
 
-func (s subtests) stage(name string, body func(say func(string)) error) (ran bool) {
+func (s runner) stage(name string, body func(say func(string)) error) (ran bool) {
+	if s.t == nil {
+		body(nil)
+		return true
+	}
 	s.t.Run(name, func(t *testing.T) {
 		ran = true
 		err := body(func(line string) { t.Log(line) })
@@ -152,7 +147,11 @@ func (s subtests) stage(name string, body func(say func(string)) error) (ran boo
 	return ran
 }
 
-func (s subtests) report(body func() error) (ran bool) {
+func (s runner) report(body func() error) (ran bool) {
+	if s.t == nil {
+		body()
+		return true
+	}
 	s.t.Run(schema.StageReport, func(t *testing.T) {
 		ran = true
 		err := body()
@@ -167,16 +166,19 @@ func (s subtests) report(body func() error) (ran bool) {
 	return ran
 }
 
-func (s subtests) skipped(why string)                { s.t.Skip(why) }
-func (s subtests) missed(format string, args ...any) { s.t.Errorf(format, args...) }
+// skipped ends the row's test as skipped (a row that is not run, and says why).
+func (s runner) skipped(why string) {
+	if s.t != nil {
+		s.t.Skip(why)
+	}
+}
 
-// calls runs each stage and the report as a plain call.
-type calls struct{}
-
-func (calls) stage(_ string, body func(say func(string)) error) bool { body(nil); return true }
-func (calls) report(body func() error) bool                          { body(); return true }
-func (calls) skipped(string)                                         {}
-func (calls) missed(string, ...any)                                  {}
+// missed fails the row's test: a stage or the report did not run.
+func (s runner) missed(format string, args ...any) {
+	if s.t != nil {
+		s.t.Errorf(format, args...)
+	}
+}
 
 // wholeRow is nil when go test's -run and -skip select every stage subtest of the row
 // named rowTest, or none; else an error naming what runs and how to select the row whole.
@@ -212,11 +214,6 @@ func (r *row) notSelected(name string) {
 	if r.st.failed == "" {
 		r.st.failed = name
 	}
-}
-
-func (c Checkpoint) withDefaults() Checkpoint {
-	c.Deadline = c.Deadlines()
-	return c
 }
 
 // beyondCorrectnessOnly says whether a correctness-only run leaves stage out.
@@ -293,12 +290,6 @@ func (s *Suite) lease(ctx context.Context, c Checkpoint, say func(string)) (*gpu
 		return nil, 0
 	}
 	return l, time.Since(start).Seconds()
-}
-
-func releaseLease(l *gpu.Lease) {
-	if l != nil {
-		l.Release()
-	}
 }
 
 // release gives the row's lease back and records it with the rows that ran beside it;

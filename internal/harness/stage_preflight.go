@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,13 +47,7 @@ type Readiness struct {
 // Preflight lists what the row needs and the host lacks, without starting anything.
 // `make doctor` prints it for every row.
 func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env family.Env) Readiness {
-	spec, err := c.Adapter.Describe(env, c.Row())
-	if err == nil {
-		err = spec.Validate()
-	}
-	if err != nil {
-		err = fmt.Errorf("family %s cannot describe row %s: %w", c.Family, c.Name, err)
-	}
+	spec, err := describe(c, env)
 	rd := s.preflightHost(ctx, c, env, spec, err)
 	if len(rd.Selected) > 0 {
 		env.GPUs = rd.Selected
@@ -221,9 +216,11 @@ func (r *row) preflight(ctx context.Context) (*fixtures.Workload, *future[bundle
 		// Nothing will take the build that began early: a row that does not pass
 		// preflight builds nothing.
 		build.stop(nil)
-		if !r.s.cfg.Qualification && allAbsent(rd.Requirements) {
+		if !r.s.cfg.Qualification && !slices.ContainsFunc(rd.Requirements, func(q family.Requirement) bool { return !q.Absent }) {
 			r.st.skip = strings.Join(strings.Fields(err.Error()), " ")
-			r.s.recordSkip(r.c.Name, r.st.skip)
+			r.s.mu.Lock()
+			r.s.skips = append(r.s.skips, r.c.Name+": "+r.st.skip)
+			r.s.mu.Unlock()
 			return nil, build, buildProg, nil
 		}
 		return nil, build, buildProg, err
@@ -280,13 +277,4 @@ func (r *row) probe(ctx context.Context) []ProbeResult {
 		out = append(out, res)
 	}
 	return out
-}
-
-func allAbsent(reqs []family.Requirement) bool {
-	for _, q := range reqs {
-		if !q.Absent {
-			return false
-		}
-	}
-	return true
 }

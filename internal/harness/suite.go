@@ -149,7 +149,8 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 	if cfg.Reaper != nil && ev.reserve != nil {
 		cfg.Reaper.Remove(ev.reserve.path)
 	}
-	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), hostStart: readHost(), pool: gpu.NewPool(nil, cfg.CPURows)}
+	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), hostStart: readHost(), pool: gpu.NewPool(nil, cfg.CPURows),
+		rowRuns: map[string]int{}}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.provenance, s.venvSet = venvProvenance(cfg.Venv, readProvenance(context.Background(), cfg.Root))
 	s.resolveRuntime(context.Background())
@@ -196,12 +197,6 @@ func (s *Suite) rowRuntime(c Checkpoint) string {
 // Provenance is the harness source this run comes from.
 func (s *Suite) Provenance() schema.Provenance { return s.provenance }
 
-func (s *Suite) register(r *schema.Result) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.results = append(s.results, r)
-}
-
 // Interrupt stops the run: every running row's context is cancelled with the cause
 // Interrupted{sig}, so its stage fails as "interrupted", its server and child processes
 // and containers stop, and it writes its evidence; rows not yet started fail at once.
@@ -230,12 +225,6 @@ func (s *Suite) Abandon(ctx context.Context) error {
 		return nil
 	}
 	return serving.RemoveRunContainers(ctx, s.Evidence.RunID)
-}
-
-func (s *Suite) recordSkip(row, reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.skips = append(s.skips, row+": "+reason)
 }
 
 // Finish writes the run's own files once every row reported (run.json, SUMMARY.md,
