@@ -3,7 +3,6 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,13 +11,11 @@ import (
 	"syscall"
 )
 
-// ReserveBytes is the space each run keeps on the evidence file system from its start:
-// when the disk fills during the run, the reserve is given back so that the evidence of
-// what happened (results.json, the reports, run.json, SHA256SUMS) can still be written.
+// ReserveBytes is the space each run keeps on the evidence file system, in a file beside
+// the run folder: when the disk fills, it is given back so that the evidence of what
+// happened can still be written.
 const ReserveBytes = 16 << 20
 
-// reserve is a file of ReserveBytes beside the run folder (never inside it: it is no
-// evidence).
 type reserve struct {
 	mu   sync.Mutex
 	path string // "" once given back
@@ -31,7 +28,7 @@ func newReserve(root, runID string) (*reserve, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = io.CopyN(f, zeros{}, ReserveBytes)
+	_, err = f.Write(make([]byte, ReserveBytes))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -44,8 +41,7 @@ func newReserve(root, runID string) (*reserve, error) {
 
 const reservePrefix = ".qualkit-reserve-"
 
-// removeStaleReserves removes the reserves of runs whose process is gone (killed before
-// it gave its reserve back): the run id ends with the process id.
+// removeStaleReserves removes the reserves of runs whose process is gone (by NewRunID's pid).
 func removeStaleReserves(root string) {
 	paths, _ := filepath.Glob(filepath.Join(root, reservePrefix+"*"))
 	for _, p := range paths {
@@ -59,7 +55,7 @@ func removeStaleReserves(root string) {
 	}
 }
 
-// release gives the reserve back; it reports whether there was one to give.
+// release gives the reserve back, saying whether there was one.
 func (r *reserve) release() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -71,15 +67,7 @@ func (r *reserve) release() bool {
 	return true
 }
 
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
-}
-
-// writeEvidence runs write; when it failed because the disk is full, it gives the run's
-// reserve back and runs it once more.
+// writeEvidence runs write, and once more with the reserve given back if the disk was full.
 func (e *Evidence) writeEvidence(write func() error) error {
 	err := write()
 	if errors.Is(err, syscall.ENOSPC) && e.reserve != nil && e.reserve.release() {
@@ -88,9 +76,8 @@ func (e *Evidence) writeEvidence(write func() error) error {
 	return err
 }
 
-// diskFull is an error when the evidence file system has (almost) no space left, nil
-// otherwise: a stage that failed while it was full failed because of it, whatever the
-// tool that met it printed.
+// diskFull is an error when the evidence file system has (almost) no space left: a
+// stage that failed then failed because of it, whatever its tool printed.
 func (e *Evidence) diskFull() error {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(e.Dir, &st); err != nil {

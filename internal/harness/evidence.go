@@ -12,26 +12,23 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"qualkit/internal/attest"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"qualkit/internal/attest"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 )
 
 // Evidence is one run's evidence folder: evidence/<run id>/, one subfolder per row.
 type Evidence struct {
-	Dir   string
-	RunID string
-
-	reserve *reserve // space kept for the evidence of a run the disk filled (diskfull.go)
+	Dir, RunID string
+	reserve    *reserve // diskfull.go
 }
 
-// NewEvidence creates the run folder and proves it is writable before any stage runs,
-// so a run never does hours of work it cannot record.
+// NewEvidence creates the run folder and proves it writable before any stage runs.
 func NewEvidence(root, runID string) (*Evidence, error) {
 	dir := filepath.Join(root, runID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -57,10 +54,8 @@ func (e *Evidence) Close() {
 	}
 }
 
-// NewRunID is a sortable run id: UTC time, process id and a random part. The time and
-// pid alone collide for two runs started in the same second in two PID namespaces (two
-// containers, two CI runners on one engine), whose image tags and Docker filters would
-// then be one.
+// NewRunID is a sortable run id: UTC time, process id and a random part (time and pid
+// collide across PID namespaces, two CI runners on one engine).
 func NewRunID(now time.Time) string {
 	b := make([]byte, 3)
 	rand.Read(b)
@@ -71,7 +66,6 @@ func NewRunID(now time.Time) string {
 func (e *Evidence) Row(name string) (*RowEvidence, error) {
 	dir := filepath.Join(e.Dir, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		// An existing folder is another run's evidence of the row: never written twice.
 		return nil, fmt.Errorf("row evidence %s: %w", dir, err)
 	}
 	return &RowEvidence{Dir: dir}, nil
@@ -82,9 +76,8 @@ func (e *Evidence) WriteJSON(rel string, v any) error {
 	return writeJSON(filepath.Join(e.Dir, rel), v)
 }
 
-// WriteChecksums writes dir/SHA256SUMS over every file under dir (sha256sum format, paths
-// relative to dir, sorted), replacing an older list, and returns the list's own sha256:
-// the anchor that, kept outside the folder (JUnit, the test log), proves every file.
+// WriteChecksums writes dir/SHA256SUMS over every file under dir (sha256sum format,
+// sorted) and returns its sha256: the anchor that, kept outside the folder, proves every file.
 func WriteChecksums(dir string) (string, error) {
 	var lines []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -113,11 +106,11 @@ func WriteChecksums(dir string) (string, error) {
 	return bytesSHA256(list), nil
 }
 
-// RowEvidence is one row's folder. It logs every command it runs to commands.jsonl.
+// RowEvidence is one row's folder; it records every command to commands.jsonl.
 type RowEvidence struct {
 	Dir     string
 	mu      sync.Mutex
-	pending [][]byte // command records not yet written (the disk was full)
+	pending [][]byte // records the full disk had no room for
 }
 
 // Path returns an absolute path inside the row folder, creating its parent folder.
@@ -127,7 +120,7 @@ func (r *RowEvidence) Path(rel string) string {
 	return p
 }
 
-// rel is path relative to the row folder, for messages; other paths stay whole.
+// rel is path relative to the row folder, for messages.
 func (r *RowEvidence) rel(path string) string { return relInside(r.Dir, path) }
 
 // relInside is path relative to base when it lies inside base, else path as given.
@@ -144,10 +137,9 @@ func (r *RowEvidence) WriteFile(rel string, data []byte) error {
 	return writeWhole(r.Path(rel), data)
 }
 
-// Record appends one command record to commands.jsonl, its log path relative to the
-// row folder: the row's serving.Recorder. A record the disk had no room for is kept
-// and written by the next Record or Flush, so that the log stays whole JSON lines and
-// loses no command.
+// Record appends one command record to commands.jsonl (the row's serving.Recorder). A
+// record the disk had no room for is written by the next Record or Flush: whole lines,
+// no command lost.
 func (r *RowEvidence) Record(rec schema.CommandRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -197,8 +189,7 @@ func writeJSON(path string, v any) error {
 	return writeWhole(path, append(b, '\n'))
 }
 
-// writeWhole writes data to path through a temporary file renamed into place: a
-// write the disk has no room for leaves the old file (or none), never a torn one.
+// writeWhole writes data to path through a temporary file renamed into place: never a torn file.
 func writeWhole(path string, data []byte) error {
 	tmp := path + ".partial"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
@@ -224,24 +215,4 @@ func fileSHA256(path string) (string, error) {
 func bytesSHA256(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-func copyFile(dst, src string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -12,28 +12,20 @@ import (
 	"qualkit/internal/schema"
 )
 
-// hostFiles are the /proc files a run keeps verbatim in its folder, the raw source of
-// run.json's cpu_model and mem_total_bytes (the checker reads them again).
-var hostFiles = []struct{ proc, file string }{
-	{"/proc/cpuinfo", schema.HostCPUInfoFile},
-	{"/proc/meminfo", schema.HostMemInfoFile},
-}
-
-// recordHost copies /proc/cpuinfo and /proc/meminfo into the run folder dir and states
-// what they say in info. Where there is no /proc (not Linux) nothing is recorded.
+// recordHost copies /proc/cpuinfo and /proc/meminfo into the run folder dir, the raw
+// source of what info states of them (the checker reads them again); none without /proc.
 func recordHost(dir string, info *schema.RunInfo) error {
-	for _, h := range hostFiles {
-		b, err := os.ReadFile(h.proc)
+	for proc, file := range map[string]string{"/proc/cpuinfo": schema.HostCPUInfoFile, "/proc/meminfo": schema.HostMemInfoFile} {
+		b, err := os.ReadFile(proc)
 		if err != nil {
 			continue
 		}
-		if err := writeWhole(filepath.Join(dir, h.file), b); err != nil {
+		if err := writeWhole(filepath.Join(dir, file), b); err != nil {
 			return err
 		}
-		switch h.file {
-		case schema.HostCPUInfoFile:
+		if file == schema.HostCPUInfoFile {
 			info.CPUModel = CPUModel(b)
-		case schema.HostMemInfoFile:
+		} else {
 			info.MemTotalBytes = memInfo(b, "MemTotal")
 		}
 	}
@@ -52,8 +44,7 @@ func CPUModel(cpuinfo []byte) string {
 	return ""
 }
 
-// memInfo is a field of /proc/meminfo (MemTotal, MemAvailable) in bytes; 0 when it
-// states none.
+// memInfo is a field of /proc/meminfo (MemTotal, MemAvailable) in bytes; 0 for none.
 func memInfo(meminfo []byte, field string) int64 {
 	for line := range strings.Lines(string(meminfo)) {
 		if rest, ok := strings.CutPrefix(line, field+":"); ok {
@@ -73,29 +64,18 @@ type hostReading struct {
 	ok      bool
 }
 
-// readHost reads /proc/loadavg and /proc/stat; ok is false where either is missing
-// (not Linux) or unreadable.
-func readHost() hostReading {
+// readHost reads /proc/loadavg and /proc/stat; ok is false where either is unreadable.
+func readHost() (h hostReading) {
 	la, err1 := os.ReadFile("/proc/loadavg")
 	st, err2 := os.ReadFile("/proc/stat")
-	if err1 != nil || err2 != nil {
-		return hostReading{}
-	}
-	var h hostReading
-	var err error
-	h.loadavg, err = LoadAvg(la)
-	if err != nil {
-		return hostReading{}
-	}
-	if h.stealS, err = StealSeconds(st); err != nil {
-		return hostReading{}
-	}
-	h.ok = true
+	var err3, err4 error
+	h.loadavg, err3 = LoadAvg(la)
+	h.stealS, err4 = StealSeconds(st)
+	h.ok = err1 == nil && err2 == nil && err3 == nil && err4 == nil
 	return h
 }
 
-// hostLoad is the load over a run from its first and last readings (nil unless both
-// were read).
+// hostLoad is the load over a run from its first and last readings (nil unless both read).
 func hostLoad(start, end hostReading) *schema.HostLoad {
 	if !start.ok || !end.ok {
 		return nil
@@ -120,10 +100,6 @@ func LoadAvg(b []byte) ([3]float64, error) {
 	return out, nil
 }
 
-// clockTicks is USER_HZ, the unit of /proc/stat's times: 100 on every Linux
-// architecture Go runs on (sysconf(_SC_CLK_TCK)).
-const clockTicks = 100
-
 // StealSeconds is the steal time of /proc/stat's aggregate cpu line (its eighth value),
 // in seconds: CPU time a hypervisor gave to others while this host wanted it.
 func StealSeconds(b []byte) (float64, error) {
@@ -140,7 +116,7 @@ func StealSeconds(b []byte) (float64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("/proc/stat steal: %w", err)
 		}
-		return float64(v) / clockTicks, nil
+		return float64(v) / 100, nil // USER_HZ: 100 on every Linux architecture Go runs on
 	}
 	return 0, fmt.Errorf("/proc/stat: no cpu line")
 }

@@ -11,25 +11,18 @@ import (
 	"qualkit/internal/serving"
 )
 
-// overlapPlan is what the overlapped order begins early for one row, decided once
-// preflight has read the host, and why not when it does not.
+// overlapPlan is what the overlapped order begins early for one row, and why (not):
+// the build during preflight, the server beside the correctness case, AIPerf with the
+// server (waiting for the model), the native batch with the server (waiting for items).
 type overlapPlan struct {
-	buildEarly  bool // the build starts during preflight, beside its slow checks
-	buildWhy    string
-	serverEarly bool // the server starts with the correctness case and loads beside it
-	serverWhy   string
-	aiperfEarly bool // AIPerf starts with the server and waits for the model
-	aiperfWhy   string
-	preload     bool // the native batch starts with the server and waits for its items
-	preloadWhy  string
+	buildEarly, serverEarly, aiperfEarly, preload bool
+	buildWhy, serverWhy, aiperfWhy, preloadWhy    string
 }
 
 const serialWhy = "-qualkit.serial: the serial order, one thing at a time (to measure what overlapping gains)"
 
-// planOverlap decides what the row begins early. AIPerf may start while the server
-// loads only when the server lists the model in GET /v1/models once it can serve it,
-// never before; the native batch may load beside the server only when its program can
-// wait for its items and the row's memory holds both models at once.
+// planOverlap decides what the row begins early. AIPerf may start while the server loads
+// only when the server lists the model in GET /v1/models once it can serve, never before.
 func (r *row) planOverlap(rd Readiness) {
 	p := &r.plan
 	if r.s.cfg.Serial {
@@ -79,9 +72,8 @@ func (r *row) fits(rd Readiness, server, beside uint64, both, late string) (bool
 	return true, fmt.Sprintf("%s %s free, both need %s", where, gib(least), need)
 }
 
-// freeMemory is the least free memory the row can load into: on each of its GPUs
-// (NVML's free memory at preflight), or on the host for a row without GPUs
-// (MemAvailable); where says which, whyNot why it is unknown.
+// freeMemory is the least free memory the row can load into: on each of its GPUs (NVML,
+// at preflight), or the host's MemAvailable; where says which, whyNot why it is unknown.
 func (r *row) freeMemory(rd Readiness) (least uint64, where, whyNot string) {
 	gpus := r.env.GPUs
 	if len(gpus) == 0 {
@@ -125,9 +117,8 @@ func memAvailable() (uint64, error) {
 	return 0, err
 }
 
-// serverEarly says whether the server starts with the correctness case: when the plan
-// says it fits, and the bundle already exists (a case that builds the bundle the server
-// serves comes first), and the run serves at all.
+// serverEarly says whether the server starts with the correctness case: when it fits,
+// the bundle exists before the case, and the run serves at all.
 func (r *row) serverEarly(b bundle) bool {
 	switch {
 	case !r.plan.serverEarly:
@@ -141,10 +132,8 @@ func (r *row) serverEarly(b bundle) bool {
 
 const buildEarlyWhy = "the build started beside preflight's slow checks (AIPerf's version, the family's own checks and probes), which it needs none of; a failed preflight stops it"
 
-// buildEarly says whether the build begins during preflight, once what the build needs
-// of the host is known (the fixtures, the runtime, the GPUs): when the order allows and
-// the build runs as processes (a build in the family's image waits for the image, which
-// preflight's probes prepare).
+// buildEarly says whether the build begins during preflight: when the order allows and
+// it runs as processes (the image, which preflight's probes prepare, comes first).
 func (r *row) buildEarly() bool {
 	switch {
 	case r.s.cfg.Serial:
@@ -159,9 +148,8 @@ func (r *row) buildEarly() bool {
 	return r.plan.buildEarly
 }
 
-// command settles, in the calling stage, how c runs for stage (its options, and the
-// image) and returns the run, for a future: on the row's GPUs, its output in logRel,
-// within limit, its record saying the stage during which it started (during).
+// command settles now how c runs for stage (options, image) and returns the run, for a
+// future: on the row's GPUs, output in logRel, within limit, recorded as begun during.
 func (r *row) command(ctx context.Context, stage, during string, c family.Command, logRel string, limit time.Duration, mounts ...family.Mount) (func(context.Context) (schema.CommandRecord, error), error) {
 	opts, err := r.options(ctx, stage, r.env.GPUs, duringRecorder{r.ev, during, nil}, mounts...)
 	if err != nil {
@@ -174,8 +162,7 @@ func (r *row) command(ctx context.Context, stage, during string, c family.Comman
 	}, nil
 }
 
-// duringRecorder records a command with the stage it started in ("" for its own), and
-// keeps its start as written when start is not nil.
+// duringRecorder records a command with the stage it started in, and its start in start.
 type duringRecorder struct {
 	serving.Recorder
 	during string

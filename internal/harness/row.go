@@ -14,9 +14,8 @@ import (
 	"qualkit/internal/schema"
 )
 
-// newRow opens the row's evidence folder and registers its result with the suite. A
-// row's second run in one suite (go test -count=N) is <row>.2, and so on: no row is
-// ever written twice into one folder.
+// newRow opens the row's evidence folder and registers its result. A row's second run
+// (go test -count=N) is <row>.2, and so on: no folder is written twice.
 func (s *Suite) newRow(c Checkpoint, work, reproduce string) (*row, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -33,9 +32,7 @@ func (s *Suite) newRow(c Checkpoint, work, reproduce string) (*row, error) {
 	}
 	c.Deadline = c.Deadlines()
 	r := &row{s: s, c: c, ev: ev, env: family.Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}, st: rowState{started: time.Now()}}
-	// A family that cannot describe the row fails its preflight, saying why (preflight
-	// asks again); the rest of the row reads the facts it did state.
-	r.describe()
+	r.describe() // an error fails preflight, which asks again
 	r.res = &schema.Result{
 		Schema: schema.ResultSchema, RunID: s.Evidence.RunID, Row: c.Name, Status: schema.StatusFailed,
 		Checkpoint: schema.CheckpointRef{Name: c.Name, Family: c.Family, Backend: r.spec.Backend, Model: c.Model,
@@ -68,8 +65,7 @@ func describe(c Checkpoint, env family.Env) (family.Spec, error) {
 }
 
 // Qualify runs every stage of one row as a subtest of t, then the report. A row runs
-// whole or not at all: a -run or -skip that selects only some of its stages fails the
-// row at once, saying how to select it whole, since part of a row proves nothing.
+// whole or not at all: a -run or -skip that selects only some of its stages fails it.
 func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	t.Helper()
 	if err := wholeRow(t.Name()); err != nil {
@@ -85,10 +81,8 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	r.drive(ctx, runner{t: t, r: r})
 }
 
-// Run qualifies one row without subtests, the same way: the stages in order, each after
-// a failure recorded "not-run", then the report. reproduce is the command results.json
-// gives to run the row again (Reproduce, for a test's own name). Negative controls use
-// it to prove which stage catches a fault.
+// Run qualifies one row without subtests (negative controls prove with it which stage
+// catches a fault); reproduce is results.json's command to run it again (Reproduce).
 func (s *Suite) Run(ctx context.Context, c Checkpoint, work, reproduce string) (*schema.Result, error) {
 	ctx, cancel := s.rowContext(ctx, nil)
 	defer cancel()
@@ -114,8 +108,7 @@ func (s *Suite) start(ctx context.Context, c Checkpoint, work, reproduce string,
 	return r, nil
 }
 
-// end stops what the row started (the report has usually done it), then gives its
-// lease back.
+// end stops what the row started, then gives its lease back.
 func (r *row) end() {
 	r.stops.run()
 	r.release()
@@ -180,8 +173,8 @@ func (s runner) missed(format string, args ...any) {
 	}
 }
 
-// wholeRow is nil when go test's -run and -skip select every stage subtest of the row
-// named rowTest, or none; else an error naming what runs and how to select the row whole.
+// wholeRow is nil when -run and -skip select every stage of the row rowTest, else an
+// error naming what runs and how to select the row whole.
 func wholeRow(rowTest string) error {
 	sel, err := TestSelection()
 	if err != nil {
@@ -221,7 +214,7 @@ func (r *row) beyondCorrectnessOnly(stage string) bool {
 	return r.s.cfg.CorrectnessOnly && !slices.Contains(schema.CorrectnessOnlyStages, stage)
 }
 
-// attrs puts the headline numbers into JUnit as properties of the report test case.
+// attrs puts the headline numbers into JUnit, on the report test case.
 func (r *row) attrs(t *testing.T) {
 	res := r.res
 	t.Attr("qualkit.status", res.Status)
@@ -251,8 +244,7 @@ func (r *row) attrs(t *testing.T) {
 	}
 }
 
-// Reproduce is the command that reruns exactly the qual test named testName (a row, or a
-// test that runs rows through Suite.Run).
+// Reproduce is the command that reruns exactly the qual test named testName.
 func Reproduce(testName string) string {
 	return fmt.Sprintf("go test ./qual/ -count=1 -v -run '%s'", runPattern(testName))
 }
@@ -266,11 +258,9 @@ func runPattern(testName string) string {
 	return strings.Join(parts, "/")
 }
 
-// lease takes from the run's pool what the row needs for its whole life: its GPUs by UUID
-// (the host's GPUs are read once, by the first row that needs one), or a CPU row slot.
-// It waits while other rows hold them, saying so once through say. It returns nil when
-// the GPUs can never come (too few on this host, or none readable): preflight then names
-// what is missing.
+// lease takes from the run's pool what the row needs for its whole life: its GPUs by
+// UUID, or a CPU row slot, waiting while other rows hold them. It is nil when the GPUs
+// can never come: preflight then names what is missing.
 func (s *Suite) lease(ctx context.Context, c Checkpoint, say func(string)) (*gpu.Lease, float64) {
 	if c.Needs.GPU != (gpu.Needs{}) {
 		s.poolGPUs.Do(func() {
@@ -292,8 +282,7 @@ func (s *Suite) lease(ctx context.Context, c Checkpoint, say func(string)) (*gpu
 	return l, time.Since(start).Seconds()
 }
 
-// release gives the row's lease back and records it with the rows that ran beside it;
-// a second call does nothing.
+// release gives the row's lease back and records it with the rows that ran beside it, once.
 func (r *row) release() {
 	if r.lease == nil || r.res.Lease != nil {
 		return
@@ -322,8 +311,7 @@ func (r *row) failedKind() string {
 }
 
 // failureReason is the row's reason when a stage failed: the stage, the kind and what
-// happened, so that a reader of the table needs no log. A hardware limit also says what
-// the seed's rule needs next: the unchanged correctness case, alone, on capable hardware.
+// happened; a hardware limit also says what the seed's rule needs next.
 func (r *row) failureReason() string {
 	kind := r.failedKind()
 	detail := r.st.why
@@ -347,10 +335,9 @@ func (r *row) failureReason() string {
 	return "stage " + r.st.failed + " failed: " + kind + ": " + detail
 }
 
-// reasonLine is a stage's error as the row's one-line reason, whole, what to do first:
-// a list of unmet requirements (Missing) leads with their fixes, then says every
-// requirement; any other error is its first line, with the next when the first only
-// announces a list ("2 problem(s):"). What follows is a log's tail, left to the log.
+// reasonLine is a stage's error as one line: unmet requirements (Missing) lead with their
+// fixes; any other error is its first line, with the next when the first only announces
+// a list ("2 problem(s):"). What follows is a log's tail, left to the log.
 func reasonLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	for i := range lines {
@@ -383,10 +370,9 @@ func reasonLine(s string) string {
 	return s
 }
 
-// rowContext is a row's context: cancelled when the suite is interrupted, and, under go
-// test, ending a margin before the test binary's -timeout, so that the row stops as a
-// failure it reports (kind timeout) rather than as the testing package's panic. The
-// margin is what cleaning up and writing the evidence needs.
+// rowContext is a row's context: cancelled when the suite is interrupted, and under go
+// test ending a margin before -timeout, so that the row reports a timeout rather than
+// the testing package's panic.
 func (s *Suite) rowContext(parent context.Context, t *testing.T) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })

@@ -28,45 +28,29 @@ const (
 
 // SuiteConfig is what TestMain parses from flags.
 type SuiteConfig struct {
-	Root          string // repository root
-	EvidenceRoot  string
-	RunID         string
-	Python        string
-	AIPerf        AIPerf
-	Qualification bool // false only when told explicitly: then rows whose host requirements are absent may be skipped
+	Root, EvidenceRoot, RunID, Python string // Root: the repository's
+	AIPerf                            AIPerf
+	// Qualification is false only when told: then rows whose host lacks what they need are skipped.
+	Qualification bool
 	Runtime       string
 	Rebuild       bool
-	// GPURead is the gpuread program (internal/gpu/cmd/gpuread) that reads the
-	// host's GPUs through NVML; BuildGPURead makes one.
-	GPURead string
-	// Progress receives the progress lines of running stages beside the stage
-	// subtests' logs (the terminal, when go test buffers its output); nil: only the logs.
-	Progress io.Writer
-	// Heartbeat is the longest a running stage stays silent; 0 is DefaultHeartbeat.
-	Heartbeat time.Duration
-	// CPURows is how many rows without a GPU run at once (0 is 1). Rows with GPUs run
-	// side by side as the host's GPUs allow: each leases its GPUs for its whole life.
+	GPURead       string    // the NVML reader (internal/gpu/cmd/gpuread); BuildGPURead makes one
+	Progress      io.Writer // stage progress lines beside the subtests' logs (the terminal); nil: none
+	Heartbeat     time.Duration
+	// CPURows is how many rows without a GPU run at once (0 is 1); rows with GPUs run
+	// side by side as the host's GPUs allow, each leasing its GPUs for its whole life.
 	CPURows int
-	// Venv is the project venv and its lock, whose installed set goes into the
-	// provenance; a zero Venv records none (unit tests of the harness itself).
-	Venv Venv
-	// CorrectnessOnly runs each row's preflight, build and correctness case alone, the
-	// later stages recorded not-run: the seed's rule for a row that met a hardware limit
-	// in a public run (its unchanged case, on a host that has the memory). Its rows read
-	// correctness-verified, never qualified.
+	Venv    Venv // the project venv, whose installed set goes into the provenance; zero: none
+	// CorrectnessOnly runs preflight, build and the correctness case alone: the seed's
+	// rule for a row that met a hardware limit in a public run. Never qualified.
 	CorrectnessOnly bool
-	// Serial runs each row's work one thing at a time (-qualkit.serial), as before the
-	// overlapped order: the server starts once the correctness case passed, AIPerf once
-	// the server is ready and the native batch process at identity. It measures what overlapping gains; the gates are the same.
+	// Serial runs one thing at a time (-qualkit.serial), to measure what overlapping gains.
 	Serial bool
-	// Reaper removes, when this process ends without doing so (killed, or go test's
-	// -timeout alarm), what the run made outside Docker: the process groups its rows
-	// started, the evidence reserve. nil: nothing is asked (a process with no reaper;
-	// package reaper).
+	// Reaper removes what the run made outside Docker (process groups, the reserve) when
+	// the process ends without doing so (killed, go test's -timeout); nil: nothing.
 	Reaper Reaper
-	// Reporter derives what a reviewer reads from the evidence (pictures, PR.md,
-	// index.html) and checks it. nil derives nothing: such a run folder does not pass
-	// the evidence checker, which requires those files.
+	// Reporter derives and checks the reviewer's files (pictures, PR.md, index.html);
+	// nil derives nothing, and such a run folder fails the evidence checker.
 	Reporter Reporter
 }
 
@@ -76,22 +60,14 @@ type Reaper interface {
 	Remove(path string)
 }
 
-// Reporter derives reports from evidence the harness wrote, and checks it. It is
-// implemented outside the harness (internal/report), so that the harness never
-// imports the checker that audits it.
+// Reporter derives reports from the evidence and checks it. It lives outside the harness
+// (internal/report), so that the harness never imports the checker that audits it.
 type Reporter interface {
-	// Row is called once a row's results.json and row.md are final, before its
-	// SHA256SUMS: it adds the files derived from the row's raw evidence (pictures).
-	Row(rowDir string) error
-	// Run is called once run.json and SUMMARY.md are written, before the run's
-	// SHA256SUMS: it adds the files derived from the whole run (PR.md, index.html).
-	Run(runDir string) error
-	// Check verifies the finished run folder the way a reviewer would.
-	Check(runDir string) error
-	// Vouch verifies a finished run of another process before a bundle it built is
-	// reused: whole, with the anchors it was given outside its folder (its JUnit file)
-	// and, where a key is configured, its signature; a planter can recompute every list
-	// inside the folder.
+	Row(rowDir string) error   // a row's derived files, before its SHA256SUMS
+	Run(runDir string) error   // the run's derived files, before its SHA256SUMS
+	Check(runDir string) error // the finished run folder, as a reviewer would
+	// Vouch checks another process's finished run before a bundle it built is reused:
+	// whole, with its anchors outside the folder and, with a key, its signature.
 	Vouch(runDir string) error
 }
 
@@ -100,36 +76,29 @@ type Suite struct {
 	cfg        SuiteConfig
 	Evidence   *Evidence
 	started    time.Time
-	hostStart  hostReading       // the host's load when the run began
+	hostStart  hostReading
 	provenance schema.Provenance // the tree at the start of the run
-	venvSet    []string          // the venv's installed set (run.json venv_set)
+	venvSet    []string
 
-	// The serving runtime, resolved once: the daemon actually used (nil without one),
-	// why it could not be reached, and a line saying what was chosen and why.
+	// The serving runtime, resolved once (resolveRuntime).
 	daemon      *schema.DaemonInfo
 	dockerErr   error
 	RuntimeNote string
 	swept       []string
 
-	// ctx is every row's parent: Interrupt cancels it with an Interrupted cause.
-	ctx         context.Context
+	ctx         context.Context // every row's parent: Interrupt cancels it
 	cancel      context.CancelCauseFunc
-	interrupted string // "SIGINT at +41.2 s", once Interrupt was called
+	interrupted string // "SIGINT at +41.2 s"
 
 	mu      sync.Mutex
 	results []*schema.Result
-	// rowRuns counts each row's runs in this suite: -count=N runs a row N times, and
-	// each run after the first gets a folder of its own, <row>.<n>.
-	rowRuns map[string]int
+	rowRuns map[string]int // runs of each row (-count=N): newRow names the folders
 	skips   []string
 
-	// vouched: each earlier run checked as the voucher of a reused bundle (nil: it checks).
 	vouchMu sync.Mutex
-	vouched map[string]error
+	vouched map[string]error // each run folder checked as a reused bundle's voucher
 
-	// The run's pool of GPUs and CPU row slots; its GPUs are read once, by the first row
-	// that needs one.
-	pool     *gpu.Pool
+	pool     *gpu.Pool // the GPUs (read once, by the first row that needs one) and CPU row slots
 	poolGPUs sync.Once
 
 	keys  keyLocks // what rows side by side do one at a time: a family's tools, preparing an image
@@ -150,7 +119,7 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 		cfg.Reaper.Remove(ev.reserve.path)
 	}
 	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), hostStart: readHost(), pool: gpu.NewPool(nil, cfg.CPURows),
-		rowRuns: map[string]int{}}
+		rowRuns: map[string]int{}, vouched: map[string]error{}}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.provenance, s.venvSet = venvProvenance(cfg.Venv, readProvenance(context.Background(), cfg.Root))
 	s.resolveRuntime(context.Background())
@@ -158,8 +127,7 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 }
 
 // resolveRuntime finds the Docker daemon unless the run asked for processes, sweeps what
-// dead runs left behind, and says which runtime rows will get. An explicit choice is
-// never overridden; auto falls back to a process only for rows that allow one.
+// dead runs left behind, and says which runtime rows will get.
 func (s *Suite) resolveRuntime(ctx context.Context) {
 	if s.cfg.Runtime == RuntimeProcess {
 		s.RuntimeNote = "runtime: process (RUNTIME=process)"
@@ -197,10 +165,8 @@ func (s *Suite) rowRuntime(c Checkpoint) string {
 // Provenance is the harness source this run comes from.
 func (s *Suite) Provenance() schema.Provenance { return s.provenance }
 
-// Interrupt stops the run: every running row's context is cancelled with the cause
-// Interrupted{sig}, so its stage fails as "interrupted", its server and child processes
-// and containers stop, and it writes its evidence; rows not yet started fail at once.
-// run.json records it. Only the first call counts.
+// Interrupt cancels every row's context with the cause Interrupted{sig}: its stage fails
+// as "interrupted", what it started stops and it writes its evidence. The first call counts.
 func (s *Suite) Interrupt(sig string) {
 	s.mu.Lock()
 	if s.interrupted == "" {
@@ -217,8 +183,8 @@ func (s *Suite) Interrupted() string {
 	return s.interrupted
 }
 
-// Abandon removes, within ctx, every container and image this run started: the last
-// resort when a second signal forces the process out before the rows cleaned up.
+// Abandon removes every container and image this run started: the last resort when a
+// second signal forces the process out before the rows cleaned up.
 func (s *Suite) Abandon(ctx context.Context) error {
 	s.Evidence.Close()
 	if s.daemon == nil {
@@ -227,10 +193,9 @@ func (s *Suite) Abandon(ctx context.Context) error {
 	return serving.RemoveRunContainers(ctx, s.Evidence.RunID)
 }
 
-// Finish writes the run's own files once every row reported (run.json, SUMMARY.md,
-// then what the Reporter derives: PR.md, index.html), the run's SHA256SUMS over all of
-// it, and lets the Reporter check the folder as a reviewer would. It returns the summary
-// table and the sha256 of the run's SHA256SUMS, the anchor to print outside the folder.
+// Finish writes the run's own files once every row reported (run.json, SUMMARY.md, what
+// the Reporter derives), then its SHA256SUMS, and has the Reporter check the folder. It
+// returns the summary and the sha256 of SHA256SUMS, the anchor to print outside the folder.
 func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -266,8 +231,6 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 
 	sort.Slice(s.results, func(i, j int) bool { return s.results[i].Row < s.results[j].Row })
 	for _, r := range s.results {
-		// Rows are final when they report: a skip happens only in a run that is no
-		// qualification run, whose rows never read qualified.
 		if r.Status == schema.StatusQualified && len(s.skips) > 0 {
 			return "", "", fmt.Errorf("row %s reported qualified in a run with %d skip(s)", r.Row, len(s.skips))
 		}
@@ -303,8 +266,7 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 	return summary, sumsSHA, nil
 }
 
-// RunSummary is the run's SUMMARY.md: the rows' table, each row's command, and the skips
-// of a run that is no qualification run. results are sorted by row.
+// RunSummary is the run's SUMMARY.md: the rows' table, each row's command, and the skips.
 func RunSummary(info schema.RunInfo, results []*schema.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# qualkit run %s\n\n%s", info.RunID, schema.RowMarkdownHeader())
@@ -324,10 +286,8 @@ func RunSummary(info schema.RunInfo, results []*schema.Result) string {
 	return b.String()
 }
 
-// BuildGPURead builds the gpuread program into <root>/.cache/bin and returns its path.
-// It is the only cgo code qualkit has: building it apart, with its compiler output kept
-// out of sight, lets the test binaries compile without cgo. Go's build cache makes a
-// rebuild of an unchanged program take well under a second.
+// BuildGPURead builds the gpuread program into <root>/.cache/bin and returns its path:
+// qualkit's only cgo code, built apart so that the test binaries compile without cgo.
 func BuildGPURead(ctx context.Context, root string) (string, error) {
 	out := filepath.Join(root, ".cache", "bin", "gpuread")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./internal/gpu/cmd/gpuread")
@@ -340,8 +300,7 @@ func BuildGPURead(ctx context.Context, root string) (string, error) {
 	return out, nil
 }
 
-// DirtyNote says, before any row runs, why no row of this run can read qualified: the
-// changes no commit holds, named ("" for a clean tree).
+// DirtyNote says, before any row runs, why no row of this run can read qualified ("" for a clean tree).
 func (s *Suite) DirtyNote() string {
 	if !s.provenance.Dirty {
 		return ""
@@ -349,8 +308,7 @@ func (s *Suite) DirtyNote() string {
 	return dirtyReason(s.provenance)
 }
 
-// dirtyReason names a dirty tree's changes (the first few), so that a key or a matrix
-// left in the tree is seen at once.
+// dirtyReason names a dirty tree's first few changes.
 func dirtyReason(p schema.Provenance) string {
 	const shown = 5
 	var names []string
@@ -364,9 +322,8 @@ func dirtyReason(p schema.Provenance) string {
 		p.Commit, strings.Join(names, ", "))
 }
 
-// readProvenance is the commit of the repository at root and whether its tree holds
-// anything a commit does not: modified, staged or untracked files (ignored ones aside).
-// A folder that is no git checkout, or a git that fails, counts as dirty.
+// readProvenance is the commit at root and whether its tree holds anything a commit does
+// not (modified, staged or untracked files); no git checkout, or a failing git, is dirty.
 func readProvenance(ctx context.Context, root string) schema.Provenance {
 	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "HEAD").Output()
 	if err != nil {
