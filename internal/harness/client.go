@@ -52,14 +52,12 @@ func (r *row) sent(rec RawRecord) (wire.Request, error) {
 	return req, nil
 }
 
-// output is the PNG a response names, read through the row's protocol (from the body,
-// or under the server's scratch folder).
+// output is the PNG a response names, read through the row's protocol.
 func (r *row) output(body []byte, requestID string) ([]byte, error) {
 	return r.proto().Output(body, requestID, r.readScratch)
 }
 
-// readScratch reads a file the server wrote under its scratch folder; rel must stay
-// inside it.
+// readScratch reads a file the server wrote inside its scratch folder.
 func (r *row) readScratch(rel string) ([]byte, error) {
 	if !filepath.IsLocal(filepath.FromSlash(rel)) {
 		return nil, fmt.Errorf("%q is not a file inside the server's scratch folder", rel)

@@ -8,17 +8,12 @@ import (
 	"time"
 )
 
-// A bundle cache entry (.cache/bundles/<key>) is shared by every process of the checkout:
-// two `make test` side by side, and the child runs of qual's own tests. A row holds a read
-// lock on the entry's lock file (<key>.lock, beside it) from the moment it takes the
-// bundle until the row ends; removing or rebuilding the entry takes the write lock, which
-// no one gets while a row uses it. A process that would rebuild an entry another holds
-// builds its row's own bundle instead (build). Without this, a run that did not trust an
-// entry removed it while another run's correctness case read it ("1 failed").
-//
-// On Linux the locks are open file description locks (entrylock_linux.go): they belong to
-// the open file, so rows of one process exclude each other as processes do, a process
-// that dies drops them, and a write lock becomes a read lock atomically.
+// entryLock locks a bundle cache entry (.cache/bundles/<key>), shared by every process
+// of the checkout: a row holds the read lock on <key>.lock until it ends, and removing or
+// rebuilding the entry takes the write lock (else a run that did not trust an entry
+// removed it while another's correctness case read it). On Linux they are open file
+// description locks: rows of one process exclude each other as processes do, a dead
+// process drops them, and a write lock becomes a read lock atomically.
 type entryLock struct{ f *os.File }
 
 // errEntryBusy: another holder keeps the entry from being locked as asked.

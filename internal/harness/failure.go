@@ -17,8 +17,7 @@ type Interrupted struct {
 
 func (i Interrupted) Error() string { return "interrupted by " + i.Signal }
 
-// errTestDeadline is the cause of a row context cut at go test's -timeout (less the margin
-// the row needs to clean up and write its evidence).
+// errTestDeadline is the cause of a row context cut near go test's -timeout.
 var errTestDeadline = errors.New("go test -timeout is near: the row was stopped to clean up and write its evidence")
 
 // logSign is a log line that says what kind of failure a stage met.
@@ -28,8 +27,8 @@ type logSign struct {
 	what string
 }
 
-// logSigns are the words of the tools themselves (each has a real line in failure_test.go):
-// third-party logs only. What qualkit knows first-hand comes typed (serving.Failure).
+// logSigns are the tools' own words (each has a real line in failure_test.go); what
+// qualkit knows first-hand comes typed (serving.Failure).
 var logSigns = []logSign{
 	{schema.KindHardware, regexp.MustCompile(`CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError`), "CUDA out of memory (PyTorch)"},
 	{schema.KindHardware, regexp.MustCompile(`cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY`), "CUDA allocation failed"},
@@ -46,10 +45,9 @@ var logSigns = []logSign{
 	{schema.KindInfrastructure, regexp.MustCompile(`signal: killed`), "a process was killed from outside the run (an operator, or the kernel's OOM killer: see dmesg)"},
 }
 
-// Classify names why a stage failed: a signal or a deadline from the row's context, else
-// the first sign in the error's text (which carries the log tail of the command that
-// failed), else correctness for the correctness stage and gate for the others. It
-// returns the kind and a short reason.
+// Classify names why a stage failed, as a kind and a short reason: a signal or deadline
+// of the row's context, else the first sign in the error's text (with its command's log
+// tail), else correctness for the correctness stage and gate for the others.
 func Classify(ctx context.Context, stage string, err error) (kind, why string) {
 	var intr Interrupted
 	switch cause := context.Cause(ctx); {

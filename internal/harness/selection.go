@@ -7,10 +7,8 @@ import (
 	"strings"
 )
 
-// Selection is go test's -run and -skip, matched the way the testing package matches
-// them, so that the harness can tell before a row starts whether the selection runs the
-// row whole, and doctor can list the rows a pattern selects. The testing package exports
-// no matcher: TestSelectionAgreesWithGoTest holds this one to go test's own.
+// Selection is go test's -run and -skip, matched as the testing package does (which
+// exports no matcher; TestSelectionAgreesWithGoTest holds this one to it).
 type Selection struct {
 	run, skip [][]*regexp.Regexp // alternatives of slash-separated elements; nil run selects all
 }
@@ -39,9 +37,9 @@ func TestSelection() (Selection, error) {
 	return NewSelection(value("test.run"), value("test.skip"))
 }
 
-// Runs says whether a test of that full name ("TestX/row/stage") runs: every element of
-// some -run alternative matches the name's element at its level (a pattern deeper than
-// the name still runs it, for its subtests), and no -skip alternative matches it whole.
+// Runs says whether the test of that full name ("TestX/row/stage") runs: some -run
+// alternative matches each of its elements (a deeper pattern still runs it, for its
+// subtests), and no -skip alternative matches it whole.
 func (s Selection) Runs(name string) bool {
 	elems := strings.Split(name, "/")
 	if s.run != nil {
