@@ -2,7 +2,8 @@ package harness
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"qualkit/internal/quality"
@@ -62,14 +63,9 @@ func settingsText(s map[string]string) string {
 	if len(s) == 0 {
 		return "-"
 	}
-	keys := make([]string, 0, len(s))
-	for k := range s {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + s[k]
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		parts = append(parts, k+"="+s[k])
 	}
 	return strings.Join(parts, " ")
 }

@@ -47,7 +47,6 @@ func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, ben
 		out.sum = &v.Summary
 		return out, err
 	}
-	at := map[*replay]int{} // each replay's request in in.Requests
 	for i, rec := range bench.export.Raw {
 		id := rec.Metadata.XRequestID
 		sent, err := r.sent(rec)
@@ -73,7 +72,6 @@ func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, ben
 		rp := &replay{index: i, req: c.Req, log: schema.NativeLog(i),
 			spec: family.NativeSpec{Bundle: b.path, Image: img, Prompt: sent.Prompt, Settings: sent.Settings, LatentSeed: sent.LatentSeed, Output: r.ev.Path(c.Req.NativeFile)}}
 		out.replays = append(out.replays, rp)
-		at[rp] = len(in.Requests) - 1
 	}
 	// A native run that failed as a whole fails each replay it did not do.
 	var native schema.IdentitySummary
@@ -86,7 +84,7 @@ func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, ben
 		}
 	}
 	for _, rp := range out.replays {
-		c := &in.Requests[at[rp]]
+		c := &in.Requests[rp.index] // one request per raw record, in order
 		c.Err, c.Stated = rp.err, rp.stated
 		if rp.err == nil {
 			c.Native, c.NativeErr = os.ReadFile(rp.spec.Output)
