@@ -30,7 +30,8 @@ func (r *row) planOverlap(rd Readiness) {
 		return
 	}
 	n := r.c.Needs
-	p.serverEarly, p.serverWhy = r.fits(rd, n.ResidentBytes, n.CaseResidentBytes, "the server and the correctness case", "the server starts once the case passed")
+	p.serverEarly, p.serverWhy = r.fits(rd, n.ResidentBytes, n.CaseResidentBytes, "the row states no resident size of the server or of the correctness case (Needs.ResidentBytes, Needs.CaseResidentBytes), so whether both fit at once is unknown: the server starts once the case passed",
+		"the server and the correctness case", "the server starts once the case passed")
 	if p.serverEarly {
 		p.serverWhy = "the server loaded beside the correctness case: " + p.serverWhy + "; the benchmark's first request still waited for the case to pass"
 	}
@@ -45,7 +46,8 @@ func (r *row) planOverlap(rd Readiness) {
 		p.preloadWhy = "the family's batch program cannot load first and wait for its items (Spec.BatchWaits): it starts at identity"
 		return
 	}
-	p.preload, p.preloadWhy = r.fits(rd, n.ResidentBytes, n.ResidentBytes, "the server and the native batch", "the native batch starts at identity")
+	p.preload, p.preloadWhy = r.fits(rd, n.ResidentBytes, n.ResidentBytes, "the row states no resident size (Needs.ResidentBytes), so whether the server and the native batch fit at once is unknown: it starts at identity",
+		"the server and the native batch", "the native batch starts at identity")
 	if p.preload {
 		p.preloadWhy = "the native batch loaded beside the server: " + p.preloadWhy
 	}
@@ -54,9 +56,9 @@ func (r *row) planOverlap(rd Readiness) {
 // fits says whether the free memory (freeMemory) holds what both parts need at once,
 // the server and what loads beside it (the correctness case's or the native batch's
 // size, zero: unknown, so never): why says so in words, late what then starts later.
-func (r *row) fits(rd Readiness, server, beside uint64, both, late string) (bool, string) {
+func (r *row) fits(rd Readiness, server, beside uint64, unknown, both, late string) (bool, string) {
 	if server == 0 || beside == 0 {
-		return false, "the row states no resident size of " + both + ", so whether both fit at once is unknown: " + late
+		return false, unknown
 	}
 	need := fmt.Sprintf("%s + %s", gib(server), gib(beside))
 	if server == beside {

@@ -80,7 +80,7 @@ func TestServerStartsAfterTheCaseWhenItMust(t *testing.T) {
 		adjust func(*Checkpoint)
 		why    string
 	}{
-		{"no-sizes", func(c *Checkpoint) { c.Needs.ResidentBytes = 1 << 20 }, "the row states no resident size of the server and the correctness case"},
+		{"no-sizes", func(c *Checkpoint) { c.Needs.ResidentBytes = 1 << 20 }, "the row states no resident size of the server or of the correctness case"},
 		{"too-big", func(c *Checkpoint) { c.Needs.ResidentBytes, c.Needs.CaseResidentBytes = 1<<20, 1<<60 }, "the server and the correctness case need"},
 		{"by-case", func(c *Checkpoint) {
 			c.Adapter = FakeServing{ByCase: true, ToolsOK: "ok", Probe: "ok", Ident: "ok"}
