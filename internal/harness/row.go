@@ -2,7 +2,10 @@ package harness
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,7 +14,9 @@ import (
 
 	"qualkit/internal/family"
 	"qualkit/internal/gpu"
+	"qualkit/internal/quality"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
 // newRow opens the row's evidence folder and registers its result. A row's second run
@@ -390,4 +395,257 @@ func (s *Suite) rowContext(parent context.Context, t *testing.T) (context.Contex
 	margin := min(max(time.Until(deadline)/5, 3*time.Second), 2*time.Minute)
 	dctx, dcancel := context.WithDeadlineCause(ctx, deadline.Add(-margin), errTestDeadline)
 	return dctx, func() { dcancel(); release() }
+}
+
+// Interrupted is the cause a Suite's context carries once a signal stopped the run.
+type Interrupted struct {
+	Signal string // "SIGINT", "SIGTERM"
+}
+
+func (i Interrupted) Error() string { return "interrupted by " + i.Signal }
+
+// errTestDeadline is the cause of a row context cut near go test's -timeout.
+var errTestDeadline = errors.New("go test -timeout is near: the row was stopped to clean up and write its evidence")
+
+// logSign is a log line that says what kind of failure a stage met.
+type logSign struct {
+	kind string
+	re   *regexp.Regexp
+	what string
+}
+
+// logSigns are the tools' own words (each has a real line in failure_test.go); what
+// qualkit knows first-hand comes typed (serving.Failure).
+var logSigns = []logSign{
+	{schema.KindHardware, regexp.MustCompile(`CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError`), "CUDA out of memory (PyTorch)"},
+	{schema.KindHardware, regexp.MustCompile(`cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY`), "CUDA allocation failed"},
+	{schema.KindHardware, regexp.MustCompile(`\[TRT\].*(Cuda Runtime \(out of memory\)|could not be allocated|OutOfMemory)`), "TensorRT out of memory"},
+	{schema.KindHardware, regexp.MustCompile(`"OOMKilled":\s*true|OOMKilled`), "the container was OOM-killed"},
+	{schema.KindHardware, regexp.MustCompile(`NVRM: Xid|Xid \(PCI:`), "a GPU Xid error"},
+	{schema.KindHardware, regexp.MustCompile(`GPU has fallen off the bus|GPU is lost|cudaErrorDevicesUnavailable`), "the GPU was lost"},
+	{schema.KindHardware, regexp.MustCompile(`std::bad_alloc|\bMemoryError\b|Cannot allocate memory`), "host out of memory"},
+	{schema.KindInfrastructure, regexp.MustCompile(`(?i)no space left on device`), "the disk is full"},
+	{schema.KindInfrastructure, regexp.MustCompile(`Cannot connect to the Docker daemon|docker\.sock: connect|Is the docker daemon running|error during connect`), "the Docker engine is gone"},
+	{schema.KindInfrastructure, regexp.MustCompile(`(?i)read-only file system`), "a read-only file system"},
+	// SIGKILL from outside the run (its own cancellations are classified by the context
+	// first): an operator, or the kernel's OOM killer (dmesg says which).
+	{schema.KindInfrastructure, regexp.MustCompile(`signal: killed`), "a process was killed from outside the run (an operator, or the kernel's OOM killer: see dmesg)"},
+}
+
+// Classify names why a stage failed, as a kind and a short reason: a signal or deadline
+// of the row's context, else the first sign in the error's text (with its command's log
+// tail), else correctness for the correctness stage and gate for the others.
+func Classify(ctx context.Context, stage string, err error) (kind, why string) {
+	var intr Interrupted
+	switch cause := context.Cause(ctx); {
+	case errors.As(cause, &intr):
+		return schema.KindInterrupted, intr.Signal
+	case errors.Is(cause, errTestDeadline):
+		return schema.KindTimeout, "go test -timeout"
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return schema.KindTimeout, "the stage's deadline"
+	}
+	var f *serving.Failure
+	if errors.As(err, &f) {
+		return f.Kind, f.What
+	}
+	text := err.Error()
+	for _, s := range logSigns {
+		if s.re.MatchString(text) {
+			return s.kind, s.what
+		}
+	}
+	if stage == schema.StageCorrectness {
+		return schema.KindCorrectness, "the family's correctness case"
+	}
+	return schema.KindGate, fmt.Sprintf("a gate of stage %s", stage)
+}
+
+func newOverhead(client, task schema.Quantiles) *schema.Overhead {
+	d := client.P50 - task.P50
+	return &schema.Overhead{P50DiffMs: d, Fraction: d / client.P50}
+}
+
+// MarkdownRow renders a result as one line of row.md's table, one cell per
+// schema.RowColumns.
+func MarkdownRow(r *schema.Result) string {
+	dash := "-"
+	sha, counts, errs, identity, httpq, taskq, ips, corr := dash, dash, dash, dash, dash, dash, dash, dash
+	if r.Bundle != nil && len(r.Bundle.SHA256) >= 12 {
+		sha = "`" + r.Bundle.SHA256[:12] + "`"
+	}
+	if r.ClientErrors != nil {
+		// The request counts and errors are what AIPerf recorded; a row that never got
+		// that far shows none.
+		counts, errs = fmt.Sprintf("%d + %d", r.Measured, r.Warmup), fmt.Sprint(*r.ClientErrors)
+	}
+	if r.Identity != nil {
+		identity = fmt.Sprintf("%d/%d", r.Identity.PixelMatches, r.Identity.Total)
+	}
+	if r.HTTP != nil {
+		httpq = fmt.Sprintf("%.4f / %.4f", r.HTTP.P50/1000, r.HTTP.P95/1000)
+	}
+	if r.Task != nil {
+		taskq = fmt.Sprintf("%.4f / %.4f", r.Task.P50/1000, r.Task.P95/1000)
+	}
+	if r.ImagesPerS > 0 {
+		ips = fmt.Sprintf("%.4g", r.ImagesPerS)
+	}
+	if r.Correctness != nil {
+		corr = fmt.Sprintf("%d / %d", r.Correctness.Executed, r.Correctness.Skipped)
+	}
+	qual := dash
+	if r.Quality != nil {
+		qual = quality.Worst(r.Quality.Requests, r.Quality.Pair)
+	}
+	status := r.Status
+	if r.Reason != "" {
+		status += ": " + r.Reason
+	}
+	cells := []string{r.Checkpoint.Name, r.Checkpoint.Profile, r.Checkpoint.Backend, orDash(r.Runtime), sha,
+		settingsText(r.Settings), counts, identity, qual, errs, httpq, taskq, ips, corr, status}
+	for i, c := range cells {
+		cells[i] = strings.ReplaceAll(c, "|", `\|`)
+	}
+	return "| " + strings.Join(cells, " | ") + " |\n"
+}
+
+func settingsText(s map[string]string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		parts = append(parts, k+"="+s[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// Selection is go test's -run and -skip, matched as the testing package does (which
+// exports no matcher; TestSelectionAgreesWithGoTest holds this one to it).
+type Selection struct {
+	run, skip [][]*regexp.Regexp // alternatives of slash-separated elements; nil run selects all
+}
+
+// NewSelection compiles a -run and a -skip pattern.
+func NewSelection(run, skip string) (Selection, error) {
+	var s Selection
+	var err error
+	if s.run, err = compilePattern(run); err != nil {
+		return s, fmt.Errorf("-run %q: %w", run, err)
+	}
+	if s.skip, err = compilePattern(skip); err != nil {
+		return s, fmt.Errorf("-skip %q: %w", skip, err)
+	}
+	return s, nil
+}
+
+// TestSelection is the selection of this test binary's -test.run and -test.skip flags.
+func TestSelection() (Selection, error) {
+	value := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	return NewSelection(value("test.run"), value("test.skip"))
+}
+
+// Runs says whether the test of that full name ("TestX/row/stage") runs: some -run
+// alternative matches each of its elements (a deeper pattern still runs it, for its
+// subtests), and no -skip alternative matches it whole.
+func (s Selection) Runs(name string) bool {
+	elems := strings.Split(name, "/")
+	if s.run != nil {
+		if ok, _ := matchAny(s.run, elems); !ok {
+			return false
+		}
+	}
+	if s.skip != nil {
+		if ok, partial := matchAny(s.skip, elems); ok && !partial {
+			return false
+		}
+	}
+	return true
+}
+
+func matchAny(alts [][]*regexp.Regexp, elems []string) (ok, partial bool) {
+	for _, alt := range alts {
+		if ok, partial := matchElems(alt, elems); ok {
+			return ok, partial
+		}
+	}
+	return false, false
+}
+
+func matchElems(pattern []*regexp.Regexp, elems []string) (ok, partial bool) {
+	for i, e := range elems {
+		if i >= len(pattern) {
+			break
+		}
+		if !pattern[i].MatchString(e) {
+			return false, false
+		}
+	}
+	return true, len(elems) < len(pattern)
+}
+
+// compilePattern splits a pattern as the testing package does: at '|' and '/' outside
+// brackets and parentheses, into alternatives of per-level elements. "" is nil.
+func compilePattern(p string) ([][]*regexp.Regexp, error) {
+	if p == "" {
+		return nil, nil
+	}
+	var alts [][]*regexp.Regexp
+	var cur []*regexp.Regexp
+	add := func(elem string) error {
+		re, err := regexp.Compile(elem)
+		if err != nil {
+			return err
+		}
+		cur = append(cur, re)
+		return nil
+	}
+	brackets, parens, start := 0, 0, 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '[':
+			brackets++
+		case ']':
+			brackets = max(brackets-1, 0)
+		case '(':
+			if brackets == 0 {
+				parens++
+			}
+		case ')':
+			if brackets == 0 {
+				parens--
+			}
+		case '\\':
+			i++
+		case '/', '|':
+			if brackets != 0 || parens != 0 {
+				continue
+			}
+			if err := add(p[start:i]); err != nil {
+				return nil, err
+			}
+			start = i + 1
+			if p[i] == '|' {
+				alts, cur = append(alts, cur), nil
+			}
+		}
+	}
+	if err := add(p[start:]); err != nil {
+		return nil, err
+	}
+	return append(alts, cur), nil
 }
