@@ -17,37 +17,33 @@ import (
 // caseFiles hashes a correctness case's test files and, for each, every conftest.py
 // from its folder up to root (pytest's rootdir), as pytest would load them.
 func caseFiles(tests []string, root string) ([]schema.FileHash, error) {
-	var out []schema.FileHash
-	seen := map[string]bool{}
-	add := func(p string) error {
-		if seen[p] {
-			return nil
+	var paths []string
+	add := func(p string) {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
 		}
-		seen[p] = true
-		sum, err := fileSHA256(p)
-		if err != nil {
-			return err
-		}
-		out = append(out, schema.FileHash{Path: p, SHA256: sum})
-		return nil
 	}
 	for _, t := range tests {
 		if !filepath.IsAbs(t) && root != "" {
 			t = filepath.Join(root, t)
 		}
-		if err := add(t); err != nil {
-			return nil, err
-		}
+		add(t)
 		for dir := filepath.Dir(t); ; dir = filepath.Dir(dir) {
 			if c := filepath.Join(dir, "conftest.py"); isRegular(c) {
-				if err := add(c); err != nil {
-					return nil, err
-				}
+				add(c)
 			}
 			if dir == root || root == "" || filepath.Dir(dir) == dir || !strings.HasPrefix(dir, root) {
 				break
 			}
 		}
+	}
+	var out []schema.FileHash
+	for _, p := range paths {
+		sum, err := fileSHA256(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, schema.FileHash{Path: p, SHA256: sum})
 	}
 	return out, nil
 }

@@ -55,13 +55,13 @@ func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, ben
 		}
 		c := identityCase{Req: schema.IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: sent.Prompt, ClientMs: bench.clientMs[id], TaskMs: bench.taskMs[id]},
 			Input: sent.Image, HTTP: bench.httpPNG[id]}
+		if c.HTTP != nil {
+			c.Req.HTTPFile, c.Req.NativeFile = schema.IdentityPNG(i, c.Req.Phase, schema.SideHTTP), schema.IdentityPNG(i, c.Req.Phase, schema.SideNative)
+		}
+		in.Requests = append(in.Requests, c)
 		if c.HTTP == nil {
-			in.Requests = append(in.Requests, c)
 			continue
 		}
-		c.Req.HTTPFile = schema.IdentityPNG(i, c.Req.Phase, schema.SideHTTP)
-		c.Req.NativeFile = schema.IdentityPNG(i, c.Req.Phase, schema.SideNative)
-		in.Requests = append(in.Requests, c)
 		img := filepath.Join(r.nativeInDir(), fmt.Sprintf("input-%02d", i))
 		if err := os.MkdirAll(filepath.Dir(img), 0o755); err != nil {
 			return stopped(err)
@@ -76,14 +76,10 @@ func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, ben
 	// A native run that failed as a whole fails each replay it did not do.
 	var native schema.IdentitySummary
 	in.NativeErr = r.runNatives(ctx, b, batch, &out, &native)
-	if in.NativeErr != nil {
-		for _, rp := range out.replays {
-			if _, err := os.Stat(rp.spec.Output); rp.err == nil && err != nil {
-				rp.err = in.NativeErr
-			}
-		}
-	}
 	for _, rp := range out.replays {
+		if _, err := os.Stat(rp.spec.Output); in.NativeErr != nil && rp.err == nil && err != nil {
+			rp.err = in.NativeErr
+		}
 		c := &in.Requests[rp.index] // one request per raw record, in order
 		c.Err, c.Stated = rp.err, rp.stated
 		if rp.err == nil {
