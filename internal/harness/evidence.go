@@ -74,11 +74,6 @@ func (e *Evidence) Row(name string) (*RowEvidence, error) {
 	return &RowEvidence{Dir: dir}, nil
 }
 
-// WriteJSON writes v, indented, to a path relative to the run folder.
-func (e *Evidence) WriteJSON(rel string, v any) error {
-	return writeJSON(filepath.Join(e.Dir, rel), v)
-}
-
 // WriteChecksums writes dir/SHA256SUMS over every file under dir (sha256sum format,
 // sorted) and returns its sha256: the anchor that, kept outside the folder, proves every file.
 func WriteChecksums(dir string) (string, error) {
@@ -122,9 +117,6 @@ func (r *RowEvidence) Path(rel string) string {
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	return p
 }
-
-// rel is path relative to the row folder, for messages.
-func (r *RowEvidence) rel(path string) string { return relInside(r.Dir, path) }
 
 // relInside is path relative to base when it lies inside base, else path as given.
 func relInside(base, path string) string {

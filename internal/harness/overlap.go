@@ -79,11 +79,11 @@ func (r *row) fits(rd Readiness, server, beside uint64, unknown, both, late stri
 func (r *row) freeMemory(rd Readiness) (least uint64, where, whyNot string) {
 	gpus := r.env.GPUs
 	if len(gpus) == 0 {
-		avail, err := memAvailable()
-		if err != nil {
-			return 0, "", "the host's free memory is unknown (" + err.Error() + ")"
+		b, err := os.ReadFile("/proc/meminfo")
+		if avail := memInfo(b, "MemAvailable"); avail > 0 {
+			return uint64(avail), "the host had", ""
 		}
-		return avail, "the host had", ""
+		return 0, "", fmt.Sprintf("the host's free memory is unknown (/proc/meminfo: %v, no MemAvailable)", err)
 	}
 	free := map[string]uint64{}
 	if rd.GPU != nil {
@@ -107,17 +107,6 @@ func (r *row) freeMemory(rd Readiness) (least uint64, where, whyNot string) {
 }
 
 func gib(b uint64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
-
-// memAvailable is the host's MemAvailable (/proc/meminfo) in bytes.
-func memAvailable() (uint64, error) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if n := memInfo(b, "MemAvailable"); err == nil && n > 0 {
-		return uint64(n), nil
-	} else if err == nil {
-		err = fmt.Errorf("/proc/meminfo has no MemAvailable")
-	}
-	return 0, err
-}
 
 // serverEarly says whether the server starts with the correctness case: when it fits,
 // the bundle exists before the case, and the run serves at all.

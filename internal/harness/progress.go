@@ -128,9 +128,9 @@ func (p *progress) heartbeat() {
 	msg := "still running"
 	if log != "" {
 		if last := lastLine(log, 160); last != "" {
-			msg += "; last line of " + p.r.ev.rel(log) + ": " + last
+			msg += "; last line of " + relInside(p.r.ev.Dir, log) + ": " + last
 		} else {
-			msg += "; " + p.r.ev.rel(log) + " is empty so far"
+			msg += "; " + relInside(p.r.ev.Dir, log) + " is empty so far"
 		}
 	}
 	p.printf("%s", msg)

@@ -436,7 +436,7 @@ func (r *row) nativeStated(logPath string) (string, error) {
 	}
 	m := re.FindSubmatch(log)
 	if m == nil || len(m) != 2 {
-		return "", fmt.Errorf("the native Task's log %s states no output sha256 (pattern %s)", r.ev.rel(logPath), pat)
+		return "", fmt.Errorf("the native Task's log %s states no output sha256 (pattern %s)", relInside(r.ev.Dir, logPath), pat)
 	}
 	return string(m[1]), nil
 }

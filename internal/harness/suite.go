@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -243,7 +242,7 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 		if err := recordHost(s.Evidence.Dir, &info); err != nil {
 			return err
 		}
-		if err := s.Evidence.WriteJSON(schema.RunFile, info); err != nil {
+		if err := writeJSON(filepath.Join(s.Evidence.Dir, schema.RunFile), info); err != nil {
 			return err
 		}
 		if err := writeWhole(filepath.Join(s.Evidence.Dir, schema.SummaryFile), []byte(summary)); err != nil {
@@ -388,9 +387,8 @@ func recordHost(dir string, info *schema.RunInfo) error {
 // CPUModel is the first "model name" of a /proc/cpuinfo ("" when it names none, as on
 // most arm64 kernels).
 func CPUModel(cpuinfo []byte) string {
-	sc := bufio.NewScanner(bytes.NewReader(cpuinfo))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+	for line := range strings.Lines(string(cpuinfo)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
 			return strings.TrimSpace(v)
 		}
 	}
@@ -456,9 +454,8 @@ func LoadAvg(b []byte) ([3]float64, error) {
 // StealSeconds is the steal time of /proc/stat's aggregate cpu line (its eighth value),
 // in seconds: CPU time a hypervisor gave to others while this host wanted it.
 func StealSeconds(b []byte) (float64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
 		if len(f) == 0 || f[0] != "cpu" {
 			continue
 		}

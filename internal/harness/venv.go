@@ -117,9 +117,8 @@ func readLock(p string) (map[string]string, error) {
 		return nil, fmt.Errorf("the venv's lock: %w", err)
 	}
 	lock := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if m := pin.FindStringSubmatch(strings.TrimSpace(sc.Text())); m != nil {
+	for line := range strings.Lines(string(b)) {
+		if m := pin.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
 			lock[normalizeDist(m[1])] = m[2]
 		}
 	}
