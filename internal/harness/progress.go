@@ -27,8 +27,7 @@ type progress struct {
 	log     string // the file whose last line a heartbeat quotes, "" for none
 	done    chan struct{}
 	wg      sync.WaitGroup
-	hold    bool // keep the lines (pending) until attach
-	pending []string
+	pending []string // the lines before attach, of work begun early
 	// early: its work began during the stage before (the build, during preflight);
 	// attached is when its own stage began, firstEarly its first earlier command's start.
 	early                bool
@@ -44,12 +43,12 @@ func (p *progress) attach(say func(string)) {
 			say(line)
 		}
 	}
-	p.say, p.hold, p.pending, p.attached = say, false, nil, time.Now()
+	p.say, p.pending, p.attached = say, nil, time.Now()
 }
 
 // newProgress starts a stage's heartbeat; with hold its lines wait for attach.
 func (r *row) newProgress(name string, say func(string), hold bool) *progress {
-	p := &progress{say: say, r: r, stage: name, start: time.Now(), done: make(chan struct{}), hold: hold, early: hold}
+	p := &progress{say: say, r: r, stage: name, start: time.Now(), done: make(chan struct{}), early: hold}
 	every := r.s.cfg.Heartbeat
 	if every <= 0 {
 		every = DefaultHeartbeat
@@ -147,7 +146,7 @@ func (p *progress) printf(format string, args ...any) {
 	defer p.mu.Unlock()
 	if p.say != nil {
 		p.say(line)
-	} else if p.hold {
+	} else if p.early && p.attached.IsZero() {
 		p.pending = append(p.pending, line)
 	}
 	if w := p.r.s.cfg.Progress; w != nil {

@@ -299,9 +299,7 @@ func (r *row) aiperf(ctx context.Context, fx *fixtures.Workload, url string, ear
 	}
 	r.stops.add(func() {
 		f.stop(nil)
-		if tmp != "" {
-			os.RemoveAll(tmp)
-		}
+		os.RemoveAll(tmp) // "" when never made: nothing
 	})
 	return f, nil
 }
