@@ -188,10 +188,8 @@ func recordFiles(rec []byte) []string {
 	return out
 }
 
-// unownedFiles names every file under site that no distribution's RECORD lists: a
-// module or a .pth file dropped in after install (no RECORD, so neither the lock nor the
-// known digests see it) runs as any installed one does, a .pth file's import lines at
-// every start of Python.
+// unownedFiles names every file under site that no RECORD lists: dropped in after
+// install, neither the lock nor the known digests see it, yet it runs (a .pth at every start).
 func unownedFiles(site string, owned map[string]bool) []string {
 	var problems []string
 	err := filepath.WalkDir(site, func(p string, d fs.DirEntry, err error) error {
@@ -215,15 +213,12 @@ func unownedFiles(site string, owned map[string]bool) []string {
 	return problems
 }
 
-// recordChecks caches each RECORD's verdict for the process: a venv's files are hashed
-// once (1.2 GB for the project venv), however many suites a test binary makes.
+// recordChecks caches each RECORD's verdict: the venv (1.2 GB) is hashed once a process.
 var recordChecks sync.Map // site-packages + "\x00" + RECORD's sha256 -> []string
 
-// recordProblems verifies the files a distribution's RECORD lists against the hashes it
-// states (pip wrote them at install): an installed file edited afterwards, METADATA's
-// Version made to read as the pin included, is named. Lines without a hash (RECORD
-// itself) are skipped. A RECORD rewritten to match is caught by the known digests
-// (knownRecordProblems).
+// recordProblems names each file a RECORD lists that differs from the hash pip wrote at
+// install (edited afterwards, METADATA included); a RECORD rewritten to match is caught
+// by the known digests (knownRecordProblems).
 func recordProblems(site, dist string, rec []byte) []string {
 	key := site + "\x00" + bytesSHA256(rec)
 	if v, ok := recordChecks.Load(key); ok {
@@ -254,20 +249,14 @@ func recordProblems(site, dist string, rec []byte) []string {
 	return problems
 }
 
-// A RECORD lists every file pip installed with its sha256, so a file edited afterwards
-// is found (recordProblems); a RECORD rewritten to match edited files is not. The pins'
-// known RECORDs close that: scripts/venvrecords writes, from a clean install, each pinned
-// distribution's RecordDigest into scripts/venv-records.txt, per Python version and
-// platform (the wheels differ), and a venv whose digests differ is dirty.
-
-// VenvRecordsFile is the known RECORD digests, relative to the repository root.
+// VenvRecordsFile is the known RECORD digests of a clean install of the pins, per
+// Python version and platform (scripts/venvrecords writes it): a venv whose digests
+// differ is dirty, whatever its RECORDs say.
 const VenvRecordsFile = "scripts/venv-records.txt"
 
-// RecordDigest is the sha256 of a RECORD's lines that every clean install of the same
-// wheel writes alike: each file the wheel holds, with its hash, sorted. Left out are
-// what the install itself makes and hashes: the scripts pip writes with this venv's
-// interpreter in their first line (../../../bin/), the bytecode it compiles (its
-// timestamps, __pycache__/), and INSTALLER, REQUESTED, direct_url.json and RECORD.
+// RecordDigest is the sha256 of a RECORD's lines that every clean install of the wheel
+// writes alike, sorted: not what the install makes (../../../bin/ scripts naming this
+// interpreter, __pycache__/, INSTALLER, REQUESTED, direct_url.json, RECORD).
 func RecordDigest(rec []byte) string {
 	var lines []string
 	for line := range strings.Lines(string(rec)) {
