@@ -65,7 +65,7 @@ func TestServerOOMKilled(t *testing.T) {
 // status), the later stages not-run, and the run's evidence checks (Finish, at cleanup).
 func TestCorrectnessOnlyRun(t *testing.T) {
 	// Parallel again: its case's "1 failed" beside the parallel tests was another run
-	// removing the bundle cache entry the case read (fixed: entrylock.go;
+	// removing the bundle cache entry the case read (fixed: harness entryLock;
 	// TestRunsShareABundleCacheEntry). A failure prints the case's output.
 	t.Parallel() // its own suite and run folder (main_test.go: parallel tests)
 	row := controlRow("refedit-v1", "the reference row, its correctness case alone", func(*harness.Checkpoint, *refedit.Faulty) {})

@@ -8,8 +8,7 @@ import (
 	"qualkit/internal/gpu"
 )
 
-// Checkpoint is one row of a qualification table: a checkpoint (or reference family)
-// served by one backend, with the reason it belongs to its group.
+// Checkpoint is one row of a qualification table: a checkpoint served by one backend.
 type Checkpoint struct {
 	Name     string // row label, unique within a table; becomes the subtest and evidence folder name
 	Family   string // directory under families/ that owns the adapter
@@ -18,13 +17,8 @@ type Checkpoint struct {
 	Revision string // pinned checkpoint revision; empty only for families without one
 	Reason   string // why this row is in the group, or why it is a gap
 
-	// Smoke marks reduced or random-weight profiles: they may pass every stage but are
-	// never reported as qualification of the full checkpoint.
-	Smoke bool
-	// Double marks rows served by a contract double of the serving stack (programs that
-	// hold its documented contracts, without the model): they prove the adapter's wiring
-	// and read "passed-contract-double", never qualified.
-	Double bool
+	Smoke  bool // a reduced or random-weight profile: never qualification of the full checkpoint
+	Double bool // served by a contract double of the serving stack: proves the wiring, never qualified
 
 	Adapter  family.Family
 	Fixtures string // path to the fixtures manifest, relative to the repository root
@@ -42,25 +36,16 @@ type Bench struct {
 
 // Needs is what a row requires of the host. The zero value means CPU only, any runtime.
 type Needs struct {
-	GPU       gpu.Needs // count, memory per GPU, compute capability; zero: no GPU
+	GPU       gpu.Needs // zero: no GPU
 	Container bool      // the row can only be served from a container
-	// ShareGPU lets the row's GPUs be leased to other rows that say so too, at the same
-	// time; by default a row has its GPUs to itself for its whole life.
-	ShareGPU bool
-	// ResidentBytes is the model's memory once loaded (on each of the row's GPUs, or on
-	// the host for a row without one). The overlapped order preloads the native batch
-	// beside the server only when the free memory holds both; zero: unknown, so never.
-	ResidentBytes uint64
-	// CaseResidentBytes is the correctness case's peak memory (its model, and the
-	// reference it compares with, if it loads one), where ResidentBytes is counted. The
-	// overlapped order loads the server beside the case only when the free memory holds
-	// both; zero: unknown, so never.
-	CaseResidentBytes uint64
+	ShareGPU  bool      // its GPUs may be leased at once to other rows that say so too
+	// ResidentBytes is the model's memory once loaded (on each GPU, or the host), and
+	// CaseResidentBytes the correctness case's peak: the overlapped order loads two
+	// things at once only when the free memory holds both (zero: unknown, so never).
+	ResidentBytes, CaseResidentBytes uint64
 }
 
-// Deadlines are the deadlines the row runs with: its own, defaults filled, as the
-// family adjusts them (Spec.Deadlines; a family that cannot describe the row without its
-// host, a checkout that is not there, keeps them).
+// Deadlines are the row's own, defaults filled, as the family adjusts them (Spec.Deadlines).
 func (c Checkpoint) Deadlines() family.Deadlines {
 	d := c.Deadline.WithDefaults()
 	if c.Adapter == nil {
@@ -79,8 +64,7 @@ func (c Checkpoint) Row() family.Row {
 
 var rowName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
-// Validate reports what is wrong with a row, so a table cannot hold a row that would
-// produce an unreadable report.
+// Validate reports what is wrong with a row.
 func (c Checkpoint) Validate() error {
 	switch {
 	case !rowName.MatchString(c.Name):
@@ -101,8 +85,7 @@ func (c Checkpoint) Validate() error {
 	return nil
 }
 
-// Table is a group of rows. NewTable panics on an invalid or duplicate row: a table is
-// source code, and a broken one must not compile into a run.
+// Table is a group of rows. NewTable panics on an invalid or duplicate row.
 type Table []Checkpoint
 
 func NewTable(rows ...Checkpoint) Table {

@@ -7,31 +7,31 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"qualkit/internal/attest"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"qualkit/internal/attest"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
 )
 
 // Evidence is one run's evidence folder: evidence/<run id>/, one subfolder per row.
 type Evidence struct {
-	Dir   string
-	RunID string
-
-	reserve *reserve // space kept for the evidence of a run the disk filled (diskfull.go)
+	Dir, RunID string
+	reserve    *reserve // kept for the evidence when the disk fills
 }
 
-// NewEvidence creates the run folder and proves it is writable before any stage runs,
-// so a run never does hours of work it cannot record.
+// NewEvidence creates the run folder and proves it writable before any stage runs.
 func NewEvidence(root, runID string) (*Evidence, error) {
 	dir := filepath.Join(root, runID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -57,10 +57,8 @@ func (e *Evidence) Close() {
 	}
 }
 
-// NewRunID is a sortable run id: UTC time, process id and a random part. The time and
-// pid alone collide for two runs started in the same second in two PID namespaces (two
-// containers, two CI runners on one engine), whose image tags and Docker filters would
-// then be one.
+// NewRunID is a sortable run id: UTC time, process id and a random part (time and pid
+// collide across PID namespaces, two CI runners on one engine).
 func NewRunID(now time.Time) string {
 	b := make([]byte, 3)
 	rand.Read(b)
@@ -71,20 +69,13 @@ func NewRunID(now time.Time) string {
 func (e *Evidence) Row(name string) (*RowEvidence, error) {
 	dir := filepath.Join(e.Dir, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		// An existing folder is another run's evidence of the row: never written twice.
 		return nil, fmt.Errorf("row evidence %s: %w", dir, err)
 	}
 	return &RowEvidence{Dir: dir}, nil
 }
 
-// WriteJSON writes v, indented, to a path relative to the run folder.
-func (e *Evidence) WriteJSON(rel string, v any) error {
-	return writeJSON(filepath.Join(e.Dir, rel), v)
-}
-
-// WriteChecksums writes dir/SHA256SUMS over every file under dir (sha256sum format, paths
-// relative to dir, sorted), replacing an older list, and returns the list's own sha256:
-// the anchor that, kept outside the folder (JUnit, the test log), proves every file.
+// WriteChecksums writes dir/SHA256SUMS over every file under dir (sha256sum format,
+// sorted) and returns its sha256: the anchor that, kept outside the folder, proves every file.
 func WriteChecksums(dir string) (string, error) {
 	var lines []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -113,11 +104,11 @@ func WriteChecksums(dir string) (string, error) {
 	return bytesSHA256(list), nil
 }
 
-// RowEvidence is one row's folder. It logs every command it runs to commands.jsonl.
+// RowEvidence is one row's folder; it records every command to commands.jsonl.
 type RowEvidence struct {
 	Dir     string
 	mu      sync.Mutex
-	pending [][]byte // command records not yet written (the disk was full)
+	pending [][]byte // records the full disk had no room for
 }
 
 // Path returns an absolute path inside the row folder, creating its parent folder.
@@ -126,9 +117,6 @@ func (r *RowEvidence) Path(rel string) string {
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	return p
 }
-
-// rel is path relative to the row folder, for messages; other paths stay whole.
-func (r *RowEvidence) rel(path string) string { return relInside(r.Dir, path) }
 
 // relInside is path relative to base when it lies inside base, else path as given.
 func relInside(base, path string) string {
@@ -144,10 +132,9 @@ func (r *RowEvidence) WriteFile(rel string, data []byte) error {
 	return writeWhole(r.Path(rel), data)
 }
 
-// Record appends one command record to commands.jsonl, its log path relative to the
-// row folder: the row's serving.Recorder. A record the disk had no room for is kept
-// and written by the next Record or Flush, so that the log stays whole JSON lines and
-// loses no command.
+// Record appends one command record to commands.jsonl (the row's serving.Recorder). A
+// record the disk had no room for is written by the next Record or Flush: whole lines,
+// no command lost.
 func (r *RowEvidence) Record(rec schema.CommandRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -197,8 +184,7 @@ func writeJSON(path string, v any) error {
 	return writeWhole(path, append(b, '\n'))
 }
 
-// writeWhole writes data to path through a temporary file renamed into place: a
-// write the disk has no room for leaves the old file (or none), never a torn one.
+// writeWhole writes data to path through a temporary file renamed into place: never a torn file.
 func writeWhole(path string, data []byte) error {
 	tmp := path + ".partial"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
@@ -226,22 +212,81 @@ func bytesSHA256(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func copyFile(dst, src string) error {
-	in, err := os.Open(src)
+// ReserveBytes is the space each run keeps on the evidence file system, in a file beside
+// the run folder: when the disk fills, it is given back so that the evidence of what
+// happened can still be written.
+const ReserveBytes = 16 << 20
+
+type reserve struct {
+	mu   sync.Mutex
+	path string // "" once given back
+}
+
+func newReserve(root, runID string) (*reserve, error) {
+	removeStaleReserves(root)
+	path := filepath.Join(root, reservePrefix+runID)
+	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
+	_, err = f.Write(make([]byte, ReserveBytes))
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	out, err := os.Create(dst)
 	if err != nil {
-		return err
+		os.Remove(path)
+		return nil, fmt.Errorf("the evidence file system has less than the %d MiB a run keeps in reserve for its evidence: %w (free space there, or choose another folder with -qualkit.evidence)", ReserveBytes>>20, err)
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
+	return &reserve{path: path}, nil
+}
+
+const reservePrefix = ".qualkit-reserve-"
+
+// removeStaleReserves removes the reserves of runs whose process is gone (by NewRunID's pid).
+func removeStaleReserves(root string) {
+	paths, _ := filepath.Glob(filepath.Join(root, reservePrefix+"*"))
+	for _, p := range paths {
+		f := strings.Split(strings.TrimPrefix(filepath.Base(p), reservePrefix), "-") // NewRunID: time-pid[-...]
+		if len(f) < 2 {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[1]); err == nil && syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.Remove(p)
+		}
 	}
-	return out.Close()
+}
+
+// release gives the reserve back, saying whether there was one.
+func (r *reserve) release() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.path == "" {
+		return false
+	}
+	os.Remove(r.path)
+	r.path = ""
+	return true
+}
+
+// writeEvidence runs write, and once more with the reserve given back if the disk was full.
+func (e *Evidence) writeEvidence(write func() error) error {
+	err := write()
+	if errors.Is(err, syscall.ENOSPC) && e.reserve != nil && e.reserve.release() {
+		err = write()
+	}
+	return err
+}
+
+// diskFull is an error when the evidence file system has (almost) no space left: a
+// stage that failed then failed because of it, whatever its tool printed.
+func (e *Evidence) diskFull() error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(e.Dir, &st); err != nil {
+		return nil
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	if free >= 1<<20 {
+		return nil
+	}
+	return fmt.Errorf("no space left on device: the evidence file system at %s has %d bytes free", e.Dir, free)
 }

@@ -11,32 +11,30 @@ import (
 	"qualkit/internal/serving"
 )
 
-// overlapPlan is what the overlapped order begins early for one row, decided once
-// preflight has read the host, and why not when it does not.
+// overlapPlan is what the overlapped order begins early for one row, and why (not):
+// the build during preflight, the server beside the correctness case, AIPerf with the
+// server (waiting for the model), the native batch with the server (waiting for items).
 type overlapPlan struct {
-	buildEarly  bool // the build starts during preflight, beside its slow checks
-	buildWhy    string
-	serverEarly bool // the server starts with the correctness case and loads beside it
-	serverWhy   string
-	aiperfEarly bool // AIPerf starts with the server and waits for the model
-	aiperfWhy   string
-	preload     bool // the native batch starts with the server and waits for its items
-	preloadWhy  string
+	buildEarly, serverEarly, aiperfEarly, preload bool
+	buildWhy, serverWhy, aiperfWhy, preloadWhy    string
 }
 
 const serialWhy = "-qualkit.serial: the serial order, one thing at a time (to measure what overlapping gains)"
 
-// planOverlap decides what the row begins early. AIPerf may start while the server
-// loads only when the server lists the model in GET /v1/models once it can serve it,
-// never before; the native batch may load beside the server only when its program can
-// wait for its items and the row's memory holds both models at once.
+// planOverlap decides what the row begins early. AIPerf may start while the server loads
+// only when the server lists the model in GET /v1/models once it can serve, never before.
 func (r *row) planOverlap(rd Readiness) {
 	p := &r.plan
 	if r.s.cfg.Serial {
 		p.serverWhy, p.aiperfWhy, p.preloadWhy = serialWhy, serialWhy, serialWhy
 		return
 	}
-	p.serverEarly, p.serverWhy = r.serverFits(rd)
+	n := r.c.Needs
+	p.serverEarly, p.serverWhy = r.fits(rd, n.ResidentBytes, n.CaseResidentBytes, "the row states no resident size of the server or of the correctness case (Needs.ResidentBytes, Needs.CaseResidentBytes), so whether both fit at once is unknown: the server starts once the case passed",
+		"the server and the correctness case", "the server starts once the case passed")
+	if p.serverEarly {
+		p.serverWhy = "the server loaded beside the correctness case: " + p.serverWhy + "; the benchmark's first request still waited for the case to pass"
+	}
 	if where := r.spec.ModelsWhenReady; where != "" {
 		p.aiperfEarly = true
 		p.aiperfWhy = "AIPerf started with the server and waited for GET /v1/models to list the model, which the server does only once it can serve (" + where + ")"
@@ -48,57 +46,44 @@ func (r *row) planOverlap(rd Readiness) {
 		p.preloadWhy = "the family's batch program cannot load first and wait for its items (Spec.BatchWaits): it starts at identity"
 		return
 	}
-	p.preload, p.preloadWhy = r.preloadFits(rd)
+	p.preload, p.preloadWhy = r.fits(rd, n.ResidentBytes, n.ResidentBytes, "the row states no resident size (Needs.ResidentBytes), so whether the server and the native batch fit at once is unknown: it starts at identity",
+		"the server and the native batch", "the native batch starts at identity")
+	if p.preload {
+		p.preloadWhy = "the native batch loaded beside the server: " + p.preloadWhy
+	}
 }
 
-// serverFits says whether the server can load while the correctness case runs: the
-// free memory (freeMemory) holds the server's resident size and the case's at once. Whether
-// the bundle exists before the case is settled when the case starts (startServerEarly).
-func (r *row) serverFits(rd Readiness) (bool, string) {
-	srv, cs := r.c.Needs.ResidentBytes, r.c.Needs.CaseResidentBytes
-	if srv == 0 || cs == 0 {
-		return false, "the row states no resident size of the server or of the correctness case (Needs.ResidentBytes, Needs.CaseResidentBytes), so whether both fit at once is unknown: the server starts once the case passed"
+// fits says whether the free memory (freeMemory) holds what both parts need at once,
+// the server and what loads beside it (the correctness case's or the native batch's
+// size, zero: unknown, so never): why says so in words, late what then starts later.
+func (r *row) fits(rd Readiness, server, beside uint64, unknown, both, late string) (bool, string) {
+	if server == 0 || beside == 0 {
+		return false, unknown
 	}
-	need := srv + cs
+	need := fmt.Sprintf("%s + %s", gib(server), gib(beside))
+	if server == beside {
+		need = "2 x " + gib(server)
+	}
 	least, where, err := r.freeMemory(rd)
-	if err != "" {
-		return false, err + ": the server starts once the correctness case passed"
+	switch {
+	case err != "":
+		return false, err + ": " + late
+	case least < server+beside:
+		return false, fmt.Sprintf("%s %s free, %s need %s: %s", where, gib(least), both, need, late)
 	}
-	if least < need {
-		return false, fmt.Sprintf("%s %s free, the server and the correctness case need %s + %s: the server starts once the case passed", where, gib(least), gib(srv), gib(cs))
-	}
-	return true, fmt.Sprintf("the server loaded beside the correctness case: %s %s free, both need %s + %s; the benchmark's first request still waited for the case to pass", where, gib(least), gib(srv), gib(cs))
+	return true, fmt.Sprintf("%s %s free, both need %s", where, gib(least), need)
 }
 
-// preloadFits says whether the server and the native batch fit in memory at once
-// (freeMemory): twice the model's resident size the row states.
-func (r *row) preloadFits(rd Readiness) (bool, string) {
-	res := r.c.Needs.ResidentBytes
-	if res == 0 {
-		return false, "the row states no resident size (Needs.ResidentBytes), so whether the server and the native batch fit at once is unknown: it starts at identity"
-	}
-	need := 2 * res
-	least, where, err := r.freeMemory(rd)
-	if err != "" {
-		return false, err + ": the native batch starts at identity"
-	}
-	if least < need {
-		return false, fmt.Sprintf("%s %s free, the server and the native batch need 2 x %s: the native batch starts at identity", where, gib(least), gib(res))
-	}
-	return true, fmt.Sprintf("the native batch loaded beside the server: %s %s free, both need 2 x %s", where, gib(least), gib(res))
-}
-
-// freeMemory is the least free memory the row can load into: on each of its GPUs
-// (NVML's free memory at preflight), or on the host for a row without GPUs
-// (MemAvailable); where says which, whyNot why it is unknown.
+// freeMemory is the least free memory the row can load into: on each of its GPUs (NVML,
+// at preflight), or the host's MemAvailable; where says which, whyNot why it is unknown.
 func (r *row) freeMemory(rd Readiness) (least uint64, where, whyNot string) {
 	gpus := r.env.GPUs
 	if len(gpus) == 0 {
-		avail, err := memAvailable()
-		if err != nil {
-			return 0, "", "the host's free memory is unknown (" + err.Error() + ")"
+		b, err := os.ReadFile("/proc/meminfo")
+		if avail := memInfo(b, "MemAvailable"); avail > 0 {
+			return uint64(avail), "the host had", ""
 		}
-		return avail, "the host had", ""
+		return 0, "", fmt.Sprintf("the host's free memory is unknown (/proc/meminfo: %v, no MemAvailable)", err)
 	}
 	free := map[string]uint64{}
 	if rd.GPU != nil {
@@ -123,20 +108,8 @@ func (r *row) freeMemory(rd Readiness) (least uint64, where, whyNot string) {
 
 func gib(b uint64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
-// memAvailable is the host's MemAvailable (/proc/meminfo) in bytes.
-func memAvailable() (uint64, error) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if n := memInfo(b, "MemAvailable"); err == nil && n > 0 {
-		return uint64(n), nil
-	} else if err == nil {
-		err = fmt.Errorf("/proc/meminfo has no MemAvailable")
-	}
-	return 0, err
-}
-
-// serverEarly says whether the server starts with the correctness case: when the plan
-// says it fits, and the bundle already exists (a case that builds the bundle the server
-// serves comes first), and the run serves at all.
+// serverEarly says whether the server starts with the correctness case: when it fits,
+// the bundle exists before the case, and the run serves at all.
 func (r *row) serverEarly(b bundle) bool {
 	switch {
 	case !r.plan.serverEarly:
@@ -150,10 +123,8 @@ func (r *row) serverEarly(b bundle) bool {
 
 const buildEarlyWhy = "the build started beside preflight's slow checks (AIPerf's version, the family's own checks and probes), which it needs none of; a failed preflight stops it"
 
-// buildEarly says whether the build begins during preflight, once what the build needs
-// of the host is known (the fixtures, the runtime, the GPUs): when the order allows and
-// the build runs as processes (a build in the family's image waits for the image, which
-// preflight's probes prepare).
+// buildEarly says whether the build begins during preflight: when the order allows and
+// it runs as processes (the image, which preflight's probes prepare, comes first).
 func (r *row) buildEarly() bool {
 	switch {
 	case r.s.cfg.Serial:
@@ -168,9 +139,8 @@ func (r *row) buildEarly() bool {
 	return r.plan.buildEarly
 }
 
-// command settles, in the calling stage, how c runs for stage (its options, and the
-// image) and returns the run, for a future: on the row's GPUs, its output in logRel,
-// within limit, its record saying the stage during which it started (during).
+// command settles now how c runs for stage (options, image) and returns the run, for a
+// future: on the row's GPUs, output in logRel, within limit, recorded as begun during.
 func (r *row) command(ctx context.Context, stage, during string, c family.Command, logRel string, limit time.Duration, mounts ...family.Mount) (func(context.Context) (schema.CommandRecord, error), error) {
 	opts, err := r.options(ctx, stage, r.env.GPUs, duringRecorder{r.ev, during, nil}, mounts...)
 	if err != nil {
@@ -183,8 +153,7 @@ func (r *row) command(ctx context.Context, stage, during string, c family.Comman
 	}, nil
 }
 
-// duringRecorder records a command with the stage it started in ("" for its own), and
-// keeps its start as written when start is not nil.
+// duringRecorder records a command with the stage it started in, and its start in start.
 type duringRecorder struct {
 	serving.Recorder
 	during string

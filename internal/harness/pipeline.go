@@ -1,3 +1,6 @@
+// Package harness is the family-agnostic machinery that qualifies one checkpoint row:
+// its stages (pipeline.go), each a subtest, all of it written to an evidence folder.
+// Everything family-specific reaches it through family.Family.
 package harness
 
 import (
@@ -14,34 +17,34 @@ import (
 	"qualkit/internal/serving"
 )
 
-// row is what every stage of one checkpoint row shares. What a stage makes it returns,
-// and the pipeline (run, below) hands it to the stages that need it.
+// row is what every stage of one checkpoint row shares; what a stage makes, the pipeline
+// (stages, below) hands to the stages that need it.
 type row struct {
 	s     *Suite
 	c     Checkpoint
-	spec  family.Spec // the family's facts for the row (Describe), as of the last env
+	spec  family.Spec // Describe's, as of the last env
 	env   family.Env
 	ev    *RowEvidence
 	lease *gpu.Lease
-	prog  *progress   // the running stage's; nil between stages
-	plan  overlapPlan // what the overlapped order begins early, decided in preflight
+	prog  *progress // the running stage's; nil between stages
+	plan  overlapPlan
 	res   *schema.Result
 	img   *rowImage // the family's image, once prepared
-	stops cleanup   // what the row started, stopped when it fails or reports
+	stops cleanup
 	st    rowState
 }
 
-// rowState is the row's course: when it ran, how it ended, and its lease's wait.
+// rowState is the row's course.
 type rowState struct {
 	started, ended time.Time
-	failed, why    string        // the first stage that failed, and what Classify said of it
-	failedAt       time.Duration // how far into that stage
+	failed, why    string        // the first stage that failed, and Classify's why
+	failedAt       time.Duration // into that stage
 	skip           string        // why the row is not run (a host that lacks what it needs)
-	sumsSHA        string        // sha256 of the row's SHA256SUMS, once reported
+	sumsSHA        string        // of the row's SHA256SUMS, once reported
 	leaseWaitS     float64
 }
 
-// made is what the stages made, each kept for the stages after it and the report.
+// made is what the stages made, for the stages after them and the report.
 type made struct {
 	fx          *fixtures.Workload
 	build       *future[bundle]
@@ -50,18 +53,17 @@ type made struct {
 	caseOut     caseRun
 	launch      *serverLaunch
 	server      *future[serving.Server]
-	serverStart time.Time // the early server's start, as its command record states it
+	serverStart time.Time // the early server's, as its command record states it
 	served      serving.Server
 	bench       *future[schema.CommandRecord] // AIPerf
 	native      *future[schema.CommandRecord] // the family's batch program
 	benchmarked *benchmarkResult
-	influence   [][]byte // the influence probes' responses, for their Task times
-	controls    [][]byte // the controls probes' 200 responses, for their Task times
+	influence   [][]byte // the probes' responses, for their Task times
+	controls    [][]byte
 	identity    identityRun
 }
 
-// stage is one named step of the pipeline; held is the progress its work began under
-// before the stage (the build begun during preflight).
+// stage is one named step; held is the progress of its work begun before it (the build).
 type stage struct {
 	name string
 	held **progress
@@ -71,10 +73,8 @@ type stage struct {
 // StageNames lists the subtests every row runs, in order (the report last).
 func StageNames() []string { return append(slices.Clone(schema.Stages), schema.StageReport) }
 
-// stages wires the pipeline: each stage takes what the ones before it made and returns
-// what it makes, and this is the one place results.json is assembled from them.
-// Influence and controls run while the server is still up, since they need HTTP;
-// controls stops it when done, so the native Task has the GPU to itself.
+// stages wires the pipeline, the one place results.json is assembled. Influence and
+// controls need the server; controls stops it, so the native Task has the GPU to itself.
 func (r *row) stages(m *made) []stage {
 	res := r.res
 	return []stage{
@@ -94,8 +94,6 @@ func (r *row) stages(m *made) []stage {
 			return err
 		}},
 		{schema.StageCorrectness, nil, func(ctx context.Context) (err error) {
-			// The overlapped order loads the server beside the case when both fit; the
-			// case's failure stops it (runStage stops what began early).
 			early := r.serverEarly(m.bundle)
 			if early {
 				if m.launch, err = r.prepareServer(ctx, m.bundle, m.fx, schema.StageCorrectness, &m.serverStart); err != nil {
@@ -127,8 +125,6 @@ func (r *row) stages(m *made) []stage {
 				res.Output, res.Protocol = r.proto().OutputSource(), r.proto().Name()
 			}
 			r.prog.watch(m.launch.ss.Log)
-			// What needs only the bundle, or only the server's address, is settled now and
-			// begins now when planOverlap says so, else when its stage waits for it.
 			if m.native, err = r.nativeBatch(ctx, m.bundle, r.plan.preload); err != nil {
 				return err
 			}
@@ -176,10 +172,9 @@ func (r *row) stages(m *made) []stage {
 	}
 }
 
-// drive runs the row's stages in order, then its report, through run. A stage after a
-// failure, or beyond a correctness-only run, is recorded "not-run" without a subtest, so
-// the one failure that matters is not buried under a FAIL line per later stage.
-func (r *row) drive(ctx context.Context, run stageRunner) error {
+// drive runs the stages in order, then the report. A stage after a failure, or beyond a
+// correctness-only run, is recorded "not-run" without a subtest: one FAIL line per row.
+func (r *row) drive(ctx context.Context, run runner) error {
 	m := &made{}
 	for _, st := range r.stages(m) {
 		if r.st.failed != "" || r.beyondCorrectnessOnly(st.name) {
@@ -187,7 +182,6 @@ func (r *row) drive(ctx context.Context, run stageRunner) error {
 			continue
 		}
 		if !run.stage(st.name, func(say func(string)) error { return r.runStage(ctx, m, st, say) }) {
-			// wholeRow predicted otherwise; the row still never reads as passed.
 			r.notSelected(st.name)
 			run.missed("stage %s of %s did not run: the -run/-skip selection left it out, so the row fails", st.name, r.c.Name)
 		}
@@ -206,7 +200,7 @@ func (r *row) drive(ctx context.Context, run stageRunner) error {
 }
 
 // runStage runs one stage unless an earlier one failed (then it is a failure too, never
-// a skip), times it and records its outcome. The error names stage and row.
+// a skip), times it and records its outcome.
 func (r *row) runStage(ctx context.Context, m *made, st stage, say func(string)) error {
 	start := time.Now()
 	res := schema.StageResult{Name: st.name, Status: schema.NotRun, Start: start.UTC()}
@@ -226,9 +220,7 @@ func (r *row) runStage(ctx context.Context, m *made, st stage, say func(string))
 		return nil
 	}
 	if ctx.Err() != nil {
-		// Interrupted, or out of time, before it began: it fails as what stopped it, and
-		// what began early for a later stage ends with it, as with any failed stage
-		// (nothing will wait for it; the checker bounds it by the stages it ran across).
+		// Interrupted or out of time before it began: it fails as what stopped it.
 		r.stops.run()
 		res.Status, r.st.failed = schema.Fail, st.name
 		res.Kind, r.st.why = Classify(ctx, st.name, ctx.Err())
@@ -237,9 +229,7 @@ func (r *row) runStage(ctx context.Context, m *made, st stage, say func(string))
 	}
 	var p *progress
 	if st.held != nil && *st.held != nil {
-		// Its work began during an earlier stage: its lines so far go into this stage's
-		// log, and the rest as they come.
-		p = *st.held
+		p = *st.held // its work began during an earlier stage
 		p.attach(say)
 	} else {
 		p = r.newProgress(st.name, say, false)
@@ -275,8 +265,8 @@ func (r *row) runStage(ctx context.Context, m *made, st stage, say func(string))
 	return nil
 }
 
-// future is work that may begin before the stage that takes it: start begins it at once
-// when early, else the first wait does. stop ends it, begun or not.
+// future is work that may begin before the stage that takes it: at once when early,
+// else at the first wait. stop ends it, begun or not.
 type future[T any] struct {
 	early  bool
 	run    func(context.Context) (T, error)
@@ -298,8 +288,8 @@ func start[T any](ctx context.Context, early bool, run func(context.Context) (T,
 	return f
 }
 
-// later is a future whose work is settled by prepare (its command, options, files):
-// settled now and begun when early, else both when first waited for.
+// later is a future whose work prepare settles (its command, options, files): now and
+// begun when early, else both at the first wait.
 func later[T any](ctx context.Context, early bool, prepare func(context.Context) (func(context.Context) (T, error), error)) (*future[T], error) {
 	if !early {
 		return start(ctx, false, func(ctx context.Context) (T, error) {
@@ -328,15 +318,13 @@ func (f *future[T]) begin() {
 	})
 }
 
-// wait begins the work if it has not begun, and returns what it made.
 func (f *future[T]) wait() (T, error) {
 	f.begin()
 	<-f.done
 	return f.val, f.err
 }
 
-// stop ends the work, unless it is done, and waits for it (work never begun never
-// begins); then release, if not nil, gets what it made. Nil-safe.
+// stop ends the work unless done, and waits for it; then release, if any, gets what it made.
 func (f *future[T]) stop(release func(T)) {
 	if f == nil {
 		return
@@ -377,8 +365,8 @@ func (c *cleanup) run() {
 }
 
 // report settles the row's status and writes results.json, row.md, what the Reporter
-// derives, and the row's SHA256SUMS. What the row started stops first: a row's files
-// are final once it reports, and a running server still writes its log.
+// derives, and the row's SHA256SUMS. What the row started stops first (a running server
+// still writes its log).
 func (r *row) report(m *made) error {
 	return r.s.Evidence.writeEvidence(func() error { return r.writeReport(m) })
 }
@@ -409,7 +397,6 @@ func (r *row) writeReport(m *made) error {
 			return fmt.Errorf("report %s: derived reports: %w", r.c.Name, err)
 		}
 	}
-	// The row is final: its checksum list, whose sha256 goes into JUnit and the log.
 	sum, err := WriteChecksums(r.ev.Dir)
 	if err != nil {
 		return fmt.Errorf("report %s: %w", r.c.Name, err)
@@ -421,7 +408,7 @@ func (r *row) writeReport(m *made) error {
 	return nil
 }
 
-// status is the row's status and reason, from how its stages ended and what ran it.
+// status is the row's status and reason.
 func (r *row) status() (string, string) {
 	res := r.res
 	switch {
@@ -438,7 +425,6 @@ func (r *row) status() (string, string) {
 		return schema.StatusCorrectnessOnly, "correctness-only run: the row's unchanged correctness case passed alone " +
 			"(beside a public run whose row met a hardware limit, make merge-evidence keeps it as the local verification); it qualifies nothing"
 	case !everyStagePassed(res):
-		// A passing status is earned by every stage passing, not by none failing.
 		return schema.StatusFailed, "not every stage ran and passed"
 	case r.c.Double:
 		return schema.StatusDouble, "served by a contract double of the serving stack: proves the adapter's wiring, never the checkpoint"
@@ -452,7 +438,7 @@ func (r *row) status() (string, string) {
 	return schema.StatusQualified, ""
 }
 
-// everyStagePassed says whether res lists exactly the pipeline's stages, in order, each passed.
+// everyStagePassed: res lists exactly the pipeline's stages, in order, each passed.
 func everyStagePassed(res *schema.Result) bool {
 	if len(res.Stages) != len(schema.Stages) {
 		return false

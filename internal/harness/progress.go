@@ -13,35 +13,28 @@ import (
 	"qualkit/internal/serving"
 )
 
-// DefaultHeartbeat is the longest a running stage stays silent: builds, model loads and
-// benchmarks of real checkpoints take minutes to hours.
+// DefaultHeartbeat is the longest a running stage stays silent.
 const DefaultHeartbeat = 30 * time.Second
 
-// progress prints what a row's running stage does, while it does it: a line per event
-// (a finished request) and a heartbeat when nothing happened for a while, naming the
-// last line of the log the stage writes. Lines go to the stage subtest's log (streamed
-// under -v and -json) and to SuiteConfig.Progress (the terminal, when go test buffers).
+// progress prints what a row's running stage does: a line per event and a heartbeat
+// quoting the last line of its log, to the stage subtest's log and SuiteConfig.Progress.
 type progress struct {
-	mu    sync.Mutex
-	say   func(string) // the running stage subtest's t.Log; nil outside subtests
-	r     *row
-	stage string
-	start time.Time
-	log   string // the file whose last line a heartbeat quotes, "" for none
-	done  chan struct{}
-	wg    sync.WaitGroup
-	// hold keeps the lines printed before the stage's subtest began (pending), for attach.
-	hold    bool
-	pending []string
-	// early: the stage's work began during the stage before it (the build, during
-	// preflight); attached is when its own stage began, firstEarly the start of its
-	// first command recorded as begun before.
+	mu      sync.Mutex
+	say     func(string) // the running stage subtest's t.Log; nil outside subtests
+	r       *row
+	stage   string
+	start   time.Time
+	log     string // the file whose last line a heartbeat quotes, "" for none
+	done    chan struct{}
+	wg      sync.WaitGroup
+	pending []string // the lines before attach, of work begun early
+	// early: its work began during the stage before (the build, during preflight);
+	// attached is when its own stage began, firstEarly its first earlier command's start.
 	early                bool
 	attached, firstEarly time.Time
 }
 
-// attach hands the stage's subtest log to a progress begun before it: the lines so far,
-// then every line as it comes.
+// attach hands the stage's subtest log to a progress begun before it.
 func (p *progress) attach(say func(string)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -50,20 +43,17 @@ func (p *progress) attach(say func(string)) {
 			say(line)
 		}
 	}
-	p.say, p.hold, p.pending, p.attached = say, false, nil, time.Now()
+	p.say, p.pending, p.attached = say, nil, time.Now()
 }
 
-// newProgress starts a stage's heartbeat; with hold (a stage's work begun before its
-// subtest) its lines wait for attach.
+// newProgress starts a stage's heartbeat; with hold its lines wait for attach.
 func (r *row) newProgress(name string, say func(string), hold bool) *progress {
-	p := &progress{say: say, r: r, stage: name, start: time.Now(), done: make(chan struct{}), hold: hold, early: hold}
+	p := &progress{say: say, r: r, stage: name, start: time.Now(), done: make(chan struct{}), early: hold}
 	every := r.s.cfg.Heartbeat
 	if every <= 0 {
 		every = DefaultHeartbeat
 	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	p.wg.Go(func() {
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
@@ -74,7 +64,7 @@ func (r *row) newProgress(name string, say func(string), hold bool) *progress {
 				p.heartbeat()
 			}
 		}
-	}()
+	})
 	return p
 }
 
@@ -86,8 +76,8 @@ func (p *progress) end() {
 	p.mu.Unlock()
 }
 
-// recorder records the stage's commands: those of work begun early that started before
-// its stage began, with During preflight.
+// recorder records the stage's commands, those that started before its stage began
+// with During preflight.
 func (p *progress) recorder() serving.Recorder {
 	if !p.early {
 		return p.r.ev
@@ -110,7 +100,7 @@ func (e earlyRecorder) Record(rec schema.CommandRecord) error {
 	return p.r.ev.Record(rec)
 }
 
-// earlyStart is when the first command recorded as begun early started; zero for none.
+// earlyStart is the start of the first command begun early; zero for none.
 func (p *progress) earlyStart() time.Time {
 	if p == nil {
 		return time.Time{}
@@ -137,15 +127,15 @@ func (p *progress) heartbeat() {
 	msg := "still running"
 	if log != "" {
 		if last := lastLine(log, 160); last != "" {
-			msg += "; last line of " + p.r.ev.rel(log) + ": " + last
+			msg += "; last line of " + relInside(p.r.ev.Dir, log) + ": " + last
 		} else {
-			msg += "; " + p.r.ev.rel(log) + " is empty so far"
+			msg += "; " + relInside(p.r.ev.Dir, log) + " is empty so far"
 		}
 	}
 	p.printf("%s", msg)
 }
 
-// printf writes one progress line: "qualkit: <row> <stage> +<elapsed>: <message>".
+// printf writes "qualkit: <row> <stage> +<elapsed>: <message>".
 func (p *progress) printf(format string, args ...any) {
 	if p == nil {
 		return
@@ -156,7 +146,7 @@ func (p *progress) printf(format string, args ...any) {
 	defer p.mu.Unlock()
 	if p.say != nil {
 		p.say(line)
-	} else if p.hold {
+	} else if p.early && p.attached.IsZero() {
 		p.pending = append(p.pending, line)
 	}
 	if w := p.r.s.cfg.Progress; w != nil {
@@ -176,8 +166,7 @@ func lastLine(path string, n int) string {
 	return ""
 }
 
-// followRecords prints a line for each new line of the server's records file until stop
-// closes: one per finished request, as the benchmark goes.
+// followRecords prints a line per new line of the server's records file until stop closes.
 func (p *progress) followRecords(path string, total int, stop <-chan struct{}) {
 	var offset int64
 	seen := 0

@@ -2,7 +2,10 @@ package harness
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,38 +14,30 @@ import (
 
 	"qualkit/internal/family"
 	"qualkit/internal/gpu"
+	"qualkit/internal/quality"
 	"qualkit/internal/schema"
+	"qualkit/internal/serving"
 )
 
-// runName is the row's name for this run of it: the row's own the first time, then
-// <row>.2, <row>.3, ... (go test -count=N): no row is ever written twice into one folder.
-func (s *Suite) runName(name string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.rowRuns == nil {
-		s.rowRuns = map[string]int{}
-	}
-	s.rowRuns[name]++
-	if n := s.rowRuns[name]; n > 1 {
-		return fmt.Sprintf("%s.%d", name, n)
-	}
-	return name
-}
-
-// newRow opens the row's evidence folder and registers its result with the suite.
+// newRow opens the row's evidence folder and registers its result. A row's second run
+// (go test -count=N) is <row>.2, and so on: no folder is written twice.
 func (s *Suite) newRow(c Checkpoint, work, reproduce string) (*row, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	c.Name = s.runName(c.Name)
+	s.mu.Lock()
+	s.rowRuns[c.Name]++
+	if n := s.rowRuns[c.Name]; n > 1 {
+		c.Name = fmt.Sprintf("%s.%d", c.Name, n)
+	}
+	s.mu.Unlock()
 	ev, err := s.Evidence.Row(c.Name)
 	if err != nil {
 		return nil, err
 	}
-	r := &row{s: s, c: c.withDefaults(), ev: ev, env: family.Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}, st: rowState{started: time.Now()}}
-	// A family that cannot describe the row fails its preflight, saying why (preflight
-	// asks again); the rest of the row reads the facts it did state.
-	r.describe()
+	c.Deadline = c.Deadlines()
+	r := &row{s: s, c: c, ev: ev, env: family.Env{Root: s.cfg.Root, Work: work, Python: s.cfg.Python}, st: rowState{started: time.Now()}}
+	r.describe() // an error fails preflight, which asks again
 	r.res = &schema.Result{
 		Schema: schema.ResultSchema, RunID: s.Evidence.RunID, Row: c.Name, Status: schema.StatusFailed,
 		Checkpoint: schema.CheckpointRef{Name: c.Name, Family: c.Family, Backend: r.spec.Backend, Model: c.Model,
@@ -51,26 +46,31 @@ func (s *Suite) newRow(c Checkpoint, work, reproduce string) (*row, error) {
 		Command: reproduce, Provenance: s.provenance,
 		NativeOutputPattern: r.spec.NativeOutputPattern,
 	}
-	s.register(r.res)
+	s.mu.Lock()
+	s.results = append(s.results, r.res)
+	s.mu.Unlock()
 	return r, nil
 }
 
 // describe asks the family for its facts on the row's env as it stands, and checks them.
-func (r *row) describe() error {
-	spec, err := r.c.Adapter.Describe(r.env, r.c.Row())
+func (r *row) describe() (err error) {
+	r.spec, err = describe(r.c, r.env)
+	return err
+}
+
+func describe(c Checkpoint, env family.Env) (family.Spec, error) {
+	spec, err := c.Adapter.Describe(env, c.Row())
 	if err == nil {
 		err = spec.Validate()
 	}
-	r.spec = spec
 	if err != nil {
-		return fmt.Errorf("family %s cannot describe row %s: %w", r.c.Family, r.c.Name, err)
+		return spec, fmt.Errorf("family %s cannot describe row %s: %w", c.Family, c.Name, err)
 	}
-	return nil
+	return spec, nil
 }
 
 // Qualify runs every stage of one row as a subtest of t, then the report. A row runs
-// whole or not at all: a -run or -skip that selects only some of its stages fails the
-// row at once, saying how to select it whole, since part of a row proves nothing.
+// whole or not at all: a -run or -skip that selects only some of its stages fails it.
 func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	t.Helper()
 	if err := wholeRow(t.Name()); err != nil {
@@ -83,13 +83,11 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	t.Cleanup(r.end)
 	ctx, cancel := s.rowContext(t.Context(), t)
 	defer cancel()
-	r.drive(ctx, subtests{t: t, r: r})
+	r.drive(ctx, runner{t: t, r: r})
 }
 
-// Run qualifies one row without subtests, the same way: the stages in order, each after
-// a failure recorded "not-run", then the report. reproduce is the command results.json
-// gives to run the row again (Reproduce, for a test's own name). Negative controls use
-// it to prove which stage catches a fault.
+// Run qualifies one row without subtests (negative controls prove with it which stage
+// catches a fault); reproduce is results.json's command to run it again (Reproduce).
 func (s *Suite) Run(ctx context.Context, c Checkpoint, work, reproduce string) (*schema.Result, error) {
 	ctx, cancel := s.rowContext(ctx, nil)
 	defer cancel()
@@ -98,7 +96,7 @@ func (s *Suite) Run(ctx context.Context, c Checkpoint, work, reproduce string) (
 		return nil, err
 	}
 	defer r.end()
-	return r.res, r.drive(ctx, calls{})
+	return r.res, r.drive(ctx, runner{r: r})
 }
 
 // start leases what the row needs and opens it; on an error nothing is held.
@@ -106,39 +104,34 @@ func (s *Suite) start(ctx context.Context, c Checkpoint, work, reproduce string,
 	lease, waitS := s.lease(ctx, c, say)
 	r, err := s.newRow(c, work, reproduce)
 	if err != nil {
-		releaseLease(lease)
+		if lease != nil {
+			lease.Release()
+		}
 		return nil, err
 	}
 	r.lease, r.st.leaseWaitS = lease, waitS
 	return r, nil
 }
 
-// end stops what the row started (the report has usually done it), then gives its
-// lease back.
+// end stops what the row started, then gives its lease back.
 func (r *row) end() {
 	r.stops.run()
 	r.release()
 }
 
-// stageRunner runs a row's stages and its report: as subtests under go test (subtests),
-// or as plain calls (calls). Each says whether the body ran: a -run/-skip selection can
-// leave a subtest out.
-type stageRunner interface {
-	stage(name string, body func(say func(string)) error) (ran bool)
-	report(body func() error) (ran bool)
-	// skipped ends the row's test as skipped (a row that is not run, and says why).
-	skipped(why string)
-	// missed fails the row's test: a stage or the report did not run.
-	missed(format string, args ...any)
-}
-
-// subtests runs each stage as a subtest of t and the report as its last.
-type subtests struct {
+// runner runs a row's stages and its report: as subtests of t under go test, else (t
+// nil) as plain calls. Each says whether the body ran: a -run/-skip selection can leave
+// a subtest out.
+type runner struct {
 	t *testing.T
 	r *row
 }
 
-func (s subtests) stage(name string, body func(say func(string)) error) (ran bool) {
+func (s runner) stage(name string, body func(say func(string)) error) (ran bool) {
+	if s.t == nil {
+		body(nil)
+		return true
+	}
 	s.t.Run(name, func(t *testing.T) {
 		ran = true
 		err := body(func(line string) { t.Log(line) })
@@ -152,7 +145,11 @@ func (s subtests) stage(name string, body func(say func(string)) error) (ran boo
 	return ran
 }
 
-func (s subtests) report(body func() error) (ran bool) {
+func (s runner) report(body func() error) (ran bool) {
+	if s.t == nil {
+		body()
+		return true
+	}
 	s.t.Run(schema.StageReport, func(t *testing.T) {
 		ran = true
 		err := body()
@@ -167,19 +164,22 @@ func (s subtests) report(body func() error) (ran bool) {
 	return ran
 }
 
-func (s subtests) skipped(why string)                { s.t.Skip(why) }
-func (s subtests) missed(format string, args ...any) { s.t.Errorf(format, args...) }
+// skipped ends the row's test as skipped (a row that is not run, and says why).
+func (s runner) skipped(why string) {
+	if s.t != nil {
+		s.t.Skip(why)
+	}
+}
 
-// calls runs each stage and the report as a plain call.
-type calls struct{}
+// missed fails the row's test: a stage or the report did not run.
+func (s runner) missed(format string, args ...any) {
+	if s.t != nil {
+		s.t.Errorf(format, args...)
+	}
+}
 
-func (calls) stage(_ string, body func(say func(string)) error) bool { body(nil); return true }
-func (calls) report(body func() error) bool                          { body(); return true }
-func (calls) skipped(string)                                         {}
-func (calls) missed(string, ...any)                                  {}
-
-// wholeRow is nil when go test's -run and -skip select every stage subtest of the row
-// named rowTest, or none; else an error naming what runs and how to select the row whole.
+// wholeRow is nil when -run and -skip select every stage of the row rowTest, else an
+// error naming what runs and how to select the row whole.
 func wholeRow(rowTest string) error {
 	sel, err := TestSelection()
 	if err != nil {
@@ -214,17 +214,12 @@ func (r *row) notSelected(name string) {
 	}
 }
 
-func (c Checkpoint) withDefaults() Checkpoint {
-	c.Deadline = c.Deadlines()
-	return c
-}
-
 // beyondCorrectnessOnly says whether a correctness-only run leaves stage out.
 func (r *row) beyondCorrectnessOnly(stage string) bool {
 	return r.s.cfg.CorrectnessOnly && !slices.Contains(schema.CorrectnessOnlyStages, stage)
 }
 
-// attrs puts the headline numbers into JUnit as properties of the report test case.
+// attrs puts the headline numbers into JUnit, on the report test case.
 func (r *row) attrs(t *testing.T) {
 	res := r.res
 	t.Attr("qualkit.status", res.Status)
@@ -254,8 +249,7 @@ func (r *row) attrs(t *testing.T) {
 	}
 }
 
-// Reproduce is the command that reruns exactly the qual test named testName (a row, or a
-// test that runs rows through Suite.Run).
+// Reproduce is the command that reruns exactly the qual test named testName.
 func Reproduce(testName string) string {
 	return fmt.Sprintf("go test ./qual/ -count=1 -v -run '%s'", runPattern(testName))
 }
@@ -269,11 +263,9 @@ func runPattern(testName string) string {
 	return strings.Join(parts, "/")
 }
 
-// lease takes from the run's pool what the row needs for its whole life: its GPUs by UUID
-// (the host's GPUs are read once, by the first row that needs one), or a CPU row slot.
-// It waits while other rows hold them, saying so once through say. It returns nil when
-// the GPUs can never come (too few on this host, or none readable): preflight then names
-// what is missing.
+// lease takes from the run's pool what the row needs for its whole life: its GPUs by
+// UUID, or a CPU row slot, waiting while other rows hold them. It is nil when the GPUs
+// can never come: preflight then names what is missing.
 func (s *Suite) lease(ctx context.Context, c Checkpoint, say func(string)) (*gpu.Lease, float64) {
 	if c.Needs.GPU != (gpu.Needs{}) {
 		s.poolGPUs.Do(func() {
@@ -295,14 +287,7 @@ func (s *Suite) lease(ctx context.Context, c Checkpoint, say func(string)) (*gpu
 	return l, time.Since(start).Seconds()
 }
 
-func releaseLease(l *gpu.Lease) {
-	if l != nil {
-		l.Release()
-	}
-}
-
-// release gives the row's lease back and records it with the rows that ran beside it;
-// a second call does nothing.
+// release gives the row's lease back and records it with the rows that ran beside it, once.
 func (r *row) release() {
 	if r.lease == nil || r.res.Lease != nil {
 		return
@@ -331,8 +316,7 @@ func (r *row) failedKind() string {
 }
 
 // failureReason is the row's reason when a stage failed: the stage, the kind and what
-// happened, so that a reader of the table needs no log. A hardware limit also says what
-// the seed's rule needs next: the unchanged correctness case, alone, on capable hardware.
+// happened; a hardware limit also says what the seed's rule needs next.
 func (r *row) failureReason() string {
 	kind := r.failedKind()
 	detail := r.st.why
@@ -356,10 +340,9 @@ func (r *row) failureReason() string {
 	return "stage " + r.st.failed + " failed: " + kind + ": " + detail
 }
 
-// reasonLine is a stage's error as the row's one-line reason, whole, what to do first:
-// a list of unmet requirements (Missing) leads with their fixes, then says every
-// requirement; any other error is its first line, with the next when the first only
-// announces a list ("2 problem(s):"). What follows is a log's tail, left to the log.
+// reasonLine is a stage's error as one line: unmet requirements (Missing) lead with their
+// fixes; any other error is its first line, with the next when the first only announces
+// a list ("2 problem(s):"). What follows is a log's tail, left to the log.
 func reasonLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	for i := range lines {
@@ -392,10 +375,9 @@ func reasonLine(s string) string {
 	return s
 }
 
-// rowContext is a row's context: cancelled when the suite is interrupted, and, under go
-// test, ending a margin before the test binary's -timeout, so that the row stops as a
-// failure it reports (kind timeout) rather than as the testing package's panic. The
-// margin is what cleaning up and writing the evidence needs.
+// rowContext is a row's context: cancelled when the suite is interrupted, and under go
+// test ending a margin before -timeout, so that the row reports a timeout rather than
+// the testing package's panic.
 func (s *Suite) rowContext(parent context.Context, t *testing.T) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
@@ -413,4 +395,257 @@ func (s *Suite) rowContext(parent context.Context, t *testing.T) (context.Contex
 	margin := min(max(time.Until(deadline)/5, 3*time.Second), 2*time.Minute)
 	dctx, dcancel := context.WithDeadlineCause(ctx, deadline.Add(-margin), errTestDeadline)
 	return dctx, func() { dcancel(); release() }
+}
+
+// Interrupted is the cause a Suite's context carries once a signal stopped the run.
+type Interrupted struct {
+	Signal string // "SIGINT", "SIGTERM"
+}
+
+func (i Interrupted) Error() string { return "interrupted by " + i.Signal }
+
+// errTestDeadline is the cause of a row context cut near go test's -timeout.
+var errTestDeadline = errors.New("go test -timeout is near: the row was stopped to clean up and write its evidence")
+
+// logSign is a log line that says what kind of failure a stage met.
+type logSign struct {
+	kind string
+	re   *regexp.Regexp
+	what string
+}
+
+// logSigns are the tools' own words (each has a real line in failure_test.go); what
+// qualkit knows first-hand comes typed (serving.Failure).
+var logSigns = []logSign{
+	{schema.KindHardware, regexp.MustCompile(`CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError`), "CUDA out of memory (PyTorch)"},
+	{schema.KindHardware, regexp.MustCompile(`cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY`), "CUDA allocation failed"},
+	{schema.KindHardware, regexp.MustCompile(`\[TRT\].*(Cuda Runtime \(out of memory\)|could not be allocated|OutOfMemory)`), "TensorRT out of memory"},
+	{schema.KindHardware, regexp.MustCompile(`"OOMKilled":\s*true|OOMKilled`), "the container was OOM-killed"},
+	{schema.KindHardware, regexp.MustCompile(`NVRM: Xid|Xid \(PCI:`), "a GPU Xid error"},
+	{schema.KindHardware, regexp.MustCompile(`GPU has fallen off the bus|GPU is lost|cudaErrorDevicesUnavailable`), "the GPU was lost"},
+	{schema.KindHardware, regexp.MustCompile(`std::bad_alloc|\bMemoryError\b|Cannot allocate memory`), "host out of memory"},
+	{schema.KindInfrastructure, regexp.MustCompile(`(?i)no space left on device`), "the disk is full"},
+	{schema.KindInfrastructure, regexp.MustCompile(`Cannot connect to the Docker daemon|docker\.sock: connect|Is the docker daemon running|error during connect`), "the Docker engine is gone"},
+	{schema.KindInfrastructure, regexp.MustCompile(`(?i)read-only file system`), "a read-only file system"},
+	// SIGKILL from outside the run (its own cancellations are classified by the context
+	// first): an operator, or the kernel's OOM killer (dmesg says which).
+	{schema.KindInfrastructure, regexp.MustCompile(`signal: killed`), "a process was killed from outside the run (an operator, or the kernel's OOM killer: see dmesg)"},
+}
+
+// Classify names why a stage failed, as a kind and a short reason: a signal or deadline
+// of the row's context, else the first sign in the error's text (with its command's log
+// tail), else correctness for the correctness stage and gate for the others.
+func Classify(ctx context.Context, stage string, err error) (kind, why string) {
+	var intr Interrupted
+	switch cause := context.Cause(ctx); {
+	case errors.As(cause, &intr):
+		return schema.KindInterrupted, intr.Signal
+	case errors.Is(cause, errTestDeadline):
+		return schema.KindTimeout, "go test -timeout"
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return schema.KindTimeout, "the stage's deadline"
+	}
+	var f *serving.Failure
+	if errors.As(err, &f) {
+		return f.Kind, f.What
+	}
+	text := err.Error()
+	for _, s := range logSigns {
+		if s.re.MatchString(text) {
+			return s.kind, s.what
+		}
+	}
+	if stage == schema.StageCorrectness {
+		return schema.KindCorrectness, "the family's correctness case"
+	}
+	return schema.KindGate, fmt.Sprintf("a gate of stage %s", stage)
+}
+
+func newOverhead(client, task schema.Quantiles) *schema.Overhead {
+	d := client.P50 - task.P50
+	return &schema.Overhead{P50DiffMs: d, Fraction: d / client.P50}
+}
+
+// MarkdownRow renders a result as one line of row.md's table, one cell per
+// schema.RowColumns.
+func MarkdownRow(r *schema.Result) string {
+	dash := "-"
+	sha, counts, errs, identity, httpq, taskq, ips, corr := dash, dash, dash, dash, dash, dash, dash, dash
+	if r.Bundle != nil && len(r.Bundle.SHA256) >= 12 {
+		sha = "`" + r.Bundle.SHA256[:12] + "`"
+	}
+	if r.ClientErrors != nil {
+		// The request counts and errors are what AIPerf recorded; a row that never got
+		// that far shows none.
+		counts, errs = fmt.Sprintf("%d + %d", r.Measured, r.Warmup), fmt.Sprint(*r.ClientErrors)
+	}
+	if r.Identity != nil {
+		identity = fmt.Sprintf("%d/%d", r.Identity.PixelMatches, r.Identity.Total)
+	}
+	if r.HTTP != nil {
+		httpq = fmt.Sprintf("%.4f / %.4f", r.HTTP.P50/1000, r.HTTP.P95/1000)
+	}
+	if r.Task != nil {
+		taskq = fmt.Sprintf("%.4f / %.4f", r.Task.P50/1000, r.Task.P95/1000)
+	}
+	if r.ImagesPerS > 0 {
+		ips = fmt.Sprintf("%.4g", r.ImagesPerS)
+	}
+	if r.Correctness != nil {
+		corr = fmt.Sprintf("%d / %d", r.Correctness.Executed, r.Correctness.Skipped)
+	}
+	qual := dash
+	if r.Quality != nil {
+		qual = quality.Worst(r.Quality.Requests, r.Quality.Pair)
+	}
+	status := r.Status
+	if r.Reason != "" {
+		status += ": " + r.Reason
+	}
+	cells := []string{r.Checkpoint.Name, r.Checkpoint.Profile, r.Checkpoint.Backend, orDash(r.Runtime), sha,
+		settingsText(r.Settings), counts, identity, qual, errs, httpq, taskq, ips, corr, status}
+	for i, c := range cells {
+		cells[i] = strings.ReplaceAll(c, "|", `\|`)
+	}
+	return "| " + strings.Join(cells, " | ") + " |\n"
+}
+
+func settingsText(s map[string]string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		parts = append(parts, k+"="+s[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// Selection is go test's -run and -skip, matched as the testing package does (which
+// exports no matcher; TestSelectionAgreesWithGoTest holds this one to it).
+type Selection struct {
+	run, skip [][]*regexp.Regexp // alternatives of slash-separated elements; nil run selects all
+}
+
+// NewSelection compiles a -run and a -skip pattern.
+func NewSelection(run, skip string) (Selection, error) {
+	var s Selection
+	var err error
+	if s.run, err = compilePattern(run); err != nil {
+		return s, fmt.Errorf("-run %q: %w", run, err)
+	}
+	if s.skip, err = compilePattern(skip); err != nil {
+		return s, fmt.Errorf("-skip %q: %w", skip, err)
+	}
+	return s, nil
+}
+
+// TestSelection is the selection of this test binary's -test.run and -test.skip flags.
+func TestSelection() (Selection, error) {
+	value := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	return NewSelection(value("test.run"), value("test.skip"))
+}
+
+// Runs says whether the test of that full name ("TestX/row/stage") runs: some -run
+// alternative matches each of its elements (a deeper pattern still runs it, for its
+// subtests), and no -skip alternative matches it whole.
+func (s Selection) Runs(name string) bool {
+	elems := strings.Split(name, "/")
+	if s.run != nil {
+		if ok, _ := matchAny(s.run, elems); !ok {
+			return false
+		}
+	}
+	if s.skip != nil {
+		if ok, partial := matchAny(s.skip, elems); ok && !partial {
+			return false
+		}
+	}
+	return true
+}
+
+func matchAny(alts [][]*regexp.Regexp, elems []string) (ok, partial bool) {
+	for _, alt := range alts {
+		if ok, partial := matchElems(alt, elems); ok {
+			return ok, partial
+		}
+	}
+	return false, false
+}
+
+func matchElems(pattern []*regexp.Regexp, elems []string) (ok, partial bool) {
+	for i, e := range elems {
+		if i >= len(pattern) {
+			break
+		}
+		if !pattern[i].MatchString(e) {
+			return false, false
+		}
+	}
+	return true, len(elems) < len(pattern)
+}
+
+// compilePattern splits a pattern as the testing package does: at '|' and '/' outside
+// brackets and parentheses, into alternatives of per-level elements. "" is nil.
+func compilePattern(p string) ([][]*regexp.Regexp, error) {
+	if p == "" {
+		return nil, nil
+	}
+	var alts [][]*regexp.Regexp
+	var cur []*regexp.Regexp
+	add := func(elem string) error {
+		re, err := regexp.Compile(elem)
+		if err != nil {
+			return err
+		}
+		cur = append(cur, re)
+		return nil
+	}
+	brackets, parens, start := 0, 0, 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '[':
+			brackets++
+		case ']':
+			brackets = max(brackets-1, 0)
+		case '(':
+			if brackets == 0 {
+				parens++
+			}
+		case ')':
+			if brackets == 0 {
+				parens--
+			}
+		case '\\':
+			i++
+		case '/', '|':
+			if brackets != 0 || parens != 0 {
+				continue
+			}
+			if err := add(p[start:i]); err != nil {
+				return nil, err
+			}
+			start = i + 1
+			if p[i] == '|' {
+				alts, cur = append(alts, cur), nil
+			}
+		}
+	}
+	if err := add(p[start:]); err != nil {
+		return nil, err
+	}
+	return append(alts, cur), nil
 }

@@ -30,10 +30,8 @@ func (r *row) inImage(stage string) bool {
 	return err != nil || slices.Contains(ci.Stages, stage)
 }
 
-// options are the serving options of a stage's commands: the command record (rec, nil
-// for the row's evidence as is), the GPUs by UUID, and, when the stage runs in the image,
-// the container with the family's mounts and mounts, which the harness adds at their
-// host paths.
+// options are the serving options of a stage's commands: the record (nil: the row's),
+// the GPUs, and in the image the container with the family's mounts and mounts.
 func (r *row) options(ctx context.Context, stage string, gpus []gpu.Device, rec serving.Recorder, mounts ...family.Mount) ([]serving.Option, error) {
 	if rec == nil {
 		rec = r.ev
@@ -46,8 +44,7 @@ func (r *row) options(ctx context.Context, stage string, gpus []gpu.Device, rec 
 		opts = append(opts, serving.WithGPUs(gpus))
 	}
 	if !r.inImage(stage) {
-		// A process's temp files (a go build's work folder) go with the row's work folder,
-		// even when the process is killed before it removes them.
+		// A killed process's temp files (a go build's) go with the row's work folder.
 		if r.env.Work != "" {
 			opts = append(opts, serving.WithTempDir(filepath.Join(r.env.Work, "tmp")))
 		}
@@ -68,10 +65,8 @@ func (r *row) options(ctx context.Context, stage string, gpus []gpu.Device, rec 
 	return append(opts, serving.InContainer(c)), nil
 }
 
-// nested drops the mounts another mount already provides: Docker refuses two mounts at
-// one path, and a folder inside a folder mounted at its own path needs no mount of its
-// own when the outer one gives at least its access. Of two mounts of one path with the
-// same access, the first stays.
+// nested drops the mounts another already provides (Docker refuses two at one path): a
+// folder inside one mounted at its own path with at least its access, or a later twin.
 func nested(ms []family.Mount) []family.Mount {
 	var out []family.Mount
 	for i, m := range ms {
@@ -140,9 +135,8 @@ func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 	return img, nil
 }
 
-// job runs one command of the stage p reports for to completion, where the stage runs,
-// on gpus (the row's, or some of them), with its output in logRel (the log the stage's
-// heartbeat quotes).
+// job runs one command of p's stage to completion, where the stage runs, on gpus, its
+// output in logRel (which the heartbeat quotes).
 func (r *row) job(ctx context.Context, p *progress, c family.Command, logRel string, gpus []gpu.Device, mounts ...family.Mount) (schema.CommandRecord, error) {
 	opts, err := r.options(ctx, p.stage, gpus, p.recorder(), mounts...)
 	if err != nil {
@@ -153,8 +147,7 @@ func (r *row) job(ctx context.Context, p *progress, c family.Command, logRel str
 	return serving.Run(ctx, c, log, opts...)
 }
 
-// at mounts host paths at the same paths: the bundle, records, artifacts and files the
-// harness hands a command need no mapping inside the container.
+// at mounts host paths at the same paths, so what the harness hands a command needs no mapping.
 func at(readOnly bool, paths ...string) []family.Mount {
 	out := make([]family.Mount, len(paths))
 	for i, p := range paths {

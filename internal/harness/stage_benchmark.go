@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"qualkit/internal/fixtures"
@@ -16,24 +17,19 @@ import (
 	"qualkit/internal/wire"
 )
 
-// benchmark waits for AIPerf (begun with the server, or now), then checks what AIPerf
-// does not: every response is a real PNG of the requested size, and every measured
-// request has both a client latency and a server Task time.
+// benchmark waits for AIPerf (begun with the server, or now), then judges its export.
 func (r *row) benchmark(ctx context.Context, fx *fixtures.Workload, srv serving.Server, bench *future[schema.CommandRecord]) (*benchmarkResult, error) {
 	if bench.early {
 		r.prog.printf("AIPerf: started with the server %s ago; waiting for it", time.Since(bench.begun).Round(time.Second))
 	}
 	total := r.c.Bench.Measured + r.c.Bench.Warmup
 	stopFollow := make(chan struct{})
-	followed := make(chan struct{})
-	go func() {
-		defer close(followed)
-		r.prog.followRecords(r.ev.Path(schema.RecordsFile), total, stopFollow)
-	}()
+	var followed sync.WaitGroup
+	followed.Go(func() { r.prog.followRecords(r.ev.Path(schema.RecordsFile), total, stopFollow) })
 	r.prog.watch(r.ev.Path(schema.AIPerfLog))
 	_, runErr := r.waitBenchmark(ctx, srv, bench)
 	close(stopFollow)
-	<-followed
+	followed.Wait()
 	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.AIPerfArtifacts))
 	in := benchmarkInput{RunErr: runErr, Measured: r.c.Bench.Measured, Warmup: r.c.Bench.Warmup, Size: fx.FormSettings()["size"], Timing: r.spec.Timing}
 	in.Export, in.ExportErr = ReadExport(artifacts)
@@ -57,9 +53,8 @@ func (r *row) benchmark(ctx context.Context, fx *fixtures.Workload, srv serving.
 	return b, v.Err
 }
 
-// benchmarkResult is what the benchmark stage hands to the stages after it: AIPerf's
-// export, the PNG each valid HTTP response carried, the measured requests' client and
-// Task times by request id, the failed requests and the timing results.json states.
+// benchmarkResult is what the benchmark stage hands on: AIPerf's export, the PNG of each
+// valid HTTP response and the measured requests' times, by request id, and the timing.
 type benchmarkResult struct {
 	export           *Export
 	httpPNG          map[string][]byte
@@ -68,10 +63,8 @@ type benchmarkResult struct {
 	timing           *benchmarkTiming
 }
 
-// gatherBenchmark reads what judging AIPerf's export needs beyond it: what each
-// answered request sent and the PNG its response names (in the body, or a file under
-// the server's scratch folder), and the server's records where the row's Task times
-// come from them or are held to them.
+// gatherBenchmark reads what judging AIPerf's export needs beyond it: what each answered
+// request sent, the PNG its response names, and the server's records where they count.
 func (r *row) gatherBenchmark(in *benchmarkInput) {
 	in.Responses = make([]benchmarkResponse, len(in.Export.Raw))
 	for i, rec := range in.Export.Raw {
@@ -233,9 +226,8 @@ func judgeOutput(resp benchmarkResponse, size string) ([]byte, error) {
 // aiperfAfterServer is how long AIPerf may run on once the server has died.
 const aiperfAfterServer = 5 * time.Second
 
-// waitBenchmark waits for AIPerf, and stops it once the server has died: AIPerf waiting
-// for a model that will never be listed, or sending to a port nobody answers, would run
-// on until its own limits.
+// waitBenchmark waits for AIPerf, and stops it once the server has died (AIPerf waiting
+// for a model never listed would run on until its own limits).
 func (r *row) waitBenchmark(ctx context.Context, srv serving.Server, bench *future[schema.CommandRecord]) (schema.CommandRecord, error) {
 	bench.begin()
 	tick := time.NewTicker(2 * time.Second)
@@ -246,8 +238,6 @@ func (r *row) waitBenchmark(ctx context.Context, srv serving.Server, bench *futu
 			return bench.wait()
 		case <-tick.C:
 			if died := srv.Died(context.WithoutCancel(ctx)); died != nil {
-				// AIPerf sending to a dead port ends by itself within a moment, its
-				// errors exported; one still probing for the model does not.
 				r.prog.printf("the server died while AIPerf ran (%v): AIPerf has %s to end", died, aiperfAfterServer)
 				select {
 				case <-bench.done:
@@ -261,9 +251,8 @@ func (r *row) waitBenchmark(ctx context.Context, srv serving.Server, bench *futu
 	}
 }
 
-// aiperf is AIPerf's run against url: begun now when early (from serve, while the
-// server loads: AIPerf waits for the model to be listed before its first request), else
-// when the benchmark stage waits for it.
+// aiperf is AIPerf's run against url: begun now when early (while the server loads; it
+// waits for the model to be listed), else when the benchmark stage waits for it.
 func (r *row) aiperf(ctx context.Context, fx *fixtures.Workload, url string, early bool) (*future[schema.CommandRecord], error) {
 	var tmp string
 	f, err := later(ctx, early, func(ctx context.Context) (func(context.Context) (schema.CommandRecord, error), error) {
@@ -293,7 +282,7 @@ func (r *row) aiperf(ctx context.Context, fx *fixtures.Workload, url string, ear
 		}
 		tmp = run.TempDir
 		if rp := r.s.cfg.Reaper; rp != nil {
-			rp.Remove(run.TempDir) // it may lie outside this process's temp folder (aiperfTempBase)
+			rp.Remove(run.TempDir) // it may lie outside this process's temp folder
 		}
 		cmd, err := r.command(ctx, schema.StageBenchmark, during, r.s.cfg.AIPerf.Command(run), schema.AIPerfLog, limit)
 		if err != nil {
@@ -310,9 +299,7 @@ func (r *row) aiperf(ctx context.Context, fx *fixtures.Workload, url string, ear
 	}
 	r.stops.add(func() {
 		f.stop(nil)
-		if tmp != "" {
-			os.RemoveAll(tmp)
-		}
+		os.RemoveAll(tmp) // "" when never made: nothing
 	})
 	return f, nil
 }

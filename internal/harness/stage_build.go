@@ -2,8 +2,6 @@ package harness
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,9 +19,8 @@ import (
 	"qualkit/internal/schema"
 )
 
-// bundle is what the build made: the bundle's path and sha256 (empty when the
-// correctness case builds it), what results.json says of it, and the read lock on its
-// cache entry, held until the row ends.
+// bundle is what the build made: the bundle (empty when the correctness case builds
+// it), what results.json says of it, and the read lock on its cache entry until the row ends.
 type bundle struct {
 	path, sha string
 	info      *schema.BundleInfo
@@ -32,13 +29,11 @@ type bundle struct {
 }
 
 // build makes the family's programs, then the bundle, reusing a cached bundle only when
-// its key (checkpoint, revision, profile, build settings, builder hash) matches. It may
-// begin during preflight: it reports through p, its own progress.
+// its key (checkpoint, revision, profile, build settings, builder hash) matches.
 func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b bundle, err error) {
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Build)
 	defer cancel()
 	if r.inImage(schema.StageBuild) {
-		// The image first: the family's tools and settings may depend on it.
 		if _, err := r.image(ctx, schema.StageBuild); err != nil {
 			return b, err
 		}
@@ -72,16 +67,14 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 	out := filepath.Join(partial, r.c.Profile+".bundle")
 	ref := fx.ImagePath(fx.Pairs[0].Image)
 	if r.spec.Build == nil {
-		// The family's correctness case builds the bundle: it is found, hashed and
-		// recorded when that case passed, and never taken from the cache.
+		// Found, hashed and recorded once the case passed; never from the cache.
 		info.ByCorrectness = true
 		p.printf("the bundle is built by the family's correctness case (next stage)")
 		return b, r.ev.WriteJSON(schema.BundleFile, info)
 	}
 
-	// Rows running side by side may build the same bundle: one builds, the others
-	// wait and take it from the cache. Rows of other processes are kept apart by the
-	// entry's lock (entrylock.go), held until the row ends.
+	// Rows side by side building one bundle: one builds, the others take it from the
+	// cache. Other processes are kept apart by the entry's lock (entryLock).
 	defer bundleLocks.lock(dir)()
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return b, err
@@ -90,7 +83,7 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 	if b.entry, err = lockEntry(ctx, lockPath, false, true); err != nil {
 		return b, fmt.Errorf("bundle cache: %w", err)
 	}
-	// With -rebuild, the rows after the first take this run's fresh build from the cache.
+	// With -rebuild, rows after the first take this run's fresh build.
 	if _, fresh := r.s.built.Load(key); !r.s.cfg.Rebuild || fresh {
 		entry, err := r.s.trustedEntry(meta, final, key)
 		if err == nil {
@@ -101,8 +94,7 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 		}
 	}
 	if !info.Cached {
-		// Building it again replaces the entry: only when no other row holds it.
-		b.entry.unlock()
+		b.entry.unlock() // building it again replaces the entry: only when no one holds it
 		switch b.entry, err = lockEntry(ctx, lockPath, true, false); {
 		case err == nil:
 			if err := r.buildEntry(ctx, p, info, dir, partial, out, final, meta, ref); err != nil {
@@ -130,8 +122,8 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 	return b, r.ev.WriteJSON(schema.BundleFile, info)
 }
 
-// buildEntry builds the bundle into the cache entry dir (held with the write lock):
-// into a partial folder first, then renamed to final, then its bundle.json.
+// buildEntry builds the bundle into the cache entry dir (write-locked): into partial,
+// renamed to final, then its bundle.json.
 func (r *row) buildEntry(ctx context.Context, p *progress, info *schema.BundleInfo, dir, partial, out, final, meta, ref string) error {
 	os.RemoveAll(dir)
 	defer os.RemoveAll(partial)
@@ -175,20 +167,17 @@ func (r *row) buildBundle(ctx context.Context, p *progress, info *schema.BundleI
 	return nil
 }
 
-// entryFile is a bundle cache entry's record of its bundle, beside it in
-// .cache/bundles/<key>/: the BundleInfo of the row that built it (not evidence).
+// entryFile is a cache entry's record of its bundle: the BundleInfo of the row that built it.
 const entryFile = "bundle.json"
 
 // runIDName is what a run id may be as a folder name (20261203T151833Z-3754-a1b2c3).
 var runIDName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// trustedEntry reads the bundle cache entry at meta and says whether its bundle may be
-// reused: the entry is for this key, the bundle hashes to what the entry recorded at build
-// time, and the row that built it vouches for it. A row of this process vouches by having
-// built it; a row of an earlier run by its evidence under the same evidence root: its
-// build/bundle.json records the same sha256 and its SHA256SUMS lists that file as it is.
-// A bundle planted in .cache, or one whose building run's evidence is gone, is built again.
-// The entry's sha256 (EntrySHA256) goes into the row's evidence.
+// trustedEntry reads the cache entry at meta and says whether its bundle may be reused:
+// the entry is for this key, the bundle hashes to what it recorded, and the row that
+// built it vouches for it: by being of this process, or by its evidence under the same
+// root (its build/bundle.json, listed as it is in its SHA256SUMS, and its run checking
+// whole). A bundle planted in .cache, or whose run's evidence is gone, is built again.
 func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, error) {
 	b, err := os.ReadFile(meta)
 	if err != nil {
@@ -210,7 +199,7 @@ func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, erro
 		return nil, fmt.Errorf("the bundle hashes to %s, its entry recorded %s when it was built", sha, entry.SHA256)
 	}
 	if sha, _ := builtHere.Load(filepath.Dir(meta)); sha == entry.SHA256 {
-		return &entry, nil // this process built it: its rows need no evidence to trust it
+		return &entry, nil // this process built it
 	}
 	run, row, ok := strings.Cut(entry.BuiltBy, "/")
 	if !ok || !rowName.MatchString(row) || !runIDName.MatchString(run) {
@@ -229,8 +218,7 @@ func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, erro
 	if err != nil || !strings.Contains("\n"+string(sums), "\n"+bytesSHA256(rec)+"  "+schema.BundleFile+"\n") {
 		return nil, fmt.Errorf("%s/%s does not list its %s as it is", entry.BuiltBy, schema.ChecksumFile, schema.BundleFile)
 	}
-	// Its lists can be recomputed by whoever planted the bundle: the run must pass the
-	// checker whole with its anchor outside the folder (Reporter.Vouch).
+	// A planter can recompute the lists: the run must check whole (Reporter.Vouch).
 	if err := s.vouches(filepath.Dir(rowDir)); err != nil {
 		return nil, fmt.Errorf("the run that built it (%s) does not check: %w", entry.BuiltBy, err)
 	}
@@ -239,8 +227,7 @@ func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, erro
 
 func cacheKey(v any) string {
 	b, _ := json.Marshal(v) // map keys are sorted, so the key is canonical
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])[:32]
+	return bytesSHA256(b)[:32]
 }
 
 // pathSHA256 hashes a file, or a directory as the sorted list of its files' hashes.
@@ -282,38 +269,26 @@ func pathSize(path string) int64 {
 	return n
 }
 
-// The bundle cache is shared by every suite of the process (the negative controls run
-// one suite per fault, side by side): its entries are locked, and what the process built
-// is remembered (cache entry folder -> the sha256 built there), process-wide.
+// The bundle cache is shared by every suite of the process (negative controls run one
+// per fault): entries are locked, and what it built is remembered (entry -> sha256).
 var (
 	bundleLocks keyLocks
 	builtHere   sync.Map
 )
 
-// keyLocks holds a mutex per key, made on first use.
-type keyLocks struct {
-	mu sync.Mutex
-	m  map[string]*sync.Mutex
-}
+// keyLocks holds a mutex per key.
+type keyLocks struct{ m sync.Map }
 
 // lock holds key until the returned func is called.
 func (k *keyLocks) lock(key string) func() {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = map[string]*sync.Mutex{}
-	}
-	m, ok := k.m[key]
-	if !ok {
-		m = &sync.Mutex{}
-		k.m[key] = m
-	}
-	k.mu.Unlock()
+	v, _ := k.m.LoadOrStore(key, &sync.Mutex{})
+	m := v.(*sync.Mutex)
 	m.Lock()
 	return m.Unlock
 }
 
-// tools runs the family's tool commands and checks them. They write shared caches, so
-// rows side by side run them one at a time.
+// tools runs the family's tool commands (one row at a time: they write shared caches)
+// and checks them.
 func (r *row) tools(ctx context.Context, p *progress, tools []family.Command) (wallS float64, err error) {
 	defer r.s.keys.lock("tools\x00" + r.c.Family)()
 	for i, cmd := range tools {
@@ -331,9 +306,8 @@ func (r *row) tools(ctx context.Context, p *progress, tools []family.Command) (w
 	return wallS, nil
 }
 
-// vouches checks a finished run that would vouch for a reused bundle with the suite's
-// Reporter (Vouch: with its anchor), once per run folder; with no Reporter nothing can
-// check it, so it vouches for nothing.
+// vouches checks, once per run folder, a finished run that would vouch for a reused
+// bundle (Reporter.Vouch); with no Reporter it vouches for nothing.
 func (s *Suite) vouches(runDir string) error {
 	s.vouchMu.Lock() // not s.mu: a check takes seconds, and rows register meanwhile
 	defer s.vouchMu.Unlock()
@@ -344,9 +318,54 @@ func (s *Suite) vouches(runDir string) error {
 	if s.cfg.Reporter != nil {
 		err = s.cfg.Reporter.Vouch(runDir)
 	}
-	if s.vouched == nil {
-		s.vouched = map[string]error{}
-	}
 	s.vouched[runDir] = err
 	return err
+}
+
+// entryLock locks a bundle cache entry (.cache/bundles/<key>), shared by every process
+// of the checkout: a row holds the read lock on <key>.lock until it ends, and removing or
+// rebuilding the entry takes the write lock (else a run that did not trust an entry
+// removed it while another's correctness case read it). On Linux they are open file
+// description locks: rows of one process exclude each other as processes do, a dead
+// process drops them, and a write lock becomes a read lock atomically.
+type entryLock struct{ f *os.File }
+
+// errEntryBusy: another holder keeps the entry from being locked as asked.
+var errEntryBusy = errors.New("the bundle cache entry is in use by another run")
+
+// lockEntry opens path (creating it) and takes its read lock (write: its write lock).
+// With wait it retries until ctx ends, else it fails at once with errEntryBusy.
+func lockEntry(ctx context.Context, path string, write, wait bool) (*entryLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	l := &entryLock{f: f}
+	for {
+		err := l.set(write)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, errEntryBusy) || !wait {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for the bundle cache entry %s, which another run is building: %w", path, context.Cause(ctx))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// share turns a write lock into a read lock, with no moment between them unlocked.
+func (l *entryLock) share() error { return l.set(false) }
+
+// unlock drops the lock (closing the file drops it); nil-safe.
+func (l *entryLock) unlock() {
+	if l != nil && l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
 }

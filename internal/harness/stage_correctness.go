@@ -17,37 +17,33 @@ import (
 // caseFiles hashes a correctness case's test files and, for each, every conftest.py
 // from its folder up to root (pytest's rootdir), as pytest would load them.
 func caseFiles(tests []string, root string) ([]schema.FileHash, error) {
-	var out []schema.FileHash
-	seen := map[string]bool{}
-	add := func(p string) error {
-		if seen[p] {
-			return nil
+	var paths []string
+	add := func(p string) {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
 		}
-		seen[p] = true
-		sum, err := fileSHA256(p)
-		if err != nil {
-			return err
-		}
-		out = append(out, schema.FileHash{Path: p, SHA256: sum})
-		return nil
 	}
 	for _, t := range tests {
 		if !filepath.IsAbs(t) && root != "" {
 			t = filepath.Join(root, t)
 		}
-		if err := add(t); err != nil {
-			return nil, err
-		}
+		add(t)
 		for dir := filepath.Dir(t); ; dir = filepath.Dir(dir) {
 			if c := filepath.Join(dir, "conftest.py"); isRegular(c) {
-				if err := add(c); err != nil {
-					return nil, err
-				}
+				add(c)
 			}
 			if dir == root || root == "" || filepath.Dir(dir) == dir || !strings.HasPrefix(dir, root) {
 				break
 			}
 		}
+	}
+	var out []schema.FileHash
+	for _, p := range paths {
+		sum, err := fileSHA256(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, schema.FileHash{Path: p, SHA256: sum})
 	}
 	return out, nil
 }
@@ -78,13 +74,12 @@ func isRegular(p string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// caseScratch is the correctness case's scratch folder in the row's work folder (not
-// evidence): CorrectnessSpec.Scratch.
+// caseScratch is the case's scratch folder in the row's work folder (CorrectnessSpec.Scratch).
 const caseScratch = "correctness"
 
 // caseRun is what the correctness stage made: what results.json states of the case (nil
-// before its JUnit gave counts), the row's bundle (the case's own when it builds it), its
-// scratch folder and how long its command ran.
+// before its JUnit gave counts), the row's bundle (the case's when it builds it), its
+// scratch folder and its command's wall.
 type caseRun struct {
 	corr    *schema.Correctness
 	bundle  bundle
@@ -99,8 +94,7 @@ func (r *row) correctness(ctx context.Context, b bundle) (out caseRun, err error
 	artifacts := filepath.Join(r.ev.Dir, filepath.FromSlash(schema.CorrectnessArtifacts))
 	out.scratch = filepath.Join(r.env.Work, caseScratch)
 	if r.spec.Build == nil && r.spec.BundleDir != "" {
-		// The case builds the bundle in the family's BundleDir: its scratch goes there
-		// (the row's work folder is not the bundle's home), removed when the row ends.
+		// The case builds the bundle in the family's BundleDir: its scratch goes there.
 		if err := os.MkdirAll(r.spec.BundleDir, 0o755); err != nil {
 			return out, err
 		}
@@ -124,8 +118,6 @@ func (r *row) correctness(ctx context.Context, b bundle) (out caseRun, err error
 		return out, fmt.Errorf("correctness case: %w", err)
 	}
 	byCase := b.info != nil && b.info.ByCorrectness
-	// results.json states the case's counts only once its JUnit gave them: a case cut
-	// before it wrote one (interrupted, killed) has none to state.
 	corr := &schema.Correctness{Declared: cc.Cases}
 	d := judgeCaseDeclaration(caseDeclaration{BuildByCase: byCase, Bundle: cc.Bundle, Cases: cc.Cases, Result: cc.Result, RowDir: r.ev.Dir, Artifacts: artifacts})
 	if d.Record {
@@ -138,8 +130,6 @@ func (r *row) correctness(ctx context.Context, b bundle) (out caseRun, err error
 	if d.ResultFile != "" {
 		corr.ResultPass = cc.ResultPass
 	}
-	// The case's own code as it ran: its test files and the conftest.py files pytest
-	// loads for them.
 	if corr.CaseFiles, err = caseFiles(cc.TestFiles, cc.Command.Dir); err != nil {
 		return out, fmt.Errorf("correctness case files: %w", err)
 	}
@@ -274,8 +264,7 @@ func judgeCase(o caseOutcome) caseVerdict {
 	return v
 }
 
-// caseBundle takes the bundle the passed case built as the row's: the one real path the
-// family's pattern matches (FindCaseBundle), hashed now and again once the server stopped.
+// caseBundle takes the bundle the passed case built as the row's (FindCaseBundle).
 func (r *row) caseBundle(b bundle, pattern string) (bundle, error) {
 	path, matched, err := FindCaseBundle(pattern)
 	if err != nil {

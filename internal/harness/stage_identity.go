@@ -32,11 +32,9 @@ type replay struct {
 	err    error
 }
 
-// identity, with the server stopped (controls stops it), replays every request AIPerf sent (warmup too) from
+// identity, with the server stopped, replays every request AIPerf sent (warmup too) from
 // the exact bytes in the raw export through the native Task, and requires the decoded
-// pixels to equal those the HTTP response carried. A family with a batch mode runs every
-// replay in one process (one load); otherwise each replay is its own process, several
-// at once when the row has more than one GPU.
+// pixels to equal those the HTTP response carried.
 func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, bench *benchmarkResult, batch *future[schema.CommandRecord]) (out identityRun, err error) {
 	if sha, err := pathSHA256(b.path); err != nil || sha != b.sha {
 		return out, fmt.Errorf("the bundle changed while it was served: sha256 %s before, %s after (%v)", b.sha, sha, err)
@@ -45,13 +43,11 @@ func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, ben
 	for _, im := range fx.Images {
 		in.Fixtures[im.SHA256] = true
 	}
-	// A stage stopped before its replays still states the requests it went through.
 	stopped := func(err error) (identityRun, error) {
 		v := judgeIdentity(in)
 		out.sum = &v.Summary
 		return out, err
 	}
-	at := map[*replay]int{} // each replay's request in in.Requests
 	for i, rec := range bench.export.Raw {
 		id := rec.Metadata.XRequestID
 		sent, err := r.sent(rec)
@@ -60,13 +56,13 @@ func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, ben
 		}
 		c := identityCase{Req: schema.IdentityRequest{RequestID: id, Phase: rec.Metadata.BenchmarkPhase, Prompt: sent.Prompt, ClientMs: bench.clientMs[id], TaskMs: bench.taskMs[id]},
 			Input: sent.Image, HTTP: bench.httpPNG[id]}
+		if c.HTTP != nil {
+			c.Req.HTTPFile, c.Req.NativeFile = schema.IdentityPNG(i, c.Req.Phase, schema.SideHTTP), schema.IdentityPNG(i, c.Req.Phase, schema.SideNative)
+		}
+		in.Requests = append(in.Requests, c)
 		if c.HTTP == nil {
-			in.Requests = append(in.Requests, c)
 			continue
 		}
-		c.Req.HTTPFile = schema.IdentityPNG(i, c.Req.Phase, schema.SideHTTP)
-		c.Req.NativeFile = schema.IdentityPNG(i, c.Req.Phase, schema.SideNative)
-		in.Requests = append(in.Requests, c)
 		img := filepath.Join(r.nativeInDir(), fmt.Sprintf("input-%02d", i))
 		if err := os.MkdirAll(filepath.Dir(img), 0o755); err != nil {
 			return stopped(err)
@@ -77,21 +73,15 @@ func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, ben
 		rp := &replay{index: i, req: c.Req, log: schema.NativeLog(i),
 			spec: family.NativeSpec{Bundle: b.path, Image: img, Prompt: sent.Prompt, Settings: sent.Settings, LatentSeed: sent.LatentSeed, Output: r.ev.Path(c.Req.NativeFile)}}
 		out.replays = append(out.replays, rp)
-		at[rp] = len(in.Requests) - 1
 	}
-	// A native run that failed as a whole (interrupted, its process gone) leaves each
-	// replay it did not do failed with its error: the summary still lists every request.
+	// A native run that failed as a whole fails each replay it did not do.
 	var native schema.IdentitySummary
 	in.NativeErr = r.runNatives(ctx, b, batch, &out, &native)
-	if in.NativeErr != nil {
-		for _, rp := range out.replays {
-			if _, err := os.Stat(rp.spec.Output); rp.err == nil && err != nil {
-				rp.err = in.NativeErr
-			}
-		}
-	}
 	for _, rp := range out.replays {
-		c := &in.Requests[at[rp]]
+		if _, err := os.Stat(rp.spec.Output); in.NativeErr != nil && rp.err == nil && err != nil {
+			rp.err = in.NativeErr
+		}
+		c := &in.Requests[rp.index] // one request per raw record, in order
 		c.Err, c.Stated = rp.err, rp.stated
 		if rp.err == nil {
 			c.Native, c.NativeErr = os.ReadFile(rp.spec.Output)
@@ -107,8 +97,8 @@ func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, ben
 	return out, v.Err
 }
 
-// identityRun is what the identity stage made: its summary and the replays, with what
-// a batch process reported of its wall and its wait for its items.
+// identityRun is what the identity stage made: its summary, the replays, and a batch
+// process's wall and wait for its items.
 type identityRun struct {
 	sum          *schema.IdentitySummary
 	replays      []*replay
@@ -223,17 +213,15 @@ func judgeIdentity(in identityInput) identityVerdict {
 	return v
 }
 
-// runNatives runs the replays' native Tasks in the family's mode: its batch program
-// (begun with the serve stage, or now), else one process per replay. A failed replay is
-// recorded on it; the error is for what stops the stage.
+// runNatives runs the replays' native Tasks: in the family's batch program (one load),
+// else a process per replay, one per GPU at a time. A failed replay is recorded on it;
+// the error is for what stops the stage.
 func (r *row) runNatives(ctx context.Context, b bundle, batch *future[schema.CommandRecord], out *identityRun, sum *schema.IdentitySummary) error {
 	replays := out.replays
 	if len(replays) == 0 {
 		return nil
 	}
 	if batch != nil {
-		// The server is stopped, so the items go now: a batch preloaded with the serve
-		// stage was waiting for them.
 		if err := r.writeItems(replays); err != nil {
 			return err
 		}
@@ -251,7 +239,6 @@ func (r *row) runNatives(ctx context.Context, b bundle, batch *future[schema.Com
 	gpus := r.env.GPUs
 	slots := [][]gpu.Device{gpus}
 	if len(gpus) > 1 {
-		// One replay per GPU at a time: each process loads the model on its own GPU.
 		sum.Mode, slots = schema.NativeParallel, nil
 		for _, g := range gpus {
 			slots = append(slots, []gpu.Device{g})
@@ -260,13 +247,11 @@ func (r *row) runNatives(ctx context.Context, b bundle, batch *future[schema.Com
 	work := make(chan *replay)
 	var wg sync.WaitGroup
 	for _, gpus := range slots {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for rp := range work {
 				r.nativeOne(ctx, b, rp, gpus)
 			}
-		}()
+		})
 	}
 	for i, rp := range replays {
 		r.prog.printf("native Task %d/%d (%s) of request %s", i+1, len(replays), rp.req.Phase, rp.req.RequestID)
@@ -277,7 +262,7 @@ func (r *row) runNatives(ctx context.Context, b bundle, batch *future[schema.Com
 	return nil
 }
 
-// nativeOne runs one replay as its own process on gpus, and reads what its log states.
+// nativeOne runs one replay as its own process on gpus.
 func (r *row) nativeOne(ctx context.Context, b bundle, rp *replay, gpus []gpu.Device) {
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Native)
 	defer cancel()
@@ -299,13 +284,10 @@ func (r *row) nativeOne(ctx context.Context, b bundle, rp *replay, gpus []gpu.De
 
 func (r *row) itemsPath() string { return filepath.Join(r.env.Work, "native-items.jsonl") }
 
-// nativeInDir holds the request images the native Task replays.
 func (r *row) nativeInDir() string { return filepath.Join(r.env.Work, "native-in") }
 
-// nativeBatch is the family's batch program on the bundle (nil for a family with none
-// for the row): begun now when early (it loads the model beside the server and waits for
-// its items, which identity writes once the server has stopped), else when identity
-// waits for it.
+// nativeBatch is the family's batch program (nil for none): begun now when early (it
+// loads beside the server and waits for its items, written at identity), else at identity.
 func (r *row) nativeBatch(ctx context.Context, b bundle, early bool) (*future[schema.CommandRecord], error) {
 	if r.spec.NativeBatch == nil {
 		return nil, nil
@@ -330,8 +312,6 @@ func (r *row) nativeBatch(ctx context.Context, b bundle, early bool) (*future[sc
 				return nil, err
 			}
 		}
-		// It reads the bundle and the request images, and writes its report's folder,
-		// which holds the native PNGs too.
 		mounts := append(at(true, spec.Bundle, r.nativeInDir()), at(false, filepath.Dir(spec.Report))...)
 		run, err := r.command(ctx, schema.StageIdentity, during, cmd, schema.NativeBatchLog, limit, mounts...)
 		if err != nil {
@@ -349,8 +329,8 @@ func (r *row) nativeBatch(ctx context.Context, b bundle, early bool) (*future[sc
 	return f, nil
 }
 
-// writeItems writes the replays as a batch's items, one NativeItem per line, whole (a
-// temporary file renamed): a preloaded batch waiting for the file never reads half of it.
+// writeItems writes the replays as a batch's items, one NativeItem per line, whole: a
+// preloaded batch waiting for the file never reads half of it.
 func (r *row) writeItems(replays []*replay) error {
 	var items bytes.Buffer
 	enc := json.NewEncoder(&items)
@@ -359,11 +339,7 @@ func (r *row) writeItems(replays []*replay) error {
 			return err
 		}
 	}
-	tmp := r.itemsPath() + ".tmp"
-	if err := os.WriteFile(tmp, items.Bytes(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, r.itemsPath())
+	return writeWhole(r.itemsPath(), items.Bytes())
 }
 
 // readNativeBatch waits for the batch process and reads its report.
@@ -445,8 +421,7 @@ func readBatchReport(path string) (head batchHead, lines map[string]batchLine, e
 	return head, lines, sc.Err()
 }
 
-// nativeStated is the sha256 a native Task's log says it wrote, by the family's pattern;
-// "" when the family's program states none.
+// nativeStated is the sha256 a native Task's log says it wrote ("" for no pattern).
 func (r *row) nativeStated(logPath string) (string, error) {
 	pat := r.res.NativeOutputPattern
 	if pat == "" {
@@ -462,7 +437,7 @@ func (r *row) nativeStated(logPath string) (string, error) {
 	}
 	m := re.FindSubmatch(log)
 	if m == nil || len(m) != 2 {
-		return "", fmt.Errorf("the native Task's log %s states no output sha256 (pattern %s)", r.ev.rel(logPath), pat)
+		return "", fmt.Errorf("the native Task's log %s states no output sha256 (pattern %s)", relInside(r.ev.Dir, logPath), pat)
 	}
 	return string(m[1]), nil
 }
@@ -470,16 +445,10 @@ func (r *row) nativeStated(logPath string) (string, error) {
 // taskMsPattern finds a one-shot Task's own report of its Task call ("task_ms": N).
 var taskMsPattern = regexp.MustCompile(`"task_ms":\s*([0-9.]+)`)
 
-func statedTaskMs(logPath string) float64 {
-	b, err := os.ReadFile(logPath)
-	if err != nil {
-		return 0
+func statedTaskMs(logPath string) (v float64) {
+	b, _ := os.ReadFile(logPath)
+	if m := taskMsPattern.FindSubmatch(b); m != nil {
+		fmt.Sscan(string(m[1]), &v)
 	}
-	m := taskMsPattern.FindSubmatch(b)
-	if m == nil {
-		return 0
-	}
-	var v float64
-	fmt.Sscan(string(m[1]), &v)
 	return v
 }

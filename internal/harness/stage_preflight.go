@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,30 +30,20 @@ func Missing(reqs []family.Requirement) error {
 	return fmt.Errorf("%s", b.String())
 }
 
-// Readiness is what preflight found: every unmet requirement, the fixtures, and the
-// GPUs (the NVML reading, and the devices chosen for the row by UUID).
+// Readiness is what preflight found: every unmet requirement, the fixtures and the GPUs.
 type Readiness struct {
 	Requirements []family.Requirement `json:"requirements"`
 	Probes       []ProbeResult        `json:"probes,omitempty"`
 	GPU          *gpu.Reading         `json:"gpu_reading,omitempty"`
 	GPUError     string               `json:"gpu_error,omitempty"`
 	Selected     []gpu.Device         `json:"gpus_selected,omitempty"`
-	// Found is what the family found on the host and names (Spec.Found): which serving
-	// contract a checkout supports and why.
-	Found []string `json:"found,omitempty"`
-	fx    *fixtures.Workload
+	Found        []string             `json:"found,omitempty"` // Spec.Found
+	fx           *fixtures.Workload
 }
 
-// Preflight lists what the row needs and the host lacks, without starting anything.
-// `make doctor` prints it for every row.
+// Preflight lists what the row needs and the host lacks, starting nothing (make doctor).
 func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env family.Env) Readiness {
-	spec, err := c.Adapter.Describe(env, c.Row())
-	if err == nil {
-		err = spec.Validate()
-	}
-	if err != nil {
-		err = fmt.Errorf("family %s cannot describe row %s: %w", c.Family, c.Name, err)
-	}
+	spec, err := describe(c, env)
 	rd := s.preflightHost(ctx, c, env, spec, err)
 	if len(rd.Selected) > 0 {
 		env.GPUs = rd.Selected
@@ -65,8 +56,7 @@ func (s *Suite) Preflight(ctx context.Context, c Checkpoint, env family.Env) Rea
 }
 
 // preflightHost is what the build may need of preflight: the family's findings, the
-// fixtures, the runtime, and the GPUs (NVML's reading and the devices chosen). No program
-// of the family's runs here but the NVML reader.
+// fixtures, the runtime and the GPUs. No program runs here but the NVML reader.
 func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env family.Env, spec family.Spec, describeErr error) Readiness {
 	rd := Readiness{Found: spec.Found}
 	need := func(absent bool, what, fix string) {
@@ -108,7 +98,6 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env family.Env,
 			need(true, fmt.Sprintf("the Docker daemon at %s has no nvidia runtime (runtimes: %v): GPU containers cannot start", s.daemon.Endpoint, s.daemon.Runtimes),
 				"install the NVIDIA Container Toolkit and run `nvidia-ctk runtime configure --runtime=docker`, then restart dockerd")
 		}
-		// An image named, not built here, must be in this engine now: qualkit never pulls.
 		if ok && s.dockerErr == nil && img.Ref != "" && img.Dockerfile == "" && img.Context == "" && len(img.CopyRoots) == 0 {
 			if err := serving.ImagePresent(ctx, img.Ref); err != nil {
 				fix := img.RefFix
@@ -142,8 +131,7 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env family.Env,
 }
 
 // preflightChecks are preflight's slow parts, which the build needs none of: AIPerf's
-// interpreter and the family's own checks, each a program start, side by side; their
-// findings are listed in a fixed order after preflightHost's.
+// version and the family's own checks, side by side.
 func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env family.Env, spec family.Spec, rd *Readiness) {
 	var aiperfErr error
 	var familyReqs []family.Requirement
@@ -160,14 +148,11 @@ func (s *Suite) preflightChecks(ctx context.Context, c Checkpoint, env family.En
 }
 
 // preflight checks the host has what the row needs, and begins the build beside its
-// slow checks when the order allows: it returns the fixtures and the build, begun or not
-// (with its own progress when begun).
+// slow checks when the order allows (with its own progress then).
 func (r *row) preflight(ctx context.Context) (*fixtures.Workload, *future[bundle], *progress, error) {
 	began := time.Now()
 	rd := r.s.preflightHost(ctx, r.c, r.env, r.spec, r.describe())
 	if r.lease != nil && len(r.lease.Devices) > 0 {
-		// The GPUs the row leased for its whole life, not a fresh pick: other rows of
-		// the run may hold the rest.
 		rd.Selected = r.lease.Devices
 	}
 	r.env.GPUs = rd.Selected
@@ -175,7 +160,6 @@ func (r *row) preflight(ctx context.Context) (*fixtures.Workload, *future[bundle
 		r.env.CUDADriverVersion = rd.GPU.CUDADriverVersion
 	}
 	if len(rd.Selected) > 0 {
-		// The family's facts as they are on the row's GPUs.
 		if err := r.describe(); err != nil {
 			rd.Requirements = append(rd.Requirements, family.Requirement{What: err.Error(), Fix: "fix the family adapter (its Describe and Spec: internal/family)"})
 		}
@@ -183,8 +167,6 @@ func (r *row) preflight(ctx context.Context) (*fixtures.Workload, *future[bundle
 	var build *future[bundle]
 	var buildProg *progress
 	if len(rd.Requirements) == 0 {
-		// What the build needs of the host is there: it starts now, beside the checks
-		// it needs none of, when the order allows (buildEarly says why not).
 		early := r.buildEarly()
 		if early {
 			buildProg = r.newProgress(schema.StageBuild, nil, true)
@@ -201,7 +183,6 @@ func (r *row) preflight(ctx context.Context) (*fixtures.Workload, *future[bundle
 	}
 	r.s.preflightChecks(ctx, r.c, r.env, r.spec, &rd)
 	if len(rd.Requirements) == 0 {
-		// Only on a host that has every piece: the probes run the family's programs.
 		rd.Probes = r.probe(ctx)
 		for _, p := range rd.Probes {
 			if p.Error != "" {
@@ -218,19 +199,23 @@ func (r *row) preflight(ctx context.Context) (*fixtures.Workload, *future[bundle
 	}
 	r.prog.printf("preflight took %.1f s", time.Since(began).Seconds())
 	if err := Missing(rd.Requirements); err != nil {
-		// Nothing will take the build that began early: a row that does not pass
-		// preflight builds nothing.
 		build.stop(nil)
-		if !r.s.cfg.Qualification && allAbsent(rd.Requirements) {
+		if !r.s.cfg.Qualification && !slices.ContainsFunc(rd.Requirements, func(q family.Requirement) bool { return !q.Absent }) {
 			r.st.skip = strings.Join(strings.Fields(err.Error()), " ")
-			r.s.recordSkip(r.c.Name, r.st.skip)
+			r.s.mu.Lock()
+			r.s.skips = append(r.s.skips, r.c.Name+": "+r.st.skip)
+			r.s.mu.Unlock()
 			return nil, build, buildProg, nil
 		}
 		return nil, build, buildProg, err
 	}
 	fx := rd.fx
 	for _, im := range fx.Images {
-		if err := copyFile(r.ev.Path(schema.Fixture(im.File)), fx.ImagePath(im.File)); err != nil {
+		b, err := os.ReadFile(fx.ImagePath(im.File))
+		if err == nil {
+			err = os.WriteFile(r.ev.Path(schema.Fixture(im.File)), b, 0o644)
+		}
+		if err != nil {
 			return nil, build, buildProg, err
 		}
 	}
@@ -251,7 +236,7 @@ type ProbeResult struct {
 }
 
 // probe runs the family's probes where the row's programs run: in its image (prepared
-// here, so a broken image fails preflight too) on the row's GPUs, or as processes.
+// here, so a broken image fails preflight) or as processes.
 func (r *row) probe(ctx context.Context) []ProbeResult {
 	if r.spec.Probes == nil {
 		return nil
@@ -270,23 +255,11 @@ func (r *row) probe(ctx context.Context) []ProbeResult {
 		_, runErr := r.job(pctx, r.prog, p.Cmd, res.Log, r.env.GPUs)
 		cancel()
 		res.WallS = time.Since(start).Seconds()
-		output, err := os.ReadFile(r.ev.Path(res.Log))
-		if err != nil {
-			output = nil
-		}
+		output, _ := os.ReadFile(r.ev.Path(res.Log))
 		if err := p.Check(output, runErr); err != nil {
 			res.Error = err.Error()
 		}
 		out = append(out, res)
 	}
 	return out
-}
-
-func allAbsent(reqs []family.Requirement) bool {
-	for _, q := range reqs {
-		if !q.Absent {
-			return false
-		}
-	}
-	return true
 }

@@ -16,16 +16,12 @@ import (
 	"qualkit/internal/schema"
 )
 
-// quality judges what the server returned to AIPerf, every output warmup included: not
-// its input (unchanged or only resized) and not constant, whatever the family; then the
-// family's own criteria from its own files (pixel mean and deviation, the deviation's
-// ratio to the input's), and the reference criteria (PSNR, SSIM) for the output of the
-// pair the correctness case also ran, against the reference image that case wrote.
+// quality judges every output the server returned to AIPerf (judgeQuality), against the
+// family's criteria from its own files and, for the pair the correctness case also ran,
+// the reference image that case wrote.
 func (r *row) quality(fx *fixtures.Workload, caseScratch string, bench *benchmarkResult) (*schema.QualitySummary, error) {
 	in := qualityInput{Size: fx.FormSettings()["size"], Stopped: true}
 	var files []schema.ThresholdsFile
-	// A stage stopped before it measured every output states what it measured, its
-	// failures uncounted.
 	stopped := func(err error) (*schema.QualitySummary, error) {
 		v := judgeQuality(in)
 		v.Summary.Files = files
@@ -94,9 +90,8 @@ func (r *row) quality(fx *fixtures.Workload, caseScratch string, bench *benchmar
 	return &v.Summary, v.Err
 }
 
-// gatherPair reads what the pair's output is measured against: the reference image the
-// correctness case wrote, in its artifacts, and when the family states both, the noise
-// the case drew and the noise the server says it replayed for the request.
+// gatherPair reads what the pair's output is measured against: the case's reference
+// image and, when the family states both, the noise the case drew and the server replayed.
 func (r *row) gatherPair(pair *family.QualityPair, caseScratch, id string, out image.Image) (*qualityPairCase, error) {
 	rel := filepath.ToSlash(filepath.Join(filepath.FromSlash(schema.CorrectnessArtifacts), pair.Reference))
 	b, err := os.ReadFile(r.ev.Path(rel))
@@ -127,8 +122,7 @@ type pairLatents struct {
 	RecordsErr error
 }
 
-// gatherLatents reads the pair's noise: the case's file (under its scratch, pytest's
-// _qcurrent link resolved), then the server's records line of request id.
+// gatherLatents reads the pair's noise: the case's file, then the records line of id.
 func (r *row) gatherLatents(pair *family.QualityPair, caseScratch, id string) pairLatents {
 	l := pairLatents{Field: pair.ServedLatents}
 	if l.File, _, l.CaseErr = FindCaseBundle(filepath.Join(caseScratch, pair.CaseLatents)); l.CaseErr != nil {
@@ -287,8 +281,7 @@ func notSource(in, out image.Image, size string) []string {
 	return nil
 }
 
-// source names a family file for the evidence: relative to the repository root when
-// inside it, else as given.
+// source names a family file for the evidence, relative to the repository root when inside.
 func (r *row) source(path string) string { return filepath.ToSlash(relInside(r.env.Root, path)) }
 
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }

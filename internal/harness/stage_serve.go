@@ -15,7 +15,7 @@ import (
 	"qualkit/internal/serving"
 )
 
-// serverLaunch is all a server start needs, settled before it starts.
+// serverLaunch is what a server start needs, settled before it starts.
 type serverLaunch struct {
 	spec    family.ServeSpec
 	ss      serving.ServerSpec
@@ -24,8 +24,7 @@ type serverLaunch struct {
 }
 
 // prepareServer settles the server's port, folders, command and options. during names
-// the stage it starts in when that is not serve (the overlapped order's early start),
-// for its command record, whose start goes to started.
+// the stage it starts in when not serve, for its command record (whose start goes to started).
 func (r *row) prepareServer(ctx context.Context, b bundle, fx *fixtures.Workload, during string, started *time.Time) (*serverLaunch, error) {
 	port, err := serving.FreePort()
 	if err != nil {
@@ -56,9 +55,8 @@ func (r *row) prepareServer(ctx context.Context, b bundle, fx *fixtures.Workload
 	return &serverLaunch{spec: spec, ss: ss, opts: opts, runtime: r.s.rowRuntime(r.c)}, nil
 }
 
-// serve waits until the family's server on the bundle, started where the row runs it,
-// is ready (begun with the correctness case, or now), and asks it what it serves; the
-// load time is recorded apart from any request time.
+// serve waits until the family's server (begun with the correctness case, or now) is
+// ready, and asks it what it serves; its load time is recorded apart from request times.
 func (r *row) serve(ctx context.Context, l *serverLaunch, server *future[serving.Server]) (serving.Server, error) {
 	if server.early {
 		r.prog.printf("the server (%s runtime) started with the correctness case; waiting up to %s from its start for %s", l.runtime, r.c.Deadline.Ready, serving.ReadyPath)
@@ -83,10 +81,8 @@ func (r *row) serve(ctx context.Context, l *serverLaunch, server *future[serving
 	})
 }
 
-// checkIdentity asks a ready server what it is, where the family says (Spec.Identity),
-// and keeps the answer as serve/identity.json: a server that is another backend, serves
-// another bundle or another checkpoint than the row's fails here, before any request is
-// measured.
+// checkIdentity asks a ready server what it is (Spec.Identity) and keeps the answer: a
+// server of another backend, bundle or checkpoint fails here, before any request.
 func (r *row) checkIdentity(ctx context.Context, srv serving.Server, spec family.ServeSpec) error {
 	ic := r.spec.Identity
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,45 +29,29 @@ const (
 
 // SuiteConfig is what TestMain parses from flags.
 type SuiteConfig struct {
-	Root          string // repository root
-	EvidenceRoot  string
-	RunID         string
-	Python        string
-	AIPerf        AIPerf
-	Qualification bool // false only when told explicitly: then rows whose host requirements are absent may be skipped
+	Root, EvidenceRoot, RunID, Python string // Root: the repository's
+	AIPerf                            AIPerf
+	// Qualification is false only when told: then rows whose host lacks what they need are skipped.
+	Qualification bool
 	Runtime       string
 	Rebuild       bool
-	// GPURead is the gpuread program (internal/gpu/cmd/gpuread) that reads the
-	// host's GPUs through NVML; BuildGPURead makes one.
-	GPURead string
-	// Progress receives the progress lines of running stages beside the stage
-	// subtests' logs (the terminal, when go test buffers its output); nil: only the logs.
-	Progress io.Writer
-	// Heartbeat is the longest a running stage stays silent; 0 is DefaultHeartbeat.
-	Heartbeat time.Duration
-	// CPURows is how many rows without a GPU run at once (0 is 1). Rows with GPUs run
-	// side by side as the host's GPUs allow: each leases its GPUs for its whole life.
+	GPURead       string    // the NVML reader (internal/gpu/cmd/gpuread); BuildGPURead makes one
+	Progress      io.Writer // stage progress lines beside the subtests' logs (the terminal); nil: none
+	Heartbeat     time.Duration
+	// CPURows is how many rows without a GPU run at once (0 is 1); rows with GPUs run
+	// side by side as the host's GPUs allow, each leasing its GPUs for its whole life.
 	CPURows int
-	// Venv is the project venv and its lock, whose installed set goes into the
-	// provenance; a zero Venv records none (unit tests of the harness itself).
-	Venv Venv
-	// CorrectnessOnly runs each row's preflight, build and correctness case alone, the
-	// later stages recorded not-run: the seed's rule for a row that met a hardware limit
-	// in a public run (its unchanged case, on a host that has the memory). Its rows read
-	// correctness-verified, never qualified.
+	Venv    Venv // the project venv, whose installed set goes into the provenance; zero: none
+	// CorrectnessOnly runs preflight, build and the correctness case alone: the seed's
+	// rule for a row that met a hardware limit in a public run. Never qualified.
 	CorrectnessOnly bool
-	// Serial runs each row's work one thing at a time (-qualkit.serial), as before the
-	// overlapped order: the server starts once the correctness case passed, AIPerf once
-	// the server is ready and the native batch process at identity. It measures what overlapping gains; the gates are the same.
+	// Serial runs one thing at a time (-qualkit.serial), to measure what overlapping gains.
 	Serial bool
-	// Reaper removes, when this process ends without doing so (killed, or go test's
-	// -timeout alarm), what the run made outside Docker: the process groups its rows
-	// started, the evidence reserve. nil: nothing is asked (a process with no reaper;
-	// package reaper).
+	// Reaper removes what the run made outside Docker (process groups, the reserve) when
+	// the process ends without doing so (killed, go test's -timeout); nil: nothing.
 	Reaper Reaper
-	// Reporter derives what a reviewer reads from the evidence (pictures, PR.md,
-	// index.html) and checks it. nil derives nothing: such a run folder does not pass
-	// the evidence checker, which requires those files.
+	// Reporter derives and checks the reviewer's files (pictures, PR.md, index.html);
+	// nil derives nothing, and such a run folder fails the evidence checker.
 	Reporter Reporter
 }
 
@@ -76,22 +61,14 @@ type Reaper interface {
 	Remove(path string)
 }
 
-// Reporter derives reports from evidence the harness wrote, and checks it. It is
-// implemented outside the harness (internal/report), so that the harness never
-// imports the checker that audits it.
+// Reporter derives reports from the evidence and checks it. It lives outside the harness
+// (internal/report), so that the harness never imports the checker that audits it.
 type Reporter interface {
-	// Row is called once a row's results.json and row.md are final, before its
-	// SHA256SUMS: it adds the files derived from the row's raw evidence (pictures).
-	Row(rowDir string) error
-	// Run is called once run.json and SUMMARY.md are written, before the run's
-	// SHA256SUMS: it adds the files derived from the whole run (PR.md, index.html).
-	Run(runDir string) error
-	// Check verifies the finished run folder the way a reviewer would.
-	Check(runDir string) error
-	// Vouch verifies a finished run of another process before a bundle it built is
-	// reused: whole, with the anchors it was given outside its folder (its JUnit file)
-	// and, where a key is configured, its signature; a planter can recompute every list
-	// inside the folder.
+	Row(rowDir string) error   // a row's derived files, before its SHA256SUMS
+	Run(runDir string) error   // the run's derived files, before its SHA256SUMS
+	Check(runDir string) error // the finished run folder, as a reviewer would
+	// Vouch checks another process's finished run before a bundle it built is reused:
+	// whole, with its anchors outside the folder and, with a key, its signature.
 	Vouch(runDir string) error
 }
 
@@ -100,36 +77,29 @@ type Suite struct {
 	cfg        SuiteConfig
 	Evidence   *Evidence
 	started    time.Time
-	hostStart  hostReading       // the host's load when the run began
+	hostStart  hostReading
 	provenance schema.Provenance // the tree at the start of the run
-	venvSet    []string          // the venv's installed set (run.json venv_set)
+	venvSet    []string
 
-	// The serving runtime, resolved once: the daemon actually used (nil without one),
-	// why it could not be reached, and a line saying what was chosen and why.
+	// The serving runtime, resolved once (resolveRuntime).
 	daemon      *schema.DaemonInfo
 	dockerErr   error
 	RuntimeNote string
 	swept       []string
 
-	// ctx is every row's parent: Interrupt cancels it with an Interrupted cause.
-	ctx         context.Context
+	ctx         context.Context // every row's parent: Interrupt cancels it
 	cancel      context.CancelCauseFunc
-	interrupted string // "SIGINT at +41.2 s", once Interrupt was called
+	interrupted string // "SIGINT at +41.2 s"
 
 	mu      sync.Mutex
 	results []*schema.Result
-	// rowRuns counts each row's runs in this suite: -count=N runs a row N times, and
-	// each run after the first gets a folder of its own, <row>.<n>.
-	rowRuns map[string]int
+	rowRuns map[string]int // runs of each row (-count=N): newRow names the folders
 	skips   []string
 
-	// vouched: each earlier run checked as the voucher of a reused bundle (nil: it checks).
 	vouchMu sync.Mutex
-	vouched map[string]error
+	vouched map[string]error // each run folder checked as a reused bundle's voucher
 
-	// The run's pool of GPUs and CPU row slots; its GPUs are read once, by the first row
-	// that needs one.
-	pool     *gpu.Pool
+	pool     *gpu.Pool // the GPUs (read once, by the first row that needs one) and CPU row slots
 	poolGPUs sync.Once
 
 	keys  keyLocks // what rows side by side do one at a time: a family's tools, preparing an image
@@ -149,7 +119,8 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 	if cfg.Reaper != nil && ev.reserve != nil {
 		cfg.Reaper.Remove(ev.reserve.path)
 	}
-	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), hostStart: readHost(), pool: gpu.NewPool(nil, cfg.CPURows)}
+	s := &Suite{cfg: cfg, Evidence: ev, started: time.Now(), hostStart: readHost(), pool: gpu.NewPool(nil, cfg.CPURows),
+		rowRuns: map[string]int{}, vouched: map[string]error{}}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.provenance, s.venvSet = venvProvenance(cfg.Venv, readProvenance(context.Background(), cfg.Root))
 	s.resolveRuntime(context.Background())
@@ -157,8 +128,7 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 }
 
 // resolveRuntime finds the Docker daemon unless the run asked for processes, sweeps what
-// dead runs left behind, and says which runtime rows will get. An explicit choice is
-// never overridden; auto falls back to a process only for rows that allow one.
+// dead runs left behind, and says which runtime rows will get.
 func (s *Suite) resolveRuntime(ctx context.Context) {
 	if s.cfg.Runtime == RuntimeProcess {
 		s.RuntimeNote = "runtime: process (RUNTIME=process)"
@@ -196,16 +166,8 @@ func (s *Suite) rowRuntime(c Checkpoint) string {
 // Provenance is the harness source this run comes from.
 func (s *Suite) Provenance() schema.Provenance { return s.provenance }
 
-func (s *Suite) register(r *schema.Result) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.results = append(s.results, r)
-}
-
-// Interrupt stops the run: every running row's context is cancelled with the cause
-// Interrupted{sig}, so its stage fails as "interrupted", its server and child processes
-// and containers stop, and it writes its evidence; rows not yet started fail at once.
-// run.json records it. Only the first call counts.
+// Interrupt cancels every row's context with the cause Interrupted{sig}: its stage fails
+// as "interrupted", what it started stops and it writes its evidence. The first call counts.
 func (s *Suite) Interrupt(sig string) {
 	s.mu.Lock()
 	if s.interrupted == "" {
@@ -222,8 +184,8 @@ func (s *Suite) Interrupted() string {
 	return s.interrupted
 }
 
-// Abandon removes, within ctx, every container and image this run started: the last
-// resort when a second signal forces the process out before the rows cleaned up.
+// Abandon removes every container and image this run started: the last resort when a
+// second signal forces the process out before the rows cleaned up.
 func (s *Suite) Abandon(ctx context.Context) error {
 	s.Evidence.Close()
 	if s.daemon == nil {
@@ -232,16 +194,9 @@ func (s *Suite) Abandon(ctx context.Context) error {
 	return serving.RemoveRunContainers(ctx, s.Evidence.RunID)
 }
 
-func (s *Suite) recordSkip(row, reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.skips = append(s.skips, row+": "+reason)
-}
-
-// Finish writes the run's own files once every row reported (run.json, SUMMARY.md,
-// then what the Reporter derives: PR.md, index.html), the run's SHA256SUMS over all of
-// it, and lets the Reporter check the folder as a reviewer would. It returns the summary
-// table and the sha256 of the run's SHA256SUMS, the anchor to print outside the folder.
+// Finish writes the run's own files once every row reported (run.json, SUMMARY.md, what
+// the Reporter derives), then its SHA256SUMS, and has the Reporter check the folder. It
+// returns the summary and the sha256 of SHA256SUMS, the anchor to print outside the folder.
 func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -277,8 +232,6 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 
 	sort.Slice(s.results, func(i, j int) bool { return s.results[i].Row < s.results[j].Row })
 	for _, r := range s.results {
-		// Rows are final when they report: a skip happens only in a run that is no
-		// qualification run, whose rows never read qualified.
 		if r.Status == schema.StatusQualified && len(s.skips) > 0 {
 			return "", "", fmt.Errorf("row %s reported qualified in a run with %d skip(s)", r.Row, len(s.skips))
 		}
@@ -289,7 +242,7 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 		if err := recordHost(s.Evidence.Dir, &info); err != nil {
 			return err
 		}
-		if err := s.Evidence.WriteJSON(schema.RunFile, info); err != nil {
+		if err := writeJSON(filepath.Join(s.Evidence.Dir, schema.RunFile), info); err != nil {
 			return err
 		}
 		if err := writeWhole(filepath.Join(s.Evidence.Dir, schema.SummaryFile), []byte(summary)); err != nil {
@@ -314,8 +267,7 @@ func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error)
 	return summary, sumsSHA, nil
 }
 
-// RunSummary is the run's SUMMARY.md: the rows' table, each row's command, and the skips
-// of a run that is no qualification run. results are sorted by row.
+// RunSummary is the run's SUMMARY.md: the rows' table, each row's command, and the skips.
 func RunSummary(info schema.RunInfo, results []*schema.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# qualkit run %s\n\n%s", info.RunID, schema.RowMarkdownHeader())
@@ -335,10 +287,8 @@ func RunSummary(info schema.RunInfo, results []*schema.Result) string {
 	return b.String()
 }
 
-// BuildGPURead builds the gpuread program into <root>/.cache/bin and returns its path.
-// It is the only cgo code qualkit has: building it apart, with its compiler output kept
-// out of sight, lets the test binaries compile without cgo. Go's build cache makes a
-// rebuild of an unchanged program take well under a second.
+// BuildGPURead builds the gpuread program into <root>/.cache/bin and returns its path:
+// qualkit's only cgo code, built apart so that the test binaries compile without cgo.
 func BuildGPURead(ctx context.Context, root string) (string, error) {
 	out := filepath.Join(root, ".cache", "bin", "gpuread")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./internal/gpu/cmd/gpuread")
@@ -351,8 +301,7 @@ func BuildGPURead(ctx context.Context, root string) (string, error) {
 	return out, nil
 }
 
-// DirtyNote says, before any row runs, why no row of this run can read qualified: the
-// changes no commit holds, named ("" for a clean tree).
+// DirtyNote says, before any row runs, why no row of this run can read qualified ("" for a clean tree).
 func (s *Suite) DirtyNote() string {
 	if !s.provenance.Dirty {
 		return ""
@@ -360,8 +309,7 @@ func (s *Suite) DirtyNote() string {
 	return dirtyReason(s.provenance)
 }
 
-// dirtyReason names a dirty tree's changes (the first few), so that a key or a matrix
-// left in the tree is seen at once.
+// dirtyReason names a dirty tree's first few changes.
 func dirtyReason(p schema.Provenance) string {
 	const shown = 5
 	var names []string
@@ -375,9 +323,8 @@ func dirtyReason(p schema.Provenance) string {
 		p.Commit, strings.Join(names, ", "))
 }
 
-// readProvenance is the commit of the repository at root and whether its tree holds
-// anything a commit does not: modified, staged or untracked files (ignored ones aside).
-// A folder that is no git checkout, or a git that fails, counts as dirty.
+// readProvenance is the commit at root and whether its tree holds anything a commit does
+// not (modified, staged or untracked files); no git checkout, or a failing git, is dirty.
 func readProvenance(ctx context.Context, root string) schema.Provenance {
 	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "HEAD").Output()
 	if err != nil {
@@ -415,4 +362,111 @@ func FindRoot(dir string) (string, error) {
 			return "", fmt.Errorf("no go.mod above %s", dir)
 		}
 	}
+}
+
+// recordHost copies /proc/cpuinfo and /proc/meminfo into the run folder dir, the raw
+// source of what info states of them (the checker reads them again); none without /proc.
+func recordHost(dir string, info *schema.RunInfo) error {
+	for proc, file := range map[string]string{"/proc/cpuinfo": schema.HostCPUInfoFile, "/proc/meminfo": schema.HostMemInfoFile} {
+		b, err := os.ReadFile(proc)
+		if err != nil {
+			continue
+		}
+		if err := writeWhole(filepath.Join(dir, file), b); err != nil {
+			return err
+		}
+		if file == schema.HostCPUInfoFile {
+			info.CPUModel = CPUModel(b)
+		} else {
+			info.MemTotalBytes = memInfo(b, "MemTotal")
+		}
+	}
+	return nil
+}
+
+// CPUModel is the first "model name" of a /proc/cpuinfo ("" when it names none, as on
+// most arm64 kernels).
+func CPUModel(cpuinfo []byte) string {
+	for line := range strings.Lines(string(cpuinfo)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// memInfo is a field of /proc/meminfo (MemTotal, MemAvailable) in bytes; 0 for none.
+func memInfo(meminfo []byte, field string) int64 {
+	for line := range strings.Lines(string(meminfo)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			if f := strings.Fields(rest); len(f) == 2 && f[1] == "kB" {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// hostReading is what /proc says of the host's load at one moment.
+type hostReading struct {
+	loadavg [3]float64
+	stealS  float64 // cumulative since boot, every CPU
+	ok      bool
+}
+
+// readHost reads /proc/loadavg and /proc/stat; ok is false where either is unreadable.
+func readHost() (h hostReading) {
+	la, err1 := os.ReadFile("/proc/loadavg")
+	st, err2 := os.ReadFile("/proc/stat")
+	var err3, err4 error
+	h.loadavg, err3 = LoadAvg(la)
+	h.stealS, err4 = StealSeconds(st)
+	h.ok = err1 == nil && err2 == nil && err3 == nil && err4 == nil
+	return h
+}
+
+// hostLoad is the load over a run from its first and last readings (nil unless both read).
+func hostLoad(start, end hostReading) *schema.HostLoad {
+	if !start.ok || !end.ok {
+		return nil
+	}
+	return &schema.HostLoad{LoadAvgStart: start.loadavg, LoadAvgEnd: end.loadavg, StealS: round3(max(0, end.stealS-start.stealS))}
+}
+
+// LoadAvg is the three load averages of a /proc/loadavg ("0.52 0.58 0.59 1/467 12345").
+func LoadAvg(b []byte) ([3]float64, error) {
+	var out [3]float64
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return out, fmt.Errorf("/proc/loadavg: want three load averages, got %q", b)
+	}
+	for i := range out {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return out, fmt.Errorf("/proc/loadavg: %w", err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// StealSeconds is the steal time of /proc/stat's aggregate cpu line (its eighth value),
+// in seconds: CPU time a hypervisor gave to others while this host wanted it.
+func StealSeconds(b []byte) (float64, error) {
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "cpu" {
+			continue
+		}
+		if len(f) < 9 {
+			return 0, nil // a kernel before 2.6.11 states no steal
+		}
+		v, err := strconv.ParseUint(f[8], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat steal: %w", err)
+		}
+		return float64(v) / 100, nil // USER_HZ: 100 on every Linux architecture Go runs on
+	}
+	return 0, fmt.Errorf("/proc/stat: no cpu line")
 }

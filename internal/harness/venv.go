@@ -6,13 +6,16 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/csv"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,43 +39,32 @@ type Venv struct {
 var venvOwn = map[string]bool{"pip": true, "setuptools": true}
 
 // readVenv lists the venv's installed distributions as "name==version record-sha256"
-// (each *.dist-info's METADATA name and version, and the sha256 of its RECORD, which
-// lists every installed file with its hash), and says where the set departs from the lock
-// and which files of site-packages no RECORD lists.
+// (the sha256 of its RECORD, which lists every installed file with its hash), and says
+// where the set departs from the lock and which files of site-packages no RECORD lists.
 func readVenv(v Venv) (set []string, problems []string, err error) {
 	lock, err := readLock(v.Lock)
 	if err != nil {
 		return nil, nil, err
 	}
-	infos, _ := filepath.Glob(filepath.Join(v.Dir, "lib", "python3*", "site-packages", "*.dist-info"))
-	if len(infos) == 0 {
-		return nil, nil, fmt.Errorf("venv %s has no installed distributions (run `make setup`)", v.Dir)
+	ds, err := dists(v.Dir)
+	if err != nil {
+		return nil, nil, err
 	}
 	installed := map[string]bool{}
 	owned := map[string]bool{}
-	for _, d := range infos {
-		name, version, err := distMetadata(filepath.Join(d, "METADATA"))
-		if err != nil {
-			return nil, nil, err
-		}
-		rec, err := os.ReadFile(filepath.Join(d, "RECORD"))
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", d, err)
-		}
-		key := normalizeDist(name)
-		installed[key] = true
-		s := sha256.Sum256(rec)
-		set = append(set, key+"=="+version+" "+hex.EncodeToString(s[:]))
-		problems = append(problems, recordProblems(filepath.Dir(d), key, rec)...)
-		for _, f := range recordFiles(rec) {
+	for _, d := range ds {
+		installed[d.key] = true
+		set = append(set, d.key+"=="+d.version+" "+bytesSHA256(d.rec))
+		problems = append(problems, recordProblems(d.site, d.key, d.rec)...)
+		for _, f := range recordFiles(d.rec) {
 			owned[f] = true
 		}
-		switch want, pinned := lock[key]; {
-		case venvOwn[key]:
+		switch want, pinned := lock[d.key]; {
+		case venvOwn[d.key]:
 		case !pinned:
-			problems = append(problems, fmt.Sprintf("venv: %s==%s is installed but not in %s", key, version, filepath.Base(v.Lock)))
-		case want != version:
-			problems = append(problems, fmt.Sprintf("venv: %s is %s, %s pins %s", key, version, filepath.Base(v.Lock), want))
+			problems = append(problems, fmt.Sprintf("venv: %s==%s is installed but not in %s", d.key, d.version, filepath.Base(v.Lock)))
+		case want != d.version:
+			problems = append(problems, fmt.Sprintf("venv: %s is %s, %s pins %s", d.key, d.version, filepath.Base(v.Lock), want))
 		}
 	}
 	for key, want := range lock {
@@ -80,13 +72,41 @@ func readVenv(v Venv) (set []string, problems []string, err error) {
 			problems = append(problems, fmt.Sprintf("venv: %s==%s is pinned in %s but not installed", key, want, filepath.Base(v.Lock)))
 		}
 	}
-	problems = append(problems, unownedFiles(filepath.Dir(infos[0]), owned)...)
+	problems = append(problems, unownedFiles(ds[0].site, owned)...)
 	if v.Known != "" {
 		problems = append(problems, knownRecordProblems(v)...)
 	}
 	sort.Strings(set)
 	sort.Strings(problems)
 	return set, problems, nil
+}
+
+// dist is one installed distribution: its name as PEP 503 compares them, its METADATA
+// version, its RECORD and its site-packages folder.
+type dist struct {
+	key, version, site string
+	rec                []byte
+}
+
+// dists reads every *.dist-info of the venv at dir.
+func dists(dir string) ([]dist, error) {
+	infos, _ := filepath.Glob(filepath.Join(dir, "lib", "python3*", "site-packages", "*.dist-info"))
+	if len(infos) == 0 {
+		return nil, fmt.Errorf("venv %s has no installed distributions (run `make setup`)", dir)
+	}
+	var out []dist
+	for _, d := range infos {
+		name, version, err := distMetadata(filepath.Join(d, "METADATA"))
+		if err != nil {
+			return nil, err
+		}
+		rec, err := os.ReadFile(filepath.Join(d, "RECORD"))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d, err)
+		}
+		out = append(out, dist{key: normalizeDist(name), version: version, site: filepath.Dir(d), rec: rec})
+	}
+	return out, nil
 }
 
 var pin = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)`)
@@ -97,9 +117,8 @@ func readLock(p string) (map[string]string, error) {
 		return nil, fmt.Errorf("the venv's lock: %w", err)
 	}
 	lock := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if m := pin.FindStringSubmatch(strings.TrimSpace(sc.Text())); m != nil {
+	for line := range strings.Lines(string(b)) {
+		if m := pin.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
 			lock[normalizeDist(m[1])] = m[2]
 		}
 	}
@@ -169,10 +188,8 @@ func recordFiles(rec []byte) []string {
 	return out
 }
 
-// unownedFiles names every file under site that no distribution's RECORD lists: a
-// module or a .pth file dropped in after install (no RECORD, so neither the lock nor the
-// known digests see it) runs as any installed one does, a .pth file's import lines at
-// every start of Python.
+// unownedFiles names every file under site that no RECORD lists: dropped in after
+// install, neither the lock nor the known digests see it, yet it runs (a .pth at every start).
 func unownedFiles(site string, owned map[string]bool) []string {
 	var problems []string
 	err := filepath.WalkDir(site, func(p string, d fs.DirEntry, err error) error {
@@ -196,18 +213,14 @@ func unownedFiles(site string, owned map[string]bool) []string {
 	return problems
 }
 
-// recordChecks caches each RECORD's verdict for the process: a venv's files are hashed
-// once (1.2 GB for the project venv), however many suites a test binary makes.
+// recordChecks caches each RECORD's verdict: the venv (1.2 GB) is hashed once a process.
 var recordChecks sync.Map // site-packages + "\x00" + RECORD's sha256 -> []string
 
-// recordProblems verifies the files a distribution's RECORD lists against the hashes it
-// states (pip wrote them at install): an installed file edited afterwards, METADATA's
-// Version made to read as the pin included, is named. Lines without a hash (RECORD
-// itself) are skipped. A RECORD rewritten to match is caught by the known digests
-// (knownRecordProblems).
+// recordProblems names each file a RECORD lists that differs from the hash pip wrote at
+// install (edited afterwards, METADATA included); a RECORD rewritten to match is caught
+// by the known digests (knownRecordProblems).
 func recordProblems(site, dist string, rec []byte) []string {
-	sum := sha256.Sum256(rec)
-	key := site + "\x00" + hex.EncodeToString(sum[:])
+	key := site + "\x00" + bytesSHA256(rec)
 	if v, ok := recordChecks.Load(key); ok {
 		return v.([]string)
 	}
@@ -233,5 +246,122 @@ func recordProblems(site, dist string, rec []byte) []string {
 		}
 	}
 	recordChecks.Store(key, problems)
+	return problems
+}
+
+// VenvRecordsFile is the known RECORD digests of a clean install of the pins, per
+// Python version and platform (scripts/venvrecords writes it): a venv whose digests
+// differ is dirty, whatever its RECORDs say.
+const VenvRecordsFile = "scripts/venv-records.txt"
+
+// RecordDigest is the sha256 of a RECORD's lines that every clean install of the wheel
+// writes alike, sorted: not what the install makes (../../../bin/ scripts naming this
+// interpreter, __pycache__/, INSTALLER, REQUESTED, direct_url.json, RECORD).
+func RecordDigest(rec []byte) string {
+	var lines []string
+	for line := range strings.Lines(string(rec)) {
+		fields := strings.Split(strings.TrimSpace(line), ",")
+		if len(fields) < 2 || fields[1] == "" {
+			continue // RECORD itself
+		}
+		p := fields[0]
+		base := p[strings.LastIndex(p, "/")+1:]
+		switch {
+		case strings.HasPrefix(p, "../../../bin/"), strings.Contains(p, "__pycache__/"):
+			continue
+		case strings.HasSuffix(filepath.Dir(p), ".dist-info") && (base == "INSTALLER" || base == "REQUESTED" || base == "direct_url.json"):
+			continue
+		}
+		lines = append(lines, p+","+fields[1])
+	}
+	sort.Strings(lines)
+	return bytesSHA256([]byte(strings.Join(lines, "\n")))
+}
+
+// VenvTag names the Python version and platform a venv's wheels were made for
+// ("py3.11-linux-amd64"): the venv is this host's.
+func VenvTag(dir string) (string, error) {
+	libs, _ := filepath.Glob(filepath.Join(dir, "lib", "python3*"))
+	if len(libs) != 1 {
+		return "", fmt.Errorf("venv %s: want one lib/python3.* folder, found %d", dir, len(libs))
+	}
+	return "py" + strings.TrimPrefix(filepath.Base(libs[0]), "python") + "-" + runtime.GOOS + "-" + runtime.GOARCH, nil
+}
+
+// VenvRecords are the RecordDigest of each distribution of the venv, by "name==version"
+// (names as PEP 503 compares them), the venv's own (pip, setuptools) left out.
+func VenvRecords(dir string) (map[string]string, error) {
+	ds, err := dists(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, d := range ds {
+		if !venvOwn[d.key] {
+			out[d.key+"=="+d.version] = RecordDigest(d.rec)
+		}
+	}
+	return out, nil
+}
+
+// readKnownRecords reads the known digests of one tag: "<tag> <name>==<version> <digest>"
+// lines; nil when the file knows none for the tag.
+func readKnownRecords(path, tag string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var known map[string]string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s line %d: want \"<tag> <name>==<version> <sha256>\"", path, n)
+		}
+		if f[0] != tag {
+			continue
+		}
+		if known == nil {
+			known = map[string]string{}
+		}
+		known[f[1]] = f[2]
+	}
+	return known, nil
+}
+
+// knownRecordProblems compares the venv's digests with the known ones for its tag: a
+// distribution whose files are not its clean install's, or one the list does not know,
+// is a problem; a tag the list knows nothing of is one problem.
+func knownRecordProblems(v Venv) []string {
+	tag, err := VenvTag(v.Dir)
+	if err != nil {
+		return []string{"venv: " + err.Error()}
+	}
+	known, err := readKnownRecords(v.Known, tag)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && known == nil {
+		return []string{fmt.Sprintf("venv: %s knows no clean install's RECORDs for %s, so the installed files cannot be held to the pins' (add them: go run ./scripts/venvrecords)", filepath.Base(v.Known), tag)}
+	}
+	if err != nil {
+		return []string{"venv: " + err.Error()}
+	}
+	have, err := VenvRecords(v.Dir)
+	if err != nil {
+		return []string{"venv: " + err.Error()}
+	}
+	var problems []string
+	for _, dist := range slices.Sorted(maps.Keys(have)) {
+		want, ok := known[dist]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("venv: %s is not among the clean install's distributions in %s (%s)", dist, filepath.Base(v.Known), tag))
+		case want != have[dist]:
+			problems = append(problems, fmt.Sprintf("venv: %s's installed files are not a clean install's: its RECORD digest is %s, %s knows %s (a RECORD rewritten to match edited files)",
+				dist, have[dist][:12], filepath.Base(v.Known), want[:12]))
+		}
+	}
 	return problems
 }
