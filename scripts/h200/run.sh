@@ -116,6 +116,7 @@ PYTHONPATH=$site_a:$notorch HF_HOME=$venv/qualkit-hf "$py" -S -c 'import sys, ti
 
 for b in qual.test nvmlread.test gpuread; do
   if [[ ! -x bin/$b && -f bin/$b.gz ]]; then gunzip -c "bin/$b.gz" > "bin/$b" && chmod +x "bin/$b"; fi
+  if [[ ! -x bin/$b && -f bin/$b.xz ]]; then "$py" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "bin/$b.xz" "bin/$b" && chmod +x "bin/$b"; fi
   [[ -x bin/$b ]] || { echo "run.sh: bin/$b missing: build it on the development machine (scripts/h200/README.md)" >&2; exit 1; }
 done
 export QUALKIT_GPUREAD=$root/bin/gpuread
@@ -193,7 +194,7 @@ if [[ -n $plan ]]; then
     if [[ -n $run ]]; then
       tar czf "$OUT/run-$n-$name.tgz" -C "$(dirname "$run")" "$(basename "$run")"
       for r in "$run"/*/results.json; do
-        python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r.get("time_budget") or {}; print("  %s %s:" % (r.get("row"), r.get("status")), {k: t.get(k) for k in ("wall_s","model_work_s","critical_path_s","ratio","order")}, t.get("overlap"))' "$r"
+        python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r.get("time_budget") or {}; print("  %s %s:" % (r.get("row"), r.get("status")), {k: t.get(k) for k in ("wall_s","model_work_s","critical_path_s","physical_limit_s","physical_ratio","ratio","order")}, t.get("overlap"))' "$r"
       done
     fi
   done
