@@ -193,6 +193,10 @@ if [[ -n $plan ]]; then
     run=$(ls -d "$ev"/2* 2>/dev/null | tail -n1)
     if [[ -n $run ]]; then
       tar czf "$OUT/run-$n-$name.tgz" -C "$(dirname "$run")" "$(basename "$run")"
+      # At most 16 MiB a file comes back: a larger run travels in parts (cat them to unpack).
+      if (( $(stat -c %s "$OUT/run-$n-$name.tgz") > 15 * 1024 * 1024 )); then
+        split -b 15m -d "$OUT/run-$n-$name.tgz" "$OUT/run-$n-$name.tgz.part" && rm "$OUT/run-$n-$name.tgz"
+      fi
       for r in "$run"/*/results.json; do
         python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r.get("time_budget") or {}; print("  %s %s:" % (r.get("row"), r.get("status")), {k: t.get(k) for k in ("wall_s","model_work_s","critical_path_s","physical_limit_s","physical_ratio","ratio","order")}, t.get("overlap"))' "$r"
       done

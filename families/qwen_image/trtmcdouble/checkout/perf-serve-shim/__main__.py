@@ -14,14 +14,18 @@ without editing a TRTMC file:
    which starts TRTMC's server again through this file (QUALKIT_PERF_SERVE_UPSTREAM set, so
    TRTMC's cli.main runs), passes every request through unchanged and logs each exchange
    under the scratch folder: the replay of the double's perf-serve row is made from it.
+   Only inside the double (its qualkit_double module importable): the perf-serve reference
+   row, on a GPU host, runs TRTMC's server directly.
 
 Its first line on stderr (the row's serve/server.log) says what it did and which code runs.
 """
 
+import importlib.util
 import os
 import sys
 
-if sys.argv[1:2] == ["serve"] and not {"-h", "--help"} & set(sys.argv) and not os.environ.get("QUALKIT_PERF_SERVE_UPSTREAM"):
+if (sys.argv[1:2] == ["serve"] and not {"-h", "--help"} & set(sys.argv) and not os.environ.get("QUALKIT_PERF_SERVE_UPSTREAM")
+        and importlib.util.find_spec("qualkit_double")):
     from qualkit_double import become
 
     become("perf-serve-recorder", [sys.executable, *sys.argv[1:]])
