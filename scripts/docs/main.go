@@ -1,20 +1,11 @@
 // Command docs keeps the examples in the README and docs/ true: each is what the current
-// code prints for one committed real run, docs/evidence/reference-run/ (`make qual` in a
-// fresh clone, copied there by `make docs-run`), so an example changes only when the code
-// or that run does.
+// code prints for the committed reference run docs/evidence/reference-run/ (make docs-run).
 //
 //	go run ./scripts/docs -write   # make docs: rewrite every example from the run
 //	go run ./scripts/docs          # list the examples that differ, exit 1 (the docs test)
 //
-// An example is a block between `<!-- make docs: NAME -->` and `<!-- /make docs -->` in a
-// Markdown file, or a picture under docs/. The blocks:
-//
-//   - qual-table: the rows table as harness.MarkdownRow prints each row's results.json;
-//   - checkevidence: the line the checker prints for the run (it must pass);
-//   - reference-run: one sentence naming the run and its rows' status.
-//
-// The pictures docs/refedit-contact-sheet.png and docs/refedit-latency.png are the row's
-// pictures as the current renderer draws them from the run's raw records.
+// An example is a block between `<!-- make docs: NAME -->` and `<!-- /make docs -->`
+// (qual-table, checkevidence, reference-run), or one of the row's pictures under docs/.
 package main
 
 import (
