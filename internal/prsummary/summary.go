@@ -22,10 +22,8 @@ const (
 	CheckpointsFile = schema.CheckpointsFile
 )
 
-// Checkpoints is checkpoints.json: the inventory's view of the checkpoints when the run
-// finished (the image-edit group, each with its class and status as qual/ and the
-// evidence root proved it). It is the one input of PR.md that is not in the run's own
-// rows, kept in the run folder so that PR.md can be rendered again from the folder alone.
+// Checkpoints is checkpoints.json: the inventory's image-edit group when the run
+// finished, kept in the run folder so that PR.md renders again from the folder alone.
 type Checkpoints struct {
 	Source      string       `json:"source"`         // the inventory read: inventory.json or a TRTMC checkout's folder name
 	Note        string       `json:"note,omitempty"` // why the list is short or empty
@@ -78,11 +76,9 @@ func (o Options) resolve(runDir string) Options {
 	return o
 }
 
-// Write snapshots the inventory into <runDir>/checkpoints.json, then renders
-// <runDir>/PR.md and, with o.HTML, <runDir>/index.html from the run folder alone. Call it
-// after the rows are final (results.json, row.md, pictures, their SHA256SUMS) and before
-// the run's SHA256SUMS, so the checksums cover all three (the evidence checker requires
-// that of every file, and renders PR.md and index.html again to compare).
+// Write snapshots the inventory into <runDir>/checkpoints.json, then renders PR.md and,
+// with o.HTML, index.html from the run folder alone. Call it after the rows are final and
+// before the run's SHA256SUMS, so the checksums cover all three.
 func Write(runDir string, o Options) error {
 	r, err := readRun(runDir)
 	if err != nil {
@@ -127,8 +123,7 @@ type statusLine struct {
 }
 
 // MarkdownVersion is the PR.md version Markdown renders: 2 adds, per row, the stage
-// strip, the timing table and the hardware, and the venv's package list. Version 1 is
-// PR.md of runs made before it, kept so that their evidence still checks.
+// strip, the timing table and the hardware, and the venv's package list.
 const MarkdownVersion = 2
 
 var markdownMarker = regexp.MustCompile(`^<!-- qualkit PR.md ([0-9]+) -->\n`)
@@ -309,8 +304,7 @@ func StatusMarkdown(dirs, prefixes []string) (string, error) {
 
 // statusTable is the snapshot's image-edit group, then this run's rows that the group
 // does not list, each with what this run proves of it. everyRow lists every row of a
-// profile two rows ran (a merged run's page); a single run's PR.md (version 2) names
-// one of them, its last, and keeps doing so, so that the runs made with it still check.
+// profile two rows ran (a merged run's page); a single run's PR.md names its last.
 func statusTable(r *run, everyRow bool) ([]statusLine, string) {
 	byProfile := map[string][]row{}
 	for _, w := range r.rows {
