@@ -3,12 +3,10 @@
 // (https://github.com/secure-systems-lab/dsse), written as attestation.dsse.json inside
 // the run folder.
 //
-// The Statement's subjects are the run's SHA256SUMS, each row's SHA256SUMS, the run's
-// JUnit file when one is given, and each row's bundle (by the sha256 results.json
-// records); its predicate (PredicateType) states the run id, the harness commit, each
-// row's verdict and time budget, and for a CI shard's run the shard and the matrix entry it
-// answers (ShardClaim). Verify holds the folder's name to the signed run id. Since the run's SHA256SUMS lists every other file of the
-// folder, a verified signature binds every byte the runner wrote before signing.
+// The Statement's subjects are the run's and each row's SHA256SUMS, the JUnit file and
+// each row's bundle; its Predicate states the run id, commit, verdicts and, for a CI
+// shard, the ShardClaim. The run's SHA256SUMS lists every other file, so a verified
+// signature binds every byte the runner wrote before signing.
 //
 // What a signature proves: these bytes are what the holder of the key signed, and
 // nothing was edited after. What it does not: that the runner was honest. A runner that
@@ -301,10 +299,10 @@ func (r *Result) fail(claim, evidence, got string) {
 	r.Problems = append(r.Problems, Problem{claim, evidence, got})
 }
 
-// Verify checks dir's attestation with the public key pub: the envelope's signature, the
-// Statement's type and predicate type, every subject's digest against the file it names
-// (junit: the run's JUnit file, when not empty), each bundle and verdict against the
-// row's results.json, and that every row of run.json is a subject.
+// Verify checks dir's attestation with the public key pub: the signature, every
+// subject's digest against its file (junit, when not empty), each bundle and verdict
+// against results.json, the folder's name against the run id, and that every row of
+// run.json is a subject.
 func Verify(ctx context.Context, dir, junit string, pub []byte) Result {
 	r, env := inspect(dir)
 	if env == nil {

@@ -15,10 +15,8 @@ import (
 	"qualkit/internal/schema"
 )
 
-// Input is one shard as CI hands it over: a folder holding the shard's run folder (the
-// one sub-folder with run.json) and its JUnit file (junit.xml), as `make shard` writes
-// evidence/shards/<name>/. Name is the folder's name without a "shard-" prefix (the CI
-// artifact's name).
+// Input is one shard folder as `make shard` writes it: its run folder and junit.xml.
+// Name is the folder's name without a "shard-" prefix (the CI artifact's name).
 type Input struct {
 	Name, RunDir, JUnit string
 }
@@ -52,9 +50,8 @@ func isFile(p string) bool {
 }
 
 // Merge writes the merged run of the shards into out (which must not exist yet). Each
-// shard must pass verify (the checker, strictly, with its JUnit) and answer the matrix
-// (Answer), and the shards must cover the matrix exactly once from one commit; otherwise nothing is written and the error
-// lists every problem. On any failure out is removed.
+// shard must pass verify and answer the matrix, and the shards must cover it exactly
+// once from one commit; otherwise the error lists every problem and out is removed.
 func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit string) error) (m *Manifest, err error) {
 	if _, err := os.Stat(out); err == nil {
 		return nil, fmt.Errorf("%s exists: give a new folder for the merged run", out)
@@ -178,9 +175,8 @@ func describe(in Input) (Shard, error) {
 		Signed: sig.Signed, KeyID: sig.KeyID}, nil
 }
 
-// Render derives the merged run's SUMMARY.md, PR.md, junit.xml and (version 2)
-// index.html from the shards kept under dir (the merged folder), as m's version renders
-// them.
+// Render derives the merged run's own files from the shards kept under dir, as m's
+// version renders them.
 func Render(dir string, m Manifest) (map[string][]byte, error) {
 	rowLines, status, verified := map[string]string{}, map[string]string{}, map[string]string{}
 	var header string
