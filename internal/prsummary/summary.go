@@ -108,13 +108,10 @@ func Write(runDir string, o Options) error {
 // Render is PR.md and index.html as the run folder's files say they must be: the same
 // bytes every time for the same folder.
 func Render(runDir string) (md, page []byte, err error) {
-	if md, err = Markdown(runDir); err != nil {
-		return nil, nil, err
+	if md, err = Markdown(runDir); err == nil {
+		page, err = Index(runDir)
 	}
-	if page, err = Index(runDir); err != nil {
-		return nil, nil, err
-	}
-	return md, page, nil
+	return md, page, err
 }
 
 // statusLine is one line of the checkpoint status table.
@@ -336,18 +333,10 @@ func statusTable(r *run, everyRow bool) ([]statusLine, string) {
 	}
 	for _, w := range r.rows {
 		p := w.res.Checkpoint.Profile
-		if listed[p] {
-			continue
-		}
-		if everyRow {
-			listed[p] = true
+		if !listed[p] {
+			listed[p] = everyRow // else a line per row, each naming the profile's last row (version 2)
 			add(p, "not a TRTMC profile ("+w.res.Checkpoint.Family+" family)", "-")
-			continue
 		}
-		// Version 2: a line per row the group does not list, each naming the profile's last row.
-		last := byProfile[p][0]
-		lines = append(lines, statusLine{"`" + p + "`", "not a TRTMC profile (" + w.res.Checkpoint.Family + " family)", "-", last.proves(),
-			fmt.Sprintf("[`%s`](%s/results.json): %s", last.name, last.href, last.res.Status)})
 	}
 	return lines, note
 }
@@ -383,19 +372,15 @@ func versions(r *run, v int) []Pair {
 		out = append(out, Pair{"Docker", "none: " + orDash(i.DockerError)})
 	}
 	out = append(out, Pair{"serving", orDash(i.RuntimeNote)})
-	gpuDone := false
-	for _, w := range r.rows {
-		if w.gpu != nil && !gpuDone {
-			gpuDone = true
-			var devs []string
-			for _, d := range w.gpu.Devices {
-				devs = append(devs, fmt.Sprintf("%s (%d GiB, cc %s)", d.Name, d.MemoryTotalBytes>>30, d.ComputeCapability))
-			}
-			out = append(out, Pair{"GPUs", fmt.Sprintf("%d: %s; driver %s, CUDA %d.%d", w.gpu.Count, strings.Join(devs, ", "),
-				w.gpu.DriverVersion, w.gpu.CUDADriverVersion/1000, w.gpu.CUDADriverVersion%1000/10)})
+	if i := slices.IndexFunc(r.rows, func(w row) bool { return w.gpu != nil }); i >= 0 {
+		g := r.rows[i].gpu
+		var devs []string
+		for _, d := range g.Devices {
+			devs = append(devs, fmt.Sprintf("%s (%d GiB, cc %s)", d.Name, d.MemoryTotalBytes>>30, d.ComputeCapability))
 		}
-	}
-	if !gpuDone {
+		out = append(out, Pair{"GPUs", fmt.Sprintf("%d: %s; driver %s, CUDA %d.%d", g.Count, strings.Join(devs, ", "),
+			g.DriverVersion, g.CUDADriverVersion/1000, g.CUDADriverVersion%1000/10)})
+	} else {
 		note := "none"
 		for _, w := range r.rows {
 			if w.gpuNote != "" {

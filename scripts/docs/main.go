@@ -13,7 +13,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"image"
 	"io"
 	"maps"
 	"os"
@@ -195,63 +194,35 @@ func Examples(root string, write bool) ([]string, error) {
 	return append(stale, staleP...), nil
 }
 
-// pictures renders the first row's pictures from the run's raw records, compares them
-// with the ones under docs/ (pixels, not bytes: the encoder may change with Go), and
-// writes them when asked.
+// pictures renders the first row's pictures from the run's raw records, compares their
+// pixels (the encoder may change with Go) with the ones under docs/, and writes them
+// when asked.
 func (s *source) pictures(root string, write bool) ([]string, error) {
 	if len(s.results) == 0 {
 		return nil, nil
 	}
-	tmp, err := os.MkdirTemp("", "qualkit-docs-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	rowDir := filepath.Join(s.dir, s.results[0].Row)
-	sheet, chart, err := evidencecheck.PictureInputs(rowDir)
+	sheet, chart, err := evidencecheck.PictureInputs(filepath.Join(s.dir, s.results[0].Row))
 	if err != nil {
 		return nil, err
 	}
 	var stale []string
 	for _, doc := range slices.Sorted(maps.Keys(Pictures)) {
-		p := filepath.Join(tmp, filepath.Base(doc))
+		img := pictures.RenderLatencyChart(chart)
 		if Pictures[doc] == schema.ContactSheetFile {
-			err = pictures.WritePNG(p, pictures.RenderContactSheet(sheet))
-		} else {
-			err = pictures.WritePNG(p, pictures.RenderLatencyChart(chart))
+			img = pictures.RenderContactSheet(sheet)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if same, err := samePixels(p, filepath.Join(root, doc)); err == nil && same {
-			continue
+		path := filepath.Join(root, doc)
+		if data, err := os.ReadFile(path); err == nil {
+			if old, err := judge.DecodePNG(data); err == nil && judge.ComparePixels(img, old).Identical() {
+				continue
+			}
 		}
 		stale = append(stale, doc)
 		if write {
-			b, err := os.ReadFile(p)
-			if err == nil {
-				err = os.WriteFile(filepath.Join(root, doc), b, 0o644)
-			}
-			if err != nil {
+			if err := pictures.WritePNG(path, img); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return stale, nil
-}
-
-// samePixels says whether the PNGs at a and b decode to the same pixels, as the
-// harness compares identity pairs.
-func samePixels(a, b string) (bool, error) {
-	var imgs [2]image.Image
-	for i, p := range []string{a, b} {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return false, err
-		}
-		if imgs[i], err = judge.DecodePNG(data); err != nil {
-			return false, fmt.Errorf("%s: %w", p, err)
-		}
-	}
-	return judge.ComparePixels(imgs[0], imgs[1]).Identical(), nil
 }
