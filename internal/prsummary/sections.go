@@ -1,6 +1,7 @@
 package prsummary
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"slices"
@@ -197,9 +198,9 @@ func (r *run) hardware(w row) []Pair {
 		{"GPU", gpus},
 		{"driver", driver},
 		{"CUDA (driver)", cuda},
-		{"CPU", fmt.Sprintf("%s, %d CPUs", orDash(i.CPUModel), i.CPUs)},
+		{"CPU", fmt.Sprintf("%s, %d CPUs", cmp.Or(i.CPUModel, "-"), i.CPUs)},
 		{"memory", mem},
-		{"host", fmt.Sprintf("%s, %s/%s", orDash(i.Hostname), i.OS, i.Arch)},
+		{"host", fmt.Sprintf("%s, %s/%s", cmp.Or(i.Hostname, "-"), i.OS, i.Arch)},
 	}
 }
 

@@ -1,6 +1,7 @@
 package prsummary
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -353,14 +354,14 @@ func versions(r *run, v int) []Pair {
 		{"Go", i.GoVersion},
 		{"harness commit", commit},
 		{"AIPerf", i.AIPerfVersion},
-		{"host", fmt.Sprintf("%s, %s/%s, %d CPUs", orDash(i.Hostname), i.OS, i.Arch, i.CPUs)},
+		{"host", fmt.Sprintf("%s, %s/%s, %d CPUs", cmp.Or(i.Hostname, "-"), i.OS, i.Arch, i.CPUs)},
 	}
 	if v >= 2 {
 		mem := "-"
 		if i.MemTotalBytes > 0 {
 			mem = fmt.Sprintf("%.1f GiB", float64(i.MemTotalBytes)/(1<<30))
 		}
-		out = append(out, Pair{"CPU", orDash(i.CPUModel)}, Pair{"memory", mem})
+		out = append(out, Pair{"CPU", cmp.Or(i.CPUModel, "-")}, Pair{"memory", mem})
 	}
 	if i.Docker != nil {
 		nv := "no nvidia runtime"
@@ -369,9 +370,9 @@ func versions(r *run, v int) []Pair {
 		}
 		out = append(out, Pair{"Docker", fmt.Sprintf("%s on %s, %s", i.Docker.ServerVersion, i.Docker.OS, nv)})
 	} else {
-		out = append(out, Pair{"Docker", "none: " + orDash(i.DockerError)})
+		out = append(out, Pair{"Docker", "none: " + cmp.Or(i.DockerError, "-")})
 	}
-	out = append(out, Pair{"serving", orDash(i.RuntimeNote)})
+	out = append(out, Pair{"serving", cmp.Or(i.RuntimeNote, "-")})
 	if i := slices.IndexFunc(r.rows, func(w row) bool { return w.gpu != nil }); i >= 0 {
 		g := r.rows[i].gpu
 		var devs []string
@@ -410,11 +411,4 @@ func firstClause(s string) string {
 
 func cell(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", `\|`)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
