@@ -70,7 +70,9 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 	}
 	var problems []string
 	m = &Manifest{}
+	byName := map[string]Input{}
 	for _, in := range inputs {
+		byName[in.Name] = in
 		if err := verify(in.RunDir, in.JUnit); err != nil {
 			problems = append(problems, fmt.Sprintf("shard %s does not check: %v", in.Name, err))
 			continue
@@ -85,12 +87,8 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 	}
 	if len(m.Shards) > 0 {
 		problems = append(problems, Gaps(rows, m.Shards)...)
-		runDir := map[string]string{}
-		for _, in := range inputs {
-			runDir[in.Name] = in.RunDir
-		}
 		problems = append(problems, Verifications(m.Shards, func(s Shard, row string) (RowResult, error) {
-			return ReadRowResult(runDir[s.Name], row)
+			return ReadRowResult(byName[s.Name].RunDir, row)
 		})...)
 	}
 	if len(inputs) == 0 {
@@ -106,16 +104,15 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 	}()
 	sort.Slice(m.Shards, func(i, j int) bool { return m.Shards[i].Name < m.Shards[j].Name })
 	m.Version, m.Commit, m.Dirty, m.MergedID = Version, m.Shards[0].Commit, m.Shards[0].Dirty, ID(m.Shards)
-	for _, in := range inputs {
-		s := shardByName(m.Shards, in.Name)
-		if err := os.CopyFS(filepath.Join(out, filepath.FromSlash(s.Dir)), os.DirFS(in.RunDir)); err != nil {
+	for _, s := range m.Shards {
+		if err := os.CopyFS(filepath.Join(out, filepath.FromSlash(s.Dir)), os.DirFS(byName[s.Name].RunDir)); err != nil {
 			return nil, err
 		}
-		b, err := os.ReadFile(in.JUnit)
+		b, err := os.ReadFile(byName[s.Name].JUnit)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(out, filepath.FromSlash(s.JUnit)), b, 0o644)
+		}
 		if err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(out, filepath.FromSlash(s.JUnit)), b, 0o644); err != nil {
 			return nil, err
 		}
 		if !s.CorrectnessOnly {
@@ -123,31 +120,21 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 		}
 	}
 	sort.Strings(m.Rows)
-	if err := os.WriteFile(filepath.Join(out, MatrixFile), matrix, 0o644); err != nil {
-		return nil, err
-	}
-	if err := writeJSON(filepath.Join(out, ManifestFile), m); err != nil {
-		return nil, err
-	}
 	files, err := Render(out, *m)
 	if err != nil {
 		return nil, err
 	}
+	manifest, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files[MatrixFile], files[ManifestFile] = matrix, append(manifest, '\n')
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
 			return nil, err
 		}
 	}
 	return m, WriteSums(out)
-}
-
-func shardByName(shards []Shard, name string) Shard {
-	for _, s := range shards {
-		if s.Name == name {
-			return s
-		}
-	}
-	return Shard{}
 }
 
 // describe reads what a verified shard claims: its run id, commit and rows, and the
@@ -254,14 +241,6 @@ func WriteSums(dir string) error {
 	}
 	slices.SortFunc(lines, func(a, b string) int { return strings.Compare(a[66:], b[66:]) })
 	return os.WriteFile(filepath.Join(dir, SumsFile), []byte(strings.Join(lines, "")), 0o644)
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func fileSHA(p string) (string, error) {
