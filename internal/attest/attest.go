@@ -367,44 +367,39 @@ func (r *Result) checkSubjects(dir, junit string, subjects []*ita.ResourceDescri
 			fail("subject "+f, "a subject (a row of run.json, or the run's list)", "not signed")
 		}
 	}
+	sha := func(p string) string {
+		got, err := fileSHA256(p)
+		if err != nil {
+			return err.Error()
+		}
+		return got
+	}
 	for _, s := range subjects {
 		name, digest := s.GetName(), s.GetDigest()["sha256"]
+		var got, where string
 		switch {
 		case name == JUnitSubject:
 			if junit == "" {
 				continue // the JUnit file lives apart; checked when given
 			}
-			got, err := fileSHA256(junit)
-			if err != nil {
-				got = err.Error()
-			}
-			if got != digest {
-				fail("subject "+name, "sha256 "+digest+" (signed)", got+" ("+junit+")")
-			}
+			got, where = sha(junit), junit
 		case strings.HasPrefix(name, bundlePrefix):
 			row := strings.TrimPrefix(name, bundlePrefix)
 			var res schema.Result
-			got := "no bundle recorded"
+			got, where = "no bundle recorded", row+"/results.json bundle.sha256"
 			if err := schema.ReadJSON(filepath.Join(dir, row, "results.json"), &res); err != nil {
 				got = err.Error()
 			} else if res.Bundle != nil {
 				got = res.Bundle.SHA256
 			}
-			if got != digest {
-				fail("subject "+name, "sha256 "+digest+" (signed)", got+" ("+row+"/results.json bundle.sha256)")
-			}
+		case !slices.Contains(want, name):
+			fail("subject "+name, "the run's or a run.json row's SHA256SUMS", "an unknown subject")
+			continue
 		default:
-			if !slices.Contains(want, name) {
-				fail("subject "+name, "the run's or a run.json row's SHA256SUMS", "an unknown subject")
-				continue
-			}
-			got, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(name)))
-			if err != nil {
-				got = err.Error()
-			}
-			if got != digest {
-				fail("subject "+name, "sha256 "+digest+" (signed)", got+" (the file was changed after signing)")
-			}
+			got, where = sha(filepath.Join(dir, filepath.FromSlash(name))), "the file was changed after signing"
+		}
+		if got != digest {
+			fail("subject "+name, "sha256 "+digest+" (signed)", got+" ("+where+")")
 		}
 	}
 }

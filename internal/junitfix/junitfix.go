@@ -105,20 +105,13 @@ func AnchorRun(in []byte, runID, sumsSHA string) ([]byte, error) {
 	found := false
 	for i := range root.Suites {
 		s := &root.Suites[i]
-		ran := false
-		for _, p := range s.Properties {
-			if strings.HasSuffix(p.Name, " qualkit.evidence") && strings.Contains(p.Value, "/"+runID+"/") {
-				ran = true
-			}
-		}
+		ran := slices.ContainsFunc(s.Properties, func(p Property) bool {
+			return strings.HasSuffix(p.Name, " qualkit.evidence") && strings.Contains(p.Value, "/"+runID+"/")
+		})
 		for _, c := range s.Cases {
-			if c.Properties != nil {
-				for _, p := range c.Properties.List {
-					if p.Name == "qualkit.evidence" && strings.Contains(p.Value, "/"+runID+"/") {
-						ran = true
-					}
-				}
-			}
+			ran = ran || c.Properties != nil && slices.ContainsFunc(c.Properties.List, func(p Property) bool {
+				return p.Name == "qualkit.evidence" && strings.Contains(p.Value, "/"+runID+"/")
+			})
 		}
 		if !ran {
 			continue

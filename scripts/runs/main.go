@@ -67,11 +67,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		a, err := read(*root, fs.Arg(0))
-		if err != nil {
-			fmt.Fprintln(stderr, "runs:", err)
-			return 2
+		var b *runs.Run
+		if err == nil {
+			b, err = read(*root, fs.Arg(1))
 		}
-		b, err := read(*root, fs.Arg(1))
 		if err != nil {
 			fmt.Fprintln(stderr, "runs:", err)
 			return 2
