@@ -83,7 +83,6 @@ func (inv *Inventory) WriteMarkdown(w io.Writer) error {
 	return err
 }
 
-// WriteFiles writes INVENTORY.md and inventory.json into dir, creating it.
 func (inv *Inventory) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("inventory output %s: %w", dir, err)

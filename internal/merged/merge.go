@@ -21,7 +21,6 @@ type Input struct {
 	Name, RunDir, JUnit string
 }
 
-// ReadInput finds the run folder and JUnit file of a shard folder.
 func ReadInput(dir string) (Input, error) {
 	in := Input{Name: strings.TrimPrefix(filepath.Base(filepath.Clean(dir)), "shard-"), JUnit: filepath.Join(dir, JUnitFile)}
 	entries, err := os.ReadDir(dir)

@@ -85,7 +85,6 @@ func OwnFiles(m Manifest) []string {
 	return own
 }
 
-// Unsigned are the names of the shards merged without a signature.
 func Unsigned(m Manifest) []string {
 	var out []string
 	for _, s := range m.Shards {
@@ -225,7 +224,6 @@ type RowResult struct {
 	} `json:"correctness"`
 }
 
-// ReadRowResult reads results.json of row in a run folder.
 func ReadRowResult(runDir, row string) (RowResult, error) {
 	var res RowResult
 	if err := schema.ReadJSON(filepath.Join(runDir, row, schema.ResultsFile), &res); err != nil {

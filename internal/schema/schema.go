@@ -217,10 +217,8 @@ type Provenance struct {
 	VenvPackages int    `json:"venv_packages,omitempty"`
 }
 
-// MaxChanges bounds Provenance.Changes.
 const MaxChanges = 20
 
-// Stage returns the result of the named stage.
 func (r *Result) Stage(name string) (StageResult, bool) {
 	for _, s := range r.Stages {
 		if s.Name == name {
@@ -578,12 +576,10 @@ type CommandRecord struct {
 	During string `json:"during,omitempty"`
 }
 
-// End is when the command ended: its start plus its wall.
 func (c CommandRecord) End() time.Time {
 	return c.Start.Add(time.Duration(c.WallS * float64(time.Second)))
 }
 
-// IsServer says whether the record is the row's server.
 func (c CommandRecord) IsServer() bool {
 	return c.Stage == StageServe && c.Log == ServerLog
 }
