@@ -70,16 +70,7 @@ func Pack(out, root string, dirs ...string) error {
 			return err
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := errors.Join(tw.Close(), zw.Close(), tmp.Close(), os.Chmod(tmp.Name(), 0o644)); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), out)
