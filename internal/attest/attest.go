@@ -3,12 +3,10 @@
 // (https://github.com/secure-systems-lab/dsse), written as attestation.dsse.json inside
 // the run folder.
 //
-// The Statement's subjects are the run's SHA256SUMS, each row's SHA256SUMS, the run's
-// JUnit file when one is given, and each row's bundle (by the sha256 results.json
-// records); its predicate (PredicateType) states the run id, the harness commit, each
-// row's verdict and time budget, and for a CI shard's run the shard and the matrix entry it
-// answers (ShardClaim). Verify holds the folder's name to the signed run id. Since the run's SHA256SUMS lists every other file of the
-// folder, a verified signature binds every byte the runner wrote before signing.
+// The Statement's subjects are the run's and each row's SHA256SUMS, the JUnit file and
+// each row's bundle; its Predicate states the run id, commit, verdicts and, for a CI
+// shard, the ShardClaim. The run's SHA256SUMS lists every other file, so a verified
+// signature binds every byte the runner wrote before signing.
 //
 // What a signature proves: these bytes are what the holder of the key signed, and
 // nothing was edited after. What it does not: that the runner was honest. A runner that
@@ -301,10 +299,10 @@ func (r *Result) fail(claim, evidence, got string) {
 	r.Problems = append(r.Problems, Problem{claim, evidence, got})
 }
 
-// Verify checks dir's attestation with the public key pub: the envelope's signature, the
-// Statement's type and predicate type, every subject's digest against the file it names
-// (junit: the run's JUnit file, when not empty), each bundle and verdict against the
-// row's results.json, and that every row of run.json is a subject.
+// Verify checks dir's attestation with the public key pub: the signature, every
+// subject's digest against its file (junit, when not empty), each bundle and verdict
+// against results.json, the folder's name against the run id, and that every row of
+// run.json is a subject.
 func Verify(ctx context.Context, dir, junit string, pub []byte) Result {
 	r, env := inspect(dir)
 	if env == nil {
@@ -369,44 +367,39 @@ func (r *Result) checkSubjects(dir, junit string, subjects []*ita.ResourceDescri
 			fail("subject "+f, "a subject (a row of run.json, or the run's list)", "not signed")
 		}
 	}
+	sha := func(p string) string {
+		got, err := fileSHA256(p)
+		if err != nil {
+			return err.Error()
+		}
+		return got
+	}
 	for _, s := range subjects {
 		name, digest := s.GetName(), s.GetDigest()["sha256"]
+		var got, where string
 		switch {
 		case name == JUnitSubject:
 			if junit == "" {
 				continue // the JUnit file lives apart; checked when given
 			}
-			got, err := fileSHA256(junit)
-			if err != nil {
-				got = err.Error()
-			}
-			if got != digest {
-				fail("subject "+name, "sha256 "+digest+" (signed)", got+" ("+junit+")")
-			}
+			got, where = sha(junit), junit
 		case strings.HasPrefix(name, bundlePrefix):
 			row := strings.TrimPrefix(name, bundlePrefix)
 			var res schema.Result
-			got := "no bundle recorded"
+			got, where = "no bundle recorded", row+"/results.json bundle.sha256"
 			if err := schema.ReadJSON(filepath.Join(dir, row, "results.json"), &res); err != nil {
 				got = err.Error()
 			} else if res.Bundle != nil {
 				got = res.Bundle.SHA256
 			}
-			if got != digest {
-				fail("subject "+name, "sha256 "+digest+" (signed)", got+" ("+row+"/results.json bundle.sha256)")
-			}
+		case !slices.Contains(want, name):
+			fail("subject "+name, "the run's or a run.json row's SHA256SUMS", "an unknown subject")
+			continue
 		default:
-			if !slices.Contains(want, name) {
-				fail("subject "+name, "the run's or a run.json row's SHA256SUMS", "an unknown subject")
-				continue
-			}
-			got, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(name)))
-			if err != nil {
-				got = err.Error()
-			}
-			if got != digest {
-				fail("subject "+name, "sha256 "+digest+" (signed)", got+" (the file was changed after signing)")
-			}
+			got, where = sha(filepath.Join(dir, filepath.FromSlash(name))), "the file was changed after signing"
+		}
+		if got != digest {
+			fail("subject "+name, "sha256 "+digest+" (signed)", got+" ("+where+")")
 		}
 	}
 }

@@ -90,16 +90,11 @@ func (g *Git) File(commit, path string) ([]byte, error) {
 	return g.git("cat-file", "blob", commit+":"+path)
 }
 
-// Tables are the qual tables' rows at commit, as that commit's own code defines them:
-// its qual package, built from `git archive` with exportShim beside it, prints them. The
-// first read of a commit builds its qual test binary (about 16 s on the 2-core
-// development machine with a warm Go build cache); the export is kept in
-// Cache/<commit>[-<env>].json and read from there after. Whoever can write the clone can
-// plant a forged export there, as they could edit the code; delete the folder to rebuild.
-//
-// The export runs in this process's environment: a table may add a row only when a
-// variable names what it needs (QUALKIT_TRTMC_PERF_SERVE), as it did in the run, so the
-// checker needs the run's QUALKIT_* variables, and the cache is kept per their values.
+// Tables are the qual tables' rows at commit, as that commit's own qual package (built
+// from `git archive` with exportShim) prints them; the export is cached in
+// Cache/<commit>[-<env>].json (delete it to rebuild). It runs in this process's
+// environment, since a table may add a row only when a QUALKIT_* variable is set, as in
+// the run: the checker needs the run's variables, and the cache is kept per their values.
 func (g *Git) Tables(commit string) ([]schema.TableRow, error) {
 	if !commitID.MatchString(commit) {
 		return nil, fmt.Errorf("tables: %q is no commit id", commit)
@@ -141,11 +136,10 @@ func envKey(environ []string) string {
 // exportEnv names the file the shim writes the rows to; unset, the shim does nothing.
 const exportEnv = "QUALKIT_EXPORT_TABLE_ROWS"
 
-// exportShim is added to the commit's qual package: its init, run before any test or
-// TestMain, writes every row of the package's tables (the one list qual walks) and exits.
-// It reads the fields every commit since the tables list began has had; the backend by
-// reflection, since how a family names it changed (Backend() until the family contract,
-// Describe(env, row).Backend since), so the one shim compiles at every commit.
+// exportShim is added to the commit's qual package: its init writes every row of the
+// tables and exits. It reads only fields every commit has had, and the backend by
+// reflection (Backend() before the family contract, Describe(...).Backend since), so
+// one shim compiles at every commit.
 const exportShim = `package qual
 
 import (

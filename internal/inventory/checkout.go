@@ -122,7 +122,6 @@ func readModelDir(root, modelPath string) ([]testcase, error) {
 	return readManifests(root, paths, listed, model, modelDir)
 }
 
-// readManifests reads the testcases of every manifest of paths, in order.
 func readManifests(root string, paths []string, listed map[string]bool, model ModelFile, modelDir string) ([]testcase, error) {
 	var out []testcase
 	for _, p := range paths {

@@ -69,7 +69,7 @@ func baseProfile(co *checkout, t testcase) Profile {
 		Profile:           t.name(),
 		HFID:              hf,
 		Family:            family,
-		Revision:          or(co.revisions[hf], t.str(fieldHFRevision)),
+		Revision:          cmp.Or(co.revisions[hf], t.str(fieldHFRevision)),
 		Precision:         t.str(fieldPrecision),
 		UserContract:      t.str(fieldUserContract),
 		TaskMode:          t.str(fieldTaskMode),
@@ -206,11 +206,4 @@ func sortProfiles(ps []Profile) {
 			cmp.Compare(a.Profile, b.Profile),
 		)
 	})
-}
-
-func or(v, def string) string {
-	if v != "" {
-		return v
-	}
-	return def
 }

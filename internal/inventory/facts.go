@@ -27,14 +27,9 @@ type facts struct {
 }
 
 func readFacts(co *checkout, t testcase) facts {
-	var f facts
+	f := facts{partialBy: partialMarkers(t), skipBy: skipMarkers(t), parallel: parallelLayout(t), quant: quantization(t), checkpoint: t.str(fieldHFID)}
 	f.editBy, f.notEditBy = editDeclaration(t, co.tasks)
 	f.refImage, f.refBy, f.refOK, f.refMulti = referenceImage(co, t)
-	f.partialBy = partialMarkers(t)
-	f.skipBy = skipMarkers(t)
-	f.parallel = parallelLayout(t)
-	f.quant = quantization(t)
-	f.checkpoint = t.str(fieldHFID)
 	if rev := t.str(fieldHFRevision); rev != "" {
 		f.checkpoint += "@" + rev
 	}

@@ -77,7 +77,6 @@ func (t testcase) levels() []level {
 	return []level{{"testcase", t.fields}, {"manifest", t.manifest}}
 }
 
-// str is lookup for string fields; other types read as "".
 func (t testcase) str(key string) string {
 	v, _, _ := t.lookup(key)
 	s, _ := v.(string)
@@ -99,7 +98,6 @@ func (t testcase) task() (task, by string) {
 	return "", ""
 }
 
-// object returns a nested object of the testcase or manifest, or nil.
 func (t testcase) object(key string) map[string]any {
 	v, _, _ := t.lookup(key)
 	m, _ := v.(map[string]any)
@@ -150,7 +148,6 @@ func falsy(v any) bool {
 	return false
 }
 
-// number reads a JSON number as an int (0 when absent or not a whole number).
 func number(v any) int {
 	n, ok := v.(json.Number)
 	if !ok {

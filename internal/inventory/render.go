@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -65,7 +66,7 @@ func (inv *Inventory) WriteMarkdown(w io.Writer) error {
 	for _, p := range inv.Group() {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			code(p.Profile), cell(p.HFID), cell(p.Revision), cell(p.Precision), cell(p.Parallel),
-			nativeTask(p), cell(or(p.SupportedControls, controlsNotDeclared)),
+			nativeTask(p), cell(cmp.Or(p.SupportedControls, controlsNotDeclared)),
 			p.Class, code(p.VariantOf), p.Status, cell(p.Reason))
 	}
 
@@ -82,7 +83,6 @@ func (inv *Inventory) WriteMarkdown(w io.Writer) error {
 	return err
 }
 
-// WriteFiles writes INVENTORY.md and inventory.json into dir, creating it.
 func (inv *Inventory) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("inventory output %s: %w", dir, err)

@@ -76,7 +76,6 @@ func (p *Progress) status(profile string) (Status, string, string) {
 		proof.Path, proof.RunID, proof.Claim, schema.ChecksumFile), proof.Path
 }
 
-// ApplyProgress sets the status of every profile.
 func (inv *Inventory) ApplyProgress(p *Progress) {
 	for i := range inv.Profiles {
 		pr := &inv.Profiles[i]

@@ -1,8 +1,7 @@
 package inventory
 
-// The TRTMC field names and values that decide a profile's class. They were read off
-// the data of TRTMC main e9132e79; keeping them in one place means a schema change in
-// TRTMC is one edit here, and every reason string quotes the same names.
+// The TRTMC field names and values that decide a profile's class, read off the data of
+// TRTMC main e9132e79.
 
 // Manifest and testcase fields. A testcase field overrides the manifest field of the
 // same name (TRTMC repeats ci_tier, user_contract, reference_precision at both levels).
@@ -72,11 +71,8 @@ var (
 
 const fieldStatus = "status"
 
-// Checkout layouts. At e9132e79 each model directory has a MODEL.toml listing its
-// manifests; in the newer layout each family keeps its manifests under
-// families/<family>/tests/ with no MODEL.toml, and a manifest names its TRTMC Task, which
-// a testcase may override (internal/trtmc reads that vocabulary and where an edit Task
-// takes its reference images).
+// Checkout layouts: at e9132e79 each model directory's MODEL.toml lists its manifests;
+// in the families layout they sit under families/<family>/tests/ and name their Task.
 const (
 	modelsGlob       = "tests/e2e/models/*/MODEL.toml"
 	manifestGlob     = "manifests/*.json" // relative to a model directory

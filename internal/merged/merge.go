@@ -15,15 +15,12 @@ import (
 	"qualkit/internal/schema"
 )
 
-// Input is one shard as CI hands it over: a folder holding the shard's run folder (the
-// one sub-folder with run.json) and its JUnit file (junit.xml), as `make shard` writes
-// evidence/shards/<name>/. Name is the folder's name without a "shard-" prefix (the CI
-// artifact's name).
+// Input is one shard folder as `make shard` writes it: its run folder and junit.xml.
+// Name is the folder's name without a "shard-" prefix (the CI artifact's name).
 type Input struct {
 	Name, RunDir, JUnit string
 }
 
-// ReadInput finds the run folder and JUnit file of a shard folder.
 func ReadInput(dir string) (Input, error) {
 	in := Input{Name: strings.TrimPrefix(filepath.Base(filepath.Clean(dir)), "shard-"), JUnit: filepath.Join(dir, JUnitFile)}
 	entries, err := os.ReadDir(dir)
@@ -52,9 +49,8 @@ func isFile(p string) bool {
 }
 
 // Merge writes the merged run of the shards into out (which must not exist yet). Each
-// shard must pass verify (the checker, strictly, with its JUnit) and answer the matrix
-// (Answer), and the shards must cover the matrix exactly once from one commit; otherwise nothing is written and the error
-// lists every problem. On any failure out is removed.
+// shard must pass verify and answer the matrix, and the shards must cover it exactly
+// once from one commit; otherwise the error lists every problem and out is removed.
 func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit string) error) (m *Manifest, err error) {
 	if _, err := os.Stat(out); err == nil {
 		return nil, fmt.Errorf("%s exists: give a new folder for the merged run", out)
@@ -73,7 +69,9 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 	}
 	var problems []string
 	m = &Manifest{}
+	byName := map[string]Input{}
 	for _, in := range inputs {
+		byName[in.Name] = in
 		if err := verify(in.RunDir, in.JUnit); err != nil {
 			problems = append(problems, fmt.Sprintf("shard %s does not check: %v", in.Name, err))
 			continue
@@ -88,12 +86,8 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 	}
 	if len(m.Shards) > 0 {
 		problems = append(problems, Gaps(rows, m.Shards)...)
-		runDir := map[string]string{}
-		for _, in := range inputs {
-			runDir[in.Name] = in.RunDir
-		}
 		problems = append(problems, Verifications(m.Shards, func(s Shard, row string) (RowResult, error) {
-			return ReadRowResult(runDir[s.Name], row)
+			return ReadRowResult(byName[s.Name].RunDir, row)
 		})...)
 	}
 	if len(inputs) == 0 {
@@ -109,16 +103,15 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 	}()
 	sort.Slice(m.Shards, func(i, j int) bool { return m.Shards[i].Name < m.Shards[j].Name })
 	m.Version, m.Commit, m.Dirty, m.MergedID = Version, m.Shards[0].Commit, m.Shards[0].Dirty, ID(m.Shards)
-	for _, in := range inputs {
-		s := shardByName(m.Shards, in.Name)
-		if err := os.CopyFS(filepath.Join(out, filepath.FromSlash(s.Dir)), os.DirFS(in.RunDir)); err != nil {
+	for _, s := range m.Shards {
+		if err := os.CopyFS(filepath.Join(out, filepath.FromSlash(s.Dir)), os.DirFS(byName[s.Name].RunDir)); err != nil {
 			return nil, err
 		}
-		b, err := os.ReadFile(in.JUnit)
+		b, err := os.ReadFile(byName[s.Name].JUnit)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(out, filepath.FromSlash(s.JUnit)), b, 0o644)
+		}
 		if err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(out, filepath.FromSlash(s.JUnit)), b, 0o644); err != nil {
 			return nil, err
 		}
 		if !s.CorrectnessOnly {
@@ -126,31 +119,21 @@ func Merge(out, matrixPath string, inputs []Input, verify func(runDir, junit str
 		}
 	}
 	sort.Strings(m.Rows)
-	if err := os.WriteFile(filepath.Join(out, MatrixFile), matrix, 0o644); err != nil {
-		return nil, err
-	}
-	if err := writeJSON(filepath.Join(out, ManifestFile), m); err != nil {
-		return nil, err
-	}
 	files, err := Render(out, *m)
 	if err != nil {
 		return nil, err
 	}
+	manifest, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files[MatrixFile], files[ManifestFile] = matrix, append(manifest, '\n')
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
 			return nil, err
 		}
 	}
 	return m, WriteSums(out)
-}
-
-func shardByName(shards []Shard, name string) Shard {
-	for _, s := range shards {
-		if s.Name == name {
-			return s
-		}
-	}
-	return Shard{}
 }
 
 // describe reads what a verified shard claims: its run id, commit and rows, and the
@@ -178,9 +161,8 @@ func describe(in Input) (Shard, error) {
 		Signed: sig.Signed, KeyID: sig.KeyID}, nil
 }
 
-// Render derives the merged run's SUMMARY.md, PR.md, junit.xml and (version 2)
-// index.html from the shards kept under dir (the merged folder), as m's version renders
-// them.
+// Render derives the merged run's own files from the shards kept under dir, as m's
+// version renders them.
 func Render(dir string, m Manifest) (map[string][]byte, error) {
 	rowLines, status, verified := map[string]string{}, map[string]string{}, map[string]string{}
 	var header string
@@ -258,14 +240,6 @@ func WriteSums(dir string) error {
 	}
 	slices.SortFunc(lines, func(a, b string) int { return strings.Compare(a[66:], b[66:]) })
 	return os.WriteFile(filepath.Join(dir, SumsFile), []byte(strings.Join(lines, "")), 0o644)
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func fileSHA(p string) (string, error) {

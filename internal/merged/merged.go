@@ -4,11 +4,9 @@
 // The renderers here are deterministic, so the checker (internal/evidencecheck) re-derives
 // the merged files from the shards and requires the same bytes.
 //
-// A merged run is refused, at merge time and by the checker alike, when a matrix row has
-// no shard, when a row is in two shards, when a shard ran a row the matrix does not list,
-// or when the shards ran different commits: never a silent gap. So is a shard that does
-// not answer the matrix (Answer): a run begun before the matrix was made, or one signed
-// for another shard or matrix.
+// A merged run is refused, at merge time and by the checker alike, when the shards do
+// not cover the matrix exactly once from one commit (Gaps) or a shard does not answer
+// it (Answer): never a silent gap.
 package merged
 
 import (
@@ -42,11 +40,9 @@ const (
 	ShardsDir    = "shards"
 )
 
-// Version is the merged run's format Merge writes (Manifest.Version): 2 adds index.html,
-// the per-row sections of PR.md and each shard's signature state. A merged.json without a
-// version is version 1: SUMMARY.md, a PR.md of one table, no index.html. Version 3
-// renders index.html as prsummary's version 4 does (the rows table fits 1400 px);
-// version 2's index.html is prsummary's version 3.
+// Version is the merged run's format Merge writes (Manifest.Version): 2 adds index.html
+// (prsummary's version 3), PR.md's row sections and each shard's signature state; 3
+// renders index.html as prsummary's version 4. A merged.json without one is version 1.
 const Version = 3
 
 // Manifest is merged.json: which shards the merged run holds and what each claims.
@@ -89,7 +85,6 @@ func OwnFiles(m Manifest) []string {
 	return own
 }
 
-// Unsigned are the names of the shards merged without a signature.
 func Unsigned(m Manifest) []string {
 	var out []string
 	for _, s := range m.Shards {
@@ -142,11 +137,9 @@ func MatrixCreated(b []byte) (time.Time, error) {
 }
 
 // Answer lists every way the shard name, whose run folder is runDir, fails to answer the
-// matrix of rows made at created: its run began before the matrix was made (a run of an
-// earlier matrix, a genuine one of the same row included), or, signed, its statement
-// (attest.ShardClaim) names another shard, an entry it did not run, or another matrix (a
-// run swapped between shard folders, or one signed for an earlier matrix). The claim is
-// read as the envelope carries it; the signature check verifies the envelope.
+// matrix of rows made at created: its run began before the matrix was made, or, signed,
+// its attest.ShardClaim names another shard, an entry it did not run, or another matrix.
+// The claim is read unverified; the signature check verifies the envelope.
 func Answer(rows []string, created time.Time, name, runDir string) []string {
 	var info schema.RunInfo
 	if err := schema.ReadJSON(filepath.Join(runDir, schema.RunFile), &info); err != nil {
@@ -231,7 +224,6 @@ type RowResult struct {
 	} `json:"correctness"`
 }
 
-// ReadRowResult reads results.json of row in a run folder.
 func ReadRowResult(runDir, row string) (RowResult, error) {
 	var res RowResult
 	if err := schema.ReadJSON(filepath.Join(runDir, row, schema.ResultsFile), &res); err != nil {
@@ -240,11 +232,9 @@ func ReadRowResult(runDir, row string) (RowResult, error) {
 	return res, nil
 }
 
-// Verifications lists every way a correctness-only shard fails to be the seed's local
-// verification: each of its rows must be correctness-verified, and the shard that ran
-// the row in the matrix must have failed it as a hardware limit (a wrong answer, or a
-// pass, takes none); one verification per row. result reads a row's results.json from a
-// shard.
+// Verifications lists every way a correctness-only shard fails to be a row's local
+// verification: each of its rows correctness-verified, the matrix's shard of that row
+// failed as a hardware limit, one verification per row. result reads a shard's row.
 func Verifications(shards []Shard, result func(s Shard, row string) (RowResult, error)) []string {
 	var out []string
 	ranIn, verified := map[string]Shard{}, map[string]string{}
@@ -405,8 +395,7 @@ func JUnit(shards [][]byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// splitRowMD splits a row.md (the rows table's header, its separator and the row's
-// line) into the header (two lines) and the row's line.
+// splitRowMD splits a row.md into the table header (two lines) and the row's line.
 func splitRowMD(rowMD []byte) (header, line string, err error) {
 	lines := strings.Split(strings.TrimSuffix(string(rowMD), "\n"), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[2], "| ") {

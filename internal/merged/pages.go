@@ -74,9 +74,7 @@ func (p *pages) signatures() string {
 	return "Every shard is signed; check the signatures with make check-evidence PUBKEY=<the signer's public key>."
 }
 
-// markdown is PR.md version 2: the shards' rows table with each shard's signature, the
-// results table (the rows' row.md lines), a single run's section per row, the local
-// verifications, then each shard's versions.
+// markdown is PR.md version 2.
 func (p *pages) markdown(header string, rowLines map[string]string) []byte {
 	m := p.m
 	var b strings.Builder

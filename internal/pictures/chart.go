@@ -1,6 +1,7 @@
 package pictures
 
 import (
+	"cmp"
 	"fmt"
 	"image"
 	"image/color"
@@ -85,14 +86,14 @@ func RenderLatencyChart(c Chart) *image.RGBA {
 	title := fmt.Sprintf("%s  run %s: latency per request", c.Row, c.RunID)
 	legends := []string{
 		"client latency (AIPerf request_latency), measured p50 " + pText(client, 50),
-		"Task time (" + orDash(c.TaskSource) + "), measured p50 " + pText(task, 50),
+		"Task time (" + cmp.Or(c.TaskSource, "-") + "), measured p50 " + pText(task, 50),
 		"warmup: not in the p50s",
 		"dashed: nearest-rank p50 of the measured requests",
 	}
 	if v >= 2 {
 		legends = []string{
 			"client latency (AIPerf request_latency), measured p50 " + pText(client, 50) + ", p95 " + pText(client, 95),
-			"Task time (" + orDash(c.TaskSource) + "), measured p50 " + pText(task, 50) + ", p95 " + pText(task, 95),
+			"Task time (" + cmp.Or(c.TaskSource, "-") + "), measured p50 " + pText(task, 50) + ", p95 " + pText(task, 95),
 			"warmup: in neither the p50s nor the p95s",
 			"dashed: nearest-rank p50 of the measured requests; dotted: their p95",
 		}
@@ -260,11 +261,4 @@ func (s scale) label(i int) string {
 	}
 	out := strings.TrimRight(n[:len(n)-frac]+"."+n[len(n)-frac:], "0")
 	return strings.TrimSuffix(out, ".")
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -24,11 +24,9 @@ type Sheet struct {
 	Row   string
 	RunID string
 	Edits []Edit
-	// Version is the rendering: 0 or Version (the current); 3 (in the order sent, but
-	// labelled by the raw export's index: 00, 02, 01 ...); 2 (the edits in the order
-	// given, the raw export's, which is not always the order sent); or 1 (before the
-	// legend said what an identical pair looks like, and long names wrapped mid-word).
-	// The checker accepts a picture drawn by any of them from the same records.
+	// Version is the rendering: 0 or Version (the current); 3 (labelled by the raw
+	// export's index); 2 (in the raw export's order); or 1 (the old legend, names
+	// wrapped mid-word). The checker accepts any of them drawn from the same records.
 	Version int
 }
 

@@ -11,11 +11,8 @@ import (
 	"qualkit/internal/schema"
 )
 
-// indexPage is a static page: no script, no server; every link is relative to the run
-// folder, so it works from file://. It is well-formed XML too, which its test relies on.
-// One template renders both versions: version 2 adds the generator line and the headline
-// columns (.Version); version 1 is the page of runs made before it, kept so that their
-// evidence still checks.
+// indexPage renders versions 1 and 2 (2 adds the generator line and the headline
+// columns); like pageV3 it is static and well-formed XML.
 var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -57,17 +54,14 @@ code { font-size: 90%; }
 
 type indexRow struct {
 	Name, Status, Reason, Command string
-	// Headline is the row's numbers a reviewer wants first, as row.md states them:
-	// native/HTTP matches, HTTP and Task p50 / p95, images/s, the worst edit quality.
+	// Headline is the row's numbers a reviewer wants first, as row.md states them.
 	Headline []string
 	Pictures []string
 	Files    []indexFile
 }
 
-// IndexVersion is the version Index renders (3: the stage strips, latencies in ms under a
-// second, the per-row timing table and hardware, the venv; Page; 4: the rows table fits
-// 1400 px, long reasons and stage strips wrapping); PageVersion reads a page's. Versions
-// 1 to 3 are the pages of runs made before, kept so that their evidence still checks.
+// IndexVersion is the version Index renders (3: Page, with stage strips, timing and
+// hardware; 4: the rows table fits 1400 px). Older versions render the runs made before.
 const IndexVersion = 4
 
 var generator = regexp.MustCompile(`<meta name="generator" content="qualkit index ([0-9]+)" />`)
@@ -86,7 +80,6 @@ var headlineColumns = []int{7, 10, 11, 12, 8}
 
 type indexFile struct{ Href, Name string }
 
-// Index renders index.html for a run folder.
 func Index(runDir string) ([]byte, error) { return IndexAt(runDir, IndexVersion) }
 
 // IndexAt renders index.html as version v renders it (1 to IndexVersion).
@@ -136,7 +129,6 @@ func IndexAt(runDir string, v int) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// verdict is the page's first sentence.
 func (r *run) verdict() string {
 	qualified := 0
 	for _, w := range r.rows {
@@ -165,7 +157,6 @@ func (r *run) page(v int) Page {
 	}
 }
 
-// versionBlock is the run's software, hardware and venv, titled.
 func (r *run) versionBlock(title string) VersionBlock {
 	return VersionBlock{Title: title, VenvSHA: r.info.VenvSHA256, Packages: r.venvPackages(), Lines: versions(r, MarkdownVersion)}
 }

@@ -107,7 +107,6 @@ code { font-size: 90%; }
 </html>
 {{define "more"}}{{with .More}} (<a href="{{.Href}}">{{.Label}}</a>){{end}}{{end}}{{define "strip"}}<div class="strip" data-stages="{{.Name}}">{{range .Stages}}<span class="stage stage-{{.Status}}" data-stage="{{.Name}}" data-stage-status="{{.Status}}" title="{{.Title}}">{{.Name}}</span>{{end}}</div>{{end}}`))
 
-// HTML renders a Page.
 func (p Page) HTML() ([]byte, error) {
 	var b bytes.Buffer
 	if err := pageV3.Execute(&b, p); err != nil {

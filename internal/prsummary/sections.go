@@ -1,6 +1,7 @@
 package prsummary
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"slices"
@@ -10,10 +11,7 @@ import (
 )
 
 // Section is what PR.md (version 2) and index.html (version 3) show of one row, a
-// single run's or a merged run's alike: its stages, its timing table, the hardware it
-// ran on, its pictures and evidence links. Every value is taken from the row's files
-// (results.json, row.md, preflight.json) and its run's run.json, as written; the checker
-// re-derives those, and renders the pages again to compare.
+// single run's or a merged run's alike, every value as the row's files state it.
 type Section struct {
 	Name   string // the row
 	Href   string // the row folder, relative to the page: "refedit-v1", "shards/a/<run id>/refedit-v1"
@@ -25,8 +23,7 @@ type Section struct {
 	More    *Link
 	Command string
 	Stages  []StageMark
-	// Headline is the row's numbers a reviewer wants first (index.html's rows table):
-	// native/HTTP pixel matches, HTTP and Task p50 / p95, images/s, the worst edit quality.
+	// Headline is the row's numbers a reviewer wants first (index.html's rows table).
 	Headline []string
 	Timing   []Pair
 	// Controls are the controls stage's lines: each declared control with its verdict
@@ -116,8 +113,6 @@ var evidenceLinks = []struct{ label, file string }{
 	{"identity", schema.IdentityFile}, {"correctness JUnit", schema.CorrectnessJUnit},
 }
 
-// timing is a row's timing table: the model work of its build, server load and
-// correctness case, its first request, both latency columns, images/s and the time budget.
 func timing(res schema.Result) []Pair {
 	dash := "-"
 	build, load, corr, wall, work, path, ratio := dash, dash, dash, dash, dash, dash, dash
@@ -181,8 +176,7 @@ func controlLines(c *schema.ControlsResult) []Pair {
 	return out
 }
 
-// hardware is what the row ran on: its GPUs (the row's own NVML reading), the host's
-// CPU and memory (run.json).
+// hardware is the row's GPUs (its own NVML reading) and the host's CPU and memory.
 func (r *run) hardware(w row) []Pair {
 	gpus := "none"
 	if g := w.gpu; g != nil {
@@ -208,13 +202,12 @@ func (r *run) hardware(w row) []Pair {
 		{"GPU", gpus},
 		{"driver", driver},
 		{"CUDA (driver)", cuda},
-		{"CPU", fmt.Sprintf("%s, %d CPUs", orDash(i.CPUModel), i.CPUs)},
+		{"CPU", fmt.Sprintf("%s, %d CPUs", cmp.Or(i.CPUModel, "-"), i.CPUs)},
 		{"memory", mem},
-		{"host", fmt.Sprintf("%s, %s/%s", orDash(i.Hostname), i.OS, i.Arch)},
+		{"host", fmt.Sprintf("%s, %s/%s", cmp.Or(i.Hostname, "-"), i.OS, i.Arch)},
 	}
 }
 
-// venvPackages are the run's venv packages as run.json lists them, "name==version" each.
 func (r *run) venvPackages() []string {
 	var out []string
 	for _, l := range r.info.VenvSet {
@@ -232,7 +225,6 @@ func duration(ms float64) string {
 	return fmt.Sprintf("%.2f s", ms/1000)
 }
 
-// seconds is a wall in seconds.
 func seconds(s float64) string { return fmt.Sprintf("%.2f s", s) }
 
 // msList is several times in one unit: milliseconds when the largest is under a second.
@@ -311,7 +303,6 @@ func MarkdownSection(s Section) string {
 
 var stageWord = map[string]string{schema.Pass: "passed", schema.Fail: "FAILED", schema.NotRun: "not run"}
 
-// table writes a two-column Markdown table under its header line.
 func table(b *strings.Builder, head string, rows []Pair) {
 	b.WriteString(head + "\n|---|---|\n")
 	for _, p := range rows {

@@ -1,6 +1,7 @@
 package prsummary
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -22,10 +23,8 @@ const (
 	CheckpointsFile = schema.CheckpointsFile
 )
 
-// Checkpoints is checkpoints.json: the inventory's view of the checkpoints when the run
-// finished (the image-edit group, each with its class and status as qual/ and the
-// evidence root proved it). It is the one input of PR.md that is not in the run's own
-// rows, kept in the run folder so that PR.md can be rendered again from the folder alone.
+// Checkpoints is checkpoints.json: the inventory's image-edit group when the run
+// finished, kept in the run folder so that PR.md renders again from the folder alone.
 type Checkpoints struct {
 	Source      string       `json:"source"`         // the inventory read: inventory.json or a TRTMC checkout's folder name
 	Note        string       `json:"note,omitempty"` // why the list is short or empty
@@ -78,11 +77,9 @@ func (o Options) resolve(runDir string) Options {
 	return o
 }
 
-// Write snapshots the inventory into <runDir>/checkpoints.json, then renders
-// <runDir>/PR.md and, with o.HTML, <runDir>/index.html from the run folder alone. Call it
-// after the rows are final (results.json, row.md, pictures, their SHA256SUMS) and before
-// the run's SHA256SUMS, so the checksums cover all three (the evidence checker requires
-// that of every file, and renders PR.md and index.html again to compare).
+// Write snapshots the inventory into <runDir>/checkpoints.json, then renders PR.md and,
+// with o.HTML, index.html from the run folder alone. Call it after the rows are final and
+// before the run's SHA256SUMS, so the checksums cover all three.
 func Write(runDir string, o Options) error {
 	r, err := readRun(runDir)
 	if err != nil {
@@ -112,13 +109,10 @@ func Write(runDir string, o Options) error {
 // Render is PR.md and index.html as the run folder's files say they must be: the same
 // bytes every time for the same folder.
 func Render(runDir string) (md, page []byte, err error) {
-	if md, err = Markdown(runDir); err != nil {
-		return nil, nil, err
+	if md, err = Markdown(runDir); err == nil {
+		page, err = Index(runDir)
 	}
-	if page, err = Index(runDir); err != nil {
-		return nil, nil, err
-	}
-	return md, page, nil
+	return md, page, err
 }
 
 // statusLine is one line of the checkpoint status table.
@@ -127,8 +121,7 @@ type statusLine struct {
 }
 
 // MarkdownVersion is the PR.md version Markdown renders: 2 adds, per row, the stage
-// strip, the timing table and the hardware, and the venv's package list. Version 1 is
-// PR.md of runs made before it, kept so that their evidence still checks.
+// strip, the timing table and the hardware, and the venv's package list.
 const MarkdownVersion = 2
 
 var markdownMarker = regexp.MustCompile(`^<!-- qualkit PR.md ([0-9]+) -->\n`)
@@ -309,8 +302,7 @@ func StatusMarkdown(dirs, prefixes []string) (string, error) {
 
 // statusTable is the snapshot's image-edit group, then this run's rows that the group
 // does not list, each with what this run proves of it. everyRow lists every row of a
-// profile two rows ran (a merged run's page); a single run's PR.md (version 2) names
-// one of them, its last, and keeps doing so, so that the runs made with it still check.
+// profile two rows ran (a merged run's page); a single run's PR.md names its last.
 func statusTable(r *run, everyRow bool) ([]statusLine, string) {
 	byProfile := map[string][]row{}
 	for _, w := range r.rows {
@@ -342,18 +334,10 @@ func statusTable(r *run, everyRow bool) ([]statusLine, string) {
 	}
 	for _, w := range r.rows {
 		p := w.res.Checkpoint.Profile
-		if listed[p] {
-			continue
-		}
-		if everyRow {
-			listed[p] = true
+		if !listed[p] {
+			listed[p] = everyRow // else a line per row, each naming the profile's last row (version 2)
 			add(p, "not a TRTMC profile ("+w.res.Checkpoint.Family+" family)", "-")
-			continue
 		}
-		// Version 2: a line per row the group does not list, each naming the profile's last row.
-		last := byProfile[p][0]
-		lines = append(lines, statusLine{"`" + p + "`", "not a TRTMC profile (" + w.res.Checkpoint.Family + " family)", "-", last.proves(),
-			fmt.Sprintf("[`%s`](%s/results.json): %s", last.name, last.href, last.res.Status)})
 	}
 	return lines, note
 }
@@ -370,14 +354,14 @@ func versions(r *run, v int) []Pair {
 		{"Go", i.GoVersion},
 		{"harness commit", commit},
 		{"AIPerf", i.AIPerfVersion},
-		{"host", fmt.Sprintf("%s, %s/%s, %d CPUs", orDash(i.Hostname), i.OS, i.Arch, i.CPUs)},
+		{"host", fmt.Sprintf("%s, %s/%s, %d CPUs", cmp.Or(i.Hostname, "-"), i.OS, i.Arch, i.CPUs)},
 	}
 	if v >= 2 {
 		mem := "-"
 		if i.MemTotalBytes > 0 {
 			mem = fmt.Sprintf("%.1f GiB", float64(i.MemTotalBytes)/(1<<30))
 		}
-		out = append(out, Pair{"CPU", orDash(i.CPUModel)}, Pair{"memory", mem})
+		out = append(out, Pair{"CPU", cmp.Or(i.CPUModel, "-")}, Pair{"memory", mem})
 	}
 	if i.Docker != nil {
 		nv := "no nvidia runtime"
@@ -386,22 +370,18 @@ func versions(r *run, v int) []Pair {
 		}
 		out = append(out, Pair{"Docker", fmt.Sprintf("%s on %s, %s", i.Docker.ServerVersion, i.Docker.OS, nv)})
 	} else {
-		out = append(out, Pair{"Docker", "none: " + orDash(i.DockerError)})
+		out = append(out, Pair{"Docker", "none: " + cmp.Or(i.DockerError, "-")})
 	}
-	out = append(out, Pair{"serving", orDash(i.RuntimeNote)})
-	gpuDone := false
-	for _, w := range r.rows {
-		if w.gpu != nil && !gpuDone {
-			gpuDone = true
-			var devs []string
-			for _, d := range w.gpu.Devices {
-				devs = append(devs, fmt.Sprintf("%s (%d GiB, cc %s)", d.Name, d.MemoryTotalBytes>>30, d.ComputeCapability))
-			}
-			out = append(out, Pair{"GPUs", fmt.Sprintf("%d: %s; driver %s, CUDA %d.%d", w.gpu.Count, strings.Join(devs, ", "),
-				w.gpu.DriverVersion, w.gpu.CUDADriverVersion/1000, w.gpu.CUDADriverVersion%1000/10)})
+	out = append(out, Pair{"serving", cmp.Or(i.RuntimeNote, "-")})
+	if i := slices.IndexFunc(r.rows, func(w row) bool { return w.gpu != nil }); i >= 0 {
+		g := r.rows[i].gpu
+		var devs []string
+		for _, d := range g.Devices {
+			devs = append(devs, fmt.Sprintf("%s (%d GiB, cc %s)", d.Name, d.MemoryTotalBytes>>30, d.ComputeCapability))
 		}
-	}
-	if !gpuDone {
+		out = append(out, Pair{"GPUs", fmt.Sprintf("%d: %s; driver %s, CUDA %d.%d", g.Count, strings.Join(devs, ", "),
+			g.DriverVersion, g.CUDADriverVersion/1000, g.CUDADriverVersion%1000/10)})
+	} else {
 		note := "none"
 		for _, w := range r.rows {
 			if w.gpuNote != "" {
@@ -431,11 +411,4 @@ func firstClause(s string) string {
 
 func cell(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", `\|`)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -59,11 +59,9 @@ func (e Evidence) Check(runDir string) error {
 func JUnitBeside(runDir string) string { return runDir + ".junit.xml" }
 
 // Vouch verifies a run that vouches for a bundle another run reuses: whole, with its
-// JUnit file (JUnitBeside), which must anchor the run's checksum list
-// (qualkit.run_sha256sums), and its signature by Key. A planter who edits the run can
-// recompute every list inside the folder, and the JUnit file beside it is no harder to
-// rewrite on the same machine: only the signature anchors against one, so with no Key no
-// run vouches (the bundle is built again).
+// JUnit file anchoring its checksum list, and signed by Key. A planter can rewrite the
+// folder and the JUnit beside it; only the signature anchors, so with no Key no run
+// vouches (the bundle is built again).
 func (e Evidence) Vouch(runDir string) error {
 	if e.Key == nil {
 		return fmt.Errorf("no signing key is configured (%s), and without a signature nothing on this machine anchors the run against a planter who rewrites it and the JUnit beside it", attest.KeyEnv)

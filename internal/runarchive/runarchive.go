@@ -1,8 +1,6 @@
-// Package runarchive keeps evidence run folders as one compressed file: a tar of the
-// folders, deterministic (entries sorted, no times, no owners), compressed with zstd over
-// a window wide enough to share the bytes runs repeat (the same fixtures, the same
-// AIPerf inputs): four H200 runs of 14 MB each pack into 7.7 MB, where one each would
-// take 7 MB. The checker reads a run after Extract; nothing in a run changes by packing.
+// Package runarchive keeps evidence run folders as one deterministic tar (sorted, no
+// times, no owners) compressed with zstd over a window wide enough to share the bytes
+// runs repeat: four 14 MB runs pack into 7.7 MB. Nothing in a run changes by packing.
 package runarchive
 
 import (
@@ -72,16 +70,7 @@ func Pack(out, root string, dirs ...string) error {
 			return err
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := errors.Join(tw.Close(), zw.Close(), tmp.Close(), os.Chmod(tmp.Name(), 0o644)); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), out)

@@ -81,10 +81,8 @@ func (p ProfileRecord) RequestLatencyMs() (float64, error) {
 	return strconv.ParseFloat(string(m.Value), 64)
 }
 
-// ReadRaw reads profile_export_raw.jsonl.
 func ReadRaw(path string) ([]RawRecord, error) { return readRecords[RawRecord](path) }
 
-// ReadProfile reads profile_export.jsonl.
 func ReadProfile(path string) ([]ProfileRecord, error) { return readRecords[ProfileRecord](path) }
 
 func readRecords[T any](path string) ([]T, error) {

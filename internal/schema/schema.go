@@ -1,11 +1,6 @@
 // Package schema is the evidence format: the names of a run folder's files and stages,
-// the row statuses, and the JSON of run.json and of each row's results.json. The
-// harness writes it; the evidence checker, the PR summary, the inventory and the run
-// lister read it. Declared once, so a renamed JSON key cannot read as zero in one of
-// them.
-//
-// It holds data and names only: no arithmetic (the checker re-derives every number on
-// its own, on purpose) and no I/O.
+// the row statuses, and the JSON of run.json and each row's results.json, declared once
+// so a renamed key cannot read as zero in one reader. Data and names only: no I/O.
 package schema
 
 import (
@@ -24,23 +19,19 @@ import (
 // request (FirstRequest); a version-1 file has neither.
 const ResultSchema = "qualkit.result/4"
 
-// ResultSchemaV1, V2 and V3 are the schemas of results.json written before version 4:
-// still read and checked as they were (their model work holds the tools; V1 and V2 have
-// no controls stage).
+// Older results.json schemas, still read and checked as they were.
 const (
 	ResultSchemaV1 = "qualkit.result/1"
 	ResultSchemaV2 = "qualkit.result/2"
 	ResultSchemaV3 = "qualkit.result/3"
 )
 
-// ToolsAreModelWork says whether a results.json of that schema counted the family's
-// tool commands in its model work, as versions 1 to 3 did.
+// ToolsAreModelWork: versions 1 to 3 counted the family's tool commands as model work.
 func ToolsAreModelWork(schema string) bool {
 	return schema == ResultSchemaV1 || schema == ResultSchemaV2 || schema == ResultSchemaV3
 }
 
-// HasControls says whether a results.json of that schema was written with the controls
-// stage in its pipeline (version 3 on).
+// HasControls: version 3 on ran the controls stage.
 func HasControls(schema string) bool {
 	return schema != ResultSchemaV1 && schema != ResultSchemaV2
 }
@@ -63,8 +54,7 @@ const (
 // lists exactly these, each "pass".
 var Stages = []string{StagePreflight, StageBuild, StageCorrectness, StageServe, StageBenchmark, StageQuality, StageInfluence, StageControls, StageIdentity}
 
-// PipelineOf is the pipeline a results.json of that schema ran: Stages, without controls
-// before version 3.
+// PipelineOf is the pipeline a results.json of that schema ran.
 func PipelineOf(resultSchema string) []string {
 	if !HasControls(resultSchema) {
 		return slices.DeleteFunc(slices.Clone(Stages), func(s string) bool { return s == StageControls })
@@ -120,14 +110,13 @@ type StageResult struct {
 	WallS  float64 `json:"wall_s"`
 	// Kind is why a failed stage failed (FailureKinds); empty unless it failed.
 	Kind string `json:"kind,omitempty"`
-	// Start is when the stage began (absent in runs before the overlapped order): with
-	// WallS it is the stage's window, which a command started earlier (CommandRecord.During)
-	// must span from the stage it started in.
+	// Start is when the stage began (absent before the overlapped order): with WallS the
+	// stage's window.
 	Start time.Time `json:"start,omitzero"`
 }
 
-// Failure kinds: why a stage failed, from exit codes, container state, contexts and the
-// logs' own words (harness.Classify). A hardware limit is not a wrong answer.
+// Failure kinds: why a stage failed (harness.Classify). A hardware limit is not a wrong
+// answer.
 const (
 	KindHardware       = "hardware-limit" // CUDA/host out of memory, OOM-killed container, GPU lost, Xid
 	KindTimeout        = "timeout"        // a stage deadline, or go test's -timeout
@@ -191,10 +180,9 @@ type Result struct {
 	Provenance          Provenance       `json:"provenance"`
 }
 
-// TimingSource says where the server reported each request's Task wall time (ms):
-// a dotted path in the response body, or in one line of its records JSONL joined on
-// X-Request-ID (RecordID names the id's path there). With both Body and Records, the body
-// is the source and every records line must agree with it.
+// TimingSource says where the server reported each request's Task time (ms): a dotted
+// path in the response body, or in its records JSONL joined on X-Request-ID (RecordID
+// names the id's path). With both, the body is the source and the records must agree.
 type TimingSource struct {
 	Body     string `json:"body,omitempty"`
 	Records  string `json:"records,omitempty"`
@@ -229,10 +217,8 @@ type Provenance struct {
 	VenvPackages int    `json:"venv_packages,omitempty"`
 }
 
-// MaxChanges bounds Provenance.Changes.
 const MaxChanges = 20
 
-// Stage returns the result of the named stage.
 func (r *Result) Stage(name string) (StageResult, bool) {
 	for _, s := range r.Stages {
 		if s.Name == name {
@@ -262,9 +248,8 @@ type ContainerInfo struct {
 	BuildContext *ImageContext `json:",omitempty"`
 }
 
-// ImageContext is a build context staged with exactly what a Dockerfile copies: the
-// Dockerfile, the folder its sources were taken from, the sources as written, every file
-// sent with its size and sha256, and one sha256 over that list.
+// ImageContext is a build context staged with exactly what a Dockerfile copies, every
+// file with its size and sha256, and one sha256 over that list.
 type ImageContext struct {
 	Dockerfile string        `json:"dockerfile"`
 	Root       string        `json:"root"`
@@ -312,8 +297,7 @@ type BundleInfo struct {
 	Private string `json:"private,omitempty"`
 }
 
-// Correctness is what the correctness stage proved: the case ids the family declared,
-// what its JUnit says ran, its own result file, and what it ran and wrote.
+// Correctness is what the correctness stage proved.
 type Correctness struct {
 	CaseCounts
 	Declared   []string   `json:"declared_cases"`        // the JUnit ids that had to run and pass
@@ -351,9 +335,8 @@ type Quantiles struct {
 	Method string  `json:"method"`
 }
 
-// FirstRequest is the request AIPerf sent first (the earliest request_start_ns of its
-// raw export, any phase) and its client latency (request_latency in its per-request
-// export).
+// FirstRequest is the request AIPerf sent first (earliest request_start_ns, any phase)
+// and its client latency.
 type FirstRequest struct {
 	RequestID string  `json:"request_id"`
 	Phase     string  `json:"phase"`
@@ -388,47 +371,37 @@ const (
 	NativeParallel = "parallel"
 )
 
-// TimeBudget is where a row's wall time went: the model's own work (what qualification
-// cannot do without) and the rest. Model work is the bundle build (zero when cached),
-// the correctness case, one server load, one native load, and every Task call, served
-// and native; everything else (the family's tool commands, image builds, container
-// starts, AIPerf start-up and per-request overhead, HTTP, checks, evidence, extra native
-// loads) is the harness's. Ratio is wall over model work.
+// TimeBudget is where a row's wall time went. Model work is the bundle build (zero when
+// cached), the correctness case, one server load, one native load and every Task call,
+// served and native; everything else is the harness's. Ratio is wall over model work.
 type TimeBudget struct {
 	WallS      float64            `json:"wall_s"`
 	Stages     map[string]float64 `json:"stages_s"`
 	ModelWorkS float64            `json:"model_work_s"`
 	HarnessS   float64            `json:"harness_s"`
-	// ToolsS is the family's tool commands (build/tools-*.log: compiling the harness's
-	// and the family's own programs), a part of HarnessS. Results of schema 1 and 2
-	// state it as model_work.tools_s, a part of ModelWorkS (ModelWork.LegacyToolsS).
+	// ToolsS is the family's tool commands (build/tools-*.log), a part of HarnessS
+	// (before schema 4, ModelWork.LegacyToolsS).
 	ToolsS      float64   `json:"tools_s"`
 	Ratio       float64   `json:"ratio"`
 	Model       ModelWork `json:"model_work"`
 	AIPerfS     float64   `json:"aiperf_overhead_s"` // benchmark stage wall minus every request's client latency
 	NativeMode  string    `json:"native_mode,omitempty"`
 	NativeLoads int       `json:"native_loads"`
-	// Order is how the row's work was laid out: OrderSerial (one thing at a time, asked
-	// for with -qualkit.serial) or OrderOverlapped (independent work began early; Overlap
-	// says what and why). Absent in runs made before there was a choice: serial.
+	// Order is OrderSerial (-qualkit.serial) or OrderOverlapped (Overlap says what began
+	// early and why); absent, serial.
 	Order   string   `json:"order,omitempty"`
 	Overlap *Overlap `json:"overlap,omitempty"`
 	// CriticalPathS is the longest chain of dependent model work (CriticalPath): the
-	// shortest wall the row could have had. Serial, it is ModelWorkS; overlapped, work
-	// that ran beside other work leaves it, so a Ratio below 1 is explained by it.
+	// shortest wall the row could have had.
 	CriticalPathS float64 `json:"critical_path_s"`
-	// PhysicalLimitS is the model work that must run one after another on the row's GPU
-	// whatever the order (PhysicalLimit): no wall can be shorter. PhysicalRatio is WallS
-	// over it, how far the row is from that limit. Absent in runs made before it was
-	// stated.
+	// PhysicalLimitS is the model work no order can overlap (PhysicalLimit);
+	// PhysicalRatio is WallS over it.
 	PhysicalLimitS float64 `json:"physical_limit_s,omitempty"`
 	PhysicalRatio  float64 `json:"physical_ratio,omitempty"`
 }
 
-// PhysicalLimit is the model work of m that no order can overlap: the build, the
-// correctness case, every served Task (the benchmark's, the influence and controls
-// probes') and every native Task, each of which holds the one GPU. The loads are left
-// out: the server's can run beside the case and the native one beside the served Tasks.
+// PhysicalLimit is the model work of m that holds the one GPU whatever the order: the
+// build, the correctness case and every Task call. The loads can run beside them.
 func PhysicalLimit(m ModelWork) float64 {
 	return m.LegacyToolsS + m.BuildS + m.CorrectnessS + m.ServedTaskS + m.NativeTaskS
 }
@@ -442,42 +415,32 @@ const (
 // Overlap says what the overlapped order began early, by how much, and why it did not
 // when it did not.
 type Overlap struct {
-	// BuildEarly: the build (the family's tools and the bundle) began during preflight,
-	// beside its slow checks (AIPerf's version, the family's own checks and probes), which
-	// it needs none of; a failed preflight stops it. BuildAheadS is how long before the
-	// build stage began its first command started.
+	// BuildEarly: the build began during preflight, beside its slow checks;
+	// BuildAheadS is how long before the build stage its first command started.
 	BuildEarly  bool    `json:"build_early"`
 	BuildAheadS float64 `json:"build_ahead_s"`
 	BuildWhy    string  `json:"build_why"`
-	// ServerEarly: the server started with the correctness case and loaded beside it
-	// (the bundle existed before the case, and the row's memory held both); the
-	// benchmark's first request still waited for the case to pass. ServerAheadS is how
-	// long before the serve stage began it started.
+	// ServerEarly: the server loaded beside the correctness case; ServerAheadS is how
+	// long before the serve stage it started.
 	ServerEarly  bool    `json:"server_early"`
 	ServerAheadS float64 `json:"server_ahead_s"`
 	ServerWhy    string  `json:"server_why"`
-	// AIPerfEarly: AIPerf started while the server loaded and waited for the model
-	// (--wait-for-model-mode models); AIPerfAheadS is how long before the benchmark stage
-	// began it started (the benchmark stage's start less its command's start).
+	// AIPerfEarly: AIPerf started while the server loaded (--wait-for-model-mode
+	// models); AIPerfAheadS is how long before the benchmark stage it started.
 	AIPerfEarly  bool    `json:"aiperf_early"`
 	AIPerfAheadS float64 `json:"aiperf_ahead_s"`
 	AIPerfWhy    string  `json:"aiperf_why"`
-	// NativePreload: the native batch process started with the serve stage, loaded the
-	// model and waited for its items until identity (the server stopped first);
-	// NativeAheadS is how long before the identity stage began it started.
+	// NativePreload: the native batch process loaded from the serve stage on, waiting
+	// for identity; NativeAheadS is how long before the identity stage it started.
 	NativePreload bool    `json:"native_preload"`
 	NativeAheadS  float64 `json:"native_ahead_s"`
 	NativeWhy     string  `json:"native_why"`
 }
 
-// CriticalPath is the longest chain of dependent model work in m. Serial, every part
-// waits for the one before (the sum). The build comes first (after the tools in results
-// of schema 1 and 2). With the
-// server loaded beside the correctness case (serverEarly), the served Tasks wait for
-// the longer of the two, else for both in turn. With the native batch preloaded, its
-// load begins once the case passed and runs beside the server's remaining load and the
-// served Tasks, and the native Tasks wait for both chains; else they follow the served
-// Tasks and the native load.
+// CriticalPath is the longest chain of dependent model work in m. The build comes
+// first; with serverEarly the served Tasks wait for the longer of the case and the
+// server load, else both in turn; a preloaded native batch loads after the case, beside
+// the served chain, and the native Tasks wait for both chains.
 func CriticalPath(m ModelWork, nativePreloaded, serverEarly bool) float64 {
 	caseAndLoad := m.CorrectnessS + m.ServerLoadS
 	if serverEarly {
@@ -492,8 +455,7 @@ func CriticalPath(m ModelWork, nativePreloaded, serverEarly bool) float64 {
 
 // ModelWork are the parts of TimeBudget.ModelWorkS.
 type ModelWork struct {
-	// LegacyToolsS is the family's tool commands as results.json of schema 1 and 2
-	// counted them: a part of model work. Version 3 writes none (TimeBudget.ToolsS).
+	// LegacyToolsS is the tool commands, model work before schema 4 (TimeBudget.ToolsS).
 	LegacyToolsS float64 `json:"tools_s,omitempty"`
 	BuildS       float64 `json:"build_s"`
 	CorrectnessS float64 `json:"correctness_s"`
@@ -567,24 +529,18 @@ type RunInfo struct {
 	OS            string    `json:"os"`
 	Arch          string    `json:"arch"`
 	CPUs          int       `json:"cpus"`
-	// CPUModel and MemTotalBytes are the host's CPU model and memory, read from the
-	// verbatim copies of /proc/cpuinfo and /proc/meminfo the run folder keeps
-	// (HostCPUInfoFile, HostMemInfoFile); absent where there is no /proc, and in runs
-	// made before they were recorded.
+	// CPUModel and MemTotalBytes are read from the run folder's copies of /proc/cpuinfo
+	// and /proc/meminfo; absent where there is no /proc.
 	CPUModel      string `json:"cpu_model,omitempty"`
 	MemTotalBytes int64  `json:"mem_total_bytes,omitempty"`
 	Hostname      string `json:"hostname"`
-	// Load is how busy the host was around the run, which its timings depend on (make
-	// compare weighs it); absent where there is no /proc, and in runs made before it
-	// was recorded.
+	// Load is how busy the host was around the run (make compare weighs it).
 	Load        *HostLoad   `json:"host_load,omitempty"`
 	RuntimeNote string      `json:"runtime_note"`
 	Docker      *DaemonInfo `json:"docker,omitempty"`
 	DockerError string      `json:"docker_error,omitempty"`
 	Swept       []string    `json:"swept_leftovers,omitempty"`
-	// CleanupLeft names the run's own cleanups that failed at its end (an image the
-	// engine would not remove yet): left to the next run's sweep and the reaper, never a
-	// reason to leave the run's evidence unwritten.
+	// CleanupLeft names the run's cleanups that failed at its end, left to the next sweep.
 	CleanupLeft []string `json:"cleanup_left,omitempty"`
 	// Interrupted says which signal stopped the run, and when: "SIGINT at +41.2 s".
 	Interrupted string `json:"interrupted,omitempty"`
@@ -595,10 +551,8 @@ type RunInfo struct {
 	Rows            []string `json:"rows"`
 }
 
-// HostLoad is the host's load over a run, as /proc stated it: the 1, 5 and 15-minute
-// load averages of /proc/loadavg when the run began and when it ended, and the CPU time
-// stolen from this host (the steal column of /proc/stat's cpu line: a hypervisor
-// running others on its CPUs) over the run, in seconds summed over every CPU.
+// HostLoad is /proc/loadavg's three averages at the run's start and end, and the CPU
+// time stolen by a hypervisor (/proc/stat's steal) over the run, summed over every CPU.
 type HostLoad struct {
 	LoadAvgStart [3]float64 `json:"loadavg_start"`
 	LoadAvgEnd   [3]float64 `json:"loadavg_end"`
@@ -617,18 +571,15 @@ type CommandRecord struct {
 	WallS    float64   `json:"wall_s"`
 	ExitCode int       `json:"exit_code"`
 	Error    string    `json:"error,omitempty"`
-	// During is the stage that was running when the command started, when that is not
-	// its own Stage: work the overlapped order began early (AIPerf waiting for the model
-	// while the server loads, the native batch loading while earlier stages run).
+	// During is the stage running when the command started, when not its own Stage
+	// (work the overlapped order began early).
 	During string `json:"during,omitempty"`
 }
 
-// End is when the command ended: its start plus its wall.
 func (c CommandRecord) End() time.Time {
 	return c.Start.Add(time.Duration(c.WallS * float64(time.Second)))
 }
 
-// IsServer says whether the record is the row's server.
 func (c CommandRecord) IsServer() bool {
 	return c.Stage == StageServe && c.Log == ServerLog
 }
@@ -657,10 +608,8 @@ func (d PixelDiff) String() string {
 		d.DifferingPixel, d.MaxAbs, d.MeanAbs, d.FirstX, d.FirstY, d.FirstA, d.FirstB)
 }
 
-// QualitySummary is the quality stage's result: the family's own criteria, from its own
-// files, applied to every HTTP output (warmup too), and the reference criteria to the
-// output of the pair the correctness case also ran, against the reference image that case
-// wrote.
+// QualitySummary is the quality stage's result: the family's criteria applied to every
+// HTTP output, and the reference criteria to the pair the correctness case also ran.
 type QualitySummary struct {
 	Files    []ThresholdsFile `json:"files"`
 	Criteria QualityCriteria  `json:"criteria"`
@@ -698,8 +647,7 @@ type QualityCriteria struct {
 	PairMetric string `json:"pair_metric,omitempty"`
 }
 
-// QualityRequest is one HTTP output measured: its file in identity/, its pixel mean and
-// standard deviation, its input's, and every criterion it missed.
+// QualityRequest is one HTTP output measured, and every criterion it missed.
 type QualityRequest struct {
 	RequestID string   `json:"request_id"`
 	Phase     string   `json:"phase"`
@@ -729,24 +677,19 @@ type QualityPair struct {
 	// Noise is the family's statement of whether the served pair started from the
 	// reference image's noise, and what a difference means for the bounds.
 	Noise string `json:"noise,omitempty"`
-	// InitialLatentsSHA256 is the sha256 of the noise the server says it replayed for the
-	// pair's request (its records line), CaseLatentsSHA256 that of the noise file the
-	// correctness case drew itself, when the family states both: equal, the pair started
+	// InitialLatentsSHA256 is the noise the server says it replayed for the pair,
+	// CaseLatentsSHA256 the noise the correctness case drew: equal, the pair started
 	// where the case's reference did.
-	InitialLatentsSHA256 string `json:"initial_latents_sha256,omitempty"`
-	CaseLatentsSHA256    string `json:"case_latents_sha256,omitempty"`
-	// Std and ReferenceStd are the output's and the reference image's pixel deviation,
-	// StdRatio the first over the second.
-	Std          float64  `json:"std"`
-	ReferenceStd float64  `json:"reference_std"`
-	StdRatio     float64  `json:"std_ratio"`
-	Failures     []string `json:"failures,omitempty"`
+	InitialLatentsSHA256 string   `json:"initial_latents_sha256,omitempty"`
+	CaseLatentsSHA256    string   `json:"case_latents_sha256,omitempty"`
+	Std                  float64  `json:"std"`
+	ReferenceStd         float64  `json:"reference_std"`
+	StdRatio             float64  `json:"std_ratio"`
+	Failures             []string `json:"failures,omitempty"`
 }
 
-// Lease is what a row held for its whole life: its GPUs by UUID (none for a CPU row,
-// which holds one of the run's CPU row slots instead), from Start to End, after WaitS
-// waiting for them, and every other row of the run whose lease overlapped it
-// (RanBeside): its timings were measured next to those rows.
+// Lease is what a row held for its whole life: its GPUs by UUID (none for a CPU row),
+// after WaitS waiting, and the rows whose leases overlapped it (RanBeside).
 type Lease struct {
 	GPUs      []string    `json:"gpus"`
 	Shared    bool        `json:"shared,omitempty"` // the row said it may share its GPUs
@@ -756,8 +699,7 @@ type Lease struct {
 	RanBeside []Neighbour `json:"ran_beside"`
 }
 
-// Neighbour is another row of the run that held a lease during this row's: its GPUs
-// and when (End zero: it still ran when this row reported).
+// Neighbour is a row that held a lease during this row's (End zero: it still ran).
 type Neighbour struct {
 	Row   string    `json:"row"`
 	GPUs  []string  `json:"gpus,omitempty"`

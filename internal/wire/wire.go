@@ -1,23 +1,11 @@
 // Package wire is how a row's edit requests travel between AIPerf (or the harness's own
 // client) and the server: how a request is written for AIPerf, read back from the exact
-// payload in AIPerf's raw export, and where a response's PNG is. The harness and the
-// checker both read requests through it, so that they stay protocol-free.
-//
-// Two protocols:
-//
-//   - OpenAIImages: POST /v1/images/edits, multipart, as AIPerf 0.13.0's image_edit
-//     endpoint sends it; the PNG comes back as data[0].b64_json. The reference families
-//     serve it, and so does TRTMC's trtmc-server edit route as the stage-7 completion
-//     report describes it (no public TRTMC source has that route).
-//   - TRTMCTask: trtmc-perf-serve's POST /v1/tasks/generate_image
-//     (apps/perf_serving/trtmc_perf_serving/app.py @ 3878755c): a JSON body
-//     {"request": {...}} in the worker's request schema, the image inline as
-//     {"$file": {"suffix": ".png", "b64": ...}}; the response carries no image: the PNG
-//     is written under the server's scratch folder, <scratch>/<request id>/<name>, its
-//     name in trtmc_observation.image_artifacts. AIPerf drives it with its raw endpoint.
-//
-// Settings are always spelled the OpenAI way (size, seed, num_inference_steps, ...): a
-// protocol maps them to its own fields and back.
+// payload in AIPerf's raw export, and where a response's PNG is, so that the harness and
+// the checker stay protocol-free. Two protocols: OpenAI (the reference families, and
+// TRTMC's trtmc-server edit route as the stage-7 completion report describes it; no
+// public TRTMC source has that route) and Task (trtmc-perf-serve). Settings are always
+// spelled the OpenAI way (size, seed, num_inference_steps, ...): a protocol maps them to
+// its own fields and back.
 package wire
 
 import (

@@ -1,15 +1,11 @@
-// Command attest signs a run folder, after checking it, and makes signing keys.
+// Command attest signs a run folder, after the checker accepts it, and makes signing keys.
 //
-//	go run ./scripts/attest keygen [-out PREFIX]      (writes PREFIX.pem, the secret, and PREFIX.pub.pem; default ~/.config/qualkit/ci)
+//	go run ./scripts/attest keygen [-out PREFIX]      (writes PREFIX.pem and PREFIX.pub.pem; default ~/.config/qualkit/ci)
 //	go run ./scripts/attest sign -dir evidence/latest -junit evidence/junit-qual.xml -key ci.pem
-//	QUALKIT_SIGNING_KEY=ci.pem go run ./scripts/attest sign -dir evidence/latest
 //	go run ./scripts/attest sign -dir evidence/latest -shard refedit-v1 -matrix-created 2026-12-06T04:30:00Z   (make shard)
 //
-// sign refuses a folder the checker does not accept (internal/evidencecheck), then writes
-// <dir>/attestation.dsse.json: an in-toto Statement over the run's and each row's
-// SHA256SUMS, the JUnit file and the bundles, with the row verdicts, in a DSSE envelope;
-// with -shard, the shard's name and the matrix entry it answers too (attest.ShardClaim).
-// Verify it with `go run ./scripts/checkevidence -dir DIR -pubkey ci.pub.pem`.
+// sign writes <dir>/attestation.dsse.json (internal/attest); the key may come from
+// QUALKIT_SIGNING_KEY. Verify with `go run ./scripts/checkevidence -dir DIR -pubkey ci.pub.pem`.
 package main
 
 import (

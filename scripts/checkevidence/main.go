@@ -1,31 +1,16 @@
 // Command checkevidence proves, or refutes, one run's evidence folder: the checksum
-// list, the exact file set of every row, and every number and status that results.json,
-// row.md, SUMMARY.md and (with -junit) the JUnit properties claim, each re-derived from
-// the raw AIPerf exports, server records, PNGs and correctness JUnit.
+// list, every row's file set, and every number and status results.json, row.md,
+// SUMMARY.md and (with -junit) the JUnit properties claim, re-derived from the raw files.
 //
-//	go run ./scripts/checkevidence -dir evidence/latest
-//	go run ./scripts/checkevidence -dir evidence/<run id> -junit evidence/junit-qual.xml
-//	go run ./scripts/checkevidence -dir evidence/<run id> -sums <sha256 the test log printed>
-//	go run ./scripts/checkevidence -dir evidence/merged   (a merged run: every shard, whole)
+//	go run ./scripts/checkevidence -dir evidence/latest [-junit FILE] [-sums SHA256]
 //	go run ./scripts/checkevidence -dir evidence/<run id> -pubkey ci.pub.pem -strict
 //	go run ./scripts/checkevidence -dir docs/evidence/runs.tar.zst -run h200-orders/serial/20261205T180948Z-2707
 //
-// An archive of runs (internal/runarchive, docs/evidence.md) is checked in place: the run
-// -run names is unpacked into a temporary folder, checked there, and removed.
-//
-// With -pubkey it verifies the run's signed attestation (attestation.dsse.json, written by
-// `go run ./scripts/attest sign`; in a merged run, each shard's). Without it, it says
-// whether the run is signed. -strict makes an unsigned or unverified run a failure.
-//
-// Run inside a clone (any folder of it), it holds the run to the harness commit it names:
-// the commit must exist in the clone, the gates and case files the run read must be that
-// commit's, and every row a row of that commit's qual tables (internal/evidencerepo; the
-// first check at a commit builds that commit's qual package, then its tables are kept
-// in .cache/tables). Outside a clone it says "commit not verifiable" (a problem with
-// -strict).
-//
-// It prints every problem as "<file>: <claim>: evidence says X, file says Y" and exits 1
-// when there is any; exit 2 is a usage error.
+// A run in an archive (internal/runarchive) is unpacked into a temporary folder and
+// checked there. Inside a clone the run is held to the harness commit it names
+// (internal/evidencerepo); outside one it says "commit not verifiable" (a problem with
+// -strict). Problems print as "<file>: <claim>: evidence says X, file says Y"; exit 1
+// when there is any, 2 on a usage error.
 package main
 
 import (

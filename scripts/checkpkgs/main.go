@@ -1,11 +1,7 @@
-// Command checkpkgs is `make check`, the inner loop: it lints the packages holding a
-// file changed since BASE (default HEAD: the work not yet committed, untracked files
-// included) with gofmt, vet and staticcheck, then runs go test -short on those and on
-// every package whose code or tests import one of them. The end-to-end qual package runs
-// only its tests that need no row (qualTests): it is compiled and vetted like any other,
-// and `make test` runs its rows. The stages' judges (the harness's TestJudge tests: each
-// stage's decisions on values alone, in well under a second) run every time, whatever
-// changed.
+// Command checkpkgs is `make check`, the inner loop: it lints (gofmt, vet, staticcheck)
+// the packages holding a file changed since BASE (default HEAD, untracked files
+// included), then runs go test -short on those and every package importing one. qual
+// runs only its tests that need no row (qualTests); the stages' judges run every time.
 //
 //	go run ./scripts/checkpkgs [-base REF] [-n]
 package main
@@ -31,8 +27,7 @@ const (
 	judgeTests = "^TestJudge"
 )
 
-// recipesPkg holds the README recipes: under -short it only checks that every README
-// command block equals its script, which runs every time (a README edit changes no Go
+// recipesPkg holds the README recipes, tested every time (a README edit changes no Go
 // package).
 const recipesPkg = "qualkit/scripts/recipes"
 
@@ -40,9 +35,8 @@ const recipesPkg = "qualkit/scripts/recipes"
 // it is tested with qualTests alone.
 const qualPkg = "qualkit/qual"
 
-// qualTests are qual's tests that run no row, need no container, AIPerf or venv: the
-// tables and their JSON export, the docs' tables and links, flag paths and the doctor's
-// selection. TestQualTestsExist keeps every name a test of qual.
+// qualTests are qual's tests that run no row and need no container, AIPerf or venv.
+// TestQualTestsExist keeps every name a test of qual.
 var qualTests = []string{
 	"TestTablesJSONDetails", "TestTablesJSONDeadlineDefaults", "TestTablesReconcileWithTheInventory",
 	"TestDocsLinksResolve", "TestFaultTableNamesItsTests", "TestNegativeControlsTableMatchesREADME",
@@ -54,11 +48,8 @@ var qualTests = []string{
 // holds the list to the //go:build lines.
 const BuildTags = "mktestdata,trtmcdata,trtmcperfserve"
 
-// asDependent is what a package whose own tests are long runs in make check when it is
-// tested only because it imports a changed package (a new family changes families/all,
-// which the checker imports): the tests a change elsewhere can break (the committed runs
-// still check, the family contract and gates agree). Its own forgery and merge tables,
-// which test its own code, run when it changes, and in make test.
+// asDependent is what a package with long tests runs when it is tested only because it
+// imports a changed package: the tests a change elsewhere can break.
 var asDependent = map[string]string{
 	"qualkit/internal/evidencecheck": "^(TestCommittedRunsPass|TestCommittedH200RunPasses|TestCommittedOrderRunsPass|TestUnknownFamilyFails|TestContractWithTheHarness|TestGateThresholdsAreTheHarnesss)$",
 	"qualkit/scripts/mergeevidence":  "^TestUsage$",
@@ -70,19 +61,14 @@ type pkg struct {
 	Deps, TestImports, XTestImports []string
 }
 
-// plan is what make check runs: lint the changed packages, test them and their
-// dependents with -short, qual's qualTests when qual is among them, and the stages'
-// judges.
 type plan struct {
 	Lint  []string // import paths, qual included when it changed
 	Tests []string // import paths, qual left out
 	// Subsets: packages tested only as dependents, with their asDependent pattern.
 	Subsets map[string]string
 	Qual    bool // qual changed or imports a changed package
-	// Judges: run the harness's judge tests alone (its whole -short set is not in Tests).
-	Judges bool
-	// Recipes: test the README recipes' package too (it is not in Tests).
-	Recipes bool
+	Judges  bool // run the harness's judge tests alone (it is not in Tests)
+	Recipes bool // test the README recipes' package (it is not in Tests)
 }
 
 func main() {

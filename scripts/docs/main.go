@@ -1,20 +1,11 @@
 // Command docs keeps the examples in the README and docs/ true: each is what the current
-// code prints for one committed real run, docs/evidence/reference-run/ (`make qual` in a
-// fresh clone, copied there by `make docs-run`), so an example changes only when the code
-// or that run does.
+// code prints for the committed reference run docs/evidence/reference-run/ (make docs-run).
 //
 //	go run ./scripts/docs -write   # make docs: rewrite every example from the run
 //	go run ./scripts/docs          # list the examples that differ, exit 1 (the docs test)
 //
-// An example is a block between `<!-- make docs: NAME -->` and `<!-- /make docs -->` in a
-// Markdown file, or a picture under docs/. The blocks:
-//
-//   - qual-table: the rows table as harness.MarkdownRow prints each row's results.json;
-//   - checkevidence: the line the checker prints for the run (it must pass);
-//   - reference-run: one sentence naming the run and its rows' status.
-//
-// The pictures docs/refedit-contact-sheet.png and docs/refedit-latency.png are the row's
-// pictures as the current renderer draws them from the run's raw records.
+// An example is a block between `<!-- make docs: NAME -->` and `<!-- /make docs -->`
+// (qual-table, checkevidence, reference-run), or one of the row's pictures under docs/.
 package main
 
 import (
@@ -22,7 +13,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"image"
 	"io"
 	"maps"
 	"os"
@@ -204,63 +194,35 @@ func Examples(root string, write bool) ([]string, error) {
 	return append(stale, staleP...), nil
 }
 
-// pictures renders the first row's pictures from the run's raw records, compares them
-// with the ones under docs/ (pixels, not bytes: the encoder may change with Go), and
-// writes them when asked.
+// pictures renders the first row's pictures from the run's raw records, compares their
+// pixels (the encoder may change with Go) with the ones under docs/, and writes them
+// when asked.
 func (s *source) pictures(root string, write bool) ([]string, error) {
 	if len(s.results) == 0 {
 		return nil, nil
 	}
-	tmp, err := os.MkdirTemp("", "qualkit-docs-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	rowDir := filepath.Join(s.dir, s.results[0].Row)
-	sheet, chart, err := evidencecheck.PictureInputs(rowDir)
+	sheet, chart, err := evidencecheck.PictureInputs(filepath.Join(s.dir, s.results[0].Row))
 	if err != nil {
 		return nil, err
 	}
 	var stale []string
 	for _, doc := range slices.Sorted(maps.Keys(Pictures)) {
-		p := filepath.Join(tmp, filepath.Base(doc))
+		img := pictures.RenderLatencyChart(chart)
 		if Pictures[doc] == schema.ContactSheetFile {
-			err = pictures.WritePNG(p, pictures.RenderContactSheet(sheet))
-		} else {
-			err = pictures.WritePNG(p, pictures.RenderLatencyChart(chart))
+			img = pictures.RenderContactSheet(sheet)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if same, err := samePixels(p, filepath.Join(root, doc)); err == nil && same {
-			continue
+		path := filepath.Join(root, doc)
+		if data, err := os.ReadFile(path); err == nil {
+			if old, err := judge.DecodePNG(data); err == nil && judge.ComparePixels(img, old).Identical() {
+				continue
+			}
 		}
 		stale = append(stale, doc)
 		if write {
-			b, err := os.ReadFile(p)
-			if err == nil {
-				err = os.WriteFile(filepath.Join(root, doc), b, 0o644)
-			}
-			if err != nil {
+			if err := pictures.WritePNG(path, img); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return stale, nil
-}
-
-// samePixels says whether the PNGs at a and b decode to the same pixels, as the
-// harness compares identity pairs.
-func samePixels(a, b string) (bool, error) {
-	var imgs [2]image.Image
-	for i, p := range []string{a, b} {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return false, err
-		}
-		if imgs[i], err = judge.DecodePNG(data); err != nil {
-			return false, fmt.Errorf("%s: %w", p, err)
-		}
-	}
-	return judge.ComparePixels(imgs[0], imgs[1]).Identical(), nil
 }

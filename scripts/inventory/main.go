@@ -1,13 +1,11 @@
-// Command inventory lists every testcase profile of a TRTMC checkout, classifies it for
-// the image-edit workload, and writes INVENTORY.md and inventory.json.
+// Command inventory classifies every testcase profile of a TRTMC checkout for the
+// image-edit workload and writes INVENTORY.md and inventory.json.
 //
 //	go run ./scripts/inventory -trtmc ../TensorRT-Model-Connect            # writes ./INVENTORY.md, ./inventory.json
 //	go run ./scripts/inventory -trtmc DIR -json                           # JSON array on stdout, no files
 //	go run ./scripts/inventory -trtmc DIR -out docs -tables .cache/tables.json -evidence evidence
 //
-// Qual rows come from the table registry's export, -tables (`make tables` writes it;
-// inventory.ReadTables); evidence in -evidence/<run-id>/<row>/results.json (see
-// schema.ResultsFile). Notes about evidence that proves nothing go to stderr.
+// Notes about evidence that proves nothing go to stderr.
 package main
 
 import (

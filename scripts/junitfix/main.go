@@ -1,8 +1,5 @@
-// Command junitfix rewrites, in place, a JUnit file gotestsum wrote, so that CI and
-// reviewers read it right and it is valid against junit-10.xsd (internal/junitfix: one
-// failing stage per failed row, with the reason; the stages not run skipped as not-run with
-// it; each suite's time its package's wall; test case properties on the suite). The make
-// targets run it after gotestsum.
+// Command junitfix rewrites, in place, a JUnit file gotestsum wrote (internal/junitfix),
+// after gotestsum in the make targets.
 //
 //	go run ./scripts/junitfix -junit evidence/junit-qual.xml [-run evidence/latest]
 //

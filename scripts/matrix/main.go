@@ -1,23 +1,14 @@
-// Command matrix prints the qualification rows as a GitHub Actions matrix: one include
-// entry per row, each a CI job that runs exactly that row (`make shard`), on the runner
-// class the row's needs ask for, with a timeout from the row's deadlines.
+// Command matrix prints the qualification rows (from `make tables`) as a GitHub Actions
+// matrix: one include entry per row, a CI job that runs exactly that row (`make shard`)
+// on the runner class its needs ask for, with a timeout from its deadlines.
 //
 //	go run ./scripts/matrix [-tables .cache/tables.json] [-run PATTERN] [-skip PATTERN] [-evidence evidence] [-out FILE]
 //
-// The rows come from the tables JSON (`make tables`); -run and -skip are go test's
-// patterns, matched against "TestX/row" as go test matches them. The output is
-//
-//	{"created": RFC 3339, "matrix": {"include": [{"name", "test", "run", "command", "runner", "gpus",
-//	  "timeout_minutes", "estimate_s", "estimate_from"}, ...]}}
-//
-// ordered as TRTMC's tools/model_ci.py orders its matrix (GitHub starts matrix jobs in
-// include order as runners free up): rows that need a GPU first, so they take whole
-// devices before CPU work fills every slot; within each class rows with no estimate first
-// (the least bounded), then the longest estimate first, ties by row name. A row's
-// estimate is the wall time (results.json time_budget.wall_s) of its newest run under
-// -evidence.
-//
-// Exit 1 when the inputs cannot be read or select no row, 2 on a usage error.
+// -run and -skip match "TestX/row" as go test does. Entries are ordered as TRTMC's
+// tools/model_ci.py orders its matrix (GitHub starts jobs in include order): GPU rows
+// first, then rows with no estimate, then the longest estimate (the row's newest wall
+// time under -evidence) first, ties by name. Exit 1 when the inputs cannot be read or
+// select no row, 2 on a usage error.
 package main
 
 import (
@@ -65,38 +56,37 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "matrix: -out %s would be an untracked file of the work tree %s and make every run of it dirty: write it under evidence/ (ignored), e.g. -out evidence/matrix.json, or outside the tree\n", *out, top)
 		return 2
 	}
-	rows, err := readTables(*tablesFile)
-	if err != nil {
-		fmt.Fprintln(stderr, "matrix:", err)
-		return 1
-	}
-	selected, err := selectRows(rows, *runPattern, *skipPattern)
-	if err != nil {
-		fmt.Fprintln(stderr, "matrix:", err)
-		return 1
-	}
-	estimates, err := findEstimates(*evidence)
-	if err != nil {
-		fmt.Fprintln(stderr, "matrix:", err)
-		return 1
-	}
-	created := time.Now().UTC().Truncate(time.Second)
-	b, err := json.MarshalIndent(Matrix{Created: created, Matrix: Include{Include: entries(selected, estimates, created)}}, "", "  ")
-	if err != nil {
-		fmt.Fprintln(stderr, "matrix:", err)
-		return 1
-	}
-	b = append(b, '\n')
-	if *out == "" {
-		_, err = stdout.Write(b)
-	} else {
-		err = os.WriteFile(*out, b, 0o644)
-	}
-	if err != nil {
+	if err := write(*tablesFile, *runPattern, *skipPattern, *evidence, *out, stdout); err != nil {
 		fmt.Fprintln(stderr, "matrix:", err)
 		return 1
 	}
 	return 0
+}
+
+func write(tablesFile, runPattern, skipPattern, evidence, out string, stdout io.Writer) error {
+	rows, err := readTables(tablesFile)
+	if err != nil {
+		return err
+	}
+	selected, err := selectRows(rows, runPattern, skipPattern)
+	if err != nil {
+		return err
+	}
+	estimates, err := findEstimates(evidence)
+	if err != nil {
+		return err
+	}
+	created := time.Now().UTC().Truncate(time.Second)
+	b, err := json.MarshalIndent(Matrix{Created: created, Matrix: Include{Include: entries(selected, estimates, created)}}, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if out == "" {
+		_, err = stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(out, b, 0o644)
 }
 
 // Matrix is what the command prints: a GitHub Actions strategy.matrix under "matrix".
@@ -132,11 +122,9 @@ type Estimate struct {
 	From  string // results.json, relative to the evidence root, slash-separated
 }
 
-// MarginMinutes is added to every timeout: the stages without a deadline of their own
-// (preflight, quality, report), the job's setup, and the evidence check and copy.
-// BenchmarkSlackMinutes is what the benchmark stage allows AIPerf beyond its requests'
-// deadlines (stage_benchmark.go), InfluenceRequests the requests the influence probe
-// sends (the same image twice, then the other).
+// MarginMinutes covers the stages with no deadline, the job's setup and the evidence
+// check; BenchmarkSlackMinutes is what the benchmark stage allows AIPerf beyond its
+// requests' deadlines; InfluenceRequests what the influence probe sends.
 const (
 	MarginMinutes         = 10
 	BenchmarkSlackMinutes = 5
@@ -215,15 +203,13 @@ func entries(rows []schema.RowDetails, estimates map[string]Estimate, created ti
 	return out
 }
 
-// sortEntries orders the matrix as TRTMC's tools/model_ci.py does: exclusive-GPU work
-// first (rows with gpus > 0), then within each class unknown estimates first, then the
-// longest estimate first, ties by row name.
+// sortEntries orders the matrix as TRTMC's tools/model_ci.py does (see the package doc).
 func sortEntries(es []Entry) {
 	slices.SortStableFunc(es, func(a, b Entry) int {
-		if c := cmp.Compare(gpuClass(a), gpuClass(b)); c != 0 {
+		if c := cmp.Compare(one(a.GPUs == 0), one(b.GPUs == 0)); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(known(a), known(b)); c != 0 {
+		if c := cmp.Compare(one(a.EstimateS != nil), one(b.EstimateS != nil)); c != 0 {
 			return c
 		}
 		if a.EstimateS != nil && b.EstimateS != nil {
@@ -235,18 +221,11 @@ func sortEntries(es []Entry) {
 	})
 }
 
-func gpuClass(e Entry) int {
-	if e.GPUs > 0 {
-		return 0
+func one(b bool) int {
+	if b {
+		return 1
 	}
-	return 1
-}
-
-func known(e Entry) int {
-	if e.EstimateS == nil {
-		return 0
-	}
-	return 1
+	return 0
 }
 
 // RunPattern is the go test -run pattern that selects exactly one row, whole.
@@ -271,15 +250,8 @@ func RunnerClass(r schema.RowDetails) string {
 	return "cpu"
 }
 
-// TimeoutMinutes is the job's timeout: every stage at its deadline, plus a margin,
-//
-//	build + correctness + ready + requests*(request + native) + BenchmarkSlackMinutes
-//	  + InfluenceRequests*request + MarginMinutes
-//
-// rounded up to whole minutes. Each request may take its HTTP deadline when served and
-// its native deadline when replayed for identity; the benchmark stage allows AIPerf
-// BenchmarkSlackMinutes beyond its requests, and the influence probe sends
-// InfluenceRequests more.
+// TimeoutMinutes is the job's timeout in whole minutes: every stage at its deadline
+// (each request served and replayed natively for identity), plus the slack and margin.
 func TimeoutMinutes(r schema.RowDetails) int {
 	d := r.Deadlines
 	s := d.Build + d.Correctness + d.Ready + float64(r.Requests)*(d.Request+d.Native) + BenchmarkSlackMinutes*60 +
@@ -287,16 +259,10 @@ func TimeoutMinutes(r schema.RowDetails) int {
 	return int(math.Ceil(s / 60))
 }
 
-// findEstimates reads every row's results.json under the run folders of root
-// (root/<run id>/<row>/results.json) and keeps, per row, the wall time (time_budget.wall_s)
-// of the newest run that has one and ran the row through every stage (a row stopped by a
-// failure, or skipped, is no measure of its length; results.json written before the time
-// budget existed has none). The newest run is the one whose run.json says it
-// finished last; a run folder whose run.json is absent or gives no finished time (the
-// harness writes it when the run ends) counts as older than every finished run, and such
-// folders go by run id (folder name) order among themselves, as do runs that finished at
-// the same time. Links (evidence/latest) are left out: they point at a run listed anyway.
-// A missing root is no estimate at all (a fresh CI checkout has no evidence).
+// findEstimates keeps, per row, time_budget.wall_s of the newest run under root that ran
+// the row through every stage (a stopped row is no measure of its length). Newest is the
+// latest run.json finished time (none counts as oldest), then the larger run id. A
+// missing root is no estimate at all (a fresh CI checkout has no evidence).
 func findEstimates(root string) (map[string]Estimate, error) {
 	dirs, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -312,7 +278,7 @@ func findEstimates(root string) (map[string]Estimate, error) {
 	}
 	newest := map[string]from{} // by row: the run of its estimate
 	for _, d := range dirs {
-		if !d.IsDir() { // evidence/latest, a link, is not: it points at a run listed anyway
+		if !d.IsDir() { // evidence/latest, a link, points at a run listed anyway
 			continue
 		}
 		runDir := filepath.Join(root, d.Name())
@@ -350,18 +316,15 @@ func findEstimates(root string) (map[string]Estimate, error) {
 	return out, nil
 }
 
-// resultTime is the part of a results.json (schema.Result) the estimates read. Only that
-// part is decoded, so that run folders written by an older harness, whose other fields
-// had other shapes, still give their wall time.
+// resultTime is the part of a results.json the estimates read: only that part, so that
+// an older harness's folders, whose other fields had other shapes, still give their time.
 type resultTime struct {
 	Row        string               `json:"row"`
 	Stages     []schema.StageResult `json:"stages"`
 	TimeBudget *schema.TimeBudget   `json:"time_budget"`
 }
 
-// ranWhole says whether the row went through every stage (each passed or failed): only
-// then does its wall time measure the row. A stage that fails stops the row, leaving the
-// later ones not-run, and a preflight failure takes a second.
+// ranWhole says whether the row went through every stage (none not-run).
 func (r resultTime) ranWhole() bool {
 	if len(r.Stages) == 0 {
 		return false

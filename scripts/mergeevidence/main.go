@@ -1,17 +1,12 @@
-// Command mergeevidence merges the run folders of CI shards into one merged run
-// (internal/merged), after checking each shard whole with its JUnit and that the shards
-// cover the matrix exactly once from one commit. A missing, duplicated or foreign shard
-// is an error, never a gap; nothing is written then.
+// Command mergeevidence merges the run folders of CI shards (what `make shard` writes to
+// evidence/shards/<name>/) into one merged run (internal/merged), after checking each
+// shard whole with its JUnit and that the shards cover the matrix exactly once from one
+// commit. A missing, duplicated or foreign shard is an error; nothing is written then.
 //
 //	go run ./scripts/mergeevidence -matrix matrix.json -out evidence/merged shards/shard-a shards/shard-b
 //
-// Each shard folder is what `make shard` writes to evidence/shards/<name>/: one run folder
-// and junit.xml. Check the result with `make check-evidence DIR=evidence/merged`.
-//
-// Each shard's run must be signed (make shard SIGN_KEY=...) and verify with -pubkey. A
-// merge of unsigned shards needs -unsigned, said out loud: each shard is still inspected
-// (internal/attest), merged.json and PR.md name the shards that were unsigned, and with
-// -pubkey too a shard that is signed must verify with it.
+// Each shard must be signed and verify with -pubkey; -unsigned merges unsigned shards,
+// and merged.json and PR.md name them.
 package main
 
 import (

@@ -1,12 +1,11 @@
-// Command prsummary writes PR.md (and with -html, index.html) for one run folder: the
-// checkpoint status table from the TRTMC inventory, the result rows with their
-// reproducible commands, the software and hardware versions, and links to the pictures.
+// Command prsummary writes PR.md (and with -html, index.html) for one run folder
+// (internal/prsummary).
 //
 //	go run ./scripts/prsummary -dir evidence/latest                 # PR.md on stdout
 //	go run ./scripts/prsummary -dir evidence/<run id> -write -html  # PR.md + index.html in the run folder
 //
 // -write puts the files into the run folder, which its SHA256SUMS then no longer
-// covers: the harness writes them before the checksums; use -write on a run of your own.
+// covers: use it on a run of your own.
 package main
 
 import (

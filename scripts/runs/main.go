@@ -3,12 +3,9 @@
 //	go run ./scripts/runs list [-root evidence]
 //	go run ./scripts/runs compare [-root evidence] [-band-rel 0.10] [-band-ms 60] [-across] [-by-age] A B
 //
-// A and B are run folders, run ids under -root, or `latest` and `previous`: the newest
-// run of `list`, and the newest run before it with the same rows (B is the newer run, A
-// the baseline). With -by-age the older of the two is the baseline, whichever comes
-// first (`make compare latest previous`). compare prints a table of status, identity,
-// client and Task p50/p95 and time per image for every row, and the host load of both
-// runs, and exits 1 when B regressed against A; exit 2 is a usage error.
+// A and B are run folders, run ids, or `latest` and `previous` (the newest run before
+// latest with the same rows); B is compared against A (with -by-age, the newer against
+// the older). Exit 1 when B regressed, 2 on a usage error.
 package main
 
 import (
@@ -70,11 +67,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		a, err := read(*root, fs.Arg(0))
-		if err != nil {
-			fmt.Fprintln(stderr, "runs:", err)
-			return 2
+		var b *runs.Run
+		if err == nil {
+			b, err = read(*root, fs.Arg(1))
 		}
-		b, err := read(*root, fs.Arg(1))
 		if err != nil {
 			fmt.Fprintln(stderr, "runs:", err)
 			return 2

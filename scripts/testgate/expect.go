@@ -68,13 +68,10 @@ func testFuncs(path string) ([]string, error) {
 	var out []string
 	for _, d := range f.Decls {
 		fn, ok := d.(*ast.FuncDecl)
-		if !ok || fn.Recv != nil || fn.Name.Name == "TestMain" || !testFunc.MatchString(fn.Name.Name) {
-			continue
+		if ok && fn.Recv == nil && fn.Name.Name != "TestMain" && testFunc.MatchString(fn.Name.Name) &&
+			fn.Type.Params != nil && len(fn.Type.Params.List) == 1 {
+			out = append(out, fn.Name.Name)
 		}
-		if fn.Type.Params == nil || len(fn.Type.Params.List) != 1 {
-			continue
-		}
-		out = append(out, fn.Name.Name)
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"qualkit/internal/junitfix"
@@ -46,14 +47,7 @@ func failedCases(path string) ([]failedCase, error) {
 	}
 	var leaves []failedCase
 	for _, f := range out {
-		parent := false
-		for _, g := range out {
-			if strings.HasPrefix(g.ID, f.ID+"/") {
-				parent = true
-				break
-			}
-		}
-		if !parent {
+		if !slices.ContainsFunc(out, func(g failedCase) bool { return strings.HasPrefix(g.ID, f.ID+"/") }) {
 			leaves = append(leaves, f)
 		}
 	}

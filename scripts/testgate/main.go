@@ -1,29 +1,18 @@
 // Command testgate reads the JUnit file gotestsum (or pytest) wrote and fails the run
-// when any test failed, errored or was skipped, or when a test that should have run is
-// absent or did not pass. `go test` exits 0 when no test matched, so a green exit code
-// alone proves nothing.
+// when a test failed, errored or was skipped, or one that should have run is absent or
+// did not pass: `go test` exits 0 when no test matched. A not-run stage of a failed row
+// (scripts/junitfix) is reported with that failure; with no failed stage beside it, it is
+// a skip. What should have run is derived, never kept by hand:
 //
-// A stage of a failed row that never ran (scripts/junitfix skips it, type "not-run") is
-// counted apart from a skipped test: it is the failure's consequence, reported with it.
-// A not-run stage with no failed stage beside it in its row is a skip like any other.
-//
-// What should have run is derived, never kept by hand:
-//
-//   - -go PKGS: every top-level Test and Fuzz function the packages declare (read with
-//     go list and go/parser, under -tags), less the tests of hardware tables;
-//   - -tables FILE: the qualification tables (`qual.test -qualkit.tables`): every stage of
-//     every row of each table that runs here (-table names one; default: every table not
-//     marked hardware);
+//   - -go PKGS: every top-level Test and Fuzz function the packages declare, less the
+//     hardware tables' tests;
+//   - -tables FILE: every stage of every row of each table that runs here (-table names one);
 //   - -pytest FILE: the node ids `pytest --collect-only -q` listed;
-//   - -test LIST: tests named by hand (comma-separated <import path>/<name>), for a run
-//     that selects a test beside a table (make qwen-double's conformance test).
+//   - -test LIST: tests named by hand (<import path>/<name>, comma-separated).
 //
-// `testgate skip -tables FILE` prints the -skip pattern that leaves the hardware tables'
-// tests out of a run (never started, so never a skip). `testgate failed JUNIT...` prints
-// the tests that failed in each file (a parent failed by its subtest left out), what
-// `make test` prints last. `testgate rerun -junit FILE` reruns the top-level tests that
-// failed there (make test-failed) and reports each FAILED again, FLAKY (passed with the
-// tree unchanged: never a pass), or passed after changes.
+// `testgate skip` prints the -skip pattern for the hardware tables, `testgate failed`
+// the failed tests of JUnit files, and `testgate rerun` reruns them (FAILED, FLAKY, or
+// passed after changes).
 package main
 
 import (

@@ -1,13 +1,10 @@
 // Command venvrecords writes scripts/venv-records.txt: the RECORD digest
 // (harness.RecordDigest) of each distribution of a clean install of the pins, for this
-// host's Python version and platform. The harness holds every run's venv to it: a venv
-// whose installed files are not a clean install's (a RECORD rewritten to match edited
-// files) makes the tree dirty.
+// host's Python version and platform (other lines are kept). A run's venv whose
+// installed files are not a clean install's makes the tree dirty.
 //
 //	go run ./scripts/venvrecords              # installs the pins afresh in a temporary folder (scripts/setup.sh), then writes
 //	go run ./scripts/venvrecords -venv DIR    # from a venv scripts/setup.sh made and nothing changed since
-//
-// Lines of other Python versions and platforms are kept.
 package main
 
 import (
