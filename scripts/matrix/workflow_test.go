@@ -149,7 +149,7 @@ func setupFiles(t *testing.T) []string {
 func TestSampleWorkflowHasWhatItsJobsNeed(t *testing.T) {
 	assert.Empty(t, checkWorkflow(readWorkflow(t, workflowFile), setupFiles(t)))
 	// The Qwen condition names the table's test.
-	src, err := os.ReadFile(filepath.Join("..", "..", "qual", "qwen_image_edit_test.go"))
+	src, err := os.ReadFile(filepath.Join("..", "..", "qual", "tables_test.go"))
 	require.NoError(t, err)
 	assert.Contains(t, string(src), "func TestQwenImageEdit(t *testing.T)")
 }
