@@ -42,8 +42,6 @@ func jsonText(v json.RawMessage) string {
 }
 
 type summaryMetric struct {
-	Unit  string   `json:"unit"`
-	Avg   *float64 `json:"avg"`
 	Min   *float64 `json:"min"`
 	Max   *float64 `json:"max"`
 	Count *int     `json:"count"`

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -183,16 +182,10 @@ func (r *rowCheck) checkLatencyPercentiles() {
 		{phaseProfiling, schema.PhaseSummary(phaseProfiling), schema.PhaseCSV(phaseProfiling)},
 		{phaseWarmup, schema.PhaseSummary(phaseWarmup), schema.PhaseCSV(phaseWarmup)},
 	} {
-		var lat []float64
-		for _, q := range r.phase(c.phase) {
-			if q.client {
-				lat = append(lat, q.clientMs)
-			}
-		}
+		lat := r.clientLatencies(c.phase)
 		if len(lat) == 0 {
 			continue
 		}
-		sort.Float64s(lat)
 		src := fmt.Sprintf("the %s request_latency values of %s, NumPy's linear percentile", c.phase, schema.ProfileExportFile)
 		if s, ok := r.aiperf.summaries[c.json]; ok && s.RequestLatency != nil {
 			for _, p := range aiperfPercentiles {

@@ -655,13 +655,7 @@ func (r *rowCheck) checkPhaseExports() {
 		return
 	}
 	for _, phase := range []string{phaseWarmup, phaseProfiling} {
-		var lat []float64
-		for _, q := range r.phase(phase) {
-			if q.client {
-				lat = append(lat, q.clientMs)
-			}
-		}
-		sort.Float64s(lat)
+		lat := r.clientLatencies(phase)
 		file := schema.PhaseSummary(phase)
 		if err := r.aiperf.summaryErr[file]; err != nil {
 			r.fail(file, "valid JSON", "AIPerf's "+phase+" summary", err.Error())

@@ -464,6 +464,7 @@ func (r *rowCheck) checkServerIdentity() {
 // batchReport is a batch native Task's report (schema.NativeBatchFile): its first line
 // and one line per replay.
 type batchReport struct {
+	read   bool // the row has one
 	first  string
 	loadMs *float64 // nil when the first line does not parse: nothing else is read
 	head   batchHead
@@ -493,7 +494,7 @@ func (r *rowCheck) loadBatchReport() {
 		return
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	r.batch = &batchReport{first: lines[0], sha: map[string]string{}}
+	r.batch = batchReport{read: true, first: lines[0], sha: map[string]string{}}
 	var head struct {
 		LoadMs *float64 `json:"load_ms"`
 		batchHead
@@ -525,7 +526,7 @@ func (r *rowCheck) checkNativeBatch(required bool) {
 		return // the batch failed before it reported
 	}
 	rep := r.batch
-	if rep == nil {
+	if !rep.read {
 		r.fail(report, "exact file set", "the batch native Task's report (native mode batch)", "missing")
 		return
 	}
@@ -615,10 +616,7 @@ func (r *rowCheck) checkTimeBudget() {
 		r.same(schema.ResultsFile, "time_budget.native_mode", r.res.Identity.Mode, tb.NativeMode, "identity.native_mode")
 		if tb.NativeMode == schema.NativeBatch {
 			r.same(schema.ResultsFile, "time_budget.native_loads", "1", fmt.Sprint(tb.NativeLoads), "one batch process")
-			var rep batchReport
-			if r.batch != nil {
-				rep = *r.batch
-			}
+			rep := r.batch
 			load := math.Max(0, r.batchWallS-rep.taskS-rep.head.WaitedMs/1000)
 			r.truth(math.Abs(load-m.NativeLoadS) < 0.002, schema.ResultsFile, "time_budget.model_work.native_load_s",
 				fmt.Sprintf("%.3f, the batch process's wall in commands.jsonl less its task_ms and waited_ms in %s", load, schema.NativeBatchFile), fmt.Sprintf("%.3f", m.NativeLoadS))

@@ -35,9 +35,9 @@ type rowCheck struct {
 	tasks   map[string]float64
 	taskWhy map[string]string
 	taskSrc string // where they came from, for messages
-	// batch is a batch native Task's report, nil when the row has none; batchWallS its
-	// process's wall (commands.jsonl).
-	batch      *batchReport
+	// batch is a batch native Task's report; batchWallS its process's wall
+	// (commands.jsonl).
+	batch      batchReport
 	batchWallS float64
 	// cmds are commands.jsonl's records; aiperfCmd and batchCmd the AIPerf command's and
 	// the batch native Task's, when present.
@@ -377,6 +377,18 @@ func (r *rowCheck) phase(p string) []*request {
 		}
 	}
 	return out
+}
+
+// clientLatencies are the client latencies of a phase's requests, sorted.
+func (r *rowCheck) clientLatencies(phase string) []float64 {
+	var lat []float64
+	for _, q := range r.phase(phase) {
+		if q.client {
+			lat = append(lat, q.clientMs)
+		}
+	}
+	sort.Float64s(lat)
+	return lat
 }
 
 // nearestRank is sorted[ceil(p*n/100)-1] for an integer percentile p: a value of the
