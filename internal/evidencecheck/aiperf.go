@@ -42,26 +42,88 @@ func jsonText(v json.RawMessage) string {
 }
 
 type summaryMetric struct {
-	Unit  string   `json:"unit"`
-	Avg   *float64 `json:"avg"`
 	Min   *float64 `json:"min"`
 	Max   *float64 `json:"max"`
 	Count *int     `json:"count"`
+	// P50, P90 and P99 are kept as written, for the percentile checks.
+	P50 json.RawMessage `json:"p50"`
+	P90 json.RawMessage `json:"p90"`
+	P99 json.RawMessage `json:"p99"`
 }
 
-// summary is the part of profile_export_aiperf.json that is checked against the records.
-type summary struct {
-	AIPerfVersion  string        `json:"aiperf_version"`
-	RequestLatency summaryMetric `json:"request_latency"`
-	RequestCount   summaryMetric `json:"request_count"`
-	WasCancelled   bool          `json:"was_cancelled"`
+// percentile is the metric's pNN as written.
+func (m summaryMetric) percentile(p int) json.RawMessage {
+	return map[int]json.RawMessage{50: m.P50, 90: m.P90, 99: m.P99}[p]
 }
 
-type phaseEntry struct {
-	Kind       string `json:"phase_kind"`
-	Total      int    `json:"total_request_count"`
-	Successful int    `json:"successful_request_count"`
-	Errors     int    `json:"error_request_count"`
+// aiperfSummary is what the checks read of an AIPerf summary (profile_export_aiperf.json,
+// the run's or a phase's): its version and latencies, held to the records; the artifact
+// folder and phases it was configured with, the times its phase ran, the errors it met.
+type aiperfSummary struct {
+	AIPerfVersion  string         `json:"aiperf_version"`
+	RequestLatency *summaryMetric `json:"request_latency"`
+	WasCancelled   bool           `json:"was_cancelled"`
+	InputConfig    struct {
+		Phases []struct {
+			Name     string `json:"name"`
+			Kind     string `json:"kind"`
+			Requests *int   `json:"requests"`
+		} `json:"phases"`
+		Artifacts struct {
+			Dir string `json:"dir"`
+		} `json:"artifacts"`
+	} `json:"input_config"`
+	IsComplete   *bool           `json:"is_complete"`
+	ErrorSummary json.RawMessage `json:"error_summary"`
+	StartTime    string          `json:"start_time"`
+	EndTime      string          `json:"end_time"`
+}
+
+// manifestPhase is a phase of AIPerf's phase manifest: its counts, span and errors.
+type manifestPhase struct {
+	Kind         string          `json:"phase_kind"`
+	Total        int             `json:"total_request_count"`
+	Errors       int             `json:"error_request_count"`
+	StartNs      int64           `json:"start_ns"`
+	EndNs        int64           `json:"end_ns"`
+	WasCancelled bool            `json:"was_cancelled"`
+	ErrorSummary json.RawMessage `json:"error_summary"`
+}
+
+// aiperfFiles are AIPerf's summaries (the run's and each phase's) and its phase
+// manifest, each parsed once when the row loads; a file absent is neither parsed nor
+// an error (the layout check says it is missing).
+type aiperfFiles struct {
+	summaries   map[string]*aiperfSummary // by file, parsed
+	summaryErr  map[string]error          // by file, why it did not parse
+	phases      []manifestPhase
+	phasesRead  bool // the manifest parsed
+	manifestErr error
+}
+
+func (r *rowCheck) loadAIPerf() {
+	a := &r.aiperf
+	a.summaries, a.summaryErr = map[string]*aiperfSummary{}, map[string]error{}
+	for _, f := range []string{schema.SummaryExportFile, schema.PhaseSummary(phaseWarmup), schema.PhaseSummary(phaseProfiling)} {
+		b, ok := r.read(f)
+		if !ok {
+			continue
+		}
+		var s aiperfSummary
+		if err := json.Unmarshal(b, &s); err != nil {
+			a.summaryErr[f] = err
+		} else {
+			a.summaries[f] = &s
+		}
+	}
+	if b, ok := r.read(schema.PhaseManifestFile); ok {
+		var pm struct {
+			Phases []manifestPhase `json:"phases"`
+		}
+		if a.manifestErr = json.Unmarshal(b, &pm); a.manifestErr == nil {
+			a.phases, a.phasesRead = pm.Phases, true
+		}
+	}
 }
 
 func valueAt(doc any, dotted string) (any, error) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -22,35 +21,6 @@ import (
 // another run, timings scaled in the raw export and the fields the checker read before
 // alone, or an error summary under a qualified row, disagree with them.
 
-// aiperfSummary is what these checks read of an AIPerf summary.
-type aiperfSummary struct {
-	InputConfig struct {
-		Phases []struct {
-			Name     string `json:"name"`
-			Kind     string `json:"kind"`
-			Requests *int   `json:"requests"`
-		} `json:"phases"`
-		Artifacts struct {
-			Dir string `json:"dir"`
-		} `json:"artifacts"`
-	} `json:"input_config"`
-	IsComplete   *bool           `json:"is_complete"`
-	ErrorSummary json.RawMessage `json:"error_summary"`
-	StartTime    string          `json:"start_time"`
-	EndTime      string          `json:"end_time"`
-	// RequestLatency's percentiles, as AIPerf computed them.
-	RequestLatency map[string]json.RawMessage `json:"request_latency"`
-}
-
-// manifestPhase is a phase of AIPerf's phase manifest with its span and errors.
-type manifestPhase struct {
-	Kind         string          `json:"phase_kind"`
-	StartNs      int64           `json:"start_ns"`
-	EndNs        int64           `json:"end_ns"`
-	WasCancelled bool            `json:"was_cancelled"`
-	ErrorSummary json.RawMessage `json:"error_summary"`
-}
-
 // checkAIPerfRun holds AIPerf's summary to the run: the artifact folder it wrote is this
 // run's and row's, the AIPerf command's; its phases asked for the requests the raw export
 // holds; its profiling phase ran inside the AIPerf command, around the measured requests;
@@ -59,8 +29,8 @@ func (r *rowCheck) checkAIPerfRun() {
 	if r.rawErr != nil || !r.passed(schema.StageBenchmark) {
 		return // a failed benchmark's files may be torn: its stage says why
 	}
-	var s aiperfSummary
-	if b, ok := r.read(schema.SummaryExportFile); !ok || json.Unmarshal(b, &s) != nil {
+	s, ok := r.aiperf.summaries[schema.SummaryExportFile]
+	if !ok {
 		return // checkSummary says what is wrong with it
 	}
 	if info := r.c.info; info != nil {
@@ -88,14 +58,13 @@ func (r *rowCheck) checkAIPerfRun() {
 		r.checkPhaseSpan(p)
 	}
 	if prof, ok := phases[phaseProfiling]; ok {
-		r.checkSummaryTimes(schema.SummaryExportFile, s, prof)
+		r.checkSummaryTimes(schema.SummaryExportFile, *s, prof)
 	}
 	for _, kind := range sortedKeys(phases) {
 		p := phases[kind]
 		file := schema.PhaseSummary(kind)
-		var ps aiperfSummary
-		if b, ok := r.read(file); ok && json.Unmarshal(b, &ps) == nil {
-			r.checkSummaryTimes(file, ps, p)
+		if ps, ok := r.aiperf.summaries[file]; ok {
+			r.checkSummaryTimes(file, *ps, p)
 		}
 	}
 }
@@ -103,13 +72,8 @@ func (r *rowCheck) checkAIPerfRun() {
 // manifestPhases are the phase manifest's phases by kind.
 func (r *rowCheck) manifestPhases() map[string]manifestPhase {
 	out := map[string]manifestPhase{}
-	var pm struct {
-		Phases []manifestPhase `json:"phases"`
-	}
-	if b, ok := r.read(schema.PhaseManifestFile); ok && json.Unmarshal(b, &pm) == nil {
-		for _, p := range pm.Phases {
-			out[p.Kind] = p
-		}
+	for _, p := range r.aiperf.phases {
+		out[p.Kind] = p
 	}
 	return out
 }
@@ -218,25 +182,18 @@ func (r *rowCheck) checkLatencyPercentiles() {
 		{phaseProfiling, schema.PhaseSummary(phaseProfiling), schema.PhaseCSV(phaseProfiling)},
 		{phaseWarmup, schema.PhaseSummary(phaseWarmup), schema.PhaseCSV(phaseWarmup)},
 	} {
-		var lat []float64
-		for _, q := range r.phase(c.phase) {
-			if q.client {
-				lat = append(lat, q.clientMs)
-			}
-		}
+		lat := r.clientLatencies(c.phase)
 		if len(lat) == 0 {
 			continue
 		}
-		sort.Float64s(lat)
 		src := fmt.Sprintf("the %s request_latency values of %s, NumPy's linear percentile", c.phase, schema.ProfileExportFile)
-		var s aiperfSummary
-		if b, ok := r.read(c.json); ok && json.Unmarshal(b, &s) == nil && s.RequestLatency != nil {
+		if s, ok := r.aiperf.summaries[c.json]; ok && s.RequestLatency != nil {
 			for _, p := range aiperfPercentiles {
-				key := fmt.Sprintf("p%d", p)
-				v, err := strconv.ParseFloat(string(s.RequestLatency[key]), 64)
+				got := s.RequestLatency.percentile(p)
+				v, err := strconv.ParseFloat(string(got), 64)
 				want := percentileLinear(lat, p)
-				r.truth(err == nil && math.Abs(v-want) <= 1e-6*math.Max(1, want), c.json, "request_latency."+key,
-					fmtNum(want)+" ms ("+src+")", string(s.RequestLatency[key]))
+				r.truth(err == nil && math.Abs(v-want) <= 1e-6*math.Max(1, want), c.json, fmt.Sprintf("request_latency.p%d", p),
+					fmtNum(want)+" ms ("+src+")", string(got))
 			}
 		}
 		if c.csv == schema.CSVExportFile {

@@ -20,59 +20,59 @@ import (
 	"qualkit/internal/schema"
 )
 
+// rowChecks are the checks of one row. Each reports what it finds and fills in nothing
+// another reads (what several share, newRowCheck loaded), so their order is only the
+// order of the report (TestRowChecksRunInAnyOrder).
+var rowChecks = []func(*rowCheck){
+	(*rowCheck).checkRules,
+	(*rowCheck).checkHeader,
+	(*rowCheck).checkPreflight,
+	(*rowCheck).checkStages,
+	(*rowCheck).checkFixtures,
+	(*rowCheck).checkBuild,
+	(*rowCheck).checkCorrectness,
+	(*rowCheck).checkCorrectnessCase,
+	(*rowCheck).checkProvenance,
+	(*rowCheck).checkServerIdentity,
+	(*rowCheck).checkServe,
+	(*rowCheck).checkCommands,
+	(*rowCheck).checkBenchmark,
+	(*rowCheck).checkAIPerfRun,
+	(*rowCheck).checkLatencyPercentiles,
+	(*rowCheck).checkAIPerfLogs,
+	(*rowCheck).checkAIPerfInputs,
+	(*rowCheck).checkTiming,
+	(*rowCheck).checkResultV2,
+	(*rowCheck).checkRecords,
+	(*rowCheck).checkTaskTimeSource,
+	(*rowCheck).checkTaskTimeSources,
+	(*rowCheck).checkRecordHashes,
+	(*rowCheck).checkServerRecords,
+	(*rowCheck).checkServerLog,
+	(*rowCheck).checkPhysicalTiming,
+	(*rowCheck).checkLatencies,
+	(*rowCheck).checkQuality,
+	(*rowCheck).checkQualityFile,
+	(*rowCheck).checkNativeLogs,
+	(*rowCheck).checkNativeBatchLog,
+	(*rowCheck).checkNativeCrash,
+	(*rowCheck).checkTimeBudget,
+	(*rowCheck).checkIdentity,
+	(*rowCheck).checkInfluence,
+	(*rowCheck).checkControls,
+	(*rowCheck).checkQualification,
+	(*rowCheck).checkMarkdown,
+	(*rowCheck).checkPictures,
+}
+
 // check verifies every claim of one row.
 func (r *rowCheck) check() {
 	if r.res == nil {
 		return // missing or unreadable: already reported
 	}
-	if b, ok := r.read(schema.BundleFile); ok {
-		var bi struct {
-			SHA256 string `json:"sha256"`
-		}
-		if json.Unmarshal(b, &bi) == nil {
-			r.bundleSHA = bi.SHA256
-		}
+	for _, c := range rowChecks {
+		c(r)
 	}
-	r.readCorrectness()
-	r.checkRules()
-	r.checkHeader()
-	r.checkPreflight()
-	r.checkStages()
-	r.checkFixtures()
-	r.checkBuild()
-	r.checkCorrectness()
-	r.checkCorrectnessCase()
-	r.checkProvenance()
-	r.checkServerIdentity()
-	r.checkServe()
-	r.checkCommands()
-	r.checkBenchmark()
-	r.checkAIPerfRun()
-	r.checkLatencyPercentiles()
-	r.checkAIPerfLogs()
-	r.checkAIPerfInputs()
-	r.checkTiming()
-	r.checkResultV2()
-	r.checkRecords()
-	r.checkTaskTimeSource()
-	r.checkTaskTimeSources()
-	r.checkRecordHashes()
-	r.checkServerRecords()
-	r.checkServerLog()
-	r.checkPhysicalTiming()
-	r.checkLatencies()
-	r.checkQuality()
-	r.checkQualityFile()
-	r.checkNativeLogs()
-	r.checkNativeBatchLog()
-	r.checkNativeCrash()
-	r.checkTimeBudget()
-	r.checkIdentity()
-	r.checkInfluence()
-	r.checkControls()
-	r.checkQualification()
-	r.checkMarkdown()
-	r.checkPictures()
 }
 
 func (r *rowCheck) checkHeader() {
@@ -562,7 +562,7 @@ func (r *rowCheck) checkReplayedNoise(q *request, where, file string) {
 	want, err := latents.Raw(uint64(*q.latentSeed), len(b)/4)
 	r.truth(err == nil && bytes.Equal(b, want), file, where+" replayed noise",
 		fmt.Sprintf("NumPy's default_rng(%d).standard_normal(%d, float32), the noise perf-serve replays for the request's latent_seed", *q.latentSeed, len(b)/4), "other bytes")
-	for _, rec := range r.serverRecords() {
+	for _, rec := range r.records {
 		if rec.RequestID == q.id {
 			r.truth(rec.Observation.LatentReplay != nil && *rec.Observation.LatentReplay, schema.RecordsFile, "request "+q.id+" observation.latent_replay", "true (the request carried latent_seed)", fmt.Sprint(rec.Observation.LatentReplay))
 			r.same(schema.RecordsFile, "request "+q.id+" observation.initial_latents_sha256", bytesSHA256(b), rec.Observation.InitialLatents, "the noise file the server kept ("+file+")")
@@ -601,49 +601,42 @@ func (r *rowCheck) checkSummary(warm, prof int) {
 	lat, _, _ := r.measuredTimes() // the measured requests' client latencies
 	sort.Float64s(lat)
 	r.checkTextExports(lat)
-	if b, ok := r.read(schema.SummaryExportFile); ok {
-		var s summary
-		if err := json.Unmarshal(b, &s); err != nil {
-			// A failed benchmark's own files may be torn (AIPerf killed, the disk
-			// full); the stage's failure says why, and nothing is derived from them.
-			if r.passed(schema.StageBenchmark) {
-				r.fail(schema.SummaryExportFile, "valid JSON", "AIPerf's summary", err.Error())
-			}
-		} else {
-			r.same(schema.SummaryExportFile, "aiperf_version", AIPerfVersion, s.AIPerfVersion, "the pin")
-			if info := r.c.info; info != nil {
-				r.c.same(schema.RunFile, "aiperf_version", s.AIPerfVersion, info.AIPerfVersion, r.name+"/"+schema.SummaryExportFile)
-			}
-			if s.RequestLatency.Count != nil {
-				r.same(schema.SummaryExportFile, "request_latency.count", fmt.Sprint(len(lat)), fmt.Sprint(*s.RequestLatency.Count), "profiling records of "+schema.ProfileExportFile)
-			}
-			if len(lat) > 0 && s.RequestLatency.Min != nil && s.RequestLatency.Max != nil {
-				r.truth(nearlyEqual(lat[0], *s.RequestLatency.Min) && nearlyEqual(lat[len(lat)-1], *s.RequestLatency.Max), schema.SummaryExportFile,
-					"request_latency min / max", fmtMs(lat[0])+" / "+fmtMs(lat[len(lat)-1])+" ("+schema.ProfileExportFile+")",
-					fmtMs(*s.RequestLatency.Min)+" / "+fmtMs(*s.RequestLatency.Max))
-			}
-			if r.passed(schema.StageBenchmark) {
-				r.truth(!s.WasCancelled, schema.SummaryExportFile, "was_cancelled", "false (stage benchmark passed)", "true: AIPerf says its benchmark was cancelled")
-			}
+	if err := r.aiperf.summaryErr[schema.SummaryExportFile]; err != nil {
+		// A failed benchmark's own files may be torn (AIPerf killed, the disk
+		// full); the stage's failure says why, and nothing is derived from them.
+		if r.passed(schema.StageBenchmark) {
+			r.fail(schema.SummaryExportFile, "valid JSON", "AIPerf's summary", err.Error())
+		}
+	} else if s, ok := r.aiperf.summaries[schema.SummaryExportFile]; ok {
+		r.same(schema.SummaryExportFile, "aiperf_version", AIPerfVersion, s.AIPerfVersion, "the pin")
+		if info := r.c.info; info != nil {
+			r.c.same(schema.RunFile, "aiperf_version", s.AIPerfVersion, info.AIPerfVersion, r.name+"/"+schema.SummaryExportFile)
+		}
+		if l := s.RequestLatency; l != nil && l.Count != nil {
+			r.same(schema.SummaryExportFile, "request_latency.count", fmt.Sprint(len(lat)), fmt.Sprint(*l.Count), "profiling records of "+schema.ProfileExportFile)
+		}
+		if l := s.RequestLatency; l != nil && len(lat) > 0 && l.Min != nil && l.Max != nil {
+			r.truth(nearlyEqual(lat[0], *l.Min) && nearlyEqual(lat[len(lat)-1], *l.Max), schema.SummaryExportFile,
+				"request_latency min / max", fmtMs(lat[0])+" / "+fmtMs(lat[len(lat)-1])+" ("+schema.ProfileExportFile+")",
+				fmtMs(*l.Min)+" / "+fmtMs(*l.Max))
+		}
+		if r.passed(schema.StageBenchmark) {
+			r.truth(!s.WasCancelled, schema.SummaryExportFile, "was_cancelled", "false (stage benchmark passed)", "true: AIPerf says its benchmark was cancelled")
 		}
 	}
 	r.checkPhaseExports()
-	b, ok := r.read(schema.PhaseManifestFile)
-	if !ok {
-		return
-	}
-	var pm struct {
-		Phases []phaseEntry `json:"phases"`
-	}
-	if err := json.Unmarshal(b, &pm); err != nil {
+	if err := r.aiperf.manifestErr; err != nil {
 		if r.passed(schema.StageBenchmark) {
 			r.fail(schema.PhaseManifestFile, "valid JSON", "AIPerf's phase manifest", err.Error())
 		}
 		return
 	}
+	if !r.aiperf.phasesRead {
+		return
+	}
 	counts := map[string]int{}
 	errs := 0
-	for _, p := range pm.Phases {
+	for _, p := range r.aiperf.phases {
 		counts[p.Kind] += p.Total
 		errs += p.Errors
 	}
@@ -662,36 +655,33 @@ func (r *rowCheck) checkPhaseExports() {
 		return
 	}
 	for _, phase := range []string{phaseWarmup, phaseProfiling} {
-		var lat []float64
-		for _, q := range r.phase(phase) {
-			if q.client {
-				lat = append(lat, q.clientMs)
-			}
-		}
-		sort.Float64s(lat)
+		lat := r.clientLatencies(phase)
 		file := schema.PhaseSummary(phase)
-		b, ok := r.read(file)
-		if !ok {
-			continue // the layout check says it is missing
-		}
-		var s summary
-		if err := json.Unmarshal(b, &s); err != nil {
+		if err := r.aiperf.summaryErr[file]; err != nil {
 			r.fail(file, "valid JSON", "AIPerf's "+phase+" summary", err.Error())
 			continue
 		}
+		s, ok := r.aiperf.summaries[file]
+		if !ok {
+			continue // the layout check says it is missing
+		}
 		src := "the " + phase + " records of " + schema.RawExportFile
-		if s.RequestLatency.Count == nil || *s.RequestLatency.Count != len(lat) {
+		l := s.RequestLatency
+		if l == nil {
+			l = &summaryMetric{}
+		}
+		if l.Count == nil || *l.Count != len(lat) {
 			got := "none"
-			if s.RequestLatency.Count != nil {
-				got = fmt.Sprint(*s.RequestLatency.Count)
+			if l.Count != nil {
+				got = fmt.Sprint(*l.Count)
 			}
 			r.fail(file, "request_latency.count", fmt.Sprintf("%d (%s)", len(lat), src), got)
 			continue
 		}
-		if len(lat) > 0 && s.RequestLatency.Min != nil && s.RequestLatency.Max != nil {
-			r.truth(nearlyEqual(lat[0], *s.RequestLatency.Min) && nearlyEqual(lat[len(lat)-1], *s.RequestLatency.Max), file,
+		if len(lat) > 0 && l.Min != nil && l.Max != nil {
+			r.truth(nearlyEqual(lat[0], *l.Min) && nearlyEqual(lat[len(lat)-1], *l.Max), file,
 				"request_latency min / max", fmtMs(lat[0])+" / "+fmtMs(lat[len(lat)-1])+" ("+src+")",
-				fmtMs(*s.RequestLatency.Min)+" / "+fmtMs(*s.RequestLatency.Max))
+				fmtMs(*l.Min)+" / "+fmtMs(*l.Max))
 		}
 	}
 }
@@ -751,39 +741,29 @@ func (r *rowCheck) checkTiming() {
 func (r *rowCheck) identityCounts() (int, int) {
 	m := 0
 	for _, q := range r.reqs {
-		if d, ok := r.pairDiff(q); ok && d.Identical() {
+		if q.diff != nil && q.diff.Identical() {
 			m++
 		}
 	}
 	return m, len(r.reqs)
 }
 
-// pairDiff compares one request's HTTP and native PNGs; false when either is missing
-// or does not decode. Decoding is cached: the pair is compared once.
-func (r *rowCheck) pairDiff(q *request) (schema.PixelDiff, bool) {
-	if r.diffs == nil {
-		r.diffs = map[int]*pairResult{}
+// loadDiffs compares each request's HTTP and native PNGs, when both are kept and decode.
+func (r *rowCheck) loadDiffs() {
+	if r.res == nil || r.res.Identity == nil {
+		return
 	}
-	if p, ok := r.diffs[q.index]; ok {
-		return p.d, p.ok
+	for _, q := range r.reqs {
+		if q.httpFile == nil || q.native == nil {
+			continue
+		}
+		a, err1 := judge.DecodePNG(q.httpFile)
+		b, err2 := judge.DecodePNG(q.native)
+		if err1 == nil && err2 == nil {
+			d := judge.ComparePixels(a, b)
+			q.diff = &d
+		}
 	}
-	p := &pairResult{}
-	r.diffs[q.index] = p
-	if q.httpFile == nil || q.native == nil {
-		return p.d, false
-	}
-	a, err1 := judge.DecodePNG(q.httpFile)
-	b, err2 := judge.DecodePNG(q.native)
-	if err1 != nil || err2 != nil {
-		return p.d, false
-	}
-	p.d, p.ok = judge.ComparePixels(a, b), true
-	return p.d, p.ok
-}
-
-type pairResult struct {
-	d  schema.PixelDiff
-	ok bool
 }
 
 // checkIdentity compares results.json identity and identity/identity.json with the PNGs.
@@ -860,7 +840,7 @@ func (r *rowCheck) checkIdentitySummary(file string, s *schema.IdentitySummary) 
 		if got.NativeSHA256 != "" {
 			r.same(file, at+"native_sha256", shaOrNone(q.native), got.NativeSHA256, q.nativeRel())
 		}
-		if d, ok := r.pairDiff(q); ok {
+		if d := q.diff; d != nil {
 			r.truth(d.Identical() == (got.Pixels == "pixel-identical"), file, at+"pixels", d.String()+" ("+q.httpRel()+" vs "+q.nativeRel()+")", quote(got.Pixels))
 		} else if got.Pixels == "pixel-identical" {
 			r.fail(file, at+"pixels", "no decodable pair to compare", quote(got.Pixels))

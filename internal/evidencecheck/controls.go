@@ -39,7 +39,7 @@ func (r *rowCheck) checkControls() {
 		return
 	}
 	records := map[string]serverRecord{}
-	for _, rec := range r.serverRecords() {
+	for _, rec := range r.records {
 		records[rec.RequestID] = rec
 	}
 	probes := append([]schema.ControlProbe(nil), got.Probes...)

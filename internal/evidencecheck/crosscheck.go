@@ -214,7 +214,7 @@ func (r *rowCheck) checkRecordHashes() {
 	for _, q := range r.reqs {
 		byID[q.id] = q
 	}
-	for _, rec := range r.serverRecords() {
+	for _, rec := range r.records {
 		q := byID[rec.RequestID]
 		if q == nil {
 			continue // the influence and controls probes, or a request AIPerf did not record
@@ -314,7 +314,7 @@ func (r *rowCheck) checkPhysicalTiming() {
 // recordHandlerMs is timing.handler_ms of each records line, by request id.
 func (r *rowCheck) recordHandlerMs() map[string]float64 {
 	out := map[string]float64{}
-	for _, rec := range r.serverRecords() {
+	for _, rec := range r.records {
 		if rec.Timing.HandlerMs != nil {
 			out[rec.RequestID] = *rec.Timing.HandlerMs
 		}
@@ -347,25 +347,31 @@ type serverRecord struct {
 	line int // its line number in the records file
 }
 
-// serverRecords are the records file's lines that parse, in order, read once per check.
-func (r *rowCheck) serverRecords() []serverRecord {
-	if r.records != nil {
-		return *r.records
-	}
-	recs := []serverRecord{}
-	r.records = &recs
+// loadServerRecords reads the records file once: the lines that parse, in order, and
+// the JSON values of those before the first line that is not JSON, and why it is not.
+func (r *rowCheck) loadServerRecords() {
 	b, ok := r.read(schema.RecordsFile)
 	if !ok {
-		return recs
+		return
 	}
 	for i, line := range bytes.Split(b, []byte("\n")) {
-		var rec serverRecord
-		if json.Unmarshal(line, &rec) == nil && json.Unmarshal(line, &rec.doc) == nil {
-			rec.line = i + 1
-			recs = append(recs, rec)
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		rec := serverRecord{line: i + 1}
+		if err := json.Unmarshal(line, &rec.doc); err != nil {
+			if r.recordsBad == nil {
+				r.recordsBad = fmt.Errorf("line %d: %w", i+1, err)
+			}
+			continue
+		}
+		if r.recordsBad == nil {
+			r.recordDocs = append(r.recordDocs, rec.doc)
+		}
+		if json.Unmarshal(line, &rec) == nil {
+			r.records = append(r.records, rec)
 		}
 	}
-	return recs
 }
 
 // checkLatencies: AIPerf's request_latency of every record is its own end - start.
@@ -455,6 +461,59 @@ func (r *rowCheck) checkServerIdentity() {
 	}
 }
 
+// batchReport is a batch native Task's report (schema.NativeBatchFile): its first line
+// and one line per replay.
+type batchReport struct {
+	read   bool // the row has one
+	first  string
+	loadMs *float64 // nil when the first line does not parse: nothing else is read
+	head   batchHead
+	lines  []batchLine
+	taskS  float64           // the sum of the replays' task_ms, in seconds
+	sha    map[string]string // each replay's output_sha256, by id
+}
+
+type batchLine struct {
+	ID     string  `json:"id"`
+	Output string  `json:"output"`
+	SHA256 string  `json:"output_sha256"`
+	TaskMs float64 `json:"task_ms"`
+	n      int     // its line number
+	text   string  // as written
+	ok     bool    // it parses and names an id
+}
+
+// loadBatchReport reads the batch report of a row whose requests replayed in one
+// native batch.
+func (r *rowCheck) loadBatchReport() {
+	if r.res == nil || r.res.Identity == nil || r.res.Identity.Mode != schema.NativeBatch || r.rawErr != nil {
+		return
+	}
+	b, ok := r.read(schema.NativeBatchFile)
+	if !ok {
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	r.batch = batchReport{read: true, first: lines[0], sha: map[string]string{}}
+	var head struct {
+		LoadMs *float64 `json:"load_ms"`
+		batchHead
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &head); err != nil || head.LoadMs == nil {
+		return
+	}
+	r.batch.loadMs, r.batch.head = head.LoadMs, head.batchHead
+	for i, l := range lines[1:] {
+		line := batchLine{n: i + 2, text: l}
+		line.ok = json.Unmarshal([]byte(l), &line) == nil && line.ID != ""
+		if line.ok {
+			r.batch.taskS += line.TaskMs / 1000
+			r.batch.sha[line.ID] = line.SHA256
+		}
+		r.batch.lines = append(r.batch.lines, line)
+	}
+}
+
 // checkNativeBatch: a batch native Task ran once and reported each replay: its report
 // names every request once, the file it wrote, and that file's sha256. Required says the
 // identity stage passed: then the report must have a line for every request.
@@ -466,44 +525,26 @@ func (r *rowCheck) checkNativeBatch(required bool) {
 	if !required && !r.exists(report) {
 		return // the batch failed before it reported
 	}
-	b, ok := r.read(report)
-	if !ok {
+	rep := r.batch
+	if !rep.read {
 		r.fail(report, "exact file set", "the batch native Task's report (native mode batch)", "missing")
 		return
 	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	var head struct {
-		LoadMs *float64 `json:"load_ms"`
-		batchHead
-	}
-	if err := json.Unmarshal([]byte(lines[0]), &head); err != nil || head.LoadMs == nil {
-		r.fail(report, "line 1", `{"load_ms": ...}`, quote(lines[0]))
+	if rep.loadMs == nil {
+		r.fail(report, "line 1", `{"load_ms": ...}`, quote(rep.first))
 		return
 	}
-	r.batchHead = head.batchHead
-	r.sameFloat(schema.ResultsFile, "identity.native_load_ms", *head.LoadMs, r.res.Identity.LoadMs, report+" line 1")
-	type batchLine struct {
-		ID     string  `json:"id"`
-		Output string  `json:"output"`
-		SHA256 string  `json:"output_sha256"`
-		TaskMs float64 `json:"task_ms"`
-	}
+	r.sameFloat(schema.ResultsFile, "identity.native_load_ms", *rep.loadMs, r.res.Identity.LoadMs, report+" line 1")
 	byID := map[string]batchLine{}
-	for i, l := range lines[1:] {
-		var line batchLine
-		if err := json.Unmarshal([]byte(l), &line); err != nil || line.ID == "" {
-			r.fail(report, fmt.Sprintf("line %d", i+2), `{"id", "output", "output_sha256", "task_ms"}`, quote(l))
+	for _, line := range rep.lines {
+		if !line.ok {
+			r.fail(report, fmt.Sprintf("line %d", line.n), `{"id", "output", "output_sha256", "task_ms"}`, quote(line.text))
 			continue
 		}
 		if _, dup := byID[line.ID]; dup {
 			r.fail(report, "replay "+line.ID, "one line", "two")
 		}
-		r.batchTaskS += line.TaskMs / 1000
 		byID[line.ID] = line
-		if r.batchSHA == nil {
-			r.batchSHA = map[string]string{}
-		}
-		r.batchSHA[line.ID] = line.SHA256
 	}
 	if required {
 		r.same(report, "replays", fmt.Sprint(len(r.reqs)), fmt.Sprint(len(byID)), "one per request in "+schema.RawExportFile)
@@ -575,11 +616,12 @@ func (r *rowCheck) checkTimeBudget() {
 		r.same(schema.ResultsFile, "time_budget.native_mode", r.res.Identity.Mode, tb.NativeMode, "identity.native_mode")
 		if tb.NativeMode == schema.NativeBatch {
 			r.same(schema.ResultsFile, "time_budget.native_loads", "1", fmt.Sprint(tb.NativeLoads), "one batch process")
-			load := math.Max(0, r.batchWallS-r.batchTaskS-r.batchHead.WaitedMs/1000)
+			rep := r.batch
+			load := math.Max(0, r.batchWallS-rep.taskS-rep.head.WaitedMs/1000)
 			r.truth(math.Abs(load-m.NativeLoadS) < 0.002, schema.ResultsFile, "time_budget.model_work.native_load_s",
 				fmt.Sprintf("%.3f, the batch process's wall in commands.jsonl less its task_ms and waited_ms in %s", load, schema.NativeBatchFile), fmt.Sprintf("%.3f", m.NativeLoadS))
-			r.truth(math.Abs(r.batchTaskS-m.NativeTaskS) < 0.002, schema.ResultsFile, "time_budget.model_work.native_task_s",
-				fmt.Sprintf("%.3f, the sum of task_ms in %s", r.batchTaskS, schema.NativeBatchFile), fmt.Sprintf("%.3f", m.NativeTaskS))
+			r.truth(math.Abs(rep.taskS-m.NativeTaskS) < 0.002, schema.ResultsFile, "time_budget.model_work.native_task_s",
+				fmt.Sprintf("%.3f, the sum of task_ms in %s", rep.taskS, schema.NativeBatchFile), fmt.Sprintf("%.3f", m.NativeTaskS))
 		}
 		r.same(schema.ResultsFile, "time_budget.model_work.native_task_calls", fmt.Sprint(r.res.Identity.Total), fmt.Sprint(m.NativeTasks), "one per replay")
 	}

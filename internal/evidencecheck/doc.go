@@ -10,6 +10,9 @@
 // once (internal/schema: AIPerf's records, command records) and each rule written once
 // (internal/judge: pixel comparison, the content gates, what each family is held to),
 // both the harness's and the checker's: the checker re-judges the raw files with the
-// same judges and requires results.json to say what they say. Every problem reads
-// "<file>: <claim>: evidence says X, file says Y", with paths relative to the run folder.
+// same judges and requires results.json to say what they say. A row loads once
+// (newRowCheck parses the files the checks share and reports those that do not parse);
+// then rowChecks, a table of checks that fill nothing in, run in any order. Every
+// problem reads "<file>: <claim>: evidence says X, file says Y", with paths relative to
+// the run folder.
 package evidencecheck

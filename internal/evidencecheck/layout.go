@@ -7,7 +7,6 @@ import (
 	"qualkit/internal/attest"
 	"qualkit/internal/schema"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -112,10 +111,10 @@ func (c *checker) checkLayout(files map[string]bool) {
 		return
 	}
 	for _, name := range c.info.Rows {
-		r := newRowCheck(c, name)
+		r := newRowCheck(c, name, byRow[name])
 		c.rows = append(c.rows, r)
 		c.rep.Rows = append(c.rep.Rows, name)
-		r.checkFiles(byRow[name])
+		r.checkFiles()
 	}
 }
 
@@ -129,8 +128,8 @@ func admitted(layout []schema.LayoutFile, rel string) bool {
 }
 
 // checkFiles compares a row folder's files with schema.RowLayout.
-func (r *rowCheck) checkFiles(have []string) {
-	r.files = have
+func (r *rowCheck) checkFiles() {
+	have := r.files
 	present := map[string]bool{}
 	for _, f := range have {
 		present[f] = true
@@ -161,7 +160,6 @@ func (r *rowCheck) checkFiles(have []string) {
 			}
 		}
 	}
-	sort.Strings(have)
 next:
 	for _, f := range have {
 		if named[f] {

@@ -104,12 +104,12 @@ func (r *rowCheck) checkNativeBatchLog() {
 			r.truth(strings.HasPrefix(bytesSHA256(q.native), l.sha), schema.NativeBatchLog, at+" sha256",
 				prefix(bytesSHA256(q.native), len(l.sha))+" (the start of "+q.nativeRel()+"'s sha256)", l.sha)
 		}
-		if sha, ok := r.batchSHA[l.id]; ok {
+		if sha, ok := r.batch.sha[l.id]; ok {
 			r.truth(strings.HasPrefix(sha, l.sha), schema.NativeBatchFile, "replay "+l.id+" output_sha256",
 				"a sha256 starting "+l.sha+" ("+schema.NativeBatchLog+fmt.Sprintf(" line %d)", l.line), sha)
 		}
 	}
-	for _, id := range sortedKeys(r.batchSHA) {
+	for _, id := range sortedKeys(r.batch.sha) {
 		r.truth(seen[id], schema.NativeBatchFile, "replay "+id, "a replay the batch logged ("+schema.NativeBatchLog+")", "no line there")
 	}
 }

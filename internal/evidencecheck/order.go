@@ -171,7 +171,7 @@ func (r *rowCheck) checkAhead(claim string, c *schema.CommandRecord, stage strin
 // A batch stopped before identity (the row failed first, or was interrupted) read none:
 // then there is nothing to check, unless identity passed.
 func (r *rowCheck) checkItemsRead() {
-	read := r.batchHead.ItemsReadAt
+	read := r.batch.head.ItemsReadAt
 	if read.IsZero() {
 		r.truth(!r.passed(schema.StageIdentity), schema.NativeBatchFile, "line 1 items_read_at", "when the preloaded batch read its items (stage identity passed)", "absent")
 		return

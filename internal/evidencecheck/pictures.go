@@ -25,7 +25,7 @@ func PictureInputs(rowDir string) (pictures.Sheet, pictures.Chart, error) {
 	rowDir = filepath.Clean(rowDir)
 	runDir, name := filepath.Dir(rowDir), filepath.Base(rowDir)
 	c := &checker{dir: runDir, rep: &Report{Dir: runDir}}
-	r := newRowCheck(c, name)
+	r := newRowCheck(c, name, nil)
 	if r.rawErr != nil {
 		return pictures.Sheet{}, pictures.Chart{}, fmt.Errorf("pictures of %s: %w (%v)", rowDir, ErrNoRawExport, r.rawErr)
 	}
@@ -85,7 +85,7 @@ func (r *rowCheck) qualityLines(q *request) []pictures.QualityLine {
 		return nil
 	}
 	sum := r.res.Quality
-	m, miss, ok := r.requestQuality(q, sum.Criteria)
+	m, miss, ok := q.quality.m, q.quality.miss, q.quality.ok
 	if !ok {
 		return []pictures.QualityLine{{Text: "not measured: no decodable output or input", Miss: true}}
 	}
@@ -96,14 +96,9 @@ func (r *rowCheck) qualityLines(q *request) []pictures.QualityLine {
 	}
 	if p := sum.Pair; p != nil && p.RequestID == q.id && q.httpFile != nil {
 		lines = append(lines, pictures.QualityLine{Text: "vs " + path.Base(p.Reference) + ":"})
-		var b []byte
-		ok := pathUnder(p.Reference, schema.CorrectnessArtifacts+"/")
-		if ok {
-			b, ok = r.read(p.Reference)
-		}
-		if !ok {
+		if r.pair == nil {
 			lines = append(lines, pictures.QualityLine{Text: "reference image missing", Miss: true})
-		} else if d, pmiss, err := r.pairQuality(sum.Criteria, b, q); err != nil {
+		} else if d, pmiss, err := r.pair.d, r.pair.miss, r.pair.err; err != nil {
 			lines = append(lines, pictures.QualityLine{Text: "does not decode", Miss: true})
 		} else {
 			lines = append(lines, pictures.QualityLine{Text: fmt.Sprintf("psnr %.2f dB", d.PSNR)},

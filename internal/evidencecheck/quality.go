@@ -66,14 +66,14 @@ func (r *rowCheck) checkQuality() {
 	for _, got := range q.Requests {
 		byID[got.RequestID] = got
 	}
-	failures := 0
+	failures, derived := 0, 0
 	for _, req := range r.reqs {
-		want, miss, ok := r.requestQuality(req, q.Criteria)
+		want, miss, ok := req.quality.m, req.quality.miss, req.quality.ok
 		if !ok {
 			continue // checkBenchmark says what is wrong with the output or its input
 		}
 		failures += len(miss)
-		r.derived = append(r.derived, want)
+		derived++
 		got, ok := byID[req.id]
 		at := "quality.requests[" + req.id + "]."
 		if !ok {
@@ -89,7 +89,7 @@ func (r *rowCheck) checkQuality() {
 		}
 		r.same(schema.ResultsFile, at+"failures", fmt.Sprint(len(miss)), fmt.Sprint(len(got.Failures)), "the criteria in results.json quality.criteria applied to the re-derived measures")
 	}
-	r.same(schema.ResultsFile, "quality.requests", fmt.Sprint(len(r.derived)), fmt.Sprint(len(q.Requests)), "one per HTTP output in identity/")
+	r.same(schema.ResultsFile, "quality.requests", fmt.Sprint(derived), fmt.Sprint(len(q.Requests)), "one per HTTP output in identity/")
 	if p := q.Pair; p != nil {
 		failures += r.checkQualityPair(q.Criteria, p)
 	}
@@ -99,8 +99,8 @@ func (r *rowCheck) checkQuality() {
 	}
 }
 
-// derivedQuality is one request's measures and misses, re-derived once per check:
-// checkQuality and the contact sheet's quality column both read them.
+// derivedQuality is one request's measures and misses, re-derived once when the row
+// loads: checkQuality and the contact sheet's quality column both read them.
 type derivedQuality struct {
 	m    schema.QualityRequest
 	miss []string
@@ -114,18 +114,44 @@ type derivedPairQuality struct {
 	err  error
 }
 
-// requestQuality re-derives one HTTP output's measures from its PNG and its input's,
-// and the criteria (results.json's) it misses; ok is false when either does not decode.
-func (r *rowCheck) requestQuality(req *request, c schema.QualityCriteria) (schema.QualityRequest, []string, bool) {
-	if q, ok := r.qualityOf[req]; ok {
-		return q.m, q.miss, q.ok
+// loadQuality re-derives, by results.json's criteria, each request's quality measures
+// from its HTTP output and its input, and the pair's from the reference image
+// results.json names, when that is one the correctness case wrote and it is kept.
+func (r *rowCheck) loadQuality() {
+	if r.res == nil || r.res.Quality == nil || r.rawErr != nil {
+		return
 	}
-	m, miss, ok := measureRequest(req, c)
-	if r.qualityOf == nil {
-		r.qualityOf = map[*request]derivedQuality{}
+	c := r.res.Quality.Criteria
+	for _, q := range r.reqs {
+		m, miss, ok := measureRequest(q, c)
+		q.quality = derivedQuality{m, miss, ok}
 	}
-	r.qualityOf[req] = derivedQuality{m, miss, ok}
-	return m, miss, ok
+	p := r.res.Quality.Pair
+	if p == nil || !pathUnder(p.Reference, schema.CorrectnessArtifacts+"/") {
+		return
+	}
+	ref, ok := r.read(p.Reference)
+	for _, q := range r.reqs {
+		if ok && q.id == p.RequestID && q.httpFile != nil {
+			d, miss, err := measurePair(c, ref, q.httpFile)
+			r.pair = &derivedPairQuality{d, miss, err}
+		}
+	}
+}
+
+// derivedMeasures are the measures re-derived from the PNGs: each decodable request's,
+// and the pair's (nil when it has none).
+func (r *rowCheck) derivedMeasures() ([]schema.QualityRequest, *schema.QualityPair) {
+	var reqs []schema.QualityRequest
+	for _, q := range r.reqs {
+		if q.quality.ok {
+			reqs = append(reqs, q.quality.m)
+		}
+	}
+	if r.pair == nil || r.pair.err != nil {
+		return reqs, nil
+	}
+	return reqs, &r.pair.d
 }
 
 func measureRequest(req *request, c schema.QualityCriteria) (schema.QualityRequest, []string, bool) {
@@ -179,17 +205,15 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 		r.same(schema.ResultsFile, "quality.pair.reference", schema.Artifact(want), p.Reference,
 			"where the "+r.res.Checkpoint.Backend+" correctness case writes the pair's reference image")
 	}
-	b, ok := r.read(p.Reference)
-	if !ok {
+	if r.pair == nil {
 		r.fail(p.Reference, "exact file set", "the correctness case's reference image of the quality pair", "missing")
 		return 0
 	}
-	d, miss, err := r.pairQuality(c, b, req)
+	d, miss, err := r.pair.d, r.pair.miss, r.pair.err
 	if err != nil {
 		r.fail(p.Reference, "a PNG", "decodable reference and output", err.Error())
 		return 0
 	}
-	r.derivedPair = &d
 	for _, m := range []struct {
 		name      string
 		want, got float64
@@ -210,7 +234,7 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 func (r *rowCheck) checkPairNoise(p *schema.QualityPair, req *request) []string {
 	r.truth(req.latentSeed != nil, schema.RawExportFile, "request "+req.id+" latent_seed", "sent: the pair claims the case's replayed noise", "absent")
 	var served string
-	for _, rec := range r.serverRecords() {
+	for _, rec := range r.records {
 		if rec.RequestID == req.id {
 			served = rec.Observation.InitialLatents
 		}
@@ -220,17 +244,6 @@ func (r *rowCheck) checkPairNoise(p *schema.QualityPair, req *request) []string 
 		return []string{"the served pair did not start from the case's own noise"}
 	}
 	return nil
-}
-
-// pairQuality re-derives the pair's measures from the reference image (refPNG, the one
-// results.json names) and the HTTP output of req, and the criteria they miss. Images of
-// different sizes are one miss with no measures, as the quality stage records them.
-func (r *rowCheck) pairQuality(c schema.QualityCriteria, refPNG []byte, req *request) (schema.QualityPair, []string, error) {
-	if r.pairOf == nil {
-		d, miss, err := measurePair(c, refPNG, req.httpFile)
-		r.pairOf = &derivedPairQuality{d, miss, err}
-	}
-	return r.pairOf.d, r.pairOf.miss, r.pairOf.err
 }
 
 func measurePair(c schema.QualityCriteria, refPNG, outPNG []byte) (schema.QualityPair, []string, error) {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,6 +27,7 @@ type rowCheck struct {
 	prof   []schema.ProfileRecord
 	profOK bool
 	fx     *manifest
+	aiperf aiperfFiles
 
 	reqs []*request // one per raw record, in file order
 	// tasks are the Task times by request id, from the row's declared source, and why
@@ -33,35 +35,27 @@ type rowCheck struct {
 	tasks   map[string]float64
 	taskWhy map[string]string
 	taskSrc string // where they came from, for messages
-	// batchTaskS is the sum of task_ms in a batch native Task's report, batchWallS its
-	// process's wall (commands.jsonl).
-	batchTaskS, batchWallS float64
-	// batchHead is a batch report's first line, for a preloaded batch's wait.
-	batchHead batchHead
-	// batchSHA is the output_sha256 the batch report states for each replay, by id.
-	batchSHA map[string]string
+	// batch is a batch native Task's report; batchWallS its process's wall
+	// (commands.jsonl).
+	batch      batchReport
+	batchWallS float64
 	// cmds are commands.jsonl's records; aiperfCmd and batchCmd the AIPerf command's and
 	// the batch native Task's, when present.
 	cmds                []schema.CommandRecord
 	aiperfCmd, batchCmd *schema.CommandRecord
-	cmdsErr             error // why commands.jsonl could not be read
-	// derived and derivedPair are the quality measures re-derived from the PNGs.
-	derived     []schema.QualityRequest
-	derivedPair *schema.QualityPair
-	qualityOf   map[*request]derivedQuality // each request's, derived once
-	pairOf      *derivedPairQuality         // the pair's, derived once
+	cmdsErr             error               // why commands.jsonl could not be read
+	pair                *derivedPairQuality // the quality pair's measures, re-derived from the PNGs
 	// The records file's request ids and Task times, when the row's source names it.
 	recordIDs   map[string]bool
 	recordTimes map[string]float64
-	recordsErr  string          // why it could not be read: "missing", or the parse error
-	records     *[]serverRecord // the records lines the cross-checks read, parsed once
+	recordsErr  string         // why it could not be read: "missing", or the parse error
+	records     []serverRecord // the records lines that parse, in order
+	recordDocs  []any          // the records lines before the first that is not JSON
+	recordsBad  error          // why that line is not JSON
 	corr        *schema.CaseCounts
 	corrOK      bool
 	corrIDs     []string // "<classname>.<name>" of the executed JUnit cases
 	files       []string // the row folder's files, relative to it
-	diffs       map[int]*pairResult
-	dataLine    string // row.md's row, once read
-	dataLineOK  bool   // every cell of it checked out
 	bundleSHA   string
 }
 
@@ -83,8 +77,10 @@ type request struct {
 	clientMs   float64
 	client     bool
 	clientE    string
-	httpFile   []byte // identity/NN-phase-http.png, nil when absent
-	native     []byte // identity/NN-phase-native.png, nil when absent
+	httpFile   []byte            // identity/NN-phase-http.png, nil when absent
+	native     []byte            // identity/NN-phase-native.png, nil when absent
+	quality    derivedQuality    // its quality measures, when the row has a quality stage
+	diff       *schema.PixelDiff // httpFile against native, nil unless both decode
 }
 
 func (q *request) httpRel() string   { return schema.IdentityPNG(q.index, q.phase, schema.SideHTTP) }
@@ -110,8 +106,11 @@ type manifest struct {
 	} `json:"influence"`
 }
 
-func newRowCheck(c *checker, name string) *rowCheck {
-	r := &rowCheck{c: c, name: name}
+// newRowCheck loads a row: it parses each of the row's files the checks read once,
+// reporting those that do not parse; files are the row folder's, relative to it.
+func newRowCheck(c *checker, name string, files []string) *rowCheck {
+	slices.Sort(files)
+	r := &rowCheck{c: c, name: name, files: files}
 	if b, ok := r.read(schema.ResultsFile); ok {
 		var res schema.Result
 		if err := json.Unmarshal(b, &res); err != nil {
@@ -137,8 +136,22 @@ func newRowCheck(c *checker, name string) *rowCheck {
 			r.fx = &m
 		}
 	}
+	r.loadServerRecords()
 	r.loadRequests()
 	r.loadCommands()
+	r.loadAIPerf()
+	r.loadCorrectness()
+	r.loadBatchReport()
+	r.loadQuality()
+	r.loadDiffs()
+	if b, ok := r.read(schema.BundleFile); ok {
+		var bi struct {
+			SHA256 string `json:"sha256"`
+		}
+		if json.Unmarshal(b, &bi) == nil {
+			r.bundleSHA = bi.SHA256
+		}
+	}
 	return r
 }
 
@@ -191,7 +204,6 @@ func (r *rowCheck) truth(ok bool, file, claim, evidence, got string) bool {
 	return r.c.truth(ok, r.rel(file), claim, evidence, got)
 }
 
-// passed says whether results.json records stage as passed.
 // stageStatus is the stage's status in results.json, "" when it lists none.
 func (r *rowCheck) stageStatus(stage string) string {
 	if r.res != nil {
@@ -210,17 +222,8 @@ func (r *rowCheck) ran(stage string) bool {
 	return st == schema.Pass || st == schema.Fail
 }
 
-func (r *rowCheck) passed(stage string) bool {
-	if r.res == nil {
-		return false
-	}
-	for _, s := range r.res.Stages {
-		if s.Name == stage {
-			return s.Status == schema.Pass
-		}
-	}
-	return false
-}
+// passed says whether results.json records stage as passed.
+func (r *rowCheck) passed(stage string) bool { return r.stageStatus(stage) == schema.Pass }
 
 func (r *rowCheck) expansion() expansion {
 	var e expansion
@@ -350,24 +353,17 @@ func (r *rowCheck) loadRecords(ts schema.TimingSource) {
 		r.recordsErr = "missing"
 		return
 	}
-	err := schema.ReadJSONL(r.path(schema.RecordsFile), func(line []byte) error {
-		var doc any
-		if err := json.Unmarshal(line, &doc); err != nil {
-			return err
-		}
+	for _, doc := range r.recordDocs {
 		id, err := valueAt(doc, ts.RecordID)
 		if err != nil {
-			return nil
+			continue
 		}
 		r.recordIDs[fmt.Sprint(id)] = true
-		if ts.Records != "" {
-			if v, err := numberAt(doc, ts.Records); err == nil {
-				r.recordTimes[fmt.Sprint(id)] = v
-			}
+		if v, err := numberAt(doc, ts.Records); err == nil && ts.Records != "" {
+			r.recordTimes[fmt.Sprint(id)] = v
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := r.recordsBad; err != nil {
 		r.recordsErr = err.Error()
 		r.fail(schema.RecordsFile, "readable server records", "JSON lines ("+ts.String()+")", err.Error())
 	}
@@ -381,6 +377,18 @@ func (r *rowCheck) phase(p string) []*request {
 		}
 	}
 	return out
+}
+
+// clientLatencies are the client latencies of a phase's requests, sorted.
+func (r *rowCheck) clientLatencies(phase string) []float64 {
+	var lat []float64
+	for _, q := range r.phase(phase) {
+		if q.client {
+			lat = append(lat, q.clientMs)
+		}
+	}
+	sort.Float64s(lat)
+	return lat
 }
 
 // nearestRank is sorted[ceil(p*n/100)-1] for an integer percentile p: a value of the
@@ -430,8 +438,8 @@ func (r *rowCheck) imagesPerSecond() float64 {
 	return float64(len(prof)) / (float64(last-first) / 1e9)
 }
 
-// readCorrectness counts the correctness case's JUnit testcases.
-func (r *rowCheck) readCorrectness() {
+// loadCorrectness counts the correctness case's JUnit testcases.
+func (r *rowCheck) loadCorrectness() {
 	b, ok := r.read(schema.CorrectnessJUnit)
 	if !ok {
 		return

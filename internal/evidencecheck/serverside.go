@@ -59,7 +59,7 @@ func (r *rowCheck) checkServerRecords() {
 	controlProbes := r.controlProbeIDs()
 	benchPassed := r.passed(schema.StageBenchmark)
 	seen := map[string]int{}
-	for _, rec := range r.serverRecords() {
+	for _, rec := range r.records {
 		seen[rec.RequestID]++
 		if seen[rec.RequestID] == 2 {
 			r.fail(schema.RecordsFile, "request "+rec.RequestID, "one line per request (the server records each once)", fmt.Sprintf("a second at line %d", rec.line))
@@ -196,7 +196,7 @@ func (r *rowCheck) checkServerLog() {
 	}
 	tt := r.taskTimeRule()
 	inRecords := map[string]bool{}
-	for _, rec := range r.serverRecords() {
+	for _, rec := range r.records {
 		inRecords[rec.RequestID] = true
 		got := byID[rec.RequestID]
 		at := "request " + rec.RequestID

@@ -49,7 +49,7 @@ func (r *rowCheck) checkTaskTimeSources() {
 	ts := r.res.TaskSource
 	compared := ts != nil && ts.Body == tt.Body && ts.Records == tt.Records && ts.RecordID == tt.RecordID
 	recorded := map[string]float64{}
-	for _, rec := range r.serverRecords() {
+	for _, rec := range r.records {
 		id, err := valueAt(rec.doc, tt.RecordID)
 		if err != nil {
 			continue

@@ -229,7 +229,7 @@ var RowLayout = []LayoutFile{
 	{"build/tools-{n}.log", "", Optional, nil, "it is a tool command's console; commands.jsonl (checkCommands) holds the command, its exit code and its wall, and no claim comes from its text"}, // the family's tool commands, numbered
 	{BuildLog, "", Optional, nil, "it is the build command's console; build/bundle.json and commands.jsonl hold what the build made and ran"},                                                    // absent when the bundle came from the cache
 
-	{CorrectnessJUnit, StageCorrectness, Required, []string{"readCorrectness", "checkCorrectness"}, ""},
+	{CorrectnessJUnit, StageCorrectness, Required, []string{"loadCorrectness", "checkCorrectness"}, ""},
 	{CorrectnessLog, StageCorrectness, Required, []string{"checkCaseLog"}, ""},
 	{CorrectnessArtifacts + treeSuffix, "", FamilyTree, []string{"checkArtifacts", "checkCaseResult", "checkQualityPair", "checkAtCommit"}, ""},
 
