@@ -148,6 +148,17 @@ func (r *rowCheck) checkOrder() {
 		fmt.Sprintf("%.3f, the longest chain of model_work's parts (server load beside the case: %v; native load beside the server: %v)", cp, server != nil, batch != nil), fmt.Sprintf("%.3f", tb.CriticalPathS))
 	r.truth(tb.WallS+0.01 >= tb.CriticalPathS, schema.ResultsFile, "time_budget.wall_s",
 		fmt.Sprintf("at least the critical path, %.3f s (no row runs faster than its longest chain of dependent work)", tb.CriticalPathS), fmt.Sprintf("%.3f", tb.WallS))
+	// The physical limit (absent in runs made before it was stated): the model work no
+	// order overlaps, from the parts as written, and the wall's ratio to it.
+	if tb.PhysicalLimitS != 0 || tb.PhysicalRatio != 0 {
+		pl := schema.PhysicalLimit(tb.Model)
+		r.truth(math.Abs(pl-tb.PhysicalLimitS) < 0.01, schema.ResultsFile, "time_budget.physical_limit_s",
+			fmt.Sprintf("%.3f, model_work's build, case, served and native Tasks", pl), fmt.Sprintf("%.3f", tb.PhysicalLimitS))
+		if tb.PhysicalLimitS > 0 {
+			r.truth(math.Abs(tb.WallS/tb.PhysicalLimitS-tb.PhysicalRatio) < 0.002, schema.ResultsFile, "time_budget.physical_ratio",
+				fmt.Sprintf("%.3f, wall_s over physical_limit_s", tb.WallS/tb.PhysicalLimitS), fmt.Sprintf("%.3f", tb.PhysicalRatio))
+		}
+	}
 }
 
 // checkAhead: how long before its stage an early command began, from the stage's start

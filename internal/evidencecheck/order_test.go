@@ -36,6 +36,9 @@ func TestOrderForgeriesFail(t *testing.T) {
 		{"the critical path shortened", "overlapped", func(t *testing.T, dir string) {
 			budget(t, dir, func(tb map[string]any) { tb["critical_path_s"] = 40.0 })
 		}, []string{row + "/results.json: time_budget.critical_path_s: evidence says 68.811"}},
+		{"a physical limit claimed short and the wall's ratio to it", "overlapped", func(t *testing.T, dir string) {
+			budget(t, dir, func(tb map[string]any) { tb["physical_limit_s"] = 80.0; tb["physical_ratio"] = 1.0 })
+		}, []string{row + "/results.json: time_budget.physical_limit_s: evidence says 58.129", "time_budget.physical_ratio: evidence says"}},
 		{"the preloaded native batch hidden", "overlapped", func(t *testing.T, dir string) {
 			budget(t, dir, func(tb map[string]any) { tb["overlap"].(map[string]any)["native_preload"] = false })
 		}, []string{row + "/results.json: time_budget.overlap.native_preload: evidence says true"}},
