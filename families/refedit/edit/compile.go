@@ -28,8 +28,8 @@ func compile(b Bundle) (*Program, error) {
 	if err := checkLimits(b.Limits); err != nil {
 		return nil, err
 	}
-	if err := checkDefaults(b.Defaults, b.Limits); err != nil {
-		return nil, err
+	if err := Settings(b.Defaults).check(b.Limits); err != nil {
+		return nil, fmt.Errorf("bundle defaults: %w", err)
 	}
 	if len(b.Edits) == 0 {
 		return nil, fmt.Errorf("bundle has no edits")
@@ -76,24 +76,6 @@ func checkLimits(l Limits) error {
 		return fmt.Errorf("bundle limits: max_num_inference_steps %d: want at least 1", l.MaxNumInferenceSteps)
 	case !(l.MaxGuidanceScale > 0) || math.IsInf(l.MaxGuidanceScale, 0):
 		return fmt.Errorf("bundle limits: max_guidance_scale %v: want a finite number > 0", l.MaxGuidanceScale)
-	}
-	return nil
-}
-
-func checkDefaults(d Defaults, l Limits) error {
-	if d.Width != 0 || d.Height != 0 {
-		if err := checkSize(d.Width, d.Height, l); err != nil {
-			return fmt.Errorf("bundle defaults: size %dx%d: %w (or 0x0 for the input size)", d.Width, d.Height, err)
-		}
-	}
-	if d.NumInferenceSteps < 1 || d.NumInferenceSteps > l.MaxNumInferenceSteps {
-		return fmt.Errorf("bundle defaults: num_inference_steps %d: want 1..%d", d.NumInferenceSteps, l.MaxNumInferenceSteps)
-	}
-	if !(d.GuidanceScale > 0) || d.GuidanceScale > l.MaxGuidanceScale {
-		return fmt.Errorf("bundle defaults: guidance_scale %v: want (0, %v]", d.GuidanceScale, l.MaxGuidanceScale)
-	}
-	if d.Seed > maxSeed {
-		return fmt.Errorf("bundle defaults: seed %d: want 0..%d", d.Seed, uint64(maxSeed))
 	}
 	return nil
 }

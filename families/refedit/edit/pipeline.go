@@ -1,5 +1,12 @@
 package edit
 
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/png"
+)
+
 // Result is one applied edit.
 type Result struct {
 	PNG          []byte
@@ -62,4 +69,46 @@ func (p *Program) Apply(image []byte, e *Edit, s Settings) (Result, error) {
 			Precision:         Precision,
 		},
 	}, nil
+}
+
+// blend is the guidance step out = B + g*(E - B), written into edited.
+func blend(base, edited *raster, g float32) {
+	for i, b := range base.pix {
+		edited.pix[i] = b + float32(g*(edited.pix[i]-b))
+	}
+}
+
+// quantize is v8 = floor(clamp(v, 0, 1) * 255 + 0.5) into an opaque 8-bit image.
+func quantize(r *raster) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, r.w, r.h))
+	for k := range r.w * r.h {
+		for c := range 3 {
+			img.Pix[k*4+c] = quantizeSample(r.pix[k*3+c])
+		}
+		img.Pix[k*4+3] = 0xff
+	}
+	return img
+}
+
+func quantizeSample(v float32) uint8 {
+	// !(v > 0) also sends a NaN to 0 rather than to an undefined conversion.
+	if !(v > 0) {
+		v = 0
+	} else if v > 1 {
+		v = 1
+	}
+	// The value is in [0.5, 255.5], so the conversion's truncation is the floor.
+	return uint8(float32(v*255) + 0.5)
+}
+
+// encodePNG writes an opaque image as an 8-bit RGB PNG (the encoder picks colour
+// type 2 for a fully opaque RGBA image). The bytes depend only on the pixels and the
+// Go release: BestSpeed keeps encoding cheap next to the edit itself.
+func encodePNG(img *image.RGBA) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("encode PNG: %w", err)
+	}
+	return buf.Bytes(), nil
 }
