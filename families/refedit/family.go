@@ -52,7 +52,7 @@ func (f Family) Describe(family.Env, family.Row) (family.Spec, error) {
 		// `refedit run --batch --wait-items` loads the bundle, then waits for its items.
 		BatchWaits: true,
 		// The server lists the model in GET /v1/models only once it has loaded the bundle.
-		ModelsWhenReady:     "families/refedit/server/health.go handleModels: listed once Load gave it a program, as /health/ready",
+		ModelsWhenReady:     "families/refedit/server/server.go handleModels: listed once Load gave it a program, as /health/ready",
 		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
 		Quality:             quality,
 		Controls:            Controls(),

@@ -1,10 +1,26 @@
 package server
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/jpeg"
+	"image/png"
+	"math/rand/v2"
+	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	xdraw "golang.org/x/image/draw"
+
+	"qualkit/families/refedit/edit"
 )
 
 // Fault injection: refedit served (or run) deliberately broken, so that qualkit can
@@ -177,18 +193,332 @@ func (f Fault) Check() error {
 	if !f.On() {
 		return nil
 	}
-	k, ok := kindOf(f.Name)
-	switch {
-	case !ok:
-		return fmt.Errorf("unknown fault %q: want one of %s", f.Name, strings.Join(FaultNames(), ", "))
-	case k.counted && f.K < 1:
-		return fmt.Errorf("fault %s: K must be >= 1", f.Name)
-	case !k.counted && f.K != 0:
-		return fmt.Errorf("fault %s takes no K", f.Name)
-	case f.Name == FaultSlow && f.Delay <= 0:
-		return fmt.Errorf("fault slow: delay must be > 0, got %s", f.Delay)
-	case f.Name != FaultSlow && f.Delay != 0:
-		return fmt.Errorf("fault %s: a delay applies only to %s", f.Name, FaultSlow)
+	g, err := ParseFault(f.String())
+	if err == nil && (g.K != f.K || (g.Delay > 0) != (f.Delay > 0)) {
+		err = fmt.Errorf("fault %s: K %d, delay %s: not a fault ParseFault makes", f.Name, f.K, f.Delay)
+	}
+	return err
+}
+
+// crashExitCode is what the crash fault exits with.
+const crashExitCode = 3
+
+// faults is a faulty server's fault and its count of edit requests. A Server without a
+// fault has a nil *faults, and every hook below is then the server's normal behaviour.
+type faults struct {
+	Fault
+	edits atomic.Int64
+	exit  func(code int)
+	logf  func(format string, args ...any)
+}
+
+func newFaults(f Fault, exit func(int), logf func(string, ...any)) *faults {
+	if !f.On() {
+		return nil
+	}
+	if exit == nil {
+		exit = os.Exit
+	}
+	return &faults{Fault: f, exit: exit, logf: logf}
+}
+
+// route runs first on every request: it names the fault in the header and the JSON
+// body, and replaces the request id for ignore-request-id.
+func (f *faults) route(w http.ResponseWriter, id string) (http.ResponseWriter, string) {
+	if f == nil {
+		return w, id
+	}
+	if f.Name == FaultIgnoreRequestID {
+		id = requestID("")
+	}
+	w.Header().Set(FaultHeader, f.String())
+	return &faultWriter{ResponseWriter: w, field: `"fault":` + strconv.Quote(f.String())}, id
+}
+
+// admit counts an edit request whose body was read and, when it is the K-th, answers
+// 500, sleeps (until the delay ends or the client leaves), or exits.
+func (f *faults) admit(ctx context.Context) *apiError {
+	if f == nil {
+		return nil
+	}
+	n := int(f.edits.Add(1))
+	if n != f.K {
+		return nil
+	}
+	switch f.Name {
+	case FaultStatus500:
+		f.logf("fault %s: answering edit request %d with 500", f, n)
+		return &apiError{status: http.StatusInternalServerError, message: fmt.Sprintf("fault %s: edit request %d fails on purpose", f, n)}
+	case FaultSlow:
+		f.logf("fault %s: edit request %d sleeps %s", f, n, f.Delay)
+		t := time.NewTimer(f.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return &apiError{status: statusClientClosed, message: fmt.Sprintf("fault %s: client went away during the delay: %v", f, ctx.Err())}
+		}
+	case FaultCrash:
+		f.logf("fault %s: exiting with code %d on edit request %d", f, crashExitCode, n)
+		f.exit(crashExitCode)
+		// Only a test's exit returns.
+		return &apiError{status: http.StatusInternalServerError, message: fmt.Sprintf("fault %s: the process should have exited", f)}
 	}
 	return nil
+}
+
+// unready says whether /health/ready must answer 503 although the bundle is loaded.
+func (f *faults) unready() bool { return f != nil && f.Name == FaultNeverReady }
+
+// acceptsUnknown: the accept-unknown fault drops unknown form fields.
+func (f *faults) acceptsUnknown() bool { return f != nil && f.Name == FaultAcceptUnknown }
+
+// apply is the edit call, with a Task fault when there is one.
+func (f *faults) apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings) (edit.Result, error) {
+	if f == nil {
+		return p.Apply(img, e, s)
+	}
+	return f.Fault.Apply(p, img, e, s)
+}
+
+// response is the body of a successful edit: an error and no image for error-json,
+// the body without "timing" for no-timing. It runs before the record is written.
+func (f *faults) response(resp *editResponse, x *exchange) any {
+	if f == nil {
+		return resp
+	}
+	switch f.Name {
+	case FaultErrorJSON:
+		msg := fmt.Sprintf("fault %s: the edit ran, the answer is an error and no image", f)
+		x.rec.Error = &msg
+		return errorBody{Error: errorDetail{Message: msg, Type: errorType(http.StatusInternalServerError)}, RequestID: x.rec.RequestID}
+	case FaultNoTiming:
+		var m map[string]json.RawMessage
+		data, err := json.Marshal(resp)
+		if err == nil && json.Unmarshal(data, &m) == nil {
+			delete(m, "timing")
+			return m
+		}
+	}
+	return resp
+}
+
+// faultWriter puts "fault": NAME first in a JSON object body (every body the server
+// writes is one object, written in one Write).
+type faultWriter struct {
+	http.ResponseWriter
+	field   string
+	written bool
+}
+
+func (w *faultWriter) Write(b []byte) (int, error) {
+	if w.written || len(b) < 2 || b[0] != '{' {
+		w.written = true
+		return w.ResponseWriter.Write(b)
+	}
+	w.written = true
+	sep := ","
+	if b[1] == '}' {
+		sep = ""
+	}
+	if _, err := w.ResponseWriter.Write(append([]byte("{"+w.field+sep), b[1:]...)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *faultWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Apply runs the edit with the fault's Task behaviour: the server's worker and
+// `refedit run` both call it, so a Task fault is the same on both paths. A fault that
+// is not a Task fault (or none) is p.Apply unchanged.
+func (f Fault) Apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings) (edit.Result, error) {
+	if !f.Task() {
+		return p.Apply(img, e, s)
+	}
+	switch f.Name {
+	case FaultIgnoreSteps, FaultPinSize, FaultDropGuidance:
+		return ignoreSetting(f.Name, p, img, e, s)
+	}
+	in := img
+	if f.Name == FaultIgnoreReference || f.Name == FaultWeakReference {
+		in = syntheticLike(img, p.Limits().MaxPixels)
+	}
+	if f.Name == FaultOtherEdit {
+		e = nextEdit(p, e)
+	}
+	res, err := p.Apply(in, e, s)
+	if err != nil || f.Name == FaultIgnoreReference || f.Name == FaultOtherEdit {
+		return res, err
+	}
+	out := img
+	switch f.Name {
+	case FaultUnchanged:
+	case FaultResizeOnly:
+		out, err = resizedInput(img, res.PNG)
+	case FaultWeakReference:
+		out, err = markPixel(res.PNG, img)
+	default:
+		out, err = f.corrupt(res.PNG)
+	}
+	if err != nil {
+		return edit.Result{}, fmt.Errorf("fault %s: %w", f.Name, err)
+	}
+	res.PNG, res.OutputSHA256 = out, edit.SHA256(out)
+	return res, nil
+}
+
+// ignoreSetting runs the edit with one setting the request asked replaced (the bundle's
+// default steps or guidance, or the pinned size), and reports the settings asked, as a
+// server that drops a setting on its way to the model and echoes the request would.
+func ignoreSetting(name string, p *edit.Program, img []byte, e *edit.Edit, asked edit.Settings) (edit.Result, error) {
+	s, d := asked, p.Bundle().Defaults
+	switch name {
+	case FaultIgnoreSteps:
+		s.NumInferenceSteps = d.NumInferenceSteps
+	case FaultPinSize:
+		s.Width, s.Height = PinnedSize, PinnedSize
+	case FaultDropGuidance:
+		s.GuidanceScale = d.GuidanceScale
+	}
+	res, err := p.Apply(img, e, s)
+	if err != nil {
+		return res, err
+	}
+	res.Settings.NumInferenceSteps, res.Settings.GuidanceScale = asked.NumInferenceSteps, asked.GuidanceScale
+	if asked.Width != 0 {
+		res.Settings.Width, res.Settings.Height = asked.Width, asked.Height
+	}
+	return res, nil
+}
+
+// nextEdit is the edit after e in the bundle's list (the first after the last): what
+// another instruction would have given.
+func nextEdit(p *edit.Program, e *edit.Edit) *edit.Edit {
+	edits := p.Edits()
+	for i, x := range edits {
+		if x == e {
+			return edits[(i+1)%len(edits)]
+		}
+	}
+	return edits[0]
+}
+
+// resizedInput is the input image scaled (nearest neighbour) to the size of the edited
+// PNG: a "model" that only resizes.
+func resizedInput(input, edited []byte) ([]byte, error) {
+	src, _, err := image.Decode(bytes.NewReader(input))
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(edited))
+	if err != nil {
+		return nil, err
+	}
+	dst := image.NewNRGBA(image.Rect(0, 0, cfg.Width, cfg.Height))
+	xdraw.NearestNeighbor.Scale(dst, dst.Rect, src, src.Bounds(), xdraw.Src, nil)
+	return encodePNG(dst)
+}
+
+// markPixel sets pixel (0,0)'s red to a byte of the input image's pixel data: the output
+// depends on the reference image, but by one pixel only.
+func markPixel(edited, input []byte) ([]byte, error) {
+	img, err := decodeNRGBA(edited)
+	if err != nil {
+		return nil, err
+	}
+	in, _, err := image.Decode(bytes.NewReader(input))
+	if err != nil {
+		return nil, err
+	}
+	r, _, _, _ := in.At(in.Bounds().Min.X, in.Bounds().Min.Y).RGBA()
+	img.Pix[0] = uint8(r >> 8)
+	return encodePNG(img)
+}
+
+// decodeNRGBA decodes a PNG into a fresh NRGBA image a fault may change.
+func decodeNRGBA(data []byte) (*image.NRGBA, error) {
+	src, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	b := src.Bounds()
+	img := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.Draw(img, img.Rect, src, b.Min, draw.Src)
+	return img, nil
+}
+
+func encodePNG(img image.Image) ([]byte, error) {
+	var buf bytes.Buffer
+	err := png.Encode(&buf, img)
+	return buf.Bytes(), err
+}
+
+// corrupt rewrites the edited PNG the way the fault says.
+func (f Fault) corrupt(data []byte) ([]byte, error) {
+	img, err := decodeNRGBA(data)
+	if err != nil {
+		return nil, err
+	}
+	b := img.Bounds()
+	switch f.Name {
+	case FaultNondeterministic:
+		// Every colour byte of the first pixels from a random word, alpha kept.
+		word := rand.Uint64() | 1
+		for i := 0; i < len(img.Pix) && word != 0; i++ {
+			if i%4 != 3 {
+				img.Pix[i] ^= byte(word)
+				word >>= 8
+			}
+		}
+	case FaultDrift:
+		if img.Pix[0] == 0xff {
+			img.Pix[0]--
+		} else {
+			img.Pix[0]++
+		}
+	case FaultWrongSize:
+		wide := image.NewNRGBA(image.Rect(0, 0, b.Dx()+1, b.Dy()))
+		draw.Draw(wide, img.Rect, img, image.Point{}, draw.Src)
+		draw.Draw(wide, image.Rect(b.Dx(), 0, b.Dx()+1, b.Dy()), img, image.Pt(b.Dx()-1, 0), draw.Src)
+		img = wide
+	case FaultConstant:
+		draw.Draw(img, img.Rect, image.NewUniform(color.NRGBA{0x80, 0x80, 0x80, 0xff}), image.Point{}, draw.Src)
+	case FaultRotate90:
+		// Clockwise: output (x, y) is input (y, H-1-x), the size W x H becomes H x W.
+		turned := image.NewNRGBA(image.Rect(0, 0, b.Dy(), b.Dx()))
+		for y := range b.Dx() {
+			for x := range b.Dy() {
+				turned.SetNRGBA(x, y, img.NRGBAAt(y, b.Dy()-1-x))
+			}
+		}
+		img = turned
+	case FaultJPEG:
+		var buf bytes.Buffer
+		err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 90})
+		return buf.Bytes(), err
+	}
+	return encodePNG(img)
+}
+
+// syntheticLike is a fixed gradient of the input's size, what ignore-reference edits
+// instead of the input. An input that does not decode, or is over the pixel limit, is
+// returned as it is, so the edit reports the real error.
+func syntheticLike(img []byte, maxPixels int) []byte {
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(img))
+	if err != nil || cfg.Width < 1 || cfg.Height < 1 || cfg.Width*cfg.Height > maxPixels {
+		return img
+	}
+	w, h := cfg.Width, cfg.Height
+	g := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			g.SetNRGBA(x, y, color.NRGBA{uint8(x * 255 / max(w-1, 1)), uint8(y * 255 / max(h-1, 1)), 0x60, 0xff})
+		}
+	}
+	if out, err := encodePNG(g); err == nil {
+		return out
+	}
+	return img
 }

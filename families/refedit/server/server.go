@@ -5,14 +5,18 @@
 package server
 
 import (
+	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"qualkit/families/refedit/edit"
 )
@@ -172,3 +176,137 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // ms is a duration in milliseconds, microsecond resolution.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (s *Server) handleLive(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "live"})
+}
+
+// handleReady is 503 until Load, then names the bundle it serves.
+func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
+	p := s.program.Load()
+	if p == nil || s.faults.unready() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "loading"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "model": s.cfg.ModelName, "bundle_sha256": p.SHA256()})
+}
+
+type modelList struct {
+	Object string  `json:"object"`
+	Data   []model `json:"data"`
+}
+
+type model struct {
+	ID           string `json:"id"`
+	Object       string `json:"object"`
+	Created      int64  `json:"created"`
+	OwnedBy      string `json:"owned_by"`
+	Backend      string `json:"backend"`
+	Checkpoint   string `json:"checkpoint"` // the bundle's: what is really served, whatever the --model-name
+	BundleSHA256 string `json:"bundle_sha256,omitempty"`
+}
+
+// handleModels lists the one model; created is when its bundle was loaded.
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	// The model is listed once it can be served (as /health/ready answers 200), never
+	// before: a client that waits for it here sends no request to a loading server.
+	data := []model{}
+	if p := s.program.Load(); p != nil && !s.faults.unready() {
+		data = append(data, model{ID: s.cfg.ModelName, Object: "model", Created: s.loadedAt.Load(), OwnedBy: "qualkit", Backend: Backend, Checkpoint: p.Bundle().Checkpoint, BundleSHA256: p.SHA256()})
+	}
+	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: data})
+}
+
+// maxQuoted is the most of a client's text an error message or a record repeats: a
+// message about a 1 MiB field name stays a few hundred bytes.
+const maxQuoted = 64
+
+// quoteBounded quotes s, or its first maxQuoted bytes (cut at a character boundary) and
+// how long the whole was.
+func quoteBounded(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(prefix(s, maxQuoted)), len(s))
+}
+
+// prefix is at most n bytes of s, cut at a character boundary so it stays valid UTF-8
+// where s was.
+func prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// RequestIDHeader is honoured when present and echoed in the header, the body and
+// the records file.
+const RequestIDHeader = "X-Request-ID"
+
+// maxRequestID bounds an honoured id; longer ones are replaced, like malformed ones.
+const maxRequestID = 200
+
+// requestID returns the client's id when it is 1..200 visible ASCII characters, else
+// a fresh UUIDv4 (the form AIPerf sends).
+func requestID(given string) string {
+	if len(given) > 0 && len(given) <= maxRequestID && visibleASCII(given) {
+		return given
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func visibleASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// worker is the single slot every edit runs in and the bounded queue in front of it.
+// Admission is counted when the request arrives (running + waiting <= 1 + depth), so
+// whether the queue is full never depends on goroutine scheduling.
+type worker struct {
+	admitted chan struct{} // capacity 1 + depth
+	slot     chan struct{} // capacity 1: held while an edit runs
+}
+
+func newWorker(depth int) *worker {
+	return &worker{admitted: make(chan struct{}, 1+depth), slot: make(chan struct{}, 1)}
+}
+
+// admit reserves a place in the queue; false means it is full. Call leave after.
+func (w *worker) admit() bool {
+	select {
+	case w.admitted <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *worker) leave() { <-w.admitted }
+
+// run waits for the slot (waiters are served in arrival order), runs task in it, and
+// returns how long it waited. A cancelled ctx ends the wait without running task.
+func (w *worker) run(ctx context.Context, task func()) (time.Duration, error) {
+	start := time.Now()
+	select {
+	case w.slot <- struct{}{}:
+	case <-ctx.Done():
+		return time.Since(start), ctx.Err()
+	}
+	defer func() { <-w.slot }()
+	waited := time.Since(start)
+	task()
+	return waited, nil
+}
