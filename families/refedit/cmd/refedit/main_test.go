@@ -90,7 +90,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"paint"}, `unknown command "paint"`},
 		{[]string{"build"}, "-o FILE is required"},
 		{[]string{"build", "-o", out, "--width", "4"}, "--width and --height go together"},
-		{[]string{"build", "-o", out, "--num-inference-steps", "0"}, "num_inference_steps 0"},
+		{[]string{"build", "-o", out, "--num-inference-steps", "0"}, "num_inference_steps: want an integer in 1..100, got 0"},
 		{[]string{"build", "-o", out, "extra"}, "takes no positional arguments"},
 		{[]string{"build", "--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"serve"}, "want exactly one BUNDLE argument, got 0"},
