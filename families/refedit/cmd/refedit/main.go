@@ -5,9 +5,17 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"qualkit/families/refedit/edit"
+	"qualkit/families/refedit/server"
 )
 
 // Exit codes: 1 is a failure while doing the work, 2 a command line to fix.
@@ -65,4 +73,202 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "refedit %s: %v\n", args[0], err)
 		return exitFailure
 	}
+}
+
+// usageError is a command line to fix: exit 2, with what was wrong and what to do.
+type usageError struct {
+	cmd string
+	msg string
+}
+
+func (e *usageError) Error() string { return e.cmd + ": " + e.msg }
+
+func usagef(cmd, format string, args ...any) error {
+	return &usageError{cmd: cmd, msg: fmt.Sprintf(format, args...)}
+}
+
+// errHelp ends a command that printed its help on -h.
+var errHelp = errors.New("help shown")
+
+// command is one subcommand's FlagSet with its synopsis. The FlagSet returns its
+// errors instead of printing or exiting: dispatch prints them once, with a hint.
+type command struct {
+	fs       *flag.FlagSet
+	synopsis string
+	help     io.Writer
+}
+
+func newCommand(name, synopsis string, help io.Writer) *command {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &command{fs: fs, synopsis: synopsis, help: help}
+}
+
+// parse reads flags and positional arguments in any order, so both
+// "serve --port 1 B" and "serve B --port 1" work: the flag package stops at the first
+// positional, so parsing resumes after each one. A "--" ends flag parsing.
+func (c *command) parse(args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := c.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				c.printHelp()
+				return nil, errHelp
+			}
+			return nil, usagef(c.fs.Name(), "%s", strings.TrimSpace(err.Error()))
+		}
+		rest := c.fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+func (c *command) printHelp() {
+	fmt.Fprintf(c.help, "usage: refedit %s\n", c.synopsis)
+	c.fs.SetOutput(c.help)
+	c.fs.PrintDefaults()
+	c.fs.SetOutput(io.Discard)
+}
+
+// given lists the names of the flags set on the command line.
+func (c *command) given() map[string]bool {
+	set := map[string]bool{}
+	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+func cmdVersion(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return usagef("version", "takes no arguments, got %q", args)
+	}
+	fmt.Fprintf(stdout, "refedit %s (bundle format %s v%d, %s, %s/%s)\n",
+		edit.Version, edit.Format, edit.FormatVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
+}
+
+// faultFlags are --fault and, for serve, --fault-delay: refedit broken on purpose for
+// qualkit's negative controls (README "Fault injection"). There is no other way to
+// turn a fault on.
+type faultFlags struct {
+	spec  string
+	delay time.Duration
+}
+
+// addFaultFlags adds --fault for names; serve also gets :K and --fault-delay.
+func addFaultFlags(fs *flag.FlagSet, serve bool, names []string) *faultFlags {
+	var f faultFlags
+	spec := "`NAME`"
+	if serve {
+		spec = "`NAME[:K]`"
+	}
+	fs.StringVar(&f.spec, "fault", "", "NEGATIVE CONTROL ONLY: break this command on purpose with fault "+spec+" ("+strings.Join(names, ", ")+")")
+	if serve {
+		fs.DurationVar(&f.delay, "fault-delay", server.DefaultFaultDelay, "how long --fault slow:K sleeps")
+	}
+	return &f
+}
+
+// parse checks the flags of cmd; given is the set of flags on the command line.
+func (f *faultFlags) parse(cmd string, given map[string]bool, taskOnly bool) (server.Fault, error) {
+	fault, err := server.ParseFault(f.spec)
+	if err != nil {
+		return server.Fault{}, usagef(cmd, "--fault: %v", err)
+	}
+	if taskOnly && fault.On() && !fault.Task() {
+		return server.Fault{}, usagef(cmd, "--fault %s is a fault of the HTTP server only; %s takes %s", fault, cmd, strings.Join(taskFaults(), ", "))
+	}
+	if given["fault-delay"] {
+		if fault.Name != server.FaultSlow {
+			return server.Fault{}, usagef(cmd, "--fault-delay applies only to --fault %s[:K]", server.FaultSlow)
+		}
+		if f.delay <= 0 {
+			return server.Fault{}, usagef(cmd, "--fault-delay %s: want a duration > 0", f.delay)
+		}
+		fault.Delay = f.delay
+	}
+	return fault, nil
+}
+
+func taskFaults() []string {
+	var names []string
+	for _, n := range server.FaultNames() {
+		if (server.Fault{Name: n}).Task() {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// faultBanner is the loud line a faulty command prints before it does anything.
+func faultBanner(cmd string, f server.Fault) string {
+	return fmt.Sprintf("FAULT INJECTION ON: refedit %s --fault %s (%s). This is a deliberately broken refedit for a negative control: never qualify it.",
+		cmd, f, f.Describe())
+}
+
+const buildSynopsis = "build -o FILE [--width W --height H] [--num-inference-steps N] [--guidance-scale G] [--seed S]"
+
+// cmdBuild writes the bundle and prints "<sha256>  <path>" like sha256sum.
+func cmdBuild(args []string, stdout, stderr io.Writer) error {
+	d := edit.BuiltinDefaults()
+	c := newCommand("build", buildSynopsis, stderr)
+	fs := c.fs
+	out := fs.String("o", "", "write the bundle to `FILE` (required)")
+	fs.IntVar(&d.Width, "width", d.Width, "default output width; 0 with --height 0 keeps the input size")
+	fs.IntVar(&d.Height, "height", d.Height, "default output height")
+	fs.IntVar(&d.NumInferenceSteps, "num-inference-steps", d.NumInferenceSteps, "default blur passes")
+	fs.Float64Var(&d.GuidanceScale, "guidance-scale", d.GuidanceScale, "default guidance blend strength, (0, 3]")
+	fs.Uint64Var(&d.Seed, "seed", d.Seed, "default grain seed")
+	positional, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(positional) > 0 {
+		return usagef("build", "takes no positional arguments, got %q; name the output with -o FILE", positional)
+	}
+	if *out == "" {
+		return usagef("build", "-o FILE is required: where to write the bundle")
+	}
+	if (d.Width == 0) != (d.Height == 0) {
+		return usagef("build", "--width and --height go together (got %dx%d); give both, or neither for the input size", d.Width, d.Height)
+	}
+	data, err := edit.Build(d).Encode()
+	if err != nil {
+		return usagef("build", "%v", err)
+	}
+	if err := writeFileAtomic(*out, data); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s  %s\n", edit.SHA256(data), *out)
+	return nil
+}
+
+// writeFileAtomic writes via a temporary file and a rename, so a reader never sees a
+// half-written bundle or image under the final name.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
