@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/families/refedit/edit"
+	"qualkit/families/refedit/server"
 )
 
 // refedit runs the CLI in-process and returns its exit code and output.
@@ -200,8 +201,8 @@ func TestServeMatchesRunAndShutsDown(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, serveOptions{bundle: bundle, modelName: "m", host: "127.0.0.1", port: 0,
-			records: records, maxBodyBytes: 1 << 20, queueDepth: 2}, log.New(logs, "refedit: ", 0))
+		done <- serve(ctx, serveOptions{bundle: bundle, host: "127.0.0.1", records: records,
+			Config: server.Config{ModelName: "m", MaxBodyBytes: 1 << 20, QueueDepth: 2}}, log.New(logs, "refedit: ", 0))
 	}()
 	addr := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+) `)
 	require.Eventually(t, func() bool { return addr.MatchString(logs.String()) }, 10*time.Second, 5*time.Millisecond)
@@ -270,7 +271,7 @@ func TestServeMatchesRunAndShutsDown(t *testing.T) {
 func TestServeFailsOnABadBundle(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.bundle")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"format":"other"}`), 0o644))
-	err := serve(context.Background(), serveOptions{bundle: bad, modelName: "m", host: "127.0.0.1", maxBodyBytes: 1}, log.New(io.Discard, "", 0))
+	err := serve(context.Background(), serveOptions{bundle: bad, host: "127.0.0.1", Config: server.Config{ModelName: "m", MaxBodyBytes: 1}}, log.New(io.Discard, "", 0))
 	assert.ErrorContains(t, err, `bundle format "other"`)
 }
 

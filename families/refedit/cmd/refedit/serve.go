@@ -23,58 +23,51 @@ const serveSynopsis = "serve BUNDLE --model-name NAME [--host 127.0.0.1] [--port
 // shutdownGrace is how long in-flight edits get to finish after SIGINT/SIGTERM.
 const shutdownGrace = 30 * time.Second
 
+// serveOptions are the server's Config and what the CLI adds around it.
 type serveOptions struct {
-	bundle       string
-	modelName    string
-	host         string
-	port         int
-	records      string
-	maxBodyBytes int64
-	maxPrompt    int
-	bodyTimeout  time.Duration
-	maxPixels    int
-	queueDepth   int
-	fault        server.Fault
+	server.Config
+	bundle, host, records string
+	port, maxPixels       int
 }
 
 func cmdServe(args []string, stderr io.Writer) error {
 	var o serveOptions
 	c := newCommand("serve", serveSynopsis, stderr)
 	fs := c.fs
-	fs.StringVar(&o.modelName, "model-name", "", "the model name clients must send (required)")
+	fs.StringVar(&o.ModelName, "model-name", "", "the model name clients must send (required)")
 	fs.StringVar(&o.host, "host", "127.0.0.1", "listen address; loopback unless told otherwise")
 	fs.IntVar(&o.port, "port", 8000, "listen port (0 picks a free one)")
 	fs.StringVar(&o.records, "records", "", "append one JSON line per edit request to `FILE`")
-	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body (413 above)")
-	fs.IntVar(&o.maxPrompt, "max-prompt-bytes", server.DefaultMaxPromptBytes, "longest prompt in bytes (413 above)")
-	fs.DurationVar(&o.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "longest wait for a request body (408 past it)")
+	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body (413 above)")
+	fs.IntVar(&o.MaxPromptBytes, "max-prompt-bytes", server.DefaultMaxPromptBytes, "longest prompt in bytes (413 above)")
+	fs.DurationVar(&o.BodyTimeout, "body-timeout", server.DefaultBodyTimeout, "longest wait for a request body (408 past it)")
 	fs.IntVar(&o.maxPixels, "max-pixels", 0, "largest input and output image in pixels (413 above); 0 keeps the bundle's limit")
-	fs.IntVar(&o.queueDepth, "queue-depth", 16, "edits that may wait while one runs (429 beyond)")
+	fs.IntVar(&o.QueueDepth, "queue-depth", 16, "edits that may wait while one runs (429 beyond)")
 	faultFlag := addFaultFlags(fs, true, server.FaultNames())
 	positional, err := c.parse(args)
 	if err != nil {
 		return err
 	}
-	if o.fault, err = faultFlag.parse("serve", c.given(), false); err != nil {
+	if o.Fault, err = faultFlag.parse("serve", c.given(), false); err != nil {
 		return err
 	}
 	switch {
 	case len(positional) != 1:
 		return usagef("serve", "want exactly one BUNDLE argument, got %d (%q)", len(positional), positional)
-	case o.modelName == "":
+	case o.ModelName == "":
 		return usagef("serve", "--model-name NAME is required: the name clients send as \"model\"")
 	case o.port < 0 || o.port > 65535:
 		return usagef("serve", "--port %d: want 0..65535", o.port)
-	case o.maxBodyBytes < 1:
-		return usagef("serve", "--max-body-bytes %d: want at least 1", o.maxBodyBytes)
-	case o.maxPrompt < 1:
-		return usagef("serve", "--max-prompt-bytes %d: want at least 1", o.maxPrompt)
-	case o.bodyTimeout <= 0:
-		return usagef("serve", "--body-timeout %s: want a positive duration", o.bodyTimeout)
+	case o.MaxBodyBytes < 1:
+		return usagef("serve", "--max-body-bytes %d: want at least 1", o.MaxBodyBytes)
+	case o.MaxPromptBytes < 1:
+		return usagef("serve", "--max-prompt-bytes %d: want at least 1", o.MaxPromptBytes)
+	case o.BodyTimeout <= 0:
+		return usagef("serve", "--body-timeout %s: want a positive duration", o.BodyTimeout)
 	case o.maxPixels < 0:
 		return usagef("serve", "--max-pixels %d: want at least 1, or 0 for the bundle's limit", o.maxPixels)
-	case o.queueDepth < 0:
-		return usagef("serve", "--queue-depth %d: want 0 or more", o.queueDepth)
+	case o.QueueDepth < 0:
+		return usagef("serve", "--queue-depth %d: want 0 or more", o.QueueDepth)
 	}
 	o.bundle = positional[0]
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -85,8 +78,8 @@ func cmdServe(args []string, stderr io.Writer) error {
 // serve listens first (so /health/ready answers 503 while loading), loads the bundle,
 // then serves until ctx ends and drains in-flight edits.
 func serve(ctx context.Context, o serveOptions, logger *log.Logger) error {
-	if o.fault.On() {
-		logger.Print(faultBanner("serve", o.fault))
+	if o.Fault.On() {
+		logger.Print(faultBanner("serve", o.Fault))
 	}
 	var records io.Writer
 	if o.records != "" {
@@ -98,16 +91,8 @@ func serve(ctx context.Context, o serveOptions, logger *log.Logger) error {
 		defer f.Close()
 		records = f
 	}
-	s, err := server.New(server.Config{
-		ModelName:      o.modelName,
-		MaxBodyBytes:   o.maxBodyBytes,
-		MaxPromptBytes: o.maxPrompt,
-		BodyTimeout:    o.bodyTimeout,
-		QueueDepth:     o.queueDepth,
-		Records:        records,
-		Log:            logger,
-		Fault:          o.fault,
-	})
+	o.Records, o.Log = records, logger
+	s, err := server.New(o.Config)
 	if err != nil {
 		return err
 	}
@@ -129,7 +114,7 @@ func serve(ctx context.Context, o serveOptions, logger *log.Logger) error {
 	}
 	s.Load(p)
 	logger.Printf("serving model %s at http://%s bundle %s sha256 %s (max pixels %d, queue depth %d, max body %d bytes)",
-		o.modelName, ln.Addr(), o.bundle, p.SHA256(), p.Limits().MaxPixels, o.queueDepth, o.maxBodyBytes)
+		o.ModelName, ln.Addr(), o.bundle, p.SHA256(), p.Limits().MaxPixels, o.QueueDepth, o.MaxBodyBytes)
 
 	select {
 	case err := <-served:
