@@ -97,31 +97,60 @@ func compileOp(op Op) (operation, error) {
 	var used Op
 	var built operation
 	var err error
+	bad := func(format string, args ...any) {
+		if err == nil {
+			err = fmt.Errorf(format, args...)
+		}
+	}
+	var kernel []float32
 	switch op.Kind {
 	case OpAffine:
 		used = Op{Kind: op.Kind, Matrix: op.Matrix, Offset: op.Offset}
 		built, err = newAffine(op.Matrix, op.Offset)
 	case OpGamma:
 		used = Op{Kind: op.Kind, Exponent: op.Exponent}
-		built, err = newGamma(op.Exponent)
+		if !(op.Exponent > 0) || !finite(op.Exponent) || op.Exponent == 1 {
+			bad("exponent %v: want a finite number > 0 other than 1", op.Exponent)
+		}
+		built = gammaOp{exponent: op.Exponent}
 	case OpPosterize:
 		used = Op{Kind: op.Kind, Levels: op.Levels}
-		built, err = newPosterize(op.Levels)
+		if op.Levels < 2 || op.Levels > 256 {
+			bad("levels %d: want 2..256", op.Levels)
+		}
+		built = posterizeOp{levels: op.Levels}
 	case OpRemap:
 		used = Op{Kind: op.Kind, FlipX: op.FlipX, FlipY: op.FlipY}
-		built, err = newRemap(op.FlipX, op.FlipY)
+		if !op.FlipX && !op.FlipY {
+			bad("neither flip_x nor flip_y: changes nothing")
+		}
+		built = remapOp{flipX: op.FlipX, flipY: op.FlipY}
 	case OpBoxBlur:
 		used = Op{Kind: op.Kind, Kernel: op.Kernel}
-		built, err = newBoxBlur(op.Kernel)
+		kernel, err = compileKernel(op.Kernel)
+		built = boxBlurOp{kernel: kernel}
 	case OpUnsharp:
 		used = Op{Kind: op.Kind, Kernel: op.Kernel, Passes: op.Passes, Amount: op.Amount}
-		built, err = newUnsharp(op.Kernel, op.Passes, op.Amount)
+		kernel, err = compileKernel(op.Kernel)
+		if op.Passes < 1 {
+			bad("passes %d: want at least 1", op.Passes)
+		}
+		if op.Amount == 0 || !finite(op.Amount) {
+			bad("amount %v: want a finite non-zero number", op.Amount)
+		}
+		built = unsharpOp{kernel: kernel, passes: op.Passes, amount: float32(op.Amount)}
 	case OpBlockMean:
 		used = Op{Kind: op.Kind, Block: op.Block}
-		built, err = newBlockMean(op.Block)
+		if op.Block < 2 {
+			bad("block %d: want at least 2", op.Block)
+		}
+		built = blockMeanOp{block: op.Block}
 	case OpGrain:
 		used = Op{Kind: op.Kind, Amplitude: op.Amplitude}
-		built, err = newGrain(op.Amplitude)
+		if op.Amplitude == 0 || !finite(op.Amplitude) {
+			bad("amplitude %v: want a finite non-zero number", op.Amplitude)
+		}
+		built = grainOp{amplitude: float32(op.Amplitude)}
 	default:
 		return nil, fmt.Errorf("op kind %q: want one of %s", op.Kind,
 			strings.Join([]string{OpAffine, OpGamma, OpPosterize, OpRemap, OpBoxBlur, OpUnsharp, OpBlockMean, OpGrain}, ", "))

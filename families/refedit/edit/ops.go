@@ -89,13 +89,6 @@ func (op affineOp) apply(b *raster, _ Settings) *raster {
 // gammaOp is out = x ^ exponent per sample.
 type gammaOp struct{ exponent float64 }
 
-func newGamma(exponent float64) (operation, error) {
-	if !(exponent > 0) || !finite(exponent) || exponent == 1 {
-		return nil, fmt.Errorf("exponent %v: want a finite number > 0 other than 1", exponent)
-	}
-	return gammaOp{exponent: exponent}, nil
-}
-
 func (op gammaOp) apply(b *raster, _ Settings) *raster {
 	out := newRaster(b.w, b.h)
 	for i, x := range b.pix {
@@ -115,13 +108,6 @@ func (op gammaOp) apply(b *raster, _ Settings) *raster {
 // posterizeOp is q = min(floor(x*levels), levels-1); out = q/(levels-1).
 type posterizeOp struct{ levels int }
 
-func newPosterize(levels int) (operation, error) {
-	if levels < 2 || levels > 256 {
-		return nil, fmt.Errorf("levels %d: want 2..256", levels)
-	}
-	return posterizeOp{levels: levels}, nil
-}
-
 func (op posterizeOp) apply(b *raster, _ Settings) *raster {
 	out := newRaster(b.w, b.h)
 	n := float32(op.levels)
@@ -137,13 +123,6 @@ func (op posterizeOp) apply(b *raster, _ Settings) *raster {
 // remapOp mirrors columns (flipX: out[y][x] = B[y][W-1-x]) and/or rows
 // (flipY: out[y][x] = B[H-1-y][x]); both is the 180 degree rotation.
 type remapOp struct{ flipX, flipY bool }
-
-func newRemap(flipX, flipY bool) (operation, error) {
-	if !flipX && !flipY {
-		return nil, fmt.Errorf("neither flip_x nor flip_y: changes nothing")
-	}
-	return remapOp{flipX: flipX, flipY: flipY}, nil
-}
 
 func (op remapOp) apply(b *raster, _ Settings) *raster {
 	out := newRaster(b.w, b.h)
@@ -172,28 +151,6 @@ type unsharpOp struct {
 	kernel []float32
 	passes int
 	amount float32
-}
-
-func newBoxBlur(kernel []float64) (operation, error) {
-	k, err := compileKernel(kernel)
-	if err != nil {
-		return nil, err
-	}
-	return boxBlurOp{kernel: k}, nil
-}
-
-func newUnsharp(kernel []float64, passes int, amount float64) (operation, error) {
-	k, err := compileKernel(kernel)
-	if err != nil {
-		return nil, err
-	}
-	if passes < 1 {
-		return nil, fmt.Errorf("passes %d: want at least 1", passes)
-	}
-	if amount == 0 || !finite(amount) {
-		return nil, fmt.Errorf("amount %v: want a finite non-zero number", amount)
-	}
-	return unsharpOp{kernel: k, passes: passes, amount: float32(amount)}, nil
 }
 
 func compileKernel(kernel []float64) ([]float32, error) {
@@ -275,13 +232,6 @@ func convolveColumns(dst, src *raster, kernel []float32) {
 // cells at the right and bottom edges), by its per-channel mean.
 type blockMeanOp struct{ block int }
 
-func newBlockMean(block int) (operation, error) {
-	if block < 2 {
-		return nil, fmt.Errorf("block %d: want at least 2", block)
-	}
-	return blockMeanOp{block: block}, nil
-}
-
 func (op blockMeanOp) apply(b *raster, _ Settings) *raster {
 	out := newRaster(b.w, b.h)
 	for y0 := 0; y0 < b.h; y0 += op.block {
@@ -312,13 +262,6 @@ func (op blockMeanOp) apply(b *raster, _ Settings) *raster {
 
 // grainOp is x + amplitude*(u - 0.5), the same u for the three channels of a pixel.
 type grainOp struct{ amplitude float32 }
-
-func newGrain(amplitude float64) (operation, error) {
-	if amplitude == 0 || !finite(amplitude) {
-		return nil, fmt.Errorf("amplitude %v: want a finite non-zero number", amplitude)
-	}
-	return grainOp{amplitude: float32(amplitude)}, nil
-}
 
 func (op grainOp) apply(b *raster, s Settings) *raster {
 	out := newRaster(b.w, b.h)
