@@ -81,8 +81,9 @@ func pngHeaderSize(data []byte) (w, h int64, ok bool) {
 }
 
 // toRaster keeps the 8-bit non-premultiplied colour of every pixel and drops alpha
-// (never composited); 16-bit samples keep their high byte. The common decoder output
-// types read their samples directly; anything else goes through color.NRGBAModel.
+// (never composited); 16-bit samples keep their high byte. The common 8-bit decoder
+// outputs, and NRGBA64 (exact where alpha < 1), read their samples directly; anything
+// else goes through color.NRGBAModel, which keeps the high byte of opaque samples.
 func toRaster(img image.Image) *raster {
 	b := img.Bounds()
 	r := newRaster(b.Dx(), b.Dy())
@@ -109,17 +110,7 @@ func toRaster(img image.Image) *raster {
 				}
 				c := nrgba(m.At(px, py))
 				set(x, y, c.R, c.G, c.B)
-			case *image.RGBA64:
-				if s := m.Pix[m.PixOffset(px, py):]; s[6] == 0xff && s[7] == 0xff {
-					set(x, y, s[0], s[2], s[4])
-					continue
-				}
-				c := nrgba(m.At(px, py))
-				set(x, y, c.R, c.G, c.B)
 			case *image.Gray:
-				v := m.Pix[m.PixOffset(px, py)]
-				set(x, y, v, v, v)
-			case *image.Gray16:
 				v := m.Pix[m.PixOffset(px, py)]
 				set(x, y, v, v, v)
 			case *image.YCbCr:

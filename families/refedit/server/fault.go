@@ -106,10 +106,17 @@ type Fault struct {
 }
 
 // FaultNames lists every fault, in the order the README documents them.
-func FaultNames() []string {
-	names := make([]string, len(faultKinds))
-	for i, k := range faultKinds {
-		names[i] = k.name
+func FaultNames() []string { return faultNames(func(faultKind) bool { return true }) }
+
+// TaskFaultNames lists the faults that change the edit's output (those `refedit run` takes).
+func TaskFaultNames() []string { return faultNames(func(k faultKind) bool { return k.task }) }
+
+func faultNames(keep func(faultKind) bool) []string {
+	var names []string
+	for _, k := range faultKinds {
+		if keep(k) {
+			names = append(names, k.name)
+		}
 	}
 	return names
 }
@@ -144,22 +151,12 @@ func ParseFault(spec string) (Fault, error) {
 		}
 		f.K = k
 	case hasK:
-		return Fault{}, fmt.Errorf("fault %q: %s takes no :K (only %s do)", spec, name, strings.Join(countedNames(), ", "))
+		return Fault{}, fmt.Errorf("fault %q: %s takes no :K (only %s do)", spec, name, strings.Join(faultNames(func(k faultKind) bool { return k.counted }), ", "))
 	}
 	if name == FaultSlow {
 		f.Delay = DefaultFaultDelay
 	}
 	return f, nil
-}
-
-func countedNames() []string {
-	var names []string
-	for _, k := range faultKinds {
-		if k.counted {
-			names = append(names, k.name)
-		}
-	}
-	return names
 }
 
 // On says whether a fault is injected.

@@ -24,16 +24,8 @@ const (
 	exitUsage   = 2
 )
 
-const usage = `usage:
-  refedit build -o FILE [--width W --height H] [--num-inference-steps N] [--guidance-scale G] [--seed S]
-  refedit serve BUNDLE --model-name NAME [--host 127.0.0.1] [--port 8000] [--records FILE]
-                [--max-body-bytes N] [--max-pixels N] [--queue-depth N]
-                [--fault NAME[:K] [--fault-delay D]]   (negative controls only)
-  refedit run BUNDLE --image IN --prompt P [--size WxH] [--seed S] [--num-inference-steps N]
-              [--guidance-scale G] --output OUT.png [--fault NAME]   (negative controls only)
-  refedit version
-Run 'refedit COMMAND -h' for a command's flags.
-`
+const usage = "usage:\n  refedit " + buildSynopsis + "\n  refedit " + serveSynopsis + "\n  refedit " + runSynopsis +
+	"\n  refedit version\nRun 'refedit COMMAND -h' for a command's flags.\n"
 
 func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
@@ -182,7 +174,7 @@ func (f *faultFlags) parse(cmd string, given map[string]bool, taskOnly bool) (se
 		return server.Fault{}, usagef(cmd, "--fault: %v", err)
 	}
 	if taskOnly && fault.On() && !fault.Task() {
-		return server.Fault{}, usagef(cmd, "--fault %s is a fault of the HTTP server only; %s takes %s", fault, cmd, strings.Join(taskFaults(), ", "))
+		return server.Fault{}, usagef(cmd, "--fault %s is a fault of the HTTP server only; %s takes %s", fault, cmd, strings.Join(server.TaskFaultNames(), ", "))
 	}
 	if given["fault-delay"] {
 		if fault.Name != server.FaultSlow {
@@ -194,16 +186,6 @@ func (f *faultFlags) parse(cmd string, given map[string]bool, taskOnly bool) (se
 		fault.Delay = f.delay
 	}
 	return fault, nil
-}
-
-func taskFaults() []string {
-	var names []string
-	for _, n := range server.FaultNames() {
-		if (server.Fault{Name: n}).Task() {
-			names = append(names, n)
-		}
-	}
-	return names
 }
 
 // faultBanner is the loud line a faulty command prints before it does anything.

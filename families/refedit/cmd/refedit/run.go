@@ -19,7 +19,7 @@ import (
 )
 
 const runSynopsis = "run BUNDLE --image IN --prompt P [--size WxH] [--seed S] [--num-inference-steps N] [--guidance-scale G] --output OUT.png [--fault NAME]\n" +
-	"       run BUNDLE --batch ITEMS.jsonl --report REPORT.jsonl [--wait-items D] [--fault NAME] [--leak-state]"
+	"  refedit run BUNDLE --batch ITEMS.jsonl --report REPORT.jsonl [--wait-items D] [--fault NAME] [--leak-state]"
 
 // runReport is the one JSON line `refedit run` prints.
 type runReport struct {
@@ -55,7 +55,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	report := fs.String("report", "", "with --batch: write the load and one line per edit to `REPORT.jsonl`")
 	waitItems := fs.Duration("wait-items", 0, "with --batch: load the bundle first, then wait up to `D` for ITEMS to appear (a preloaded batch); the report's first line adds waited_ms and items_read_at")
 	leak := fs.Bool("leak-state", false, "with --batch: carry state from one edit to the next (a deliberately broken batch for a negative control)")
-	faultFlag := addFaultFlags(fs, false, taskFaults())
+	faultFlag := addFaultFlags(fs, false, server.TaskFaultNames())
 	positional, err := c.parse(args)
 	if err != nil {
 		return err
