@@ -4,12 +4,16 @@
 package refedit
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"qualkit/families/refedit/edit"
 	"qualkit/internal/family"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
@@ -160,4 +164,81 @@ func (f Family) timing() schema.TimingSource {
 		return schema.TimingSource{Records: "timing.task_ms", RecordID: "request_id"}
 	}
 	return schema.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
+}
+
+// qualityFile is where the family states what a good edit is (the quality stage's criteria).
+const qualityFile = "families/refedit/quality.json"
+
+// quality reads the family's criteria from quality.json, and names the pair its
+// correctness case also runs: the benchmark's first pair (photo-grayscale), whose
+// reference image the case writes as reference/pair-photo-grayscale.png.
+func quality(env family.Env) (family.QualitySpec, error) {
+	path := filepath.Join(env.Root, qualityFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return family.QualitySpec{}, err
+	}
+	var f struct {
+		PixelMean struct{ Min, Max *float64 } `json:"pixel_mean"`
+		PixelStd  struct{ Min *float64 }      `json:"pixel_std"`
+		StdRatio  struct {
+			Min          *float64 `json:"min"`
+			WhenInputStd float64  `json:"when_input_std_at_least"`
+		} `json:"std_ratio"`
+		Pair struct {
+			PSNRMin *float64 `json:"psnr_min"`
+			SSIMMin *float64 `json:"ssim_min"`
+		} `json:"pair"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return family.QualitySpec{}, fmt.Errorf("%s: %w", qualityFile, err)
+	}
+	c := schema.QualityCriteria{MeanMin: f.PixelMean.Min, MeanMax: f.PixelMean.Max, StdMin: f.PixelStd.Min,
+		StdRatioMin: f.StdRatio.Min, StdRatioWhenInputStd: f.StdRatio.WhenInputStd, PSNRMin: f.Pair.PSNRMin, SSIMMin: f.Pair.SSIMMin}
+	if c.MeanMin == nil || c.MeanMax == nil || c.StdMin == nil || c.StdRatioMin == nil || c.PSNRMin == nil || c.SSIMMin == nil {
+		return family.QualitySpec{}, fmt.Errorf("%s: pixel_mean.min/max, pixel_std.min, std_ratio.min and pair.psnr_min/ssim_min are required", qualityFile)
+	}
+	return family.QualitySpec{Files: []string{path}, Criteria: c, Pair: &family.QualityPair{
+		Image:     filepath.Join(env.Root, "fixtures", "images", "photo-640x382.png"),
+		Prompt:    "Turn this photo into black and white",
+		Reference: pairReference,
+	}}, nil
+}
+
+// Controls are the settings refedit-v1 supports, read from its own parsers (each
+// control's Source). Each probe instruction picks the edit where the control matters.
+// Steps are measured by the edit's CPU time (timing.task_cpu_ms): on a host loaded 5
+// times over, the wall time of equal work varied from 345 to 2102 ms; at 512x512 a blur
+// pass costs more than decoding and encoding, so 25 and 50 passes give a ratio near 1.9.
+func Controls() *schema.Controls {
+	d, l := edit.BuiltinDefaults(), edit.Build(edit.BuiltinDefaults()).Limits
+	return &schema.Controls{
+		Source: "families/refedit/edit/compile.go ParseSettings, server/form.go readForm and openAIChoices",
+		Controls: []schema.Control{
+			{Field: edit.FieldSize, Effect: schema.EffectSize, Allowed: "WxH or auto", Default: "the input's size",
+				Values: [2]string{"512x512", "384x256"}, Invalid: []string{"9000x9000", "0x512"},
+				Recorded: []string{"settings.width", "settings.height"}, Source: "edit/compile.go parseSize"},
+			{Field: edit.FieldNumInferenceSteps, Effect: schema.EffectSteps, Allowed: "1-" + strconv.Itoa(l.MaxNumInferenceSteps), Default: strconv.Itoa(d.NumInferenceSteps),
+				Values: [2]string{"25", "50"}, Prompt: "Blur the whole image", Invalid: []string{"0", strconv.Itoa(l.MaxNumInferenceSteps + 1)},
+				Recorded: []string{"settings.num_inference_steps"}, Source: "edit/compile.go ParseSettings; edit/ops.go boxBlurOp: one blur pass per step"},
+			{Field: edit.FieldGuidanceScale, Effect: schema.EffectPixels, Allowed: "(0, " + strconv.FormatFloat(l.MaxGuidanceScale, 'f', -1, 64) + "]",
+				Default: strconv.FormatFloat(d.GuidanceScale, 'f', -1, 64), Values: [2]string{"1.0", "2.0"}, Invalid: []string{"-1", "0"},
+				Recorded: []string{"settings.guidance_scale"}, Source: "edit/compile.go ParseSettings; edit/pipeline.go blend"},
+			{Field: edit.FieldSeed, Effect: schema.EffectSeed, Allowed: "0-9223372036854775807", Default: strconv.FormatUint(d.Seed, 10),
+				Values: [2]string{"42", "7"}, Prompt: "Add film grain to the photo", Invalid: []string{"-1"},
+				Recorded: []string{"settings.seed"}, Source: "edit/compile.go ParseSettings; edit/ops.go grainOp"},
+			{Field: "quality", Effect: schema.EffectNoop, Allowed: "auto|low|medium|high|xhigh|max|standard",
+				Values: [2]string{"low", "high"}, Recorded: []string{"ignored.quality"}, Source: "server/form.go openAIChoices: the edit is exact at every quality"},
+		},
+		Refused: []schema.Refusal{
+			{Field: "negative_prompt", Value: "blurry", Why: "refedit has no negative prompt: server/form.go readForm refuses the unknown field"},
+			{Field: "true_cfg_scale", Value: "4.0", Why: "refedit has one guidance: server/form.go readForm refuses the unknown field"},
+			{Field: "mask", Value: "x", Why: "server/form.go openAIRefused: refedit edits the whole image"},
+			{Field: "qualkit_unknown_control", Value: "1", Why: "a field no server knows: server/form.go readForm refuses it"},
+		},
+		StepRatio:       [2]float64{1.6, 2.4},
+		StepTime:        "timing.task_cpu_ms",
+		Precision:       edit.Precision,
+		PrecisionRecord: "settings.precision",
+	}
 }
