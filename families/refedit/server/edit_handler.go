@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"qualkit/families/refedit/edit"
@@ -204,10 +203,24 @@ func (s *Server) respondError(w http.ResponseWriter, x *exchange, e *apiError) {
 	writeError(w, x.rec.RequestID, e)
 }
 
+// record writes x's line whole, in one Write, and flushes a buffered writer after it
+// so a reader never sees half a record.
 func (s *Server) record(x *exchange) {
 	x.recorded = true
-	if err := s.records.write(x.rec); err != nil {
-		s.logf("%v", err)
+	if s.cfg.Records == nil {
+		return
+	}
+	line, err := json.Marshal(x.rec)
+	if err == nil {
+		s.recordMu.Lock()
+		defer s.recordMu.Unlock()
+		_, err = s.cfg.Records.Write(append(line, '\n'))
+	}
+	if f, ok := s.cfg.Records.(interface{ Flush() error }); ok && err == nil {
+		err = f.Flush()
+	}
+	if err != nil {
+		s.logf("records: write %s: %v", x.rec.RequestID, err)
 	}
 }
 
@@ -295,35 +308,6 @@ type Timing struct {
 	TaskMS    float64 `json:"task_ms"`
 	TaskCPUMS float64 `json:"task_cpu_ms"`
 	HandlerMS float64 `json:"handler_ms"`
-}
-
-// records writes whole lines under a lock, one Write per line, and flushes a
-// buffered writer after each so a reader never sees half a record.
-type records struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (r *records) write(rec Record) error {
-	if r.w == nil {
-		return nil
-	}
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("records: encode %s: %w", rec.RequestID, err)
-	}
-	line = append(line, '\n')
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, err := r.w.Write(line); err != nil {
-		return fmt.Errorf("records: write %s: %w", rec.RequestID, err)
-	}
-	if f, ok := r.w.(interface{ Flush() error }); ok {
-		if err := f.Flush(); err != nil {
-			return fmt.Errorf("records: flush %s: %w", rec.RequestID, err)
-		}
-	}
-	return nil
 }
 
 // apiError is a failed request as the client sees it.

@@ -5,6 +5,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -67,8 +69,8 @@ type Server struct {
 	program  atomic.Pointer[edit.Program]
 	loadedAt atomic.Int64
 	worker   *worker
-	records  *records
-	faults   *faults // nil unless Config.Fault is on
+	recordMu sync.Mutex // one record line written at a time
+	faults   *faults    // nil unless Config.Fault is on
 
 	// beforeTask, set only by this package's tests, runs in the worker slot just
 	// before each edit so a test can hold the worker busy at a known point.
@@ -80,28 +82,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ModelName == "" {
 		return nil, errors.New("server: model name is empty")
 	}
-	if cfg.MaxBodyBytes < 0 {
-		return nil, fmt.Errorf("server: max body bytes %d: want >= 0", cfg.MaxBodyBytes)
+	if cfg.MaxBodyBytes < 0 || cfg.MaxPromptBytes < 0 || cfg.BodyTimeout < 0 || cfg.QueueDepth < 0 {
+		return nil, fmt.Errorf("server: max body bytes %d, max prompt bytes %d, body timeout %s, queue depth %d: want >= 0",
+			cfg.MaxBodyBytes, cfg.MaxPromptBytes, cfg.BodyTimeout, cfg.QueueDepth)
 	}
-	if cfg.MaxBodyBytes == 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.MaxPromptBytes < 0 || cfg.BodyTimeout < 0 {
-		return nil, fmt.Errorf("server: max prompt bytes %d, body timeout %s: want >= 0", cfg.MaxPromptBytes, cfg.BodyTimeout)
-	}
-	if cfg.MaxPromptBytes == 0 {
-		cfg.MaxPromptBytes = DefaultMaxPromptBytes
-	}
-	if cfg.BodyTimeout == 0 {
-		cfg.BodyTimeout = DefaultBodyTimeout
-	}
-	if cfg.QueueDepth < 0 {
-		return nil, fmt.Errorf("server: queue depth %d: want >= 0", cfg.QueueDepth)
-	}
+	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	cfg.MaxPromptBytes = cmp.Or(cfg.MaxPromptBytes, DefaultMaxPromptBytes)
+	cfg.BodyTimeout = cmp.Or(cfg.BodyTimeout, DefaultBodyTimeout)
 	if err := cfg.Fault.Check(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s := &Server{cfg: cfg, worker: newWorker(cfg.QueueDepth), records: &records{w: cfg.Records}}
+	s := &Server{cfg: cfg, worker: newWorker(cfg.QueueDepth)}
 	s.faults = newFaults(cfg.Fault, cfg.Exit, s.logf)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST "+EditRoute, s.handleEdit)
