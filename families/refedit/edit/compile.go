@@ -184,13 +184,7 @@ func SettingFields() []string {
 // Settings are the knobs of one edit, defaults already filled in. Width and Height
 // 0 mean "the input image's size" (size=auto, or a bundle without a default size),
 // resolved once the image is decoded.
-type Settings struct {
-	Width             int
-	Height            int
-	NumInferenceSteps int
-	GuidanceScale     float64
-	Seed              uint64
-}
+type Settings Defaults
 
 // ParseSettings reads the setting fields from their string form (as a form or flags
 // carry them) over the bundle defaults. Other keys in fields are ignored; an empty

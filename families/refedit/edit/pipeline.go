@@ -23,13 +23,9 @@ type Result struct {
 // Effective are the settings an edit actually ran with: what every response reports
 // so that no reader has to guess a default.
 type Effective struct {
-	Edit              string  `json:"edit"`
-	Width             int     `json:"width"`
-	Height            int     `json:"height"`
-	NumInferenceSteps int     `json:"num_inference_steps"`
-	GuidanceScale     float64 `json:"guidance_scale"`
-	Seed              uint64  `json:"seed"`
-	Precision         string  `json:"precision"`
+	Edit string `json:"edit"`
+	Settings
+	Precision string `json:"precision"`
 }
 
 // Apply runs the whole pipeline on encoded image bytes: decode (header-first pixel
@@ -46,16 +42,15 @@ func (p *Program) Apply(image []byte, e *Edit, s Settings) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	w, h := s.Width, s.Height
-	if w == 0 || h == 0 {
+	if s.Width == 0 || s.Height == 0 {
 		// The input's size must be one this program could have been asked for: its
 		// pixels are within the limit (decode checked), its sides may not be.
 		if err := checkSize(src.w, src.h, p.limits); err != nil {
 			return Result{}, invalid(FieldSize, "auto (the input's size, also when no size is given and the bundle has no default) is %dx%d: %v; give size=WxH", src.w, src.h, err)
 		}
-		w, h = src.w, src.h
+		s.Width, s.Height = src.w, src.h
 	}
-	base := resize(src, w, h)
+	base := resize(src, s.Width, s.Height)
 	edited := e.op.apply(base, s)
 	blend(base, edited, float32(s.GuidanceScale))
 	data, err := encodePNG(quantize(edited))
@@ -65,15 +60,7 @@ func (p *Program) Apply(image []byte, e *Edit, s Settings) (Result, error) {
 	return Result{
 		PNG:          data,
 		OutputSHA256: SHA256(data),
-		Settings: Effective{
-			Edit:              e.Name,
-			Width:             w,
-			Height:            h,
-			NumInferenceSteps: s.NumInferenceSteps,
-			GuidanceScale:     s.GuidanceScale,
-			Seed:              s.Seed,
-			Precision:         Precision,
-		},
+		Settings:     Effective{Edit: e.Name, Settings: s, Precision: Precision},
 	}, nil
 }
 

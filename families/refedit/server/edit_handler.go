@@ -93,7 +93,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	body := &countingReader{r: r.Body}
 	r.Body = body
-	form, apiErr := readForm(r, s.cfg.MaxPromptBytes, s.faults.acceptsUnknown())
+	form, apiErr := readForm(r, s.cfg.MaxPromptBytes, s.cfg.Fault.Name == FaultAcceptUnknown)
 	if apiErr == nil {
 		apiErr = body.checkLength(r.ContentLength)
 	}
@@ -145,7 +145,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 		defer runtime.UnlockOSThread()
 		cpu := threadCPU()
 		taskStart := time.Now()
-		result, taskErr = s.faults.apply(p, form.image, chosen, settings)
+		result, taskErr = s.cfg.Fault.Apply(p, form.image, chosen, settings)
 		x.rec.Timing.TaskMS = ms(time.Since(taskStart))
 		x.rec.Timing.TaskCPUMS = ms(threadCPU() - cpu)
 		x.taskRan = true

@@ -267,17 +267,6 @@ func (f *faults) admit(ctx context.Context) *apiError {
 // unready says whether /health/ready must answer 503 although the bundle is loaded.
 func (f *faults) unready() bool { return f != nil && f.Name == FaultNeverReady }
 
-// acceptsUnknown: the accept-unknown fault drops unknown form fields.
-func (f *faults) acceptsUnknown() bool { return f != nil && f.Name == FaultAcceptUnknown }
-
-// apply is the edit call, with a Task fault when there is one.
-func (f *faults) apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings) (edit.Result, error) {
-	if f == nil {
-		return p.Apply(img, e, s)
-	}
-	return f.Fault.Apply(p, img, e, s)
-}
-
 // response is the body of a successful edit: an error and no image for error-json,
 // the body without "timing" for no-timing. It runs before the record is written.
 func (f *faults) response(resp *editResponse, x *exchange) any {
