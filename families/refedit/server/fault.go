@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -331,8 +332,9 @@ func (f Fault) Apply(p *edit.Program, img []byte, e *edit.Edit, s edit.Settings)
 	if f.Name == FaultIgnoreReference || f.Name == FaultWeakReference {
 		in = syntheticLike(img, p.Limits().MaxPixels)
 	}
-	if f.Name == FaultOtherEdit {
-		e = nextEdit(p, e)
+	if f.Name == FaultOtherEdit { // the edit after e in the bundle's list: another instruction's
+		edits := p.Edits()
+		e = edits[(slices.Index(edits, e)+1)%len(edits)]
 	}
 	res, err := p.Apply(in, e, s)
 	if err != nil || f.Name == FaultIgnoreReference || f.Name == FaultOtherEdit {
@@ -377,18 +379,6 @@ func ignoreSetting(name string, p *edit.Program, img []byte, e *edit.Edit, asked
 		res.Settings.Width, res.Settings.Height = asked.Width, asked.Height
 	}
 	return res, nil
-}
-
-// nextEdit is the edit after e in the bundle's list (the first after the last): what
-// another instruction would have given.
-func nextEdit(p *edit.Program, e *edit.Edit) *edit.Edit {
-	edits := p.Edits()
-	for i, x := range edits {
-		if x == e {
-			return edits[(i+1)%len(edits)]
-		}
-	}
-	return edits[0]
 }
 
 // resizedInput is the input image scaled (nearest neighbour) to the size of the edited

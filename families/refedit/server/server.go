@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,27 +39,17 @@ const (
 	Backend = "refedit"
 )
 
-// Config is what a Server is started with.
+// Config is what a Server is started with; a zero bound takes its Default.
 type Config struct {
-	// ModelName is the one model served; a request's "model" must equal it.
-	ModelName string
-	// MaxBodyBytes bounds a request body (413 above it); 0 means DefaultMaxBodyBytes.
-	MaxBodyBytes int64
-	// MaxPromptBytes bounds the prompt (413 above it); 0 means DefaultMaxPromptBytes.
-	MaxPromptBytes int
-	// BodyTimeout bounds reading a request body (408 past it); 0 means DefaultBodyTimeout.
-	BodyTimeout time.Duration
-	// QueueDepth is how many edits may wait while one runs (429 beyond that).
-	QueueDepth int
-	// Records receives one JSON line per edit request; nil writes none.
-	Records io.Writer
-	// Log receives one line per request; nil logs nothing.
-	Log *log.Logger
-	// Fault breaks the server on purpose, for negative controls (fault.go); the zero
-	// Fault is none.
-	Fault Fault
-	// Exit ends the process for the crash fault; nil is os.Exit.
-	Exit func(code int)
+	ModelName      string         // the one model served; a request's "model" must equal it
+	MaxBodyBytes   int64          // 413 above it
+	MaxPromptBytes int            // 413 above it
+	BodyTimeout    time.Duration  // 408 past it
+	QueueDepth     int            // edits that may wait while one runs (429 beyond)
+	Records        io.Writer      // one JSON line per edit request; nil writes none
+	Log            *log.Logger    // one line per request; nil logs nothing
+	Fault          Fault          // broken on purpose, for negative controls; zero is none
+	Exit           func(code int) // ends the process for the crash fault; nil is os.Exit
 }
 
 // Server is an http.Handler. It answers health probes from the start and edits once
@@ -244,7 +235,7 @@ const maxRequestID = 200
 // requestID returns the client's id when it is 1..200 visible ASCII characters, else
 // a fresh UUIDv4 (the form AIPerf sends).
 func requestID(given string) string {
-	if len(given) > 0 && len(given) <= maxRequestID && visibleASCII(given) {
+	if len(given) > 0 && len(given) <= maxRequestID && strings.IndexFunc(given, func(r rune) bool { return r < 0x21 || r > 0x7e }) < 0 {
 		return given
 	}
 	var b [16]byte
@@ -252,15 +243,6 @@ func requestID(given string) string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-func visibleASCII(s string) bool {
-	for i := range len(s) {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // worker is the single slot every edit runs in and the bounded queue in front of it.
