@@ -127,13 +127,9 @@ func bodyError(err error, param string) *apiError {
 	return badRequest(param, fmt.Sprintf("read multipart body: %v", err))
 }
 
-// The fields of OpenAI's images.edit (the openai Python client's images.edit) beyond
-// prompt, model, response_format, n, image and size. refedit's edit is a deterministic
-// function of the image, the instruction and its settings: a field that could not change
-// that function is accepted, checked against OpenAI's values, and reported back as
-// ignored (the response's and the record's "ignored"); a field whose request refedit
-// cannot honour is refused by name, never dropped. families/refedit/README.md
-// ("OpenAI's images.edit") has the table.
+// The other fields of OpenAI's images.edit: one that cannot change refedit's edit is
+// accepted, checked against OpenAI's values and reported as "ignored"; one refedit
+// cannot honour is refused by name, never dropped (README "OpenAI's images.edit").
 
 // openAIChoices are the accepted fields with a closed set of values, OpenAI's, each
 // with why it cannot change refedit's output.
@@ -166,7 +162,6 @@ var openAIRefused = map[string]string{
 	"frame_duration_ms": "frames are for output_format=gif; refedit writes one PNG (leave frame_duration_ms out)",
 }
 
-// maxOutputCompression bounds output_compression, a percentage in OpenAI's API.
 const maxOutputCompression = 100
 
 // isOpenAIField says whether the form reader takes the field as a text field (its value
@@ -206,12 +201,13 @@ func checkOpenAI(fields map[string]string) (map[string]string, *apiError) {
 		}
 		ignored[name] = got
 	}
-	if v, ok := fields["output_compression"]; ok {
-		n, err := parsePercent(v)
-		if err != nil {
+	if v, ok := fields["output_compression"]; ok { // a percentage in OpenAI's API, digits only
+		s := strings.TrimSpace(v)
+		n, err := strconv.Atoi(s)
+		if s == "" || strings.Trim(s, "0123456789") != "" || err != nil || n > maxOutputCompression {
 			return nil, badRequest("output_compression", fmt.Sprintf("output_compression %s: want an integer in 0..%d", quoteBounded(v), maxOutputCompression))
 		}
-		ignored["output_compression"] = fmt.Sprint(n)
+		ignored["output_compression"] = strconv.Itoa(n)
 	}
 	for _, name := range openAIFree {
 		if v, ok := fields[name]; ok {
@@ -222,17 +218,4 @@ func checkOpenAI(fields map[string]string) (map[string]string, *apiError) {
 		return nil, nil
 	}
 	return ignored, nil
-}
-
-// parsePercent reads a whole number in 0..maxOutputCompression, digits only.
-func parsePercent(v string) (int, error) {
-	s := strings.TrimSpace(v)
-	if s == "" || strings.Trim(s, "0123456789") != "" {
-		return 0, fmt.Errorf("not a whole number")
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n > maxOutputCompression {
-		return 0, fmt.Errorf("not in 0..%d", maxOutputCompression)
-	}
-	return n, nil
 }
