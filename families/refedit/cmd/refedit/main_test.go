@@ -146,7 +146,7 @@ func TestRunWritesPNGAndReport(t *testing.T) {
 	var report runReport
 	require.NoError(t, json.Unmarshal([]byte(stdout), &report))
 	assert.Equal(t, edit.Effective{Edit: "grain", Settings: edit.Settings{Width: 20, Height: 12, NumInferenceSteps: 3, GuidanceScale: 2, Seed: 42}, Precision: "fp32"}, report.Settings)
-	assert.Greater(t, report.Timing.TaskMS, 0.0)
+	assert.Greater(t, report.Timing["task_ms"], 0.0)
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, edit.SHA256(data), report.OutputSHA256)

@@ -30,13 +30,9 @@ type runReport struct {
 	Output       string         `json:"output"`
 	OutputSHA256 string         `json:"output_sha256"`
 	Settings     edit.Effective `json:"settings"`
-	Timing       runTiming      `json:"timing"`
-	Fault        string         `json:"fault,omitempty"`
-}
-
-// runTiming has the server's task_ms: the edit call (decode + edit + encode) only.
-type runTiming struct {
-	TaskMS float64 `json:"task_ms"`
+	// Timing has the server's task_ms: the edit call (decode + edit + encode) only.
+	Timing map[string]float64 `json:"timing"`
+	Fault  string             `json:"fault,omitempty"`
 }
 
 // cmdRun is the native Task: the server's path (ParseSettings, Match, Apply) minus
@@ -119,7 +115,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		Output:       *output,
 		OutputSHA256: res.OutputSHA256,
 		Settings:     res.Settings,
-		Timing:       runTiming{TaskMS: taskMS},
+		Timing:       map[string]float64{"task_ms": taskMS},
 		Fault:        fault.String(),
 	})
 	if err != nil {
@@ -185,13 +181,10 @@ type batchLine struct {
 	Settings     edit.Effective `json:"settings"`
 }
 
-// runBatch is the native Task for many edits after one load: the bundle is loaded once,
-// then every item goes through exactly what `refedit run` does for one (ParseSettings,
-// Match, Apply), with nothing kept from one item to the next unless leak asks for it.
-//
-// With waitItems the bundle is loaded first and ITEMS is waited for (polled every 20 ms
-// for up to waitItems; the harness writes it whole, by rename): a batch preloaded beside
-// the server. The report's first line then adds waited_ms and items_read_at.
+// runBatch is the native Task for many edits after one load: each item goes through
+// editFile, with nothing kept from one item to the next unless leak asks for it. With
+// waitItems the bundle is loaded first and ITEMS is then polled for (the harness writes
+// it whole, by rename): a batch preloaded beside the server.
 func runBatch(bundle, itemsPath, reportPath string, waitItems time.Duration, fault server.Fault, leak bool, stdout, stderr io.Writer) error {
 	if fault.On() {
 		fmt.Fprintf(stderr, "refedit: %s\n", faultBanner("run", fault))
@@ -222,9 +215,8 @@ func runBatch(bundle, itemsPath, reportPath string, waitItems time.Duration, fau
 		if items, err = readItems(itemsPath); err != nil {
 			return err
 		}
-		now := time.Now()
-		waited := float64(now.Sub(t0).Microseconds()) / 1000
-		head.WaitedMS, head.ItemsReadAt = &waited, now.UTC().Format(time.RFC3339Nano)
+		waited := msSince(t0)
+		head.WaitedMS, head.ItemsReadAt = &waited, time.Now().UTC().Format(time.RFC3339Nano)
 	}
 	rep, err := os.Create(reportPath)
 	if err != nil {
