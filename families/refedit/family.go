@@ -45,17 +45,13 @@ func (f Family) Describe(family.Env, family.Row) (family.Spec, error) {
 	return family.Spec{
 		Backend: Backend,
 		Timing:  f.timing(),
-		// GET /v1/models lists the model under the row's name (--model-name) with the
-		// checkpoint its bundle was built from (edit.Bundle.Checkpoint), which the harness
-		// requires to be the row's model: a row copied under another model's name fails at
-		// serve, naming both.
-		Identity:    family.ModelsWithCheckpoint,
-		Image:       f.image,
-		Build:       f.build,
-		NativeBatch: f.nativeBatch,
-		// `refedit run --batch --wait-items` loads the bundle, then waits for its items.
-		BatchWaits: true,
-		// The server lists the model in GET /v1/models only once it has loaded the bundle.
+		// GET /v1/models names the bundle's checkpoint beside the row's --model-name: a row
+		// copied under another model's name fails at serve.
+		Identity:            family.ModelsWithCheckpoint,
+		Image:               f.image,
+		Build:               f.build,
+		NativeBatch:         f.nativeBatch,
+		BatchWaits:          true,
 		ModelsWhenReady:     "families/refedit/server/server.go handleModels: listed once Load gave it a program, as /health/ready",
 		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
 		Quality:             quality,
@@ -107,12 +103,9 @@ const (
 )
 
 // Correctness is the family's pytest case: one item comparing native outputs of the
-// bundle with an independent float64 NumPy implementation.
-//
-// The case uses no pytest plugin: it runs with none (PYTEST_DISABLE_PLUGIN_AUTOLOAD), so
-// that what the venv happens to hold cannot change it. AIPerf 0.13.0's dependencies bring
-// four (dash, anyio, platformdirs, pytest-timeout); loading them took 1.1 s of the
-// case's 1.5 s start (`python -m pytest --co` on the case, measured 2026-12-04).
+// bundle with an independent float64 NumPy implementation. It runs with no pytest plugin
+// (NoPluginsEnv), so what the venv holds cannot change it: AIPerf 0.13.0's dependencies
+// bring four, whose loading took 1.1 s of the case's 1.5 s start (measured 2026-12-04).
 func (f Family) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
 	args := []string{env.Python, "-m", "pytest", correctnessTest,
 		"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
@@ -152,8 +145,7 @@ func (f Family) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family
 	return family.Command{Args: args}, nil
 }
 
-// image is the FROM scratch image around the binary Tools built; the binary's host path
-// names the image's copy.
+// image is the FROM scratch image around the binary Tools built.
 func (Family) image(env family.Env) (family.ContainerImage, error) {
 	return family.ContainerImage{ImageSpec: serving.ImageSpec{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile"),
 		Paths: map[string]string{binary(env): inImage}}}, nil
@@ -166,12 +158,10 @@ func (f Family) timing() schema.TimingSource {
 	return schema.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
 }
 
-// qualityFile is where the family states what a good edit is (the quality stage's criteria).
 const qualityFile = "families/refedit/quality.json"
 
-// quality reads the family's criteria from quality.json, and names the pair its
-// correctness case also runs: the benchmark's first pair (photo-grayscale), whose
-// reference image the case writes as reference/pair-photo-grayscale.png.
+// quality reads the family's criteria from quality.json and names the pair its
+// correctness case also runs (photo-grayscale; the case writes pairReference).
 func quality(env family.Env) (family.QualitySpec, error) {
 	path := filepath.Join(env.Root, qualityFile)
 	b, err := os.ReadFile(path)
