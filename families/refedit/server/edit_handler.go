@@ -71,7 +71,7 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	x.rec.Status = http.StatusOK
 	x.rec.Timing.HandlerMS = ms(time.Since(x.start))
 	resp.Timing = x.rec.Timing
-	body := s.faults.response(resp, x)
+	body := s.faultResponse(resp, x)
 	s.record(x)
 	s.setServerTiming(w, x)
 	writeJSON(w, http.StatusOK, body)
@@ -108,7 +108,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 		return nil, apiErr
 	}
 	// After the body is read, so that a client that leaves cancels r.Context().
-	if apiErr := s.faults.admit(r.Context()); apiErr != nil {
+	if apiErr := s.faultAdmit(r.Context()); apiErr != nil {
 		return nil, apiErr
 	}
 	if apiErr := s.checkFields(form); apiErr != nil {

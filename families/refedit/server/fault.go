@@ -12,11 +12,9 @@ import (
 	"image/png"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	xdraw "golang.org/x/image/draw"
@@ -201,29 +199,11 @@ func (f Fault) Check() error {
 // crashExitCode is what the crash fault exits with.
 const crashExitCode = 3
 
-// faults is a faulty server's fault and its count of edit requests. A Server without a
-// fault has a nil *faults, and every hook below is then the server's normal behaviour.
-type faults struct {
-	Fault
-	edits atomic.Int64
-	exit  func(code int)
-	logf  func(format string, args ...any)
-}
-
-func newFaults(f Fault, exit func(int), logf func(string, ...any)) *faults {
-	if !f.On() {
-		return nil
-	}
-	if exit == nil {
-		exit = os.Exit
-	}
-	return &faults{Fault: f, exit: exit, logf: logf}
-}
-
-// route runs first on every request: it names the fault in the header and the JSON
+// faultRoute runs first on every request: it names the fault in the header and the JSON
 // body, and replaces the request id for ignore-request-id.
-func (f *faults) route(w http.ResponseWriter, id string) (http.ResponseWriter, string) {
-	if f == nil {
+func (s *Server) faultRoute(w http.ResponseWriter, id string) (http.ResponseWriter, string) {
+	f := s.cfg.Fault
+	if !f.On() {
 		return w, id
 	}
 	if f.Name == FaultIgnoreRequestID {
@@ -233,22 +213,20 @@ func (f *faults) route(w http.ResponseWriter, id string) (http.ResponseWriter, s
 	return &faultWriter{ResponseWriter: w, field: `"fault":` + strconv.Quote(f.String())}, id
 }
 
-// admit counts an edit request whose body was read and, when it is the K-th, answers
-// 500, sleeps (until the delay ends or the client leaves), or exits.
-func (f *faults) admit(ctx context.Context) *apiError {
-	if f == nil {
-		return nil
-	}
-	n := int(f.edits.Add(1))
+// faultAdmit counts an edit request whose body was read and, when it is the K-th of a
+// counted fault, answers 500, sleeps (until the delay ends or the client leaves), or exits.
+func (s *Server) faultAdmit(ctx context.Context) *apiError {
+	f := s.cfg.Fault
+	n := int(s.edits.Add(1))
 	if n != f.K {
 		return nil
 	}
 	switch f.Name {
 	case FaultStatus500:
-		f.logf("fault %s: answering edit request %d with 500", f, n)
+		s.logf("fault %s: answering edit request %d with 500", f, n)
 		return &apiError{status: http.StatusInternalServerError, message: fmt.Sprintf("fault %s: edit request %d fails on purpose", f, n)}
 	case FaultSlow:
-		f.logf("fault %s: edit request %d sleeps %s", f, n, f.Delay)
+		s.logf("fault %s: edit request %d sleeps %s", f, n, f.Delay)
 		t := time.NewTimer(f.Delay)
 		defer t.Stop()
 		select {
@@ -257,8 +235,8 @@ func (f *faults) admit(ctx context.Context) *apiError {
 			return &apiError{status: statusClientClosed, message: fmt.Sprintf("fault %s: client went away during the delay: %v", f, ctx.Err())}
 		}
 	case FaultCrash:
-		f.logf("fault %s: exiting with code %d on edit request %d", f, crashExitCode, n)
-		f.exit(crashExitCode)
+		s.logf("fault %s: exiting with code %d on edit request %d", f, crashExitCode, n)
+		s.cfg.Exit(crashExitCode)
 		// Only a test's exit returns.
 		return &apiError{status: http.StatusInternalServerError, message: fmt.Sprintf("fault %s: the process should have exited", f)}
 	}
@@ -266,14 +244,12 @@ func (f *faults) admit(ctx context.Context) *apiError {
 }
 
 // unready says whether /health/ready must answer 503 although the bundle is loaded.
-func (f *faults) unready() bool { return f != nil && f.Name == FaultNeverReady }
+func (s *Server) unready() bool { return s.cfg.Fault.Name == FaultNeverReady }
 
-// response is the body of a successful edit: an error and no image for error-json,
+// faultResponse is the body of a successful edit: an error and no image for error-json,
 // the body without "timing" for no-timing. It runs before the record is written.
-func (f *faults) response(resp *editResponse, x *exchange) any {
-	if f == nil {
-		return resp
-	}
+func (s *Server) faultResponse(resp *editResponse, x *exchange) any {
+	f := s.cfg.Fault
 	switch f.Name {
 	case FaultErrorJSON:
 		msg := fmt.Sprintf("fault %s: the edit ran, the answer is an error and no image", f)

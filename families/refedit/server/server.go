@@ -13,6 +13,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -60,8 +61,8 @@ type Server struct {
 	program  atomic.Pointer[edit.Program]
 	loadedAt atomic.Int64
 	worker   *worker
-	recordMu sync.Mutex // one record line written at a time
-	faults   *faults    // nil unless Config.Fault is on
+	recordMu sync.Mutex   // one record line written at a time
+	edits    atomic.Int64 // edit requests whose body was read, counted for a fault
 
 	// beforeTask, set only by this package's tests, runs in the worker slot just
 	// before each edit so a test can hold the worker busy at a known point.
@@ -80,11 +81,13 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	cfg.MaxPromptBytes = cmp.Or(cfg.MaxPromptBytes, DefaultMaxPromptBytes)
 	cfg.BodyTimeout = cmp.Or(cfg.BodyTimeout, DefaultBodyTimeout)
+	if cfg.Exit == nil {
+		cfg.Exit = os.Exit
+	}
 	if err := cfg.Fault.Check(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{cfg: cfg, worker: newWorker(cfg.QueueDepth)}
-	s.faults = newFaults(cfg.Fault, cfg.Exit, s.logf)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST "+EditRoute, s.handleEdit)
 	s.mux.HandleFunc("GET /health/live", s.handleLive)
@@ -110,7 +113,7 @@ func (s *Server) Load(p *edit.Program) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := requestID(r.Header.Get(RequestIDHeader))
-	w, id = s.faults.route(w, id)
+	w, id = s.faultRoute(w, id)
 	r.Header.Set(RequestIDHeader, id)
 	w.Header().Set(RequestIDHeader, id)
 	sw := &statusWriter{ResponseWriter: w}
@@ -166,7 +169,7 @@ func (s *Server) handleLive(w http.ResponseWriter, _ *http.Request) {
 // handleReady is 503 until Load, then names the bundle it serves.
 func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	p := s.program.Load()
-	if p == nil || s.faults.unready() {
+	if p == nil || s.unready() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "loading"})
 		return
 	}
@@ -193,7 +196,7 @@ func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 	// The model is listed once it can be served (as /health/ready answers 200), never
 	// before: a client that waits for it here sends no request to a loading server.
 	data := []model{}
-	if p := s.program.Load(); p != nil && !s.faults.unready() {
+	if p := s.program.Load(); p != nil && !s.unready() {
 		data = append(data, model{ID: s.cfg.ModelName, Object: "model", Created: s.loadedAt.Load(), OwnedBy: "qualkit", Backend: Backend, Checkpoint: p.Bundle().Checkpoint, BundleSHA256: p.SHA256()})
 	}
 	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: data})
