@@ -35,8 +35,8 @@ type runReport struct {
 	Fault  string             `json:"fault,omitempty"`
 }
 
-// cmdRun is the native Task: the server's path (ParseSettings, Match, Apply) minus
-// HTTP. Settings flags stay strings so they go through the same parser as the form.
+// cmdRun is the native Task (editFile). Settings flags stay strings so they go through
+// the same parser as the form.
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	c := newCommand("run", runSynopsis, stderr)
 	fs := c.fs
@@ -251,8 +251,7 @@ func runBatch(bundle, itemsPath, reportPath string, waitItems time.Duration, fau
 	return rep.Close()
 }
 
-// batchHead is --report's first line: the load, and for a batch that waited for its
-// items, how long it waited and when it read them.
+// batchHead is --report's first line.
 type batchHead struct {
 	LoadMS      float64  `json:"load_ms"`
 	WaitedMS    *float64 `json:"waited_ms,omitempty"`

@@ -35,9 +35,7 @@ func Sync(f *testing.F, target string, seeds []Seed, write bool) {
 			if err := os.WriteFile(path, Marshal(s.Args...), 0o644); err != nil {
 				f.Fatal(err)
 			}
-			continue
-		}
-		if _, err := os.Stat(path); err != nil {
+		} else if _, err := os.Stat(path); err != nil {
 			f.Fatalf("seed %s is not committed (%v); write it with -args -write-fuzz-seeds", path, err)
 		}
 	}
