@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -37,16 +38,14 @@ func compile(b Bundle) (*Program, error) {
 		return nil, fmt.Errorf("bundle has no edits")
 	}
 	p := &Program{bundle: b, limits: b.Limits}
-	names := map[string]bool{}
 	owner := map[string]string{}
 	for _, spec := range b.Edits {
 		if spec.Name == "" {
 			return nil, fmt.Errorf("bundle edit with no name")
 		}
-		if names[spec.Name] {
+		if slices.ContainsFunc(p.edits, func(e *Edit) bool { return e.Name == spec.Name }) {
 			return nil, fmt.Errorf("bundle edit %q appears twice", spec.Name)
 		}
-		names[spec.Name] = true
 		if len(spec.Keywords) == 0 {
 			return nil, fmt.Errorf("edit %q has no keywords", spec.Name)
 		}

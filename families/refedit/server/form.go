@@ -24,9 +24,6 @@ const (
 	fieldN              = "n"
 )
 
-// isImageField says whether a part is the one image file part.
-func isImageField(name string) bool { return name == "image" || name == "image[]" }
-
 // editForm is the multipart body of an edit request.
 type editForm struct {
 	fields map[string]string // the text fields, by name
@@ -35,7 +32,8 @@ type editForm struct {
 
 func isTextField(name string) bool {
 	return slices.Contains([]string{fieldPrompt, fieldModel, fieldResponseFormat, fieldN}, name) ||
-		slices.Contains(edit.SettingFields(), name) || isOpenAIField(name)
+		slices.Contains(edit.SettingFields(), name) || openAIChoices[name] != nil ||
+		slices.Contains(openAIFree, name) || name == "output_compression" // checked by checkOpenAI
 }
 
 // maxFieldBytes bounds every text field but the prompt: model, n, response_format and
@@ -69,7 +67,7 @@ func readForm(r *http.Request, maxPrompt int, dropUnknown bool) (editForm, *apiE
 		}
 		name := part.FormName()
 		switch {
-		case isImageField(name):
+		case name == "image" || name == "image[]":
 			if f.image != nil {
 				return f, badRequest(name, "exactly one image file part (image or image[]) is allowed, got more")
 			}
@@ -77,10 +75,7 @@ func readForm(r *http.Request, maxPrompt int, dropUnknown bool) (editForm, *apiE
 			if err != nil {
 				return f, bodyError(err, name)
 			}
-			f.image = data
-			if f.image == nil {
-				f.image = []byte{}
-			}
+			f.image = data // never nil: io.ReadAll returns an empty slice for an empty part
 		case isTextField(name):
 			if _, dup := f.fields[name]; dup {
 				return f, badRequest(name, fmt.Sprintf("field %q given more than once", name))
@@ -163,13 +158,6 @@ var openAIRefused = map[string]string{
 }
 
 const maxOutputCompression = 100
-
-// isOpenAIField says whether the form reader takes the field as a text field (its value
-// checked later by checkOpenAI).
-func isOpenAIField(name string) bool {
-	_, choice := openAIChoices[name]
-	return choice || slices.Contains(openAIFree, name) || name == "output_compression"
-}
 
 // refusedField is the message for a field refedit refuses, "" when it is not one.
 func refusedField(name string) string {

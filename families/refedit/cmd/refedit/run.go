@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -278,27 +277,25 @@ func readItems(path string) ([]batchItem, error) {
 		return nil, fmt.Errorf("--batch: %w", err)
 	}
 	var items []batchItem
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var it batchItem
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&it); err != nil {
-			return nil, fmt.Errorf("--batch %s line %d: %w", path, n, err)
+			return nil, fmt.Errorf("--batch %s line %d: %w", path, i+1, err)
 		}
 		if it.ID == "" || it.Image == "" || it.Prompt == "" || it.Output == "" {
-			return nil, fmt.Errorf("--batch %s line %d: id, image, prompt and output are required", path, n)
+			return nil, fmt.Errorf("--batch %s line %d: id, image, prompt and output are required", path, i+1)
 		}
 		items = append(items, it)
 	}
 	if len(items) == 0 {
 		return nil, fmt.Errorf("--batch %s: no items", path)
 	}
-	return items, sc.Err()
+	return items, nil
 }
 
 // carryOver is the leaking batch's fault: the previous edit's output leaks into this
