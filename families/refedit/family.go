@@ -30,8 +30,6 @@ type Family struct {
 	RecordsTiming bool
 }
 
-var _ family.Family = Family{}
-
 // Default is the bundle the embedded reference row qualifies.
 var Default = Family{NumInferenceSteps: 4, GuidanceScale: 1.0, Seed: 0}
 

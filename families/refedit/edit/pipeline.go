@@ -53,10 +53,13 @@ func (p *Program) Apply(image []byte, e *Edit, s Settings) (Result, error) {
 	base := resize(src, s.Width, s.Height)
 	edited := e.op.apply(base, s)
 	blend(base, edited, float32(s.GuidanceScale))
-	data, err := encodePNG(quantize(edited))
-	if err != nil {
-		return Result{}, err
+	// BestSpeed keeps encoding cheap next to the edit; the bytes depend only on the pixels
+	// and the Go release (colour type 2: the encoder sees an opaque RGBA image).
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, quantize(edited)); err != nil {
+		return Result{}, fmt.Errorf("encode PNG: %w", err)
 	}
+	data := buf.Bytes()
 	return Result{
 		PNG:          data,
 		OutputSHA256: SHA256(data),
@@ -92,18 +95,6 @@ func quantizeSample(v float32) uint8 {
 	}
 	// The value is in [0.5, 255.5], so the conversion's truncation is the floor.
 	return uint8(float32(v*255) + 0.5)
-}
-
-// encodePNG writes an opaque image as an 8-bit RGB PNG (the encoder picks colour
-// type 2 for a fully opaque RGBA image). The bytes depend only on the pixels and the
-// Go release: BestSpeed keeps encoding cheap next to the edit itself.
-func encodePNG(img *image.RGBA) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, img); err != nil {
-		return nil, fmt.Errorf("encode PNG: %w", err)
-	}
-	return buf.Bytes(), nil
 }
 
 // Magic numbers of the accepted formats (those OpenAI's images.edit takes). The format

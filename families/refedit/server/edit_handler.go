@@ -264,10 +264,8 @@ func (c *countingReader) checkLength(declared int64) *apiError {
 	return badRequest("", fmt.Sprintf("the request body is %d bytes shorter than its Content-Length of %d: %s", left-got, declared, why))
 }
 
-// Record is one line of the records file: one per edit request, success or failure.
-// Fields that do not apply are null: input_sha256 before an image was read, prompt
-// when none came, settings and output_sha256 unless the edit succeeded, ignored when
-// no OpenAI field was ignored, error on success.
+// Record is one line of the records file, one per edit request, success or failure;
+// a field that does not apply (yet) is null.
 type Record struct {
 	RequestID    string          `json:"request_id"`
 	Time         string          `json:"time"`
@@ -284,8 +282,7 @@ type Record struct {
 	Error   *string           `json:"error"`
 }
 
-// PromptRecord identifies a prompt without storing it whole: a record line stays short
-// whatever the client sent.
+// PromptRecord identifies a prompt without storing it whole, so a record stays short.
 type PromptRecord struct {
 	SHA256 string `json:"sha256"`
 	Bytes  int    `json:"bytes"`
@@ -299,10 +296,8 @@ func newPromptRecord(p string) *PromptRecord {
 	return &PromptRecord{SHA256: edit.SHA256([]byte(p)), Bytes: len(p), Prefix: prefix(p, maxPromptPrefix)}
 }
 
-// Timing is where the time of one edit request went, in milliseconds: the wait for
-// the worker, the edit call itself (decode + edit + encode), the CPU time the edit
-// call's thread used (the work done, whatever else the host runs; 0 outside Linux), the
-// whole handler.
+// Timing is where one edit request's time went, in ms: the wait for the worker, the edit
+// call (decode + edit + encode), its thread's CPU time (0 outside Linux), the handler.
 type Timing struct {
 	QueueMS   float64 `json:"queue_ms"`
 	TaskMS    float64 `json:"task_ms"`

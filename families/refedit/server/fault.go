@@ -22,14 +22,9 @@ import (
 	"qualkit/families/refedit/edit"
 )
 
-// Fault injection: refedit served (or run) deliberately broken, so that qualkit can
-// prove each of its gates fails (families/refedit/README.md, "Fault injection"). A
-// fault is only ever on when given explicitly (Config.Fault, `--fault`); the zero
-// Fault is none, and a server with a fault logs it at start and names it in every
-// response.
-
-// The faults. Task faults change the edit's output, so `refedit run` accepts them
-// too; the others are HTTP behaviour and exist only in the server.
+// The faults: refedit broken on purpose, only when asked (Config.Fault, `--fault`), so
+// qualkit can prove each gate fails (README "Fault injection"). Task faults change the
+// edit's output, so `refedit run` takes them too; the others are the server's alone.
 const (
 	FaultIgnoreReference  = "ignore-reference"
 	FaultNondeterministic = "nondeterministic"

@@ -1,7 +1,5 @@
-// Package server is refedit's HTTP front end: the OpenAI-style multipart route
-// POST /v1/images/edits, the health and model routes, and the records file. It turns
-// HTTP into calls on an edit.Program; it knows nothing of the edits themselves, of
-// flags, or of the process it runs in (listening and shutdown belong to the CLI).
+// Package server is refedit's HTTP front end (POST /v1/images/edits, health, models,
+// the records file): HTTP into calls on an edit.Program; listening belongs to the CLI.
 package server
 
 import (
@@ -64,8 +62,7 @@ type Server struct {
 	recordMu sync.Mutex   // one record line written at a time
 	edits    atomic.Int64 // edit requests whose body was read, counted for a fault
 
-	// beforeTask, set only by this package's tests, runs in the worker slot just
-	// before each edit so a test can hold the worker busy at a known point.
+	// beforeTask (tests only) runs in the worker slot before each edit: a test holds it busy.
 	beforeTask func()
 }
 
@@ -202,8 +199,7 @@ func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: data})
 }
 
-// maxQuoted is the most of a client's text an error message or a record repeats: a
-// message about a 1 MiB field name stays a few hundred bytes.
+// maxQuoted is the most of a client's text an error message or a record repeats.
 const maxQuoted = 64
 
 // quoteBounded quotes s, or its first maxQuoted bytes (cut at a character boundary) and

@@ -18,9 +18,7 @@ type Seed struct {
 }
 
 // Sync checks that each seed is committed under testdata/fuzz/target, or (re)writes them
-// all when write is set. The files are the corpus of record: their bytes are not
-// compared, as an encoder's output may change with the Go release. Files the fuzzer
-// added (inputs that once failed) are left alone.
+// all when write is set; their bytes are not compared (an encoder's may change with Go).
 func Sync(f *testing.F, target string, seeds []Seed, write bool) {
 	f.Helper()
 	dir := filepath.Join("testdata", "fuzz", target)
