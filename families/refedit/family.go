@@ -4,12 +4,16 @@
 package refedit
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"qualkit/families/refedit/edit"
 	"qualkit/internal/family"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
@@ -26,8 +30,6 @@ type Family struct {
 	RecordsTiming bool
 }
 
-var _ family.Family = Family{}
-
 // Default is the bundle the embedded reference row qualifies.
 var Default = Family{NumInferenceSteps: 4, GuidanceScale: 1.0, Seed: 0}
 
@@ -41,18 +43,14 @@ func (f Family) Describe(family.Env, family.Row) (family.Spec, error) {
 	return family.Spec{
 		Backend: Backend,
 		Timing:  f.timing(),
-		// GET /v1/models lists the model under the row's name (--model-name) with the
-		// checkpoint its bundle was built from (edit.Bundle.Checkpoint), which the harness
-		// requires to be the row's model: a row copied under another model's name fails at
-		// serve, naming both.
-		Identity:    family.ModelsWithCheckpoint,
-		Image:       f.image,
-		Build:       f.build,
-		NativeBatch: f.nativeBatch,
-		// `refedit run --batch --wait-items` loads the bundle, then waits for its items.
-		BatchWaits: true,
-		// The server lists the model in GET /v1/models only once it has loaded the bundle.
-		ModelsWhenReady:     "families/refedit/server/health.go handleModels: listed once Load gave it a program, as /health/ready",
+		// GET /v1/models names the bundle's checkpoint beside the row's --model-name: a row
+		// copied under another model's name fails at serve.
+		Identity:            family.ModelsWithCheckpoint,
+		Image:               f.image,
+		Build:               f.build,
+		NativeBatch:         f.nativeBatch,
+		BatchWaits:          true,
+		ModelsWhenReady:     "families/refedit/server/server.go handleModels: listed once Load gave it a program, as /health/ready",
 		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
 		Quality:             quality,
 		Controls:            Controls(),
@@ -103,12 +101,9 @@ const (
 )
 
 // Correctness is the family's pytest case: one item comparing native outputs of the
-// bundle with an independent float64 NumPy implementation.
-//
-// The case uses no pytest plugin: it runs with none (PYTEST_DISABLE_PLUGIN_AUTOLOAD), so
-// that what the venv happens to hold cannot change it. AIPerf 0.13.0's dependencies bring
-// four (dash, anyio, platformdirs, pytest-timeout); loading them took 1.1 s of the
-// case's 1.5 s start (`python -m pytest --co` on the case, measured 2026-12-04).
+// bundle with an independent float64 NumPy implementation. It runs with no pytest plugin
+// (NoPluginsEnv), so what the venv holds cannot change it: AIPerf 0.13.0's dependencies
+// bring four, whose loading took 1.1 s of the case's 1.5 s start (measured 2026-12-04).
 func (f Family) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
 	args := []string{env.Python, "-m", "pytest", correctnessTest,
 		"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
@@ -148,8 +143,7 @@ func (f Family) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family
 	return family.Command{Args: args}, nil
 }
 
-// image is the FROM scratch image around the binary Tools built; the binary's host path
-// names the image's copy.
+// image is the FROM scratch image around the binary Tools built.
 func (Family) image(env family.Env) (family.ContainerImage, error) {
 	return family.ContainerImage{ImageSpec: serving.ImageSpec{Context: imageDir(env), Dockerfile: filepath.Join(imageDir(env), "Dockerfile"),
 		Paths: map[string]string{binary(env): inImage}}}, nil
@@ -160,4 +154,79 @@ func (f Family) timing() schema.TimingSource {
 		return schema.TimingSource{Records: "timing.task_ms", RecordID: "request_id"}
 	}
 	return schema.TimingSource{Body: "timing.task_ms", Records: "timing.task_ms", RecordID: "request_id"}
+}
+
+const qualityFile = "families/refedit/quality.json"
+
+// quality reads the family's criteria from quality.json and names the pair its
+// correctness case also runs (photo-grayscale; the case writes pairReference).
+func quality(env family.Env) (family.QualitySpec, error) {
+	path := filepath.Join(env.Root, qualityFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return family.QualitySpec{}, err
+	}
+	var f struct {
+		PixelMean struct{ Min, Max *float64 } `json:"pixel_mean"`
+		PixelStd  struct{ Min *float64 }      `json:"pixel_std"`
+		StdRatio  struct {
+			Min          *float64 `json:"min"`
+			WhenInputStd float64  `json:"when_input_std_at_least"`
+		} `json:"std_ratio"`
+		Pair struct {
+			PSNRMin *float64 `json:"psnr_min"`
+			SSIMMin *float64 `json:"ssim_min"`
+		} `json:"pair"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return family.QualitySpec{}, fmt.Errorf("%s: %w", qualityFile, err)
+	}
+	c := schema.QualityCriteria{MeanMin: f.PixelMean.Min, MeanMax: f.PixelMean.Max, StdMin: f.PixelStd.Min,
+		StdRatioMin: f.StdRatio.Min, StdRatioWhenInputStd: f.StdRatio.WhenInputStd, PSNRMin: f.Pair.PSNRMin, SSIMMin: f.Pair.SSIMMin}
+	if c.MeanMin == nil || c.MeanMax == nil || c.StdMin == nil || c.StdRatioMin == nil || c.PSNRMin == nil || c.SSIMMin == nil {
+		return family.QualitySpec{}, fmt.Errorf("%s: pixel_mean.min/max, pixel_std.min, std_ratio.min and pair.psnr_min/ssim_min are required", qualityFile)
+	}
+	return family.QualitySpec{Files: []string{path}, Criteria: c, Pair: &family.QualityPair{
+		Image:     filepath.Join(env.Root, "fixtures", "images", "photo-640x382.png"),
+		Prompt:    "Turn this photo into black and white",
+		Reference: pairReference,
+	}}, nil
+}
+
+// Controls are the settings refedit-v1 supports, read from its own parsers (each
+// control's Source). Each probe instruction picks the edit where the control matters.
+// Steps are measured by the edit's CPU time (timing.task_cpu_ms): on a host loaded 5
+// times over, the wall time of equal work varied from 345 to 2102 ms; at 512x512 a blur
+// pass costs more than decoding and encoding, so 25 and 50 passes give a ratio near 1.9.
+func Controls() *schema.Controls {
+	d, l := edit.BuiltinDefaults(), edit.Build(edit.BuiltinDefaults()).Limits
+	return &schema.Controls{
+		Source: "families/refedit/edit/compile.go ParseSettings, server/form.go readForm and openAIChoices",
+		Controls: []schema.Control{
+			{Field: edit.FieldSize, Effect: schema.EffectSize, Allowed: "WxH or auto", Default: "the input's size",
+				Values: [2]string{"512x512", "384x256"}, Invalid: []string{"9000x9000", "0x512"},
+				Recorded: []string{"settings.width", "settings.height"}, Source: "edit/compile.go parseSize"},
+			{Field: edit.FieldNumInferenceSteps, Effect: schema.EffectSteps, Allowed: "1-" + strconv.Itoa(l.MaxNumInferenceSteps), Default: strconv.Itoa(d.NumInferenceSteps),
+				Values: [2]string{"25", "50"}, Prompt: "Blur the whole image", Invalid: []string{"0", strconv.Itoa(l.MaxNumInferenceSteps + 1)},
+				Recorded: []string{"settings.num_inference_steps"}, Source: "edit/compile.go ParseSettings; edit/ops.go boxBlurOp: one blur pass per step"},
+			{Field: edit.FieldGuidanceScale, Effect: schema.EffectPixels, Allowed: "(0, " + strconv.FormatFloat(l.MaxGuidanceScale, 'f', -1, 64) + "]",
+				Default: strconv.FormatFloat(d.GuidanceScale, 'f', -1, 64), Values: [2]string{"1.0", "2.0"}, Invalid: []string{"-1", "0"},
+				Recorded: []string{"settings.guidance_scale"}, Source: "edit/compile.go ParseSettings; edit/pipeline.go blend"},
+			{Field: edit.FieldSeed, Effect: schema.EffectSeed, Allowed: "0-9223372036854775807", Default: strconv.FormatUint(d.Seed, 10),
+				Values: [2]string{"42", "7"}, Prompt: "Add film grain to the photo", Invalid: []string{"-1"},
+				Recorded: []string{"settings.seed"}, Source: "edit/compile.go ParseSettings; edit/ops.go grainOp"},
+			{Field: "quality", Effect: schema.EffectNoop, Allowed: "auto|low|medium|high|xhigh|max|standard",
+				Values: [2]string{"low", "high"}, Recorded: []string{"ignored.quality"}, Source: "server/form.go openAIChoices: the edit is exact at every quality"},
+		},
+		Refused: []schema.Refusal{
+			{Field: "negative_prompt", Value: "blurry", Why: "refedit has no negative prompt: server/form.go readForm refuses the unknown field"},
+			{Field: "true_cfg_scale", Value: "4.0", Why: "refedit has one guidance: server/form.go readForm refuses the unknown field"},
+			{Field: "mask", Value: "x", Why: "server/form.go openAIRefused: refedit edits the whole image"},
+			{Field: "qualkit_unknown_control", Value: "1", Why: "a field no server knows: server/form.go readForm refuses it"},
+		},
+		StepRatio:       [2]float64{1.6, 2.4},
+		StepTime:        "timing.task_cpu_ms",
+		Precision:       edit.Precision,
+		PrecisionRecord: "settings.precision",
+	}
 }

@@ -26,8 +26,6 @@ type Faulty struct {
 	ControlValues map[string][2]string
 }
 
-var _ family.Family = Faulty{}
-
 // Describe is the family's, its commands broken as the fields ask: without the batch when
 // OneShot asks, without the pair when NoPair asks.
 func (f Faulty) Describe(env family.Env, row family.Row) (family.Spec, error) {

@@ -18,10 +18,9 @@ import (
 // under its artifacts folder (Quality names it; the checker holds the pair to it).
 const pairReference = "reference/pair-photo-grayscale.png"
 
-// The lines the family's programs write per request: the server's access line (server.go:
-// "%s %s %d %.1fms request_id=%s") for each edit, and `refedit run --batch`'s line per
-// replay (cmd/refedit/batch.go: "refedit: batch %d/%d %s: %s (%.1f ms)", the PNG's
-// sha256 cut to 12).
+// The lines the family's programs write per request: the server's access line
+// (server/server.go ServeHTTP) per edit, `refedit run --batch`'s line per replay
+// (cmd/refedit/run.go runBatch: the PNG's sha256 cut to 12).
 var (
 	serverLogLine = regexp.MustCompile(`POST ` + regexp.QuoteMeta(server.EditRoute) + ` (?P<status>\d{3}) [0-9.]+ms request_id=(?P<id>\S+)$`)
 	batchLogLine  = regexp.MustCompile(`^refedit: batch (?P<n>\d+)/(?P<total>\d+) (?P<id>\S+): (?P<sha>[0-9a-f]{12}) \(`)

@@ -232,7 +232,7 @@ CASES: tuple[Case, ...] = (
     Case("rotate-odd", "odd_37x23", "turn it upside down", "rotate", (37, 23)),
     Case("mirror-nonsquare", "gradient_64x48", "flip horizontally", "mirror", (64, 48)),
     Case("flip-odd-up", "odd_37x23", "vertical flip", "flip", (45, 31)),
-    # The benchmark's first pair with the reference row's settings (families/refedit/quality.go).
+    # The benchmark's first pair with the reference row's settings (families/refedit/family.go quality).
     Case("pair-photo-grayscale", "photo_640x382", "Turn this photo into black and white", "grayscale", (512, 512),
          num_inference_steps=4, guidance_scale=1.0, seed=42),
 )

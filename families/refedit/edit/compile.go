@@ -1,9 +1,12 @@
 package edit
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -28,23 +31,21 @@ func compile(b Bundle) (*Program, error) {
 	if err := checkLimits(b.Limits); err != nil {
 		return nil, err
 	}
-	if err := checkDefaults(b.Defaults, b.Limits); err != nil {
-		return nil, err
+	if err := Settings(b.Defaults).check(b.Limits); err != nil {
+		return nil, fmt.Errorf("bundle defaults: %w", err)
 	}
 	if len(b.Edits) == 0 {
 		return nil, fmt.Errorf("bundle has no edits")
 	}
 	p := &Program{bundle: b, limits: b.Limits}
-	names := map[string]bool{}
 	owner := map[string]string{}
 	for _, spec := range b.Edits {
 		if spec.Name == "" {
 			return nil, fmt.Errorf("bundle edit with no name")
 		}
-		if names[spec.Name] {
+		if slices.ContainsFunc(p.edits, func(e *Edit) bool { return e.Name == spec.Name }) {
 			return nil, fmt.Errorf("bundle edit %q appears twice", spec.Name)
 		}
-		names[spec.Name] = true
 		if len(spec.Keywords) == 0 {
 			return nil, fmt.Errorf("edit %q has no keywords", spec.Name)
 		}
@@ -80,24 +81,6 @@ func checkLimits(l Limits) error {
 	return nil
 }
 
-func checkDefaults(d Defaults, l Limits) error {
-	if d.Width != 0 || d.Height != 0 {
-		if err := checkSize(d.Width, d.Height, l); err != nil {
-			return fmt.Errorf("bundle defaults: size %dx%d: %w (or 0x0 for the input size)", d.Width, d.Height, err)
-		}
-	}
-	if d.NumInferenceSteps < 1 || d.NumInferenceSteps > l.MaxNumInferenceSteps {
-		return fmt.Errorf("bundle defaults: num_inference_steps %d: want 1..%d", d.NumInferenceSteps, l.MaxNumInferenceSteps)
-	}
-	if !(d.GuidanceScale > 0) || d.GuidanceScale > l.MaxGuidanceScale {
-		return fmt.Errorf("bundle defaults: guidance_scale %v: want (0, %v]", d.GuidanceScale, l.MaxGuidanceScale)
-	}
-	if d.Seed > maxSeed {
-		return fmt.Errorf("bundle defaults: seed %d: want 0..%d", d.Seed, uint64(maxSeed))
-	}
-	return nil
-}
-
 // checkSize is the one definition of an allowed output size.
 func checkSize(w, h int, l Limits) error {
 	if w < 1 || h < 1 || w > l.MaxSide || h > l.MaxSide {
@@ -115,31 +98,60 @@ func compileOp(op Op) (operation, error) {
 	var used Op
 	var built operation
 	var err error
+	bad := func(format string, args ...any) {
+		if err == nil {
+			err = fmt.Errorf(format, args...)
+		}
+	}
+	var kernel []float32
 	switch op.Kind {
 	case OpAffine:
 		used = Op{Kind: op.Kind, Matrix: op.Matrix, Offset: op.Offset}
 		built, err = newAffine(op.Matrix, op.Offset)
 	case OpGamma:
 		used = Op{Kind: op.Kind, Exponent: op.Exponent}
-		built, err = newGamma(op.Exponent)
+		if !(op.Exponent > 0) || !finite(op.Exponent) || op.Exponent == 1 {
+			bad("exponent %v: want a finite number > 0 other than 1", op.Exponent)
+		}
+		built = gammaOp{exponent: op.Exponent}
 	case OpPosterize:
 		used = Op{Kind: op.Kind, Levels: op.Levels}
-		built, err = newPosterize(op.Levels)
+		if op.Levels < 2 || op.Levels > 256 {
+			bad("levels %d: want 2..256", op.Levels)
+		}
+		built = posterizeOp{levels: op.Levels}
 	case OpRemap:
 		used = Op{Kind: op.Kind, FlipX: op.FlipX, FlipY: op.FlipY}
-		built, err = newRemap(op.FlipX, op.FlipY)
+		if !op.FlipX && !op.FlipY {
+			bad("neither flip_x nor flip_y: changes nothing")
+		}
+		built = remapOp{flipX: op.FlipX, flipY: op.FlipY}
 	case OpBoxBlur:
 		used = Op{Kind: op.Kind, Kernel: op.Kernel}
-		built, err = newBoxBlur(op.Kernel)
+		kernel, err = compileKernel(op.Kernel)
+		built = boxBlurOp{kernel: kernel}
 	case OpUnsharp:
 		used = Op{Kind: op.Kind, Kernel: op.Kernel, Passes: op.Passes, Amount: op.Amount}
-		built, err = newUnsharp(op.Kernel, op.Passes, op.Amount)
+		kernel, err = compileKernel(op.Kernel)
+		if op.Passes < 1 {
+			bad("passes %d: want at least 1", op.Passes)
+		}
+		if op.Amount == 0 || !finite(op.Amount) {
+			bad("amount %v: want a finite non-zero number", op.Amount)
+		}
+		built = unsharpOp{kernel: kernel, passes: op.Passes, amount: float32(op.Amount)}
 	case OpBlockMean:
 		used = Op{Kind: op.Kind, Block: op.Block}
-		built, err = newBlockMean(op.Block)
+		if op.Block < 2 {
+			bad("block %d: want at least 2", op.Block)
+		}
+		built = blockMeanOp{block: op.Block}
 	case OpGrain:
 		used = Op{Kind: op.Kind, Amplitude: op.Amplitude}
-		built, err = newGrain(op.Amplitude)
+		if op.Amplitude == 0 || !finite(op.Amplitude) {
+			bad("amplitude %v: want a finite non-zero number", op.Amplitude)
+		}
+		built = grainOp{amplitude: float32(op.Amplitude)}
 	default:
 		return nil, fmt.Errorf("op kind %q: want one of %s", op.Kind,
 			strings.Join([]string{OpAffine, OpGamma, OpPosterize, OpRemap, OpBoxBlur, OpUnsharp, OpBlockMean, OpGrain}, ", "))
@@ -154,3 +166,147 @@ func compileOp(op Op) (operation, error) {
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// The setting fields, named as on the HTTP form; the CLI flags are the same names
+// with dashes.
+const (
+	FieldSize              = "size"
+	FieldNumInferenceSteps = "num_inference_steps"
+	FieldGuidanceScale     = "guidance_scale"
+	FieldSeed              = "seed"
+)
+
+// SettingFields lists the fields ParseSettings reads.
+func SettingFields() []string {
+	return []string{FieldSize, FieldNumInferenceSteps, FieldGuidanceScale, FieldSeed}
+}
+
+// Settings are the knobs of one edit, defaults already filled in. Width and Height
+// 0 mean "the input image's size" (size=auto, or a bundle without a default size),
+// resolved once the image is decoded.
+type Settings Defaults
+
+// ParseSettings reads the setting fields from their string form (as a form or flags
+// carry them) over the bundle defaults. Other keys in fields are ignored; an empty
+// value is an error, not the default. Errors are *InputError naming the field and
+// its allowed range.
+func (p *Program) ParseSettings(fields map[string]string) (Settings, error) {
+	l := p.limits
+	s := Settings(p.bundle.Defaults)
+	if v, ok := fields[FieldSize]; ok {
+		w, h, err := parseSize(v, l)
+		if err != nil {
+			return Settings{}, err
+		}
+		s.Width, s.Height = w, h
+	}
+	if v, ok := fields[FieldNumInferenceSteps]; ok {
+		n, ok := parseWhole(v)
+		if !ok || n < 1 || n > uint64(l.MaxNumInferenceSteps) {
+			return Settings{}, invalid(FieldNumInferenceSteps, "want an integer in 1..%d, got %q", l.MaxNumInferenceSteps, v)
+		}
+		s.NumInferenceSteps = int(n)
+	}
+	if v, ok := fields[FieldGuidanceScale]; ok {
+		g, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(g) || !(g > 0) || g > l.MaxGuidanceScale {
+			return Settings{}, invalid(FieldGuidanceScale, "want a number in (0, %v], got %q", l.MaxGuidanceScale, v)
+		}
+		s.GuidanceScale = g
+	}
+	if v, ok := fields[FieldSeed]; ok {
+		n, ok := parseWhole(v)
+		if !ok || n > maxSeed {
+			return Settings{}, invalid(FieldSeed, "want an integer in 0..%d, got %q", uint64(maxSeed), v)
+		}
+		s.Seed = n
+	}
+	return s, nil
+}
+
+// SizeAuto asks for the input image's size, as OpenAI's images.edit does.
+const SizeAuto = "auto"
+
+func parseSize(v string, l Limits) (int, int, error) {
+	want := "want WxH with W and H in 1..%d and W*H <= %d, or auto (the input's size)"
+	if strings.EqualFold(strings.TrimSpace(v), SizeAuto) {
+		return 0, 0, nil // resolved once the input is decoded (Apply)
+	}
+	ws, hs, ok := strings.Cut(strings.ToLower(strings.TrimSpace(v)), "x")
+	if !ok {
+		return 0, 0, invalid(FieldSize, want+", got %q", l.MaxSide, l.MaxPixels, v)
+	}
+	w, okW := parseWhole(ws)
+	h, okH := parseWhole(hs)
+	if !okW || !okH || w > uint64(l.MaxSide) || h > uint64(l.MaxSide) {
+		return 0, 0, invalid(FieldSize, want+", got %q", l.MaxSide, l.MaxPixels, v)
+	}
+	if err := checkSize(int(w), int(h), l); err != nil {
+		return 0, 0, invalid(FieldSize, want+", got %q (%v)", l.MaxSide, l.MaxPixels, v, err)
+	}
+	return int(w), int(h), nil
+}
+
+// parseWhole reads a non-negative decimal integer. A zero fraction ("4.0") is
+// accepted because clients that hold every extra input as a number send that form;
+// any other fraction, a sign or an exponent is not.
+func parseWhole(v string) (uint64, bool) {
+	v = strings.TrimSpace(v)
+	if whole, frac, ok := strings.Cut(v, "."); ok {
+		if strings.Trim(frac, "0") != "" {
+			return 0, false
+		}
+		v = whole
+	}
+	if v == "" || strings.TrimLeft(v, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	return n, err == nil
+}
+
+// check guards Apply against Settings that did not come from ParseSettings.
+func (s Settings) check(l Limits) error {
+	if s.Width != 0 || s.Height != 0 {
+		if err := checkSize(s.Width, s.Height, l); err != nil {
+			return invalid(FieldSize, "%dx%d: %v", s.Width, s.Height, err)
+		}
+	}
+	if s.NumInferenceSteps < 1 || s.NumInferenceSteps > l.MaxNumInferenceSteps {
+		return invalid(FieldNumInferenceSteps, "want an integer in 1..%d, got %d", l.MaxNumInferenceSteps, s.NumInferenceSteps)
+	}
+	if !(s.GuidanceScale > 0) || s.GuidanceScale > l.MaxGuidanceScale {
+		return invalid(FieldGuidanceScale, "want a number in (0, %v], got %v", l.MaxGuidanceScale, s.GuidanceScale)
+	}
+	if s.Seed > maxSeed {
+		return invalid(FieldSeed, "want an integer in 0..%d, got %d", uint64(maxSeed), s.Seed)
+	}
+	return nil
+}
+
+// ErrInvalid marks an input the caller has to change (HTTP 400).
+var ErrInvalid = errors.New("invalid input")
+
+// ErrTooLarge marks an input over a configured limit (HTTP 413).
+var ErrTooLarge = errors.New("input over the limit")
+
+// InputError says which input is at fault and why. Param is the form field name
+// ("size", "prompt", "image", ...); the CLI maps it to its flag. errors.Is on
+// ErrInvalid or ErrTooLarge tells the two classes apart.
+type InputError struct {
+	Param   string
+	Kind    error
+	Message string
+}
+
+func (e *InputError) Error() string { return e.Param + ": " + e.Message }
+
+func (e *InputError) Unwrap() error { return e.Kind }
+
+func invalid(param, format string, args ...any) error {
+	return &InputError{Param: param, Kind: ErrInvalid, Message: fmt.Sprintf(format, args...)}
+}
+
+func tooLarge(param, format string, args ...any) error {
+	return &InputError{Param: param, Kind: ErrTooLarge, Message: fmt.Sprintf(format, args...)}
+}

@@ -24,7 +24,7 @@ func TestApplyWritesRequestedSizeAsRGBPNG(t *testing.T) {
 	p := builtinProgram(t)
 	res, err := apply(t, p, gradientPNG(t, 20, 10), "blur it", map[string]string{"size": "32x24", "seed": "5"})
 	require.NoError(t, err)
-	assert.Equal(t, Effective{Edit: "blur", Width: 32, Height: 24, NumInferenceSteps: 4, GuidanceScale: 1, Seed: 5, Precision: "fp32"}, res.Settings)
+	assert.Equal(t, Effective{Edit: "blur", Settings: Settings{Width: 32, Height: 24, NumInferenceSteps: 4, GuidanceScale: 1, Seed: 5}, Precision: "fp32"}, res.Settings)
 	assert.Equal(t, SHA256(res.PNG), res.OutputSHA256)
 
 	// IHDR: 8-bit depth, colour type 2 (RGB, no alpha).

@@ -5,14 +5,11 @@ import (
 	"time"
 )
 
-// rusageThread is Linux's RUSAGE_THREAD: the calling thread's usage alone.
-const rusageThread = 1
-
 // threadCPU is the CPU time (user and system) the calling OS thread has used; the
 // caller holds its goroutine on the thread (runtime.LockOSThread) between two readings.
 func threadCPU() time.Duration {
 	var ru syscall.Rusage
-	if syscall.Getrusage(rusageThread, &ru) != nil {
+	if syscall.Getrusage(syscall.RUSAGE_THREAD, &ru) != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())

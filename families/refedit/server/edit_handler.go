@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +32,7 @@ type editResponse struct {
 	RequestID string         `json:"request_id"`
 	Data      []imageData    `json:"data"`
 	Settings  edit.Effective `json:"settings"`
-	// Ignored are the OpenAI fields accepted without effect (openai.go); absent when none.
+	// Ignored are the OpenAI fields accepted without effect (form.go); absent when none.
 	Ignored map[string]string `json:"ignored,omitempty"`
 	Timing  Timing            `json:"timing"`
 }
@@ -69,7 +71,7 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	x.rec.Status = http.StatusOK
 	x.rec.Timing.HandlerMS = ms(time.Since(x.start))
 	resp.Timing = x.rec.Timing
-	body := s.faults.response(resp, x)
+	body := s.faultResponse(resp, x)
 	s.record(x)
 	s.setServerTiming(w, x)
 	writeJSON(w, http.StatusOK, body)
@@ -91,7 +93,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	body := &countingReader{r: r.Body}
 	r.Body = body
-	form, apiErr := readForm(r, s.cfg.MaxPromptBytes, s.faults.acceptsUnknown())
+	form, apiErr := readForm(r, s.cfg.MaxPromptBytes, s.cfg.Fault.Name == FaultAcceptUnknown)
 	if apiErr == nil {
 		apiErr = body.checkLength(r.ContentLength)
 	}
@@ -106,7 +108,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 		return nil, apiErr
 	}
 	// After the body is read, so that a client that leaves cancels r.Context().
-	if apiErr := s.faults.admit(r.Context()); apiErr != nil {
+	if apiErr := s.faultAdmit(r.Context()); apiErr != nil {
 		return nil, apiErr
 	}
 	if apiErr := s.checkFields(form); apiErr != nil {
@@ -143,7 +145,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request, x *exchange) (*edi
 		defer runtime.UnlockOSThread()
 		cpu := threadCPU()
 		taskStart := time.Now()
-		result, taskErr = s.faults.apply(p, form.image, chosen, settings)
+		result, taskErr = s.cfg.Fault.Apply(p, form.image, chosen, settings)
 		x.rec.Timing.TaskMS = ms(time.Since(taskStart))
 		x.rec.Timing.TaskCPUMS = ms(threadCPU() - cpu)
 		x.taskRan = true
@@ -201,10 +203,24 @@ func (s *Server) respondError(w http.ResponseWriter, x *exchange, e *apiError) {
 	writeError(w, x.rec.RequestID, e)
 }
 
+// record writes x's line whole, in one Write, and flushes a buffered writer after it
+// so a reader never sees half a record.
 func (s *Server) record(x *exchange) {
 	x.recorded = true
-	if err := s.records.write(x.rec); err != nil {
-		s.logf("%v", err)
+	if s.cfg.Records == nil {
+		return
+	}
+	line, err := json.Marshal(x.rec)
+	if err == nil {
+		s.recordMu.Lock()
+		defer s.recordMu.Unlock()
+		_, err = s.cfg.Records.Write(append(line, '\n'))
+	}
+	if f, ok := s.cfg.Records.(interface{ Flush() error }); ok && err == nil {
+		err = f.Flush()
+	}
+	if err != nil {
+		s.logf("records: write %s: %v", x.rec.RequestID, err)
 	}
 }
 
@@ -246,4 +262,155 @@ func (c *countingReader) checkLength(declared int64) *apiError {
 		why = "nothing more arrived within the server's body timeout (--body-timeout)"
 	}
 	return badRequest("", fmt.Sprintf("the request body is %d bytes shorter than its Content-Length of %d: %s", left-got, declared, why))
+}
+
+// Record is one line of the records file, one per edit request, success or failure;
+// a field that does not apply (yet) is null.
+type Record struct {
+	RequestID    string          `json:"request_id"`
+	Time         string          `json:"time"`
+	Route        string          `json:"route"`
+	Status       int             `json:"status"`
+	InputSHA256  *string         `json:"input_sha256"`
+	Prompt       *PromptRecord   `json:"prompt"`
+	Settings     *edit.Effective `json:"settings"`
+	OutputSHA256 *string         `json:"output_sha256"`
+	// Ignored are the OpenAI fields the request carried that cannot change the edit
+	// (form.go), with their values (an identifier's length only); null when none.
+	Ignored map[string]string `json:"ignored"`
+	Timing  Timing            `json:"timing"`
+	Error   *string           `json:"error"`
+}
+
+// PromptRecord identifies a prompt without storing it whole, so a record stays short.
+type PromptRecord struct {
+	SHA256 string `json:"sha256"`
+	Bytes  int    `json:"bytes"`
+	Prefix string `json:"prefix"` // at most maxPromptPrefix bytes, cut at a character boundary
+}
+
+// maxPromptPrefix is how much of a prompt a record keeps.
+const maxPromptPrefix = 200
+
+func newPromptRecord(p string) *PromptRecord {
+	return &PromptRecord{SHA256: edit.SHA256([]byte(p)), Bytes: len(p), Prefix: prefix(p, maxPromptPrefix)}
+}
+
+// Timing is where one edit request's time went, in ms: the wait for the worker, the edit
+// call (decode + edit + encode), its thread's CPU time (0 outside Linux), the handler.
+type Timing struct {
+	QueueMS   float64 `json:"queue_ms"`
+	TaskMS    float64 `json:"task_ms"`
+	TaskCPUMS float64 `json:"task_cpu_ms"`
+	HandlerMS float64 `json:"handler_ms"`
+}
+
+// apiError is a failed request as the client sees it.
+type apiError struct {
+	status  int
+	param   string // the form field at fault, "" when none
+	message string
+}
+
+// errorBody is the JSON of an error response.
+type errorBody struct {
+	Error     errorDetail `json:"error"`
+	RequestID string      `json:"request_id"`
+}
+
+type errorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	// Code is OpenAI's error code field (the openai client's e.code): a short name of
+	// what went wrong, by status.
+	Code string `json:"code"`
+}
+
+// errorCodes name statuses the way OpenAI-compatible servers fill `code`; any other
+// status is "server_error" from 500 up, else "invalid_request".
+var errorCodes = map[int]string{
+	http.StatusNotFound: "not_found", http.StatusMethodNotAllowed: "method_not_allowed", http.StatusRequestTimeout: "request_timeout",
+	http.StatusRequestEntityTooLarge: "request_too_large", http.StatusUnsupportedMediaType: "unsupported_media_type",
+	http.StatusTooManyRequests: "server_busy", http.StatusServiceUnavailable: "not_ready",
+}
+
+func errorCode(status int) string {
+	if c, ok := errorCodes[status]; ok {
+		return c
+	}
+	if status >= 500 {
+		return "server_error"
+	}
+	return "invalid_request"
+}
+
+func badRequest(param, message string) *apiError {
+	return &apiError{status: http.StatusBadRequest, param: param, message: message}
+}
+
+// fromEditError maps the editor's errors: over a limit is 413, other input errors 400,
+// anything else (never expected) 500.
+func fromEditError(err error) *apiError {
+	var ie *edit.InputError
+	switch {
+	case errors.As(err, &ie) && errors.Is(err, edit.ErrTooLarge):
+		return &apiError{status: http.StatusRequestEntityTooLarge, param: ie.Param, message: err.Error()}
+	case errors.As(err, &ie):
+		return badRequest(ie.Param, err.Error())
+	default:
+		return &apiError{status: http.StatusInternalServerError, message: "edit failed: " + err.Error()}
+	}
+}
+
+// errorType is "invalid_request_error" for what the client can fix (4xx) and
+// "server_error" otherwise.
+func errorType(status int) string {
+	if status >= 400 && status < 500 {
+		return "invalid_request_error"
+	}
+	return "server_error"
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, r.Header.Get(RequestIDHeader), &apiError{status: http.StatusMethodNotAllowed,
+			message: fmt.Sprintf("method %s is not allowed on %s; use %s", quoteBounded(r.Method), r.URL.Path, allow)})
+	}
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r.Header.Get(RequestIDHeader), &apiError{status: http.StatusNotFound,
+		message: fmt.Sprintf("no route %s %s; routes: POST %s, GET /health/live, GET /health/ready, GET /v1/models",
+			quoteBounded(r.Method), quoteBounded(r.URL.Path), EditRoute)})
+}
+
+func writeError(w http.ResponseWriter, id string, e *apiError) {
+	body := errorBody{Error: errorDetail{Message: e.message, Type: errorType(e.status), Code: errorCode(e.status)}, RequestID: id}
+	if e.param != "" {
+		body.Error.Param = &e.param
+	}
+	if e.status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, e.status, body)
+}
+
+// writeJSON writes v without HTML escaping: a message that says "<=" reads "<=" to a
+// curl user, not "\u003c=".
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	data := []byte(`{"error":{"message":"encode response","type":"server_error","param":null,"code":"server_error"}}` + "\n")
+	if err := enc.Encode(v); err == nil {
+		data = buf.Bytes()
+	} else {
+		// Only the server's own types get here; none of them can fail to encode.
+		status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
 }

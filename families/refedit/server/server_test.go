@@ -170,7 +170,7 @@ func TestEditHappyPath(t *testing.T) {
 	assert.Equal(t, "refedit", resp.Backend)
 	assert.Equal(t, "req-1", resp.RequestID)
 	assert.NotZero(t, resp.Created)
-	assert.Equal(t, edit.Effective{Edit: "grayscale", Width: 24, Height: 16, NumInferenceSteps: 4, GuidanceScale: 1.5, Seed: 42, Precision: "fp32"}, resp.Settings)
+	assert.Equal(t, edit.Effective{Edit: "grayscale", Settings: edit.Settings{Width: 24, Height: 16, NumInferenceSteps: 4, GuidanceScale: 1.5, Seed: 42}, Precision: "fp32"}, resp.Settings)
 	assert.Greater(t, resp.Timing.TaskMS, 0.0)
 	assert.GreaterOrEqual(t, resp.Timing.QueueMS, 0.0)
 	assert.GreaterOrEqual(t, resp.Timing.HandlerMS, resp.Timing.TaskMS)

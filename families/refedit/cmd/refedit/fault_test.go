@@ -127,8 +127,8 @@ func TestServeFaultIsLoud(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, serveOptions{bundle: bundle, modelName: "m", host: "127.0.0.1", port: 0,
-			maxBodyBytes: 1 << 20, queueDepth: 2, fault: server.Fault{Name: server.FaultNeverReady}}, log.New(logs, "refedit: ", 0))
+		done <- serve(ctx, serveOptions{bundle: bundle, host: "127.0.0.1", Config: server.Config{ModelName: "m",
+			MaxBodyBytes: 1 << 20, QueueDepth: 2, Fault: server.Fault{Name: server.FaultNeverReady}}}, log.New(logs, "refedit: ", 0))
 	}()
 	addr := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+) `)
 	require.Eventually(t, func() bool { return addr.MatchString(logs.String()) }, 10*time.Second, 5*time.Millisecond)

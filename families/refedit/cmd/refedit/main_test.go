@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"qualkit/families/refedit/edit"
+	"qualkit/families/refedit/server"
 )
 
 // refedit runs the CLI in-process and returns its exit code and output.
@@ -90,7 +91,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"paint"}, `unknown command "paint"`},
 		{[]string{"build"}, "-o FILE is required"},
 		{[]string{"build", "-o", out, "--width", "4"}, "--width and --height go together"},
-		{[]string{"build", "-o", out, "--num-inference-steps", "0"}, "num_inference_steps 0"},
+		{[]string{"build", "-o", out, "--num-inference-steps", "0"}, "num_inference_steps: want an integer in 1..100, got 0"},
 		{[]string{"build", "-o", out, "extra"}, "takes no positional arguments"},
 		{[]string{"build", "--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"serve"}, "want exactly one BUNDLE argument, got 0"},
@@ -144,8 +145,8 @@ func TestRunWritesPNGAndReport(t *testing.T) {
 
 	var report runReport
 	require.NoError(t, json.Unmarshal([]byte(stdout), &report))
-	assert.Equal(t, edit.Effective{Edit: "grain", Width: 20, Height: 12, NumInferenceSteps: 3, GuidanceScale: 2, Seed: 42, Precision: "fp32"}, report.Settings)
-	assert.Greater(t, report.Timing.TaskMS, 0.0)
+	assert.Equal(t, edit.Effective{Edit: "grain", Settings: edit.Settings{Width: 20, Height: 12, NumInferenceSteps: 3, GuidanceScale: 2, Seed: 42}, Precision: "fp32"}, report.Settings)
+	assert.Greater(t, report.Timing["task_ms"], 0.0)
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, edit.SHA256(data), report.OutputSHA256)
@@ -200,8 +201,8 @@ func TestServeMatchesRunAndShutsDown(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, serveOptions{bundle: bundle, modelName: "m", host: "127.0.0.1", port: 0,
-			records: records, maxBodyBytes: 1 << 20, queueDepth: 2}, log.New(logs, "refedit: ", 0))
+		done <- serve(ctx, serveOptions{bundle: bundle, host: "127.0.0.1", records: records,
+			Config: server.Config{ModelName: "m", MaxBodyBytes: 1 << 20, QueueDepth: 2}}, log.New(logs, "refedit: ", 0))
 	}()
 	addr := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+) `)
 	require.Eventually(t, func() bool { return addr.MatchString(logs.String()) }, 10*time.Second, 5*time.Millisecond)
@@ -270,7 +271,7 @@ func TestServeMatchesRunAndShutsDown(t *testing.T) {
 func TestServeFailsOnABadBundle(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.bundle")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"format":"other"}`), 0o644))
-	err := serve(context.Background(), serveOptions{bundle: bad, modelName: "m", host: "127.0.0.1", maxBodyBytes: 1}, log.New(io.Discard, "", 0))
+	err := serve(context.Background(), serveOptions{bundle: bad, host: "127.0.0.1", Config: server.Config{ModelName: "m", MaxBodyBytes: 1}}, log.New(io.Discard, "", 0))
 	assert.ErrorContains(t, err, `bundle format "other"`)
 }
 

@@ -18,9 +18,7 @@ type Seed struct {
 }
 
 // Sync checks that each seed is committed under testdata/fuzz/target, or (re)writes them
-// all when write is set. The files are the corpus of record: their bytes are not
-// compared, as an encoder's output may change with the Go release. Files the fuzzer
-// added (inputs that once failed) are left alone.
+// all when write is set; their bytes are not compared (an encoder's may change with Go).
 func Sync(f *testing.F, target string, seeds []Seed, write bool) {
 	f.Helper()
 	dir := filepath.Join("testdata", "fuzz", target)
@@ -35,9 +33,7 @@ func Sync(f *testing.F, target string, seeds []Seed, write bool) {
 			if err := os.WriteFile(path, Marshal(s.Args...), 0o644); err != nil {
 				f.Fatal(err)
 			}
-			continue
-		}
-		if _, err := os.Stat(path); err != nil {
+		} else if _, err := os.Stat(path); err != nil {
 			f.Fatalf("seed %s is not committed (%v); write it with -args -write-fuzz-seeds", path, err)
 		}
 	}
