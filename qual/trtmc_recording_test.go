@@ -7,8 +7,6 @@ package qual
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -92,8 +91,10 @@ func TestPerfServeConformance(t *testing.T) {
 }
 
 // makeRecording makes the recording of a row's evidence (the recorder's exchanges, the
-// records and the scratch folder) in dir: each run's values as placeholders, one
-// exchange per request digest, each file a blob named by its sha256.
+// worker's log, the records and the scratch folder) in dir: each run's values as
+// placeholders, one exchange per request digest, each file by its sha256 and size, and
+// its bytes a blob only where neither the request's body nor the double's worker makes
+// them again (trtmcdouble.File).
 func makeRecording(t *testing.T, row, dir string) trtmcdouble.Recording {
 	t.Helper()
 	scratch := filepath.Join(row, schema.ScratchDir)
@@ -125,8 +126,17 @@ func makeRecording(t *testing.T, row, dir string) trtmcdouble.Recording {
 		require.NoError(t, json.Unmarshal([]byte(line), &r), "records line %s", line)
 		records[r.RequestID] = append(records[r.RequestID], line)
 	}
+	made := map[string]string{} // the worker's artifact -> its request
+	if b, err := os.ReadFile(filepath.Join(scratch, trtmcdouble.WorkerLogFile)); err == nil {
+		for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+			var l trtmcdouble.WorkerLogLine
+			require.NoError(t, json.Unmarshal([]byte(line), &l), "worker log line %s", line)
+			made[l.Artifact] = string(l.Request)
+		}
+	}
+	ph := strings.NewReplacer(pairs...)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "blobs"), 0o755))
-	files := func(under, id string, ph *strings.Replacer) []trtmcdouble.File {
+	files := func(under, id string, ph *strings.Replacer, body []byte) []trtmcdouble.File {
 		var out []trtmcdouble.File
 		require.NoError(t, filepath.WalkDir(filepath.Join(scratch, under), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
@@ -137,17 +147,27 @@ func makeRecording(t *testing.T, row, dir string) trtmcdouble.Recording {
 			if err != nil {
 				return err
 			}
-			file := trtmcdouble.File{Path: ph.Replace(filepath.ToSlash(rel))}
-			if utf8.Valid(b) {
-				b, file.Text = []byte(ph.Replace(string(b))), true
+			file := trtmcdouble.File{Path: ph.Replace(filepath.ToSlash(rel)), Size: len(b)}
+			sum := sha256.Sum256(b)
+			file.Blob = hex.EncodeToString(sum[:])
+			req, byWorker := made[filepath.Join(values["{{scratch}}"], rel)]
+			switch {
+			case byWorker:
+				file.From, file.Request = "worker", json.RawMessage(ph.Replace(req))
+			case trtmcdouble.BodyFile(body, file.Blob, len(b)) != nil:
+				file.From = "request"
+			default:
+				if utf8.Valid(b) {
+					b, file.Text = []byte(ph.Replace(string(b))), true
+				}
+				file.Blob = writeBlob(t, dir, b)
 			}
-			file.Blob = writeBlob(t, dir, b)
 			out = append(out, file)
 			return nil
 		}))
 		return out
 	}
-	rec.Startup = files("_worker", "", strings.NewReplacer(pairs...))
+	rec.Startup = files("_worker", "", ph, nil)
 	seen := map[string]int{}
 	for {
 		var ex trtmcdouble.RecordedExchange
@@ -155,20 +175,20 @@ func makeRecording(t *testing.T, row, dir string) trtmcdouble.Recording {
 			break
 		}
 		id := ex.Header.Get("X-Request-ID")
-		ph := strings.NewReplacer(pairs...)
+		ph := ph
 		if id != "" {
 			ph = strings.NewReplacer(append(slices.Clone(pairs), id, "{{request_id}}")...)
 		}
 		got := trtmcdouble.Exchange{Digest: ex.Digest, Method: ex.Method, Path: ex.Path, Status: ex.Status,
 			Header: map[string]string{}, Body: ph.Replace(ex.Body), Ms: ex.Ms}
-		for k, v := range trtmcdouble.AppHeaders(ex.Header) {
+		for k, v := range appHeaders(ex.Header) {
 			got.Header[k] = ph.Replace(v)
 		}
 		for _, line := range records[id] {
 			got.Records = append(got.Records, recordTime.ReplaceAllString(ph.Replace(line), `"time": {{time}}`))
 		}
 		if id != "" && filepath.IsLocal(id) {
-			got.Files = files(id, id, ph)
+			got.Files = files(id, id, ph, []byte(ex.Request))
 		}
 		if i, ok := seen[ex.Digest]; ok {
 			was := rec.Exchanges[i]
@@ -188,19 +208,11 @@ func makeRecording(t *testing.T, row, dir string) trtmcdouble.Recording {
 // recordTime is a records line's clock (app.py @ 3878755c § execute: "time": time.time()).
 var recordTime = regexp.MustCompile(`"time": [0-9.e+-]+`)
 
-// writeBlob keeps b in dir/blobs under its sha256, gzip-compressed where that saves a tenth.
+// writeBlob keeps b in dir/blobs under its sha256.
 func writeBlob(t *testing.T, dir string, b []byte) string {
 	sum := sha256.Sum256(b)
 	name := hex.EncodeToString(sum[:])
-	var z bytes.Buffer
-	w := gzip.NewWriter(&z)
-	w.Write(b)
-	require.NoError(t, w.Close())
-	path, data := filepath.Join(dir, "blobs", name), b
-	if z.Len() < len(b)*9/10 {
-		path, data = path+".gz", z.Bytes()
-	}
-	require.NoError(t, os.WriteFile(path, data, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "blobs", name), b, 0o644))
 	return name
 }
 
@@ -209,7 +221,7 @@ func writeBlob(t *testing.T, dir string, b []byte) string {
 func comparable(t *testing.T, dir string, files []trtmcdouble.File) map[string]string {
 	out := map[string]string{}
 	for _, f := range files {
-		out[f.Path] = f.Blob
+		out[f.Path] = f.From + " " + f.Blob
 		if f.Text {
 			b, err := trtmcdouble.Blob(os.DirFS(dir), f.Blob)
 			require.NoError(t, err)
@@ -265,6 +277,21 @@ func steady(h map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range h {
 		out[k] = volatileNumber.ReplaceAllString(v, "<ms>")
+	}
+	return out
+}
+
+// transportHeaders are the response headers of the transport, not of TRTMC's app: the
+// recording keeps none of them (nor uvicorn's name for itself).
+var transportHeaders = []string{"content-length", "date", "server", "connection", "transfer-encoding"}
+
+// appHeaders are h's headers that TRTMC's app set, by lower-case name.
+func appHeaders(h http.Header) map[string]string {
+	out := map[string]string{}
+	for k := range h {
+		if k := strings.ToLower(k); !slices.Contains(transportHeaders, k) {
+			out[k] = h.Get(k)
+		}
 	}
 	return out
 }

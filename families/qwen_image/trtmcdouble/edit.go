@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"image/jpeg"
+	_ "image/jpeg" // decodeImage's formats
 	"image/png"
 	"math"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -99,35 +100,25 @@ func Edit(src []byte, prompt string, s Settings) ([]byte, error) {
 
 // decodeImage decodes PNG or JPEG bytes, and nothing else.
 func decodeImage(b []byte) (image.Image, error) {
-	switch {
-	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
-		img, err := png.Decode(bytes.NewReader(b))
-		if err != nil {
-			return nil, fmt.Errorf("PNG: %w", err)
-		}
-		return img, nil
-	case bytes.HasPrefix(b, []byte{0xff, 0xd8}):
-		img, err := jpeg.Decode(bytes.NewReader(b))
-		if err != nil {
-			return nil, fmt.Errorf("JPEG: %w", err)
-		}
-		return img, nil
-	}
-	return nil, errors.New("the image is neither PNG nor JPEG")
+	img, format, err := image.Decode(bytes.NewReader(b))
+	return img, pngOrJPEG(format, err)
 }
 
 // imageSize reads the pixel size of PNG or JPEG bytes.
 func imageSize(b []byte) (w, h int, err error) {
-	var cfg image.Config
-	switch {
-	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
-		cfg, err = png.DecodeConfig(bytes.NewReader(b))
-	case bytes.HasPrefix(b, []byte{0xff, 0xd8}):
-		cfg, err = jpeg.DecodeConfig(bytes.NewReader(b))
-	default:
-		err = errors.New("the image is neither PNG nor JPEG")
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
+	return cfg.Width, cfg.Height, pngOrJPEG(format, err)
+}
+
+// pngOrJPEG is err naming the format, or an error when it is neither (another package of
+// the binary may register more).
+func pngOrJPEG(format string, err error) error {
+	if format != "png" && format != "jpeg" {
+		return errors.New("the image is neither PNG nor JPEG")
+	} else if err != nil {
+		return fmt.Errorf("%s: %w", strings.ToUpper(format), err)
 	}
-	return cfg.Width, cfg.Height, err
+	return nil
 }
 
 // resize scales img to w x h with bilinear interpolation.

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,6 +27,19 @@ import (
 // EnvUpstream tells the shim that the recorder started it: run TRTMC's server.
 const EnvUpstream = "QUALKIT_PERF_SERVE_UPSTREAM"
 
+// EnvWorkerLog, set by the recorder, names the file where the double's worker appends a
+// WorkerLogLine for each file it writes: what the replay runs it on again (File.From "worker").
+const EnvWorkerLog = "QUALKIT_DOUBLE_WORKER_LOG"
+
+// WorkerLogFile is EnvWorkerLog's file under <scratch>.
+const WorkerLogFile = "_qualkit_worker.jsonl"
+
+// WorkerLogLine is the worker's request and the artifact it wrote for it.
+type WorkerLogLine struct {
+	Artifact string          `json:"artifact"`
+	Request  json.RawMessage `json:"request"`
+}
+
 // ExchangesFile is the recorder's log under <scratch>: a RecordedStart line, then one
 // RecordedExchange line per request.
 const ExchangesFile = "_qualkit_exchanges.jsonl"
@@ -43,6 +55,7 @@ type RecordedExchange struct {
 	Digest    string      `json:"digest"`
 	Method    string      `json:"method"`
 	Path      string      `json:"path"`
+	Request   string      `json:"request"`    // the body
 	RequestID string      `json:"request_id"` // the x-request-id sent, if any
 	Status    int         `json:"status"`
 	Header    http.Header `json:"header"`
@@ -59,17 +72,30 @@ func recorderMain(p *proc) int {
 	}
 	python, args := p.args[1], p.args[2:]
 	_, values := ServeArgs(args[1:])
-	host := "127.0.0.1"
-	if i := slices.Index(args, "--host"); i >= 0 && i+1 < len(args) {
-		host = args[i+1]
-	}
-	env := append(os.Environ(), EnvUpstream+"=1")
+	host := hostOf(args)
+	scratch := p.abs(values["{{scratch}}"])
+	env := append(os.Environ(), EnvUpstream+"=1", EnvWorkerLog+"="+filepath.Join(scratch, WorkerLogFile))
 	helpCmd := exec.Command(python, "-m", "trtmc_perf_serving", "serve", "--help")
 	helpCmd.Env = env
 	help, err := helpCmd.Output()
 	if err != nil {
 		return fail(fmt.Errorf("serve --help: %v", err))
 	}
+	log, err := appendTo(filepath.Join(scratch, ExchangesFile))
+	if err != nil {
+		return fail(err)
+	}
+	defer log.Close()
+	rec := &recorder{log: json.NewEncoder(log)}
+	if err := rec.log.Encode(RecordedStart{Args: args[1:], Help: string(help)}); err != nil {
+		return fail(err)
+	}
+	// Listening before TRTMC's server is up, serving once it is: a request waits for it.
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, values["{{port}}"]))
+	if err != nil {
+		return fail(err)
+	}
+	defer ln.Close()
 	upstream, err := freePort(host)
 	if err != nil {
 		return fail(err)
@@ -102,38 +128,18 @@ func recorderMain(p *proc) int {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	scratch := p.abs(values["{{scratch}}"])
-	if err := os.MkdirAll(scratch, 0o755); err != nil {
-		stop()
-		return fail(err)
-	}
-	log, err := os.Create(filepath.Join(scratch, ExchangesFile))
-	if err != nil {
-		stop()
-		return fail(err)
-	}
-	defer log.Close()
-	rec := &recorder{log: json.NewEncoder(log), target: "http://" + target}
-	if err := rec.log.Encode(RecordedStart{Args: args[1:], Help: string(help)}); err != nil {
-		stop()
-		return fail(err)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, values["{{port}}"]))
-	if err != nil {
-		stop()
-		return fail(err)
-	}
+	rec.target = "http://" + target
 	fmt.Fprintf(p.stderr, "perf-serve recorder (qualkit): TRTMC's perf-serve on %s, recorded to %s\n", target, log.Name())
 	hs := &http.Server{Handler: rec}
 	go hs.Serve(ln)
+	defer hs.Close()
 	select {
 	case <-exited:
-		hs.Close()
 		return max(cmd.ProcessState.ExitCode(), exitFail)
 	case <-p.context().Done():
+		hs.Close()
+		return stop()
 	}
-	hs.Close()
-	return stop()
 }
 
 func freePort(host string) (string, error) {
@@ -185,21 +191,6 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(out)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	rec.log.Encode(RecordedExchange{Digest: RequestDigest(r.Method, r.URL.Path, body), Method: r.Method, Path: r.URL.Path,
+	rec.log.Encode(RecordedExchange{Digest: RequestDigest(r.Method, r.URL.Path, body), Method: r.Method, Path: r.URL.Path, Request: string(body),
 		RequestID: r.Header.Get("X-Request-ID"), Status: resp.StatusCode, Header: resp.Header, Body: string(out), Ms: ms})
-}
-
-// transportHeaders are the response headers of the transport, not of TRTMC's app: the
-// recording keeps none of them (nor uvicorn's name for itself).
-var transportHeaders = []string{"content-length", "date", "server", "connection", "transfer-encoding"}
-
-// AppHeaders are h's headers that TRTMC's app set, by lower-case name.
-func AppHeaders(h http.Header) map[string]string {
-	out := map[string]string{}
-	for k := range h {
-		if k := strings.ToLower(k); !slices.Contains(transportHeaders, k) {
-			out[k] = h.Get(k)
-		}
-	}
-	return out
 }

@@ -2,9 +2,9 @@ package trtmcdouble
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -15,11 +15,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"qualkit/families/qwen_image/latents"
 )
 
 // Without TRTMC's own perf-serve beside the clone, the double's perf-serve row is served
@@ -27,8 +30,8 @@ import (
 // TRTMC's trtmc_perf_serving (the row qwen-double-trtmc-perf-serve, through the recorder,
 // record.go) and kept in testdata/perfserve (RecordingDir): for each request, by its
 // digest, the status, headers and body, the records lines and the files the server wrote
-// under <scratch>/<request id>/. Nothing of TRTMC's server is imitated here: a request
-// the recording has not is answered 500, naming its digest and RecordCommand.
+// under <scratch>/<request id>/ (File). Nothing of TRTMC's server is imitated here: a
+// request the recording has not is answered 500, naming its digest and RecordCommand.
 
 // RecordingDir is where the recording is kept, relative to this package.
 const RecordingDir = "testdata/perfserve"
@@ -66,23 +69,23 @@ type Exchange struct {
 	Files   []File   `json:"files,omitempty"`   // under <scratch>, {{request_id}}/...
 }
 
-// File is a file the server wrote: its path under <scratch> and its blob (the sha256 of
-// its recorded bytes, in blobs/); Text files have their placeholders filled.
+// File is a file the server wrote: its path under <scratch>, its bytes' sha256 (Blob) and
+// size, and where the replay gets them (From): "" blobs/<sha256> (a Text file's
+// placeholders filled); "request" the request's body (BodyFile); "worker" the double's
+// worker run again on Request, the request it was given. Other bytes are refused.
 type File struct {
-	Path string `json:"path"`
-	Blob string `json:"blob"`
-	Text bool   `json:"text,omitempty"`
+	Path    string          `json:"path"`
+	Blob    string          `json:"blob"`
+	Size    int             `json:"size"`
+	From    string          `json:"from,omitempty"`
+	Request json.RawMessage `json:"request,omitempty"`
+	Text    bool            `json:"text,omitempty"`
 }
 
 // Placeholders stand for a run's values in a recording: the serve flags' paths and
 // port, the request id, and a records line's time (seconds since the epoch).
 var Placeholders = map[string]string{"--bundle": "{{bundle}}", "--runtime-root": "{{runtime_root}}", "--worker": "{{worker}}",
 	"--records": "{{records}}", "--scratch": "{{scratch}}", "--port": "{{port}}"}
-
-const (
-	idPlaceholder   = "{{request_id}}"
-	timePlaceholder = "{{time}}"
-)
 
 // RequestDigest names a request by what TRTMC's server reads of it: the method, the path
 // and the body. app.py @ 3878755c reads no header but x-request-id (§ request_id_of,
@@ -118,20 +121,38 @@ func ServeArgs(args []string) (shape []string, values map[string]string) {
 	return shape, values
 }
 
-// Blob reads a recorded blob (blobs/<sha256>, or <sha256>.gz compressed).
+// Blob reads a recorded blob (blobs/<sha256>).
 func Blob(fsys fs.FS, sum string) ([]byte, error) {
-	if b, err := fs.ReadFile(fsys, path.Join("blobs", sum)); err == nil {
-		return b, nil
+	return fs.ReadFile(fsys, path.Join("blobs", sum))
+}
+
+// BodyFile is the file of sum and size that a request body holds: a base64 string of
+// it (an input the client sent: {"$file": {"b64": ...}} or a data URL), or the noise
+// latents.Raw draws for its latent_seed (the Qwen adapter's key, perfserveref.go); nil
+// when it holds neither.
+func BodyFile(body []byte, sum string, size int) []byte {
+	for _, m := range base64String.FindAllSubmatch(body, -1) {
+		if b, err := base64.StdEncoding.DecodeString(string(m[1])); err == nil && sha256Hex(b) == sum {
+			return b
+		}
 	}
-	z, err := fs.ReadFile(fsys, path.Join("blobs", sum+".gz"))
-	if err != nil {
-		return nil, fmt.Errorf("recording: no blob %s: %w", sum, err)
+	if m := latentSeed.FindSubmatch(body); m != nil && size%4 == 0 {
+		seed, _ := strconv.ParseUint(string(m[1]), 10, 64)
+		if b, err := latents.Raw(seed, size/4); err == nil && sha256Hex(b) == sum {
+			return b
+		}
 	}
-	r, err := gzip.NewReader(bytes.NewReader(z))
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(r)
+	return nil
+}
+
+var (
+	base64String = regexp.MustCompile(`"(?:data:[^",]*base64,)?([A-Za-z0-9+/]{16,}=*)"`)
+	latentSeed   = regexp.MustCompile(`"latent_seed":\s*([0-9]+)`)
+)
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 // LoadRecording reads a recording (recording.json and blobs/) from fsys.
@@ -166,12 +187,15 @@ func replayMain(p *proc) int {
 
 // replay serves the recording in blobs (recording.json, blobs/).
 func replay(p *proc, blobs fs.FS) int {
+	fail := func(code int, format string, a ...any) int {
+		return p.fail(code, "trtmc-perf-serve (qualkit contract double, replay): "+format, a...)
+	}
 	rec, err := LoadRecording(blobs)
 	if err != nil {
-		return p.fail(exitFail, "trtmc-perf-serve (qualkit contract double, replay): the recording: %v", err)
+		return fail(exitFail, "the recording: %v", err)
 	}
 	if len(p.args) < 2 || p.args[1] != "serve" {
-		return p.fail(exitUsage, "trtmc-perf-serve (qualkit contract double, replay): only `serve` was recorded")
+		return fail(exitUsage, "only `serve` was recorded")
 	}
 	args := p.args[2:]
 	if slices.Contains(args, "--help") || slices.Contains(args, "-h") {
@@ -180,7 +204,7 @@ func replay(p *proc, blobs fs.FS) int {
 	}
 	shape, values := ServeArgs(args)
 	if !slices.Equal(shape, rec.Command) {
-		return p.fail(exitUsage, "trtmc-perf-serve (qualkit contract double, replay): no recording of this command line\n  given:    %s\n  recorded: %s\nre-record TRTMC's perf-serve with `%s`",
+		return fail(exitUsage, "no recording of this command line\n  given:    %s\n  recorded: %s\nre-record TRTMC's perf-serve with `%s`",
 			strings.Join(shape, " "), strings.Join(rec.Command, " "), RecordCommand)
 	}
 	r := &replayer{p: p, rec: rec, blobs: blobs, byKey: map[string]*Exchange{}, fill: values}
@@ -189,54 +213,88 @@ func replay(p *proc, blobs fs.FS) int {
 	}
 	scratch := p.abs(values["{{scratch}}"])
 	for _, f := range rec.Startup {
-		if err := r.write(scratch, f, ""); err != nil {
-			return p.fail(exitFail, "trtmc-perf-serve (qualkit contract double, replay): %v", err)
+		if err = r.write(scratch, f, "", nil); err != nil {
+			return fail(exitFail, "%v", err)
 		}
 	}
-	records := p.abs(values["{{records}}"])
-	if err := os.MkdirAll(filepath.Dir(records), 0o755); err != nil {
-		return p.fail(exitFail, "trtmc-perf-serve (qualkit contract double, replay): %v", err)
-	}
-	if r.records, err = os.OpenFile(records, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err != nil {
-		return p.fail(exitFail, "trtmc-perf-serve (qualkit contract double, replay): %v", err)
+	if r.records, err = appendTo(p.abs(values["{{records}}"])); err != nil {
+		return fail(exitFail, "%v", err)
 	}
 	defer r.records.Close()
-	host := "127.0.0.1"
-	if i := slices.Index(args, "--host"); i >= 0 && i+1 < len(args) {
-		host = args[i+1]
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, values["{{port}}"]))
+	ln, err := net.Listen("tcp", net.JoinHostPort(hostOf(args), values["{{port}}"]))
 	if err != nil {
-		return p.fail(exitFail, "trtmc-perf-serve (qualkit contract double, replay): %v", err)
+		return fail(exitFail, "%v", err)
 	}
 	fmt.Fprintf(p.stderr, "trtmc-perf-serve (qualkit contract double, replay of TRTMC's perf-serve recorded in %s: %d exchanges) on http://%s\n",
 		RecordingDir, len(rec.Exchanges), ln.Addr())
 	return serveUntilDone(p, ln, r, "trtmc-perf-serve", "trtmc-perf-serve: ")
 }
 
+// appendTo opens path to append to, made with its folder if it is not there.
+func appendTo(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+}
+
+// hostOf is serve's --host, 127.0.0.1 by default (cli.py @ 3878755c).
+func hostOf(args []string) string {
+	if i := slices.Index(args, "--host"); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return "127.0.0.1"
+}
+
 // filled is s with the placeholders of this run and request filled in.
 func (r *replayer) filled(s, id string) string {
-	kv := []string{idPlaceholder, id, timePlaceholder, strconv.FormatFloat(float64(time.Now().UnixNano())/1e9, 'f', -1, 64)}
+	kv := []string{"{{request_id}}", id, "{{time}}", strconv.FormatFloat(float64(time.Now().UnixNano())/1e9, 'f', -1, 64)}
 	for ph, v := range r.fill {
 		kv = append(kv, ph, v)
 	}
 	return strings.NewReplacer(kv...).Replace(s)
 }
 
-// write writes a recorded file under scratch, for request id.
-func (r *replayer) write(scratch string, f File, id string) error {
-	b, err := Blob(r.blobs, f.Blob)
-	if err != nil {
-		return err
-	}
-	if f.Text {
-		b = []byte(r.filled(string(b), id))
-	}
+// write writes a recorded file under scratch, for request id and its body: its bytes
+// from where the recording says (File), refused unless they are the sha256 recorded.
+func (r *replayer) write(scratch string, f File, id string, body []byte) error {
 	dst := filepath.Join(scratch, filepath.FromSlash(r.filled(f.Path, id)))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
+	b, err := Blob(r.blobs, f.Blob)
+	switch f.From {
+	case "request":
+		b, err = BodyFile(body, f.Blob, f.Size), nil
+	case "worker":
+		b, err = r.work(dst, r.filled(string(f.Request), id))
+	}
+	if err != nil {
+		return fmt.Errorf("recording: %s: %w", f.Path, err)
+	}
+	if sum := sha256Hex(b); sum != f.Blob {
+		return fmt.Errorf("qualkit contract double: the replay made %s with sha256 %s, TRTMC's perf-serve wrote sha256 %s (the double's worker or the request changed): re-record with `%s`",
+			f.Path, sum, f.Blob, RecordCommand)
+	}
+	if f.Text {
+		b = []byte(r.filled(string(b), id))
+	}
 	return os.WriteFile(dst, b, 0o644)
+}
+
+// work runs the double's worker on request (its paths this run's), as TRTMC's server ran
+// it for the recording, writing dst, and returns dst's bytes.
+func (r *replayer) work(dst, request string) ([]byte, error) {
+	h, err := ReadBundle(r.p.abs(r.fill["{{bundle}}"]))
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{p: r.p, header: h, ignoreSteps: r.p.getenv(EnvIgnoreSteps) == "1"}
+	base := strings.TrimSuffix(dst, ".image.1.0.png")
+	if _, err := w.run(workerLine{Request: json.RawMessage(request), ArtifactBase: &base}); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(dst)
 }
 
 func (r *replayer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -268,8 +326,9 @@ func (r *replayer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	scratch := r.p.abs(r.fill["{{scratch}}"])
-	for _, f := range ex.Files {
-		if err := r.write(scratch, f, id); err != nil {
+	for _, f := range ex.Files { // the worker's inputs first: they sort before output*
+		if err := r.write(scratch, f, id, body); err != nil {
+			fmt.Fprintln(r.p.stderr, err)
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}

@@ -3,7 +3,9 @@ package trtmcdouble
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/families/qwen_image/latents"
 )
 
 // The digest is what TRTMC's server reads: whitespace between JSON tokens is nothing to
@@ -44,31 +48,32 @@ func TestServeArgs(t *testing.T) {
 const testBody = `{"request": {"prompt": "p"}}`
 
 func testRecording(t *testing.T) fstest.MapFS {
+	session, png := `{"bundle": "{{bundle}}"}`, "\x89PNG {{bundle}}"
 	rec := Recording{
 		Command: []string{"--bundle", "{{bundle}}", "--port", "{{port}}", "--records", "{{records}}", "--scratch", "{{scratch}}", "--keep-artifacts"},
 		Help:    "usage: trtmc-perf-serve serve [-h] --bundle BUNDLE\n",
-		Startup: []File{{Path: "_worker/worker-session.json", Blob: "session", Text: true}},
+		Startup: []File{{Path: "_worker/worker-session.json", Blob: sha256Hex([]byte(session)), Text: true}},
 		Exchanges: []Exchange{{Digest: RequestDigest("POST", "/v1/tasks/generate_image", []byte(testBody)), Method: "POST", Path: "/v1/tasks/generate_image",
 			Status: 200, Header: map[string]string{"x-request-id": "{{request_id}}", "content-type": "application/json"},
 			Body: `{"id":"{{request_id}}","bundle":"{{bundle}}"}`, Ms: 50,
 			Records: []string{`{"request_id": "{{request_id}}", "time": {{time}}}`},
-			Files:   []File{{Path: "{{request_id}}/output.image.1.0.png", Blob: "png"}}}},
+			Files:   []File{{Path: "{{request_id}}/output.image.1.0.png", Blob: sha256Hex([]byte(png))}}}},
 	}
 	b, err := json.Marshal(rec)
 	require.NoError(t, err)
-	return fstest.MapFS{"recording.json": {Data: b}, "blobs/session": {Data: []byte(`{"bundle": "{{bundle}}"}`)},
-		"blobs/png": {Data: []byte("\x89PNG {{bundle}}")}}
+	return fstest.MapFS{"recording.json": {Data: b}, "blobs/" + sha256Hex([]byte(session)): {Data: []byte(session)},
+		"blobs/" + sha256Hex([]byte(png)): {Data: []byte(png)}}
 }
 
-// replaying starts the replay of fsys on a free port with args and returns its URL and
-// a function that stops it and returns its exit status and stderr.
-func replaying(t *testing.T, fsys fstest.MapFS, dir string) (string, func() (int, string)) {
+// replaying starts the replay of fsys, of bundle in env, on a free port and returns its
+// URL and a function that stops it and returns its exit status and stderr.
+func replaying(t *testing.T, fsys fstest.MapFS, dir, bundle string, env map[string]string) (string, func() (int, string)) {
 	port, err := freePort("127.0.0.1")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	var stderr bytes.Buffer
-	p := &proc{ctx: ctx, args: []string{"trtmc-perf-serve", "serve", "--bundle", "/b/x.bundle", "--port", port, "--records", filepath.Join(dir, "records.jsonl"),
-		"--scratch", filepath.Join(dir, "scratch"), "--keep-artifacts"}, stdout: io.Discard, stderr: &stderr, wd: dir}
+	p := &proc{ctx: ctx, args: []string{"trtmc-perf-serve", "serve", "--bundle", bundle, "--port", port, "--records", filepath.Join(dir, "records.jsonl"),
+		"--scratch", filepath.Join(dir, "scratch"), "--keep-artifacts"}, env: env, stdout: io.Discard, stderr: &stderr, wd: dir}
 	done := make(chan int)
 	go func() { done <- replay(p, fsys) }()
 	url := "http://127.0.0.1:" + port
@@ -101,7 +106,7 @@ func post(t *testing.T, url, id, body string) (*http.Response, string) {
 // TRTMC's server took. Another request is a 500 naming its digest and how to re-record.
 func TestReplayServesTheRecording(t *testing.T) {
 	dir := t.TempDir()
-	url, stop := replaying(t, testRecording(t), dir)
+	url, stop := replaying(t, testRecording(t), dir, "/b/x.bundle", nil)
 	start := time.Now()
 	resp, body := post(t, url, "req-1", "{\"request\":{\"prompt\":\"p\"}}\n")
 	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond, "as long as TRTMC's server took")
@@ -136,6 +141,64 @@ func TestReplayServesTheRecording(t *testing.T) {
 	code, stderr := stop()
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, stderr, digest, "the server's log names it too")
+}
+
+// The replay makes again the files it can, rather than keeping their bytes: the request's
+// inputs (an image sent in base64, the noise of its latent_seed) from its body, the
+// worker's output by running the double's worker on the request recorded. A file made
+// other than recorded (here the worker runs the bundle's steps, not the request's) is a
+// 500 naming its sha256 and how to re-record.
+func TestReplayMakesFilesAgainAndRefusesOthers(t *testing.T) {
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "x.bundle")
+	writeTestBundle(t, bundle, adapterSpec(t))
+	writeFile(t, filepath.Join(dir, "runtime", libModelQwen), "lib")
+	img := fixtureImage(t, "rings-640x382.png")
+	noise, err := latents.Raw(7, 16, 6, 8)
+	require.NoError(t, err)
+	body := fmt.Sprintf(`{"request": {"prompt": "p", "image": {"$file": {"suffix": ".png", "b64": %q}}, "latent_seed": 7}}`, base64.StdEncoding.EncodeToString(img))
+	request := `{"prompt": "p", "image_path": "{{scratch}}/{{request_id}}/inputs/input-0000.png", "initial_latents_path": "{{scratch}}/{{request_id}}/inputs/initial_latents.f32", "num_steps": 2, "height": 48, "width": 64}`
+	// What the worker writes for the request, run here as TRTMC's server ran it.
+	work := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(work, "in.png"), img, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(work, "noise.f32"), noise, 0o644))
+	h, err := ReadBundle(bundle)
+	require.NoError(t, err)
+	base := filepath.Join(work, "output")
+	_, err = (&worker{p: &proc{}, header: h}).run(workerLine{ArtifactBase: &base,
+		Request: json.RawMessage(strings.NewReplacer("{{scratch}}/{{request_id}}/inputs/input-0000.png", filepath.Join(work, "in.png"),
+			"{{scratch}}/{{request_id}}/inputs/initial_latents.f32", filepath.Join(work, "noise.f32")).Replace(request))})
+	require.NoError(t, err)
+	out, err := os.ReadFile(base + ".image.1.0.png")
+	require.NoError(t, err)
+	rec := Recording{Command: []string{"--bundle", "{{bundle}}", "--port", "{{port}}", "--records", "{{records}}", "--scratch", "{{scratch}}", "--keep-artifacts"},
+		Exchanges: []Exchange{{Digest: RequestDigest("POST", "/v1/tasks/generate_image", []byte(body)), Method: "POST", Path: "/v1/tasks/generate_image",
+			Status: 200, Header: map[string]string{"x-request-id": "{{request_id}}"}, Body: `{}`, Files: []File{
+				{Path: "{{request_id}}/inputs/initial_latents.f32", Blob: sha256Hex(noise), Size: len(noise), From: "request"},
+				{Path: "{{request_id}}/inputs/input-0000.png", Blob: sha256Hex(img), Size: len(img), From: "request"},
+				{Path: "{{request_id}}/output.image.1.0.png", Blob: sha256Hex(out), Size: len(out), From: "worker", Request: json.RawMessage(request)}}}}}
+	b, err := json.Marshal(rec)
+	require.NoError(t, err)
+	fsys := fstest.MapFS{"recording.json": {Data: b}}
+
+	url, stop := replaying(t, fsys, dir, bundle, nil)
+	resp, _ := post(t, url, "req-1", body)
+	assert.Equal(t, 200, resp.StatusCode)
+	for name, want := range map[string][]byte{"inputs/input-0000.png": img, "inputs/initial_latents.f32": noise, "output.image.1.0.png": out} {
+		got, err := os.ReadFile(filepath.Join(dir, "scratch", "req-1", name))
+		require.NoError(t, err)
+		assert.Equal(t, sha256Hex(want), sha256Hex(got), name)
+	}
+	code, _ := stop()
+	assert.Equal(t, exitOK, code)
+
+	url, stop = replaying(t, fsys, dir, bundle, map[string]string{EnvIgnoreSteps: "1"})
+	resp, msg := post(t, url, "req-2", body)
+	assert.Equal(t, 500, resp.StatusCode)
+	assert.Contains(t, msg, "output.image.1.0.png")
+	assert.Contains(t, msg, sha256Hex(out))
+	assert.Contains(t, msg, RecordCommand)
+	stop()
 }
 
 // The replay serves the recorded command line only (paths and port aside), and prints
@@ -177,8 +240,7 @@ func TestRecorderPassesThroughAndLogs(t *testing.T) {
 	assert.Equal(t, "req-1", ex.RequestID)
 	assert.Equal(t, 201, ex.Status)
 	assert.Equal(t, "echo "+testBody, ex.Body)
-	assert.Equal(t, map[string]string{"x-request-id": "req-1", "server-timing": "model;dur=1.000", "content-type": "text/plain; charset=utf-8"}, AppHeaders(ex.Header),
-		"TRTMC's headers, none of the transport's")
+	assert.Equal(t, "model;dur=1.000", ex.Header.Get("Server-Timing"), "TRTMC's headers")
 }
 
 // The committed recording is whole: every exchange and file it names is there.
@@ -193,8 +255,10 @@ func TestCommittedRecordingIsWhole(t *testing.T) {
 		assert.False(t, seen[ex.Digest], "one exchange per digest")
 		seen[ex.Digest] = true
 		for _, f := range append(ex.Files, rec.Startup...) {
-			_, err := Blob(fsys, f.Blob)
-			assert.NoError(t, err, f.Path)
+			if f.From == "" {
+				_, err := Blob(fsys, f.Blob)
+				assert.NoError(t, err, f.Path)
+			}
 		}
 	}
 }

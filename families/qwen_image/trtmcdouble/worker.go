@@ -5,27 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 )
 
-// EnvLeak set to "1" makes the worker carry state between requests (each output is mixed
-// with the previous one): a deliberately faulty worker for negative controls.
-const EnvLeak = "QUALKIT_DOUBLE_LEAK"
-
 // EnvIgnoreSteps set to "1" makes the worker run the bundle's step count whatever a
 // request asks: a deliberately faulty worker for the controls stage's negative control.
 const EnvIgnoreSteps = "QUALKIT_DOUBLE_IGNORE_STEPS"
-
-// EnvHold names a folder where the worker holds a request whose id (its artifact folder's
-// name, <scratch>/<id>/output) has a file <id>.hold: it writes <id>.held, then waits for
-// <id>.release and answers, or, when that file says "garble", writes a line that is no
-// JSON. The conformance test fills perf-serve's lane and fails its worker this way at a
-// moment it knows, not one it guesses; without the variable nothing is held.
-const EnvHold = "QUALKIT_DOUBLE_WORKER_HOLD"
 
 const workerHelp = "trtmc_benchmark_worker --request REQUEST.json --output RESULT.json\ntrtmc_benchmark_worker --serve SESSION.json   (JSONL on stdin/stdout)"
 
@@ -106,16 +94,12 @@ type workerReady struct {
 	Double               bool   `json:"qualkit_contract_double"`
 }
 
-// worker is a serving worker: the session, and (only with QUALKIT_DOUBLE_LEAK=1) the
-// previous output.
+// worker is a serving worker: its session; nothing of a request survives it.
 type worker struct {
-	p       *proc
-	session workerSession
-	header  BundleHeader
-	leak    bool
-	prev    *image.NRGBA
-	// ignoreSteps: EnvIgnoreSteps.
-	ignoreSteps bool
+	p           *proc
+	session     workerSession
+	header      BundleHeader
+	ignoreSteps bool // EnvIgnoreSteps
 }
 
 // workerMain plays `trtmc_benchmark_worker --serve SESSION.json`.
@@ -164,7 +148,7 @@ func newWorker(p *proc, path string) (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	w := &worker{p: p, leak: p.getenv(EnvLeak) == "1", ignoreSteps: p.getenv(EnvIgnoreSteps) == "1"}
+	w := &worker{p: p, ignoreSteps: p.getenv(EnvIgnoreSteps) == "1"}
 	if err := json.Unmarshal(b, &w.session); err != nil {
 		return nil, fmt.Errorf("session %s: %w", path, err)
 	}
@@ -218,42 +202,12 @@ func (w *worker) serve() int {
 			w.p.emit(workerReply{ID: line.ID, OK: true, Event: "shutdown"})
 			return exitOK
 		}
-		if w.hold(line) == "garble" {
-			fmt.Fprintln(w.p.stdout, "qualkit contract double: a garbled reply, as asked ("+EnvHold+")")
-			continue
-		}
 		w.p.emit(w.handle(line))
 	}
 	if err := sc.Err(); err != nil {
 		return w.p.fail(exitFail, "trtmc_benchmark_worker: stdin: %v", err)
 	}
 	return exitOK
-}
-
-// hold waits, for a request EnvHold holds, until the test releases it, and returns what
-// the release says; "" for a request not held.
-func (w *worker) hold(line workerLine) string {
-	dir := w.p.getenv(EnvHold)
-	if dir == "" || line.ArtifactBase == nil {
-		return ""
-	}
-	base := filepath.Join(dir, filepath.Base(filepath.Dir(*line.ArtifactBase)))
-	if !isFile(base + ".hold") {
-		return ""
-	}
-	if err := os.WriteFile(base+".held", nil, 0o644); err != nil {
-		return ""
-	}
-	for {
-		if b, err := os.ReadFile(base + ".release"); err == nil {
-			return strings.TrimSpace(string(b))
-		}
-		select {
-		case <-w.p.context().Done():
-			return ""
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }
 
 func (w *worker) handle(line workerLine) workerReply {
@@ -307,6 +261,16 @@ func (w *worker) run(line workerLine) (map[string]any, error) {
 	if err := os.WriteFile(out, png, 0o644); err != nil {
 		return nil, fmt.Errorf("artifact: %w", err)
 	}
+	if log := w.p.getenv(EnvWorkerLog); log != "" {
+		f, err := appendTo(log)
+		if err == nil {
+			err = json.NewEncoder(f).Encode(WorkerLogLine{Artifact: out, Request: line.Request})
+			f.Close()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvWorkerLog, err)
+		}
+	}
 	return map[string]any{
 		"generated_images": 1, "batch_size": 1, "generated_frames": 1, "media_count": 1,
 		"output_elements": st.Width * st.Height * 3, "height": st.Height, "width": st.Width,
@@ -315,8 +279,7 @@ func (w *worker) run(line workerLine) (map[string]any, error) {
 	}, nil
 }
 
-// edit is Edit, except that with QUALKIT_DOUBLE_LEAK=1 the previous output bleeds into
-// this one; wall is the edit's own time, runtime_e2e_wall_ms (editCPU): as § measure
+// edit is Edit, and wall the edit's own time, runtime_e2e_wall_ms (editCPU): as § measure
 // times the Task call alone, not the image read before it nor the PNG written after.
 func (w *worker) edit(src []byte, prompt string, st Settings) (png []byte, wall time.Duration, err error) {
 	img, err := decodeImage(src)
@@ -326,14 +289,6 @@ func (w *worker) edit(src []byte, prompt string, st Settings) (png []byte, wall 
 	out, wall, err := editCPU(img, prompt, st)
 	if err != nil {
 		return nil, 0, err
-	}
-	if w.leak {
-		if w.prev != nil {
-			for i := range out.Pix {
-				out.Pix[i] = uint8((int(out.Pix[i]) + int(w.prev.Pix[i%len(w.prev.Pix)])) / 2)
-			}
-		}
-		w.prev = out
 	}
 	png, err = encodePNG(out)
 	return png, wall, err

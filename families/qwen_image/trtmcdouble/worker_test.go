@@ -171,18 +171,6 @@ func TestWorkerIsStateless(t *testing.T) {
 	assert.Equal(t, e.artifact(t, "alone"), e.artifact(t, "second"), "a request after another is a request alone")
 }
 
-func TestWorkerLeakModeBreaksStatelessness(t *testing.T) {
-	e := newWorkerEnv(t)
-	res, _ := e.serve(t, e.r.with(EnvLeak, "1"),
-		e.requestLine("1", e.imageA, "Make it autumn.", "first"),
-		e.requestLine("2", e.imageB, "Make it night.", "second"),
-		e.requestLine("3", e.imageA, "Make it autumn.", "third"))
-	require.Equal(t, 0, res.code, res.stderr)
-	first, third := e.artifact(t, "first"), e.artifact(t, "third")
-	assert.NotEqual(t, first, third, "the faulty worker carries the previous request into the next")
-	assert.Greater(t, changedFraction(t, decodeTestPNG(t, first), decodeTestPNG(t, third)), 0.10)
-}
-
 // latentsLine is requestLine's request with another seed and initial_latents_path.
 func (e workerEnv) latentsLine(id string, seed int, latents, base string) string {
 	return fmt.Sprintf(`{"id":%q,"request":{"prompt":"Make it autumn.","image_path":%q,"seed":%d,"num_steps":20,"guidance_scale":1.0,"height":48,"width":64,"initial_latents_path":%q},"artifact_base":%q}`,
@@ -393,46 +381,6 @@ func TestWorkerCommandLine(t *testing.T) {
 			assert.Empty(t, res.stdout)
 		})
 	}
-}
-
-// EnvHold: a request whose id has <id>.hold is held (<id>.held written) until
-// <id>.release, then answered, or, released with "garble", answered with a line that
-// is no JSON; a request without a hold file, or a worker without the variable, holds
-// nothing.
-func TestWorkerHold(t *testing.T) {
-	e := newWorkerEnv(t)
-	hold := t.TempDir()
-	for _, f := range []string{"r1.hold", "r1.release", "g.hold"} {
-		writeFile(t, filepath.Join(hold, f), "")
-	}
-	writeFile(t, filepath.Join(hold, "g.release"), "garble\n")
-	line := func(id string) string {
-		return e.requestLine(id, e.imageA, "Make it autumn.", filepath.Join(id, "output"))
-	}
-	for _, id := range []string{"r1", "g", "free"} {
-		require.NoError(t, os.MkdirAll(filepath.Join(e.dir, "out", id), 0o755))
-	}
-	c := *e.r.with(EnvHold, hold)
-	c.stdin = strings.NewReader(strings.Join([]string{line("r1"), line("g"), line("free")}, "\n") + "\n")
-	res := c.run("trtmc_benchmark_worker", "--serve", e.session)
-	require.Equal(t, 0, res.code, res.stderr)
-	out := strings.Split(strings.TrimSpace(res.stdout), "\n")
-	require.Len(t, out, 4, res.stdout)
-	assert.Contains(t, out[1], `"id":"r1","ok":true`)
-	assert.Equal(t, "qualkit contract double: a garbled reply, as asked ("+EnvHold+")", out[2])
-	assert.Contains(t, out[3], `"id":"free","ok":true`)
-	assert.FileExists(t, filepath.Join(hold, "r1.held"))
-	assert.FileExists(t, filepath.Join(hold, "g.held"))
-	assert.NoFileExists(t, filepath.Join(hold, "free.held"))
-
-	// Without the variable the hold files mean nothing (the release removed: a held
-	// request would wait for ever).
-	require.NoError(t, os.Remove(filepath.Join(hold, "r1.release")))
-	require.NoError(t, os.Remove(filepath.Join(hold, "r1.held")))
-	res, got := e.serve(t, e.r, line("r1"))
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, true, got[1]["ok"])
-	assert.NoFileExists(t, filepath.Join(hold, "r1.held"))
 }
 
 // The controls stage's judge, on the steps probes it plans for TRTMC, holds the worker's
