@@ -101,8 +101,8 @@ func (a TRTMC) qualityPair(env family.Env, c family.Row, l Layout) (*family.Qual
 // replaysLatents says whether the row's requests carry latent_seed: perf-serve replays
 // it (latents.py @ d3e1a549), and the families case draws its own latents the same way.
 func (a TRTMC) replaysLatents(l Layout) bool {
-	s, err := a.serving()
-	return err == nil && s.Contract == ServingPerfServe && l.Name == LayoutFamilies
+	return a.perfServe() && l.Name == LayoutFamilies
+
 }
 
 // Where the families case keeps the noise it drew (test_e2e.py @ 9777fef7 § _native:

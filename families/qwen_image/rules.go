@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strings"
+	"slices"
 
 	"qualkit/internal/judge"
 	"qualkit/internal/schema"
@@ -47,7 +47,8 @@ var Rules = []judge.Rules{{
 		if l, ok := layoutNamed(layout); ok {
 			return l.PairMetric
 		}
-		return "the metric of a TRTMC layout (" + strings.Join(layoutNames(), ", ") + ")"
+		return "the metric of a TRTMC layout (" + LayoutE9132e79 + ", " + LayoutFamilies + ")"
+
 	},
 	TaskTime:       trtmcTaskTime,
 	NativeBatchLog: trtmcBatchLine,
@@ -145,11 +146,10 @@ func judgeParity(result, gates []byte) ([]string, error) {
 	return out, nil
 }
 
-// trtmcTaskTime: perf-serve's records (timing.model_call_ms by request_id) on its task
-// route; on the edit route what Config's defaults name (the body's
-// trtmc_timing.model_call_ms, or the records' timing.model_call_ms: timingFromEnv).
+// trtmcTaskTime: perf-serve's records on its task route; on the edit route what
+// Config's defaults name (timingFromEnv).
 func trtmcTaskTime(row judge.Row) judge.TaskTime {
-	records := schema.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
+	records := perfServeTiming
 	if row.Protocol == wire.TRTMCTask {
 		return judge.TaskTime{Sources: []schema.TimingSource{records}, Records: records.Records, RecordID: records.RecordID}
 	}
@@ -158,18 +158,9 @@ func trtmcTaskTime(row judge.Row) judge.TaskTime {
 }
 
 func layoutNamed(name string) (Layout, bool) {
-	for _, l := range layouts {
-		if l.Name == name {
-			return l, true
-		}
+	i := slices.IndexFunc(layouts, func(l Layout) bool { return l.Name == name })
+	if i < 0 {
+		return Layout{}, false
 	}
-	return Layout{}, false
-}
-
-func layoutNames() []string {
-	var out []string
-	for _, l := range layouts {
-		out = append(out, l.Name)
-	}
-	return out
+	return layouts[i], true
 }
