@@ -52,14 +52,14 @@ var perfServeTiming = schema.TimingSource{Records: DefaultTimingRecords, RecordI
 // Describe: perf-serve's task route with latent_seed, processes, not an image.
 func (a PerfServeReference) Describe(_ family.Env, row family.Row) (family.Spec, error) {
 	return family.Spec{
-		Backend:     BackendPerfServeReference,
-		Timing:      perfServeTiming,
-		Wire:        wire.Task{LatentSeed: true},
-		Identity:    family.IdentityCheck{Path: "/v1/serving/info", Check: a.checkIdentity},
-		Build:       a.build,
-		NativeBatch: a.nativeBatch,
-		Controls:    PerfServeReferenceControls(),
-		BatchWaits:  true, // perfserve_native.py --wait-items loads, then waits
+		Backend:             BackendPerfServeReference,
+		Timing:              perfServeTiming,
+		Wire:                wire.Task{LatentSeed: true},
+		Identity:            family.IdentityCheck{Path: "/v1/serving/info", Check: a.checkIdentity},
+		Build:               a.build,
+		NativeBatch:         a.nativeBatch,
+		Controls:            PerfServeReferenceControls(),
+		BatchWaits:          true, // perfserve_native.py --wait-items loads, then waits
 		ModelsWhenReady:     "cli.py @ 3878755c § serve: the backend loads before uvicorn.run binds the port",
 		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
 		Found:               a.found(),

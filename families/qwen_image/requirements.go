@@ -172,7 +172,9 @@ func (rs *reqs) image(cfg Config) {
 }
 
 // SnapshotDir is where huggingface_hub keeps the checkpoint's files at the revision.
-func SnapshotDir(hfHome string) string { return filepath.Join(repoCacheDir(hfHome), "snapshots", Revision) }
+func SnapshotDir(hfHome string) string {
+	return filepath.Join(repoCacheDir(hfHome), "snapshots", Revision)
+}
 
 func repoCacheDir(hfHome string) string {
 	return filepath.Join(hfHome, "hub", "models--"+strings.ReplaceAll(HFID, "/", "--"))
@@ -292,7 +294,6 @@ func rel(base, path string) string {
 	}
 	return path
 }
-
 
 func clipList(items []string, n int) string {
 	if len(items) <= n {

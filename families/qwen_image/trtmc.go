@@ -273,15 +273,6 @@ func serveFlags(args []string) []string {
 	return flags
 }
 
-// serverFiles are what the native build must have made for the contract, relative to
-// the build folder: the native server and its control plane's copy, or the worker.
-func (a TRTMC) serverFiles(s Serving) []string {
-	if s.Contract == ServingEditRoute {
-		return []string{"trtmc-server", "server/python/trtmc_server/cli.py"}
-	}
-	return []string{"trtmc_benchmark_worker"}
-}
-
 // Native runs the Task once with the request's settings as CLI flags: `trtmc run` at
 // e9132e79 (src/cli/args.cpp), `trtmc generate-image` in the newer layout
 // (apps/cli/cli.cpp). A field with no flag fails, naming it.
