@@ -335,16 +335,6 @@ func (a TRTMC) identityPath() string {
 // double is refused unless the row is the double's. Neither states the checkpoint: it is
 // the manifest's hf_id, which the bundle is built from.
 func (a TRTMC) checkIdentity(body []byte, spec family.ServeSpec) (string, error) {
-	double := func(body []byte) error {
-		is, why := saysDouble(body)
-		switch {
-		case is && !a.Config.ContractDouble:
-			return fmt.Errorf("the server is qualkit's TRTMC contract double, not TRTMC (%s): it can never qualify the checkpoint", why)
-		case !is && a.Config.ContractDouble:
-			return fmt.Errorf("the row is the contract double's, but the server does not say it is the double")
-		}
-		return nil
-	}
 	if a.identityPath() == "/v1/models" {
 		var doc struct {
 			Data []struct {
@@ -355,45 +345,43 @@ func (a TRTMC) checkIdentity(body []byte, spec family.ServeSpec) (string, error)
 		if err := json.Unmarshal(body, &doc); err != nil {
 			return "", fmt.Errorf("not JSON: %w", err)
 		}
+		found := false
 		for _, d := range doc.Data {
-			if d.ID == spec.Model && d.OwnedBy == "tensorrt-model-connect" {
-				if err := double(body); err != nil {
-					return "", err
-				}
-				return a.manifestCheckpoint()
-			}
+			found = found || d.ID == spec.Model && d.OwnedBy == "tensorrt-model-connect"
 		}
-		return "", fmt.Errorf("no model %q owned by tensorrt-model-connect in %s", spec.Model, clip(body))
+		if !found {
+			return "", fmt.Errorf("no model %q owned by tensorrt-model-connect in %s", spec.Model, clip(body))
+		}
+	} else {
+		var info struct {
+			Backend     string `json:"backend"`
+			Bundle      string `json:"bundle"`
+			Operation   string `json:"operation"`
+			TimingScope string `json:"timing_scope"`
+			Profile     string `json:"profile"`
+		}
+		if err := json.Unmarshal(body, &info); err != nil {
+			return "", fmt.Errorf("not JSON: %w", err)
+		}
+		switch {
+		case info.Backend != "trtmc":
+			return "", fmt.Errorf("the server says backend %q, not trtmc: another server answers on the port", info.Backend)
+		case !sameBundle(info.Bundle, spec.Bundle):
+			return "", fmt.Errorf("the server serves bundle %q, the row built %s", info.Bundle, spec.Bundle)
+		case info.Operation != wire.TaskOperation:
+			return "", fmt.Errorf("the server serves operation %q, not %s: another profile", info.Operation, wire.TaskOperation)
+		case info.TimingScope != "public_task_call_wall":
+			return "", fmt.Errorf("the server's timing scope is %q, not public_task_call_wall: its model_call_ms is not the Task call", info.TimingScope)
+		case info.Profile != Profile:
+			return "", fmt.Errorf("the server serves profile %q, the row builds %s", info.Profile, Profile)
+		}
 	}
-	var info struct {
-		Backend     string `json:"backend"`
-		Bundle      string `json:"bundle"`
-		Operation   string `json:"operation"`
-		TimingScope string `json:"timing_scope"`
-		Profile     string `json:"profile"`
+	switch is, why := saysDouble(body); {
+	case is && !a.Config.ContractDouble:
+		return "", fmt.Errorf("the server is qualkit's TRTMC contract double, not TRTMC (%s): it can never qualify the checkpoint", why)
+	case !is && a.Config.ContractDouble:
+		return "", fmt.Errorf("the row is the contract double's, but the server does not say it is the double")
 	}
-	if err := json.Unmarshal(body, &info); err != nil {
-		return "", fmt.Errorf("not JSON: %w", err)
-	}
-	switch {
-	case info.Backend != "trtmc":
-		return "", fmt.Errorf("the server says backend %q, not trtmc: another server answers on the port", info.Backend)
-	case !sameBundle(info.Bundle, spec.Bundle):
-		return "", fmt.Errorf("the server serves bundle %q, the row built %s", info.Bundle, spec.Bundle)
-	case info.Operation != wire.TaskOperation:
-		return "", fmt.Errorf("the server serves operation %q, not %s: another profile", info.Operation, wire.TaskOperation)
-	case info.TimingScope != "public_task_call_wall":
-		return "", fmt.Errorf("the server's timing scope is %q, not public_task_call_wall: its model_call_ms is not the Task call", info.TimingScope)
-	case info.Profile != Profile:
-		return "", fmt.Errorf("the server serves profile %q, the row builds %s", info.Profile, Profile)
-	}
-	if err := double(body); err != nil {
-		return "", err
-	}
-	return a.manifestCheckpoint()
-}
-
-func (a TRTMC) manifestCheckpoint() (string, error) {
 	l, err := a.layout()
 	if err != nil {
 		return "", err
@@ -454,12 +442,10 @@ func (a TRTMC) image(env family.Env) (family.ContainerImage, error) {
 		ci.Mounts = append(ci.Mounts, family.Mount{Host: a.Config.HFHome, Container: a.Config.HFHome, ReadOnly: true})
 	}
 	if err := os.MkdirAll(a.tmpDir(env), 0o755); err != nil { // TMPDIR on the bundles' disk
-
 		return family.ContainerImage{}, fmt.Errorf("the builder's temporary folder: %w", err)
 	}
 	ci.Mounts = append(ci.Mounts, family.Mount{Host: a.tmpDir(env), Container: a.tmpDir(env)})
-	if n, err := a.native(env); err == nil && fileExists(n.dir) {
-		// Tools makes the folder; the probes before it need no runtime.
+	if n, err := a.native(env); err == nil && isDir(n.dir) { // Tools makes it
 		ci.Mounts = append(ci.Mounts, family.Mount{Host: n.dir, Container: buildDir})
 	}
 	if a.Config.Image == "" {
@@ -475,7 +461,7 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
