@@ -20,12 +20,11 @@ import (
 	"qualkit/internal/serving"
 )
 
-// The diffusers reference backend: QwenImageEditPlusPipeline served by
-// families/qwen_image/reference/ (server.py, native.py, test_parity.py), all three
-// through one code path in pipeline.py. This file only builds their argv.
+// The diffusers reference backend: QwenImageEditPlusPipeline through reference/
+// pipeline.py, served by server.py, replayed by native.py, checked by test_parity.py.
 
-// EnvDiffusersPython names the interpreter that has torch, transformers, diffusers and
-// pytest (QUALKIT_QWEN_PYTHON, default "python3" from PATH).
+// EnvDiffusersPython names the interpreter with torch, transformers, diffusers and pytest.
+
 const EnvDiffusersPython = "QUALKIT_QWEN_PYTHON"
 
 // DiffusersVersion is the diffusers release reference/pipeline.py is written against
@@ -189,18 +188,10 @@ const (
 
 // Correctness is the parity case: the GPU pipeline against the CPU's in float32.
 func (d Diffusers) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
-	cc := family.CorrectnessCase{
-		Command: family.Command{
-			Args: []string{d.python(), "-m", "pytest", parityTest,
-				"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
-				"--bundle", spec.Bundle, "--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit},
-			Dir: env.Root,
-		},
-		JUnit:     spec.JUnit,
-		Cases:     []string{ParityCaseID},
-		Result:    filepath.Join(spec.Artifacts, "result.json"),
-		TestFiles: []string{filepath.Join(env.Root, parityTest)},
-	}
+	cc := family.CorrectnessCase{JUnit: spec.JUnit, Cases: []string{ParityCaseID},
+		Command: family.Command{Args: []string{d.python(), "-m", "pytest", parityTest, "-v", "-rs", "-p", "no:cacheprovider",
+			"--rootdir", env.Root, "--bundle", spec.Bundle, "--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit}, Dir: env.Root},
+		Result: filepath.Join(spec.Artifacts, "result.json"), TestFiles: []string{filepath.Join(env.Root, parityTest)}}
 	if d.Parity != "" {
 		cc.Command.Args = append(cc.Command.Args, "--parity="+script(env, d.Parity))
 	}
@@ -227,10 +218,15 @@ func (d Diffusers) Native(env family.Env, spec family.NativeSpec) (family.Comman
 // nativeBatch runs every replay after one pipeline load (native.py --batch).
 func (d Diffusers) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "native.py"), spec.Bundle, "--batch", spec.Items, "--report", spec.Report, "--device", d.device()}
+	return family.Command{Args: append(args, waitItems(spec)...), Dir: env.Root}, nil
+}
+
+// waitItems has a batch wait for its items (spec.WaitItems), or not.
+func waitItems(spec family.NativeBatchSpec) []string {
 	if spec.WaitItems > 0 {
-		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))
+		return []string{fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds())}
 	}
-	return family.Command{Args: args, Dir: env.Root}, nil
+	return nil
 }
 
 // timing: the Task time is in the body; the records carry every request id.

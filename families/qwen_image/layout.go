@@ -10,16 +10,10 @@ import (
 	"qualkit/internal/quality"
 )
 
-// A TRTMC checkout comes in one of two layouts, and the row works on both:
-//
-//   - LayoutE9132e79: public main e9132e79 (2026-08-22). The family's e2e case lives in
-//     tests/e2e/models/qwen_image/, the bundle is built by TRTMC's Python builder
-//     (`python -m tensorrt_model_connect.__main__ build`, with the arguments and
-//     environment the e2e orchestrator derives from the manifest), and the case finds it
-//     in --engine-dir. It has no HTTP server.
-//   - LayoutFamilies: the newer layout (October 2026 copies): families/qwen_image/tests/
-//     holds the manifest, thresholds and test_e2e.py, whose case builds its own bundle
-//     under pytest's tmp_path and is selected with --e2e-testcase.
+// A TRTMC checkout comes in one of two layouts: public main e9132e79 (2026-08-22; the
+// case under tests/e2e/models/qwen_image/ finds the bundle TRTMC's Python builder made
+// in --engine-dir; no HTTP server), or the newer families layout (October 2026: the
+// case in families/qwen_image/tests/ builds its own bundle under pytest's tmp_path).
 const (
 	LayoutE9132e79 = "e9132e79"
 	LayoutFamilies = "families"
@@ -113,7 +107,6 @@ func DetectLayout(checkout string) (Layout, error) {
 	return Layout{}, fmt.Errorf("TRTMC checkout %s has the manifest of both layouts (%s, %s): which one is current?", checkout, found[0].Manifest, found[1].Manifest)
 }
 
-// buildsOwnBundle: the families layout's case builds the bundle it checks.
 func (l Layout) buildsOwnBundle() bool { return l.Name == LayoutFamilies }
 
 func isFile(path string) bool {

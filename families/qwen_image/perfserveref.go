@@ -150,10 +150,8 @@ func (a PerfServeReference) Native(env family.Env, spec family.NativeSpec) (fami
 // nativeBatch replays every request after one load of the backend.
 func (a PerfServeReference) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := append(a.nativeArgs(env, spec.Bundle), "--batch", spec.Items, "--report", spec.Report)
-	if spec.WaitItems > 0 {
-		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))
-	}
-	return family.Command{Args: args, Env: perfServeEnv(), Dir: a.staged(env)}, nil
+	return family.Command{Args: append(args, waitItems(spec)...), Env: perfServeEnv(), Dir: a.staged(env)}, nil
+
 }
 
 // checkIdentity holds /v1/serving/info (app.py @ 3878755c § info, backends/reference/
