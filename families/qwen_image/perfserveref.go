@@ -12,13 +12,10 @@ import (
 	"qualkit/internal/wire"
 )
 
-// PerfServeReference serves the diffusers reference's smoke pipeline (reference/
-// pipeline.py --save-pipeline) with TRTMC's trtmc-perf-serve `serve --backend reference`
-// (backends/reference @ 7b798a32, media.py @ ca938e40), on the perf-serve contract
-// (wire.Task). Not TRTMC's: the tiny random model (a smoke row), the parity case as the
-// correctness case, and qualkit's shim for a snapshot's gaps (reference/
-// perfserve_stage.py). The native Task is the same backend without HTTP
-// (reference/perfserve_native.py).
+// PerfServeReference serves the diffusers reference's smoke pipeline with TRTMC's
+// perf-serve `serve --backend reference` (backends/reference @ 7b798a32, media.py @
+// ca938e40). Not TRTMC's: the tiny random model, the parity case, and the shim for a
+// snapshot's gaps (reference/perfserve_stage.py).
 type PerfServeReference struct {
 	// Checkout is a TRTMC checkout with apps/perf_serving, or TRTMC_PERF_SERVE's snapshot.
 	Checkout string
@@ -124,8 +121,7 @@ func (a PerfServeReference) Serve(env family.Env, spec family.ServeSpec) (family
 		PerfServeReferenceArgs(spec, a.Pipeline.precision())...), Env: perfServeEnv(), Dir: a.staged(env)}, nil
 }
 
-// nativeArgs are perfserve_native.py's arguments for a replay or a batch: the backend
-// as the server builds it.
+// nativeArgs are perfserve_native.py's: the backend as the server builds it, no HTTP.
 func (a PerfServeReference) nativeArgs(env family.Env, bundle string) []string {
 	args := []string{a.Pipeline.python(), script(env, "perfserve_native.py"), bundle,
 		"--checkout", a.staged(env), "--profile", Profile, "--precision", a.Pipeline.precision(), "--deterministic",
@@ -227,8 +223,7 @@ var perfServeFiles = []string{
 	"families/qwen_image/tests/manifests/" + Profile + ".json",
 }
 
-// root is the checkout, or the snapshot folder inside a TRTMC_PERF_SERVE folder.
-func (a PerfServeReference) root() string {
+func (a PerfServeReference) root() string { // the checkout, or TRTMC_PERF_SERVE's snapshot/
 	if isFile(filepath.Join(a.Checkout, "snapshot", perfServeFiles[0])) {
 		return filepath.Join(a.Checkout, "snapshot")
 	}
@@ -271,7 +266,6 @@ func (a PerfServeReference) probes(env family.Env) []family.Probe {
 		"install perf-serve's dependencies (apps/perf_serving/requirements.txt: fastapi, uvicorn, pillow, numpy, python-multipart) into "+EnvDiffusersPython+"'s interpreter (on the H200, scripts/h200/run.sh carries them)")}
 }
 
-// Found says which perf-serve the row serves from.
 func (a PerfServeReference) found() []string {
 	if a.Checkout == "" {
 		return nil

@@ -216,8 +216,8 @@ func torchWithoutCUDA(version, torchCUDA, imageCUDA string, driverCUDA int) stri
 		driver, strings.Join(newer, " and "), driver)
 }
 
-// cudaNewer says whether a CUDA version ("13.0", "13.0.1") is newer than NVML's form
-// of the driver's (1000*major + 10*minor).
+// cudaNewer says whether CUDA version v ("13.0.1") is newer than NVML's driver's.
+
 func cudaNewer(v string, driver int) bool {
 	parts := strings.SplitN(v, ".", 3)
 	if len(parts) < 2 {

@@ -48,10 +48,7 @@ type reqs []family.Requirement
 func (rs *reqs) absent(what, fix string) {
 	*rs = append(*rs, family.Requirement{What: what, Fix: fix, Absent: true})
 }
-
-func (rs *reqs) bad(what, fix string) {
-	*rs = append(*rs, family.Requirement{What: what, Fix: fix})
-}
+func (rs *reqs) bad(what, fix string) { *rs = append(*rs, family.Requirement{What: what, Fix: fix}) }
 
 func unjoin(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
