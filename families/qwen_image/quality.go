@@ -136,7 +136,9 @@ func ptr(v float64) *float64 { return &v }
 
 // pairNoise is why the served pair is not the case's reference without latent replay:
 // the case's HF reference starts from its own latents (families/qwen_image/tests/
-// test_e2e.py @ 9777fef7), the server from the request's seed; the bounds are TRTMC's
-// cross-implementation ones, and identity is the native Task's stage.
+// test_e2e.py @ 9777fef7), the server from the request's seed (perf-serve's latent_seed
+// replay, latents.py @ d3e1a549, is used only where the families case draws the same
+// noise: replaysLatents); the bounds are TRTMC's cross-implementation ones, and identity
+// is the native Task's stage.
 
 const pairNoise = "differs: the server seeds TRTMC's generator from the request's seed (42); the case's HF reference starts from latents the case makes itself. The psnr/ssim bounds are TRTMC's loose cross-implementation ones, not identity."
