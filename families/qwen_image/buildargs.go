@@ -32,7 +32,6 @@ type e2eModel struct {
 // program, and the environment), derived as tests/e2e_harness/orchestrator.py
 // (_resolve_bundle, ~315-420) does from the checkout's manifest and MODEL.toml; unlike
 // it, the row always passes --model-revision.
-
 func buildArgs(checkout string, l Layout, m *Manifest, out, timing string) (args, env []string, err error) {
 	tc, ok := m.Testcase()
 	if !ok {

@@ -164,7 +164,6 @@ func (c Config) DockerfilePath() string {
 // is staged from (what the COPY lines name), not the checkout: at e9132e79 the root
 // .dockerignore drops requirements/, which the newer Dockerfile (@ 520a0165) expects as
 // its context.
-
 func (c Config) DevImage() (dockerfile string, copyRoots []string) {
 	c = c.withDefaults()
 	return c.DockerfilePath(), []string{c.Checkout, filepath.Join(c.Checkout, "requirements")}

@@ -90,7 +90,6 @@ func DiffusersControls(precision string) *schema.Controls {
 // ca938e40 § Diffusion.invoke); guidance_scale, unread there, is not declared. Nothing
 // is refused (app.py @ 3878755c § task), and its records hold no dotted path to the
 // settings (backends/reference/common.py @ 7b798a32 § tensor_observation).
-
 func PerfServeReferenceControls() *schema.Controls {
 	const invoke = "apps/perf_serving/trtmc_perf_serving/backends/reference/media.py @ ca938e40 § Diffusion.invoke"
 	return &schema.Controls{

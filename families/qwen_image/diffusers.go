@@ -24,7 +24,6 @@ import (
 // pipeline.py, served by server.py, replayed by native.py, checked by test_parity.py.
 
 // EnvDiffusersPython names the interpreter with torch, transformers, diffusers and pytest.
-
 const EnvDiffusersPython = "QUALKIT_QWEN_PYTHON"
 
 // DiffusersVersion is the diffusers release reference/pipeline.py is written against
@@ -358,7 +357,6 @@ func (d Diffusers) judgeHost(host diffusersHost) []family.Requirement {
 // quality: pixel bounds from reference/quality.json, the pair's from the parity file
 // (its case is the workload's first pair) for the bundle's profile and precision,
 // against the case's CPU float32 image.
-
 func (d Diffusers) quality(env family.Env) (family.QualitySpec, error) {
 	qpath, ppath := script(env, "quality.json"), script(env, cmp.Or(d.Parity, "parity.json"))
 	var q struct {

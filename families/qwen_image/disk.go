@@ -30,7 +30,6 @@ func (a TRTMC) tmpDir(env family.Env) string { return filepath.Join(a.bundleDir(
 // DiskNeed is what one build writes, estimated (never measured) from the checkpoint:
 // one BF16 plan per component, each through a temporary file (model.py @ b40c8184 §
 // build_components). Bundle is the components' BF16 weights, Temp the largest.
-
 type DiskNeed struct {
 	Bundle, Temp int64
 	Largest      string // the component Temp is

@@ -248,7 +248,6 @@ func (a PerfServeReference) requirements(env family.Env, c family.Row) []family.
 
 // perfServeImports are what `serve --backend reference` imports only once it serves
 // (cli.py @ 3878755c § serve; backends/reference/media.py; platform.fingerprint()).
-
 var perfServeImports = []string{"uvicorn", "fastapi", "starlette", "pydantic", "numpy", "PIL", "huggingface_hub", "torch", "diffusers",
 	"trtmc_perf_serving.app", "trtmc_perf_serving.profiles", "trtmc_perf_serving.latents",
 	"trtmc_perf_serving.backends.reference", "trtmc_perf_serving.backends.reference.media"}

@@ -217,7 +217,6 @@ func torchWithoutCUDA(version, torchCUDA, imageCUDA string, driverCUDA int) stri
 }
 
 // cudaNewer says whether CUDA version v ("13.0.1") is newer than NVML's driver's.
-
 func cudaNewer(v string, driver int) bool {
 	parts := strings.SplitN(v, ".", 3)
 	if len(parts) < 2 {

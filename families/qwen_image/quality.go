@@ -140,5 +140,4 @@ func ptr(v float64) *float64 { return &v }
 // replay, latents.py @ d3e1a549, is used only where the families case draws the same
 // noise: replaysLatents); the bounds are TRTMC's cross-implementation ones, and identity
 // is the native Task's stage.
-
 const pairNoise = "differs: the server seeds TRTMC's generator from the request's seed (42); the case's HF reference starts from latents the case makes itself. The psnr/ssim bounds are TRTMC's loose cross-implementation ones, not identity."

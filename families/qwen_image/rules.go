@@ -81,7 +81,6 @@ var Rules = []judge.Rules{{
 // judgeParity is reference/test_parity.py's judge in Go: the GPU meets the gates
 // against the CPU, the mirrored control fails them, the repeat is pixel-identical, and
 // the mirrored reference moves the output by at least the influence minimum.
-
 func judgeParity(result, gates []byte) ([]string, error) {
 	type comparison struct {
 		PSNR *float64 `json:"psnr_db"` // null: identical

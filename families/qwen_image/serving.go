@@ -112,7 +112,6 @@ var serverPythonPath = []string{"apps/server/python"} // the edit route's contro
 var nativeServerTargets = []string{"trtmc-server", "trtmc_server_python"}
 
 // found says, in preflight, which layout and serving contract the checkout has and why.
-
 func (a TRTMC) found() []string {
 	var out []string
 	if l, err := a.layout(); err == nil {

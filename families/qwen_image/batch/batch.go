@@ -199,7 +199,6 @@ func Run(o Options, log io.Writer) error {
 
 // writeLatents draws a replay's noise as perf-serve does for latent_seed (latents.py @
 // d3e1a549 § Replay) and returns its sha256.
-
 func writeLatents(checkpoint string, seed int64, req map[string]any, path string) (string, error) {
 	h, _ := req["height"].(int)
 	w, _ := req["width"].(int)
