@@ -28,19 +28,10 @@ type e2eModel struct {
 	} `toml:"e2e_defaults"`
 }
 
-// buildArgs is the e9132e79 e2e orchestrator's bundle build for the profile, derived the
-// way tests/e2e_harness/orchestrator.py (_resolve_bundle, ~315-420) derives it, from the
-// checkout's own manifest and MODEL.toml rather than from a copy here:
-//
-//	python -m tensorrt_model_connect.__main__ build HF_ID -o BUNDLE
-//	  --max-cache-length <build_args.max_cache_length>  --model-revision <pin>
-//	  <build_cli_args, each input from the testcase or its default>
-//	  --precision <precision, unless fp32>  --build-timing-json <file>
-//
-// with the manifest's build_env (paths made absolute) in the environment. The orchestrator
-// passes --model-revision only when the manifest names hf_revision; this row always pins
-// the checkpoint's revision. It returns the arguments after the program and the
-// environment.
+// buildArgs is the e9132e79 e2e orchestrator's bundle build (the arguments after the
+// program, and the environment), derived as tests/e2e_harness/orchestrator.py
+// (_resolve_bundle, ~315-420) does from the checkout's manifest and MODEL.toml; unlike
+// it, the row always passes --model-revision.
 func buildArgs(checkout string, l Layout, m *Manifest, out, timing string) (args, env []string, err error) {
 	tc, ok := m.Testcase()
 	if !ok {

@@ -27,73 +27,41 @@ const (
 	EnvTimingID      = "QUALKIT_TRTMC_TIMING_RECORD_ID"
 )
 
-// Where the Task call's wall time is reported. perf-serve states it (app.py @ 3878755c
-// § execute, Records): trtmc_timing.model_call_ms in the body, and timing.model_call_ms
-// in its --records JSONL keyed by request_id, one line per successful request; the row
-// reads the records. The edit route's is not public: the body's trtmc_timing by default,
-// configurable (QUALKIT_TRTMC_TIMING_*).
+// Where the Task time is reported: perf-serve's body and --records JSONL (app.py @
+// 3878755c § execute; the row reads the records); the edit route's is not public, the
+// body's by default, configurable (QUALKIT_TRTMC_TIMING_*).
 const (
 	DefaultTimingBody     = "trtmc_timing.model_call_ms"
 	DefaultTimingRecords  = "timing.model_call_ms"
 	DefaultTimingRecordID = "request_id"
 )
 
-// Config says where the TRTMC pieces are on this host and which serving shape to expect.
-// ParseConfig reads it from the environment; New fills the defaults.
+// Config says where the TRTMC pieces are on this host (families/qwen_image/README.md
+// lists the variables). ParseConfig reads it from the environment; New fills defaults.
 type Config struct {
-	// Checkout is a TRTMC source checkout of either layout (QUALKIT_TRTMC_DIR). Every
-	// stage runs in the image built from its dev Dockerfile, the checkout mounted at /src
-	// as TRTMC's source-build.md does, and the native runtime built there by the harness.
-	Checkout string
-	// Image is an image already in the local Docker engine (QUALKIT_TRTMC_IMAGE), used
-	// instead of building the Dockerfile: TRTMC's dev image with what the correctness
-	// case needs added (families/qwen_image/docker/Dockerfile.reference).
-	Image string
-	// Dockerfile builds the image when Image is empty (QUALKIT_TRTMC_DOCKERFILE). A
-	// relative path is inside Checkout, the build context. Default: the dev Dockerfile
-	// for this machine's architecture (Dockerfile.dev.x86, Dockerfile.dev.aarch64).
-	Dockerfile string
-	// HFHome is a Hugging Face cache root laid out as HF_HOME is: the checkpoint must be at
-	// <HFHome>/hub/models--Qwen--Qwen-Image-Edit-2511/snapshots/<Revision>/. From
-	// QUALKIT_HF_CACHE, else HF_HOME, else $XDG_CACHE_HOME/huggingface, else
-	// $HOME/.cache/huggingface. It is mounted read-only, and every stage runs with
-	// HF_HOME set to it and HF_HUB_OFFLINE=1.
+	Checkout   string // a TRTMC checkout of either layout, mounted at /src
+	Image      string // a local image used instead of building Dockerfile
+	Dockerfile string // relative to Checkout; default the dev Dockerfile for GOARCH
+	// HFHome is a cache root laid out as HF_HOME is, mounted read-only, used offline.
 	HFHome string
-	// Python is the image's interpreter that builds the bundle and runs pytest
-	// (QUALKIT_TRTMC_PYTHON); HFPython runs the HF diffusers reference (--hf-python,
-	// QUALKIT_TRTMC_HF_PYTHON). Both are names or paths inside the image. Default
-	// python3 (the dev image's /opt/venv).
+	// Python builds the bundle and runs pytest; HFPython runs the HF reference
+	// (--hf-python). Both inside the image; default python3.
 	Python, HFPython string
-	// Serving is the serving contract to drive (QUALKIT_TRTMC_SERVING): "perf-serve",
-	// "edit-route", or "auto" (the default): the one the checkout's source has, the edit
-	// route first (see DetectServing).
-	Serving string
-	// Timing is where the edit route's server reports the Task call's wall time. From
-	// QUALKIT_TRTMC_TIMING_SOURCE: "body" (the default) reads the response body at
-	// QUALKIT_TRTMC_TIMING_BODY (default trtmc_timing.model_call_ms); "records" reads the
-	// server's --records JSONL at QUALKIT_TRTMC_TIMING_RECORDS (default
-	// timing.model_call_ms), joined on QUALKIT_TRTMC_TIMING_RECORD_ID (default request_id)
-	// = X-Request-ID. Setting a path of the source not chosen is an error, never ignored.
-	// perf-serve's is fixed (its records); setting one for it is an error too.
-	Timing schema.TimingSource
-	// BundleCache is the folder for the row's bundles and the builder's temporaries
-	// (QUALKIT_TRTMC_BUNDLE_CACHE; default <repository>/.cache/bundles): see bundleDir.
-	BundleCache string
-	// timingSet: a QUALKIT_TRTMC_TIMING_* variable was given.
-	timingSet bool
+	Serving          string // perf-serve, edit-route or auto (DetectServing)
+	// Timing is where the edit route reports the Task time (perf-serve's is fixed).
+	Timing      schema.TimingSource
+	BundleCache string // the row's bundles and the builder's temporaries (bundleDir)
+	timingSet   bool   // a QUALKIT_TRTMC_TIMING_* variable was given
 
-	// Test hooks, settable only from Go (never from the environment): the contract
-	// double's table sets them. AssumeSM is the GPU architecture ("90") to build the
-	// native runtime for when the row has no GPU; ContractDouble expects a server that
-	// says it is qualkit's contract double (and refuses one otherwise).
+	// Test hooks, from Go only (the double's table): AssumeSM is the SM to build for
+	// without a GPU; ContractDouble expects the double's server (and refuses it otherwise).
 	AssumeSM       string
 	ContractDouble bool
 }
 
-// ParseConfig reads the configuration from getenv (os.Getenv in the qual table, a map in
-// tests). An empty variable counts as unset. Paths must be absolute: go test runs in the
-// package's directory, so a relative path would not mean what the user typed. Every
-// problem is reported at once; the Config is usable (with defaults) even then.
+// ParseConfig reads the configuration from getenv; empty is unset, paths must be
+// absolute (go test runs in the package's directory). It reports every problem at once,
+// and the Config is usable even then.
 func ParseConfig(getenv func(string) string) (Config, error) {
 	var errs []error
 	path := func(name string) string {
@@ -192,13 +160,10 @@ func (c Config) DockerfilePath() string {
 	return filepath.Join(c.Checkout, c.Dockerfile)
 }
 
-// DevImage is how TRTMC's dev image is built (by the row when Image is empty, and by
-// `make trtmc-image`): the Dockerfile, and the folders its build context is staged from.
-// Not the checkout as context, as source-build.md's `docker build -f Dockerfile.dev.x86 .`
-// does: at e9132e79 the root .dockerignore (`*` and an allow-list) drops requirements/,
-// which that Dockerfile copies from; the newer Dockerfile (@ 520a0165) copies
-// community-ci.txt and expects requirements/ as its context. The context is staged with
-// exactly what the COPY lines name, from the first of these folders that holds them all.
+// DevImage is how TRTMC's dev image is built: the Dockerfile, and the folders its context
+// is staged from (what the COPY lines name), not the checkout: at e9132e79 the root
+// .dockerignore drops requirements/, which the newer Dockerfile (@ 520a0165) expects as
+// its context.
 func (c Config) DevImage() (dockerfile string, copyRoots []string) {
 	c = c.withDefaults()
 	return c.DockerfilePath(), []string{c.Checkout, filepath.Join(c.Checkout, "requirements")}

@@ -2,26 +2,18 @@ package qwenimage
 
 import "qualkit/internal/schema"
 
-// TRTMCControls are the settings TRTMC serves for Qwen-Image-Edit on the row's serving
-// contract, spelled the canonical way (wire.Task maps them to the worker's fields). The
-// worker reads, for generate_image with an edit, prompt, image_path, negative_prompt,
-// seed, num_steps, guidance_scale, cfg_scale, height and width, and nothing else
-// (apps/benchmark/native/benchmark_worker.cpp @ ca938e40 § image_config,
-// run_generate_image); its records state the size it made and nothing of the steps,
-// seed or guidance (§ image_observation: height, width, channels, num_frames), so only
-// the size is held to the records. Qwen-Image takes guidance_scale as its true CFG scale
-// and ignores cfg_scale (config/models/qwen-image-edit-2511.yaml @ ca938e40, as
-// trtmcdouble/edit.go states), so true_cfg_scale is a no-op.
+// TRTMCControls are the settings TRTMC serves for Qwen-Image-Edit on the contract. The
+// worker reads prompt, image_path, negative_prompt, seed, num_steps, guidance_scale,
+// cfg_scale, height and width (apps/benchmark/native/benchmark_worker.cpp @ ca938e40 §
+// image_config), and its records state only the size (§ image_observation). Qwen-Image
+// takes guidance_scale as its true CFG and ignores cfg_scale
+// (config/models/qwen-image-edit-2511.yaml @ ca938e40): true_cfg_scale is a no-op.
 //
-// No out-of-range value is refused: the pipeline serves steps 0 and a guidance below 0
-// at the bundle's defaults (families/qwen_image/runtime/pipeline.cpp @ d46edb11 §
-// resolve_generate_knobs), and perf-serve's task route merges the request over the
-// profile's base and validates no operation field, so an unknown field gets 200
-// (apps/perf_serving/trtmc_perf_serving/app.py @ 3878755c § task): declared gaps. On the
-// edit route (the stage-7 report's, played by trtmcdouble/server_edits.go; TRTMC has
-// none) the form is checked: an unknown field, steps below 1 and a side over 4096 are
-// 400s naming the field, and no records shape is known to hold the size to. A size the bundle's engines cannot serve fails in the engine,
-// with a message we have not read: it is not probed.
+// Nothing is refused (declared gaps): steps 0 and a guidance below 0 are the bundle's
+// defaults (families/qwen_image/runtime/pipeline.cpp @ d46edb11 § resolve_generate_knobs),
+// and the task route validates no field (apps/perf_serving/trtmc_perf_serving/app.py @
+// 3878755c § task). The edit route (trtmcdouble/server_edits.go; TRTMC has none) refuses
+// an unknown field, steps below 1 and a side over 4096; it has no known records shape.
 func TRTMCControls(contract string) *schema.Controls {
 	const worker = "apps/benchmark/native/benchmark_worker.cpp @ ca938e40 § image_config"
 	const knobs = "families/qwen_image/runtime/pipeline.cpp @ d46edb11 § resolve_generate_knobs"
@@ -64,13 +56,10 @@ func TRTMCControls(contract string) *schema.Controls {
 	return d
 }
 
-// DiffusersControls are the settings the diffusers reference server takes, read from its
-// own parser (reference/server.py validate, reference/pipeline.py parse_settings and
-// LIMITS): size (each side a multiple of 16 in 16..2048), num_inference_steps 1..100,
-// true_cfg_scale 1..20, seed 0..2^63-1 and negative_prompt; any other field is a 400
-// naming it (guidance_scale among them: the reference takes Qwen-Image's true CFG by its
-// own name). Its records state each request's settings as it ran, precision among them
-// (Editor.effective).
+// DiffusersControls are the settings the diffusers reference server takes
+// (reference/server.py validate, reference/pipeline.py parse_settings and LIMITS); any
+// other field, guidance_scale among them, is a 400. Its records state each request's
+// settings, precision among them.
 func DiffusersControls(precision string) *schema.Controls {
 	const parser = "families/qwen_image/reference/pipeline.py parse_settings"
 	return &schema.Controls{
@@ -102,16 +91,11 @@ func DiffusersControls(precision string) *schema.Controls {
 	}
 }
 
-// PerfServeReferenceControls are the settings TRTMC's perf-serve passes to the diffusers
-// pipeline of its reference backend (apps/perf_serving/trtmc_perf_serving/backends/
-// reference/media.py @ ca938e40 § Diffusion.invoke): height and width, num_steps (0 or
-// -1: the pipeline's default), negative_prompt, cfg_scale as true_cfg_scale (when above
-// 0), seed as the generator's (here also latent_seed's noise). guidance_scale goes to the
-// pipeline as it is, and what Qwen-Image-Edit's pipeline does with it we have not read:
-// it is not declared. The task route validates no operation field (app.py @ 3878755c §
-// task), so nothing is refused: an unknown field and steps 0 are declared gaps. Its
-// records state the output as an array's shape (backends/reference/common.py @ 7b798a32
-// § tensor_observation), which no dotted path reads: nothing is held to the records.
+// PerfServeReferenceControls are the settings perf-serve passes to its reference
+// backend's pipeline (apps/perf_serving/trtmc_perf_serving/backends/reference/media.py @
+// ca938e40 § Diffusion.invoke); guidance_scale, unread there, is not declared. Nothing
+// is refused (app.py @ 3878755c § task), and its records hold no dotted path to the
+// settings (backends/reference/common.py @ 7b798a32 § tensor_observation).
 func PerfServeReferenceControls() *schema.Controls {
 	const invoke = "apps/perf_serving/trtmc_perf_serving/backends/reference/media.py @ ca938e40 § Diffusion.invoke"
 	return &schema.Controls{

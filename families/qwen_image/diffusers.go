@@ -20,12 +20,10 @@ import (
 	"qualkit/internal/serving"
 )
 
-// The diffusers reference backend: QwenImageEditPlusPipeline served by
-// families/qwen_image/reference/ (server.py, native.py, test_parity.py), all three
-// through one code path in pipeline.py. This file only builds their argv.
+// The diffusers reference backend: QwenImageEditPlusPipeline through reference/
+// pipeline.py, served by server.py, replayed by native.py, checked by test_parity.py.
 
-// EnvDiffusersPython names the interpreter that has torch, transformers, diffusers and
-// pytest (QUALKIT_QWEN_PYTHON, default "python3" from PATH).
+// EnvDiffusersPython names the interpreter with torch, transformers, diffusers and pytest.
 const EnvDiffusersPython = "QUALKIT_QWEN_PYTHON"
 
 // DiffusersVersion is the diffusers release reference/pipeline.py is written against
@@ -35,28 +33,22 @@ const DiffusersVersion = "0.40.0"
 // DiffusersReference is the folder of the backend's Python programs, from the repo root.
 const DiffusersReference = "families/qwen_image/reference"
 
-// Diffusers is the harness adapter of the diffusers reference backend (backend
-// "diffusers"). The zero value is not useful: build it with DiffusersSmoke or
-// DiffusersCheckpoint, then set Python (DiffusersFromEnv does).
+// Diffusers is the adapter of the diffusers reference backend: build it with
+// DiffusersSmoke or DiffusersCheckpoint, then DiffusersFromEnv.
 type Diffusers struct {
-	// Python runs pipeline.py, server.py, native.py and the parity case's pytest.
-	Python string
-	// Device is what server.py and native.py run on: "cuda" (the default), "cuda:N", or
-	// "cpu", which the programs accept only when it is asked for explicitly.
+	Python string // runs pipeline.py, server.py, native.py and the parity case
+	// Device: "cuda" (the default), "cuda:N", or "cpu" only when asked for.
 	Device string
-	// Smoke selects the tiny random-weight profile built in code; else Snapshot is loaded.
-	Smoke bool
-	// Snapshot is a local snapshot directory of Qwen/Qwen-Image-Edit-2511 at Revision.
+	// Smoke selects the tiny random-weight profile built in code; else Snapshot (a local
+	// snapshot of the checkpoint at Revision) is loaded.
+	Smoke    bool
 	Snapshot string
-	// Precision is baked into the bundle: empty means the profile's own (fp32 for smoke,
-	// bf16 for the checkpoint; see reference/pipeline.py).
+	// Precision is baked into the bundle: empty is the profile's (fp32 smoke, bf16).
 	Precision string
-	// BaseImage, when set, is a local image (Python with torch, torchvision,
-	// transformers) the backend's container image is built from; BasePython is its
-	// interpreter (default python3). Then every stage runs in that image.
+	// BaseImage, when set, is the local image (torch, torchvision, transformers) every
+	// stage's image is built from; BasePython its interpreter (default python3).
 	BaseImage, BasePython string
-	// Parity is the parity case's file under reference/ (its case and gates): empty is
-	// parity.json; the case runs it unchanged (--parity) and Quality reads it.
+	// Parity is the parity case's file under reference/ (default parity.json).
 	Parity string
 }
 
@@ -66,19 +58,15 @@ func DiffusersSmoke() Diffusers { return Diffusers{Smoke: true} }
 // DiffusersCheckpoint loads the checkpoint from a local snapshot at the pinned revision.
 func DiffusersCheckpoint(snapshot string) Diffusers { return Diffusers{Snapshot: snapshot} }
 
-// DiffusersFromEnv sets Python from getenv (QUALKIT_QWEN_PYTHON), and the base image the
-// backend's container image is built from (QUALKIT_QWEN_BASE_IMAGE, with its interpreter
-// QUALKIT_QWEN_BASE_PYTHON).
+// DiffusersFromEnv sets Python, BaseImage and BasePython from getenv.
 func DiffusersFromEnv(d Diffusers, getenv func(string) string) Diffusers {
 	d.Python = getenv(EnvDiffusersPython)
 	d.BaseImage, d.BasePython = getenv(EnvDiffusersBaseImage), getenv(EnvDiffusersBasePython)
 	return d
 }
 
-// The backend's container image: built here from Dockerfile.diffusers on a base image
-// already in the local engine (never pulled) that has Python with torch (CUDA),
-// torchvision and transformers; the build adds the diffusers wheel from .whl/diffusers/
-// (scripts/h200/wheels.sh) and /opt/qualkit/python, the base's interpreter with it.
+// The backend's image: Dockerfile.diffusers on a local base image (never pulled), adding
+// the diffusers wheel (scripts/h200/wheels.sh) and /opt/qualkit/python.
 const (
 	EnvDiffusersBaseImage  = "QUALKIT_QWEN_BASE_IMAGE"
 	EnvDiffusersBasePython = "QUALKIT_QWEN_BASE_PYTHON"
@@ -99,18 +87,14 @@ const BackendDiffusers = "diffusers"
 
 var _ family.Family = Diffusers{}
 
-// Describe: the diffusers reference server (its Task time in the body, the records
-// carrying every request id), one-load batch replays that can wait for their items, a
-// server that lists the model only once loaded; in an image only when a base image is
-// named (else as processes, RUNTIME=process).
+// Describe: the reference server, one-load batch replays that wait for their items; in
+// an image only when a base image is named.
 func (d Diffusers) Describe(_ family.Env, row family.Row) (family.Spec, error) {
 	spec := family.Spec{
 		Backend:  BackendDiffusers,
 		Timing:   d.timing(),
 		Controls: DiffusersControls(d.precision()),
-		// server.py lists the model under the row's name with the checkpoint its bundle
-		// names (bundle.json "model": the smoke profile is built in the checkpoint's
-		// shape and names it too, labelled smoke).
+		// server.py lists the model with the checkpoint its bundle.json names.
 		Identity:            family.ModelsWithCheckpoint,
 		Build:               d.build,
 		NativeBatch:         d.nativeBatch,
@@ -127,10 +111,8 @@ func (d Diffusers) Describe(_ family.Env, row family.Row) (family.Spec, error) {
 	return spec, nil
 }
 
-// image is the backend's container image when a base image is named: every stage runs
-// in it (one environment, as a GPU host would run the backend), the repository mounted
-// read-only at its own path (the programs under reference/, the fixtures). Without a
-// base image there is none: the backend runs as processes.
+// image is the backend's image when a base image is named, the repository mounted
+// read-only at its own path.
 func (d Diffusers) image(env family.Env) (family.ContainerImage, error) {
 	return family.ContainerImage{
 		ImageSpec: serving.ImageSpec{Dockerfile: filepath.Join(env.Root, diffusersDockerfile), CopyRoots: []string{env.Root},
@@ -161,9 +143,8 @@ func script(env family.Env, name string) string {
 	return filepath.Join(env.Root, DiffusersReference, name)
 }
 
-// Tools runs nothing that builds: it prints the versions the backend will run with into
-// build/tools.log. The builder is pipeline.py, which holds the smoke construction, so a
-// changed construction is a new bundle cache key.
+// Tools prints the versions into build/tools.log; the builder is pipeline.py (the smoke
+// construction is in it, so a changed construction is a new bundle cache key).
 func (d Diffusers) Tools(env family.Env) (family.Tools, error) {
 	return family.Tools{Commands: []family.Command{{Args: []string{d.python(), "-c", versionsProgram}, Dir: env.Root}},
 		Builder: script(env, "pipeline.py"), Settings: d.buildSettings()}, nil
@@ -186,8 +167,7 @@ func (d Diffusers) buildSettings() map[string]string {
 	return s
 }
 
-// build writes the bundle: a JSON naming what the server loads (the smoke construction
-// seed, config and weights hashes; or the snapshot, its revision and its files' blobs).
+// build writes the bundle: a JSON naming what the server loads.
 func (d Diffusers) build(env family.Env, spec family.BuildSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "pipeline.py"), "bundle"}
 	if d.Smoke {
@@ -199,28 +179,18 @@ func (d Diffusers) build(env family.Env, spec family.BuildSpec) (family.Command,
 	return family.Command{Args: args, Dir: env.Root}, nil
 }
 
-// The parity case's test file, and the JUnit id of its one item (--rootdir at the
-// repository root).
+// The parity case's test file and its one item's JUnit id (--rootdir: the repository).
 const (
 	parityTest   = DiffusersReference + "/test_parity.py"
 	ParityCaseID = "families.qwen_image.reference.test_parity.test_gpu_matches_cpu_float32"
 )
 
-// Correctness is the family's parity case: the GPU-served pipeline against the same
-// pipeline on the CPU in float32, one pytest item, plus its result.json.
+// Correctness is the parity case: the GPU pipeline against the CPU's in float32.
 func (d Diffusers) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
-	cc := family.CorrectnessCase{
-		Command: family.Command{
-			Args: []string{d.python(), "-m", "pytest", parityTest,
-				"-v", "-rs", "-p", "no:cacheprovider", "--rootdir", env.Root,
-				"--bundle", spec.Bundle, "--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit},
-			Dir: env.Root,
-		},
-		JUnit:     spec.JUnit,
-		Cases:     []string{ParityCaseID},
-		Result:    filepath.Join(spec.Artifacts, "result.json"),
-		TestFiles: []string{filepath.Join(env.Root, parityTest)},
-	}
+	cc := family.CorrectnessCase{JUnit: spec.JUnit, Cases: []string{ParityCaseID},
+		Command: family.Command{Args: []string{d.python(), "-m", "pytest", parityTest, "-v", "-rs", "-p", "no:cacheprovider",
+			"--rootdir", env.Root, "--bundle", spec.Bundle, "--artifacts-dir", spec.Artifacts, "--junitxml=" + spec.JUnit}, Dir: env.Root},
+		Result: filepath.Join(spec.Artifacts, "result.json"), TestFiles: []string{filepath.Join(env.Root, parityTest)}}
 	if d.Parity != "" {
 		cc.Command.Args = append(cc.Command.Args, "--parity="+script(env, d.Parity))
 	}
@@ -233,50 +203,37 @@ func (d Diffusers) Serve(env family.Env, spec family.ServeSpec) (family.Command,
 		"--records", spec.Records, "--device", d.device()}, Dir: env.Root}, nil
 }
 
-// diffusersFlags maps each setting a request carries to native.py's flag. Values go
-// as --flag=VALUE, so a prompt or negative prompt that starts with "-" stays a value.
-var diffusersFlags = map[string]string{
-	"size":                "--size",
-	"seed":                "--seed",
-	"num_inference_steps": "--num-inference-steps",
-	"true_cfg_scale":      "--true-cfg-scale",
-	"negative_prompt":     "--negative-prompt",
-}
-
-// Native replays one request. A setting native.py has no flag for is passed on as
-// --<name>=VALUE all the same, so that native.py fails loudly (exit 2) instead of
-// ignoring what the server was sent.
+// Native replays one request, each setting as native.py's --name-with-dashes=VALUE (so
+// a value starting with "-" stays a value, and one it has no flag for fails there, exit 2).
 func (d Diffusers) Native(env family.Env, spec family.NativeSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "native.py"), spec.Bundle,
 		"--image", spec.Image, "--prompt=" + spec.Prompt, "--output", spec.Output, "--device", d.device()}
 	for _, k := range slices.Sorted(maps.Keys(spec.Settings)) {
-		flag, ok := diffusersFlags[k]
-		if !ok {
-			flag = "--" + strings.ReplaceAll(k, "_", "-")
-		}
-		args = append(args, flag+"="+spec.Settings[k])
+		args = append(args, "--"+strings.ReplaceAll(k, "_", "-")+"="+spec.Settings[k])
 	}
 	return family.Command{Args: args, Dir: env.Root}, nil
 }
 
-// nativeBatch runs every replay after one pipeline load: native.py --batch, which puts
-// each item through the one-edit path.
+// nativeBatch runs every replay after one pipeline load (native.py --batch).
 func (d Diffusers) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := []string{d.python(), script(env, "native.py"), spec.Bundle, "--batch", spec.Items, "--report", spec.Report, "--device", d.device()}
-	if spec.WaitItems > 0 {
-		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))
-	}
-	return family.Command{Args: args, Dir: env.Root}, nil
+	return family.Command{Args: append(args, waitItems(spec)...), Dir: env.Root}, nil
 }
 
-// timing: the Task call's wall time is in the body; the records file must also carry
-// every measured request id (X-Request-ID honoured).
+// waitItems has a batch wait for its items (spec.WaitItems), or not.
+func waitItems(spec family.NativeBatchSpec) []string {
+	if spec.WaitItems > 0 {
+		return []string{fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds())}
+	}
+	return nil
+}
+
+// timing: the Task time is in the body; the records carry every request id.
 func (Diffusers) timing() schema.TimingSource {
 	return schema.TimingSource{Body: "timing.task_ms", RecordID: "request_id"}
 }
 
-// diffusersProbe prints what preflight needs in one interpreter start: package versions
-// from their metadata, then whether torch sees CUDA.
+// diffusersProbe prints the package versions and whether torch sees CUDA.
 const diffusersProbe = `import importlib.metadata as m, json, sys
 out = {"python": sys.version.split()[0], "packages": {}}
 for n in ("torch", "torchvision", "transformers", "diffusers", "pytest", "pillow", "numpy"):
@@ -298,14 +255,11 @@ type diffusersHost struct {
 	Packages      map[string]*string `json:"packages"`
 	CUDAAvailable bool               `json:"cuda_available"`
 	CUDADevices   int                `json:"cuda_devices"`
-	TorchCUDA     *string            `json:"torch_cuda"`
+	TorchCUDA     string             `json:"torch_cuda"`
 	CUDAError     string             `json:"cuda_error"`
 }
 
-// Requirements checks the interpreter (torch, torchvision, transformers, the pinned
-// diffusers, pytest), CUDA as torch sees it (the parity case compares the GPU with the
-// CPU, whatever Device serves), and for a checkpoint profile the snapshot at the pinned
-// revision. One interpreter start, which imports torch (a few seconds).
+// requirements: the row's profile, the snapshot, and (without an image) the interpreter.
 func (d Diffusers) requirements(env family.Env, c family.Row) []family.Requirement {
 	var rs reqs
 	if c.Smoke != d.Smoke {
@@ -346,8 +300,7 @@ func readHost(out []byte, runErr error) (diffusersHost, error) {
 	return h, nil
 }
 
-// probes: in the image (a base image named), the same interpreter check the host
-// gets otherwise, run where the commands will run, on the row's GPU.
+// probes: in the image, the interpreter check the host gets otherwise.
 func (d Diffusers) probes(env family.Env) []family.Probe {
 	if d.BaseImage == "" {
 		return nil
@@ -363,10 +316,10 @@ func (d Diffusers) probes(env family.Env) []family.Probe {
 			for _, r := range d.judgeHost(h) {
 				bad = append(bad, r.What)
 			}
-			if len(bad) > 0 {
-				return errors.New(strings.Join(bad, "; "))
+			if len(bad) == 0 {
+				return nil
 			}
-			return nil
+			return errors.New(strings.Join(bad, "; "))
 		},
 		Fix: "build the image on a base with torch (CUDA), torchvision and transformers (" + EnvDiffusersBaseImage + "), on a host whose Docker engine has the NVIDIA runtime"}}
 }
@@ -394,23 +347,16 @@ func (d Diffusers) judgeHost(host diffusersHost) []family.Requirement {
 	case host.CUDAError != "":
 		rs.absent("torch does not import for "+d.python()+": "+host.CUDAError, "fix the torch install of that interpreter")
 	case !host.CUDAAvailable:
-		rs.absent(fmt.Sprintf("torch (CUDA %s) sees no CUDA device for %s: the server runs on %s and the parity case compares the GPU with the CPU", deref(host.TorchCUDA), d.python(), d.device()),
+		rs.absent(fmt.Sprintf("torch (CUDA %s) sees no CUDA device for %s: the server runs on %s and the parity case compares the GPU with the CPU", cmp.Or(host.TorchCUDA, "none"),
+			d.python(), d.device()),
 			"run on a GPU host with a CUDA build of torch; the backend never falls back to the CPU")
 	}
 	return rs
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return "none"
-	}
-	return *s
-}
-
-// quality reads the reference backend's criteria: pixel bounds from reference/quality.json,
-// and the pair's from its parity file, whose case is the workload's first pair (same image,
-// instruction and settings): its thresholds for the bundle's profile and precision, held
-// against the case's CPU float32 image (cpu.png).
+// quality: pixel bounds from reference/quality.json, the pair's from the parity file
+// (its case is the workload's first pair) for the bundle's profile and precision,
+// against the case's CPU float32 image.
 func (d Diffusers) quality(env family.Env) (family.QualitySpec, error) {
 	qpath, ppath := script(env, "quality.json"), script(env, cmp.Or(d.Parity, "parity.json"))
 	var q struct {

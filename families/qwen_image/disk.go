@@ -16,28 +16,20 @@ import (
 // EnvBundleCache names the folder for the row's bundles and the builder's temporaries.
 const EnvBundleCache = "QUALKIT_TRTMC_BUNDLE_CACHE"
 
-// bundleDir is where the row's bundles go (family.Spec.BundleDir): the harness's bundle
-// cache at e9132e79, reused across runs by its key, and in the families layout the
-// correctness case's --basetemp (test_e2e.py @ f0a1b69f § test_official_checkpoint_e2e
-// always builds into tmp_path, and no variable or option hands it a built bundle, so
-// there it is built on every run, and removed when the row ends).
+// bundleDir is where the row's bundles go: the harness's cache at e9132e79; in the
+// families layout the case's --basetemp under it (test_e2e.py @ f0a1b69f §
+// test_official_checkpoint_e2e always builds into tmp_path), built every run.
 func (a TRTMC) bundleDir(env family.Env) string {
 	return cmp.Or(a.Config.BundleCache, filepath.Join(env.Root, ".cache", "bundles"))
 }
 
-// tmpDir is where TRTMC's builder writes its temporaries: TMPDIR in every container of the
-// row, mounted at its own path. The Qwen-Image builder writes each engine plan to a
-// tempfile.NamedTemporaryFile in the default temp folder (model.py @ b40c8184 §
-// build_components), which would otherwise be the container's /tmp on Docker's root disk.
+// tmpDir is TMPDIR in every container: the builder writes each engine plan to a temp
+// file (model.py @ b40c8184 § build_components), else on Docker's root disk.
 func (a TRTMC) tmpDir(env family.Env) string { return filepath.Join(a.bundleDir(env), ".tmp") }
 
-// DiskNeed is what one build of the profile writes, estimated from the checkpoint at the
-// row's revision (model.py @ b40c8184 § build_components builds one BF16 TensorRT plan
-// per component, text encoder, transformer, vision tower and VAE, and the bundle holds
-// them all; each plan goes to a temporary file, read back and removed before the next):
-// Bundle is the BF16 weights (*.safetensors) of text_encoder, transformer and vae;
-// Temp the largest of those components, the one temporary plan alive at a time. Neither
-// was measured on a real build here.
+// DiskNeed is what one build writes, estimated (never measured) from the checkpoint:
+// one BF16 plan per component, each through a temporary file (model.py @ b40c8184 §
+// build_components). Bundle is the components' BF16 weights, Temp the largest.
 type DiskNeed struct {
 	Bundle, Temp int64
 	Largest      string // the component Temp is

@@ -10,51 +10,33 @@ import (
 	"qualkit/internal/quality"
 )
 
-// A TRTMC checkout comes in one of two layouts, and the row works on both:
-//
-//   - LayoutE9132e79: public main e9132e79 (2026-08-22). The family's e2e case lives in
-//     tests/e2e/models/qwen_image/, the bundle is built by TRTMC's Python builder
-//     (`python -m tensorrt_model_connect.__main__ build`, with the arguments and
-//     environment the e2e orchestrator derives from the manifest), and the case finds it
-//     in --engine-dir. It has no HTTP server.
-//   - LayoutFamilies: the newer layout (October 2026 copies): families/qwen_image/tests/
-//     holds the manifest, thresholds and test_e2e.py, whose case builds its own bundle
-//     under pytest's tmp_path and is selected with --e2e-testcase.
+// A TRTMC checkout comes in one of two layouts: public main e9132e79 (2026-08-22; the
+// case under tests/e2e/models/qwen_image/ finds the bundle TRTMC's Python builder made
+// in --engine-dir; no HTTP server), or the newer families layout (October 2026: the
+// case in families/qwen_image/tests/ builds its own bundle under pytest's tmp_path).
 const (
 	LayoutE9132e79 = "e9132e79"
 	LayoutFamilies = "families"
 )
 
-// Layout is where one layout keeps the pieces the row uses, relative to the checkout,
-// and how its correctness case is run.
+// Layout is where one layout keeps the pieces the row uses, relative to the checkout.
 type Layout struct {
-	Name       string
-	FamilyDir  string // the family's test folder; manifest paths are relative to it
-	Manifest   string
-	Thresholds string
-	TestFile   string
-	// NodeID selects exactly the profile's case; CaseID is its JUnit id (pytest's
-	// classname.name with the checkout as rootdir).
-	NodeID, CaseID string
-	// E2EModel is the e2e definition holding build_cli_args (e9132e79 only).
-	E2EModel string
-	// PythonPath is what TRTMC's editable py-only install puts on sys.path, relative to
-	// the checkout (the harness runs each command in a fresh container, so the install
-	// would not persist: the same paths are given as PYTHONPATH instead).
+	Name                           string
+	FamilyDir                      string // manifest paths are relative to it
+	Manifest, Thresholds, TestFile string
+	NodeID, CaseID                 string // the profile's case; its JUnit id
+	E2EModel                       string // holds build_cli_args (e9132e79 only)
+	// PythonPath is what TRTMC's editable install puts on sys.path (each command runs in
+	// a fresh container, so it is given as PYTHONPATH).
 	PythonPath []string
-	// PluginLib is where the native build writes the Qwen-Image model plugin, relative
-	// to the build folder; PluginDir is what TRTMC_MODEL_PLUGIN_DIR names (the loader
-	// tries DIR/<model id>/<lib>, then DIR/<lib>).
+	// PluginLib is the model plugin, relative to the build folder; PluginDir is what
+	// TRTMC_MODEL_PLUGIN_DIR names.
 	PluginLib, PluginDir string
-	// CMakeOptions are the layout's own -D options beyond source-build.md's common ones.
-	CMakeOptions []string
-	// Targets are the native build's targets.
-	Targets []string
-	// PairReference is the HF diffusers image the case writes for its own pair, relative
-	// to its artifacts folder (TRTMC_E2E_ARTIFACT_DIR / --e2e-artifacts-dir).
+	CMakeOptions         []string // beyond source-build.md's common ones
+	Targets              []string
+	// PairReference is the HF image the case writes for its pair, under its artifacts.
 	PairReference string
-	// PairMetric is the formula of the PSNR and SSIM the layout's `psnr` and `ssim`
-	// thresholds bound, as its own comparator computes them (internal/quality/trtmc.go).
+	// PairMetric is the PSNR/SSIM formula its thresholds bound (internal/quality/trtmc.go).
 	PairMetric string
 }
 
@@ -125,7 +107,6 @@ func DetectLayout(checkout string) (Layout, error) {
 	return Layout{}, fmt.Errorf("TRTMC checkout %s has the manifest of both layouts (%s, %s): which one is current?", checkout, found[0].Manifest, found[1].Manifest)
 }
 
-// buildsOwnBundle: the families layout's case builds the bundle it checks.
 func (l Layout) buildsOwnBundle() bool { return l.Name == LayoutFamilies }
 
 func isFile(path string) bool {
@@ -137,26 +118,19 @@ func isFile(path string) bool {
 // (tests/e2e_harness/orchestrator.py @ e9132e79: build_timeout_s, default 3600).
 const caseBuildTimeout = 3600 * time.Second
 
-// perfServeWorkerStartup is how long perf-serve waits for its worker to load the bundle:
-// TrtmcWorkerBackend's startup_timeout_s, 900 s (backends/trtmc.py @ 7b798a32), which its
-// command line cannot change (cli.py @ 3878755c § serve passes no startup timeout). A
-// load that takes longer fails perf-serve itself ("worker startup timed out after 900s").
+// perfServeWorkerStartup is perf-serve's wait for its worker: startup_timeout_s
+// (backends/trtmc.py @ 7b798a32), which cli.py @ 3878755c § serve cannot change.
 const perfServeWorkerStartup = 900 * time.Second
 
-// perfServeStartSlack is what perf-serve needs after its worker is ready and before its
-// port answers: the platform fingerprint and uvicorn's start.
-const perfServeStartSlack = time.Minute
+const perfServeStartSlack = time.Minute // the fingerprint and uvicorn's start
 
-// StageDeadlines fit the layout and the serving contract: in the families layout the
-// correctness case builds its own bundle first, so its deadline is TRTMC's own build
-// timeout plus the row's for the case (at e9132e79 the harness builds the bundle in the
-// build stage, and the case runs on it); perf-serve gives its worker 900 s to load,
-// fixed, so the row waits for its readiness no longer than that and a minute to listen.
+// stageDeadlines: the families case builds its bundle first (TRTMC's build timeout
+// added), and perf-serve's worker has a fixed 900 s to load, plus a minute to listen.
 func (a TRTMC) stageDeadlines(d family.Deadlines) family.Deadlines {
 	if l, err := a.layout(); err == nil && l.buildsOwnBundle() {
 		d.Correctness += caseBuildTimeout
 	}
-	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
+	if a.perfServe() {
 		d.Ready = min(d.WithDefaults().Ready, perfServeWorkerStartup+perfServeStartSlack)
 	}
 	return d

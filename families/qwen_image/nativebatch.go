@@ -21,12 +21,8 @@ func WorkerServes(checkout string) bool {
 	return err == nil && bytes.Contains(b, []byte(`"--serve"`))
 }
 
-// nativeBatch runs every identity replay through TRTMC's persistent worker,
-// `trtmc_benchmark_worker --serve` (one load, then one request line per replay through
-// the same dispatch and timing as a one-shot call), driven by qualkit's trtmc-batch
-// (cmd/trtmcbatch), built here into the row's work folder, which every container of the
-// row mounts. A checkout without that worker has no batch mode (Describe gives none):
-// the harness then runs `trtmc` once per replay, in parallel on the row's GPUs.
+// nativeBatch runs every identity replay through one `trtmc_benchmark_worker --serve`,
+// driven by qualkit's trtmc-batch (cmd/trtmcbatch), built into the row's work folder.
 func (a TRTMC) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	n, err := a.native(env)
 	if err != nil {
@@ -36,10 +32,8 @@ func (a TRTMC) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.
 	if err := batch.Build(env.Root, driver); err != nil {
 		return family.Command{}, err
 	}
-	return family.Command{Args: []string{driver,
-		"--worker", filepath.Join(n.dir, "trtmc_benchmark_worker"),
-		"--bundle", spec.Bundle, "--runtime-root", n.dir,
-		"--items", spec.Items, "--report", spec.Report,
-		"--checkpoint", SnapshotDir(a.Config.HFHome),
-	}, Env: a.env(env), Dir: a.Config.Checkout}, nil
+	return family.Command{Args: []string{driver, "--worker", filepath.Join(n.dir, "trtmc_benchmark_worker"),
+		"--bundle", spec.Bundle, "--runtime-root", n.dir, "--items", spec.Items, "--report", spec.Report,
+		"--checkpoint", SnapshotDir(a.Config.HFHome)}, Env: a.env(env), Dir: a.Config.Checkout}, nil
+
 }

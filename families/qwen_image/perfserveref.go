@@ -12,44 +12,29 @@ import (
 	"qualkit/internal/wire"
 )
 
-// PerfServeReference serves the diffusers reference's smoke pipeline with TRTMC's own
-// trtmc-perf-serve, `serve --backend reference`: the server TRTMC's own qualification
-// serves its reference side with (backends/reference @ 7b798a32, its Diffusion adapter
-// media.py @ ca938e40), driven by the Qwen adapter's perf-serve contract (wire.Task: POST
-// /v1/tasks/generate_image through AIPerf's raw endpoint, the seed replayed as
-// latent_seed, Task time from the records, /v1/serving/info as the identity), on the
-// pipeline qualkit's reference builds (reference/pipeline.py --save-pipeline: a folder
-// DiffusionPipeline.from_pretrained loads, given as --reference-model).
-//
-// What is not TRTMC's here: the model (tiny random weights: a smoke row, never
-// qualification), the correctness case (the diffusers reference's own parity case on the
-// same folder), and, when the checkout is the perf-serve snapshot, qualkit's shim for its
-// two gaps (reference/perfserve_stage.py stages it, named as qualkit's). The native Task
-// is TRTMC's same reference backend without HTTP (reference/perfserve_native.py).
+// PerfServeReference serves the diffusers reference's smoke pipeline with TRTMC's
+// perf-serve `serve --backend reference` (backends/reference @ 7b798a32, media.py @
+// ca938e40). Not TRTMC's: the tiny random model, the parity case, and the shim for a
+// snapshot's gaps (reference/perfserve_stage.py).
 type PerfServeReference struct {
-	// Checkout is a TRTMC checkout with apps/perf_serving, or a snapshot of TRTMC's
-	// perf-serve (TRTMC_PERF_SERVE: the folder or its snapshot/).
+	// Checkout is a TRTMC checkout with apps/perf_serving, or TRTMC_PERF_SERVE's snapshot.
 	Checkout string
-	// Pipeline is the diffusers reference the bundle and the correctness case come from:
-	// its interpreter (which also runs the server: it needs perf-serve's imports) and
-	// device. Its precision is the one served.
+	// Pipeline is the diffusers reference the bundle, the case and the interpreter come from.
 	Pipeline Diffusers
 }
 
 // EnvPerfServe names the perf-serve checkout or snapshot (make ... TRTMC_PERF_SERVE=DIR).
 const EnvPerfServe = "QUALKIT_TRTMC_PERF_SERVE"
 
-// PerfServeReferenceFromEnv is the smoke row's adapter: the checkout from
-// QUALKIT_TRTMC_PERF_SERVE, the interpreter from QUALKIT_QWEN_PYTHON.
+// PerfServeReferenceFromEnv is the smoke row's adapter, configured from the environment.
 func PerfServeReferenceFromEnv(getenv func(string) string) PerfServeReference {
 	d := DiffusersFromEnv(DiffusersSmoke(), getenv)
 	d.Parity = PerfServeReferenceParity
 	return PerfServeReference{Checkout: getenv(EnvPerfServe), Pipeline: d}
 }
 
-// PerfServeReferenceParity is the parity case's file for this row's workload
-// (fixtures/qwen_perf_serve_reference, 128x128: the reference backend keeps each output
-// as a float32 array, 12 bytes a pixel).
+// PerfServeReferenceParity is the parity case's file for this row's 128x128 workload
+// (the backend keeps each output as float32, 12 bytes a pixel).
 const PerfServeReferenceParity = "parity-128.json"
 
 var _ family.Family = PerfServeReference{}
@@ -58,26 +43,20 @@ var _ family.Family = PerfServeReference{}
 const BackendPerfServeReference = "trtmc-perf-serve-reference"
 
 // perfServeTiming: perf-serve's records, timing.model_call_ms by request_id (app.py @
-// 3878755c § execute); for the reference backend that is its task-call wall (describe()).
+// 3878755c § execute).
 var perfServeTiming = schema.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
 
-// Describe: TRTMC's perf-serve on the task route, the seed replayed as latent_seed, Task
-// time from its records, /v1/serving/info as its identity; the native Task the same
-// backend in one process that loads, then waits for its items; processes, not an image.
+// Describe: perf-serve's task route with latent_seed, processes, not an image.
 func (a PerfServeReference) Describe(_ family.Env, row family.Row) (family.Spec, error) {
 	return family.Spec{
-		Backend:     BackendPerfServeReference,
-		Timing:      perfServeTiming,
-		Wire:        wire.Task{LatentSeed: true},
-		Identity:    family.IdentityCheck{Path: "/v1/serving/info", Check: a.checkIdentity},
-		Build:       a.build,
-		NativeBatch: a.nativeBatch,
-		Controls:    PerfServeReferenceControls(),
-		// perfserve_native.py --wait-items loads the backend, then waits.
-		BatchWaits: true,
-		// perf-serve loads its backend before uvicorn binds the port (cli.py @ 3878755c §
-		// serve: ReferenceBackend(...), then uvicorn.run), so GET /v1/models answers only
-		// once the model can serve.
+		Backend:             BackendPerfServeReference,
+		Timing:              perfServeTiming,
+		Wire:                wire.Task{LatentSeed: true},
+		Identity:            family.IdentityCheck{Path: "/v1/serving/info", Check: a.checkIdentity},
+		Build:               a.build,
+		NativeBatch:         a.nativeBatch,
+		Controls:            PerfServeReferenceControls(),
+		BatchWaits:          true, // perfserve_native.py --wait-items loads, then waits
 		ModelsWhenReady:     "cli.py @ 3878755c § serve: the backend loads before uvicorn.run binds the port",
 		NativeOutputPattern: `"output_sha256":\s*"([0-9a-f]{64})"`,
 		Found:               a.found(),
@@ -90,20 +69,16 @@ func (a PerfServeReference) Describe(_ family.Env, row family.Row) (family.Spec,
 // perfServeShim is qualkit's shim for the snapshot's gaps (also the double's).
 const perfServeShim = "families/qwen_image/trtmcdouble/checkout/perf-serve-shim"
 
-// staged is the perf-serve tree the row serves from (Tools stages it): the checkout's
-// apps/perf_serving, apps/benchmark and families/qwen_image, plus the shim for a snapshot.
+// staged is the perf-serve tree Tools stages and the row serves from.
 func (PerfServeReference) staged(env family.Env) string {
 	return filepath.Join(env.Work, "perf-serve")
 }
 
-// Tools prints the interpreter's versions, then stages perf-serve (build/tools-*.log
-// keep both: the staged files with their sha256, and whether the shim was added). The
-// builder is pipeline.py, as for the diffusers reference.
+// Tools is the diffusers reference's, then stages perf-serve (logged with sha256s).
 func (a PerfServeReference) Tools(env family.Env) (family.Tools, error) {
 	tools, err := a.Pipeline.Tools(env)
 	tools.Commands = append(tools.Commands, family.Command{Args: []string{a.Pipeline.python(), script(env, "perfserve_stage.py"),
 		"--source", a.Checkout, "--shim", filepath.Join(env.Root, perfServeShim), "--out", a.staged(env)}, Dir: env.Root})
-	// The bundle's form besides the diffusers reference's settings: the saved folder.
 	tools.Settings["bundle_form"] = "saved pipeline folder (pipeline.py bundle --save-pipeline)"
 	return tools, err
 }
@@ -115,44 +90,38 @@ func (a PerfServeReference) build(env family.Env, spec family.BuildSpec) (family
 	return cmd, err
 }
 
-// caseLatents is where the correctness case keeps the noise it drew, relative to its
-// scratch folder: the served pair is held to these very bytes.
+// referenceCaseLatents is the noise the case drew, under its scratch: the served pair is
+// held to these bytes.
 const referenceCaseLatents = "initial-latents.f32"
 
-// Correctness is the diffusers reference's parity case, unchanged, on the saved folder;
-// it keeps the noise it drew.
+// Correctness is the parity case, unchanged, on the saved folder, keeping its noise.
 func (a PerfServeReference) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
 	cc, err := a.Pipeline.Correctness(env, spec)
 	cc.Command.Args = append(cc.Command.Args, "--latents-file="+filepath.Join(spec.Scratch, referenceCaseLatents))
 	return cc, err
 }
 
-// PerfServeReferenceArgs are perf-serve's arguments after `serve` (cli.py @ 3878755c):
-// the reference backend on the saved pipeline, in the bundle's precision, with
-// --deterministic (no TF32, deterministic kernels: platform.py @ ca938e40 §
-// apply_deterministic_numerics), so that the served edit, the native replay and the
-// parity case's GPU run are the same numerics.
+// PerfServeReferenceArgs are perf-serve's arguments after `serve` (cli.py @ 3878755c),
+// --deterministic (platform.py @ ca938e40 § apply_deterministic_numerics) so the served
+// edit, the native replay and the parity case's GPU run share numerics.
 func PerfServeReferenceArgs(spec family.ServeSpec, precision string) []string {
 	return perfServeArgs(spec, "reference", nil, "--reference-model", spec.Bundle, "--precision", precision, "--deterministic")
 }
 
-// perfServeEnv is what perf-serve and the native Task run with: perf-serve's PYTHONPATH
-// (README @ 8bd797ae § Serve), a fixed cuBLAS workspace (deterministic GEMMs need it
-// before CUDA starts), nothing downloaded, no bytecode in the staged tree.
+// perfServeEnv: perf-serve's PYTHONPATH (README @ 8bd797ae § Serve), the cuBLAS
+// workspace deterministic GEMMs need, offline, no bytecode.
 func perfServeEnv() []string {
 	return []string{"PYTHONPATH=apps/perf_serving:apps/benchmark", "CUBLAS_WORKSPACE_CONFIG=:4096:8",
 		"HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1"}
 }
 
-// Serve starts TRTMC's perf-serve from the staged tree: `python -m trtmc_perf_serving
-// serve --backend reference ...`.
+// Serve starts perf-serve from the staged tree.
 func (a PerfServeReference) Serve(env family.Env, spec family.ServeSpec) (family.Command, error) {
 	return family.Command{Args: append([]string{a.Pipeline.python(), "-m", "trtmc_perf_serving", "serve"},
 		PerfServeReferenceArgs(spec, a.Pipeline.precision())...), Env: perfServeEnv(), Dir: a.staged(env)}, nil
 }
 
-// nativeArgs are perfserve_native.py's arguments common to one replay and a batch: the
-// backend exactly as the server builds it.
+// nativeArgs are perfserve_native.py's: the backend as the server builds it, no HTTP.
 func (a PerfServeReference) nativeArgs(env family.Env, bundle string) []string {
 	args := []string{a.Pipeline.python(), script(env, "perfserve_native.py"), bundle,
 		"--checkout", a.staged(env), "--profile", Profile, "--precision", a.Pipeline.precision(), "--deterministic",
@@ -177,18 +146,12 @@ func (a PerfServeReference) Native(env family.Env, spec family.NativeSpec) (fami
 // nativeBatch replays every request after one load of the backend.
 func (a PerfServeReference) nativeBatch(env family.Env, spec family.NativeBatchSpec) (family.Command, error) {
 	args := append(a.nativeArgs(env, spec.Bundle), "--batch", spec.Items, "--report", spec.Report)
-	if spec.WaitItems > 0 {
-		args = append(args, fmt.Sprintf("--wait-items=%.0f", spec.WaitItems.Seconds()))
-	}
-	return family.Command{Args: args, Env: perfServeEnv(), Dir: a.staged(env)}, nil
+	return family.Command{Args: append(args, waitItems(spec)...), Env: perfServeEnv(), Dir: a.staged(env)}, nil
+
 }
 
-// checkIdentity: /v1/serving/info (app.py @ 3878755c § info, backends/reference/__init__.py
-// @ 7b798a32 § describe) must say the reference backend, on the row's bundle, the
-// generate_image operation, the row's precision, deterministic numerics, and the
-// task-call-wall timing scope; and not qualkit's contract double. The checkpoint served
-// is the one the bundle it names states (its bundle.json "model": the smoke pipeline is
-// built in that checkpoint's shape).
+// checkIdentity holds /v1/serving/info (app.py @ 3878755c § info, backends/reference/
+// __init__.py @ 7b798a32 § describe) to the row; the checkpoint is the bundle's "model".
 func (a PerfServeReference) checkIdentity(body []byte, spec family.ServeSpec) (string, error) {
 	var info struct {
 		Backend     string `json:"backend"`
@@ -225,23 +188,21 @@ func (a PerfServeReference) checkIdentity(body []byte, spec family.ServeSpec) (s
 
 // bundleCheckpoint is the checkpoint a saved-pipeline bundle's bundle.json names.
 func bundleCheckpoint(bundle string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(bundle, "bundle.json"))
-	if err != nil {
-		return "", fmt.Errorf("the served bundle's metadata: %w", err)
-	}
 	var meta struct {
 		Model string `json:"model"`
 	}
-	if err := json.Unmarshal(b, &meta); err != nil {
+	b, err := os.ReadFile(filepath.Join(bundle, "bundle.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &meta)
+	}
+	if err != nil {
 		return "", fmt.Errorf("the served bundle's bundle.json: %w", err)
 	}
 	return meta.Model, nil
 }
 
-// Quality is the diffusers reference's (its pixel bounds and the parity case's pair
-// criteria for the bundle's profile and precision), the pair held to the case's own noise:
-// perf-serve replays the request's latent_seed (latents.py @ d3e1a549) and records its
-// sha256 (app.py @ 3878755c § execute: observation.initial_latents_sha256).
+// quality is the diffusers reference's, the pair held to the case's own noise, which
+// perf-serve replays (latents.py @ d3e1a549) and records (app.py @ 3878755c § execute).
 func (a PerfServeReference) quality(env family.Env) (family.QualitySpec, error) {
 	q, err := a.Pipeline.quality(env)
 	if err != nil {
@@ -262,23 +223,20 @@ var perfServeFiles = []string{
 	"families/qwen_image/tests/manifests/" + Profile + ".json",
 }
 
-// root is the checkout, or the snapshot folder inside a TRTMC_PERF_SERVE folder.
-func (a PerfServeReference) root() string {
+func (a PerfServeReference) root() string { // the checkout, or TRTMC_PERF_SERVE's snapshot/
 	if isFile(filepath.Join(a.Checkout, "snapshot", perfServeFiles[0])) {
 		return filepath.Join(a.Checkout, "snapshot")
 	}
 	return a.Checkout
 }
 
-// Requirements: a checkout with perf-serve's reference backend, and the diffusers
-// reference's (a smoke row for its smoke pipeline, its interpreter (torch with CUDA, the pinned
-// diffusers, pytest); Probes checks it also imports what perf-serve serves with.
+// requirements: a checkout with perf-serve's reference backend, and the diffusers
+// reference's.
 func (a PerfServeReference) requirements(env family.Env, c family.Row) []family.Requirement {
-	var rs reqs // the smoke label is the diffusers reference's to check (its Requirements)
-	switch {
-	case a.Checkout == "":
+	var rs reqs
+	if a.Checkout == "" {
 		rs.absent("TRTMC's perf-serve: "+EnvPerfServe+" is not set", "export "+EnvPerfServe+"=<a TRTMC checkout with apps/perf_serving, or ../shared/trtmc-perf-serve> (make ... TRTMC_PERF_SERVE=DIR)")
-	default:
+	} else {
 		for _, f := range perfServeFiles {
 			if !isFile(filepath.Join(a.root(), f)) {
 				rs.absent(fmt.Sprintf("%s=%s lacks %s", EnvPerfServe, a.Checkout, f), "point "+EnvPerfServe+" at a TRTMC checkout (October 2026 layout or later) or the perf-serve snapshot")
@@ -288,9 +246,8 @@ func (a PerfServeReference) requirements(env family.Env, c family.Row) []family.
 	return append(rs, a.Pipeline.requirements(env, c)...)
 }
 
-// perfServeImports are what `serve --backend reference` imports once it serves, which
-// its --help never loads (cli.py @ 3878755c § serve; backends/reference/media.py imports
-// diffusers when the adapter loads; platform.fingerprint() imports torch).
+// perfServeImports are what `serve --backend reference` imports only once it serves
+// (cli.py @ 3878755c § serve; backends/reference/media.py; platform.fingerprint()).
 var perfServeImports = []string{"uvicorn", "fastapi", "starlette", "pydantic", "numpy", "PIL", "huggingface_hub", "torch", "diffusers",
 	"trtmc_perf_serving.app", "trtmc_perf_serving.profiles", "trtmc_perf_serving.latents",
 	"trtmc_perf_serving.backends.reference", "trtmc_perf_serving.backends.reference.media"}
@@ -308,7 +265,6 @@ func (a PerfServeReference) probes(env family.Env) []family.Probe {
 		"install perf-serve's dependencies (apps/perf_serving/requirements.txt: fastapi, uvicorn, pillow, numpy, python-multipart) into "+EnvDiffusersPython+"'s interpreter (on the H200, scripts/h200/run.sh carries them)")}
 }
 
-// Found says which perf-serve the row serves from.
 func (a PerfServeReference) found() []string {
 	if a.Checkout == "" {
 		return nil

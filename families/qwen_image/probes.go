@@ -2,6 +2,7 @@ package qwenimage
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -29,28 +30,18 @@ type probeResult struct {
 const imageFix = "use an image that has them: TRTMC's dev image has a CPU-only torch and lacks torchvision, diffusers, ftfy and perf-serve's requirements; " +
 	"build families/qwen_image/docker/Dockerfile.reference on top of it with `make trtmc-image` (" + EnvCheckout + " and " + EnvImage + " set: families/qwen_image/README.md)"
 
-// buildModules are what the build and test python imports: the builder (tensorrt and
-// the checkout's own tensorrt_model_connect), pytest, and numpy and PIL, which the
-// correctness case imports itself (test_e2e.py @ f0a1b69f).
+// buildModules are what the builder and the case (test_e2e.py @ f0a1b69f) import.
 var buildModules = []string{"tensorrt", "tensorrt_model_connect", "pytest", "numpy", "PIL"}
 
-// hfModules are what the HF reference of the correctness case imports: torch with CUDA,
-// diffusers (DiffusionPipeline.from_pretrained, test_e2e.py @ f0a1b69f), ftfy (TRTMC's
-// MODEL.toml preflight @ e9132e79 turns the case into a skip without it or diffusers),
-// accelerate (families/qwen_image/requirements.txt @ 89bc7139), and what loading
-// Qwen-Image-Edit-2511's Qwen2VLProcessor needs: transformers, and torchvision, which
-// transformers' Qwen2-VL image processor imports (transformers 5.25.0
-// models/qwen2_vl/image_processing_qwen2_vl.py: a TorchvisionBackend; 5.2.0, the dev
-// image's pin, falls back to another, slower processor without it,
-// models/auto/image_processing_auto.py).
+// hfModules are what the case's HF reference imports: torch with CUDA, diffusers
+// (test_e2e.py @ f0a1b69f), ftfy (MODEL.toml preflight @ e9132e79 skips the case
+// without it), accelerate (families/qwen_image/requirements.txt @ 89bc7139), and for
+// the Qwen2VLProcessor transformers and torchvision (transformers 5.25.0
+// models/qwen2_vl/image_processing_qwen2_vl.py).
 var hfModules = []string{"torch", "torchvision", "transformers", "diffusers", "ftfy", "accelerate"}
 
-// Probes check in seconds, in the image and on the row's GPU, what every long stage
-// needs: the build Python imports what the builder and pytest need; the HF python what
-// the correctness case's reference needs, torch with CUDA (without diffusers or ftfy
-// TRTMC's MODEL.toml preflight would turn the case into a skip, hours later; without
-// torchvision the case fails an hour in, after the bundle build); and the contract's
-// server runs, shows every flag the row passes, and imports what it serves with.
+// probes check in seconds, in the image on the row's GPU, what the long stages need:
+// the pythons' imports, and the server's --help flags and imports.
 func (a TRTMC) probes(env family.Env) []family.Probe {
 	script := filepath.Join(env.Root, "families", "qwen_image", "probe", "trtmc_probe.py")
 	check := func(need []string) func([]byte, error) error { return checkModules(need, env.CUDADriverVersion) }
@@ -69,23 +60,17 @@ func (a TRTMC) probes(env family.Env) []family.Probe {
 	return pythons
 }
 
-// serverImportModules are what the contract's server imports only once it serves, which
-// its --help never loads: perf-serve's serve() (cli.py @ 3878755c) imports uvicorn, its
-// app (fastapi, starlette), profiles (the benchmark catalog), backends.trtmc and latents
-// (numpy), and platform.fingerprint() imports torch, latents.snapshot() huggingface_hub,
-// and the media digest of every image it returns PIL (digests.py @ 7d4725ab); trtmc-server's
-// control plane needs its [serve] extra, fastapi, pydantic and uvicorn (pyproject.toml @
-// 05348945), and its app.
+// serverImportModules are what the server imports only once it serves: perf-serve's
+// serve() (cli.py @ 3878755c; PIL for digests.py @ 7d4725ab); trtmc-server's [serve]
+// extra (pyproject.toml @ 05348945).
 var serverImportModules = map[string][]string{
 	ServingPerfServe: {"uvicorn", "fastapi", "starlette", "numpy", "PIL", "huggingface_hub", "torch",
 		"trtmc_perf_serving.app", "trtmc_perf_serving.profiles", "trtmc_perf_serving.backends.trtmc", "trtmc_perf_serving.latents"},
 	ServingEditRoute: {"uvicorn", "fastapi", "pydantic", "trtmc_server.app", "trtmc_server.cli"},
 }
 
-// serverFix is how to give the image what the contract's server needs: perf-serve's are
-// the checkout's apps/perf_serving/requirements.txt (requirements/community-ci.txt @
-// 2f5f368e, which the dev image installs, has none of fastapi, uvicorn or pydantic), which
-// docker/Dockerfile.reference installs; torch and transformers come with the TRTMC runtime.
+// serverFix: the dev image's requirements/community-ci.txt @ 2f5f368e has none of
+// fastapi, uvicorn or pydantic.
 var serverFix = map[string]string{
 	ServingPerfServe: "install the checkout's apps/perf_serving/requirements.txt into the image's python: families/qwen_image/docker/Dockerfile.reference " +
 		"does (`make trtmc-image` builds it with that folder as its context); " +
@@ -93,8 +78,7 @@ var serverFix = map[string]string{
 	ServingEditRoute: "install trtmc-server's [serve] extra (fastapi, pydantic, uvicorn) into the image's python",
 }
 
-// importProbe imports each module named on its command line and prints one JSON object
-// of those that failed, with why; it never fails itself.
+// importProbe prints the modules named on its command line that fail to import, and why.
 const importProbe = `import importlib, json, sys
 bad = {}
 for m in sys.argv[1:]:
@@ -104,21 +88,23 @@ for m in sys.argv[1:]:
         bad[m] = type(e).__name__ + ": " + str(e)
 print(json.dumps({"failed": bad}))`
 
-// serverImports imports, in the image and with the server's own PYTHONPATH, what the
-// contract's server imports once it serves: a --help that runs proves none of it, and a
-// server missing one would fail at serve, after the correctness case.
+// serverImports imports, with the server's own PYTHONPATH, what the server imports
+// once it serves (its --help proves none of it).
 func (a TRTMC) serverImports(env family.Env) family.Probe {
 	s, _ := a.serving()
-	envs := a.envWith(env, serverPythonPath)
-	if s.Contract == ServingPerfServe {
-		envs = a.envWith(env, perfServePythonPath)
-	}
 	return importsProbe("server-imports", "the imports the server needs to serve, in the image ("+s.Contract+")", "the server would not serve",
-		family.Command{Args: []string{a.Config.Python}, Env: envs, Dir: a.Config.Checkout}, serverImportModules[s.Contract], serverFix[s.Contract])
+		family.Command{Args: []string{a.Config.Python}, Env: a.serverEnv(env), Dir: a.Config.Checkout}, serverImportModules[s.Contract], serverFix[s.Contract])
 }
 
-// importsProbe runs importProbe with the python of py (its Env and Dir) on mods, and
-// fails naming each module that does not import, and why.
+// serverEnv is env with the contract's server's PYTHONPATH.
+func (a TRTMC) serverEnv(env family.Env) []string {
+	if a.perfServe() {
+		return a.envWith(env, perfServePythonPath)
+	}
+	return a.envWith(env, serverPythonPath)
+}
+
+// importsProbe runs importProbe with py's python, Env and Dir on mods.
 func importsProbe(name, what, failure string, py family.Command, mods []string, fix string) family.Probe {
 	python := py.Args[0]
 	py.Args = append([]string{python, "-c", importProbe}, mods...)
@@ -143,28 +129,22 @@ func importsProbe(name, what, failure string, py family.Command, mods []string, 
 		}}
 }
 
-// serverProbe runs the contract's server with --help, as the row will start it, and
-// checks that it shows every flag the row passes: perf-serve's `python3 -m
-// trtmc_perf_serving serve --help`; for the edit route the control plane the native
-// binary execs (`python3 -m trtmc_server --help`, from apps/server/python: the native
-// binary is built later, in the build stage). No contract: nothing to probe (preflight's
-// requirements say so).
+// serverProbe checks that the server's --help shows every flag the row passes: the edit
+// route's control plane the native binary execs (built later), or perf-serve's serve.
 func (a TRTMC) serverProbe(env family.Env) (family.Probe, bool) {
 	s, err := a.serving()
 	if err != nil {
 		return family.Probe{}, false
 	}
 	args := []string{a.Config.Python, "-m", "trtmc_server", "--help"}
-	envs := a.envWith(env, serverPythonPath)
 	flags := serveFlags(serverArgs(family.ServeSpec{}, ""))
 	if s.Contract == ServingPerfServe {
 		args = []string{a.Config.Python, "-m", "trtmc_perf_serving", "serve", "--help"}
-		envs = a.envWith(env, perfServePythonPath)
 		flags = serveFlags(PerfServeArgs(family.ServeSpec{}, ""))
 	}
 	name := strings.Join(args[1:3], " ")
 	return family.Probe{Name: "server", What: name + " in the image (" + s.Contract + ")",
-		Cmd: family.Command{Args: args, Env: envs, Dir: a.Config.Checkout},
+		Cmd: family.Command{Args: args, Env: a.serverEnv(env), Dir: a.Config.Checkout},
 		Check: func(out []byte, runErr error) error {
 			if runErr != nil {
 				return fmt.Errorf("%s --help failed (%v): the image lacks the server's dependencies (%s): %s", name, runErr, s.Why, clip(out))
@@ -183,14 +163,12 @@ func (a TRTMC) serverProbe(env family.Env) (family.Probe, bool) {
 		Fix: serverFix[s.Contract] + ", or check out the TRTMC commit the row was written for"}, true
 }
 
-// checkModules judges the probe's output: every module imports, the checkout's own
-// tensorrt_model_connect is the one imported, and torch sees CUDA (when it does not, why,
-// as far as the versions tell: driverCUDA is NVML's, env.CUDADriverVersion).
+// checkModules: every module imports, tensorrt_model_connect is the checkout's, and
+// torch sees CUDA (else why, given NVML's driverCUDA).
 func checkModules(need []string, driverCUDA int) func([]byte, error) error {
 	return func(out []byte, runErr error) error {
 		var res probeResult
-		line := lastJSONLine(out)
-		if err := json.Unmarshal(line, &res); err != nil {
+		if err := json.Unmarshal(lastJSONLine(out), &res); err != nil {
 			return fmt.Errorf("the probe printed no result (%v): %s", runErr, clip(out))
 		}
 		var bad []string
@@ -213,10 +191,8 @@ func checkModules(need []string, driverCUDA int) func([]byte, error) error {
 	}
 }
 
-// torchWithoutCUDA says why torch sees no GPU, as far as the versions tell: a CPU-only
-// build, or a CUDA newer than the host driver's. NVIDIA's images run a driver older than
-// their CUDA through CUDA forward compatibility, which their entrypoint sets up (the
-// row's stages run under the image's entrypoint) and which data-center GPUs support.
+// torchWithoutCUDA says why torch sees no GPU: a CPU-only build, or a CUDA newer than
+// the driver's (which only forward compatibility, on data-center GPUs, can run).
 func torchWithoutCUDA(version, torchCUDA, imageCUDA string, driverCUDA int) string {
 	if torchCUDA == "" || torchCUDA == "None" {
 		return "torch " + version + " is a CPU-only build (the dev image's torch is): the HF reference needs a CUDA GPU"
@@ -233,15 +209,14 @@ func torchWithoutCUDA(version, torchCUDA, imageCUDA string, driverCUDA int) stri
 		}
 	}
 	if len(newer) == 0 {
-		return msg + fmt.Sprintf(" though the host driver supports CUDA %s (NVML) and the image's CUDA is %s: check that the container is given the GPU (the NVIDIA Container Toolkit)", driver, orUnset(imageCUDA))
+		return msg + fmt.Sprintf(" though the host driver supports CUDA %s (NVML) and the image's CUDA is %s: check that the container is given the GPU (the NVIDIA Container Toolkit)", driver, cmp.Or(imageCUDA, "unset"))
 	}
 	return msg + fmt.Sprintf(": the host driver supports CUDA %s (NVML), older than %s; the image runs there only through its CUDA forward compatibility "+
 		"(NVIDIA's images set it up in their entrypoint, under which the stages run, on data-center GPUs): install a newer driver, or use an image built for CUDA %s",
 		driver, strings.Join(newer, " and "), driver)
 }
 
-// cudaNewer says whether a CUDA version ("13.0", "13.0.1") is newer than NVML's form
-// of the driver's (1000*major + 10*minor).
+// cudaNewer says whether CUDA version v ("13.0.1") is newer than NVML's driver's.
 func cudaNewer(v string, driver int) bool {
 	parts := strings.SplitN(v, ".", 3)
 	if len(parts) < 2 {
@@ -250,13 +225,6 @@ func cudaNewer(v string, driver int) bool {
 	major, err1 := strconv.Atoi(parts[0])
 	minor, err2 := strconv.Atoi(parts[1])
 	return err1 == nil && err2 == nil && major*1000+minor*10 > driver
-}
-
-func orUnset(s string) string {
-	if s == "" {
-		return "unset"
-	}
-	return s
 }
 
 func lastJSONLine(out []byte) []byte {

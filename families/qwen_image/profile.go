@@ -27,17 +27,15 @@ const (
 	Revision = "6f3ccc0b56e431dc6a0c2b2039706d7d26f22cb9"
 )
 
-// What the row serves. The bundle's output size is static (the manifest's image_height x
-// image_width at e9132e79; the bundle default in the newer layout); preflight checks that
-// the checkout's manifest agrees.
+// What the row serves (static in the bundle; preflight holds the manifest to it).
 const (
 	Precision   = "bf16"
 	ImageHeight = 1024
 	ImageWidth  = 1024
 )
 
-// conditionEnv names the e9132e79 build's condition image (the manifest's build_env):
-// the bundle compiles a static VAE condition grid from its size.
+// conditionEnv names the e9132e79 build's condition image (build_env), whose size fixes
+// the bundle's VAE condition grid.
 const conditionEnv = "TRTMC_QWEN_IMAGE_EDIT_CONDITION_IMAGE"
 
 // Manifest is the part of TRTMC's model manifest the adapter reads, in either layout.
@@ -86,12 +84,15 @@ func ReadManifest(checkout string, l Layout) (*Manifest, error) {
 		return nil, fmt.Errorf("TRTMC manifest: %w", err)
 	}
 	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
+	err = json.Unmarshal(b, &m)
+	if err == nil {
+		err = json.Unmarshal(b, &m.raw)
+	}
+	if err != nil {
+
 		return nil, fmt.Errorf("TRTMC manifest %s: %w", path, err)
 	}
-	if err := json.Unmarshal(b, &m.raw); err != nil {
-		return nil, fmt.Errorf("TRTMC manifest %s: %w", path, err)
-	}
+
 	var raws struct {
 		Testcases []map[string]json.RawMessage `json:"testcases"`
 	}
@@ -121,9 +122,7 @@ func (m *Manifest) outputSize(tc Testcase) (w, h int) {
 	return tc.ImageWidth, tc.ImageHeight
 }
 
-// ReadThresholds reads the quality gates the correctness case applies, as the checkout
-// states them (its threshold_overrides), so evidence and messages quote them without
-// qualkit keeping a copy.
+// ReadThresholds reads the checkout's threshold_overrides, the correctness case's gates.
 func ReadThresholds(checkout string, l Layout) (map[string]float64, error) {
 	path := filepath.Join(checkout, l.Thresholds)
 	b, err := os.ReadFile(path)
@@ -142,9 +141,7 @@ func ReadThresholds(checkout string, l Layout) (map[string]float64, error) {
 	return doc.Overrides, nil
 }
 
-// checkManifest lists every way the checkout's manifest disagrees with what the row
-// serves: a bundle of another checkpoint, precision or output size would make the
-// correctness verdict say nothing about the served one.
+// checkManifest lists every way the checkout's manifest disagrees with what the row serves.
 func checkManifest(m *Manifest, l Layout, tasks trtmc.Tasks) []string {
 	var bad []string
 	differ := func(field string, got, want any) {
@@ -181,8 +178,7 @@ func checkManifest(m *Manifest, l Layout, tasks trtmc.Tasks) []string {
 	return bad
 }
 
-// buildEnvPath is the path a build_env entry names: as given when absolute, else relative
-// to the checkout, or to the family folder when relative_to is "model".
+// buildEnvPath is the path a build_env entry names (relative_to "model": the family folder).
 func (m *Manifest) buildEnvPath(checkout string, l Layout, name string) string {
 	spec := m.BuildEnv[name]
 	if filepath.IsAbs(spec.Path) {
@@ -194,9 +190,8 @@ func (m *Manifest) buildEnvPath(checkout string, l Layout, name string) string {
 	return filepath.Join(checkout, spec.Path)
 }
 
-// conditionImage is the image whose size the bundle's condition grid takes: the
-// e9132e79 build's condition image (build_env, relative to the family folder), and in
-// the newer layout the testcase's test image (test_e2e.py builds with its size).
+// conditionImage is the image whose size the bundle's condition grid takes: build_env's
+// at e9132e79, the testcase's test image in the newer layout.
 func (m *Manifest) conditionImage(checkout string, l Layout) (string, error) {
 	if l.Name == LayoutE9132e79 {
 		if _, ok := m.BuildEnv[conditionEnv]; !ok {

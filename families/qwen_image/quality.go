@@ -14,14 +14,9 @@ import (
 	"qualkit/internal/schema"
 )
 
-// Quality reads TRTMC's own criteria from the checkout's thresholds file (the
-// threshold_overrides the correctness case applies). The pixel mean range and minimum
-// deviation hold for every output the server returned. PSNR, SSIM and the deviation
-// ratio against the reference image hold for the output of the case's own pair: the
-// workload request with the case's prompt, its settings, and the fixture image decoded
-// from the case's test image (a lossless PNG of the JPEG's pixels, whose pool record
-// names the JPEG's sha256). It is held against the HF diffusers image the case wrote
-// into its artifacts (Layout.PairReference), never one computed here.
+// quality reads TRTMC's criteria from the checkout's threshold_overrides: pixel bounds
+// for every output, and PSNR, SSIM and the deviation ratio for the case's own pair
+// against the HF image the case wrote (Layout.PairReference), never one computed here.
 func (a TRTMC) quality(env family.Env, c family.Row) (family.QualitySpec, error) {
 	l, err := a.layout()
 	if err != nil {
@@ -52,9 +47,8 @@ func (a TRTMC) quality(env family.Env, c family.Row) (family.QualitySpec, error)
 	return family.QualitySpec{Files: []string{filepath.Join(a.Config.Checkout, l.Thresholds)}, Criteria: cr, Pair: pair}, nil
 }
 
-// qualityPair finds the case's own pair in the row's workload: the pair with the case's
-// prompt, whose image's pool record names the sha256 of the case's test image, sent
-// with the case's settings.
+// qualityPair finds the case's own pair in the workload: its prompt, an image whose pool
+// record names the test image's sha256, and its settings.
 func (a TRTMC) qualityPair(env family.Env, c family.Row, l Layout) (*family.QualityPair, error) {
 	m, err := ReadManifest(a.Config.Checkout, l)
 	if err != nil {
@@ -101,8 +95,7 @@ func (a TRTMC) qualityPair(env family.Env, c family.Row, l Layout) (*family.Qual
 // replaysLatents says whether the row's requests carry latent_seed: perf-serve replays
 // it (latents.py @ d3e1a549), and the families case draws its own latents the same way.
 func (a TRTMC) replaysLatents(l Layout) bool {
-	s, err := a.serving()
-	return err == nil && s.Contract == ServingPerfServe && l.Name == LayoutFamilies
+	return a.perfServe() && l.Name == LayoutFamilies
 }
 
 // Where the families case keeps the noise it drew (test_e2e.py @ 9777fef7 § _native:
@@ -114,8 +107,7 @@ const (
 	servedLatents = "observation.initial_latents_sha256"
 )
 
-// pairReplayNoise states, with the case's seed, that the served pair starts from the
-// case's own noise.
+// pairReplayNoise states, with the case's seed, that the served pair has the case's noise.
 const pairReplayNoise = "same: the request carries latent_seed %[1]d, which TRTMC's perf-serve replays as NumPy's default_rng(%[1]d).standard_normal((1, 1, 16, H/8, W/8), float32) (latents.py @ d3e1a549), byte for byte the noise the case draws for its own TRT and HF runs, default_rng(%[1]d).standard_normal((16, H/8, W/8)) (test_e2e.py @ 9777fef7 § _initial_latents): the served noise's sha256 (records) equals the case's initial-latents.raw. The psnr/ssim bounds are the case's own, for two implementations on the same noise."
 
 // caseSettingsDiffer lists the workload settings that are not the case's.
@@ -142,13 +134,10 @@ func caseSettingsDiffer(tc Testcase, m *Manifest, s map[string]string) []string 
 
 func ptr(v float64) *float64 { return &v }
 
-// pairNoise is why the served pair cannot be identical to the case's reference, stated
-// in the evidence. The case's HF diffusers reference starts from latents the case makes
-// itself (families/qwen_image/tests/test_e2e.py @ 9777fef7: seed-derived NumPy latents,
-// shared with its native run; at e9132e79 the reference is the case's own diffusers run); the server
-// seeds TRTMC's generator from the request's seed. perf-serve can replay a latent seed
-// (latent_seed, latents.py @ d3e1a549), but nothing public says its replay reproduces the
-// case's NumPy latents, so the row does not send one. The bounds are therefore TRTMC's
-// own cross-implementation ones (PSNR 12 dB, SSIM 0.1 on the whole image), which hold for
-// two samples of the same edit, not identity; identity is the native Task's stage.
+// pairNoise is why the served pair is not the case's reference without latent replay:
+// the case's HF reference starts from its own latents (families/qwen_image/tests/
+// test_e2e.py @ 9777fef7), the server from the request's seed (perf-serve's latent_seed
+// replay, latents.py @ d3e1a549, is used only where the families case draws the same
+// noise: replaysLatents); the bounds are TRTMC's cross-implementation ones, and identity
+// is the native Task's stage.
 const pairNoise = "differs: the server seeds TRTMC's generator from the request's seed (42); the case's HF reference starts from latents the case makes itself. The psnr/ssim bounds are TRTMC's loose cross-implementation ones, not identity."

@@ -20,13 +20,9 @@ import (
 // TRTMCRepo is where the checkout comes from.
 const TRTMCRepo = "https://github.com/NVIDIA/TensorRT-Model-Connect.git"
 
-// Requirements lists every piece of the host this row needs beyond what the harness
-// checks itself (GPU, container runtime, AIPerf), all read from disk in well under a
-// second: the TRTMC checkout of a known layout and what it must hold, the Dockerfile for
-// this architecture or a named image, the checkpoint complete at its revision in the
-// Hugging Face cache, and a workload the bundle can serve. What needs the image (its
-// pythons, trtmc-server) is checked by Probes right after. Host pieces are Absent; a
-// wrong setting or input is not (it must be fixed, never skipped).
+// requirements lists, from disk in under a second, what the row needs beyond the
+// harness's own checks: the checkout, the image or Dockerfile, the complete checkpoint,
+// a servable workload. Host pieces are Absent; a wrong setting is not (never skipped).
 func (a TRTMC) requirements(env family.Env, c family.Row) []family.Requirement {
 	var rs reqs
 	if a.configErr != nil {
@@ -52,10 +48,7 @@ type reqs []family.Requirement
 func (rs *reqs) absent(what, fix string) {
 	*rs = append(*rs, family.Requirement{What: what, Fix: fix, Absent: true})
 }
-
-func (rs *reqs) bad(what, fix string) {
-	*rs = append(*rs, family.Requirement{What: what, Fix: fix})
-}
+func (rs *reqs) bad(what, fix string) { *rs = append(*rs, family.Requirement{What: what, Fix: fix}) }
 
 func unjoin(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -64,11 +57,9 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// cloneFix names the checkout that serves the row: perf-serve (apps/perf_serving) with
-// the worker it drives built from apps/benchmark/native. Neither main e9132e79 (no HTTP
-// server at all) nor trtmc-server can: trtmc-server serves text generation only (its
-// description, cli.py @ a9ed5f69; a worker without the text_generation capability is
-// refused, registry.py @ a4ba28be § _validate_ready).
+// cloneFix names a checkout that serves the row (perf-serve): main e9132e79 has no HTTP
+// server, and trtmc-server serves text generation only (cli.py @ a9ed5f69; registry.py @
+// a4ba28be § _validate_ready).
 const cloneFix = "git clone " + TRTMCRepo + " trtmc and check out " + servingCheckout + ", then export " +
 	EnvCheckout + "=$PWD/trtmc (the harness builds the dev image and the native runtime itself, as source-build.md does)"
 
@@ -92,15 +83,12 @@ func (rs *reqs) checkout(cfg Config) {
 	if _, err := readSource(dir); err != nil {
 		rs.bad(err.Error(), "use a git checkout: its commit keys the native build and the bundle, and goes into the evidence")
 	}
-	files := []struct{ rel, role string }{{l.TestFile, "the family's correctness case"}}
-	if l.E2EModel != "" {
-		files = append(files, struct{ rel, role string }{l.E2EModel, "the family's e2e definition (build arguments)"})
-	}
-	for _, f := range files {
-		if !isFile(filepath.Join(dir, f.rel)) {
-			rs.absent(fmt.Sprintf("TRTMC checkout %s (layout %s) has no %s (%s)", dir, l.Name, f.rel, f.role), fullCheckoutFix)
+	for _, f := range [][2]string{{l.TestFile, "the family's correctness case"}, {l.E2EModel, "the family's e2e definition (build arguments)"}} {
+		if f[0] != "" && !isFile(filepath.Join(dir, f[0])) {
+			rs.absent(fmt.Sprintf("TRTMC checkout %s (layout %s) has no %s (%s)", dir, l.Name, f[0], f[1]), fullCheckoutFix)
 		}
 	}
+
 	rs.manifest(dir, l)
 	rs.serving(cfg)
 	if _, err := os.Stat(filepath.Join(dir, l.Thresholds)); err != nil {
@@ -110,9 +98,7 @@ func (rs *reqs) checkout(cfg Config) {
 	}
 }
 
-// serving names the contract the checkout supports, read from its source in the first
-// second: the route found in which file; neither is a missing piece that names both and
-// where it looked.
+// serving: a checkout with neither contract is a missing piece naming where it looked.
 func (rs *reqs) serving(cfg Config) {
 	s, err := DetectServing(cfg.Checkout, cfg.Serving)
 	if err != nil {
@@ -215,22 +201,19 @@ func (rs *reqs) checkpoint(cfg Config) {
 		return // the newer case is given the snapshot folder itself (TRTMC_QWEN_IMAGE_MODEL_DIR)
 	}
 	if b, err := os.ReadFile(refMain); err != nil || strings.TrimSpace(string(b)) != Revision {
-		got := "absent"
-		if err == nil {
-			got = fmt.Sprintf("%q", strings.TrimSpace(string(b)))
+		got := fmt.Sprintf("%q", strings.TrimSpace(string(b)))
+		if err != nil {
+			got = "absent"
 		}
 		rs.absent(fmt.Sprintf("checkpoint: %s is %s, not the pinned revision %s; TRTMC e9132e79's HF reference loads the cached snapshot that refs/main names (snapshot_download with local_files_only and no revision), so it would compare against another revision or fail offline",
 			refMain, got, Revision), refMainFix(refMain)+" (or give qualkit a cache of its own with "+EnvHFCache+", so your main stays as it is)")
 	}
 }
 
-func refMainFix(refMain string) string {
-	return fmt.Sprintf("printf %%s %s > %s", Revision, refMain)
-}
+func refMainFix(refMain string) string { return fmt.Sprintf("printf %%s %s > %s", Revision, refMain) }
 
-// missingWeights lists the files a snapshot's model_index.json implies and the snapshot
-// lacks: component folders, and the weight files their safetensors indexes name. A
-// snapshot's files are links into blobs/, so a link whose blob never arrived counts too.
+// missingWeights lists the component folders and weight files (links into blobs/, so an
+// unarrived blob counts) a snapshot's model_index.json implies and the snapshot lacks.
 func missingWeights(snap string, index []byte) ([]string, error) {
 	var comps map[string]json.RawMessage
 	if err := json.Unmarshal(index, &comps); err != nil {
@@ -265,13 +248,9 @@ func missingWeights(snap string, index []byte) ([]string, error) {
 			if err := json.Unmarshal(b, &doc); err != nil {
 				return nil, fmt.Errorf("%s: %w", rel(snap, ix), err)
 			}
-			seen := map[string]bool{}
-			for _, f := range doc.WeightMap {
-				if !seen[f] {
-					seen[f] = true
-					if !isFile(filepath.Join(dir, f)) {
-						missing = append(missing, name+"/"+f)
-					}
+			for _, f := range doc.WeightMap { // repeats go in the Compact below
+				if !isFile(filepath.Join(dir, f)) {
+					missing = append(missing, name+"/"+f)
 				}
 			}
 		}
@@ -286,12 +265,10 @@ func missingWeights(snap string, index []byte) ([]string, error) {
 	return slices.Compact(missing), nil
 }
 
-// workload checks the settings the bundle serves. Reference images of any size are
-// served: TRTMC's Qwen-Image Edit runtime resizes each one (bilinear) to the condition
-// sizes its bundle compiled from the build's condition image (pipeline.cpp @ d46edb11 §
-// preprocess_edit_input_image, compute_edit_image_plan, resolve_edit_vae_size; the sizes:
-// model.py @ b40c8184 § build_components), and TRTMC's own edit suites send other sizes
-// to one bundle (apps/aiperf_qual/config/tasks.yaml @ 058cde12).
+// workload checks the settings the bundle serves. Images of any size are served: the
+// runtime resizes each to the bundle's condition sizes (pipeline.cpp @ d46edb11 §
+// preprocess_edit_input_image; model.py @ b40c8184 § build_components), and TRTMC's edit
+// suites send other sizes to one bundle (apps/aiperf_qual/config/tasks.yaml @ 058cde12).
 func (rs *reqs) workload(env family.Env, c family.Row) {
 	fx, err := fixtures.Load(filepath.Join(env.Root, c.Fixtures))
 	if err != nil {
@@ -309,11 +286,10 @@ func (rs *reqs) workload(env family.Env, c family.Row) {
 }
 
 func rel(base, path string) string {
-	r, err := filepath.Rel(base, path)
-	if err != nil {
-		return path
+	if r, err := filepath.Rel(base, path); err == nil {
+		return filepath.ToSlash(r)
 	}
-	return filepath.ToSlash(r)
+	return path
 }
 
 func clipList(items []string, n int) string {

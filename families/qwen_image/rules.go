@@ -4,37 +4,35 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strings"
+	"slices"
 
 	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 	"qualkit/internal/wire"
 )
 
-// The lines this package's programs write per request: the diffusers reference server's
-// per-edit line (reference/server.py: "<time> <request id> <status> task <ms> ms ..."),
-// the batch native Tasks' line per replay (reference/native.py: "native.py: batch
-// %d/%d %s: %s (%.1f ms)"; batch/batch.go: "trtmc-batch: %d/%d %s: %x (%.1f ms)", both
-// the PNG's sha256 cut to 12 hex digits). TRTMC's servers write no line per request
-// the checker can join on.
+// The lines this package's programs write per request: reference/server.py's per-edit
+// line, and the batch native Tasks' line per replay (reference/native.py,
+// reference/perfserve_native.py, batch/batch.go: "<prog>: batch? n/total id: sha12 (ms)").
+// TRTMC's servers write no line per request the checker can join on.
 var (
-	diffusersServerLine = regexp.MustCompile(`^\S+ (?P<id>\S+) (?P<status>\d{3})(?: task (?P<task_ms>[0-9.]+) ms)?\b`)
-	diffusersBatchLine  = regexp.MustCompile(`^native\.py: batch (?P<n>\d+)/(?P<total>\d+) (?P<id>\S+): (?P<sha>[0-9a-f]{12}) \(`)
-	trtmcBatchLine      = regexp.MustCompile(`^trtmc-batch: (?P<n>\d+)/(?P<total>\d+) (?P<id>\S+): (?P<sha>[0-9a-f]{12}) \(`)
-	// reference/perfserve_native.py: "perfserve_native.py: batch %d/%d %s: %s (%.1f ms)".
-	perfServeNativeBatchLine = regexp.MustCompile(`^perfserve_native\.py: batch (?P<n>\d+)/(?P<total>\d+) (?P<id>\S+): (?P<sha>[0-9a-f]{12}) \(`)
+	diffusersServerLine      = regexp.MustCompile(`^\S+ (?P<id>\S+) (?P<status>\d{3})(?: task (?P<task_ms>[0-9.]+) ms)?\b`)
+	diffusersBatchLine       = batchLine(`native\.py: batch`)
+	trtmcBatchLine           = batchLine(`trtmc-batch:`)
+	perfServeNativeBatchLine = batchLine(`perfserve_native\.py: batch`)
 )
+
+func batchLine(prefix string) *regexp.Regexp {
+	return regexp.MustCompile(`^` + prefix + ` (?P<n>\d+)/(?P<total>\d+) (?P<id>\S+): (?P<sha>[0-9a-f]{12}) \(`)
+}
 
 // diffusersPairReference is where the diffusers reference's correctness case writes the
 // quality pair's reference image (its CPU float32 run), under its artifacts folder.
 const diffusersPairReference = "cpu.png"
 
 // Rules are what the checker holds this package's backends to (families/all lists
-// them). TRTMC's come from its layout table (layouts: the file each layout's case
-// writes, the formula its thresholds bound); the diffusers reference's pair is its CPU
-// image, judged with qualkit's own formula, and its parity case's metrics are judged
-// again against its parity file at the run's commit (TRTMC's case's gates live in
-// TRTMC's checkout: no CaseGates).
+// them): TRTMC's from its layout table; the diffusers reference's pair is its CPU image,
+// and its parity metrics are judged again against its parity file at the run's commit.
 var Rules = []judge.Rules{{
 	Backend: BackendTRTMC,
 	PairReference: func(layout, _ string) string {
@@ -47,7 +45,8 @@ var Rules = []judge.Rules{{
 		if l, ok := layoutNamed(layout); ok {
 			return l.PairMetric
 		}
-		return "the metric of a TRTMC layout (" + strings.Join(layoutNames(), ", ") + ")"
+		return "the metric of a TRTMC layout (" + LayoutE9132e79 + ", " + LayoutFamilies + ")"
+
 	},
 	TaskTime:       trtmcTaskTime,
 	NativeBatchLog: trtmcBatchLine,
@@ -66,10 +65,7 @@ var Rules = []judge.Rules{{
 	CaseGates:      "families/qwen_image/reference/parity.json",
 	JudgeCase:      judgeParity,
 }, {
-	// TRTMC's perf-serve serving the diffusers reference's pipeline (PerfServeReference):
-	// the pair is the same parity case's, judged the same way; the Task time is perf-serve's
-	// records line (uvicorn at warning level writes no line per request); the batch native
-	// Task writes reference/perfserve_native.py's line per replay.
+	// PerfServeReference: the parity case's pair and judge, perf-serve's records.
 	Backend:       BackendPerfServeReference,
 	PairReference: func(string, string) string { return diffusersPairReference },
 	PairMetric:    func(string) string { return "" },
@@ -82,11 +78,9 @@ var Rules = []judge.Rules{{
 	JudgeCase:      judgeParity,
 }}
 
-// judgeParity is the parity case's judge (reference/test_parity.py) in Go: the GPU
-// output meets the gates of the result's thresholds key against the CPU's, the control
-// (against the CPU output of the mirrored reference) fails them, the repeat is
-// pixel-identical, and the mirrored reference moves the GPU output by at least the
-// influence minimum.
+// judgeParity is reference/test_parity.py's judge in Go: the GPU meets the gates
+// against the CPU, the mirrored control fails them, the repeat is pixel-identical, and
+// the mirrored reference moves the output by at least the influence minimum.
 func judgeParity(result, gates []byte) ([]string, error) {
 	type comparison struct {
 		PSNR *float64 `json:"psnr_db"` // null: identical
@@ -145,11 +139,10 @@ func judgeParity(result, gates []byte) ([]string, error) {
 	return out, nil
 }
 
-// trtmcTaskTime: perf-serve's records (timing.model_call_ms by request_id) on its task
-// route; on the edit route what Config's defaults name (the body's
-// trtmc_timing.model_call_ms, or the records' timing.model_call_ms: timingFromEnv).
+// trtmcTaskTime: perf-serve's records on its task route; on the edit route what
+// Config's defaults name (timingFromEnv).
 func trtmcTaskTime(row judge.Row) judge.TaskTime {
-	records := schema.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
+	records := perfServeTiming
 	if row.Protocol == wire.TRTMCTask {
 		return judge.TaskTime{Sources: []schema.TimingSource{records}, Records: records.Records, RecordID: records.RecordID}
 	}
@@ -158,18 +151,9 @@ func trtmcTaskTime(row judge.Row) judge.TaskTime {
 }
 
 func layoutNamed(name string) (Layout, bool) {
-	for _, l := range layouts {
-		if l.Name == name {
-			return l, true
-		}
+	i := slices.IndexFunc(layouts, func(l Layout) bool { return l.Name == name })
+	if i < 0 {
+		return Layout{}, false
 	}
-	return Layout{}, false
-}
-
-func layoutNames() []string {
-	var out []string
-	for _, l := range layouts {
-		out = append(out, l.Name)
-	}
-	return out
+	return layouts[i], true
 }

@@ -14,10 +14,8 @@ import (
 	"qualkit/internal/family"
 )
 
-// Where the image sees the checkout and the native runtime: the checkout at /src as
-// source-build.md:34-43 mounts it; the runtime's build folder at a path of qualkit's own,
-// outside the checkout, so that a build for one SM, image and commit never overwrites
-// another's (the harness keeps each under .cache/trtmc-native/<key>).
+// Where the image sees the checkout (at /src, as source-build.md:34-43 mounts it) and
+// the runtime's build folder (outside it, one per key under .cache/trtmc-native).
 const (
 	srcDir   = "/src"
 	buildDir = "/opt/qualkit/trtmc-build"
@@ -122,11 +120,8 @@ func (n native) built() bool {
 	return json.Unmarshal(b, &got) == nil && got.Key == n.Key
 }
 
-// Tools builds TRTMC's native runtime in the image, as source-build.md:53-67 does, once
-// per TRTMC commit, image and SM: configure with CMake for the GPU's SM, then build the
-// CLI, the TensorRT backend and the Qwen-Image model plugin (and, in the newer layout,
-// the e2e harness and the persistent worker). The builder that keys the bundle cache is
-// the build's stamp, which names all of those.
+// Tools builds TRTMC's native runtime in the image as source-build.md:53-67 does, once
+// per commit, image and SM; its stamp is the builder that keys the bundle cache.
 func (a TRTMC) Tools(env family.Env) (family.Tools, error) {
 	n, err := a.native(env)
 	if err != nil {
@@ -148,9 +143,8 @@ func (a TRTMC) Tools(env family.Env) (family.Tools, error) {
 	return tools, nil
 }
 
-// CheckTools checks what the commands cannot say themselves, right after the build: the
-// Qwen-Image plugin library exists where the layout puts it, and the runtime was built
-// for the row's SM. Then it stamps the build folder.
+// checkTools checks the build made the files the row runs, for the row's SM, then
+// stamps the build folder.
 func (a TRTMC) checkTools(env family.Env) error {
 	n, err := a.native(env)
 	if err != nil {
@@ -161,9 +155,12 @@ func (a TRTMC) checkTools(env family.Env) error {
 	}
 	l, _ := DetectLayout(a.Config.Checkout)
 	need := []string{"trtmc", l.PluginLib}
-	if s, err := a.serving(); err == nil {
-		need = append(need, a.serverFiles(s)...)
+	if s, err := a.serving(); err == nil && s.Contract == ServingEditRoute {
+		need = append(need, "trtmc-server", "server/python/trtmc_server/cli.py") // and its control plane's copy
+	} else if err == nil {
+		need = append(need, "trtmc_benchmark_worker")
 	}
+
 	for _, f := range need {
 		if !isFile(filepath.Join(n.dir, f)) {
 			return fmt.Errorf("the native build wrote no %s in %s: a target was not built (targets %s)", f, n.dir, strings.Join(n.Targets, " "))

@@ -9,23 +9,16 @@ import (
 	"strings"
 )
 
-// The row serves through one of two contracts, chosen from what the checkout's source
-// really has, read in preflight (never found out by trying after the build):
+// The row serves through one of two contracts, read from the checkout's source in
+// preflight:
 //
-//   - ServingPerfServe: trtmc-perf-serve's task route, the server public TRTMC has for image
-//     work: `python -m trtmc_perf_serving serve --backend trtmc --profile P --bundle B
-//     --runtime-root R --worker R/trtmc_benchmark_worker --records F --scratch D
-//     --keep-artifacts` with PYTHONPATH=apps/perf_serving:apps/benchmark:core/builder:.
-//     (apps/perf_serving/README.md @ 8bd797ae; cli.py and app.py @ 3878755c), POST
-//     /v1/tasks/generate_image, the PNG kept under the scratch folder (package wire,
-//     wire.Task).
-//   - ServingEditRoute: POST /v1/images/edits on trtmc-server, multipart, as the stage-7
-//     completion report describes it. No stored TRTMC version has that route; trtmc-server
-//     itself is public (apps/server/python/trtmc_server/cli.py @ a9ed5f69; the native
-//     apps/server/main.cpp @ 0f958bfb): its native binary, built as the CMake target
-//     trtmc-server, execs `python3 -P -m trtmc_server ARGS --worker-binary <itself>` with
-//     <exe dir>/server/python on PYTHONPATH, so it is started as that binary, never as the
-//     Python module (which refuses to start without --worker-binary).
+//   - ServingPerfServe: trtmc-perf-serve's POST /v1/tasks/generate_image
+//     (apps/perf_serving/README.md @ 8bd797ae; cli.py and app.py @ 3878755c; wire.Task).
+//   - ServingEditRoute: trtmc-server's multipart POST /v1/images/edits, as the stage-7
+//     report describes it; no stored TRTMC has that route. trtmc-server is public
+//     (apps/server/python/trtmc_server/cli.py @ a9ed5f69): its native binary
+//     (apps/server/main.cpp @ 0f958bfb) execs `python3 -P -m trtmc_server ARGS
+//     --worker-binary <itself>`, so it is started as that binary.
 const (
 	ServingPerfServe = "perf-serve"
 	ServingEditRoute = "edit-route"
@@ -54,9 +47,8 @@ type Serving struct {
 	Why      string
 }
 
-// DetectServing reads the checkout's source for each contract's route. want is the
-// contract the user asked for (QUALKIT_TRTMC_SERVING), "" or "auto" for the first the
-// checkout has: the edit route (the seed's contract) when present, else perf-serve.
+// DetectServing reads the checkout's source for each contract's route: want's
+// (QUALKIT_TRTMC_SERVING), or for "" and "auto" the edit route first, else perf-serve.
 func DetectServing(checkout, want string) (Serving, error) {
 	var found []Serving
 	var looked []string
@@ -82,22 +74,15 @@ func DetectServing(checkout, want string) (Serving, error) {
 				s.Why += " (" + EnvServing + "=" + want + ")"
 				return s, nil
 			}
+			looked = append(looked, s.Contract+": found")
 		}
-		return Serving{}, fmt.Errorf("%s=%s, but checkout %s does not support it (%s)", EnvServing, want, checkout, strings.Join(append(looked, names(found)...), "; "))
+		return Serving{}, fmt.Errorf("%s=%s, but checkout %s does not support it (%s)", EnvServing, want, checkout, strings.Join(looked, "; "))
 	}
 	if len(found) == 0 {
 		return Serving{}, fmt.Errorf("checkout %s supports neither serving contract the row drives, %s nor %s (%s)",
 			checkout, ServingEditRoute, ServingPerfServe, strings.Join(looked, "; "))
 	}
 	return found[0], nil
-}
-
-func names(found []Serving) []string {
-	var out []string
-	for _, s := range found {
-		out = append(out, s.Contract+": found")
-	}
-	return out
 }
 
 // servingCheckout is the TRTMC source that serves the row, for the fixes that name it.
@@ -116,20 +101,17 @@ func (a TRTMC) serving() (Serving, error) {
 }
 
 // perfServePythonPath is what perf-serve runs with (README @ 8bd797ae § Serve;
-// apps/aiperf_qual/trtmc_aiperf_qual/services.py @ a9ed5f69 § _serve_env), relative to
-// the checkout.
+// apps/aiperf_qual/trtmc_aiperf_qual/services.py @ a9ed5f69 § _serve_env).
 var perfServePythonPath = []string{"apps/perf_serving", "apps/benchmark", "core/builder", "."}
 
-// serverPythonPath is where the edit route's control plane lives in the source
-// (the native binary puts its build copy, <exe dir>/server/python, first).
-var serverPythonPath = []string{"apps/server/python"}
+var serverPythonPath = []string{"apps/server/python"} // the edit route's control plane
 
 // nativeServerTargets are the CMake targets of the native trtmc-server and of its
 // Python control plane's copy into the build folder (CMakeLists.txt @ 0f958bfb:
 // add_executable(trtmc-server apps/server/main.cpp), trtmc_server_python).
 var nativeServerTargets = []string{"trtmc-server", "trtmc_server_python"}
 
-// Found says, in preflight, which layout and serving contract the checkout has and why.
+// found says, in preflight, which layout and serving contract the checkout has and why.
 func (a TRTMC) found() []string {
 	var out []string
 	if l, err := a.layout(); err == nil {

@@ -15,25 +15,19 @@ import (
 	"qualkit/internal/wire"
 )
 
-// Server timeouts in seconds: a cold load of ~57.7 GB of weights, and one 20-step edit,
-// both far inside them.
+// Server timeouts in seconds, far above a cold ~57.7 GB load and one 20-step edit.
 const serverTimeoutS = "1800"
 
 // maxBodyFloor is the smallest --max-body-bytes the row gives trtmc-server: its own
 // default (1 MiB, cli.py @ a9ed5f69) is smaller than one 1024x1024 PNG edit.
 const maxBodyFloor = 4 << 20
 
-// TRTMC serves the checkpoint with NVIDIA TensorRT-Model-Connect, on the path TRTMC
-// documents: every stage in the image of the checkout's dev Dockerfile, the checkout at
-// /src, the native runtime built there for the GPU's SM, the bundle built by TRTMC's
-// Python builder (or by the family's own e2e case, in the newer layout), that case
-// unchanged as the correctness case, trtmc-server as the server and TRTMC's CLI as the
-// native Task.
+// TRTMC serves the checkpoint with NVIDIA TensorRT-Model-Connect as TRTMC documents:
+// every stage in the checkout's dev image, the native runtime built for the GPU's SM,
+// the family's e2e case unchanged as the correctness case, TRTMC's server and CLI.
 type TRTMC struct {
-	Config Config
-	// configErr is what ParseConfig found wrong; Requirements reports it with everything
-	// else missing, so a bad variable fails preflight instead of a package init.
-	configErr error
+	Config    Config
+	configErr error // ParseConfig's; Requirements reports it, so preflight fails
 }
 
 var _ family.Family = TRTMC{}
@@ -49,14 +43,11 @@ func FromEnv(getenv func(string) string) TRTMC {
 	return a
 }
 
-// Backend is the name the evidence checker knows TRTMC's rules by.
+// BackendTRTMC is the name the evidence checker knows TRTMC's rules by.
 const BackendTRTMC = "trtmc"
 
-// Describe states TRTMC's facts for the row, read from the checkout: the serving
-// contract (its wire protocol, Task-time source and identity), whether the family's own
-// case builds the bundle (the newer layout), and whether the checkout's persistent
-// worker replays in one process. A checkout it cannot read leaves those at their
-// defaults and says what is missing in Requirements, so preflight lists every fix at once.
+// Describe states TRTMC's facts for the row, read from the checkout; one it cannot read
+// leaves defaults, and Requirements says what is missing.
 func (a TRTMC) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	l, lerr := a.layout()
 	spec := family.Spec{
@@ -85,14 +76,19 @@ func (a TRTMC) Describe(env family.Env, row family.Row) (family.Spec, error) {
 	return spec, nil
 }
 
+// perfServe says whether the checkout serves through perf-serve.
+func (a TRTMC) perfServe() bool {
+	s, err := a.serving()
+	return err == nil && s.Contract == ServingPerfServe
+}
+
 func (a TRTMC) layout() (Layout, error) { return DetectLayout(a.Config.Checkout) }
 
-// env is the environment every TRTMC command runs with: the checkout's Python packages
-// (what its editable py-only install provides), the HF cache offline at the pinned
-// snapshot, and no bytecode written into the mounted checkout.
+// env is every TRTMC command's environment: the checkout's editable install as
+// PYTHONPATH, the HF cache offline, no bytecode in the mounted checkout.
 func (a TRTMC) env(env family.Env) []string { return a.envWith(env, nil) }
 
-// envWith is env with extra folders of the checkout first on PYTHONPATH (a server's own).
+// envWith is env with the checkout's folders first on PYTHONPATH (a server's own).
 func (a TRTMC) envWith(env family.Env, first []string) []string {
 	out := []string{"HF_HOME=" + a.Config.HFHome, "HF_HUB_OFFLINE=1", "PYTHONDONTWRITEBYTECODE=1", "TMPDIR=" + a.tmpDir(env)}
 	if l, err := a.layout(); err == nil {
@@ -110,9 +106,7 @@ func (a TRTMC) envWith(env family.Env, first []string) []string {
 	return out
 }
 
-// BuildSettings are everything the bundle depends on besides the build's own stamp: the
-// checkout's commit and changes, the layout, the image, the SM, the manifest, the
-// thresholds and the condition image (their sha256), and the build's argv.
+// buildSettings are everything the bundle depends on besides the build's own stamp.
 func (a TRTMC) buildSettings(env family.Env) map[string]string {
 	s := map[string]string{"precision": Precision, "model_revision": Revision}
 	l, err := a.layout()
@@ -167,10 +161,9 @@ func (a TRTMC) build(env family.Env, spec family.BuildSpec) (family.Command, err
 	return family.Command{Args: append([]string{a.Config.Python}, args...), Env: append(a.env(env), envs...), Dir: a.Config.Checkout}, nil
 }
 
-// Correctness is the family's own e2e case for the profile, unchanged, selected by its
-// node id so that exactly one case runs. At e9132e79 it runs on the bundle the harness
-// built (found as <engine dir>/qwen-image-edit-2511.bundle, so it builds nothing); in the
-// newer layout it builds its bundle under --basetemp, and that bundle is the one served.
+// Correctness is the family's own e2e case for the profile, unchanged, by node id. At
+// e9132e79 it runs on the harness's bundle (<engine dir>/<profile>.bundle); in the newer
+// layout it builds the bundle served under --basetemp.
 func (a TRTMC) Correctness(env family.Env, spec family.CorrectnessSpec) (family.CorrectnessCase, error) {
 	l, err := a.layout()
 	if err != nil {
@@ -207,13 +200,11 @@ func (a TRTMC) Correctness(env family.Env, spec family.CorrectnessSpec) (family.
 			"TRTMC_NATIVE_BUILD_DIR="+n.dir,
 			"TRTMC_QWEN_IMAGE_MODEL_DIR="+SnapshotDir(a.Config.HFHome),
 			"TRTMC_E2E_ARTIFACT_DIR="+spec.Artifacts,
-			// The evidence plugin refuses any value but one 40-hex commit, and cannot ask
-			// git itself inside a container that does not own /src.
+			// The plugin takes only a 40-hex commit; git cannot read /src in the container.
 			"TRTMC_E2E_SOURCE_REVISION="+n.Source.Commit)
-		// TRTMC's e2e evidence plugin (tools/e2e_evidence.py @ e2c6fa14, which
-		// test_e2e.py @ f0a1b69f imports) writes the case's verdict to
-		// <artifacts>/evidence/qwen_image/<case>/evidence.json, status "passed" when it
-		// passed; an older checkout has no plugin and writes none.
+		// The e2e evidence plugin (tools/e2e_evidence.py @ e2c6fa14, imported by
+		// test_e2e.py @ f0a1b69f) writes <artifacts>/evidence/qwen_image/<case>/
+		// evidence.json, status "passed"; an older checkout has none.
 		if isFile(filepath.Join(a.Config.Checkout, evidencePlugin)) {
 			cc.Result = filepath.Join(spec.Artifacts, "evidence", "qwen_image", Profile, "evidence.json")
 			cc.ResultPass = "passed"
@@ -224,17 +215,10 @@ func (a TRTMC) Correctness(env family.Env, spec family.CorrectnessSpec) (family.
 	return cc, nil
 }
 
-// Serve starts the checkout's server on the bundle with the native runtime, by its
-// contract (see DetectServing). It binds loopback only, so the harness runs its
-// container with host networking.
-//
-//   - perf-serve: `python3 -m trtmc_perf_serving serve --backend trtmc --profile P
-//     --manifest-root families --bundle B --runtime-root R --worker R/trtmc_benchmark_worker
-//     ... --records F --scratch D --keep-artifacts` (cli.py @ 3878755c), with its
-//     PYTHONPATH (README @ 8bd797ae), from the checkout root (--manifest-root is relative).
-//   - edit route: the native <build>/trtmc-server binary, which passes --worker-binary
-//     itself (main.cpp @ 0f958bfb), with a --max-body-bytes that fits the workload's
-//     largest request (its 1 MiB default does not) and the flags cli.py @ a9ed5f69 defines.
+// Serve starts the contract's server (DetectServing), on loopback (host networking):
+// perf-serve `python3 -m trtmc_perf_serving serve` (cli.py @ 3878755c) with its
+// PYTHONPATH (README @ 8bd797ae) from the checkout root; or the native trtmc-server,
+// which passes --worker-binary itself (main.cpp @ 0f958bfb), flags of cli.py @ a9ed5f69.
 func (a TRTMC) Serve(env family.Env, spec family.ServeSpec) (family.Command, error) {
 	n, err := a.native(env)
 	if err != nil {
@@ -251,23 +235,18 @@ func (a TRTMC) Serve(env family.Env, spec family.ServeSpec) (family.Command, err
 	return family.Command{Args: append([]string{filepath.Join(n.dir, "trtmc-server")}, serverArgs(spec, n.dir)...), Env: a.env(env), Dir: a.Config.Checkout}, nil
 }
 
-// PerfServeArgs are perf-serve's arguments after `serve`; their flags are what its --help
-// must show. The conformance test of the double's imitation starts both servers with them.
-// --revision is always the row's: perf-serve replays a latent_seed from the checkpoint's
-// configs at `profile.model.hf_revision or --revision` (cli.py @ 3878755c § serve) through
-// snapshot_download(..., local_files_only=True) (latents.py @ d3e1a549 § snapshot), and
-// the manifest need not pin one (qwen-image-edit-2511.json @ d46edb11 has no
-// hf_revision); a cache that `hf download --revision` filled has no refs/main, so without
-// it every request would fail at latent replay. TRTMC's own launcher passes the model's
-// pinned revision so (apps/aiperf_qual/trtmc_aiperf_qual/services.py @ a9ed5f69 § serving).
+// PerfServeArgs are perf-serve's arguments after `serve` (its --help must show the
+// flags). --revision is the row's: latent replay reads the configs at
+// `profile.model.hf_revision or --revision` (cli.py @ 3878755c § serve) offline
+// (latents.py @ d3e1a549 § snapshot), the manifest pins none (qwen-image-edit-2511.json
+// @ d46edb11), and a cache `hf download --revision` filled has no refs/main; TRTMC's
+// launcher passes it so (apps/aiperf_qual/trtmc_aiperf_qual/services.py @ a9ed5f69).
 func PerfServeArgs(spec family.ServeSpec, runtimeRoot string) []string {
 	return perfServeArgs(spec, "trtmc", []string{"--revision", Revision},
 		"--bundle", spec.Bundle, "--runtime-root", runtimeRoot, "--worker", filepath.Join(runtimeRoot, "trtmc_benchmark_worker"))
 }
 
-// perfServeArgs are perf-serve's arguments after `serve` for either backend: the backend,
-// the profile, the backend's own (revision before the manifest root, the model after),
-// then the model's name and where it listens and writes.
+// perfServeArgs are perf-serve's arguments after `serve` for either backend.
 func perfServeArgs(spec family.ServeSpec, backend string, revision []string, model ...string) []string {
 	args := append(append([]string{"--backend", backend, "--profile", Profile}, revision...), "--manifest-root", "families")
 	return append(append(args, model...), "--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port),
@@ -278,16 +257,9 @@ func perfServeArgs(spec family.ServeSpec, backend string, revision []string, mod
 // native binary's to add.
 func serverArgs(spec family.ServeSpec, runtimeRoot string) []string {
 	maxBody := max(2*spec.MaxRequestBytes, maxBodyFloor)
-	return []string{spec.Bundle,
-		"--model-name", spec.Model,
-		"--host", spec.Host,
-		"--port", strconv.Itoa(spec.Port),
-		"--runtime-root", runtimeRoot,
-		"--records", spec.Records,
-		"--startup-timeout", serverTimeoutS,
-		"--request-timeout", serverTimeoutS,
-		"--max-body-bytes", strconv.FormatInt(maxBody, 10),
-	}
+	return []string{spec.Bundle, "--model-name", spec.Model, "--host", spec.Host, "--port", strconv.Itoa(spec.Port),
+		"--runtime-root", runtimeRoot, "--records", spec.Records, "--startup-timeout", serverTimeoutS,
+		"--request-timeout", serverTimeoutS, "--max-body-bytes", strconv.FormatInt(maxBody, 10)}
 }
 
 // serveFlags are the flags of args, which the server's --help must show.
@@ -301,19 +273,9 @@ func serveFlags(args []string) []string {
 	return flags
 }
 
-// serverFiles are what the native build must have made for the contract, relative to
-// the build folder: the native server and its control plane's copy, or the worker.
-func (a TRTMC) serverFiles(s Serving) []string {
-	if s.Contract == ServingEditRoute {
-		return []string{"trtmc-server", "server/python/trtmc_server/cli.py"}
-	}
-	return []string{"trtmc_benchmark_worker"}
-}
-
-// Native runs the Task once with the settings the HTTP request carried, each wire field
-// mapped to its CLI flag, with the CLI the native build made: `trtmc run` at e9132e79
-// (src/cli/args.cpp), `trtmc generate-image --runtime-root` in the newer layout
-// (apps/cli/cli.cpp). A field with no flag makes the command fail, naming it.
+// Native runs the Task once with the request's settings as CLI flags: `trtmc run` at
+// e9132e79 (src/cli/args.cpp), `trtmc generate-image` in the newer layout
+// (apps/cli/cli.cpp). A field with no flag fails, naming it.
 func (a TRTMC) Native(env family.Env, spec family.NativeSpec) (family.Command, error) {
 	l, err := a.layout()
 	if err != nil {
@@ -335,63 +297,44 @@ func (a TRTMC) Native(env family.Env, spec family.NativeSpec) (family.Command, e
 	if l.Name == LayoutFamilies {
 		args = []string{cli, "generate-image", spec.Bundle, "--runtime-root", n.dir}
 	}
-	args = append(args, "--prompt", spec.Prompt, "--image", spec.Image)
-	args = append(args, flags...)
+	args = append(append(args, "--prompt", spec.Prompt, "--image", spec.Image), flags...)
 	return family.Command{Args: append(args, "--output", spec.Output), Env: a.env(env), Dir: a.Config.Checkout}, nil
 }
 
-// Timing is where the server reports the Task call: perf-serve's records (timing.
-// model_call_ms by request_id, app.py @ 3878755c § execute); for the edit route, as
-// configured (its shape is not public).
+// timing is where the server reports the Task call: perf-serve's records (app.py @
+// 3878755c § execute); for the edit route, as configured (its shape is not public).
 func (a TRTMC) timing() schema.TimingSource {
-	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
-		return schema.TimingSource{Records: DefaultTimingRecords, RecordID: DefaultTimingRecordID}
+	if a.perfServe() {
+		return perfServeTiming
 	}
 	return a.Config.Timing
 }
 
-// Protocol is the contract's wire protocol: perf-serve's task route, or the OpenAI
-// images route the edit route serves.
+// protocol is perf-serve's task route, or the edit route's OpenAI images route.
 func (a TRTMC) protocol() wire.Protocol {
-	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
+	if a.perfServe() {
 		l, _ := a.layout()
 		return wire.Task{LatentSeed: a.replaysLatents(l)}
 	}
 	return wire.OpenAI{}
 }
 
-// identityPath is where the contract's server states what it is: perf-serve's
-// /v1/serving/info (app.py @ 3878755c § info), trtmc-server's /v1/models (registry.py @
-// a4ba28be; it has no /v1/serving/info).
+// identityPath: perf-serve's /v1/serving/info (app.py @ 3878755c § info), trtmc-server's
+// /v1/models (registry.py @ a4ba28be; it has no /v1/serving/info).
 func (a TRTMC) identityPath() string {
-	if s, err := a.serving(); err == nil && s.Contract == ServingPerfServe {
+	if a.perfServe() {
 		return "/v1/serving/info"
 	}
 	return "/v1/models"
 }
 
-// checkIdentity checks, before anything is measured, that the server answering is TRTMC
-// on the bundle the row built, from what that server really answers. perf-serve:
-// /v1/serving/info: backend trtmc, the bundle, operation generate_image, timing scope
-// public_task_call_wall (backends/trtmc.py @ 3878755c § __init__: the worker's ready
-// line), and the profile the row builds (cli.py @ 3878755c § serve: info "profile").
-// trtmc-server: /v1/models, the
-// model owned by "tensorrt-model-connect"; it states no bundle. A server that says it is
-// qualkit's contract double is refused unless the row is the double's, and required when
-// it is. The checkpoint served is the hf_id of the checkout's manifest for the profile:
-// the bundle is built from it (preflight holds it to the row), and neither server states
-// the checkpoint itself.
+// checkIdentity checks that the server answering is TRTMC on the row's bundle. perf-serve:
+// backend trtmc, the bundle, generate_image, timing scope public_task_call_wall
+// (backends/trtmc.py @ 3878755c § __init__), the profile (cli.py @ 3878755c § serve).
+// trtmc-server: the model owned by "tensorrt-model-connect" (no bundle stated). The
+// double is refused unless the row is the double's. Neither states the checkpoint: it is
+// the manifest's hf_id, which the bundle is built from.
 func (a TRTMC) checkIdentity(body []byte, spec family.ServeSpec) (string, error) {
-	double := func(body []byte) error {
-		is, why := saysDouble(body)
-		switch {
-		case is && !a.Config.ContractDouble:
-			return fmt.Errorf("the server is qualkit's TRTMC contract double, not TRTMC (%s): it can never qualify the checkpoint", why)
-		case !is && a.Config.ContractDouble:
-			return fmt.Errorf("the row is the contract double's, but the server does not say it is the double")
-		}
-		return nil
-	}
 	if a.identityPath() == "/v1/models" {
 		var doc struct {
 			Data []struct {
@@ -402,46 +345,43 @@ func (a TRTMC) checkIdentity(body []byte, spec family.ServeSpec) (string, error)
 		if err := json.Unmarshal(body, &doc); err != nil {
 			return "", fmt.Errorf("not JSON: %w", err)
 		}
+		found := false
 		for _, d := range doc.Data {
-			if d.ID == spec.Model && d.OwnedBy == "tensorrt-model-connect" {
-				if err := double(body); err != nil {
-					return "", err
-				}
-				return a.manifestCheckpoint()
-			}
+			found = found || d.ID == spec.Model && d.OwnedBy == "tensorrt-model-connect"
 		}
-		return "", fmt.Errorf("no model %q owned by tensorrt-model-connect in %s", spec.Model, clip(body))
+		if !found {
+			return "", fmt.Errorf("no model %q owned by tensorrt-model-connect in %s", spec.Model, clip(body))
+		}
+	} else {
+		var info struct {
+			Backend     string `json:"backend"`
+			Bundle      string `json:"bundle"`
+			Operation   string `json:"operation"`
+			TimingScope string `json:"timing_scope"`
+			Profile     string `json:"profile"`
+		}
+		if err := json.Unmarshal(body, &info); err != nil {
+			return "", fmt.Errorf("not JSON: %w", err)
+		}
+		switch {
+		case info.Backend != "trtmc":
+			return "", fmt.Errorf("the server says backend %q, not trtmc: another server answers on the port", info.Backend)
+		case !sameBundle(info.Bundle, spec.Bundle):
+			return "", fmt.Errorf("the server serves bundle %q, the row built %s", info.Bundle, spec.Bundle)
+		case info.Operation != wire.TaskOperation:
+			return "", fmt.Errorf("the server serves operation %q, not %s: another profile", info.Operation, wire.TaskOperation)
+		case info.TimingScope != "public_task_call_wall":
+			return "", fmt.Errorf("the server's timing scope is %q, not public_task_call_wall: its model_call_ms is not the Task call", info.TimingScope)
+		case info.Profile != Profile:
+			return "", fmt.Errorf("the server serves profile %q, the row builds %s", info.Profile, Profile)
+		}
 	}
-	var info struct {
-		Backend     string `json:"backend"`
-		Bundle      string `json:"bundle"`
-		Operation   string `json:"operation"`
-		TimingScope string `json:"timing_scope"`
-		Profile     string `json:"profile"`
+	switch is, why := saysDouble(body); {
+	case is && !a.Config.ContractDouble:
+		return "", fmt.Errorf("the server is qualkit's TRTMC contract double, not TRTMC (%s): it can never qualify the checkpoint", why)
+	case !is && a.Config.ContractDouble:
+		return "", fmt.Errorf("the row is the contract double's, but the server does not say it is the double")
 	}
-	if err := json.Unmarshal(body, &info); err != nil {
-		return "", fmt.Errorf("not JSON: %w", err)
-	}
-	switch {
-	case info.Backend != "trtmc":
-		return "", fmt.Errorf("the server says backend %q, not trtmc: another server answers on the port", info.Backend)
-	case !sameBundle(info.Bundle, spec.Bundle):
-		return "", fmt.Errorf("the server serves bundle %q, the row built %s", info.Bundle, spec.Bundle)
-	case info.Operation != wire.TaskOperation:
-		return "", fmt.Errorf("the server serves operation %q, not %s: another profile", info.Operation, wire.TaskOperation)
-	case info.TimingScope != "public_task_call_wall":
-		return "", fmt.Errorf("the server's timing scope is %q, not public_task_call_wall: its model_call_ms is not the Task call", info.TimingScope)
-	case info.Profile != Profile:
-		return "", fmt.Errorf("the server serves profile %q, the row builds %s", info.Profile, Profile)
-	}
-	if err := double(body); err != nil {
-		return "", err
-	}
-	return a.manifestCheckpoint()
-}
-
-// manifestCheckpoint is the hf_id of the checkout's manifest for the profile.
-func (a TRTMC) manifestCheckpoint() (string, error) {
 	l, err := a.layout()
 	if err != nil {
 		return "", err
@@ -453,10 +393,8 @@ func (a TRTMC) manifestCheckpoint() (string, error) {
 	return m.HFID, nil
 }
 
-// sameBundle says whether the bundle a server names is the row's: perf-serve resolves
-// the --bundle it was given (catalog.py @ 0dd9052f § resolve_case:
-// bundle_path.expanduser().resolve()), so a row bundle reached through a link (the
-// families case's <test>_qcurrent, a linked temp folder) is named by its real path.
+// sameBundle says whether a served bundle is the row's, real path included: perf-serve
+// resolves --bundle (catalog.py @ 0dd9052f § resolve_case).
 func sameBundle(served, built string) bool {
 	if filepath.Clean(served) == filepath.Clean(built) {
 		return true
@@ -465,10 +403,9 @@ func sameBundle(served, built string) bool {
 	return err == nil && filepath.Clean(served) == real
 }
 
-// saysDouble says whether a server's identity answer is the contract double's, and how:
-// the double's Go servers mark their answers (qualkit_contract_double: true); TRTMC's own
-// perf-serve run with the double's worker states the double's stand-in torch in its
-// platform block (platform.py @ ca938e40 § fingerprint: packages.torch, torch.version.cuda).
+// saysDouble says whether an identity answer is the contract double's, and how: the
+// double's Go servers say qualkit_contract_double; perf-serve with the double's worker
+// states its stand-in torch (platform.py @ ca938e40 § fingerprint).
 func saysDouble(body []byte) (bool, string) {
 	var m struct {
 		Double   bool `json:"qualkit_contract_double"`
@@ -489,16 +426,11 @@ func saysDouble(body []byte) (bool, string) {
 	return false, ""
 }
 
-// image is where every stage runs: the image the user named, else the one the
-// checkout's dev Dockerfile builds with the checkout as context. The checkout is mounted
-// at /src, the native build folder at its own path, the HF cache read-only, and the
-// containers share the host's IPC namespace (source-build.md's --ipc=host). Every command
-// runs under the image's own entrypoint, as `docker run IMAGE CMD` does: TRTMC's dev
+// image is where every stage runs: the named image, else the checkout's dev Dockerfile's,
+// with --ipc=host (source-build.md). Commands run under the image's entrypoint: the dev
 // image is FROM NVIDIA's TensorRT image (Dockerfile.dev.x86 @ 520a0165), whose
-// /opt/nvidia/nvidia_entrypoint.sh checks the driver, sets up CUDA forward
-// compatibility for a driver older than the image's CUDA, then runs its arguments (as
-// NVIDIA's entrypoint of that name does: triton-inference-server/server
-// nvidia_entrypoint.sh @ 0794865d, `exec "$@"`); replaced, torch would see no GPU there.
+// nvidia_entrypoint.sh sets up CUDA forward compatibility, then `exec "$@"`
+// (triton-inference-server/server nvidia_entrypoint.sh @ 0794865d); without it torch sees no GPU.
 func (a TRTMC) image(env family.Env) (family.ContainerImage, error) {
 	ci := family.ContainerImage{ImageSpec: serving.ImageSpec{Ref: a.Config.Image}, RefFix: imageFix, IPCHost: true, UnderEntrypoint: true,
 		Stages: []string{schema.StageBuild, schema.StageCorrectness},
@@ -509,13 +441,11 @@ func (a TRTMC) image(env family.Env) (family.ContainerImage, error) {
 	if a.Config.HFHome != "" {
 		ci.Mounts = append(ci.Mounts, family.Mount{Host: a.Config.HFHome, Container: a.Config.HFHome, ReadOnly: true})
 	}
-	// The builder's temporaries (TMPDIR) on the bundles' disk, not Docker's root.
-	if err := os.MkdirAll(a.tmpDir(env), 0o755); err != nil {
+	if err := os.MkdirAll(a.tmpDir(env), 0o755); err != nil { // TMPDIR on the bundles' disk
 		return family.ContainerImage{}, fmt.Errorf("the builder's temporary folder: %w", err)
 	}
 	ci.Mounts = append(ci.Mounts, family.Mount{Host: a.tmpDir(env), Container: a.tmpDir(env)})
-	if n, err := a.native(env); err == nil && fileExists(n.dir) {
-		// Tools makes the folder; the probes before it need no runtime.
+	if n, err := a.native(env); err == nil && isDir(n.dir) { // Tools makes it
 		ci.Mounts = append(ci.Mounts, family.Mount{Host: n.dir, Container: buildDir})
 	}
 	if a.Config.Image == "" {
@@ -531,7 +461,7 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }

@@ -20,12 +20,10 @@ import (
 	"strings"
 )
 
-// Options say what to run.
+// Options say what to run; Checkpoint is the snapshot whose configs give a latent
+// seed's noise shape.
 type Options struct {
-	Worker, Bundle, RuntimeRoot, Items, Report string
-	// Checkpoint is the checkpoint's snapshot folder: a replay with a latent seed draws
-	// its noise in the latent shape its configs give (LatentShape).
-	Checkpoint string
+	Worker, Bundle, RuntimeRoot, Items, Report, Checkpoint string
 }
 
 // Item is one replay (family.NativeItem).
@@ -38,9 +36,8 @@ type Item struct {
 	Output     string            `json:"output"`
 }
 
-// Request maps a replay to the worker's request object: the prompt, the image as a
-// file, and every setting under the worker's name for it. A setting with no worker
-// field is an error: dropped, it would make the native run differ from the served one.
+// Request maps a replay to the worker's request object, every setting under the
+// worker's name; a setting with none is an error (dropped, the runs would differ).
 func Request(it Item) (map[string]any, error) {
 	req := map[string]any{"prompt": it.Prompt, "image_path": it.Image}
 	for k, v := range it.Settings {
@@ -101,11 +98,8 @@ func Run(o Options, log io.Writer) error {
 	cmd := exec.Command(o.Worker, "--serve", sessionPath)
 	cmd.Stderr = log
 	in, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
+	outPipe, err2 := cmd.StdoutPipe()
+	if err = errors.Join(err, err2); err != nil {
 		return err
 	}
 	if err := cmd.Start(); err != nil {
@@ -183,6 +177,7 @@ func Run(o Options, log io.Writer) error {
 		if latentsSHA != "" {
 			done["latents_sha256"] = latentsSHA
 		}
+
 		if err := enc.Encode(done); err != nil {
 			return err
 		}
@@ -202,9 +197,8 @@ func Run(o Options, log io.Writer) error {
 	return rep.Close()
 }
 
-// writeLatents draws a replay's initial noise as perf-serve does for latent_seed
-// (latents.py @ d3e1a549 § Replay: NumPy's default_rng(seed).standard_normal in the
-// pipeline's unpacked latent shape, raw float32) and returns its sha256.
+// writeLatents draws a replay's noise as perf-serve does for latent_seed (latents.py @
+// d3e1a549 § Replay) and returns its sha256.
 func writeLatents(checkpoint string, seed int64, req map[string]any, path string) (string, error) {
 	h, _ := req["height"].(int)
 	w, _ := req["width"].(int)

@@ -1,14 +1,10 @@
-// Package latents draws the initial diffusion noise that TRTMC's perf-serve replays for a
-// request's latent_seed, bit for bit: latents.py @ d3e1a549 (`noise`) writes
-// numpy.random.default_rng(seed).standard_normal(shape, dtype=float32) as raw float32,
-// and the families layout's correctness case draws its own initial latents the same way
-// (families/qwen_image/tests/test_e2e.py @ 9777fef7 § _initial_latents). Qualkit's TRTMC
-// contract double and the native replay driver need those exact bytes without Python.
-//
-// It holds NumPy's Generator for that one call: SeedSequence, PCG64 and the float32
-// ziggurat of random_standard_normal_f, written from their published algorithms and
-// checked against NumPy itself (testdata/test_numpy_latents.py, whose pytest holds the golden
-// digests to numpy).
+// Package latents draws, bit for bit and without Python, the noise TRTMC's perf-serve
+// replays for a latent_seed: numpy.random.default_rng(seed).standard_normal(shape,
+// float32) as raw float32 (latents.py @ d3e1a549 § noise; the families case draws the
+// same, test_e2e.py @ 9777fef7 § _initial_latents). SeedSequence, PCG64 and the float32
+// ziggurat are written from their published algorithms and held to NumPy by
+// testdata/test_numpy_latents.py's golden digests.
+
 package latents
 
 import (
@@ -287,7 +283,7 @@ func CheckpointShape(snapshot string, height, width int) ([]int, error) {
 
 // log1pf is the C library's single-precision log1p that NumPy's npy_log1pf calls on
 // Linux (glibc's sysdeps/ieee754/flt-32/s_log1pf.c, the fdlibm algorithm), for the
-// arguments the tail draw gives it: -u, u in [0, 1). Rounding the double-precision
+// arguments the tail draw gives it, -u with u in [0, 1), the only ones handled. Rounding the double-precision
 // log1p instead differs from it by one ulp now and then, and a differing tail sample
 // changes the noise's bytes. Every product is converted to float32 so that no
 // multiply-add is fused.
@@ -309,12 +305,6 @@ func log1pf(x float32) float32 {
 	var f, c float32
 	var hu int32
 	if hx < 0x3ed413d7 { // x < 0.41422
-		if ax >= 0x3f800000 { // x <= -1
-			if x == -1 {
-				return float32(math.Inf(-1))
-			}
-			return float32(math.NaN())
-		}
 		if ax < 0x31000000 { // |x| < 2**-29
 			if ax < 0x24800000 {
 				return x
@@ -325,27 +315,13 @@ func log1pf(x float32) float32 {
 			k, f, hu = 0, x, 1
 		}
 	}
-	if hx >= 0x7f800000 {
-		return x + x
-	}
 	if k != 0 {
-		var u float32
-		if hx < 0x5a000000 {
-			u = 1 + x
-			hu = int32(math.Float32bits(u))
-			k = hu>>23 - 127
-			if k > 0 {
-				c = 1 - (u - x)
-			} else {
-				c = x - (u - 1)
-			}
-			c /= u
-		} else {
-			u = x
-			hu = int32(math.Float32bits(u))
-			k = hu>>23 - 127
-		}
+		u := 1 + x
+		hu = int32(math.Float32bits(u))
+		k = hu>>23 - 127 // negative: u = 1+x <= 0.7072
+		c = (x - (u - 1)) / u
 		hu &= 0x007fffff
+
 		if hu < 0x3504f7 {
 			u = math.Float32frombits(uint32(hu | 0x3f800000))
 		} else {

@@ -1,13 +1,7 @@
-// Command trtmc-batch runs the identity stage's native replays through TRTMC's
-// persistent worker, `trtmc_benchmark_worker --serve SESSION.json` (JSON lines on stdin
-// and stdout; apps/benchmark/native/benchmark_worker.cpp in TRTMC's newer layout): one
-// load, then each replay as one request line, through the same dispatch and timing as a
-// one-shot call. It writes the harness's batch report (schema.NativeBatchFile).
-//
-//	trtmc-batch --worker W --bundle B --runtime-root R --items ITEMS.jsonl --report REPORT.jsonl
-//
-// It is qualkit's, built static (CGO_ENABLED=0) so that it runs in any image; the
-// harness mounts it where TRTMC's image runs the row.
+// Command trtmc-batch runs the identity stage's native replays through one TRTMC
+// `trtmc_benchmark_worker --serve` (apps/benchmark/native/benchmark_worker.cpp) and
+// writes the harness's batch report. Built static, it runs in any image.
+
 package main
 
 import (

@@ -1,12 +1,7 @@
-// Command trtmcimage makes the image the Qwen-Image-Edit-2511 row runs in on capable
-// hardware (`make trtmc-image`, families/qwen_image/README.md's example): TRTMC's dev
-// image from the checkout QUALKIT_TRTMC_DIR names, built from the context the row itself
-// stages (the dev Dockerfile's COPY sources, from the first of the checkout root and
-// requirements/ that holds them all: qwenimage.Config.DevImage), then
-// docker/Dockerfile.reference on top of it, its context staged the same way from the
-// checkout's apps/perf_serving (whose requirements.txt it installs), tagged
-// QUALKIT_TRTMC_IMAGE, which the row then uses as is. A base image of the dev Dockerfile that the engine lacks (TRTMC's NGC
-// image) is pulled first, as `docker build` would; the row itself never pulls.
+// Command trtmcimage makes the image the Qwen-Image-Edit-2511 row runs in (`make
+// trtmc-image`): TRTMC's dev image from QUALKIT_TRTMC_DIR (qwenimage.Config.DevImage),
+// then docker/Dockerfile.reference on it with apps/perf_serving as context, tagged
+// QUALKIT_TRTMC_IMAGE. Absent base images are pulled first; the row itself never pulls.
 package main
 
 import (
@@ -69,8 +64,11 @@ func run(ctx context.Context, devTag, reference, logs string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("trtmc-image: %s built in %.1f s from %s (%d files: %s)\n", dev.Ref, dev.BuildS, dev.Context.Root, len(dev.Context.Files), files(dev.Context))
-	// Its context: the checkout's perf-serve, for the requirements.txt it installs.
+	var names []string
+	for _, f := range dev.Context.Files {
+		names = append(names, f.Path)
+	}
+	fmt.Printf("trtmc-image: %s built in %.1f s from %s (%d files: %s)\n", dev.Ref, dev.BuildS, dev.Context.Root, len(names), strings.Join(names, ", "))
 	perfServe := filepath.Join(cfg.Checkout, "apps", "perf_serving")
 	if _, err := os.Stat(filepath.Join(perfServe, "requirements.txt")); err != nil {
 		return fmt.Errorf("%s: the checkout has no perf-serve requirements (apps/perf_serving/requirements.txt), which %s installs: "+
@@ -104,15 +102,4 @@ func pullAbsentBases(ctx context.Context, dockerfile string) error {
 		}
 	}
 	return nil
-}
-
-func files(bc *serving.BuildContext) string {
-	var names []string
-	for _, f := range bc.Files {
-		names = append(names, f.Path)
-	}
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
 }
