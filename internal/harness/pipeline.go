@@ -34,7 +34,6 @@ type row struct {
 	st    rowState
 }
 
-// rowState is the row's course.
 type rowState struct {
 	started, ended time.Time
 	failed, why    string        // the first stage that failed, and Classify's why
@@ -70,7 +69,7 @@ type stage struct {
 	run  func(ctx context.Context) error
 }
 
-// StageNames lists the subtests every row runs, in order (the report last).
+// StageNames lists the subtests every row runs, the report last.
 func StageNames() []string { return append(slices.Clone(schema.Stages), schema.StageReport) }
 
 // stages wires the pipeline, the one place results.json is assembled. Influence and
@@ -199,8 +198,7 @@ func (r *row) drive(ctx context.Context, run runner) error {
 	return err
 }
 
-// runStage runs one stage unless an earlier one failed (then it is a failure too, never
-// a skip), times it and records its outcome.
+// runStage runs one stage unless an earlier one failed (then it fails too, never skips).
 func (r *row) runStage(ctx context.Context, m *made, st stage, say func(string)) error {
 	start := time.Now()
 	res := schema.StageResult{Name: st.name, Status: schema.NotRun, Start: start.UTC()}
@@ -288,8 +286,7 @@ func start[T any](ctx context.Context, early bool, run func(context.Context) (T,
 	return f
 }
 
-// later is a future whose work prepare settles (its command, options, files): now and
-// begun when early, else both at the first wait.
+// later is a future whose work prepare settles: now and begun when early, else at the first wait.
 func later[T any](ctx context.Context, early bool, prepare func(context.Context) (func(context.Context) (T, error), error)) (*future[T], error) {
 	if !early {
 		return start(ctx, false, func(ctx context.Context) (T, error) {
@@ -364,9 +361,8 @@ func (c *cleanup) run() {
 	}
 }
 
-// report settles the row's status and writes results.json, row.md, what the Reporter
-// derives, and the row's SHA256SUMS. What the row started stops first (a running server
-// still writes its log).
+// report settles the row's status and writes its evidence files and SHA256SUMS; what the
+// row started stops first (a running server still writes its log).
 func (r *row) report(m *made) error {
 	return r.s.Evidence.writeEvidence(func() error { return r.writeReport(m) })
 }
@@ -408,7 +404,6 @@ func (r *row) writeReport(m *made) error {
 	return nil
 }
 
-// status is the row's status and reason.
 func (r *row) status() (string, string) {
 	res := r.res
 	switch {

@@ -19,8 +19,7 @@ import (
 	"qualkit/internal/schema"
 )
 
-// bundle is what the build made: the bundle (empty when the correctness case builds
-// it), what results.json says of it, and the read lock on its cache entry until the row ends.
+// bundle is what the build made; its path is empty when the correctness case builds it.
 type bundle struct {
 	path, sha string
 	info      *schema.BundleInfo
@@ -122,8 +121,7 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 	return b, r.ev.WriteJSON(schema.BundleFile, info)
 }
 
-// buildEntry builds the bundle into the cache entry dir (write-locked): into partial,
-// renamed to final, then its bundle.json.
+// buildEntry builds into partial in the write-locked entry dir, renamed to final.
 func (r *row) buildEntry(ctx context.Context, p *progress, info *schema.BundleInfo, dir, partial, out, final, meta, ref string) error {
 	os.RemoveAll(dir)
 	defer os.RemoveAll(partial)
@@ -142,7 +140,6 @@ func (r *row) buildEntry(ctx context.Context, p *progress, info *schema.BundleIn
 	return nil
 }
 
-// buildBundle runs the family's build command writing out inside folder, then hashes it.
 func (r *row) buildBundle(ctx context.Context, p *progress, info *schema.BundleInfo, folder, out, ref string) error {
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return err
@@ -276,10 +273,8 @@ var (
 	builtHere   sync.Map
 )
 
-// keyLocks holds a mutex per key.
 type keyLocks struct{ m sync.Map }
 
-// lock holds key until the returned func is called.
 func (k *keyLocks) lock(key string) func() {
 	v, _ := k.m.LoadOrStore(key, &sync.Mutex{})
 	m := v.(*sync.Mutex)
@@ -287,8 +282,7 @@ func (k *keyLocks) lock(key string) func() {
 	return m.Unlock
 }
 
-// tools runs the family's tool commands (one row at a time: they write shared caches)
-// and checks them.
+// tools runs the family's tool commands one row at a time: they write shared caches.
 func (r *row) tools(ctx context.Context, p *progress, tools []family.Command) (wallS float64, err error) {
 	defer r.s.keys.lock("tools\x00" + r.c.Family)()
 	for i, cmd := range tools {
@@ -330,7 +324,6 @@ func (s *Suite) vouches(runDir string) error {
 // process drops them, and a write lock becomes a read lock atomically.
 type entryLock struct{ f *os.File }
 
-// errEntryBusy: another holder keeps the entry from being locked as asked.
 var errEntryBusy = errors.New("the bundle cache entry is in use by another run")
 
 // lockEntry opens path (creating it) and takes its read lock (write: its write lock).
@@ -359,10 +352,10 @@ func lockEntry(ctx context.Context, path string, write, wait bool) (*entryLock, 
 	}
 }
 
-// share turns a write lock into a read lock, with no moment between them unlocked.
+// share turns a write lock into a read lock atomically.
 func (l *entryLock) share() error { return l.set(false) }
 
-// unlock drops the lock (closing the file drops it); nil-safe.
+// unlock is nil-safe.
 func (l *entryLock) unlock() {
 	if l != nil && l.f != nil {
 		l.f.Close()
