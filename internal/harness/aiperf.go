@@ -30,7 +30,7 @@ type AIPerf struct {
 	HFHome string
 }
 
-// Tokenizer is the repo id of the local tokenizer in AIPerf.HFHome.
+// Tokenizer is the local tokenizer's repo id in AIPerf.HFHome.
 const Tokenizer = "qualkit/offline-word-tokenizer"
 
 // CheckVersion runs `aiperf --version` and requires the pin.
@@ -81,11 +81,9 @@ func aiperfTempBase() string {
 	return "/tmp"
 }
 
-// checkedVersions are the AIPerf program files (path, size, time) this process found at
-// the pinned version.
+// checkedVersions are the AIPerf program files found at the pinned version.
 var checkedVersions sync.Map
 
-// AIPerfRun is one benchmark invocation.
 type AIPerfRun struct {
 	// WaitForModel, when positive, starts AIPerf before the server is ready: it waits
 	// up to this long for GET /v1/models to list the model (the overlapped order).
@@ -140,7 +138,6 @@ func (a AIPerf) Command(r AIPerfRun) family.Command {
 	return family.Command{Args: args, Env: env}
 }
 
-// Export is everything parsed from one AIPerf artifact directory.
 type Export struct {
 	Raw     []schema.RawRecord
 	Profile []schema.ProfileRecord
@@ -169,7 +166,7 @@ func ReadExport(dir string) (*Export, error) {
 	return &ex, nil
 }
 
-// Phase returns the raw records of one benchmark phase, in file order.
+// Phase returns one phase's raw records, in file order.
 func (ex *Export) Phase(phase string) []schema.RawRecord {
 	var out []schema.RawRecord
 	for _, r := range ex.Raw {

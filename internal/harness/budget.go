@@ -65,8 +65,7 @@ func (r *row) timeBudget(mk *made) *schema.TimeBudget {
 	return tb
 }
 
-// servedTaskMs are the server's Task times of every request it answered: the benchmark's
-// (warmup too), the influence probe's and the controls probes', from wherever the family's server reports them.
+// servedTaskMs are the server's Task times of every request it answered (warmup and probes too).
 func (r *row) servedTaskMs(mk *made) map[string]float64 {
 	out := map[string]float64{}
 	ts := r.spec.Timing
@@ -105,9 +104,8 @@ func (r *row) servedTaskMs(mk *made) map[string]float64 {
 }
 
 // nativeWork fills the native Task's share of model work: one load and every Task call.
-// A batch program reports its Task calls; its load is its wall less them. A one-shot replay's Task time is its own report, else
-// the server's for the same request (the same code path); its load is its wall minus
-// that, and only the smallest one counts: the others are loads qualification did not need.
+// A one-shot replay's Task time is its own report, else the server's for the same
+// request; only the smallest load counts: the others are loads qualification did not need.
 func (r *row) nativeWork(id identityRun, m *schema.ModelWork, served map[string]float64) (mode string, loads int) {
 	sum := id.sum
 	if sum == nil || len(id.replays) == 0 {
