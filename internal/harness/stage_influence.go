@@ -62,16 +62,14 @@ func (r *row) influence(ctx context.Context, fx *fixtures.Workload, srv serving.
 	return &v.Result, bodies, v.Err
 }
 
-// influenceInput is what the influence probes sent and got back: the instruction, the
-// two fixture images, and the three outputs decoded, in schema.InfluenceProbes order
-// (the first image, the first again, the second).
+// influenceInput is what the influence probes sent and got back, outputs in
+// schema.InfluenceProbes order.
 type influenceInput struct {
 	Instruction string
 	Images      [2]string
 	Outputs     [3]image.Image
 }
 
-// influenceVerdict is the probes' comparisons, and why the stage fails (nil: it passes).
 type influenceVerdict struct {
 	Result schema.InfluenceResult
 	Err    error
@@ -145,7 +143,6 @@ func (r *row) output(body []byte, requestID string) ([]byte, error) {
 	return r.proto().Output(body, requestID, r.readScratch)
 }
 
-// readScratch reads a file the server wrote inside its scratch folder.
 func (r *row) readScratch(rel string) ([]byte, error) {
 	if !filepath.IsLocal(filepath.FromSlash(rel)) {
 		return nil, fmt.Errorf("%q is not a file inside the server's scratch folder", rel)
