@@ -49,10 +49,11 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 		return b, fmt.Errorf("builder %s: %w", tools.Builder, err)
 	}
 	settings := tools.Settings
-	key := cacheKey(map[string]any{
+	keyJSON, _ := json.Marshal(map[string]any{ // map keys are sorted, so the key is canonical
 		"family": r.c.Family, "backend": r.spec.Backend, "model": r.c.Model, "profile": r.c.Profile,
 		"revision": r.c.Revision, "build_settings": settings, "builder_sha256": builderSHA,
 	})
+	key := bytesSHA256(keyJSON)[:32]
 	info := &schema.BundleInfo{CacheKey: key, Builder: builderSHA, Settings: settings}
 	b.info = info
 	cache := r.spec.BundleDir
@@ -220,11 +221,6 @@ func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, erro
 		return nil, fmt.Errorf("the run that built it (%s) does not check: %w", entry.BuiltBy, err)
 	}
 	return &entry, nil
-}
-
-func cacheKey(v any) string {
-	b, _ := json.Marshal(v) // map keys are sorted, so the key is canonical
-	return bytesSHA256(b)[:32]
 }
 
 // pathSHA256 hashes a file, or a directory as the sorted list of its files' hashes.

@@ -29,7 +29,8 @@ func caseFiles(tests []string, root string) ([]schema.FileHash, error) {
 		}
 		add(t)
 		for dir := filepath.Dir(t); ; dir = filepath.Dir(dir) {
-			if c := filepath.Join(dir, "conftest.py"); isRegular(c) {
+			c := filepath.Join(dir, "conftest.py")
+			if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
 				add(c)
 			}
 			if dir == root || root == "" || filepath.Dir(dir) == dir || !strings.HasPrefix(dir, root) {
@@ -67,11 +68,6 @@ func treeHashes(base, dir string) ([]schema.FileHash, error) {
 		return nil
 	})
 	return out, err
-}
-
-func isRegular(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
 }
 
 // caseScratch is the case's scratch folder in the row's work folder (CorrectnessSpec.Scratch).
