@@ -97,9 +97,8 @@ type AIPerfRun struct {
 	Seed           int
 	ArtifactDir    string
 	RequestTimeout time.Duration
-	// TempDir is AIPerf's TMPDIR. AIPerf 0.13.0 leaves two folders of each run in the
-	// temp folder (its IPC sockets' mkdtemp folder and aiperf_mmap_<benchmark id>); the
-	// harness gives it one of its own (in aiperfTempBase) and removes it after the run.
+	// TempDir is AIPerf's TMPDIR, one of its own removed after the run: AIPerf 0.13.0
+	// leaves its IPC sockets' mkdtemp folder and aiperf_mmap_<benchmark id> there.
 	TempDir string
 }
 
@@ -125,9 +124,8 @@ func (a AIPerf) Command(r AIPerfRun) family.Command {
 		"--no-gpu-telemetry",
 	)
 	if r.WaitForModel > 0 {
-		// Started while the server loads: probe GET /v1/models (never an inference
-		// request, which would be one request more in the server's records than in the
-		// export) until the model is listed.
+		// Started while the server loads: probe GET /v1/models, never an inference request
+		// (one request more in the server's records than in the export).
 		args = append(args, "--wait-for-model-timeout", strconv.Itoa(int(r.WaitForModel.Seconds())),
 			"--wait-for-model-mode", "models", "--wait-for-model-interval", "0.5")
 	}

@@ -124,10 +124,8 @@ func (r *row) nativeWork(id identityRun, m *schema.ModelWork, served map[string]
 				m.NativeTaskS += taskMs(rp) / 1000
 			}
 		}
-		// The load is all the batch process did besides its Task calls (start-up, imports,
-		// the weights, writing the PNGs), as a server's is its start-to-ready: the
-		// program's own load_ms (identity.native_load_ms) leaves its imports out.
-		// A preloaded batch also idled, waiting for its items: that is no load.
+		// The load is all the batch did besides its Task calls and waiting for its items, as
+		// a server's is its start-to-ready: the program's own load_ms leaves its imports out.
 		m.NativeLoadS = math.Max(0, id.batchWallS-m.NativeTaskS-id.batchWaitedS)
 		return sum.Mode, 1
 	}
@@ -181,9 +179,8 @@ func (r *row) order(mk *made, tb *schema.TimeBudget) {
 	} else if r.plan.buildEarly {
 		o.BuildWhy = "begun during preflight, but no command of the build started before its stage: " + o.BuildWhy
 	}
-	// The claim is what the server's record says: it is written when the server stops,
-	// which it has by now, or when its start failed; a row stopped before the start
-	// began has none.
+	// The claim is what the server's record says, written when it stopped (by now) or its
+	// start failed; a row stopped before the start began has none.
 	if !mk.serverStart.IsZero() {
 		o.ServerEarly, o.ServerAheadS = true, ahead(mk.serverStart, schema.StageServe)
 	} else if r.plan.serverEarly {

@@ -79,7 +79,6 @@ type Suite struct {
 	provenance schema.Provenance // the tree at the start of the run
 	venvSet    []string
 
-	// The serving runtime, resolved once (resolveRuntime).
 	daemon      *schema.DaemonInfo
 	dockerErr   error
 	RuntimeNote string
