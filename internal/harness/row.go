@@ -161,12 +161,6 @@ func (s runner) report(body func() error) (ran bool) {
 	return ran
 }
 
-func (s runner) skipped(why string) {
-	if s.t != nil {
-		s.t.Skip(why)
-	}
-}
-
 func (s runner) missed(format string, args ...any) {
 	if s.t != nil {
 		s.t.Errorf(format, args...)
@@ -198,14 +192,6 @@ func wholeRow(rowTest string) error {
 	return fmt.Errorf("the -run/-skip selection runs %s of row %s, not %s: a row runs whole or proves nothing, so it did not start. "+
 		"Run it whole with: %s (to check only what it needs of this host: make doctor RUN='%s')",
 		selected, rowTest, strings.Join(off, ", "), Reproduce(rowTest), runPattern(rowTest))
-}
-
-func (r *row) notSelected(name string) {
-	r.res.Stages = append(r.res.Stages, schema.StageResult{Name: name, Status: schema.NotRun,
-		Error: "not selected by -run/-skip: a row runs whole"})
-	if r.st.failed == "" {
-		r.st.failed = name
-	}
 }
 
 func (r *row) beyondCorrectnessOnly(stage string) bool {
