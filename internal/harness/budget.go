@@ -9,11 +9,9 @@ import (
 	"qualkit/internal/schema"
 )
 
-// timeBudget says where the row's wall time went (schema.TimeBudget): the model's own
-// work, from what the stages recorded, and the rest. The wall runs from the row's start
-// to its end (r.st.ended: every stage and process done, just before the lease is given
-// back), so it lies inside the lease the checker holds it to, however long the report's
-// own writes take on a loaded or full disk.
+// timeBudget says where the row's wall time went. The wall ends at r.st.ended (every
+// stage and process done, before the lease goes back), so it lies inside the lease the
+// checker holds it to, however long the report's own writes take.
 func (r *row) timeBudget(mk *made) *schema.TimeBudget {
 	res := r.res
 	end := r.st.ended
