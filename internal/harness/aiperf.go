@@ -141,10 +141,9 @@ type Export struct {
 	Profile []schema.ProfileRecord
 }
 
-// ReadExport parses an AIPerf artifact directory's records; the raw and profile exports
-// are required. The summary is the checker's to read and optional (AIPerf does not write
-// it when every request failed), but one that is no JSON (torn: the disk filled) is an
-// error returned with the records.
+// ReadExport parses an AIPerf artifact directory's raw and profile exports. The summary
+// is optional (AIPerf writes none when every request failed), but a torn one is an error
+// returned with the records.
 func ReadExport(dir string) (*Export, error) {
 	var ex Export
 	var err error

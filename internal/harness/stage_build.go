@@ -171,11 +171,9 @@ const entryFile = "bundle.json"
 // runIDName is what a run id may be as a folder name (20261203T151833Z-3754-a1b2c3).
 var runIDName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// trustedEntry reads the cache entry at meta and says whether its bundle may be reused:
-// the entry is for this key, the bundle hashes to what it recorded, and the row that
-// built it vouches for it: by being of this process, or by its evidence under the same
-// root (its build/bundle.json, listed as it is in its SHA256SUMS, and its run checking
-// whole). A bundle planted in .cache, or whose run's evidence is gone, is built again.
+// trustedEntry says whether the cache entry at meta may be reused: it is for this key,
+// the bundle hashes to what it recorded, and the row that built it is of this process or
+// its evidence under the same root checks whole. A planted bundle is built again.
 func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, error) {
 	b, err := os.ReadFile(meta)
 	if err != nil {

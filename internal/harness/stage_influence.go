@@ -75,10 +75,8 @@ type influenceVerdict struct {
 	Err    error
 }
 
-// judgeInfluence requires the same request twice to give pixel-identical outputs (a
-// server deterministic for a fixed seed), and the other reference image an output that
-// differs in at least judge.MinInfluenceFraction of the pixels by a mean of
-// judge.MinInfluenceMeanLevels (a server that reads the image it is given).
+// judgeInfluence requires the same request twice to give pixel-identical outputs, and
+// the other reference image an output that differs enough (judge.MinInfluence*).
 func judgeInfluence(in influenceInput) influenceVerdict {
 	res := schema.InfluenceResult{Instruction: in.Instruction, Images: in.Images,
 		Repeat: judge.ComparePixels(in.Outputs[0], in.Outputs[1]), Other: judge.ComparePixels(in.Outputs[0], in.Outputs[2])}

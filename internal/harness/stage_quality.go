@@ -173,9 +173,8 @@ type qualityVerdict struct {
 }
 
 // judgeQuality measures every output against its input and the family's criteria, and
-// the pair's against the case's reference: a missed criterion, or a pair no request
-// sent, fails the stage. A stopped stage's summary lists what was measured, no failure
-// counted and no error of its own.
+// the pair's against the case's reference. A stopped stage's summary lists what was
+// measured, no failure counted and no error of its own.
 func judgeQuality(in qualityInput) qualityVerdict {
 	sum := schema.QualitySummary{Criteria: in.Criteria, Requests: []schema.QualityRequest{}}
 	var problems []string
