@@ -298,8 +298,7 @@ func (r *row) aiperf(ctx context.Context, fx *fixtures.Workload, url string, ear
 }
 
 // judgeTiming joins AIPerf's client latency with the server's Task time for every
-// measured request (prof). The two stay separate columns: neither is derived from the
-// other. It returns no timing when the server's records could not be read.
+// measured request (prof); neither is derived from the other.
 func judgeTiming(in benchmarkInput, prof []schema.RawRecord) (*benchmarkTiming, []string) {
 	var problems []string
 	client := map[string]float64{}

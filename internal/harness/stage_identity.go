@@ -105,9 +105,8 @@ type identityRun struct {
 	batchWaitedS float64
 }
 
-// identityCase is one request AIPerf sent, as the identity stage compares it: what it
-// sent and the PNG its HTTP response carried (nil: none valid), and, for a request
-// replayed, what its native Task did.
+// identityCase is one request AIPerf sent, as the identity stage compares it (HTTP
+// nil: no valid output).
 type identityCase struct {
 	Req    schema.IdentityRequest
 	Input  []byte // the image the request sent
