@@ -298,7 +298,8 @@ func (r *row) aiperf(ctx context.Context, fx *fixtures.Workload, url string, ear
 }
 
 // judgeTiming joins AIPerf's client latency with the server's Task time for every
-// measured request (prof); neither is derived from the other.
+// measured request (prof), neither derived from the other; nil when the server's records
+// could not be read.
 func judgeTiming(in benchmarkInput, prof []schema.RawRecord) (*benchmarkTiming, []string) {
 	var problems []string
 	client := map[string]float64{}
