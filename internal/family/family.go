@@ -1,13 +1,8 @@
-// Package family is the contract between the harness and a model family's adapter: what
-// an adapter author implements to add a family, and nothing else. A family is one value:
-// Describe states its facts for a row (its backend, where Task time comes from, its wire
-// protocol, its checks) and hands over the builders it has, nil for those it lacks (no
-// image: processes; no Build: the correctness case builds the bundle; no NativeBatch:
-// one native process per replay); the methods are the builders every family has. Each
-// builder returns the argv of a program, or an error instead of a command that cannot
-// run. The harness runs the commands, times them and keeps their output as evidence; a
-// family never starts a program itself. familytest's Conformance holds a family to its
-// Spec; docs/adding-a-family.md walks through a minimal family.
+// Package family is the contract between the harness and a model family's adapter.
+// Describe states a family's facts for a row and hands over the optional builders (nil
+// for those it lacks); the methods are the builders every family has. A builder returns
+// a program's argv, never runs it: the harness runs, times and records every command.
+// docs/adding-a-family.md walks through a minimal family.
 package family
 
 import (
@@ -78,11 +73,8 @@ type Spec struct {
 	// Build writes the bundle to spec.Out. nil: the correctness case builds the bundle
 	// (CorrectnessCase.Bundle names where), which is then the one served.
 	Build func(Env, BuildSpec) (Command, error)
-	// BundleDir is where the family's bundles go instead of the repository's
-	// .cache/bundles: the harness's bundle cache (<BundleDir>/<key>/, reused across runs
-	// by key) and, without Build, the correctness case's scratch folder (a fresh
-	// <BundleDir>/case-* per row, removed when the row ends). "": .cache/bundles and the
-	// row's work folder.
+	// BundleDir replaces .cache/bundles: the bundle cache (<BundleDir>/<key>/) and, without
+	// Build, the correctness case's scratch folder (a fresh <BundleDir>/case-* per row).
 	BundleDir string
 	// NativeBatch runs every replay in one process (one load, each replay through the
 	// one-shot path, nothing carried between them). nil: one Native process per replay.
@@ -114,10 +106,8 @@ type Spec struct {
 	// Quality reads the family's criteria from its own files; nil: only the criteria
 	// every family shares.
 	Quality func(Env) (QualitySpec, error)
-	// Controls declares the request settings the row's checkpoint supports, what each
-	// does, and the fields it must refuse (schema.Controls, cited from the server's own
-	// parsers); the controls stage holds the server to it. nil: none declared (the stage
-	// then sends nothing and its result says so).
+	// Controls declares the request settings the checkpoint supports and the fields it
+	// must refuse, cited from the server's parsers; nil: the controls stage sends nothing.
 	Controls *schema.Controls
 }
 
@@ -159,7 +149,6 @@ type Env struct {
 // harness records them (secrets redacted) with the argv. Paths are the host's.
 type Command = serving.Command
 
-// Mount is a bind mount of a host path into a container.
 type Mount = serving.Mount
 
 // Tools are the family's tool commands and what the bundle depends on besides them.
@@ -251,7 +240,6 @@ type NativeBatchSpec struct {
 	WaitItems time.Duration
 }
 
-// NativeItem is one replay of a batch: its request id and its NativeSpec.
 type NativeItem struct {
 	ID string `json:"id"`
 	NativeSpec
@@ -360,7 +348,7 @@ type QualityPair struct {
 	CaseLatents, ServedLatents string
 }
 
-// Deadlines bound each long stage of a row. Zero fields take the defaults.
+// Deadlines bound each long stage of a row; zero fields take the defaults.
 type Deadlines struct {
 	Build       time.Duration
 	Correctness time.Duration

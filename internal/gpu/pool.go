@@ -41,7 +41,7 @@ type Neighbour struct {
 	End   time.Time `json:"end,omitzero"` // zero: still running when this list was made
 }
 
-// NewPool makes a pool of devices with cpuSlots (at least 1) CPU rows at a time.
+// NewPool makes a pool with cpuSlots (at least 1) CPU rows at a time.
 func NewPool(devices []Device, cpuSlots int) *Pool {
 	return &Pool{devices: slices.Clone(devices), cpuSlots: max(cpuSlots, 1), holders: map[string][]*Lease{},
 		changed: make(chan struct{}), now: time.Now}
@@ -134,7 +134,7 @@ func (p *Pool) tryLease(row string, count int, share bool, matching []Device) *L
 	return l
 }
 
-// Release gives the lease back; a second call does nothing.
+// Release is idempotent.
 func (l *Lease) Release() {
 	p := l.pool
 	p.mu.Lock()
@@ -164,7 +164,6 @@ func (p *Pool) liveRows() []string {
 	return out
 }
 
-// UUIDs are the leased GPUs' UUIDs.
 func (l *Lease) UUIDs() []string {
 	out := make([]string, len(l.Devices))
 	for i, d := range l.Devices {

@@ -56,7 +56,7 @@ func ParseReading(data []byte) (Reading, error) {
 	return r, nil
 }
 
-// JSON is the reading as indented JSON with a trailing newline, the form evidence keeps.
+// JSON is the reading as evidence keeps it: indented, with a trailing newline.
 func (r Reading) JSON() ([]byte, error) {
 	if r.Devices == nil {
 		r.Devices = []Device{}

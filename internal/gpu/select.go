@@ -65,7 +65,6 @@ func (e *ShortageError) Error() string {
 	return msg + ":\n  " + strings.Join(e.verdicts, "\n  ")
 }
 
-// Is lets callers test for a shortage without naming the type.
 func (e *ShortageError) Is(target error) bool {
 	return target == ErrNotEnoughGPUs
 }

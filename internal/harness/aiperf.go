@@ -30,7 +30,7 @@ type AIPerf struct {
 	HFHome string
 }
 
-// Tokenizer is the repo id of the local tokenizer in AIPerf.HFHome.
+// Tokenizer is the local tokenizer's repo id in AIPerf.HFHome.
 const Tokenizer = "qualkit/offline-word-tokenizer"
 
 // CheckVersion runs `aiperf --version` and requires the pin.
@@ -81,11 +81,9 @@ func aiperfTempBase() string {
 	return "/tmp"
 }
 
-// checkedVersions are the AIPerf program files (path, size, time) this process found at
-// the pinned version.
+// checkedVersions are the AIPerf program files found at the pinned version.
 var checkedVersions sync.Map
 
-// AIPerfRun is one benchmark invocation.
 type AIPerfRun struct {
 	// WaitForModel, when positive, starts AIPerf before the server is ready: it waits
 	// up to this long for GET /v1/models to list the model (the overlapped order).
@@ -99,9 +97,8 @@ type AIPerfRun struct {
 	Seed           int
 	ArtifactDir    string
 	RequestTimeout time.Duration
-	// TempDir is AIPerf's TMPDIR. AIPerf 0.13.0 leaves two folders of each run in the
-	// temp folder (its IPC sockets' mkdtemp folder and aiperf_mmap_<benchmark id>); the
-	// harness gives it one of its own (in aiperfTempBase) and removes it after the run.
+	// TempDir is AIPerf's TMPDIR, one of its own removed after the run: AIPerf 0.13.0
+	// leaves its IPC sockets' mkdtemp folder and aiperf_mmap_<benchmark id> there.
 	TempDir string
 }
 
@@ -127,9 +124,8 @@ func (a AIPerf) Command(r AIPerfRun) family.Command {
 		"--no-gpu-telemetry",
 	)
 	if r.WaitForModel > 0 {
-		// Started while the server loads: probe GET /v1/models (never an inference
-		// request, which would be one request more in the server's records than in the
-		// export) until the model is listed.
+		// Started while the server loads: probe GET /v1/models, never an inference request
+		// (one request more in the server's records than in the export).
 		args = append(args, "--wait-for-model-timeout", strconv.Itoa(int(r.WaitForModel.Seconds())),
 			"--wait-for-model-mode", "models", "--wait-for-model-interval", "0.5")
 	}
@@ -140,16 +136,14 @@ func (a AIPerf) Command(r AIPerfRun) family.Command {
 	return family.Command{Args: args, Env: env}
 }
 
-// Export is everything parsed from one AIPerf artifact directory.
 type Export struct {
 	Raw     []schema.RawRecord
 	Profile []schema.ProfileRecord
 }
 
-// ReadExport parses an AIPerf artifact directory's records; the raw and profile exports
-// are required. The summary is the checker's to read and optional (AIPerf does not write
-// it when every request failed), but one that is no JSON (torn: the disk filled) is an
-// error returned with the records.
+// ReadExport parses an AIPerf artifact directory's raw and profile exports. The summary
+// is optional (AIPerf writes none when every request failed), but a torn one is an error
+// returned with the records.
 func ReadExport(dir string) (*Export, error) {
 	var ex Export
 	var err error
@@ -169,7 +163,7 @@ func ReadExport(dir string) (*Export, error) {
 	return &ex, nil
 }
 
-// Phase returns the raw records of one benchmark phase, in file order.
+// Phase returns one phase's raw records, in file order.
 func (ex *Export) Phase(phase string) []schema.RawRecord {
 	var out []schema.RawRecord
 	for _, r := range ex.Raw {

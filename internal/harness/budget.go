@@ -9,11 +9,9 @@ import (
 	"qualkit/internal/schema"
 )
 
-// timeBudget says where the row's wall time went (schema.TimeBudget): the model's own
-// work, from what the stages recorded, and the rest. The wall runs from the row's start
-// to its end (r.st.ended: every stage and process done, just before the lease is given
-// back), so it lies inside the lease the checker holds it to, however long the report's
-// own writes take on a loaded or full disk.
+// timeBudget says where the row's wall time went. The wall ends at r.st.ended (every
+// stage and process done, before the lease goes back), so it lies inside the lease the
+// checker holds it to, however long the report's own writes take.
 func (r *row) timeBudget(mk *made) *schema.TimeBudget {
 	res := r.res
 	end := r.st.ended
@@ -65,8 +63,7 @@ func (r *row) timeBudget(mk *made) *schema.TimeBudget {
 	return tb
 }
 
-// servedTaskMs are the server's Task times of every request it answered: the benchmark's
-// (warmup too), the influence probe's and the controls probes', from wherever the family's server reports them.
+// servedTaskMs are the server's Task times of every request it answered (warmup and probes too).
 func (r *row) servedTaskMs(mk *made) map[string]float64 {
 	out := map[string]float64{}
 	ts := r.spec.Timing
@@ -105,9 +102,8 @@ func (r *row) servedTaskMs(mk *made) map[string]float64 {
 }
 
 // nativeWork fills the native Task's share of model work: one load and every Task call.
-// A batch program reports its Task calls; its load is its wall less them. A one-shot replay's Task time is its own report, else
-// the server's for the same request (the same code path); its load is its wall minus
-// that, and only the smallest one counts: the others are loads qualification did not need.
+// A one-shot replay's Task time is its own report, else the server's for the same
+// request; only the smallest load counts: the others are loads qualification did not need.
 func (r *row) nativeWork(id identityRun, m *schema.ModelWork, served map[string]float64) (mode string, loads int) {
 	sum := id.sum
 	if sum == nil || len(id.replays) == 0 {
@@ -126,10 +122,8 @@ func (r *row) nativeWork(id identityRun, m *schema.ModelWork, served map[string]
 				m.NativeTaskS += taskMs(rp) / 1000
 			}
 		}
-		// The load is all the batch process did besides its Task calls (start-up, imports,
-		// the weights, writing the PNGs), as a server's is its start-to-ready: the
-		// program's own load_ms (identity.native_load_ms) leaves its imports out.
-		// A preloaded batch also idled, waiting for its items: that is no load.
+		// The load is all the batch did besides its Task calls and waiting for its items, as
+		// a server's is its start-to-ready: the program's own load_ms leaves its imports out.
 		m.NativeLoadS = math.Max(0, id.batchWallS-m.NativeTaskS-id.batchWaitedS)
 		return sum.Mode, 1
 	}
@@ -183,9 +177,8 @@ func (r *row) order(mk *made, tb *schema.TimeBudget) {
 	} else if r.plan.buildEarly {
 		o.BuildWhy = "begun during preflight, but no command of the build started before its stage: " + o.BuildWhy
 	}
-	// The claim is what the server's record says: it is written when the server stops,
-	// which it has by now, or when its start failed; a row stopped before the start
-	// began has none.
+	// The claim is what the server's record says, written when it stopped (by now) or its
+	// start failed; a row stopped before the start began has none.
 	if !mk.serverStart.IsZero() {
 		o.ServerEarly, o.ServerAheadS = true, ahead(mk.serverStart, schema.StageServe)
 	} else if r.plan.serverEarly {

@@ -27,7 +27,6 @@ type Checkpoint struct {
 	Deadline family.Deadlines
 }
 
-// Bench is the AIPerf workload shape of a row.
 type Bench struct {
 	Measured int // profiling requests
 	Warmup   int // warmup requests (outside the timed region, still replayed for identity)
@@ -57,14 +56,12 @@ func (c Checkpoint) Deadlines() family.Deadlines {
 	return d
 }
 
-// Row is what the family knows of the row.
 func (c Checkpoint) Row() family.Row {
 	return family.Row{Name: c.Name, Model: c.Model, Profile: c.Profile, Revision: c.Revision, Smoke: c.Smoke, Double: c.Double, Fixtures: c.Fixtures}
 }
 
 var rowName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
-// Validate reports what is wrong with a row.
 func (c Checkpoint) Validate() error {
 	switch {
 	case !rowName.MatchString(c.Name):

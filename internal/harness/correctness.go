@@ -99,7 +99,6 @@ func GateCases(c schema.CaseCounts, declared []string) error {
 	return nil
 }
 
-// minus lists the items of a not in b, in a's order.
 func minus(a, b []string) []string {
 	in := map[string]bool{}
 	for _, x := range b {

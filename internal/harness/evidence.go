@@ -65,7 +65,6 @@ func NewRunID(now time.Time) string {
 	return fmt.Sprintf("%s-%d-%s", now.UTC().Format("20060102T150405Z"), os.Getpid(), hex.EncodeToString(b))
 }
 
-// Row opens the folder of one row.
 func (e *Evidence) Row(name string) (*RowEvidence, error) {
 	dir := filepath.Join(e.Dir, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -111,7 +110,7 @@ type RowEvidence struct {
 	pending [][]byte // records the full disk had no room for
 }
 
-// Path returns an absolute path inside the row folder, creating its parent folder.
+// Path is an absolute path inside the row folder, its parent created.
 func (r *RowEvidence) Path(rel string) string {
 	p := filepath.Join(r.Dir, rel)
 	os.MkdirAll(filepath.Dir(p), 0o755)
@@ -145,7 +144,6 @@ func (r *RowEvidence) Record(rec schema.CommandRecord) error {
 	return r.flush()
 }
 
-// Flush writes the command records the disk had no room for.
 func (r *RowEvidence) Flush() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -256,7 +254,6 @@ func removeStaleReserves(root string) {
 	}
 }
 
-// release gives the reserve back, saying whether there was one.
 func (r *reserve) release() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

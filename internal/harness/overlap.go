@@ -11,9 +11,7 @@ import (
 	"qualkit/internal/serving"
 )
 
-// overlapPlan is what the overlapped order begins early for one row, and why (not):
-// the build during preflight, the server beside the correctness case, AIPerf with the
-// server (waiting for the model), the native batch with the server (waiting for items).
+// overlapPlan is what the overlapped order begins early for one row, and why (not).
 type overlapPlan struct {
 	buildEarly, serverEarly, aiperfEarly, preload bool
 	buildWhy, serverWhy, aiperfWhy, preloadWhy    string
@@ -153,7 +151,6 @@ func (r *row) command(ctx context.Context, stage, during string, c family.Comman
 	}, nil
 }
 
-// duringRecorder records a command with the stage it started in, and its start in start.
 type duringRecorder struct {
 	serving.Recorder
 	during string

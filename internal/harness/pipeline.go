@@ -34,7 +34,6 @@ type row struct {
 	st    rowState
 }
 
-// rowState is the row's course.
 type rowState struct {
 	started, ended time.Time
 	failed, why    string        // the first stage that failed, and Classify's why
@@ -70,7 +69,7 @@ type stage struct {
 	run  func(ctx context.Context) error
 }
 
-// StageNames lists the subtests every row runs, in order (the report last).
+// StageNames lists the subtests every row runs, the report last.
 func StageNames() []string { return append(slices.Clone(schema.Stages), schema.StageReport) }
 
 // stages wires the pipeline, the one place results.json is assembled. Influence and
@@ -182,12 +181,18 @@ func (r *row) drive(ctx context.Context, run runner) error {
 			continue
 		}
 		if !run.stage(st.name, func(say func(string)) error { return r.runStage(ctx, m, st, say) }) {
-			r.notSelected(st.name)
+			r.res.Stages = append(r.res.Stages, schema.StageResult{Name: st.name, Status: schema.NotRun,
+				Error: "not selected by -run/-skip: a row runs whole"})
+			if r.st.failed == "" {
+				r.st.failed = st.name
+			}
 			run.missed("stage %s of %s did not run: the -run/-skip selection left it out, so the row fails", st.name, r.c.Name)
 		}
 		if r.st.skip != "" {
 			err := r.report(m)
-			run.skipped("not run (not a qualification run): " + r.st.skip)
+			if run.t != nil {
+				run.t.Skip("not run (not a qualification run): " + r.st.skip)
+			}
 			return err
 		}
 	}
@@ -199,8 +204,7 @@ func (r *row) drive(ctx context.Context, run runner) error {
 	return err
 }
 
-// runStage runs one stage unless an earlier one failed (then it is a failure too, never
-// a skip), times it and records its outcome.
+// runStage runs one stage unless an earlier one failed (then it fails too, never skips).
 func (r *row) runStage(ctx context.Context, m *made, st stage, say func(string)) error {
 	start := time.Now()
 	res := schema.StageResult{Name: st.name, Status: schema.NotRun, Start: start.UTC()}
@@ -288,8 +292,7 @@ func start[T any](ctx context.Context, early bool, run func(context.Context) (T,
 	return f
 }
 
-// later is a future whose work prepare settles (its command, options, files): now and
-// begun when early, else both at the first wait.
+// later is a future whose work prepare settles: now and begun when early, else at the first wait.
 func later[T any](ctx context.Context, early bool, prepare func(context.Context) (func(context.Context) (T, error), error)) (*future[T], error) {
 	if !early {
 		return start(ctx, false, func(ctx context.Context) (T, error) {
@@ -364,9 +367,8 @@ func (c *cleanup) run() {
 	}
 }
 
-// report settles the row's status and writes results.json, row.md, what the Reporter
-// derives, and the row's SHA256SUMS. What the row started stops first (a running server
-// still writes its log).
+// report settles the row's status and writes its evidence files and SHA256SUMS; what the
+// row started stops first (a running server still writes its log).
 func (r *row) report(m *made) error {
 	return r.s.Evidence.writeEvidence(func() error { return r.writeReport(m) })
 }
@@ -408,7 +410,6 @@ func (r *row) writeReport(m *made) error {
 	return nil
 }
 
-// status is the row's status and reason.
 func (r *row) status() (string, string) {
 	res := r.res
 	switch {

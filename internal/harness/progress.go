@@ -34,7 +34,6 @@ type progress struct {
 	attached, firstEarly time.Time
 }
 
-// attach hands the stage's subtest log to a progress begun before it.
 func (p *progress) attach(say func(string)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -135,7 +134,6 @@ func (p *progress) heartbeat() {
 	p.printf("%s", msg)
 }
 
-// printf writes "qualkit: <row> <stage> +<elapsed>: <message>".
 func (p *progress) printf(format string, args ...any) {
 	if p == nil {
 		return
@@ -154,7 +152,6 @@ func (p *progress) printf(format string, args ...any) {
 	}
 }
 
-// lastLine is the last non-empty line of a text file, clipped to n bytes.
 func lastLine(path string, n int) string {
 	tail := serving.TailFile(path, 4096)
 	lines := strings.Split(tail, "\n")
@@ -193,7 +190,7 @@ func (p *progress) followRecords(path string, total int, stop <-chan struct{}) {
 	}
 }
 
-// readNewLines returns the whole lines appended to path since *offset and advances it.
+// readNewLines returns the whole lines appended since *offset and advances it.
 func readNewLines(path string, offset *int64) []string {
 	f, err := os.Open(path)
 	if err != nil {

@@ -19,8 +19,8 @@ import (
 	"qualkit/internal/serving"
 )
 
-// newRow opens the row's evidence folder and registers its result. A row's second run
-// (go test -count=N) is <row>.2, and so on: no folder is written twice.
+// newRow opens the row's evidence folder and registers its result; a row's second run
+// (go test -count=N) is <row>.2, and so on.
 func (s *Suite) newRow(c Checkpoint, work, reproduce string) (*row, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -52,7 +52,6 @@ func (s *Suite) newRow(c Checkpoint, work, reproduce string) (*row, error) {
 	return r, nil
 }
 
-// describe asks the family for its facts on the row's env as it stands, and checks them.
 func (r *row) describe() (err error) {
 	r.spec, err = describe(r.c, r.env)
 	return err
@@ -86,8 +85,7 @@ func (s *Suite) Qualify(t *testing.T, c Checkpoint) {
 	r.drive(ctx, runner{t: t, r: r})
 }
 
-// Run qualifies one row without subtests (negative controls prove with it which stage
-// catches a fault); reproduce is results.json's command to run it again (Reproduce).
+// Run qualifies one row without subtests (negative controls use it).
 func (s *Suite) Run(ctx context.Context, c Checkpoint, work, reproduce string) (*schema.Result, error) {
 	ctx, cancel := s.rowContext(ctx, nil)
 	defer cancel()
@@ -119,9 +117,8 @@ func (r *row) end() {
 	r.release()
 }
 
-// runner runs a row's stages and its report: as subtests of t under go test, else (t
-// nil) as plain calls. Each says whether the body ran: a -run/-skip selection can leave
-// a subtest out.
+// runner runs a row's stages and its report as subtests of t, or (t nil) as plain calls;
+// each says whether the body ran, as -run/-skip can leave a subtest out.
 type runner struct {
 	t *testing.T
 	r *row
@@ -164,14 +161,6 @@ func (s runner) report(body func() error) (ran bool) {
 	return ran
 }
 
-// skipped ends the row's test as skipped (a row that is not run, and says why).
-func (s runner) skipped(why string) {
-	if s.t != nil {
-		s.t.Skip(why)
-	}
-}
-
-// missed fails the row's test: a stage or the report did not run.
 func (s runner) missed(format string, args ...any) {
 	if s.t != nil {
 		s.t.Errorf(format, args...)
@@ -205,21 +194,10 @@ func wholeRow(rowTest string) error {
 		selected, rowTest, strings.Join(off, ", "), Reproduce(rowTest), runPattern(rowTest))
 }
 
-// notSelected records a stage that did not run because go test left it out.
-func (r *row) notSelected(name string) {
-	r.res.Stages = append(r.res.Stages, schema.StageResult{Name: name, Status: schema.NotRun,
-		Error: "not selected by -run/-skip: a row runs whole"})
-	if r.st.failed == "" {
-		r.st.failed = name
-	}
-}
-
-// beyondCorrectnessOnly says whether a correctness-only run leaves stage out.
 func (r *row) beyondCorrectnessOnly(stage string) bool {
 	return r.s.cfg.CorrectnessOnly && !slices.Contains(schema.CorrectnessOnlyStages, stage)
 }
 
-// attrs puts the headline numbers into JUnit, on the report test case.
 func (r *row) attrs(t *testing.T) {
 	res := r.res
 	t.Attr("qualkit.status", res.Status)
@@ -254,7 +232,6 @@ func Reproduce(testName string) string {
 	return fmt.Sprintf("go test ./qual/ -count=1 -v -run '%s'", runPattern(testName))
 }
 
-// runPattern is the -run pattern that selects exactly the test named testName.
 func runPattern(testName string) string {
 	parts := strings.Split(testName, "/")
 	for i, p := range parts {
@@ -263,9 +240,8 @@ func runPattern(testName string) string {
 	return strings.Join(parts, "/")
 }
 
-// lease takes from the run's pool what the row needs for its whole life: its GPUs by
-// UUID, or a CPU row slot, waiting while other rows hold them. It is nil when the GPUs
-// can never come: preflight then names what is missing.
+// lease takes the row's GPUs (or a CPU row slot) for its whole life, waiting while other
+// rows hold them; nil when the GPUs can never come (preflight then names what is missing).
 func (s *Suite) lease(ctx context.Context, c Checkpoint, say func(string)) (*gpu.Lease, float64) {
 	if c.Needs.GPU != (gpu.Needs{}) {
 		s.poolGPUs.Do(func() {
@@ -305,7 +281,6 @@ func (r *row) release() {
 	r.res.Lease = l
 }
 
-// failedKind is the kind recorded for the failed stage.
 func (r *row) failedKind() string {
 	for _, st := range r.res.Stages {
 		if st.Name == r.st.failed {
@@ -375,9 +350,8 @@ func reasonLine(s string) string {
 	return s
 }
 
-// rowContext is a row's context: cancelled when the suite is interrupted, and under go
-// test ending a margin before -timeout, so that the row reports a timeout rather than
-// the testing package's panic.
+// rowContext is cancelled when the suite is interrupted, and ends a margin before go
+// test's -timeout so that the row reports a timeout rather than the testing panic.
 func (s *Suite) rowContext(parent context.Context, t *testing.T) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
@@ -407,7 +381,6 @@ func (i Interrupted) Error() string { return "interrupted by " + i.Signal }
 // errTestDeadline is the cause of a row context cut near go test's -timeout.
 var errTestDeadline = errors.New("go test -timeout is near: the row was stopped to clean up and write its evidence")
 
-// logSign is a log line that says what kind of failure a stage met.
 type logSign struct {
 	kind string
 	re   *regexp.Regexp
@@ -467,8 +440,7 @@ func newOverhead(client, task schema.Quantiles) *schema.Overhead {
 	return &schema.Overhead{P50DiffMs: d, Fraction: d / client.P50}
 }
 
-// MarkdownRow renders a result as one line of row.md's table, one cell per
-// schema.RowColumns.
+// MarkdownRow renders a result as one line of row.md's table (schema.RowColumns).
 func MarkdownRow(r *schema.Result) string {
 	dash := "-"
 	sha, counts, errs, identity, httpq, taskq, ips, corr := dash, dash, dash, dash, dash, dash, dash, dash
@@ -535,7 +507,6 @@ type Selection struct {
 	run, skip [][]*regexp.Regexp // alternatives of slash-separated elements; nil run selects all
 }
 
-// NewSelection compiles a -run and a -skip pattern.
 func NewSelection(run, skip string) (Selection, error) {
 	var s Selection
 	var err error
@@ -548,7 +519,7 @@ func NewSelection(run, skip string) (Selection, error) {
 	return s, nil
 }
 
-// TestSelection is the selection of this test binary's -test.run and -test.skip flags.
+// TestSelection is this test binary's -test.run and -test.skip.
 func TestSelection() (Selection, error) {
 	value := func(name string) string {
 		if f := flag.Lookup(name); f != nil {

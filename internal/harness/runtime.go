@@ -95,14 +95,12 @@ func covered(m family.Mount, i int, ms []family.Mount) bool {
 	return false
 }
 
-// rowImage is the family's image as the row prepared it, and what results.json says of it.
 type rowImage struct {
 	img  serving.Image
 	info *schema.ContainerInfo
 	err  error
 }
 
-// image makes the family's image present, once per row.
 func (r *row) image(ctx context.Context, stage string) (serving.Image, error) {
 	if r.img != nil && r.img.err == nil {
 		return r.img.img, nil

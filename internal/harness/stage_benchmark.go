@@ -53,8 +53,7 @@ func (r *row) benchmark(ctx context.Context, fx *fixtures.Workload, srv serving.
 	return b, v.Err
 }
 
-// benchmarkResult is what the benchmark stage hands on: AIPerf's export, the PNG of each
-// valid HTTP response and the measured requests' times, by request id, and the timing.
+// benchmarkResult is what the benchmark stage hands on.
 type benchmarkResult struct {
 	export           *Export
 	httpPNG          map[string][]byte
@@ -86,8 +85,7 @@ func (r *row) gatherBenchmark(in *benchmarkInput) {
 	}
 }
 
-// benchmarkResponse is what one answered request sent (decoded through the row's
-// protocol) and the PNG its response names, each with the error of reading it.
+// benchmarkResponse is what one answered request sent and the PNG its response names.
 type benchmarkResponse struct {
 	Sent      wire.Request
 	SentErr   error
@@ -95,10 +93,8 @@ type benchmarkResponse struct {
 	OutputErr error
 }
 
-// benchmarkInput is what the benchmark left: AIPerf's command error and export (nil
-// when it wrote none readable, ExportErr why), a response per raw record (in its
-// order; none for a failed one), the server's records as the row's timing source
-// reads them, and what the row asked for.
+// benchmarkInput is what the benchmark left: AIPerf's export (nil when unreadable,
+// ExportErr why), a response per raw record in its order, and the server's records.
 type benchmarkInput struct {
 	RunErr           error
 	Export           *Export
@@ -121,8 +117,7 @@ type benchmarkOutput struct {
 	PNG       []byte
 }
 
-// benchmarkTiming is the client latency and server Task time of the measured requests,
-// and, when every one has both, the headline numbers.
+// benchmarkTiming is the measured requests' client latency and server Task time.
 type benchmarkTiming struct {
 	ClientMs, TaskMs map[string]float64
 	HTTP, Task       *schema.Quantiles // nil when a time is missing or two sources disagree
@@ -132,9 +127,8 @@ type benchmarkTiming struct {
 	FirstRequest     *schema.FirstRequest
 }
 
-// benchmarkVerdict is what the benchmark stage states: AIPerf's failed requests, the
-// valid outputs (in the raw export's order), the timing (nil when the server's records
-// could not be read), and why the stage fails.
+// benchmarkVerdict is what the benchmark stage states; Timing is nil when the server's
+// records could not be read.
 type benchmarkVerdict struct {
 	ClientErrors int
 	Outputs      []benchmarkOutput
@@ -223,7 +217,6 @@ func judgeOutput(resp benchmarkResponse, size string) ([]byte, error) {
 	return resp.PNG, nil
 }
 
-// aiperfAfterServer is how long AIPerf may run on once the server has died.
 const aiperfAfterServer = 5 * time.Second
 
 // waitBenchmark waits for AIPerf, and stops it once the server has died (AIPerf waiting
@@ -305,8 +298,8 @@ func (r *row) aiperf(ctx context.Context, fx *fixtures.Workload, url string, ear
 }
 
 // judgeTiming joins AIPerf's client latency with the server's Task time for every
-// measured request (prof). The two stay separate columns: neither is derived from the
-// other. It returns no timing when the server's records could not be read.
+// measured request (prof), neither derived from the other; nil when the server's records
+// could not be read.
 func judgeTiming(in benchmarkInput, prof []schema.RawRecord) (*benchmarkTiming, []string) {
 	var problems []string
 	client := map[string]float64{}

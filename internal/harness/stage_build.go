@@ -19,8 +19,7 @@ import (
 	"qualkit/internal/schema"
 )
 
-// bundle is what the build made: the bundle (empty when the correctness case builds
-// it), what results.json says of it, and the read lock on its cache entry until the row ends.
+// bundle is what the build made; its path is empty when the correctness case builds it.
 type bundle struct {
 	path, sha string
 	info      *schema.BundleInfo
@@ -50,10 +49,11 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 		return b, fmt.Errorf("builder %s: %w", tools.Builder, err)
 	}
 	settings := tools.Settings
-	key := cacheKey(map[string]any{
+	keyJSON, _ := json.Marshal(map[string]any{ // map keys are sorted, so the key is canonical
 		"family": r.c.Family, "backend": r.spec.Backend, "model": r.c.Model, "profile": r.c.Profile,
 		"revision": r.c.Revision, "build_settings": settings, "builder_sha256": builderSHA,
 	})
+	key := bytesSHA256(keyJSON)[:32]
 	info := &schema.BundleInfo{CacheKey: key, Builder: builderSHA, Settings: settings}
 	b.info = info
 	cache := r.spec.BundleDir
@@ -122,8 +122,7 @@ func (r *row) build(ctx context.Context, p *progress, fx *fixtures.Workload) (b 
 	return b, r.ev.WriteJSON(schema.BundleFile, info)
 }
 
-// buildEntry builds the bundle into the cache entry dir (write-locked): into partial,
-// renamed to final, then its bundle.json.
+// buildEntry builds into partial in the write-locked entry dir, renamed to final.
 func (r *row) buildEntry(ctx context.Context, p *progress, info *schema.BundleInfo, dir, partial, out, final, meta, ref string) error {
 	os.RemoveAll(dir)
 	defer os.RemoveAll(partial)
@@ -142,7 +141,6 @@ func (r *row) buildEntry(ctx context.Context, p *progress, info *schema.BundleIn
 	return nil
 }
 
-// buildBundle runs the family's build command writing out inside folder, then hashes it.
 func (r *row) buildBundle(ctx context.Context, p *progress, info *schema.BundleInfo, folder, out, ref string) error {
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return err
@@ -173,11 +171,9 @@ const entryFile = "bundle.json"
 // runIDName is what a run id may be as a folder name (20261203T151833Z-3754-a1b2c3).
 var runIDName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// trustedEntry reads the cache entry at meta and says whether its bundle may be reused:
-// the entry is for this key, the bundle hashes to what it recorded, and the row that
-// built it vouches for it: by being of this process, or by its evidence under the same
-// root (its build/bundle.json, listed as it is in its SHA256SUMS, and its run checking
-// whole). A bundle planted in .cache, or whose run's evidence is gone, is built again.
+// trustedEntry says whether the cache entry at meta may be reused: it is for this key,
+// the bundle hashes to what it recorded, and the row that built it is of this process or
+// its evidence under the same root checks whole. A planted bundle is built again.
 func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, error) {
 	b, err := os.ReadFile(meta)
 	if err != nil {
@@ -223,11 +219,6 @@ func (s *Suite) trustedEntry(meta, bundle, key string) (*schema.BundleInfo, erro
 		return nil, fmt.Errorf("the run that built it (%s) does not check: %w", entry.BuiltBy, err)
 	}
 	return &entry, nil
-}
-
-func cacheKey(v any) string {
-	b, _ := json.Marshal(v) // map keys are sorted, so the key is canonical
-	return bytesSHA256(b)[:32]
 }
 
 // pathSHA256 hashes a file, or a directory as the sorted list of its files' hashes.
@@ -276,10 +267,8 @@ var (
 	builtHere   sync.Map
 )
 
-// keyLocks holds a mutex per key.
 type keyLocks struct{ m sync.Map }
 
-// lock holds key until the returned func is called.
 func (k *keyLocks) lock(key string) func() {
 	v, _ := k.m.LoadOrStore(key, &sync.Mutex{})
 	m := v.(*sync.Mutex)
@@ -287,8 +276,7 @@ func (k *keyLocks) lock(key string) func() {
 	return m.Unlock
 }
 
-// tools runs the family's tool commands (one row at a time: they write shared caches)
-// and checks them.
+// tools runs the family's tool commands one row at a time: they write shared caches.
 func (r *row) tools(ctx context.Context, p *progress, tools []family.Command) (wallS float64, err error) {
 	defer r.s.keys.lock("tools\x00" + r.c.Family)()
 	for i, cmd := range tools {
@@ -330,7 +318,6 @@ func (s *Suite) vouches(runDir string) error {
 // process drops them, and a write lock becomes a read lock atomically.
 type entryLock struct{ f *os.File }
 
-// errEntryBusy: another holder keeps the entry from being locked as asked.
 var errEntryBusy = errors.New("the bundle cache entry is in use by another run")
 
 // lockEntry opens path (creating it) and takes its read lock (write: its write lock).
@@ -359,10 +346,10 @@ func lockEntry(ctx context.Context, path string, write, wait bool) (*entryLock, 
 	}
 }
 
-// share turns a write lock into a read lock, with no moment between them unlocked.
+// share turns a write lock into a read lock atomically.
 func (l *entryLock) share() error { return l.set(false) }
 
-// unlock drops the lock (closing the file drops it); nil-safe.
+// unlock is nil-safe.
 func (l *entryLock) unlock() {
 	if l != nil && l.f != nil {
 		l.f.Close()

@@ -20,12 +20,10 @@ import (
 	"qualkit/internal/wire"
 )
 
-// controls is the last stage that needs the server: for every control the family
-// declares it sends requests that differ only in that control, and every refused field
-// and out-of-range value, then judges what came back (controls.Judge) with the records
-// of every request held to what it asked; then it stops the server, so that identity's
-// native Task has the GPU to itself and its wall is the replays' alone.
-// It returns what it found and the 200 responses (for their Task times).
+// controls is the last stage that needs the server: for every declared control it sends
+// requests that differ only in that control, and every refused field and out-of-range
+// value, and judges what came back (controls.Judge); then it stops the server, so that
+// identity's native Task has the GPU to itself. It also returns the 200 responses.
 func (r *row) controls(ctx context.Context, fx *fixtures.Workload, srv serving.Server, bench *benchmarkResult) (*schema.ControlsResult, [][]byte, error) {
 	res, bodies, err := r.probeControls(ctx, fx, srv, bench)
 	if err != nil {
@@ -160,8 +158,7 @@ func refusalMessage(body []byte) string {
 	return clip(body, 300)
 }
 
-// askedWork is every request that ran, the benchmark's and the controls probes' answered
-// 200, with what it asked and its records line.
+// askedWork is every request answered 200, with what it asked and its records line.
 func (r *row) askedWork(b *benchmarkResult, probes []schema.ControlProbe, records map[string]any) []controls.Asked {
 	var out []controls.Asked
 	if b != nil {

@@ -29,7 +29,8 @@ func caseFiles(tests []string, root string) ([]schema.FileHash, error) {
 		}
 		add(t)
 		for dir := filepath.Dir(t); ; dir = filepath.Dir(dir) {
-			if c := filepath.Join(dir, "conftest.py"); isRegular(c) {
+			c := filepath.Join(dir, "conftest.py")
+			if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
 				add(c)
 			}
 			if dir == root || root == "" || filepath.Dir(dir) == dir || !strings.HasPrefix(dir, root) {
@@ -69,17 +70,10 @@ func treeHashes(base, dir string) ([]schema.FileHash, error) {
 	return out, err
 }
 
-func isRegular(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
-}
-
 // caseScratch is the case's scratch folder in the row's work folder (CorrectnessSpec.Scratch).
 const caseScratch = "correctness"
 
-// caseRun is what the correctness stage made: what results.json states of the case (nil
-// before its JUnit gave counts), the row's bundle (the case's when it builds it), its
-// scratch folder and its command's wall.
+// caseRun is what the correctness stage made; its case is nil before its JUnit gave counts.
 type caseRun struct {
 	corr    *schema.Correctness
 	bundle  bundle
@@ -177,9 +171,8 @@ type caseDeclaration struct {
 	Artifacts   string   // the case's artifacts folder in it
 }
 
-// caseDeclarationVerdict is whether the case may run: Err says why not; Record that
-// results.json states the declared cases although the case never ran; ResultFile is the
-// result file relative to the row folder.
+// caseDeclarationVerdict is whether the case may run (Err says why not); ResultFile is
+// relative to the row folder.
 type caseDeclarationVerdict struct {
 	ResultFile string
 	Record     bool
@@ -206,9 +199,7 @@ func judgeCaseDeclaration(d caseDeclaration) caseDeclarationVerdict {
 	return caseDeclarationVerdict{ResultFile: filepath.ToSlash(rel)}
 }
 
-// caseOutcome is what the correctness case's run left: its command's error, the
-// bundle's sha256 before and after it (when the case did not build it), its JUnit's
-// counts and its own result file, each with the error of reading it.
+// caseOutcome is what the correctness case's run left, each with the error of reading it.
 type caseOutcome struct {
 	Declared                  []string
 	BuildByCase               bool
@@ -224,8 +215,8 @@ type caseOutcome struct {
 	Artifacts                 []schema.FileHash // every file the case wrote in its artifacts folder
 }
 
-// caseVerdict is the correctness stage's: the counts results.json states (nil when the
-// case left no readable JUnit, or changed the bundle), and why the stage fails.
+// caseVerdict is the correctness stage's; its counts are nil when the case left no
+// readable JUnit, or changed the bundle.
 type caseVerdict struct {
 	Counts *schema.CaseCounts
 	Err    error

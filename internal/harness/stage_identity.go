@@ -97,8 +97,7 @@ func (r *row) identity(ctx context.Context, fx *fixtures.Workload, b bundle, ben
 	return out, v.Err
 }
 
-// identityRun is what the identity stage made: its summary, the replays, and a batch
-// process's wall and wait for its items.
+// identityRun is what the identity stage made.
 type identityRun struct {
 	sum          *schema.IdentitySummary
 	replays      []*replay
@@ -106,12 +105,9 @@ type identityRun struct {
 	batchWaitedS float64
 }
 
-// identityCase is one request AIPerf sent, as the identity stage compares it: what it
-// sent and the PNG its HTTP response carried (nil: none valid), and, for a request
-// replayed, what its native Task did.
+// identityCase is one request AIPerf sent, as the identity stage compares it (HTTP
+// nil: no valid output).
 type identityCase struct {
-	// Req names the request (id, phase, prompt, its client and Task times), and for a
-	// replay its two files.
 	Req    schema.IdentityRequest
 	Input  []byte // the image the request sent
 	HTTP   []byte
@@ -133,8 +129,7 @@ type identityInput struct {
 	NativeErr error
 }
 
-// identityVerdict is the comparison summary (every request, the native mode apart) and
-// why the stage fails.
+// identityVerdict is the comparison summary (the native mode apart) and why the stage fails.
 type identityVerdict struct {
 	Summary schema.IdentitySummary
 	Err     error
@@ -262,7 +257,6 @@ func (r *row) runNatives(ctx context.Context, b bundle, batch *future[schema.Com
 	return nil
 }
 
-// nativeOne runs one replay as its own process on gpus.
 func (r *row) nativeOne(ctx context.Context, b bundle, rp *replay, gpus []gpu.Device) {
 	ctx, cancel := context.WithTimeout(ctx, r.c.Deadline.Native)
 	defer cancel()
@@ -342,7 +336,6 @@ func (r *row) writeItems(replays []*replay) error {
 	return writeWhole(r.itemsPath(), items.Bytes())
 }
 
-// readNativeBatch waits for the batch process and reads its report.
 func (r *row) readNativeBatch(batch *future[schema.CommandRecord], out *identityRun, sum *schema.IdentitySummary) error {
 	rec, runErr := batch.wait()
 	out.batchWallS = rec.WallS
@@ -370,7 +363,6 @@ func (r *row) readNativeBatch(batch *future[schema.CommandRecord], out *identity
 	return nil
 }
 
-// batchLine is one replay's line of a batch report.
 type batchLine struct {
 	ID     string  `json:"id"`
 	Output string  `json:"output"`
@@ -378,15 +370,13 @@ type batchLine struct {
 	TaskMs float64 `json:"task_ms"`
 }
 
-// batchHead is a batch report's first line: the load, and for a preloaded batch how
-// long it waited for its items and when it read them.
+// batchHead is a batch report's first line.
 type batchHead struct {
 	LoadMs      float64   `json:"load_ms"`
 	WaitedMs    float64   `json:"waited_ms"`
 	ItemsReadAt time.Time `json:"items_read_at"`
 }
 
-// readBatchReport reads a batch report: its head, then one line per replay by id.
 func readBatchReport(path string) (head batchHead, lines map[string]batchLine, err error) {
 	f, err := os.Open(path)
 	if err != nil {

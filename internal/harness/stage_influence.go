@@ -62,25 +62,21 @@ func (r *row) influence(ctx context.Context, fx *fixtures.Workload, srv serving.
 	return &v.Result, bodies, v.Err
 }
 
-// influenceInput is what the influence probes sent and got back: the instruction, the
-// two fixture images, and the three outputs decoded, in schema.InfluenceProbes order
-// (the first image, the first again, the second).
+// influenceInput is what the influence probes sent and got back, outputs in
+// schema.InfluenceProbes order.
 type influenceInput struct {
 	Instruction string
 	Images      [2]string
 	Outputs     [3]image.Image
 }
 
-// influenceVerdict is the probes' comparisons, and why the stage fails (nil: it passes).
 type influenceVerdict struct {
 	Result schema.InfluenceResult
 	Err    error
 }
 
-// judgeInfluence requires the same request twice to give pixel-identical outputs (a
-// server deterministic for a fixed seed), and the other reference image an output that
-// differs in at least judge.MinInfluenceFraction of the pixels by a mean of
-// judge.MinInfluenceMeanLevels (a server that reads the image it is given).
+// judgeInfluence requires the same request twice to give pixel-identical outputs, and
+// the other reference image an output that differs enough (judge.MinInfluence*).
 func judgeInfluence(in influenceInput) influenceVerdict {
 	res := schema.InfluenceResult{Instruction: in.Instruction, Images: in.Images,
 		Repeat: judge.ComparePixels(in.Outputs[0], in.Outputs[1]), Other: judge.ComparePixels(in.Outputs[0], in.Outputs[2])}
@@ -145,7 +141,6 @@ func (r *row) output(body []byte, requestID string) ([]byte, error) {
 	return r.proto().Output(body, requestID, r.readScratch)
 }
 
-// readScratch reads a file the server wrote inside its scratch folder.
 func (r *row) readScratch(rel string) ([]byte, error) {
 	if !filepath.IsLocal(filepath.FromSlash(rel)) {
 		return nil, fmt.Errorf("%q is not a file inside the server's scratch folder", rel)

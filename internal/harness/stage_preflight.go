@@ -225,7 +225,6 @@ func (r *row) preflight(ctx context.Context) (*fixtures.Workload, *future[bundle
 	return fx, build, buildProg, r.ev.WriteJSON(schema.FixturesManifest, fx)
 }
 
-// ProbeResult is what one of the family's probes found.
 type ProbeResult struct {
 	Name  string  `json:"name"`
 	What  string  `json:"what"`

@@ -110,9 +110,7 @@ func (r *row) gatherPair(pair *family.QualityPair, caseScratch, id string, out i
 	return pc, nil
 }
 
-// pairLatents is the noise the correctness case drew (its file, and its sha256) and the
-// sha256 the server's records line states it replayed for the pair's request, each with
-// the error of reading it.
+// pairLatents is the noise the case drew and the sha256 the server states it replayed.
 type pairLatents struct {
 	Field      string // where the records line states it (QualityPair.ServedLatents)
 	File       string
@@ -122,7 +120,6 @@ type pairLatents struct {
 	RecordsErr error
 }
 
-// gatherLatents reads the pair's noise: the case's file, then the records line of id.
 func (r *row) gatherLatents(pair *family.QualityPair, caseScratch, id string) pairLatents {
 	l := pairLatents{Field: pair.ServedLatents}
 	if l.File, _, l.CaseErr = FindCaseBundle(filepath.Join(caseScratch, pair.CaseLatents)); l.CaseErr != nil {
@@ -142,17 +139,15 @@ func (r *row) gatherLatents(pair *family.QualityPair, caseScratch, id string) pa
 	return l
 }
 
-// qualityCase is one HTTP output measured: the request's id, phase, index in AIPerf's
-// raw export and instruction, its output and the image it sent, decoded.
+// qualityCase is one HTTP output measured.
 type qualityCase struct {
 	RequestID, Phase, Prompt string
 	Index                    int
 	Out, In                  image.Image
 }
 
-// qualityPairCase is the request that sent the pair the correctness case ran: its
-// output, the case's reference image (Reference, relative to the row folder) and the
-// noise both started from (nil when the family states none).
+// qualityPairCase is the request that sent the pair the correctness case ran; Reference
+// is relative to the row folder, Latents nil when the family states none.
 type qualityPairCase struct {
 	RequestID string
 	Reference string
@@ -160,9 +155,8 @@ type qualityPairCase struct {
 	Latents   *pairLatents
 }
 
-// qualityInput is every HTTP output in the raw export's order, with the family's
-// criteria and pair, the size the requests asked for, and the pair's request when one
-// sent it. Stopped: the stage ended before every output was gathered.
+// qualityInput is every HTTP output in the raw export's order. Stopped: the stage ended
+// before every output was gathered.
 type qualityInput struct {
 	Criteria schema.QualityCriteria
 	Size     string
@@ -172,17 +166,15 @@ type qualityInput struct {
 	Stopped  bool
 }
 
-// qualityVerdict is the quality summary (the thresholds files apart) and why the stage
-// fails.
+// qualityVerdict is the quality summary (the thresholds files apart) and why it fails.
 type qualityVerdict struct {
 	Summary schema.QualitySummary
 	Err     error
 }
 
 // judgeQuality measures every output against its input and the family's criteria, and
-// the pair's against the case's reference: a missed criterion, or a pair no request
-// sent, fails the stage. A stopped stage's summary lists what was measured, no failure
-// counted and no error of its own.
+// the pair's against the case's reference. A stopped stage's summary lists what was
+// measured, no failure counted and no error of its own.
 func judgeQuality(in qualityInput) qualityVerdict {
 	sum := schema.QualitySummary{Criteria: in.Criteria, Requests: []schema.QualityRequest{}}
 	var problems []string

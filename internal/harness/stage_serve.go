@@ -15,7 +15,6 @@ import (
 	"qualkit/internal/serving"
 )
 
-// serverLaunch is what a server start needs, settled before it starts.
 type serverLaunch struct {
 	spec    family.ServeSpec
 	ss      serving.ServerSpec
@@ -107,8 +106,7 @@ func (r *row) checkIdentity(ctx context.Context, srv serving.Server, spec family
 	return v.Err
 }
 
-// serverIdentity is a ready server's answer at the family's identity path, with what the
-// answer is held to: what the server was started on and the row's checkpoint.
+// serverIdentity is a ready server's answer at the family's identity path.
 type serverIdentity struct {
 	Check  family.IdentityCheck
 	Status int
@@ -117,8 +115,6 @@ type serverIdentity struct {
 	Model  string
 }
 
-// serverIdentityVerdict is the checkpoint the server says it serves, and why it is not
-// the row's server (nil: it is).
 type serverIdentityVerdict struct {
 	Served string
 	Err    error

@@ -24,9 +24,8 @@ func NewQuantiles(ms []float64) schema.Quantiles {
 	return schema.Quantiles{P50: Percentile(ms, 50), P95: Percentile(ms, 95), P99: Percentile(ms, 99), Count: len(ms), Method: schema.PercentileMethod}
 }
 
-// FirstRequest is the request AIPerf sent first, any phase (the earliest
-// request_start_ns of its raw export), with its client latency from the per-request
-// export; nil when there is no such request or AIPerf recorded no latency for it.
+// FirstRequest is the request AIPerf sent first (earliest request_start_ns), any phase,
+// with its client latency; nil when there is none or AIPerf recorded no latency for it.
 func FirstRequest(raw []schema.RawRecord, profile []schema.ProfileRecord) *schema.FirstRequest {
 	if len(raw) == 0 {
 		return nil

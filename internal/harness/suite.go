@@ -20,14 +20,12 @@ import (
 	"qualkit/internal/serving"
 )
 
-// Runtime choices for serving.
 const (
 	RuntimeAuto      = "auto"      // container when a Docker daemon answers, else process; printed and recorded
 	RuntimeProcess   = "process"   // a local process group
 	RuntimeContainer = "container" // a container through the Docker engine
 )
 
-// SuiteConfig is what TestMain parses from flags.
 type SuiteConfig struct {
 	Root, EvidenceRoot, RunID, Python string // Root: the repository's
 	AIPerf                            AIPerf
@@ -55,7 +53,7 @@ type SuiteConfig struct {
 	Reporter Reporter
 }
 
-// Reaper is the process's reaper (package reaper), as a run asks it.
+// Reaper is package reaper's, as a run asks it.
 type Reaper interface {
 	serving.GroupTracker
 	Remove(path string)
@@ -72,7 +70,7 @@ type Reporter interface {
 	Vouch(runDir string) error
 }
 
-// Suite is one qualification run: shared settings, the evidence folder and every row's result.
+// Suite is one qualification run.
 type Suite struct {
 	cfg        SuiteConfig
 	Evidence   *Evidence
@@ -81,7 +79,6 @@ type Suite struct {
 	provenance schema.Provenance // the tree at the start of the run
 	venvSet    []string
 
-	// The serving runtime, resolved once (resolveRuntime).
 	daemon      *schema.DaemonInfo
 	dockerErr   error
 	RuntimeNote string
@@ -127,8 +124,7 @@ func NewSuite(cfg SuiteConfig) (*Suite, error) {
 	return s, nil
 }
 
-// resolveRuntime finds the Docker daemon unless the run asked for processes, sweeps what
-// dead runs left behind, and says which runtime rows will get.
+// resolveRuntime finds the Docker daemon unless asked for processes, and sweeps dead runs.
 func (s *Suite) resolveRuntime(ctx context.Context) {
 	if s.cfg.Runtime == RuntimeProcess {
 		s.RuntimeNote = "runtime: process (RUNTIME=process)"
@@ -163,11 +159,9 @@ func (s *Suite) rowRuntime(c Checkpoint) string {
 	return RuntimeProcess
 }
 
-// Provenance is the harness source this run comes from.
 func (s *Suite) Provenance() schema.Provenance { return s.provenance }
 
-// Interrupt cancels every row's context with the cause Interrupted{sig}: its stage fails
-// as "interrupted", what it started stops and it writes its evidence. The first call counts.
+// Interrupt cancels every row's context with the cause Interrupted{sig}; the first call counts.
 func (s *Suite) Interrupt(sig string) {
 	s.mu.Lock()
 	if s.interrupted == "" {
@@ -194,9 +188,8 @@ func (s *Suite) Abandon(ctx context.Context) error {
 	return serving.RemoveRunContainers(ctx, s.Evidence.RunID)
 }
 
-// Finish writes the run's own files once every row reported (run.json, SUMMARY.md, what
-// the Reporter derives), then its SHA256SUMS, and has the Reporter check the folder. It
-// returns the summary and the sha256 of SHA256SUMS, the anchor to print outside the folder.
+// Finish writes the run's own files and SHA256SUMS once every row reported, has the
+// Reporter check the folder, and returns the summary and the sha256 of SHA256SUMS.
 func (s *Suite) Finish(ctx context.Context) (summary, sumsSHA string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -309,7 +302,6 @@ func (s *Suite) DirtyNote() string {
 	return dirtyReason(s.provenance)
 }
 
-// dirtyReason names a dirty tree's first few changes.
 func dirtyReason(p schema.Provenance) string {
 	const shown = 5
 	var names []string
@@ -348,7 +340,7 @@ func readProvenance(ctx context.Context, root string) schema.Provenance {
 	return p
 }
 
-// FindRoot walks up from dir to the folder holding go.mod.
+// FindRoot is the nearest folder at or above dir that holds go.mod.
 func FindRoot(dir string) (string, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -384,8 +376,7 @@ func recordHost(dir string, info *schema.RunInfo) error {
 	return nil
 }
 
-// CPUModel is the first "model name" of a /proc/cpuinfo ("" when it names none, as on
-// most arm64 kernels).
+// CPUModel is the first "model name" of a /proc/cpuinfo ("" on most arm64 kernels).
 func CPUModel(cpuinfo []byte) string {
 	for line := range strings.Lines(string(cpuinfo)) {
 		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -408,7 +399,6 @@ func memInfo(meminfo []byte, field string) int64 {
 	return 0
 }
 
-// hostReading is what /proc says of the host's load at one moment.
 type hostReading struct {
 	loadavg [3]float64
 	stealS  float64 // cumulative since boot, every CPU

@@ -11,7 +11,6 @@ import (
 	"strings"
 )
 
-// taskFromBody reads the Task time from one response body.
 func taskFromBody(ts schema.TimingSource, body []byte) (float64, error) {
 	var doc any
 	if err := json.Unmarshal(body, &doc); err != nil {
@@ -20,7 +19,6 @@ func taskFromBody(ts schema.TimingSource, body []byte) (float64, error) {
 	return numberAt(doc, ts.Body)
 }
 
-// recordIDs lists the request ids of every line of a records file that carries one.
 func recordIDs(ts schema.TimingSource, path string) (map[string]bool, error) {
 	ids := map[string]bool{}
 	err := eachRecord(path, func(doc any) {

@@ -81,14 +81,12 @@ func readVenv(v Venv) (set []string, problems []string, err error) {
 	return set, problems, nil
 }
 
-// dist is one installed distribution: its name as PEP 503 compares them, its METADATA
-// version, its RECORD and its site-packages folder.
+// dist is one installed distribution, named as PEP 503 compares them.
 type dist struct {
 	key, version, site string
 	rec                []byte
 }
 
-// dists reads every *.dist-info of the venv at dir.
 func dists(dir string) ([]dist, error) {
 	infos, _ := filepath.Glob(filepath.Join(dir, "lib", "python3*", "site-packages", "*.dist-info"))
 	if len(infos) == 0 {
@@ -147,7 +145,7 @@ func distMetadata(p string) (name, version string, err error) {
 
 var distSeparators = regexp.MustCompile(`[-_.]+`)
 
-// normalizeDist is a distribution name as PEP 503 compares them.
+// normalizeDist is a name as PEP 503 compares them.
 func normalizeDist(n string) string {
 	return distSeparators.ReplaceAllString(strings.ToLower(n), "-")
 }
@@ -174,7 +172,6 @@ func venvProvenance(v Venv, p schema.Provenance) (schema.Provenance, []string) {
 	return p, set
 }
 
-// recordFiles are the files a RECORD lists, relative to its site-packages, cleaned.
 func recordFiles(rec []byte) []string {
 	r := csv.NewReader(bytes.NewReader(rec))
 	r.FieldsPerRecord = -1
@@ -278,8 +275,7 @@ func RecordDigest(rec []byte) string {
 	return bytesSHA256([]byte(strings.Join(lines, "\n")))
 }
 
-// VenvTag names the Python version and platform a venv's wheels were made for
-// ("py3.11-linux-amd64"): the venv is this host's.
+// VenvTag names the venv's Python version and platform ("py3.11-linux-amd64").
 func VenvTag(dir string) (string, error) {
 	libs, _ := filepath.Glob(filepath.Join(dir, "lib", "python3*"))
 	if len(libs) != 1 {

@@ -31,7 +31,6 @@ type Recorder interface {
 
 var secretName = regexp.MustCompile(`(?i)(token|secret|password|passwd|api_?key|credential)`)
 
-// RedactEnv hides the values of variables whose names look secret.
 func RedactEnv(env []string) []string {
 	out := make([]string, len(env))
 	for i, kv := range env {
@@ -159,7 +158,7 @@ func groupRuns(pgid int) bool {
 	return len(processes(func(_ int, stat []string) bool { return stat[2] == strconv.Itoa(pgid) })) > 0
 }
 
-// exitCode is the process's exit status, -1 when it did not exit normally.
+// exitCode is -1 when the process did not exit normally.
 func exitCode(err error) int {
 	if err == nil {
 		return 0

@@ -30,8 +30,7 @@ import (
 	"qualkit/internal/schema"
 )
 
-// run is one container about to be created, and the docker run line that would create
-// it (for the record).
+// run is one container about to be created, and its docker run line for the record.
 type run struct {
 	name            string
 	labels          map[string]string
@@ -178,7 +177,6 @@ func dockerRunArgs(c *Container, gpus *container.DeviceRequest, name string, lab
 	return append(args, cmd.Args[1:]...)
 }
 
-// containerName is unique per start, and readable in `docker ps`.
 func containerName(row, runID string) string {
 	b := make([]byte, 3)
 	rand.Read(b)
@@ -203,7 +201,6 @@ func connect(ctx context.Context, o options) (*testcontainers.DockerClient, erro
 	return cli, nil
 }
 
-// logFile receives a container's output as testcontainers streams it.
 type logFile struct {
 	mu    sync.Mutex
 	f     *os.File
@@ -260,7 +257,6 @@ func (s *readyStrategy) WaitUntilReady(ctx context.Context, target wait.Strategy
 	return err
 }
 
-// containerServer is a server run in a container.
 type containerServer struct {
 	served
 	c     *testcontainers.DockerContainer
@@ -448,7 +444,7 @@ func (s *containerServer) finish(code int, oomKilled bool, err error) error {
 	return s.o.record(s.rec, err)
 }
 
-// terminate stops the container, completes its log and removes it; it runs once.
+// terminate runs once.
 func (s *containerServer) terminate(ctx context.Context) (code int, oomKilled bool, err error) {
 	s.stopped = true
 	if s.stopWatch != nil {
@@ -499,7 +495,6 @@ func removeOutlivingEngine(ctx context.Context, cli *testcontainers.DockerClient
 // engineBackWithin is how long a removal waits for an engine that restarts (seconds, as a rule).
 const engineBackWithin = 90 * time.Second
 
-// waitForEngine returns once the engine answers a ping, or an error after within.
 func waitForEngine(ctx context.Context, cli *testcontainers.DockerClient, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
@@ -522,8 +517,7 @@ func (s *containerServer) close() {
 	s.cli.Close()
 }
 
-// runContainer runs c to completion (or until ctx ends), records it, and removes the
-// container whatever happens.
+// runContainer runs c to completion (or until ctx ends), records it, and removes it.
 func runContainer(ctx context.Context, c Command, log string, o options) (schema.CommandRecord, error) {
 	began := time.Now()
 	rec := schema.CommandRecord{Stage: o.stage, Args: c.Args, Env: c.Env, Log: log, Start: began.UTC(), ExitCode: -1}

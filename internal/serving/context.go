@@ -24,10 +24,8 @@ import (
 // `COPY requirements/community-ci.txt`. StageContext lays out a context of exactly what
 // the Dockerfile copies, from the first candidate root that has it all, with sha256s.
 
-// StagedDockerfile is the Dockerfile's name inside a staged context.
 const StagedDockerfile = ".qualkit-Dockerfile"
 
-// BuildContext is a staged build context and Dir, where it was staged.
 type BuildContext struct {
 	schema.ImageContext
 	Dir string
@@ -95,8 +93,7 @@ type instruction struct {
 	text string
 }
 
-// instructions reads a Dockerfile, its continuation lines (a trailing backslash) joined,
-// comments and blank lines dropped.
+// instructions reads a Dockerfile's instructions, continuation lines joined.
 func instructions(dockerfile string) ([]instruction, error) {
 	f, err := os.Open(dockerfile)
 	if err != nil {
@@ -182,8 +179,7 @@ func StageContext(dockerfile string, roots []string, dir string) (BuildContext, 
 	return bc, nil
 }
 
-// ListSHA256 is the sha256 of the context's file list: "<sha256> <size> <path>\n" per
-// file, in order.
+// ListSHA256 is the sha256 of "<sha256> <size> <path>\n" per file, in order.
 func (bc BuildContext) ListSHA256() string {
 	h := sha256.New()
 	for _, f := range bc.Files {
@@ -211,8 +207,7 @@ func contextRoot(dockerfile string, srcs, roots []string) (string, error) {
 		dockerfile, strings.Join(srcs, ", "), strings.Join(tried, "; "))
 }
 
-// copyInto copies the regular file src (links followed) to dst with its mode, and
-// returns its size and sha256.
+// copyInto copies the regular file src (links followed) to dst with its mode.
 func copyInto(src, dst string) (schema.ContextFile, error) {
 	in, err := os.Open(src)
 	if err != nil {

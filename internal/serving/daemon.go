@@ -22,7 +22,6 @@ func Docker(ctx context.Context) (schema.DaemonInfo, error) {
 	return withEngine(ctx, func(cli *testcontainers.DockerClient) (schema.DaemonInfo, error) { return daemonInfo(ctx, cli) })
 }
 
-// withEngine runs f with a client of the engine, closed after.
 func withEngine[T any](ctx context.Context, f func(*testcontainers.DockerClient) (T, error)) (T, error) {
 	cli, err := dockerClient(ctx)
 	if err != nil {
@@ -84,7 +83,6 @@ func checkGPURuntime(d schema.DaemonInfo, gpus []gpu.Device) error {
 		strings.Join(uuids(gpus), ","), d.Endpoint, strings.Join(d.Runtimes, ", "))
 }
 
-// safeClient is a client of the engine once checkReaperOff passes.
 func safeClient(ctx context.Context) (*testcontainers.DockerClient, error) {
 	if err := checkReaperOff(); err != nil {
 		return nil, err

@@ -32,7 +32,6 @@ type ImageSpec struct {
 	BuildArgs map[string]string
 }
 
-// Image is an image present in the local engine, ready to run.
 type Image struct {
 	ID, Ref string
 	BuildS  float64 // build wall time; 0 when the image was given by Ref
@@ -86,8 +85,6 @@ func BuildTagged(ctx context.Context, spec ImageSpec, tag, buildLog string) (Ima
 	return build(ctx, cli, spec, tag, nil, buildLog, options{})
 }
 
-// build builds spec as tag with labels, its output in buildLog, from a context staged
-// first when spec names CopyRoots.
 func build(ctx context.Context, cli *testcontainers.DockerClient, spec ImageSpec, tag string, labels map[string]string, buildLog string, o options) (Image, error) {
 	img := Image{Ref: tag, Paths: spec.Paths}
 	start := time.Now()
@@ -233,7 +230,7 @@ var (
 	notTagChar  = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 )
 
-// imageTag is qualkit/<row>:<run id>, lowercased and reduced to what Docker accepts.
+// imageTag is qualkit/<row>:<run id>, reduced to what Docker accepts.
 func imageTag(row, runID string) string {
 	repo := strings.Trim(notRepoChar.ReplaceAllString(strings.ToLower(row), "-"), "._-")
 	if repo == "" {
@@ -249,7 +246,6 @@ func imageTag(row, runID string) string {
 	return "qualkit/" + repo + ":" + tag
 }
 
-// cacheLayerVanished: the engine lost an image the build had taken from its cache.
 func cacheLayerVanished(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "failed to get digest") || strings.Contains(msg, "No such image")

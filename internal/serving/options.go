@@ -30,7 +30,6 @@ func newOptions(opts []Option) options {
 	return o
 }
 
-// Container is where a command runs when it runs in a container.
 type Container struct {
 	Image      Image
 	RunID, Row string  // labels of what is created, for the sweep of leftovers
@@ -46,13 +45,11 @@ type Container struct {
 	UnderEntrypoint bool
 }
 
-// Mount is a bind mount of a host path into the container.
 type Mount struct {
 	Host, Container string
 	ReadOnly        bool
 }
 
-// InContainer runs the command in a container of c.Image.
 func InContainer(c Container) Option { return func(o *options) { o.container = &c } }
 
 // WithGPUs gives the command exactly these GPUs, by UUID: a container's device request,

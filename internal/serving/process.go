@@ -13,7 +13,6 @@ import (
 	"qualkit/internal/schema"
 )
 
-// processServer is a server run as a local process group.
 type processServer struct {
 	served
 	cmd     *exec.Cmd
@@ -77,7 +76,7 @@ func (s *processServer) Died(context.Context) error {
 	}
 }
 
-// Stop sends SIGTERM to the group, then SIGKILL after a grace period.
+// Stop sends SIGTERM to the group, then SIGKILL after stopGrace.
 func (s *processServer) Stop(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -100,5 +99,4 @@ func (s *processServer) Stop(context.Context) error {
 	return s.o.record(s.rec, err)
 }
 
-// stopGrace is how long a server gets between SIGTERM and SIGKILL.
 const stopGrace = 10 * time.Second

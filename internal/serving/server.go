@@ -12,7 +12,6 @@ import (
 // ReadyPath is polled until the server answers 200: the model is loaded.
 const ReadyPath = "/health/ready"
 
-// Server is a running inference server, whatever runs it.
 type Server interface {
 	URL() string
 	// Startup is the wall time from start until ready: load time, never request time.
@@ -22,8 +21,7 @@ type Server interface {
 	Stop(ctx context.Context) error
 	// Runtime says what runs it: "process" or "container".
 	Runtime() string
-	// ContainerID is the server's container, "" for a process.
-	ContainerID() string
+	ContainerID() string // "" for a process
 	// Died says how the server ended on its own (exit code, OOM kill, engine gone) while
 	// the row needed it; nil while it runs or once stopped. A failed stage asks it.
 	Died(ctx context.Context) error
@@ -57,7 +55,6 @@ func Start(ctx context.Context, spec ServerSpec, opts ...Option) (Server, error)
 	return startProcessServer(ctx, spec, o)
 }
 
-// FreePort asks the kernel for a free loopback TCP port.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 )
 
-// presenceName is the volume that says a session is alive on this engine.
 func presenceName(o Owner) string { return "qualkit-session-" + o.Session }
 
 // MarkPresent creates o's presence volume (it needs no image, and any host sees it):
@@ -162,7 +161,6 @@ func KillGroups(groups []Group, within time.Duration) ([]string, error) {
 	})
 }
 
-// killAll sends SIGKILL to the processes list names until it names none, within at most.
 func killAll(whose string, within time.Duration, list func() []int) ([]string, error) {
 	var killed []string
 	seen := map[int]bool{}

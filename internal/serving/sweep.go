@@ -45,7 +45,6 @@ func processStart(pid int) (string, error) {
 	return f[19], nil
 }
 
-// procStat is /proc/<pid>/stat's fields from the third (the state) on.
 func procStat(pid int) ([]string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -115,7 +114,6 @@ func leftoverReason(labels map[string]string, created time.Time, currentRunID st
 	return "", false
 }
 
-// managedFilter selects what qualkit labelled, narrowed by more labels ("key=value").
 func managedFilter(more ...string) client.Filters {
 	return make(client.Filters).Add("label", append([]string{LabelManaged + "=true"}, more...)...)
 }
@@ -163,8 +161,7 @@ func sweepLeftovers(ctx context.Context, cli *testcontainers.DockerClient, curre
 	return removed, errors.Join(errs...)
 }
 
-// removeContainers force-removes the containers filter selects whose labels and creation
-// time why accepts, and returns a line for each: what it was, then why said so.
+// removeContainers force-removes the containers why accepts, a line for each.
 func removeContainers(ctx context.Context, cli *testcontainers.DockerClient, filter client.Filters, why func(map[string]string, int64) (string, bool)) ([]string, error) {
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
 	if err != nil {
@@ -190,8 +187,7 @@ func removeContainers(ctx context.Context, cli *testcontainers.DockerClient, fil
 	return removed, errors.Join(errs...)
 }
 
-// removeLabelled removes the images filter selects that why accepts (removeImages), one
-// line each: what it was, then why said so.
+// removeLabelled removes the images why accepts (removeImages), a line for each.
 func removeLabelled(ctx context.Context, cli *testcontainers.DockerClient, filter client.Filters, why func(image.Summary) (string, bool)) ([]string, error) {
 	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: filter})
 	if err != nil {
@@ -245,7 +241,6 @@ func removeImages(ctx context.Context, cli *testcontainers.DockerClient, imgs []
 	return removed, errors.Join(errs...)
 }
 
-// keptImages: the engine refused to remove images still in use.
 type keptImages struct{ err error }
 
 func (k *keptImages) Error() string { return k.err.Error() }

@@ -21,10 +21,9 @@ type T interface {
 	TempDir() string
 }
 
-// Conformance checks that f describes row on env with a valid Spec, that rules (the
-// family's, as families/all lists them) hold its backend's and accept the Task-time source the Spec declares, and that every builder the family has (its methods and the Spec's non-nil ones) gives a
-// command that can run (an argv), or an error, never an empty command and no error: an
-// empty command carries no meaning in the contract.
+// Conformance checks that f describes row on env with a valid Spec, that rules (as
+// families/all lists them) hold its backend's and accept its Task-time source, and that
+// every builder the family has gives an argv or an error, never an empty command.
 func Conformance(t T, f family.Family, rules []judge.Rules, env family.Env, row family.Row) family.Spec {
 	t.Helper()
 	if env.Work == "" {

@@ -124,7 +124,6 @@ func readDevice(lib nvmlLibrary, index int) (gpu.Device, error) {
 	return d, nil
 }
 
-// cString reads NVML's NUL-terminated char array.
 func cString(b []int8) string {
 	out := make([]byte, 0, len(b))
 	for _, c := range b {

@@ -2,12 +2,10 @@
 // (SIGKILL, go test's -timeout panic, an early exit): containers, images, processes and
 // folders. It plays testcontainers' Ryuk, which is off here (its image cannot be pulled).
 //
-// Start runs the process's own program again as its reaper (its main calls Requested
-// and Main first), joined by a pipe only the process writes to. When the pipe closes,
-// however the process ended, the reaper kills the session's processes, removes its
-// containers, images and paths, sweeps the shared build steps when no other session is
-// alive, prints what it removed to the process's stderr, and exits. It holds that stderr
-// until then, so whoever reads the process's output reads to its end once it is done.
+// Start runs the process's own program again as its reaper, joined by a pipe only the
+// process writes to; when the pipe closes, however the process ended, the reaper reaps
+// (Reap) and prints what it removed to the stderr it holds until then, so whoever reads
+// the process's output reads to its end once it is done.
 package reaper
 
 import (
