@@ -225,7 +225,7 @@ func hashedFiles(v any, at string) []hashedFile {
 	return out
 }
 
-// changedInRun: the provenance lists rel among the changes, or the list was cut at
+// changedInRun: a dirty run's provenance lists rel among the changes, or the list was cut at
 // schema.MaxChanges.
 func (r *rowCheck) changedInRun(rel string) bool {
 	p := r.res.Provenance
