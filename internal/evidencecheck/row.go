@@ -30,9 +30,9 @@ type rowCheck struct {
 
 	reqs []*request // one per raw record, in file order
 	// tasks are by request id, from the declared source, with why each missing one is.
-	tasks   map[string]float64
-	taskWhy map[string]string
-	taskSrc string // where they came from, for messages
+	tasks               map[string]float64
+	taskWhy             map[string]string
+	taskSrc             string // where they came from, for messages
 	batch               batchReport
 	batchWallS          float64 // the batch process's wall (commands.jsonl)
 	cmds                []schema.CommandRecord
