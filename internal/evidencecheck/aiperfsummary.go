@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +33,8 @@ func (r *rowCheck) checkAIPerfRun() {
 			"a folder ending "+want+" (this run and row)", quote(s.InputConfig.Artifacts.Dir))
 	}
 	if c := r.aiperfCmd; c != nil {
-		if dir := flagValue(c.Args, "--artifact-dir"); dir != "" {
+		if i := slices.Index(c.Args, "--artifact-dir"); i >= 0 && i+1 < len(c.Args) && c.Args[i+1] != "" {
+			dir := c.Args[i+1]
 			r.same(schema.SummaryExportFile, "input_config.artifacts.dir", dir, s.InputConfig.Artifacts.Dir, "commands.jsonl aiperf --artifact-dir")
 		}
 	}
@@ -43,7 +45,10 @@ func (r *rowCheck) checkAIPerfRun() {
 	}
 	r.truth(s.IsComplete == nil || *s.IsComplete, schema.SummaryExportFile, "is_complete", "true (stage benchmark passed)", "false")
 	r.truth(emptyJSON(s.ErrorSummary), schema.SummaryExportFile, "error_summary", "none (stage benchmark passed)", compactText(s.ErrorSummary))
-	phases := r.manifestPhases()
+	phases := map[string]manifestPhase{}
+	for _, p := range r.aiperf.phases {
+		phases[p.Kind] = p
+	}
 	for _, kind := range sortedKeys(phases) {
 		p := phases[kind]
 		r.truth(!p.WasCancelled, schema.PhaseManifestFile, p.Kind+" was_cancelled", "false (stage benchmark passed)", "true")
@@ -60,14 +65,6 @@ func (r *rowCheck) checkAIPerfRun() {
 			r.checkSummaryTimes(file, *ps, p)
 		}
 	}
-}
-
-func (r *rowCheck) manifestPhases() map[string]manifestPhase {
-	out := map[string]manifestPhase{}
-	for _, p := range r.aiperf.phases {
-		out[p.Kind] = p
-	}
-	return out
 }
 
 func (r *rowCheck) checkPhaseSpan(p manifestPhase) {
@@ -128,15 +125,6 @@ func compactText(b json.RawMessage) string {
 func emptyJSON(b json.RawMessage) bool {
 	s := string(bytes.TrimSpace(b))
 	return s == "" || s == "null" || s == "[]" || s == "{}"
-}
-
-func flagValue(args []string, flag string) string {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == flag {
-			return args[i+1]
-		}
-	}
-	return ""
 }
 
 // aiperfPercentiles: CSVs state them to two decimals, JSON summaries in full.

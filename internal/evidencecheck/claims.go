@@ -75,7 +75,9 @@ func (r *rowCheck) check() {
 
 func (r *rowCheck) checkHeader() {
 	res := r.res
-	r.checkSchema()
+	got := res.Schema
+	r.truth(got == schema.ResultSchema || got == schema.ResultSchemaV3 || got == schema.ResultSchemaV2 || got == schema.ResultSchemaV1, schema.ResultsFile, "schema",
+		schema.ResultSchema+" (or "+schema.ResultSchemaV3+", "+schema.ResultSchemaV2+" or "+schema.ResultSchemaV1+", written before it)", quote(got))
 	r.same(schema.ResultsFile, "row", r.name, res.Row, "the row folder's name")
 	r.same(schema.ResultsFile, "checkpoint.name", r.name, res.Checkpoint.Name, "the row folder's name")
 	if r.c.info != nil {
@@ -548,11 +550,6 @@ func (r *rowCheck) checkReplayedNoise(q *request, where, file string) {
 			r.same(schema.RecordsFile, "request "+q.id+" observation.initial_latents_sha256", bytesSHA256(b), rec.Observation.InitialLatents, "the noise file the server kept ("+file+")")
 		}
 	}
-}
-
-func decodeAny(b []byte) (image.Image, error) {
-	img, _, err := image.Decode(bytes.NewReader(b))
-	return img, err
 }
 
 // checkProfileExport: the per-request export and the raw export are the same requests.

@@ -280,7 +280,12 @@ func (r *rowCheck) checkPhysicalTiming() {
 		r.truth(firstProfilingStart+slackNs >= lastWarmupEnd, schema.RawExportFile, "benchmark phases", "every warmup request ended before the first measured one started",
 			fmt.Sprintf("the first measured request started %.3f ms before the last warmup request ended", float64(lastWarmupEnd-firstProfilingStart)/1e6))
 	}
-	handler := r.recordHandlerMs()
+	handler := map[string]float64{}
+	for _, rec := range r.records {
+		if rec.Timing.HandlerMs != nil {
+			handler[rec.RequestID] = *rec.Timing.HandlerMs
+		}
+	}
 	for _, q := range r.phase(phaseProfiling) {
 		h, ok := handler[q.id]
 		if !ok {
@@ -295,16 +300,6 @@ func (r *rowCheck) checkPhysicalTiming() {
 				fmt.Sprintf("at least the Task time, %s ms (%s)", fmtNum(task), r.taskSrc), fmtNum(h)+" ms")
 		}
 	}
-}
-
-func (r *rowCheck) recordHandlerMs() map[string]float64 {
-	out := map[string]float64{}
-	for _, rec := range r.records {
-		if rec.Timing.HandlerMs != nil {
-			out[rec.RequestID] = *rec.Timing.HandlerMs
-		}
-	}
-	return out
 }
 
 // serverRecord is what the cross-checks read of a records line.

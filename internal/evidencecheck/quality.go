@@ -1,6 +1,7 @@
 package evidencecheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -154,7 +155,7 @@ func measureRequest(req *request, c schema.QualityCriteria) (schema.QualityReque
 	if err != nil {
 		return schema.QualityRequest{}, nil, false
 	}
-	in, err := decodeAny(req.sent)
+	in, _, err := image.Decode(bytes.NewReader(req.sent))
 	if err != nil {
 		return schema.QualityRequest{}, nil, false
 	}

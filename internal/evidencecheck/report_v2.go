@@ -12,12 +12,6 @@ import (
 
 // What results.json version 2 and run.json add (issue 39), each re-derived from a raw source.
 
-func (r *rowCheck) checkSchema() {
-	got := r.res.Schema
-	r.truth(got == schema.ResultSchema || got == schema.ResultSchemaV3 || got == schema.ResultSchemaV2 || got == schema.ResultSchemaV1, schema.ResultsFile, "schema",
-		schema.ResultSchema+" (or "+schema.ResultSchemaV3+", "+schema.ResultSchemaV2+" or "+schema.ResultSchemaV1+", written before it)", quote(got))
-}
-
 // checkResultV2 re-derives the p99s and the first request; version 1 never had them,
 // but a value it states is checked all the same.
 func (r *rowCheck) checkResultV2() {
