@@ -175,7 +175,6 @@ func (r *rowCheck) checkCasePassed(claim string) {
 		fmt.Sprintf("%d executed, %d skipped, %d failed, %d errors", cc.Executed, cc.Skipped, cc.Failed, cc.Errors))
 }
 
-// checkQualification re-derives each part a passing status claims.
 func (r *rowCheck) checkQualification() {
 	res := r.res
 	if !schema.Passing(res.Status) {
@@ -552,7 +551,6 @@ func (r *rowCheck) checkReplayedNoise(q *request, where, file string) {
 	}
 }
 
-// checkProfileExport: the per-request export and the raw export are the same requests.
 func (r *rowCheck) checkProfileExport() {
 	if !r.profOK {
 		return

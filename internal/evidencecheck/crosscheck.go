@@ -117,7 +117,6 @@ func clipText(s string, n int) string {
 	return s
 }
 
-// checkArtifacts: correctness/artifacts holds exactly the files results.json lists.
 func (r *rowCheck) checkArtifacts(listed []schema.FileHash) {
 	const dir = schema.CorrectnessArtifacts + "/"
 	want := map[string]string{}
@@ -221,7 +220,6 @@ func (r *rowCheck) checkRecordHashes() {
 	}
 }
 
-// checkRecordSettings: the settings each record states are results.json's.
 func (r *rowCheck) checkRecordSettings(at string, got map[string]any) {
 	want := r.res.Settings
 	if len(got) == 0 || len(want) == 0 {
@@ -302,7 +300,6 @@ func (r *rowCheck) checkPhysicalTiming() {
 	}
 }
 
-// serverRecord is what the cross-checks read of a records line.
 type serverRecord struct {
 	RequestID string `json:"request_id"`
 	// Time is when the server received or answered the request, where it says so: an

@@ -59,7 +59,6 @@ func (r *rowCheck) firstSent() *request {
 	return first
 }
 
-// checkHost: run.json's cpu_model and mem_total_bytes are the kept /proc copies'.
 func (c *checker) checkHost() {
 	info := c.info
 	if info == nil {
