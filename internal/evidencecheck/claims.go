@@ -576,8 +576,7 @@ func (r *rowCheck) checkSummary(warm, prof int) {
 	sort.Float64s(lat)
 	r.checkTextExports(lat)
 	if err := r.aiperf.summaryErr[schema.SummaryExportFile]; err != nil {
-		// A failed benchmark's own files may be torn (AIPerf killed, the disk
-		// full); the stage's failure says why, and nothing is derived from them.
+		// A failed benchmark's files may be torn (AIPerf killed, disk full): derive nothing.
 		if r.passed(schema.StageBenchmark) {
 			r.fail(schema.SummaryExportFile, "valid JSON", "AIPerf's summary", err.Error())
 		}

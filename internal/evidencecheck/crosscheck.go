@@ -302,20 +302,17 @@ func (r *rowCheck) checkPhysicalTiming() {
 
 type serverRecord struct {
 	RequestID string `json:"request_id"`
-	// Time is when the server received or answered the request, where it says so: an
-	// RFC 3339 string (qualkit's servers) or seconds since the epoch (perf-serve).
-	Time   json.RawMessage `json:"time"`
-	Status json.RawMessage `json:"status"` // the HTTP status, where a number
-	Prompt json.RawMessage `json:"prompt"` // the prompt, or {"sha256": ...} of it
-	Input  string          `json:"input_sha256"`
-	Output string          `json:"output_sha256"`
-	// Settings are what the server says it ran the request with, where it says so.
-	Settings map[string]any `json:"settings"`
+	// Time: an RFC 3339 string (qualkit's servers) or seconds since the epoch (perf-serve).
+	Time     json.RawMessage `json:"time"`
+	Status   json.RawMessage `json:"status"` // the HTTP status, where a number
+	Prompt   json.RawMessage `json:"prompt"` // the prompt, or {"sha256": ...} of it
+	Input    string          `json:"input_sha256"`
+	Output   string          `json:"output_sha256"`
+	Settings map[string]any  `json:"settings"`
 	Timing   struct {
 		HandlerMs *float64 `json:"handler_ms"`
 	} `json:"timing"`
-	// Observation is perf-serve's: whether it replayed the request's latent_seed, and the
-	// replayed noise's sha256 (app.py @ 3878755c § execute).
+	// Observation is perf-serve's latent replay (app.py @ 3878755c § execute).
 	Observation struct {
 		LatentReplay   *bool  `json:"latent_replay"`
 		InitialLatents string `json:"initial_latents_sha256"`

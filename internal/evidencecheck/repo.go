@@ -25,16 +25,13 @@ type Repo interface {
 
 // Options are what a check may be given besides the run folder.
 type Options struct {
-	// JUnit is the run's JUnit file ("" when not given): its qualkit.* properties are
-	// checked, the run anchor among them.
+	// JUnit is the run's JUnit file ("" when not given).
 	JUnit string
-	// Repo is the repository the check runs in. nil: the run's commit, its gates and its
-	// tables are not verifiable, which the Report notes (a problem when Strict).
+	// Repo nil: the commit, gates and tables are not verifiable (a Note; a problem when Strict).
 	Repo   Repo
 	Strict bool
-	// RequireRunAnchor requires the JUnit file to anchor the run as a whole (its
-	// qualkit.run_sha256sums, scripts/junitfix -run): what a run must show to vouch for
-	// a bundle another run reuses.
+	// RequireRunAnchor requires qualkit.run_sha256sums (scripts/junitfix -run): what a run
+	// must show to vouch for a bundle another run reuses.
 	RequireRunAnchor bool
 }
 
@@ -84,7 +81,7 @@ type repoFiles struct {
 	commit string
 	paths  map[string]bool
 	tables []schema.TableRow
-	// tablesErr says why the tables could not be read, "" when they were.
+	// tablesErr is "" when the tables were read.
 	tablesErr string
 }
 
