@@ -20,8 +20,7 @@ const (
 	phaseProfiling = "profiling"
 )
 
-// responseImage is the image the HTTP response carried, where the row's protocol puts
-// it: data[0].b64_json, or the file a task result names under the row's serve/scratch/.
+// responseImage: data[0].b64_json, or the file a task result names under serve/scratch/.
 func (r *rowCheck) responseImage(rec schema.RawRecord) ([]byte, error) {
 	return r.proto.Output(rec.Body(), rec.Metadata.XRequestID, func(rel string) ([]byte, error) {
 		b, ok := r.read(path.Join(schema.ScratchDir, rel))
@@ -42,23 +41,19 @@ func jsonText(v json.RawMessage) string {
 }
 
 type summaryMetric struct {
-	Min   *float64 `json:"min"`
-	Max   *float64 `json:"max"`
-	Count *int     `json:"count"`
-	// P50, P90 and P99 are kept as written, for the percentile checks.
-	P50 json.RawMessage `json:"p50"`
-	P90 json.RawMessage `json:"p90"`
-	P99 json.RawMessage `json:"p99"`
+	Min   *float64        `json:"min"`
+	Max   *float64        `json:"max"`
+	Count *int            `json:"count"`
+	P50   json.RawMessage `json:"p50"`
+	P90   json.RawMessage `json:"p90"`
+	P99   json.RawMessage `json:"p99"`
 }
 
-// percentile is the metric's pNN as written.
 func (m summaryMetric) percentile(p int) json.RawMessage {
 	return map[int]json.RawMessage{50: m.P50, 90: m.P90, 99: m.P99}[p]
 }
 
-// aiperfSummary is what the checks read of an AIPerf summary (profile_export_aiperf.json,
-// the run's or a phase's): its version and latencies, held to the records; the artifact
-// folder and phases it was configured with, the times its phase ran, the errors it met.
+// aiperfSummary is what the checks read of a profile_export_aiperf.json.
 type aiperfSummary struct {
 	AIPerfVersion  string         `json:"aiperf_version"`
 	RequestLatency *summaryMetric `json:"request_latency"`
@@ -79,7 +74,6 @@ type aiperfSummary struct {
 	EndTime      string          `json:"end_time"`
 }
 
-// manifestPhase is a phase of AIPerf's phase manifest: its counts, span and errors.
 type manifestPhase struct {
 	Kind         string          `json:"phase_kind"`
 	Total        int             `json:"total_request_count"`
@@ -90,9 +84,7 @@ type manifestPhase struct {
 	ErrorSummary json.RawMessage `json:"error_summary"`
 }
 
-// aiperfFiles are AIPerf's summaries (the run's and each phase's) and its phase
-// manifest, each parsed once when the row loads; a file absent is neither parsed nor
-// an error (the layout check says it is missing).
+// aiperfFiles are parsed once when the row loads; an absent file is no error here.
 type aiperfFiles struct {
 	summaries   map[string]*aiperfSummary // by file, parsed
 	summaryErr  map[string]error          // by file, why it did not parse

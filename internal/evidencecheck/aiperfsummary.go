@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,17 +15,10 @@ import (
 	"qualkit/internal/schema"
 )
 
-// The checks in this file hold AIPerf's summaries to its raw export and to the run: the
-// summary (profile_export_aiperf.json) names the artifact folder and phases it was
-// configured with, the times its profiling phase ran, the errors it met; its CSVs state
-// the percentiles of the latencies the raw export holds. An export transplanted from
-// another run, timings scaled in the raw export and the fields the checker read before
-// alone, or an error summary under a qualified row, disagree with them.
+// The checks in this file hold AIPerf's summaries to its raw export and to the run.
 
-// checkAIPerfRun holds AIPerf's summary to the run: the artifact folder it wrote is this
-// run's and row's, the AIPerf command's; its phases asked for the requests the raw export
-// holds; its profiling phase ran inside the AIPerf command, around the measured requests;
-// and a passed benchmark's summary and manifest name no error.
+// checkAIPerfRun: the summary's artifact folder is this row's, its phases asked for the
+// raw export's requests and ran inside the AIPerf command, and a passed benchmark names no error.
 func (r *rowCheck) checkAIPerfRun() {
 	if r.rawErr != nil || !r.passed(schema.StageBenchmark) {
 		return // a failed benchmark's files may be torn: its stage says why
@@ -39,7 +33,8 @@ func (r *rowCheck) checkAIPerfRun() {
 			"a folder ending "+want+" (this run and row)", quote(s.InputConfig.Artifacts.Dir))
 	}
 	if c := r.aiperfCmd; c != nil {
-		if dir := flagValue(c.Args, "--artifact-dir"); dir != "" {
+		if i := slices.Index(c.Args, "--artifact-dir"); i >= 0 && i+1 < len(c.Args) && c.Args[i+1] != "" {
+			dir := c.Args[i+1]
 			r.same(schema.SummaryExportFile, "input_config.artifacts.dir", dir, s.InputConfig.Artifacts.Dir, "commands.jsonl aiperf --artifact-dir")
 		}
 	}
@@ -50,7 +45,10 @@ func (r *rowCheck) checkAIPerfRun() {
 	}
 	r.truth(s.IsComplete == nil || *s.IsComplete, schema.SummaryExportFile, "is_complete", "true (stage benchmark passed)", "false")
 	r.truth(emptyJSON(s.ErrorSummary), schema.SummaryExportFile, "error_summary", "none (stage benchmark passed)", compactText(s.ErrorSummary))
-	phases := r.manifestPhases()
+	phases := map[string]manifestPhase{}
+	for _, p := range r.aiperf.phases {
+		phases[p.Kind] = p
+	}
 	for _, kind := range sortedKeys(phases) {
 		p := phases[kind]
 		r.truth(!p.WasCancelled, schema.PhaseManifestFile, p.Kind+" was_cancelled", "false (stage benchmark passed)", "true")
@@ -69,17 +67,6 @@ func (r *rowCheck) checkAIPerfRun() {
 	}
 }
 
-// manifestPhases are the phase manifest's phases by kind.
-func (r *rowCheck) manifestPhases() map[string]manifestPhase {
-	out := map[string]manifestPhase{}
-	for _, p := range r.aiperf.phases {
-		out[p.Kind] = p
-	}
-	return out
-}
-
-// checkPhaseSpan: a phase of the manifest spans its requests in the raw export and lies
-// inside the AIPerf command's run.
 func (r *rowCheck) checkPhaseSpan(p manifestPhase) {
 	reqs := r.phase(p.Kind)
 	if len(reqs) == 0 || p.StartNs == 0 {
@@ -99,10 +86,8 @@ func (r *rowCheck) checkPhaseSpan(p manifestPhase) {
 	}
 }
 
-// checkSummaryTimes: a summary's start_time and end_time are its phase's span in the
-// manifest. AIPerf writes them in the host's local time without a zone
-// (datetime.fromtimestamp), so they may differ from the span by the zone's offset, a
-// whole number of quarter hours, the same for both.
+// checkSummaryTimes: start_time / end_time are the manifest's span, up to one zone offset
+// (AIPerf writes local time without a zone: datetime.fromtimestamp).
 func (r *rowCheck) checkSummaryTimes(file string, s aiperfSummary, p manifestPhase) {
 	if s.StartTime == "" || s.EndTime == "" || p.StartNs == 0 {
 		return
@@ -128,7 +113,6 @@ func (r *rowCheck) checkSummaryTimes(file string, s aiperfSummary, p manifestPha
 		s.StartTime+" to "+s.EndTime)
 }
 
-// compactText is a JSON value on one line, clipped for a message.
 func compactText(b json.RawMessage) string {
 	var c bytes.Buffer
 	if json.Compact(&c, b) != nil {
@@ -143,22 +127,10 @@ func emptyJSON(b json.RawMessage) bool {
 	return s == "" || s == "null" || s == "[]" || s == "{}"
 }
 
-// flagValue is the value following flag in args, "" when absent.
-func flagValue(args []string, flag string) string {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == flag {
-			return args[i+1]
-		}
-	}
-	return ""
-}
-
-// aiperfPercentiles are the percentiles checked in AIPerf's exports: its CSVs state
-// them to two decimals, its JSON summaries in full.
+// aiperfPercentiles: CSVs state them to two decimals, JSON summaries in full.
 var aiperfPercentiles = []int{50, 90, 99}
 
-// percentileLinear is AIPerf's percentile (NumPy's default, "linear"): the value at rank
-// p/100 * (n-1) of the sorted sample, interpolated between its neighbours.
+// percentileLinear is AIPerf's percentile (NumPy's default, "linear").
 func percentileLinear(sorted []float64, p int) float64 {
 	if len(sorted) == 0 {
 		return math.NaN()
@@ -169,10 +141,8 @@ func percentileLinear(sorted []float64, p int) float64 {
 	return sorted[lo] + (rank-float64(lo))*(sorted[hi]-sorted[lo])
 }
 
-// checkLatencyPercentiles: the request latency percentiles AIPerf's summaries and CSVs
-// state, overall (the profiling phase) and per phase, are those of the phase's
-// request_latency values in the per-request export, whose spans checkLatencies holds to
-// the raw export.
+// checkLatencyPercentiles: the summaries' and CSVs' latency percentiles, overall and per
+// phase, are those of the per-request export.
 func (r *rowCheck) checkLatencyPercentiles() {
 	if r.rawErr != nil || !r.passed(schema.StageBenchmark) {
 		return
@@ -235,10 +205,8 @@ var (
 		` │ +(` + consoleNumber + `) │ +(` + consoleNumber + `) │ +(` + consoleNumber + `) │`)
 )
 
-// consoleNumber is a value of the console table, thousands grouped by commas.
 const consoleNumber = `[0-9]{1,3}(?:,[0-9]{3})*\.[0-9]{2}`
 
-// checkConsolePercentiles: the console table's p99, p90 and p50 of the request latency.
 func (r *rowCheck) checkConsolePercentiles(lat []float64, src string) {
 	b, ok := r.read(schema.ConsoleExportFile)
 	if !ok {
@@ -257,7 +225,6 @@ func (r *rowCheck) checkConsolePercentiles(lat []float64, src string) {
 	}
 }
 
-// csvMetric is the row of an AIPerf metrics CSV for metric, by the header's columns.
 func csvMetric(b []byte, metric string) (map[string]string, error) {
 	rd := csv.NewReader(bytes.NewReader(b))
 	rd.FieldsPerRecord = -1

@@ -23,15 +23,13 @@ func (p Problem) String() string {
 
 // Report is the outcome of one check.
 type Report struct {
-	Dir      string
-	Rows     []string
-	Files    int // files whose sha256 was verified
-	Claims   int // claims compared with what the raw files give
-	Problems []Problem
-	// Signatures is what VerifySignatures found; empty until it ran.
+	Dir        string
+	Rows       []string
+	Files      int // files whose sha256 was verified
+	Claims     int // claims compared with what the raw files give
+	Problems   []Problem
 	Signatures []Signed
-	// Notes are what could not be verified (the commit outside a repository): each a
-	// problem under Options.Strict.
+	// Notes are what could not be verified: problems under Options.Strict.
 	Notes []string
 }
 
@@ -50,8 +48,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Anchor requires the run's SHA256SUMS to hash to want: the sha256 the test log printed
-// when the run ended, kept outside the folder.
+// Anchor requires the run's SHA256SUMS to hash to want, kept outside the folder.
 func (r *Report) Anchor(want string) {
 	r.Claims++
 	b, err := os.ReadFile(filepath.Join(r.Dir, schema.ChecksumFile))
@@ -78,8 +75,7 @@ func (r *Report) Err() error {
 	return &Error{Dir: r.Dir, Problems: r.Problems}
 }
 
-// Check verifies the run folder runDir and, when junitPath is not empty, the JUnit file
-// of the same run. It returns nil or an *Error listing every problem.
+// Check verifies runDir and, when junitPath is not empty, its JUnit file.
 func Check(runDir, junitPath string) error {
 	return Verify(runDir, junitPath).Err()
 }
@@ -89,15 +85,13 @@ func Verify(runDir, junitPath string) *Report {
 	return VerifyWith(runDir, Options{JUnit: junitPath})
 }
 
-// VerifyWith is Verify with everything a check may be given: the JUnit file, the
-// repository the run's commit is read from, strictness.
+// VerifyWith is Verify with Options.
 func VerifyWith(runDir string, opts Options) *Report {
 	c := &checker{dir: runDir, rep: &Report{Dir: runDir}, opts: opts}
 	c.run(opts.JUnit)
 	return c.rep
 }
 
-// checker is one check in progress.
 type checker struct {
 	dir  string
 	rep  *Report
@@ -110,7 +104,7 @@ func (c *checker) fail(file, claim, evidence, got string) {
 	c.rep.Problems = append(c.rep.Problems, Problem{File: file, Claim: claim, Evidence: evidence, Got: got})
 }
 
-// same compares one claim: want is what the evidence gives, got what the file says.
+// same: want is what the evidence gives, got what the file says.
 func (c *checker) same(file, claim, want, got, source string) bool {
 	c.rep.Claims++
 	if want == got {
@@ -124,7 +118,6 @@ func (c *checker) same(file, claim, want, got, source string) bool {
 	return false
 }
 
-// truth records a claim that holds only if ok; evidence and got say why not.
 func (c *checker) truth(ok bool, file, claim, evidence, got string) bool {
 	c.rep.Claims++
 	if !ok {
@@ -178,9 +171,7 @@ func (c *checker) run(junitPath string) {
 	}
 }
 
-// checkDistinctRows: each row of a run is a run of its own. A request id AIPerf drew
-// (a fresh uuid per request) in two rows' raw exports means one row's folder was copied
-// as another's.
+// checkDistinctRows: an AIPerf request id (a fresh uuid) in two rows means a copied folder.
 func (c *checker) checkDistinctRows() {
 	seen := map[string]string{}
 	for _, r := range c.rows {

@@ -20,9 +20,8 @@ import (
 	"qualkit/internal/schema"
 )
 
-// rowChecks are the checks of one row. Each reports what it finds and fills in nothing
-// another reads (what several share, newRowCheck loaded), so their order is only the
-// order of the report (TestRowChecksRunInAnyOrder).
+// rowChecks fill in nothing another reads, so their order is only the report's
+// (TestRowChecksRunInAnyOrder).
 var rowChecks = []func(*rowCheck){
 	(*rowCheck).checkRules,
 	(*rowCheck).checkHeader,
@@ -65,7 +64,6 @@ var rowChecks = []func(*rowCheck){
 	(*rowCheck).checkPictures,
 }
 
-// check verifies every claim of one row.
 func (r *rowCheck) check() {
 	if r.res == nil {
 		return // missing or unreadable: already reported
@@ -77,7 +75,9 @@ func (r *rowCheck) check() {
 
 func (r *rowCheck) checkHeader() {
 	res := r.res
-	r.checkSchema()
+	got := res.Schema
+	r.truth(got == schema.ResultSchema || got == schema.ResultSchemaV3 || got == schema.ResultSchemaV2 || got == schema.ResultSchemaV1, schema.ResultsFile, "schema",
+		schema.ResultSchema+" (or "+schema.ResultSchemaV3+", "+schema.ResultSchemaV2+" or "+schema.ResultSchemaV1+", written before it)", quote(got))
 	r.same(schema.ResultsFile, "row", r.name, res.Row, "the row folder's name")
 	r.same(schema.ResultsFile, "checkpoint.name", r.name, res.Checkpoint.Name, "the row folder's name")
 	if r.c.info != nil {
@@ -143,9 +143,8 @@ func (r *rowCheck) checkStages() {
 	}
 }
 
-// checkCorrectnessOnly: a correctness-verified row ran in a correctness-only run, passed
-// preflight, build and its correctness case (executed, none skipped, failed or in error,
-// from its JUnit) and ran no later stage.
+// checkCorrectnessOnly: a correctness-verified row ran in a correctness-only run,
+// passed preflight, build and its case, and ran no later stage.
 func (r *rowCheck) checkCorrectnessOnly() {
 	const claim = "status " + schema.StatusCorrectnessOnly
 	info := r.c.info
@@ -164,8 +163,7 @@ func (r *rowCheck) checkCorrectnessOnly() {
 	r.checkCasePassed(claim)
 }
 
-// checkCasePassed: the claim needs the correctness case passed, as its JUnit says:
-// executed, none skipped, failed or in error.
+// checkCasePassed: the case's JUnit says executed, none skipped, failed or in error.
 func (r *rowCheck) checkCasePassed(claim string) {
 	if !r.corrOK {
 		r.fail(schema.ResultsFile, claim, "a readable correctness/junit.xml", "none")
@@ -177,8 +175,6 @@ func (r *rowCheck) checkCasePassed(claim string) {
 		fmt.Sprintf("%d executed, %d skipped, %d failed, %d errors", cc.Executed, cc.Skipped, cc.Failed, cc.Errors))
 }
 
-// checkQualification: a passing status is a claim about every stage's evidence, so each
-// part is re-derived here; "qualified" also needs a run without skips and a full profile.
 func (r *rowCheck) checkQualification() {
 	res := r.res
 	if !schema.Passing(res.Status) {
@@ -280,16 +276,13 @@ func (r *rowCheck) checkCorrectness() {
 	r.checkCaseLog()
 }
 
-// pytestSummary is pytest's closing line ("=== 7 failed, 30 passed, 1 warning in 2.21s
-// ===", or without the rules under -q), and one count of it.
+// pytestSummary is pytest's closing line ("=== 7 failed, 30 passed in 2.21s ===").
 var (
 	pytestSummary = regexp.MustCompile(`(?m)^=*\s*((?:\d+ [a-z]+(?:, )?)+) in [0-9.]+s\b`)
 	pytestCount   = regexp.MustCompile(`(\d+) ([a-z]+)`)
 )
 
-// checkCaseLog: the case's own console (correctness/output.log, pytest's terminal
-// summary) counts what its JUnit counts: a JUnit or results.json rewritten to all-passed
-// while the log says some failed disagrees with it.
+// checkCaseLog: pytest's summary in correctness/output.log counts what the JUnit counts.
 func (r *rowCheck) checkCaseLog() {
 	const f = schema.CorrectnessLog
 	b, ok := r.read(f)
@@ -327,18 +320,15 @@ func (r *rowCheck) checkServe() {
 		return
 	}
 	r.same(schema.ResultsFile, "runtime", st.Runtime, r.res.Runtime, schema.StartupFile)
-	// The row's identity where the server was started: the model it served is the
-	// checkpoint's, and the bundle it served the one the row built (by file name: the
-	// folder differs from host to host).
+	// The served bundle is compared by file name: the folder differs from host to host.
 	r.same(schema.StartupFile, "spec.Model", r.res.Checkpoint.Model, st.Spec.Model, "results.json checkpoint.model")
 	if b := r.res.Bundle; b != nil && b.Path != "" {
 		r.same(schema.StartupFile, "spec.Bundle", path.Base(b.Path), path.Base(st.Spec.Bundle), "results.json bundle.path")
 	}
 }
 
-// checkCommands reads commands.jsonl: the AIPerf command must ask for the row's
-// measured and warmup counts and settings, and in a passing row every command the
-// stages ran (the server aside, which is stopped) exited 0.
+// checkCommands: the AIPerf command asks for the row's counts and settings, and in a
+// passing row every command but the (stopped) server exited 0.
 func (r *rowCheck) checkCommands() {
 	const f = schema.CommandsFile
 	if r.cmdsErr != nil {
@@ -437,9 +427,8 @@ func (r *rowCheck) clientErrors() int {
 	return n
 }
 
-// checkBenchmark re-derives what AIPerf's exports say: the request counts per phase,
-// the failed requests, the settings and images each request carried, and (for a passed
-// benchmark) the content gate on every response.
+// checkBenchmark re-derives what AIPerf's exports say, and for a passed benchmark the
+// content gate on every response.
 func (r *rowCheck) checkBenchmark() {
 	res := r.res
 	if r.rawErr != nil {
@@ -515,13 +504,8 @@ func (r *rowCheck) checkBenchmark() {
 	}
 }
 
-// checkServerInput: perf-serve keeps each request's $file input beside its output
-// (<scratch>/<request id>/inputs/input-0000<suffix>, files.py @ c94a23d3), so the image
-// the server read is held to the one AIPerf recorded sending: a second source for the
-// request, written by another program. A request with a latent_seed also leaves the
-// noise the server replayed (inputs/initial_latents.f32, latents.py @ d3e1a549), held
-// to what NumPy draws from that seed (recomputed here) and to the sha256 the server's
-// records line states.
+// checkServerInput: the $file input perf-serve kept (<scratch>/<request id>/inputs/
+// input-0000<suffix>, files.py @ c94a23d3) is the image AIPerf recorded sending.
 func (r *rowCheck) checkServerInput(q *request, where string) {
 	dir := schema.Scratch(q.id + "/inputs/")
 	var found []string
@@ -540,15 +524,12 @@ func (r *rowCheck) checkServerInput(q *request, where string) {
 		"sha256 "+bytesSHA256(b)[:12])
 }
 
-// latentsFile is where perf-serve writes a request's replayed noise, under its inputs/
-// (latents.py @ d3e1a549: FILE_NAME).
+// latentsFile is a request's replayed noise under its inputs/ (latents.py @ d3e1a549).
 const latentsFile = "initial_latents.f32"
 
-// checkReplayedNoise: a request that carried latent_seed N has the server's noise file
-// beside its input, NumPy's default_rng(N).standard_normal as raw float32 (the checker
-// draws it again), whose sha256 the records line states as
-// observation.initial_latents_sha256 with latent_replay true; a request without one has
-// no noise file.
+// checkReplayedNoise: a request with latent_seed N has a noise file equal to NumPy's
+// default_rng(N).standard_normal as float32, whose sha256 its records line states
+// (observation.initial_latents_sha256, latent_replay true); one without has none.
 func (r *rowCheck) checkReplayedNoise(q *request, where, file string) {
 	b, kept := r.read(file)
 	if q.latentSeed == nil {
@@ -570,12 +551,6 @@ func (r *rowCheck) checkReplayedNoise(q *request, where, file string) {
 	}
 }
 
-func decodeAny(b []byte) (image.Image, error) {
-	img, _, err := image.Decode(bytes.NewReader(b))
-	return img, err
-}
-
-// checkProfileExport: the per-request export and the raw export are the same requests.
 func (r *rowCheck) checkProfileExport() {
 	if !r.profOK {
 		return
@@ -596,14 +571,12 @@ func (r *rowCheck) checkProfileExport() {
 		fmt.Sprintf("the %d requests of %s (id, phase, start, end)", len(want), schema.RawExportFile), fmt.Sprintf("%d requests that differ", len(got)))
 }
 
-// checkSummary compares AIPerf's own summary and phase manifest with the records.
 func (r *rowCheck) checkSummary(warm, prof int) {
 	lat, _, _ := r.measuredTimes() // the measured requests' client latencies
 	sort.Float64s(lat)
 	r.checkTextExports(lat)
 	if err := r.aiperf.summaryErr[schema.SummaryExportFile]; err != nil {
-		// A failed benchmark's own files may be torn (AIPerf killed, the disk
-		// full); the stage's failure says why, and nothing is derived from them.
+		// A failed benchmark's files may be torn (AIPerf killed, disk full): derive nothing.
 		if r.passed(schema.StageBenchmark) {
 			r.fail(schema.SummaryExportFile, "valid JSON", "AIPerf's summary", err.Error())
 		}
@@ -645,11 +618,8 @@ func (r *rowCheck) checkSummary(warm, prof int) {
 	r.same(schema.PhaseManifestFile, "error_request_count", fmt.Sprint(r.clientErrors()), fmt.Sprint(errs), "failed records of "+schema.RawExportFile)
 }
 
-// checkPhaseExports: AIPerf's own per-phase summaries (phases/<phase>/profile_export_aiperf.json,
-// written apart from the raw export) state each phase's request count and its latency
-// min / max as the raw export's records of that phase give them: timings scaled, a
-// request moved from one phase to another, or one removed, in the raw export alone
-// disagree with them.
+// checkPhaseExports: phases/<phase>/profile_export_aiperf.json states the phase's count
+// and latency min / max as the raw export's records of that phase give them.
 func (r *rowCheck) checkPhaseExports() {
 	if r.rawErr != nil || !r.passed(schema.StageBenchmark) {
 		return
@@ -695,7 +665,6 @@ func fmtMs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + " ms
 
 func fmtNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// checkTiming recomputes the two timing columns, images/s and the overhead ratio.
 func (r *rowCheck) checkTiming() {
 	res := r.res
 	if res.HTTP == nil && res.Task == nil && res.ImagesPerS == 0 && res.Overhead == nil {
@@ -737,7 +706,7 @@ func (r *rowCheck) checkTiming() {
 	}
 }
 
-// identityCounts decodes every HTTP/native PNG pair: (pixel matches, requests).
+// identityCounts returns (pixel matches, requests).
 func (r *rowCheck) identityCounts() (int, int) {
 	m := 0
 	for _, q := range r.reqs {
@@ -748,7 +717,6 @@ func (r *rowCheck) identityCounts() (int, int) {
 	return m, len(r.reqs)
 }
 
-// loadDiffs compares each request's HTTP and native PNGs, when both are kept and decode.
 func (r *rowCheck) loadDiffs() {
 	if r.res == nil || r.res.Identity == nil {
 		return
@@ -766,7 +734,6 @@ func (r *rowCheck) loadDiffs() {
 	}
 }
 
-// checkIdentity compares results.json identity and identity/identity.json with the PNGs.
 func (r *rowCheck) checkIdentity() {
 	if r.res.Identity == nil && !r.exists(schema.IdentityFile) {
 		if r.passed(schema.StageIdentity) {
@@ -862,8 +829,7 @@ func shaOrNone(b []byte) string {
 	return bytesSHA256(b)
 }
 
-// checkInfluence decodes the three influence outputs: the same request twice must match,
-// and another reference image must change the output.
+// checkInfluence: the same request twice matches, another reference image changes the output.
 func (r *rowCheck) checkInfluence() {
 	var imgs []*imageFile
 	var full []image.Image
@@ -932,9 +898,7 @@ type imageFile struct {
 // or produces; a real serving stack never does.
 var doubleMarker = regexp.MustCompile(`"qualkit_contract_double"\s*:\s*true`)
 
-// servedByDouble says whether the row's server identity or records carry the contract
-// double's marker: such a row can never read as anything but passed-contract-double,
-// whatever its results.json says.
+// servedByDouble: such a row is passed-contract-double whatever results.json says.
 func (r *rowCheck) servedByDouble() bool {
 	for _, f := range []string{schema.ServerIdentityFile, schema.RecordsFile} {
 		if b, ok := r.read(f); ok && doubleMarker.Match(b) {
@@ -944,9 +908,8 @@ func (r *rowCheck) servedByDouble() bool {
 	return false
 }
 
-// checkFailureKind: a failed row's reason names its first failed stage, and, in evidence
-// that records kinds, the kind that stage recorded ("stage X failed: <kind>: ...");
-// evidence written before kinds were recorded says "stage X failed" alone.
+// checkFailureKind: a failed row's reason is "stage X failed: <kind>: ...", or "stage X
+// failed" in evidence written before kinds were recorded.
 func (r *rowCheck) checkFailureKind(firstFail string) {
 	res := r.res
 	var kind string
@@ -976,9 +939,8 @@ var (
 	consoleLatency = regexp.MustCompile(`Request Latency \(ms\) │ +(` + consoleNumber + `) │ +(` + consoleNumber + `) │ +(` + consoleNumber + `) │`)
 )
 
-// checkTextExports: AIPerf's CSV and console exports state the measured requests' count
-// and latency avg / min / max (two decimals) as its raw export gives them; lat are those
-// latencies, sorted.
+// checkTextExports: the CSV and console state count and latency avg / min / max of lat
+// (the measured latencies, sorted) to two decimals.
 func (r *rowCheck) checkTextExports(lat []float64) {
 	if len(lat) == 0 {
 		return

@@ -13,12 +13,8 @@ import (
 	"qualkit/internal/schema"
 )
 
-// checkControls re-derives the controls stage with the harness's own judge
-// (controls.Judge) from what the row's files hold: the probes as controls.json lists
-// them, their PNGs, their Task times and every request's settings as the server's
-// records state them, and the benchmark's requests as AIPerf's raw export sent them.
-// The verdicts and figures must be controls.json's and results.json's, and a passed
-// stage must pass again.
+// checkControls re-derives the controls stage with controls.Judge from the row's files;
+// verdicts and figures must be controls.json's and results.json's.
 func (r *rowCheck) checkControls() {
 	b, ok := r.read(schema.ControlsFile)
 	if !ok {
@@ -117,7 +113,6 @@ func (r *rowCheck) checkControls() {
 	}
 }
 
-// recordDoc is the whole records line of request id, nil when there is none.
 func recordDoc(records map[string]serverRecord, id string) any {
 	if rec, ok := records[id]; ok {
 		return rec.doc
@@ -125,9 +120,7 @@ func recordDoc(records map[string]serverRecord, id string) any {
 	return nil
 }
 
-// controlsGate is the quality gate every output meets (not the input resized, not
-// constant, the family's criteria as results.json states them), on the influence image
-// the probes sent.
+// controlsGate is the gate every output meets, on the influence image the probes sent.
 func (r *rowCheck) controlsGate() func(schema.ControlProbe, image.Image) []string {
 	if r.fx == nil || len(r.fx.Influence.Images) == 0 {
 		return nil
@@ -156,7 +149,7 @@ func (r *rowCheck) controlsGate() func(schema.ControlProbe, image.Image) []strin
 	}
 }
 
-// controlsResult is controls.json as the row holds it, nil when absent or unreadable.
+// controlsResult is nil when absent or unreadable.
 func (r *rowCheck) controlsResult() *schema.ControlsResult {
 	b, ok := r.read(schema.ControlsFile)
 	if !ok {
@@ -169,7 +162,6 @@ func (r *rowCheck) controlsResult() *schema.ControlsResult {
 	return &got
 }
 
-// controlProbeIDs are the request ids of the controls probes controls.json lists.
 func (r *rowCheck) controlProbeIDs() map[string]bool {
 	ids := map[string]bool{}
 	if c := r.controlsResult(); c != nil {
@@ -180,7 +172,7 @@ func (r *rowCheck) controlProbeIDs() map[string]bool {
 	return ids
 }
 
-// controlsServed is how many controls probes the server answered 200 (each a Task call).
+// controlsServed counts probes answered 200 (each a Task call).
 func (r *rowCheck) controlsServed() int {
 	n := 0
 	if c := r.controlsResult(); c != nil {

@@ -17,17 +17,13 @@ import (
 	"qualkit/internal/schema"
 )
 
-// The checks in this file bind a claim to a file that another program wrote: the
-// correctness case's own result and artifacts, the server's records, AIPerf's timestamps,
-// the native Task's log, the provenance of the tree. A forger who edits one file and
-// recomputes SHA256SUMS must then edit the others consistently too.
+// The checks in this file bind a claim to a file another program wrote, so a forger
+// who edits one file must edit the others consistently too.
 
-// shaHex is a full git commit id.
 var shaHex = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
-// checkCorrectnessCase compares the correctness case's declared ids with the ids its
-// JUnit says ran, reads the case's own result file, and requires the artifacts folder to
-// hold exactly the files results.json lists, with their sha256.
+// checkCorrectnessCase holds the case's declared ids to those its JUnit ran, reads its
+// result file, and holds correctness/artifacts to results.json's list.
 func (r *rowCheck) checkCorrectnessCase() {
 	corr := r.res.Correctness
 	if corr == nil {
@@ -90,9 +86,8 @@ func (r *rowCheck) checkCaseResult(rel, pass string) {
 		return
 	}
 	r.same(rel, "status", pass, res.Status, "stage correctness passed")
-	// A verdict is bound to what it says beside it: the counts it states and the bundle
-	// it names, where the case's result states them (qualkit's reference family's does;
-	// others have their own shape and state neither).
+	// A verdict is bound to the counts and bundle stated beside it, where the case's result
+	// states them (qualkit's reference family's does).
 	if res.CasesTotal != nil && res.CasesPassed != nil {
 		r.same(rel, "cases_passed", fmt.Sprint(*res.CasesTotal), fmt.Sprint(*res.CasesPassed), "cases_total in the same file (status pass)")
 	}
@@ -122,8 +117,6 @@ func clipText(s string, n int) string {
 	return s
 }
 
-// checkArtifacts requires the files under correctness/artifacts to be exactly those
-// results.json lists, as the harness hashed them when the case ended.
 func (r *rowCheck) checkArtifacts(listed []schema.FileHash) {
 	const dir = schema.CorrectnessArtifacts + "/"
 	want := map[string]string{}
@@ -173,9 +166,8 @@ func (r *rowCheck) checkProvenance() {
 	}
 }
 
-// checkRecords: when the row's Task-time source names the server's records file, it must
-// be there once the benchmark passed, hold every request AIPerf sent, and agree with
-// the response bodies where both report the Task time.
+// checkRecords: a records file named as Task-time source holds every request AIPerf
+// sent once the benchmark passed, and agrees with the response bodies.
 func (r *rowCheck) checkRecords() {
 	ts := r.res.TaskSource
 	if ts == nil || ts.RecordID == "" || r.rawErr != nil {
@@ -202,10 +194,8 @@ func (r *rowCheck) checkRecords() {
 	}
 }
 
-// checkRecordHashes: a server whose records state each request's input and output
-// sha256 (qualkit's own servers do) is a second source for both, written by
-// another program than AIPerf: the image AIPerf sent and the PNG the response carried
-// must be the ones the server says it read and wrote, for every request it recorded.
+// checkRecordHashes: where the server's records state each request's input and output
+// sha256, the image AIPerf sent and the PNG it got back must be those.
 func (r *rowCheck) checkRecordHashes() {
 	if r.rawErr != nil || !r.exists(schema.RecordsFile) {
 		return
@@ -230,8 +220,6 @@ func (r *rowCheck) checkRecordHashes() {
 	}
 }
 
-// checkRecordSettings: the settings the server says it ran a request with are the row's
-// (results.json settings): steps, guidance, seed and size, where the record states them.
 func (r *rowCheck) checkRecordSettings(at string, got map[string]any) {
 	want := r.res.Settings
 	if len(got) == 0 || len(want) == 0 {
@@ -259,12 +247,8 @@ func (r *rowCheck) checkRecordSettings(at string, got map[string]any) {
 	}
 }
 
-// checkPhysicalTiming: what the timing says must have been possible. At concurrency 1
-// (the AIPerf command says so; checkCommands holds it to 1) no request starts before the
-// one before it ended; warmup comes before every measured request. And for each request
-// the server recorded: the client waited at least as long as the server's handler ran
-// (timing.handler_ms of its records line), and the handler at least as long as the Task
-// call the row reports for it (ms rounding aside).
+// checkPhysicalTiming: at concurrency 1 no request starts before the previous ended,
+// warmup precedes measurement, and client time >= handler_ms >= Task time (ms rounding aside).
 func (r *rowCheck) checkPhysicalTiming() {
 	if r.rawErr != nil || len(r.reqs) == 0 {
 		return
@@ -294,7 +278,12 @@ func (r *rowCheck) checkPhysicalTiming() {
 		r.truth(firstProfilingStart+slackNs >= lastWarmupEnd, schema.RawExportFile, "benchmark phases", "every warmup request ended before the first measured one started",
 			fmt.Sprintf("the first measured request started %.3f ms before the last warmup request ended", float64(lastWarmupEnd-firstProfilingStart)/1e6))
 	}
-	handler := r.recordHandlerMs()
+	handler := map[string]float64{}
+	for _, rec := range r.records {
+		if rec.Timing.HandlerMs != nil {
+			handler[rec.RequestID] = *rec.Timing.HandlerMs
+		}
+	}
 	for _, q := range r.phase(phaseProfiling) {
 		h, ok := handler[q.id]
 		if !ok {
@@ -311,34 +300,19 @@ func (r *rowCheck) checkPhysicalTiming() {
 	}
 }
 
-// recordHandlerMs is timing.handler_ms of each records line, by request id.
-func (r *rowCheck) recordHandlerMs() map[string]float64 {
-	out := map[string]float64{}
-	for _, rec := range r.records {
-		if rec.Timing.HandlerMs != nil {
-			out[rec.RequestID] = *rec.Timing.HandlerMs
-		}
-	}
-	return out
-}
-
-// serverRecord is what the cross-checks read of a records line.
 type serverRecord struct {
 	RequestID string `json:"request_id"`
-	// Time is when the server received or answered the request, where it says so: an
-	// RFC 3339 string (qualkit's servers) or seconds since the epoch (perf-serve).
-	Time   json.RawMessage `json:"time"`
-	Status json.RawMessage `json:"status"` // the HTTP status, where a number
-	Prompt json.RawMessage `json:"prompt"` // the prompt, or {"sha256": ...} of it
-	Input  string          `json:"input_sha256"`
-	Output string          `json:"output_sha256"`
-	// Settings are what the server says it ran the request with, where it says so.
-	Settings map[string]any `json:"settings"`
+	// Time: an RFC 3339 string (qualkit's servers) or seconds since the epoch (perf-serve).
+	Time     json.RawMessage `json:"time"`
+	Status   json.RawMessage `json:"status"` // the HTTP status, where a number
+	Prompt   json.RawMessage `json:"prompt"` // the prompt, or {"sha256": ...} of it
+	Input    string          `json:"input_sha256"`
+	Output   string          `json:"output_sha256"`
+	Settings map[string]any  `json:"settings"`
 	Timing   struct {
 		HandlerMs *float64 `json:"handler_ms"`
 	} `json:"timing"`
-	// Observation is perf-serve's: whether it replayed the request's latent_seed, and the
-	// replayed noise's sha256 (app.py @ 3878755c § execute).
+	// Observation is perf-serve's latent replay (app.py @ 3878755c § execute).
 	Observation struct {
 		LatentReplay   *bool  `json:"latent_replay"`
 		InitialLatents string `json:"initial_latents_sha256"`
@@ -374,7 +348,6 @@ func (r *rowCheck) loadServerRecords() {
 	}
 }
 
-// checkLatencies: AIPerf's request_latency of every record is its own end - start.
 func (r *rowCheck) checkLatencies() {
 	for _, p := range r.prof {
 		v, err := p.RequestLatencyMs()
@@ -394,9 +367,8 @@ func nearlyEqualMs(a, b float64) bool {
 	return d < 1e-6 && d > -1e-6
 }
 
-// checkNativeLogs: each native Task's log states the sha256 of the PNG it wrote, by the
-// row's pattern, and the PNG in identity/ is that one. A row whose identity stage passed
-// must have them all; a failed one is held to what it kept.
+// checkNativeLogs: each native Task's log states the sha256 of the PNG in identity/;
+// a row whose identity passed must have them all, a failed one what it kept.
 func (r *rowCheck) checkNativeLogs() {
 	if r.rawErr != nil || r.res == nil {
 		return
@@ -454,7 +426,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// checkServerIdentity: a row whose server stated its identity keeps the answer.
 func (r *rowCheck) checkServerIdentity() {
 	if r.res.ServerIdentity != "" && r.passed(schema.StageServe) && !r.exists(schema.ServerIdentityFile) {
 		r.fail(schema.ServerIdentityFile, "exact file set", "the server's answer at "+r.res.ServerIdentity+" (results.json server_identity)", "missing")
@@ -483,8 +454,6 @@ type batchLine struct {
 	ok     bool    // it parses and names an id
 }
 
-// loadBatchReport reads the batch report of a row whose requests replayed in one
-// native batch.
 func (r *rowCheck) loadBatchReport() {
 	if r.res == nil || r.res.Identity == nil || r.res.Identity.Mode != schema.NativeBatch || r.rawErr != nil {
 		return
@@ -514,9 +483,8 @@ func (r *rowCheck) loadBatchReport() {
 	}
 }
 
-// checkNativeBatch: a batch native Task ran once and reported each replay: its report
-// names every request once, the file it wrote, and that file's sha256. Required says the
-// identity stage passed: then the report must have a line for every request.
+// checkNativeBatch: the batch report names every request once, with its file and sha256
+// (every request when required: identity passed).
 func (r *rowCheck) checkNativeBatch(required bool) {
 	const report = schema.NativeBatchFile
 	if !r.exists(schema.NativeBatchLog) {
@@ -569,12 +537,8 @@ func (r *rowCheck) sameFloat(file, claim string, want, got float64, source strin
 	return r.same(file, claim, fmt.Sprintf("%.3f", want), fmt.Sprintf("%.3f", got), source)
 }
 
-// checkTimeBudget: the time budget adds up. Its stages are results.json's stages, its
-// model work is the sum of its parts, harness time the rest of the wall, the ratio wall
-// over model work; the served Task calls are one per request that passed through the
-// server (every AIPerf request, the influence probe's three and the controls probes
-// answered 200), and a batch native
-// mode loaded once.
+// checkTimeBudget: the time budget adds up, and its served Task calls are one per request
+// through the server (AIPerf's, influence's three, controls' answered 200).
 func (r *rowCheck) checkTimeBudget() {
 	tb := r.res.TimeBudget
 	if tb == nil {
@@ -628,9 +592,8 @@ func (r *rowCheck) checkTimeBudget() {
 	r.checkOrder()
 }
 
-// checkTools: the family's tool commands are harness time from results.json schema 3
-// on: time_budget.tools_s is their wall in commands.jsonl, and no part of model work.
-// Schema 1 and 2 counted them as model_work.tools_s, which the sum above holds.
+// checkTools: from results.json schema 3 on, tools_s is harness time, the tool commands'
+// wall; schema 1 and 2 counted it as model_work.tools_s.
 func (r *rowCheck) checkTools(tb *schema.TimeBudget) {
 	if schema.ToolsAreModelWork(r.res.Schema) {
 		return
@@ -655,10 +618,8 @@ var toolsLog = regexp.MustCompile(`^` + regexp.QuoteMeta(schema.BuildDir) + `/to
 // windowSlack absorbs the gap between two clocks of one host read by two processes.
 const windowSlack = 50 * time.Millisecond
 
-// checkWindows: every command ran inside the row's lease, the commands of a stage fit in
-// that stage's wall (the server aside: it lives from serve to controls), the row's wall
-// fits in its lease, and every request AIPerf timed lies inside the AIPerf command. A
-// stage, or a whole row, cannot be made shorter than the programs it ran say it took.
+// checkWindows: commands fit in the row's lease and their stage's wall (the server lives
+// from serve to controls), and AIPerf's requests inside the AIPerf command.
 func (r *rowCheck) checkWindows(recs []schema.CommandRecord, aiperf *schema.CommandRecord) {
 	const f = schema.CommandsFile
 	lease := r.res.Lease

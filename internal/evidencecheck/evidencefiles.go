@@ -14,14 +14,11 @@ import (
 	"qualkit/internal/wire"
 )
 
-// The checks in this file read the evidence files no claim was derived from before, so
-// that no file of a row is kept unread (schema.RowLayout names each file's reader): what
-// preflight recorded, the quality stage's own file, AIPerf's logs, its input file and
-// its dataset, its results marker. Each is held to what another file says of the same.
+// The checks in this file read the files no claim was derived from before, so no file of
+// a row is kept unread; each is held to what another file says of the same.
 
-// checkPreflight: preflight.json was written by this run's preflight: the run's
-// qualification flag, a wall within the stage's, the GPUs the row leased; a passed
-// preflight found nothing missing, and its probes are the logs kept, none failed.
+// checkPreflight: preflight.json is this run's (qualification flag, wall, leased GPUs);
+// a passed preflight found nothing missing, its probes are the kept logs, none failed.
 func (r *rowCheck) checkPreflight() {
 	const f = schema.PreflightFile
 	b, ok := r.read(f)
@@ -83,8 +80,7 @@ func (r *rowCheck) checkPreflight() {
 	}
 }
 
-// checkQualityFile: quality/quality.json is what results.json's quality says, which
-// checkQuality re-derives from the PNGs.
+// checkQualityFile: quality/quality.json is results.json's quality.
 func (r *rowCheck) checkQualityFile() {
 	const f = schema.QualityFile
 	b, ok := r.read(f)
@@ -112,7 +108,7 @@ func (r *rowCheck) checkQualityFile() {
 	r.c.rep.Claims++
 }
 
-// jsonDiff finds the first place two decoded JSON values differ: its path and both values.
+// jsonDiff returns the first path where two decoded JSON values differ, and both values.
 func jsonDiff(want, got any, at string) (string, string, string, bool) {
 	text := func(v any) string {
 		b, _ := json.Marshal(v)
@@ -151,12 +147,10 @@ func jsonDiff(want, got any, at string) (string, string, string, bool) {
 	return at, text(want), text(got), true
 }
 
-// aiperfPhaseDone is AIPerf's log line for a phase it ended.
 var aiperfPhaseDone = regexp.MustCompile(`Phase (\S+) \((\S+)\) complete \| completed=(\d+), cancelled=(\d+), errors=(\d+)`)
 
-// checkAIPerfLogs: AIPerf's console (aiperf/aiperf.log) and its own log file say each
-// phase completed the requests the raw export holds of it, none cancelled, as many in
-// error as failed there.
+// checkAIPerfLogs: AIPerf's logs say each phase completed the raw export's requests,
+// none cancelled, as many in error as failed there.
 func (r *rowCheck) checkAIPerfLogs() {
 	if r.rawErr != nil || !r.passed(schema.StageBenchmark) {
 		return
@@ -203,9 +197,8 @@ func (r *rowCheck) checkAIPerfLogs() {
 		"ready, not cancelled, not partial (stage benchmark passed)", clipText(string(bytes.TrimSpace(b)), 200))
 }
 
-// checkAIPerfInputs: AIPerf's input file is the fixtures' pairs as the row's protocol
-// writes them (the same bytes, re-derived from fixtures/), and the dataset AIPerf loaded
-// from it (artifacts/inputs.json, image_edit) holds those images and prompts in order.
+// checkAIPerfInputs: AIPerf's input file is the fixtures' pairs as the protocol writes
+// them, and artifacts/inputs.json holds those images and prompts in order.
 func (r *rowCheck) checkAIPerfInputs() {
 	const f = schema.AIPerfInputs
 	got, ok := r.read(f)

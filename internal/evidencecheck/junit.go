@@ -27,8 +27,7 @@ type junitCase struct {
 	Properties []junitProp `xml:"properties>property"`
 }
 
-// junitSkip is a <skipped>: its type is "not-run" for a stage scripts/junitfix added
-// after its row's failed stage.
+// junitSkip: type "not-run" is scripts/junitfix's for a stage after its row's failed one.
 type junitSkip struct {
 	Type string `xml:"type,attr"`
 }
@@ -61,8 +60,8 @@ type junitNode struct {
 	Properties []junitProp `xml:"properties>property"`
 }
 
-// walk visits every test case with its properties: its own (gotestsum's file) and those
-// its suite holds for it as "<test case> <property>" (the file after scripts/junitfix).
+// walk visits every test case with its own properties and those its suite holds for it
+// as "<test case> <property>" (after scripts/junitfix).
 func (n junitNode) walk(each func(junitCase)) {
 	for _, tc := range n.Cases {
 		for _, p := range n.Properties {
@@ -92,9 +91,8 @@ const (
 	propImagesPer = "qualkit.images_per_s"
 )
 
-// checkJUnit compares the JUnit file of the run (gotestsum's, with t.Attr properties)
-// with the evidence: each row's report case carries the row's numbers, each stage case
-// exists and passed where the row claims it did, and no skip hides behind a pass.
+// checkJUnit: each row's report case carries the row's numbers, each stage case passed
+// where the row claims it did, and no skip hides behind a pass.
 func (c *checker) checkJUnit(junitPath string) {
 	file := junitPath
 	if abs, err := filepath.Abs(junitPath); err == nil {
@@ -152,13 +150,10 @@ func (c *checker) checkJUnit(junitPath string) {
 	c.checkRunAnchor(file, root, runID)
 }
 
-// runAnchorProp is the suite property scripts/junitfix -run adds: "<run id> <sha256 of
-// the run's SHA256SUMS>" (junitfix.RunAnchor).
+// runAnchorProp (junitfix.RunAnchor): "<run id> <sha256 of the run's SHA256SUMS>".
 const runAnchorProp = "qualkit.run_sha256sums"
 
-// checkRunAnchor: where the JUnit file anchors this run as a whole, the run's checksum
-// list (over run.json, SUMMARY.md, PR.md, index.html, checkpoints.json and every row) is
-// the one it names.
+// checkRunAnchor: the run's checksum list is the one an anchoring JUnit file names.
 func (c *checker) checkRunAnchor(file string, root junitNode, runID string) {
 	anchored := false
 	var walk func(n junitNode)
@@ -194,8 +189,7 @@ func (c *checker) hasRow(name string) bool {
 	return false
 }
 
-// checkJUnitSkips: a skipped test case in the package of the qualification tests means
-// the run had a skip, and such a run qualifies nothing (and run.json must say so).
+// checkJUnitSkips: a skipped qualification test means the run qualifies nothing.
 func (c *checker) checkJUnitSkips(file string, reports map[string]junitCase, cases []junitCase) {
 	packages := map[string]bool{}
 	for _, tc := range reports {
@@ -228,7 +222,6 @@ func (c *checker) checkJUnitSkips(file string, reports map[string]junitCase, cas
 	}
 }
 
-// checkJUnitCase compares one row's report case and its stage cases with the evidence.
 func (r *rowCheck) checkJUnitCase(file string, tc junitCase, cases []junitCase) {
 	c := r.c
 	prop := func(name, want, source string) {

@@ -6,13 +6,11 @@ import (
 	"qualkit/internal/schema"
 )
 
-// junitNotRun is the skip type scripts/junitfix gives a stage that did not run because
-// an earlier stage of its row failed (junitfix.NotRun).
+// junitNotRun is junitfix.NotRun: a stage skipped because an earlier one failed.
 const junitNotRun = "not-run"
 
-// notRunStages are the stage cases ("<classname>/<test>") that a failed row's
-// results.json records not-run: JUnit may skip them as not-run without the run having a
-// skip. A not-run skip of any other case is a skip.
+// notRunStages are the stage cases a failed row records not-run; a not-run skip of any
+// other case is a skip.
 func (c *checker) notRunStages(reports map[string]junitCase) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range c.rows {

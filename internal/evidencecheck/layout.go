@@ -10,14 +10,12 @@ import (
 	"strings"
 )
 
-// expansion is what the placeholders of schema.RowLayout stand for in one row.
 type expansion struct {
 	requests []string // "00-warmup", ... from the raw export; nil when it is unreadable
 	fixtures []string // from fixtures/manifest.json; nil when it is unreadable
 }
 
-// expand lists the paths an entry stands for, or returns a pattern when the data that
-// would expand it is missing.
+// expand returns a pattern when the data to expand the entry is missing.
 func (e expansion) expand(path string) (paths []string, pattern *regexp.Regexp) {
 	if strings.Contains(path, "{n}") || strings.Contains(path, "{name}") {
 		return nil, placeholderPattern(path)
@@ -53,8 +51,7 @@ func placeholderPattern(path string) *regexp.Regexp {
 	return schema.LayoutFile{Path: path}.Pattern()
 }
 
-// walk lists every regular file of the run folder, relative and slash-separated.
-// Anything else (a symlink, a device) is a problem: the checksums could not cover it.
+// walk: anything but a regular file is a problem, the checksums could not cover it.
 func (c *checker) walk() map[string]bool {
 	files := map[string]bool{}
 	filepath.WalkDir(c.dir, func(path string, d fs.DirEntry, err error) error {
@@ -79,8 +76,7 @@ func (c *checker) walk() map[string]bool {
 	return files
 }
 
-// checkLayout requires the exact file set: the run's own files, one folder per row of
-// run.json, and in each row folder what schema.RowLayout requires and admits.
+// checkLayout requires the exact file set, per schema.RowLayout in each row folder.
 func (c *checker) checkLayout(files map[string]bool) {
 	rowNames := map[string]bool{}
 	if c.info != nil {
@@ -127,7 +123,6 @@ func admitted(layout []schema.LayoutFile, rel string) bool {
 	return false
 }
 
-// checkFiles compares a row folder's files with schema.RowLayout.
 func (r *rowCheck) checkFiles() {
 	have := r.files
 	present := map[string]bool{}

@@ -9,10 +9,8 @@ import (
 	"qualkit/internal/schema"
 )
 
-// checkLeases holds the rows' leases to each other. A row names as ran-beside exactly
-// the rows of this run whose leases overlapped its own, with their GPUs and start times
-// as those rows recorded them; and no two overlapping rows held one GPU unless both said
-// they may share. (Rows of runs before leases existed have none and are not held.)
+// checkLeases: a row names as ran-beside exactly the rows whose leases overlapped its own,
+// and overlapping rows share a GPU only when both said they may (older rows not held).
 func (c *checker) checkLeases() {
 	leases := map[string]*schema.Lease{}
 	for _, r := range c.rows {

@@ -35,8 +35,7 @@ func splitRow(line string) ([]string, bool) {
 	return append(cells, cur.String()), true
 }
 
-// cellWant is what one cell must say, and where that comes from. ok is the test for
-// number cells, which accepts the harness's formatting of a value equal up to float noise.
+// cellWant: ok tests number cells, accepting values equal up to float noise.
 type cellWant struct {
 	want   string
 	source string
@@ -45,11 +44,9 @@ type cellWant struct {
 
 func exact(want, source string) cellWant { return cellWant{want: want, source: source} }
 
-// matches says whether a cell of row.md checks out.
 func (w cellWant) matches(got string) bool { return got == w.want || (w.ok != nil && w.ok(got)) }
 
-// numbers formats vs with format (one verb per value, joined by " / ") and accepts
-// any text that the same values, up to one part in 10^12, would print.
+// numbers accepts any text the values (up to 1e-12 relative) print as with format.
 func numbers(format, source string, vs ...float64) cellWant {
 	render := func(scale float64) string {
 		parts := make([]string, len(vs))
@@ -64,7 +61,6 @@ func numbers(format, source string, vs ...float64) cellWant {
 	}}
 }
 
-// expectedCells is every row.md cell as the evidence gives it.
 func (r *rowCheck) expectedCells() []cellWant {
 	res := r.res
 	dash := exact("-", "no claim in results.json")
@@ -153,7 +149,6 @@ func orDash(s string) string {
 	return s
 }
 
-// checkMarkdown compares row.md, cell by cell, with the evidence.
 func (r *rowCheck) checkMarkdown() {
 	const f = schema.RowMarkdown
 	b, ok := r.read(f)
@@ -187,8 +182,7 @@ func (r *rowCheck) checkMarkdown() {
 	}
 }
 
-// expectedLine is the row.md row the evidence gives: row.md's own line when every cell
-// checked out (it may differ in float noise), else the cells as the evidence has them.
+// expectedLine is row.md's own line when every cell checked out, else the evidence's cells.
 func (r *rowCheck) expectedLine() string {
 	cells := r.expectedCells()
 	if b, ok := r.read(schema.RowMarkdown); ok {
@@ -224,7 +218,6 @@ func (c *checker) readRunInfo() {
 	c.info = &info
 }
 
-// checkRun verifies run.json and SUMMARY.md, and PR.md and index.html when present.
 func (c *checker) checkRun() {
 	info := c.info
 	if info == nil {
@@ -276,8 +269,7 @@ func (c *checker) expectedSummary() (string, bool) {
 	return b.String(), true
 }
 
-// checkSummary requires SUMMARY.md to be exactly the row.md rows, the rows' commands
-// and the run's skips: a line of its own is a claim no row makes.
+// checkSummary: SUMMARY.md is exactly the row.md rows, commands and the run's skips.
 func (c *checker) checkSummary() {
 	got, ok := c.read(schema.SummaryFile)
 	if !ok {
@@ -304,9 +296,7 @@ func (c *checker) checkSummary() {
 	c.rep.Claims++
 }
 
-// checkRendered requires PR.md and index.html to be exactly what the run folder renders
-// (prsummary.Render): every word of them follows from results.json, row.md, run.json and
-// checkpoints.json, which the other checks prove.
+// checkRendered: PR.md and index.html are exactly what prsummary.Render renders.
 func (c *checker) checkRendered() {
 	md, page, err := prsummary.Render(c.dir)
 	if err != nil {
@@ -338,7 +328,6 @@ func (c *checker) checkRendered() {
 	}
 }
 
-// sameText compares two texts line by line and reports the first line that differs.
 func (c *checker) sameText(file, want, got, source string) {
 	c.rep.Claims++
 	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
@@ -357,8 +346,7 @@ func (c *checker) sameText(file, want, got, source string) {
 	}
 }
 
-// checkPR requires PR.md, when present, to carry every row's row.md line verbatim and
-// no result line that a row.md does not have.
+// checkPR: PR.md has every row.md line verbatim and no result line of its own.
 func (c *checker) checkPR() {
 	b, ok := c.read(schema.PRFile)
 	if !ok {
@@ -390,7 +378,6 @@ func (c *checker) checkPR() {
 
 var statusAttr = regexp.MustCompile(`data-row="([^"]*)" data-status="([^"]*)"`)
 
-// checkIndex requires index.html, when present, to show each row's status as results.json has it.
 func (c *checker) checkIndex() {
 	b, ok := c.read(schema.IndexFile)
 	if !ok {
@@ -415,7 +402,7 @@ func (c *checker) checkIndex() {
 	}
 }
 
-// intText is an optional count as results.json would hold it: "(absent)" when it holds none.
+// intText: "(absent)" when results.json holds none.
 func intText(v *int) string {
 	if v == nil {
 		return "(absent)"

@@ -14,26 +14,20 @@ import (
 	"qualkit/internal/schema"
 )
 
-// IsMerged says whether dir is a merged run (internal/merged): it holds merged.json.
+// IsMerged says whether dir holds merged.json (internal/merged).
 func IsMerged(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, merged.ManifestFile))
 	return err == nil
 }
 
-// VerifyMerged checks a merged run as strictly as a single one: every shard is verified
-// whole with its own JUnit (Verify), its checksum list and JUnit must be the ones
-// merged.json recorded, each must answer the kept matrix (merged.Answer: begun after it
-// was made, signed for its shard folder and this matrix), the shards must cover the kept
-// matrix exactly once from one commit,
-// the merged SUMMARY.md, PR.md and junit.xml must be what the shards give, and the merged
-// SHA256SUMS must list every file. Problems inside a shard name the file from the merged
-// folder (shards/<name>/<run id>/...).
+// VerifyMerged checks a merged run as strictly as a single one: each shard whole, as
+// merged.json recorded it and answering the kept matrix (merged.Answer), the shards
+// covering the matrix once from one commit, and the merged files what the shards give.
 func VerifyMerged(dir string) *Report {
 	return VerifyMergedWith(dir, Options{})
 }
 
-// VerifyMergedWith is VerifyMerged with a repository and strictness, for every shard
-// (Options.JUnit is unused: each shard has its own).
+// VerifyMergedWith is VerifyMerged with Options (JUnit unused: each shard has its own).
 func VerifyMergedWith(dir string, opts Options) *Report {
 	c := &checker{dir: dir, rep: &Report{Dir: dir}, opts: opts}
 	files := c.walk()
@@ -114,7 +108,6 @@ func VerifyMergedWith(dir string, opts Options) *Report {
 	return c.rep
 }
 
-// checkShard verifies one shard whole and what merged.json records of it.
 func (c *checker) checkShard(s merged.Shard) {
 	if !cleanUnder(s.Dir, merged.ShardsDir) || !cleanUnder(s.JUnit, merged.ShardsDir) {
 		c.fail(merged.ManifestFile, "shard "+s.Name+" paths", "paths under "+merged.ShardsDir+"/", s.Dir+", "+s.JUnit)
@@ -154,7 +147,6 @@ func cleanUnder(p, dir string) bool {
 	return strings.HasPrefix(p, dir+"/") && path.Clean(p) == p
 }
 
-// firstDiff names where two renderings part.
 func firstDiff(want, got []byte) string {
 	if got == nil {
 		return "missing"
@@ -169,9 +161,7 @@ func firstDiff(want, got []byte) string {
 	return fmt.Sprintf("%d bytes where %d are derived", len(got), len(want))
 }
 
-// FindRuns lists the run folders (holding run.json, or a merged run's merged.json) in
-// dir itself, else among its subfolders: what a reader who points the checker at the
-// folder above a run meant.
+// FindRuns lists the run folders in dir itself, else among its subfolders.
 func FindRuns(dir string) []string {
 	isRun := func(d string) bool {
 		_, err1 := os.Stat(filepath.Join(d, schema.RunFile))

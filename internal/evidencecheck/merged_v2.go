@@ -8,10 +8,8 @@ import (
 	"qualkit/internal/merged"
 )
 
-// checkMergedVersion: merged.json is of a version this checker renders, and from version
-// 2 on each shard's recorded signature state (signed or not, the key its envelope names)
-// is what the shard's folder holds, so PR.md cannot call an unsigned shard signed, nor
-// hide one.
+// checkMergedVersion: from version 2 each shard's recorded signature state is what its
+// folder holds, so PR.md can neither call an unsigned shard signed nor hide one.
 func (c *checker) checkMergedVersion(m merged.Manifest) {
 	c.truth(m.Version <= merged.Version, merged.ManifestFile, "version", fmt.Sprintf("at most %d (this checker's merged runs)", merged.Version), fmt.Sprint(m.Version))
 	if m.Version < 2 {

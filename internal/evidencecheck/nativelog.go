@@ -11,17 +11,12 @@ import (
 	"qualkit/internal/schema"
 )
 
-// The checks in this file hold the native Task's report to its log: the batch program
-// writes one line per replay to its log as it goes (the family's format,
-// judge.NativeBatchLog) and its report (native-batch.jsonl) at the end. A report
-// or a PNG rewritten afterwards, or PNGs put where a crashed batch wrote none, leave the
-// log saying otherwise.
+// The checks in this file hold the batch native Task's report and PNGs to the log it
+// wrote as it went (judge.NativeBatchLog).
 
-// crashLine is how a program that crashed ends its log: a Go panic or fatal error, a
-// Python traceback (the languages of the native Tasks qualkit runs).
+// crashLine: a Go panic or fatal error, or a Python traceback.
 var crashLine = regexp.MustCompile(`^(panic: |fatal error: |Traceback \(most recent call last\):)`)
 
-// checkNativeCrash: a row whose identity passed ran native Tasks that did not crash.
 func (r *rowCheck) checkNativeCrash() {
 	if !r.passed(schema.StageIdentity) {
 		return
@@ -46,16 +41,14 @@ func (r *rowCheck) checkNativeCrash() {
 	}
 }
 
-// batchLogLine is one replay line of the batch log.
 type batchLogLine struct {
 	n, total int
 	id, sha  string
 	line     int
 }
 
-// checkNativeBatchLog: the batch log has one line per replay the report states, each of
-// a request of the raw export, naming the start of the sha256 of the PNG in identity/
-// and in the report; once identity passed, as many as there were requests, none twice.
+// checkNativeBatchLog: one line per replay the report states, each naming the PNG's
+// sha256 prefix; once identity passed, one per request, none twice.
 func (r *rowCheck) checkNativeBatchLog() {
 	if r.res.Identity == nil || r.res.Identity.Mode != schema.NativeBatch || r.rawErr != nil {
 		return

@@ -8,15 +8,13 @@ import (
 	"qualkit/internal/schema"
 )
 
-// batchHead is what a batch report's first line says beyond its load: a preloaded
-// batch's wait for its items, and when it read them.
+// batchHead: a preloaded batch's wait for its items, and when it read them.
 type batchHead struct {
 	WaitedMs    float64   `json:"waited_ms"`
 	ItemsReadAt time.Time `json:"items_read_at"`
 }
 
-// stageWindow is a stage's start and end as results.json states them; ok is false when
-// the run states no start (runs made before the overlapped order).
+// stageWindow: ok is false in runs made before the overlapped order (no start).
 func (r *rowCheck) stageWindow(name string) (start, end time.Time, ok bool) {
 	for _, st := range r.res.Stages {
 		if st.Name == name && !st.Start.IsZero() {
@@ -26,16 +24,13 @@ func (r *rowCheck) stageWindow(name string) (start, end time.Time, ok bool) {
 	return time.Time{}, time.Time{}, false
 }
 
-// checkEarlyCommand: a command that started during another stage is one of the three
-// the overlapped order begins early: the server, during the correctness case, which it
-// started within; AIPerf waiting for the model and the native batch loading beside the
-// server, both during serve, each between that stage's start and its own stage's end.
+// checkEarlyCommand: only three commands start early: the server during the case, and
+// AIPerf and the native batch during serve, each ending within its own stage.
 func (r *rowCheck) checkEarlyCommand(c schema.CommandRecord) {
 	const f = schema.CommandsFile
 	what := c.Stage + " command " + baseName(firstArg(c.Args))
 	if c.Stage == schema.StageBuild {
-		// The build, begun beside preflight's slow checks: started within preflight,
-		// ended within its own stage, or within preflight when that failed and stopped it.
+		// The build starts within preflight and ends within its stage (or preflight, failed).
 		if !r.truth(c.During == schema.StagePreflight, f, what+" during", "a build command starts early only during preflight", c.During) {
 			return
 		}
@@ -80,10 +75,8 @@ func (r *rowCheck) checkEarlyCommand(c schema.CommandRecord) {
 		c.Start.Format(time.RFC3339Nano)+" to "+c.End().Format(time.RFC3339Nano))
 }
 
-// checkOrder: the time budget's order is what the commands did, its overlap figures are
-// re-derived from the stage starts and the command records, a preloaded batch read its
-// items only once the server had stopped and identity had begun, and the critical path
-// is the longest chain of the model work as stated, which no wall can beat.
+// checkOrder: the order is what the commands did, its overlap figures and critical path
+// re-derived, and a preloaded batch read its items only after the server stopped.
 func (r *rowCheck) checkOrder() {
 	tb := r.res.TimeBudget
 	early := func(c *schema.CommandRecord) *schema.CommandRecord {
@@ -102,7 +95,6 @@ func (r *rowCheck) checkOrder() {
 			build = &r.cmds[i]
 		}
 	}
-	// Stages run one after another: each begins once the one before has ended.
 	for i := 1; i < len(r.res.Stages); i++ {
 		prev, st := r.res.Stages[i-1], r.res.Stages[i]
 		if prev.Start.IsZero() || st.Start.IsZero() {
@@ -148,8 +140,7 @@ func (r *rowCheck) checkOrder() {
 		fmt.Sprintf("%.3f, the longest chain of model_work's parts (server load beside the case: %v; native load beside the server: %v)", cp, server != nil, batch != nil), fmt.Sprintf("%.3f", tb.CriticalPathS))
 	r.truth(tb.WallS+0.01 >= tb.CriticalPathS, schema.ResultsFile, "time_budget.wall_s",
 		fmt.Sprintf("at least the critical path, %.3f s (no row runs faster than its longest chain of dependent work)", tb.CriticalPathS), fmt.Sprintf("%.3f", tb.WallS))
-	// The physical limit (absent in runs made before it was stated): the model work no
-	// order overlaps, from the parts as written, and the wall's ratio to it.
+	// The physical limit (absent in older runs) and the wall's ratio to it.
 	if tb.PhysicalLimitS != 0 || tb.PhysicalRatio != 0 {
 		pl := schema.PhysicalLimit(tb.Model)
 		r.truth(math.Abs(pl-tb.PhysicalLimitS) < 0.01, schema.ResultsFile, "time_budget.physical_limit_s",
@@ -161,8 +152,6 @@ func (r *rowCheck) checkOrder() {
 	}
 }
 
-// checkAhead: how long before its stage an early command began, from the stage's start
-// and the command's, as written.
 func (r *rowCheck) checkAhead(claim string, c *schema.CommandRecord, stage string, got float64) {
 	want := 0.0
 	if c != nil {
@@ -176,11 +165,8 @@ func (r *rowCheck) checkAhead(claim string, c *schema.CommandRecord, stage strin
 		fmt.Sprintf("%.3f, stage %s's start less its early command's start", want, stage), fmt.Sprintf("%.3f", got))
 }
 
-// checkItemsRead: a preloaded batch read its items after the server stopped (its command
-// record's end) and once identity began: no replay ran beside the server.
-//
-// A batch stopped before identity (the row failed first, or was interrupted) read none:
-// then there is nothing to check, unless identity passed.
+// checkItemsRead: no replay ran beside the server. A batch stopped before identity read
+// none: nothing to check, unless identity passed.
 func (r *rowCheck) checkItemsRead() {
 	read := r.batch.head.ItemsReadAt
 	if read.IsZero() {
@@ -199,7 +185,6 @@ func (r *rowCheck) checkItemsRead() {
 	}
 }
 
-// stageRan says whether results.json states the stage ran (passed or failed).
 func (r *rowCheck) stageRan(name string) bool {
 	for _, st := range r.res.Stages {
 		if st.Name == name {

@@ -13,14 +13,11 @@ import (
 	"qualkit/internal/schema"
 )
 
-// ErrNoRawExport is PictureInputs' and WritePictures' error for a row that has no
-// readable AIPerf raw export (it failed before the benchmark): there is nothing to draw.
+// ErrNoRawExport: the row has no readable AIPerf raw export, so nothing to draw.
 var ErrNoRawExport = errors.New("no readable " + schema.RawExportFile)
 
-// PictureInputs derives what a row's contact sheet and latency chart show from the
-// row's raw files alone: AIPerf's raw and per-request exports, the identity PNGs and
-// the Task-time source named in results.json. The checker re-renders from the same
-// derivation, so a picture that does not show the raw records fails the check.
+// PictureInputs derives the contact sheet's and latency chart's data from the row's raw
+// files alone; the checker re-renders from it.
 func PictureInputs(rowDir string) (pictures.Sheet, pictures.Chart, error) {
 	rowDir = filepath.Clean(rowDir)
 	runDir, name := filepath.Dir(rowDir), filepath.Base(rowDir)
@@ -33,10 +30,8 @@ func PictureInputs(rowDir string) (pictures.Sheet, pictures.Chart, error) {
 	return sheet, chart, nil
 }
 
-// WritePictures writes <rowDir>/pictures/contact-sheet.png and latency.png. Call it
-// once the row's results.json is written (it names the Task-time source) and before
-// the run's SHA256SUMS, so the checksums cover the pictures. A row that never reached
-// the benchmark gets none: the error is then ErrNoRawExport.
+// WritePictures writes <rowDir>/pictures/. Call it after results.json and before the
+// run's SHA256SUMS, so the checksums cover the pictures.
 func WritePictures(rowDir string) error {
 	sheet, chart, err := PictureInputs(rowDir)
 	if err != nil {
@@ -77,9 +72,7 @@ func (r *rowCheck) pictureInputs() (pictures.Sheet, pictures.Chart) {
 	return sheet, chart
 }
 
-// qualityLines is a request's quality column, re-derived from the PNGs with the
-// criteria of results.json (which checkQuality holds to the family's files): nil when
-// the quality stage did not run.
+// qualityLines is nil when the quality stage did not run.
 func (r *rowCheck) qualityLines(q *request) []pictures.QualityLine {
 	if r.res == nil || r.res.Quality == nil {
 		return nil
@@ -116,8 +109,6 @@ func (r *rowCheck) qualityLines(q *request) []pictures.QualityLine {
 	return lines
 }
 
-// checkPictures re-renders each picture present from the raw files and requires the
-// same pixels.
 func (r *rowCheck) checkPictures() {
 	have := map[string]bool{}
 	for _, f := range []string{schema.ContactSheetFile, schema.LatencyChartFile} {

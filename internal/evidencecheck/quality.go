@@ -1,6 +1,7 @@
 package evidencecheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -16,10 +17,7 @@ import (
 	"qualkit/internal/schema"
 )
 
-// checkQuality re-derives the quality stage from the PNGs: each HTTP output's pixel mean
-// and deviation and its input's, the pair's PSNR and SSIM against the reference image the
-// correctness case wrote, the criteria each misses (by results.json's criteria, whose
-// files are kept with their sha256), and the stage's outcome.
+// checkQuality re-derives the quality stage from the PNGs, by results.json's criteria.
 func (r *rowCheck) checkQuality() {
 	q := r.res.Quality
 	if q == nil {
@@ -39,8 +37,7 @@ func (r *rowCheck) checkQuality() {
 			jsonNumbers(doc, stated)
 		}
 	}
-	// Each bound the stage applied is a number the family's own files state: criteria
-	// loosened in results.json alone do not pass.
+	// Bounds loosened in results.json alone do not pass.
 	c := q.Criteria
 	for _, b := range []struct {
 		name string
@@ -99,24 +96,21 @@ func (r *rowCheck) checkQuality() {
 	}
 }
 
-// derivedQuality is one request's measures and misses, re-derived once when the row
-// loads: checkQuality and the contact sheet's quality column both read them.
+// derivedQuality is re-derived once: checkQuality and the contact sheet read it.
 type derivedQuality struct {
 	m    schema.QualityRequest
 	miss []string
 	ok   bool
 }
 
-// derivedPairQuality is the pair's, likewise.
 type derivedPairQuality struct {
 	d    schema.QualityPair
 	miss []string
 	err  error
 }
 
-// loadQuality re-derives, by results.json's criteria, each request's quality measures
-// from its HTTP output and its input, and the pair's from the reference image
-// results.json names, when that is one the correctness case wrote and it is kept.
+// loadQuality re-derives each request's measures, and the pair's when its reference is
+// one the correctness case wrote and kept.
 func (r *rowCheck) loadQuality() {
 	if r.res == nil || r.res.Quality == nil || r.rawErr != nil {
 		return
@@ -139,8 +133,7 @@ func (r *rowCheck) loadQuality() {
 	}
 }
 
-// derivedMeasures are the measures re-derived from the PNGs: each decodable request's,
-// and the pair's (nil when it has none).
+// derivedMeasures: pair is nil when there is none.
 func (r *rowCheck) derivedMeasures() ([]schema.QualityRequest, *schema.QualityPair) {
 	var reqs []schema.QualityRequest
 	for _, q := range r.reqs {
@@ -162,7 +155,7 @@ func measureRequest(req *request, c schema.QualityCriteria) (schema.QualityReque
 	if err != nil {
 		return schema.QualityRequest{}, nil, false
 	}
-	in, err := decodeAny(req.sent)
+	in, _, err := image.Decode(bytes.NewReader(req.sent))
 	if err != nil {
 		return schema.QualityRequest{}, nil, false
 	}
@@ -178,7 +171,7 @@ func measureRequest(req *request, c schema.QualityCriteria) (schema.QualityReque
 	return m, miss, true
 }
 
-// checkQualityPair re-derives the pair's PSNR and SSIM; it returns the misses.
+// checkQualityPair returns the misses.
 func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityPair) int {
 	var req *request
 	for _, q := range r.reqs {
@@ -227,10 +220,8 @@ func (r *rowCheck) checkQualityPair(c schema.QualityCriteria, p *schema.QualityP
 	return len(miss)
 }
 
-// checkPairNoise: a pair that claims to replay the case's noise was sent with a
-// latent_seed, the noise it states is the one the server's records line states for the
-// request, and it is the case's (the noise file the case drew, whose sha256 the harness
-// read): the miss, if they differ.
+// checkPairNoise: a pair replaying the case's noise sent a latent_seed, and its noise is
+// both the records line's and the case's; it returns the miss.
 func (r *rowCheck) checkPairNoise(p *schema.QualityPair, req *request) []string {
 	r.truth(req.latentSeed != nil, schema.RawExportFile, "request "+req.id+" latent_seed", "sent: the pair claims the case's replayed noise", "absent")
 	var served string
@@ -269,7 +260,6 @@ func pathUnder(p, dir string) bool {
 	return len(p) > len(dir) && p[:len(dir)] == dir && path.Clean(p) == p
 }
 
-// jsonNumbers collects every number in a decoded JSON document.
 func jsonNumbers(v any, into map[float64]bool) {
 	switch x := v.(type) {
 	case float64:
@@ -285,14 +275,11 @@ func jsonNumbers(v any, into map[float64]bool) {
 	}
 }
 
-// rules are the row's family's evidence rules (families/all): where its case writes the
-// quality pair's reference, the formula its thresholds were set for. A backend that
-// declared none fails the row (checkRules): its pair cannot be held to anything.
+// rules (families/all): a backend with none fails the row (checkRules).
 func (r *rowCheck) rules() (judge.Rules, bool) {
 	return judge.Find(all.Rules, r.res.Checkpoint.Backend)
 }
 
-// checkRules: the row's backend is one whose evidence rules the checker knows.
 func (r *rowCheck) checkRules() {
 	if _, ok := r.rules(); !ok {
 		var known []string
@@ -305,9 +292,7 @@ func (r *rowCheck) checkRules() {
 	}
 }
 
-// pairMetricOfBackend is the pair metric the row's thresholds were set for, by its
-// family's rules: a row that names another formula would hold a threshold to a number
-// it was not set for.
+// pairMetricOfBackend is the pair metric the row's thresholds were set for.
 func (r *rowCheck) pairMetricOfBackend() string {
 	rl, ok := r.rules()
 	if !ok {
@@ -330,7 +315,6 @@ func (r *rowCheck) layoutNote() string {
 	return "no layout in bundle.build_settings"
 }
 
-// decodePNG decodes bytes that must be a PNG into the 8-bit form the checker measures.
 func decodePNG(b []byte) (*image.NRGBA, error) {
 	img, err := judge.DecodePNG(b)
 	if err != nil {

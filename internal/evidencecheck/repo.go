@@ -10,19 +10,14 @@ import (
 	"qualkit/internal/schema"
 )
 
-// The checks in this file hold a run to the commit it names: the commit exists, the
-// gates and case files the run copied or hashed are that commit's, and each row is a row
-// of that commit's qual tables. They need the repository, which the evidence cannot
-// carry; evidencecheck runs no git itself (Repo is given in Options: scripts/checkevidence
-// passes internal/evidencerepo's when it runs inside a clone).
+// The checks in this file hold a run to the commit it names. They need the repository
+// (Options.Repo): evidencecheck runs no git itself.
 
 // Repo is the repository a run's harness commit is read from.
 type Repo interface {
-	// HasCommit says whether commit is a commit of the repository.
 	HasCommit(commit string) (bool, error)
-	// Paths lists every file of the commit's tree, slash-separated.
+	// Paths are slash-separated.
 	Paths(commit string) ([]string, error)
-	// File is the content of path at commit.
 	File(commit, path string) ([]byte, error)
 	// Tables are the qual tables' rows as the commit's own code defines them.
 	Tables(commit string) ([]schema.TableRow, error)
@@ -30,17 +25,13 @@ type Repo interface {
 
 // Options are what a check may be given besides the run folder.
 type Options struct {
-	// JUnit is the run's JUnit file ("" when not given): its qualkit.* properties are
-	// checked, the run anchor among them.
+	// JUnit is the run's JUnit file ("" when not given).
 	JUnit string
-	// Repo is the repository the check runs in. nil: the run's commit, its gates and its
-	// tables are not verifiable, which the Report notes (a problem when Strict).
-	Repo Repo
-	// Strict makes what could not be verified a problem.
+	// Repo nil: the commit, gates and tables are not verifiable (a Note; a problem when Strict).
+	Repo   Repo
 	Strict bool
-	// RequireRunAnchor requires the JUnit file to anchor the run as a whole (its
-	// qualkit.run_sha256sums, scripts/junitfix -run): what a run must show to vouch for
-	// a bundle another run reuses.
+	// RequireRunAnchor requires qualkit.run_sha256sums (scripts/junitfix -run): what a run
+	// must show to vouch for a bundle another run reuses.
 	RequireRunAnchor bool
 }
 
@@ -56,8 +47,7 @@ func (c *checker) note(file, claim, why string) {
 	c.rep.Notes = append(c.rep.Notes, file+": "+claim+": "+why)
 }
 
-// checkCommit: the run's harness commit is a commit of the repository. It returns
-// whether the files and tables at it can be read.
+// checkCommit reports whether the files and tables at the run's commit can be read.
 func (c *checker) checkCommit() bool {
 	if c.info == nil {
 		return false
@@ -87,12 +77,11 @@ func (c *checker) checkCommit() bool {
 	return true
 }
 
-// repoFiles is what the rows read of the commit, once per check.
 type repoFiles struct {
 	commit string
 	paths  map[string]bool
 	tables []schema.TableRow
-	// tablesErr says why the tables could not be read, "" when they were.
+	// tablesErr is "" when the tables were read.
 	tablesErr string
 }
 
@@ -113,9 +102,8 @@ func (c *checker) loadRepo() *repoFiles {
 	return rf
 }
 
-// checkAtCommit holds one row to the commit: its gates and case files are the commit's,
-// and it is a row of the commit's tables. A file a dirty run changed may differ, when
-// the run's changes name it.
+// checkAtCommit: the row's gates and case files are the commit's (unless the run's
+// changes name them), and it is a row of the commit's tables.
 func (r *rowCheck) checkAtCommit(rf *repoFiles) {
 	short := prefix(rf.commit, 12)
 	if q := r.res.Quality; q != nil {
@@ -152,10 +140,8 @@ func (r *rowCheck) checkAtCommit(rf *repoFiles) {
 	r.checkTableRow(rf)
 }
 
-// judgeCaseAtCommit judges the correctness case's kept metrics again against the
-// family's gates file as committed at the run's commit (not the copy the case recorded,
-// nor its sha256): a passed stage holds only when they meet every gate. A dirty run that
-// changed the gates file is not held to the commit's.
+// judgeCaseAtCommit judges the case's kept metrics against the gates file at the commit
+// (not the copy the case recorded), unless the dirty run changed it.
 func (r *rowCheck) judgeCaseAtCommit(rf *repoFiles) {
 	rl, ok := r.rules()
 	corr := r.res.Correctness
@@ -180,9 +166,8 @@ func (r *rowCheck) judgeCaseAtCommit(rf *repoFiles) {
 		"every gate met (the file at commit "+short+"; stage correctness passed)", strings.Join(missed, "; "))
 }
 
-// checkHashAtCommit: a file of the tree a program hashed at run time (abs, its absolute
-// path then) is the commit's: the file at the commit has that sha256. A path that names
-// no file of the commit (a built binary, a bundle, another checkout's file) is not held.
+// checkHashAtCommit: a tree file hashed at run time (abs) has that sha256 at the commit;
+// a path of no commit file (a binary, a bundle) is not held.
 func (r *rowCheck) checkHashAtCommit(rf *repoFiles, file, claim, abs, sha string) {
 	rel := repoPath(rf.paths, abs)
 	if rel == "" {
@@ -197,9 +182,7 @@ func (r *rowCheck) checkHashAtCommit(rf *repoFiles, file, claim, abs, sha string
 	r.truth(want == sha || r.changedInRun(rel), file, claim, want+" ("+rel+" at commit "+prefix(rf.commit, 12)+")", sha)
 }
 
-// repoPath is the file of the tree an absolute path names: its longest tail of at least
-// two parts that is a path of the tree ("/work/main/families/x/conftest.py" ->
-// "families/x/conftest.py"); "" when none is.
+// repoPath: abs's longest tail of >= 2 parts that is a tree path, or "".
 func repoPath(paths map[string]bool, abs string) string {
 	parts := strings.Split(strings.TrimPrefix(path.Clean(abs), "/"), "/")
 	for i := 0; i+2 <= len(parts); i++ {
@@ -210,7 +193,6 @@ func repoPath(paths map[string]bool, abs string) string {
 	return ""
 }
 
-// hashedFile is an object of a correctness case's result that names a file and its sha256.
 type hashedFile struct{ at, path, sha string }
 
 // hashedFiles finds every {"path": ..., "sha256": ...} object in a decoded JSON document:
@@ -240,9 +222,8 @@ func hashedFiles(v any, at string) []hashedFile {
 	return out
 }
 
-// changedInRun says whether the run's provenance names rel among the tree's changes: a
-// dirty run's file may differ from the commit, when its changes say so. A list cut at
-// schema.MaxChanges cannot say a file is not in it.
+// changedInRun: a dirty run's provenance lists rel among the changes, or the list was cut at
+// schema.MaxChanges.
 func (r *rowCheck) changedInRun(rel string) bool {
 	p := r.res.Provenance
 	return p.Dirty && (len(p.Changes) >= schema.MaxChanges || changesName(p.Changes, rel))
@@ -264,10 +245,8 @@ func changesName(changes []string, rel string) bool {
 	return false
 }
 
-// checkTableRow: the row is a row of the commit's qual tables (the -qualkit.tables
-// export of that commit's code), and names its profile, backend, model, smoke and double
-// flags and request counts. A dirty run whose changes touch qual/ may run rows no commit
-// holds.
+// checkTableRow: the row, its flags and counts are in the commit's qual tables, unless
+// the dirty run touched qual/.
 func (r *rowCheck) checkTableRow(rf *repoFiles) {
 	short := prefix(rf.commit, 12)
 	if rf.tablesErr != "" {

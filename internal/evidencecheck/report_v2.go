@@ -10,21 +10,10 @@ import (
 	"qualkit/internal/schema"
 )
 
-// What results.json version 2 and run.json add for the reports' timing tables and
-// hardware (issue 39), each re-derived from a raw source: the p99 of both timing columns
-// and the first request from AIPerf's exports and the Task-time source, the host's CPU
-// model and memory from the verbatim /proc files the run folder keeps.
+// What results.json version 2 and run.json add (issue 39), each re-derived from a raw source.
 
-// checkSchema: results.json is of a version this checker knows.
-func (r *rowCheck) checkSchema() {
-	got := r.res.Schema
-	r.truth(got == schema.ResultSchema || got == schema.ResultSchemaV3 || got == schema.ResultSchemaV2 || got == schema.ResultSchemaV1, schema.ResultsFile, "schema",
-		schema.ResultSchema+" (or "+schema.ResultSchemaV3+", "+schema.ResultSchemaV2+" or "+schema.ResultSchemaV1+", written before it)", quote(got))
-}
-
-// checkResultV2 re-derives the p99 of both timing columns and the first request. A
-// version-2 file must state them wherever it states the timing columns; a version-1 file
-// never had them, and a value it states anyway is checked all the same.
+// checkResultV2 re-derives the p99s and the first request; version 1 never had them,
+// but a value it states is checked all the same.
 func (r *rowCheck) checkResultV2() {
 	res := r.res
 	v2 := res.Schema != schema.ResultSchemaV1
@@ -59,7 +48,7 @@ func (r *rowCheck) checkResultV2() {
 	}
 }
 
-// firstSent is the request AIPerf sent first, any phase: nil without a raw export.
+// firstSent: nil without a raw export.
 func (r *rowCheck) firstSent() *request {
 	var first *request
 	for _, q := range r.reqs {
@@ -70,8 +59,6 @@ func (r *rowCheck) firstSent() *request {
 	return first
 }
 
-// checkHost: run.json's cpu_model and mem_total_bytes are what the verbatim copies of
-// /proc/cpuinfo and /proc/meminfo in the run folder say; a claim without its copy fails.
 func (c *checker) checkHost() {
 	info := c.info
 	if info == nil {
@@ -97,7 +84,6 @@ func (c *checker) checkHost() {
 	}
 }
 
-// cpuModel is the first "model name" of a /proc/cpuinfo.
 func cpuModel(b []byte) string {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -108,7 +94,7 @@ func cpuModel(b []byte) string {
 	return ""
 }
 
-// memTotalBytes is a /proc/meminfo's MemTotal in bytes, as text ("" when none).
+// memTotalBytes: "" when none.
 func memTotalBytes(b []byte) string {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {

@@ -15,7 +15,6 @@ import (
 	"qualkit/internal/wire"
 )
 
-// rowCheck is one row folder under check, with what its raw files give.
 type rowCheck struct {
 	c    *checker
 	name string
@@ -30,36 +29,29 @@ type rowCheck struct {
 	aiperf aiperfFiles
 
 	reqs []*request // one per raw record, in file order
-	// tasks are the Task times by request id, from the row's declared source, and why
-	// each missing one is missing.
-	tasks   map[string]float64
-	taskWhy map[string]string
-	taskSrc string // where they came from, for messages
-	// batch is a batch native Task's report; batchWallS its process's wall
-	// (commands.jsonl).
-	batch      batchReport
-	batchWallS float64
-	// cmds are commands.jsonl's records; aiperfCmd and batchCmd the AIPerf command's and
-	// the batch native Task's, when present.
+	// tasks are by request id, from the declared source, with why each missing one is.
+	tasks               map[string]float64
+	taskWhy             map[string]string
+	taskSrc             string // where they came from, for messages
+	batch               batchReport
+	batchWallS          float64 // the batch process's wall (commands.jsonl)
 	cmds                []schema.CommandRecord
 	aiperfCmd, batchCmd *schema.CommandRecord
 	cmdsErr             error               // why commands.jsonl could not be read
 	pair                *derivedPairQuality // the quality pair's measures, re-derived from the PNGs
-	// The records file's request ids and Task times, when the row's source names it.
-	recordIDs   map[string]bool
-	recordTimes map[string]float64
-	recordsErr  string         // why it could not be read: "missing", or the parse error
-	records     []serverRecord // the records lines that parse, in order
-	recordDocs  []any          // the records lines before the first that is not JSON
-	recordsBad  error          // why that line is not JSON
-	corr        *schema.CaseCounts
-	corrOK      bool
-	corrIDs     []string // "<classname>.<name>" of the executed JUnit cases
-	files       []string // the row folder's files, relative to it
-	bundleSHA   string
+	recordIDs           map[string]bool
+	recordTimes         map[string]float64
+	recordsErr          string         // why it could not be read: "missing", or the parse error
+	records             []serverRecord // the records lines that parse, in order
+	recordDocs          []any          // the records lines before the first that is not JSON
+	recordsBad          error          // why that line is not JSON
+	corr                *schema.CaseCounts
+	corrOK              bool
+	corrIDs             []string // "<classname>.<name>" of the executed JUnit cases
+	files               []string // the row folder's files, relative to it
+	bundleSHA           string
 }
 
-// request is one request AIPerf sent, with everything the raw files say about it.
 type request struct {
 	index    int
 	id       string
@@ -69,7 +61,7 @@ type request struct {
 	sent     []byte // the reference image's exact bytes, from the payload
 	prompt   string
 	settings map[string]string
-	// latentSeed is the latent_seed the request had the server replay, nil when none.
+	// latentSeed is nil when the request had none.
 	latentSeed *int64
 	sentErr    error
 	resp       []byte // the PNG the HTTP response carried
@@ -106,8 +98,7 @@ type manifest struct {
 	} `json:"influence"`
 }
 
-// newRowCheck loads a row: it parses each of the row's files the checks read once,
-// reporting those that do not parse; files are the row folder's, relative to it.
+// newRowCheck parses each file the checks read once, reporting those that do not parse.
 func newRowCheck(c *checker, name string, files []string) *rowCheck {
 	slices.Sort(files)
 	r := &rowCheck{c: c, name: name, files: files}
@@ -155,8 +146,6 @@ func newRowCheck(c *checker, name string, files []string) *rowCheck {
 	return r
 }
 
-// loadCommands reads commands.jsonl (absent: no records), finding the AIPerf command and
-// the batch native Task's.
 func (r *rowCheck) loadCommands() {
 	if !r.exists(schema.CommandsFile) {
 		return
@@ -204,7 +193,6 @@ func (r *rowCheck) truth(ok bool, file, claim, evidence, got string) bool {
 	return r.c.truth(ok, r.rel(file), claim, evidence, got)
 }
 
-// stageStatus is the stage's status in results.json, "" when it lists none.
 func (r *rowCheck) stageStatus(stage string) string {
 	if r.res != nil {
 		for _, s := range r.res.Stages {
@@ -216,13 +204,11 @@ func (r *rowCheck) stageStatus(stage string) string {
 	return ""
 }
 
-// ran says the stage ran (passed or failed).
 func (r *rowCheck) ran(stage string) bool {
 	st := r.stageStatus(stage)
 	return st == schema.Pass || st == schema.Fail
 }
 
-// passed says whether results.json records stage as passed.
 func (r *rowCheck) passed(stage string) bool { return r.stageStatus(stage) == schema.Pass }
 
 func (r *rowCheck) expansion() expansion {
@@ -242,7 +228,6 @@ func (r *rowCheck) expansion() expansion {
 	return e
 }
 
-// loadRequests reads AIPerf's raw and per-request exports and the identity PNGs.
 func (r *rowCheck) loadRequests() {
 	if !r.exists(schema.RawExportFile) {
 		r.rawErr = os.ErrNotExist
@@ -296,8 +281,7 @@ func (r *rowCheck) loadRequests() {
 	r.loadTasks()
 }
 
-// loadTasks reads every request's Task time from the source results.json names, and,
-// where the row also names a records file, every records line's id and time.
+// loadTasks reads the Task times from results.json's source, and the records file's.
 func (r *rowCheck) loadTasks() {
 	r.tasks, r.taskWhy = map[string]float64{}, map[string]string{}
 	if r.res == nil || r.res.TaskSource == nil {
@@ -345,8 +329,7 @@ func (r *rowCheck) loadTasks() {
 	}
 }
 
-// loadRecords reads the server's records file: the request ids it holds and, with
-// ts.Records, the Task time of each.
+// loadRecords: the Task times only with ts.Records.
 func (r *rowCheck) loadRecords(ts schema.TimingSource) {
 	r.recordIDs, r.recordTimes = map[string]bool{}, map[string]float64{}
 	if !r.exists(schema.RecordsFile) {
@@ -379,7 +362,6 @@ func (r *rowCheck) phase(p string) []*request {
 	return out
 }
 
-// clientLatencies are the client latencies of a phase's requests, sorted.
 func (r *rowCheck) clientLatencies(phase string) []float64 {
 	var lat []float64
 	for _, q := range r.phase(phase) {
@@ -391,8 +373,7 @@ func (r *rowCheck) clientLatencies(phase string) []float64 {
 	return lat
 }
 
-// nearestRank is sorted[ceil(p*n/100)-1] for an integer percentile p: a value of the
-// sample itself, so a reader can find it in the raw records.
+// nearestRank is sorted[ceil(p*n/100)-1]: a value a reader finds in the raw records.
 func nearestRank(xs []float64, p int) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
@@ -403,8 +384,6 @@ func nearestRank(xs []float64, p int) float64 {
 	return s[min(max(rank, 1), len(s))-1]
 }
 
-// measuredTimes are the client latencies and Task times of the profiling requests, and
-// why they cannot be had.
 func (r *rowCheck) measuredTimes() (client, task []float64, problems []string) {
 	for _, q := range r.phase(phaseProfiling) {
 		if !q.client {
@@ -421,7 +400,6 @@ func (r *rowCheck) measuredTimes() (client, task []float64, problems []string) {
 	return client, task, problems
 }
 
-// imagesPerSecond is measured images / (last end - first start) over the profiling records.
 func (r *rowCheck) imagesPerSecond() float64 {
 	prof := r.phase(phaseProfiling)
 	if len(prof) == 0 {
@@ -438,7 +416,6 @@ func (r *rowCheck) imagesPerSecond() float64 {
 	return float64(len(prof)) / (float64(last-first) / 1e9)
 }
 
-// loadCorrectness counts the correctness case's JUnit testcases.
 func (r *rowCheck) loadCorrectness() {
 	b, ok := r.read(schema.CorrectnessJUnit)
 	if !ok {

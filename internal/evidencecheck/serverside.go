@@ -14,19 +14,13 @@ import (
 	"qualkit/internal/schema"
 )
 
-// The checks in this file hold AIPerf's account of the requests to the server's: its
-// records (one line per request it received, with the time it received it) and its log
-// (one line per request it answered, in the family's format: judge.ServerLog).
-// Two programs, two processes: a request moved, relabelled or removed in AIPerf's
-// exports, or an output replaced, leaves the server's account behind.
+// The checks in this file hold AIPerf's account of the requests to the server's records
+// and log (judge.ServerLog): two processes, so an edit of one leaves the other behind.
 
-// receiptSlack is how far outside AIPerf's span of a request the server's receipt time
-// may lie: both are the host's wall clock, read by two processes, and the records state
-// it to the microsecond (measured on every committed run: 0.36 ms after the request
-// started at the least, 1.2 ms before it ended).
+// receiptSlack: two processes read the wall clock; measured on every committed run the
+// receipt was 0.36 ms after start at least, 1.2 ms before end.
 const receiptSlack = time.Millisecond
 
-// influenceProbe is one influence request as the server saw it.
 type influenceProbe struct {
 	name, id, png, fixture string
 }
@@ -43,10 +37,8 @@ func (r *rowCheck) influenceProbes() map[string]influenceProbe {
 	return out
 }
 
-// checkServerRecords: every records line is a request of AIPerf's raw export, received
-// inside AIPerf's span of it, one of the controls probes, or one of the influence probes, with the images the
-// influence files and fixtures are; once the benchmark passed, every request AIPerf
-// sent, warmup too, has one.
+// checkServerRecords: every records line is an AIPerf request received inside its span,
+// a controls probe or an influence probe; once the benchmark passed, every request has one.
 func (r *rowCheck) checkServerRecords() {
 	if r.rawErr != nil || !r.exists(schema.RecordsFile) {
 		return
@@ -87,8 +79,7 @@ func (r *rowCheck) checkServerRecords() {
 	}
 }
 
-// recordTime is a records line's time: an RFC 3339 string, or seconds since the epoch;
-// ok is false when the line states none.
+// recordTime: ok is false when the line states no time.
 func recordTime(raw json.RawMessage) (t time.Time, ok bool, err error) {
 	if emptyJSON(raw) {
 		return time.Time{}, false, nil
@@ -106,8 +97,6 @@ func recordTime(raw json.RawMessage) (t time.Time, ok bool, err error) {
 	return time.Unix(int64(whole), int64((secs-whole)*1e9)), true, nil
 }
 
-// checkReceipt: the server received (or answered) the request while AIPerf had it in
-// flight.
 func (r *rowCheck) checkReceipt(q *request, rec serverRecord) {
 	at, ok, err := recordTime(rec.Time)
 	if !ok || q.rec.Failed() {
@@ -127,8 +116,7 @@ func (r *rowCheck) checkReceipt(q *request, rec serverRecord) {
 		strings.Trim(string(rec.Time), `"`))
 }
 
-// checkInfluenceRecord: the server's record of an influence probe names the fixture the
-// harness sent and the PNG the row keeps of its answer.
+// checkInfluenceRecord: the record names the fixture sent and the PNG kept.
 func (r *rowCheck) checkInfluenceRecord(p influenceProbe, rec serverRecord) {
 	at := "request " + p.id + " "
 	if b, ok := r.read(p.png); ok && rec.Output != "" {
@@ -154,17 +142,14 @@ func (r *rowCheck) checkInfluenceRecord(p influenceProbe, rec serverRecord) {
 	}
 }
 
-// serverLogLine is one request line of the server's log.
 type serverLogLine struct {
 	n          int // line number
 	id, status string
 	taskMs     string // "" when the line states none
 }
 
-// checkServerLog: the server's log has one line per request its records hold, with the
-// same status (and Task time, where the line states one, at its precision), and no
-// request the records lack. The log is whole once the server's last use ended (stage
-// controls passed); a family whose server writes no such lines is not held.
+// checkServerLog: the log has one line per record with the same status and Task time
+// (at its precision), whole once controls passed; a family without such lines is not held.
 func (r *rowCheck) checkServerLog() {
 	rl, ok := r.rules()
 	if !ok || rl.ServerLog == nil || !r.serverDone() || !r.exists(schema.RecordsFile) {
@@ -229,13 +214,11 @@ func halfULP(printed string) float64 {
 	return 0.5 * math.Pow(10, -float64(len(frac)))
 }
 
-// ruleRow is what the family's rules are asked about the row.
 func (r *rowCheck) ruleRow() judge.Row {
 	return judge.Row{Layout: r.layout(), Profile: r.res.Checkpoint.Profile, Protocol: r.proto.Name()}
 }
 
-// taskTimeRule is where the row's family reports the Task time; zero when it registered
-// no rules (checkRules fails the row).
+// taskTimeRule: zero when the family registered no rules (checkRules fails the row).
 func (r *rowCheck) taskTimeRule() judge.TaskTime {
 	rl, ok := r.rules()
 	if !ok {
@@ -244,8 +227,7 @@ func (r *rowCheck) taskTimeRule() judge.TaskTime {
 	return rl.TaskTime(r.ruleRow())
 }
 
-// serverDone says whether the server's last use passed: controls, or influence in a
-// results.json written before the controls stage.
+// serverDone: controls passed, or influence in a results.json from before controls.
 func (r *rowCheck) serverDone() bool {
 	if !schema.HasControls(r.res.Schema) {
 		return r.passed(schema.StageInfluence)

@@ -11,20 +11,15 @@ import (
 	"qualkit/internal/merged"
 )
 
-// Signed is what the signature check found, one entry per signed folder: the run, or
-// in a merged run each shard (and the merged folder itself when it was signed).
+// Signed is one signed folder: the run, or in a merged run each shard (and itself).
 type Signed struct {
 	Dir    string // relative to the checked folder; "." is the folder itself
 	Result attest.Result
 }
 
-// VerifySignatures checks the attestation (attest.File) of the run folder, or of every
-// shard of a merged run, with the PEM public key pub; junit is the run's JUnit file
-// ("" when not given; a merged run knows its shards'). With pub given, every folder
-// must carry a signature that verifies with it: an unsigned one (or one whose
-// attestation was stripped), or one signed by another key, is a problem. With pub nil
-// it only records whether each folder is signed, unless strict: then an unsigned or
-// unverified folder is a problem (`make check-evidence STRICT=1`).
+// VerifySignatures checks the attestation (attest.File) of the run, or of each shard.
+// With pub every folder must carry a signature it verifies; with pub nil it only
+// records which are signed, unless strict (`make check-evidence STRICT=1`).
 func (r *Report) VerifySignatures(ctx context.Context, pub []byte, junit string, strict bool) {
 	type target struct{ dir, junit string }
 	targets := []target{{".", junit}}
@@ -55,8 +50,7 @@ func (r *Report) VerifySignatures(ctx context.Context, pub []byte, junit string,
 		switch {
 		case res.Verified:
 		case pub != nil && !res.Signed:
-			// A key given is a signature required: an unsigned folder, or one whose
-			// attestation was removed after an edit, is no run that key vouches for.
+			// A key given is a signature required.
 			r.Problems = append(r.Problems, Problem{File: file, Claim: "signature", Evidence: "a signed attestation that verifies with the given public key (-pubkey: a key given means a signature is required)", Got: "missing (unsigned)"})
 		case !strict:
 		case !res.Signed:
@@ -67,7 +61,6 @@ func (r *Report) VerifySignatures(ctx context.Context, pub []byte, junit string,
 	}
 }
 
-// SignatureSummary is one line per signed folder, for the command's output.
 func (r *Report) SignatureSummary() []string {
 	var out []string
 	for _, s := range r.Signatures {

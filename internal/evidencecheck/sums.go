@@ -18,10 +18,8 @@ import (
 
 var sumLine = regexp.MustCompile(`^([0-9a-f]{64}) [ *](.+)$`)
 
-// checkSums requires the run's SHA256SUMS to list every other file of the run folder,
-// and each row's SHA256SUMS every other file of its row folder, exactly once, each with
-// its sha256. A row's list is final when the row reports: its sha256 is the anchor the
-// JUnit file carries (qualkit.sha256sums), outside the folder.
+// checkSums: each SHA256SUMS lists every other file of its folder once, with its sha256.
+// A row's list is anchored in the JUnit file (qualkit.sha256sums).
 func (c *checker) checkSums(files map[string]bool) {
 	c.checkSumList("", files)
 	for f := range files {
@@ -31,8 +29,7 @@ func (c *checker) checkSums(files map[string]bool) {
 	}
 }
 
-// checkSumList checks the list at scope+SHA256SUMS against the files under scope ("" is
-// the whole run folder; "<row>/" one row). Paths in a list are relative to its folder.
+// checkSumList: scope "" is the run folder, "<row>/" one row.
 func (c *checker) checkSumList(scope string, files map[string]bool) {
 	list := scope + schema.ChecksumFile
 	raw, ok := c.read(list)

@@ -7,14 +7,10 @@ import (
 	"qualkit/internal/schema"
 )
 
-// The Task time is the one column no client can measure: the server states it, in the
-// response body or its records file, as its family's code says (judge.TaskTime).
-// A row may not name another source, and where both carry it, both must agree, whichever
-// the row names: a body rewritten while the records keep the true time, or the reverse,
-// is caught even when results.json names one source alone.
+// The Task time is the one column no client can measure (judge.TaskTime); where both the
+// body and the records carry it they must agree, whichever results.json names.
 
-// checkTaskTimeSource: results.json's task_time_source is one of the family's, and is
-// named once the benchmark passed.
+// checkTaskTimeSource: task_time_source is the family's, named once the benchmark passed.
 func (r *rowCheck) checkTaskTimeSource() {
 	rl, ok := r.rules()
 	if !ok {
@@ -34,9 +30,6 @@ func (r *rowCheck) checkTaskTimeSource() {
 	r.truth(allowed, schema.ResultsFile, "task_time_source", "one the "+r.res.Checkpoint.Backend+" family's code gives a row: "+strings.Join(names, " or "), sourceText(ts))
 }
 
-// checkTaskTimeSources: where the family's server states the Task time in the response
-// body and in its records line both, the two agree for every request (the measured ones
-// checkRecords compares when the row names both).
 func (r *rowCheck) checkTaskTimeSources() {
 	rl, ok := r.rules()
 	if !ok || r.rawErr != nil || !r.exists(schema.RecordsFile) {
@@ -76,7 +69,6 @@ func (r *rowCheck) checkTaskTimeSources() {
 	}
 }
 
-// sourceText spells a task_time_source with every field.
 func sourceText(ts *schema.TimingSource) string {
 	if ts == nil {
 		return "none"

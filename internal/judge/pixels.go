@@ -13,9 +13,7 @@ import (
 	"qualkit/internal/schema"
 )
 
-// The content gates' thresholds (docs/gates.md "Gates and their thresholds", where the
-// measurements behind each number are), for the harness at stage time and the checker
-// alike.
+// The content gates' thresholds (docs/gates.md "Gates and their thresholds").
 const (
 	// ChangeLevels: an output pixel counts as changed when one of its channels is more
 	// than this many 8-bit levels away from the input resized to the output's size
@@ -33,8 +31,7 @@ const (
 	MinInfluenceMeanLevels = 0.08
 )
 
-// ChangedFraction is the fraction of out's pixels that differ by more than ChangeLevels
-// in some colour channel from in resized (bilinear) to out's size.
+// ChangedFraction is the fraction of out's pixels more than ChangeLevels from in resized.
 func ChangedFraction(in, out image.Image) float64 {
 	o := ToNRGBA(out)
 	w, h := o.Rect.Dx(), o.Rect.Dy()
@@ -57,8 +54,7 @@ func ChangedFraction(in, out image.Image) float64 {
 
 var pngSignature = []byte("\x89PNG\r\n\x1a\n")
 
-// DecodePNG decodes bytes that must be a PNG (not merely any image format), at its own
-// depth.
+// DecodePNG decodes a PNG (no other format) at its own depth.
 func DecodePNG(b []byte) (image.Image, error) {
 	if !bytes.HasPrefix(b, pngSignature) {
 		kind := "unknown bytes"
@@ -155,7 +151,6 @@ func deep(img image.Image) bool {
 	return false
 }
 
-// IsConstant reports whether every pixel of img has the same colour.
 func IsConstant(img image.Image) bool {
 	p := ToNRGBA(img)
 	w, h := p.Rect.Dx(), p.Rect.Dy()
@@ -210,7 +205,6 @@ func opaqueToNRGBA(m *image.RGBA) (out *image.NRGBA, ok bool) {
 	return out, true
 }
 
-// ImageSize returns the "WxH" of an image.
 func ImageSize(img image.Image) string {
 	return fmt.Sprintf("%dx%d", img.Bounds().Dx(), img.Bounds().Dy())
 }

@@ -21,31 +21,20 @@ import (
 // Rules are one backend's.
 type Rules struct {
 	Backend string
-	// PairReference is where the family's correctness case writes the reference image
-	// of the quality pair, under correctness/artifacts/, for the bundle's layout (its
-	// build setting "layout", "" when it has none) and the row's profile: the pair is
-	// judged against that file and no other. "" when the layout has no known rule.
+	// PairReference is where the case writes the quality pair's reference under
+	// correctness/artifacts/, for the bundle's layout and the row's profile; "" when unknown.
 	PairReference func(layout, profile string) string
-	// PairMetric is the pair formula (quality.Metric*) the family's thresholds were
-	// set for, for the bundle's layout; "" is qualkit's own (windowed SSIM).
+	// PairMetric is the formula the thresholds were set for; "" is windowed SSIM.
 	PairMetric func(layout string) string
-	// TaskTime is where the family's server reports each request's Task time, for the
-	// row: results.json task_time_source must be one of its Sources.
-	TaskTime func(Row) TaskTime
-	// ServerLog matches the line the family's server writes to its log
-	// (serve/server.log) for each edit request it answered, with the named groups id
-	// (the request id) and status (the HTTP status), and task_ms where the line states
-	// the Task time. nil: the server writes no per-request line the checker can join on.
+	TaskTime   func(Row) TaskTime
+	// ServerLog matches serve/server.log's line per answered edit request, with groups id,
+	// status and (optionally) task_ms. nil: no such line.
 	ServerLog *regexp.Regexp
-	// NativeBatchLog matches the line the family's batch native Task writes to its log
-	// (identity/native-batch.log) for each replay, with the named groups n (its place),
-	// total (the batch's size), id (the request id) and sha (a prefix of the PNG's
-	// sha256). nil: the family has no batch mode.
+	// NativeBatchLog matches identity/native-batch.log's line per replay, with groups n,
+	// total, id and sha (a sha256 prefix). nil: no batch mode.
 	NativeBatchLog *regexp.Regexp
-	// CaseGates is the repository path of the gates file the family's correctness case
-	// judges its metrics against; "" when the gates live in another checkout. The checker
-	// reads that file at the run's commit and judges the case's kept result
-	// (correctness/results_file) again with JudgeCase.
+	// CaseGates is the repo path of the case's gates file ("" when in another checkout),
+	// read at the run's commit to judge the kept result again with JudgeCase.
 	CaseGates string
 	// JudgeCase lists every gate of gates the case's kept result misses ("" none).
 	JudgeCase func(result, gates []byte) ([]string, error)
@@ -60,19 +49,15 @@ type Row struct {
 
 // TaskTime is where a family's server reports the Task time.
 type TaskTime struct {
-	// Sources are the task_time_source values the family's code gives a row (one is
-	// picked, by the row's configuration): a row that names another fails.
+	// Sources are the task_time_source values the family may give a row.
 	Sources []schema.TimingSource
-	// Body is the response body field that carries the Task time, Records the records
-	// field (joined on RecordID) that carries it; "" where that source never does.
-	// Where both do, the checker compares them for every request, whichever the row's
-	// task_time_source names.
+	// Body and Records (joined on RecordID) are the fields carrying it, "" where never;
+	// where both do, the checker compares them for every request.
 	Body, Records, RecordID string
 }
 
-// Validate says what a checker could not use of r: the pair's, the Task time's and
-// JudgeCase are required (JudgeCase with CaseGates), and the log patterns need the
-// groups the checker joins on.
+// Validate: the pair's, the Task time's and JudgeCase are required (JudgeCase with
+// CaseGates), and the log patterns need the groups the checker joins on.
 func (r Rules) Validate() error {
 	if r.Backend == "" || r.PairReference == nil || r.PairMetric == nil || r.TaskTime == nil || (r.CaseGates == "") != (r.JudgeCase == nil) {
 		return fmt.Errorf("backend %q: Backend, PairReference, PairMetric and TaskTime are required, JudgeCase with CaseGates", r.Backend)
@@ -92,7 +77,6 @@ func (r Rules) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Find is backend's rules in list.
 func Find(list []Rules, backend string) (Rules, bool) {
 	for _, r := range list {
 		if r.Backend == backend {
