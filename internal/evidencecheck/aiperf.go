@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"strconv"
-	"strings"
 
 	"qualkit/internal/schema"
 )
@@ -116,32 +114,4 @@ func (r *rowCheck) loadAIPerf() {
 			a.phases, a.phasesRead = pm.Phases, true
 		}
 	}
-}
-
-func valueAt(doc any, dotted string) (any, error) {
-	cur := doc
-	for _, key := range strings.Split(dotted, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s: %q is not inside an object", dotted, key)
-		}
-		if cur, ok = m[key]; !ok {
-			return nil, fmt.Errorf("%s is absent", dotted)
-		}
-	}
-	return cur, nil
-}
-
-func numberAt(doc any, dotted string) (float64, error) {
-	v, err := valueAt(doc, dotted)
-	if err != nil {
-		return 0, err
-	}
-	switch x := v.(type) {
-	case float64:
-		return x, nil
-	case string:
-		return strconv.ParseFloat(x, 64)
-	}
-	return 0, fmt.Errorf("%s is %T, not a number", dotted, v)
 }

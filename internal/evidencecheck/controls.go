@@ -49,7 +49,7 @@ func (r *rowCheck) checkControls() {
 			continue
 		}
 		if controls.ByStepTime(got.Declared, *p) {
-			v, err := numberAt(recordDoc(records, p.RequestID), got.Declared.StepTime)
+			v, err := schema.NumberAt(recordDoc(records, p.RequestID), got.Declared.StepTime)
 			if err != nil {
 				r.fail(schema.RecordsFile, "request "+p.RequestID+" "+got.Declared.StepTime, "the time the steps are measured by", err.Error())
 			}

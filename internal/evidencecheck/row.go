@@ -320,7 +320,7 @@ func (r *rowCheck) loadTasks() {
 			r.taskWhy[q.id] = "the response body is not JSON"
 			continue
 		}
-		v, err := numberAt(doc, ts.Body)
+		v, err := schema.NumberAt(doc, ts.Body)
 		if err != nil {
 			r.taskWhy[q.id] = err.Error()
 			continue
@@ -337,12 +337,12 @@ func (r *rowCheck) loadRecords(ts schema.TimingSource) {
 		return
 	}
 	for _, doc := range r.recordDocs {
-		id, err := valueAt(doc, ts.RecordID)
+		id, err := schema.ValueAt(doc, ts.RecordID)
 		if err != nil {
 			continue
 		}
 		r.recordIDs[fmt.Sprint(id)] = true
-		if v, err := numberAt(doc, ts.Records); err == nil && ts.Records != "" {
+		if v, err := schema.NumberAt(doc, ts.Records); err == nil && ts.Records != "" {
 			r.recordTimes[fmt.Sprint(id)] = v
 		}
 	}

@@ -193,7 +193,7 @@ func (r *rowCheck) checkServerLog() {
 			r.same(schema.ServerLog, at+" status", strconv.Itoa(status), got[0].status, schema.RecordsFile)
 		}
 		if got[0].taskMs != "" && tt.Records != "" {
-			if v, err := numberAt(rec.doc, tt.Records); err == nil {
+			if v, err := schema.NumberAt(rec.doc, tt.Records); err == nil {
 				logged, _ := strconv.ParseFloat(got[0].taskMs, 64)
 				r.truth(math.Abs(logged-v) <= halfULP(got[0].taskMs)+1e-9, schema.ServerLog, at+" Task time",
 					fmtNum(v)+" ms ("+schema.RecordsFile+" "+tt.Records+", at the log's precision)", got[0].taskMs+" ms")

@@ -43,11 +43,11 @@ func (r *rowCheck) checkTaskTimeSources() {
 	compared := ts != nil && ts.Body == tt.Body && ts.Records == tt.Records && ts.RecordID == tt.RecordID
 	recorded := map[string]float64{}
 	for _, rec := range r.records {
-		id, err := valueAt(rec.doc, tt.RecordID)
+		id, err := schema.ValueAt(rec.doc, tt.RecordID)
 		if err != nil {
 			continue
 		}
-		if v, err := numberAt(rec.doc, tt.Records); err == nil {
+		if v, err := schema.NumberAt(rec.doc, tt.Records); err == nil {
 			recorded[stringOf(id)] = v
 		}
 	}
@@ -60,7 +60,7 @@ func (r *rowCheck) checkTaskTimeSources() {
 		if !okR || q.rec.Failed() || json.Unmarshal(q.rec.Body(), &doc) != nil {
 			continue
 		}
-		body, err := numberAt(doc, tt.Body)
+		body, err := schema.NumberAt(doc, tt.Body)
 		if err != nil {
 			continue
 		}

@@ -114,7 +114,7 @@ func (r *row) probeControls(ctx context.Context, fx *fixtures.Workload, srv serv
 		case p.Status != http.StatusOK || ts.Body != "":
 			continue
 		}
-		if p.TaskMS, err = numberAt(records[p.RequestID], path); err != nil {
+		if p.TaskMS, err = schema.NumberAt(records[p.RequestID], path); err != nil {
 			return nil, bodies, fmt.Errorf("controls probe %s: %s in the server's records: %w", p.Name, path, err)
 		}
 	}
@@ -191,7 +191,7 @@ func (r *row) recordLines() (map[string]any, error) {
 		return out, nil
 	}
 	err := eachRecord(r.ev.Path(schema.RecordsFile), func(doc any) {
-		if id, err := valueAt(doc, ts.RecordID); err == nil {
+		if id, err := schema.ValueAt(doc, ts.RecordID); err == nil {
 			out[fmt.Sprint(id)] = doc
 		}
 	})

@@ -130,8 +130,8 @@ func (r *row) gatherLatents(pair *family.QualityPair, caseScratch, id string) pa
 	}
 	ts := r.spec.Timing
 	l.RecordsErr = eachRecord(r.ev.Path(schema.RecordsFile), func(doc any) {
-		if rid, err := valueAt(doc, ts.RecordID); err == nil && fmt.Sprint(rid) == id {
-			if v, err := valueAt(doc, pair.ServedLatents); err == nil {
+		if rid, err := schema.ValueAt(doc, ts.RecordID); err == nil && fmt.Sprint(rid) == id {
+			if v, err := schema.ValueAt(doc, pair.ServedLatents); err == nil {
 				l.Served = fmt.Sprint(v)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // The AIPerf export's record formats, read by the harness and the evidence checker
@@ -119,4 +120,38 @@ func ReadJSONL(path string, each func(line []byte) error) error {
 			return err
 		}
 	}
+}
+
+// ValueAt is the value at a dotted path of a decoded JSON document.
+func ValueAt(doc any, path string) (any, error) {
+	cur := doc
+	for _, key := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("field %q: %q is not inside an object", path, key)
+		}
+		if cur, ok = m[key]; !ok {
+			return nil, fmt.Errorf("field %q is absent", path)
+		}
+	}
+	return cur, nil
+}
+
+// NumberAt is the number (or numeric string) at a dotted path of a decoded JSON document.
+func NumberAt(doc any, path string) (float64, error) {
+	v, err := ValueAt(doc, path)
+	if err != nil {
+		return 0, err
+	}
+	switch x := v.(type) {
+	case float64:
+		return x, nil
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		if err != nil {
+			return 0, fmt.Errorf("field %q = %q is not a number", path, x)
+		}
+		return f, nil
+	}
+	return 0, fmt.Errorf("field %q is %T, not a number", path, v)
 }
