@@ -33,7 +33,7 @@ import (
 // under <scratch>/<request id>/ (File). Nothing of TRTMC's server is imitated here: a
 // request the recording has not is answered 500, naming its digest and RecordCommand.
 
-// RecordingDir is where the recording is kept, relative to this package.
+// RecordingDir is relative to this package.
 const RecordingDir = "testdata/perfserve"
 
 // RecordCommand re-records the exchanges (it needs TRTMC's perf-serve snapshot).
@@ -106,8 +106,7 @@ func RequestDigest(method, urlPath string, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// ServeArgs splits serve's arguments into the recorded shape (path and port values as
-// Placeholders) and the values it stands for, by placeholder.
+// ServeArgs splits serve's arguments into the recorded shape and the values by placeholder.
 func ServeArgs(args []string) (shape []string, values map[string]string) {
 	values = map[string]string{}
 	for i := 0; i < len(args); i++ {
@@ -155,7 +154,7 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// LoadRecording reads a recording (recording.json and blobs/) from fsys.
+// LoadRecording reads a recording from fsys.
 func LoadRecording(fsys fs.FS) (Recording, error) {
 	var rec Recording
 	b, err := fs.ReadFile(fsys, "recording.json")
@@ -165,7 +164,6 @@ func LoadRecording(fsys fs.FS) (Recording, error) {
 	return rec, json.Unmarshal(b, &rec)
 }
 
-// replayer serves one Recording.
 type replayer struct {
 	p       *proc
 	rec     Recording
@@ -185,7 +183,6 @@ func replayMain(p *proc) int {
 	return replay(p, blobs)
 }
 
-// replay serves the recording in blobs (recording.json, blobs/).
 func replay(p *proc, blobs fs.FS) int {
 	fail := func(code int, format string, a ...any) int {
 		return p.fail(code, "trtmc-perf-serve (qualkit contract double, replay): "+format, a...)
@@ -230,7 +227,6 @@ func replay(p *proc, blobs fs.FS) int {
 	return serveUntilDone(p, ln, r, "trtmc-perf-serve", "trtmc-perf-serve: ")
 }
 
-// appendTo opens path to append to, made with its folder if it is not there.
 func appendTo(path string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
@@ -246,7 +242,6 @@ func hostOf(args []string) string {
 	return "127.0.0.1"
 }
 
-// filled is s with the placeholders of this run and request filled in.
 func (r *replayer) filled(s, id string) string {
 	kv := []string{"{{request_id}}", id, "{{time}}", strconv.FormatFloat(float64(time.Now().UnixNano())/1e9, 'f', -1, 64)}
 	for ph, v := range r.fill {

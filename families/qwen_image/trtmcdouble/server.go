@@ -110,8 +110,7 @@ type serverConfig struct {
 
 var errHelp = errors.New("help")
 
-// parseServer parses the command line as argparse would; validate then makes cli.py's
-// checks in its order.
+// parseServer parses the command line as argparse would.
 func parseServer(args []string) (serverConfig, error) {
 	a, err := serverParser.parse(args)
 	var mv *missingValueError
@@ -231,7 +230,6 @@ func nativeServerMain(p *proc) int {
 	return p.fail(exitFail, "trtmc-server: exec %s: %v", python, err)
 }
 
-// lookPath finds a program on the given PATH.
 func lookPath(name, path string) (string, error) {
 	for _, dir := range filepath.SplitList(path) {
 		if f := filepath.Join(dir, name); isExecutable(f) {
@@ -246,8 +244,7 @@ func isExecutable(path string) bool {
 	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
-// serverMain plays trtmc-server's control plane (`python3 -m trtmc_server ARGS`) until
-// SIGTERM or SIGINT.
+// serverMain plays trtmc-server's control plane (`python3 -m trtmc_server ARGS`).
 func serverMain(p *proc, args []string) int {
 	cfg, err := parseServer(args)
 	if errors.Is(err, errHelp) {
@@ -274,9 +271,8 @@ func serverMain(p *proc, args []string) int {
 	return serveUntilDone(p, ln, s.handler(), "trtmc-server", "trtmc-server: error: ")
 }
 
-// serveUntilDone serves h on ln until the program's context ends (SIGTERM, SIGINT), then
-// shuts down gracefully within shutdownGrace. name is the program's; errPrefix begins its
-// error lines as the program's own do.
+// serveUntilDone serves h on ln until the program's context ends, then shuts down within
+// shutdownGrace; errPrefix begins its error lines as the program's own do.
 func serveUntilDone(p *proc, ln net.Listener, h http.Handler, name, errPrefix string) int {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 1)
@@ -295,7 +291,6 @@ func serveUntilDone(p *proc, ln net.Listener, h http.Handler, name, errPrefix st
 	return exitOK
 }
 
-// server is the serving double's state.
 type server struct {
 	cfg        serverConfig
 	model      string
@@ -306,7 +301,6 @@ type server struct {
 	beforeEdit func() // test hook, run while the request holds the server
 }
 
-// newServer checks the bundle and the runtime, and opens the records file.
 func newServer(p *proc, cfg serverConfig, loadDelay time.Duration) (*server, error) {
 	h, err := ReadBundle(p.abs(cfg.bundle))
 	if err != nil {
