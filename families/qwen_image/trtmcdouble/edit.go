@@ -82,10 +82,8 @@ func (s Settings) validate() error {
 }
 
 // Edit is the double's image edit: a pure, deterministic function of the reference image
-// (PNG or JPEG bytes), the prompt and the settings, returning a PNG of exactly
-// Width x Height. It resizes the reference (bilinear) and applies a per-pixel colour
-// transform (channel rotation, per-channel gamma and inversion, a gentle stripe pattern)
-// whose parameters come from sha256 of the prompt and settings. It is no diffusion model.
+// (PNG or JPEG), the prompt and the settings, returning a Width x Height PNG: a colour
+// transform keyed by sha256 of the prompt and settings. It is no diffusion model.
 func Edit(src []byte, prompt string, s Settings) ([]byte, error) {
 	img, err := decodeImage(src)
 	if err != nil {
@@ -98,13 +96,11 @@ func Edit(src []byte, prompt string, s Settings) ([]byte, error) {
 	return encodePNG(out)
 }
 
-// decodeImage decodes PNG or JPEG bytes, and nothing else.
 func decodeImage(b []byte) (image.Image, error) {
 	img, format, err := image.Decode(bytes.NewReader(b))
 	return img, pngOrJPEG(format, err)
 }
 
-// imageSize reads the pixel size of PNG or JPEG bytes.
 func imageSize(b []byte) (w, h int, err error) {
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
 	return cfg.Width, cfg.Height, pngOrJPEG(format, err)
@@ -121,14 +117,13 @@ func pngOrJPEG(format string, err error) error {
 	return nil
 }
 
-// resize scales img to w x h with bilinear interpolation.
+// resize scales img to w x h, bilinear.
 func resize(img image.Image, w, h int) *image.NRGBA {
 	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
 	draw.BiLinear.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
 	return dst
 }
 
-// toNRGBA copies img into an NRGBA image of the same size, pixel for pixel.
 func toNRGBA(img image.Image) *image.NRGBA {
 	b := img.Bounds()
 	dst := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
@@ -158,12 +153,10 @@ func editImage(img image.Image, prompt string, s Settings) (*image.NRGBA, error)
 	return out, nil
 }
 
-// denoise is the double's sampler loop, the work a diffusion model does once per step:
-// the image starts as noise and moves toward target in steps shares, one pass over
-// every value and its neighbours per step, so the Task time grows with the steps asked as the model's does
-// (the controls stage measures it at N and 2N steps). The shares are integers and the
-// last is the whole remainder, with no smoothing, so the loop ends exactly on target: the pixels are the
-// look's, whatever the step count.
+// denoise is the double's sampler loop: the image moves from noise toward target in
+// steps shares, one pass per step, so the Task time grows with the steps as the model's
+// does (the controls stage measures it at N and 2N steps). The last share is the whole
+// remainder, unsmoothed, so the pixels end exactly on target whatever the step count.
 func denoise(target []uint8, stride, steps int, noise [32]byte) {
 	x := make([]int32, len(target))
 	r := binary.LittleEndian.Uint64(noise[:8]) | 1
@@ -190,7 +183,6 @@ func denoise(target []uint8, stride, steps int, noise [32]byte) {
 	}
 }
 
-// look is the colour transform one prompt and settings select.
 type look struct {
 	perm   [3]int        // output channel c takes input channel perm[c]
 	lut    [3][256]uint8 // gamma, then inversion, per output channel
@@ -270,7 +262,7 @@ func editCPU(img image.Image, prompt string, s Settings) (*image.NRGBA, time.Dur
 	return out, threadCPU() - start, err
 }
 
-// threadCPU is the calling OS thread's user and system time (Linux's RUSAGE_THREAD).
+// threadCPU is the calling OS thread's user and system time.
 func threadCPU() time.Duration {
 	const rusageThread = 1
 	var ru syscall.Rusage

@@ -115,7 +115,6 @@ func inspectMain(p *proc, args []string) int {
 	return exitOK
 }
 
-// loadBundle reads a bundle, printing TRTMC's error on an invalid one.
 func (p *proc) loadBundle(path string) (BundleHeader, int) {
 	h, err := ReadBundle(p.abs(path))
 	if err != nil {
@@ -146,7 +145,6 @@ func parseCLI(p *proc, op optParser, args []string, required ...string) (parsedA
 	return a, exitOK
 }
 
-// cliSettings reads the edit settings from CLI flags over the bundle's defaults.
 func cliSettings(a parsedArgs, h BundleHeader, stepsFlag string) (Settings, error) {
 	s := DefaultSettings(h)
 	var err error
@@ -180,7 +178,6 @@ func cliSettings(a parsedArgs, h BundleHeader, stepsFlag string) (Settings, erro
 	return s, nil
 }
 
-// cliEdit runs the edit for a CLI command and writes the PNG; it returns the settings.
 func cliEdit(p *proc, a parsedArgs, h BundleHeader, stepsFlag string) (Settings, error) {
 	out := a.get("--output")
 	if !strings.HasSuffix(strings.ToLower(out), ".png") {

@@ -94,7 +94,7 @@ type workerReady struct {
 	Double               bool   `json:"qualkit_contract_double"`
 }
 
-// worker is a serving worker: its session; nothing of a request survives it.
+// worker is a serving worker; nothing of a request survives it.
 type worker struct {
 	p           *proc
 	session     workerSession
@@ -136,13 +136,11 @@ func workerMain(p *proc) int {
 	return w.serve()
 }
 
-// emit writes one JSON line to stdout.
 func (p *proc) emit(v any) {
 	b, _ := json.Marshal(v)
 	fmt.Fprintln(p.stdout, string(b))
 }
 
-// newWorker reads and checks the session file.
 func newWorker(p *proc, path string) (*worker, error) {
 	b, err := os.ReadFile(p.abs(path))
 	if err != nil {
