@@ -33,8 +33,7 @@ func newOptParser(equals bool, opts ...opt) optParser {
 	return op
 }
 
-// parsedArgs is a parsed command line: option values by canonical name (a flag without
-// a value records ""), positional arguments, and the options not declared, in order.
+// parsedArgs holds option values by canonical name (a flag without a value records "").
 type parsedArgs struct {
 	vals    map[string][]string
 	pos     []string
@@ -92,7 +91,7 @@ func (op optParser) parse(args []string) (parsedArgs, error) {
 	return a, nil
 }
 
-// intArg parses an integer option; empty means absent and gives def.
+// intArg parses an integer option; empty gives def.
 func intArg(flag, s string, def int) (int, error) {
 	if s == "" {
 		return def, nil
@@ -104,7 +103,7 @@ func intArg(flag, s string, def int) (int, error) {
 	return n, nil
 }
 
-// floatArg parses a number option; empty means absent and gives def.
+// floatArg parses a number option; empty gives def.
 func floatArg(flag, s string, def float64) (float64, error) {
 	if s == "" {
 		return def, nil

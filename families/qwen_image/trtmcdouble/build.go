@@ -37,7 +37,6 @@ var buildParser = newOptParser(true,
 
 const buildUsage = "usage: trtmc build [-h] -o OUTPUT [--model-revision R] [--max-cache-length N] [--image-height N] [--image-width N] [--video-height N] [--video-width N] [--video-num-frames N] [--num-inference-steps N] [--max-batch-size N] [--precision {fp32,fp16,bf16}] [--method {auto,trt}] [--build-timing-json PATH] [--trust-remote-code] [--tp-size N] [--cp-size N] model"
 
-// buildRequest is a parsed build command line.
 type buildRequest struct {
 	model, out, timing string
 	spec               BundleSpec
@@ -219,7 +218,6 @@ func buildRequestMain(p *proc, path string) int {
 		return p.fail(exitFail, "build: Qwen-Image Edit requires image_height and image_width for the condition image")
 	}
 	spec := BundleSpec{Precision: r.Precision, MaxCacheLength: 256, ImageWidth: DefaultSize, ImageHeight: DefaultSize}
-	// A Hugging Face snapshot folder is named by its revision.
 	if dir := filepath.Clean(p.abs(r.ModelDir)); filepath.Base(filepath.Dir(dir)) == "snapshots" {
 		spec.Revision = filepath.Base(dir)
 	}

@@ -61,7 +61,6 @@ func writeFileAtomic(dst string, b []byte, mode os.FileMode) error {
 	return os.Rename(tmp, dst)
 }
 
-// writeJSON writes v as indented JSON and a newline.
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -75,7 +74,7 @@ func hfSnapshot(hfHome, revision string) string {
 	return filepath.Join(hfHome, "hub", "models--"+strings.ReplaceAll(HFID, "/", "--"), "snapshots", revision)
 }
 
-// readCMakeCache reads KEY:TYPE=VALUE lines into KEY -> VALUE.
+// readCMakeCache reads KEY:TYPE=VALUE lines.
 func readCMakeCache(buildDir string) (map[string]string, error) {
 	b, err := os.ReadFile(filepath.Join(buildDir, "CMakeCache.txt"))
 	if err != nil {

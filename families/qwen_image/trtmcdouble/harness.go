@@ -91,7 +91,7 @@ func readFloatImage(path string, h, w int) (*image.NRGBA, error) {
 	return img, nil
 }
 
-// writePPM writes a binary (P6) PPM, the harness's output format.
+// writePPM writes a binary (P6) PPM.
 func writePPM(path string, img *image.NRGBA) error {
 	f, err := os.Create(path)
 	if err != nil {

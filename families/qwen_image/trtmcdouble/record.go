@@ -31,7 +31,7 @@ const EnvUpstream = "QUALKIT_PERF_SERVE_UPSTREAM"
 // WorkerLogLine for each file it writes: what the replay runs it on again (File.From "worker").
 const EnvWorkerLog = "QUALKIT_DOUBLE_WORKER_LOG"
 
-// WorkerLogFile is EnvWorkerLog's file under <scratch>.
+// WorkerLogFile is under <scratch>.
 const WorkerLogFile = "_qualkit_worker.jsonl"
 
 // WorkerLogLine is the worker's request and the artifact it wrote for it.
@@ -44,13 +44,12 @@ type WorkerLogLine struct {
 // RecordedExchange line per request.
 const ExchangesFile = "_qualkit_exchanges.jsonl"
 
-// RecordedStart is the first line of ExchangesFile.
 type RecordedStart struct {
 	Args []string `json:"args"` // serve's arguments as given
 	Help string   `json:"help"` // what `serve --help` printed
 }
 
-// RecordedExchange is one request through the recorder, as it went.
+// RecordedExchange is one request through the recorder.
 type RecordedExchange struct {
 	Digest    string      `json:"digest"`
 	Method    string      `json:"method"`
