@@ -17,22 +17,12 @@ const (
 
 // buildParser is TRTMC's build_cli.py build parser (e9132e79), the options the double plays.
 var buildParser = newOptParser(true,
-	opt{"-o|--output", true},
-	opt{"--model-revision", true},
-	opt{"--max-cache-length", true},
-	opt{"--image-height", true},
-	opt{"--image-width", true},
-	opt{"--video-height", true},
-	opt{"--video-width", true},
-	opt{"--video-num-frames", true},
-	opt{"--num-inference-steps", true},
-	opt{"--max-batch-size", true},
-	opt{"--precision", true},
-	opt{"--method", true},
-	opt{"--build-timing-json", true},
-	opt{"--trust-remote-code", false},
-	opt{"--tp-size", true},
-	opt{"--cp-size", true},
+	opt{"-o|--output", true}, opt{"--model-revision", true}, opt{"--max-cache-length", true},
+	opt{"--image-height", true}, opt{"--image-width", true}, opt{"--video-height", true},
+	opt{"--video-width", true}, opt{"--video-num-frames", true},
+	opt{"--num-inference-steps", true}, opt{"--max-batch-size", true},
+	opt{"--precision", true}, opt{"--method", true}, opt{"--build-timing-json", true},
+	opt{"--trust-remote-code", false}, opt{"--tp-size", true}, opt{"--cp-size", true},
 )
 
 const buildUsage = "usage: trtmc build [-h] -o OUTPUT [--model-revision R] [--max-cache-length N] [--image-height N] [--image-width N] [--video-height N] [--video-width N] [--video-num-frames N] [--num-inference-steps N] [--max-batch-size N] [--precision {fp32,fp16,bf16}] [--method {auto,trt}] [--build-timing-json PATH] [--trust-remote-code] [--tp-size N] [--cp-size N] model"

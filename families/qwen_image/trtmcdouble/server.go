@@ -32,24 +32,13 @@ const (
 )
 
 var serverParser = newOptParser(true,
-	opt{"--model-name", true},
-	opt{"--model", true},
-	opt{"--replicas", true},
-	opt{"--host", true},
-	opt{"--port", true},
-	opt{"--startup-timeout", true},
-	opt{"--request-timeout", true},
-	opt{"--max-body-bytes", true},
-	opt{"--max-prompt-bytes", true},
-	opt{"--max-new-tokens", true},
-	opt{"--runtime-root", true},
-	opt{"--kv-cache-size", true},
-	opt{"--runtime-cache", true},
-	opt{"--cuda-graphs", false},
-	opt{"--records", true},
-	opt{"--access-log", false},
-	opt{"--worker-binary", true},
-	opt{"--help|-h", false},
+	opt{"--model-name", true}, opt{"--model", true}, opt{"--replicas", true},
+	opt{"--host", true}, opt{"--port", true}, opt{"--startup-timeout", true},
+	opt{"--request-timeout", true}, opt{"--max-body-bytes", true},
+	opt{"--max-prompt-bytes", true}, opt{"--max-new-tokens", true},
+	opt{"--runtime-root", true}, opt{"--kv-cache-size", true}, opt{"--runtime-cache", true},
+	opt{"--cuda-graphs", false}, opt{"--records", true}, opt{"--access-log", false},
+	opt{"--worker-binary", true}, opt{"--help|-h", false},
 )
 
 // serverUsage is cli.py @ a9ed5f69's usage line (--worker-binary is argparse.SUPPRESS).

@@ -25,33 +25,19 @@ const trtmcUsage = `Usage: trtmc <command> [options]   (qualkit contract double)
 
 // runParser is `trtmc run`'s flags (src/cli/args.cpp at e9132e79): values as next argument.
 var runParser = newOptParser(false,
-	opt{"--prompt", true},
-	opt{"--image", true},
-	opt{"--negative-prompt", true},
-	opt{"--cfg-scale", true},
-	opt{"--guidance-scale", true},
-	opt{"--num-inference-steps|--num-steps", true},
-	opt{"--seed", true},
-	opt{"--height", true},
-	opt{"--width", true},
-	opt{"--output", true},
-	opt{"--initial-latents-raw", true},
+	opt{"--prompt", true}, opt{"--image", true}, opt{"--negative-prompt", true},
+	opt{"--cfg-scale", true}, opt{"--guidance-scale", true},
+	opt{"--num-inference-steps|--num-steps", true}, opt{"--seed", true}, opt{"--height", true},
+	opt{"--width", true}, opt{"--output", true}, opt{"--initial-latents-raw", true},
 	opt{"--model-plugin-dir", true},
 )
 
 // generateParser is `trtmc generate-image`'s flags (apps/cli/cli.cpp, families layout).
 var generateParser = newOptParser(false,
-	opt{"--runtime-root", true},
-	opt{"--prompt", true},
-	opt{"--image", true},
-	opt{"--output", true},
-	opt{"--negative-prompt", true},
-	opt{"--height", true},
-	opt{"--width", true},
-	opt{"--num-steps", true},
-	opt{"--seed", true},
-	opt{"--guidance-scale", true},
-	opt{"--cfg-scale", true},
+	opt{"--runtime-root", true}, opt{"--prompt", true}, opt{"--image", true},
+	opt{"--output", true}, opt{"--negative-prompt", true}, opt{"--height", true},
+	opt{"--width", true}, opt{"--num-steps", true}, opt{"--seed", true},
+	opt{"--guidance-scale", true}, opt{"--cfg-scale", true},
 )
 
 func trtmcMain(p *proc) int {

@@ -18,9 +18,7 @@ const EnvIgnoreSteps = "QUALKIT_DOUBLE_IGNORE_STEPS"
 const workerHelp = "trtmc_benchmark_worker --request REQUEST.json --output RESULT.json\ntrtmc_benchmark_worker --serve SESSION.json   (JSONL on stdin/stdout)"
 
 var workerParser = newOptParser(false,
-	opt{"--serve", true},
-	opt{"--request", true},
-	opt{"--output", true},
+	opt{"--serve", true}, opt{"--request", true}, opt{"--output", true},
 	opt{"--help|-h", false},
 )
 
