@@ -101,7 +101,10 @@ func buildMain(p *proc, args []string, nativeBinDir string) int {
 		err = WriteBundle(p.abs(r.out), h)
 	}
 	if err == nil && r.timing != "" {
-		err = writeJSON(p.abs(r.timing), map[string]any{Marker: true, "total_s": 0.01})
+		var b []byte
+		if b, err = json.MarshalIndent(map[string]any{Marker: true, "total_s": 0.01}, "", "  "); err == nil {
+			err = os.WriteFile(p.abs(r.timing), append(b, '\n'), 0o644)
+		}
 	}
 	if err != nil {
 		return p.fail(exitFail, "Error: %v", err)

@@ -1,7 +1,6 @@
 package trtmcdouble
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,14 +58,6 @@ func writeFileAtomic(dst string, b []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp, dst)
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // hfSnapshot is where huggingface_hub keeps the checkpoint's files at a revision.

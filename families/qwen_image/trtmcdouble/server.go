@@ -221,16 +221,12 @@ func nativeServerMain(p *proc) int {
 
 func lookPath(name, path string) (string, error) {
 	for _, dir := range filepath.SplitList(path) {
-		if f := filepath.Join(dir, name); isExecutable(f) {
+		f := filepath.Join(dir, name)
+		if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 			return f, nil
 		}
 	}
 	return "", fmt.Errorf("%s not found on PATH %s", name, path)
-}
-
-func isExecutable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 // serverMain plays trtmc-server's control plane (`python3 -m trtmc_server ARGS`).
