@@ -23,12 +23,8 @@ var workerParser = newOptParser(false,
 )
 
 // workerSession is the --serve session file, read as benchmark_worker.cpp @ ca938e40 §
-// open_session and serve read it: schema_version (2), bundle, runtime_root, operation and
-// request required; expected_family and expected_task both or neither; selected_task;
-// measurement.asset_loading_included (warmup, iterations and timing_scope are not read in
-// serve mode). Other keys are ignored, as there: TRTMC's perf-serve writes case_name and
-// measurement {warmup, iterations, timing_scope, asset_loading_included} (types.py @
-// d4a4aa37 § worker_request).
+// open_session and serve read it; other keys, such as perf-serve's case_name and
+// measurement's warmup (types.py @ d4a4aa37 § worker_request), are ignored, as there.
 type workerSession struct {
 	SchemaVersion  *int            `json:"schema_version"`
 	Bundle         string          `json:"bundle"`
@@ -43,9 +39,8 @@ type workerSession struct {
 	} `json:"measurement"`
 }
 
-// workerRequest is the fields of one request the legacy image_edit path reads
-// (benchmark_worker.cpp @ ca938e40 § image_config, run_generate_image); others are
-// ignored there, as here.
+// workerRequest is what the legacy image_edit path reads of a request
+// (benchmark_worker.cpp @ ca938e40 § image_config, run_generate_image).
 type workerRequest struct {
 	Prompt         *string  `json:"prompt"`
 	ImagePath      *string  `json:"image_path"`
@@ -61,9 +56,8 @@ type workerRequest struct {
 	InitialLatents *string `json:"initial_latents_path"`
 }
 
-// workerLine is one JSON line on stdin (§ serve): id (a string), type ("shutdown", else an
-// inference), request (the whole operation request: nothing of the session's is merged
-// in), artifact_base, full_observation.
+// workerLine is one JSON line on stdin (§ serve); its request is the whole operation
+// request: nothing of the session's is merged in.
 type workerLine struct {
 	ID              string          `json:"id"`
 	Type            string          `json:"type"`
@@ -179,9 +173,8 @@ func newWorker(p *proc, path string) (*worker, error) {
 	return w, nil
 }
 
-// serve answers JSON lines on stdin until shutdown or end of input (§ serve): a line it
-// cannot parse, or without a string id, gets {"id": "", "ok": false}; an error of the
-// request its message; the loop goes on.
+// serve answers JSON lines on stdin until shutdown or end of input (§ serve); a bad line
+// or request gets an error reply and the loop goes on.
 func (w *worker) serve() int {
 	sc := bufio.NewScanner(w.p.stdin)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
