@@ -16,13 +16,10 @@ import (
 	"time"
 )
 
-// The recorder stands in front of TRTMC's own perf-serve in a double's checkout that
-// carries it (CheckoutSpec.PerfServe): qualkit's shim (checkout/perf-serve-shim) hands
-// `serve` to it, and it starts TRTMC's server on another port (EnvUpstream set, so the
-// shim then runs TRTMC's cli.main), passes every request through unchanged and appends
-// each exchange to <scratch>/ExchangesFile. qual's TestPerfServeConformance turns that
-// file, with the records and scratch files of the same run, into the recording the
-// replay serves (Recording).
+// The recorder stands in front of TRTMC's own perf-serve (CheckoutSpec.PerfServe): the
+// shim hands `serve` to it; it starts TRTMC's server on another port (EnvUpstream set),
+// passes every request through unchanged and logs each exchange to <scratch>/ExchangesFile,
+// which qual's TestPerfServeConformance turns into the replay's Recording.
 
 // EnvUpstream tells the shim that the recorder started it: run TRTMC's server.
 const EnvUpstream = "QUALKIT_PERF_SERVE_UPSTREAM"
@@ -40,8 +37,7 @@ type WorkerLogLine struct {
 	Request  json.RawMessage `json:"request"`
 }
 
-// ExchangesFile is the recorder's log under <scratch>: a RecordedStart line, then one
-// RecordedExchange line per request.
+// ExchangesFile holds a RecordedStart line, then one RecordedExchange line per request.
 const ExchangesFile = "_qualkit_exchanges.jsonl"
 
 type RecordedStart struct {
@@ -62,8 +58,8 @@ type RecordedExchange struct {
 	Ms        float64     `json:"ms"`
 }
 
-// recorderMain plays `python -m trtmc_perf_serving ARGS` (args[1] is the Python to run
-// TRTMC's server with) through the recorder.
+// recorderMain plays `python -m trtmc_perf_serving ARGS` through the recorder; args[1] is
+// the Python to run TRTMC's server with.
 func recorderMain(p *proc) int {
 	fail := func(err error) int { return p.fail(exitFail, "perf-serve recorder (qualkit): %v", err) }
 	if len(p.args) < 3 || p.args[2] != "serve" {

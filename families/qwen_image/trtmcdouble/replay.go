@@ -26,12 +26,9 @@ import (
 )
 
 // Without TRTMC's own perf-serve beside the clone, the double's perf-serve row is served
-// by a replay of what TRTMC's server answered the same requests: exchanges recorded from
-// TRTMC's trtmc_perf_serving (the row qwen-double-trtmc-perf-serve, through the recorder,
-// record.go) and kept in testdata/perfserve (RecordingDir): for each request, by its
-// digest, the status, headers and body, the records lines and the files the server wrote
-// under <scratch>/<request id>/ (File). Nothing of TRTMC's server is imitated here: a
-// request the recording has not is answered 500, naming its digest and RecordCommand.
+// by a replay of what TRTMC's server answered the same requests (recorded by record.go,
+// kept in RecordingDir). Nothing of TRTMC's server is imitated here: a request the
+// recording has not is answered 500, naming its digest and RecordCommand.
 
 // RecordingDir is relative to this package.
 const RecordingDir = "testdata/perfserve"
@@ -42,11 +39,9 @@ const RecordCommand = "make perf-serve-recording TRTMC_PERF_SERVE=../shared/trtm
 //go:embed testdata/perfserve
 var recorded embed.FS
 
-// Recording is what TRTMC's perf-serve answered, with the values of one run (paths,
-// request ids, the clock) as placeholders (Placeholders).
+// Recording is what TRTMC's perf-serve answered, a run's values as Placeholders.
 type Recording struct {
-	// Command is `serve`'s arguments, the path and port values as placeholders: the
-	// replay serves only this command line.
+	// Command is `serve`'s arguments; the replay serves only this command line.
 	Command []string `json:"command"`
 	Help    string   `json:"help"`    // what `serve --help` printed
 	Startup []File   `json:"startup"` // the files under <scratch> once the server was ready
@@ -88,12 +83,9 @@ var Placeholders = map[string]string{"--bundle": "{{bundle}}", "--runtime-root":
 	"--records": "{{records}}", "--scratch": "{{scratch}}", "--port": "{{port}}"}
 
 // RequestDigest names a request by what TRTMC's server reads of it: the method, the path
-// and the body. app.py @ 3878755c reads no header but x-request-id (§ request_id_of,
-// which only names the request: its scratch folder, the id echoed) and no query; the body
-// through Starlette's request.json(), json.loads, to which whitespace between tokens is
-// nothing: a JSON body is compacted (its keys in their order, numbers as spelled), any
-// other is taken as it is. AIPerf gives every request a fresh x-request-id, so the id is
-// never part of the digest.
+// and the body. app.py @ 3878755c reads no query and no header but x-request-id (§
+// request_id_of), which AIPerf makes fresh per request, so it is left out; the body goes
+// through json.loads, so a JSON body is compacted (keys in order, numbers as spelled).
 func RequestDigest(method, urlPath string, body []byte) string {
 	var b bytes.Buffer
 	if json.Compact(&b, body) != nil {
