@@ -56,9 +56,9 @@ type missingValueError struct{ flag string }
 
 func (e *missingValueError) Error() string { return "option " + e.flag + " needs a value" }
 
-// parse reads args (the program name excluded). An argument that starts with "-" is an
-// option; a value option takes the next argument whatever it looks like. Undeclared
-// options are collected, not fatal, so each program reports them its own way.
+// parse reads args (the program name excluded); a value option takes the next argument
+// whatever it looks like. Undeclared options are collected, so each program reports them
+// its own way.
 func (op optParser) parse(args []string) (parsedArgs, error) {
 	a := parsedArgs{vals: map[string][]string{}}
 	for i := 0; i < len(args); i++ {

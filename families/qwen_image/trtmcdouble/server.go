@@ -154,8 +154,7 @@ func positiveArg(flag, v string, def int) (int, error) {
 	return n, nil
 }
 
-// validate makes cli.py @ a9ed5f69's checks, in its order: host, port, timeouts, the
-// bundle and its name, the worker binary, the runtime root. Each is a usage error.
+// validate makes cli.py @ a9ed5f69's checks, in its order; each is a usage error.
 func (c serverConfig) validate(p *proc) error {
 	ip := net.ParseIP(c.host)
 	switch {
@@ -183,10 +182,9 @@ func (c serverConfig) validate(p *proc) error {
 	return nil
 }
 
-// nativeServerMain plays the native trtmc-server binary as main.cpp @ 0f958bfb is: it
-// execs `python3 -P -m trtmc_server ARGS --worker-binary <itself>` with its build copy of
-// the control plane, <exe dir>/server/python, first on PYTHONPATH. In the double's
-// checkouts that package is the stand-in that runs the Go control plane (serverMain).
+// nativeServerMain plays the native trtmc-server binary as main.cpp @ 0f958bfb: it execs
+// the control plane with <exe dir>/server/python first on PYTHONPATH, which in the
+// double's checkouts is the stand-in that runs serverMain.
 func nativeServerMain(p *proc) int {
 	if len(p.args) > 1 && p.args[1] == "_serve-worker" {
 		return p.fail(exitUsage, "trtmc-server _serve-worker: the qualkit contract double's control plane serves in-process; it spawns no worker")

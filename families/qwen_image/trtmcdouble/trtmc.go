@@ -65,8 +65,8 @@ func trtmcMain(p *proc) int {
 	return p.fail(exitUsage, "Unknown command: %s\n%s", args[0], trtmcUsage)
 }
 
-// cliLayout is the layout of the checkout this CLI was built from, read from the
-// CMakeCache.txt beside it; "" when there is none (both commands are then played).
+// cliLayout is the layout of the checkout this CLI was built from (its CMakeCache.txt);
+// "" when there is none, and both commands are played.
 func (p *proc) cliLayout() string {
 	cache, err := readCMakeCache(filepath.Dir(p.self))
 	if err != nil {
