@@ -113,9 +113,7 @@ func buildMain(p *proc, args []string, nativeBinDir string) int {
 	return exitOK
 }
 
-// checkBuild checks what the build reads: the offline Hugging Face snapshot at the pinned
-// revision and, in the legacy layout (or outside a checkout), the condition image and
-// the native backend. It loads the condition image into r.spec.
+// checkBuild checks what the build reads and loads the condition image into r.spec.
 func (p *proc) checkBuild(r *buildRequest, nativeBinDir string) error {
 	switch {
 	case r.model != HFID:
@@ -155,11 +153,9 @@ func (p *proc) checkBuild(r *buildRequest, nativeBinDir string) error {
 	return nil
 }
 
-// builderMain plays TRTMC's Python builder in the double's checkouts, which the stand-in
-// tensorrt_model_connect package hands to it: `tensorrt-model-connect build ARGS` is
-// `python3 -m tensorrt_model_connect.__main__ build ARGS` (e9132e79's build_cli.py), and
-// `tensorrt-model-connect build-request FILE` is tensorrt_model_connect.build(BuildRequest)
-// as the families case calls it, the request's fields as JSON.
+// builderMain plays TRTMC's Python builder for the stand-in tensorrt_model_connect package:
+// `build ARGS` as e9132e79's build_cli.py, and `build-request FILE` as
+// tensorrt_model_connect.build(BuildRequest), the request's fields as JSON.
 func builderMain(p *proc) int {
 	args := p.args[1:]
 	switch {

@@ -210,10 +210,9 @@ func (w *worker) handle(line workerLine) workerReply {
 	return workerReply{ID: line.ID, OK: true, Observation: obs}
 }
 
-// run computes one request: the line's whole request, as TRTMC's server sends it (its base
-// request merged under the body's), with the artifact written at
-// <artifact_base with extension .image>.1.0.png (§ inject_artifact_paths,
-// legacy_image_artifact_writer) and the observation image_observation writes.
+// run computes one request, writing the artifact at <artifact_base with extension
+// .image>.1.0.png (§ inject_artifact_paths, legacy_image_artifact_writer) and the
+// observation image_observation writes.
 func (w *worker) run(line workerLine) (map[string]any, error) {
 	var r workerRequest // decoded afresh each time: nothing of a request survives it
 	if err := json.Unmarshal(line.Request, &r); err != nil {
