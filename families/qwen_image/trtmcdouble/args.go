@@ -6,15 +6,14 @@ import (
 	"strings"
 )
 
-// opt declares one option of a program: its spellings ("--num-inference-steps|--num-steps",
-// the first is the canonical name) and whether it takes a value.
+// opt declares one option: its spellings ("--num-inference-steps|--num-steps", the first
+// canonical) and whether it takes a value.
 type opt struct {
 	names string
 	value bool
 }
 
-// optParser parses a program's options. equals says whether --opt=value is accepted
-// (Python's argparse accepts it; the C++ CLI takes the value as the next argument only).
+// optParser parses a program's options; equals accepts --opt=value, as argparse does.
 type optParser struct {
 	canon  map[string]string // spelling -> canonical name
 	takes  map[string]bool   // canonical name -> takes a value

@@ -82,9 +82,8 @@ func parseBuild(args []string) (buildRequest, error) {
 	return r, nil
 }
 
-// buildMain plays `python3 -m tensorrt_model_connect build` (and `trtmc build`, which
-// hands the same arguments to it). nativeBinDir is the default of
-// _TRTMC_INTERNAL_NATIVE_BIN_DIR ("" for the Python module, which has none).
+// buildMain plays `python3 -m tensorrt_model_connect build` and `trtmc build`; nativeBinDir
+// is the default of _TRTMC_INTERNAL_NATIVE_BIN_DIR ("" for the Python module).
 func buildMain(p *proc, args []string, nativeBinDir string) int {
 	r, err := parseBuild(args)
 	if err != nil {

@@ -24,8 +24,8 @@ import (
 // EnvUpstream tells the shim that the recorder started it: run TRTMC's server.
 const EnvUpstream = "QUALKIT_PERF_SERVE_UPSTREAM"
 
-// EnvWorkerLog, set by the recorder, names the file where the double's worker appends a
-// WorkerLogLine for each file it writes: what the replay runs it on again (File.From "worker").
+// EnvWorkerLog names the file where the worker appends a WorkerLogLine for each file it
+// writes, so the replay can run it again (File.From "worker").
 const EnvWorkerLog = "QUALKIT_DOUBLE_WORKER_LOG"
 
 // WorkerLogFile is under <scratch>.
