@@ -6,15 +6,14 @@ import (
 	"strings"
 )
 
-// opt declares one option of a program: its spellings ("--num-inference-steps|--num-steps",
-// the first is the canonical name) and whether it takes a value.
+// opt declares one option: its spellings ("--num-inference-steps|--num-steps", the first
+// canonical) and whether it takes a value.
 type opt struct {
 	names string
 	value bool
 }
 
-// optParser parses a program's options. equals says whether --opt=value is accepted
-// (Python's argparse accepts it; the C++ CLI takes the value as the next argument only).
+// optParser parses a program's options; equals accepts --opt=value, as argparse does.
 type optParser struct {
 	canon  map[string]string // spelling -> canonical name
 	takes  map[string]bool   // canonical name -> takes a value
@@ -33,8 +32,7 @@ func newOptParser(equals bool, opts ...opt) optParser {
 	return op
 }
 
-// parsedArgs is a parsed command line: option values by canonical name (a flag without
-// a value records ""), positional arguments, and the options not declared, in order.
+// parsedArgs holds option values by canonical name (a flag without a value records "").
 type parsedArgs struct {
 	vals    map[string][]string
 	pos     []string
@@ -57,9 +55,9 @@ type missingValueError struct{ flag string }
 
 func (e *missingValueError) Error() string { return "option " + e.flag + " needs a value" }
 
-// parse reads args (the program name excluded). An argument that starts with "-" is an
-// option; a value option takes the next argument whatever it looks like. Undeclared
-// options are collected, not fatal, so each program reports them its own way.
+// parse reads args (the program name excluded); a value option takes the next argument
+// whatever it looks like. Undeclared options are collected, so each program reports them
+// its own way.
 func (op optParser) parse(args []string) (parsedArgs, error) {
 	a := parsedArgs{vals: map[string][]string{}}
 	for i := 0; i < len(args); i++ {
@@ -92,7 +90,7 @@ func (op optParser) parse(args []string) (parsedArgs, error) {
 	return a, nil
 }
 
-// intArg parses an integer option; empty means absent and gives def.
+// intArg parses an integer option; empty gives def.
 func intArg(flag, s string, def int) (int, error) {
 	if s == "" {
 		return def, nil
@@ -104,7 +102,7 @@ func intArg(flag, s string, def int) (int, error) {
 	return n, nil
 }
 
-// floatArg parses a number option; empty means absent and gives def.
+// floatArg parses a number option; empty gives def.
 func floatArg(flag, s string, def float64) (float64, error) {
 	if s == "" {
 		return def, nil

@@ -17,27 +17,16 @@ const (
 
 // buildParser is TRTMC's build_cli.py build parser (e9132e79), the options the double plays.
 var buildParser = newOptParser(true,
-	opt{"-o|--output", true},
-	opt{"--model-revision", true},
-	opt{"--max-cache-length", true},
-	opt{"--image-height", true},
-	opt{"--image-width", true},
-	opt{"--video-height", true},
-	opt{"--video-width", true},
-	opt{"--video-num-frames", true},
-	opt{"--num-inference-steps", true},
-	opt{"--max-batch-size", true},
-	opt{"--precision", true},
-	opt{"--method", true},
-	opt{"--build-timing-json", true},
-	opt{"--trust-remote-code", false},
-	opt{"--tp-size", true},
-	opt{"--cp-size", true},
+	opt{"-o|--output", true}, opt{"--model-revision", true}, opt{"--max-cache-length", true},
+	opt{"--image-height", true}, opt{"--image-width", true}, opt{"--video-height", true},
+	opt{"--video-width", true}, opt{"--video-num-frames", true},
+	opt{"--num-inference-steps", true}, opt{"--max-batch-size", true},
+	opt{"--precision", true}, opt{"--method", true}, opt{"--build-timing-json", true},
+	opt{"--trust-remote-code", false}, opt{"--tp-size", true}, opt{"--cp-size", true},
 )
 
 const buildUsage = "usage: trtmc build [-h] -o OUTPUT [--model-revision R] [--max-cache-length N] [--image-height N] [--image-width N] [--video-height N] [--video-width N] [--video-num-frames N] [--num-inference-steps N] [--max-batch-size N] [--precision {fp32,fp16,bf16}] [--method {auto,trt}] [--build-timing-json PATH] [--trust-remote-code] [--tp-size N] [--cp-size N] model"
 
-// buildRequest is a parsed build command line.
 type buildRequest struct {
 	model, out, timing string
 	spec               BundleSpec
@@ -93,9 +82,8 @@ func parseBuild(args []string) (buildRequest, error) {
 	return r, nil
 }
 
-// buildMain plays `python3 -m tensorrt_model_connect build` (and `trtmc build`, which
-// hands the same arguments to it). nativeBinDir is the default of
-// _TRTMC_INTERNAL_NATIVE_BIN_DIR ("" for the Python module, which has none).
+// buildMain plays `python3 -m tensorrt_model_connect build` and `trtmc build`; nativeBinDir
+// is the default of _TRTMC_INTERNAL_NATIVE_BIN_DIR ("" for the Python module).
 func buildMain(p *proc, args []string, nativeBinDir string) int {
 	r, err := parseBuild(args)
 	if err != nil {
@@ -112,7 +100,10 @@ func buildMain(p *proc, args []string, nativeBinDir string) int {
 		err = WriteBundle(p.abs(r.out), h)
 	}
 	if err == nil && r.timing != "" {
-		err = writeJSON(p.abs(r.timing), map[string]any{Marker: true, "total_s": 0.01})
+		var b []byte
+		if b, err = json.MarshalIndent(map[string]any{Marker: true, "total_s": 0.01}, "", "  "); err == nil {
+			err = os.WriteFile(p.abs(r.timing), append(b, '\n'), 0o644)
+		}
 	}
 	if err != nil {
 		return p.fail(exitFail, "Error: %v", err)
@@ -121,9 +112,7 @@ func buildMain(p *proc, args []string, nativeBinDir string) int {
 	return exitOK
 }
 
-// checkBuild checks what the build reads: the offline Hugging Face snapshot at the pinned
-// revision and, in the legacy layout (or outside a checkout), the condition image and
-// the native backend. It loads the condition image into r.spec.
+// checkBuild checks what the build reads and loads the condition image into r.spec.
 func (p *proc) checkBuild(r *buildRequest, nativeBinDir string) error {
 	switch {
 	case r.model != HFID:
@@ -163,11 +152,9 @@ func (p *proc) checkBuild(r *buildRequest, nativeBinDir string) error {
 	return nil
 }
 
-// builderMain plays TRTMC's Python builder in the double's checkouts, which the stand-in
-// tensorrt_model_connect package hands to it: `tensorrt-model-connect build ARGS` is
-// `python3 -m tensorrt_model_connect.__main__ build ARGS` (e9132e79's build_cli.py), and
-// `tensorrt-model-connect build-request FILE` is tensorrt_model_connect.build(BuildRequest)
-// as the families case calls it, the request's fields as JSON.
+// builderMain plays TRTMC's Python builder for the stand-in tensorrt_model_connect package:
+// `build ARGS` as e9132e79's build_cli.py, and `build-request FILE` as
+// tensorrt_model_connect.build(BuildRequest), the request's fields as JSON.
 func builderMain(p *proc) int {
 	args := p.args[1:]
 	switch {
@@ -219,7 +206,6 @@ func buildRequestMain(p *proc, path string) int {
 		return p.fail(exitFail, "build: Qwen-Image Edit requires image_height and image_width for the condition image")
 	}
 	spec := BundleSpec{Precision: r.Precision, MaxCacheLength: 256, ImageWidth: DefaultSize, ImageHeight: DefaultSize}
-	// A Hugging Face snapshot folder is named by its revision.
 	if dir := filepath.Clean(p.abs(r.ModelDir)); filepath.Base(filepath.Dir(dir)) == "snapshots" {
 		spec.Revision = filepath.Base(dir)
 	}

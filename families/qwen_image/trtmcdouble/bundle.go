@@ -20,8 +20,7 @@ const (
 	TRTVersion = "11.1.0.106"
 	// Marker is the key, set to true, in every JSON document the double writes.
 	Marker = "qualkit_contract_double"
-	// BundleCreatedAt is every bundle's created_at: fixed, so that two builds of the same
-	// inputs give the same bytes.
+	// BundleCreatedAt is fixed, so that two builds of the same inputs give the same bytes.
 	BundleCreatedAt = "2000-01-01T00:00:00Z"
 )
 
@@ -31,8 +30,7 @@ var bundleMagic = []byte("BUNDLE\x01\x00")
 
 const maxBundleHeader = 1 << 20
 
-// BundleHeader is the JSON header of a double's bundle: TRTMC's keys with the double's
-// values, and the marker.
+// BundleHeader is the JSON header of a double's bundle: TRTMC's keys, the double's values.
 type BundleHeader struct {
 	ModelID           string    `json:"model_id"`
 	ModelType         string    `json:"model_type"`
@@ -54,13 +52,12 @@ type BundleHeader struct {
 	Sections          []Section `json:"sections"`
 }
 
-// Section is a payload section: its offset from the payload's start, and its size.
+// Section is a payload section; Offset is from the payload's start.
 type Section struct {
 	Offset int64 `json:"offset"`
 	Size   int64 `json:"size"`
 }
 
-// BundleSpec is what a build was asked for.
 type BundleSpec struct {
 	Precision         string
 	MaxCacheLength    int
@@ -68,13 +65,11 @@ type BundleSpec struct {
 	ImageHeight       int
 	NumInferenceSteps int
 	Revision          string
-	// Condition is the build's condition image (its bytes are hashed into the bundle and
-	// its size recorded); nil when the build had none.
+	// Condition is the build's condition image, hashed into the bundle; nil when none.
 	Condition []byte
 }
 
-// NewBundleHeader is the header of the bundle built for spec (Sections is filled in by
-// EncodeBundle).
+// NewBundleHeader is the header of the bundle built for spec, Sections left to EncodeBundle.
 func NewBundleHeader(spec BundleSpec) (BundleHeader, error) {
 	h := BundleHeader{
 		ModelID: HFID, ModelType: "qwen_image_edit", Family: Family,
@@ -95,8 +90,8 @@ func NewBundleHeader(spec BundleSpec) (BundleHeader, error) {
 	return h, nil
 }
 
-// EncodeBundle is the bundle file for h: magic, header length, header, payload. The
-// payload is a few hundred bytes derived from the header, so equal inputs give equal files.
+// EncodeBundle is the bundle file for h; the payload derives from the header, so equal
+// inputs give equal files.
 func EncodeBundle(h BundleHeader) ([]byte, error) {
 	payload, err := bundlePayload(h)
 	if err != nil {
@@ -115,7 +110,7 @@ func EncodeBundle(h BundleHeader) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// WriteBundle writes the bundle for h at path, creating its directory.
+// WriteBundle writes the bundle for h at path.
 func WriteBundle(path string, h BundleHeader) error {
 	b, err := EncodeBundle(h)
 	if err != nil {
@@ -136,9 +131,8 @@ func ReadBundle(path string) (BundleHeader, error) {
 	return DecodeBundle(b)
 }
 
-// DecodeBundle validates a bundle file and returns its header. It accepts only what
-// EncodeBundle writes: the magic, a header with the marker and the checkpoint's identity,
-// one section covering the payload, and the payload the header implies.
+// DecodeBundle validates a bundle file and returns its header; it accepts only what
+// EncodeBundle writes.
 func DecodeBundle(b []byte) (BundleHeader, error) {
 	if len(b) < 16 || !bytes.Equal(b[:8], bundleMagic) {
 		return BundleHeader{}, errors.New("no BUNDLE magic")
@@ -172,7 +166,6 @@ func DecodeBundle(b []byte) (BundleHeader, error) {
 	return h, nil
 }
 
-// bundlePayload derives the payload from the header (sections excluded).
 func bundlePayload(h BundleHeader) ([]byte, error) {
 	h.Sections = nil
 	seed, err := json.Marshal(h)

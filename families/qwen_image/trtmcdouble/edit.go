@@ -33,12 +33,9 @@ type Settings struct {
 	Latents string
 }
 
-// TrueCFG is the true classifier-free guidance scale the edit runs with. TRTMC's
-// Qwen-Image takes the request's guidance_scale as its true CFG scale, bundle default
-// 4.0, and ignores cfg_scale (config/models/qwen-image-edit-2511.yaml @ ca938e40), so for
-// the double's TRTMC programs it is GuidanceScale when set, else 4.0; CFGScale (cfg_scale,
-// the edit route's true_cfg_scale) is parsed and validated but moves nothing. The
-// diffusers reference sets GuidanceScale from its --true-cfg-scale (reference.go).
+// TrueCFG is the true CFG scale the edit runs with: TRTMC's Qwen-Image takes guidance_scale
+// as it, default 4.0, and ignores cfg_scale (config/models/qwen-image-edit-2511.yaml @
+// ca938e40), so CFGScale is validated but moves nothing.
 func (s Settings) TrueCFG() float64 {
 	if s.GuidanceScale > 0 {
 		return s.GuidanceScale
@@ -46,8 +43,7 @@ func (s Settings) TrueCFG() float64 {
 	return DefaultCFGScale
 }
 
-// Default edit settings, shared by every program so that the same inputs give the same
-// bytes whichever program computed them.
+// Default edit settings, shared so that every program gives the same bytes.
 const (
 	DefaultSize          = 1024
 	DefaultSteps         = 50
@@ -57,8 +53,7 @@ const (
 	maxEditSide          = 4096
 )
 
-// DefaultSettings are the settings of a request that sets none, for a bundle: its
-// static image size and step count when it has them.
+// DefaultSettings are the settings of a request that sets none, for a bundle.
 func DefaultSettings(h BundleHeader) Settings {
 	s := Settings{Steps: DefaultSteps, CFGScale: DefaultCFGScale, GuidanceScale: DefaultGuidanceScale,
 		NegativePrompt: DefaultNegative, Width: DefaultSize, Height: DefaultSize}
@@ -82,10 +77,8 @@ func (s Settings) validate() error {
 }
 
 // Edit is the double's image edit: a pure, deterministic function of the reference image
-// (PNG or JPEG bytes), the prompt and the settings, returning a PNG of exactly
-// Width x Height. It resizes the reference (bilinear) and applies a per-pixel colour
-// transform (channel rotation, per-channel gamma and inversion, a gentle stripe pattern)
-// whose parameters come from sha256 of the prompt and settings. It is no diffusion model.
+// (PNG or JPEG), the prompt and the settings, returning a Width x Height PNG: a colour
+// transform keyed by sha256 of the prompt and settings. It is no diffusion model.
 func Edit(src []byte, prompt string, s Settings) ([]byte, error) {
 	img, err := decodeImage(src)
 	if err != nil {
@@ -98,20 +91,17 @@ func Edit(src []byte, prompt string, s Settings) ([]byte, error) {
 	return encodePNG(out)
 }
 
-// decodeImage decodes PNG or JPEG bytes, and nothing else.
 func decodeImage(b []byte) (image.Image, error) {
 	img, format, err := image.Decode(bytes.NewReader(b))
 	return img, pngOrJPEG(format, err)
 }
 
-// imageSize reads the pixel size of PNG or JPEG bytes.
 func imageSize(b []byte) (w, h int, err error) {
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
 	return cfg.Width, cfg.Height, pngOrJPEG(format, err)
 }
 
-// pngOrJPEG is err naming the format, or an error when it is neither (another package of
-// the binary may register more).
+// pngOrJPEG is err, or an error when the format is neither (another package may register more).
 func pngOrJPEG(format string, err error) error {
 	if format != "png" && format != "jpeg" {
 		return errors.New("the image is neither PNG nor JPEG")
@@ -121,14 +111,13 @@ func pngOrJPEG(format string, err error) error {
 	return nil
 }
 
-// resize scales img to w x h with bilinear interpolation.
+// resize scales img to w x h, bilinear.
 func resize(img image.Image, w, h int) *image.NRGBA {
 	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
 	draw.BiLinear.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
 	return dst
 }
 
-// toNRGBA copies img into an NRGBA image of the same size, pixel for pixel.
 func toNRGBA(img image.Image) *image.NRGBA {
 	b := img.Bounds()
 	dst := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
@@ -158,12 +147,10 @@ func editImage(img image.Image, prompt string, s Settings) (*image.NRGBA, error)
 	return out, nil
 }
 
-// denoise is the double's sampler loop, the work a diffusion model does once per step:
-// the image starts as noise and moves toward target in steps shares, one pass over
-// every value and its neighbours per step, so the Task time grows with the steps asked as the model's does
-// (the controls stage measures it at N and 2N steps). The shares are integers and the
-// last is the whole remainder, with no smoothing, so the loop ends exactly on target: the pixels are the
-// look's, whatever the step count.
+// denoise is the double's sampler loop: the image moves from noise toward target in
+// steps shares, one pass per step, so the Task time grows with the steps as the model's
+// does (the controls stage measures it at N and 2N steps). The last share is the whole
+// remainder, unsmoothed, so the pixels end exactly on target whatever the step count.
 func denoise(target []uint8, stride, steps int, noise [32]byte) {
 	x := make([]int32, len(target))
 	r := binary.LittleEndian.Uint64(noise[:8]) | 1
@@ -190,7 +177,6 @@ func denoise(target []uint8, stride, steps int, noise [32]byte) {
 	}
 }
 
-// look is the colour transform one prompt and settings select.
 type look struct {
 	perm   [3]int        // output channel c takes input channel perm[c]
 	lut    [3][256]uint8 // gamma, then inversion, per output channel
@@ -241,10 +227,8 @@ func clamp8(v int) uint8 {
 	return uint8(min(max(v, 0), 255))
 }
 
-// encodePNG encodes with the standard encoder at BestSpeed: deterministic, and the
-// bytes are never compared across encoders (the harness and the checker compare decoded
-// pixels and the sha256 of one encoder's output). DefaultCompression's match search was a
-// fifth of the double's CPU in its tests under -race (pprof, 2026-12-04).
+// encodePNG uses BestSpeed: bytes are never compared across encoders, and
+// DefaultCompression's match search was a fifth of the double's CPU under -race (pprof).
 func encodePNG(img image.Image) ([]byte, error) {
 	var b bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
@@ -254,13 +238,10 @@ func encodePNG(img image.Image) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// editCPU is editImage and the CPU time it took, the time the double's programs report as
-// the Task call's: the double's edit is CPU work standing in for the GPU's, and on a
-// host shared by many its wall measures the host's load, not the work (at 10 and 20
-// steps, five pairs' wall ratios ranged 0.68 to 5.15 there; refedit measures its steps
-// by CPU time for the same reason). The edit runs on one OS thread, whose CPU time
-// (RUSAGE_THREAD) is read before and after, a garbage collection done before it so that
-// none the request's decoding started is helped along inside it.
+// editCPU is editImage and its CPU time, which the programs report as the Task call's: on
+// a shared host the wall measures the host's load, not the work (wall ratios at 10 and 20
+// steps ranged 0.68 to 5.15). It runs on one locked OS thread, after a GC so that none
+// the request's decoding started is helped along inside it.
 func editCPU(img image.Image, prompt string, s Settings) (*image.NRGBA, time.Duration, error) {
 	runtime.GC()
 	runtime.LockOSThread()
@@ -270,7 +251,7 @@ func editCPU(img image.Image, prompt string, s Settings) (*image.NRGBA, time.Dur
 	return out, threadCPU() - start, err
 }
 
-// threadCPU is the calling OS thread's user and system time (Linux's RUSAGE_THREAD).
+// threadCPU is the calling OS thread's user and system time.
 func threadCPU() time.Duration {
 	const rusageThread = 1
 	var ru syscall.Rusage

@@ -1,7 +1,6 @@
 package trtmcdouble
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,21 +60,12 @@ func writeFileAtomic(dst string, b []byte, mode os.FileMode) error {
 	return os.Rename(tmp, dst)
 }
 
-// writeJSON writes v as indented JSON and a newline.
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
 // hfSnapshot is where huggingface_hub keeps the checkpoint's files at a revision.
 func hfSnapshot(hfHome, revision string) string {
 	return filepath.Join(hfHome, "hub", "models--"+strings.ReplaceAll(HFID, "/", "--"), "snapshots", revision)
 }
 
-// readCMakeCache reads KEY:TYPE=VALUE lines into KEY -> VALUE.
+// readCMakeCache reads KEY:TYPE=VALUE lines.
 func readCMakeCache(buildDir string) (map[string]string, error) {
 	b, err := os.ReadFile(filepath.Join(buildDir, "CMakeCache.txt"))
 	if err != nil {

@@ -13,11 +13,9 @@ import (
 
 const harnessUsage = "usage: qwen_image_e2e_harness BUNDLE RUNTIME_ROOT OUT.ppm TASK PROMPT LATENTS.raw HEIGHT WIDTH STEPS SEED GUIDANCE CFG NEGATIVE [EDIT_IMAGE.raw IMAGE_HEIGHT IMAGE_WIDTH]"
 
-// harnessMain plays the families case's native harness, qwen_image_e2e_harness (a
-// TRTMC_BUILD_TESTS target), with the argv families/qwen_image/tests/test_e2e.py @
-// 9777fef7 § _native gives it: the bundle, the runtime, the output PPM, the task, the
-// prompt, the case's raw float32 latents, the size and settings, and for an edit the
-// reference image as raw float32 HWC RGB in [0, 1]. It writes the edit as a binary PPM.
+// harnessMain plays the families case's native harness, qwen_image_e2e_harness, with the
+// argv families/qwen_image/tests/test_e2e.py @ 9777fef7 § _native gives it; it writes the
+// edit as a binary PPM.
 func harnessMain(p *proc) int {
 	a := p.args[1:]
 	if len(a) != 13 && len(a) != 16 {
@@ -91,7 +89,7 @@ func readFloatImage(path string, h, w int) (*image.NRGBA, error) {
 	return img, nil
 }
 
-// writePPM writes a binary (P6) PPM, the harness's output format.
+// writePPM writes a binary (P6) PPM.
 func writePPM(path string, img *image.NRGBA) error {
 	f, err := os.Create(path)
 	if err != nil {

@@ -19,9 +19,7 @@ const (
 	exitUsage = 2 // the command line was not understood
 )
 
-// proc is one run of a program: its command line, environment and streams. Main fills
-// it from the process; tests fill it directly (another working directory, another
-// executable to copy, a context they cancel).
+// proc is one run of a program. Main fills it from the process; tests fill it directly.
 type proc struct {
 	ctx    context.Context
 	args   []string // args[0] is the program name
@@ -36,10 +34,8 @@ type proc struct {
 }
 
 // programs maps each name the binary answers to (argv[0]'s base) to what it plays: the
-// native programs under the names the double's CMake build copies it to, and, as
-// `trtmcdouble ROLE`, what the stand-in Python files of its checkouts hand to it (the
-// builder, the servers' Go implementations, the diffusers reference). Python, pytest and
-// CMake themselves are real.
+// native programs under the names the CMake build copies it to, and, as `trtmcdouble
+// ROLE`, what the checkouts' stand-in Python files hand to it.
 var programs = map[string]func(*proc) int{
 	"trtmc":                      trtmcMain,
 	"trtmc-server":               nativeServerMain,
@@ -52,10 +48,9 @@ var programs = map[string]func(*proc) int{
 	"diffusers-reference":        referenceMain,
 }
 
-// Main runs the program named by filepath.Base(args[0]) and returns its exit status.
-// env is in os.Environ's KEY=VALUE form. Run under its own name, trtmcdouble, the binary
-// takes the program name as its first argument (trtmcdouble trtmc --version).
-// SIGTERM and SIGINT cancel a long-running program (trtmc-server), which then exits 0.
+// Main runs the program named by filepath.Base(args[0]) and returns its exit status;
+// as trtmcdouble it takes the program name as its first argument. SIGTERM and SIGINT
+// cancel a long-running program (trtmc-server), which then exits 0.
 func Main(args []string, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -114,7 +109,6 @@ func envMap(env []string) map[string]string {
 	return m
 }
 
-// fail prints a message (and a newline) to stderr and returns code.
 func (p *proc) fail(code int, format string, a ...any) int {
 	fmt.Fprintf(p.stderr, format+"\n", a...)
 	return code
@@ -122,7 +116,6 @@ func (p *proc) fail(code int, format string, a ...any) int {
 
 func (p *proc) getenv(key string) string { return p.env[key] }
 
-// abs resolves path against the program's working directory.
 func (p *proc) abs(path string) string {
 	if path == "" || filepath.IsAbs(path) {
 		return path
@@ -130,7 +123,6 @@ func (p *proc) abs(path string) string {
 	return filepath.Join(p.wd, path)
 }
 
-// context is the run's context, never nil.
 func (p *proc) context() context.Context {
 	if p.ctx == nil {
 		return context.Background()

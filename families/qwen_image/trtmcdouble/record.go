@@ -16,22 +16,19 @@ import (
 	"time"
 )
 
-// The recorder stands in front of TRTMC's own perf-serve in a double's checkout that
-// carries it (CheckoutSpec.PerfServe): qualkit's shim (checkout/perf-serve-shim) hands
-// `serve` to it, and it starts TRTMC's server on another port (EnvUpstream set, so the
-// shim then runs TRTMC's cli.main), passes every request through unchanged and appends
-// each exchange to <scratch>/ExchangesFile. qual's TestPerfServeConformance turns that
-// file, with the records and scratch files of the same run, into the recording the
-// replay serves (Recording).
+// The recorder stands in front of TRTMC's own perf-serve (CheckoutSpec.PerfServe): the
+// shim hands `serve` to it; it starts TRTMC's server on another port (EnvUpstream set),
+// passes every request through unchanged and logs each exchange to <scratch>/ExchangesFile,
+// which qual's TestPerfServeConformance turns into the replay's Recording.
 
 // EnvUpstream tells the shim that the recorder started it: run TRTMC's server.
 const EnvUpstream = "QUALKIT_PERF_SERVE_UPSTREAM"
 
-// EnvWorkerLog, set by the recorder, names the file where the double's worker appends a
-// WorkerLogLine for each file it writes: what the replay runs it on again (File.From "worker").
+// EnvWorkerLog names the file where the worker appends a WorkerLogLine for each file it
+// writes, so the replay can run it again (File.From "worker").
 const EnvWorkerLog = "QUALKIT_DOUBLE_WORKER_LOG"
 
-// WorkerLogFile is EnvWorkerLog's file under <scratch>.
+// WorkerLogFile is under <scratch>.
 const WorkerLogFile = "_qualkit_worker.jsonl"
 
 // WorkerLogLine is the worker's request and the artifact it wrote for it.
@@ -40,17 +37,15 @@ type WorkerLogLine struct {
 	Request  json.RawMessage `json:"request"`
 }
 
-// ExchangesFile is the recorder's log under <scratch>: a RecordedStart line, then one
-// RecordedExchange line per request.
+// ExchangesFile holds a RecordedStart line, then one RecordedExchange line per request.
 const ExchangesFile = "_qualkit_exchanges.jsonl"
 
-// RecordedStart is the first line of ExchangesFile.
 type RecordedStart struct {
 	Args []string `json:"args"` // serve's arguments as given
 	Help string   `json:"help"` // what `serve --help` printed
 }
 
-// RecordedExchange is one request through the recorder, as it went.
+// RecordedExchange is one request through the recorder.
 type RecordedExchange struct {
 	Digest    string      `json:"digest"`
 	Method    string      `json:"method"`
@@ -63,8 +58,8 @@ type RecordedExchange struct {
 	Ms        float64     `json:"ms"`
 }
 
-// recorderMain plays `python -m trtmc_perf_serving ARGS` (args[1] is the Python to run
-// TRTMC's server with) through the recorder.
+// recorderMain plays `python -m trtmc_perf_serving ARGS` through the recorder; args[1] is
+// the Python to run TRTMC's server with.
 func recorderMain(p *proc) int {
 	fail := func(err error) int { return p.fail(exitFail, "perf-serve recorder (qualkit): %v", err) }
 	if len(p.args) < 3 || p.args[2] != "serve" {

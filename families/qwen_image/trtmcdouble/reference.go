@@ -13,11 +13,9 @@ var referenceParser = newOptParser(true,
 	opt{"--negative-prompt", true}, opt{"--true-cfg-scale", true}, opt{"--guidance-scale", true},
 )
 
-// referenceMain plays what the correctness case's HF diffusers reference returns, for the
-// double's stand-in diffusers module (checkout/site/diffusers): the double's edit of the
-// same inputs, with the diffusers pipeline's true_cfg_scale as the true CFG, every
-// channel's lowest bit then flipped, so that the case compares two close images that are
-// not the same bytes (PSNR about 48 dB).
+// referenceMain plays the correctness case's HF diffusers reference for the stand-in
+// diffusers module: the double's edit of the same inputs, lowest bits flipped so that the
+// case compares two close images that are not the same bytes (PSNR about 48 dB).
 func referenceMain(p *proc) int {
 	a, err := referenceParser.parse(p.args[1:])
 	var mv *missingValueError
@@ -66,8 +64,7 @@ func referenceMain(p *proc) int {
 	return exitOK
 }
 
-// referenceImage stands for the HF reference: the TRT image with every channel's lowest
-// bit flipped, close to it but not the same bytes.
+// referenceImage is the TRT image with every channel's lowest bit flipped.
 func referenceImage(trt []byte) ([]byte, error) {
 	img, err := decodeImage(trt)
 	if err != nil {

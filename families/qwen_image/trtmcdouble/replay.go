@@ -26,14 +26,11 @@ import (
 )
 
 // Without TRTMC's own perf-serve beside the clone, the double's perf-serve row is served
-// by a replay of what TRTMC's server answered the same requests: exchanges recorded from
-// TRTMC's trtmc_perf_serving (the row qwen-double-trtmc-perf-serve, through the recorder,
-// record.go) and kept in testdata/perfserve (RecordingDir): for each request, by its
-// digest, the status, headers and body, the records lines and the files the server wrote
-// under <scratch>/<request id>/ (File). Nothing of TRTMC's server is imitated here: a
-// request the recording has not is answered 500, naming its digest and RecordCommand.
+// by a replay of what TRTMC's server answered the same requests (recorded by record.go,
+// kept in RecordingDir). Nothing of TRTMC's server is imitated here: a request the
+// recording has not is answered 500, naming its digest and RecordCommand.
 
-// RecordingDir is where the recording is kept, relative to this package.
+// RecordingDir is relative to this package.
 const RecordingDir = "testdata/perfserve"
 
 // RecordCommand re-records the exchanges (it needs TRTMC's perf-serve snapshot).
@@ -42,11 +39,9 @@ const RecordCommand = "make perf-serve-recording TRTMC_PERF_SERVE=../shared/trtm
 //go:embed testdata/perfserve
 var recorded embed.FS
 
-// Recording is what TRTMC's perf-serve answered, with the values of one run (paths,
-// request ids, the clock) as placeholders (Placeholders).
+// Recording is what TRTMC's perf-serve answered, a run's values as Placeholders.
 type Recording struct {
-	// Command is `serve`'s arguments, the path and port values as placeholders: the
-	// replay serves only this command line.
+	// Command is `serve`'s arguments; the replay serves only this command line.
 	Command []string `json:"command"`
 	Help    string   `json:"help"`    // what `serve --help` printed
 	Startup []File   `json:"startup"` // the files under <scratch> once the server was ready
@@ -88,12 +83,9 @@ var Placeholders = map[string]string{"--bundle": "{{bundle}}", "--runtime-root":
 	"--records": "{{records}}", "--scratch": "{{scratch}}", "--port": "{{port}}"}
 
 // RequestDigest names a request by what TRTMC's server reads of it: the method, the path
-// and the body. app.py @ 3878755c reads no header but x-request-id (§ request_id_of,
-// which only names the request: its scratch folder, the id echoed) and no query; the body
-// through Starlette's request.json(), json.loads, to which whitespace between tokens is
-// nothing: a JSON body is compacted (its keys in their order, numbers as spelled), any
-// other is taken as it is. AIPerf gives every request a fresh x-request-id, so the id is
-// never part of the digest.
+// and the body. app.py @ 3878755c reads no query and no header but x-request-id (§
+// request_id_of), which AIPerf makes fresh per request, so it is left out; the body goes
+// through json.loads, so a JSON body is compacted (keys in order, numbers as spelled).
 func RequestDigest(method, urlPath string, body []byte) string {
 	var b bytes.Buffer
 	if json.Compact(&b, body) != nil {
@@ -106,8 +98,7 @@ func RequestDigest(method, urlPath string, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// ServeArgs splits serve's arguments into the recorded shape (path and port values as
-// Placeholders) and the values it stands for, by placeholder.
+// ServeArgs splits serve's arguments into the recorded shape and the values by placeholder.
 func ServeArgs(args []string) (shape []string, values map[string]string) {
 	values = map[string]string{}
 	for i := 0; i < len(args); i++ {
@@ -155,7 +146,7 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// LoadRecording reads a recording (recording.json and blobs/) from fsys.
+// LoadRecording reads a recording from fsys.
 func LoadRecording(fsys fs.FS) (Recording, error) {
 	var rec Recording
 	b, err := fs.ReadFile(fsys, "recording.json")
@@ -165,7 +156,6 @@ func LoadRecording(fsys fs.FS) (Recording, error) {
 	return rec, json.Unmarshal(b, &rec)
 }
 
-// replayer serves one Recording.
 type replayer struct {
 	p       *proc
 	rec     Recording
@@ -185,7 +175,6 @@ func replayMain(p *proc) int {
 	return replay(p, blobs)
 }
 
-// replay serves the recording in blobs (recording.json, blobs/).
 func replay(p *proc, blobs fs.FS) int {
 	fail := func(code int, format string, a ...any) int {
 		return p.fail(code, "trtmc-perf-serve (qualkit contract double, replay): "+format, a...)
@@ -230,7 +219,6 @@ func replay(p *proc, blobs fs.FS) int {
 	return serveUntilDone(p, ln, r, "trtmc-perf-serve", "trtmc-perf-serve: ")
 }
 
-// appendTo opens path to append to, made with its folder if it is not there.
 func appendTo(path string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
@@ -246,7 +234,6 @@ func hostOf(args []string) string {
 	return "127.0.0.1"
 }
 
-// filled is s with the placeholders of this run and request filled in.
 func (r *replayer) filled(s, id string) string {
 	kv := []string{"{{request_id}}", id, "{{time}}", strconv.FormatFloat(float64(time.Now().UnixNano())/1e9, 'f', -1, 64)}
 	for ph, v := range r.fill {

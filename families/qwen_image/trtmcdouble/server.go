@@ -32,24 +32,13 @@ const (
 )
 
 var serverParser = newOptParser(true,
-	opt{"--model-name", true},
-	opt{"--model", true},
-	opt{"--replicas", true},
-	opt{"--host", true},
-	opt{"--port", true},
-	opt{"--startup-timeout", true},
-	opt{"--request-timeout", true},
-	opt{"--max-body-bytes", true},
-	opt{"--max-prompt-bytes", true},
-	opt{"--max-new-tokens", true},
-	opt{"--runtime-root", true},
-	opt{"--kv-cache-size", true},
-	opt{"--runtime-cache", true},
-	opt{"--cuda-graphs", false},
-	opt{"--records", true},
-	opt{"--access-log", false},
-	opt{"--worker-binary", true},
-	opt{"--help|-h", false},
+	opt{"--model-name", true}, opt{"--model", true}, opt{"--replicas", true},
+	opt{"--host", true}, opt{"--port", true}, opt{"--startup-timeout", true},
+	opt{"--request-timeout", true}, opt{"--max-body-bytes", true},
+	opt{"--max-prompt-bytes", true}, opt{"--max-new-tokens", true},
+	opt{"--runtime-root", true}, opt{"--kv-cache-size", true}, opt{"--runtime-cache", true},
+	opt{"--cuda-graphs", false}, opt{"--records", true}, opt{"--access-log", false},
+	opt{"--worker-binary", true}, opt{"--help|-h", false},
 )
 
 // serverUsage is cli.py @ a9ed5f69's usage line (--worker-binary is argparse.SUPPRESS).
@@ -110,8 +99,7 @@ type serverConfig struct {
 
 var errHelp = errors.New("help")
 
-// parseServer parses the command line as argparse would; validate then makes cli.py's
-// checks in its order.
+// parseServer parses the command line as argparse would.
 func parseServer(args []string) (serverConfig, error) {
 	a, err := serverParser.parse(args)
 	var mv *missingValueError
@@ -166,8 +154,7 @@ func positiveArg(flag, v string, def int) (int, error) {
 	return n, nil
 }
 
-// validate makes cli.py @ a9ed5f69's checks, in its order: host, port, timeouts, the
-// bundle and its name, the worker binary, the runtime root. Each is a usage error.
+// validate makes cli.py @ a9ed5f69's checks, in its order; each is a usage error.
 func (c serverConfig) validate(p *proc) error {
 	ip := net.ParseIP(c.host)
 	switch {
@@ -195,10 +182,9 @@ func (c serverConfig) validate(p *proc) error {
 	return nil
 }
 
-// nativeServerMain plays the native trtmc-server binary as main.cpp @ 0f958bfb is: it
-// execs `python3 -P -m trtmc_server ARGS --worker-binary <itself>` with its build copy of
-// the control plane, <exe dir>/server/python, first on PYTHONPATH. In the double's
-// checkouts that package is the stand-in that runs the Go control plane (serverMain).
+// nativeServerMain plays the native trtmc-server binary as main.cpp @ 0f958bfb: it execs
+// the control plane with <exe dir>/server/python first on PYTHONPATH, which in the
+// double's checkouts is the stand-in that runs serverMain.
 func nativeServerMain(p *proc) int {
 	if len(p.args) > 1 && p.args[1] == "_serve-worker" {
 		return p.fail(exitUsage, "trtmc-server _serve-worker: the qualkit contract double's control plane serves in-process; it spawns no worker")
@@ -231,23 +217,17 @@ func nativeServerMain(p *proc) int {
 	return p.fail(exitFail, "trtmc-server: exec %s: %v", python, err)
 }
 
-// lookPath finds a program on the given PATH.
 func lookPath(name, path string) (string, error) {
 	for _, dir := range filepath.SplitList(path) {
-		if f := filepath.Join(dir, name); isExecutable(f) {
+		f := filepath.Join(dir, name)
+		if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 			return f, nil
 		}
 	}
 	return "", fmt.Errorf("%s not found on PATH %s", name, path)
 }
 
-func isExecutable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
-}
-
-// serverMain plays trtmc-server's control plane (`python3 -m trtmc_server ARGS`) until
-// SIGTERM or SIGINT.
+// serverMain plays trtmc-server's control plane (`python3 -m trtmc_server ARGS`).
 func serverMain(p *proc, args []string) int {
 	cfg, err := parseServer(args)
 	if errors.Is(err, errHelp) {
@@ -274,9 +254,8 @@ func serverMain(p *proc, args []string) int {
 	return serveUntilDone(p, ln, s.handler(), "trtmc-server", "trtmc-server: error: ")
 }
 
-// serveUntilDone serves h on ln until the program's context ends (SIGTERM, SIGINT), then
-// shuts down gracefully within shutdownGrace. name is the program's; errPrefix begins its
-// error lines as the program's own do.
+// serveUntilDone serves h on ln until the program's context ends, then shuts down within
+// shutdownGrace; errPrefix begins its error lines as the program's own do.
 func serveUntilDone(p *proc, ln net.Listener, h http.Handler, name, errPrefix string) int {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 1)
@@ -295,7 +274,6 @@ func serveUntilDone(p *proc, ln net.Listener, h http.Handler, name, errPrefix st
 	return exitOK
 }
 
-// server is the serving double's state.
 type server struct {
 	cfg        serverConfig
 	model      string
@@ -306,7 +284,6 @@ type server struct {
 	beforeEdit func() // test hook, run while the request holds the server
 }
 
-// newServer checks the bundle and the runtime, and opens the records file.
 func newServer(p *proc, cfg serverConfig, loadDelay time.Duration) (*server, error) {
 	h, err := ReadBundle(p.abs(cfg.bundle))
 	if err != nil {

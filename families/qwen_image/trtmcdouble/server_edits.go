@@ -35,7 +35,6 @@ var editFields = map[string]bool{
 	"seed": true, "num_inference_steps": true, "true_cfg_scale": true, "guidance_scale": true, "negative_prompt": true,
 }
 
-// editRequest is a validated edit request.
 type editRequest struct {
 	prompt   string
 	image    []byte
@@ -55,7 +54,7 @@ func badRequest(format string, a ...any) *httpError {
 	return &httpError{http.StatusBadRequest, "invalid_request", fmt.Sprintf(format, a...)}
 }
 
-// timing is the server's account of one request, in milliseconds.
+// timing is in milliseconds.
 type timing struct {
 	QueueMS     float64 `json:"queue_ms"`
 	ModelCallMS float64 `json:"model_call_ms"`
@@ -69,7 +68,6 @@ type editResponse struct {
 	Double  bool                `json:"qualkit_contract_double"`
 }
 
-// record is one line of --records.
 type record struct {
 	RequestID   string      `json:"request_id"`
 	Route       string      `json:"route"`
@@ -143,8 +141,7 @@ func (s *server) edits(w http.ResponseWriter, r *http.Request) {
 	writeJSONResponse(w, http.StatusOK, editResponse{Created: time.Now().Unix(), Data: []map[string]string{item}, Timing: t, Double: true})
 }
 
-// record appends the request's line to --records (the file is unbuffered: the line is
-// with the OS before the response is sent).
+// record appends the request's line to --records, unbuffered: before the response is sent.
 func (s *server) record(id string, t timing, st Settings) error {
 	if s.records == nil {
 		return nil
@@ -215,8 +212,7 @@ func (s *server) parseEdit(w http.ResponseWriter, r *http.Request) (editRequest,
 	return req, err
 }
 
-// readForm reads a multipart/form-data body into text fields and file parts. A field
-// given twice is an error.
+// readForm reads a multipart/form-data body; a field given twice is an error.
 func readForm(r *http.Request) (map[string]string, map[string][]byte, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -281,7 +277,6 @@ func (s *server) checkResponseFormat(rf string) error {
 	return nil
 }
 
-// formSettings reads the edit settings from the form over the defaults.
 func formSettings(v map[string]string, st Settings) (Settings, error) {
 	if size, ok := v["size"]; ok {
 		ws, hs, found := strings.Cut(size, "x")

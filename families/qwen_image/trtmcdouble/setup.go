@@ -27,12 +27,10 @@ const (
 	imageScript = "scripts/double-image.sh"
 )
 
-// Trees are the folders and files of qualkit's repository that the double's checkouts
-// and image are made from.
+// Trees are the repository paths the double's checkouts and image are made from.
 var Trees = []string{familiesTree, legacyTree, commonTree, imageDir, imageScript}
 
-// Build compiles the double into out: a static Linux binary (CGO_ENABLED=0, GOOS=linux,
-// this machine's GOARCH, -trimpath).
+// Build compiles the double into out as a static Linux binary.
 func Build(ctx context.Context, repoRoot, out string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, cmdPackage)
 	cmd.Dir = repoRoot
@@ -43,10 +41,8 @@ func Build(ctx context.Context, repoRoot, out string) error {
 	return nil
 }
 
-// PythonImage is the tag of the Python image the double's checkouts build on, which
-// scripts/double-image.sh makes once per machine: qualkit/trtmc-double-python:<key>, the
-// key the sha256 of that script, the image's Dockerfile and its lock, as the script
-// computes it.
+// PythonImage is the tag of the Python image scripts/double-image.sh makes, keyed as the
+// script keys it: the sha256 of the script, the image's Dockerfile and its lock.
 func PythonImage(repoRoot string) (string, error) {
 	h := sha256.New()
 	for _, f := range []string{imageScript, imageDir + "/Dockerfile", imageDir + "/requirements.lock"} {
@@ -59,8 +55,8 @@ func PythonImage(repoRoot string) (string, error) {
 	return fmt.Sprintf("qualkit/trtmc-double-python:%x", h.Sum(nil)[:8]), nil
 }
 
-// DockerfileName is the name TRTMC gives its dev Dockerfile for this machine's
-// architecture (Dockerfile.dev.x86, Dockerfile.dev.aarch64).
+// DockerfileName is TRTMC's dev Dockerfile name for this machine's architecture.
+
 func DockerfileName() (string, error) {
 	switch runtime.GOARCH {
 	case "amd64":
@@ -92,14 +88,9 @@ const dockerignore = `# qualkit contract double: shaped like TRTMC's root .docke
 **/__pycache__/
 `
 
-// doubleDockerfile builds the double's image on its Python image (scripts/double-image.sh),
-// copying from where the layout's own dev Dockerfile copies: requirements/community-ci.txt
-// with the checkout root as context at e9132e79; community-ci.txt with requirements/ as the
-// context in the newer layout (Dockerfile.dev.x86 @ 520a0165), so the double's files lie
-// under requirements/ there. It is the double's Dockerfile, not TRTMC's: it only borrows
-// the name and the COPY shape. It adds qualkit's binary and the stand-in Python modules
-// (torch, torchvision, transformers, accelerate, tensorrt, diffusers, ftfy and
-// qualkit_double) to the image's Python.
+// doubleDockerfile copies from where the layout's dev Dockerfile copies: the checkout root
+// is the context at e9132e79, requirements/ in the newer layout (Dockerfile.dev.x86 @
+// 520a0165), so the double's files lie under requirements/ there.
 func doubleDockerfile(layout, base string) string {
 	reqs := "requirements/community-ci.txt"
 	if layout == LayoutFamilies {
@@ -134,22 +125,15 @@ type CheckoutSpec struct {
 	// Layout is LayoutFamilies or LayoutLegacy; Serving one of the Serving constants (the
 	// legacy layout, like TRTMC main e9132e79, has none).
 	Layout, Serving string
-	// PerfServe, for the perf-serve contract: a snapshot of TRTMC's own apps/perf_serving
-	// and apps/benchmark (a folder with snapshot/, or the snapshot itself, such as
-	// ../shared/trtmc-perf-serve). The checkout then carries TRTMC's real server, run
-	// through qualkit's shim (checkout/perf-serve-shim), instead of the stand-ins that run
-	// the double's Go imitation.
-	PerfServe string
-	// PythonImage is the double's Python image (PythonImage), which the Dockerfile builds on.
+	// PerfServe, for the perf-serve contract: a snapshot of TRTMC's apps/perf_serving and
+	// apps/benchmark, run through checkout/perf-serve-shim instead of the Go imitation.
+	PerfServe   string
 	PythonImage string
 }
 
-// Checkout creates a TRTMC-shaped checkout at dir, which must not exist or be empty: the
-// layout's shaped tree, the double's CMake functions and stand-in builder package, the
-// stand-in sources of one serving contract (or TRTMC's own perf-serve), the built double
-// and its site packages, a .dockerignore and the double's Dockerfile under TRTMC's dev
-// Dockerfile name, shaped like the layout's; then one git commit, so the checkout has a
-// revision.
+// Checkout creates a TRTMC-shaped checkout at dir (absent or empty) with the built double
+// and the double's Dockerfile under TRTMC's dev Dockerfile name, committed once so the
+// checkout has a revision.
 func Checkout(ctx context.Context, repoRoot, dir string, spec CheckoutSpec) error {
 	var tree, builder, context string
 	switch spec.Layout {
@@ -220,8 +204,7 @@ func Checkout(ctx context.Context, repoRoot, dir string, spec CheckoutSpec) erro
 	return gitCommit(ctx, dir, "TRTMC-shaped checkout ("+spec.Layout+" layout, "+what+") with qualkit's contract double")
 }
 
-// perfServeSnapshot finds the snapshot in a TRTMC_PERF_SERVE folder: the folder itself, or
-// its snapshot/, holding apps/perf_serving/trtmc_perf_serving/app.py.
+// perfServeSnapshot finds the snapshot in a TRTMC_PERF_SERVE folder: itself or snapshot/.
 func perfServeSnapshot(dir string) (string, error) {
 	for _, d := range []string{filepath.Join(dir, "snapshot"), dir} {
 		if isFile(filepath.Join(d, "apps", "perf_serving", "trtmc_perf_serving", "app.py")) {
@@ -231,8 +214,7 @@ func perfServeSnapshot(dir string) (string, error) {
 	return "", fmt.Errorf("%s holds no snapshot of TRTMC's perf-serve (apps/perf_serving/trtmc_perf_serving/app.py, in it or in snapshot/)", dir)
 }
 
-// copyTree copies the files under src into dst, keeping their modes; a file dst already
-// has is replaced.
+// copyTree copies the files under src into dst, keeping their modes.
 func copyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -261,8 +243,7 @@ func copyTree(src, dst string) error {
 	})
 }
 
-// gitCommit makes dir a repository with one commit of everything in it, whatever the
-// user's git configuration.
+// gitCommit commits everything in dir, whatever the user's git configuration.
 func gitCommit(ctx context.Context, dir, message string) error {
 	git := func(args ...string) error {
 		base := []string{"-c", "user.name=qualkit", "-c", "user.email=qualkit@localhost",
@@ -287,10 +268,8 @@ func gitCommit(ctx context.Context, dir, message string) error {
 	return git("commit", "-q", "-m", message)
 }
 
-// HFCache writes a fake Hugging Face cache of the checkpoint at dir, laid out as
-// huggingface_hub lays it out (HF_HOME=dir): refs/main names Revision, and the snapshot's
-// files are relative links into blobs/. Every file says it belongs to the double. It
-// returns the snapshot directory.
+// HFCache writes a fake Hugging Face cache (HF_HOME=dir) of the checkpoint at Revision,
+// laid out as huggingface_hub lays it out, and returns the snapshot directory.
 func HFCache(dir string) (string, error) {
 	repo := filepath.Join(dir, "hub", "models--"+strings.ReplaceAll(HFID, "/", "--"))
 	snapshot := filepath.Join(repo, "snapshots", Revision)

@@ -25,33 +25,19 @@ const trtmcUsage = `Usage: trtmc <command> [options]   (qualkit contract double)
 
 // runParser is `trtmc run`'s flags (src/cli/args.cpp at e9132e79): values as next argument.
 var runParser = newOptParser(false,
-	opt{"--prompt", true},
-	opt{"--image", true},
-	opt{"--negative-prompt", true},
-	opt{"--cfg-scale", true},
-	opt{"--guidance-scale", true},
-	opt{"--num-inference-steps|--num-steps", true},
-	opt{"--seed", true},
-	opt{"--height", true},
-	opt{"--width", true},
-	opt{"--output", true},
-	opt{"--initial-latents-raw", true},
+	opt{"--prompt", true}, opt{"--image", true}, opt{"--negative-prompt", true},
+	opt{"--cfg-scale", true}, opt{"--guidance-scale", true},
+	opt{"--num-inference-steps|--num-steps", true}, opt{"--seed", true}, opt{"--height", true},
+	opt{"--width", true}, opt{"--output", true}, opt{"--initial-latents-raw", true},
 	opt{"--model-plugin-dir", true},
 )
 
 // generateParser is `trtmc generate-image`'s flags (apps/cli/cli.cpp, families layout).
 var generateParser = newOptParser(false,
-	opt{"--runtime-root", true},
-	opt{"--prompt", true},
-	opt{"--image", true},
-	opt{"--output", true},
-	opt{"--negative-prompt", true},
-	opt{"--height", true},
-	opt{"--width", true},
-	opt{"--num-steps", true},
-	opt{"--seed", true},
-	opt{"--guidance-scale", true},
-	opt{"--cfg-scale", true},
+	opt{"--runtime-root", true}, opt{"--prompt", true}, opt{"--image", true},
+	opt{"--output", true}, opt{"--negative-prompt", true}, opt{"--height", true},
+	opt{"--width", true}, opt{"--num-steps", true}, opt{"--seed", true},
+	opt{"--guidance-scale", true}, opt{"--cfg-scale", true},
 )
 
 func trtmcMain(p *proc) int {
@@ -79,8 +65,8 @@ func trtmcMain(p *proc) int {
 	return p.fail(exitUsage, "Unknown command: %s\n%s", args[0], trtmcUsage)
 }
 
-// cliLayout is the layout of the checkout this CLI was built from, read from the
-// CMakeCache.txt beside it; "" when there is none (both commands are then played).
+// cliLayout is the layout of the checkout this CLI was built from (its CMakeCache.txt);
+// "" when there is none, and both commands are played.
 func (p *proc) cliLayout() string {
 	cache, err := readCMakeCache(filepath.Dir(p.self))
 	if err != nil {
@@ -115,7 +101,6 @@ func inspectMain(p *proc, args []string) int {
 	return exitOK
 }
 
-// loadBundle reads a bundle, printing TRTMC's error on an invalid one.
 func (p *proc) loadBundle(path string) (BundleHeader, int) {
 	h, err := ReadBundle(p.abs(path))
 	if err != nil {
@@ -146,7 +131,6 @@ func parseCLI(p *proc, op optParser, args []string, required ...string) (parsedA
 	return a, exitOK
 }
 
-// cliSettings reads the edit settings from CLI flags over the bundle's defaults.
 func cliSettings(a parsedArgs, h BundleHeader, stepsFlag string) (Settings, error) {
 	s := DefaultSettings(h)
 	var err error
@@ -180,7 +164,6 @@ func cliSettings(a parsedArgs, h BundleHeader, stepsFlag string) (Settings, erro
 	return s, nil
 }
 
-// cliEdit runs the edit for a CLI command and writes the PNG; it returns the settings.
 func cliEdit(p *proc, a parsedArgs, h BundleHeader, stepsFlag string) (Settings, error) {
 	out := a.get("--output")
 	if !strings.HasSuffix(strings.ToLower(out), ".png") {

@@ -18,19 +18,13 @@ const EnvIgnoreSteps = "QUALKIT_DOUBLE_IGNORE_STEPS"
 const workerHelp = "trtmc_benchmark_worker --request REQUEST.json --output RESULT.json\ntrtmc_benchmark_worker --serve SESSION.json   (JSONL on stdin/stdout)"
 
 var workerParser = newOptParser(false,
-	opt{"--serve", true},
-	opt{"--request", true},
-	opt{"--output", true},
+	opt{"--serve", true}, opt{"--request", true}, opt{"--output", true},
 	opt{"--help|-h", false},
 )
 
 // workerSession is the --serve session file, read as benchmark_worker.cpp @ ca938e40 §
-// open_session and serve read it: schema_version (2), bundle, runtime_root, operation and
-// request required; expected_family and expected_task both or neither; selected_task;
-// measurement.asset_loading_included (warmup, iterations and timing_scope are not read in
-// serve mode). Other keys are ignored, as there: TRTMC's perf-serve writes case_name and
-// measurement {warmup, iterations, timing_scope, asset_loading_included} (types.py @
-// d4a4aa37 § worker_request).
+// open_session and serve read it; other keys, such as perf-serve's case_name and
+// measurement's warmup (types.py @ d4a4aa37 § worker_request), are ignored, as there.
 type workerSession struct {
 	SchemaVersion  *int            `json:"schema_version"`
 	Bundle         string          `json:"bundle"`
@@ -45,9 +39,8 @@ type workerSession struct {
 	} `json:"measurement"`
 }
 
-// workerRequest is the fields of one request the legacy image_edit path reads
-// (benchmark_worker.cpp @ ca938e40 § image_config, run_generate_image); others are
-// ignored there, as here.
+// workerRequest is what the legacy image_edit path reads of a request
+// (benchmark_worker.cpp @ ca938e40 § image_config, run_generate_image).
 type workerRequest struct {
 	Prompt         *string  `json:"prompt"`
 	ImagePath      *string  `json:"image_path"`
@@ -63,9 +56,8 @@ type workerRequest struct {
 	InitialLatents *string `json:"initial_latents_path"`
 }
 
-// workerLine is one JSON line on stdin (§ serve): id (a string), type ("shutdown", else an
-// inference), request (the whole operation request: nothing of the session's is merged
-// in), artifact_base, full_observation.
+// workerLine is one JSON line on stdin (§ serve); its request is the whole operation
+// request: nothing of the session's is merged in.
 type workerLine struct {
 	ID              string          `json:"id"`
 	Type            string          `json:"type"`
@@ -94,7 +86,7 @@ type workerReady struct {
 	Double               bool   `json:"qualkit_contract_double"`
 }
 
-// worker is a serving worker: its session; nothing of a request survives it.
+// worker is a serving worker; nothing of a request survives it.
 type worker struct {
 	p           *proc
 	session     workerSession
@@ -136,13 +128,11 @@ func workerMain(p *proc) int {
 	return w.serve()
 }
 
-// emit writes one JSON line to stdout.
 func (p *proc) emit(v any) {
 	b, _ := json.Marshal(v)
 	fmt.Fprintln(p.stdout, string(b))
 }
 
-// newWorker reads and checks the session file.
 func newWorker(p *proc, path string) (*worker, error) {
 	b, err := os.ReadFile(p.abs(path))
 	if err != nil {
@@ -183,9 +173,8 @@ func newWorker(p *proc, path string) (*worker, error) {
 	return w, nil
 }
 
-// serve answers JSON lines on stdin until shutdown or end of input (§ serve): a line it
-// cannot parse, or without a string id, gets {"id": "", "ok": false}; an error of the
-// request its message; the loop goes on.
+// serve answers JSON lines on stdin until shutdown or end of input (§ serve); a bad line
+// or request gets an error reply and the loop goes on.
 func (w *worker) serve() int {
 	sc := bufio.NewScanner(w.p.stdin)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
@@ -221,10 +210,9 @@ func (w *worker) handle(line workerLine) workerReply {
 	return workerReply{ID: line.ID, OK: true, Observation: obs}
 }
 
-// run computes one request: the line's whole request, as TRTMC's server sends it (its base
-// request merged under the body's), with the artifact written at
-// <artifact_base with extension .image>.1.0.png (§ inject_artifact_paths,
-// legacy_image_artifact_writer) and the observation image_observation writes.
+// run computes one request, writing the artifact at <artifact_base with extension
+// .image>.1.0.png (§ inject_artifact_paths, legacy_image_artifact_writer) and the
+// observation image_observation writes.
 func (w *worker) run(line workerLine) (map[string]any, error) {
 	var r workerRequest // decoded afresh each time: nothing of a request survives it
 	if err := json.Unmarshal(line.Request, &r); err != nil {

@@ -1,5 +1,4 @@
-// Package fuzzseed keeps the named seed corpora of refedit's fuzz targets committed:
-// it checks each seed file exists under testdata/fuzz/<target>, or writes them all.
+// Package fuzzseed keeps the named seed corpora of refedit's fuzz targets committed.
 // Test code only; it knows nothing of what the targets fuzz.
 package fuzzseed
 
@@ -39,8 +38,7 @@ func Sync(f *testing.F, target string, seeds []Seed, write bool) {
 	}
 }
 
-// Marshal writes go's "go test fuzz v1" corpus format for []byte, string and byte
-// arguments, the types refedit's fuzz targets take.
+// Marshal writes go's "go test fuzz v1" corpus format for []byte, string and byte args.
 func Marshal(args ...any) []byte {
 	var b bytes.Buffer
 	b.WriteString("go test fuzz v1\n")
