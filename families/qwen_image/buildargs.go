@@ -2,11 +2,10 @@ package qwenimage
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"qualkit/internal/wire"
 	"sort"
-	"strings"
 
 	"github.com/BurntSushi/toml"
 )
@@ -48,16 +47,16 @@ func buildArgs(checkout string, l Layout, m *Manifest, out, timing string) (args
 	inputs := map[string]string{}
 	for _, f := range def.InputFields {
 		if v, ok := tc.raw[f.Manifest]; ok {
-			inputs[f.Input] = jsonText(v)
+			inputs[f.Input] = wire.JSONText(v)
 		} else if _, need := tc.raw[f.RequiredManifest]; f.Default != nil && (f.RequiredManifest == "" || need) {
 			inputs[f.Input] = fmt.Sprint(f.Default)
 		}
 	}
 	args = []string{"-m", "tensorrt_model_connect.__main__", "build", m.HFID, "-o", out}
 	if v, ok := m.BuildArgs["max_cache_length"]; ok {
-		args = append(args, "--max-cache-length", jsonText(v))
+		args = append(args, "--max-cache-length", wire.JSONText(v))
 	} else if v, ok := m.raw["max_cache_length"]; ok {
-		args = append(args, "--max-cache-length", jsonText(v))
+		args = append(args, "--max-cache-length", wire.JSONText(v))
 	}
 	args = append(args, "--model-revision", cmp.Or(m.HFRevision, Revision))
 	for _, a := range def.BuildCLIArgs {
@@ -82,10 +81,3 @@ func buildArgs(checkout string, l Layout, m *Manifest, out, timing string) (args
 }
 
 // jsonText is a JSON value as text: a string without quotes, anything else as written.
-func jsonText(v json.RawMessage) string {
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return s
-	}
-	return strings.TrimSpace(string(v))
-}

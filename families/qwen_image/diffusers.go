@@ -18,6 +18,7 @@ import (
 	"qualkit/internal/family"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
+	"qualkit/internal/wire"
 )
 
 // The diffusers reference backend: QwenImageEditPlusPipeline through reference/
@@ -295,7 +296,7 @@ func (d Diffusers) requirements(env family.Env, c family.Row) []family.Requireme
 func readHost(out []byte, runErr error) (diffusersHost, error) {
 	var h diffusersHost
 	if err := json.Unmarshal(lastJSONLine(out), &h); err != nil {
-		return h, fmt.Errorf("the probe printed no result (%v): %s", runErr, clip(out))
+		return h, fmt.Errorf("the probe printed no result (%v): %s", runErr, wire.Clip(out, 300))
 	}
 	return h, nil
 }

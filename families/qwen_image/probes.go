@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"qualkit/internal/family"
+	"qualkit/internal/wire"
 )
 
 // probeResult is what probe/trtmc_probe.py prints.
@@ -114,7 +115,7 @@ func importsProbe(name, what, failure string, py family.Command, mods []string, 
 				Failed map[string]string `json:"failed"`
 			}
 			if err := json.Unmarshal(lastJSONLine(out), &res); err != nil {
-				return fmt.Errorf("the import probe printed no result (%v): %s", runErr, clip(out))
+				return fmt.Errorf("the import probe printed no result (%v): %s", runErr, wire.Clip(out, 300))
 			}
 			var bad []string
 			for _, m := range mods {
@@ -147,7 +148,7 @@ func (a TRTMC) serverProbe(env family.Env) (family.Probe, bool) {
 		Cmd: family.Command{Args: args, Env: a.serverEnv(env), Dir: a.Config.Checkout},
 		Check: func(out []byte, runErr error) error {
 			if runErr != nil {
-				return fmt.Errorf("%s --help failed (%v): the image lacks the server's dependencies (%s): %s", name, runErr, s.Why, clip(out))
+				return fmt.Errorf("%s --help failed (%v): the image lacks the server's dependencies (%s): %s", name, runErr, s.Why, wire.Clip(out, 300))
 			}
 			var missing []string
 			for _, f := range flags {
@@ -169,7 +170,7 @@ func checkModules(need []string, driverCUDA int) func([]byte, error) error {
 	return func(out []byte, runErr error) error {
 		var res probeResult
 		if err := json.Unmarshal(lastJSONLine(out), &res); err != nil {
-			return fmt.Errorf("the probe printed no result (%v): %s", runErr, clip(out))
+			return fmt.Errorf("the probe printed no result (%v): %s", runErr, wire.Clip(out, 300))
 		}
 		var bad []string
 		for _, name := range need {

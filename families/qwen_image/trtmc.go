@@ -350,7 +350,7 @@ func (a TRTMC) checkIdentity(body []byte, spec family.ServeSpec) (string, error)
 			found = found || d.ID == spec.Model && d.OwnedBy == "tensorrt-model-connect"
 		}
 		if !found {
-			return "", fmt.Errorf("no model %q owned by tensorrt-model-connect in %s", spec.Model, clip(body))
+			return "", fmt.Errorf("no model %q owned by tensorrt-model-connect in %s", spec.Model, wire.Clip(body, 300))
 		}
 	} else {
 		var info struct {
@@ -452,13 +452,6 @@ func (a TRTMC) image(env family.Env) (family.ContainerImage, error) {
 		ci.Dockerfile, ci.CopyRoots = a.Config.DevImage()
 	}
 	return ci, nil
-}
-
-func clip(b []byte) string {
-	if len(b) > 300 {
-		return string(b[:300]) + "..."
-	}
-	return string(b)
 }
 
 func isDir(p string) bool {

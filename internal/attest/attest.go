@@ -14,14 +14,10 @@
 package attest
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,14 +126,14 @@ func Statement(dir, junit string, shard *ShardClaim, now time.Time) (*ita.Statem
 func subjectsOf(dir string, rows []string, junit string) ([]*ita.ResourceDescriptor, error) {
 	var out []*ita.ResourceDescriptor
 	for _, f := range sumLists(rows) {
-		sum, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(f)))
+		sum, err := schema.FileSHA256(filepath.Join(dir, filepath.FromSlash(f)))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, &ita.ResourceDescriptor{Name: f, Digest: map[string]string{"sha256": sum}})
 	}
 	if junit != "" {
-		sum, err := fileSHA256(junit)
+		sum, err := schema.FileSHA256(junit)
 		if err != nil {
 			return nil, err
 		}
@@ -368,7 +364,7 @@ func (r *Result) checkSubjects(dir, junit string, subjects []*ita.ResourceDescri
 		}
 	}
 	sha := func(p string) string {
-		got, err := fileSHA256(p)
+		got, err := schema.FileSHA256(p)
 		if err != nil {
 			return err.Error()
 		}
@@ -462,17 +458,4 @@ func Claimed(dir string) (*ShardClaim, error) {
 func readEnvelope(dir string) (*dsse.Envelope, error) {
 	var env dsse.Envelope
 	return &env, schema.ReadJSON(filepath.Join(dir, File), &env)
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, bufio.NewReader(f)); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -9,13 +9,13 @@ import (
 	"cmp"
 	"fmt"
 	"image"
-	"image/draw"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 )
 
@@ -408,7 +408,7 @@ func differing(a, b image.Image) int {
 	if a.Bounds().Size() != b.Bounds().Size() {
 		return max(a.Bounds().Dx()*a.Bounds().Dy(), b.Bounds().Dx()*b.Bounds().Dy())
 	}
-	pa, pb := nrgba(a), nrgba(b)
+	pa, pb := judge.ToNRGBA(a), judge.ToNRGBA(b)
 	n := 0
 	for y := range pa.Rect.Dy() {
 		ra, rb := pa.Pix[y*pa.Stride:y*pa.Stride+4*pa.Rect.Dx()], pb.Pix[y*pb.Stride:y*pb.Stride+4*pb.Rect.Dx()]
@@ -419,16 +419,6 @@ func differing(a, b image.Image) int {
 		}
 	}
 	return n
-}
-
-func nrgba(img image.Image) *image.NRGBA {
-	if m, ok := img.(*image.NRGBA); ok && m.Rect.Min == (image.Point{}) {
-		return m
-	}
-	b := img.Bounds()
-	m := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
-	draw.Draw(m, m.Rect, img, b.Min, draw.Src)
-	return m
 }
 
 func cmpOr(a, b string) string {

@@ -1,7 +1,6 @@
 package evidencecheck
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -30,13 +29,6 @@ func (r *rowCheck) responseImage(rec schema.RawRecord) ([]byte, error) {
 }
 
 // jsonText is a JSON value as a form field: a string unquoted, anything else verbatim.
-func jsonText(v json.RawMessage) string {
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return s
-	}
-	return string(bytes.TrimSpace(v))
-}
 
 type summaryMetric struct {
 	Min   *float64        `json:"min"`

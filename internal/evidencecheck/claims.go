@@ -18,6 +18,7 @@ import (
 	"qualkit/families/qwen_image/latents"
 	"qualkit/internal/judge"
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 )
 
 // rowChecks fill in nothing another reads, so their order is only the report's
@@ -242,7 +243,7 @@ func (r *rowCheck) checkFixtures() {
 	if r.res.Settings != nil {
 		want := map[string]string{}
 		for k, v := range r.fx.Settings {
-			want[k] = jsonText(v)
+			want[k] = wire.JSONText(v)
 		}
 		r.same(schema.ResultsFile, "settings", settingsText(want), settingsText(r.res.Settings), m+" settings")
 	}
@@ -397,7 +398,7 @@ func extraInputs(values []string) (map[string]string, error) {
 				return nil, fmt.Errorf("%q: %v", v, err)
 			}
 			for k, x := range m {
-				out[k] = jsonText(x)
+				out[k] = wire.JSONText(x)
 			}
 			continue
 		}

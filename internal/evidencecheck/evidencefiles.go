@@ -212,7 +212,7 @@ func (r *rowCheck) checkAIPerfInputs() {
 	}
 	settings := map[string]string{}
 	for k, v := range r.fx.Settings {
-		settings[k] = jsonText(v)
+		settings[k] = wire.JSONText(v)
 	}
 	images := map[string][]byte{}
 	var want bytes.Buffer

@@ -128,9 +128,9 @@ func (c *checker) checkShard(s merged.Shard) {
 	}
 	c.rep.Files += sub.Files
 	c.rep.Claims += sub.Claims
-	sums, _ := fileSHA256(c.path(path.Join(s.Dir, schema.ChecksumFile)))
+	sums, _ := schema.FileSHA256(c.path(path.Join(s.Dir, schema.ChecksumFile)))
 	c.same(merged.ManifestFile, "shard "+s.Name+" sha256sums_sha256", sums, s.SumsSHA256, path.Join(s.Dir, schema.ChecksumFile))
-	j, _ := fileSHA256(c.path(s.JUnit))
+	j, _ := schema.FileSHA256(c.path(s.JUnit))
 	c.same(merged.ManifestFile, "shard "+s.Name+" junit_sha256", j, s.JUnitSHA256, s.JUnit)
 	var info schema.RunInfo
 	b, _ := c.read(path.Join(s.Dir, schema.RunFile))

@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"path"
 	"regexp"
 	"sort"
@@ -71,7 +69,7 @@ func (c *checker) checkSumList(scope string, files map[string]bool) {
 			c.fail(f, "listed in "+list, "listed with sha256 "+sums[f], "missing")
 			continue
 		}
-		got, err := fileSHA256(c.path(f))
+		got, err := schema.FileSHA256(c.path(f))
 		switch {
 		case err != nil:
 			c.fail(f, "sha256 ("+list+")", sums[f], err.Error())
@@ -98,19 +96,6 @@ func orDot(scope string) string {
 		return "the run folder"
 	}
 	return strings.TrimSuffix(scope, "/")
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func bytesSHA256(b []byte) string {

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -85,7 +83,7 @@ func WriteChecksums(dir string) (string, error) {
 		if rel == schema.ChecksumFile || rel == attest.File || !d.Type().IsRegular() {
 			return nil
 		}
-		sum, err := fileSHA256(path)
+		sum, err := schema.FileSHA256(path)
 		if err != nil {
 			return err
 		}
@@ -190,19 +188,6 @@ func writeWhole(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, bufio.NewReaderSize(f, 1<<20)); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func bytesSHA256(b []byte) string {

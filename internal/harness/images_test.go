@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"qualkit/internal/wire"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,4 +46,9 @@ func TestResponsePNG(t *testing.T) {
 		_, err := ResponsePNG([]byte(body))
 		require.ErrorContains(t, err, want, body)
 	}
+}
+
+// ResponsePNG extracts the edited image from an OpenAI-style images response body.
+func ResponsePNG(body []byte) ([]byte, error) {
+	return wire.OpenAI{}.Output(body, "", nil)
 }

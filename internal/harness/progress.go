@@ -11,6 +11,7 @@ import (
 
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
+	"qualkit/internal/wire"
 )
 
 // DefaultHeartbeat is the longest a running stage stays silent.
@@ -157,7 +158,7 @@ func lastLine(path string, n int) string {
 	lines := strings.Split(tail, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" {
-			return clip([]byte(l), n)
+			return wire.Clip([]byte(l), n)
 		}
 	}
 	return ""

@@ -190,9 +190,9 @@ func judgeBenchmark(in benchmarkInput) benchmarkVerdict {
 
 func errorText(rec schema.RawRecord) string {
 	if rec.Error != nil {
-		return fmt.Sprintf("%s: %s", rec.Error.Type, clip([]byte(rec.Error.Message), 300))
+		return fmt.Sprintf("%s: %s", rec.Error.Type, wire.Clip([]byte(rec.Error.Message), 300))
 	}
-	return clip(rec.Body(), 300)
+	return wire.Clip(rec.Body(), 300)
 }
 
 // judgeOutput is the format gate on one HTTP response: a PNG of the requested size that

@@ -228,14 +228,14 @@ func pathSHA256(path string) (string, error) {
 		return "", err
 	}
 	if !st.IsDir() {
-		return fileSHA256(path)
+		return schema.FileSHA256(path)
 	}
 	var lines []string
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		sum, err := fileSHA256(p)
+		sum, err := schema.FileSHA256(p)
 		rel, _ := filepath.Rel(path, p)
 		lines = append(lines, filepath.ToSlash(rel)+"\x00"+sum)
 		return err

@@ -147,15 +147,15 @@ func refusalMessage(body []byte) string {
 	if json.Unmarshal(body, &e) == nil {
 		switch {
 		case e.Error.Message != "" && e.Error.Param != nil:
-			return clip([]byte(fmt.Sprintf("%s (param %s)", e.Error.Message, *e.Error.Param)), 300)
+			return wire.Clip([]byte(fmt.Sprintf("%s (param %s)", e.Error.Message, *e.Error.Param)), 300)
 		case e.Error.Message != "":
-			return clip([]byte(e.Error.Message), 300)
+			return wire.Clip([]byte(e.Error.Message), 300)
 		case e.Detail != nil:
 			b, _ := json.Marshal(e.Detail)
-			return clip(b, 300)
+			return wire.Clip(b, 300)
 		}
 	}
-	return clip(body, 300)
+	return wire.Clip(body, 300)
 }
 
 // askedWork is every request answered 200, with what it asked and its records line.

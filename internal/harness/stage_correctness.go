@@ -40,7 +40,7 @@ func caseFiles(tests []string, root string) ([]schema.FileHash, error) {
 	}
 	var out []schema.FileHash
 	for _, p := range paths {
-		sum, err := fileSHA256(p)
+		sum, err := schema.FileSHA256(p)
 		if err != nil {
 			return nil, err
 		}
@@ -59,7 +59,7 @@ func treeHashes(base, dir string) ([]schema.FileHash, error) {
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("%s is not a regular file: the evidence keeps only files", p)
 		}
-		sum, err := fileSHA256(p)
+		sum, err := schema.FileSHA256(p)
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"qualkit/internal/gpu"
 	"qualkit/internal/judge"
 	"qualkit/internal/schema"
+	"qualkit/internal/wire"
 )
 
 // replay is one request AIPerf sent, to run again through the native Task.
@@ -393,7 +394,7 @@ func readBatchReport(path string) (head batchHead, lines map[string]batchLine, e
 				batchHead
 			}
 			if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.LoadMs == nil {
-				return head, nil, fmt.Errorf("%s line 1: want {\"load_ms\": ...}, got %s", filepath.Base(path), clip(sc.Bytes(), 200))
+				return head, nil, fmt.Errorf("%s line 1: want {\"load_ms\": ...}, got %s", filepath.Base(path), wire.Clip(sc.Bytes(), 200))
 			}
 			head = h.batchHead
 			head.LoadMs = *h.LoadMs
@@ -401,7 +402,7 @@ func readBatchReport(path string) (head batchHead, lines map[string]batchLine, e
 		}
 		var l batchLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.ID == "" || len(l.SHA256) != 64 {
-			return head, nil, fmt.Errorf("%s line %d: want {\"id\", \"output\", \"output_sha256\", \"task_ms\"}, got %s", filepath.Base(path), n, clip(sc.Bytes(), 200))
+			return head, nil, fmt.Errorf("%s line %d: want {\"id\", \"output\", \"output_sha256\", \"task_ms\"}, got %s", filepath.Base(path), n, wire.Clip(sc.Bytes(), 200))
 		}
 		if _, dup := lines[l.ID]; dup {
 			return head, nil, fmt.Errorf("%s line %d: replay %s twice", filepath.Base(path), n, l.ID)

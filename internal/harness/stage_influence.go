@@ -39,7 +39,7 @@ func (r *row) influence(ctx context.Context, fx *fixtures.Workload, srv serving.
 			return nil, bodies, err
 		}
 		if status != http.StatusOK {
-			return nil, bodies, fmt.Errorf("influence request %s (%s): status %d: %s", names[i], f, status, clip(body, 300))
+			return nil, bodies, fmt.Errorf("influence request %s (%s): status %d: %s", names[i], f, status, wire.Clip(body, 300))
 		}
 		bodies = append(bodies, body)
 		png, err := r.output(body, id)

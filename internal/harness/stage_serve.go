@@ -13,6 +13,7 @@ import (
 	"qualkit/internal/fixtures"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
+	"qualkit/internal/wire"
 )
 
 type serverLaunch struct {
@@ -125,7 +126,7 @@ type serverIdentityVerdict struct {
 func judgeServerIdentity(in serverIdentity) serverIdentityVerdict {
 	path := in.Check.Path
 	if in.Status != http.StatusOK {
-		return serverIdentityVerdict{Err: fmt.Errorf("server identity: GET %s answered %d: %s", path, in.Status, clip(in.Body, 300))}
+		return serverIdentityVerdict{Err: fmt.Errorf("server identity: GET %s answered %d: %s", path, in.Status, wire.Clip(in.Body, 300))}
 	}
 	served, err := in.Check.Check(in.Body, in.Spec)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"qualkit/internal/gpu"
 	"qualkit/internal/schema"
 	"qualkit/internal/serving"
+	"qualkit/internal/wire"
 )
 
 const (
@@ -289,7 +290,7 @@ func BuildGPURead(ctx context.Context, root string) (string, error) {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-Wno-deprecated-declarations")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the NVML reader (go build ./internal/gpu/cmd/gpuread): %v: %s; "+
-			"build it where Go and a C compiler exist and name it with -qualkit.gpuread or QUALKIT_GPUREAD", err, clip(bytes.TrimSpace(b), 600))
+			"build it where Go and a C compiler exist and name it with -qualkit.gpuread or QUALKIT_GPUREAD", err, wire.Clip(bytes.TrimSpace(b), 600))
 	}
 	return out, nil
 }

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/draw"
 	_ "image/jpeg" // a reference image may be a JPEG fixture
 	_ "image/png"
 	"path/filepath"
 	"slices"
 
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 )
 
@@ -261,7 +261,7 @@ func compare(a, b image.Image) diff {
 		return diff{state: diffSize, sizeText: fmt.Sprintf("%dx%d vs %dx%d", ab.Dx(), ab.Dy(), bb.Dx(), bb.Dy())}
 	}
 	d := diff{w: ab.Dx(), h: ab.Dy(), mag: make([]uint8, ab.Dx()*ab.Dy())}
-	pa, pb := toNRGBA(a), toNRGBA(b)
+	pa, pb := judge.ToNRGBA(a), judge.ToNRGBA(b)
 	for y := 0; y < d.h; y++ {
 		ra, rb := pa.Pix[y*pa.Stride:y*pa.Stride+4*d.w], pb.Pix[y*pb.Stride:y*pb.Stride+4*d.w]
 		if bytes.Equal(ra, rb) {
@@ -366,12 +366,3 @@ func heat(m uint8) color.RGBA {
 }
 
 // toNRGBA converts to 8-bit non-premultiplied RGBA, as the harness compares pixels.
-func toNRGBA(img image.Image) *image.NRGBA {
-	if n, ok := img.(*image.NRGBA); ok && n.Rect.Min == (image.Point{}) {
-		return n
-	}
-	b := img.Bounds()
-	out := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
-	draw.Draw(out, out.Rect, img, b.Min, draw.Src)
-	return out
-}

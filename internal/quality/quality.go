@@ -8,9 +8,9 @@ package quality
 import (
 	"fmt"
 	"image"
-	"image/draw"
 	"math"
 
+	"qualkit/internal/judge"
 	"qualkit/internal/schema"
 )
 
@@ -23,7 +23,7 @@ type Stats struct {
 
 // Measure returns img's Stats.
 func Measure(img image.Image) Stats {
-	m := nrgba(img)
+	m := judge.ToNRGBA(img)
 	var sum, sq float64
 	n := 0
 	for y := 0; y < m.Rect.Dy(); y++ {
@@ -130,17 +130,7 @@ func sameSize(a, b image.Image) (*image.NRGBA, *image.NRGBA, error) {
 	if a.Bounds().Size() != b.Bounds().Size() {
 		return nil, nil, fmt.Errorf("the images differ in size: %v vs %v", a.Bounds().Size(), b.Bounds().Size())
 	}
-	return nrgba(a), nrgba(b), nil
-}
-
-func nrgba(img image.Image) *image.NRGBA {
-	if m, ok := img.(*image.NRGBA); ok && m.Rect.Min == (image.Point{}) {
-		return m
-	}
-	b := img.Bounds()
-	out := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
-	draw.Draw(out, out.Rect, img, b.Min, draw.Src)
-	return out
+	return judge.ToNRGBA(a), judge.ToNRGBA(b), nil
 }
 
 // Judge lists the criteria an output misses: out's pixel mean and standard deviation

@@ -59,7 +59,7 @@ func (OpenAI) Decode(payload json.RawMessage) (Request, error) {
 	json.Unmarshal(fields["prompt"], &req.Prompt)
 	for k, v := range fields {
 		if !formFields[k] {
-			req.Settings[k] = jsonText(v)
+			req.Settings[k] = JSONText(v)
 		}
 	}
 	raw, ok := fields["image"]

@@ -185,16 +185,16 @@ func (Task) Decode(payload json.RawMessage) (Request, error) {
 			}
 			req.Image = img
 		case "latent_seed":
-			seed, err := strconv.ParseInt(jsonText(v), 10, 64)
+			seed, err := strconv.ParseInt(JSONText(v), 10, 64)
 			if err != nil || seed < 0 {
-				problems = append(problems, fmt.Sprintf("latent_seed %s is not a non-negative integer", jsonText(v)))
+				problems = append(problems, fmt.Sprintf("latent_seed %s is not a non-negative integer", JSONText(v)))
 				continue
 			}
 			req.LatentSeed = &seed
 		case "width":
-			w = jsonText(v)
+			w = JSONText(v)
 		case "height":
-			h = jsonText(v)
+			h = JSONText(v)
 		default:
 			name := ""
 			for canon, f := range taskFields {
@@ -206,7 +206,7 @@ func (Task) Decode(payload json.RawMessage) (Request, error) {
 				problems = append(problems, fmt.Sprintf("field %q has no canonical setting", k))
 				continue
 			}
-			req.Settings[name] = jsonText(v)
+			req.Settings[name] = JSONText(v)
 		}
 	}
 	if w != "" || h != "" {

@@ -78,25 +78,28 @@ func errorBody(body []byte) string {
 		Error json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(body, &e) == nil && len(e.Error) > 0 && string(e.Error) != "null" {
-		return clip(e.Error, 300)
+		return Clip(e.Error, 300)
 	}
 	return ""
 }
 
 // jsonText is a JSON value as a setting: a string unquoted, anything else verbatim.
-func jsonText(v json.RawMessage) string {
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// Clip is b as text, cut to n bytes and marked "..." when longer.
+func Clip(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// JSONText is a JSON value as a setting: a string unquoted, anything else verbatim.
+func JSONText(v json.RawMessage) string {
 	var s string
 	if json.Unmarshal(v, &s) == nil {
 		return s
 	}
 	return string(bytes.TrimSpace(v))
-}
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
-
-func clip(b []byte, n int) string {
-	if len(b) > n {
-		return string(b[:n]) + "..."
-	}
-	return string(b)
 }
