@@ -79,6 +79,11 @@ func (r *row) stages(m *made) []stage {
 	return []stage{
 		{schema.StagePreflight, nil, func(ctx context.Context) (err error) {
 			m.fx, m.build, m.buildProg, err = r.preflight(ctx)
+			if err != nil && m.build != nil {
+				// A build begun early and cut with preflight: its tool commands ran and are
+				// recorded, so the time budget counts them (the checker holds it to them).
+				m.build.stop(func(b bundle) { m.bundle.toolsS = b.toolsS })
+			}
 			if err == nil && m.fx != nil {
 				res.Settings = m.fx.FormSettings()
 			}
