@@ -33,7 +33,7 @@ func TestReadExportOfRealAIPerf(t *testing.T) {
 	assert.Equal(t, map[string]string{"size": "16x16", "seed": "42", "num_inference_steps": "3"}, sent.Settings)
 	assert.Equal(t, []byte("\x89PNG\r\n\x1a\n"), sent.Image[:8])
 	assert.False(t, w.Failed())
-	png, err := ResponsePNG(w.Body())
+	png, err := wire.OpenAI{}.Output(w.Body(), "", nil)
 	require.NoError(t, err)
 	out, err := judge.DecodePNG(png)
 	require.NoError(t, err)

@@ -6,11 +6,12 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"qualkit/internal/wire"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"qualkit/internal/wire"
 )
 
 func gradient(w, h int) *image.RGBA {
@@ -32,7 +33,7 @@ func encodePNG(t testing.TB, img image.Image) []byte {
 func TestResponsePNG(t *testing.T) {
 	p := encodePNG(t, gradient(2, 2))
 	body := `{"data":[{"b64_json":"` + base64.StdEncoding.EncodeToString(p) + `"}]}`
-	got, err := ResponsePNG([]byte(body))
+	got, err := wire.OpenAI{}.Output([]byte(body), "", nil)
 	require.NoError(t, err)
 	assert.Equal(t, p, got)
 
@@ -43,12 +44,7 @@ func TestResponsePNG(t *testing.T) {
 		`{"data":[{"b64_json":"%%%"}]}`: "not base64",
 		`<html>`:                        "not a JSON object",
 	} {
-		_, err := ResponsePNG([]byte(body))
+		_, err := wire.OpenAI{}.Output([]byte(body), "", nil)
 		require.ErrorContains(t, err, want, body)
 	}
-}
-
-// ResponsePNG extracts the edited image from an OpenAI-style images response body.
-func ResponsePNG(body []byte) ([]byte, error) {
-	return wire.OpenAI{}.Output(body, "", nil)
 }
