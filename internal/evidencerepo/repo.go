@@ -137,15 +137,19 @@ func envKey(environ []string) string {
 const exportEnv = "QUALKIT_EXPORT_TABLE_ROWS"
 
 // exportShim is added to the commit's qual package: its init writes every row of the
-// tables and exits. It reads only fields every commit has had, and the backend by
-// reflection (Backend() before the family contract, Describe(...).Backend since), so
-// one shim compiles at every commit.
+// tables and exits. One shim compiles at every commit, so it reads the tables by
+// reflection: a variable or (since 00b7054) a function returning them; each table's test
+// by its name field or its test function; each row's fields every commit has had, and
+// the backend from Backend() (before the family contract) or Describe(...).Backend.
 const exportShim = `package qual
 
 import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"runtime"
+	"strings"
+	"unsafe"
 )
 
 // backendOf is the family's Backend(), or the Backend field of what its
@@ -175,6 +179,11 @@ func backendOf(f any) string {
 	return ""
 }
 
+// open makes an unexported field of an addressable struct readable.
+func open(f reflect.Value) reflect.Value {
+	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+}
+
 func init() {
 	out := os.Getenv("` + exportEnv + `")
 	if out == "" {
@@ -193,9 +202,27 @@ func init() {
 		Warmup   int    ` + "`json:\"warmup\"`" + `
 	}
 	rows := []row{}
-	for _, tb := range tables {
-		for _, c := range tb.rows {
-			rows = append(rows, row{tb.test, c.Name, c.Family, backendOf(c.Adapter), c.Model, c.Profile, c.Smoke, c.Double, c.Bench.Measured, c.Bench.Warmup})
+	tbs := reflect.ValueOf(tables)
+	if tbs.Kind() == reflect.Func {
+		tbs = tbs.Call(nil)[0]
+	}
+	for i := range tbs.Len() {
+		tb := tbs.Index(i)
+		test := ""
+		if f := tb.FieldByName("test"); f.IsValid() {
+			test = f.String()
+		} else if f := tb.FieldByName("run"); f.IsValid() {
+			name := runtime.FuncForPC(f.Pointer()).Name()
+			test = name[strings.LastIndex(name, ".")+1:]
+		}
+		cs := open(tb.FieldByName("rows"))
+		for j := range cs.Len() {
+			c := cs.Index(j)
+			str := func(n string) string { return c.FieldByName(n).String() }
+			bench := c.FieldByName("Bench")
+			rows = append(rows, row{test, str("Name"), str("Family"), backendOf(c.FieldByName("Adapter").Interface()),
+				str("Model"), str("Profile"), c.FieldByName("Smoke").Bool(), c.FieldByName("Double").Bool(),
+				int(bench.FieldByName("Measured").Int()), int(bench.FieldByName("Warmup").Int())})
 		}
 	}
 	b, err := json.Marshal(rows)
