@@ -169,19 +169,10 @@ func backendOf(f any) string {
 	for i := range in {
 		in[i] = reflect.Zero(m.Type().In(i))
 	}
-	out := m.Call(in)
-	if len(out) == 0 || out[0].Kind() != reflect.Struct {
-		return ""
-	}
-	if b := out[0].FieldByName("Backend"); b.IsValid() && b.Kind() == reflect.String {
-		return b.String()
+	if out := m.Call(in); len(out) > 0 && out[0].Kind() == reflect.Struct && out[0].FieldByName("Backend").Kind() == reflect.String {
+		return out[0].FieldByName("Backend").String()
 	}
 	return ""
-}
-
-// open makes an unexported field of an addressable struct readable.
-func open(f reflect.Value) reflect.Value {
-	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
 }
 
 func init() {
@@ -189,40 +180,26 @@ func init() {
 	if out == "" {
 		return
 	}
-	type row struct {
-		Test     string ` + "`json:\"test\"`" + `
-		Row      string ` + "`json:\"row\"`" + `
-		Family   string ` + "`json:\"family\"`" + `
-		Backend  string ` + "`json:\"backend\"`" + `
-		Model    string ` + "`json:\"model\"`" + `
-		Profile  string ` + "`json:\"profile\"`" + `
-		Smoke    bool   ` + "`json:\"smoke\"`" + `
-		Double   bool   ` + "`json:\"double\"`" + `
-		Measured int    ` + "`json:\"measured\"`" + `
-		Warmup   int    ` + "`json:\"warmup\"`" + `
-	}
-	rows := []row{}
+	rows := []map[string]any{}
 	tbs := reflect.ValueOf(tables)
 	if tbs.Kind() == reflect.Func {
 		tbs = tbs.Call(nil)[0]
 	}
 	for i := range tbs.Len() {
 		tb := tbs.Index(i)
-		test := ""
-		if f := tb.FieldByName("test"); f.IsValid() {
-			test = f.String()
-		} else if f := tb.FieldByName("run"); f.IsValid() {
-			name := runtime.FuncForPC(f.Pointer()).Name()
-			test = name[strings.LastIndex(name, ".")+1:]
+		test := tb.FieldByName("test")
+		if !test.IsValid() {
+			name := runtime.FuncForPC(tb.FieldByName("run").Pointer()).Name()
+			test = reflect.ValueOf(name[strings.LastIndex(name, ".")+1:])
 		}
-		cs := open(tb.FieldByName("rows"))
-		for j := range cs.Len() {
-			c := cs.Index(j)
-			str := func(n string) string { return c.FieldByName(n).String() }
-			bench := c.FieldByName("Bench")
-			rows = append(rows, row{test, str("Name"), str("Family"), backendOf(c.FieldByName("Adapter").Interface()),
-				str("Model"), str("Profile"), c.FieldByName("Smoke").Bool(), c.FieldByName("Double").Bool(),
-				int(bench.FieldByName("Measured").Int()), int(bench.FieldByName("Warmup").Int())})
+		rs := tb.FieldByName("rows")
+		rs = reflect.NewAt(rs.Type(), unsafe.Pointer(rs.UnsafeAddr())).Elem() // unexported
+		for j := range rs.Len() {
+			c := rs.Index(j).FieldByName
+			rows = append(rows, map[string]any{"test": test.String(), "row": c("Name").String(), "family": c("Family").String(),
+				"backend": backendOf(c("Adapter").Interface()), "model": c("Model").String(), "profile": c("Profile").String(),
+				"smoke": c("Smoke").Bool(), "double": c("Double").Bool(),
+				"measured": c("Bench").FieldByName("Measured").Int(), "warmup": c("Bench").FieldByName("Warmup").Int()})
 		}
 	}
 	b, err := json.Marshal(rows)
