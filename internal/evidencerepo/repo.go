@@ -5,14 +5,12 @@
 package evidencerepo
 
 import (
-	"archive/tar"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,8 +225,13 @@ func (g *Git) exportTables(commit string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := untar(arch, src); err != nil {
-		return nil, fmt.Errorf("unpack: %w", err)
+	untar := exec.Command("tar", "-x", "-C", src)
+	untar.Stdin = bytes.NewReader(arch)
+	if err := os.Mkdir(src, 0o755); err != nil {
+		return nil, err
+	}
+	if out, err := untar.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("unpack: %w: %s", err, out)
 	}
 	if err := os.WriteFile(filepath.Join(src, "qual", "zz_qualkit_tables_export_test.go"), []byte(exportShim), 0o644); err != nil {
 		return nil, err
@@ -253,38 +256,6 @@ func clip(b []byte) string {
 		b = b[len(b)-2000:]
 	}
 	return string(b)
-}
-
-// untar writes a tar stream's regular files and folders under dir.
-func untar(b []byte, dir string) error {
-	tr := tar.NewReader(bytes.NewReader(b))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if !filepath.IsLocal(h.Name) {
-			return fmt.Errorf("%q is outside the archive", h.Name)
-		}
-		p := filepath.Join(dir, filepath.FromSlash(h.Name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(p, 0o755)
-		case tar.TypeReg:
-			var body []byte
-			if body, err = io.ReadAll(tr); err == nil {
-				if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
-					err = os.WriteFile(p, body, os.FileMode(h.Mode)&0o755|0o600)
-				}
-			}
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
 
 // writeAtomic writes b to p by a rename, so a reader beside it sees all of it or none.

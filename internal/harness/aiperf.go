@@ -33,22 +33,27 @@ type AIPerf struct {
 // Tokenizer is the local tokenizer's repo id in AIPerf.HFHome.
 const Tokenizer = "qualkit/offline-word-tokenizer"
 
+var versionWait = 10 * time.Minute
+
 // CheckVersion runs `aiperf --version` and requires the pin.
 func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
 	st, err := os.Stat(a.Bin)
 	if err != nil {
 		return "", fmt.Errorf("aiperf not found at %s: run `make setup` (installs aiperf==%s into .venv)", a.Bin, AIPerfVersion)
 	}
-	// `aiperf --version` starts AIPerf's interpreter (1.5 s here, more on a busy host): once
-	// per program file per process. A reinstall rewrites the file, so its size and time
-	// are part of the key; only the pinned version is remembered.
+	// `aiperf --version` starts AIPerf's interpreter (1.6 s of CPU): once per program file
+	// per process; a reinstall rewrites the file (size and time in the key). versionWait
+	// guards against a hung one, no speed expectation: 2 minutes was too few at load 44.
 	key := fmt.Sprintf("%s\x00%d\x00%d", a.Bin, st.Size(), st.ModTime().UnixNano())
 	if _, known := checkedVersions.Load(key); !known {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		vctx, cancel := context.WithTimeout(ctx, versionWait)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, a.Bin, "--version")
+		cmd := exec.CommandContext(vctx, a.Bin, "--version")
 		cmd.Env = append(os.Environ(), serving.NoBytecodeEnv...)
 		out, err := cmd.CombinedOutput()
+		if err != nil && ctx.Err() == nil && vctx.Err() != nil {
+			err = fmt.Errorf("did not exit in %v (hung, or a host too loaded to start Python), stopped", versionWait)
+		}
 		if err != nil {
 			return "", fmt.Errorf("aiperf --version: %v: %s", err, bytes.TrimSpace(out))
 		}

@@ -74,6 +74,14 @@ func TestAIPerfVersionCheck(t *testing.T) {
 	got, err := AIPerf{Bin: bin}.CheckVersion(t.Context())
 	assert.Equal(t, "0.12.1", got)
 	require.ErrorContains(t, err, `version "0.12.1", the pin is 0.13.0`)
+
+	// One that never answers is stopped at the bound, and the error says so, not "killed".
+	defer func(w time.Duration) { versionWait = w }(versionWait)
+	versionWait = 200 * time.Millisecond
+	hung := writeTemp(t, "aiperf", "#!/bin/sh\nexec sleep 60\n")
+	require.NoError(t, chmodX(hung))
+	_, err = AIPerf{Bin: hung}.CheckVersion(t.Context())
+	require.ErrorContains(t, err, "aiperf --version: did not exit in 200ms (hung, or a host too loaded to start Python), stopped")
 }
 
 // AIPerf's sockets live in its temp folder: a long TMPDIR would make their paths longer
