@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -688,4 +689,66 @@ func caseMetrics(t *testing.T, result map[string]any, id string) map[string]any 
 	}
 	require.FailNow(t, "no case "+id)
 	return nil
+}
+
+// AIPerf stamps a record's times in its worker's clock and a phase's in its timing
+// manager's: under load a phase's last record ended after the phase did (9 ms at load 30
+// on 2 cores, in a fresh clone's make test). That passes; a phase 3 s off its requests,
+// its summary's end_time moved with it, does not.
+func TestPhaseSpanAllowsAIPerfsTwoClocks(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		shift int64
+		fails bool
+	}{{"9 ms", 9e6, false}, {"3 s", 3e9, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := runCopy(t, "qualified")
+			raw, err := schema.ReadRaw(filepath.Join(dir, qualifiedRow, schema.RawExportFile))
+			require.NoError(t, err)
+			var last int64
+			for _, r := range raw {
+				if r.Metadata.BenchmarkPhase == phaseWarmup {
+					last = max(last, r.Metadata.RequestEndNs)
+				}
+			}
+			var oldEnd int64
+			editExact(t, filepath.Join(dir, qualifiedRow, schema.PhaseManifestFile), func(m map[string]any) {
+				for _, p := range m["phases"].([]any) {
+					if p := p.(map[string]any); p["phase_kind"] == phaseWarmup {
+						oldEnd, _ = p["end_ns"].(json.Number).Int64()
+						p["end_ns"] = json.Number(strconv.FormatInt(last-tc.shift, 10))
+					}
+				}
+			})
+			editExact(t, filepath.Join(dir, qualifiedRow, schema.PhaseSummary(phaseWarmup)), func(m map[string]any) {
+				const layout = "2006-01-02T15:04:05.999999"
+				end, err := time.Parse(layout, m["end_time"].(string))
+				require.NoError(t, err)
+				m["end_time"] = end.Add(time.Duration(last - tc.shift - oldEnd)).Format(layout)
+			})
+			forge(t, dir)
+			err = VerifyWith(dir, Options{}).Err()
+			if !tc.fails {
+				require.NoError(t, err)
+				return
+			}
+			failsWith(t, err, qualifiedRow+"/"+schema.PhaseManifestFile+": warmup start_ns / end_ns: evidence says around the warmup requests")
+		})
+	}
+}
+
+// editExact edits a JSON file with its numbers kept exact (nanosecond stamps).
+func editExact(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	require.NoError(t, d.Decode(&m))
+	edit(m)
+	b, err = json.MarshalIndent(m, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
 }
