@@ -225,13 +225,13 @@ func (g *Git) exportTables(commit string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	untar := exec.Command("tar", "-x", "-C", src)
-	untar.Stdin = bytes.NewReader(arch)
 	if err := os.Mkdir(src, 0o755); err != nil {
 		return nil, err
 	}
+	untar := exec.Command("tar", "-x", "-C", src)
+	untar.Stdin = bytes.NewReader(arch)
 	if out, err := untar.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("unpack: %w: %s", err, out)
+		return nil, fmt.Errorf("unpack: %w\n%s", err, clip(out))
 	}
 	if err := os.WriteFile(filepath.Join(src, "qual", "zz_qualkit_tables_export_test.go"), []byte(exportShim), 0o644); err != nil {
 		return nil, err
