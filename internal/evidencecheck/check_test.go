@@ -480,7 +480,7 @@ var tamperings = []tampering{
 		},
 		want: []string{"refedit-v2/aiperf/artifacts/profile_export_raw.jsonl: request ", "a request of this row alone (AIPerf draws a fresh id per request), file says also in refedit-v1/aiperf/artifacts/profile_export_raw.jsonl"}},
 
-	{name: "every measured request moved to start together, checksums fixed", run: "qualified", resum: true,
+	{name: "every measured request moved to start together, both clocks, checksums fixed", run: "qualified", resum: true,
 		edit: func(t *testing.T, dir, _ string) {
 			first := int64(0)
 			editJSONL(t, filepath.Join(dir, q, schema.RawExportFile), func(d map[string]any) {
@@ -494,6 +494,7 @@ var tamperings = []tampering{
 				}
 				m["request_end_ns"] = m["request_end_ns"].(float64) - float64(start-first)
 				m["request_start_ns"] = float64(first)
+				d["start_perf_ns"] = d["start_perf_ns"].(float64) - float64(start-first)
 			})
 		},
 		want: []string{q + "/aiperf/artifacts/profile_export_raw.jsonl: request ", " start: evidence says after request ", "ended (concurrency 1), file says "}},

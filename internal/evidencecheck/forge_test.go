@@ -2,6 +2,7 @@ package evidencecheck
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -736,6 +738,81 @@ func TestPhaseSpanAllowsAIPerfsTwoClocks(t *testing.T) {
 			failsWith(t, err, qualifiedRow+"/"+schema.PhaseManifestFile+": warmup start_ns / end_ns: evidence says around the warmup requests")
 		})
 	}
+}
+
+// TestRequestOrderOnPerfCounter: a worker that read time_ns a delay after its
+// perf_counter (aiohttp_client.py § send_request) has its request's wall times, and the
+// server's receipt, that much later, and the wall end past the next request's start (CI,
+// 2026-12-06: 3.2 ms); that passes. The same moved 3 s on the wall clock alone fails.
+func TestRequestOrderOnPerfCounter(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		past  int64
+		fails bool
+	}{{"3.2 ms", 3_200_000, false}, {"3 s", 3e9, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := runCopy(t, "qualified")
+			raw, err := schema.ReadRaw(filepath.Join(dir, qualifiedRow, schema.RawExportFile))
+			require.NoError(t, err)
+			var prof []schema.RecordMeta
+			for _, r := range raw {
+				if r.Metadata.BenchmarkPhase == phaseProfiling {
+					prof = append(prof, r.Metadata)
+				}
+			}
+			slices.SortFunc(prof, func(a, b schema.RecordMeta) int { return cmp.Compare(a.RequestStartNs, b.RequestStartNs) })
+			require.GreaterOrEqual(t, len(prof), 4)
+			late, next := prof[1], prof[2] // neither the first nor the last
+			by := next.RequestStartNs - late.RequestEndNs + tc.past
+			for _, f := range []string{schema.RawExportFile, schema.ProfileExportFile} {
+				editJSONLExact(t, filepath.Join(dir, qualifiedRow, f), func(d map[string]any) {
+					m := d["metadata"].(map[string]any)
+					if m["x_request_id"] != late.XRequestID {
+						return
+					}
+					for _, k := range []string{"request_start_ns", "request_end_ns"} {
+						n, err := m[k].(json.Number).Int64()
+						require.NoError(t, err)
+						m[k] = json.Number(strconv.FormatInt(n+by, 10))
+					}
+				})
+			}
+			editJSONLExact(t, filepath.Join(dir, qualifiedRow, schema.RecordsFile), func(d map[string]any) {
+				if d["request_id"] == late.XRequestID {
+					at, err := time.Parse(time.RFC3339Nano, d["time"].(string))
+					require.NoError(t, err)
+					d["time"] = at.Add(time.Duration(by)).Format(time.RFC3339Nano)
+				}
+			})
+			forge(t, dir)
+			err = VerifyWith(dir, Options{}).Err()
+			if !tc.fails {
+				require.NoError(t, err)
+				return
+			}
+			failsWith(t, err, qualifiedRow+"/"+schema.RawExportFile+": request "+late.XRequestID+" request_start_ns - start_perf_ns: evidence says within 2s of the lowest")
+		})
+	}
+}
+
+// editJSONLExact is editJSONL with numbers kept exact.
+func editJSONLExact(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []byte
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		d := json.NewDecoder(bytes.NewReader(line))
+		d.UseNumber()
+		var m map[string]any
+		require.NoError(t, d.Decode(&m))
+		edit(m)
+		nl, err := json.Marshal(m)
+		require.NoError(t, err)
+		out = append(append(out, nl...), '\n')
+	}
+	require.NoError(t, os.WriteFile(path, out, 0o644))
 }
 
 // editExact edits a JSON file with its numbers kept exact (nanosecond stamps).

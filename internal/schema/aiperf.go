@@ -17,12 +17,15 @@ import (
 
 // RawRecord is one line of profile_export_raw.jsonl: what AIPerf sent and received.
 type RawRecord struct {
-	Metadata  RecordMeta              `json:"metadata"`
-	Headers   map[string]string       `json:"request_headers"`
-	Status    int                     `json:"status"`
-	Responses []struct{ Text string } `json:"responses"`
-	Payload   json.RawMessage         `json:"payload"`
-	Error     *RecordError            `json:"error"`
+	Metadata RecordMeta `json:"metadata"`
+	// StartPerfNs is the worker's perf_counter_ns at the send, the clock its span is
+	// measured on: request_end_ns is request_start_ns plus that span.
+	StartPerfNs int64                   `json:"start_perf_ns"`
+	Headers     map[string]string       `json:"request_headers"`
+	Status      int                     `json:"status"`
+	Responses   []struct{ Text string } `json:"responses"`
+	Payload     json.RawMessage         `json:"payload"`
+	Error       *RecordError            `json:"error"`
 }
 
 // RecordMeta places a record: its request, phase and span.
