@@ -249,23 +249,18 @@ func (r *rowCheck) checkRecordSettings(at string, got map[string]any) {
 
 // checkPhysicalTiming: at concurrency 1 no request starts before the previous ended,
 // warmup precedes measurement, and client time >= handler_ms >= Task time (ms rounding aside).
-//
-// Order is judged exactly, on perf_counter: CLOCK_MONOTONIC, one clock for every process
-// on the host. The wall times cannot carry it. The worker reads perf_counter_ns, then
-// time_ns, for request_start_ns (transports/aiohttp_client.py § send_request, AIPerf
-// 0.13.0) and adds the perf span to it for request_end_ns (utils.py § compute_time_ns),
-// so a delay between the two reads puts the end that much late: 3.2 ms under load in
-// CI on 2026-12-06. That delay is held to pairSlack.
+// Order is judged on perf_counter (CLOCK_MONOTONIC, one per host): AIPerf 0.13.0 reads it,
+// then time_ns, for request_start_ns (transports/aiohttp_client.py) and adds the perf span
+// for request_end_ns (utils.py § compute_time_ns), so a delay between the reads puts the
+// wall end late (3.2 ms under load in CI, 2026-12-06). That delay is held to pairSlack.
 func (r *rowCheck) checkPhysicalTiming() {
 	if r.rawErr != nil || len(r.reqs) == 0 {
 		return
 	}
 	const pairSlack = int64(2 * time.Second)
-	type span struct {
-		q          *request
-		start, end int64 // perf_counter ns
+	perfEnd := func(q *request) int64 {
+		return q.rec.StartPerfNs + q.rec.Metadata.RequestEndNs - q.rec.Metadata.RequestStartNs
 	}
-	spans := make([]span, 0, len(r.reqs))
 	lowPair := int64(math.MaxInt64)
 	for _, q := range r.reqs {
 		m := q.rec.Metadata
@@ -273,33 +268,30 @@ func (r *rowCheck) checkPhysicalTiming() {
 		if !r.truth(q.rec.StartPerfNs > 0, schema.RawExportFile, "request "+q.id+" start_perf_ns", "the worker's perf_counter at the send", "none") {
 			return
 		}
-		spans = append(spans, span{q, q.rec.StartPerfNs, q.rec.StartPerfNs + m.RequestEndNs - m.RequestStartNs})
 		lowPair = min(lowPair, m.RequestStartNs-q.rec.StartPerfNs)
 	}
-	for _, s := range spans {
-		pair := s.q.rec.Metadata.RequestStartNs - s.start
-		r.truth(pair-lowPair <= pairSlack, schema.RawExportFile, "request "+s.q.id+" request_start_ns - start_perf_ns",
+	reqs := slices.Clone(r.reqs)
+	slices.SortFunc(reqs, func(a, b *request) int { return cmp.Compare(a.rec.StartPerfNs, b.rec.StartPerfNs) })
+	var lastWarmup, firstProfiling *request
+	for i, q := range reqs {
+		pair := q.rec.Metadata.RequestStartNs - q.rec.StartPerfNs
+		r.truth(pair-lowPair <= pairSlack, schema.RawExportFile, "request "+q.id+" request_start_ns - start_perf_ns",
 			fmt.Sprintf("within %s of the lowest, %d (one worker's time_ns and perf_counter, read one after the other)", time.Duration(pairSlack), lowPair), fmt.Sprint(pair))
-	}
-	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-	var lastWarmup, firstProfiling *span
-	for i := range spans {
-		s := &spans[i]
 		if i > 0 {
-			prev := spans[i-1]
-			r.truth(s.start >= prev.end, schema.RawExportFile, "request "+s.q.id+" start",
-				"after request "+prev.q.id+" ended (concurrency 1)", fmt.Sprintf("%.3f ms before it ended (start_perf_ns plus each span)", float64(prev.end-s.start)/1e6))
+			prev := reqs[i-1]
+			r.truth(q.rec.StartPerfNs >= perfEnd(prev), schema.RawExportFile, "request "+q.id+" start",
+				"after request "+prev.id+" ended (concurrency 1)", fmt.Sprintf("%.3f ms before it ended (start_perf_ns plus each span)", float64(perfEnd(prev)-q.rec.StartPerfNs)/1e6))
 		}
 		switch {
-		case s.q.phase == phaseWarmup && (lastWarmup == nil || s.end > lastWarmup.end):
-			lastWarmup = s
-		case s.q.phase == phaseProfiling && firstProfiling == nil:
-			firstProfiling = s
+		case q.phase == phaseWarmup && (lastWarmup == nil || perfEnd(q) > perfEnd(lastWarmup)):
+			lastWarmup = q
+		case q.phase == phaseProfiling && firstProfiling == nil:
+			firstProfiling = q
 		}
 	}
 	if lastWarmup != nil && firstProfiling != nil {
-		r.truth(firstProfiling.start >= lastWarmup.end, schema.RawExportFile, "benchmark phases", "every warmup request ended before the first measured one started",
-			fmt.Sprintf("the first measured request started %.3f ms before the last warmup request ended", float64(lastWarmup.end-firstProfiling.start)/1e6))
+		r.truth(firstProfiling.rec.StartPerfNs >= perfEnd(lastWarmup), schema.RawExportFile, "benchmark phases", "every warmup request ended before the first measured one started",
+			fmt.Sprintf("the first measured request started %.3f ms before the last warmup request ended", float64(perfEnd(lastWarmup)-firstProfiling.rec.StartPerfNs)/1e6))
 	}
 	handler := map[string]float64{}
 	for _, rec := range r.records {
