@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -732,6 +733,16 @@ func TestContainerCreateRequestAsTheEngineSeesIt(t *testing.T) {
 // host-network container.
 func TestTestcontainersAttachesItsNetworkWithoutABridge(t *testing.T) {
 	requireDocker(t)
+	// reaper_default is one name on the engine. A run beside this one (docs/ci.md's
+	// pairs) runs this test too, and its cleanup removed the network from this one's
+	// created container. The runs of a host take turns, by a lock in qualkit's cache.
+	cache, err := os.UserCacheDir()
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(cache, "qualkit"), 0o755))
+	lock, err := os.OpenFile(filepath.Join(cache, "qualkit", "reaper-default.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	require.NoError(t, err)
+	t.Cleanup(func() { lock.Close() }) // the last cleanup: the lock is released after the network's removal
+	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
 	runID := testRun(t)
 	spec, _ := serverImage(t)
 	img := prepared(t, runID, spec, &records{})
