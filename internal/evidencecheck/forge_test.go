@@ -803,10 +803,7 @@ func editJSONLExact(t *testing.T, path string, edit func(map[string]any)) {
 	require.NoError(t, err)
 	var out []byte
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		d := json.NewDecoder(bytes.NewReader(line))
-		d.UseNumber()
-		var m map[string]any
-		require.NoError(t, d.Decode(&m))
+		m := decodeExact(t, line)
 		edit(m)
 		nl, err := json.Marshal(m)
 		require.NoError(t, err)
@@ -815,15 +812,22 @@ func editJSONLExact(t *testing.T, path string, edit func(map[string]any)) {
 	require.NoError(t, os.WriteFile(path, out, 0o644))
 }
 
+// decodeExact decodes one JSON object with its numbers as json.Number.
+func decodeExact(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	require.NoError(t, d.Decode(&m))
+	return m
+}
+
 // editExact edits a JSON file with its numbers kept exact (nanosecond stamps).
 func editExact(t *testing.T, path string, edit func(map[string]any)) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var m map[string]any
-	require.NoError(t, d.Decode(&m))
+	m := decodeExact(t, b)
 	edit(m)
 	b, err = json.MarshalIndent(m, "", "  ")
 	require.NoError(t, err)
