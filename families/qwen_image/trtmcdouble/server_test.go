@@ -112,17 +112,20 @@ var editForm = map[string]string{"prompt": "Make it autumn.", "model": HFID, "n"
 
 func TestServerRoutes(t *testing.T) {
 	e := newServerEnv(t)
-	s, ts := e.start(t, 200*time.Millisecond, "--model-name", HFID)
-
-	code, got := getJSON(t, ts.URL+"/health/live")
+	// A load longer than the test is loading throughout, however slow the host: no race
+	// with the clock (a 200 ms load was over before a request at load 30).
+	_, loading := e.start(t, time.Hour, "--model-name", HFID, "--startup-timeout", "7200")
+	code, got := getJSON(t, loading.URL+"/health/live")
 	assert.Equal(t, 200, code)
 	assert.Equal(t, map[string]any{"status": "live"}, got)
-	code, got = getJSON(t, ts.URL+"/health/ready")
+	code, got = getJSON(t, loading.URL+"/health/ready")
 	assert.Equal(t, 503, code)
 	assert.Equal(t, map[string]any{"status": "not_ready", "degraded": false}, got)
-	resp, body := postEdit(t, ts.URL, editForm, e.image)
+	resp, body := postEdit(t, loading.URL, editForm, e.image)
 	assert.Equal(t, 503, resp.StatusCode)
 	assert.Equal(t, map[string]any{"message": "the model is loading; poll /health/ready", "type": "server_error", "param": nil, "code": "not_ready"}, body["error"])
+
+	s, ts := e.start(t, 200*time.Millisecond, "--model-name", HFID)
 	require.Eventually(t, func() bool { c, _ := getJSON(t, ts.URL+"/health/ready"); return c == 200 }, 5*time.Second, 20*time.Millisecond)
 	_, got = getJSON(t, ts.URL+"/health/ready")
 	assert.Equal(t, map[string]any{"status": "ready", "degraded": false}, got)
