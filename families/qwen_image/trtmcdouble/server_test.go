@@ -113,7 +113,7 @@ var editForm = map[string]string{"prompt": "Make it autumn.", "model": HFID, "n"
 func TestServerRoutes(t *testing.T) {
 	e := newServerEnv(t)
 	// A load longer than the test is loading throughout, however slow the host: no race
-	// with the clock (a 200 ms load was over before a request at load 30).
+	// with the clock (a 200 ms load was over before a request under a stress pair).
 	_, loading := e.start(t, time.Hour, "--model-name", HFID, "--startup-timeout", "7200")
 	code, got := getJSON(t, loading.URL+"/health/live")
 	assert.Equal(t, 200, code)
