@@ -57,8 +57,14 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
       echo "double-image: mmdebstrap is not installed: run sudo apt-get install -y mmdebstrap (Debian), then rerun" >&2
       exit 1
     fi
-    say "installing mmdebstrap (Debian's package)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null
+    # One install at a time on this machine, as scripts/browser.sh.
+    exec 8>/run/lock/qualkit-apt.lock
+    flock 8
+    if ! command -v mmdebstrap >/dev/null 2>&1; then
+      say "installing mmdebstrap (Debian's package)"
+      DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq mmdebstrap >/dev/null 8>&-
+    fi
+    flock -u 8
   fi
   say "making Debian bookworm with python3 ($mirror) and importing it as $base"
   mmdebstrap --quiet --variant=essential --include=python3,libstdc++6 \

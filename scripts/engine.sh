@@ -17,6 +17,14 @@ if [[ $(id -u) != 0 ]]; then
   echo "engine: (or point DOCKER_HOST at an engine you run, then rerun)" >&2
   exit 1
 fi
+# One start at a time on this machine (a run beside this one may be starting it), as
+# scripts/browser.sh; after the wait, the other run's engine may answer.
+exec 8>/run/lock/qualkit-apt.lock
+flock 8
+if docker info >/dev/null 2>&1; then
+  docker info --format 'engine: docker {{.ServerVersion}} answers (storage {{.Driver}}, cgroup v{{.CgroupVersion}})'
+  exit 0
+fi
 if ! command -v dockerd >/dev/null 2>&1; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "engine: no Docker engine answers, dockerd is not installed, and there is no apt-get to install it: install a Docker engine, start it, then rerun" >&2
@@ -24,8 +32,8 @@ if ! command -v dockerd >/dev/null 2>&1; then
   fi
   echo "engine: installing docker.io (Debian's package)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq docker.io >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 update -qq 8>&-
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq docker.io >/dev/null 8>&-
 fi
 if [[ -n ${DOCKER_HOST:-} ]]; then
   echo "engine: DOCKER_HOST=$DOCKER_HOST does not answer; unset it to use the engine this script starts" >&2
@@ -34,7 +42,7 @@ fi
 
 echo "engine: starting dockerd (log $log)"
 # setsid: the engine outlives this script and the make that ran it.
-setsid dockerd >"$log" 2>&1 < /dev/null &
+setsid dockerd >"$log" 2>&1 < /dev/null 8>&- &
 for _ in $(seq 1 60); do
   if docker info >/dev/null 2>&1; then
     docker info --format 'engine: docker {{.ServerVersion}} started (storage {{.Driver}}, cgroup v{{.CgroupVersion}})'
