@@ -227,6 +227,18 @@ var forgeries = []forgery{
 		})
 		setDirty(t, dir, false)
 	}, want: []string{"reference-smoke/results.json: checkpoint: evidence says the row reference-smoke of the qual tables at commit 877a7baa101f: TestReferenceSmoke: family qwen_image, backend diffusers, model Qwen/Qwen-Image-Edit-2511, profile qwen-image-edit-2511-reference-smoke, smoke true, double false, 5 measured + 1 warmup, file says family qwen_image, backend diffusers, model Qwen/Qwen-Image-Edit-2511, profile qwen-image-edit-2511, smoke false"}},
+	// The declaration the controls are judged by is the family's at the commit: here the
+	// steps band widened to take a server that ignores the steps (ratio 1.0), the figure
+	// rewritten to the judge's.
+	{name: "the steps band widened in the declaration, the verdict re-derived", repo: true, src: "reference-run/20261206T050821Z-13114-e7321e", edit: func(t *testing.T, dir string) {
+		widen := func(c map[string]any) {
+			c["declared"].(map[string]any)["step_ratio"] = []any{1.0, 2.4}
+			v := c["controls"].([]any)[1].(map[string]any)
+			v["figure"] = strings.Replace(v["figure"].(string), "band 1.60-2.40", "band 1.00-2.40", 1)
+		}
+		editJSON(t, filepath.Join(dir, "refedit-v1", schema.ControlsFile), widen)
+		editJSON(t, filepath.Join(dir, "refedit-v1", "results.json"), func(d map[string]any) { widen(d["controls"].(map[string]any)) })
+	}, want: []string{"refedit-v1/controls/controls.json: declared: evidence says ", "(the controls row refedit-v1's family declares at commit "}},
 
 	// The server's account: its records and log.
 	{name: "the slowest request moved first and relabelled warmup", edit: func(t *testing.T, dir string) {

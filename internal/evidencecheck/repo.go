@@ -262,8 +262,10 @@ func (r *rowCheck) checkTableRow(rf *repoFiles) {
 			continue
 		}
 		named = append(named, t)
-		t.Test = ""
+		declared := t.Controls
+		t.Test, t.Controls = "", ""
 		if t == got || res.Status == schema.StatusNotRun && sameButCounts(t, got) {
+			r.checkDeclared(short, declared)
 			return
 		}
 	}
@@ -279,6 +281,25 @@ func (r *rowCheck) checkTableRow(rf *repoFiles) {
 		want = "the row " + r.name + " of the qual tables at commit " + short + ": " + strings.Join(s, "; ")
 	}
 	r.fail(schema.ResultsFile, "checkpoint", want, got.String())
+}
+
+// checkDeclared: the controls controls.json says the row declared are its family's at
+// the commit (sha256 want), unless the dirty run changed Go code: a declaration that
+// drops a control, or widens its band, judges the probes to another verdict.
+func (r *rowCheck) checkDeclared(short, want string) {
+	b, ok := r.read(schema.ControlsFile)
+	if !ok || want == "" || r.changedInRun("families/") || r.changedInRun("internal/") || r.changedInRun("qual/") {
+		return
+	}
+	var doc struct{ Declared json.RawMessage }
+	got, err := "", json.Unmarshal(b, &doc)
+	if err == nil {
+		got, err = schema.DeclaredSHA256(doc.Declared)
+	}
+	if err != nil {
+		got = err.Error()
+	}
+	r.same(schema.ControlsFile, "declared", want, got, "the controls row "+r.name+"'s family declares at commit "+short)
 }
 
 // sameButCounts: a row that never ran has no request counts to compare.

@@ -90,14 +90,14 @@ func (g *Git) File(commit, path string) ([]byte, error) {
 
 // Tables are the qual tables' rows at commit, as that commit's own qual package (built
 // from `git archive` with exportShim) prints them; the export is cached in
-// Cache/<commit>[-<env>].json (delete it to rebuild). It runs in this process's
+// Cache/<commit>-<shim>[-<env>].json (delete it to rebuild). It runs in this process's
 // environment, since a table may add a row only when a QUALKIT_* variable is set, as in
 // the run: the checker needs the run's variables, and the cache is kept per their values.
 func (g *Git) Tables(commit string) ([]schema.TableRow, error) {
 	if !commitID.MatchString(commit) {
 		return nil, fmt.Errorf("tables: %q is no commit id", commit)
 	}
-	cached := filepath.Join(g.Cache, commit+envKey(os.Environ())+".json")
+	cached := filepath.Join(g.Cache, commit+"-"+shimKey+envKey(os.Environ())+".json")
 	b, err := os.ReadFile(cached)
 	if errors.Is(err, os.ErrNotExist) {
 		if b, err = g.exportTables(commit); err == nil {
@@ -131,6 +131,12 @@ func envKey(environ []string) string {
 	return "-" + hex.EncodeToString(sum[:6])
 }
 
+// shimKey tells apart exports by the shim that made them: a new shim exports more.
+var shimKey = func() string {
+	sum := sha256.Sum256([]byte(exportShim))
+	return hex.EncodeToString(sum[:4])
+}()
+
 // exportEnv names the file the shim writes the rows to; unset, the shim does nothing.
 const exportEnv = "QUALKIT_EXPORT_TABLE_ROWS"
 
@@ -138,10 +144,13 @@ const exportEnv = "QUALKIT_EXPORT_TABLE_ROWS"
 // tables and exits. One shim compiles at every commit, so it reads the tables by
 // reflection: a variable or (since 00b7054) a function returning them; each table's test
 // by its name field or its test function; each row's fields every commit has had, and
-// the backend from Backend() (before the family contract) or Describe(...).Backend.
+// the backend from Backend() (before the family contract) or Describe(...).Backend, and
+// the sha256 of Describe(...).Controls (since the controls stage).
 const exportShim = `package qual
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"reflect"
@@ -150,27 +159,59 @@ import (
 	"unsafe"
 )
 
-// backendOf is the family's Backend(), or the Backend field of what its
-// Describe(zero values...) returns.
-func backendOf(f any) string {
+// exportSpec is what the family's Describe(zero values...) returns, and whether it
+// returned no error.
+func exportSpec(f any) (reflect.Value, bool) {
 	if f == nil {
-		return ""
-	}
-	if b, ok := f.(interface{ Backend() string }); ok {
-		return b.Backend()
+		return reflect.Value{}, false
 	}
 	m := reflect.ValueOf(f).MethodByName("Describe")
 	if !m.IsValid() {
-		return ""
+		return reflect.Value{}, false
 	}
 	in := make([]reflect.Value, m.Type().NumIn())
 	for i := range in {
 		in[i] = reflect.Zero(m.Type().In(i))
 	}
-	if out := m.Call(in); len(out) > 0 && out[0].Kind() == reflect.Struct && out[0].FieldByName("Backend").Kind() == reflect.String {
-		return out[0].FieldByName("Backend").String()
+	out := m.Call(in)
+	if len(out) == 0 || out[0].Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	err, _ := out[len(out)-1].Interface().(error)
+	return out[0], err == nil
+}
+
+// backendOf is the family's Backend(), or the Backend field of its spec.
+func backendOf(f any) string {
+	if b, ok := f.(interface{ Backend() string }); ok {
+		return b.Backend()
+	}
+	if s, _ := exportSpec(f); s.IsValid() && s.FieldByName("Backend").Kind() == reflect.String {
+		return s.FieldByName("Backend").String()
 	}
 	return ""
+}
+
+// controlsOf is the sha256 of the spec's Controls as JSON, keys sorted and spaces
+// dropped; "" where the commit's spec has no Controls or Describe failed.
+func controlsOf(f any) string {
+	s, ok := exportSpec(f)
+	if !ok || !s.FieldByName("Controls").IsValid() {
+		return ""
+	}
+	var doc any
+	b, err := json.Marshal(s.FieldByName("Controls").Interface())
+	if err == nil {
+		err = json.Unmarshal(b, &doc)
+	}
+	if err == nil {
+		b, err = json.Marshal(doc)
+	}
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func init() {
@@ -195,7 +236,7 @@ func init() {
 		for j := range rs.Len() {
 			c := rs.Index(j).FieldByName
 			rows = append(rows, map[string]any{"test": test.String(), "row": c("Name").String(), "family": c("Family").String(),
-				"backend": backendOf(c("Adapter").Interface()), "model": c("Model").String(), "profile": c("Profile").String(),
+				"backend": backendOf(c("Adapter").Interface()), "controls": controlsOf(c("Adapter").Interface()), "model": c("Model").String(), "profile": c("Profile").String(),
 				"smoke": c("Smoke").Bool(), "double": c("Double").Bool(),
 				"measured": c("Bench").FieldByName("Measured").Int(), "warmup": c("Bench").FieldByName("Warmup").Int()})
 		}

@@ -1,6 +1,7 @@
 package evidencerepo
 
 import (
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"qualkit/families/refedit"
 	"qualkit/internal/schema"
 )
 
@@ -71,8 +73,13 @@ func TestTablesAtACommit(t *testing.T) {
 	require.NoError(t, err)
 	rows, err = g.Tables(strings.TrimSpace(string(head)))
 	require.NoError(t, err, "the tables at HEAD")
+	// Its controls hash as the checker hashes controls.json's "declared".
+	decl, err := json.Marshal(refedit.Controls())
+	require.NoError(t, err)
+	sum, err := schema.DeclaredSHA256(decl)
+	require.NoError(t, err)
 	assert.Contains(t, rows, schema.TableRow{Test: "TestRefEdit", Row: "refedit-v1", Family: "refedit", Backend: "refedit",
-		Model: "qualkit/refedit-v1", Profile: "refedit-v1", Measured: 5, Warmup: 1})
+		Model: "qualkit/refedit-v1", Profile: "refedit-v1", Measured: 5, Warmup: 1, Controls: sum})
 }
 
 // The tables are kept per commit and per the QUALKIT_* variables they were exported in:

@@ -1,5 +1,11 @@
 package schema
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
 // The controls stage: every request setting a family declares for a checkpoint is shown
 // to take effect, and every field it does not support is refused by name.
 
@@ -149,4 +155,19 @@ type ControlsResult struct {
 	// Cut: the stage was stopped (interrupted, a deadline, a probe that failed to send)
 	// before its verdict; Probes lists what it had sent, the last perhaps unanswered.
 	Cut bool `json:"cut,omitempty"`
+}
+
+// DeclaredSHA256 is the sha256 of a controls declaration as JSON (empty: null), keys
+// sorted and spaces dropped: controls.json's "declared" hashes as the commit's qual
+// tables export (TableRow.Controls) hashes its family's.
+func DeclaredSHA256(declared json.RawMessage) (string, error) {
+	var doc any
+	if len(declared) > 0 {
+		if err := json.Unmarshal(declared, &doc); err != nil {
+			return "", err
+		}
+	}
+	b, err := json.Marshal(doc)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), err
 }

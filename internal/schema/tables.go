@@ -22,6 +22,9 @@ type TableRow struct {
 	Double   bool   `json:"double"`
 	Measured int    `json:"measured"`
 	Warmup   int    `json:"warmup"`
+	// Controls is the sha256 of the family's declared controls (DeclaredSHA256); ""
+	// where the commit's export could not read them.
+	Controls string `json:"controls,omitempty"`
 }
 
 func (t TableRow) String() string {
