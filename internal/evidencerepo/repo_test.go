@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	qwenimage "qualkit/families/qwen_image"
 	"qualkit/families/refedit"
 	"qualkit/internal/schema"
 )
@@ -73,13 +74,20 @@ func TestTablesAtACommit(t *testing.T) {
 	require.NoError(t, err)
 	rows, err = g.Tables(strings.TrimSpace(string(head)))
 	require.NoError(t, err, "the tables at HEAD")
-	// Its controls hash as the checker hashes controls.json's "declared".
-	decl, err := json.Marshal(refedit.Controls())
-	require.NoError(t, err)
-	sum, err := schema.DeclaredSHA256(decl)
-	require.NoError(t, err)
+	// Each row's controls hash as the checker hashes controls.json's "declared": the GPU
+	// smoke row's too, whose declaration names the precision its run records (fp32).
+	declared := func(c *schema.Controls) string {
+		b, err := json.Marshal(c)
+		require.NoError(t, err)
+		sum, err := schema.DeclaredSHA256(b)
+		require.NoError(t, err)
+		return sum
+	}
 	assert.Contains(t, rows, schema.TableRow{Test: "TestRefEdit", Row: "refedit-v1", Family: "refedit", Backend: "refedit",
-		Model: "qualkit/refedit-v1", Profile: "refedit-v1", Measured: 5, Warmup: 1, Controls: sum})
+		Model: "qualkit/refedit-v1", Profile: "refedit-v1", Measured: 5, Warmup: 1, Controls: declared(refedit.Controls())})
+	assert.Contains(t, rows, schema.TableRow{Test: "TestReferenceSmoke", Row: "reference-smoke", Family: "qwen_image", Backend: "diffusers",
+		Model: "Qwen/Qwen-Image-Edit-2511", Profile: "qwen-image-edit-2511-reference-smoke", Smoke: true, Measured: 5, Warmup: 1,
+		Controls: declared(qwenimage.DiffusersControls("fp32"))})
 }
 
 // The tables are kept per commit and per the QUALKIT_* variables they were exported in:
