@@ -34,10 +34,19 @@ if docker image inspect "$image" >/dev/null 2>&1; then
 fi
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/qualkit
+mkdir -p "$cache"
+# One maker at a time on this machine: a run beside this one (two fresh clones started
+# together) may be making the same image, and once it has there is nothing to do.
+exec 7>"$cache/double-image.lock"
+flock 7
+if docker image inspect "$image" >/dev/null 2>&1; then
+  echo "double-image: $image is present (made beside this run)"
+  exit 0
+fi
 wheels=$cache/double-wheels-$key
 if [[ ! -f $wheels/complete ]]; then
   say "downloading the pinned wheels into $wheels (once)"
-  tmp=$(mktemp -d "$cache/double-wheels-tmp.XXXXXX" 2>/dev/null || { mkdir -p "$cache" && mktemp -d "$cache/double-wheels-tmp.XXXXXX"; })
+  tmp=$(mktemp -d "$cache/double-wheels-tmp.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
   python3 -m pip download -q --disable-pip-version-check --no-deps --require-hashes --only-binary=:all: \
     --python-version 3.11 --implementation cp --abi cp311 \
