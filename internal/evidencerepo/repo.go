@@ -193,14 +193,19 @@ func backendOf(f any) string {
 }
 
 // controlsOf is the sha256 of the spec's Controls as JSON, keys sorted and spaces
-// dropped; "" where the commit's spec has no Controls or Describe failed.
+// dropped; "" where the commit's spec has no Controls, Describe failed, or it declares
+// none here (a family that reads them from a checkout this export does not see).
 func controlsOf(f any) string {
 	s, ok := exportSpec(f)
-	if !ok || !s.FieldByName("Controls").IsValid() {
+	if !ok {
+		return ""
+	}
+	c := s.FieldByName("Controls")
+	if c.Kind() != reflect.Pointer || c.IsNil() {
 		return ""
 	}
 	var doc any
-	b, err := json.Marshal(s.FieldByName("Controls").Interface())
+	b, err := json.Marshal(c.Interface())
 	if err == nil {
 		err = json.Unmarshal(b, &doc)
 	}

@@ -23,7 +23,8 @@ type TableRow struct {
 	Measured int    `json:"measured"`
 	Warmup   int    `json:"warmup"`
 	// Controls is the sha256 of the family's declared controls (DeclaredSHA256); ""
-	// where the commit's export could not read them.
+	// where the export could not read them: before the controls stage, or a family that
+	// reads them from a checkout the export does not see (TRTMC's, the double's).
 	Controls string `json:"controls,omitempty"`
 }
 
