@@ -87,7 +87,7 @@ var negativeControls = []negativeControl{
 	{"ignore-reference (no quality pair)", noPair(serveFault("ignore-reference")), "influence", "ignores the reference image"},
 	{"weak-reference (outputs one pixel apart, no quality pair)", noPair(serveFault("weak-reference")), "influence", "all but ignores the reference image"},
 	{"nondeterministic", serveFault("nondeterministic"), "influence", "not deterministic"},
-	{"ignore-steps", serveFault("ignore-steps"), "controls", "control num_inference_steps: the time (timing.task_cpu_ms) at 50 steps is"},
+	{"ignore-steps", serveFault("ignore-steps"), "controls", "control num_inference_steps: the time (timing.task_cpu_ms) at 100 steps is"},
 	{"pin-size", serveFault("pin-size"), "controls", "control size: size=384x256 gave a 512x512 PNG"},
 	{"drop-guidance", serveFault("drop-guidance"), "controls", "control guidance_scale: guidance_scale 1.0 and 2.0 gave pixel-identical outputs"},
 	{"accept-unknown", serveFault("accept-unknown"), "controls", `field qualkit_unknown_control="1": answered 200`},
@@ -179,6 +179,11 @@ func TestNegativeControls(t *testing.T) {
 				}
 				require.NotNil(t, res, "%v", runErr)
 				t.Logf("%s (%s): %s", res.Status, res.Runtime, stageTimes(res))
+				if c := res.Controls; c != nil && res.Status != schema.StatusFailed {
+					for _, v := range c.Controls { // what let the fault through
+						t.Logf("control %s: %s, %s", v.Field, v.Verdict, v.Figure)
+					}
+				}
 				stage, msg := firstFailed(res)
 				mu.Lock()
 				injected++

@@ -196,10 +196,12 @@ func quality(env family.Env) (family.QualitySpec, error) {
 // Controls are the settings refedit-v1 supports, read from its own parsers (each
 // control's Source). Each probe instruction picks the edit where the control matters.
 // Steps are measured by the edit's CPU time (timing.task_cpu_ms): on a host loaded 5
-// times over, the wall time of equal work varied from 345 to 2102 ms; at 512x512 a blur
-// pass costs more than decoding and encoding, so 25 and 50 passes give a ratio near 1.9,
-// but 1.56 at load 30 on 2 cores (two make tests beside stress-ng): the band starts at
-// 1.4, as Qwen's, well above the 1.0 of a server that ignores the steps.
+// times over, the wall time of equal work varied from 345 to 2102 ms. The CPU time of
+// equal work varies too: in a container at load 34-38 on 2 cores (two make tests beside
+// stress-ng), one pair of a server that ignores the steps measured up to 1.65 and an
+// honest server's 25 and 50 passes 1.09-2.83, so 25 and 50 with a band of 1.4-2.4 let
+// an ignoring server through once (3 of 5 pairs high). 10 and 100 passes: the honest
+// server's median of 5 pairs 6.49-7.21 there, the ignoring one's 0.94-1.06.
 func Controls() *schema.Controls {
 	d, l := edit.BuiltinDefaults(), edit.Build(edit.BuiltinDefaults()).Limits
 	return &schema.Controls{
@@ -209,7 +211,7 @@ func Controls() *schema.Controls {
 				Values: [2]string{"512x512", "384x256"}, Invalid: []string{"9000x9000", "0x512"},
 				Recorded: []string{"settings.width", "settings.height"}, Source: "edit/compile.go parseSize"},
 			{Field: edit.FieldNumInferenceSteps, Effect: schema.EffectSteps, Allowed: "1-" + strconv.Itoa(l.MaxNumInferenceSteps), Default: strconv.Itoa(d.NumInferenceSteps),
-				Values: [2]string{"25", "50"}, Prompt: "Blur the whole image", Invalid: []string{"0", strconv.Itoa(l.MaxNumInferenceSteps + 1)},
+				Values: [2]string{"10", "100"}, Prompt: "Blur the whole image", Invalid: []string{"0", strconv.Itoa(l.MaxNumInferenceSteps + 1)},
 				Recorded: []string{"settings.num_inference_steps"}, Source: "edit/compile.go ParseSettings; edit/ops.go boxBlurOp: one blur pass per step"},
 			{Field: edit.FieldGuidanceScale, Effect: schema.EffectPixels, Allowed: "(0, " + strconv.FormatFloat(l.MaxGuidanceScale, 'f', -1, 64) + "]",
 				Default: strconv.FormatFloat(d.GuidanceScale, 'f', -1, 64), Values: [2]string{"1.0", "2.0"}, Invalid: []string{"-1", "0"},
@@ -226,7 +228,7 @@ func Controls() *schema.Controls {
 			{Field: "mask", Value: "x", Why: "server/form.go openAIRefused: refedit edits the whole image"},
 			{Field: "qualkit_unknown_control", Value: "1", Why: "a field no server knows: server/form.go readForm refuses it"},
 		},
-		StepRatio:       [2]float64{1.4, 2.4},
+		StepRatio:       [2]float64{3, 12},
 		StepTime:        "timing.task_cpu_ms",
 		Precision:       edit.Precision,
 		PrecisionRecord: "settings.precision",
