@@ -6,10 +6,12 @@
 set -euo pipefail
 log=${DOCKERD_LOG:-/tmp/qualkit-dockerd.log}
 
-if docker info >/dev/null 2>&1; then
-  docker info --format 'engine: docker {{.ServerVersion}} answers (storage {{.Driver}}, cgroup v{{.CgroupVersion}})'
-  exit 0
-fi
+# answers VERB: an engine answers; it is named with VERB (answers, started).
+answers() {
+  docker info >/dev/null 2>&1 &&
+    docker info --format "engine: docker {{.ServerVersion}} $1 (storage {{.Driver}}, cgroup v{{.CgroupVersion}})"
+}
+answers answers && exit 0
 
 manual="sudo apt-get install -y docker.io && sudo sh -c 'dockerd > $log 2>&1 &'"
 if [[ $(id -u) != 0 ]]; then
@@ -21,10 +23,7 @@ fi
 # scripts/browser.sh; after the wait, the other run's engine may answer.
 exec 8>/run/lock/qualkit-apt.lock
 flock 8
-if docker info >/dev/null 2>&1; then
-  docker info --format 'engine: docker {{.ServerVersion}} answers (storage {{.Driver}}, cgroup v{{.CgroupVersion}})'
-  exit 0
-fi
+answers answers && exit 0
 if ! command -v dockerd >/dev/null 2>&1; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "engine: no Docker engine answers, dockerd is not installed, and there is no apt-get to install it: install a Docker engine, start it, then rerun" >&2
@@ -44,10 +43,7 @@ echo "engine: starting dockerd (log $log)"
 # setsid: the engine outlives this script and the make that ran it.
 setsid dockerd >"$log" 2>&1 < /dev/null 8>&- &
 for _ in $(seq 1 60); do
-  if docker info >/dev/null 2>&1; then
-    docker info --format 'engine: docker {{.ServerVersion}} started (storage {{.Driver}}, cgroup v{{.CgroupVersion}})'
-    exit 0
-  fi
+  answers started && exit 0
   sleep 1
 done
 echo "engine: dockerd did not answer within 60 s; the end of $log:" >&2

@@ -262,7 +262,7 @@ func (r *row) aiperf(ctx context.Context, fx *fixtures.Workload, url string, ear
 			ArtifactDir: filepath.Join(r.ev.Dir, filepath.FromSlash(schema.AIPerfArtifacts)), RequestTimeout: r.c.Deadline.Request,
 		}
 		total := r.c.Bench.Measured + r.c.Bench.Warmup
-		limit := time.Duration(total)*r.c.Deadline.Request + 5*time.Minute
+		limit := time.Duration(total)*r.c.Deadline.Request + aiperfStartBound
 		during := ""
 		if early {
 			during, run.WaitForModel = schema.StageServe, r.c.Deadline.Ready+time.Minute
