@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -55,13 +56,25 @@ func Start(ctx context.Context, spec ServerSpec, opts ...Option) (Server, error)
 	return startProcessServer(ctx, spec, o)
 }
 
+// handedPorts are the ports FreePort returned in this process: never one twice. The
+// kernel may give a closed port to the next listen, and rows served in parallel (host
+// networking) would then start two servers on one port, one answering for both.
+var handedPorts sync.Map
+
+// FreePort is a loopback port free now and never returned before in this process.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
+	for range 1000 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if _, handed := handedPorts.LoadOrStore(port, true); !handed {
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("free port: the kernel offered 1000 ports this process had already handed out")
 }
 
 var errExited = errors.New("server exited")
