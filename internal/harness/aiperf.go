@@ -86,20 +86,23 @@ func aiperfTempBase() string {
 	return "/tmp"
 }
 
-// aiperfStartBound replaces AIPerf 0.13.0's bounds on starting its own services
-// (aiperf/common/environment.py, _ServiceSettings and _ServiceCommunicationFields; 30 to
-// 90 s by default, env AIPERF_SERVICE_<name>). Each service is a Python process of its
-// own, and on a 2-core host at load 30-40 they took longer than 30 s to register: "Some
-// services failed to register within timeout" (docs/ci.md). The command's own limit,
-// which covers this bound, stays the guard against a hang.
+// aiperfStartBound is how long AIPerf 0.13.0's own services may take to start or stay
+// silent before AIPerf gives up on them (aiperf/common/environment.py: _ServiceSettings,
+// _ServiceCommunicationFields). Each service is a Python process of its own; on a 2-core
+// host at load 30-40 they took longer than the defaults: "Some services failed to
+// register within timeout" (30 s), and "Required service 'worker_manager' died (missed
+// heartbeats on 2 consecutive ticks)" once the run was done (docs/ci.md). The command's
+// own limit, which covers this bound, stays the guard against a hang.
 const aiperfStartBound = 5 * time.Minute
 
-var aiperfStartBounds = []string{
-	"REGISTRATION_TIMEOUT",     // every service registers with the controller (30 s)
-	"START_TIMEOUT",            // a phase waits for its workers (30 s)
-	"PROFILE_START_TIMEOUT",    // the controller starts the profile (60 s)
-	"COMMAND_RESPONSE_TIMEOUT", // a service's command to the controller (30 s)
-	"CONNECTION_PROBE_TIMEOUT", // a service probes the message bus (90 s)
+// aiperfBounds is AIPerf's environment for aiperfStartBound (300 s; default in brackets).
+var aiperfBounds = []string{
+	"AIPERF_SERVICE_REGISTRATION_TIMEOUT=300",      // every service registers (30 s)
+	"AIPERF_SERVICE_START_TIMEOUT=300",             // a phase waits for its workers (30 s)
+	"AIPERF_SERVICE_PROFILE_START_TIMEOUT=300",     // the controller starts the profile (60 s)
+	"AIPERF_SERVICE_COMMAND_RESPONSE_TIMEOUT=300",  // a command to the controller (30 s)
+	"AIPERF_SERVICE_CONNECTION_PROBE_TIMEOUT=300",  // a service probes the message bus (90 s)
+	"AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD=60", // heartbeats every 5 s: silent 300 s (15 s)
 }
 
 // checkedVersions are the AIPerf program files found at the pinned version.
@@ -151,9 +154,7 @@ func (a AIPerf) Command(r AIPerfRun) family.Command {
 			"--wait-for-model-mode", "models", "--wait-for-model-interval", "0.5")
 	}
 	env := []string{"HF_HOME=" + a.HFHome, "HF_HUB_OFFLINE=1", "HF_HUB_DISABLE_TELEMETRY=1", "DO_NOT_TRACK=1", "PYTHONUNBUFFERED=1"}
-	for _, b := range aiperfStartBounds {
-		env = append(env, fmt.Sprintf("AIPERF_SERVICE_%s=%d", b, int(aiperfStartBound.Seconds())))
-	}
+	env = append(env, aiperfBounds...)
 	if r.TempDir != "" {
 		env = append(env, "TMPDIR="+r.TempDir)
 	}

@@ -1,7 +1,10 @@
 package harness
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,8 +66,18 @@ func TestAIPerfCommandIsPinned(t *testing.T) {
 	assert.Equal(t, want, cmd.Args)
 	// The tokenizer comes from the private cache, with the hub off: no prefetch, no network.
 	assert.Subset(t, cmd.Env, []string{"HF_HOME=/v/hf", "HF_HUB_OFFLINE=1"})
-	// AIPerf's own 30 s bound on its services' start is lifted: a loaded host passes it.
-	assert.Contains(t, cmd.Env, "AIPERF_SERVICE_REGISTRATION_TIMEOUT=300")
+	// AIPerf's own bounds on its services' start and silence are lifted: a loaded host
+	// passes them. Each is one AIPerf reads, at the value the command's limit covers.
+	assert.Subset(t, cmd.Env, aiperfBounds)
+	for _, e := range aiperfBounds {
+		name, v, _ := strings.Cut(e, "=")
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		if name == "AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD" {
+			n *= 5 // AIPERF_SERVICE_HEARTBEAT_INTERVAL's default, left as is
+		}
+		assert.Equal(t, aiperfStartBound, time.Duration(n)*time.Second, name)
+	}
 }
 
 func TestAIPerfVersionCheck(t *testing.T) {
@@ -97,4 +110,28 @@ func TestAIPerfTempBaseLeavesRoomForItsSockets(t *testing.T) {
 	// The longest socket path AIPerf 0.13.0 makes in a folder from the longest base kept.
 	sock := filepath.Join(strings.Repeat("x", 32), "aiperf-1234567890", "tmpabcdefgh", "aiperf", "dataset_manager_proxy_frontend.ipc")
 	assert.LessOrEqual(t, len(sock), 107, sock)
+}
+
+// AIPerf ignores an environment variable it does not know: each bound is one its
+// settings read, at the value set (the project's venv, as `make setup` made it).
+func TestAIPerfReadsItsBounds(t *testing.T) {
+	root, err := FindRoot(".")
+	require.NoError(t, err)
+	var names []string
+	for _, e := range aiperfBounds {
+		name, _, _ := strings.Cut(e, "=")
+		names = append(names, strings.TrimPrefix(name, "AIPERF_SERVICE_"))
+	}
+	script := `import sys
+from aiperf.common.environment import Environment
+print(" ".join(f"{n}={getattr(Environment.SERVICE, n):g}" for n in sys.argv[1:]))`
+	cmd := exec.Command(filepath.Join(root, ".venv", "bin", "python"), append([]string{"-B", "-c", script}, names...)...)
+	cmd.Env = append(os.Environ(), aiperfBounds...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "make setup makes .venv: %s", out)
+	var want []string
+	for _, e := range aiperfBounds {
+		want = append(want, strings.TrimPrefix(e, "AIPERF_SERVICE_"))
+	}
+	assert.Equal(t, strings.Join(want, " "), strings.TrimSpace(string(out)))
 }
