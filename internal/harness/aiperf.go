@@ -35,8 +35,15 @@ const Tokenizer = "qualkit/offline-word-tokenizer"
 
 var versionWait = 10 * time.Minute
 
-// CheckVersion runs `aiperf --version` and requires the pin.
+// CheckVersion runs `aiperf --version` and requires the pin, and no AIPERF_ setting in
+// this environment: AIPerf reads them, every command inherits them, and commands.jsonl
+// holds only what the harness sets (aiperfBounds), so one would change the run unseen.
 func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
+	for _, e := range os.Environ() {
+		if name, _, _ := strings.Cut(e, "="); strings.HasPrefix(name, "AIPERF_") {
+			return "", fmt.Errorf("%s is set in this environment: AIPerf would read it and the run's evidence would not show it; unset it (the harness sets AIPerf's settings itself)", name)
+		}
+	}
 	st, err := os.Stat(a.Bin)
 	if err != nil {
 		return "", fmt.Errorf("aiperf not found at %s: run `make setup` (installs aiperf==%s into .venv)", a.Bin, AIPerfVersion)

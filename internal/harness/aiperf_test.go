@@ -81,7 +81,12 @@ func TestAIPerfCommandIsPinned(t *testing.T) {
 }
 
 func TestAIPerfVersionCheck(t *testing.T) {
-	_, err := AIPerf{Bin: filepath.Join(t.TempDir(), "aiperf")}.CheckVersion(t.Context())
+	t.Setenv("AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD", "1")
+	_, err := AIPerf{Bin: "/nonexistent/aiperf"}.CheckVersion(t.Context())
+	require.ErrorContains(t, err, "AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD is set in this environment")
+	os.Unsetenv("AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD") // t.Setenv restores it at the end
+
+	_, err = AIPerf{Bin: filepath.Join(t.TempDir(), "aiperf")}.CheckVersion(t.Context())
 	require.ErrorContains(t, err, "run `make setup`")
 
 	bin := writeTemp(t, "aiperf", "#!/bin/sh\necho 0.12.1\n")
