@@ -122,10 +122,11 @@ func TestAIPerfTempBaseLeavesRoomForItsSockets(t *testing.T) {
 func TestAIPerfReadsItsBounds(t *testing.T) {
 	root, err := FindRoot(".")
 	require.NoError(t, err)
-	var names []string
+	var names, want []string
 	for _, e := range aiperfBounds {
-		name, _, _ := strings.Cut(e, "=")
-		names = append(names, strings.TrimPrefix(name, "AIPERF_SERVICE_"))
+		setting := strings.TrimPrefix(e, "AIPERF_SERVICE_")
+		name, _, _ := strings.Cut(setting, "=")
+		names, want = append(names, name), append(want, setting)
 	}
 	script := `import sys
 from aiperf.common.environment import Environment
@@ -134,9 +135,5 @@ print(" ".join(f"{n}={getattr(Environment.SERVICE, n):g}" for n in sys.argv[1:])
 	cmd.Env = append(os.Environ(), aiperfBounds...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "make setup makes .venv: %s", out)
-	var want []string
-	for _, e := range aiperfBounds {
-		want = append(want, strings.TrimPrefix(e, "AIPERF_SERVICE_"))
-	}
 	assert.Equal(t, strings.Join(want, " "), strings.TrimSpace(string(out)))
 }
