@@ -35,10 +35,8 @@ const Tokenizer = "qualkit/offline-word-tokenizer"
 
 var versionWait = 10 * time.Minute
 
-// CheckVersion runs `aiperf --version` and requires the pin, and no AIPERF_ setting in
-// this environment: AIPerf reads them, every command inherits them, and commands.jsonl
-// holds only what the harness sets (aiperfBounds), so one would change the run unseen.
-// The version it returns is the one found, also with an error after it (run.json).
+// CheckVersion runs `aiperf --version` and requires the pin (preflight refuses an
+// inherited AIPERF_ setting: steeringEnv).
 func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
 	st, err := os.Stat(a.Bin)
 	if err != nil {
@@ -68,11 +66,6 @@ func (a AIPerf) CheckVersion(ctx context.Context) (string, error) {
 			return v, fmt.Errorf("aiperf at %s is version %q, the pin is %s: run `make setup` to reinstall it", a.Bin, v, AIPerfVersion)
 		}
 		checkedVersions.Store(key, true)
-	}
-	for _, e := range os.Environ() {
-		if name, _, _ := strings.Cut(e, "="); strings.HasPrefix(name, "AIPERF_") {
-			return AIPerfVersion, fmt.Errorf("%s is set in this environment: AIPerf would read it and the run's evidence would not show it; unset it (the harness sets AIPerf's settings itself)", name)
-		}
 	}
 	ref := filepath.Join(a.HFHome, "hub", "models--"+strings.ReplaceAll(Tokenizer, "/", "--"), "refs", "main")
 	if _, err := os.Stat(ref); err != nil {

@@ -90,15 +90,6 @@ func TestAIPerfVersionCheck(t *testing.T) {
 	assert.Equal(t, "0.12.1", got)
 	require.ErrorContains(t, err, `version "0.12.1", the pin is 0.13.0`)
 
-	// An AIPERF_ setting inherited is refused, and the version found still recorded.
-	pinned := writeTemp(t, "aiperf", "#!/bin/sh\necho "+AIPerfVersion+"\n")
-	require.NoError(t, chmodX(pinned))
-	t.Setenv("AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD", "1")
-	got, err = AIPerf{Bin: pinned}.CheckVersion(t.Context())
-	assert.Equal(t, AIPerfVersion, got)
-	require.ErrorContains(t, err, "AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD is set in this environment")
-	os.Unsetenv("AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD") // t.Setenv restores it at the end
-
 	// One that never answers is stopped at the bound, and the error says so, not "killed".
 	defer func(w time.Duration) { versionWait = w }(versionWait)
 	versionWait = 200 * time.Millisecond

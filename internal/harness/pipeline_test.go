@@ -304,6 +304,23 @@ func TestPipelineStatusRules(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, summary, "Not a qualification run: skipped rows:\n- skipped: ")
 	})
+	t.Run("an environment that steers the run's Pythons is no skip", func(t *testing.T) {
+		for _, name := range []string{"AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD", "PYTHONPATH", "PYTHONOPTIMIZE", "LD_PRELOAD"} {
+			t.Setenv(name, "1")
+		}
+		t.Setenv("PYTHONHOME", "") // set empty, Python ignores it
+		p := newPipeline(t, false)
+		p.cfg.Qualification = false
+		res, err := p.start(t).Run(context.Background(), p.row("steered", ""), t.TempDir(), Reproduce(t.Name()))
+		require.Error(t, err)
+		assert.Equal(t, schema.StatusFailed, res.Status)
+		msg := res.Stages[0].Error
+		for _, name := range []string{"AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD", "PYTHONPATH", "PYTHONOPTIMIZE", "LD_PRELOAD"} {
+			assert.Contains(t, msg, name+" is set in this environment")
+			assert.Contains(t, msg, "env -u "+name)
+		}
+		assert.NotContains(t, msg, "PYTHONHOME")
+	})
 	t.Run("a broken manifest is no skip", func(t *testing.T) {
 		p := newPipeline(t, false)
 		p.cfg.Qualification = false

@@ -65,6 +65,13 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env family.Env,
 	if describeErr != nil {
 		need(false, describeErr.Error(), "fix the family adapter (its Describe and Spec: internal/family)")
 	}
+	for _, e := range os.Environ() {
+		name, value, _ := strings.Cut(e, "=")
+		if why := steers(name); why != "" && value != "" {
+			need(false, name+" is set in this environment: "+why+", and the run's evidence would not show it (commands.jsonl records only what the harness sets)",
+				"unset "+name+" for the run (`env -u "+name+" make test`)")
+		}
+	}
 	fx, err := fixtures.Load(filepath.Join(s.cfg.Root, c.Fixtures))
 	if err != nil {
 		need(false, err.Error(), "restore the fixtures from git (`git checkout -- fixtures/`)")
@@ -128,6 +135,30 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env family.Env,
 		}
 	}
 	return rd
+}
+
+// steeringEnv is each inherited variable that would change, unseen, what the Pythons a
+// run starts execute or check (every command inherits the environment); a name ending in
+// _ stands for all that begin with it; set empty, each is ignored. Those that change no code (PYTHONUNBUFFERED) pass;
+// a venv ignores the user site (PYTHONUSERBASE), and a script the interactive ones.
+var steeringEnv = []struct{ name, why string }{
+	{"AIPERF_", "AIPerf reads it (the harness sets AIPerf's settings itself: aiperfBounds)"},
+	{"PYTHONPATH", "its modules come before the venv's in every Python the run starts"},
+	{"PYTHONHOME", "it moves every Python's standard library"},
+	{"PYTHONOPTIMIZE", "it strips every assert from the correctness case and AIPerf"},
+	{"PYTHONINSPECT", "every Python script would wait at a prompt when it ends"},
+	{"LD_PRELOAD", "its libraries load into every program the run starts"},
+	{"LD_AUDIT", "its libraries load into every program the run starts"},
+}
+
+// steers says why name is in steeringEnv, or "".
+func steers(name string) string {
+	for _, v := range steeringEnv {
+		if name == v.name || strings.HasSuffix(v.name, "_") && strings.HasPrefix(name, v.name) {
+			return v.why
+		}
+	}
+	return ""
 }
 
 // preflightChecks are preflight's slow parts, which the build needs none of: AIPerf's
