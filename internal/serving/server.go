@@ -56,12 +56,10 @@ func Start(ctx context.Context, spec ServerSpec, opts ...Option) (Server, error)
 	return startProcessServer(ctx, spec, o)
 }
 
-// handedPorts are the ports FreePort returned in this process: never one twice. The
-// kernel may give a closed port to the next listen, and rows served in parallel (host
-// networking) would then start two servers on one port, one answering for both.
-var handedPorts sync.Map
-
-// FreePort is a loopback port free now and never returned before in this process.
+// FreePort is a loopback port free now and never returned before on this machine by a
+// process still alive: the kernel may give a closed port to the next listen, and rows
+// served in parallel (host networking, in this process or another qualkit test binary)
+// would then start two servers on one port, one answering for both.
 func FreePort() (int, error) {
 	for range 1000 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -70,12 +68,26 @@ func FreePort() (int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		if _, handed := handedPorts.LoadOrStore(port, true); !handed {
+		if claimPort(port) {
 			return port, nil
 		}
 	}
-	return 0, errors.New("free port: the kernel offered 1000 ports this process had already handed out")
+	return 0, errors.New("free port: the kernel offered 1000 ports this or another live process had already handed out")
 }
+
+// claimPort claims port for this process's life: an abstract Unix socket named for it
+// (Linux: no file, gone when the process ends), which no other process, nor this one
+// again, can bind while it stays open. claims keeps them open.
+func claimPort(port int) bool {
+	l, err := net.Listen("unix", fmt.Sprintf("@qualkit-port-%d", port))
+	if err != nil {
+		return false
+	}
+	claims.Store(port, l)
+	return true
+}
+
+var claims sync.Map
 
 var errExited = errors.New("server exited")
 
