@@ -148,13 +148,14 @@ test-failed: setup engine double-image tables
 # openai client's images.edit against the refedit server (it builds the binary with
 # $(GO)), and the fixture manifest checks. Same rule: no skips. They use no pytest
 # plugin, so none of the venv's is loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD, as in the
-# refedit case).
+# refedit case). Their temp folders go with the run (pytest keeps its own /tmp/pytest-of-*).
 PYJUNIT ?= evidence/junit-python.xml
 PYTESTS := families/refedit/correctness/selftest families/refedit/server/testdata/openai_client fixtures/images fixtures/image_edit internal/quality/testdata internal/junitfix/testdata families/qwen_image/latents/testdata
 pytest: setup
 	@mkdir -p $(dir $(PYJUNIT))
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest --collect-only -q -p no:cacheprovider --rootdir . $(PYTESTS) > $(PYJUNIT).collected
-	GO=$(GO) PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest -q -p no:cacheprovider --rootdir . --junitxml=$(PYJUNIT) $(PYTESTS)
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	GO=$(GO) PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 .venv/bin/python -m pytest -q -p no:cacheprovider --basetemp "$$tmp/pytest" --rootdir . --junitxml=$(PYJUNIT) $(PYTESTS)
 	$(GO) run ./scripts/testgate -junit $(PYJUNIT) -pytest $(PYJUNIT).collected
 
 lint:
