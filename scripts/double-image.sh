@@ -71,7 +71,10 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
     flock 8
     if ! command -v mmdebstrap >/dev/null 2>&1; then
       say "installing mmdebstrap (Debian's package)"
-      DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq mmdebstrap >/dev/null 8>&-
+      export DEBIAN_FRONTEND=noninteractive
+      aptget() { apt-get -o DPkg::Lock::Timeout=600 "$@" 8>&-; } # no child keeps the lock
+      # With no package lists yet (a fresh machine whose engine was not installed here).
+      aptget install -y -qq mmdebstrap >/dev/null 2>&1 || { aptget update -qq && aptget install -y -qq mmdebstrap >/dev/null; }
     fi
     flock -u 8
   fi
