@@ -305,7 +305,8 @@ func TestPipelineStatusRules(t *testing.T) {
 		assert.Contains(t, summary, "Not a qualification run: skipped rows:\n- skipped: ")
 	})
 	t.Run("an environment that steers the run's Pythons is no skip", func(t *testing.T) {
-		for _, name := range []string{"AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD", "PYTHONPATH", "PYTHONOPTIMIZE", "LD_PRELOAD"} {
+		steering := []string{"AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD", "PYTHONPATH", "PYTHONOPTIMIZE", "LD_PRELOAD"}
+		for _, name := range steering {
 			t.Setenv(name, "1")
 		}
 		t.Setenv("PYTHONHOME", "") // set empty, Python ignores it
@@ -315,7 +316,7 @@ func TestPipelineStatusRules(t *testing.T) {
 		require.Error(t, err)
 		assert.Equal(t, schema.StatusFailed, res.Status)
 		msg := res.Stages[0].Error
-		for _, name := range []string{"AIPERF_SERVICE_HEARTBEAT_MISSED_THRESHOLD", "PYTHONPATH", "PYTHONOPTIMIZE", "LD_PRELOAD"} {
+		for _, name := range steering {
 			assert.Contains(t, msg, name+" is set in this environment")
 			assert.Contains(t, msg, "env -u "+name)
 		}

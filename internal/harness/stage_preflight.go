@@ -139,8 +139,9 @@ func (s *Suite) preflightHost(ctx context.Context, c Checkpoint, env family.Env,
 
 // steeringEnv is each inherited variable that would change, unseen, what the Pythons a
 // run starts execute or check (every command inherits the environment); a name ending in
-// _ stands for all that begin with it; set empty, each is ignored. Those that change no code (PYTHONUNBUFFERED) pass;
-// a venv ignores the user site (PYTHONUSERBASE), and a script the interactive ones.
+// _ stands for all that begin with it; set empty, each is ignored. Those that change no
+// code (PYTHONUNBUFFERED) pass; a venv ignores the user site (PYTHONUSERBASE), and a
+// script the interactive ones.
 var steeringEnv = []struct{ name, why string }{
 	{"AIPERF_", "AIPerf reads it (the harness sets AIPerf's settings itself: aiperfBounds)"},
 	{"PYTHONPATH", "its modules come before the venv's in every Python the run starts"},
