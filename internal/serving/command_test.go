@@ -123,7 +123,8 @@ func TestProcessJobLeavesNothing(t *testing.T) {
 }
 
 // A process server: ready once its ready path answers 200; one that exits or never
-// becomes ready fails with the log's tail; Stop records the command once.
+// becomes ready fails with the log's tail, and one cut before it was ready is killed; Stop
+// records the command once.
 func TestProcessServer(t *testing.T) {
 	_, bin := serverImage(t)
 	var recs records
@@ -147,6 +148,17 @@ func TestProcessServer(t *testing.T) {
 	_, err = Start(t.Context(), spec)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "server not ready after 500ms (last: /health/ready answered 503)")
+
+	// Cut before it was ready, it is killed: SIGTERM, which it holds, would wait stopGrace.
+	spec = serverSpec(t, bin, "-never-ready", "-hold-term")
+	ctx, cancel := context.WithCancel(t.Context())
+	go cancelOnceLogged(ctx, cancel, spec.Log, "listening on")
+	_, err = Start(ctx, spec)
+	cancel()
+	assert.ErrorIs(t, err, context.Canceled)
+	log, _ := os.ReadFile(spec.Log)
+	assert.Contains(t, string(log), "listening on")
+	assert.NotContains(t, string(log), "held", "the server was sent SIGTERM")
 
 	_, err = Start(t.Context(), ServerSpec{Cmd: Command{Args: []string{bin}}})
 	assert.ErrorContains(t, err, "all three are required")

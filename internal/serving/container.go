@@ -395,7 +395,7 @@ func startContainer(ctx context.Context, spec ServerSpec, o options) (Server, er
 			s.close()
 			return nil, o.record(s.rec, fmt.Errorf("start container %s from %s: %w", r.name, o.container.Image.Ref, err))
 		}
-		code, oom, rmErr := s.terminate(context.Background())
+		code, oom, rmErr := s.terminate(context.Background(), 0)
 		switch {
 		case ready.exited != nil:
 			err = fmt.Errorf("server container exited with code %d (oom_killed=%t) before it was ready", ready.exited.ExitCode, ready.exited.OOMKilled)
@@ -430,7 +430,7 @@ func (s *containerServer) Stop(ctx context.Context) error {
 	if s.stopped {
 		return nil
 	}
-	return s.finish(s.terminate(ctx))
+	return s.finish(s.terminate(ctx, stopGrace))
 }
 
 func (s *containerServer) finish(code int, oomKilled bool, err error) error {
@@ -444,8 +444,8 @@ func (s *containerServer) finish(code int, oomKilled bool, err error) error {
 	return s.o.record(s.rec, err)
 }
 
-// terminate runs once.
-func (s *containerServer) terminate(ctx context.Context) (code int, oomKilled bool, err error) {
+// terminate stops the container, SIGKILL after grace, and removes it; it runs once.
+func (s *containerServer) terminate(ctx context.Context, grace time.Duration) (code int, oomKilled bool, err error) {
 	s.stopped = true
 	if s.stopWatch != nil {
 		s.stopWatch()
@@ -457,8 +457,7 @@ func (s *containerServer) terminate(ctx context.Context) (code int, oomKilled bo
 	if err := waitForEngine(ctx, s.cli, engineBackWithin); err != nil {
 		errs = append(errs, err)
 	}
-	grace := stopGrace
-	if err := s.c.Stop(ctx, &grace); err != nil && !cerrdefs.IsNotFound(err) {
+	if err := s.halt(ctx, grace); err != nil && !cerrdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("stop container: %w", err))
 	}
 	if err := s.log.rewrite(ctx, s.cli, s.c.GetContainerID()); err != nil {
@@ -474,6 +473,18 @@ func (s *containerServer) terminate(ctx context.Context) (code int, oomKilled bo
 		errs = append(errs, fmt.Errorf("remove container: %w", err))
 	}
 	return code, oomKilled, errors.Join(errs...)
+}
+
+// halt stops the container: SIGTERM, then SIGKILL after grace; with no grace, SIGKILL alone.
+func (s *containerServer) halt(ctx context.Context, grace time.Duration) error {
+	if grace > 0 {
+		return s.c.Stop(ctx, &grace)
+	}
+	_, err := s.cli.ContainerKill(ctx, s.c.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"})
+	if cerrdefs.IsConflict(err) { // created, never started, or already ended
+		return nil
+	}
+	return err
 }
 
 // removeOutlivingEngine removes a job's container, again while a restarting engine comes back.

@@ -194,3 +194,14 @@ func waitForLog(t *testing.T, path, want string) string {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// cancelOnceLogged calls cancel once the log at path holds want, or when ctx ends.
+func cancelOnceLogged(ctx context.Context, cancel context.CancelFunc, path, want string) {
+	for ctx.Err() == nil {
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), want) {
+			cancel()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -49,7 +49,7 @@ func startProcessServer(ctx context.Context, spec ServerSpec, o options) (Server
 	s := &processServer{cmd: cmd, logf: logf, exited: make(chan struct{}), served: served{url: spec.URL(), o: o, began: start, rec: rec}}
 	go func() { s.waitErr = cmd.Wait(); close(s.exited) }()
 	if err := waitReady(ctx, s.url, spec.Ready, s.exited); err != nil {
-		s.Stop(context.Background())
+		s.stop(0)
 		if errors.Is(err, errExited) {
 			return nil, fmt.Errorf("server process exited with code %d before it was ready; log %s:\n%s", exitCode(s.waitErr), spec.Log, TailFile(spec.Log, 2000))
 		}
@@ -77,17 +77,22 @@ func (s *processServer) Died(context.Context) error {
 }
 
 // Stop sends SIGTERM to the group, then SIGKILL after stopGrace.
-func (s *processServer) Stop(context.Context) error {
+func (s *processServer) Stop(context.Context) error { return s.stop(stopGrace) }
+
+// stop sends SIGTERM to the group, then SIGKILL after grace; with no grace, SIGKILL alone.
+func (s *processServer) stop(grace time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
 		return nil
 	}
 	s.stopped = true
-	killGroup(s.cmd, syscall.SIGTERM)
+	if grace > 0 {
+		killGroup(s.cmd, syscall.SIGTERM)
+	}
 	select {
 	case <-s.exited:
-	case <-time.After(stopGrace):
+	case <-time.After(grace):
 		killGroup(s.cmd, syscall.SIGKILL)
 		<-s.exited
 	}
@@ -99,4 +104,8 @@ func (s *processServer) Stop(context.Context) error {
 	return s.o.record(s.rec, err)
 }
 
+// stopGrace is how long a ready server has to drain its requests. One that was never
+// ready has none and is killed at once: it may hold SIGTERM until its load ends (refedit
+// serve does, as a server loading its weights would), longer than the margin a row keeps
+// before go test's -timeout (Suite.rowContext).
 const stopGrace = 10 * time.Second

@@ -6,7 +6,9 @@
 // keeps answering 503. -show-file prints files' content; -try-write tries to create files and prints
 // whether it could; then -exit-code N exits N before listening (a job); -tick FILE runs
 // until stopped, printing each numbered line before it appends it to FILE. On SIGTERM it
-// prints a last line and exits 0, so a test can check that Stop is graceful and the log complete.
+// prints a last line and exits 0, so a test can check that Stop is graceful and the log complete;
+// with -hold-term it prints that it held the signal and goes on, as a server loading its
+// weights does until the load ends.
 package main
 
 import (
@@ -30,6 +32,7 @@ func main() {
 	showFiles := flag.String("show-file", "", "print the content of these files (comma-separated)")
 	tryWrites := flag.String("try-write", "", "try to create these files (comma-separated) and print whether it worked")
 	tick := flag.String("tick", "", "forever, every 10 ms: print a numbered line, then append it to this file (a job whose log and files must agree)")
+	holdTerm := flag.Bool("hold-term", false, "on SIGTERM, print that it was held and go on")
 	flag.Parse()
 
 	fmt.Println(*say)
@@ -85,9 +88,14 @@ func main() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
-		s := <-sig
-		fmt.Printf("containerserver: got %v, shutting down\n", s)
-		os.Exit(0)
+		for s := range sig {
+			if *holdTerm {
+				fmt.Printf("containerserver: got %v, held\n", s)
+				continue
+			}
+			fmt.Printf("containerserver: got %v, shutting down\n", s)
+			os.Exit(0)
+		}
 	}()
 	if err := http.Serve(l, mux); err != nil {
 		fmt.Fprintf(os.Stderr, "containerserver: serve: %v\n", err)
