@@ -72,6 +72,12 @@ func (e *Engine) start() error {
 		"--containerd-namespace", "qualkit-engine-test", "--containerd-plugins-namespace", "qualkit-engine-test-plugins",
 		"--shutdown-timeout", "2")
 	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
+	// Its processes' temp files (containerd's stack dump when dockerd kills it) go with it.
+	tmp := filepath.Join(e.dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return err
+	}
+	e.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := e.cmd.Start(); err != nil {
 		return err
