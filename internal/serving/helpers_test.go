@@ -182,26 +182,28 @@ func requireNoContainers(t *testing.T, runID string) {
 	}
 }
 
-// waitForLog polls the log file, which is written by a stream, until it holds want.
+// waitForLog polls the log file, which is written by a stream, until it holds want (10 s
+// at most).
 func waitForLog(t *testing.T, path, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, _ := os.ReadFile(path)
-		if strings.Contains(string(b), want) || time.Now().After(deadline) {
-			return string(b)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return logHolds(ctx, path, want)
 }
 
 // cancelOnceLogged calls cancel once the log at path holds want, or when ctx ends.
 func cancelOnceLogged(ctx context.Context, cancel context.CancelFunc, path, want string) {
-	for ctx.Err() == nil {
-		if b, _ := os.ReadFile(path); strings.Contains(string(b), want) {
-			cancel()
-			return
+	logHolds(ctx, path, want)
+	cancel()
+}
+
+// logHolds polls the log at path until it holds want or ctx ends, and returns it.
+func logHolds(ctx context.Context, path, want string) string {
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), want) || ctx.Err() != nil {
+			return string(b)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 }
